@@ -1,0 +1,1 @@
+//! Random distributions for `randvar` and `cvar` (placeholder, being written).

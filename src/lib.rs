@@ -1,0 +1,13 @@
+//! fsbench: a file-system benchmarking workbench.
+//!
+//! The source tree follows one pipeline:
+//!
+//! ```text
+//! workload text (.f file or built-in)  --lang-->   AST with spans
+//! AST + overrides (-s var=value)       --model-->  Workload (typed, validated)
+//! Workload + target directory          --engine--> filesets on disk, workers running flowops
+//! workers' thread-local recorders      --stats-->  Results (one serde value)
+//! Results                              --report--> text, JSON, CSV, Markdown
+//! ```
+
+pub mod dist;
