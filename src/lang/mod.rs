@@ -1,0 +1,11 @@
+//! The workload language: lexer, parser, syntax tree and diagnostics.
+
+pub mod ast;
+pub mod diag;
+pub mod lexer;
+pub mod parser;
+pub mod source;
+
+pub use diag::{Diagnostic, Diagnostics};
+pub use parser::parse;
+pub use source::{SourceFile, Span};
