@@ -12,3 +12,4 @@
 
 pub mod dist;
 pub mod lang;
+pub mod model;

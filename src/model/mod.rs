@@ -1,0 +1,236 @@
+//! The workload model: what the engine runs. Built from the syntax tree plus `-s` overrides,
+//! with every variable resolved to a constant or bound to a random variable that is re-sampled
+//! at each use, every name checked, every fd traced to a flowop that opens it.
+
+pub mod build;
+pub mod kind;
+
+pub use build::{build, Overrides};
+pub use kind::{FlowopKind, IoClass};
+
+use crate::dist::{RandVar, Rng};
+use crate::lang::{Diagnostic, SourceFile, Span};
+use std::sync::Arc;
+
+/// A numeric attribute: a constant or a random variable sampled at each use.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Num {
+    Const(i64),
+    /// Index into [`Workload::randvars`].
+    Rand(usize),
+}
+
+impl Num {
+    /// The value now: constants as they are, random variables sampled from the caller's
+    /// generator for that variable (one generator per random variable per thread).
+    #[inline]
+    pub fn get(&self, randvars: &[RandVarDef], rngs: &mut [Rng]) -> i64 {
+        match *self {
+            Num::Const(v) => v,
+            Num::Rand(i) => randvars[i].rv.sample(&mut rngs[i]).round() as i64,
+        }
+    }
+
+    pub fn is_zero(&self) -> bool {
+        *self == Num::Const(0)
+    }
+
+    /// The expected value (the mean for random variables).
+    pub fn mean(&self, randvars: &[RandVarDef]) -> f64 {
+        match *self {
+            Num::Const(v) => v as f64,
+            Num::Rand(i) => randvars[i].rv.mean(),
+        }
+    }
+
+    pub fn describe(&self, randvars: &[RandVarDef]) -> String {
+        match *self {
+            Num::Const(v) => v.to_string(),
+            Num::Rand(i) => format!("${} ~ {}", randvars[i].name, randvars[i].rv.describe()),
+        }
+    }
+}
+
+/// A named random variable (`set $v = randvar(...)` or `cvar(...)`).
+#[derive(Debug, Clone)]
+pub struct RandVarDef {
+    pub name: String,
+    pub rv: RandVar,
+    /// `seed=` when the workload fixes one; otherwise the run seed is used.
+    pub seed: Option<u64>,
+}
+
+/// How a run ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum QuitMode {
+    /// After the run time.
+    Timeout,
+    /// When every thread has finished (finishoncount/finishonbytes), or the run time.
+    AllDone,
+    /// When the first thread finishes, or the run time.
+    FirstDone,
+}
+
+#[derive(Debug, Clone)]
+pub struct Fileset {
+    pub name: String,
+    pub span: Span,
+    /// The `path=` the workload gave (informational: fsbench lays filesets out in its run directory).
+    pub path: String,
+    /// `define file`: one entry.
+    pub is_file: bool,
+    pub entries: u64,
+    pub leafdirs: u64,
+    pub dirwidth: u64,
+    /// Gamma shape for depth and width (dirgamma/1000); 0 means deterministic.
+    pub dirgamma: f64,
+    pub dirdepthrv: Option<usize>,
+    /// File size, sampled once per file at layout.
+    pub size: Num,
+    /// Percentage of files created at layout (0-100).
+    pub prealloc: u32,
+    pub paralloc: bool,
+    pub reuse: bool,
+    pub trusttree: bool,
+    pub readonly: bool,
+    pub writeonly: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct Process {
+    pub name: String,
+    pub span: Span,
+    pub instances: u32,
+    pub nice: Option<i32>,
+    pub threads: Vec<Thread>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Thread {
+    pub name: String,
+    pub span: Span,
+    pub instances: u32,
+    pub memsize: u64,
+    pub useism: bool,
+    pub ioprio: Option<u32>,
+    pub flowops: Vec<Flowop>,
+}
+
+/// One flowop with typed, resolved attributes.
+#[derive(Debug, Clone)]
+pub struct Flowop {
+    pub name: String,
+    pub kind: FlowopKind,
+    pub span: Span,
+    /// Index into [`Workload::stat_names`]: flowops of the same name share statistics,
+    /// across threads and instances, as in Filebench.
+    pub stat: usize,
+    pub iters: Num,
+    pub fileset: Option<usize>,
+    pub fd: Option<usize>,
+    pub srcfd: Option<usize>,
+    pub opennext: bool,
+    pub indexed: Option<Num>,
+    pub iosize: Num,
+    pub workingset: Num,
+    pub random: bool,
+    pub dsync: bool,
+    pub directio: bool,
+    pub noreadahead: bool,
+    pub mmap: bool,
+    pub value: Num,
+    pub target: Option<String>,
+    pub blocking: bool,
+    pub highwater: Num,
+    /// The body of a composite flowop, with its local variables bound.
+    pub children: Vec<Flowop>,
+}
+
+/// Things the script does in order, up to and including the first `run`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    Echo(String),
+    /// `system "..."`: run by the engine only when allowed.
+    System(String),
+    Sleep(u64),
+    CreateFiles,
+    Version,
+    ListFilesets,
+    ListFlowops,
+    Run,
+}
+
+#[derive(Debug, Clone)]
+pub struct Workload {
+    pub name: String,
+    pub source: Arc<SourceFile>,
+    /// Every variable with its final value as text (constants) or distribution.
+    pub vars: Vec<(String, String)>,
+    pub randvars: Vec<RandVarDef>,
+    pub filesets: Vec<Fileset>,
+    pub processes: Vec<Process>,
+    pub actions: Vec<Action>,
+    pub mode: QuitMode,
+    /// `run N`; `None` when the script has no `run` or `run` without a number.
+    pub run_seconds: Option<u64>,
+    /// Whether the script has a `run` or `psrun` at all.
+    pub has_run: bool,
+    /// `psrun [period [runtime]]`: periodic reports every `period` seconds.
+    pub psrun_period: Option<i64>,
+    pub eventgen_rate: Option<Num>,
+    pub lathist: bool,
+    pub nousestats: bool,
+    /// Distinct flowop names, with their type, in order of first appearance.
+    pub stat_names: Vec<(String, FlowopKind)>,
+    pub warnings: Vec<Diagnostic>,
+}
+
+impl Workload {
+    pub fn fileset_index(&self, name: &str) -> Option<usize> {
+        self.filesets.iter().position(|f| f.name == name)
+    }
+
+    /// Total OS threads the run will start.
+    pub fn thread_count(&self) -> u64 {
+        self.processes
+            .iter()
+            .map(|p| {
+                p.instances as u64 * p.threads.iter().map(|t| t.instances as u64).sum::<u64>()
+            })
+            .sum()
+    }
+
+    /// Every flowop, composites' children included, depth first.
+    pub fn all_flowops(&self) -> Vec<&Flowop> {
+        fn walk<'a>(f: &'a Flowop, out: &mut Vec<&'a Flowop>) {
+            out.push(f);
+            for c in &f.children {
+                walk(c, out);
+            }
+        }
+        let mut out = Vec::new();
+        for p in &self.processes {
+            for t in &p.threads {
+                for f in &t.flowops {
+                    walk(f, &mut out);
+                }
+            }
+        }
+        out
+    }
+
+    /// Flowops the engine cannot run yet, with their location: `check` and `run` refuse these.
+    pub fn unsupported(&self) -> Vec<Diagnostic> {
+        let mut out = Vec::new();
+        for f in self.all_flowops() {
+            if let Some(why) = f.kind.unsupported_reason() {
+                out.push(
+                    Diagnostic::error(&self.source, f.span, format!("flowop `{}`: {why}", f.name))
+                        .with_help("fsbench refuses to run a workload with flowops it would have to skip"),
+                );
+            }
+        }
+        out
+    }
+}
