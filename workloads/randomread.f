@@ -1,0 +1,30 @@
+# fsbench: randomread - random 8 KiB reads from one large file
+#
+# One file of $filesize bytes (kept if it already exists), laid out before
+# the run. Each of $nthreads threads reads $iosize blocks at random
+# iosize-aligned offsets within the first $workingset bytes (0 = the whole
+# file). $directio=1 opens the file with O_DIRECT to bypass the page cache.
+#
+# Scale with -s: filesize, iosize, nthreads, workingset, directio, runtime.
+# fsbench replaces $dir with its run directory.
+
+set $dir=/tmp
+set $filesize=5g
+set $iosize=8k
+set $nthreads=1
+set $workingset=0
+set $directio=0
+set $runtime=10
+
+define file name=largefile1, path=$dir, size=$filesize, prealloc, reuse, paralloc
+
+define process name=rand-read, instances=1
+{
+  thread name=rand-thread, memsize=5m, instances=$nthreads
+  {
+    flowop read name=rand-read1, filename=largefile1, iosize=$iosize, random,
+        workingset=$workingset, directio=$directio
+  }
+}
+
+run $runtime
