@@ -13,3 +13,4 @@
 pub mod dist;
 pub mod lang;
 pub mod model;
+pub mod workloads;

@@ -1,17 +1,147 @@
-use clap::{Parser, Subcommand};
+//! The fsbench command line: parse arguments, call the library, print.
 
-/// fsbench: a file-system benchmarking workbench.
+use anyhow::{bail, Context, Result};
+use clap::{Args, Parser, Subcommand};
+use fsbench::model::{Overrides, Workload};
+use fsbench::workloads::{self, LoadError};
+use std::process::ExitCode;
+
+/// fsbench: a file-system benchmarking workbench that speaks the Filebench workload language.
 #[derive(Parser)]
-#[command(name = "fsbench", version, about)]
+#[command(name = "fsbench", version, about, long_about = None)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
 }
 
 #[derive(Subcommand)]
-enum Command {}
+enum Command {
+    /// Parse and validate a workload (file or built-in) and explain what it will do.
+    Check(CheckArgs),
+    /// List the built-in personalities with their variables.
+    List,
+    /// Print a built-in personality's text and its variables' defaults.
+    Show(ShowArgs),
+}
 
-fn main() -> anyhow::Result<()> {
+#[derive(Args)]
+struct WorkloadArgs {
+    /// A workload file (.f) or the name of a built-in personality (see `fsbench list`).
+    workload: String,
+    /// Set a variable before the script runs (repeatable): -s nfiles=500
+    #[arg(short = 's', long = "set", value_name = "NAME=VALUE", value_parser = parse_override)]
+    set: Vec<(String, String)>,
+}
+
+fn parse_override(s: &str) -> Result<(String, String), String> {
+    Overrides::parse_one(s)
+}
+
+#[derive(Args)]
+struct CheckArgs {
+    #[command(flatten)]
+    w: WorkloadArgs,
+    /// Print only errors and warnings.
+    #[arg(short, long)]
+    quiet: bool,
+}
+
+#[derive(Args)]
+struct ShowArgs {
+    /// Built-in personality name.
+    name: String,
+}
+
+fn load(w: &WorkloadArgs) -> Result<Workload> {
+    match workloads::load(&w.workload, &Overrides(w.set.clone())) {
+        Ok((wl, _)) => {
+            for warn in &wl.warnings {
+                eprintln!("{warn}\n");
+            }
+            Ok(wl)
+        }
+        Err(LoadError::Invalid(d)) => {
+            eprintln!("{d}\n");
+            let n = d.0.len();
+            bail!(
+                "{} has {n} error{}",
+                w.workload,
+                if n == 1 { "" } else { "s" }
+            )
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn cmd_check(a: &CheckArgs) -> Result<()> {
+    let wl = load(&a.w)?;
+    let unsupported = wl.unsupported();
+    if !a.quiet {
+        print!("{}", fsbench::model::explain::explain(&wl));
+    }
+    if !unsupported.is_empty() {
+        for d in &unsupported {
+            eprintln!("{d}\n");
+        }
+        bail!(
+            "{} is valid, but uses {} flowop{} this version of fsbench cannot run",
+            a.w.workload,
+            unsupported.len(),
+            if unsupported.len() == 1 { "" } else { "s" }
+        );
+    }
+    println!("{}: ok", a.w.workload);
+    Ok(())
+}
+
+fn cmd_list() -> Result<()> {
+    println!("Built-in personalities (run one with `fsbench run NAME`, read it with `fsbench show NAME`):\n");
+    for (name, text) in workloads::BUILTINS {
+        println!("  {name:<30} {}", workloads::description(text));
+        if let Ok((wl, _)) = workloads::load(name, &Overrides::default()) {
+            let vars: Vec<String> = wl
+                .vars
+                .iter()
+                .filter(|(k, _)| k != "dir")
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
+            if !vars.is_empty() {
+                println!("  {:<30} vars: {}", "", vars.join(" "));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn cmd_show(a: &ShowArgs) -> Result<()> {
+    let text = workloads::builtin(&a.name).with_context(|| {
+        format!(
+            "no built-in personality named `{}` (see `fsbench list`)",
+            a.name
+        )
+    })?;
+    print!("{text}");
+    if let Ok((wl, _)) = workloads::load(&a.name, &Overrides::default()) {
+        println!("\n# Variables and their defaults (change with -s NAME=VALUE):");
+        for (k, v) in &wl.vars {
+            println!("#   ${k} = {v}");
+        }
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
     let cli = Cli::parse();
-    match cli.command {}
+    let r = match &cli.command {
+        Command::Check(a) => cmd_check(a),
+        Command::List => cmd_list(),
+        Command::Show(a) => cmd_show(a),
+    };
+    match r {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("fsbench: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
 }

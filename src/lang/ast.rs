@@ -84,7 +84,9 @@ pub enum SetValue {
         table: Option<Vec<TableRow>>,
     },
     /// `cvar(type=..., parameters=..., min=, max=, round=)`
-    Cvar { attrs: Vec<Attr> },
+    Cvar {
+        attrs: Vec<Attr>,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]

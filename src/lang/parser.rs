@@ -145,7 +145,9 @@ impl Parser {
             ),
             "list" => {
                 let what = match self.peek().clone() {
-                    Tok::Word(w) if matches!(w.as_str(), "fileset" | "filesets" | "flowop" | "flowops") => {
+                    Tok::Word(w)
+                        if matches!(w.as_str(), "fileset" | "filesets" | "flowop" | "flowops") =>
+                    {
                         self.bump();
                         Some(w)
                     }
@@ -176,7 +178,10 @@ impl Parser {
             other => {
                 if let Some((_, help)) = REMOVED.iter().find(|(n, _)| *n == other) {
                     return Err(self
-                        .err(kw_span, format!("`{other}` is not part of the workload language any more"))
+                        .err(
+                            kw_span,
+                            format!("`{other}` is not part of the workload language any more"),
+                        )
                         .with_help(*help));
                 }
                 if other == "flowop" || other == "thread" {
@@ -188,7 +193,9 @@ impl Parser {
                             "threads belong inside `define process name=... { }`"
                         }));
                 }
-                return Err(self.err(kw_span, format!("unknown command `{other}`")).with_help(
+                return Err(self
+                    .err(kw_span, format!("unknown command `{other}`"))
+                    .with_help(
                     "commands are define, set, create files, run, psrun, eventgen, echo, system, \
                      sleep, list, debug, version, quit, enable",
                 ));
@@ -225,7 +232,8 @@ impl Parser {
     }
 
     fn define(&mut self) -> PResult<Stmt> {
-        let (what, s) = self.expect_word("`fileset`, `file`, `process` or `flowop` after `define`")?;
+        let (what, s) =
+            self.expect_word("`fileset`, `file`, `process` or `flowop` after `define`")?;
         match what.as_str() {
             "fileset" | "filesets" => Ok(Stmt::DefineFileset {
                 file: false,
@@ -446,7 +454,10 @@ impl Parser {
     }
 
     /// Attributes of a random variable; `randtable = {{p,lo,hi}, ...}` comes last.
-    fn randvar_attrs(&mut self, _close: Option<Tok>) -> PResult<(Vec<Attr>, Option<Vec<TableRow>>)> {
+    fn randvar_attrs(
+        &mut self,
+        _close: Option<Tok>,
+    ) -> PResult<(Vec<Attr>, Option<Vec<TableRow>>)> {
         let mut attrs = Vec::new();
         let mut table = None;
         loop {
@@ -468,7 +479,10 @@ impl Parser {
         self.expect(Tok::LBrace, "`{` to open the randtable")?;
         let mut rows = Vec::new();
         loop {
-            let start = self.expect(Tok::LBrace, "`{` to open a randtable row {percent, min, max}")?;
+            let start = self.expect(
+                Tok::LBrace,
+                "`{` to open a randtable row {percent, min, max}",
+            )?;
             let pct = self.single_value()?;
             self.expect(Tok::Comma, "`,` between randtable fields")?;
             let lo = self.single_value()?;
@@ -517,7 +531,13 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        assert!(matches!(&s.statements[1].stmt, Stmt::Run(Some(ValueNode { value: Value::Int(10), .. }))));
+        assert!(matches!(
+            &s.statements[1].stmt,
+            Stmt::Run(Some(ValueNode {
+                value: Value::Int(10),
+                ..
+            }))
+        ));
     }
 
     #[test]
@@ -525,20 +545,31 @@ mod tests {
         let s = p("set $a=1k\nset $b=true\nset $c=\"q $a\"\nset $d=randvar(type=gamma,mean=10,gamma=1500)\nset $e=cvar(type=cvar-gamma,parameters=mean:1;gamma:1.5)\nset $t=randvar(type=tabular, min=1k, randtable={{10,1k,2k},\n {90, 4k, 8k}})\nset mode quit firstdone\nset $f = $a * $b\n");
         assert_eq!(s.statements.len(), 8);
         match &s.statements[5].stmt {
-            Stmt::Set { value: SetValue::Randvar { attrs, table: Some(t) }, .. } => {
+            Stmt::Set {
+                value:
+                    SetValue::Randvar {
+                        attrs,
+                        table: Some(t),
+                    },
+                ..
+            } => {
                 assert_eq!(attrs.len(), 2);
                 assert_eq!(t.len(), 2);
             }
             other => panic!("{other:?}"),
         }
-        assert!(matches!(&s.statements[7].stmt, Stmt::Set { value: SetValue::Value(ValueNode { value: Value::Product(v), .. }), .. } if v.len() == 2));
+        assert!(
+            matches!(&s.statements[7].stmt, Stmt::Set { value: SetValue::Value(ValueNode { value: Value::Product(v), .. }), .. } if v.len() == 2)
+        );
     }
 
     #[test]
     fn composite_flowop() {
         let s = p("define flowop name=rw, $fs\n{\n flowop openfile name=o,filesetname=$fs,fd=1\n}\ndefine process name=p {\n thread name=t {\n  flowop rw name=x, iters=2, $fs=big\n }\n}");
         match &s.statements[0].stmt {
-            Stmt::DefineFlowop { params, flowops, .. } => {
+            Stmt::DefineFlowop {
+                params, flowops, ..
+            } => {
                 assert_eq!(params[0].name, "fs");
                 assert_eq!(flowops.len(), 1);
             }

@@ -115,7 +115,11 @@ pub fn build(
             break;
         }
         match &st.stmt {
-            Stmt::Set { var, var_span, value } => {
+            Stmt::Set {
+                var,
+                var_span,
+                value,
+            } => {
                 defined.insert(var.clone());
                 if b.overridden.contains(var) {
                     continue;
@@ -128,7 +132,10 @@ pub fn build(
                 // Legacy `define randvar name=$v, ...`: the same as `set $v = randvar(...)`.
                 let name_attr = attrs.iter().find(|a| a.name == "name");
                 match name_attr.and_then(|a| a.value.as_ref()) {
-                    Some(ValueNode { value: Value::Var(v), .. }) => {
+                    Some(ValueNode {
+                        value: Value::Var(v),
+                        ..
+                    }) => {
                         defined.insert(v.clone());
                         let rest: Vec<Attr> =
                             attrs.iter().filter(|a| a.name != "name").cloned().collect();
@@ -160,7 +167,8 @@ pub fn build(
                 b.fileset_decls.push((*file, attrs.clone(), st.span))
             }
             Stmt::DefineProcess { attrs, threads } => {
-                b.process_decls.push((attrs.clone(), threads.clone(), st.span))
+                b.process_decls
+                    .push((attrs.clone(), threads.clone(), st.span))
             }
             Stmt::DefineFlowop {
                 attrs,
@@ -178,7 +186,11 @@ pub fn build(
                 };
                 for a in attrs {
                     if a.name != "name" && a.name != "iters" {
-                        b.errors.push(b.unknown_attr(a, "a composite flowop definition", &["name", "iters"]));
+                        b.errors.push(b.unknown_attr(
+                            a,
+                            "a composite flowop definition",
+                            &["name", "iters"],
+                        ));
                     }
                 }
                 if FlowopKind::from_name(&nm).is_some() {
@@ -204,7 +216,11 @@ pub fn build(
                 if let Some(p) = period {
                     psrun_period = b.int_value(p).filter(|p| *p != 0);
                     if psrun_period.is_none() {
-                        b.errors.push(Diagnostic::error(src, p.span, "psrun period must be a non-zero number of seconds"));
+                        b.errors.push(Diagnostic::error(
+                            src,
+                            p.span,
+                            "psrun period must be a non-zero number of seconds",
+                        ));
                     }
                 } else {
                     psrun_period = Some(10);
@@ -232,7 +248,11 @@ pub fn build(
             Stmt::Sleep(v) => {
                 if let Some(s) = b.int_value(v) {
                     if s < 0 {
-                        b.errors.push(Diagnostic::error(src, v.span, "sleep takes a non-negative number of seconds"));
+                        b.errors.push(Diagnostic::error(
+                            src,
+                            v.span,
+                            "sleep takes a non-negative number of seconds",
+                        ));
                     } else {
                         actions.push(Action::Sleep(s as u64));
                     }
@@ -263,7 +283,14 @@ pub fn build(
                     Span::new(0, 0),
                     format!("-s {k}: the workload has no variable `${k}`"),
                 )
-                .with_help(format!("its variables: {}", names.iter().map(|n| format!("${n}")).collect::<Vec<_>>().join(", "))),
+                .with_help(format!(
+                    "its variables: {}",
+                    names
+                        .iter()
+                        .map(|n| format!("${n}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )),
             );
         }
     }
@@ -391,11 +418,22 @@ impl Builder {
                 } else if let Some(val) = self.vars.get(name) {
                     val.clone()
                 } else {
-                    let cands: Vec<&str> = self.vars.keys().map(|s| s.as_str()).chain(locals.keys().map(|s| s.as_str())).collect();
-                    let mut d = Diagnostic::error(&self.src, v.span, format!("undefined variable `${name}`"));
+                    let cands: Vec<&str> = self
+                        .vars
+                        .keys()
+                        .map(|s| s.as_str())
+                        .chain(locals.keys().map(|s| s.as_str()))
+                        .collect();
+                    let mut d = Diagnostic::error(
+                        &self.src,
+                        v.span,
+                        format!("undefined variable `${name}`"),
+                    );
                     d = match suggest(name, cands) {
                         Some(s) => d.with_help(format!("did you mean `${s}`?")),
-                        None => d.with_help(format!("set it first: `set ${name} = ...`, or pass -s {name}=...")),
+                        None => d.with_help(format!(
+                            "set it first: `set ${name} = ...`, or pass -s {name}=..."
+                        )),
                     };
                     self.errors.push(d);
                     return None;
@@ -413,8 +451,14 @@ impl Builder {
                     }
                 }
                 self.warnings.push(
-                    Diagnostic::warning(&self.src, v.span, "arithmetic is legacy syntax, evaluated once here")
-                        .with_help("Filebench 1.5 has no arithmetic; set the product as its own variable"),
+                    Diagnostic::warning(
+                        &self.src,
+                        v.span,
+                        "arithmetic is legacy syntax, evaluated once here",
+                    )
+                    .with_help(
+                        "Filebench 1.5 has no arithmetic; set the product as its own variable",
+                    ),
                 );
                 Val::Int(acc)
             }
@@ -447,9 +491,9 @@ impl Builder {
     fn set_value(&mut self, var: &str, span: Span, value: &SetValue) -> Option<Val> {
         match value {
             SetValue::Value(v) => Some(self.resolve(v, &Locals::new())?.val),
-            SetValue::Randvar { attrs, table } => {
-                self.randvar(var, attrs, table.as_deref(), span).map(Val::Rand)
-            }
+            SetValue::Randvar { attrs, table } => self
+                .randvar(var, attrs, table.as_deref(), span)
+                .map(Val::Rand),
             SetValue::Cvar { attrs } => self.cvar(var, attrs, span).map(Val::Rand),
         }
     }
@@ -463,21 +507,37 @@ impl Builder {
             Val::Int(i) => Some(i as f64),
             other => {
                 let t = self.val_text(&other);
-                self.err(v.span, format!("`{}` takes a whole number, found `{t}`", a.name));
+                self.err(
+                    v.span,
+                    format!("`{}` takes a whole number, found `{t}`", a.name),
+                );
                 None
             }
         }
     }
 
-    fn randvar(&mut self, var: &str, attrs: &[Attr], table: Option<&[ast::TableRow]>, span: Span) -> Option<usize> {
+    fn randvar(
+        &mut self,
+        var: &str,
+        attrs: &[Attr],
+        table: Option<&[ast::TableRow]>,
+        span: Span,
+    ) -> Option<usize> {
         let mut kind = "gamma".to_string();
         let (mut min, mut mean, mut gamma, mut round, mut seed) = (0.0, None, 1500.0, None, None);
         let mut min_given = false;
         let mut ok = true;
         for a in attrs {
             match a.name.as_str() {
-                "type" => match a.value.as_ref().and_then(|v| self.resolve(v, &Locals::new())) {
-                    Some(AVal { val: Val::Str(s), span }) => {
+                "type" => match a
+                    .value
+                    .as_ref()
+                    .and_then(|v| self.resolve(v, &Locals::new()))
+                {
+                    Some(AVal {
+                        val: Val::Str(s),
+                        span,
+                    }) => {
                         if matches!(s.as_str(), "uniform" | "gamma" | "tabular") {
                             kind = s
                         } else {
@@ -500,7 +560,20 @@ impl Builder {
                 "seed" => seed = Some(self.number_f64(a)? as u64),
                 "randsrc" | "name" => {}
                 _ => {
-                    let d = self.unknown_attr(a, "randvar", &["type", "min", "mean", "gamma", "round", "seed", "randsrc", "randtable"]);
+                    let d = self.unknown_attr(
+                        a,
+                        "randvar",
+                        &[
+                            "type",
+                            "min",
+                            "mean",
+                            "gamma",
+                            "round",
+                            "seed",
+                            "randsrc",
+                            "randtable",
+                        ],
+                    );
                     self.errors.push(d);
                     ok = false;
                 }
@@ -509,7 +582,11 @@ impl Builder {
         let dist = match kind.as_str() {
             "tabular" => {
                 let Some(rows) = table else {
-                    self.errors.push(Diagnostic::error(&self.src, span, "a tabular randvar needs `randtable={{percent, min, max}, ...}`"));
+                    self.errors.push(Diagnostic::error(
+                        &self.src,
+                        span,
+                        "a tabular randvar needs `randtable={{percent, min, max}, ...}`",
+                    ));
                     return None;
                 };
                 let mut out = Vec::new();
@@ -521,44 +598,74 @@ impl Builder {
                         self.err(r.span, "a randtable row is {percent >= 0, min, max >= min}");
                         return None;
                     }
-                    out.push(TableRow { pct: pct as f64, lo: lo as f64, hi: hi as f64 });
+                    out.push(TableRow {
+                        pct: pct as f64,
+                        lo: lo as f64,
+                        hi: hi as f64,
+                    });
                 }
                 let total: f64 = out.iter().map(|r| r.pct).sum();
                 if (total - 100.0).abs() > 0.5 {
-                    self.err(rows[0].span, format!("the randtable's percentages add up to {total}, not 100"));
+                    self.err(
+                        rows[0].span,
+                        format!("the randtable's percentages add up to {total}, not 100"),
+                    );
                     return None;
                 }
-                Dist::Tabular { rows: out, min: min_given.then_some(min) }
+                Dist::Tabular {
+                    rows: out,
+                    min: min_given.then_some(min),
+                }
             }
             _ if table.is_some() => {
                 self.err(span, "`randtable` belongs to `type=tabular`");
                 return None;
             }
-            "uniform" => Dist::Uniform { min, mean: mean.unwrap_or(min) },
+            "uniform" => Dist::Uniform {
+                min,
+                mean: mean.unwrap_or(min),
+            },
             _ => {
                 // Without `mean`, Filebench takes the shape itself as the mean.
                 let mean = mean.unwrap_or(gamma / 1000.0);
                 if gamma <= 0.0 {
-                    self.err(span, "gamma must be positive (written x1000: 1500 means 1.5)");
+                    self.err(
+                        span,
+                        "gamma must be positive (written x1000: 1500 means 1.5)",
+                    );
                     return None;
                 }
                 if mean < min {
                     self.err(span, "the mean must not be below min");
                     return None;
                 }
-                Dist::Gamma { min, mean, shape: gamma / 1000.0 }
+                Dist::Gamma {
+                    min,
+                    mean,
+                    shape: gamma / 1000.0,
+                }
             }
         };
         if !ok {
             return None;
         }
-        let rv = RandVar { dist, min: None, max: None, round };
-        self.randvars.push(RandVarDef { name: var.to_string(), rv, seed });
+        let rv = RandVar {
+            dist,
+            min: None,
+            max: None,
+            round,
+        };
+        self.randvars.push(RandVarDef {
+            name: var.to_string(),
+            rv,
+            seed,
+        });
         Some(self.randvars.len() - 1)
     }
 
     fn cvar(&mut self, var: &str, attrs: &[Attr], span: Span) -> Option<usize> {
-        let (mut ty, mut params, mut min, mut max, mut round) = (None, String::new(), None, None, None);
+        let (mut ty, mut params, mut min, mut max, mut round) =
+            (None, String::new(), None, None, None);
         for a in attrs {
             match a.name.as_str() {
                 "type" => ty = self.attr_str(a).map(|s| (s, a.span())),
@@ -567,32 +674,58 @@ impl Builder {
                 "max" => max = Some(self.number_f64(a)?),
                 "round" => round = Some(self.number_f64(a)?),
                 _ => {
-                    let d = self.unknown_attr(a, "cvar", &["type", "parameters", "min", "max", "round"]);
+                    let d = self.unknown_attr(
+                        a,
+                        "cvar",
+                        &["type", "parameters", "min", "max", "round"],
+                    );
                     self.errors.push(d);
                     return None;
                 }
             }
         }
         let Some((ty, tspan)) = ty else {
-            self.errors.push(Diagnostic::error(&self.src, span, "a cvar needs `type=`").with_help(format!("types: {}", dist::cvar_types().join(", "))));
+            self.errors.push(
+                Diagnostic::error(&self.src, span, "a cvar needs `type=`")
+                    .with_help(format!("types: {}", dist::cvar_types().join(", "))),
+            );
             return None;
         };
         match dist::parse_cvar(&ty, &params) {
             Ok(d) => {
-                self.randvars.push(RandVarDef { name: var.to_string(), rv: RandVar { dist: d, min, max, round }, seed: None });
+                self.randvars.push(RandVarDef {
+                    name: var.to_string(),
+                    rv: RandVar {
+                        dist: d,
+                        min,
+                        max,
+                        round,
+                    },
+                    seed: None,
+                });
                 Some(self.randvars.len() - 1)
             }
             Err(e) => {
-                self.errors.push(Diagnostic::error(&self.src, tspan, format!("cvar `${var}`: {e}")).with_help(format!("types: {}", dist::cvar_types().join(", "))));
+                self.errors.push(
+                    Diagnostic::error(&self.src, tspan, format!("cvar `${var}`: {e}"))
+                        .with_help(format!("types: {}", dist::cvar_types().join(", "))),
+                );
                 None
             }
         }
     }
 
     fn unknown_attr(&self, a: &Attr, what: &str, allowed: &[&str]) -> Diagnostic {
-        let d = Diagnostic::error(&self.src, a.name_span, format!("unknown attribute `{}` for {what}", a.name));
+        let d = Diagnostic::error(
+            &self.src,
+            a.name_span,
+            format!("unknown attribute `{}` for {what}", a.name),
+        );
         match suggest(&a.name, allowed.iter().copied()) {
-            Some(s) => d.with_help(format!("did you mean `{s}`? ({what} takes: {})", allowed.join(", "))),
+            Some(s) => d.with_help(format!(
+                "did you mean `{s}`? ({what} takes: {})",
+                allowed.join(", ")
+            )),
             None => d.with_help(format!("{what} takes: {}", allowed.join(", "))),
         }
     }
@@ -600,7 +733,10 @@ impl Builder {
     fn attr_val(&mut self, a: &Attr, locals: &Locals) -> Option<AVal> {
         match &a.value {
             Some(v) => self.resolve(v, locals),
-            None => Some(AVal { val: Val::Bool(true), span: a.name_span }),
+            None => Some(AVal {
+                val: Val::Bool(true),
+                span: a.name_span,
+            }),
         }
     }
 
@@ -614,8 +750,12 @@ impl Builder {
             return None;
         };
         match self.attr_val(a, locals)? {
-            AVal { val: Val::Str(s), .. } => Some(s),
-            AVal { val: Val::Int(i), .. } => Some(i.to_string()),
+            AVal {
+                val: Val::Str(s), ..
+            } => Some(s),
+            AVal {
+                val: Val::Int(i), ..
+            } => Some(i.to_string()),
             AVal { val, span } => {
                 let t = self.val_text(&val);
                 self.err(span, format!("`{}` takes a name, found `{t}`", a.name));
@@ -626,8 +766,12 @@ impl Builder {
 
     fn bool_attr(&mut self, a: &Attr, locals: &Locals) -> Option<bool> {
         match self.attr_val(a, locals)? {
-            AVal { val: Val::Bool(b), .. } => Some(b),
-            AVal { val: Val::Int(i), .. } => Some(i != 0),
+            AVal {
+                val: Val::Bool(b), ..
+            } => Some(b),
+            AVal {
+                val: Val::Int(i), ..
+            } => Some(i != 0),
             AVal { val, span } => {
                 let t = self.val_text(&val);
                 self.err(span, format!("`{}` is true or false, found `{t}`", a.name));
@@ -639,21 +783,37 @@ impl Builder {
     /// A numeric attribute; random variables allowed when `rand_ok`.
     fn num_attr_in(&mut self, a: &Attr, rand_ok: bool, locals: &Locals) -> Option<Num> {
         if a.value.is_none() {
-            self.err(a.name_span, format!("`{}` needs a value, e.g. {}=1", a.name, a.name));
+            self.err(
+                a.name_span,
+                format!("`{}` needs a value, e.g. {}=1", a.name, a.name),
+            );
             return None;
         }
         match self.attr_val(a, locals)? {
-            AVal { val: Val::Int(i), .. } => Some(Num::Const(i)),
-            AVal { val: Val::Bool(b), .. } => Some(Num::Const(b as i64)),
-            AVal { val: Val::Rand(i), span } => {
+            AVal {
+                val: Val::Int(i), ..
+            } => Some(Num::Const(i)),
+            AVal {
+                val: Val::Bool(b), ..
+            } => Some(Num::Const(b as i64)),
+            AVal {
+                val: Val::Rand(i),
+                span,
+            } => {
                 if rand_ok {
                     Some(Num::Rand(i))
                 } else {
-                    self.err(span, format!("`{}` must be a constant, not a random variable", a.name));
+                    self.err(
+                        span,
+                        format!("`{}` must be a constant, not a random variable", a.name),
+                    );
                     None
                 }
             }
-            AVal { val: Val::Str(s), span } => {
+            AVal {
+                val: Val::Str(s),
+                span,
+            } => {
                 self.err(span, format!("`{}` takes a number, found `{s}`", a.name));
                 None
             }
@@ -668,7 +828,10 @@ impl Builder {
         match self.num_attr(a, false)? {
             Num::Const(i) if i >= min => Some(i),
             Num::Const(i) => {
-                self.err(a.span(), format!("`{}` must be at least {min}, found {i}", a.name));
+                self.err(
+                    a.span(),
+                    format!("`{}` must be at least {min}, found {i}", a.name),
+                );
                 None
             }
             Num::Rand(_) => None,
@@ -679,11 +842,45 @@ impl Builder {
         let decls = std::mem::take(&mut self.fileset_decls);
         let mut out: Vec<Fileset> = Vec::new();
         for (is_file, attrs, span) in decls {
-            let what = if is_file { "define file" } else { "define fileset" };
-            let allowed: &[&str] = if is_file {
-                &["name", "path", "size", "filesize", "prealloc", "paralloc", "reuse", "trusttree", "readonly", "writeonly", "cached"]
+            let what = if is_file {
+                "define file"
             } else {
-                &["name", "path", "entries", "size", "filesize", "dirwidth", "dirgamma", "dirdepthrv", "leafdirs", "prealloc", "paralloc", "reuse", "trusttree", "readonly", "writeonly", "cached", "filesizegamma"]
+                "define fileset"
+            };
+            let allowed: &[&str] = if is_file {
+                &[
+                    "name",
+                    "path",
+                    "size",
+                    "filesize",
+                    "prealloc",
+                    "paralloc",
+                    "reuse",
+                    "trusttree",
+                    "readonly",
+                    "writeonly",
+                    "cached",
+                ]
+            } else {
+                &[
+                    "name",
+                    "path",
+                    "entries",
+                    "size",
+                    "filesize",
+                    "dirwidth",
+                    "dirgamma",
+                    "dirdepthrv",
+                    "leafdirs",
+                    "prealloc",
+                    "paralloc",
+                    "reuse",
+                    "trusttree",
+                    "readonly",
+                    "writeonly",
+                    "cached",
+                    "filesizegamma",
+                ]
             };
             let mut fs = Fileset {
                 name: String::new(),
@@ -721,10 +918,14 @@ impl Builder {
                         dirwidth_given = true;
                         fs.dirwidth = self.const_attr(a, 0).unwrap_or(0) as u64
                     }
-                    "dirgamma" => fs.dirgamma = self.const_attr(a, 0).unwrap_or(1500) as f64 / 1000.0,
+                    "dirgamma" => {
+                        fs.dirgamma = self.const_attr(a, 0).unwrap_or(1500) as f64 / 1000.0
+                    }
                     "dirdepthrv" => match self.num_attr(a, true) {
                         Some(Num::Rand(i)) => fs.dirdepthrv = Some(i),
-                        Some(Num::Const(_)) => self.err(a.span(), "`dirdepthrv` takes a random variable"),
+                        Some(Num::Const(_)) => {
+                            self.err(a.span(), "`dirdepthrv` takes a random variable")
+                        }
                         None => {}
                     },
                     "size" | "filesize" => {
@@ -741,10 +942,24 @@ impl Builder {
                         fs.prealloc = match &a.value {
                             None => 100,
                             Some(_) => match self.attr_val(a, &Locals::new()) {
-                                Some(AVal { val: Val::Bool(b), .. }) => if b { 100 } else { 0 },
-                                Some(AVal { val: Val::Int(i), span }) => {
+                                Some(AVal {
+                                    val: Val::Bool(b), ..
+                                }) => {
+                                    if b {
+                                        100
+                                    } else {
+                                        0
+                                    }
+                                }
+                                Some(AVal {
+                                    val: Val::Int(i),
+                                    span,
+                                }) => {
                                     if !(0..=100).contains(&i) {
-                                        self.err(span, format!("prealloc is a percentage (0-100), found {i}"));
+                                        self.err(
+                                            span,
+                                            format!("prealloc is a percentage (0-100), found {i}"),
+                                        );
                                     }
                                     i.clamp(0, 100) as u32
                                 }
@@ -758,12 +973,22 @@ impl Builder {
                     }
                     "paralloc" => fs.paralloc = self.bool_attr(a, &Locals::new()).unwrap_or(false),
                     "reuse" => fs.reuse = self.bool_attr(a, &Locals::new()).unwrap_or(false),
-                    "trusttree" => fs.trusttree = self.bool_attr(a, &Locals::new()).unwrap_or(false),
+                    "trusttree" => {
+                        fs.trusttree = self.bool_attr(a, &Locals::new()).unwrap_or(false)
+                    }
                     "readonly" => fs.readonly = self.bool_attr(a, &Locals::new()).unwrap_or(false),
-                    "writeonly" => fs.writeonly = self.bool_attr(a, &Locals::new()).unwrap_or(false),
+                    "writeonly" => {
+                        fs.writeonly = self.bool_attr(a, &Locals::new()).unwrap_or(false)
+                    }
                     "cached" => self.warnings.push(
-                        Diagnostic::warning(&self.src, a.span(), "`cached` is legacy syntax and is ignored")
-                            .with_help("use `fsbench run --cold` to start each run with a cold page cache"),
+                        Diagnostic::warning(
+                            &self.src,
+                            a.span(),
+                            "`cached` is legacy syntax and is ignored",
+                        )
+                        .with_help(
+                            "use `fsbench run --cold` to start each run with a cold page cache",
+                        ),
                     ),
                     "filesizegamma" => sizegamma = self.const_attr(a, 0).map(|g| (g, a.span())),
                     _ => unreachable!("attribute list checked above"),
@@ -772,13 +997,24 @@ impl Builder {
             if let Some((g, gspan)) = sizegamma {
                 self.warnings.push(
                     Diagnostic::warning(&self.src, gspan, "`filesizegamma` is legacy syntax")
-                        .with_help("write `size=$v` with `set $v = randvar(type=gamma, mean=..., gamma=...)`"),
+                        .with_help(
+                        "write `size=$v` with `set $v = randvar(type=gamma, mean=..., gamma=...)`",
+                    ),
                 );
                 if g > 0 {
                     if let Num::Const(mean) = fs.size {
                         self.randvars.push(RandVarDef {
                             name: format!("{}.size", fs.name),
-                            rv: RandVar { dist: Dist::Gamma { min: 0.0, mean: mean as f64, shape: g as f64 / 1000.0 }, min: None, max: None, round: None },
+                            rv: RandVar {
+                                dist: Dist::Gamma {
+                                    min: 0.0,
+                                    mean: mean as f64,
+                                    shape: g as f64 / 1000.0,
+                                },
+                                min: None,
+                                max: None,
+                                round: None,
+                            },
                             seed: None,
                         });
                         fs.size = Num::Rand(self.randvars.len() - 1);
@@ -786,27 +1022,77 @@ impl Builder {
                 }
             }
             if fs.name.is_empty() {
-                self.errors.push(Diagnostic::error(&self.src, span, format!("`{what}` needs `name=...`")));
+                self.errors.push(Diagnostic::error(
+                    &self.src,
+                    span,
+                    format!("`{what}` needs `name=...`"),
+                ));
                 continue;
             }
-            if !fs.name.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c)) || fs.name.starts_with('.') {
-                self.errors.push(Diagnostic::error(&self.src, span, format!("fileset name `{}` must be a plain file name (letters, digits, . _ -)", fs.name)));
+            if !fs
+                .name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+                || fs.name.starts_with('.')
+            {
+                self.errors.push(Diagnostic::error(
+                    &self.src,
+                    span,
+                    format!(
+                        "fileset name `{}` must be a plain file name (letters, digits, . _ -)",
+                        fs.name
+                    ),
+                ));
             }
             if fs.path.is_empty() {
-                self.errors.push(Diagnostic::error(&self.src, span, format!("`{what}` needs `path=...`")).with_help("usually `path=$dir`; fsbench places every fileset in its run directory"));
+                self.errors.push(
+                    Diagnostic::error(&self.src, span, format!("`{what}` needs `path=...`"))
+                        .with_help(
+                        "usually `path=$dir`; fsbench places every fileset in its run directory",
+                    ),
+                );
             }
             if !dirwidth_given {
-                self.errors.push(Diagnostic::error(&self.src, span, format!("fileset `{}` needs `dirwidth=`", fs.name)).with_help("the mean number of entries per directory, e.g. dirwidth=20"));
+                self.errors.push(
+                    Diagnostic::error(
+                        &self.src,
+                        span,
+                        format!("fileset `{}` needs `dirwidth=`", fs.name),
+                    )
+                    .with_help("the mean number of entries per directory, e.g. dirwidth=20"),
+                );
             } else if fs.dirwidth == 1 && fs.entries + fs.leafdirs > 1 {
-                self.errors.push(Diagnostic::error(&self.src, span, format!("fileset `{}`: dirwidth=1 makes an endless tree", fs.name)).with_help("use dirwidth >= 2"));
+                self.errors.push(
+                    Diagnostic::error(
+                        &self.src,
+                        span,
+                        format!("fileset `{}`: dirwidth=1 makes an endless tree", fs.name),
+                    )
+                    .with_help("use dirwidth >= 2"),
+                );
             } else if fs.dirwidth == 0 && fs.entries + fs.leafdirs > 0 {
-                self.errors.push(Diagnostic::error(&self.src, span, format!("fileset `{}`: dirwidth must be at least 2", fs.name)));
+                self.errors.push(Diagnostic::error(
+                    &self.src,
+                    span,
+                    format!("fileset `{}`: dirwidth must be at least 2", fs.name),
+                ));
             }
             if fs.readonly && fs.writeonly {
-                self.errors.push(Diagnostic::error(&self.src, span, format!("fileset `{}` cannot be both readonly and writeonly", fs.name)));
+                self.errors.push(Diagnostic::error(
+                    &self.src,
+                    span,
+                    format!(
+                        "fileset `{}` cannot be both readonly and writeonly",
+                        fs.name
+                    ),
+                ));
             }
             if out.iter().any(|o| o.name == fs.name) {
-                self.errors.push(Diagnostic::error(&self.src, span, format!("a fileset named `{}` is already defined", fs.name)));
+                self.errors.push(Diagnostic::error(
+                    &self.src,
+                    span,
+                    format!("a fileset named `{}` is already defined", fs.name),
+                ));
             }
             out.push(fs);
         }
@@ -817,26 +1103,49 @@ impl Builder {
         let decls = std::mem::take(&mut self.process_decls);
         let mut out: Vec<Process> = Vec::new();
         for (attrs, threads, span) in decls {
-            let mut p = Process { name: String::new(), span, instances: 1, nice: None, threads: Vec::new() };
+            let mut p = Process {
+                name: String::new(),
+                span,
+                instances: 1,
+                nice: None,
+                threads: Vec::new(),
+            };
             for a in &attrs {
                 match a.name.as_str() {
                     "name" => p.name = self.attr_str(a).unwrap_or_default(),
                     "instances" => p.instances = self.const_attr(a, 1).unwrap_or(1) as u32,
                     "nice" => p.nice = self.const_attr(a, -20).map(|n| n.min(19) as i32),
                     _ => {
-                        let d = self.unknown_attr(a, "define process", &["name", "instances", "nice"]);
+                        let d =
+                            self.unknown_attr(a, "define process", &["name", "instances", "nice"]);
                         self.errors.push(d)
                     }
                 }
             }
             if p.name.is_empty() {
-                self.errors.push(Diagnostic::error(&self.src, span, "`define process` needs `name=...`"));
+                self.errors.push(Diagnostic::error(
+                    &self.src,
+                    span,
+                    "`define process` needs `name=...`",
+                ));
             }
             if threads.is_empty() {
-                self.errors.push(Diagnostic::error(&self.src, span, format!("process `{}` has no threads", p.name)));
+                self.errors.push(Diagnostic::error(
+                    &self.src,
+                    span,
+                    format!("process `{}` has no threads", p.name),
+                ));
             }
             for td in &threads {
-                let mut t = Thread { name: String::new(), span: td.span, instances: 1, memsize: 0, useism: false, ioprio: None, flowops: Vec::new() };
+                let mut t = Thread {
+                    name: String::new(),
+                    span: td.span,
+                    instances: 1,
+                    memsize: 0,
+                    useism: false,
+                    ioprio: None,
+                    flowops: Vec::new(),
+                };
                 for a in &td.attrs {
                     match a.name.as_str() {
                         "name" => t.name = self.attr_str(a).unwrap_or_default(),
@@ -844,27 +1153,44 @@ impl Builder {
                         "memsize" => t.memsize = self.const_attr(a, 0).unwrap_or(0) as u64,
                         "useism" => {
                             t.useism = self.bool_attr(a, &Locals::new()).unwrap_or(false);
-                            if t.useism && !self.warnings.iter().any(|w| w.message.contains("useism")) {
+                            if t.useism
+                                && !self.warnings.iter().any(|w| w.message.contains("useism"))
+                            {
                                 self.warnings.push(Diagnostic::warning(&self.src, a.span(), "`useism` is accepted and has no effect: fsbench runs every thread in one process, so buffers are already shared memory"));
                             }
                         }
                         "ioprio" => match self.const_attr(a, 0) {
                             Some(v) if v <= 7 => t.ioprio = Some(v as u32),
                             Some(8) => {}
-                            Some(v) => self.err(a.span(), format!("ioprio is 0 (highest) to 7 (lowest), found {v}")),
+                            Some(v) => self.err(
+                                a.span(),
+                                format!("ioprio is 0 (highest) to 7 (lowest), found {v}"),
+                            ),
                             None => {}
                         },
                         _ => {
-                            let d = self.unknown_attr(a, "thread", &["name", "instances", "memsize", "useism", "ioprio"]);
+                            let d = self.unknown_attr(
+                                a,
+                                "thread",
+                                &["name", "instances", "memsize", "useism", "ioprio"],
+                            );
                             self.errors.push(d)
                         }
                     }
                 }
                 if t.name.is_empty() {
-                    self.errors.push(Diagnostic::error(&self.src, td.span, "`thread` needs `name=...`"));
+                    self.errors.push(Diagnostic::error(
+                        &self.src,
+                        td.span,
+                        "`thread` needs `name=...`",
+                    ));
                 }
                 if td.flowops.is_empty() {
-                    self.errors.push(Diagnostic::error(&self.src, td.span, format!("thread `{}` has no flowops", t.name)));
+                    self.errors.push(Diagnostic::error(
+                        &self.src,
+                        td.span,
+                        format!("thread `{}` has no flowops", t.name),
+                    ));
                 }
                 for fd in &td.flowops {
                     if let Some(f) = self.flowop(fd, filesets, &Locals::new(), 0) {
@@ -875,7 +1201,11 @@ impl Builder {
                 p.threads.push(t);
             }
             if out.iter().any(|o| o.name == p.name) {
-                self.errors.push(Diagnostic::error(&self.src, span, format!("a process named `{}` is already defined", p.name)));
+                self.errors.push(Diagnostic::error(
+                    &self.src,
+                    span,
+                    format!("a process named `{}` is already defined", p.name),
+                ));
             }
             out.push(p);
         }
@@ -892,7 +1222,13 @@ impl Builder {
         }
     }
 
-    fn flowop(&mut self, d: &FlowopDecl, filesets: &[Fileset], locals: &Locals, depth: usize) -> Option<Flowop> {
+    fn flowop(
+        &mut self,
+        d: &FlowopDecl,
+        filesets: &[Fileset],
+        locals: &Locals,
+        depth: usize,
+    ) -> Option<Flowop> {
         let kind = match FlowopKind::from_name(&d.kind) {
             Some(k) => k,
             None if self.composites.contains_key(&d.kind) => FlowopKind::Composite,
@@ -900,10 +1236,16 @@ impl Builder {
                 let mut names: Vec<&str> = FlowopKind::ALL.iter().map(|k| k.name()).collect();
                 let comps: Vec<String> = self.composites.keys().cloned().collect();
                 names.extend(comps.iter().map(|s| s.as_str()));
-                let mut diag = Diagnostic::error(&self.src, d.kind_span, format!("unknown flowop type `{}`", d.kind));
+                let mut diag = Diagnostic::error(
+                    &self.src,
+                    d.kind_span,
+                    format!("unknown flowop type `{}`", d.kind),
+                );
                 diag = match suggest(&d.kind, names.iter().copied()) {
                     Some(s) => diag.with_help(format!("did you mean `{s}`?")),
-                    None => diag.with_help("define composite flowops with `define flowop name=...` before using them"),
+                    None => diag.with_help(
+                        "define composite flowops with `define flowop name=...` before using them",
+                    ),
                 };
                 self.errors.push(diag);
                 return None;
@@ -957,10 +1299,21 @@ impl Builder {
                         match filesets.iter().position(|fs| fs.name == s) {
                             Some(i) => f.fileset = Some(i),
                             None => {
-                                let mut diag = Diagnostic::error(&self.src, a.span(), format!("no fileset named `{s}`"));
+                                let mut diag = Diagnostic::error(
+                                    &self.src,
+                                    a.span(),
+                                    format!("no fileset named `{s}`"),
+                                );
                                 diag = match suggest(&s, filesets.iter().map(|f| f.name.as_str())) {
                                     Some(c) => diag.with_help(format!("did you mean `{c}`?")),
-                                    None => diag.with_help(format!("defined filesets: {}", filesets.iter().map(|f| f.name.as_str()).collect::<Vec<_>>().join(", "))),
+                                    None => diag.with_help(format!(
+                                        "defined filesets: {}",
+                                        filesets
+                                            .iter()
+                                            .map(|f| f.name.as_str())
+                                            .collect::<Vec<_>>()
+                                            .join(", ")
+                                    )),
                                 };
                                 self.errors.push(diag);
                             }
@@ -971,9 +1324,16 @@ impl Builder {
                     if let Some(v) = self.num_attr_in(a, false, locals) {
                         match v {
                             Num::Const(i) if (0..128).contains(&i) => {
-                                if n == "fd" { f.fd = Some(i as usize) } else { f.srcfd = Some(i as usize) }
+                                if n == "fd" {
+                                    f.fd = Some(i as usize)
+                                } else {
+                                    f.srcfd = Some(i as usize)
+                                }
                             }
-                            _ => self.err(a.span(), format!("`{n}` is a file descriptor slot from 0 to 127")),
+                            _ => self.err(
+                                a.span(),
+                                format!("`{n}` is a file descriptor slot from 0 to 127"),
+                            ),
                         }
                     }
                 }
@@ -989,60 +1349,120 @@ impl Builder {
                         f.iosize = v
                     }
                 }
-                "workingset" => f.workingset = self.num_attr_in(a, true, locals).unwrap_or(Num::Const(0)),
+                "workingset" => {
+                    f.workingset = self.num_attr_in(a, true, locals).unwrap_or(Num::Const(0))
+                }
                 "random" => f.random = self.bool_attr(a, locals).unwrap_or(false),
                 "dsync" => f.dsync = self.bool_attr(a, locals).unwrap_or(false),
                 "directio" => f.directio = self.bool_attr(a, locals).unwrap_or(false),
                 "noreadahead" => f.noreadahead = self.bool_attr(a, locals).unwrap_or(false),
                 "mmap" => f.mmap = self.bool_attr(a, locals).unwrap_or(false),
                 "value" => f.value = self.num_attr_in(a, true, locals).unwrap_or(Num::Const(0)),
-                "highwater" => f.highwater = self.num_attr_in(a, false, locals).unwrap_or(Num::Const(1)),
+                "highwater" => {
+                    f.highwater = self.num_attr_in(a, false, locals).unwrap_or(Num::Const(1))
+                }
                 "blocking" => f.blocking = self.bool_attr(a, locals).unwrap_or(false),
                 "target" => f.target = self.attr_str_in(a, locals),
                 _ => unreachable!("attribute checked against the flowop's list"),
             }
         }
         if f.name.is_empty() {
-            self.errors.push(Diagnostic::error(&self.src, d.span, format!("flowop `{}` needs `name=...`", d.kind)));
+            self.errors.push(Diagnostic::error(
+                &self.src,
+                d.span,
+                format!("flowop `{}` needs `name=...`", d.kind),
+            ));
             return None;
         }
         // Requirements that the attribute list alone cannot express.
         use FlowopKind::*;
-        let named_fileset = d.attrs.iter().any(|a| a.name == "filesetname" || a.name == "filename");
+        let named_fileset = d
+            .attrs
+            .iter()
+            .any(|a| a.name == "filesetname" || a.name == "filename");
         match kind {
             _ if named_fileset && f.fileset.is_none() => {} // already reported
-            CreateFile | OpenFile | FsyncSet | MakeDir | RemoveDir | ListDir if f.fileset.is_none() => {
-                self.err(d.span, format!("flowop `{}` ({}) needs `filesetname=`", f.name, kind.name()))
+            CreateFile | OpenFile | FsyncSet | MakeDir | RemoveDir | ListDir
+                if f.fileset.is_none() =>
+            {
+                self.err(
+                    d.span,
+                    format!("flowop `{}` ({}) needs `filesetname=`", f.name, kind.name()),
+                )
             }
-            Read | Write | AppendFile | AppendFileRand | ReadWholeFile | WriteWholeFile | AioWrite | DeleteFile | StatFile
+            Read | Write | AppendFile | AppendFileRand | ReadWholeFile | WriteWholeFile
+            | AioWrite | DeleteFile | StatFile
                 if f.fileset.is_none() && f.fd.is_none() && !f.opennext =>
             {
-                self.err(d.span, format!("flowop `{}` ({}) needs `filesetname=` or `fd=`", f.name, kind.name()))
+                self.err(
+                    d.span,
+                    format!(
+                        "flowop `{}` ({}) needs `filesetname=` or `fd=`",
+                        f.name,
+                        kind.name()
+                    ),
+                )
             }
-            CloseFile | Fsync if f.fd.is_none() && f.fileset.is_none() => {
-                self.err(d.span, format!("flowop `{}` ({}) needs `fd=`", f.name, kind.name()))
-            }
-            Wakeup | SemPost if f.target.is_none() => {
-                self.err(d.span, format!("flowop `{}` ({}) needs `target=` naming the flowop to wake", f.name, kind.name()))
-            }
-            Hog | Delay | FinishOnCount | FinishOnBytes if d.attrs.iter().all(|a| a.name != "value") => {
-                self.err(d.span, format!("flowop `{}` ({}) needs `value=`", f.name, kind.name()))
+            Wakeup | SemPost if f.target.is_none() => self.err(
+                d.span,
+                format!(
+                    "flowop `{}` ({}) needs `target=` naming the flowop to wake",
+                    f.name,
+                    kind.name()
+                ),
+            ),
+            Hog | Delay | FinishOnCount | FinishOnBytes
+                if d.attrs.iter().all(|a| a.name != "value") =>
+            {
+                self.err(
+                    d.span,
+                    format!("flowop `{}` ({}) needs `value=`", f.name, kind.name()),
+                )
             }
             _ => {}
         }
         if f.mmap && f.directio {
-            self.err(d.span, format!("flowop `{}`: `mmap` and `directio` exclude each other", f.name));
+            self.err(
+                d.span,
+                format!(
+                    "flowop `{}`: `mmap` and `directio` exclude each other",
+                    f.name
+                ),
+            );
         }
         if kind == Composite {
             if depth > 16 {
-                self.err(d.span, format!("composite flowop `{}` nests more than 16 levels (does it call itself?)", d.kind));
+                self.err(
+                    d.span,
+                    format!(
+                        "composite flowop `{}` nests more than 16 levels (does it call itself?)",
+                        d.kind
+                    ),
+                );
                 return None;
             }
             let (params, body, _) = self.composites.get(&d.kind).cloned().unwrap();
             let mut inner = Locals::new();
             for lv in &d.locals {
                 if !params.iter().any(|p| p.name == lv.name) {
-                    self.errors.push(Diagnostic::error(&self.src, lv.span, format!("composite flowop `{}` has no parameter `${}`", d.kind, lv.name)).with_help(format!("its parameters: {}", params.iter().map(|p| format!("${}", p.name)).collect::<Vec<_>>().join(", "))));
+                    self.errors.push(
+                        Diagnostic::error(
+                            &self.src,
+                            lv.span,
+                            format!(
+                                "composite flowop `{}` has no parameter `${}`",
+                                d.kind, lv.name
+                            ),
+                        )
+                        .with_help(format!(
+                            "its parameters: {}",
+                            params
+                                .iter()
+                                .map(|p| format!("${}", p.name))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        )),
+                    );
                     continue;
                 }
                 let Some(v) = &lv.value else {
@@ -1059,7 +1479,10 @@ impl Builder {
                 }
             }
         } else if !d.locals.is_empty() {
-            self.err(d.locals[0].span, format!("built-in flowop `{}` takes no `$local` variables", d.kind));
+            self.err(
+                d.locals[0].span,
+                format!("built-in flowop `{}` takes no `$local` variables", d.kind),
+            );
         }
         f.stat = self.stat_id(&f.name, kind);
         Some(f)
@@ -1087,11 +1510,28 @@ impl Builder {
                 opened.insert(f.fd.unwrap_or(0));
             }
         }
+        use FlowopKind::*;
         for f in &all {
-            for (what, fd) in [("fd", f.fd), ("srcfd", f.srcfd)] {
+            // Flowops that work on a slot without naming a fileset use `fd=` or slot 0.
+            let slot_user = matches!(
+                f.kind,
+                Read | Write
+                    | AppendFile
+                    | AppendFileRand
+                    | ReadWholeFile
+                    | WriteWholeFile
+                    | AioWrite
+                    | CloseFile
+                    | Fsync
+            );
+            let fd_use = if slot_user && f.fileset.is_none() && !f.opennext {
+                Some(f.fd.unwrap_or(0))
+            } else {
+                None
+            };
+            for (what, fd) in [("fd", fd_use), ("srcfd", f.srcfd)] {
                 let Some(fd) = fd else { continue };
-                let needs_open = what == "srcfd" || f.fileset.is_none();
-                if needs_open && !opened.contains(&fd) && !rotating {
+                if !opened.contains(&fd) && !rotating {
                     self.errors.push(
                         Diagnostic::error(&self.src, f.span, format!("flowop `{}` uses {what}={fd}, which no flowop in thread `{}` opens", f.name, t.name))
                             .with_help(format!("open it first, e.g. `flowop openfile name=open{fd},filesetname=...,fd={fd}`")),
@@ -1149,7 +1589,16 @@ mod tests {
     fn wl_with(s: &str, o: &[(&str, &str)]) -> Result<Workload, Diagnostics> {
         let src = SourceFile::new("t.f", s);
         let script = parse(&src).map_err(Diagnostics::from)?;
-        build("t", &src, &script, &Overrides(o.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()))
+        build(
+            "t",
+            &src,
+            &script,
+            &Overrides(
+                o.iter()
+                    .map(|(a, b)| (a.to_string(), b.to_string()))
+                    .collect(),
+            ),
+        )
     }
     fn first_err(s: &str) -> Diagnostic {
         wl(s).unwrap_err().0.remove(0)
@@ -1165,7 +1614,10 @@ mod tests {
         assert_eq!(w.filesets[0].size, Num::Const(4096));
         assert_eq!(w.thread_count(), 6);
         assert_eq!(w.run_seconds, Some(5));
-        assert_eq!(w.processes[0].threads[0].flowops[1].iosize, Num::Const(1024));
+        assert_eq!(
+            w.processes[0].threads[0].flowops[1].iosize,
+            Num::Const(1024)
+        );
         assert_eq!(w.stat_names.len(), 3);
     }
 
@@ -1206,17 +1658,29 @@ mod tests {
         assert!(e.help.as_deref().unwrap().contains("read"));
 
         let e = first_err(&format!("{BASE}define process name=p {{ thread name=t {{\n flowop read name=r,filesetname=nope }} }}\n"));
-        assert!(e.message.contains("no fileset named `nope`"), "{}", e.message);
+        assert!(
+            e.message.contains("no fileset named `nope`"),
+            "{}",
+            e.message
+        );
         assert_eq!(e.line_col(), (5, 21));
 
         let e = first_err(&format!("{BASE}define process name=p {{ thread name=t {{\n flowop read name=r,fd=3,iosize=1k }} }}\n"));
         assert!(e.message.contains("fd=3"), "{}", e.message);
 
         let e = first_err(&format!("{BASE}define process name=p {{ thread name=t {{\n flowop closefile name=c,fd=1,iosize=4k }} }}\n"));
-        assert!(e.message.contains("does not take `iosize`"), "{}", e.message);
+        assert!(
+            e.message.contains("does not take `iosize`"),
+            "{}",
+            e.message
+        );
 
         let e = first_err(&format!("{BASE}define process name=p {{ thread name=t {{\n flowop read name=r,filesetname=fs,iosize=$undef }} }}\n"));
-        assert!(e.message.contains("undefined variable `$undef`"), "{}", e.message);
+        assert!(
+            e.message.contains("undefined variable `$undef`"),
+            "{}",
+            e.message
+        );
 
         let e = first_err("define fileset name=fs,path=/tmp,entries=10,dirwidht=3\n");
         assert!(e.help.as_deref().unwrap().contains("dirwidth"));
@@ -1227,7 +1691,9 @@ mod tests {
         let e = first_err("set $t=randvar(type=tabular,randtable={{50,1,2},{40,3,4}})\n");
         assert!(e.message.contains("add up to 90"), "{}", e.message);
 
-        let e = first_err(&format!("{BASE}define fileset name=fs,path=/tmp,entries=1,dirwidth=2\n"));
+        let e = first_err(&format!(
+            "{BASE}define fileset name=fs,path=/tmp,entries=1,dirwidth=2\n"
+        ));
         assert!(e.message.contains("already defined"), "{}", e.message);
     }
 
@@ -1237,13 +1703,19 @@ mod tests {
         assert_eq!(w.filesets[0].entries, 12288);
         assert!(matches!(w.filesets[0].size, Num::Rand(_)));
         assert!(w.warnings.iter().any(|d| d.message.contains("cached")));
-        assert!(w.warnings.iter().any(|d| d.message.contains("define randvar")));
+        assert!(w
+            .warnings
+            .iter()
+            .any(|d| d.message.contains("define randvar")));
     }
 
     #[test]
     fn first_run_ends_the_script() {
         let w = wl(&format!("{BASE}define process name=p {{ thread name=t {{ flowop statfile name=s,filesetname=fs }} }}\nrun 3\necho \"never\"\n")).unwrap();
         assert_eq!(w.actions.last(), Some(&Action::Run));
-        assert!(w.warnings.iter().any(|d| d.message.contains("after the first `run`")));
+        assert!(w
+            .warnings
+            .iter()
+            .any(|d| d.message.contains("after the first `run`")));
     }
 }

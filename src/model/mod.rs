@@ -3,6 +3,7 @@
 //! at each use, every name checked, every fd traced to a flowop that opens it.
 
 pub mod build;
+pub mod explain;
 pub mod kind;
 
 pub use build::{build, Overrides};
@@ -195,9 +196,7 @@ impl Workload {
     pub fn thread_count(&self) -> u64 {
         self.processes
             .iter()
-            .map(|p| {
-                p.instances as u64 * p.threads.iter().map(|t| t.instances as u64).sum::<u64>()
-            })
+            .map(|p| p.instances as u64 * p.threads.iter().map(|t| t.instances as u64).sum::<u64>())
             .sum()
     }
 
@@ -227,7 +226,9 @@ impl Workload {
             if let Some(why) = f.kind.unsupported_reason() {
                 out.push(
                     Diagnostic::error(&self.source, f.span, format!("flowop `{}`: {why}", f.name))
-                        .with_help("fsbench refuses to run a workload with flowops it would have to skip"),
+                        .with_help(
+                            "fsbench refuses to run a workload with flowops it would have to skip",
+                        ),
                 );
             }
         }

@@ -1,0 +1,96 @@
+//! Built-in personalities (the `.f` files in `workloads/`, embedded at build time) and loading
+//! a workload by name or path.
+
+use crate::lang::{self, Diagnostics, SourceFile};
+use crate::model::{self, Overrides, Workload};
+use std::path::Path;
+
+include!(concat!(env!("OUT_DIR"), "/builtins.rs"));
+
+/// The text of a built-in personality.
+pub fn builtin(name: &str) -> Option<&'static str> {
+    BUILTINS.iter().find(|(n, _)| *n == name).map(|(_, t)| *t)
+}
+
+/// The one-line description from a built-in's first line (`# fsbench: NAME - TEXT`).
+pub fn description(text: &str) -> &str {
+    let first = text.lines().next().unwrap_or("");
+    first.split_once(" - ").map(|(_, d)| d.trim()).unwrap_or("")
+}
+
+/// Where a workload came from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Origin {
+    Builtin,
+    File(std::path::PathBuf),
+}
+
+/// Errors loading a workload: not found, unreadable, or diagnostics in its text.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("no workload file or built-in personality named `{0}` (see `fsbench list`)")]
+    NotFound(String),
+    #[error("cannot read {path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    Invalid(Diagnostics),
+}
+
+/// Read a workload's text: an existing file path, else a built-in name.
+pub fn read_source(spec: &str) -> Result<(std::sync::Arc<SourceFile>, Origin, String), LoadError> {
+    let path = Path::new(spec);
+    let looks_like_path = spec.contains('/') || spec.ends_with(".f");
+    if path.is_file() || (looks_like_path && builtin(spec).is_none()) {
+        let text = std::fs::read_to_string(path).map_err(|e| LoadError::Io {
+            path: spec.to_string(),
+            source: e,
+        })?;
+        let name = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| spec.to_string());
+        return Ok((
+            SourceFile::new(spec, text),
+            Origin::File(path.to_path_buf()),
+            name,
+        ));
+    }
+    match builtin(spec) {
+        Some(text) => Ok((
+            SourceFile::new(format!("builtin:{spec}"), text),
+            Origin::Builtin,
+            spec.to_string(),
+        )),
+        None => Err(LoadError::NotFound(spec.to_string())),
+    }
+}
+
+/// Parse and build a workload with overrides.
+pub fn load(spec: &str, overrides: &Overrides) -> Result<(Workload, Origin), LoadError> {
+    let (src, origin, name) = read_source(spec)?;
+    let script = lang::parse(&src).map_err(|d| LoadError::Invalid(d.into()))?;
+    let w = model::build(&name, &src, &script, overrides).map_err(LoadError::Invalid)?;
+    Ok((w, origin))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_builtin_builds_and_describes_itself() {
+        assert!(BUILTINS.len() >= 40, "{}", BUILTINS.len());
+        for (name, text) in BUILTINS {
+            assert!(
+                !description(text).is_empty(),
+                "{name} has no description line"
+            );
+            if let Err(e) = load(name, &Overrides::default()) {
+                panic!("built-in {name} does not build:\n{e}");
+            }
+        }
+    }
+}
