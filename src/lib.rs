@@ -11,6 +11,10 @@
 //! ```
 
 pub mod dist;
+pub mod engine;
+pub mod fileset;
 pub mod lang;
 pub mod model;
+pub mod report;
+pub mod stats;
 pub mod workloads;

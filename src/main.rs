@@ -4,6 +4,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 use fsbench::model::{Overrides, Workload};
 use fsbench::workloads::{self, LoadError};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// fsbench: a file-system benchmarking workbench that speaks the Filebench workload language.
@@ -22,6 +23,36 @@ enum Command {
     List,
     /// Print a built-in personality's text and its variables' defaults.
     Show(ShowArgs),
+    /// Lay out the filesets and run a workload; report per-flowop results.
+    Run(RunArgs),
+}
+
+#[derive(Args)]
+struct RunArgs {
+    #[command(flatten)]
+    w: WorkloadArgs,
+    /// Directory in which fsbench creates its run directory (default: the workload's common
+    /// fileset path for workload files, $TMPDIR for built-ins).
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+    /// Run time in seconds (overrides the workload's `run N`).
+    #[arg(long, value_name = "SECONDS")]
+    duration: Option<f64>,
+    /// Seed for every random choice (tree shape, sizes, offsets).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Keep the run directory and its filesets afterwards.
+    #[arg(long)]
+    keep: bool,
+    /// Write the results as JSON to FILE (`-` for standard output).
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Run the workload's `system "..."` commands.
+    #[arg(long)]
+    allow_system: bool,
+    /// No progress or echo output; only the report.
+    #[arg(short, long)]
+    quiet: bool,
 }
 
 #[derive(Args)]
@@ -94,6 +125,73 @@ fn cmd_check(a: &CheckArgs) -> Result<()> {
     Ok(())
 }
 
+/// Where the run directory goes when --dir is not given.
+fn default_parent(wl: &Workload, origin: &workloads::Origin) -> PathBuf {
+    if let workloads::Origin::File(_) = origin {
+        let mut paths: Vec<&str> = wl.filesets.iter().map(|f| f.path.as_str()).collect();
+        paths.dedup();
+        if paths.len() == 1 && std::path::Path::new(paths[0]).is_dir() {
+            return PathBuf::from(paths[0]);
+        }
+    }
+    std::env::temp_dir()
+}
+
+fn cmd_run(a: &RunArgs) -> Result<()> {
+    let mut wa = WorkloadArgs {
+        workload: a.w.workload.clone(),
+        set: a.w.set.clone(),
+    };
+    let (probe, origin) = match workloads::load(&wa.workload, &Overrides(wa.set.clone())) {
+        Ok(x) => x,
+        Err(_) => {
+            load(&wa)?;
+            unreachable!("load reports the error")
+        }
+    };
+    let parent = match &a.dir {
+        Some(d) => d.clone(),
+        None => default_parent(&probe, &origin),
+    };
+    let parent = parent
+        .canonicalize()
+        .with_context(|| format!("target directory {}", parent.display()))?;
+    // The workload's $dir follows the target directory, so echo and paths agree.
+    if probe.vars.iter().any(|(k, _)| k == "dir") && !wa.set.iter().any(|(k, _)| k == "dir") {
+        wa.set.push(("dir".into(), parent.display().to_string()));
+    }
+    let wl = load(&wa)?;
+    fsbench::engine::install_signal_handlers();
+    let opts = fsbench::engine::RunOptions {
+        parent,
+        duration: a.duration,
+        seed: a.seed,
+        keep: a.keep,
+        allow_system: a.allow_system,
+        quiet: a.quiet,
+    };
+    let results = fsbench::engine::run(&wl, &opts)?;
+    print!(
+        "{}",
+        fsbench::report::exporter("text").unwrap().render(&results)
+    );
+    if let Some(path) = &a.json {
+        let text = fsbench::report::exporter("json").unwrap().render(&results);
+        if path.as_os_str() == "-" {
+            print!("{text}");
+        } else {
+            std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
+        }
+    }
+    if results.interrupted {
+        bail!(
+            "interrupted: the results above cover {:.1} s",
+            results.duration_s
+        );
+    }
+    Ok(())
+}
+
 fn cmd_list() -> Result<()> {
     println!("Built-in personalities (run one with `fsbench run NAME`, read it with `fsbench show NAME`):\n");
     for (name, text) in workloads::BUILTINS {
@@ -136,6 +234,7 @@ fn main() -> ExitCode {
         Command::Check(a) => cmd_check(a),
         Command::List => cmd_list(),
         Command::Show(a) => cmd_show(a),
+        Command::Run(a) => cmd_run(a),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

@@ -324,7 +324,7 @@ impl Parser {
         let mut attrs = Vec::new();
         let mut lvars = Vec::new();
         // An attribute list may be empty (`define process {`, `eventgen`).
-        if !matches!(self.peek(), Tok::Word(_)) && !(locals && matches!(self.peek(), Tok::Var(_))) {
+        if !(matches!(self.peek(), Tok::Word(_)) || locals && matches!(self.peek(), Tok::Var(_))) {
             return Ok((attrs, lvars));
         }
         loop {

@@ -891,6 +891,7 @@ impl Builder {
                 leafdirs: 0,
                 dirwidth: if is_file { 10 } else { 0 },
                 dirgamma: 1.5,
+                widthgamma: 1.5,
                 dirdepthrv: None,
                 size: Num::Const(1024),
                 prealloc: 0,
@@ -944,13 +945,7 @@ impl Builder {
                             Some(_) => match self.attr_val(a, &Locals::new()) {
                                 Some(AVal {
                                     val: Val::Bool(b), ..
-                                }) => {
-                                    if b {
-                                        100
-                                    } else {
-                                        0
-                                    }
-                                }
+                                }) => u32::from(b) * 100,
                                 Some(AVal {
                                     val: Val::Int(i),
                                     span,
@@ -1001,6 +996,7 @@ impl Builder {
                         "write `size=$v` with `set $v = randvar(type=gamma, mean=..., gamma=...)`",
                     ),
                 );
+                fs.widthgamma = g as f64 / 1000.0;
                 if g > 0 {
                     if let Num::Const(mean) = fs.size {
                         self.randvars.push(RandVarDef {

@@ -1,0 +1,262 @@
+//! Thin wrappers over the system calls the flowops make. They take NUL-terminated paths that
+//! the caller built in a reusable buffer, so the hot path does not allocate.
+
+use std::ffi::CStr;
+use std::io;
+use std::os::fd::RawFd;
+
+fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r)
+    }
+}
+
+fn cvt_size(r: libc::ssize_t) -> io::Result<usize> {
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r as usize)
+    }
+}
+
+/// How a flowop opens a file.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OpenHow {
+    pub create: bool,
+    pub readonly: bool,
+    pub writeonly: bool,
+    pub dsync: bool,
+    pub directio: bool,
+}
+
+impl OpenHow {
+    pub fn flags(&self) -> libc::c_int {
+        let mut f = if self.readonly {
+            libc::O_RDONLY
+        } else if self.writeonly {
+            libc::O_WRONLY
+        } else {
+            libc::O_RDWR
+        };
+        f |= libc::O_CLOEXEC;
+        if self.create {
+            f |= libc::O_CREAT;
+        }
+        if self.dsync {
+            f |= libc::O_DSYNC;
+        }
+        if self.directio {
+            f |= libc::O_DIRECT;
+        }
+        f
+    }
+}
+
+pub fn open(path: &CStr, how: OpenHow) -> io::Result<RawFd> {
+    // SAFETY: path is NUL-terminated; mode is used only with O_CREAT.
+    cvt(unsafe { libc::open(path.as_ptr(), how.flags(), 0o644 as libc::c_uint) })
+}
+
+pub fn close(fd: RawFd) -> io::Result<()> {
+    // SAFETY: the caller owns fd and forgets it afterwards.
+    cvt(unsafe { libc::close(fd) }).map(|_| ())
+}
+
+pub fn pread(fd: RawFd, buf: &mut [u8], off: u64) -> io::Result<usize> {
+    // SAFETY: buf is valid for buf.len() bytes.
+    cvt_size(unsafe { libc::pread(fd, buf.as_mut_ptr().cast(), buf.len(), off as libc::off_t) })
+}
+
+pub fn pwrite(fd: RawFd, buf: &[u8], off: u64) -> io::Result<usize> {
+    // SAFETY: buf is valid for buf.len() bytes.
+    cvt_size(unsafe { libc::pwrite(fd, buf.as_ptr().cast(), buf.len(), off as libc::off_t) })
+}
+
+pub fn write(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
+    // SAFETY: buf is valid for buf.len() bytes.
+    cvt_size(unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) })
+}
+
+pub fn seek_end(fd: RawFd) -> io::Result<u64> {
+    // SAFETY: plain lseek on an fd we own.
+    let r = unsafe { libc::lseek(fd, 0, libc::SEEK_END) };
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r as u64)
+    }
+}
+
+pub fn fsync(fd: RawFd) -> io::Result<()> {
+    // SAFETY: plain fsync.
+    cvt(unsafe { libc::fsync(fd) }).map(|_| ())
+}
+
+pub fn fstat(fd: RawFd) -> io::Result<libc::stat> {
+    // SAFETY: st is written by the kernel.
+    unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        cvt(libc::fstat(fd, &mut st))?;
+        Ok(st)
+    }
+}
+
+pub fn stat(path: &CStr) -> io::Result<libc::stat> {
+    // SAFETY: path is NUL-terminated; st is written by the kernel.
+    unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        cvt(libc::stat(path.as_ptr(), &mut st))?;
+        Ok(st)
+    }
+}
+
+pub fn unlink(path: &CStr) -> io::Result<()> {
+    // SAFETY: path is NUL-terminated.
+    cvt(unsafe { libc::unlink(path.as_ptr()) }).map(|_| ())
+}
+
+pub fn mkdir(path: &CStr) -> io::Result<()> {
+    // SAFETY: path is NUL-terminated.
+    cvt(unsafe { libc::mkdir(path.as_ptr(), 0o755) }).map(|_| ())
+}
+
+pub fn rmdir(path: &CStr) -> io::Result<()> {
+    // SAFETY: path is NUL-terminated.
+    cvt(unsafe { libc::rmdir(path.as_ptr()) }).map(|_| ())
+}
+
+/// Advise the kernel that access will be random (no read-ahead).
+pub fn fadvise_random(fd: RawFd) {
+    // SAFETY: advisory only.
+    unsafe {
+        libc::posix_fadvise(fd, 0, 0, libc::POSIX_FADV_RANDOM);
+    }
+}
+
+/// Read a whole directory with getdents64 into `buf`; returns (entries, name bytes).
+pub fn list_dir(path: &CStr, buf: &mut [u8]) -> io::Result<(u64, u64)> {
+    // SAFETY: path is NUL-terminated; getdents64 writes at most buf.len() bytes.
+    let fd = cvt(unsafe {
+        libc::open(
+            path.as_ptr(),
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        )
+    })?;
+    let mut entries = 0;
+    let mut names = 0;
+    let result = loop {
+        let n = unsafe { libc::syscall(libc::SYS_getdents64, fd, buf.as_mut_ptr(), buf.len()) };
+        if n < 0 {
+            break Err(io::Error::last_os_error());
+        }
+        if n == 0 {
+            break Ok((entries, names));
+        }
+        let mut off = 0usize;
+        while off < n as usize {
+            // struct linux_dirent64: u64 ino, i64 off, u16 reclen, u8 type, name...
+            let reclen = u16::from_ne_bytes([buf[off + 16], buf[off + 17]]) as usize;
+            let name = &buf[off + 19..off + reclen];
+            let len = name.iter().position(|b| *b == 0).unwrap_or(name.len());
+            entries += 1;
+            names += len as u64;
+            off += reclen;
+        }
+    };
+    let _ = close(fd);
+    result
+}
+
+/// A heap buffer aligned for O_DIRECT, filled with non-zero pseudo-random bytes.
+pub struct AlignedBuf {
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: the buffer is owned by one worker at a time.
+unsafe impl Send for AlignedBuf {}
+
+pub const ALIGN: usize = 4096;
+
+impl AlignedBuf {
+    pub fn new(len: usize, fill: &mut impl rand::RngCore) -> AlignedBuf {
+        let len = len.max(ALIGN).div_ceil(ALIGN) * ALIGN;
+        let layout = std::alloc::Layout::from_size_align(len, ALIGN).expect("valid layout");
+        // SAFETY: layout has non-zero size.
+        let ptr = unsafe { std::alloc::alloc(layout) };
+        assert!(
+            !ptr.is_null(),
+            "out of memory allocating a {len}-byte I/O buffer"
+        );
+        let mut b = AlignedBuf { ptr, len };
+        fill.fill_bytes(b.as_mut_slice());
+        for x in b.as_mut_slice().iter_mut().step_by(512) {
+            *x |= 1;
+        }
+        b
+    }
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    pub fn as_slice(&self) -> &[u8] {
+        // SAFETY: ptr is valid for len bytes while self lives.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: ptr is valid for len bytes and uniquely borrowed.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+}
+
+impl Drop for AlignedBuf {
+    fn drop(&mut self) {
+        let layout = std::alloc::Layout::from_size_align(self.len, ALIGN).expect("valid layout");
+        // SAFETY: allocated with the same layout.
+        unsafe { std::alloc::dealloc(self.ptr, layout) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::CString;
+
+    #[test]
+    fn file_round_trip_and_listing() {
+        let dir = std::env::temp_dir().join(format!("fsbench-io-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = CString::new(dir.join("f").to_str().unwrap()).unwrap();
+        let fd = open(
+            &p,
+            OpenHow {
+                create: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(pwrite(fd, b"hello world", 0).unwrap(), 11);
+        assert_eq!(seek_end(fd).unwrap(), 11);
+        assert_eq!(write(fd, b"!").unwrap(), 1);
+        let mut b = [0u8; 32];
+        assert_eq!(pread(fd, &mut b, 6).unwrap(), 6);
+        assert_eq!(&b[..6], b"world!");
+        assert_eq!(fstat(fd).unwrap().st_size, 12);
+        fsync(fd).unwrap();
+        close(fd).unwrap();
+        let d = CString::new(dir.join("sub").to_str().unwrap()).unwrap();
+        mkdir(&d).unwrap();
+        let mut lb = vec![0u8; 4096];
+        let (n, names) = list_dir(&CString::new(dir.to_str().unwrap()).unwrap(), &mut lb).unwrap();
+        assert_eq!(n, 4); // . .. f sub
+        assert_eq!(names, 1 + 2 + 1 + 3);
+        rmdir(&d).unwrap();
+        unlink(&p).unwrap();
+        assert!(stat(&p).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

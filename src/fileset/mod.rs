@@ -1,0 +1,280 @@
+//! Filesets at run time: the tree shape, per-entry state shared by the worker threads, picking
+//! entries round-robin (or by index), and laying the tree out on disk.
+//!
+//! Per-entry state is compact (24 bytes: directory index, name number, planned size, state
+//! bits and an open count); names and paths are derived from indices, never stored, so a
+//! fileset of ten million files needs about 240 MB.
+
+pub mod layout;
+pub mod tree;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, AtomicU8, AtomicUsize, Ordering};
+
+pub use layout::{plan, Plan};
+pub use tree::{Shape, Tree};
+
+/// The entry exists on disk.
+pub const EXISTS: u8 = 1;
+/// A thread is creating, deleting or opening the entry right now.
+pub const BUSY: u8 = 2;
+
+/// One file or leaf directory of a fileset.
+#[derive(Debug)]
+pub struct Entry {
+    pub dir: u32,
+    pub name: u32,
+    /// Planned size, sampled once at layout (Filebench's `fse_size`).
+    pub size: u64,
+    pub state: AtomicU8,
+    pub opens: AtomicU32,
+}
+
+impl Entry {
+    pub fn exists(&self) -> bool {
+        self.state.load(Ordering::Acquire) & EXISTS != 0
+    }
+}
+
+/// What a pick asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Want {
+    Exists,
+    Absent,
+}
+
+/// A fileset as the workers see it.
+#[derive(Debug)]
+pub struct FilesetRt {
+    pub name: String,
+    /// `<run dir>/<fileset name>`.
+    pub root: PathBuf,
+    pub dir_paths: Vec<String>,
+    pub files: Vec<Entry>,
+    pub leafdirs: Vec<Entry>,
+    /// Directories holding entries, for `listdir`.
+    pub listable: Vec<u32>,
+    pub readonly: bool,
+    pub writeonly: bool,
+    rotor_files: AtomicUsize,
+    rotor_leafdirs: AtomicUsize,
+    rotor_dirs: AtomicUsize,
+}
+
+/// Which list of a fileset a pick draws from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum List {
+    Files,
+    LeafDirs,
+}
+
+impl FilesetRt {
+    pub fn new(
+        name: &str,
+        root: PathBuf,
+        tree: &Tree,
+        sizes: &[u64],
+        readonly: bool,
+        writeonly: bool,
+    ) -> FilesetRt {
+        let mk = |l: &tree::Leaf, size: u64| Entry {
+            dir: l.dir,
+            name: l.name,
+            size,
+            state: AtomicU8::new(0),
+            opens: AtomicU32::new(0),
+        };
+        FilesetRt {
+            name: name.to_string(),
+            root,
+            dir_paths: tree.dir_paths(),
+            files: tree
+                .files
+                .iter()
+                .zip(sizes)
+                .map(|(l, s)| mk(l, *s))
+                .collect(),
+            leafdirs: tree.leafdirs.iter().map(|l| mk(l, 0)).collect(),
+            listable: tree.leaf_parents(),
+            readonly,
+            writeonly,
+            rotor_files: AtomicUsize::new(0),
+            rotor_leafdirs: AtomicUsize::new(0),
+            rotor_dirs: AtomicUsize::new(0),
+        }
+    }
+
+    pub fn list(&self, l: List) -> &[Entry] {
+        match l {
+            List::Files => &self.files,
+            List::LeafDirs => &self.leafdirs,
+        }
+    }
+
+    /// Pick an entry and mark it busy: round-robin from a shared rotor (as Filebench does), or
+    /// exactly entry `index` when given. `None` when no entry is in the wanted state.
+    pub fn pick(&self, l: List, want: Want, index: Option<usize>) -> Option<usize> {
+        let list = self.list(l);
+        let n = list.len();
+        if n == 0 {
+            return None;
+        }
+        let claim = |i: usize| {
+            let e = &list[i];
+            let cur = e.state.load(Ordering::Acquire);
+            let ok = match want {
+                Want::Exists => cur == EXISTS,
+                Want::Absent => cur == 0,
+            };
+            ok && e
+                .state
+                .compare_exchange(cur, cur | BUSY, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+        };
+        if let Some(i) = index {
+            let i = i % n;
+            return claim(i).then_some(i);
+        }
+        let rotor = match l {
+            List::Files => &self.rotor_files,
+            List::LeafDirs => &self.rotor_leafdirs,
+        };
+        let start = rotor.fetch_add(1, Ordering::Relaxed);
+        for k in 0..n {
+            let i = (start + k) % n;
+            if claim(i) {
+                if k > 0 {
+                    rotor.fetch_add(k, Ordering::Relaxed);
+                }
+                return Some(i);
+            }
+        }
+        None
+    }
+
+    /// Release a picked entry, recording whether it now exists.
+    pub fn release(&self, l: List, i: usize, exists: bool) {
+        self.list(l)[i]
+            .state
+            .store(if exists { EXISTS } else { 0 }, Ordering::Release);
+    }
+
+    /// Next directory for `listdir`, round-robin.
+    pub fn pick_dir(&self) -> Option<u32> {
+        if self.listable.is_empty() {
+            return None;
+        }
+        let i = self.rotor_dirs.fetch_add(1, Ordering::Relaxed) % self.listable.len();
+        Some(self.listable[i])
+    }
+
+    /// Write the NUL-terminated path of entry `i` of list `l` into `buf`.
+    pub fn entry_path<'b>(&self, l: List, i: usize, buf: &'b mut Vec<u8>) -> &'b std::ffi::CStr {
+        let e = &self.list(l)[i];
+        self.path_into(Some(e.dir), Some(e.name), buf)
+    }
+
+    /// Write the NUL-terminated path of directory `d` into `buf`.
+    pub fn dir_path<'b>(&self, d: u32, buf: &'b mut Vec<u8>) -> &'b std::ffi::CStr {
+        self.path_into(Some(d), None, buf)
+    }
+
+    fn path_into<'b>(
+        &self,
+        dir: Option<u32>,
+        name: Option<u32>,
+        buf: &'b mut Vec<u8>,
+    ) -> &'b std::ffi::CStr {
+        use std::os::unix::ffi::OsStrExt;
+        buf.clear();
+        buf.extend_from_slice(self.root.as_os_str().as_bytes());
+        if let Some(d) = dir {
+            let p = &self.dir_paths[d as usize];
+            if !p.is_empty() {
+                buf.push(b'/');
+                buf.extend_from_slice(p.as_bytes());
+            }
+        }
+        if let Some(n) = name {
+            let _ = write!(buf, "/{n:08}");
+        }
+        buf.push(0);
+        std::ffi::CStr::from_bytes_with_nul(buf).expect("paths have no interior NUL")
+    }
+
+    /// Path of entry `i` as a `PathBuf` (for messages and tests; not for the hot path).
+    pub fn entry_pathbuf(&self, l: List, i: usize) -> PathBuf {
+        let mut b = Vec::new();
+        let c = self.entry_path(l, i, &mut b);
+        PathBuf::from(c.to_string_lossy().into_owned())
+    }
+
+    pub fn existing(&self, l: List) -> usize {
+        self.list(l).iter().filter(|e| e.exists()).count()
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dist::rng;
+
+    fn small() -> FilesetRt {
+        let tree = Tree::build(
+            Shape {
+                entries: 10,
+                leafdirs: 2,
+                dirwidth: 4,
+                dirgamma: 0.0,
+                widthgamma: 0.0,
+            },
+            &mut rng(1, 1),
+        );
+        FilesetRt::new("fs", PathBuf::from("/r"), &tree, &[100; 10], false, false)
+    }
+
+    #[test]
+    fn pick_round_robin_and_busy() {
+        let fs = small();
+        let a = fs.pick(List::Files, Want::Absent, None).unwrap();
+        let b = fs.pick(List::Files, Want::Absent, None).unwrap();
+        assert_ne!(a, b);
+        assert_eq!(fs.pick(List::Files, Want::Exists, None), None);
+        fs.release(List::Files, a, true);
+        assert_eq!(fs.pick(List::Files, Want::Exists, None), Some(a));
+        // Busy entries are not picked twice.
+        assert_eq!(fs.pick(List::Files, Want::Exists, None), None);
+        fs.release(List::Files, a, true);
+        assert_eq!(fs.pick(List::Files, Want::Exists, Some(a + 10)), Some(a));
+        assert_eq!(fs.pick(List::Files, Want::Exists, Some(b)), None);
+        // All absent entries can be picked exactly once.
+        let mut n = 0;
+        while fs.pick(List::Files, Want::Absent, None).is_some() {
+            n += 1;
+        }
+        assert_eq!(n, 8);
+    }
+
+    #[test]
+    fn paths_from_indices() {
+        let fs = small();
+        let p = fs.entry_pathbuf(List::Files, 0);
+        let s = p.to_string_lossy();
+        assert!(s.starts_with("/r/"), "{s}");
+        assert_eq!(s.matches('/').count() as u32, 2 + fs.dirs_depth_of(0));
+    }
+
+    impl FilesetRt {
+        fn dirs_depth_of(&self, i: usize) -> u32 {
+            self.dir_paths[self.files[i].dir as usize]
+                .matches('/')
+                .count() as u32
+                + 1
+        }
+    }
+}

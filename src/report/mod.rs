@@ -1,0 +1,20 @@
+//! Reports: one renderer per format behind one trait, each reading only [`Results`].
+
+pub mod json;
+pub mod text;
+
+use crate::stats::Results;
+
+/// Renders results in one format.
+pub trait Exporter {
+    fn render(&self, r: &Results) -> String;
+}
+
+/// Renderer for a format name (`text`, `json`).
+pub fn exporter(format: &str) -> Option<Box<dyn Exporter>> {
+    match format {
+        "text" => Some(Box::new(text::Text)),
+        "json" => Some(Box::new(json::Json)),
+        _ => None,
+    }
+}

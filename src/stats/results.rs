@@ -1,0 +1,179 @@
+//! [`Results`]: the one value every report reads. Serialized as JSON it is fsbench's
+//! interchange format (documented in docs/results.md); `schema_version` changes when a field
+//! changes meaning or disappears.
+
+use super::{OpRecorder, Recorder};
+use crate::model::{FlowopKind, IoClass};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+pub struct Latency {
+    pub mean: f64,
+    pub min: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p95: f64,
+    pub p99: f64,
+    pub p99_9: f64,
+    pub p99_99: f64,
+    pub max: f64,
+}
+
+impl Latency {
+    /// From a histogram in nanoseconds, to microseconds.
+    pub fn from_recorder(o: &OpRecorder) -> Latency {
+        if o.count == 0 {
+            return Latency::default();
+        }
+        let h = &o.hist;
+        let q = |p: f64| h.value_at_quantile(p) as f64 / 1000.0;
+        Latency {
+            mean: o.lat_sum_ns as f64 / o.count as f64 / 1000.0,
+            min: h.min() as f64 / 1000.0,
+            p50: q(0.5),
+            p90: q(0.9),
+            p95: q(0.95),
+            p99: q(0.99),
+            p99_9: q(0.999),
+            p99_99: q(0.9999),
+            max: h.max() as f64 / 1000.0,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct FlowopResult {
+    pub name: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// "read", "write", "meta" or "none": how the flowop counts in the IO summary.
+    pub io_class: String,
+    pub ops: u64,
+    pub ops_per_s: f64,
+    pub bytes: u64,
+    pub mb_per_s: f64,
+    pub latency_us: Latency,
+    pub errors: u64,
+    /// Times the flowop found no file or directory in the state it needed.
+    pub no_resource: u64,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub first_error: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+pub struct Summary {
+    /// Operations of IO flowops (reads, writes and metadata operations), as Filebench's IO
+    /// Summary counts them.
+    pub ops: u64,
+    pub ops_per_s: f64,
+    pub read_ops_per_s: f64,
+    pub write_ops_per_s: f64,
+    pub mb_per_s: f64,
+    /// Mean latency over those operations, in milliseconds.
+    pub mean_latency_ms: f64,
+    pub errors: u64,
+    pub cpu_user_s: f64,
+    pub cpu_sys_s: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+pub struct LayoutResult {
+    pub dirs: u64,
+    pub files_written: u64,
+    pub files_reused: u64,
+    pub bytes_written: u64,
+    pub seconds: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Results {
+    pub schema_version: u32,
+    pub fsbench_version: String,
+    pub workload: String,
+    /// Where the workload text came from (a path or `builtin:NAME`).
+    pub workload_source: String,
+    /// Every variable's final value.
+    pub variables: BTreeMap<String, String>,
+    pub seed: u64,
+    /// The run directory the filesets lived in.
+    pub run_dir: String,
+    /// Seconds since the Unix epoch when measurement started.
+    pub started_at: f64,
+    pub duration_s: f64,
+    /// True when the run was stopped early by Ctrl-C.
+    pub interrupted: bool,
+    pub threads: u64,
+    pub layout: LayoutResult,
+    pub flowops: Vec<FlowopResult>,
+    pub summary: Summary,
+    /// Messages from the run (e.g. `testrandvar` statistics).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+fn io_class_name(c: IoClass) -> &'static str {
+    match c {
+        IoClass::Read => "read",
+        IoClass::Write => "write",
+        IoClass::Meta => "meta",
+        IoClass::None => "none",
+    }
+}
+
+/// Per-flowop results and the summary from merged recorders.
+pub fn summarize(
+    stat_names: &[(String, FlowopKind)],
+    merged: &Recorder,
+    duration_s: f64,
+) -> (Vec<FlowopResult>, Summary) {
+    let d = duration_s.max(1e-9);
+    let mut flowops = Vec::new();
+    let mut s = Summary::default();
+    let mut lat_sum = 0u64;
+    let mut rd = 0u64;
+    let mut wr = 0u64;
+    let mut bytes = 0u64;
+    for (i, (name, kind)) in stat_names.iter().enumerate() {
+        let o = &merged.ops[i];
+        let class = kind.io_class();
+        flowops.push(FlowopResult {
+            name: name.clone(),
+            kind: kind.name().to_string(),
+            io_class: io_class_name(class).to_string(),
+            ops: o.count,
+            ops_per_s: o.count as f64 / d,
+            bytes: o.bytes,
+            mb_per_s: o.bytes as f64 / d / (1024.0 * 1024.0),
+            latency_us: Latency::from_recorder(o),
+            errors: o.errors,
+            no_resource: o.no_resource,
+            first_error: o.first_error.clone(),
+        });
+        s.errors += o.errors;
+        if class != IoClass::None && *kind != FlowopKind::Composite {
+            s.ops += o.count;
+            lat_sum += o.lat_sum_ns;
+            bytes += o.bytes;
+            match class {
+                IoClass::Read => rd += o.count,
+                IoClass::Write => wr += o.count,
+                _ => {}
+            }
+        }
+    }
+    s.ops_per_s = s.ops as f64 / d;
+    s.read_ops_per_s = rd as f64 / d;
+    s.write_ops_per_s = wr as f64 / d;
+    s.mb_per_s = bytes as f64 / d / (1024.0 * 1024.0);
+    s.mean_latency_ms = if s.ops > 0 {
+        lat_sum as f64 / s.ops as f64 / 1e6
+    } else {
+        0.0
+    };
+    s.cpu_user_s = merged.cpu_user_s;
+    s.cpu_sys_s = merged.cpu_sys_s;
+    (flowops, s)
+}
