@@ -11,3 +11,4 @@
 //! ```
 
 pub mod dist;
+pub mod scan;

@@ -9,9 +9,14 @@ struct Cli {
 }
 
 #[derive(Subcommand)]
-enum Command {}
+enum Command {
+    /// Walk a tree in parallel, summarise it and write a metadata snapshot.
+    Scan(fsbench::scan::ScanArgs),
+}
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    match cli.command {}
+    match cli.command {
+        Command::Scan(a) => fsbench::scan::run(a),
+    }
 }
