@@ -10,5 +10,7 @@
 //! Results                              --report--> text, JSON, CSV, Markdown
 //! ```
 
+pub mod age;
 pub mod dist;
+pub mod layout;
 pub mod scan;

@@ -359,7 +359,7 @@ fn human_short(v: u64) -> String {
     const UNITS: [&str; 7] = ["", "K", "M", "G", "T", "P", "E"];
     let mut u = 0;
     let mut x = v;
-    while x >= 1024 && x % 1024 == 0 && u < UNITS.len() - 1 {
+    while x >= 1024 && x.is_multiple_of(1024) && u < UNITS.len() - 1 {
         x /= 1024;
         u += 1;
     }
