@@ -140,7 +140,9 @@ fn scan_counts_the_tree_and_does_not_follow_symlinks() {
             .map(|e| e.size)
             .sum();
         assert_eq!(snap_bytes, bytes);
-        assert!(entries.iter().all(|e| !e.path.starts_with(b"a0/link-to-outside/")));
+        assert!(entries
+            .iter()
+            .all(|e| !e.path.starts_with(b"a0/link-to-outside/")));
         let link = entries
             .iter()
             .find(|e| e.path == b"a0/link-to-outside")
@@ -298,7 +300,10 @@ fn layout_and_mount_boundaries_on_loop_ext4() {
         .unwrap()
         .set_len(96 << 20)
         .unwrap();
-    if let Err(e) = run_ok("mkfs.ext4", &["-q", "-F", "-b", "4096", "-N", "4096", s(&img)]) {
+    if let Err(e) = run_ok(
+        "mkfs.ext4",
+        &["-q", "-F", "-b", "4096", "-N", "4096", s(&img)],
+    ) {
         eprintln!("skipping: {e}");
         return;
     }
@@ -411,7 +416,13 @@ fn layout_and_mount_boundaries_on_loop_ext4() {
     assert_eq!(v["mount_points_skipped"], 1);
     assert_eq!(v["files"], 1);
     assert_eq!(v["dirs"], 1);
-    ok(fsbench(&["scan", s(&root), "--cross-mounts", "--json", s(&js)]));
+    ok(fsbench(&[
+        "scan",
+        s(&root),
+        "--cross-mounts",
+        "--json",
+        s(&js),
+    ]));
     let v = json(&js);
     assert_eq!(v["mount_points_skipped"], 0);
     assert_eq!(v["files"], 1 + 4); // plain + big, lazy, filler, victim

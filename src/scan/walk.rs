@@ -286,7 +286,23 @@ fn stop_all(shared: &Shared) {
     shared.ready.notify_all();
 }
 
+/// Stops the other workers if this one panics (in a visitor), so that they
+/// do not wait forever for directories the panicking worker would have queued.
+struct StopOnPanic<'a>(&'a Shared);
+
+impl Drop for StopOnPanic<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.stop.store(true, Ordering::SeqCst);
+            if let Ok(_q) = self.0.queue.lock() {
+                self.0.ready.notify_all();
+            }
+        }
+    }
+}
+
 fn worker<V: Visitor>(shared: &Shared, visitor: &mut V) -> Result<(), V::Error> {
+    let _guard = StopOnPanic(shared);
     let mut buf = vec![0u8; 64 * 1024];
     let mut children: Vec<Job> = Vec::new();
     let mut path = Vec::with_capacity(4096);
@@ -470,6 +486,54 @@ mod tests {
                 (b"f1".to_vec(), 0, false),
             ];
             assert_eq!(all, want);
+        }
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    struct Panicky;
+    impl Visitor for Panicky {
+        type Error = String;
+        fn entry(&mut self, e: &WalkEntry<'_>) -> Result<(), String> {
+            if e.path == b"d3" {
+                panic!("visitor bug");
+            }
+            Ok(())
+        }
+    }
+
+    struct Failing;
+    impl Visitor for Failing {
+        type Error = String;
+        fn entry(&mut self, e: &WalkEntry<'_>) -> Result<(), String> {
+            if e.path.ends_with(b"f7") {
+                return Err(format!("bad {}", String::from_utf8_lossy(e.path)));
+            }
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn visitor_panic_or_error_ends_the_walk() {
+        let base = std::env::temp_dir().join(format!("fsbench-walk-p-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        for d in 0..8 {
+            for e in 0..4 {
+                let p = base.join(format!("d{d}/e{e}"));
+                std::fs::create_dir_all(&p).unwrap();
+                for f in 0..10 {
+                    std::fs::write(p.join(format!("f{f}")), b"").unwrap();
+                }
+            }
+        }
+        let opts = WalkOptions {
+            cross_mounts: false,
+            threads: 3,
+        };
+        let r = std::panic::catch_unwind(|| walk(&base, &opts, |_| Panicky).map(|_| ()));
+        assert!(r.is_err());
+        match walk(&base, &opts, |_| Failing) {
+            Err(WalkError::Visit(m)) => assert!(m.starts_with("bad d"), "{m}"),
+            _ => panic!("expected the visitor's error"),
         }
         std::fs::remove_dir_all(&base).unwrap();
     }
