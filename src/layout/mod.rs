@@ -561,7 +561,7 @@ pub fn run(args: LayoutArgs) -> anyhow::Result<()> {
     let report = layout(&args.dir, &opts, args.sync, args.top)?;
     let to_stdout = args.json.as_deref() == Some(Path::new("-"));
     if !to_stdout {
-        print_report(&report, &mut io::stdout().lock())?;
+        crate::scan::stdout_result(print_report(&report, &mut io::stdout().lock()))?;
     }
     if let Some(j) = &args.json {
         crate::scan::write_json(j, &report)?;

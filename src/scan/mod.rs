@@ -369,13 +369,23 @@ fn human_short(v: u64) -> String {
     format!("{x}{}", UNITS[u])
 }
 
+/// Treat a closed stdout (`fsbench scan … | head`) as success.
+pub fn stdout_result(r: io::Result<()>) -> anyhow::Result<()> {
+    match r {
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
+        r => Ok(r?),
+    }
+}
+
 /// Write a serde value as pretty JSON to a file, or stdout for "-".
 pub fn write_json<T: Serialize>(path: &Path, value: &T) -> anyhow::Result<()> {
     if path == Path::new("-") {
         let mut out = io::stdout().lock();
-        serde_json::to_writer_pretty(&mut out, value)?;
-        writeln!(out)?;
-        return Ok(());
+        return stdout_result(
+            serde_json::to_writer_pretty(&mut out, value)
+                .map_err(io::Error::from)
+                .and_then(|_| writeln!(out)),
+        );
     }
     let f = File::create(path)
         .with_context(|| format!("cannot create JSON file {}", path.display()))?;
@@ -396,7 +406,7 @@ pub fn run(args: ScanArgs) -> anyhow::Result<()> {
         .with_context(|| format!("scan of {} failed", args.dir.display()))?;
     let to_stdout = args.json.as_deref() == Some(Path::new("-"));
     if !to_stdout {
-        print_summary(&summary, &mut io::stdout().lock())?;
+        stdout_result(print_summary(&summary, &mut io::stdout().lock()))?;
     }
     if let Some(j) = &args.json {
         write_json(j, &summary)?;
