@@ -10,11 +10,14 @@
 //! Results                              --report--> text, JSON, CSV, Markdown
 //! ```
 
+pub mod age;
 pub mod dist;
 pub mod engine;
 pub mod fileset;
 pub mod lang;
+pub mod layout;
 pub mod model;
 pub mod report;
+pub mod scan;
 pub mod stats;
 pub mod workloads;

@@ -25,6 +25,10 @@ enum Command {
     Show(ShowArgs),
     /// Lay out the filesets and run a workload; report per-flowop results.
     Run(RunArgs),
+    /// Walk a tree in parallel, summarise it and write a metadata snapshot.
+    Scan(fsbench::scan::ScanArgs),
+    /// Smith–Seltzer layout score of the files under a directory (FIEMAP).
+    Layout(fsbench::layout::LayoutArgs),
 }
 
 #[derive(Args)]
@@ -230,11 +234,13 @@ fn cmd_show(a: &ShowArgs) -> Result<()> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let r = match &cli.command {
-        Command::Check(a) => cmd_check(a),
+    let r = match cli.command {
+        Command::Check(a) => cmd_check(&a),
         Command::List => cmd_list(),
-        Command::Show(a) => cmd_show(a),
-        Command::Run(a) => cmd_run(a),
+        Command::Show(a) => cmd_show(&a),
+        Command::Run(a) => cmd_run(&a),
+        Command::Scan(a) => fsbench::scan::run(a),
+        Command::Layout(a) => fsbench::layout::run(a),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

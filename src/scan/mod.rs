@@ -1,0 +1,415 @@
+//! `fsbench scan DIR -o SNAPSHOT`: walk a tree in parallel, record every
+//! entry's metadata in a streamable snapshot and summarise the tree.
+//!
+//! The snapshot is the input of aging (`--from-snapshot`, see
+//! [`crate::age::profile::Profile::from_snapshot`]): it lets a user age a test
+//! file system until it looks like their production tree.
+
+pub mod snapshot;
+pub mod summary;
+pub mod walk;
+
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use anyhow::Context;
+use serde::Serialize;
+
+use snapshot::{Kind, RecordEncoder, SnapshotHeader};
+use summary::{DepthRow, ExtRow, Log2Row, TreeStats};
+use walk::{Visitor, WalkEntry, WalkOptions};
+
+/// Arguments of `fsbench scan`.
+#[derive(clap::Args, Debug)]
+pub struct ScanArgs {
+    /// Directory to scan.
+    pub dir: PathBuf,
+    /// Write a snapshot of every entry's metadata to this file.
+    #[arg(short, long, value_name = "SNAPSHOT")]
+    pub output: Option<PathBuf>,
+    /// Stay on the file system of DIR (the default).
+    #[arg(long, overrides_with = "cross_mounts")]
+    pub one_file_system: bool,
+    /// Descend into directories on other file systems.
+    #[arg(long, overrides_with = "one_file_system")]
+    pub cross_mounts: bool,
+    /// Worker threads (default: one per core).
+    #[arg(short = 'j', long)]
+    pub threads: Option<usize>,
+    /// Write the summary as JSON to this file ("-" for stdout, replacing the text).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Number of extensions shown in the summary.
+    #[arg(long, default_value_t = 10)]
+    pub top: usize,
+}
+
+/// The summary of one scan.
+#[derive(Debug, Serialize)]
+pub struct ScanSummary {
+    pub root: String,
+    pub snapshot: Option<String>,
+    pub threads: usize,
+    pub elapsed_s: f64,
+    pub entries: u64,
+    pub entries_per_s: f64,
+    pub files: u64,
+    pub dirs: u64,
+    pub symlinks: u64,
+    pub other: u64,
+    /// Sum of regular files' sizes.
+    pub bytes: u64,
+    /// Sum of allocated space of all entries (st_blocks × 512).
+    pub allocated_bytes: u64,
+    pub mount_points_skipped: u64,
+    /// Entries that could not be read (permission, vanished during the walk).
+    pub errors: u64,
+    /// Regular file sizes, log2 buckets `[lo, hi)`; `sum` is bytes.
+    pub file_size: Vec<Log2Row>,
+    /// Entries per depth (0: directly inside DIR).
+    pub depth: Vec<DepthRow>,
+    /// Entries per directory, log2 buckets (DIR itself included).
+    pub entries_per_dir: Vec<Log2Row>,
+    pub top_extensions: Vec<ExtRow>,
+}
+
+type Sink = Arc<Mutex<BufWriter<File>>>;
+
+/// Flush a worker's encoded records once they pass this size.
+const FLUSH_BYTES: usize = 256 * 1024;
+
+struct ScanVisitor {
+    stats: TreeStats,
+    enc: Option<RecordEncoder>,
+    sink: Option<Sink>,
+    records: u64,
+}
+
+impl ScanVisitor {
+    fn flush(&mut self) -> io::Result<()> {
+        if let (Some(enc), Some(sink)) = (&mut self.enc, &self.sink) {
+            if !enc.buf.is_empty() {
+                self.records += enc.records;
+                enc.records = 0;
+                let buf = enc.take();
+                sink.lock().unwrap().write_all(&buf)?;
+                // Reuse the allocation.
+                enc.buf = buf;
+                enc.buf.clear();
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Visitor for ScanVisitor {
+    type Error = io::Error;
+
+    fn entry(&mut self, e: &WalkEntry<'_>) -> io::Result<()> {
+        let st = e.stat;
+        self.stats.add(
+            e.name.to_bytes(),
+            e.depth,
+            Kind::from_mode(st.st_mode),
+            st.st_size as u64,
+            st.st_blocks as u64,
+        );
+        if let Some(enc) = &mut self.enc {
+            enc.push_stat(e.path, st);
+        }
+        Ok(())
+    }
+
+    fn dir_done(&mut self, _path: &[u8], _depth: u32, entries: u64) -> io::Result<()> {
+        self.stats.dir_entries.add(entries);
+        if self
+            .enc
+            .as_ref()
+            .is_some_and(|e| e.buf.len() >= FLUSH_BYTES)
+        {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self) -> io::Result<()> {
+        self.flush()
+    }
+}
+
+/// Scan `root`, optionally writing a snapshot to `output`.
+pub fn scan(
+    root: &Path,
+    output: Option<&Path>,
+    opts: &WalkOptions,
+    top: usize,
+) -> anyhow::Result<ScanSummary> {
+    let started = Instant::now();
+    let created_unix = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    let sink: Option<Sink> = match output {
+        Some(p) => {
+            let f = File::create(p)
+                .with_context(|| format!("cannot create snapshot file {}", p.display()))?;
+            let mut w = BufWriter::with_capacity(1 << 20, f);
+            snapshot::write_header(
+                &mut w,
+                &SnapshotHeader {
+                    root: root.display().to_string(),
+                    created_unix,
+                    cross_mounts: opts.cross_mounts,
+                    tool_version: env!("CARGO_PKG_VERSION").to_string(),
+                },
+            )
+            .with_context(|| format!("cannot write snapshot file {}", p.display()))?;
+            Some(Arc::new(Mutex::new(w)))
+        }
+        None => None,
+    };
+    let outcome = walk::walk(root, opts, |_| ScanVisitor {
+        stats: TreeStats::default(),
+        enc: sink.as_ref().map(|_| RecordEncoder::default()),
+        sink: sink.clone(),
+        records: 0,
+    })
+    .map_err(|e| match e {
+        walk::WalkError::Visit(io) => anyhow::Error::new(io).context(format!(
+            "cannot write snapshot file {}",
+            output.map(|p| p.display().to_string()).unwrap_or_default()
+        )),
+        other => anyhow::Error::new(other).context("scan failed"),
+    })?;
+    let mut stats = TreeStats::default();
+    let mut records = 0;
+    for v in outcome.visitors {
+        records += v.records;
+        stats.merge(v.stats);
+    }
+    if let (Some(sink), Some(p)) = (sink, output) {
+        let mut w = Arc::try_unwrap(sink)
+            .map_err(|_| anyhow::anyhow!("snapshot writer still shared"))?
+            .into_inner()
+            .unwrap();
+        snapshot::write_end(&mut w, records)
+            .and_then(|_| w.flush())
+            .with_context(|| format!("cannot write snapshot file {}", p.display()))?;
+    }
+    for p in &outcome.stats.problems {
+        eprintln!("scan: {}: {}", root.join(&p.path).display(), p.error);
+    }
+    if outcome.stats.problem_count > outcome.stats.problems.len() as u64 {
+        eprintln!(
+            "scan: … and {} more problems",
+            outcome.stats.problem_count - outcome.stats.problems.len() as u64
+        );
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    let entries = stats.files + stats.dirs + stats.symlinks + stats.other;
+    Ok(ScanSummary {
+        root: root.display().to_string(),
+        snapshot: output.map(|p| p.display().to_string()),
+        threads: opts.threads,
+        elapsed_s: elapsed,
+        entries,
+        entries_per_s: if elapsed > 0.0 {
+            entries as f64 / elapsed
+        } else {
+            0.0
+        },
+        files: stats.files,
+        dirs: stats.dirs,
+        symlinks: stats.symlinks,
+        other: stats.other,
+        bytes: stats.bytes,
+        allocated_bytes: stats.allocated,
+        mount_points_skipped: outcome.stats.mount_points_skipped,
+        errors: outcome.stats.problem_count,
+        file_size: stats.sizes.rows(),
+        depth: stats
+            .depth
+            .iter()
+            .enumerate()
+            .map(|(d, c)| DepthRow {
+                depth: d as u32,
+                files: c[0],
+                dirs: c[1],
+                other: c[2],
+            })
+            .collect(),
+        entries_per_dir: stats.dir_entries.rows(),
+        top_extensions: stats.top_extensions(top),
+    })
+}
+
+/// Human-readable byte count (binary units).
+pub fn human_bytes(b: u64) -> String {
+    const UNITS: [&str; 7] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+    let mut v = b as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u < UNITS.len() - 1 {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{b} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+fn bar(count: u64, max: u64) -> String {
+    let w = if max == 0 {
+        0
+    } else {
+        ((count as f64 / max as f64) * 30.0).ceil() as usize
+    };
+    "#".repeat(w)
+}
+
+/// Print the summary as text.
+pub fn print_summary(s: &ScanSummary, out: &mut impl Write) -> io::Result<()> {
+    writeln!(
+        out,
+        "scanned {}: {} entries in {:.3} s ({:.0} entries/s, {} threads)",
+        s.root, s.entries, s.elapsed_s, s.entries_per_s, s.threads
+    )?;
+    writeln!(
+        out,
+        "  files {}  dirs {}  symlinks {}  other {}",
+        s.files, s.dirs, s.symlinks, s.other
+    )?;
+    writeln!(
+        out,
+        "  bytes {} ({})  allocated {}",
+        s.bytes,
+        human_bytes(s.bytes),
+        human_bytes(s.allocated_bytes)
+    )?;
+    if s.mount_points_skipped > 0 {
+        writeln!(
+            out,
+            "  {} mount points not crossed (use --cross-mounts)",
+            s.mount_points_skipped
+        )?;
+    }
+    if s.errors > 0 {
+        writeln!(out, "  {} entries could not be read", s.errors)?;
+    }
+    if let Some(p) = &s.snapshot {
+        writeln!(out, "  snapshot written to {p}")?;
+    }
+    let max = s.file_size.iter().map(|r| r.count).max().unwrap_or(0);
+    writeln!(out, "\nfile size              files        bytes")?;
+    for r in &s.file_size {
+        let label = if r.lo == 0 {
+            "0".to_string()
+        } else {
+            format!("{}..{}", human_short(r.lo), human_short(r.hi))
+        };
+        writeln!(
+            out,
+            "  {label:>16} {:>10} {:>12}  {}",
+            r.count,
+            human_bytes(r.sum),
+            bar(r.count, max)
+        )?;
+    }
+    writeln!(out, "\ndepth       files       dirs      other")?;
+    for r in &s.depth {
+        writeln!(
+            out,
+            "  {:>5} {:>10} {:>10} {:>10}",
+            r.depth, r.files, r.dirs, r.other
+        )?;
+    }
+    let max = s.entries_per_dir.iter().map(|r| r.count).max().unwrap_or(0);
+    writeln!(out, "\nentries per dir     dirs")?;
+    for r in &s.entries_per_dir {
+        let label = if r.hi - r.lo <= 1 {
+            r.lo.to_string()
+        } else {
+            format!("{}..{}", r.lo, r.hi - 1)
+        };
+        writeln!(out, "  {label:>13} {:>8}  {}", r.count, bar(r.count, max))?;
+    }
+    writeln!(out, "\nextension        files        bytes")?;
+    for r in &s.top_extensions {
+        let ext = if r.ext.is_empty() {
+            "(none)".to_string()
+        } else {
+            format!(".{}", r.ext)
+        };
+        writeln!(
+            out,
+            "  {ext:<12} {:>9} {:>12}",
+            r.files,
+            human_bytes(r.bytes)
+        )?;
+    }
+    Ok(())
+}
+
+/// Short power-of-two label: 512, 4K, 1M, 2G.
+fn human_short(v: u64) -> String {
+    const UNITS: [&str; 7] = ["", "K", "M", "G", "T", "P", "E"];
+    let mut u = 0;
+    let mut x = v;
+    while x >= 1024 && x.is_multiple_of(1024) && u < UNITS.len() - 1 {
+        x /= 1024;
+        u += 1;
+    }
+    if v == u64::MAX {
+        return "16E".into();
+    }
+    format!("{x}{}", UNITS[u])
+}
+
+/// Treat a closed stdout (`fsbench scan … | head`) as success.
+pub fn stdout_result(r: io::Result<()>) -> anyhow::Result<()> {
+    match r {
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
+        r => Ok(r?),
+    }
+}
+
+/// Write a serde value as pretty JSON to a file, or stdout for "-".
+pub fn write_json<T: Serialize>(path: &Path, value: &T) -> anyhow::Result<()> {
+    if path == Path::new("-") {
+        let mut out = io::stdout().lock();
+        return stdout_result(
+            serde_json::to_writer_pretty(&mut out, value)
+                .map_err(io::Error::from)
+                .and_then(|_| writeln!(out)),
+        );
+    }
+    let f = File::create(path)
+        .with_context(|| format!("cannot create JSON file {}", path.display()))?;
+    let mut w = BufWriter::new(f);
+    serde_json::to_writer_pretty(&mut w, value)?;
+    writeln!(w)?;
+    w.flush()
+        .with_context(|| format!("cannot write JSON file {}", path.display()))
+}
+
+/// `fsbench scan`.
+pub fn run(args: ScanArgs) -> anyhow::Result<()> {
+    let opts = WalkOptions {
+        cross_mounts: args.cross_mounts,
+        threads: args.threads.unwrap_or_else(walk::default_threads).max(1),
+    };
+    let summary = scan(&args.dir, args.output.as_deref(), &opts, args.top)
+        .with_context(|| format!("scan of {} failed", args.dir.display()))?;
+    let to_stdout = args.json.as_deref() == Some(Path::new("-"));
+    if !to_stdout {
+        stdout_result(print_summary(&summary, &mut io::stdout().lock()))?;
+    }
+    if let Some(j) = &args.json {
+        write_json(j, &summary)?;
+    }
+    Ok(())
+}
