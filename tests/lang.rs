@@ -1,0 +1,157 @@
+//! The workload language through the real binary: the Filebench corpus, built-ins, and
+//! malformed workloads rejected with the right file:line:column.
+
+mod common;
+use common::*;
+
+#[test]
+fn every_shipped_workload_parses_or_fails_specifically() {
+    let Some(dir) = corpus() else {
+        eprintln!("skipped: ../shared/filebench-workloads is not present");
+        return;
+    };
+    // Workloads that are valid but use flowops the engine refuses (with this message).
+    let refused = [
+        ("createdelete-swing.f", "not supported yet"),
+        ("filemicro_delete.f", "rate limits"),
+        ("netsfs.f", "rate limits"),
+        ("networkfs.f", "rate limits"),
+        ("oltp.f", "not supported yet"),
+        ("ratelimcopyfiles.f", "rate limits"),
+        ("tpcso.f", "asynchronous I/O"),
+        ("videoserver.f", "rate limits"),
+        ("webproxy.f", "rate limits"),
+    ];
+    let mut n = 0;
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_none_or(|x| x != "f") {
+            continue;
+        }
+        n += 1;
+        let name = p.file_name().unwrap().to_str().unwrap().to_string();
+        let o = run(&["check", p.to_str().unwrap()]);
+        let out = text(&o);
+        assert!(!out.contains("panicked"), "{name}: {out}");
+        match refused.iter().find(|(f, _)| *f == name) {
+            Some((_, msg)) => {
+                assert!(!o.status.success(), "{name} should be refused: {out}");
+                assert!(out.contains(msg), "{name}: expected `{msg}`: {out}");
+                assert!(out.contains("is valid, but uses"), "{name}: {out}");
+            }
+            None => assert!(o.status.success(), "{name} should check clean: {out}"),
+        }
+    }
+    assert_eq!(n, 47, "the corpus has 47 workloads");
+}
+
+#[test]
+fn legacy_syntax_is_accepted_with_warnings() {
+    let Some(dir) = corpus() else {
+        eprintln!("skipped: ../shared/filebench-workloads is not present");
+        return;
+    };
+    let o = run(&["check", dir.join("networkfs.f").to_str().unwrap()]);
+    let out = text(&o);
+    assert!(out.contains("`define randvar` is legacy syntax"), "{out}");
+    assert!(out.contains("arithmetic is legacy syntax"), "{out}");
+    assert!(out.contains("`cached` is legacy syntax"), "{out}");
+    // 10000 * 10 files, as the legacy product says.
+    assert!(out.contains("100000 entries"), "{out}");
+}
+
+#[test]
+fn every_builtin_checks_and_is_listed() {
+    let o = run(&["list"]);
+    assert!(o.status.success());
+    let listing = String::from_utf8_lossy(&o.stdout).to_string();
+    for name in [
+        "fileserver",
+        "varmail",
+        "webserver",
+        "webproxy",
+        "oltp",
+        "videoserver",
+        "networkfs",
+        "mongo",
+        "compflow",
+        "filemicro_seqwrite",
+        "fivestreamreaddirect",
+    ] {
+        assert!(listing.contains(name), "{name} missing from list");
+        let o = run(&["check", name]);
+        let out = text(&o);
+        assert!(out.contains(&format!("workload {name}")), "{out}");
+    }
+    let o = run(&["show", "fileserver"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("$nfiles = 10000"), "{out}");
+    assert!(out.starts_with("# fsbench: fileserver"));
+}
+
+#[test]
+fn overrides_apply_and_unknown_ones_are_errors() {
+    let o = run(&[
+        "check",
+        "fileserver",
+        "-s",
+        "nfiles=500",
+        "-s",
+        "nthreads=4",
+    ]);
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(out.contains("500 entries"), "{out}");
+    assert!(out.contains("4 threads in all"), "{out}");
+    let o = run(&["check", "fileserver", "-s", "nfile=500"]);
+    assert!(!o.status.success());
+    assert!(text(&o).contains("no variable `$nfile`"));
+}
+
+/// (workload text, expected "file:line:col", expected message fragment)
+const BAD: &[(&str, &str, &str)] = &[
+    ("define fileset name=a,path=/tmp,entries=10,dirwidth=3\ndefine process name=p {\n  thread name=t {\n    flowop reed name=x,filesetname=a\n  }\n}\n", ":4:12", "unknown flowop type `reed`"),
+    ("set $a = 12x\n", ":1:10", "bad number"),
+    ("echo \"unterminated\n", ":1:6", "unterminated quoted string"),
+    ("define fileset name=a,path=/tmp,entries=10,dirwidht=3\n", ":1:44", "unknown attribute `dirwidht`"),
+    ("define fileset name=a,path=$nodir,entries=10,dirwidth=3\n", ":1:28", "undefined variable `$nodir`"),
+    ("define fileset name=a,path=/tmp,entries=10,dirwidth=3\ndefine process name=p {\n thread name=t {\n  flowop read name=r,fd=2,iosize=4k\n }\n}\n", ":4:3", "fd=2, which no flowop"),
+    ("define fileset name=a,path=/tmp,entries=10,dirwidth=3\ndefine process name=p {\n thread name=t {\n  flowop openfile name=o,filesetname=b\n }\n}\n", ":4:26", "no fileset named `b`"),
+    ("define fileset name=a,path=/tmp,entries=10,dirwidth=3\ndefine process name=p {\n thread name=t {\n  flowop closefile name=c,fd=1,iosize=4k\n }\n}\n", ":4:32", "does not take `iosize`"),
+    ("set mode quit never\n", ":1:15", "unknown quit mode"),
+    ("warmup 10\n", ":1:1", "not part of the workload language"),
+    ("define process name=p {\n  flowop read name=r\n}\n", ":2:3", "expected `thread`"),
+    ("set $r = randvar(type=tabular, randtable={{50,1,2},{40,3,4}})\n", ":1:43", "add up to 90"),
+    ("set $c = cvar(type=cvar-gamma, parameters=mean:abc;gamma:1.5)\n", ":1:15", "mean"),
+    ("define fileset name=a,path=/tmp,entries=10,dirwidth=3\ndefine process name=p {\n thread name=t {\n  flowop sempost name=s,value=1,target=ghost\n }\n}\n", ":4:3", "target `ghost`"),
+    ("define fileset name=a,path=/tmp,entries=-5,dirwidth=3\n", ":1:33", "at least 0"),
+];
+
+#[test]
+fn malformed_workloads_are_located() {
+    let dir = Scratch::new("bad");
+    for (i, (src, loc, msg)) in BAD.iter().enumerate() {
+        let p = dir.path().join(format!("bad{i}.f"));
+        std::fs::write(&p, src).unwrap();
+        let o = run(&["check", p.to_str().unwrap()]);
+        let out = text(&o);
+        assert!(!o.status.success(), "case {i} must fail: {out}");
+        let want = format!("{}{loc}", p.display());
+        assert!(
+            out.contains(&want),
+            "case {i}: expected location {want}\n{out}"
+        );
+        assert!(out.contains(msg), "case {i}: expected `{msg}`\n{out}");
+        assert!(out.contains('^'), "case {i}: no caret\n{out}");
+    }
+}
+
+#[test]
+fn missing_workload_is_a_clear_error() {
+    let o = run(&["check", "no-such-personality"]);
+    assert!(!o.status.success());
+    assert!(text(&o).contains("no workload file or built-in personality named"));
+    let o = run(&["check", "/nonexistent/dir/x.f"]);
+    assert!(!o.status.success());
+    assert!(text(&o).contains("cannot read /nonexistent/dir/x.f"));
+}
