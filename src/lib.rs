@@ -10,4 +10,5 @@
 //! Results                              --report--> text, JSON, CSV, Markdown
 //! ```
 
+pub mod disk;
 pub mod dist;

@@ -9,9 +9,14 @@ struct Cli {
 }
 
 #[derive(Subcommand)]
-enum Command {}
+enum Command {
+    /// Simulated disks: an HDD model under a loop device.
+    Disk(fsbench::disk::cli::DiskArgs),
+}
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    match cli.command {}
+    match cli.command {
+        Command::Disk(args) => fsbench::disk::cli::run(args),
+    }
 }
