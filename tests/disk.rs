@@ -203,7 +203,11 @@ fn simulated_disk_end_to_end() {
         .unwrap()
         .read_exact_at(&mut magic, 1024 + 56)
         .unwrap();
-    assert_eq!(u16::from_le_bytes(magic), 0xEF53, "no ext4 superblock in the image");
+    assert_eq!(
+        u16::from_le_bytes(magic),
+        0xEF53,
+        "no ext4 superblock in the image"
+    );
 
     // Write the test file and make it durable.
     let path = mnt.join("data");
@@ -231,7 +235,10 @@ fn simulated_disk_end_to_end() {
         off += n as u64;
     }
     let seq = t.elapsed().as_secs_f64();
-    assert!(buf.as_mut().iter().all(|&b| b == 0x5a), "data read back differs");
+    assert!(
+        buf.as_mut().iter().all(|&b| b == 0x5a),
+        "data read back differs"
+    );
 
     let mut rng = rand_pcg::Pcg64::seed_from_u64(11);
     let mut small = Aligned::new(RAND_BLOCK);
@@ -252,8 +259,14 @@ fn simulated_disk_end_to_end() {
          ratio {measured:.2} (model {predicted:.2})"
     );
     // The model is not hidden (no page cache in the way) ...
-    assert!(seq > 0.7 * p_seq, "sequential read faster than the disk: {seq} s");
-    assert!(rand_t > 0.7 * p_rand, "random reads faster than the disk: {rand_t} s");
+    assert!(
+        seq > 0.7 * p_seq,
+        "sequential read faster than the disk: {seq} s"
+    );
+    assert!(
+        rand_t > 0.7 * p_rand,
+        "random reads faster than the disk: {rand_t} s"
+    );
     // ... and the two patterns relate as the model says, within a generous band.
     assert!(
         measured > predicted / 2.0 && measured < predicted * 2.0,
@@ -283,9 +296,12 @@ fn simulated_disk_end_to_end() {
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(!text.contains(&root_s), "loop device left behind:\n{text}");
     }
-    let backing = fs::read_to_string(format!("/sys/block/{sysname}/loop/backing_file"))
-        .unwrap_or_default();
-    assert!(!backing.contains(&root_s), "{device} still bound to {backing}");
+    let backing =
+        fs::read_to_string(format!("/sys/block/{sysname}/loop/backing_file")).unwrap_or_default();
+    assert!(
+        !backing.contains(&root_s),
+        "{device} still bound to {backing}"
+    );
 
     let _ = fs::remove_dir_all(&root);
     let took = started.elapsed().as_secs_f64();

@@ -627,6 +627,7 @@ fn stats(name: &str, json: bool) -> anyhow::Result<()> {
     row("  transfer", &st.transfer_us);
     row("queue wait in drive", &st.queue_us);
     row("server: reply late by", &st.server_late_us);
+    row("server: woke late by", &st.server_wake_us);
     row("server: image I/O", &st.server_io_us);
     if st.requests > 0 && st.service_us.mean > 0.0 {
         println!();

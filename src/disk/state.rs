@@ -173,6 +173,9 @@ pub struct DiskStats {
     pub server_late_us: Summary,
     /// Server's own cost: the pread/pwrite of the image, us.
     pub server_io_us: Summary,
+    /// Server's own cost: wake-up after the modelled completion, before the reply, us.
+    #[serde(default)]
+    pub server_wake_us: Summary,
 }
 
 pub fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> anyhow::Result<T> {
