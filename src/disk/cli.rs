@@ -23,7 +23,7 @@ pub struct DiskArgs {
 #[derive(clap::Subcommand, Debug)]
 pub enum DiskCommand {
     /// Create a simulated disk: image, model server, loop device (prints /dev/loopN).
-    Create(CreateArgs),
+    Create(Box<CreateArgs>),
     /// List simulated disks.
     List {
         /// Print JSON instead of a table.
@@ -236,7 +236,7 @@ fn params_from(a: &CreateArgs) -> anyhow::Result<DiskParams> {
 
 pub fn run(args: DiskArgs) -> anyhow::Result<()> {
     match args.command {
-        DiskCommand::Create(a) => create(a),
+        DiskCommand::Create(a) => create(*a),
         DiskCommand::List { json } => list(json),
         DiskCommand::Stats { name, json } => stats(&name, json),
         DiskCommand::Remove { name, keep } => remove(&name, keep),
@@ -660,7 +660,6 @@ fn remove(name: &str, keep: bool) -> anyhow::Result<()> {
         bail!("no disk named {name} (see `fsbench disk list`)");
     }
     let cfg = sd.read_config().ok();
-    let ready = sd.read_ready();
     // 1. The file system fsbench mounted.
     if let Some(m) = cfg.as_ref().and_then(|c| c.mount.as_ref()) {
         if state::is_mounted(m) {
@@ -678,17 +677,13 @@ fn remove(name: &str, keep: bool) -> anyhow::Result<()> {
             wait_gone(pid, Duration::from_secs(5));
         }
     }
-    // 3. Whatever a dead server left: loop devices on the FUSE file, the mount.
+    // 3. Whatever a dead server left: loop devices still bound to our FUSE
+    //    file (by backing path, so a device reused since is left alone), the mount.
     let fuse_file = sd.fuse_file();
     for dev in loopdev::devices_backed_by(&fuse_file) {
         if let Err(e) = loopdev::detach_path(&dev) {
             eprintln!("detaching {dev}: {e}");
         }
-    }
-    if let Some(r) = &ready {
-        // The device may have been reused by now: only detach it if it
-        // still points at our FUSE file (checked above by backing path).
-        let _ = r;
     }
     let fuse_dir = sd.fuse_dir();
     if state::is_mounted(&fuse_dir) {
