@@ -866,8 +866,10 @@ pub fn serve(name: &str) -> anyhow::Result<()> {
         }
     );
 
-    // Shutdown: our mount, the loop device, the FUSE mount.
-    if let Some(m) = &cfg.mount {
+    // Shutdown: our mount (re-read: `create --mount` records it after we
+    // started), the loop device, the FUSE mount.
+    let mount = sd.read_config().ok().and_then(|c| c.mount);
+    if let Some(m) = &mount {
         if state::is_mounted(m) {
             if let Err(e) = unmount(m) {
                 eprintln!("fsbench disk server: unmounting {}: {e}", m.display());
