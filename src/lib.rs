@@ -11,6 +11,7 @@
 //! ```
 
 pub mod age;
+pub mod disk;
 pub mod dist;
 pub mod engine;
 pub mod fileset;

@@ -29,6 +29,8 @@ enum Command {
     Scan(fsbench::scan::ScanArgs),
     /// Smith–Seltzer layout score of the files under a directory (FIEMAP).
     Layout(fsbench::layout::LayoutArgs),
+    /// Simulated disks: an HDD model under a loop device.
+    Disk(fsbench::disk::cli::DiskArgs),
 }
 
 #[derive(Args)]
@@ -241,6 +243,7 @@ fn main() -> ExitCode {
         Command::Run(a) => cmd_run(&a),
         Command::Scan(a) => fsbench::scan::run(a),
         Command::Layout(a) => fsbench::layout::run(a),
+        Command::Disk(a) => fsbench::disk::cli::run(a),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

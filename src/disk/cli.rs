@@ -1,0 +1,763 @@
+//! `fsbench disk ...`: create, list, inspect and remove simulated disks.
+
+use std::fs::{self, OpenOptions};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+
+use super::loopdev;
+use super::model::{Disk, DiskParams};
+use super::server;
+use super::state::{self, DiskConfig, StateDir};
+
+/// Simulated disks: an HDD model served through FUSE under a loop device.
+#[derive(clap::Args, Debug)]
+pub struct DiskArgs {
+    #[command(subcommand)]
+    pub command: DiskCommand,
+}
+
+#[derive(clap::Subcommand, Debug)]
+pub enum DiskCommand {
+    /// Create a simulated disk: image, model server, loop device (prints /dev/loopN).
+    Create(Box<CreateArgs>),
+    /// List simulated disks.
+    List {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show a disk's statistics: latency split into seek/rotation/transfer, head travel.
+    Stats {
+        name: String,
+        /// Print the raw statistics as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove a disk: unmount what --mount mounted, detach, stop the server, delete the image.
+    Remove {
+        name: String,
+        /// Keep the image file.
+        #[arg(long)]
+        keep: bool,
+    },
+    /// List the model presets and their parameters.
+    Models,
+    /// Run a disk's server in the foreground (`create` starts it in the background).
+    #[command(hide = true)]
+    Serve { name: String },
+}
+
+#[derive(clap::Args, Debug)]
+pub struct CreateArgs {
+    /// Name of the disk (letters, digits, '-', '_', '.').
+    pub name: String,
+    /// Model preset: hdd, hdd-cheetah36lp, hdd-m2694es.
+    #[arg(long, default_value = "hdd")]
+    pub model: String,
+    /// Capacity (K, M, G, T: powers of 1024). Default 4G, or the size of an existing --image.
+    #[arg(long, value_parser = parse_size)]
+    pub size: Option<u64>,
+    /// Image file (default /var/lib/fsbench/images/NAME.img; an existing file is reused and kept on remove).
+    #[arg(long)]
+    pub image: Option<PathBuf>,
+    /// Spindle speed, rpm.
+    #[arg(long)]
+    pub rpm: Option<f64>,
+    /// Average seek time (e.g. 5.2ms).
+    #[arg(long, value_parser = parse_ms)]
+    pub seek_avg: Option<f64>,
+    /// Single-track seek time.
+    #[arg(long, value_parser = parse_ms)]
+    pub seek_track: Option<f64>,
+    /// Full-stroke seek time.
+    #[arg(long, alias = "seek-max", value_parser = parse_ms)]
+    pub seek_full: Option<f64>,
+    /// Media transfer rate of the outer zone (e.g. 50MB/s); the inner rate scales with it.
+    #[arg(long, value_parser = parse_rate)]
+    pub transfer: Option<f64>,
+    /// Media transfer rate of the inner zone.
+    #[arg(long, value_parser = parse_rate)]
+    pub transfer_inner: Option<f64>,
+    /// Number of recording zones.
+    #[arg(long)]
+    pub zones: Option<u32>,
+    /// Number of heads (tracks per cylinder).
+    #[arg(long)]
+    pub heads: Option<u32>,
+    /// Read-ahead cache segments (0 disables the cache).
+    #[arg(long)]
+    pub cache_segments: Option<u32>,
+    /// Size of one cache segment (e.g. 256K).
+    #[arg(long, value_parser = parse_size)]
+    pub segment_size: Option<u64>,
+    /// Interface rate for cache hits (e.g. 160MB/s).
+    #[arg(long, value_parser = parse_rate)]
+    pub bus_rate: Option<f64>,
+    /// Per-command controller overhead (e.g. 0.1ms).
+    #[arg(long, value_parser = parse_ms)]
+    pub overhead: Option<f64>,
+    /// Command queue: 1 = FIFO, N = shortest positioning time first among the N oldest.
+    #[arg(long)]
+    pub queue_depth: Option<u32>,
+    /// Make a file system on the device (ext4, xfs, btrfs, or any mkfs.TYPE).
+    #[arg(long)]
+    pub mkfs: Option<String>,
+    /// Mount the new file system here (needs --mkfs or an image with a file system).
+    #[arg(long)]
+    pub mount: Option<PathBuf>,
+    /// I/O scheduler for the loop device (none, mq-deadline, kyber, bfq).
+    #[arg(long)]
+    pub scheduler: Option<String>,
+}
+
+/// Parse a size: plain bytes or with K/M/G/T (powers of 1024; "KiB", "KB",
+/// "k" all accepted).
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let v: f64 = num.parse().map_err(|_| format!("bad size {s:?}"))?;
+    let mul: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        "t" | "tb" | "tib" => 1 << 40,
+        _ => return Err(format!("bad size unit in {s:?} (use K, M, G, T)")),
+    };
+    Ok((v * mul as f64).round() as u64)
+}
+
+/// Parse a duration into milliseconds: "5.2ms", "500us", "0.01s", "5.2" (ms).
+pub fn parse_ms(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let v: f64 = num.parse().map_err(|_| format!("bad duration {s:?}"))?;
+    let mul = match unit.trim() {
+        "" | "ms" => 1.0,
+        "us" | "µs" => 1e-3,
+        "s" => 1e3,
+        _ => return Err(format!("bad duration unit in {s:?} (use ms, us, s)")),
+    };
+    Ok(v * mul)
+}
+
+/// Parse a rate into MB/s (10^6 bytes): "50MB/s", "50", "48MiB/s", "1GB/s".
+pub fn parse_rate(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let v: f64 = num.parse().map_err(|_| format!("bad rate {s:?}"))?;
+    let unit = unit.trim().trim_end_matches("/s").to_ascii_lowercase();
+    let mul = match unit.as_str() {
+        "" | "mb" | "m" => 1.0,
+        "mib" => 1.048576,
+        "kb" | "k" => 1e-3,
+        "kib" => 1.024e-3,
+        "gb" | "g" => 1e3,
+        "gib" => 1073.741824,
+        _ => return Err(format!("bad rate unit in {s:?} (use MB/s, MiB/s, GB/s)")),
+    };
+    Ok(v * mul)
+}
+
+fn params_from(a: &CreateArgs) -> anyhow::Result<DiskParams> {
+    let mut p = DiskParams::preset(&a.model).with_context(|| {
+        format!(
+            "unknown model {:?}; presets: {}",
+            a.model,
+            DiskParams::PRESETS.join(", ")
+        )
+    })?;
+    if let Some(v) = a.rpm {
+        p.rpm = v;
+    }
+    if let Some(v) = a.seek_avg {
+        p.seek_avg_ms = v;
+    }
+    if let Some(v) = a.seek_track {
+        p.seek_track_ms = v;
+    }
+    if let Some(v) = a.seek_full {
+        p.seek_full_ms = v;
+    }
+    if let Some(v) = a.transfer {
+        let ratio = p.transfer_inner / p.transfer_outer;
+        p.transfer_outer = v;
+        p.transfer_inner = v * ratio;
+    }
+    if let Some(v) = a.transfer_inner {
+        p.transfer_inner = v;
+    }
+    if let Some(v) = a.zones {
+        p.zones = v;
+    }
+    if let Some(v) = a.heads {
+        p.heads = v;
+    }
+    if let Some(v) = a.cache_segments {
+        p.cache_segments = v;
+    }
+    if let Some(v) = a.segment_size {
+        p.segment_bytes = v;
+    }
+    if let Some(v) = a.bus_rate {
+        p.bus_rate = v;
+    }
+    if let Some(v) = a.overhead {
+        p.overhead_ms = v;
+    }
+    if let Some(v) = a.queue_depth {
+        p.queue_depth = v;
+    }
+    // A seek override that breaks the curve's other two points moves them
+    // in proportion, so `--seek-avg 5.2ms` alone does what one expects.
+    if a.seek_avg.is_some() && a.seek_full.is_none() {
+        let base = DiskParams::preset(&a.model).expect("checked above");
+        p.seek_full_ms = base.seek_full_ms * p.seek_avg_ms / base.seek_avg_ms;
+        if a.seek_track.is_none() {
+            p.seek_track_ms = base.seek_track_ms * p.seek_avg_ms / base.seek_avg_ms;
+        }
+    }
+    p.validate().map_err(anyhow::Error::msg)?;
+    Ok(p)
+}
+
+pub fn run(args: DiskArgs) -> anyhow::Result<()> {
+    match args.command {
+        DiskCommand::Create(a) => create(*a),
+        DiskCommand::List { json } => list(json),
+        DiskCommand::Stats { name, json } => stats(&name, json),
+        DiskCommand::Remove { name, keep } => remove(&name, keep),
+        DiskCommand::Models => models(),
+        DiskCommand::Serve { name } => server::serve(&name),
+    }
+}
+
+fn human_bytes(b: u64) -> String {
+    let units = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = b as f64;
+    let mut i = 0;
+    while v >= 1024.0 && i < units.len() - 1 {
+        v /= 1024.0;
+        i += 1;
+    }
+    if i == 0 {
+        format!("{b} B")
+    } else {
+        format!("{v:.1} {}", units[i])
+    }
+}
+
+fn describe(p: &DiskParams) -> String {
+    format!(
+        "{} ({} rpm, seek {}/{}/{} ms, {}-{} MB/s, {} x {} cache, queue {})",
+        p.model,
+        p.rpm,
+        p.seek_track_ms,
+        p.seek_avg_ms,
+        p.seek_full_ms,
+        p.transfer_outer,
+        p.transfer_inner,
+        p.cache_segments,
+        human_bytes(p.segment_bytes),
+        if p.queue_depth <= 1 {
+            "FIFO".to_string()
+        } else {
+            format!("SPTF/{}", p.queue_depth)
+        }
+    )
+}
+
+fn root_required(what: &str) -> anyhow::Result<()> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        bail!("{what} needs root (FUSE mount and loop devices)");
+    }
+    Ok(())
+}
+
+fn run_cmd(cmd: &mut Command) -> anyhow::Result<()> {
+    let out = cmd
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| format!("running {cmd:?}"))?;
+    if !out.status.success() {
+        bail!(
+            "{cmd:?} failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(())
+}
+
+fn create(a: CreateArgs) -> anyhow::Result<()> {
+    root_required("fsbench disk create")?;
+    let sd = StateDir::new(&a.name)?;
+    if sd.exists() {
+        if sd.live_pid().is_some() {
+            bail!("disk {} already exists (see `fsbench disk list`)", a.name);
+        }
+        bail!(
+            "disk {} has a stale state directory {} (its server is not running): \
+             run `fsbench disk remove {}` first",
+            a.name,
+            sd.dir.display(),
+            a.name
+        );
+    }
+    let params = params_from(&a)?;
+    let image = match &a.image {
+        Some(p) => p.clone(),
+        None => state::image_root().join(format!("{}.img", a.name)),
+    };
+    let existed = image.exists();
+    if existed && a.image.is_none() {
+        bail!(
+            "{} already exists: pass it with --image to reuse it, or delete it",
+            image.display()
+        );
+    }
+    let size = match (a.size, existed) {
+        (Some(s), _) => s,
+        (None, true) => fs::metadata(&image)?.len(),
+        (None, false) => 4 << 30,
+    };
+    if size < (1 << 20) || size % 512 != 0 {
+        bail!("size must be a multiple of 512 bytes and at least 1 MiB");
+    }
+    Disk::new(params.clone(), size).map_err(anyhow::Error::msg)?;
+
+    if let Some(parent) = image.parent() {
+        fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+    }
+    let f = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&image)
+        .with_context(|| format!("creating image {}", image.display()))?;
+    let cur = f.metadata()?.len();
+    if cur < size {
+        f.set_len(size)?; // sparse
+    } else if cur > size {
+        bail!(
+            "image {} is larger ({cur} bytes) than --size {size}",
+            image.display()
+        );
+    }
+    drop(f);
+
+    fs::create_dir_all(&sd.dir).with_context(|| format!("creating {}", sd.dir.display()))?;
+    let cfg = DiskConfig {
+        name: a.name.clone(),
+        image: image.canonicalize()?,
+        size,
+        created_image: !existed,
+        params,
+        mkfs: a.mkfs.clone(),
+        mount: None,
+    };
+    state::write_json_atomic(&sd.config(), &cfg)?;
+
+    let cleanup = |sd: &StateDir| {
+        let _ = remove(&a.name, !cfg.created_image);
+        let _ = fs::remove_dir_all(&sd.dir);
+    };
+    match start_server(&sd) {
+        Ok(()) => {}
+        Err(e) => {
+            cleanup(&sd);
+            return Err(e);
+        }
+    }
+    let ready = sd.read_ready().context("server gave no ready.json")?;
+    let dev = ready.device.clone();
+    let post = (|| -> anyhow::Result<()> {
+        if let Some(s) = &a.scheduler {
+            loopdev::set_queue_attr(&dev, "scheduler", s)
+                .with_context(|| format!("setting scheduler {s}"))?;
+        }
+        if let Some(fs_type) = &a.mkfs {
+            let mut cmd = match fs_type.as_str() {
+                // Initialise inode tables and journal now, so no lazy-init
+                // thread writes to the simulated disk during measurements.
+                "ext4" | "ext3" | "ext2" => {
+                    let mut c = Command::new(format!("mkfs.{fs_type}"));
+                    c.args(["-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0"]);
+                    c
+                }
+                "xfs" | "btrfs" => {
+                    let mut c = Command::new(format!("mkfs.{fs_type}"));
+                    c.args(["-q", "-f"]);
+                    c
+                }
+                other => Command::new(format!("mkfs.{other}")),
+            };
+            run_cmd(cmd.arg(&dev))?;
+        }
+        if let Some(m) = &a.mount {
+            fs::create_dir_all(m).with_context(|| format!("creating {}", m.display()))?;
+            run_cmd(Command::new("mount").arg(&dev).arg(m))?;
+            let mut cfg = sd.read_config()?;
+            cfg.mount = Some(m.canonicalize()?);
+            state::write_json_atomic(&sd.config(), &cfg)?;
+        }
+        Ok(())
+    })();
+    if let Err(e) = post {
+        cleanup(&sd);
+        return Err(e);
+    }
+    let cfg = sd.read_config()?;
+    eprintln!(
+        "{}: {dev}, {}, {}, {} cylinders, image {}{}{}",
+        a.name,
+        describe(&cfg.params),
+        human_bytes(size),
+        ready.cylinders,
+        cfg.image.display(),
+        if ready.direct_io {
+            ""
+        } else {
+            " (warning: loop direct I/O is off)"
+        },
+        match &cfg.mount {
+            Some(m) => format!(", mounted on {}", m.display()),
+            None => String::new(),
+        }
+    );
+    println!("{dev}");
+    Ok(())
+}
+
+/// Start `fsbench disk serve NAME` in the background and wait for ready.json.
+fn start_server(sd: &StateDir) -> anyhow::Result<()> {
+    let exe = std::env::current_exe().context("locating the fsbench binary")?;
+    let name = sd
+        .dir
+        .file_name()
+        .and_then(|n| n.to_str())
+        .context("state dir name")?
+        .to_string();
+    let log = fs::File::create(sd.log())?;
+    let mut cmd = Command::new(exe);
+    cmd.args(["disk", "serve", &name])
+        .stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log);
+    // SAFETY: the closure only calls setsid, which is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(server::daemon_pre_exec);
+    }
+    let mut child = cmd.spawn().context("starting the disk server")?;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if sd.ready().exists() {
+            // The child is the daemon; it runs on after we exit (reparented).
+            return Ok(());
+        }
+        if let Some(status) = child.try_wait()? {
+            let log = fs::read_to_string(sd.log()).unwrap_or_default();
+            bail!("disk server exited ({status}):\n{}", log.trim());
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            let log = fs::read_to_string(sd.log()).unwrap_or_default();
+            bail!("disk server did not come up within 20 s:\n{}", log.trim());
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn disk_names() -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(state::state_root())
+        .map(|rd| {
+            rd.flatten()
+                .filter(|e| e.path().join("config.json").exists())
+                .filter_map(|e| e.file_name().to_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+fn list(json: bool) -> anyhow::Result<()> {
+    let mut rows = Vec::new();
+    for name in disk_names() {
+        let sd = StateDir::new(&name)?;
+        let Ok(cfg) = sd.read_config() else { continue };
+        let ready = sd.read_ready();
+        let alive = sd.live_pid().is_some();
+        let st = match (alive, &ready) {
+            (true, Some(_)) => "running",
+            (true, None) => "starting",
+            (false, _) => "stopped",
+        };
+        let stats = sd.read_stats();
+        rows.push(serde_json::json!({
+            "name": name,
+            "device": ready.as_ref().filter(|_| alive).map(|r| r.device.clone()),
+            "model": cfg.params.model,
+            "size": cfg.size,
+            "state": st,
+            "requests": stats.as_ref().map(|s| s.requests).unwrap_or(0),
+            "mount": cfg.mount,
+            "image": cfg.image,
+        }));
+    }
+    if json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+        return Ok(());
+    }
+    if rows.is_empty() {
+        eprintln!(
+            "no simulated disks (state in {})",
+            state::state_root().display()
+        );
+        return Ok(());
+    }
+    println!(
+        "{:<12} {:<12} {:<16} {:>9} {:<8} {:>10}  MOUNT",
+        "NAME", "DEVICE", "MODEL", "SIZE", "STATE", "REQUESTS"
+    );
+    for r in rows {
+        println!(
+            "{:<12} {:<12} {:<16} {:>9} {:<8} {:>10}  {}",
+            r["name"].as_str().unwrap_or(""),
+            r["device"].as_str().unwrap_or("-"),
+            r["model"].as_str().unwrap_or(""),
+            human_bytes(r["size"].as_u64().unwrap_or(0)),
+            r["state"].as_str().unwrap_or(""),
+            r["requests"].as_u64().unwrap_or(0),
+            r["mount"].as_str().unwrap_or("-"),
+        );
+    }
+    Ok(())
+}
+
+fn stats(name: &str, json: bool) -> anyhow::Result<()> {
+    let sd = StateDir::new(name)?;
+    if !sd.exists() {
+        bail!("no disk named {name} (see `fsbench disk list`)");
+    }
+    let cfg = sd.read_config()?;
+    let st = sd.read_stats().unwrap_or_default();
+    if json {
+        println!("{}", serde_json::to_string_pretty(&st)?);
+        return Ok(());
+    }
+    let ready = sd.read_ready();
+    let alive = sd.live_pid().is_some();
+    println!(
+        "{name}: {}, {}, {}, {}",
+        match (&ready, alive) {
+            (Some(r), true) => r.device.clone(),
+            _ => "stopped".into(),
+        },
+        describe(&cfg.params),
+        human_bytes(cfg.size),
+        ready
+            .map(|r| format!("{} cylinders", r.cylinders))
+            .unwrap_or_default()
+    );
+    let busy_pct = if st.uptime_s > 0.0 {
+        100.0 * st.busy_s / st.uptime_s
+    } else {
+        0.0
+    };
+    println!(
+        "uptime {:.1} s, busy {:.2} s ({busy_pct:.1}%)",
+        st.uptime_s, st.busy_s
+    );
+    println!(
+        "requests {}: reads {} ({}), writes {} ({}), fsyncs {}",
+        st.requests,
+        st.reads,
+        human_bytes(st.read_bytes),
+        st.writes,
+        human_bytes(st.write_bytes),
+        st.fsyncs
+    );
+    let per = |x: u64| {
+        if st.requests > 0 {
+            x as f64 / st.requests as f64
+        } else {
+            0.0
+        }
+    };
+    println!(
+        "cache hits {}, read-ahead continuations {}, seeks {}, head travel {} cylinders ({:.1} per request)",
+        st.cache_hits,
+        st.streamed,
+        st.seeks,
+        st.head_travel_cylinders,
+        per(st.head_travel_cylinders)
+    );
+    println!();
+    println!(
+        "{:<22} {:>10} {:>10} {:>10} {:>10} {:>10}",
+        "per request (us)", "mean", "p50", "p90", "p99", "max"
+    );
+    let row = |label: &str, s: &state::Summary| {
+        println!(
+            "{label:<22} {:>10.1} {:>10.0} {:>10.0} {:>10.0} {:>10.0}",
+            s.mean, s.p50, s.p90, s.p99, s.max
+        );
+    };
+    row("service (modelled)", &st.service_us);
+    row("  command overhead", &st.overhead_us);
+    row("  seek", &st.seek_us);
+    row("  rotation", &st.rotation_us);
+    row("  transfer", &st.transfer_us);
+    row("queue wait in drive", &st.queue_us);
+    row("server: reply late by", &st.server_late_us);
+    row("server: woke late by", &st.server_wake_us);
+    row("server: image I/O", &st.server_io_us);
+    if st.requests > 0 && st.service_us.mean > 0.0 {
+        println!();
+        println!(
+            "server overhead: replies leave {:.1} us (p99 {:.0} us) after the modelled completion, \
+             {:.2}% of the mean modelled service time",
+            st.server_late_us.mean,
+            st.server_late_us.p99,
+            100.0 * st.server_late_us.mean / st.service_us.mean
+        );
+    }
+    Ok(())
+}
+
+fn wait_gone(pid: i32, timeout: Duration) -> bool {
+    let deadline = Instant::now() + timeout;
+    while state::pid_alive(pid) {
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    true
+}
+
+fn remove(name: &str, keep: bool) -> anyhow::Result<()> {
+    root_required("fsbench disk remove")?;
+    let sd = StateDir::new(name)?;
+    if !sd.dir.exists() {
+        bail!("no disk named {name} (see `fsbench disk list`)");
+    }
+    let cfg = sd.read_config().ok();
+    // 1. The file system fsbench mounted.
+    if let Some(m) = cfg.as_ref().and_then(|c| c.mount.as_ref()) {
+        if state::is_mounted(m) {
+            server::unmount(m).with_context(|| format!("unmounting {}", m.display()))?;
+        }
+    }
+    // 2. The server: it detaches the loop device and unmounts FUSE itself.
+    if let Some(pid) = sd.live_pid() {
+        // SAFETY: sending SIGTERM to the pid the server wrote.
+        unsafe { libc::kill(pid, libc::SIGTERM) };
+        if !wait_gone(pid, Duration::from_secs(40)) {
+            eprintln!("server {pid} did not stop; killing it");
+            // SAFETY: as above.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            wait_gone(pid, Duration::from_secs(5));
+        }
+    }
+    // 3. Whatever a dead server left: loop devices still bound to our FUSE
+    //    file (by backing path, so a device reused since is left alone), the mount.
+    let fuse_file = sd.fuse_file();
+    for dev in loopdev::devices_backed_by(&fuse_file) {
+        if let Err(e) = loopdev::detach_path(&dev) {
+            eprintln!("detaching {dev}: {e}");
+        }
+    }
+    let fuse_dir = sd.fuse_dir();
+    if state::is_mounted(&fuse_dir) {
+        server::lazy_unmount(&fuse_dir)
+            .with_context(|| format!("unmounting {}", fuse_dir.display()))?;
+    }
+    // 4. Files.
+    if let Some(c) = &cfg {
+        if c.created_image && !keep {
+            match fs::remove_file(&c.image) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => eprintln!("removing {}: {e}", c.image.display()),
+            }
+        } else {
+            eprintln!("kept image {}", c.image.display());
+        }
+    }
+    remove_state_dir(&sd.dir)?;
+    Ok(())
+}
+
+fn remove_state_dir(dir: &Path) -> anyhow::Result<()> {
+    let fuse = dir.join("fuse");
+    if fuse.exists() {
+        // Only an empty directory (the mount is gone): never recurse into it.
+        fs::remove_dir(&fuse).with_context(|| format!("removing {}", fuse.display()))?;
+    }
+    fs::remove_dir_all(dir).with_context(|| format!("removing {}", dir.display()))?;
+    Ok(())
+}
+
+fn models() -> anyhow::Result<()> {
+    for name in DiskParams::PRESETS {
+        let p = DiskParams::preset(name).expect("preset exists");
+        println!("{name}");
+        println!(
+            "  rpm {}  seek track/avg/full {}/{}/{} ms (sqrt up to {:.0}% of the stroke)",
+            p.rpm,
+            p.seek_track_ms,
+            p.seek_avg_ms,
+            p.seek_full_ms,
+            p.seek_boundary * 100.0
+        );
+        println!(
+            "  media {}-{} MB/s in {} zones, {} heads, cache {} x {}, bus {} MB/s, overhead {} ms",
+            p.transfer_outer,
+            p.transfer_inner,
+            p.zones,
+            p.heads,
+            p.cache_segments,
+            human_bytes(p.segment_bytes),
+            p.bus_rate,
+            p.overhead_ms
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_rates_durations() {
+        assert_eq!(parse_size("4G").unwrap(), 4 << 30);
+        assert_eq!(parse_size("256MiB").unwrap(), 256 << 20);
+        assert_eq!(parse_size("512").unwrap(), 512);
+        assert!(parse_size("4X").is_err());
+        assert_eq!(parse_ms("5.2ms").unwrap(), 5.2);
+        assert_eq!(parse_ms("500us").unwrap(), 0.5);
+        assert_eq!(parse_ms("0.01s").unwrap(), 10.0);
+        assert_eq!(parse_rate("50MB/s").unwrap(), 50.0);
+        assert_eq!(parse_rate("1GB/s").unwrap(), 1000.0);
+        assert!((parse_rate("100MiB/s").unwrap() - 104.8576).abs() < 1e-9);
+    }
+}

@@ -1,0 +1,913 @@
+//! The disk server: a one-file FUSE file system whose reads and writes are
+//! answered when the modelled drive would have finished them.
+//!
+//! # Why the kernel protocol directly
+//! The file system has one file and needs about fifteen opcodes. Speaking
+//! `/dev/fuse` ourselves (the structures of `linux/fuse.h`, protocol 7.31)
+//! costs a few hundred lines, needs no libfuse, no `fusermount` (root mounts
+//! with mount(2)), no system packages, and lets the hot path be one read of
+//! the request, one pread/pwrite of the image and one writev of the reply.
+//!
+//! # Threads
+//! * the **reader** reads requests from `/dev/fuse`, answers metadata requests
+//!   itself and passes READ/WRITE to the disk thread;
+//! * the **disk** thread owns the [`Disk`] model: it picks the next request
+//!   (FIFO, or SPTF within the queue depth), asks the model for its service
+//!   time, does the real pread/pwrite meanwhile, sleeps until the modelled
+//!   completion and replies;
+//! * the **main** thread waits for SIGTERM/SIGINT/SIGHUP (blocked in every
+//!   thread, taken with `sigtimedwait`) and runs the shutdown.
+//!
+//! # Lifecycle and failure
+//! Start: mount FUSE on `STATE/fuse`, open `STATE/fuse/disk` with O_DIRECT,
+//! attach it to a loop device with direct I/O and autoclear, mark it
+//! rotational, write `ready.json`. The server keeps the loop device open.
+//!
+//! Stop (signal): unmount what `create --mount` mounted (lazily if busy),
+//! detach the loop device, lazily unmount the FUSE file system, and serve until
+//! the kernel closes the connection (at most 30 s if something else still
+//! holds the device), then write the final statistics and remove the pid file.
+//!
+//! Crash: the kernel aborts the FUSE connection when `/dev/fuse` is closed, so
+//! I/O on the loop device fails with EIO instead of hanging; with autoclear the
+//! loop device detaches by itself once nothing holds it. `disk remove`
+//! finishes the job: lazy unmounts and LOOP_CLR_FD.
+
+use std::collections::VecDeque;
+use std::ffi::CString;
+use std::fs::{File, OpenOptions};
+use std::io::{self, IoSlice, Write};
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::io::AsRawFd;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use hdrhistogram::Histogram;
+
+use super::loopdev;
+use super::model::{Disk, Op, Service};
+use super::state::{self, DiskStats, Ready, StateDir, Summary};
+
+// Opcodes (linux/fuse.h).
+const FUSE_LOOKUP: u32 = 1;
+const FUSE_FORGET: u32 = 2;
+const FUSE_GETATTR: u32 = 3;
+const FUSE_SETATTR: u32 = 4;
+const FUSE_OPEN: u32 = 14;
+const FUSE_READ: u32 = 15;
+const FUSE_WRITE: u32 = 16;
+const FUSE_STATFS: u32 = 17;
+const FUSE_RELEASE: u32 = 18;
+const FUSE_FSYNC: u32 = 20;
+const FUSE_FLUSH: u32 = 25;
+const FUSE_INIT: u32 = 26;
+const FUSE_OPENDIR: u32 = 27;
+const FUSE_READDIR: u32 = 28;
+const FUSE_RELEASEDIR: u32 = 29;
+const FUSE_FSYNCDIR: u32 = 30;
+const FUSE_ACCESS: u32 = 34;
+const FUSE_INTERRUPT: u32 = 36;
+const FUSE_DESTROY: u32 = 38;
+const FUSE_BATCH_FORGET: u32 = 42;
+const FUSE_FALLOCATE: u32 = 43;
+
+// INIT flags.
+const FUSE_ASYNC_READ: u32 = 1 << 0;
+const FUSE_BIG_WRITES: u32 = 1 << 5;
+const FUSE_ASYNC_DIO: u32 = 1 << 15;
+const FUSE_MAX_PAGES: u32 = 1 << 22;
+
+const FOPEN_DIRECT_IO: u32 = 1 << 0;
+const FATTR_SIZE: u32 = 1 << 3;
+
+const PROTO_MINOR: u32 = 31;
+const IN_HEADER: usize = 40;
+const MAX_WRITE: u32 = 1 << 20;
+const MAX_PAGES: u16 = 256;
+
+const ROOT_INO: u64 = 1;
+const FILE_INO: u64 = 2;
+
+/// Monotonic seconds since the server started: the model's clock.
+#[derive(Clone, Copy)]
+struct Clock(Instant);
+
+impl Clock {
+    fn now(&self) -> f64 {
+        self.0.elapsed().as_secs_f64()
+    }
+}
+
+/// Sleeps until a modelled completion time. nanosleep overshoots by tens of
+/// microseconds even with a 1 ns timer slack (more in a VM), so the sleeper
+/// learns its typical overshoot, sleeps that much less, and spins the rest:
+/// replies then leave within a few microseconds of the modelled time at the
+/// cost of about that overshoot in CPU per request.
+struct Sleeper {
+    clock: Clock,
+    /// Running estimate of nanosleep's overshoot, s.
+    overshoot: f64,
+}
+
+impl Sleeper {
+    fn new(clock: Clock) -> Sleeper {
+        Sleeper {
+            clock,
+            overshoot: 50e-6,
+        }
+    }
+
+    fn sleep_until(&mut self, t: f64) {
+        let target = t - self.overshoot;
+        let rem = target - self.clock.now();
+        if rem > 0.0 {
+            thread::sleep(Duration::from_secs_f64(rem));
+            let over = (self.clock.now() - target).clamp(0.0, 500e-6);
+            self.overshoot = 0.9 * self.overshoot + 0.1 * over;
+        }
+        let spin_start = self.clock.now();
+        while self.clock.now() < t {
+            if self.clock.now() - spin_start > 300e-6 {
+                thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
+        }
+    }
+}
+
+fn u32_at(b: &[u8], off: usize) -> u32 {
+    u32::from_le_bytes(b[off..off + 4].try_into().unwrap())
+}
+fn u64_at(b: &[u8], off: usize) -> u64 {
+    u64::from_le_bytes(b[off..off + 8].try_into().unwrap())
+}
+
+/// Write one reply (header + payload parts) to /dev/fuse.
+fn reply(dev: &File, unique: u64, error: i32, parts: &[&[u8]]) {
+    let len = 16 + parts.iter().map(|p| p.len()).sum::<usize>();
+    let mut hdr = [0u8; 16];
+    hdr[0..4].copy_from_slice(&(len as u32).to_le_bytes());
+    hdr[4..8].copy_from_slice(&(-error).to_le_bytes());
+    hdr[8..16].copy_from_slice(&unique.to_le_bytes());
+    let mut iov = Vec::with_capacity(parts.len() + 1);
+    iov.push(IoSlice::new(&hdr));
+    for p in parts {
+        iov.push(IoSlice::new(p));
+    }
+    // One writev: the kernel takes a reply whole. ENOENT means the request
+    // was interrupted meanwhile; nothing to do.
+    let mut w = dev;
+    if let Err(e) = w.write_vectored(&iov) {
+        if e.raw_os_error() != Some(libc::ENOENT) {
+            eprintln!("fsbench disk server: reply failed: {e}");
+        }
+    }
+}
+
+fn reply_err(dev: &File, unique: u64, errno: i32) {
+    reply(dev, unique, errno, &[]);
+}
+
+fn attr_bytes(ino: u64, size: u64) -> Vec<u8> {
+    let mut a = Vec::with_capacity(88);
+    let (mode, nlink, size) = if ino == ROOT_INO {
+        (libc::S_IFDIR | 0o755, 2u32, 0u64)
+    } else {
+        (libc::S_IFREG | 0o600, 1u32, size)
+    };
+    a.extend_from_slice(&ino.to_le_bytes());
+    a.extend_from_slice(&size.to_le_bytes());
+    a.extend_from_slice(&size.div_ceil(512).to_le_bytes()); // blocks
+    for _ in 0..3 {
+        a.extend_from_slice(&0u64.to_le_bytes()); // atime, mtime, ctime
+    }
+    for _ in 0..3 {
+        a.extend_from_slice(&0u32.to_le_bytes()); // nsecs
+    }
+    a.extend_from_slice(&mode.to_le_bytes());
+    a.extend_from_slice(&nlink.to_le_bytes());
+    a.extend_from_slice(&0u32.to_le_bytes()); // uid
+    a.extend_from_slice(&0u32.to_le_bytes()); // gid
+    a.extend_from_slice(&0u32.to_le_bytes()); // rdev
+    a.extend_from_slice(&4096u32.to_le_bytes()); // blksize
+    a.extend_from_slice(&0u32.to_le_bytes()); // flags
+    debug_assert_eq!(a.len(), 88);
+    a
+}
+
+/// A READ or WRITE on its way to the disk thread.
+struct IoReq {
+    unique: u64,
+    op: Op,
+    off: u64,
+    len: u32,
+    data: Vec<u8>,
+    arrival: f64,
+}
+
+/// Per-request recorders of the disk thread.
+struct Recorders {
+    stats: DiskStats,
+    service: Histogram<u64>,
+    overhead: Histogram<u64>,
+    seek: Histogram<u64>,
+    rotation: Histogram<u64>,
+    transfer: Histogram<u64>,
+    queue: Histogram<u64>,
+    late: Histogram<u64>,
+    io: Histogram<u64>,
+    wake: Histogram<u64>,
+}
+
+fn hist() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid histogram bounds")
+}
+
+fn summary(h: &Histogram<u64>) -> Summary {
+    if h.is_empty() {
+        return Summary::default();
+    }
+    Summary {
+        mean: h.mean(),
+        p50: h.value_at_quantile(0.5) as f64,
+        p90: h.value_at_quantile(0.9) as f64,
+        p99: h.value_at_quantile(0.99) as f64,
+        max: h.max() as f64,
+    }
+}
+
+impl Recorders {
+    fn new() -> Recorders {
+        Recorders {
+            stats: DiskStats::default(),
+            service: hist(),
+            overhead: hist(),
+            seek: hist(),
+            rotation: hist(),
+            transfer: hist(),
+            queue: hist(),
+            late: hist(),
+            io: hist(),
+            wake: hist(),
+        }
+    }
+
+    fn record(&mut self, req: &IoReq, s: &Service, queued: f64, late: f64, io: f64, wake: f64) {
+        let us = |x: f64| ((x * 1e6).round().max(0.0) as u64).clamp(1, 3_600_000_000);
+        let st = &mut self.stats;
+        st.requests += 1;
+        match req.op {
+            Op::Read => {
+                st.reads += 1;
+                st.read_bytes += req.len as u64;
+            }
+            Op::Write => {
+                st.writes += 1;
+                st.write_bytes += req.len as u64;
+            }
+        }
+        st.cache_hits += s.cache_hit as u64;
+        st.streamed += s.streamed as u64;
+        st.head_travel_cylinders += s.cylinders;
+        st.seeks += (s.seek > 0.0) as u64;
+        st.busy_s += s.total();
+        self.service.saturating_record(us(s.total()));
+        self.overhead.saturating_record(us(s.overhead));
+        self.seek.saturating_record(us(s.seek));
+        self.rotation.saturating_record(us(s.rotation));
+        self.transfer.saturating_record(us(s.transfer));
+        self.queue.saturating_record(us(queued));
+        self.late.saturating_record(us(late));
+        self.io.saturating_record(us(io));
+        self.wake.saturating_record(us(wake));
+    }
+
+    fn snapshot(&self, uptime: f64, fsyncs: u64) -> DiskStats {
+        let mut s = self.stats.clone();
+        s.uptime_s = uptime;
+        s.fsyncs = fsyncs;
+        s.service_us = summary(&self.service);
+        s.overhead_us = summary(&self.overhead);
+        s.seek_us = summary(&self.seek);
+        s.rotation_us = summary(&self.rotation);
+        s.transfer_us = summary(&self.transfer);
+        s.queue_us = summary(&self.queue);
+        s.server_late_us = summary(&self.late);
+        s.server_io_us = summary(&self.io);
+        s.server_wake_us = summary(&self.wake);
+        s
+    }
+}
+
+/// Shared between threads.
+struct Shared {
+    dev: File,
+    image: File,
+    size: u64,
+    clock: Clock,
+    fsyncs: AtomicU64,
+    reader_done: AtomicBool,
+}
+
+fn disk_thread(
+    shared: Arc<Shared>,
+    mut disk: Disk,
+    rx: mpsc::Receiver<IoReq>,
+    stats_path: std::path::PathBuf,
+) {
+    // Ask for precise sleeps (the default 50 us slack would show in every reply).
+    // SAFETY: prctl(PR_SET_TIMERSLACK) only changes this thread's timer slack.
+    unsafe {
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
+    }
+    let clock = shared.clock;
+    let mut sleeper = Sleeper::new(clock);
+    let qd = disk.params.queue_depth.max(1) as usize;
+    let mut pending: VecDeque<IoReq> = VecDeque::new();
+    let mut rec = Recorders::new();
+    let mut prev_done = 0.0f64;
+    let mut last_write = 0.0f64;
+    let mut buf: Vec<u8> = Vec::with_capacity(MAX_WRITE as usize);
+    let write_stats = |rec: &Recorders| {
+        let snap = rec.snapshot(clock.now(), shared.fsyncs.load(Ordering::Relaxed));
+        if let Err(e) = state::write_json_atomic(&stats_path, &snap) {
+            eprintln!("fsbench disk server: {e:#}");
+        }
+    };
+    loop {
+        if pending.is_empty() {
+            match rx.recv_timeout(Duration::from_secs(1)) {
+                Ok(r) => pending.push_back(r),
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    write_stats(&rec);
+                    last_write = clock.now();
+                    continue;
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            }
+        }
+        while let Ok(r) = rx.try_recv() {
+            pending.push_back(r);
+        }
+        // Pick the next request: FIFO, or the shortest positioning time among
+        // the `qd` oldest.
+        let idx = if qd > 1 && pending.len() > 1 {
+            let mut best = (f64::INFINITY, 0);
+            for (i, r) in pending.iter().take(qd).enumerate() {
+                let start = r.arrival.max(prev_done);
+                let t = disk.positioning_estimate(r.op, r.off, r.len as u64, start);
+                if t < best.0 {
+                    best = (t, i);
+                }
+            }
+            best.1
+        } else {
+            0
+        };
+        let req = pending.remove(idx).expect("index within queue");
+        let start = req.arrival.max(prev_done);
+        let svc = disk.serve(req.op, req.off, req.len as u64, start);
+        let done = start + svc.total();
+
+        // The real I/O happens while the modelled drive is busy.
+        let t_io = clock.now();
+        let (errno, n) = match req.op {
+            Op::Read => {
+                let len = (req.len as u64).min(shared.size.saturating_sub(req.off)) as usize;
+                buf.resize(len, 0);
+                match read_full_at(&shared.image, &mut buf, req.off) {
+                    Ok(n) => (0, n),
+                    Err(e) => (e.raw_os_error().unwrap_or(libc::EIO), 0),
+                }
+            }
+            Op::Write => match shared.image.write_all_at(&req.data, req.off) {
+                Ok(()) => (0, req.data.len()),
+                Err(e) => (e.raw_os_error().unwrap_or(libc::EIO), 0),
+            },
+        };
+        let io = clock.now() - t_io;
+        sleeper.sleep_until(done);
+        let wake = clock.now() - done;
+        if errno != 0 {
+            reply_err(&shared.dev, req.unique, errno);
+        } else {
+            match req.op {
+                Op::Read => reply(&shared.dev, req.unique, 0, &[&buf[..n]]),
+                Op::Write => {
+                    let mut out = [0u8; 8];
+                    out[0..4].copy_from_slice(&(n as u32).to_le_bytes());
+                    reply(&shared.dev, req.unique, 0, &[&out]);
+                }
+            }
+        }
+        let late = clock.now() - done;
+        rec.record(&req, &svc, start - req.arrival, late, io, wake);
+        prev_done = done;
+        let now = clock.now();
+        if now - last_write >= 1.0 {
+            write_stats(&rec);
+            last_write = now;
+        }
+    }
+    write_stats(&rec);
+}
+
+fn read_full_at(f: &File, buf: &mut [u8], off: u64) -> io::Result<usize> {
+    let mut done = 0;
+    while done < buf.len() {
+        match f.read_at(&mut buf[done..], off + done as u64) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(done)
+}
+
+fn reader_thread(shared: Arc<Shared>, tx: mpsc::Sender<IoReq>) {
+    let mut buf = vec![0u8; MAX_WRITE as usize + 64 * 1024];
+    let dev = &shared.dev;
+    loop {
+        let n = match (&shared.dev).read_at_fuse(&mut buf) {
+            Ok(n) => n,
+            Err(e) => match e.raw_os_error() {
+                Some(libc::ENOENT) | Some(libc::EINTR) | Some(libc::EAGAIN) => continue,
+                Some(libc::ENODEV) => break, // unmounted: the connection is gone
+                _ => {
+                    eprintln!("fsbench disk server: reading /dev/fuse: {e}");
+                    break;
+                }
+            },
+        };
+        let arrival = shared.clock.now();
+        if n < IN_HEADER {
+            continue;
+        }
+        let msg = &buf[..n];
+        let opcode = u32_at(msg, 4);
+        let unique = u64_at(msg, 8);
+        let nodeid = u64_at(msg, 16);
+        let body = &msg[IN_HEADER..];
+        match opcode {
+            FUSE_INIT => {
+                let major = u32_at(body, 0);
+                let kflags = u32_at(body, 12);
+                let mut out = Vec::with_capacity(64);
+                out.extend_from_slice(&7u32.to_le_bytes());
+                if major > 7 {
+                    // The kernel will ask again with 7.
+                    reply(dev, unique, 0, &[&out, &[0u8; 4]]);
+                    continue;
+                }
+                let max_readahead = u32_at(body, 8);
+                let flags =
+                    kflags & (FUSE_ASYNC_READ | FUSE_BIG_WRITES | FUSE_ASYNC_DIO | FUSE_MAX_PAGES);
+                out.extend_from_slice(&PROTO_MINOR.to_le_bytes());
+                out.extend_from_slice(&max_readahead.to_le_bytes());
+                out.extend_from_slice(&flags.to_le_bytes());
+                out.extend_from_slice(&64u16.to_le_bytes()); // max_background
+                out.extend_from_slice(&48u16.to_le_bytes()); // congestion_threshold
+                out.extend_from_slice(&MAX_WRITE.to_le_bytes());
+                out.extend_from_slice(&1u32.to_le_bytes()); // time_gran
+                out.extend_from_slice(&MAX_PAGES.to_le_bytes());
+                out.extend_from_slice(&0u16.to_le_bytes()); // map_alignment
+                out.extend_from_slice(&0u32.to_le_bytes()); // flags2
+                out.extend_from_slice(&[0u8; 28]); // unused
+                debug_assert_eq!(out.len(), 64);
+                reply(dev, unique, 0, &[&out]);
+            }
+            FUSE_LOOKUP => {
+                let name = body.split(|&c| c == 0).next().unwrap_or(&[]);
+                if nodeid == ROOT_INO && name == state::FUSE_FILE.as_bytes() {
+                    let mut out = Vec::with_capacity(128);
+                    out.extend_from_slice(&FILE_INO.to_le_bytes());
+                    out.extend_from_slice(&1u64.to_le_bytes()); // generation
+                    out.extend_from_slice(&3600u64.to_le_bytes()); // entry_valid
+                    out.extend_from_slice(&3600u64.to_le_bytes()); // attr_valid
+                    out.extend_from_slice(&[0u8; 8]);
+                    out.extend_from_slice(&attr_bytes(FILE_INO, shared.size));
+                    reply(dev, unique, 0, &[&out]);
+                } else {
+                    reply_err(dev, unique, libc::ENOENT);
+                }
+            }
+            FUSE_GETATTR | FUSE_SETATTR => {
+                if opcode == FUSE_SETATTR
+                    && u32_at(body, 0) & FATTR_SIZE != 0
+                    && u64_at(body, 16) != shared.size
+                {
+                    // The disk has a fixed size.
+                    reply_err(dev, unique, libc::EPERM);
+                    continue;
+                }
+                if nodeid != ROOT_INO && nodeid != FILE_INO {
+                    reply_err(dev, unique, libc::ENOENT);
+                    continue;
+                }
+                let mut out = Vec::with_capacity(104);
+                out.extend_from_slice(&3600u64.to_le_bytes());
+                out.extend_from_slice(&[0u8; 8]);
+                out.extend_from_slice(&attr_bytes(nodeid, shared.size));
+                reply(dev, unique, 0, &[&out]);
+            }
+            FUSE_OPEN | FUSE_OPENDIR => {
+                let mut out = [0u8; 16];
+                if opcode == FUSE_OPEN {
+                    // Every open bypasses the page cache of the FUSE file:
+                    // the model must see every request.
+                    out[8..12].copy_from_slice(&FOPEN_DIRECT_IO.to_le_bytes());
+                }
+                reply(dev, unique, 0, &[&out]);
+            }
+            FUSE_READ | FUSE_WRITE => {
+                if nodeid != FILE_INO {
+                    reply_err(dev, unique, libc::EISDIR);
+                    continue;
+                }
+                let off = u64_at(body, 8);
+                let len = u32_at(body, 16);
+                let (op, data) = if opcode == FUSE_READ {
+                    (Op::Read, Vec::new())
+                } else {
+                    let data = body.get(40..40 + len as usize).unwrap_or(&[]).to_vec();
+                    if data.len() != len as usize || off + len as u64 > shared.size {
+                        reply_err(
+                            dev,
+                            unique,
+                            if data.len() != len as usize {
+                                libc::EINVAL
+                            } else {
+                                libc::ENOSPC
+                            },
+                        );
+                        continue;
+                    }
+                    (Op::Write, data)
+                };
+                if op == Op::Read && off >= shared.size {
+                    reply(dev, unique, 0, &[]);
+                    continue;
+                }
+                let req = IoReq {
+                    unique,
+                    op,
+                    off,
+                    len,
+                    data,
+                    arrival,
+                };
+                if tx.send(req).is_err() {
+                    reply_err(dev, unique, libc::EIO);
+                }
+            }
+            FUSE_FSYNC | FUSE_FSYNCDIR => {
+                // fsync reaches the image file.
+                let r = if opcode == FUSE_FSYNC {
+                    shared.fsyncs.fetch_add(1, Ordering::Relaxed);
+                    shared.image.sync_data()
+                } else {
+                    Ok(())
+                };
+                match r {
+                    Ok(()) => reply(dev, unique, 0, &[]),
+                    Err(e) => reply_err(dev, unique, e.raw_os_error().unwrap_or(libc::EIO)),
+                }
+            }
+            FUSE_FLUSH | FUSE_RELEASE | FUSE_RELEASEDIR | FUSE_ACCESS => {
+                reply(dev, unique, 0, &[]);
+            }
+            FUSE_READDIR => {
+                let offset = u64_at(body, 8);
+                let size = u32_at(body, 16) as usize;
+                let entries: [(u64, &[u8], u32); 3] = [
+                    (ROOT_INO, b".", libc::DT_DIR as u32),
+                    (ROOT_INO, b"..", libc::DT_DIR as u32),
+                    (FILE_INO, state::FUSE_FILE.as_bytes(), libc::DT_REG as u32),
+                ];
+                let mut out = Vec::new();
+                for (i, (ino, name, typ)) in entries.iter().enumerate().skip(offset as usize) {
+                    let rec = (24 + name.len()).div_ceil(8) * 8;
+                    if out.len() + rec > size {
+                        break;
+                    }
+                    out.extend_from_slice(&ino.to_le_bytes());
+                    out.extend_from_slice(&(i as u64 + 1).to_le_bytes());
+                    out.extend_from_slice(&(name.len() as u32).to_le_bytes());
+                    out.extend_from_slice(&typ.to_le_bytes());
+                    out.extend_from_slice(name);
+                    out.resize(out.len() + rec - 24 - name.len(), 0);
+                }
+                reply(dev, unique, 0, &[&out]);
+            }
+            FUSE_STATFS => {
+                let mut out = Vec::with_capacity(80);
+                let blocks = shared.size / 4096;
+                for v in [blocks, 0, 0, 2, 0] {
+                    out.extend_from_slice(&v.to_le_bytes());
+                }
+                for v in [4096u32, 255, 4096, 0, 0, 0, 0, 0, 0, 0] {
+                    out.extend_from_slice(&v.to_le_bytes());
+                }
+                reply(dev, unique, 0, &[&out]);
+            }
+            FUSE_FALLOCATE => {
+                // Discard from the loop device: punch the hole in the image
+                // (keeps it sparse); a drive does this without media time.
+                let off = u64_at(body, 8) as i64;
+                let len = u64_at(body, 16) as i64;
+                let mode = u32_at(body, 24) as i32;
+                // SAFETY: plain fallocate on a file descriptor we own.
+                let r = unsafe { libc::fallocate(shared.image.as_raw_fd(), mode, off, len) };
+                if r == 0 {
+                    reply(dev, unique, 0, &[]);
+                } else {
+                    let e = io::Error::last_os_error();
+                    reply_err(dev, unique, e.raw_os_error().unwrap_or(libc::EIO));
+                }
+            }
+            FUSE_FORGET | FUSE_BATCH_FORGET | FUSE_INTERRUPT => {} // no reply
+            FUSE_DESTROY => {
+                reply(dev, unique, 0, &[]);
+                break;
+            }
+            _ => reply_err(dev, unique, libc::ENOSYS),
+        }
+    }
+    shared.reader_done.store(true, Ordering::SeqCst);
+}
+
+/// `read(2)` on /dev/fuse: one call returns one whole request.
+trait FuseRead {
+    fn read_at_fuse(&self, buf: &mut [u8]) -> io::Result<usize>;
+}
+
+impl FuseRead for &File {
+    fn read_at_fuse(&self, buf: &mut [u8]) -> io::Result<usize> {
+        // SAFETY: buf is valid for buf.len() bytes.
+        let n = unsafe { libc::read(self.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+        if n < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(n as usize)
+        }
+    }
+}
+
+fn cstr(p: &Path) -> anyhow::Result<CString> {
+    Ok(CString::new(p.as_os_str().as_encoded_bytes())?)
+}
+
+/// mount(2) a FUSE file system on `mountpoint` served through a new
+/// /dev/fuse descriptor.
+fn mount_fuse(mountpoint: &Path) -> anyhow::Result<File> {
+    let dev = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/fuse")
+        .context("opening /dev/fuse (is the fuse module loaded?)")?;
+    let opts = format!(
+        "fd={},rootmode=40000,user_id=0,group_id=0,allow_other",
+        dev.as_raw_fd()
+    );
+    let src = CString::new("fsbench-disk")?;
+    let fstype = CString::new("fuse.fsbench")?;
+    let target = cstr(mountpoint)?;
+    let data = CString::new(opts)?;
+    // SAFETY: all pointers are valid NUL-terminated strings for the call.
+    let r = unsafe {
+        libc::mount(
+            src.as_ptr(),
+            target.as_ptr(),
+            fstype.as_ptr(),
+            libc::MS_NOSUID | libc::MS_NODEV,
+            data.as_ptr().cast(),
+        )
+    };
+    if r != 0 {
+        let e = io::Error::last_os_error();
+        bail!(
+            "mounting FUSE on {}: {e} (needs root)",
+            mountpoint.display()
+        );
+    }
+    Ok(dev)
+}
+
+/// umount2 with MNT_DETACH (lazy), ignoring "not mounted".
+pub fn lazy_unmount(path: &Path) -> io::Result<()> {
+    let c = CString::new(path.as_os_str().as_encoded_bytes())
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    // SAFETY: valid C string.
+    let r = unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) };
+    if r == 0 {
+        return Ok(());
+    }
+    let e = io::Error::last_os_error();
+    if e.raw_os_error() == Some(libc::EINVAL) || e.raw_os_error() == Some(libc::ENOENT) {
+        return Ok(());
+    }
+    Err(e)
+}
+
+/// Plain unmount; falls back to lazy if busy.
+pub fn unmount(path: &Path) -> io::Result<()> {
+    let c = CString::new(path.as_os_str().as_encoded_bytes())
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    // SAFETY: valid C string.
+    let r = unsafe { libc::umount2(c.as_ptr(), 0) };
+    if r == 0 {
+        return Ok(());
+    }
+    let e = io::Error::last_os_error();
+    match e.raw_os_error() {
+        Some(libc::EINVAL) | Some(libc::ENOENT) => Ok(()),
+        Some(libc::EBUSY) => lazy_unmount(path),
+        _ => Err(e),
+    }
+}
+
+fn block_signals() -> libc::sigset_t {
+    // SAFETY: sigset manipulation on a local set; pthread_sigmask on this
+    // thread before any other thread exists, so all threads inherit it.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for s in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
+            libc::sigaddset(&mut set, s);
+        }
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        set
+    }
+}
+
+/// Wait up to `timeout` for one of the blocked signals; returns it.
+fn wait_signal(set: &libc::sigset_t, timeout: Duration) -> Option<i32> {
+    let ts = libc::timespec {
+        tv_sec: timeout.as_secs() as libc::time_t,
+        tv_nsec: timeout.subsec_nanos() as libc::c_long,
+    };
+    // SAFETY: set and ts are valid for the call.
+    let r = unsafe { libc::sigtimedwait(set, std::ptr::null_mut(), &ts) };
+    (r > 0).then_some(r)
+}
+
+/// `fsbench disk serve NAME`: run the server in the foreground (`disk create`
+/// starts it in the background).
+pub fn serve(name: &str) -> anyhow::Result<()> {
+    let sd = StateDir::new(name)?;
+    let cfg = sd.read_config()?;
+    let sigset = block_signals();
+    std::env::set_current_dir("/").ok();
+
+    let disk = Disk::new(cfg.params.clone(), cfg.size).map_err(anyhow::Error::msg)?;
+    let image = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&cfg.image)
+        .with_context(|| format!("opening image {}", cfg.image.display()))?;
+    let size = image.metadata()?.len();
+    if size != cfg.size {
+        bail!(
+            "image {} is {size} bytes, expected {}",
+            cfg.image.display(),
+            cfg.size
+        );
+    }
+    std::fs::write(sd.pid(), format!("{}\n", std::process::id()))?;
+    let fuse_dir = sd.fuse_dir();
+    std::fs::create_dir_all(&fuse_dir)?;
+    if state::is_mounted(&fuse_dir) {
+        lazy_unmount(&fuse_dir).ok();
+    }
+    let dev = mount_fuse(&fuse_dir)?;
+    let shared = Arc::new(Shared {
+        dev,
+        image,
+        size,
+        clock: Clock(Instant::now()),
+        fsyncs: AtomicU64::new(0),
+        reader_done: AtomicBool::new(false),
+    });
+    let (tx, rx) = mpsc::channel();
+    let cylinders = disk.cylinders;
+    let stats_path = sd.stats();
+    let sh = shared.clone();
+    let disk_t = thread::Builder::new()
+        .name("disk".into())
+        .spawn(move || disk_thread(sh, disk, rx, stats_path))?;
+    let sh = shared.clone();
+    let reader_t = thread::Builder::new()
+        .name("fuse-reader".into())
+        .spawn(move || reader_thread(sh, tx))?;
+
+    let setup = (|| -> anyhow::Result<loopdev::LoopDevice> {
+        let fuse_file = sd.fuse_file();
+        let backing = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_DIRECT)
+            .open(&fuse_file)
+            .with_context(|| format!("opening {}", fuse_file.display()))?;
+        let lo = loopdev::attach(
+            &backing,
+            loopdev::LO_FLAGS_DIRECT_IO | loopdev::LO_FLAGS_AUTOCLEAR,
+            &cfg.image.to_string_lossy(),
+        )
+        .context("attaching a loop device")?;
+        drop(backing);
+        let path = lo.path();
+        loopdev::set_queue_attr(&path, "rotational", "1")?;
+        Ok(lo)
+    })();
+    let lo = match setup {
+        Ok(lo) => lo,
+        Err(e) => {
+            lazy_unmount(&fuse_dir).ok();
+            let _ = std::fs::remove_file(sd.pid());
+            return Err(e);
+        }
+    };
+    let device = lo.path();
+    let ready = Ready {
+        device: device.clone(),
+        pid: std::process::id() as i32,
+        direct_io: lo.direct_io(),
+        cylinders,
+    };
+    state::write_json_atomic(&sd.ready(), &ready)?;
+    eprintln!(
+        "fsbench disk server {name}: {device} backed by {} ({} bytes, direct I/O {})",
+        cfg.image.display(),
+        size,
+        if ready.direct_io { "on" } else { "off" }
+    );
+
+    // Serve until a signal comes or the FUSE connection goes away.
+    let sig = loop {
+        if shared.reader_done.load(Ordering::SeqCst) {
+            break None;
+        }
+        if let Some(s) = wait_signal(&sigset, Duration::from_millis(500)) {
+            break Some(s);
+        }
+    };
+    eprintln!(
+        "fsbench disk server {name}: stopping ({})",
+        match sig {
+            Some(s) => format!("signal {s}"),
+            None => "FUSE connection closed".into(),
+        }
+    );
+
+    // Shutdown: our mount (re-read: `create --mount` records it after we
+    // started), the loop device, the FUSE mount.
+    let mount = sd.read_config().ok().and_then(|c| c.mount);
+    if let Some(m) = &mount {
+        if state::is_mounted(m) {
+            if let Err(e) = unmount(m) {
+                eprintln!("fsbench disk server: unmounting {}: {e}", m.display());
+            }
+        }
+    }
+    if let Err(e) = loopdev::detach_fd(&lo.file) {
+        eprintln!("fsbench disk server: detaching {device}: {e}");
+    }
+    drop(lo);
+    lazy_unmount(&fuse_dir).ok();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !shared.reader_done.load(Ordering::SeqCst) && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(20));
+    }
+    if !shared.reader_done.load(Ordering::SeqCst) {
+        eprintln!(
+            "fsbench disk server {name}: {device} is still in use (mounted elsewhere?); \
+             exiting anyway, its users will see I/O errors"
+        );
+        let _ = std::fs::remove_file(sd.pid());
+        let _ = std::fs::remove_file(sd.ready());
+        std::process::exit(0);
+    }
+    let _ = reader_t.join();
+    let _ = disk_t.join();
+    let _ = std::fs::remove_file(sd.ready());
+    let _ = std::fs::remove_file(sd.pid());
+    eprintln!("fsbench disk server {name}: stopped");
+    Ok(())
+}
+
+/// Detach the daemon from the caller: new session, stdio to the log.
+/// Called by `disk create` between fork and exec.
+pub fn daemon_pre_exec() -> io::Result<()> {
+    // SAFETY: setsid is async-signal-safe.
+    if unsafe { libc::setsid() } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}

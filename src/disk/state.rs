@@ -1,0 +1,266 @@
+//! The state directory of a simulated disk and the files in it.
+//!
+//! `$FSBENCH_STATE_DIR/NAME/` (default `/run/fsbench/disks/NAME/`) holds:
+//!
+//! | file          | written by | content                                          |
+//! |---------------|------------|--------------------------------------------------|
+//! | `config.json` | create     | [`DiskConfig`]: image, size, model parameters    |
+//! | `server.pid`  | server     | the server's pid while it runs                   |
+//! | `ready.json`  | server     | [`Ready`]: loop device, once it is attached      |
+//! | `stats.json`  | server     | [`DiskStats`], rewritten every second and at exit |
+//! | `server.log`  | server     | its stdout/stderr                                |
+//! | `fuse/`       | server     | the FUSE mount point; `fuse/disk` is the file    |
+//!
+//! The image itself defaults to `/var/lib/fsbench/images/NAME.img` (not under
+//! /run, which is often a small tmpfs).
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context};
+use serde::{Deserialize, Serialize};
+
+use super::model::DiskParams;
+
+/// Name of the single file the FUSE file system serves.
+pub const FUSE_FILE: &str = "disk";
+
+/// Root of all disks' state directories.
+pub fn state_root() -> PathBuf {
+    match std::env::var_os("FSBENCH_STATE_DIR") {
+        Some(d) if !d.is_empty() => PathBuf::from(d),
+        _ => PathBuf::from("/run/fsbench/disks"),
+    }
+}
+
+/// Default directory for images.
+pub fn image_root() -> PathBuf {
+    match std::env::var_os("FSBENCH_IMAGE_DIR") {
+        Some(d) if !d.is_empty() => PathBuf::from(d),
+        _ => PathBuf::from("/var/lib/fsbench/images"),
+    }
+}
+
+/// Disk names become path components: keep them tame.
+pub fn check_name(name: &str) -> anyhow::Result<()> {
+    if name.is_empty()
+        || name.len() > 64
+        || name.starts_with('.')
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
+    {
+        bail!("invalid disk name {name:?}: use letters, digits, '-', '_' and '.' (at most 64)");
+    }
+    Ok(())
+}
+
+/// Paths of one disk's state.
+#[derive(Debug, Clone)]
+pub struct StateDir {
+    pub dir: PathBuf,
+}
+
+impl StateDir {
+    pub fn new(name: &str) -> anyhow::Result<StateDir> {
+        check_name(name)?;
+        Ok(StateDir {
+            dir: state_root().join(name),
+        })
+    }
+    pub fn config(&self) -> PathBuf {
+        self.dir.join("config.json")
+    }
+    pub fn pid(&self) -> PathBuf {
+        self.dir.join("server.pid")
+    }
+    pub fn ready(&self) -> PathBuf {
+        self.dir.join("ready.json")
+    }
+    pub fn stats(&self) -> PathBuf {
+        self.dir.join("stats.json")
+    }
+    pub fn log(&self) -> PathBuf {
+        self.dir.join("server.log")
+    }
+    pub fn fuse_dir(&self) -> PathBuf {
+        self.dir.join("fuse")
+    }
+    pub fn fuse_file(&self) -> PathBuf {
+        self.fuse_dir().join(FUSE_FILE)
+    }
+    pub fn exists(&self) -> bool {
+        self.config().exists()
+    }
+    pub fn read_config(&self) -> anyhow::Result<DiskConfig> {
+        read_json(&self.config())
+    }
+    pub fn read_ready(&self) -> Option<Ready> {
+        read_json(&self.ready()).ok()
+    }
+    pub fn read_stats(&self) -> Option<DiskStats> {
+        read_json(&self.stats()).ok()
+    }
+    /// The server's pid if it is running.
+    pub fn live_pid(&self) -> Option<i32> {
+        let pid: i32 = fs::read_to_string(self.pid()).ok()?.trim().parse().ok()?;
+        pid_alive(pid).then_some(pid)
+    }
+}
+
+/// What `disk create` decided; the server reads it at start.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DiskConfig {
+    pub name: String,
+    pub image: PathBuf,
+    pub size: u64,
+    /// fsbench created the image (and deletes it on remove unless --keep).
+    pub created_image: bool,
+    pub params: DiskParams,
+    /// File system made by --mkfs.
+    pub mkfs: Option<String>,
+    /// Where --mount mounted it (unmounted by remove).
+    pub mount: Option<PathBuf>,
+}
+
+/// Written by the server once the loop device is attached.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Ready {
+    pub device: String,
+    pub pid: i32,
+    /// The loop device does direct I/O on the FUSE file.
+    pub direct_io: bool,
+    pub cylinders: u64,
+}
+
+/// Summary of one latency component over all requests, in microseconds.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Summary {
+    pub mean: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub max: f64,
+}
+
+/// Counters and latency split of a disk, written by the server.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct DiskStats {
+    pub uptime_s: f64,
+    pub requests: u64,
+    pub reads: u64,
+    pub writes: u64,
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    pub fsyncs: u64,
+    pub cache_hits: u64,
+    pub streamed: u64,
+    /// Sum of cylinders the arm travelled.
+    pub head_travel_cylinders: u64,
+    pub seeks: u64,
+    /// Sum of modelled service times, s (the disk's busy time).
+    pub busy_s: f64,
+    /// Modelled service time per request and its parts, us.
+    pub service_us: Summary,
+    pub overhead_us: Summary,
+    pub seek_us: Summary,
+    pub rotation_us: Summary,
+    pub transfer_us: Summary,
+    /// Time a request waited for the disk (queueing in the drive), us.
+    pub queue_us: Summary,
+    /// Server's own cost: reply time past the modelled completion, us.
+    pub server_late_us: Summary,
+    /// Server's own cost: the pread/pwrite of the image, us.
+    pub server_io_us: Summary,
+    /// Server's own cost: wake-up after the modelled completion, before the reply, us.
+    #[serde(default)]
+    pub server_wake_us: Summary,
+}
+
+pub fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> anyhow::Result<T> {
+    let text = fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
+}
+
+/// Write JSON through a temporary file and rename, so readers never see half.
+pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> anyhow::Result<()> {
+    let tmp = path.with_extension("json.tmp");
+    let mut f = fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+    f.write_all(serde_json::to_string_pretty(value)?.as_bytes())?;
+    f.write_all(b"\n")?;
+    drop(f);
+    fs::rename(&tmp, path).with_context(|| format!("renaming to {}", path.display()))?;
+    Ok(())
+}
+
+/// True if `pid` names a live (non-zombie) process.
+pub fn pid_alive(pid: i32) -> bool {
+    if pid <= 0 {
+        return false;
+    }
+    // SAFETY: kill with signal 0 only checks for existence.
+    if unsafe { libc::kill(pid, 0) } != 0 {
+        return false;
+    }
+    match fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(s) => match s.rfind(')') {
+            Some(i) => !matches!(s[i + 1..].trim_start().chars().next(), Some('Z' | 'X')),
+            None => true,
+        },
+        Err(_) => false,
+    }
+}
+
+/// Mount points (decoded) currently listed in /proc/self/mounts.
+pub fn mount_points() -> Vec<PathBuf> {
+    let text = fs::read_to_string("/proc/self/mounts").unwrap_or_default();
+    text.lines()
+        .filter_map(|l| l.split_whitespace().nth(1))
+        .map(|m| PathBuf::from(unescape_mount(m)))
+        .collect()
+}
+
+fn unescape_mount(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\' && i + 4 <= b.len() {
+            if let Ok(v) = u8::from_str_radix(&s[i + 1..i + 4], 8) {
+                out.push(v);
+                i += 4;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+pub fn is_mounted(path: &Path) -> bool {
+    let canon = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+    mount_points().iter().any(|m| m == &canon || m == path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_checked() {
+        assert!(check_name("hdd0").is_ok());
+        assert!(check_name("a-b_c.1").is_ok());
+        assert!(check_name("").is_err());
+        assert!(check_name("../x").is_err());
+        assert!(check_name(".hidden").is_err());
+        assert!(check_name("a/b").is_err());
+    }
+
+    #[test]
+    fn mount_escapes_are_decoded() {
+        assert_eq!(unescape_mount("/mnt/a\\040b"), "/mnt/a b");
+        assert_eq!(unescape_mount("/plain"), "/plain");
+    }
+}
