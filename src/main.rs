@@ -31,6 +31,10 @@ enum Command {
     Layout(fsbench::layout::LayoutArgs),
     /// Simulated disks: an HDD model under a loop device.
     Disk(fsbench::disk::cli::DiskArgs),
+    /// Compare result files side by side, per flowop and in total.
+    Compare(CompareArgs),
+    /// Benchmarks of fsbench itself.
+    Selftest(SelftestArgs),
 }
 
 #[derive(Args)]
@@ -59,6 +63,54 @@ struct RunArgs {
     /// No progress or echo output; only the report.
     #[arg(short, long)]
     quiet: bool,
+    /// Run this many seconds first and discard what they measure.
+    #[arg(long, value_name = "SECONDS", default_value_t = 0.0)]
+    warmup: f64,
+    /// Time-series sampling interval in seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 1.0)]
+    interval: f64,
+    /// After laying out the filesets, `sync` and drop the page cache (needs root).
+    #[arg(long)]
+    cold: bool,
+    /// Run the workload N times (fresh filesets each time unless `reuse`) and report
+    /// mean ± 95% confidence interval and coefficient of variation.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    repeat: u32,
+    /// Write the results as CSV to FILE (`-` for standard output).
+    #[arg(long, value_name = "FILE")]
+    csv: Option<PathBuf>,
+    /// Write the results as a Markdown table to FILE (`-` for standard output).
+    #[arg(long, value_name = "FILE")]
+    markdown: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct CompareArgs {
+    /// Two or more result files written by `fsbench run --json`; the first is the baseline.
+    #[arg(required = true, num_args = 2..)]
+    files: Vec<PathBuf>,
+}
+
+#[derive(Args)]
+struct SelftestArgs {
+    #[command(subcommand)]
+    what: SelftestWhat,
+}
+
+#[derive(Subcommand)]
+enum SelftestWhat {
+    /// Measure fsbench's own overhead: the engine against bare loops of the same system calls.
+    Overhead {
+        /// Seconds per measured round.
+        #[arg(long, default_value_t = 1.0)]
+        seconds: f64,
+        /// Rounds per case (engine and bare loop alternate).
+        #[arg(long, default_value_t = 5)]
+        rounds: u32,
+        /// Directory for the test file (default /dev/shm, a tmpfs).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
 }
 
 #[derive(Args)]
@@ -167,7 +219,17 @@ fn cmd_run(a: &RunArgs) -> Result<()> {
         wa.set.push(("dir".into(), parent.display().to_string()));
     }
     let wl = load(&wa)?;
+    if a.repeat == 0 {
+        bail!("--repeat must be at least 1");
+    }
+    if a.interval <= 0.0 {
+        bail!("--interval must be positive");
+    }
+    if a.cold && !fsbench::engine::is_root() {
+        bail!("--cold drops the page cache, which needs root; run as root or leave out --cold");
+    }
     fsbench::engine::install_signal_handlers();
+    use std::io::IsTerminal;
     let opts = fsbench::engine::RunOptions {
         parent,
         duration: a.duration,
@@ -175,14 +237,35 @@ fn cmd_run(a: &RunArgs) -> Result<()> {
         keep: a.keep,
         allow_system: a.allow_system,
         quiet: a.quiet,
+        warmup: a.warmup,
+        interval: a.interval,
+        progress: !a.quiet && std::io::stderr().is_terminal(),
+        cold: a.cold,
     };
-    let results = fsbench::engine::run(&wl, &opts)?;
+    let mut runs = Vec::new();
+    for i in 0..a.repeat {
+        if a.repeat > 1 && !a.quiet {
+            eprintln!("fsbench: repetition {} of {}", i + 1, a.repeat);
+        }
+        let r = fsbench::engine::run(&wl, &opts)?;
+        let stop = r.interrupted;
+        runs.push(r);
+        if stop {
+            break;
+        }
+    }
+    let results = fsbench::stats::repeat::combine(runs);
     print!(
         "{}",
         fsbench::report::exporter("text").unwrap().render(&results)
     );
-    if let Some(path) = &a.json {
-        let text = fsbench::report::exporter("json").unwrap().render(&results);
+    for (fmt, path) in [
+        ("json", &a.json),
+        ("csv", &a.csv),
+        ("markdown", &a.markdown),
+    ] {
+        let Some(path) = path else { continue };
+        let text = fsbench::report::exporter(fmt).unwrap().render(&results);
         if path.as_os_str() == "-" {
             print!("{text}");
         } else {
@@ -196,6 +279,38 @@ fn cmd_run(a: &RunArgs) -> Result<()> {
         );
     }
     Ok(())
+}
+
+fn cmd_compare(a: &CompareArgs) -> Result<()> {
+    let mut runs = Vec::new();
+    for f in &a.files {
+        let text =
+            std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?;
+        let r: fsbench::stats::Results = serde_json::from_str(&text).with_context(|| {
+            format!(
+                "{} is not a result file written by `fsbench run --json`",
+                f.display()
+            )
+        })?;
+        runs.push((f.display().to_string(), r));
+    }
+    print!("{}", fsbench::report::compare::compare(&runs));
+    Ok(())
+}
+
+fn cmd_selftest(a: &SelftestArgs) -> Result<()> {
+    match &a.what {
+        SelftestWhat::Overhead {
+            seconds,
+            rounds,
+            dir,
+        } => {
+            let dir = dir.clone().unwrap_or_else(|| PathBuf::from("/dev/shm"));
+            let report = fsbench::engine::selftest::overhead(&dir, *seconds, *rounds)?;
+            print!("{report}");
+            Ok(())
+        }
+    }
 }
 
 fn cmd_list() -> Result<()> {
@@ -244,6 +359,8 @@ fn main() -> ExitCode {
         Command::Scan(a) => fsbench::scan::run(a),
         Command::Layout(a) => fsbench::layout::run(a),
         Command::Disk(a) => fsbench::disk::cli::run(a),
+        Command::Compare(a) => cmd_compare(&a),
+        Command::Selftest(a) => cmd_selftest(&a),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

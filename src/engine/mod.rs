@@ -4,17 +4,19 @@
 
 pub mod io;
 pub mod rundir;
+pub mod selftest;
 pub mod worker;
 
 use crate::fileset::{self, layout::LayoutError, FilesetRt, Plan};
 use crate::model::{Action, FlowopKind, QuitMode, Workload};
 use crate::stats::{self, LayoutResult, Recorder, Results};
 use rundir::RunDir;
+use stats::SeriesPoint;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
-use worker::{Flow, ProcCounters, Shared, Worker};
+use worker::{Flow, ProcCounters, Sample, Shared, Worker};
 
 /// Set by SIGINT/SIGTERM; the run stops, reports what it measured and cleans up.
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
@@ -40,17 +42,39 @@ pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::Relaxed)
 }
 
-/// Run-wide control read by the workers between operations.
+/// Run-wide control read by the workers between operations: one word, so a worker pays one
+/// relaxed load per operation to learn about a stop, a statistics reset (end of warm-up) and
+/// a new sampling interval.
 #[derive(Debug, Default)]
 pub struct Control {
-    stop: AtomicBool,
+    word: AtomicU64,
     finished: AtomicUsize,
 }
 
+/// Bit 63 of the control word: stop.
+pub const STOP: u64 = 1 << 63;
+/// Bits 32..62: statistics generation (bumped when warm-up ends).
+pub const GEN_SHIFT: u32 = 32;
+/// Bits 0..31: sampling epoch.
+pub const EPOCH_MASK: u64 = (1 << 32) - 1;
+
 impl Control {
     #[inline]
+    pub fn word(&self) -> u64 {
+        self.word.load(Ordering::Relaxed)
+    }
+    #[inline]
     pub fn stopping(&self) -> bool {
-        self.stop.load(Ordering::Relaxed)
+        self.word() & STOP != 0
+    }
+    pub fn stop(&self) {
+        self.word.fetch_or(STOP, Ordering::SeqCst);
+    }
+    fn next_epoch(&self) {
+        self.word.fetch_add(1, Ordering::SeqCst);
+    }
+    fn next_generation(&self) {
+        self.word.fetch_add(1 << GEN_SHIFT, Ordering::SeqCst);
     }
 }
 
@@ -67,6 +91,48 @@ pub struct RunOptions {
     /// Run `system "..."` commands.
     pub allow_system: bool,
     pub quiet: bool,
+    /// Run this long before measuring and discard it.
+    pub warmup: f64,
+    /// Time-series interval in seconds.
+    pub interval: f64,
+    /// Live progress line (only when standard error is a terminal).
+    pub progress: bool,
+    /// `sync` and drop the page cache after layout, before measuring (root only).
+    pub cold: bool,
+}
+
+impl RunOptions {
+    pub fn new(parent: PathBuf) -> RunOptions {
+        RunOptions {
+            parent,
+            duration: None,
+            seed: 1,
+            keep: false,
+            allow_system: false,
+            quiet: true,
+            warmup: 0.0,
+            interval: 1.0,
+            progress: false,
+            cold: false,
+        }
+    }
+}
+
+/// `sync`, then drop the page cache, dentries and inodes.
+pub fn drop_caches() -> Result<(), EngineError> {
+    // SAFETY: sync has no preconditions.
+    unsafe { libc::sync() };
+    std::fs::write("/proc/sys/vm/drop_caches", b"3").map_err(|e| {
+        EngineError::Cold(format!(
+            "cannot drop the page cache (writing /proc/sys/vm/drop_caches: {e}); --cold needs root"
+        ))
+    })
+}
+
+/// Whether the process runs as root (needed for --cold).
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -86,6 +152,8 @@ pub enum EngineError {
     Spawn(std::io::Error),
     #[error("interrupted before the run started")]
     Interrupted,
+    #[error("{0}")]
+    Cold(String),
 }
 
 fn statvfs_free(p: &Path) -> Option<u64> {
@@ -253,14 +321,93 @@ pub struct Measured {
     pub started_at: f64,
     pub interrupted: bool,
     pub notes: Vec<String>,
+    pub series: Vec<SeriesPoint>,
 }
 
-/// Run the workers on laid-out filesets for `seconds`.
+/// How to measure.
+#[derive(Debug, Clone, Copy)]
+pub struct MeasureOptions {
+    pub seconds: f64,
+    /// Run this long first and discard what it measured.
+    pub warmup: f64,
+    /// Time-series sampling interval.
+    pub interval: f64,
+    /// Show a live progress line on standard error.
+    pub progress: bool,
+}
+
+/// Sum what the workers published for the current epoch and turn the difference from the
+/// previous sample into a time-series point.
+struct Sampler {
+    /// Per worker: cumulative (count, bytes, histogram) per flowop at the previous sample.
+    prev: Vec<Vec<(u64, u64, hdrhistogram::Histogram<u64>)>>,
+    last_t: f64,
+    counted: Vec<bool>,
+}
+
+impl Sampler {
+    fn new(workers: usize, wl: &Workload) -> Sampler {
+        Sampler {
+            prev: vec![Vec::new(); workers],
+            last_t: 0.0,
+            counted: wl
+                .stat_names
+                .iter()
+                .map(|(_, k)| stats::counts_in_summary(*k))
+                .collect(),
+        }
+    }
+
+    fn reset(&mut self, t: f64) {
+        for p in &mut self.prev {
+            p.clear();
+        }
+        self.last_t = t;
+    }
+
+    fn sample(
+        &mut self,
+        samples: &[Mutex<Sample>],
+        generation: u64,
+        nstats: usize,
+        t: f64,
+    ) -> SeriesPoint {
+        let mut ops = vec![0u64; nstats];
+        let mut bytes = vec![0u64; nstats];
+        let mut hists: Vec<hdrhistogram::Histogram<u64>> = (0..nstats)
+            .map(|_| hdrhistogram::Histogram::new(3).expect("valid"))
+            .collect();
+        for (w, slot) in samples.iter().enumerate() {
+            let g = slot.lock().unwrap();
+            if g.word >> GEN_SHIFT != generation || g.ops.len() != nstats {
+                continue;
+            }
+            let prev = &mut self.prev[w];
+            for (i, (c, b, h)) in g.ops.iter().enumerate() {
+                let (pc, pb) = prev.get(i).map(|p| (p.0, p.1)).unwrap_or((0, 0));
+                ops[i] += c.saturating_sub(pc);
+                bytes[i] += b.saturating_sub(pb);
+                let mut d = h.clone();
+                if let Some(p) = prev.get(i) {
+                    let _ = d.subtract(&p.2);
+                }
+                let _ = hists[i].add(&d);
+            }
+            prev.clear();
+            prev.extend(g.ops.iter().cloned());
+        }
+        let dt = (t - self.last_t).max(1e-6);
+        self.last_t = t;
+        stats::series_point(t, dt, &ops, &bytes, &hists, &self.counted)
+    }
+}
+
+/// Run the workers on laid-out filesets.
 pub fn measure(
     wl: &Workload,
     filesets: &[FilesetRt],
     seed: u64,
-    seconds: f64,
+    mo: MeasureOptions,
 ) -> Result<Measured, EngineError> {
     let ctl = Control::default();
     let nproc: usize = wl.processes.iter().map(|p| p.instances as usize).sum();
@@ -271,17 +418,24 @@ pub fn measure(
             FlowopKind::FinishOnCount | FlowopKind::FinishOnBytes
         ) && f.target.is_none()
     });
+    let nthreads = wl.thread_count() as usize;
+    let nstats = wl.stat_names.len();
+    let samples: Vec<Mutex<Sample>> = (0..nthreads)
+        .map(|_| Mutex::new(Sample::default()))
+        .collect();
     let shared = Shared {
         wl,
         filesets,
         ctl: &ctl,
         procs: &procs,
         count_procs,
+        clock: stats::clock::Clock::new(),
+        samples: &samples,
     };
-    let nthreads = wl.thread_count() as usize;
     let gate = Gate::default();
-    let mut merged = Recorder::new(wl.stat_names.len());
+    let mut merged = Recorder::new(nstats);
     let mut notes = Vec::new();
+    let mut series = Vec::new();
     let mut duration = 0.0;
     let mut started_at = 0.0;
     let mut was_interrupted = false;
@@ -303,21 +457,19 @@ pub fn measure(
                             apply_priorities(nice, t.ioprio);
                             let mut w = Worker::new(shared, t, pidx, idx, seed);
                             gate.ready_and_wait(nthreads);
-                            let (u0, s0) = stats::thread_cpu();
+                            w.begin();
                             let flow = w.run();
-                            let (u1, s1) = stats::thread_cpu();
+                            w.finish();
                             if flow == Flow::Done {
                                 shared.ctl.finished.fetch_add(1, Ordering::SeqCst);
                             }
                             w.close_all();
-                            w.rec.cpu_user_s = u1 - u0;
-                            w.rec.cpu_sys_s = s1 - s0;
                             (w.rec, w.testrandvar)
                         }) {
                             Ok(h) => handles.push(h),
                             Err(e) => {
-                                // Release the threads already waiting (they see `stop`), then report.
-                                ctl.stop.store(true, Ordering::SeqCst);
+                                // Release the threads already waiting (they see the stop), then report.
+                                ctl.stop();
                                 gate.open();
                                 return Some(e);
                             }
@@ -330,15 +482,28 @@ pub fn measure(
         }
         gate.wait_ready(nthreads);
         gate.open();
-        let t0 = Instant::now();
-        started_at = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs_f64())
-            .unwrap_or(0.0);
-        let limit = Duration::from_secs_f64(seconds.max(0.0));
+        let mut t0 = Instant::now();
+        let mut warming = mo.warmup > 0.0;
+        let mut generation = 0u64;
+        let interval = Duration::from_secs_f64(mo.interval.max(0.05));
+        let mut next_tick = t0 + interval;
+        let mut sampler = Sampler::new(nthreads, wl);
+        let limit = Duration::from_secs_f64(mo.seconds.max(0.0));
+        let warm = Duration::from_secs_f64(mo.warmup.max(0.0));
         loop {
-            let elapsed = t0.elapsed();
-            if elapsed >= limit {
+            let now = Instant::now();
+            if warming && now - t0 >= warm {
+                // Warm-up over: workers reset their statistics when they see the new generation.
+                warming = false;
+                ctl.next_generation();
+                generation += 1;
+                t0 = now;
+                next_tick = t0 + interval;
+                sampler.reset(0.0);
+                series.clear();
+            }
+            let elapsed = now - t0;
+            if !warming && elapsed >= limit {
                 break;
             }
             if interrupted() {
@@ -352,10 +517,51 @@ pub fn measure(
             if handles.iter().all(|h| h.is_finished()) {
                 break;
             }
-            std::thread::sleep((limit - elapsed).min(Duration::from_millis(20)));
+            if now >= next_tick {
+                if !warming {
+                    let t = (now - t0).as_secs_f64();
+                    let p = take_sample(&ctl, &samples, &mut sampler, generation, nstats, t);
+                    if mo.progress {
+                        progress_line(&p, t, mo.seconds);
+                    }
+                    series.push(p);
+                } else {
+                    ctl.next_epoch();
+                }
+                next_tick += interval;
+            }
+            let until = if warming {
+                warm.saturating_sub(elapsed)
+            } else {
+                limit.saturating_sub(elapsed)
+            };
+            std::thread::sleep(
+                until
+                    .min(next_tick.saturating_duration_since(Instant::now()))
+                    .min(Duration::from_millis(20)),
+            );
         }
-        ctl.stop.store(true, Ordering::SeqCst);
+        // A last sample for the partial interval at the end.
+        let t_end = t0.elapsed().as_secs_f64();
+        if !warming && t_end - sampler.last_t > 0.05 {
+            series.push(take_sample(
+                &ctl,
+                &samples,
+                &mut sampler,
+                generation,
+                nstats,
+                t_end,
+            ));
+        }
+        ctl.stop();
+        if mo.progress {
+            eprint!("\r\x1b[2K");
+        }
         duration = t0.elapsed().as_secs_f64();
+        started_at = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs_f64() - duration)
+            .unwrap_or(0.0);
         for h in handles {
             match h.join() {
                 Ok((rec, trv)) => {
@@ -382,12 +588,49 @@ pub fn measure(
         started_at,
         interrupted: was_interrupted,
         notes,
+        series,
     })
+}
+
+/// Open a new sampling epoch, give the workers a moment to publish their counters (they do
+/// at their next operation; one blocked in a long operation is sampled next time), and turn
+/// what they published into a time-series point.
+fn take_sample(
+    ctl: &Control,
+    samples: &[Mutex<Sample>],
+    sampler: &mut Sampler,
+    generation: u64,
+    nstats: usize,
+    t: f64,
+) -> SeriesPoint {
+    ctl.next_epoch();
+    let want = ctl.word() & !STOP;
+    let deadline = Instant::now() + Duration::from_millis(20);
+    while Instant::now() < deadline && samples.iter().any(|s| s.lock().unwrap().word != want) {
+        std::thread::sleep(Duration::from_micros(500));
+    }
+    sampler.sample(samples, generation, nstats, t)
+}
+
+fn progress_line(p: &SeriesPoint, t: f64, total: f64) {
+    use std::io::Write;
+    let mut e = std::io::stderr().lock();
+    let _ = write!(
+        e,
+        "\r\x1b[2K[{t:5.0}/{total:.0} s] {:>10.0} ops/s {:>8.1} MB/s",
+        p.ops_per_s, p.mb_per_s
+    );
+    let _ = e.flush();
 }
 
 /// Run a workload end to end: run directory, actions in script order, layout, measurement,
 /// clean-up. The run directory is removed afterwards unless `keep` or a fileset has `reuse`.
 pub fn run(wl: &Workload, opts: &RunOptions) -> Result<Results, EngineError> {
+    if opts.cold && !is_root() {
+        return Err(EngineError::Cold(
+            "--cold drops the page cache, which needs root; run as root or leave out --cold".into(),
+        ));
+    }
     let unsupported = wl.unsupported();
     if !unsupported.is_empty() {
         return Err(EngineError::Unsupported(
@@ -499,7 +742,25 @@ fn run_in(wl: &Workload, opts: &RunOptions, rd: &RunDir) -> Result<Results, Engi
             wl.mode
         );
     }
-    let m = measure(wl, &laid.filesets, opts.seed, seconds)?;
+    if opts.cold {
+        if !opts.quiet {
+            eprintln!("fsbench: sync and drop caches");
+        }
+        drop_caches()?;
+    }
+    let calibration = stats::clock::Calibration::measure(&stats::clock::Clock::new());
+    let host = stats::host::collect(&rd.path);
+    let m = measure(
+        wl,
+        &laid.filesets,
+        opts.seed,
+        MeasureOptions {
+            seconds,
+            warmup: opts.warmup,
+            interval: opts.interval,
+            progress: opts.progress,
+        },
+    )?;
     measured.get_or_insert(m);
     let m = measured.expect("set above");
     let (flowops, summary) = stats::summarize(&wl.stat_names, &m.rec, m.duration);
@@ -519,5 +780,13 @@ fn run_in(wl: &Workload, opts: &RunOptions, rd: &RunDir) -> Result<Results, Engi
         flowops,
         summary,
         notes: m.notes,
+        workload_hash: stats::text_hash(&wl.source.text),
+        warmup_s: opts.warmup,
+        interval_s: opts.interval,
+        cold: opts.cold,
+        host,
+        calibration,
+        series: m.series,
+        repetitions: Vec::new(),
     })
 }

@@ -11,6 +11,7 @@ use super::Control;
 use crate::dist::{rng, Rng};
 use crate::fileset::{FilesetRt, List, Want};
 use crate::model::{Flowop, FlowopKind, IoClass, Thread, Workload};
+use crate::stats::clock::Clock;
 use crate::stats::Recorder;
 use rand::Rng as _;
 use std::os::fd::RawFd;
@@ -72,10 +73,23 @@ pub struct Shared<'a> {
     pub procs: &'a [ProcCounters],
     /// Whether IO ops must be added to `procs` (a finish flowop without target exists).
     pub count_procs: bool,
+    pub clock: Clock,
+    /// One slot per worker where it publishes cumulative counters at each sampling epoch.
+    pub samples: &'a [std::sync::Mutex<Sample>],
+}
+
+/// A worker's cumulative counters as of a control word.
+#[derive(Debug, Default)]
+pub struct Sample {
+    pub word: u64,
+    pub ops: Vec<(u64, u64, hdrhistogram::Histogram<u64>)>,
 }
 
 pub struct Worker<'a> {
     sh: &'a Shared<'a>,
+    /// Index among the run's workers (its time-series slot).
+    idx: usize,
+    clock: Clock,
     thread: &'a Thread,
     proc_idx: usize,
     /// One generator per random variable, and one for offsets and sizes.
@@ -92,6 +106,10 @@ pub struct Worker<'a> {
     ops: u64,
     bytes: u64,
     pub testrandvar: Vec<(String, u64, f64, f64)>,
+    /// The control word last acted on.
+    seen: u64,
+    /// Thread CPU (user, system) when the current statistics generation began.
+    cpu0: (f64, f64),
 }
 
 impl<'a> Worker<'a> {
@@ -131,6 +149,8 @@ impl<'a> Worker<'a> {
         let buf = AlignedBuf::new(memsize.max(max_io as usize), &mut r);
         Worker {
             sh,
+            idx: worker_idx as usize,
+            clock: sh.clock,
             thread,
             proc_idx,
             rngs,
@@ -145,6 +165,51 @@ impl<'a> Worker<'a> {
             ops: 0,
             bytes: 0,
             testrandvar: Vec::new(),
+            seen: 0,
+            cpu0: (0.0, 0.0),
+        }
+    }
+
+    /// Start measuring: note the CPU baseline.
+    pub fn begin(&mut self) {
+        self.cpu0 = crate::stats::thread_cpu();
+    }
+
+    /// React to a new control word: a new statistics generation resets the recorder (end of
+    /// warm-up); a new epoch publishes a snapshot for the time series.
+    fn on_control(&mut self, w: u64) {
+        if w >> super::GEN_SHIFT != self.seen >> super::GEN_SHIFT {
+            self.rec.reset();
+            self.ops = 0;
+            self.bytes = 0;
+            self.cpu0 = crate::stats::thread_cpu();
+        }
+        self.seen = w;
+        if let Some(slot) = self.sh.samples.get(self.idx) {
+            let mut g = slot.lock().unwrap();
+            g.word = w;
+            g.ops.clear();
+            g.ops.extend(
+                self.rec
+                    .ops
+                    .iter()
+                    .map(|o| (o.count, o.bytes, o.hist.clone())),
+            );
+        }
+    }
+
+    /// Stop measuring: CPU used since the baseline, apportioned to flowops by their share of
+    /// this thread's measured time.
+    pub fn finish(&mut self) {
+        let (u1, s1) = crate::stats::thread_cpu();
+        self.rec.cpu_user_s = u1 - self.cpu0.0;
+        self.rec.cpu_sys_s = s1 - self.cpu0.1;
+        let cpu_ns = (self.rec.cpu_user_s + self.rec.cpu_sys_s) * 1e9;
+        let total: u64 = self.rec.ops.iter().map(|o| o.lat_sum_ns).sum();
+        if total > 0 {
+            for o in &mut self.rec.ops {
+                o.cpu_ns = cpu_ns * o.lat_sum_ns as f64 / total as f64;
+            }
         }
     }
 
@@ -175,8 +240,12 @@ impl<'a> Worker<'a> {
     fn run_flowop(&mut self, f: &Flowop) -> Flow {
         let iters = self.num(&f.iters).max(0);
         for _ in 0..iters {
-            if self.sh.ctl.stopping() {
-                return Flow::Stop;
+            let w = self.sh.ctl.word();
+            if w != self.seen {
+                if w & super::STOP != 0 {
+                    return Flow::Stop;
+                }
+                self.on_control(w);
             }
             let r = if f.kind == FlowopKind::Composite {
                 let mut r = Flow::Continue;
@@ -291,9 +360,9 @@ impl<'a> Worker<'a> {
         }
         let how = self.how(f, create);
         let path = fs.entry_path(List::Files, e, &mut self.path);
-        let t0 = Instant::now();
+        let t0 = self.clock.now();
         let r = io::open(path, how);
-        let ns = t0.elapsed().as_nanos() as u64;
+        let ns = self.clock.since(t0);
         match r {
             Ok(fd) => {
                 if f.noreadahead {
@@ -407,13 +476,13 @@ impl<'a> Worker<'a> {
                 } else {
                     self.slots[slot].off
                 };
-                let t0 = Instant::now();
+                let t0 = self.clock.now();
                 let r = if f.kind == Read {
                     io::pread(fd, &mut self.buf.as_mut_slice()[boff..boff + len], off)
                 } else {
                     io::pwrite(fd, &self.buf.as_slice()[boff..boff + len], off)
                 };
-                let ns = t0.elapsed().as_nanos() as u64;
+                let ns = self.clock.since(t0);
                 match r {
                     Ok(n) => {
                         self.done(f, ns, n as u64);
@@ -445,10 +514,10 @@ impl<'a> Worker<'a> {
                     return Ok(Flow::Continue);
                 }
                 let (boff, len) = self.buffer(size as usize);
-                let t0 = Instant::now();
+                let t0 = self.clock.now();
                 let r = io::seek_end(fd)
                     .and_then(|_| io::write(fd, &self.buf.as_slice()[boff..boff + len]));
-                let ns = t0.elapsed().as_nanos() as u64;
+                let ns = self.clock.since(t0);
                 match r {
                     Ok(n) => {
                         self.done(f, ns, n as u64);
@@ -467,7 +536,7 @@ impl<'a> Worker<'a> {
                 }
                 let (boff, len) = self.buffer(iosize as usize);
                 let mut total = 0u64;
-                let t0 = Instant::now();
+                let t0 = self.clock.now();
                 let r = loop {
                     match io::pread(fd, &mut self.buf.as_mut_slice()[boff..boff + len], total) {
                         Ok(0) => break Ok(()),
@@ -475,7 +544,7 @@ impl<'a> Worker<'a> {
                         Err(e) => break Err(e),
                     }
                 };
-                let ns = t0.elapsed().as_nanos() as u64;
+                let ns = self.clock.since(t0);
                 match r {
                     Ok(()) => {
                         self.done(f, ns, total);
@@ -500,7 +569,7 @@ impl<'a> Worker<'a> {
                 let (boff, len) = self.buffer(iosize.min(wss.max(1)) as usize);
                 let start = self.slots[slot].off;
                 let mut done = 0u64;
-                let t0 = Instant::now();
+                let t0 = self.clock.now();
                 let r = loop {
                     if done >= wss {
                         break Ok(());
@@ -512,7 +581,7 @@ impl<'a> Worker<'a> {
                         Err(e) => break Err(e),
                     }
                 };
-                let ns = t0.elapsed().as_nanos() as u64;
+                let ns = self.clock.since(t0);
                 self.slots[slot].off = start + done;
                 match r {
                     Ok(()) => {
@@ -534,9 +603,9 @@ impl<'a> Worker<'a> {
                 if s.fd < 0 {
                     return Err(self.closed(slot, "closefile"));
                 }
-                let t0 = Instant::now();
+                let t0 = self.clock.now();
                 let r = io::close(s.fd);
-                let ns = t0.elapsed().as_nanos() as u64;
+                let ns = self.clock.since(t0);
                 self.forget_open(slot);
                 match r {
                     Ok(()) => {
@@ -602,9 +671,9 @@ impl<'a> Worker<'a> {
                     return Ok(Flow::Continue);
                 }
                 let path = fs.entry_path(List::Files, e, &mut self.path);
-                let t0 = Instant::now();
+                let t0 = self.clock.now();
                 let r = io::unlink(path);
-                let ns = t0.elapsed().as_nanos() as u64;
+                let ns = self.clock.since(t0);
                 match r {
                     Ok(()) => {
                         // As Filebench: a deleted entry has no opens; our own still-open slot
@@ -626,9 +695,9 @@ impl<'a> Worker<'a> {
             StatFile => {
                 let slot = f.fd.unwrap_or(0);
                 if f.fd.is_some_and(|n| n > 0) && self.slots[slot].fd >= 0 {
-                    let t0 = Instant::now();
+                    let t0 = self.clock.now();
                     let r = io::fstat(self.slots[slot].fd);
-                    let ns = t0.elapsed().as_nanos() as u64;
+                    let ns = self.clock.since(t0);
                     return match r {
                         Ok(_) => {
                             self.done(f, ns, 0);
@@ -648,9 +717,9 @@ impl<'a> Worker<'a> {
                     return Err(Fail::NoResource);
                 };
                 let path = fs.entry_path(List::Files, e, &mut self.path);
-                let t0 = Instant::now();
+                let t0 = self.clock.now();
                 let r = io::stat(path);
-                let ns = t0.elapsed().as_nanos() as u64;
+                let ns = self.clock.since(t0);
                 fs.release(List::Files, e, true);
                 match r {
                     Ok(_) => {
@@ -666,9 +735,9 @@ impl<'a> Worker<'a> {
                 if fd < 0 {
                     return Err(self.closed(slot, "fsync"));
                 }
-                let t0 = Instant::now();
+                let t0 = self.clock.now();
                 let r = io::fsync(fd);
-                let ns = t0.elapsed().as_nanos() as u64;
+                let ns = self.clock.since(t0);
                 match r {
                     Ok(()) => {
                         self.done(f, ns, 0);
@@ -684,9 +753,9 @@ impl<'a> Worker<'a> {
                     if s.fd < 0 || s.last.map(|(fs, _)| fs) != target {
                         continue;
                     }
-                    let t0 = Instant::now();
+                    let t0 = self.clock.now();
                     let r = io::fsync(s.fd);
-                    let ns = t0.elapsed().as_nanos() as u64;
+                    let ns = self.clock.since(t0);
                     match r {
                         Ok(()) => self.done(f, ns, 0),
                         Err(e) => self.rec.ops[f.stat].error(|| format!("fsync: {e}")),
@@ -706,13 +775,13 @@ impl<'a> Worker<'a> {
                     return Err(Fail::NoResource);
                 };
                 let path = fs.entry_path(List::LeafDirs, e, &mut self.path);
-                let t0 = Instant::now();
+                let t0 = self.clock.now();
                 let r = if make {
                     io::mkdir(path)
                 } else {
                     io::rmdir(path)
                 };
-                let ns = t0.elapsed().as_nanos() as u64;
+                let ns = self.clock.since(t0);
                 match r {
                     Ok(()) => {
                         fs.release(List::LeafDirs, e, make);
@@ -736,9 +805,9 @@ impl<'a> Worker<'a> {
                     return Err(Fail::NoResource);
                 };
                 let path = fs.dir_path(d, &mut self.path);
-                let t0 = Instant::now();
+                let t0 = self.clock.now();
                 let r = io::list_dir(path, &mut self.dirbuf);
-                let ns = t0.elapsed().as_nanos() as u64;
+                let ns = self.clock.since(t0);
                 match r {
                     Ok((_, names)) => {
                         self.done(f, ns, names);
@@ -752,7 +821,7 @@ impl<'a> Worker<'a> {
             }
             Hog => {
                 let n = self.num(&f.value).max(0) as u64;
-                let t0 = Instant::now();
+                let t0 = self.clock.now();
                 let b = self.buf.as_mut_slice();
                 let len = b.len();
                 for i in 0..n {
@@ -761,20 +830,20 @@ impl<'a> Worker<'a> {
                     b[k] = b[k].wrapping_add(1);
                     std::hint::black_box(&b[k]);
                 }
-                self.done(f, t0.elapsed().as_nanos() as u64, 0);
+                self.done(f, self.clock.since(t0), 0);
                 Ok(Flow::Continue)
             }
             Delay => {
                 let secs = self.num(&f.value).max(0) as u64;
-                let t0 = Instant::now();
-                let end = t0 + Duration::from_secs(secs);
+                let t0 = self.clock.now();
+                let end = Instant::now() + Duration::from_secs(secs);
                 while Instant::now() < end {
                     if self.sh.ctl.stopping() {
                         return Ok(Flow::Stop);
                     }
                     std::thread::sleep((end - Instant::now()).min(Duration::from_millis(50)));
                 }
-                self.done(f, t0.elapsed().as_nanos() as u64, 0);
+                self.done(f, self.clock.since(t0), 0);
                 Ok(Flow::Continue)
             }
             Print => {

@@ -57,8 +57,9 @@ pub struct FilesetRt {
     pub listable: Vec<u32>,
     pub readonly: bool,
     pub writeonly: bool,
-    rotor_files: AtomicUsize,
-    rotor_leafdirs: AtomicUsize,
+    /// Round-robin positions, one per (list, wanted state): a delete looking for an existing
+    /// file must not scan past all the absent ones a create just walked over.
+    rotors: [AtomicUsize; 4],
     rotor_dirs: AtomicUsize,
 }
 
@@ -99,8 +100,7 @@ impl FilesetRt {
             listable: tree.leaf_parents(),
             readonly,
             writeonly,
-            rotor_files: AtomicUsize::new(0),
-            rotor_leafdirs: AtomicUsize::new(0),
+            rotors: Default::default(),
             rotor_dirs: AtomicUsize::new(0),
         }
     }
@@ -136,10 +136,7 @@ impl FilesetRt {
             let i = i % n;
             return claim(i).then_some(i);
         }
-        let rotor = match l {
-            List::Files => &self.rotor_files,
-            List::LeafDirs => &self.rotor_leafdirs,
-        };
+        let rotor = &self.rotors[(l as usize) * 2 + (want as usize)];
         let start = rotor.fetch_add(1, Ordering::Relaxed);
         for k in 0..n {
             let i = (start + k) % n;

@@ -1,6 +1,9 @@
 //! Reports: one renderer per format behind one trait, each reading only [`Results`].
 
+pub mod compare;
+pub mod csv;
 pub mod json;
+pub mod markdown;
 pub mod text;
 
 use crate::stats::Results;
@@ -15,6 +18,8 @@ pub fn exporter(format: &str) -> Option<Box<dyn Exporter>> {
     match format {
         "text" => Some(Box::new(text::Text)),
         "json" => Some(Box::new(json::Json)),
+        "csv" => Some(Box::new(csv::Csv)),
+        "markdown" => Some(Box::new(markdown::Markdown)),
         _ => None,
     }
 }

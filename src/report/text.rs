@@ -1,6 +1,9 @@
-//! The terminal report: Filebench's per-operation breakdown and IO summary, with percentiles.
+//! The terminal report: Filebench's per-operation breakdown and IO summary, with latency
+//! percentiles and CPU per operation; with repetitions, mean ± 95% confidence interval and
+//! coefficient of variation.
 
 use super::Exporter;
+use crate::stats::repeat::spread;
 use crate::stats::Results;
 use std::fmt::Write;
 
@@ -15,10 +18,26 @@ impl Exporter for Text {
         let mut o = String::new();
         let _ = writeln!(
             o,
-            "{}: {:.1} s, {} threads{}",
+            "{}: {:.1} s{}, {} threads, {} on {} ({}){}",
             r.workload,
             r.duration_s,
+            if r.repetitions.len() > 1 {
+                format!(" in {} repetitions", r.repetitions.len())
+            } else {
+                String::new()
+            },
             r.threads,
+            if r.host.fs_type.is_empty() {
+                "?"
+            } else {
+                &r.host.fs_type
+            },
+            if r.host.device.is_empty() {
+                "?"
+            } else {
+                &r.host.device
+            },
+            if r.cold { "cold cache" } else { "warm cache" },
             if r.interrupted { " (interrupted)" } else { "" }
         );
         let _ = writeln!(o, "Per-Operation Breakdown");
@@ -31,21 +50,24 @@ impl Exporter for Text {
             .max(10);
         let _ = writeln!(
             o,
-            "{:<w$} {:>10} {:>10} {:>9} {:>10} {:>10} {:>10} {:>10}",
-            "flowop", "ops", "ops/s", "mb/s", "mean", "p50", "p99", "max"
+            "{:<w$} {:>10} {:>10} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9}",
+            "flowop", "ops", "ops/s", "mb/s", "mean", "p50", "p99", "p99.9", "max", "cpu/op"
         );
         for f in &r.flowops {
+            let l = &f.latency_us;
             let _ = write!(
                 o,
-                "{:<w$} {:>10} {:>10.0} {:>9.1} {:>10} {:>10} {:>10} {:>10}",
+                "{:<w$} {:>10} {:>10.0} {:>9.1} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7.1}us",
                 f.name,
                 f.ops,
                 f.ops_per_s,
                 f.mb_per_s,
-                ms(f.latency_us.mean),
-                ms(f.latency_us.p50),
-                ms(f.latency_us.p99),
-                ms(f.latency_us.max)
+                ms(l.mean),
+                ms(l.p50),
+                ms(l.p99),
+                ms(l.p99_9),
+                ms(l.max),
+                f.cpu_us_per_op
             );
             if f.errors > 0 {
                 let _ = write!(o, "  {} errors", f.errors);
@@ -58,13 +80,50 @@ impl Exporter for Text {
         let s = &r.summary;
         let _ = writeln!(
             o,
-            "IO Summary: {} ops {:.3} ops/s {:.0}/{:.0} rd/wr {:.1}mb/s {:.3}ms/op",
-            s.ops, s.ops_per_s, s.read_ops_per_s, s.write_ops_per_s, s.mb_per_s, s.mean_latency_ms
+            "IO Summary: {} ops {:.3} ops/s {:.0}/{:.0} rd/wr {:.1}mb/s {:.3}ms/op {:.1}us cpu/op",
+            s.ops,
+            s.ops_per_s,
+            s.read_ops_per_s,
+            s.write_ops_per_s,
+            s.mb_per_s,
+            s.mean_latency_ms,
+            s.cpu_us_per_op
         );
+        if r.repetitions.len() > 1 {
+            let ops: Vec<f64> = r.repetitions.iter().map(|p| p.summary.ops_per_s).collect();
+            let mb: Vec<f64> = r.repetitions.iter().map(|p| p.summary.mb_per_s).collect();
+            let lat: Vec<f64> = r
+                .repetitions
+                .iter()
+                .map(|p| p.summary.mean_latency_ms)
+                .collect();
+            let (a, b, c) = (spread(&ops), spread(&mb), spread(&lat));
+            let _ = writeln!(
+                o,
+                "Repetitions: {:.1} ± {:.1} ops/s (CV {:.1}%), {:.1} ± {:.1} mb/s (CV {:.1}%), {:.3} ± {:.3} ms/op (CV {:.1}%), 95% confidence",
+                a.mean, a.ci95, a.cv * 100.0, b.mean, b.ci95, b.cv * 100.0, c.mean, c.ci95, c.cv * 100.0
+            );
+            for (i, f) in r.flowops.iter().enumerate() {
+                let v: Vec<f64> = r
+                    .repetitions
+                    .iter()
+                    .filter_map(|p| p.flowops.get(i).map(|x| x[0]))
+                    .collect();
+                let sp = spread(&v);
+                let _ = writeln!(
+                    o,
+                    "  {:<w$} {:.1} ± {:.1} ops/s (CV {:.1}%)",
+                    f.name,
+                    sp.mean,
+                    sp.ci95,
+                    sp.cv * 100.0
+                );
+            }
+        }
         let _ = writeln!(
             o,
-            "CPU: {:.2} s user, {:.2} s system",
-            s.cpu_user_s, s.cpu_sys_s
+            "CPU: {:.2} s user, {:.2} s system; timing overhead {:.0} ns/op ({} clock)",
+            s.cpu_user_s, s.cpu_sys_s, r.calibration.overhead_ns_per_op, r.calibration.clock
         );
         for f in r.flowops.iter().filter(|f| f.first_error.is_some()) {
             let _ = writeln!(

@@ -4,6 +4,9 @@
 //! HDR histogram of latencies in nanoseconds (3 significant digits, growing as needed). Nothing
 //! on the recording path is shared between threads.
 
+pub mod clock;
+pub mod host;
+pub mod repeat;
 pub mod results;
 
 pub use results::*;
@@ -21,6 +24,8 @@ pub struct OpRecorder {
     pub lat_sum_ns: u64,
     pub hist: Histogram<u64>,
     pub first_error: Option<String>,
+    /// CPU time (user + system) apportioned to this flowop, in nanoseconds.
+    pub cpu_ns: f64,
 }
 
 impl Default for OpRecorder {
@@ -33,6 +38,7 @@ impl Default for OpRecorder {
             lat_sum_ns: 0,
             hist: Histogram::new(3).expect("3 significant digits is valid"),
             first_error: None,
+            cpu_ns: 0.0,
         }
     }
 }
@@ -62,6 +68,7 @@ impl OpRecorder {
         self.errors += o.errors;
         self.no_resource += o.no_resource;
         self.lat_sum_ns += o.lat_sum_ns;
+        self.cpu_ns += o.cpu_ns;
         let _ = self.hist.add(&o.hist);
         if self.first_error.is_none() {
             self.first_error.clone_from(&o.first_error);

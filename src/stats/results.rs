@@ -61,6 +61,91 @@ pub struct FlowopResult {
     pub no_resource: u64,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub first_error: Option<String>,
+    /// CPU (user + system) per operation, in microseconds: each thread's CPU time shared
+    /// among its flowops in proportion to the time they took.
+    #[serde(default)]
+    pub cpu_us_per_op: f64,
+    /// The latency histogram, mergeable: `[value_ns, count]` for every non-empty bucket
+    /// (value = the bucket's highest equivalent value, 3 significant digits).
+    #[serde(default)]
+    pub histogram_ns: Vec<[u64; 2]>,
+}
+
+/// One time-series sample: rates over the interval that ended at `t_s`.
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+pub struct SeriesPoint {
+    /// Seconds since measurement started.
+    pub t_s: f64,
+    pub ops_per_s: f64,
+    pub mb_per_s: f64,
+    /// Per flowop, in the order of `flowops`.
+    pub flowops: Vec<SeriesFlowop>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+pub struct SeriesFlowop {
+    pub ops_per_s: f64,
+    pub mb_per_s: f64,
+    pub p99_us: f64,
+}
+
+/// A time-series point from per-flowop interval counts and histograms; the point's own rates
+/// count the flowops marked in `counted` (those of the IO summary).
+pub fn series_point(
+    t: f64,
+    dt: f64,
+    ops: &[u64],
+    bytes: &[u64],
+    hists: &[hdrhistogram::Histogram<u64>],
+    counted: &[bool],
+) -> SeriesPoint {
+    let flowops: Vec<SeriesFlowop> = (0..ops.len())
+        .map(|i| SeriesFlowop {
+            ops_per_s: ops[i] as f64 / dt,
+            mb_per_s: bytes[i] as f64 / dt / (1024.0 * 1024.0),
+            p99_us: if hists[i].is_empty() {
+                0.0
+            } else {
+                hists[i].value_at_quantile(0.99) as f64 / 1000.0
+            },
+        })
+        .collect();
+    SeriesPoint {
+        t_s: t,
+        ops_per_s: ops
+            .iter()
+            .zip(counted)
+            .filter(|(_, c)| **c)
+            .map(|(o, _)| o)
+            .sum::<u64>() as f64
+            / dt,
+        mb_per_s: bytes
+            .iter()
+            .zip(counted)
+            .filter(|(_, c)| **c)
+            .map(|(b, _)| b)
+            .sum::<u64>() as f64
+            / dt
+            / (1024.0 * 1024.0),
+        flowops,
+    }
+}
+
+/// Facts about the machine and the target, recorded with every result.
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+pub struct Host {
+    pub hostname: String,
+    pub kernel: String,
+    pub cpu_model: String,
+    pub cpus: usize,
+    pub memory_bytes: u64,
+    pub target_dir: String,
+    pub fs_type: String,
+    pub mount_point: String,
+    pub mount_options: String,
+    pub device: String,
+    pub io_scheduler: String,
+    pub free_bytes: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
@@ -77,6 +162,9 @@ pub struct Summary {
     pub errors: u64,
     pub cpu_user_s: f64,
     pub cpu_sys_s: f64,
+    /// CPU (user + system, all threads) per IO-summary operation, in microseconds.
+    #[serde(default)]
+    pub cpu_us_per_op: f64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
@@ -112,6 +200,51 @@ pub struct Results {
     /// Messages from the run (e.g. `testrandvar` statistics).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// FNV-1a 64-bit hash of the workload text, hex.
+    #[serde(default)]
+    pub workload_hash: String,
+    #[serde(default)]
+    pub warmup_s: f64,
+    #[serde(default)]
+    pub interval_s: f64,
+    /// Whether the page cache was dropped before measuring.
+    #[serde(default)]
+    pub cold: bool,
+    #[serde(default)]
+    pub host: Host,
+    #[serde(default)]
+    pub calibration: super::clock::Calibration,
+    #[serde(default)]
+    pub series: Vec<SeriesPoint>,
+    /// Per-repetition figures when the run was repeated (`--repeat N`); the top-level
+    /// figures then merge every repetition.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub repetitions: Vec<Repetition>,
+}
+
+/// The headline figures of one repetition.
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+pub struct Repetition {
+    pub duration_s: f64,
+    pub summary: Summary,
+    /// `(ops_per_s, mb_per_s, mean latency us, p99 latency us)` per flowop, in the order of
+    /// `flowops`.
+    pub flowops: Vec<[f64; 4]>,
+}
+
+/// FNV-1a, 64 bits: a stable hash of the workload text.
+pub fn text_hash(text: &str) -> String {
+    let mut h: u64 = 0xcbf29ce484222325;
+    for b in text.bytes() {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x100000001b3);
+    }
+    format!("{h:016x}")
+}
+
+/// Whether a flowop type counts in the IO summary (reads, writes and metadata operations).
+pub fn counts_in_summary(k: FlowopKind) -> bool {
+    k.io_class() != IoClass::None && k != FlowopKind::Composite
 }
 
 fn io_class_name(c: IoClass) -> &'static str {
@@ -151,9 +284,19 @@ pub fn summarize(
             errors: o.errors,
             no_resource: o.no_resource,
             first_error: o.first_error.clone(),
+            cpu_us_per_op: if o.count > 0 {
+                o.cpu_ns / o.count as f64 / 1000.0
+            } else {
+                0.0
+            },
+            histogram_ns: o
+                .hist
+                .iter_recorded()
+                .map(|v| [v.value_iterated_to(), v.count_at_value()])
+                .collect(),
         });
         s.errors += o.errors;
-        if class != IoClass::None && *kind != FlowopKind::Composite {
+        if counts_in_summary(*kind) {
             s.ops += o.count;
             lat_sum += o.lat_sum_ns;
             bytes += o.bytes;
@@ -175,5 +318,10 @@ pub fn summarize(
     };
     s.cpu_user_s = merged.cpu_user_s;
     s.cpu_sys_s = merged.cpu_sys_s;
+    s.cpu_us_per_op = if s.ops > 0 {
+        (s.cpu_user_s + s.cpu_sys_s) * 1e6 / s.ops as f64
+    } else {
+        0.0
+    };
     (flowops, s)
 }

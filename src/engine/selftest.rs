@@ -1,0 +1,233 @@
+//! `fsbench selftest overhead`: how much of an operation's cost is fsbench's own. The engine
+//! runs a one-thread workload; a bare loop makes the same system calls with nothing else;
+//! rounds alternate so both see the same machine state, and the ratio of their rates is
+//! reported (1.0 means fsbench costs nothing).
+
+use super::rundir::RunDir;
+use super::{measure, MeasureOptions};
+use crate::dist::rng;
+use crate::fileset;
+use crate::lang::{parse, SourceFile};
+use crate::model::{build, Overrides};
+use rand::Rng as _;
+use std::ffi::CString;
+use std::fmt::Write;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    if v.is_empty() {
+        0.0
+    } else {
+        v[v.len() / 2]
+    }
+}
+
+/// Engine ops/s of flowop `stat_name` for a workload text, laid out in `rd`.
+fn engine_rate(
+    rd: &RunDir,
+    text: &str,
+    stat_name: &str,
+    seconds: f64,
+) -> anyhow::Result<(f64, f64)> {
+    let src = SourceFile::new("selftest", text);
+    let script = parse(&src).map_err(|d| anyhow::anyhow!("{d}"))?;
+    let wl = build("selftest", &src, &script, &Overrides::default())
+        .map_err(|d| anyhow::anyhow!("{d}"))?;
+    let plans: Vec<_> = wl
+        .filesets
+        .iter()
+        .enumerate()
+        .map(|(i, f)| fileset::plan(i, f, &wl.randvars, 1))
+        .collect();
+    let mut rts = Vec::new();
+    for p in &plans {
+        let fs = &wl.filesets[p.index];
+        let root = rd.path.join(&fs.name);
+        if root.exists() {
+            std::fs::remove_dir_all(&root)?;
+        }
+        let (rt, _) = fileset::layout::create(p, fs, root, 1, &super::INTERRUPTED)?;
+        rts.push(rt);
+    }
+    let m = measure(
+        &wl,
+        &rts,
+        1,
+        MeasureOptions {
+            seconds,
+            warmup: 0.0,
+            interval: 1.0,
+            progress: false,
+        },
+    )?;
+    let i = wl
+        .stat_names
+        .iter()
+        .position(|(n, _)| n == stat_name)
+        .expect("flowop exists");
+    let o = &m.rec.ops[i];
+    let mean_us = o.lat_sum_ns as f64 / o.count.max(1) as f64 / 1000.0;
+    Ok((o.count as f64 / m.duration, mean_us))
+}
+
+/// Bare loop: random 4 KiB preads of `path` for `seconds`.
+fn bare_pread(path: &Path, size: u64, seconds: f64) -> anyhow::Result<f64> {
+    let c = CString::new(path.to_str().unwrap())?;
+    let fd = super::io::open(
+        &c,
+        super::io::OpenHow {
+            readonly: true,
+            ..Default::default()
+        },
+    )?;
+    let mut buf = vec![0u8; 4096];
+    let mut r = rng(1, 77);
+    let blocks = size / 4096;
+    let t0 = Instant::now();
+    let limit = Duration::from_secs_f64(seconds);
+    let mut n = 0u64;
+    loop {
+        for _ in 0..1024 {
+            let off = r.random_range(0..blocks) * 4096;
+            super::io::pread(fd, &mut buf, off)?;
+        }
+        n += 1024;
+        if t0.elapsed() >= limit {
+            break;
+        }
+    }
+    let rate = n as f64 / t0.elapsed().as_secs_f64();
+    super::io::close(fd)?;
+    Ok(rate)
+}
+
+/// Bare loop: create, close, unlink in `dir` for `seconds`; returns cycles/s.
+fn bare_create(dir: &Path, seconds: f64) -> anyhow::Result<f64> {
+    let names: Vec<CString> = (0..1000)
+        .map(|i| CString::new(format!("{}/{:08}", dir.display(), 90_000_000 + i)).unwrap())
+        .collect();
+    let t0 = Instant::now();
+    let limit = Duration::from_secs_f64(seconds);
+    let mut n = 0u64;
+    loop {
+        for name in names.iter().take(256) {
+            let fd = super::io::open(
+                name,
+                super::io::OpenHow {
+                    create: true,
+                    ..Default::default()
+                },
+            )?;
+            super::io::close(fd)?;
+            super::io::unlink(name)?;
+        }
+        n += 256;
+        if t0.elapsed() >= limit {
+            break;
+        }
+    }
+    Ok(n as f64 / t0.elapsed().as_secs_f64())
+}
+
+/// Run both cases and describe the ratios.
+pub fn overhead(dir: &Path, seconds: f64, rounds: u32) -> anyhow::Result<String> {
+    let rd = RunDir::create(dir, "selftest", false)?;
+    let result = (|| -> anyhow::Result<String> {
+        let base = rd.path.display().to_string();
+        let size: u64 = 64 << 20;
+        let pread_wl = format!(
+            "define file name=data,path={base},size={size},prealloc\n\
+             define process name=p {{ thread name=t {{ flowop read name=pread4k,filename=data,iosize=4k,random }} }}\n"
+        );
+        let create_wl = format!(
+            "define fileset name=meta,path={base},entries=1000,dirwidth=1000000,size=0\n\
+             define process name=p {{ thread name=t {{\n flowop createfile name=create,filesetname=meta,fd=1\n flowop closefile name=close,fd=1\n flowop deletefile name=unlink,filesetname=meta\n}} }}\n"
+        );
+        let mut out = String::new();
+        let clock = crate::stats::clock::Clock::new();
+        let cal = crate::stats::clock::Calibration::measure(&clock);
+        let _ = writeln!(
+            out,
+            "clock {}: {:.1} ns per read, {:.1} ns per record, {:.1} ns per operation in all",
+            cal.clock, cal.timer_ns, cal.record_ns, cal.overhead_ns_per_op
+        );
+        let _ = writeln!(
+            out,
+            "target {} ({}), {rounds} rounds of {seconds} s each, engine and bare loop alternating",
+            dir.display(),
+            crate::stats::host::mount_of(dir)
+                .map(|m| m.1)
+                .unwrap_or_default()
+        );
+
+        // Case 1: random 4 KiB pread.
+        let (mut e, mut b, mut lat) = (Vec::new(), Vec::new(), Vec::new());
+        // Lay the file out once through the engine, then reuse its path for the bare loop.
+        let (r0, _) = engine_rate(&rd, &pread_wl, "pread4k", 0.2)?;
+        let _ = r0;
+        let data = find_file(&rd.path.join("data"))?;
+        for _ in 0..rounds {
+            let (r, l) = engine_rate(&rd, &pread_wl, "pread4k", seconds)?;
+            e.push(r);
+            lat.push(l);
+            b.push(bare_pread(&data, size, seconds)?);
+        }
+        let (me, mb) = (median(e), median(b));
+        let _ = writeln!(
+            out,
+            "4 KiB random pread: engine {me:.0} ops/s, bare loop {mb:.0} ops/s, ratio {:.3} (bare cost {:.0} ns/op, engine {:.0} ns/op, recorded latency {:.2} us)",
+            me / mb,
+            1e9 / mb,
+            1e9 / me,
+            median(lat)
+        );
+
+        // Case 2: create + close + unlink.
+        let (mut e, mut b) = (Vec::new(), Vec::new());
+        let (_, _) = engine_rate(&rd, &create_wl, "create", 0.2)?;
+        let meta_dir = first_dir(&rd.path.join("meta"))?;
+        for _ in 0..rounds {
+            let (r, _) = engine_rate(&rd, &create_wl, "create", seconds)?;
+            e.push(r);
+            b.push(bare_create(&meta_dir, seconds)?);
+        }
+        let (me, mb) = (median(e), median(b));
+        let _ = writeln!(
+            out,
+            "create+close+unlink: engine {me:.0} cycles/s, bare loop {mb:.0} cycles/s, ratio {:.3} (bare {:.0} ns/cycle, engine {:.0} ns/cycle)",
+            me / mb,
+            1e9 / mb,
+            1e9 / me
+        );
+        Ok(out)
+    })();
+    let _ = rd.remove();
+    result
+}
+
+fn find_file(root: &Path) -> anyhow::Result<std::path::PathBuf> {
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d)? {
+            let e = e?;
+            if e.file_type()?.is_dir() {
+                stack.push(e.path());
+            } else {
+                return Ok(e.path());
+            }
+        }
+    }
+    anyhow::bail!("no file under {}", root.display())
+}
+
+fn first_dir(root: &Path) -> anyhow::Result<std::path::PathBuf> {
+    for e in std::fs::read_dir(root)? {
+        let e = e?;
+        if e.file_type()?.is_dir() {
+            return Ok(e.path());
+        }
+    }
+    Ok(root.to_path_buf())
+}

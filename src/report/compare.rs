@@ -1,0 +1,158 @@
+//! Side-by-side comparison of results: per flowop and in total, with the change against the
+//! first result and, where both sides hold repetitions, whether it is significant (Welch's
+//! t-test at 95%).
+
+use crate::stats::repeat::{spread, welch_significant};
+use crate::stats::Results;
+use std::fmt::Write;
+
+fn pct(base: f64, v: f64) -> String {
+    if base == 0.0 {
+        return "-".into();
+    }
+    format!("{:+.1}%", (v - base) / base * 100.0)
+}
+
+/// Per-repetition values of one figure (`idx` 0 ops/s, 1 MB/s, 2 mean, 3 p99) of flowop
+/// `name`, or of the summary when `name` is None.
+fn reps(r: &Results, name: Option<&str>, idx: usize) -> Vec<f64> {
+    match name {
+        None => r
+            .repetitions
+            .iter()
+            .map(|p| match idx {
+                0 => p.summary.ops_per_s,
+                1 => p.summary.mb_per_s,
+                _ => p.summary.mean_latency_ms * 1000.0,
+            })
+            .collect(),
+        Some(n) => {
+            let Some(i) = r.flowops.iter().position(|f| f.name == n) else {
+                return Vec::new();
+            };
+            r.repetitions
+                .iter()
+                .filter_map(|p| p.flowops.get(i).map(|v| v[idx]))
+                .collect()
+        }
+    }
+}
+
+fn figure(r: &Results, name: Option<&str>, idx: usize) -> Option<f64> {
+    match name {
+        None => Some(match idx {
+            0 => r.summary.ops_per_s,
+            1 => r.summary.mb_per_s,
+            _ => r.summary.mean_latency_ms * 1000.0,
+        }),
+        Some(n) => r.flowops.iter().find(|f| f.name == n).map(|f| match idx {
+            0 => f.ops_per_s,
+            1 => f.mb_per_s,
+            2 => f.latency_us.mean,
+            _ => f.latency_us.p99,
+        }),
+    }
+}
+
+/// The comparison table for labelled results (the first is the baseline).
+pub fn compare(runs: &[(String, Results)]) -> String {
+    let mut o = String::new();
+    for (i, (label, r)) in runs.iter().enumerate() {
+        let _ = writeln!(
+            o,
+            "[{}] {}: {} on {} ({}), {:.1} s{}",
+            (b'A' + i as u8) as char,
+            label,
+            r.workload,
+            r.host.fs_type,
+            r.host.device,
+            r.duration_s,
+            if r.repetitions.len() > 1 {
+                format!(", {} repetitions", r.repetitions.len())
+            } else {
+                String::new()
+            }
+        );
+    }
+    let mut names: Vec<String> = Vec::new();
+    for (_, r) in runs {
+        for f in &r.flowops {
+            if !names.contains(&f.name) {
+                names.push(f.name.clone());
+            }
+        }
+    }
+    let rows: Vec<Option<&str>> = names
+        .iter()
+        .map(|n| Some(n.as_str()))
+        .chain(std::iter::once(None))
+        .collect();
+    for (idx, title) in [
+        (0, "ops/s"),
+        (1, "MB/s"),
+        (2, "mean latency (us)"),
+        (3, "p99 latency (us)"),
+    ] {
+        let _ = writeln!(o, "\n{title}");
+        let w = names.iter().map(|n| n.len()).max().unwrap_or(8).max(9);
+        let _ = write!(o, "{:<w$}", "flowop");
+        for i in 0..runs.len() {
+            let _ = write!(o, " {:>14}", format!("[{}]", (b'A' + i as u8) as char));
+            if i > 0 {
+                let _ = write!(o, " {:>9}", "change");
+            }
+        }
+        o.push('\n');
+        for row in &rows {
+            if row.is_none() && idx == 3 {
+                continue;
+            }
+            let _ = write!(o, "{:<w$}", row.unwrap_or("(summary)"));
+            let base = figure(&runs[0].1, *row, idx);
+            let base_reps = reps(&runs[0].1, *row, idx);
+            for (i, (_, r)) in runs.iter().enumerate() {
+                let v = figure(r, *row, idx);
+                let rv = reps(r, *row, idx);
+                let cell = match v {
+                    Some(_) if rv.len() > 1 => {
+                        let s = spread(&rv);
+                        format!("{:.1}±{:.1}", s.mean, s.ci95)
+                    }
+                    Some(v) => format!("{v:.1}"),
+                    None => "-".into(),
+                };
+                let _ = write!(o, " {cell:>14}");
+                if i > 0 {
+                    let change = match (base, v) {
+                        (Some(b), Some(v)) => {
+                            let bm = if base_reps.len() > 1 {
+                                spread(&base_reps).mean
+                            } else {
+                                b
+                            };
+                            let vm = if rv.len() > 1 { spread(&rv).mean } else { v };
+                            let sig = match welch_significant(&base_reps, &rv) {
+                                Some(true) => "*",
+                                Some(false) => " ",
+                                None => "",
+                            };
+                            format!("{}{sig}", pct(bm, vm))
+                        }
+                        _ => "-".into(),
+                    };
+                    let _ = write!(o, " {change:>9}");
+                }
+            }
+            o.push('\n');
+        }
+    }
+    if runs.iter().all(|(_, r)| r.repetitions.len() > 1) {
+        let _ = writeln!(o, "\n* significant at 95% (Welch's t-test over repetitions); ± is the 95% confidence half-width");
+    } else {
+        let _ = writeln!(
+            o,
+            "\n(run with --repeat N to get confidence intervals and significance)"
+        );
+    }
+    o
+}

@@ -1,0 +1,60 @@
+//! CSV: one row per flowop, then the summary as a row named `(summary)`.
+
+use super::Exporter;
+use crate::stats::Results;
+use std::fmt::Write;
+
+pub struct Csv;
+
+fn field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+impl Exporter for Csv {
+    fn render(&self, r: &Results) -> String {
+        let mut o = String::from(
+            "workload,flowop,type,ops,ops_per_s,mb_per_s,mean_us,p50_us,p90_us,p95_us,p99_us,p99_9_us,p99_99_us,max_us,cpu_us_per_op,errors,no_resource\n",
+        );
+        for f in &r.flowops {
+            let l = &f.latency_us;
+            let _ = writeln!(
+                o,
+                "{},{},{},{},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{},{}",
+                field(&r.workload),
+                field(&f.name),
+                f.kind,
+                f.ops,
+                f.ops_per_s,
+                f.mb_per_s,
+                l.mean,
+                l.p50,
+                l.p90,
+                l.p95,
+                l.p99,
+                l.p99_9,
+                l.p99_99,
+                l.max,
+                f.cpu_us_per_op,
+                f.errors,
+                f.no_resource
+            );
+        }
+        let s = &r.summary;
+        let _ = writeln!(
+            o,
+            "{},(summary),io,{},{:.3},{:.3},{:.3},,,,,,,,{:.3},{},",
+            field(&r.workload),
+            s.ops,
+            s.ops_per_s,
+            s.mb_per_s,
+            s.mean_latency_ms * 1000.0,
+            s.cpu_us_per_op,
+            s.errors
+        );
+        o
+    }
+}

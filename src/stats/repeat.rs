@@ -1,0 +1,254 @@
+//! Repetitions and comparisons: combine repeated runs into one result with per-repetition
+//! figures, confidence intervals, coefficients of variation, and Welch's t-test between two
+//! sets of repetitions.
+
+use super::{FlowopResult, Latency, Repetition, Results, Summary};
+
+/// Two-sided 97.5% quantiles of Student's t for 1..=30 degrees of freedom.
+const T975: [f64; 30] = [
+    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+    2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+    2.052, 2.048, 2.045, 2.042,
+];
+
+/// The t quantile for a 95% two-sided interval with `df` (possibly fractional) degrees of
+/// freedom.
+pub fn t975(df: f64) -> f64 {
+    if df <= 1.0 {
+        return T975[0];
+    }
+    if df >= 30.0 {
+        // Close to the exact values beyond the table (2.021 at 40, 2.000 at 60, 1.980 at 120).
+        return 1.96 + 2.4 / df;
+    }
+    let lo = df.floor() as usize;
+    let frac = df - lo as f64;
+    let a = T975[lo - 1];
+    let b = T975[lo.min(29)];
+    a + (b - a) * frac
+}
+
+/// Mean, sample variance.
+pub fn mean_var(xs: &[f64]) -> (f64, f64) {
+    let n = xs.len() as f64;
+    if xs.is_empty() {
+        return (0.0, 0.0);
+    }
+    let m = xs.iter().sum::<f64>() / n;
+    let v = if xs.len() > 1 {
+        xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1.0)
+    } else {
+        0.0
+    };
+    (m, v)
+}
+
+/// Mean, 95% confidence half-width and coefficient of variation of repeated figures.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct Spread {
+    pub mean: f64,
+    pub ci95: f64,
+    pub cv: f64,
+}
+
+pub fn spread(xs: &[f64]) -> Spread {
+    let (m, v) = mean_var(xs);
+    let n = xs.len();
+    let sd = v.sqrt();
+    Spread {
+        mean: m,
+        ci95: if n > 1 {
+            t975((n - 1) as f64) * sd / (n as f64).sqrt()
+        } else {
+            0.0
+        },
+        cv: if m != 0.0 { sd / m.abs() } else { 0.0 },
+    }
+}
+
+/// Welch's t-test at 95%: `Some(true)` when the means differ significantly, `None` when
+/// either side has fewer than two values.
+pub fn welch_significant(a: &[f64], b: &[f64]) -> Option<bool> {
+    if a.len() < 2 || b.len() < 2 {
+        return None;
+    }
+    let (ma, va) = mean_var(a);
+    let (mb, vb) = mean_var(b);
+    let (na, nb) = (a.len() as f64, b.len() as f64);
+    let se2 = va / na + vb / nb;
+    if se2 == 0.0 {
+        return Some(ma != mb);
+    }
+    let t = (ma - mb) / se2.sqrt();
+    let df = se2 * se2 / ((va / na).powi(2) / (na - 1.0) + (vb / nb).powi(2) / (nb - 1.0));
+    Some(t.abs() > t975(df))
+}
+
+fn hist_from(pairs: &[[u64; 2]]) -> hdrhistogram::Histogram<u64> {
+    let mut h = hdrhistogram::Histogram::new(3).expect("valid");
+    for [v, c] in pairs {
+        let _ = h.record_n(*v, *c);
+    }
+    h
+}
+
+fn latency_from(h: &hdrhistogram::Histogram<u64>, mean_us: f64) -> Latency {
+    if h.is_empty() {
+        return Latency::default();
+    }
+    let q = |p: f64| h.value_at_quantile(p) as f64 / 1000.0;
+    Latency {
+        mean: mean_us,
+        min: h.min() as f64 / 1000.0,
+        p50: q(0.5),
+        p90: q(0.9),
+        p95: q(0.95),
+        p99: q(0.99),
+        p99_9: q(0.999),
+        p99_99: q(0.9999),
+        max: h.max() as f64 / 1000.0,
+    }
+}
+
+/// The headline figures of one run.
+pub fn repetition_of(r: &Results) -> Repetition {
+    Repetition {
+        duration_s: r.duration_s,
+        summary: r.summary.clone(),
+        flowops: r
+            .flowops
+            .iter()
+            .map(|f| [f.ops_per_s, f.mb_per_s, f.latency_us.mean, f.latency_us.p99])
+            .collect(),
+    }
+}
+
+/// Combine repetitions of the same workload: counts add up, rates are over the total measured
+/// time, latency histograms merge, and each repetition's figures are kept.
+pub fn combine(runs: Vec<Results>) -> Results {
+    let mut it = runs.into_iter();
+    let first = it.next().expect("at least one run");
+    let rest: Vec<Results> = it.collect();
+    if rest.is_empty() {
+        return first;
+    }
+    let all: Vec<&Results> = std::iter::once(&first).chain(rest.iter()).collect();
+    let duration: f64 = all.iter().map(|r| r.duration_s).sum();
+    let d = duration.max(1e-9);
+    let mut flowops = Vec::new();
+    for (i, f0) in first.flowops.iter().enumerate() {
+        let fs: Vec<&FlowopResult> = all.iter().filter_map(|r| r.flowops.get(i)).collect();
+        let ops: u64 = fs.iter().map(|f| f.ops).sum();
+        let bytes: u64 = fs.iter().map(|f| f.bytes).sum();
+        let mut h = hdrhistogram::Histogram::<u64>::new(3).expect("valid");
+        for f in &fs {
+            let _ = h.add(hist_from(&f.histogram_ns));
+        }
+        let mean = if ops > 0 {
+            fs.iter()
+                .map(|f| f.latency_us.mean * f.ops as f64)
+                .sum::<f64>()
+                / ops as f64
+        } else {
+            0.0
+        };
+        let cpu = if ops > 0 {
+            fs.iter()
+                .map(|f| f.cpu_us_per_op * f.ops as f64)
+                .sum::<f64>()
+                / ops as f64
+        } else {
+            0.0
+        };
+        flowops.push(FlowopResult {
+            name: f0.name.clone(),
+            kind: f0.kind.clone(),
+            io_class: f0.io_class.clone(),
+            ops,
+            ops_per_s: ops as f64 / d,
+            bytes,
+            mb_per_s: bytes as f64 / d / (1024.0 * 1024.0),
+            latency_us: latency_from(&h, mean),
+            errors: fs.iter().map(|f| f.errors).sum(),
+            no_resource: fs.iter().map(|f| f.no_resource).sum(),
+            first_error: fs.iter().find_map(|f| f.first_error.clone()),
+            cpu_us_per_op: cpu,
+            histogram_ns: h
+                .iter_recorded()
+                .map(|v| [v.value_iterated_to(), v.count_at_value()])
+                .collect(),
+        });
+    }
+    let ops: u64 = all.iter().map(|r| r.summary.ops).sum();
+    let sum = |g: fn(&Summary) -> f64| {
+        all.iter()
+            .map(|r| g(&r.summary) * r.duration_s)
+            .sum::<f64>()
+            / d
+    };
+    let summary = Summary {
+        ops,
+        ops_per_s: ops as f64 / d,
+        read_ops_per_s: sum(|s| s.read_ops_per_s),
+        write_ops_per_s: sum(|s| s.write_ops_per_s),
+        mb_per_s: sum(|s| s.mb_per_s),
+        mean_latency_ms: if ops > 0 {
+            all.iter()
+                .map(|r| r.summary.mean_latency_ms * r.summary.ops as f64)
+                .sum::<f64>()
+                / ops as f64
+        } else {
+            0.0
+        },
+        errors: all.iter().map(|r| r.summary.errors).sum(),
+        cpu_user_s: all.iter().map(|r| r.summary.cpu_user_s).sum(),
+        cpu_sys_s: all.iter().map(|r| r.summary.cpu_sys_s).sum(),
+        cpu_us_per_op: if ops > 0 {
+            all.iter()
+                .map(|r| (r.summary.cpu_user_s + r.summary.cpu_sys_s) * 1e6)
+                .sum::<f64>()
+                / ops as f64
+        } else {
+            0.0
+        },
+    };
+    let repetitions = all.iter().map(|r| repetition_of(r)).collect();
+    let interrupted = all.iter().any(|r| r.interrupted);
+    Results {
+        duration_s: duration,
+        interrupted,
+        flowops,
+        summary,
+        repetitions,
+        ..first
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn t_quantiles() {
+        assert!((t975(1.0) - 12.706).abs() < 1e-9);
+        assert!((t975(9.0) - 2.262).abs() < 1e-9);
+        assert!((t975(9.5) - 2.245).abs() < 1e-3);
+        assert!((t975(60.0) - 2.000).abs() < 0.01);
+        assert!((t975(1000.0) - 1.962).abs() < 0.01);
+    }
+
+    #[test]
+    fn spread_and_welch() {
+        let s = spread(&[10.0, 12.0, 11.0, 9.0, 13.0]);
+        assert!((s.mean - 11.0).abs() < 1e-9);
+        // sd = sqrt(2.5) = 1.581; ci = 2.776 * 1.581 / sqrt(5) = 1.963
+        assert!((s.ci95 - 1.963).abs() < 1e-3, "{s:?}");
+        assert!((s.cv - 0.1437).abs() < 1e-3);
+        let a = [100.0, 101.0, 99.0, 100.5, 99.5];
+        let b = [110.0, 111.0, 109.0, 110.5, 109.5];
+        assert_eq!(welch_significant(&a, &b), Some(true));
+        let c = [100.2, 100.9, 99.1, 100.4, 99.6];
+        assert_eq!(welch_significant(&a, &c), Some(false));
+        assert_eq!(welch_significant(&a, &[1.0]), None);
+    }
+}

@@ -1,0 +1,194 @@
+//! Measurement through the real binary: time series, warm-up, repetitions with confidence
+//! intervals, exports, comparison, cold cache, histograms and the overhead benchmark.
+
+mod common;
+use common::*;
+use serde_json::Value;
+
+fn run_to_json(extra: &[&str], dir: &Scratch, name: &str) -> (Value, String) {
+    let json = dir.path().join(name);
+    let mut args = vec![
+        "run",
+        "varmail",
+        "-s",
+        "nfiles=50",
+        "-s",
+        "nthreads=2",
+        "--dir",
+        dir.s(),
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let o = run(&args);
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    (
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap(),
+        out,
+    )
+}
+
+#[test]
+fn time_series_and_warmup() {
+    let dir = Scratch::new("series");
+    let (v, _) = run_to_json(
+        &["--duration", "3", "--interval", "0.5", "--warmup", "1"],
+        &dir,
+        "a.json",
+    );
+    let d = v["duration_s"].as_f64().unwrap();
+    assert!(
+        (2.8..3.6).contains(&d),
+        "measured time excludes the warm-up: {d}"
+    );
+    assert_eq!(v["warmup_s"], 1.0);
+    let series = v["series"].as_array().unwrap();
+    assert!((5..=8).contains(&series.len()), "{} points", series.len());
+    // The series adds up to the summary (same flowops counted).
+    let mut prev = 0.0;
+    let mut total = 0.0;
+    for p in series {
+        let t = p["t_s"].as_f64().unwrap();
+        total += p["ops_per_s"].as_f64().unwrap() * (t - prev);
+        prev = t;
+        assert_eq!(
+            p["flowops"].as_array().unwrap().len(),
+            v["flowops"].as_array().unwrap().len()
+        );
+    }
+    let ops = v["summary"]["ops"].as_f64().unwrap();
+    assert!(
+        (total - ops).abs() / ops < 0.1,
+        "series {total} vs summary {ops}"
+    );
+    // Histograms are kept and add up to the op counts.
+    for f in v["flowops"].as_array().unwrap() {
+        let n: u64 = f["histogram_ns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p[1].as_u64().unwrap())
+            .sum();
+        assert_eq!(n, f["ops"].as_u64().unwrap(), "{}", f["name"]);
+        let l = &f["latency_us"];
+        assert!(l["p50"].as_f64() <= l["p99"].as_f64() && l["p99"].as_f64() <= l["max"].as_f64());
+    }
+    // Host facts and calibration.
+    assert!(!v["host"]["fs_type"].as_str().unwrap().is_empty());
+    assert!(v["host"]["cpus"].as_u64().unwrap() >= 1);
+    assert!(v["calibration"]["overhead_ns_per_op"].as_f64().unwrap() > 0.0);
+    assert_eq!(v["workload_hash"].as_str().unwrap().len(), 16);
+    assert!(v["summary"]["cpu_us_per_op"].as_f64().unwrap() > 0.0);
+    assert!(v["schema_version"].as_u64().unwrap() >= 1);
+}
+
+#[test]
+fn repetitions_exports_and_compare() {
+    let dir = Scratch::new("repeat");
+    let csv = dir.path().join("r.csv");
+    let md = dir.path().join("r.md");
+    let (a, out) = run_to_json(
+        &[
+            "--duration",
+            "1",
+            "--repeat",
+            "3",
+            "--csv",
+            csv.to_str().unwrap(),
+            "--markdown",
+            md.to_str().unwrap(),
+        ],
+        &dir,
+        "a.json",
+    );
+    assert_eq!(a["repetitions"].as_array().unwrap().len(), 3);
+    assert!(
+        out.contains("Repetitions:") && out.contains("95% confidence"),
+        "{out}"
+    );
+    let d = a["duration_s"].as_f64().unwrap();
+    assert!((2.8..4.0).contains(&d), "three 1 s repetitions: {d}");
+    let nflow = a["flowops"].as_array().unwrap().len();
+    let csv = std::fs::read_to_string(csv).unwrap();
+    assert_eq!(csv.lines().count(), 1 + nflow + 1, "{csv}");
+    assert!(csv.starts_with("workload,flowop,type,ops"));
+    let md = std::fs::read_to_string(md).unwrap();
+    assert!(
+        md.contains("| flowop |") && md.contains("IO summary"),
+        "{md}"
+    );
+
+    let (_b, _) = run_to_json(
+        &["--duration", "1", "--repeat", "3", "-s", "iosize=4k"],
+        &dir,
+        "b.json",
+    );
+    let o = run(&[
+        "compare",
+        dir.path().join("a.json").to_str().unwrap(),
+        dir.path().join("b.json").to_str().unwrap(),
+    ]);
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(
+        out.contains("(summary)") && out.contains("deletefile1") && out.contains('%'),
+        "{out}"
+    );
+    assert!(out.contains("Welch"), "{out}");
+    let o = run(&[
+        "compare",
+        dir.path().join("a.json").to_str().unwrap(),
+        "/nonexistent.json",
+    ]);
+    assert!(!o.status.success());
+}
+
+#[test]
+fn cold_cache_needs_root() {
+    let dir = Scratch::new("cold");
+    if is_root() {
+        let (v, _) = run_to_json(&["--duration", "1", "--cold"], &dir, "c.json");
+        assert_eq!(v["cold"], true);
+    } else {
+        let o = run(&[
+            "run",
+            "varmail",
+            "--cold",
+            "--dir",
+            dir.s(),
+            "--duration",
+            "1",
+        ]);
+        assert!(!o.status.success());
+        assert!(text(&o).contains("needs root"));
+    }
+}
+
+#[test]
+fn overhead_benchmark_reports_ratios() {
+    let dir = Scratch::new("overhead");
+    let o = run(&[
+        "selftest",
+        "overhead",
+        "--seconds",
+        "0.2",
+        "--rounds",
+        "1",
+        "--dir",
+        dir.s(),
+    ]);
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(
+        out.contains("4 KiB random pread") && out.contains("create+close+unlink"),
+        "{out}"
+    );
+    assert_eq!(out.matches(", ratio ").count(), 2, "{out}");
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "cleaned up"
+    );
+}
