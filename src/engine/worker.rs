@@ -442,6 +442,17 @@ impl<'a> Worker<'a> {
         (off, len)
     }
 
+    /// Path of the file a slot was last opened on (for error messages).
+    fn slot_path(&self, slot: usize) -> String {
+        match self.slots[slot].last {
+            Some((fs, e)) => self.sh.filesets[fs as usize]
+                .entry_pathbuf(List::Files, e as usize)
+                .display()
+                .to_string(),
+            None => format!("fd {slot}"),
+        }
+    }
+
     fn path_string(&self) -> String {
         String::from_utf8_lossy(&self.path[..self.path.len().saturating_sub(1)]).into_owned()
     }
@@ -471,7 +482,7 @@ impl<'a> Worker<'a> {
                     if span == 0 {
                         0
                     } else {
-                        (self.rng.random_range(0..=span) / iosize as u64) * iosize as u64
+                        self.rng.random_range(0..=span / iosize as u64) * iosize as u64
                     }
                 } else {
                     self.slots[slot].off
@@ -493,8 +504,9 @@ impl<'a> Worker<'a> {
                         Ok(Flow::Continue)
                     }
                     Err(e) => Err(Fail::Error(format!(
-                        "{} at offset {off}: {e}",
-                        f.kind.name()
+                        "{} {} at offset {off}: {e}",
+                        f.kind.name(),
+                        self.slot_path(slot)
                     ))),
                 }
             }
@@ -524,7 +536,10 @@ impl<'a> Worker<'a> {
                         self.slots[slot].off = 0;
                         Ok(Flow::Continue)
                     }
-                    Err(e) => Err(Fail::Error(format!("append: {e}"))),
+                    Err(e) => Err(Fail::Error(format!(
+                        "append to {}: {e}",
+                        self.slot_path(slot)
+                    ))),
                 }
             }
             ReadWholeFile => {
@@ -550,7 +565,10 @@ impl<'a> Worker<'a> {
                         self.done(f, ns, total);
                         Ok(Flow::Continue)
                     }
-                    Err(e) => Err(Fail::Error(format!("readwholefile: {e}"))),
+                    Err(e) => Err(Fail::Error(format!(
+                        "readwholefile {}: {e}",
+                        self.slot_path(slot)
+                    ))),
                 }
             }
             WriteWholeFile => {
@@ -588,7 +606,10 @@ impl<'a> Worker<'a> {
                         self.done(f, ns, done);
                         Ok(Flow::Continue)
                     }
-                    Err(e) => Err(Fail::Error(format!("writewholefile: {e}"))),
+                    Err(e) => Err(Fail::Error(format!(
+                        "writewholefile {}: {e}",
+                        self.slot_path(slot)
+                    ))),
                 }
             }
             CreateFile | OpenFile => {
