@@ -11,6 +11,7 @@
 //! ```
 
 pub mod age;
+pub mod apps;
 pub mod disk;
 pub mod dist;
 pub mod engine;

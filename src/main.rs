@@ -35,6 +35,14 @@ enum Command {
     Compare(CompareArgs),
     /// Benchmarks of fsbench itself.
     Selftest(SelftestArgs),
+    /// PostMark 1.5 (as Debian packages it): reads its configuration files, same transactions.
+    Postmark(fsbench::apps::cli::PostmarkArgs),
+    /// The Andrew benchmark's phases (mkdir, copy, stat, scan, compile) on a generated C tree.
+    Andrew(fsbench::apps::cli::AndrewArgs),
+    /// A recursive walk that stats every entry, like `find DIR`; --cold drops caches first.
+    Find(fsbench::apps::cli::FindArgs),
+    /// A compile-like build on a generated source tree: parallel jobs, then a link.
+    Build(fsbench::apps::cli::BuildArgs),
 }
 
 #[derive(Args)]
@@ -361,6 +369,10 @@ fn main() -> ExitCode {
         Command::Disk(a) => fsbench::disk::cli::run(a),
         Command::Compare(a) => cmd_compare(&a),
         Command::Selftest(a) => cmd_selftest(&a),
+        Command::Postmark(a) => fsbench::apps::postmark::main(&a),
+        Command::Andrew(a) => fsbench::apps::andrew::main(&a),
+        Command::Find(a) => fsbench::apps::find::main(&a),
+        Command::Build(a) => fsbench::apps::build::main(&a),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

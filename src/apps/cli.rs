@@ -1,0 +1,149 @@
+//! Command-line options of the application benchmarks, parsed once into plain structs.
+
+use clap::Args;
+use std::path::PathBuf;
+
+/// `fsbench postmark [CONFIG]`.
+#[derive(Args, Debug, Clone, Default)]
+pub struct PostmarkArgs {
+    /// A PostMark configuration file (`set ...`, `run`, `quit`), read unchanged. Without one,
+    /// or when it has no `run`, one run with the settings below follows.
+    pub config: Option<PathBuf>,
+    /// Number of files in the pool (PostMark `set number`).
+    #[arg(long)]
+    pub number: Option<u32>,
+    /// File sizes: LOW or LOW,HIGH in bytes (PostMark `set size`).
+    #[arg(long, value_name = "LOW[,HIGH]")]
+    pub size: Option<String>,
+    /// Number of transactions (PostMark `set transactions`).
+    #[arg(long)]
+    pub transactions: Option<u32>,
+    /// Read block size in bytes (PostMark `set read`).
+    #[arg(long)]
+    pub read: Option<u32>,
+    /// Write block size in bytes (PostMark `set write`).
+    #[arg(long)]
+    pub write: Option<u32>,
+    /// Chance in tenths of read over append, -1 disables (PostMark `set bias read`).
+    #[arg(long, allow_hyphen_values = true)]
+    pub bias_read: Option<i32>,
+    /// Chance in tenths of create over delete, -1 disables (PostMark `set bias create`).
+    #[arg(long, allow_hyphen_values = true)]
+    pub bias_create: Option<i32>,
+    /// Number of subdirectories (PostMark `set subdirectories`).
+    #[arg(long)]
+    pub subdirectories: Option<u32>,
+    /// Buffered (C-library-like) I/O: true or false (PostMark `set buffering`).
+    #[arg(long)]
+    pub buffering: Option<bool>,
+    /// Seed of the Mersenne Twister (PostMark `set seed`).
+    #[arg(long)]
+    pub seed: Option<u32>,
+    /// Directory to work in (PostMark `set location`; also the default for --dir).
+    #[arg(long)]
+    pub location: Option<PathBuf>,
+    /// Report format: verbose or terse (PostMark `set report`).
+    #[arg(long)]
+    pub report: Option<String>,
+    /// Concurrent copies, each in its own subdirectory with the same configuration.
+    #[arg(long, default_value_t = 1)]
+    pub instances: u32,
+    /// Where fsbench creates its run directory when the configuration names no location
+    /// (default: $TMPDIR).
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Keep the run directory (the pool is still deleted, as PostMark does).
+    #[arg(long)]
+    pub keep: bool,
+    /// Write the results as JSON to FILE (`-` for standard output).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+/// `fsbench andrew`.
+#[derive(Args, Debug, Clone)]
+pub struct AndrewArgs {
+    /// Copies of the source tree each client makes.
+    #[arg(long, default_value_t = 1)]
+    pub copies: u32,
+    /// Concurrent clients, each in its own directory.
+    #[arg(long, default_value_t = 1)]
+    pub clients: u32,
+    /// Directory in which fsbench creates its run directory (default: $TMPDIR).
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// C compiler for the compile phase (default: cc, then gcc, then clang).
+    #[arg(long)]
+    pub cc: Option<String>,
+    /// Skip the compile phase.
+    #[arg(long)]
+    pub no_compile: bool,
+    /// Seed for the generated source tree.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Keep the run directory afterwards.
+    #[arg(long)]
+    pub keep: bool,
+    /// Write the results as JSON to FILE (`-` for standard output).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+/// `fsbench find`.
+#[derive(Args, Debug, Clone)]
+pub struct FindArgs {
+    /// Directory to walk.
+    pub dir: PathBuf,
+    /// Drop the page, dentry and inode caches first (sync; echo 3 > /proc/sys/vm/drop_caches;
+    /// needs root).
+    #[arg(long)]
+    pub cold: bool,
+    /// Walker threads (1 walks like `find`).
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+    /// Descend into other file systems mounted below DIR.
+    #[arg(long)]
+    pub cross_mounts: bool,
+    /// Write the results as JSON to FILE (`-` for standard output).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+/// `fsbench build`.
+#[derive(Args, Debug, Clone)]
+pub struct BuildArgs {
+    /// Source files (one compile job each).
+    #[arg(long, default_value_t = 200)]
+    pub files: u32,
+    /// Directories the sources are spread over.
+    #[arg(long, default_value_t = 10)]
+    pub dirs: u32,
+    /// Concurrent jobs.
+    #[arg(short = 'j', long = "jobs", default_value_t = 2)]
+    pub jobs: u32,
+    /// Shared headers; each job reads `--headers-per-job` of them.
+    #[arg(long, default_value_t = 20)]
+    pub headers: u32,
+    #[arg(long, default_value_t = 5)]
+    pub headers_per_job: u32,
+    /// Mean source file size in bytes (sizes vary from half to one and a half times it).
+    #[arg(long, default_value_t = 8192)]
+    pub source_size: u64,
+    /// CPU burnt per job, in milliseconds.
+    #[arg(long, default_value_t = 5)]
+    pub cpu_ms: u64,
+    /// Temporary files each job writes and deletes.
+    #[arg(long, default_value_t = 2)]
+    pub temps: u32,
+    /// Directory in which fsbench creates its run directory (default: $TMPDIR).
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Keep the run directory (tree, objects and output) afterwards.
+    #[arg(long)]
+    pub keep: bool,
+    /// Write the results as JSON to FILE (`-` for standard output).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}

@@ -1,0 +1,142 @@
+//! `fsbench find DIR [--cold]`: a recursive walk that stats every entry, as `find DIR` does
+//! on a file system whose directory entries do not carry types, reporting entries per
+//! second. The elastic-quota study's worst case for a stacked file system.
+//!
+//! It is `fsbench scan`'s walker (`openat` + `getdents64` + `fstatat(AT_SYMLINK_NOFOLLOW)`)
+//! with one thread by default, like `find`. The walker does the stat itself, so the per-entry
+//! latency recorded is the time between consecutive entries in one walker thread: the cost
+//! of each entry's share of directory reading plus its stat.
+
+use super::cli::FindArgs;
+use super::{AppRun, OpTable, Recorder};
+use crate::model::FlowopKind;
+use crate::scan::walk::{self, Visitor, WalkEntry, WalkOptions};
+use anyhow::{bail, Context, Result};
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+pub const OPS: OpTable = &[("entry", FlowopKind::StatFile)];
+
+/// What a walk counted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub entries: u64,
+    pub dirs: u64,
+    pub files: u64,
+}
+
+struct Counter {
+    c: Counts,
+    rec: Recorder,
+    last: Instant,
+}
+
+impl Visitor for Counter {
+    type Error = std::convert::Infallible;
+    fn entry(&mut self, e: &WalkEntry<'_>) -> Result<(), Self::Error> {
+        let now = Instant::now();
+        self.rec.ops[0].record((now - self.last).as_nanos() as u64, 0);
+        self.last = now;
+        self.c.entries += 1;
+        if e.is_dir() {
+            self.c.dirs += 1;
+        } else if e.is_file() {
+            self.c.files += 1;
+        }
+        Ok(())
+    }
+}
+
+/// Flush dirty data and drop the page, dentry and inode caches. Needs root.
+pub fn drop_caches() -> Result<()> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        bail!("--cold drops the kernel's caches (echo 3 > /proc/sys/vm/drop_caches), which needs root: run as root or without --cold");
+    }
+    // SAFETY: sync has no preconditions.
+    unsafe { libc::sync() };
+    std::fs::write("/proc/sys/vm/drop_caches", b"3\n")
+        .context("writing 3 to /proc/sys/vm/drop_caches")?;
+    Ok(())
+}
+
+pub fn main(a: &FindArgs) -> Result<()> {
+    crate::engine::install_signal_handlers();
+    if !a.dir.is_dir() {
+        bail!("{} is not a directory", a.dir.display());
+    }
+    if a.cold {
+        drop_caches()?;
+    }
+    let opts = WalkOptions {
+        cross_mounts: a.cross_mounts,
+        threads: a.threads.max(1),
+    };
+    let started_at = super::now_epoch();
+    let t0 = Instant::now();
+    let cpu0 = super::process_cpu(false);
+    let out = walk::walk(&a.dir, &opts, |_| Counter {
+        c: Counts::default(),
+        rec: super::recorder(OPS),
+        last: Instant::now(),
+    })
+    .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let secs = t0.elapsed().as_secs_f64();
+    let cpu1 = super::process_cpu(false);
+    let mut total = Counts::default();
+    let mut merged = super::recorder(OPS);
+    for v in &out.visitors {
+        total.entries += v.c.entries;
+        total.dirs += v.c.dirs;
+        total.files += v.c.files;
+        merged.merge(&v.rec);
+    }
+    merged.cpu_user_s = cpu1.0 - cpu0.0;
+    merged.cpu_sys_s = cpu1.1 - cpu0.1;
+    let mut variables = BTreeMap::new();
+    variables.insert("dir".to_string(), a.dir.display().to_string());
+    variables.insert("cold".to_string(), a.cold.to_string());
+    variables.insert("threads".to_string(), opts.threads.to_string());
+    let mut notes = vec![format!(
+        "find: {} entries ({} directories, {} files, {} other) in {:.3} s: {:.0} entries/s ({} cache)",
+        total.entries,
+        total.dirs,
+        total.files,
+        total.entries - total.dirs - total.files,
+        secs,
+        total.entries as f64 / secs.max(1e-9),
+        if a.cold { "cold" } else { "warm" }
+    )];
+    if out.stats.problem_count > 0 {
+        notes.push(format!(
+            "{} entries could not be read (first: {})",
+            out.stats.problem_count,
+            out.stats
+                .problems
+                .first()
+                .map(|p| format!("{}: {}", p.path.display(), p.error))
+                .unwrap_or_default()
+        ));
+    }
+    if out.stats.mount_points_skipped > 0 {
+        notes.push(format!(
+            "{} mount points not entered (--cross-mounts enters them)",
+            out.stats.mount_points_skipped
+        ));
+    }
+    let r = super::results(
+        AppRun {
+            name: "find",
+            variables,
+            seed: 0,
+            run_dir: &a.dir,
+            started_at,
+            duration_s: secs,
+            threads: opts.threads as u64,
+            notes,
+        },
+        OPS,
+        &merged,
+    );
+    super::emit(&r, a.json.as_deref())
+}

@@ -1,0 +1,35 @@
+# fsbench: schedrand - two processes reading their own large file at random 64 KiB-aligned offsets
+#
+# From the deceptive-idleness study of disk schedulers (Iyer and Druschel,
+# SOSP 2001): two processes, each reading its own large file in $iosize
+# (64 KiB) requests, one request at a time.
+# Each request goes to a random $iosize-aligned offset within the file.
+#
+# Scale with -s: filesize, iosize, runtime. fsbench replaces $dir with its
+# run directory.
+
+set $dir=/tmp
+set $filesize=1g
+set $iosize=64k
+set $runtime=10
+
+define file name=reader1file, path=$dir, size=$filesize, prealloc, reuse
+define file name=reader2file, path=$dir, size=$filesize, prealloc, reuse
+
+define process name=reader1, instances=1
+{
+  thread name=reader1, memsize=1m, instances=1
+  {
+    flowop read name=read1, filename=reader1file, iosize=$iosize, random
+  }
+}
+
+define process name=reader2, instances=1
+{
+  thread name=reader2, memsize=1m, instances=1
+  {
+    flowop read name=read2, filename=reader2file, iosize=$iosize, random
+  }
+}
+
+run $runtime

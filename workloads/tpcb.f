@@ -1,0 +1,30 @@
+# fsbench: tpcb - TPC-B-like: two clients doing random 64 KiB record read-modify-writes in a large file
+#
+# From the deceptive-idleness study's TPC-B-like benchmark: $nthreads clients
+# (two) work on one large file of $filesize holding $iosize (64 KiB) records,
+# each request to a random record.
+# Each transaction reads a random record and writes a record back. The
+# language cannot yet write at the offset of the previous read, so the write
+# goes to another random record: the same mix of random reads and writes.
+#
+# Scale with -s: filesize, iosize, nthreads, runtime. fsbench replaces $dir
+# with its run directory.
+
+set $dir=/tmp
+set $filesize=1g
+set $iosize=64k
+set $nthreads=2
+set $runtime=10
+
+define file name=accounts, path=$dir, size=$filesize, prealloc, reuse
+
+define process name=tpcb, instances=1
+{
+  thread name=client, memsize=1m, instances=$nthreads
+  {
+    flowop read  name=read-record, filename=accounts, iosize=$iosize, random
+    flowop write name=write-record, filename=accounts, iosize=$iosize, random
+  }
+}
+
+run $runtime
