@@ -87,6 +87,14 @@ pub fn results(run: AppRun<'_>, ops: OpTable, merged: &Recorder) -> Results {
         flowops,
         summary,
         notes: run.notes,
+        workload_hash: String::new(),
+        warmup_s: 0.0,
+        interval_s: 0.0,
+        cold: false,
+        host: stats::host::collect(run.run_dir),
+        calibration: stats::clock::Calibration::default(),
+        series: Vec::new(),
+        repetitions: Vec::new(),
     }
 }
 
