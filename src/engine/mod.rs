@@ -2,8 +2,11 @@
 //! OS threads, stop on time, on completion or on Ctrl-C, and hand the merged recorders to
 //! `stats`. Application benchmarks, aging and replay are meant to drive this same engine.
 
+pub mod aio;
 pub mod io;
+pub mod psrun;
 pub mod rundir;
+pub mod sync;
 pub mod worker;
 
 use crate::fileset::{self, layout::LayoutError, FilesetRt, Plan};
@@ -271,14 +274,20 @@ pub fn measure(
             FlowopKind::FinishOnCount | FlowopKind::FinishOnBytes
         ) && f.target.is_none()
     });
+    let pacing = sync::Pacing::new(wl);
+    let nthreads = wl.thread_count() as usize;
+    let live = wl
+        .psrun_period
+        .map(|_| psrun::Live::new(nthreads, wl.stat_names.len()));
     let shared = Shared {
         wl,
         filesets,
         ctl: &ctl,
         procs: &procs,
         count_procs,
+        pacing: &pacing,
+        live: live.as_ref(),
     };
-    let nthreads = wl.thread_count() as usize;
     let gate = Gate::default();
     let mut merged = Recorder::new(wl.stat_names.len());
     let mut notes = Vec::new();
@@ -318,6 +327,7 @@ pub fn measure(
                             Err(e) => {
                                 // Release the threads already waiting (they see `stop`), then report.
                                 ctl.stop.store(true, Ordering::SeqCst);
+                                pacing.shutdown();
                                 gate.open();
                                 return Some(e);
                             }
@@ -329,8 +339,10 @@ pub fn measure(
             }
         }
         gate.wait_ready(nthreads);
+        pacing.start();
         gate.open();
         let t0 = Instant::now();
+        let mut reporter = live.as_ref().and_then(|_| psrun::Reporter::new(wl));
         started_at = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_secs_f64())
@@ -352,9 +364,13 @@ pub fn measure(
             if handles.iter().all(|h| h.is_finished()) {
                 break;
             }
+            if let (Some(r), Some(l)) = (reporter.as_mut(), live.as_ref()) {
+                r.poll(l, &wl.stat_names);
+            }
             std::thread::sleep((limit - elapsed).min(Duration::from_millis(20)));
         }
         ctl.stop.store(true, Ordering::SeqCst);
+        pacing.shutdown();
         duration = t0.elapsed().as_secs_f64();
         for h in handles {
             match h.join() {

@@ -1407,7 +1407,7 @@ impl Builder {
                     kind.name()
                 ),
             ),
-            Hog | Delay | FinishOnCount | FinishOnBytes
+            Hog | Delay | Think | FinishOnCount | FinishOnBytes
                 if d.attrs.iter().all(|a| a.name != "value") =>
             {
                 self.err(
