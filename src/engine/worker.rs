@@ -823,7 +823,12 @@ impl<'a> Worker<'a> {
                     }
                     _ => {
                         let Some(fsi) = f.fileset else {
-                            return Err(Fail::Error(format!("fd {slot} has no file to delete")));
+                            // The open that would have filled the slot found no file.
+                            return Err(if self.slots[slot].starved {
+                                Fail::NoResource
+                            } else {
+                                Fail::Error(format!("fd {slot} has no file to delete"))
+                            });
                         };
                         let fs = &self.sh.filesets[fsi];
                         let idx = self.index(f, fs.files.len());
@@ -1209,12 +1214,48 @@ fn cur_exists(e: &crate::fileset::Entry) -> bool {
     e.state.load(Ordering::Acquire) & crate::fileset::EXISTS != 0
 }
 
+/// The type of the file system holding `path` (or its directory), for error messages.
+fn fs_name(path: &str) -> String {
+    let p = std::path::Path::new(path);
+    let dir = if p.exists() {
+        p
+    } else {
+        p.parent().unwrap_or(p)
+    };
+    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()) else {
+        return "this file system".into();
+    };
+    // SAFETY: st is written by the kernel; c is NUL-terminated.
+    let magic = unsafe {
+        let mut st: libc::statfs = std::mem::zeroed();
+        if libc::statfs(c.as_ptr(), &mut st) != 0 {
+            return "this file system".into();
+        }
+        st.f_type as i64
+    };
+    let name = match magic {
+        0x0102_1994 => "tmpfs",
+        0xEF53 => "ext4",
+        0x5846_5342 => "xfs",
+        0x9123_683E => "btrfs",
+        0x794C_7630 => "overlayfs",
+        0x6969 => "nfs",
+        0x6573_5546 => "a FUSE file system",
+        0x2FC1_2FC1 => "zfs",
+        0x4D44 => "vfat",
+        0x5346_544E => "ntfs",
+        _ => return format!("this file system (type 0x{magic:x})"),
+    };
+    format!("the file system ({name})")
+}
+
 fn open_error(path: &str, err: &std::io::Error, how: OpenHow) -> String {
     let mut s = format!("open {path}: {err}");
     if how.directio && err.raw_os_error() == Some(libc::EINVAL) {
-        s.push_str(
-            " (this file system refuses O_DIRECT; drop `directio` or use another file system)",
-        );
+        s.push_str(&format!(
+            " ({} refuses O_DIRECT; drop `directio` or use another file system)",
+            fs_name(path)
+        ));
     }
     if err.raw_os_error() == Some(libc::EMFILE) {
         s.push_str(" (too many open files: raise `ulimit -n`)");

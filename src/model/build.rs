@@ -1417,6 +1417,17 @@ impl Builder {
             }
             _ => {}
         }
+        if let (true, Num::Const(n)) = (f.directio, f.iosize) {
+            if n > 0 && n & 4095 != 0 {
+                self.err(
+                    d.span,
+                    format!(
+                        "flowop `{}`: `directio` needs an iosize that is a multiple of 4096 bytes (O_DIRECT alignment), not {n}",
+                        f.name
+                    ),
+                );
+            }
+        }
         if f.mmap && f.directio {
             self.err(
                 d.span,
