@@ -574,11 +574,10 @@ impl<'a> Worker<'a> {
                 if iosize == 0 {
                     return Err(Fail::Error(format!("flowop {} has iosize 0", f.name)));
                 }
-                if f.directio && iosize & (io::ALIGN - 1) != 0 {
+                if f.directio && iosize & 511 != 0 {
                     return Err(Fail::Error(format!(
-                        "flowop {}: directio needs iosize to be a multiple of {} bytes (it is {iosize})",
-                        f.name,
-                        io::ALIGN
+                        "flowop {}: directio needs iosize to be a multiple of the logical block size (512 or 4096 bytes); it is {iosize}",
+                        f.name
                     )));
                 }
                 let (slot, fd) = self.setup(f)?;
@@ -594,11 +593,10 @@ impl<'a> Worker<'a> {
                 } else {
                     self.slots[slot].off
                 };
-                if f.directio && off & (io::ALIGN as u64 - 1) != 0 {
+                if f.directio && off & 511 != 0 {
                     return Err(Fail::Error(format!(
-                        "flowop {}: directio needs offsets aligned to {} bytes (offset {off})",
-                        f.name,
-                        io::ALIGN
+                        "flowop {}: directio needs offsets aligned to the logical block size (offset {off})",
+                        f.name
                     )));
                 }
                 if f.kind == AioWrite {
@@ -649,8 +647,13 @@ impl<'a> Worker<'a> {
                         Ok(Flow::Continue)
                     }
                     Err(e) => Err(Fail::Error(format!(
-                        "{} at offset {off}: {e}",
-                        f.kind.name()
+                        "{} at offset {off}: {e}{}",
+                        f.kind.name(),
+                        if f.directio && e.raw_os_error() == Some(libc::EINVAL) {
+                            " (O_DIRECT: iosize and offset must be multiples of the device's logical block size)"
+                        } else {
+                            ""
+                        }
                     ))),
                 }
             }
