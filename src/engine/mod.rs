@@ -2,9 +2,12 @@
 //! OS threads, stop on time, on completion or on Ctrl-C, and hand the merged recorders to
 //! `stats`. Application benchmarks, aging and replay are meant to drive this same engine.
 
+pub mod aio;
 pub mod io;
+pub mod psrun;
 pub mod rundir;
 pub mod selftest;
+pub mod sync;
 pub mod worker;
 
 use crate::fileset::{self, layout::LayoutError, FilesetRt, Plan};
@@ -418,6 +421,7 @@ pub fn measure(
             FlowopKind::FinishOnCount | FlowopKind::FinishOnBytes
         ) && f.target.is_none()
     });
+    let pacing = sync::Pacing::new(wl);
     let nthreads = wl.thread_count() as usize;
     let nstats = wl.stat_names.len();
     let samples: Vec<Mutex<Sample>> = (0..nthreads)
@@ -431,6 +435,7 @@ pub fn measure(
         count_procs,
         clock: stats::clock::Clock::new(),
         samples: &samples,
+        pacing: &pacing,
     };
     let gate = Gate::default();
     let mut merged = Recorder::new(nstats);
@@ -470,6 +475,7 @@ pub fn measure(
                             Err(e) => {
                                 // Release the threads already waiting (they see the stop), then report.
                                 ctl.stop();
+                                pacing.shutdown();
                                 gate.open();
                                 return Some(e);
                             }
@@ -481,11 +487,16 @@ pub fn measure(
             }
         }
         gate.wait_ready(nthreads);
+        pacing.start();
         gate.open();
         let mut t0 = Instant::now();
         let mut warming = mo.warmup > 0.0;
         let mut generation = 0u64;
-        let interval = Duration::from_secs_f64(mo.interval.max(0.05));
+        // With `psrun`, the samples come every psrun period and each prints a block.
+        let interval = Duration::from_secs_f64(match wl.psrun_period {
+            Some(p) => p.unsigned_abs().max(1) as f64,
+            None => mo.interval.max(0.05),
+        });
         let mut next_tick = t0 + interval;
         let mut sampler = Sampler::new(nthreads, wl);
         let limit = Duration::from_secs_f64(mo.seconds.max(0.0));
@@ -524,6 +535,9 @@ pub fn measure(
                     if mo.progress {
                         progress_line(&p, t, mo.seconds);
                     }
+                    if wl.psrun_period.is_some() {
+                        print!("{}", psrun::block(wl, &p, interval.as_secs_f64()));
+                    }
                     series.push(p);
                 } else {
                     ctl.next_epoch();
@@ -554,6 +568,7 @@ pub fn measure(
             ));
         }
         ctl.stop();
+        pacing.shutdown();
         if mo.progress {
             eprint!("\r\x1b[2K");
         }

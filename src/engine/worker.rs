@@ -6,7 +6,9 @@
 //! entries, and the process-wide counters that `finishoncount`/`finishonbytes` without a
 //! target read (kept only when such a flowop exists).
 
+use super::aio::Aio;
 use super::io::{self, AlignedBuf, OpenHow};
+use super::sync::Pacing;
 use super::Control;
 use crate::dist::{rng, Rng};
 use crate::fileset::{FilesetRt, List, Want};
@@ -76,6 +78,8 @@ pub struct Shared<'a> {
     pub clock: Clock,
     /// One slot per worker where it publishes cumulative counters at each sampling epoch.
     pub samples: &'a [std::sync::Mutex<Sample>],
+    /// Semaphores, conditions, the event generator and the run-wide counters of limits.
+    pub pacing: &'a Pacing,
 }
 
 /// A worker's cumulative counters as of a control word.
@@ -85,6 +89,31 @@ pub struct Sample {
     pub ops: Vec<(u64, u64, hdrhistogram::Histogram<u64>)>,
 }
 
+/// A limit flowop's bucket in one thread (Filebench's fo_tputlast / fo_tputbucket).
+#[derive(Debug, Clone, Copy, Default)]
+struct LimitState {
+    started: bool,
+    last: u64,
+    bucket: i64,
+}
+
+/// A read-only mapping of the file open in a slot, for `mmap` reads.
+#[derive(Debug)]
+struct Map {
+    fd: RawFd,
+    ptr: *mut u8,
+    len: usize,
+}
+
+impl Drop for Map {
+    fn drop(&mut self) {
+        if self.len > 0 {
+            // SAFETY: mapped by us with this length.
+            unsafe { libc::munmap(self.ptr.cast(), self.len) };
+        }
+    }
+}
+
 pub struct Worker<'a> {
     sh: &'a Shared<'a>,
     /// Index among the run's workers (its time-series slot).
@@ -92,6 +121,12 @@ pub struct Worker<'a> {
     clock: Clock,
     thread: &'a Thread,
     proc_idx: usize,
+    /// Asynchronous writes in flight; declared before `buf` so it drains (on drop) before
+    /// the buffer the kernel reads from is freed.
+    aio: Option<Aio>,
+    /// Per slot: the file mapping of `mmap` reads.
+    maps: Vec<Option<Map>>,
+    limits: Vec<LimitState>,
     /// One generator per random variable, and one for offsets and sizes.
     rngs: Vec<Rng>,
     rng: Rng,
@@ -153,6 +188,9 @@ impl<'a> Worker<'a> {
             clock: sh.clock,
             thread,
             proc_idx,
+            aio: None,
+            maps: Vec::new(),
+            limits: vec![LimitState::default(); wl.stat_names.len()],
             rngs,
             rng: r,
             slots: vec![EMPTY; MAX_FD],
@@ -228,6 +266,10 @@ impl<'a> Worker<'a> {
 
     /// Close every open slot (at the end of the run, not measured).
     pub fn close_all(&mut self) {
+        if let Some(a) = self.aio.as_mut() {
+            a.drain();
+            a.done.clear();
+        }
         for i in 0..MAX_FD {
             self.release_slot(i);
         }
@@ -268,8 +310,14 @@ impl<'a> Worker<'a> {
 
     #[inline]
     fn done(&mut self, f: &Flowop, ns: u64, bytes: u64) {
-        self.rec.ops[f.stat].record(ns, bytes);
-        if f.kind.io_class() != IoClass::None {
+        self.done_stat(f.stat, f.kind, ns, bytes);
+    }
+
+    #[inline]
+    fn done_stat(&mut self, stat: usize, kind: FlowopKind, ns: u64, bytes: u64) {
+        self.rec.ops[stat].record(ns, bytes);
+        let class = kind.io_class();
+        if class != IoClass::None {
             self.ops += 1;
             self.bytes += bytes;
             if self.sh.count_procs {
@@ -277,10 +325,124 @@ impl<'a> Worker<'a> {
                 p.ops.fetch_add(1, Ordering::Relaxed);
                 p.bytes.fetch_add(bytes, Ordering::Relaxed);
             }
+            if self.sh.pacing.count_run {
+                self.sh
+                    .pacing
+                    .count(matches!(class, IoClass::Read | IoClass::Write), bytes);
+            }
+        }
+    }
+
+    /// Record the asynchronous writes reaped so far, under their aiowrite flowop.
+    fn record_aio(&mut self) {
+        let Some(a) = self.aio.as_mut() else { return };
+        let mut done = std::mem::take(&mut a.done);
+        for c in done.drain(..) {
+            match c.result {
+                Ok(n) => self.done_stat(c.stat, FlowopKind::AioWrite, c.ns, n),
+                Err(e) => self.rec.ops[c.stat]
+                    .error(|| format!("aiowrite: {}", std::io::Error::from_raw_os_error(e))),
+            }
+        }
+        if let Some(a) = self.aio.as_mut() {
+            a.done = done;
+        }
+    }
+
+    /// The statistics slot of a limit's or finish flowop's `target=`.
+    fn target_stat(&self, f: &Flowop) -> Option<usize> {
+        let t = f.target.as_deref()?;
+        self.sh.wl.stat_names.iter().position(|(n, _)| n == t)
+    }
+
+    /// Map (or remap, when the file grew past the mapping) the file in `slot` so that
+    /// `need` bytes are covered where the file has them. Returns the mapping's address and
+    /// length. Not timed: the copy that faults the pages in is.
+    fn mapping(
+        &mut self,
+        slot: usize,
+        fd: RawFd,
+        need: u64,
+    ) -> std::io::Result<(*const u8, usize)> {
+        if self.maps.is_empty() {
+            self.maps.resize_with(MAX_FD, || None);
+        }
+        if let Some(m) = &self.maps[slot] {
+            if m.fd == fd && m.len as u64 >= need {
+                return Ok((m.ptr, m.len));
+            }
+        }
+        let size = io::fstat(fd)?.st_size.max(0) as usize;
+        if let Some(m) = &self.maps[slot] {
+            if m.fd == fd && m.len >= size {
+                return Ok((m.ptr, m.len));
+            }
+        }
+        self.maps[slot] = None;
+        if size == 0 {
+            return Ok((std::ptr::null(), 0));
+        }
+        // SAFETY: a fresh shared read-only mapping of an fd we own; unmapped on drop.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                size,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                fd,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        self.maps[slot] = Some(Map {
+            fd,
+            ptr: p.cast(),
+            len: size,
+        });
+        Ok((p as *const u8, size))
+    }
+
+    /// Copy up to `len` bytes at `off` of a mapping into the I/O buffer at `boff`.
+    fn copy_from_map(
+        &mut self,
+        map: (*const u8, usize),
+        off: u64,
+        boff: usize,
+        len: usize,
+    ) -> usize {
+        let avail = (map.1 as u64).saturating_sub(off).min(len as u64) as usize;
+        if avail > 0 {
+            // SAFETY: off + avail <= mapping length; the buffer has room for len bytes.
+            let src = unsafe { std::slice::from_raw_parts(map.0.add(off as usize), avail) };
+            self.buf.as_mut_slice()[boff..boff + avail].copy_from_slice(src);
+        }
+        avail
+    }
+
+    /// Sleep `d`, waking early when the run stops. False when stopping.
+    fn sleep(&self, d: Duration) -> bool {
+        let end = Instant::now() + d;
+        loop {
+            if self.sh.ctl.stopping() {
+                return false;
+            }
+            let now = Instant::now();
+            if now >= end {
+                return true;
+            }
+            std::thread::sleep((end - now).min(Duration::from_millis(50)));
         }
     }
 
     fn exec(&mut self, f: &Flowop) -> Flow {
+        if let Some(a) = self.aio.as_mut() {
+            if a.outstanding() > 0 {
+                a.poll();
+                self.record_aio();
+            }
+        }
         match self.exec_inner(f) {
             Ok(flow) => flow,
             Err(Fail::NoResource) => {
@@ -397,6 +559,9 @@ impl<'a> Worker<'a> {
 
     /// The slot no longer holds its file open: give back its open count.
     fn forget_open(&mut self, slot: usize) {
+        if let Some(m) = self.maps.get_mut(slot) {
+            *m = None;
+        }
         if let Some((fs, e)) = self.slots[slot].entry.take() {
             let _ = self.sh.filesets[fs as usize].files[e as usize]
                 .opens
@@ -431,6 +596,11 @@ impl<'a> Worker<'a> {
     /// A buffer of `len` bytes at a random offset within `memsize` (when set).
     fn buffer(&mut self, len: usize) -> (usize, usize) {
         if len > self.buf.len() {
+            // The kernel may still be writing from the old buffer.
+            if let Some(a) = self.aio.as_mut() {
+                a.drain();
+            }
+            self.record_aio();
             self.buf = AlignedBuf::new(len, &mut self.rng);
         }
         let room = self.memsize.min(self.buf.len()).saturating_sub(len);
@@ -469,10 +639,16 @@ impl<'a> Worker<'a> {
     fn exec_inner(&mut self, f: &Flowop) -> Result<Flow, Fail> {
         use FlowopKind::*;
         match f.kind {
-            Read | Write => {
+            Read | Write | AioWrite => {
                 let iosize = self.num(&f.iosize).max(0) as usize;
                 if iosize == 0 {
                     return Err(Fail::Error(format!("flowop {} has iosize 0", f.name)));
+                }
+                if f.directio && iosize & 511 != 0 {
+                    return Err(Fail::Error(format!(
+                        "flowop {}: directio needs iosize to be a multiple of the logical block size (512 or 4096 bytes); it is {iosize}",
+                        f.name
+                    )));
                 }
                 let (slot, fd) = self.setup(f)?;
                 let wss = self.wss(f, slot);
@@ -487,6 +663,43 @@ impl<'a> Worker<'a> {
                 } else {
                     self.slots[slot].off
                 };
+                if f.directio && off & 511 != 0 {
+                    return Err(Fail::Error(format!(
+                        "flowop {}: directio needs offsets aligned to the logical block size (offset {off})",
+                        f.name
+                    )));
+                }
+                if f.kind == AioWrite {
+                    if self.aio.is_none() {
+                        self.aio = Some(Aio::setup());
+                    }
+                    let ptr = self.buf.as_slice()[boff..].as_ptr();
+                    let aio = self.aio.as_mut().expect("set above");
+                    // SAFETY: the worker's buffer is only replaced after draining (buffer())
+                    // and is dropped after `aio`, which drains on drop.
+                    let r = unsafe { aio.write(fd, ptr, len, off, f.stat) };
+                    self.record_aio();
+                    if !f.random {
+                        self.slots[slot].off = off + len as u64;
+                    }
+                    return match r {
+                        Ok(()) => Ok(Flow::Continue),
+                        Err(e) => Err(Fail::Error(format!("aiowrite at offset {off}: {e}"))),
+                    };
+                }
+                if f.mmap && f.kind == Read {
+                    let map = self
+                        .mapping(slot, fd, off + len as u64)
+                        .map_err(|e| Fail::Error(format!("mmap: {e}")))?;
+                    let t0 = self.clock.now();
+                    let n = self.copy_from_map(map, off, boff, len);
+                    let ns = self.clock.since(t0);
+                    self.done(f, ns, n as u64);
+                    if !f.random {
+                        self.slots[slot].off = if n == 0 { 0 } else { off + n as u64 };
+                    }
+                    return Ok(Flow::Continue);
+                }
                 let t0 = self.clock.now();
                 let r = if f.kind == Read {
                     io::pread(fd, &mut self.buf.as_mut_slice()[boff..boff + len], off)
@@ -504,9 +717,14 @@ impl<'a> Worker<'a> {
                         Ok(Flow::Continue)
                     }
                     Err(e) => Err(Fail::Error(format!(
-                        "{} {} at offset {off}: {e}",
+                        "{} {} at offset {off}: {e}{}",
                         f.kind.name(),
-                        self.slot_path(slot)
+                        self.slot_path(slot),
+                        if f.directio && e.raw_os_error() == Some(libc::EINVAL) {
+                            " (O_DIRECT: iosize and offset must be multiples of the device's logical block size)"
+                        } else {
+                            ""
+                        }
                     ))),
                 }
             }
@@ -551,6 +769,21 @@ impl<'a> Worker<'a> {
                 }
                 let (boff, len) = self.buffer(iosize as usize);
                 let mut total = 0u64;
+                if f.mmap {
+                    let map = self
+                        .mapping(slot, fd, wss)
+                        .map_err(|e| Fail::Error(format!("mmap: {e}")))?;
+                    let t0 = self.clock.now();
+                    loop {
+                        let n = self.copy_from_map(map, total, boff, len);
+                        if n == 0 {
+                            break;
+                        }
+                        total += n as u64;
+                    }
+                    self.done(f, self.clock.since(t0), total);
+                    return Ok(Flow::Continue);
+                }
                 let t0 = self.clock.now();
                 let r = loop {
                     match io::pread(fd, &mut self.buf.as_mut_slice()[boff..boff + len], total) {
@@ -673,7 +906,12 @@ impl<'a> Worker<'a> {
                     }
                     _ => {
                         let Some(fsi) = f.fileset else {
-                            return Err(Fail::Error(format!("fd {slot} has no file to delete")));
+                            // The open that would have filled the slot found no file.
+                            return Err(if self.slots[slot].starved {
+                                Fail::NoResource
+                            } else {
+                                Fail::Error(format!("fd {slot} has no file to delete"))
+                            });
                         };
                         let fs = &self.sh.filesets[fsi];
                         let idx = self.index(f, fs.files.len());
@@ -857,12 +1095,8 @@ impl<'a> Worker<'a> {
             Delay => {
                 let secs = self.num(&f.value).max(0) as u64;
                 let t0 = self.clock.now();
-                let end = Instant::now() + Duration::from_secs(secs);
-                while Instant::now() < end {
-                    if self.sh.ctl.stopping() {
-                        return Ok(Flow::Stop);
-                    }
-                    std::thread::sleep((end - Instant::now()).min(Duration::from_millis(50)));
+                if !self.sleep(Duration::from_secs(secs)) {
+                    return Ok(Flow::Stop);
                 }
                 self.done(f, self.clock.since(t0), 0);
                 Ok(Flow::Continue)
@@ -922,10 +1156,137 @@ impl<'a> Worker<'a> {
                 let finished = if count { have >= limit } else { have > limit };
                 Ok(if finished { Flow::Done } else { Flow::Continue })
             }
-            AioWrite | AioWait | Block | Wakeup | SemBlock | SemPost | EventLimit | IopsLimit
-            | OpsLimit | BwLimit => {
-                // `check` and `run` refuse these before a run starts.
-                unreachable!("unsupported flowop {} reached the engine", f.kind.name())
+            AioWait => {
+                let t0 = self.clock.now();
+                if let Some(a) = self.aio.as_mut() {
+                    // As Filebench: wait for half of the outstanding writes, at least one.
+                    let want = a.outstanding().div_ceil(2);
+                    let r = a.wait(want);
+                    self.record_aio();
+                    if let Err(e) = r {
+                        return Err(Fail::Error(format!("aiowait: {e}")));
+                    }
+                }
+                self.done(f, self.clock.since(t0), 0);
+                Ok(Flow::Continue)
+            }
+            SemBlock => {
+                let v = self.num(&f.value);
+                let Some(sem) = self.sh.pacing.own_sem(&f.name, self.idx as u64) else {
+                    return Err(Fail::Error(format!("semblock {}: no semaphore", f.name)));
+                };
+                let t0 = self.clock.now();
+                if !sem.block(v, self.sh.ctl) {
+                    return Ok(Flow::Stop);
+                }
+                self.done(f, self.clock.since(t0), 0);
+                Ok(Flow::Continue)
+            }
+            SemPost => {
+                let v = self.num(&f.value);
+                let target = f.target.as_deref().unwrap_or_default();
+                let t0 = self.clock.now();
+                for sem in self.sh.pacing.sem_targets(target) {
+                    if !sem.post(v, f.blocking, self.sh.ctl) {
+                        return Ok(Flow::Stop);
+                    }
+                }
+                self.done(f, self.clock.since(t0), 0);
+                Ok(Flow::Continue)
+            }
+            Block => {
+                let t0 = self.clock.now();
+                if let Some(c) = self.sh.pacing.cond(&f.name) {
+                    if !c.wait(self.sh.ctl) {
+                        return Ok(Flow::Stop);
+                    }
+                }
+                self.done(f, self.clock.since(t0), 0);
+                Ok(Flow::Continue)
+            }
+            Wakeup => {
+                let t0 = self.clock.now();
+                if let Some(c) = self.sh.pacing.cond(f.target.as_deref().unwrap_or_default()) {
+                    c.broadcast();
+                }
+                self.done(f, self.clock.since(t0), 0);
+                Ok(Flow::Continue)
+            }
+            EventLimit => {
+                let Some(eg) = &self.sh.pacing.events else {
+                    // No eventgen rate: unlimited, and nothing to wait for.
+                    self.done(f, 0, 0);
+                    return Ok(Flow::Continue);
+                };
+                let t0 = self.clock.now();
+                if !eg.take(1, self.sh.ctl) {
+                    return Ok(Flow::Stop);
+                }
+                self.done(f, self.clock.since(t0), 0);
+                Ok(Flow::Continue)
+            }
+            IopsLimit | OpsLimit | BwLimit => {
+                let Some(eg) = &self.sh.pacing.events else {
+                    self.done(f, 0, 0);
+                    return Ok(Flow::Continue);
+                };
+                let bw = f.kind == BwLimit;
+                // With target=: that flowop's ops or bytes in this thread (as Filebench);
+                // without: the run's totals (Filebench: the process's).
+                let cur = match self.target_stat(f) {
+                    Some(t) => {
+                        let o = &self.rec.ops[t];
+                        if bw {
+                            o.bytes
+                        } else {
+                            o.count
+                        }
+                    }
+                    None => {
+                        let c = &self.sh.pacing.counts;
+                        match f.kind {
+                            IopsLimit => c.rw_ops.load(Ordering::Relaxed),
+                            OpsLimit => c.ops.load(Ordering::Relaxed),
+                            _ => c.rw_bytes.load(Ordering::Relaxed),
+                        }
+                    }
+                };
+                let st = &mut self.limits[f.stat];
+                if !st.started {
+                    st.started = true;
+                    st.last = cur;
+                    self.done(f, 0, 0);
+                    return Ok(Flow::Continue);
+                }
+                st.bucket -= cur.saturating_sub(st.last) as i64;
+                st.last = cur;
+                if st.bucket >= 0 {
+                    self.done(f, 0, 0);
+                    return Ok(Flow::Continue);
+                }
+                const MB: u64 = 1 << 20;
+                let deficit = st.bucket.unsigned_abs();
+                let (events, unit) = if bw {
+                    (deficit / MB + 1, MB)
+                } else {
+                    (deficit, 1)
+                };
+                let t0 = self.clock.now();
+                if !eg.take(events, self.sh.ctl) {
+                    return Ok(Flow::Stop);
+                }
+                self.limits[f.stat].bucket += (events * unit) as i64;
+                self.done(f, self.clock.since(t0), 0);
+                Ok(Flow::Continue)
+            }
+            Think => {
+                let us = self.num(&f.value).max(0) as u64;
+                let t0 = self.clock.now();
+                if !self.sleep(Duration::from_micros(us)) {
+                    return Ok(Flow::Stop);
+                }
+                self.done(f, self.clock.since(t0), 0);
+                Ok(Flow::Continue)
             }
             Composite => unreachable!("composites are expanded by run_flowop"),
         }
@@ -936,12 +1297,48 @@ fn cur_exists(e: &crate::fileset::Entry) -> bool {
     e.state.load(Ordering::Acquire) & crate::fileset::EXISTS != 0
 }
 
+/// The type of the file system holding `path` (or its directory), for error messages.
+fn fs_name(path: &str) -> String {
+    let p = std::path::Path::new(path);
+    let dir = if p.exists() {
+        p
+    } else {
+        p.parent().unwrap_or(p)
+    };
+    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()) else {
+        return "this file system".into();
+    };
+    // SAFETY: st is written by the kernel; c is NUL-terminated.
+    let magic = unsafe {
+        let mut st: libc::statfs = std::mem::zeroed();
+        if libc::statfs(c.as_ptr(), &mut st) != 0 {
+            return "this file system".into();
+        }
+        st.f_type as i64
+    };
+    let name = match magic {
+        0x0102_1994 => "tmpfs",
+        0xEF53 => "ext4",
+        0x5846_5342 => "xfs",
+        0x9123_683E => "btrfs",
+        0x794C_7630 => "overlayfs",
+        0x6969 => "nfs",
+        0x6573_5546 => "a FUSE file system",
+        0x2FC1_2FC1 => "zfs",
+        0x4D44 => "vfat",
+        0x5346_544E => "ntfs",
+        _ => return format!("this file system (type 0x{magic:x})"),
+    };
+    format!("the file system ({name})")
+}
+
 fn open_error(path: &str, err: &std::io::Error, how: OpenHow) -> String {
     let mut s = format!("open {path}: {err}");
     if how.directio && err.raw_os_error() == Some(libc::EINVAL) {
-        s.push_str(
-            " (this file system refuses O_DIRECT; drop `directio` or use another file system)",
-        );
+        s.push_str(&format!(
+            " ({} refuses O_DIRECT; drop `directio` or use another file system)",
+            fs_name(path)
+        ));
     }
     if err.raw_os_error() == Some(libc::EMFILE) {
         s.push_str(" (too many open files: raise `ulimit -n`)");

@@ -1407,7 +1407,7 @@ impl Builder {
                     kind.name()
                 ),
             ),
-            Hog | Delay | FinishOnCount | FinishOnBytes
+            Hog | Delay | Think | FinishOnCount | FinishOnBytes
                 if d.attrs.iter().all(|a| a.name != "value") =>
             {
                 self.err(
@@ -1416,6 +1416,29 @@ impl Builder {
                 )
             }
             _ => {}
+        }
+        if let (true, Num::Const(n)) = (f.directio, f.iosize) {
+            if n > 0 && n & 511 != 0 {
+                self.err(
+                    d.span,
+                    format!(
+                        "flowop `{}`: `directio` needs an iosize that is a multiple of the device's logical block size (512 or 4096 bytes), not {n}",
+                        f.name
+                    ),
+                );
+            } else if n > 0
+                && n & 4095 != 0
+                && !self.warnings.iter().any(|w| w.message.contains("O_DIRECT"))
+            {
+                self.warnings.push(Diagnostic::warning(
+                    &self.src,
+                    d.span,
+                    format!(
+                        "flowop `{}`: iosize {n} with `directio`: O_DIRECT on a device with 4096-byte sectors refuses it (EINVAL); 512-byte-sector devices accept it",
+                        f.name
+                    ),
+                ));
+            }
         }
         if f.mmap && f.directio {
             self.err(

@@ -38,6 +38,8 @@ pub enum FlowopKind {
     FinishOnBytes,
     Print,
     TestRandVar,
+    /// fsbench extension: sleep `value` microseconds (a think time; `value` may be a randvar).
+    Think,
     /// A user-defined composite flowop (`define flowop`).
     Composite,
 }
@@ -106,6 +108,7 @@ impl FlowopKind {
         FinishOnBytes,
         Print,
         TestRandVar,
+        Think,
     ];
 
     pub fn name(self) -> &'static str {
@@ -142,6 +145,7 @@ impl FlowopKind {
             FinishOnBytes => "finishonbytes",
             Print => "print",
             TestRandVar => "testrandvar",
+            Think => "think",
             Composite => "composite",
         }
     }
@@ -164,7 +168,7 @@ impl FlowopKind {
     /// Attributes this flowop takes besides [`COMMON_ATTRS`].
     pub fn attrs(self) -> &'static [&'static str] {
         match self {
-            Read | Write | AioWrite => &[
+            Read => &[
                 "filesetname",
                 "filename",
                 "fd",
@@ -177,6 +181,19 @@ impl FlowopKind {
                 "workingset",
                 "random",
                 "mmap",
+            ],
+            Write | AioWrite => &[
+                "filesetname",
+                "filename",
+                "fd",
+                "opennext",
+                "indexed",
+                "dsync",
+                "directio",
+                "noreadahead",
+                "iosize",
+                "workingset",
+                "random",
             ],
             AppendFile | AppendFileRand => &[
                 "filesetname",
@@ -224,7 +241,7 @@ impl FlowopKind {
             Wakeup => &["target"],
             SemBlock => &["value", "highwater", "blocking"],
             SemPost => &["value", "target", "blocking"],
-            Hog | Delay | Print | TestRandVar => &["value"],
+            Hog | Delay | Print | TestRandVar | Think => &["value"],
             EventLimit => &[],
             IopsLimit | OpsLimit | BwLimit => &["target"],
             FinishOnCount | FinishOnBytes => &["value", "target"],
@@ -237,18 +254,10 @@ impl FlowopKind {
         self.attrs().contains(&"filesetname")
     }
 
-    /// Flowops whose runtime support comes with the synchronisation and pacing work. `check`
-    /// and `run` refuse them loudly rather than skipping them.
+    /// Flowops the engine cannot run: `check` and `run` refuse them loudly rather than
+    /// skipping them. Every built-in type runs now; the hook stays for future types.
     pub fn unsupported_reason(self) -> Option<&'static str> {
-        match self {
-            AioWrite | AioWait => Some("asynchronous I/O (aiowrite/aiowait) is not supported yet"),
-            Block | Wakeup => Some("block/wakeup synchronisation is not supported yet"),
-            SemBlock | SemPost => Some("semaphores (semblock/sempost) are not supported yet"),
-            EventLimit | IopsLimit | OpsLimit | BwLimit => {
-                Some("rate limits (eventgen and *limit flowops) are not supported yet")
-            }
-            _ => None,
-        }
+        None
     }
 }
 

@@ -86,6 +86,8 @@ pub struct SeriesPoint {
 pub struct SeriesFlowop {
     pub ops_per_s: f64,
     pub mb_per_s: f64,
+    #[serde(default)]
+    pub mean_us: f64,
     pub p99_us: f64,
 }
 
@@ -103,6 +105,11 @@ pub fn series_point(
         .map(|i| SeriesFlowop {
             ops_per_s: ops[i] as f64 / dt,
             mb_per_s: bytes[i] as f64 / dt / (1024.0 * 1024.0),
+            mean_us: if hists[i].is_empty() {
+                0.0
+            } else {
+                hists[i].mean() / 1000.0
+            },
             p99_us: if hists[i].is_empty() {
                 0.0
             } else {
