@@ -62,7 +62,7 @@ const PIECES: &[&str] = &[
 
 #[test]
 fn parser_never_panics() {
-    let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(0xF5BE_4C4);
+    let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(0x0F5B_E4C4);
     for i in 0..3000 {
         let text = if i % 10 == 0 {
             let n = rng.random_range(0..200);
