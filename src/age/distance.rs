@@ -112,7 +112,10 @@ mod tests {
     fn counts_are_normalised_and_empty_is_far() {
         let d = distance(&[1, 1, 2], &[0.25, 0.25, 0.5]);
         assert!(d.tv < 1e-12 && d.ks < 1e-12);
-        assert_eq!(distance(&[0, 0], &[0.5, 0.5]), Distance { tv: 1.0, ks: 1.0 });
+        assert_eq!(
+            distance(&[0, 0], &[0.5, 0.5]),
+            Distance { tv: 1.0, ks: 1.0 }
+        );
         assert_eq!(normalise(&[0, 0]), vec![0.0, 0.0]);
     }
 }

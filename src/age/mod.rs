@@ -9,6 +9,9 @@
 //! - [`replay`]: Smith–Seltzer replay of the differences between snapshots;
 //! - [`cli`]: the command, its progress and its report.
 
+pub mod cli;
 pub mod distance;
+pub mod exec;
 pub mod plan;
 pub mod profile;
+pub mod replay;

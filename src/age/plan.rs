@@ -58,11 +58,29 @@ pub enum Phase {
 /// `id` is `f<id>` in directory `dir`; directory `i` is `d<i>`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Op {
-    Mkdir { dir: u32 },
-    Create { id: u64, dir: u32, size: u64, write: u64 },
-    Append { id: u64, off: u64, len: u64 },
-    Overwrite { id: u64, off: u64, len: u64 },
-    Delete { id: u64 },
+    Mkdir {
+        dir: u32,
+    },
+    Create {
+        id: u64,
+        dir: u32,
+        size: u64,
+        write: u64,
+    },
+    Append {
+        id: u64,
+        off: u64,
+        len: u64,
+    },
+    Overwrite {
+        id: u64,
+        off: u64,
+        len: u64,
+    },
+    Delete {
+        id: u64,
+        dir: u32,
+    },
 }
 
 /// A live file in the model.
@@ -221,6 +239,8 @@ pub struct Planner {
     born: Fenwick,
     pub dirs: Vec<DirRec>,
     dirs_at_depth: Vec<Vec<u32>>,
+    /// Name of the next new directory: `d<next_dir_name>`.
+    pub next_dir_name: u64,
     /// Operations so far (file operations; also the next file id).
     pub clock: u64,
     /// Modelled bytes in use on the file system (blocks, rounded up).
@@ -243,7 +263,9 @@ fn blocks(bytes: u64, bs: u64) -> u64 {
 
 impl Planner {
     /// A planner for an empty aged directory. `used` is the file system's
-    /// usage now, `budget` the target usage, both in bytes.
+    /// usage by everything but the aged directory's files and directories
+    /// (register those with [`Planner::adopt_dir`] and
+    /// [`Planner::adopt_file`]), `budget` the target usage, both in bytes.
     pub fn new(
         targets: Targets,
         seed: u64,
@@ -285,6 +307,7 @@ impl Planner {
                 depth: 0,
             }],
             dirs_at_depth: vec![vec![0]],
+            next_dir_name: 1,
             clock,
             used,
             budget,
@@ -324,9 +347,13 @@ impl Planner {
 
     /// Path of file `id` relative to the aged directory.
     pub fn file_path(&self, id: u64, out: &mut String) {
+        self.path_in(self.files[&id].dir, id, out)
+    }
+
+    /// Path of file `id` in directory `dir`, relative to the aged directory.
+    pub fn path_in(&self, dir: u32, id: u64, out: &mut String) {
         out.clear();
-        let f = &self.files[&id];
-        let d = &self.dirs[f.dir as usize];
+        let d = &self.dirs[dir as usize];
         if !d.path.is_empty() {
             out.push_str(&d.path);
             out.push('/');
@@ -335,10 +362,12 @@ impl Planner {
         out.push_str(&id.to_string());
     }
 
-    /// Register an existing directory (when continuing an earlier aging).
-    /// Returns its index.
-    pub fn adopt_dir(&mut self, path: String, depth: u32) -> u32 {
+    /// Register an existing directory `d<name>` (when continuing an earlier
+    /// aging). Returns its index.
+    pub fn adopt_dir(&mut self, path: String, depth: u32, name: u64) -> u32 {
         let i = self.dirs.len() as u32;
+        self.next_dir_name = self.next_dir_name.max(name + 1);
+        self.used += self.block;
         self.dirs.push(DirRec { path, depth });
         self.at_depth(depth).push(i);
         i
@@ -348,6 +377,7 @@ impl Planner {
     pub fn adopt_file(&mut self, id: u64, dir: u32, size: u64) {
         let depth = self.dirs[dir as usize].depth;
         self.insert(id, dir, size, size, self.targets.depth_bin(depth));
+        self.used += blocks(size, self.block);
         self.clock = self.clock.max(id + 1);
     }
 
@@ -512,11 +542,13 @@ impl Planner {
         }
         let parent = self.dir_at_existing_or_new(depth - 1, ops);
         let idx = self.dirs.len() as u32;
+        let name = self.next_dir_name;
+        self.next_dir_name += 1;
         let pp = &self.dirs[parent as usize].path;
         let path = if pp.is_empty() {
-            format!("d{idx}")
+            format!("d{name}")
         } else {
-            format!("{pp}/d{idx}")
+            format!("{pp}/d{name}")
         };
         self.dirs.push(DirRec { path, depth });
         self.at_depth(depth).push(idx);
@@ -615,8 +647,8 @@ impl Planner {
             let id = self.live[self.rng.random_range(0..self.live.len())];
             let f = &self.files[&id];
             let (s, d) = (f.size_bin as usize, f.depth_bin as usize);
-            let mut excess = (size_frac[s] - self.targets.size[s])
-                + (depth_frac[d] - self.targets.depth[d]);
+            let mut excess =
+                (size_frac[s] - self.targets.size[s]) + (depth_frac[d] - self.targets.depth[d]);
             if !age_frac.is_empty() {
                 let a = self.age_bin(id);
                 excess += age_frac[a] - self.targets.age[a];
@@ -628,7 +660,7 @@ impl Planner {
         let (id, _) = best.expect("delete needs a live file");
         let f = self.remove(id);
         self.used = self.used.saturating_sub(blocks(f.written, self.block));
-        ops.push(Op::Delete { id });
+        ops.push(Op::Delete { id, dir: f.dir });
     }
 
     /// Plan the next file operation (preceded by any directories it needs)
@@ -753,7 +785,10 @@ mod tests {
         let end = pl.distances();
         assert!(end.size.tv < 0.08, "{start:?} -> {end:?}");
         assert!(end.depth.tv < 0.08, "{start:?} -> {end:?}");
-        assert!(end.age.unwrap().tv < start.age.unwrap().tv, "{start:?} -> {end:?}");
+        assert!(
+            end.age.unwrap().tv < start.age.unwrap().tv,
+            "{start:?} -> {end:?}"
+        );
         // The model's counts agree with a recount.
         let ages = pl.age_counts();
         assert_eq!(ages.iter().sum::<u64>() as usize, pl.live_files());
@@ -762,5 +797,13 @@ mod tests {
             by_age[pl.age_bin(id)] += 1;
         }
         assert_eq!(by_age, ages);
+        // And its usage agrees with its files and directories.
+        let recount: u64 = pl
+            .files
+            .values()
+            .map(|f| blocks(f.written, 4096))
+            .sum::<u64>()
+            + (pl.dirs.len() as u64 - 1) * 4096;
+        assert_eq!(recount, pl.used);
     }
 }
