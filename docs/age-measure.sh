@@ -1,7 +1,8 @@
 #!/bin/sh
 # Fresh vs aged ext4: layout score and sequential read throughput of the same files.
 set -e
-B=/work/target-age/debug/fsbench
+B=${FSBENCH:-fsbench}
+# Run as root in a scratch directory (it makes two image files there).
 SIZE=${SIZE:-256M}; OPS=${OPS:-50000}
 for n in aged fresh; do
   truncate -s $SIZE $n.img; mkfs.ext4 -q -F -b 4096 $n.img
