@@ -536,7 +536,17 @@ impl Planner {
             .get(depth as usize)
             .map(|v| v.len())
             .unwrap_or(0);
-        if have > 0 && self.rng.random_range(0..FILES_PER_DIR) != 0 {
+        // A new directory only when those at this depth hold FILES_PER_DIR
+        // files on average: directories are never deleted, so making them
+        // at random would let empty ones pile up during churn.
+        let files_here = self
+            .targets
+            .depths
+            .iter()
+            .position(|&d| d == depth)
+            .map(|b| self.depth_counts[b])
+            .unwrap_or(0);
+        if have > 0 && files_here < have as u64 * FILES_PER_DIR as u64 {
             let i = self.rng.random_range(0..have);
             return self.dirs_at_depth[depth as usize][i];
         }
