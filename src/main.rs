@@ -29,6 +29,8 @@ enum Command {
     Scan(fsbench::scan::ScanArgs),
     /// Smith–Seltzer layout score of the files under a directory (FIEMAP).
     Layout(fsbench::layout::LayoutArgs),
+    /// Age the file system holding DIR: fill to a target fullness, then churn towards a profile.
+    Age(fsbench::age::cli::AgeArgs),
     /// Simulated disks: an HDD model under a loop device.
     Disk(fsbench::disk::cli::DiskArgs),
     /// Compare result files side by side, per flowop and in total.
@@ -366,6 +368,7 @@ fn main() -> ExitCode {
         Command::Run(a) => cmd_run(&a),
         Command::Scan(a) => fsbench::scan::run(a),
         Command::Layout(a) => fsbench::layout::run(a),
+        Command::Age(a) => fsbench::age::cli::run(a),
         Command::Disk(a) => fsbench::disk::cli::run(a),
         Command::Compare(a) => cmd_compare(&a),
         Command::Selftest(a) => cmd_selftest(&a),

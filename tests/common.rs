@@ -79,3 +79,105 @@ pub fn count_entries(dir: &Path) -> (usize, usize) {
     }
     (files, dirs)
 }
+
+/// Run a command; its trimmed stdout, or a message with its stderr.
+pub fn run_ok(cmd: &str, args: &[&str]) -> Result<String, String> {
+    match Command::new(cmd).args(args).output() {
+        Ok(o) if o.status.success() => Ok(String::from_utf8_lossy(&o.stdout).trim().to_string()),
+        Ok(o) => Err(format!(
+            "{cmd} {args:?}: {}",
+            String::from_utf8_lossy(&o.stderr).trim()
+        )),
+        Err(e) => Err(format!("{cmd}: {e}")),
+    }
+}
+
+/// A mount undone on drop.
+pub struct Mount(pub PathBuf);
+impl Drop for Mount {
+    fn drop(&mut self) {
+        let p = self.0.to_string_lossy().into_owned();
+        if run_ok("umount", &[&p]).is_err() {
+            let _ = run_ok("umount", &["-l", &p]);
+        }
+    }
+}
+
+/// A loop device detached on drop.
+pub struct Loop(pub String);
+impl Drop for Loop {
+    fn drop(&mut self) {
+        let _ = run_ok("losetup", &["-d", &self.0]);
+    }
+}
+
+/// A freshly made ext4 image, loop-mounted; unmounted, detached and deleted
+/// on drop (fields drop in order: mount, loop device, scratch directory).
+pub struct LoopExt4 {
+    pub mount: Mount,
+    pub dev: Loop,
+    pub scratch: Scratch,
+}
+
+impl LoopExt4 {
+    /// `Err(reason)` where this cannot work (not root, no tools, no loop devices).
+    pub fn new(tag: &str, mib: u64) -> Result<LoopExt4, String> {
+        if !is_root() {
+            return Err("needs root for loop devices and mount".into());
+        }
+        for tool in ["losetup", "mkfs.ext4", "mount", "umount"] {
+            if run_ok("sh", &["-c", &format!("command -v {tool}")]).is_err() {
+                return Err(format!("{tool} not found"));
+            }
+        }
+        let scratch = Scratch::new(tag);
+        let img = scratch.path().join("ext4.img");
+        std::fs::File::create(&img)
+            .and_then(|f| f.set_len(mib << 20))
+            .map_err(|e| e.to_string())?;
+        let img_s = img.to_str().unwrap();
+        run_ok("mkfs.ext4", &["-q", "-F", "-b", "4096", img_s])?;
+        let dev = Loop(run_ok("losetup", &["-f", "--show", img_s])?);
+        let mnt = scratch.path().join("mnt");
+        std::fs::create_dir_all(&mnt).map_err(|e| e.to_string())?;
+        run_ok("mount", &["-t", "ext4", &dev.0, mnt.to_str().unwrap()])?;
+        Ok(LoopExt4 {
+            mount: Mount(mnt),
+            dev,
+            scratch,
+        })
+    }
+    pub fn path(&self) -> &Path {
+        &self.mount.0
+    }
+    pub fn s(&self) -> &str {
+        self.mount.0.to_str().unwrap()
+    }
+}
+
+/// Every entry below `dir` as (relative path, size; directories as size
+/// `u64::MAX`), sorted.
+pub fn tree_listing(dir: &Path) -> Vec<(String, u64)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let e = e.unwrap();
+            let md = e.metadata().unwrap();
+            let rel = e
+                .path()
+                .strip_prefix(dir)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            if md.is_dir() {
+                out.push((rel, u64::MAX));
+                stack.push(e.path());
+            } else {
+                out.push((rel, md.len()));
+            }
+        }
+    }
+    out.sort();
+    out
+}

@@ -1,4 +1,17 @@
-//! File-system aging. So far: the target populations ([`profile`]); the
-//! `age` command itself drives the engine's file operations and comes later.
+//! File-system aging: `fsbench age`.
+//!
+//! - [`profile`]: the target populations (published studies, or a scan);
+//! - [`distance`]: how far the live population is from its target;
+//! - [`plan`]: which operation comes next (Geriatrix-style fill and churn),
+//!   decided from a model so that a seed fixes the whole sequence;
+//! - [`exec`]: the operations on disk, through the engine's system-call
+//!   wrappers, with the operation log;
+//! - [`replay`]: Smith–Seltzer replay of the differences between snapshots;
+//! - [`cli`]: the command, its progress and its report.
 
+pub mod cli;
+pub mod distance;
+pub mod exec;
+pub mod plan;
 pub mod profile;
+pub mod replay;

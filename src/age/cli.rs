@@ -1,0 +1,610 @@
+//! `fsbench age DIR ...`: the command, its progress line and its report.
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use serde::{Deserialize, Serialize};
+
+use super::exec::{self, Exec, FsyncPolicy};
+use super::plan::{Distances, Op, Phase, Planner, Targets};
+use super::profile::Profile;
+use crate::engine::rundir::{RunDir, MARKER};
+use crate::layout::{LayoutError, LayoutReport};
+use crate::scan::human_bytes;
+use crate::scan::snapshot::Snapshot;
+use crate::scan::walk::WalkOptions;
+
+/// Name of the aged directory fsbench creates under DIR.
+pub const AGED_DIR: &str = "fsbench-aged";
+/// State kept in the aged directory so that aging can continue later.
+pub const STATE_FILE: &str = ".fsbench-age.json";
+
+/// Arguments of `fsbench age`.
+#[derive(clap::Args, Debug)]
+pub struct AgeArgs {
+    /// Directory on the file system to age; fsbench works in DIR/fsbench-aged/
+    /// (created and marked, or continued if it carries fsbench's marker).
+    pub dir: PathBuf,
+    /// Target fullness of the file system, as df counts it (used / (used + available)).
+    #[arg(long, default_value_t = 0.8)]
+    pub fill: f64,
+    /// Seed: the same seed and starting state give the same operations.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Built-in aging profile (see the list in the error for an unknown name).
+    #[arg(long, default_value = "agrawal", conflicts_with = "from_snapshot")]
+    pub profile: String,
+    /// Age towards the population of a tree scanned with `fsbench scan -o`.
+    #[arg(long, value_name = "SNAPSHOT")]
+    pub from_snapshot: Option<PathBuf>,
+    /// Stop after N churn operations once the target fullness is reached.
+    #[arg(long, value_name = "N")]
+    pub ops: Option<u64>,
+    /// Stop once every distance (total variation) is below --threshold.
+    #[arg(long)]
+    pub until_converged: bool,
+    /// Convergence threshold for --until-converged (total variation; the
+    /// age dimension settles around 0.05-0.1 with the published profiles).
+    #[arg(long, default_value_t = 0.1)]
+    pub threshold: f64,
+    /// When to sync what aging writes.
+    #[arg(long, value_enum, default_value_t = FsyncPolicy::None)]
+    pub fsync: FsyncPolicy,
+    /// Write every operation to FILE, one line each.
+    #[arg(long, value_name = "FILE")]
+    pub log: Option<PathBuf>,
+    /// Smith–Seltzer replay: recreate the first snapshot's tree, then apply
+    /// the creates, deletes and changes between each pair of consecutive
+    /// snapshots.
+    #[arg(long, value_name = "SNAPSHOT", num_args = 1.., conflicts_with_all = ["from_snapshot", "until_converged"])]
+    pub replay_snapshots: Vec<PathBuf>,
+    /// In replay, short-lived files created and deleted between two
+    /// snapshots (per interval), beside the files created there.
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub short_lived: u64,
+    /// Write the report as JSON to FILE ("-" for standard output).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// No progress lines.
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+/// Layout facts before or after aging.
+#[derive(Debug, Clone, Serialize)]
+pub struct LayoutFacts {
+    pub files: u64,
+    pub scored_files: u64,
+    pub blocks: u64,
+    pub fragments: u64,
+    /// Smith–Seltzer aggregate score; `None` without multi-block files.
+    pub score: Option<f64>,
+}
+
+impl From<&LayoutReport> for LayoutFacts {
+    fn from(r: &LayoutReport) -> Self {
+        LayoutFacts {
+            files: r.files,
+            scored_files: r.scored_files,
+            blocks: r.blocks,
+            fragments: r.fragments,
+            score: r.score,
+        }
+    }
+}
+
+/// The report of one `fsbench age` run.
+#[derive(Debug, Clone, Serialize)]
+pub struct AgeReport {
+    pub schema_version: u32,
+    pub fsbench_version: String,
+    pub dir: String,
+    /// "profile" or "replay".
+    pub mode: String,
+    pub profile: Option<String>,
+    pub seed: u64,
+    pub fsync: FsyncPolicy,
+    pub target_fill: f64,
+    /// Whether the aged directory existed (aging continued).
+    pub continued: bool,
+    pub elapsed_s: f64,
+    /// File operations (mkdirs not counted).
+    pub ops: u64,
+    pub ops_per_s: f64,
+    /// Operations after the target fullness was reached.
+    pub churn_ops: u64,
+    pub phase: Phase,
+    pub counts: exec::ExecCounts,
+    pub bytes_written: u64,
+    pub live_files: u64,
+    pub live_bytes: u64,
+    /// Usage as aging modelled it (the target it steers by) and the target.
+    pub model_used_bytes: u64,
+    pub target_used_bytes: u64,
+    pub fullness_start: f64,
+    pub fullness_end: f64,
+    pub capacity_bytes: u64,
+    pub distances: Option<Distances>,
+    pub threshold: f64,
+    pub converged: bool,
+    pub interrupted: bool,
+    pub layout_before: Option<LayoutFacts>,
+    pub layout_after: Option<LayoutFacts>,
+    /// Why the layout score is missing, if it is.
+    pub layout_note: Option<String>,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct State {
+    clock: u64,
+    seed: u64,
+    profile: String,
+}
+
+/// Layout of the aged directory; `Err(note)` where FIEMAP is unsupported.
+fn layout_of(dir: &Path) -> Result<LayoutFacts, String> {
+    let opts = WalkOptions::default();
+    match crate::layout::layout(dir, &opts, true, 0) {
+        Ok(r) => Ok(LayoutFacts::from(&r)),
+        Err(e) => match e.downcast_ref::<LayoutError>() {
+            Some(LayoutError::Unsupported { fs, .. }) => Err(format!(
+                "FIEMAP is not supported on {fs}: no layout score here"
+            )),
+            _ => Err(format!("layout failed: {e:#}")),
+        },
+    }
+}
+
+/// What a continued aged directory already holds, in a deterministic order.
+struct Existing {
+    /// (path, depth, name number)
+    dirs: Vec<(String, u32, u64)>,
+    /// (id, index into dirs + 1 (0 = root), size)
+    files: Vec<(u64, u32, u64)>,
+    foreign: u64,
+}
+
+fn read_existing(root: &Path) -> io::Result<Existing> {
+    let mut ex = Existing {
+        dirs: Vec::new(),
+        files: Vec::new(),
+        foreign: 0,
+    };
+    // (relative path, depth, dir index)
+    let mut stack: Vec<(String, u32, u32)> = vec![(String::new(), 0, 0)];
+    while let Some((rel, depth, di)) = stack.pop() {
+        let full = if rel.is_empty() {
+            root.to_path_buf()
+        } else {
+            root.join(&rel)
+        };
+        let mut entries: Vec<(String, std::fs::FileType, u64)> = Vec::new();
+        for e in std::fs::read_dir(&full)? {
+            let e = e?;
+            let md = e.metadata()?;
+            entries.push((
+                e.file_name().to_string_lossy().into_owned(),
+                md.file_type(),
+                md.len(),
+            ));
+        }
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut subdirs = Vec::new();
+        for (name, ft, len) in entries {
+            if depth == 0 && (name == MARKER || name == STATE_FILE) {
+                continue;
+            }
+            let num = |p: char| name.strip_prefix(p).and_then(|n| n.parse::<u64>().ok());
+            let child = if rel.is_empty() {
+                name.clone()
+            } else {
+                format!("{rel}/{name}")
+            };
+            match (ft.is_dir(), ft.is_file()) {
+                (true, _) if num('d').is_some() => {
+                    ex.dirs.push((child.clone(), depth + 1, num('d').unwrap()));
+                    subdirs.push((child, depth + 1, ex.dirs.len() as u32));
+                }
+                (_, true) if num('f').is_some() => ex.files.push((num('f').unwrap(), di, len)),
+                _ => ex.foreign += 1,
+            }
+        }
+        // Depth-first, in name order.
+        stack.extend(subdirs.into_iter().rev());
+    }
+    Ok(ex)
+}
+
+fn fmt_dist(d: &Distances) -> String {
+    let mut s = format!("size {:.3} depth {:.3}", d.size.tv, d.depth.tv);
+    if let Some(a) = d.age {
+        s += &format!(" age {:.3}", a.tv);
+    }
+    s
+}
+
+/// `fsbench age`.
+pub fn run(args: AgeArgs) -> anyhow::Result<()> {
+    if !(0.0..=0.99).contains(&args.fill) {
+        bail!(
+            "--fill {} is outside 0.0..0.99 (a fraction of the file system)",
+            args.fill
+        );
+    }
+    let parent = args
+        .dir
+        .canonicalize()
+        .with_context(|| format!("target directory {}", args.dir.display()))?;
+    let rd = RunDir::create(&parent, "aged", true)?;
+    let root = rd.path.clone();
+    crate::engine::install_signal_handlers();
+    let started = Instant::now();
+    let mut ex = Exec::new(&root, args.seed, args.fsync, args.log.as_deref())?;
+    ex.syncfs().context("syncfs before aging")?;
+    let (fullness_start, used0, cap) = exec::fullness(&root)?;
+    let layout_before = layout_of(&root);
+
+    let mut report = AgeReport {
+        schema_version: 1,
+        fsbench_version: env!("CARGO_PKG_VERSION").into(),
+        dir: root.display().to_string(),
+        mode: "profile".into(),
+        profile: None,
+        seed: args.seed,
+        fsync: args.fsync,
+        target_fill: args.fill,
+        continued: !rd.fresh,
+        elapsed_s: 0.0,
+        ops: 0,
+        ops_per_s: 0.0,
+        churn_ops: 0,
+        phase: Phase::Fill,
+        counts: Default::default(),
+        bytes_written: 0,
+        live_files: 0,
+        live_bytes: 0,
+        model_used_bytes: 0,
+        target_used_bytes: 0,
+        fullness_start,
+        fullness_end: fullness_start,
+        capacity_bytes: cap,
+        distances: None,
+        threshold: args.threshold,
+        converged: false,
+        interrupted: false,
+        layout_before: layout_before.as_ref().ok().cloned(),
+        layout_after: None,
+        layout_note: None,
+    };
+
+    if !args.replay_snapshots.is_empty() {
+        report.mode = "replay".into();
+        super::replay::replay(&args, &root, &mut ex, &mut report)?;
+    } else {
+        age_profile(&args, &root, &mut ex, &mut report, used0, cap)?;
+    }
+    ex.finish()?;
+    ex.syncfs().context("syncfs after aging")?;
+    let (fullness_end, _, _) = exec::fullness(&root)?;
+    report.fullness_end = fullness_end;
+    report.counts = ex.counts.clone();
+    report.bytes_written = ex.counts.bytes_written;
+    report.elapsed_s = started.elapsed().as_secs_f64();
+    report.ops_per_s = report.ops as f64 / report.elapsed_s.max(1e-9);
+    match layout_of(&root) {
+        Ok(l) => report.layout_after = Some(l),
+        Err(note) => report.layout_note = Some(note),
+    }
+    if let Err(note) = layout_before {
+        report.layout_note.get_or_insert(note);
+    }
+    let to_stdout = args.json.as_deref() == Some(Path::new("-"));
+    if !to_stdout {
+        crate::scan::stdout_result(print_report(&report, &mut io::stdout().lock()))?;
+    }
+    if let Some(j) = &args.json {
+        crate::scan::write_json(j, &report)?;
+    }
+    if report.interrupted {
+        bail!("interrupted after {} operations", report.ops);
+    }
+    Ok(())
+}
+
+fn age_profile(
+    args: &AgeArgs,
+    root: &Path,
+    ex: &mut Exec,
+    report: &mut AgeReport,
+    used0: u64,
+    cap: u64,
+) -> anyhow::Result<()> {
+    let profile = match &args.from_snapshot {
+        Some(p) => {
+            let name = p
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "snapshot".into());
+            let stream = Snapshot::open(p)
+                .with_context(|| format!("cannot read snapshot {}", p.display()))?;
+            Profile::from_snapshot(&name, stream)?
+        }
+        None => Profile::builtin(&args.profile)?,
+    };
+    report.profile = Some(profile.name.clone());
+    let state_path = root.join(STATE_FILE);
+    let state: State = match std::fs::read(&state_path) {
+        Ok(b) => serde_json::from_slice(&b).unwrap_or_default(),
+        Err(_) => State::default(),
+    };
+    let existing = read_existing(root).context("reading the aged directory")?;
+    if existing.foreign > 0 {
+        eprintln!(
+            "age: {} entries in {} are not aging's own (not d<N>/f<N>); they are left alone",
+            existing.foreign,
+            root.display()
+        );
+    }
+    let block = exec::block_size(root)?;
+    let ours: u64 = existing
+        .files
+        .iter()
+        .map(|f| f.2.div_ceil(block) * block)
+        .sum::<u64>()
+        + existing.dirs.len() as u64 * block;
+    let budget = (args.fill * cap as f64) as u64;
+    let targets = Targets::from_profile(&profile);
+    let mut pl = Planner::new(
+        targets,
+        args.seed,
+        state.clock,
+        used0.saturating_sub(ours),
+        budget,
+        block,
+    );
+    let mut dir_index = vec![0u32];
+    for (path, depth, name) in existing.dirs {
+        dir_index.push(pl.adopt_dir(path, depth, name));
+    }
+    for (id, di, size) in existing.files {
+        pl.adopt_file(id, dir_index[di as usize], size);
+    }
+    if pl.used >= pl.budget {
+        pl.phase = Phase::Churn;
+    }
+    let max_churn = match (args.ops, args.until_converged) {
+        (Some(n), _) => n,
+        (None, _) => {
+            // Until converged, but never forever: fifty population turnovers.
+            let n = 50 * (budget as f64 / pl.targets.mean_size()).max(100.0) as u64;
+            if !args.until_converged && !args.quiet {
+                eprintln!("age: no --ops given: churning until converged (at most {n} operations)");
+            }
+            n
+        }
+    };
+    let stop_on_convergence = args.until_converged || args.ops.is_none();
+
+    let mut ops = Vec::new();
+    let mut rel = String::new();
+    let mut first_errors = 0;
+    let mut last_progress = Instant::now();
+    let t0 = Instant::now();
+    let mut done = 0u64;
+    let mut churn = 0u64;
+    loop {
+        if crate::engine::interrupted() {
+            report.interrupted = true;
+            break;
+        }
+        if pl.phase == Phase::Churn {
+            if churn >= max_churn {
+                break;
+            }
+            if stop_on_convergence
+                && churn.is_multiple_of(100)
+                && pl.distances().max_tv() < args.threshold
+            {
+                report.converged = true;
+                break;
+            }
+        }
+        let clock = pl.clock;
+        pl.next(&mut ops);
+        if pl.phase == Phase::Churn {
+            churn += 1;
+        }
+        done += 1;
+        for op in &ops {
+            let r = apply(&mut pl, ex, op, clock, &mut rel);
+            if let Err(e) = r {
+                ex.counts.errors += 1;
+                first_errors += 1;
+                if first_errors <= 5 {
+                    eprintln!("age: {e}");
+                }
+            }
+        }
+        ex.tick()?;
+        if !args.quiet && last_progress.elapsed() >= Duration::from_secs(1) {
+            last_progress = Instant::now();
+            let (f, _, _) = exec::fullness(root).unwrap_or((0.0, 0, 0));
+            eprintln!(
+                "age: {:?} ops {done} ({:.0}/s) fullness {:.1}% (target {:.0}%) files {} written {} distance {}",
+                pl.phase,
+                done as f64 / t0.elapsed().as_secs_f64(),
+                f * 100.0,
+                args.fill * 100.0,
+                pl.live_files(),
+                human_bytes(ex.counts.bytes_written),
+                fmt_dist(&pl.distances()),
+            );
+        }
+    }
+    let d = pl.distances();
+    report.converged |= pl.phase == Phase::Churn && d.max_tv() < args.threshold;
+    report.distances = Some(d);
+    report.ops = done;
+    report.churn_ops = churn;
+    report.phase = pl.phase;
+    report.live_files = pl.live_files() as u64;
+    report.live_bytes = pl.live_bytes();
+    report.model_used_bytes = pl.used;
+    report.target_used_bytes = pl.budget;
+    let st = State {
+        clock: pl.clock,
+        seed: args.seed,
+        profile: profile.name.clone(),
+    };
+    std::fs::write(&state_path, serde_json::to_vec_pretty(&st)?)
+        .with_context(|| format!("writing {}", state_path.display()))?;
+    Ok(())
+}
+
+/// Apply one planned operation, logging it.
+fn apply(pl: &mut Planner, ex: &mut Exec, op: &Op, clock: u64, rel: &mut String) -> io::Result<()> {
+    match *op {
+        Op::Mkdir { dir } => {
+            let p = pl.dirs[dir as usize].path.clone();
+            ex.log(format_args!("{clock} mkdir {p}"))?;
+            ex.mkdir(p.as_bytes())
+        }
+        Op::Create {
+            id, size, write, ..
+        } => {
+            pl.file_path(id, rel);
+            ex.log(format_args!(
+                "{clock} create {rel} size {size} write {write}"
+            ))?;
+            let r = ex.create(rel.as_bytes(), write);
+            short(pl, ex, id, r)
+        }
+        Op::Append { id, off, len } => {
+            pl.file_path(id, rel);
+            ex.log(format_args!("{clock} append {rel} {off}+{len}"))?;
+            let r = ex.write(rel.as_bytes(), off, len, true);
+            short(
+                pl,
+                ex,
+                id,
+                r.map_err(|mut s| {
+                    s.written += off;
+                    s
+                }),
+            )
+        }
+        Op::Overwrite { id, off, len } => {
+            pl.file_path(id, rel);
+            ex.log(format_args!("{clock} overwrite {rel} {off}+{len}"))?;
+            ex.write(rel.as_bytes(), off, len, false)
+                .map_err(|s| s.error)
+        }
+        Op::Delete { id, dir } => {
+            pl.path_in(dir, id, rel);
+            ex.log(format_args!("{clock} delete {rel}"))?;
+            ex.delete(rel.as_bytes())
+        }
+    }
+}
+
+fn short(
+    pl: &mut Planner,
+    ex: &mut Exec,
+    id: u64,
+    r: Result<(), exec::ShortWrite>,
+) -> io::Result<()> {
+    match r {
+        Ok(()) => Ok(()),
+        Err(s) if exec::is_enospc(&s.error) => {
+            ex.counts.enospc += 1;
+            pl.short_write(id, s.written);
+            Ok(())
+        }
+        Err(s) => Err(s.error),
+    }
+}
+
+fn fmt_score(s: Option<f64>) -> String {
+    s.map(|v| format!("{v:.4}")).unwrap_or_else(|| "-".into())
+}
+
+/// Print the report as text.
+pub fn print_report(r: &AgeReport, out: &mut impl Write) -> io::Result<()> {
+    writeln!(out, "aged {} ({})", r.dir, r.mode)?;
+    if let Some(p) = &r.profile {
+        writeln!(out, "  profile            {p}, seed {}", r.seed)?;
+    }
+    writeln!(
+        out,
+        "  operations         {} in {:.1} s ({:.0}/s), {} after reaching the target",
+        r.ops, r.elapsed_s, r.ops_per_s, r.churn_ops
+    )?;
+    let c = &r.counts;
+    writeln!(
+        out,
+        "                     creates {} appends {} overwrites {} deletes {} mkdirs {} rmdirs {} fsyncs {}",
+        c.creates, c.appends, c.overwrites, c.deletes, c.mkdirs, c.rmdirs, c.fsyncs
+    )?;
+    if c.enospc > 0 || c.errors > 0 {
+        writeln!(
+            out,
+            "                     out-of-space writes {} errors {}",
+            c.enospc, c.errors
+        )?;
+    }
+    writeln!(out, "  bytes written      {}", human_bytes(r.bytes_written))?;
+    writeln!(
+        out,
+        "  live               {} files, {}",
+        r.live_files,
+        human_bytes(r.live_bytes)
+    )?;
+    writeln!(
+        out,
+        "  fullness           {:.1}% -> {:.1}% of {} (target {:.0}%)",
+        r.fullness_start * 100.0,
+        r.fullness_end * 100.0,
+        human_bytes(r.capacity_bytes),
+        r.target_fill * 100.0
+    )?;
+    if let Some(d) = &r.distances {
+        writeln!(
+            out,
+            "  distance (TV/KS)   size {:.3}/{:.3}  depth {:.3}/{:.3}{}",
+            d.size.tv,
+            d.size.ks,
+            d.depth.tv,
+            d.depth.ks,
+            d.age
+                .map(|a| format!("  age {:.3}/{:.3}", a.tv, a.ks))
+                .unwrap_or_default()
+        )?;
+        writeln!(
+            out,
+            "  converged          {} (threshold {} total variation)",
+            if r.converged { "yes" } else { "no" },
+            r.threshold
+        )?;
+    }
+    let l = |x: &Option<LayoutFacts>| {
+        x.as_ref()
+            .map(|l| {
+                format!(
+                    "{} ({} files, {} blocks, {} fragments)",
+                    fmt_score(l.score),
+                    l.files,
+                    l.blocks,
+                    l.fragments
+                )
+            })
+            .unwrap_or_else(|| "-".into())
+    };
+    writeln!(out, "  layout score       before {}", l(&r.layout_before))?;
+    writeln!(out, "                     after  {}", l(&r.layout_after))?;
+    if let Some(n) = &r.layout_note {
+        writeln!(out, "  note               {n}")?;
+    }
+    Ok(())
+}
