@@ -413,3 +413,48 @@ fn ctrl_c_stops_reports_and_cleans_up() {
         "run directory removed"
     );
 }
+
+#[test]
+fn stride_and_sameoffset_extensions() {
+    let dir = Scratch::new("stride");
+    let target = Scratch::new("stride-target");
+    let wl = write_workload(
+        &dir,
+        "stride.f",
+        "set $dir=/tmp\nset mode quit alldone\n\
+         define file name=s,path=$dir,size=0,prealloc\n\
+         define file name=r,path=$dir,size=0,prealloc\n\
+         define process name=p {\n thread name=t {\n  flowop write name=w,filename=s,fd=1,iosize=4k,stride=8k\n  flowop finishoncount name=f,value=4,target=w\n }\n}\n\
+         define process name=q {\n thread name=t2 {\n  flowop write name=w1,filename=r,fd=1,iosize=4k\n  flowop write name=w2,fd=1,iosize=4k,sameoffset\n  flowop finishoncount name=f2,value=4,target=w1\n }\n}\nrun 30\n",
+    );
+    let o = run(&["run", &wl, "--dir", target.s(), "--keep", "-q"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let rd = std::fs::read_dir(target.path())
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let find = |name: &str| {
+        let mut stack = vec![rd.join(name)];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).unwrap() {
+                let e = e.unwrap();
+                if e.file_type().unwrap().is_dir() {
+                    stack.push(e.path());
+                } else {
+                    return std::fs::read(e.path()).unwrap();
+                }
+            }
+        }
+        panic!("no file in {name}");
+    };
+    // Writes at 0, 8k, 16k, 24k: 28 KiB with zero-filled holes between.
+    let s = find("s");
+    assert_eq!(s.len(), 28 * 1024);
+    assert!(s[4096..8192].iter().all(|b| *b == 0));
+    assert!(s[..4096].iter().any(|b| *b != 0));
+    assert!(s[8192..12288].iter().any(|b| *b != 0));
+    // The second write rewrites the first's record: the file grows by 4 KiB per loop only.
+    assert_eq!(find("r").len(), 16 * 1024);
+}

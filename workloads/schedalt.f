@@ -1,21 +1,32 @@
-# fsbench: schedalt - two processes reading their own large file in 64 KiB requests, read-ahead off (stand-in for alternate chunks)
+# fsbench: schedalt - two processes reading every other 64 KiB chunk of their own large file
 #
 # From the deceptive-idleness study of disk schedulers (Iyer and Druschel,
 # SOSP 2001): two processes, each reading its own large file in $iosize
-# (64 KiB) requests, one request at a time.
-# The study's "every alternate chunk" pattern defeats read-ahead while
-# keeping seeks short. The workload language has no stride or skip yet, so
-# this personality approximates it: sequential requests on a file opened with
-# read-ahead disabled (POSIX_FADV_RANDOM), so, as with alternate chunks, the
-# kernel cannot prefetch and every request waits for the disk.
+# (64 KiB) requests, one request at a time, optionally thinking between
+# requests.
+# Each reads every alternate chunk ($stride = twice the request size by
+# default, the fsbench `stride` extension), which defeats read-ahead while
+# keeping seeks short.
 #
-# Scale with -s: filesize, iosize, runtime. fsbench replaces $dir with its
-# run directory.
+# Scale with -s: filesize, iosize, runtime; usemmap, burst, thinkmin, thinkmean
+# for the read-versus-mmap and think-time variants. fsbench replaces $dir with
+# its run directory.
 
 set $dir=/tmp
 set $filesize=1g
 set $iosize=64k
 set $runtime=10
+# Read through a memory map instead of read(2): -s usemmap=true
+set $usemmap=false
+# Think time after every $burst requests, in microseconds, uniform in
+# [$thinkmin, 2*$thinkmean - $thinkmin]: fixed when thinkmin = thinkmean, none when
+# both are 0. The study's adversary: -s burst=N with a pause just over the
+# scheduler's anticipation threshold (e.g. -s thinkmin=7000 -s thinkmean=7000).
+set $burst=1
+set $thinkmin=0
+set $thinkmean=0
+set $think=randvar(type=uniform, min=$thinkmin, mean=$thinkmean)
+set $stride=128k
 
 define file name=reader1file, path=$dir, size=$filesize, prealloc, reuse
 define file name=reader2file, path=$dir, size=$filesize, prealloc, reuse
@@ -24,7 +35,8 @@ define process name=reader1, instances=1
 {
   thread name=reader1, memsize=1m, instances=1
   {
-    flowop read name=read1, filename=reader1file, iosize=$iosize, noreadahead
+    flowop read name=read1, filename=reader1file, iosize=$iosize, stride=$stride, mmap=$usemmap, iters=$burst
+    flowop think name=think1, value=$think
   }
 }
 
@@ -32,7 +44,8 @@ define process name=reader2, instances=1
 {
   thread name=reader2, memsize=1m, instances=1
   {
-    flowop read name=read2, filename=reader2file, iosize=$iosize, noreadahead
+    flowop read name=read2, filename=reader2file, iosize=$iosize, stride=$stride, mmap=$usemmap, iters=$burst
+    flowop think name=think2, value=$think
   }
 }
 

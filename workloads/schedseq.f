@@ -2,16 +2,28 @@
 #
 # From the deceptive-idleness study of disk schedulers (Iyer and Druschel,
 # SOSP 2001): two processes, each reading its own large file in $iosize
-# (64 KiB) requests, one request at a time.
+# (64 KiB) requests, one request at a time, optionally thinking between
+# requests.
 # Each reads its file from start to end, then starts over.
 #
-# Scale with -s: filesize, iosize, runtime. fsbench replaces $dir with its
-# run directory.
+# Scale with -s: filesize, iosize, runtime; usemmap, burst, thinkmin, thinkmean
+# for the read-versus-mmap and think-time variants. fsbench replaces $dir with
+# its run directory.
 
 set $dir=/tmp
 set $filesize=1g
 set $iosize=64k
 set $runtime=10
+# Read through a memory map instead of read(2): -s usemmap=true
+set $usemmap=false
+# Think time after every $burst requests, in microseconds, uniform in
+# [$thinkmin, 2*$thinkmean - $thinkmin]: fixed when thinkmin = thinkmean, none when
+# both are 0. The study's adversary: -s burst=N with a pause just over the
+# scheduler's anticipation threshold (e.g. -s thinkmin=7000 -s thinkmean=7000).
+set $burst=1
+set $thinkmin=0
+set $thinkmean=0
+set $think=randvar(type=uniform, min=$thinkmin, mean=$thinkmean)
 
 define file name=reader1file, path=$dir, size=$filesize, prealloc, reuse
 define file name=reader2file, path=$dir, size=$filesize, prealloc, reuse
@@ -20,7 +32,8 @@ define process name=reader1, instances=1
 {
   thread name=reader1, memsize=1m, instances=1
   {
-    flowop read name=read1, filename=reader1file, iosize=$iosize
+    flowop read name=read1, filename=reader1file, iosize=$iosize, mmap=$usemmap, iters=$burst
+    flowop think name=think1, value=$think
   }
 }
 
@@ -28,7 +41,8 @@ define process name=reader2, instances=1
 {
   thread name=reader2, memsize=1m, instances=1
   {
-    flowop read name=read2, filename=reader2file, iosize=$iosize
+    flowop read name=read2, filename=reader2file, iosize=$iosize, mmap=$usemmap, iters=$burst
+    flowop think name=think2, value=$think
   }
 }
 

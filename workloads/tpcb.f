@@ -3,9 +3,9 @@
 # From the deceptive-idleness study's TPC-B-like benchmark: $nthreads clients
 # (two) work on one large file of $filesize holding $iosize (64 KiB) records,
 # each request to a random record.
-# Each transaction reads a random record and writes a record back. The
-# language cannot yet write at the offset of the previous read, so the write
-# goes to another random record: the same mix of random reads and writes.
+# Each transaction reads a random record and writes the same record back
+# (the fsbench `sameoffset` extension: the write goes to the offset of the
+# thread's previous read on that file).
 #
 # Scale with -s: filesize, iosize, nthreads, runtime. fsbench replaces $dir
 # with its run directory.
@@ -23,7 +23,7 @@ define process name=tpcb, instances=1
   thread name=client, memsize=1m, instances=$nthreads
   {
     flowop read  name=read-record, filename=accounts, iosize=$iosize, random
-    flowop write name=write-record, filename=accounts, iosize=$iosize, random
+    flowop write name=write-record, filename=accounts, iosize=$iosize, sameoffset
   }
 }
 

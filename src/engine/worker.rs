@@ -39,6 +39,8 @@ struct Slot {
     /// later `deletefile fd=N` or `srcfd=N` still refers to it.
     last: Option<(u32, u32)>,
     off: u64,
+    /// Offset of the slot's previous read or write (for `sameoffset`).
+    last_off: u64,
     /// The last open into this slot found no file: flowops that depend on the slot count
     /// "no file" too, instead of piling up errors.
     starved: bool,
@@ -49,6 +51,7 @@ const EMPTY: Slot = Slot {
     entry: None,
     last: None,
     off: 0,
+    last_off: 0,
     starved: false,
 };
 
@@ -537,6 +540,7 @@ impl<'a> Worker<'a> {
                     entry: Some((fsi as u32, e as u32)),
                     last: Some((fsi as u32, e as u32)),
                     off: 0,
+                    last_off: 0,
                     starved: false,
                 };
                 Ok(ns)
@@ -612,6 +616,29 @@ impl<'a> Worker<'a> {
         (off, len)
     }
 
+    /// After a read or write of `n` bytes at `off`: remember the offset, and move a
+    /// sequential flowop on (by `stride` when given, wrapping at the working set; a read at
+    /// end of file starts over at the beginning).
+    fn advance(&mut self, f: &Flowop, slot: usize, off: u64, n: u64, wss: u64) {
+        self.slots[slot].last_off = off;
+        if f.random || f.sameoffset {
+            return;
+        }
+        let stride = self.num(&f.stride).max(0) as u64;
+        let next = if n == 0 {
+            0
+        } else if stride > 0 {
+            off + stride
+        } else {
+            off + n
+        };
+        self.slots[slot].off = if stride > 0 && wss > 0 && next >= wss {
+            0
+        } else {
+            next
+        };
+    }
+
     /// Path of the file a slot was last opened on (for error messages).
     fn slot_path(&self, slot: usize) -> String {
         match self.slots[slot].last {
@@ -653,7 +680,9 @@ impl<'a> Worker<'a> {
                 let (slot, fd) = self.setup(f)?;
                 let wss = self.wss(f, slot);
                 let (boff, len) = self.buffer(iosize);
-                let off = if f.random {
+                let off = if f.sameoffset {
+                    self.slots[slot].last_off
+                } else if f.random {
                     let span = wss.saturating_sub(iosize as u64);
                     if span == 0 {
                         0
@@ -679,9 +708,7 @@ impl<'a> Worker<'a> {
                     // and is dropped after `aio`, which drains on drop.
                     let r = unsafe { aio.write(fd, ptr, len, off, f.stat) };
                     self.record_aio();
-                    if !f.random {
-                        self.slots[slot].off = off + len as u64;
-                    }
+                    self.advance(f, slot, off, len as u64, wss);
                     return match r {
                         Ok(()) => Ok(Flow::Continue),
                         Err(e) => Err(Fail::Error(format!("aiowrite at offset {off}: {e}"))),
@@ -695,9 +722,7 @@ impl<'a> Worker<'a> {
                     let n = self.copy_from_map(map, off, boff, len);
                     let ns = self.clock.since(t0);
                     self.done(f, ns, n as u64);
-                    if !f.random {
-                        self.slots[slot].off = if n == 0 { 0 } else { off + n as u64 };
-                    }
+                    self.advance(f, slot, off, n as u64, wss);
                     return Ok(Flow::Continue);
                 }
                 let t0 = self.clock.now();
@@ -710,10 +735,7 @@ impl<'a> Worker<'a> {
                 match r {
                     Ok(n) => {
                         self.done(f, ns, n as u64);
-                        if !f.random {
-                            // A sequential read at end of file starts over at the beginning.
-                            self.slots[slot].off = if n == 0 { 0 } else { off + n as u64 };
-                        }
+                        self.advance(f, slot, off, n as u64, wss);
                         Ok(Flow::Continue)
                     }
                     Err(e) => Err(Fail::Error(format!(

@@ -649,6 +649,14 @@ impl Builder {
         if !ok {
             return None;
         }
+        if let Err(e) = dist.validate() {
+            self.errors.push(Diagnostic::error(
+                &self.src,
+                span,
+                format!("randvar `${var}`: {e}"),
+            ));
+            return None;
+        }
         let rv = RandVar {
             dist,
             min: None,
@@ -1265,6 +1273,8 @@ impl Builder {
             directio: false,
             noreadahead: false,
             mmap: false,
+            stride: Num::Const(0),
+            sameoffset: false,
             value: Num::Const(0),
             target: None,
             blocking: false,
@@ -1353,6 +1363,8 @@ impl Builder {
                 "directio" => f.directio = self.bool_attr(a, locals).unwrap_or(false),
                 "noreadahead" => f.noreadahead = self.bool_attr(a, locals).unwrap_or(false),
                 "mmap" => f.mmap = self.bool_attr(a, locals).unwrap_or(false),
+                "stride" => f.stride = self.num_attr_in(a, true, locals).unwrap_or(Num::Const(0)),
+                "sameoffset" => f.sameoffset = self.bool_attr(a, locals).unwrap_or(false),
                 "value" => f.value = self.num_attr_in(a, true, locals).unwrap_or(Num::Const(0)),
                 "highwater" => {
                     f.highwater = self.num_attr_in(a, false, locals).unwrap_or(Num::Const(1))

@@ -142,6 +142,12 @@ pub struct Flowop {
     pub directio: bool,
     pub noreadahead: bool,
     pub mmap: bool,
+    /// Extension: sequential reads and writes advance by this many bytes per operation
+    /// (e.g. twice the iosize reads every other chunk); 0 means by what was transferred.
+    pub stride: Num,
+    /// Extension: read or write at the offset of the slot's previous read or write (a
+    /// read-modify-write of the same record).
+    pub sameoffset: bool,
     pub value: Num,
     pub target: Option<String>,
     pub blocking: bool,
