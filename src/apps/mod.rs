@@ -19,7 +19,6 @@ use std::collections::BTreeMap;
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::time::Instant;
 
 /// The operation types of one application benchmark: a name and the flowop kind whose IO
 /// class it counts as in the summary.
@@ -34,9 +33,10 @@ pub fn timed<T>(
     what: impl FnOnce() -> String,
     f: impl FnOnce() -> std::io::Result<T>,
 ) -> Option<T> {
-    let t0 = Instant::now();
+    let clock = stats::clock::global();
+    let t0 = clock.now();
     let r = f();
-    let ns = t0.elapsed().as_nanos() as u64;
+    let ns = clock.since(t0);
     match r {
         Ok(v) => {
             rec.record(ns, bytes);

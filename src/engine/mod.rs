@@ -433,7 +433,7 @@ pub fn measure(
         ctl: &ctl,
         procs: &procs,
         count_procs,
-        clock: stats::clock::Clock::new(),
+        clock: *stats::clock::global(),
         samples: &samples,
         pacing: &pacing,
     };
@@ -763,7 +763,7 @@ fn run_in(wl: &Workload, opts: &RunOptions, rd: &RunDir) -> Result<Results, Engi
         }
         drop_caches()?;
     }
-    let calibration = stats::clock::Calibration::measure(&stats::clock::Clock::new());
+    let calibration = stats::clock::Calibration::measure(stats::clock::global());
     let host = stats::host::collect(&rd.path);
     let m = measure(
         wl,

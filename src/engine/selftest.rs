@@ -146,8 +146,7 @@ pub fn overhead(dir: &Path, seconds: f64, rounds: u32) -> anyhow::Result<String>
              define process name=p {{ thread name=t {{\n flowop createfile name=create,filesetname=meta,fd=1\n flowop closefile name=close,fd=1\n flowop deletefile name=unlink,filesetname=meta\n}} }}\n"
         );
         let mut out = String::new();
-        let clock = crate::stats::clock::Clock::new();
-        let cal = crate::stats::clock::Calibration::measure(&clock);
+        let cal = crate::stats::clock::Calibration::measure(crate::stats::clock::global());
         let _ = writeln!(
             out,
             "clock {}: {:.1} ns per read, {:.1} ns per record, {:.1} ns per operation in all",

@@ -122,6 +122,12 @@ impl Clock {
     }
 }
 
+/// The process's clock, chosen and calibrated once.
+pub fn global() -> &'static Clock {
+    static CLOCK: std::sync::OnceLock<Clock> = std::sync::OnceLock::new();
+    CLOCK.get_or_init(Clock::new)
+}
+
 impl Default for Clock {
     fn default() -> Self {
         Clock::new()
