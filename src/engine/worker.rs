@@ -678,7 +678,12 @@ impl<'a> Worker<'a> {
                     )));
                 }
                 let (slot, fd) = self.setup(f)?;
-                let wss = self.wss(f, slot);
+                // The working set matters only for random offsets and strides.
+                let wss = if f.random || f.stride != crate::model::Num::Const(0) {
+                    self.wss(f, slot)
+                } else {
+                    0
+                };
                 let (boff, len) = self.buffer(iosize);
                 let off = if f.sameoffset {
                     self.slots[slot].last_off
