@@ -1,0 +1,189 @@
+//! File flowops: create, open, close, delete, stat, fsync, fsyncset.
+
+use super::*;
+use FlowopKind::*;
+
+impl Worker<'_> {
+    pub(super) fn op_createfile(&mut self, f: &Flowop) -> Result<Flow, Fail> {
+        let slot = self.fdnum(f);
+        let ns = self.open_into(f, slot, f.kind == CreateFile)?;
+        self.done(f, ns, 0);
+        Ok(Flow::Continue)
+    }
+
+    pub(super) fn op_closefile(&mut self, f: &Flowop) -> Result<Flow, Fail> {
+        let slot = f.fd.unwrap_or(0);
+        let s = self.slots[slot];
+        if s.fd < 0 {
+            return Err(self.closed(slot, "closefile"));
+        }
+        let t0 = self.clock.now();
+        let r = io::close(s.fd);
+        let ns = self.clock.since(t0);
+        self.forget_open(slot);
+        match r {
+            Ok(()) => {
+                self.done(f, ns, 0);
+                Ok(Flow::Continue)
+            }
+            Err(e) => Err(Fail::Error(format!("close: {e}"))),
+        }
+    }
+
+    pub(super) fn op_deletefile(&mut self, f: &Flowop) -> Result<Flow, Fail> {
+        let slot = f.fd.unwrap_or(0);
+        let (fsi, e, own_open) = match (f.fd, self.slots[slot].last) {
+            (Some(n), Some((fs, e))) if n > 0 => {
+                self.slots[slot].last = None;
+                let fsr = &self.sh.filesets[fs as usize];
+                // Wait for other threads' create/delete of this entry to finish.
+                let ent = &fsr.files[e as usize];
+                loop {
+                    let cur = ent.state.load(Ordering::Acquire);
+                    if cur & crate::fileset::BUSY == 0
+                        && ent
+                            .state
+                            .compare_exchange(
+                                cur,
+                                cur | crate::fileset::BUSY,
+                                Ordering::AcqRel,
+                                Ordering::Relaxed,
+                            )
+                            .is_ok()
+                    {
+                        break;
+                    }
+                    if self.sh.ctl.stopping() {
+                        return Ok(Flow::Stop);
+                    }
+                    std::thread::yield_now();
+                }
+                if cur_exists(ent) {
+                    (fs as usize, e as usize, self.slots[slot].fd >= 0)
+                } else {
+                    fsr.release(List::Files, e as usize, false);
+                    return Err(Fail::NoResource);
+                }
+            }
+            _ => {
+                let Some(fsi) = f.fileset else {
+                    // The open that would have filled the slot found no file.
+                    return Err(if self.slots[slot].starved {
+                        Fail::NoResource
+                    } else {
+                        Fail::Error(format!("fd {slot} has no file to delete"))
+                    });
+                };
+                let fs = &self.sh.filesets[fsi];
+                let idx = self.index(f, fs.files.len());
+                match fs.pick(List::Files, Want::Exists, idx) {
+                    Some(e) => (fsi, e, false),
+                    None => return Err(Fail::NoResource),
+                }
+            }
+        };
+        let fs = &self.sh.filesets[fsi];
+        let opens = fs.files[e].opens.load(Ordering::Relaxed);
+        if opens > u32::from(own_open) {
+            // Open in another thread: skipped, as in Filebench (counted, not silent).
+            fs.release(List::Files, e, true);
+            self.rec.ops[f.stat].no_resource += 1;
+            return Ok(Flow::Continue);
+        }
+        let path = fs.entry_path(List::Files, e, &mut self.path);
+        let t0 = self.clock.now();
+        let r = io::unlink(path);
+        let ns = self.clock.since(t0);
+        match r {
+            Ok(()) => {
+                // As Filebench: a deleted entry has no opens; our own still-open slot
+                // stops counting (its close will not decrement a later file's count).
+                fs.files[e].opens.store(0, Ordering::Relaxed);
+                if own_open {
+                    self.slots[slot].entry = None;
+                }
+                fs.release(List::Files, e, false);
+                self.done(f, ns, 0);
+                Ok(Flow::Continue)
+            }
+            Err(err) => {
+                fs.release(List::Files, e, true);
+                Err(Fail::Error(format!("unlink {}: {err}", self.path_string())))
+            }
+        }
+    }
+
+    pub(super) fn op_statfile(&mut self, f: &Flowop) -> Result<Flow, Fail> {
+        let slot = f.fd.unwrap_or(0);
+        if f.fd.is_some_and(|n| n > 0) && self.slots[slot].fd >= 0 {
+            let t0 = self.clock.now();
+            let r = io::fstat(self.slots[slot].fd);
+            let ns = self.clock.since(t0);
+            return match r {
+                Ok(_) => {
+                    self.done(f, ns, 0);
+                    Ok(Flow::Continue)
+                }
+                Err(e) => Err(Fail::Error(format!("fstat: {e}"))),
+            };
+        }
+        let Some(fsi) = f.fileset else {
+            return Err(Fail::Error(format!(
+                "fd {slot} is not open and no fileset is named"
+            )));
+        };
+        let fs = &self.sh.filesets[fsi];
+        let idx = self.index(f, fs.files.len());
+        let Some(e) = fs.pick(List::Files, Want::Exists, idx) else {
+            return Err(Fail::NoResource);
+        };
+        let path = fs.entry_path(List::Files, e, &mut self.path);
+        let t0 = self.clock.now();
+        let r = io::stat(path);
+        let ns = self.clock.since(t0);
+        fs.release(List::Files, e, true);
+        match r {
+            Ok(_) => {
+                self.done(f, ns, 0);
+                Ok(Flow::Continue)
+            }
+            Err(err) => Err(Fail::Error(format!("stat {}: {err}", self.path_string()))),
+        }
+    }
+
+    pub(super) fn op_fsync(&mut self, f: &Flowop) -> Result<Flow, Fail> {
+        let slot = f.fd.unwrap_or(0);
+        let fd = self.slots[slot].fd;
+        if fd < 0 {
+            return Err(self.closed(slot, "fsync"));
+        }
+        let t0 = self.clock.now();
+        let r = io::fsync(fd);
+        let ns = self.clock.since(t0);
+        match r {
+            Ok(()) => {
+                self.done(f, ns, 0);
+                Ok(Flow::Continue)
+            }
+            Err(e) => Err(Fail::Error(format!("fsync: {e}"))),
+        }
+    }
+
+    pub(super) fn op_fsyncset(&mut self, f: &Flowop) -> Result<Flow, Fail> {
+        let target = f.fileset.map(|i| i as u32);
+        for slot in 0..MAX_FD {
+            let s = self.slots[slot];
+            if s.fd < 0 || s.last.map(|(fs, _)| fs) != target {
+                continue;
+            }
+            let t0 = self.clock.now();
+            let r = io::fsync(s.fd);
+            let ns = self.clock.since(t0);
+            match r {
+                Ok(()) => self.done(f, ns, 0),
+                Err(e) => self.rec.ops[f.stat].error(|| format!("fsync: {e}")),
+            }
+        }
+        Ok(Flow::Continue)
+    }
+}

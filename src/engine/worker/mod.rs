@@ -1,0 +1,690 @@
+//! One worker thread: runs its thread's flowops in a loop until told to stop, with
+//! Filebench's semantics for file descriptor slots, file picking and each flowop.
+//!
+//! Everything a worker touches per operation is its own (generators, slots, buffers,
+//! recorder), except what an operation's meaning requires: picking and releasing fileset
+//! entries, and the process-wide counters that `finishoncount`/`finishonbytes` without a
+//! target read (kept only when such a flowop exists).
+
+mod dirs;
+mod files;
+mod misc;
+mod pace;
+mod rw;
+
+use super::aio::Aio;
+use super::io::{self, AlignedBuf, OpenHow};
+use super::sync::Pacing;
+use super::Control;
+use crate::dist::{rng, Rng};
+use crate::fileset::{FilesetRt, List, Want};
+use crate::model::{Flowop, FlowopKind, IoClass, Thread, Workload};
+use crate::stats::clock::Clock;
+use crate::stats::Recorder;
+use rand::Rng as _;
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// Slots per thread, as Filebench's THREADFLOW_MAXFD.
+pub const MAX_FD: usize = 128;
+
+/// Counters shared by the threads of one process instance.
+#[derive(Debug, Default)]
+pub struct ProcCounters {
+    pub ops: AtomicU64,
+    pub bytes: AtomicU64,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    fd: RawFd,
+    /// The open file (fileset, entry), whose open count this slot holds.
+    entry: Option<(u32, u32)>,
+    /// The file the slot was last opened on; kept after close, as Filebench keeps it, so a
+    /// later `deletefile fd=N` or `srcfd=N` still refers to it.
+    last: Option<(u32, u32)>,
+    off: u64,
+    /// Offset of the slot's previous read or write (for `sameoffset`).
+    last_off: u64,
+    /// The last open into this slot found no file: flowops that depend on the slot count
+    /// "no file" too, instead of piling up errors.
+    starved: bool,
+}
+
+const EMPTY: Slot = Slot {
+    fd: -1,
+    entry: None,
+    last: None,
+    off: 0,
+    last_off: 0,
+    starved: false,
+};
+
+/// What running a flowop asks of the loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flow {
+    Continue,
+    /// `finishoncount`/`finishonbytes` reached: this thread is done.
+    Done,
+    /// The run is stopping.
+    Stop,
+}
+
+enum Fail {
+    NoResource,
+    Error(String),
+}
+
+/// Everything shared, read-only or atomic, by the workers of a run.
+pub struct Shared<'a> {
+    pub wl: &'a Workload,
+    pub filesets: &'a [FilesetRt],
+    pub ctl: &'a Control,
+    pub procs: &'a [ProcCounters],
+    /// Whether IO ops must be added to `procs` (a finish flowop without target exists).
+    pub count_procs: bool,
+    pub clock: Clock,
+    /// One slot per worker where it publishes cumulative counters at each sampling epoch.
+    pub samples: &'a [std::sync::Mutex<Sample>],
+    /// Semaphores, conditions, the event generator and the run-wide counters of limits.
+    pub pacing: &'a Pacing,
+}
+
+/// A worker's cumulative counters as of a control word.
+#[derive(Debug, Default)]
+pub struct Sample {
+    pub word: u64,
+    pub ops: Vec<(u64, u64, hdrhistogram::Histogram<u64>)>,
+}
+
+/// A limit flowop's bucket in one thread (Filebench's fo_tputlast / fo_tputbucket).
+#[derive(Debug, Clone, Copy, Default)]
+struct LimitState {
+    started: bool,
+    last: u64,
+    bucket: i64,
+}
+
+/// A read-only mapping of the file open in a slot, for `mmap` reads.
+#[derive(Debug)]
+struct Map {
+    fd: RawFd,
+    ptr: *mut u8,
+    len: usize,
+}
+
+impl Drop for Map {
+    fn drop(&mut self) {
+        if self.len > 0 {
+            // SAFETY: mapped by us with this length.
+            unsafe { libc::munmap(self.ptr.cast(), self.len) };
+        }
+    }
+}
+
+pub struct Worker<'a> {
+    sh: &'a Shared<'a>,
+    /// Index among the run's workers (its time-series slot).
+    idx: usize,
+    clock: Clock,
+    thread: &'a Thread,
+    proc_idx: usize,
+    /// Asynchronous writes in flight; declared before `buf` so it drains (on drop) before
+    /// the buffer the kernel reads from is freed.
+    aio: Option<Aio>,
+    /// Per slot: the file mapping of `mmap` reads.
+    maps: Vec<Option<Map>>,
+    limits: Vec<LimitState>,
+    /// One generator per random variable, and one for offsets and sizes.
+    rngs: Vec<Rng>,
+    rng: Rng,
+    slots: Vec<Slot>,
+    rotor: usize,
+    buf: AlignedBuf,
+    memsize: usize,
+    path: Vec<u8>,
+    dirbuf: Vec<u8>,
+    pub rec: Recorder,
+    /// Per-thread totals of IO ops and bytes (for finish flowops).
+    ops: u64,
+    bytes: u64,
+    pub testrandvar: Vec<(String, u64, f64, f64)>,
+    /// The control word last acted on.
+    seen: u64,
+    /// Thread CPU (user, system) when the current statistics generation began.
+    cpu0: (f64, f64),
+}
+
+impl<'a> Worker<'a> {
+    pub fn new(
+        sh: &'a Shared<'a>,
+        thread: &'a Thread,
+        proc_idx: usize,
+        worker_idx: u64,
+        seed: u64,
+    ) -> Worker<'a> {
+        let wl = sh.wl;
+        let rngs = wl
+            .randvars
+            .iter()
+            .enumerate()
+            .map(|(i, rv)| {
+                rng(
+                    rv.seed.unwrap_or(seed),
+                    (worker_idx << 16) ^ i as u64 ^ 0x5000_0000,
+                )
+            })
+            .collect();
+        let mut r = rng(seed, worker_idx);
+        let mut max_io: i64 = 1 << 20;
+        fn walk(f: &Flowop, m: &mut i64) {
+            if let crate::model::Num::Const(v) = f.iosize {
+                *m = (*m).max(v);
+            }
+            for c in &f.children {
+                walk(c, m);
+            }
+        }
+        for f in &thread.flowops {
+            walk(f, &mut max_io);
+        }
+        let memsize = thread.memsize as usize;
+        let buf = AlignedBuf::new(memsize.max(max_io as usize), &mut r);
+        Worker {
+            sh,
+            idx: worker_idx as usize,
+            clock: sh.clock,
+            thread,
+            proc_idx,
+            aio: None,
+            maps: Vec::new(),
+            limits: vec![LimitState::default(); wl.stat_names.len()],
+            rngs,
+            rng: r,
+            slots: vec![EMPTY; MAX_FD],
+            rotor: 0,
+            buf,
+            memsize,
+            path: Vec::with_capacity(256),
+            dirbuf: vec![0u8; 64 << 10],
+            rec: Recorder::new(wl.stat_names.len()),
+            ops: 0,
+            bytes: 0,
+            testrandvar: Vec::new(),
+            seen: 0,
+            cpu0: (0.0, 0.0),
+        }
+    }
+
+    /// Start measuring: note the CPU baseline.
+    pub fn begin(&mut self) {
+        self.cpu0 = crate::stats::thread_cpu();
+    }
+
+    /// React to a new control word: a new statistics generation resets the recorder (end of
+    /// warm-up); a new epoch publishes a snapshot for the time series.
+    fn on_control(&mut self, w: u64) {
+        if w >> super::GEN_SHIFT != self.seen >> super::GEN_SHIFT {
+            self.rec.reset();
+            self.ops = 0;
+            self.bytes = 0;
+            self.cpu0 = crate::stats::thread_cpu();
+        }
+        self.seen = w;
+        if let Some(slot) = self.sh.samples.get(self.idx) {
+            let mut g = slot.lock().unwrap();
+            g.word = w;
+            g.ops.clear();
+            g.ops.extend(
+                self.rec
+                    .ops
+                    .iter()
+                    .map(|o| (o.count, o.bytes, o.hist.clone())),
+            );
+        }
+    }
+
+    /// Stop measuring: CPU used since the baseline, apportioned to flowops by their share of
+    /// this thread's measured time.
+    pub fn finish(&mut self) {
+        let (u1, s1) = crate::stats::thread_cpu();
+        self.rec.cpu_user_s = u1 - self.cpu0.0;
+        self.rec.cpu_sys_s = s1 - self.cpu0.1;
+        let cpu_ns = (self.rec.cpu_user_s + self.rec.cpu_sys_s) * 1e9;
+        let total: u64 = self.rec.ops.iter().map(|o| o.lat_sum_ns).sum();
+        if total > 0 {
+            for o in &mut self.rec.ops {
+                o.cpu_ns = cpu_ns * o.lat_sum_ns as f64 / total as f64;
+            }
+        }
+    }
+
+    /// Loop over the thread's flowops until stopped or done.
+    pub fn run(&mut self) -> Flow {
+        let flowops = &self.thread.flowops;
+        loop {
+            for f in flowops {
+                match self.run_flowop(f) {
+                    Flow::Continue => {}
+                    other => return other,
+                }
+            }
+        }
+    }
+
+    /// Close every open slot (at the end of the run, not measured).
+    pub fn close_all(&mut self) {
+        if let Some(a) = self.aio.as_mut() {
+            a.drain();
+            a.done.clear();
+        }
+        for i in 0..MAX_FD {
+            self.release_slot(i);
+        }
+    }
+
+    fn num(&mut self, n: &crate::model::Num) -> i64 {
+        n.get(&self.sh.wl.randvars, &mut self.rngs)
+    }
+
+    fn run_flowop(&mut self, f: &Flowop) -> Flow {
+        let iters = self.num(&f.iters).max(0);
+        for _ in 0..iters {
+            let w = self.sh.ctl.word();
+            if w != self.seen {
+                if w & super::STOP != 0 {
+                    return Flow::Stop;
+                }
+                self.on_control(w);
+            }
+            let r = if f.kind == FlowopKind::Composite {
+                let mut r = Flow::Continue;
+                for c in &f.children {
+                    r = self.run_flowop(c);
+                    if r != Flow::Continue {
+                        break;
+                    }
+                }
+                r
+            } else {
+                self.exec(f)
+            };
+            if r != Flow::Continue {
+                return r;
+            }
+        }
+        Flow::Continue
+    }
+
+    #[inline]
+    fn done(&mut self, f: &Flowop, ns: u64, bytes: u64) {
+        self.done_stat(f.stat, f.kind, ns, bytes);
+    }
+
+    #[inline]
+    fn done_stat(&mut self, stat: usize, kind: FlowopKind, ns: u64, bytes: u64) {
+        self.rec.ops[stat].record(ns, bytes);
+        let class = kind.io_class();
+        if class != IoClass::None {
+            self.ops += 1;
+            self.bytes += bytes;
+            if self.sh.count_procs {
+                let p = &self.sh.procs[self.proc_idx];
+                p.ops.fetch_add(1, Ordering::Relaxed);
+                p.bytes.fetch_add(bytes, Ordering::Relaxed);
+            }
+            if self.sh.pacing.count_run {
+                self.sh
+                    .pacing
+                    .count(matches!(class, IoClass::Read | IoClass::Write), bytes);
+            }
+        }
+    }
+
+    /// Record the asynchronous writes reaped so far, under their aiowrite flowop.
+    fn record_aio(&mut self) {
+        let Some(a) = self.aio.as_mut() else { return };
+        let mut done = std::mem::take(&mut a.done);
+        for c in done.drain(..) {
+            match c.result {
+                Ok(n) => self.done_stat(c.stat, FlowopKind::AioWrite, c.ns, n),
+                Err(e) => self.rec.ops[c.stat]
+                    .error(|| format!("aiowrite: {}", std::io::Error::from_raw_os_error(e))),
+            }
+        }
+        if let Some(a) = self.aio.as_mut() {
+            a.done = done;
+        }
+    }
+
+    /// The statistics slot of a limit's or finish flowop's `target=`.
+    fn target_stat(&self, f: &Flowop) -> Option<usize> {
+        let t = f.target.as_deref()?;
+        self.sh.wl.stat_names.iter().position(|(n, _)| n == t)
+    }
+
+    /// Sleep `d`, waking early when the run stops. False when stopping.
+    fn sleep(&self, d: Duration) -> bool {
+        let end = Instant::now() + d;
+        loop {
+            if self.sh.ctl.stopping() {
+                return false;
+            }
+            let now = Instant::now();
+            if now >= end {
+                return true;
+            }
+            std::thread::sleep((end - now).min(Duration::from_millis(50)));
+        }
+    }
+
+    fn exec(&mut self, f: &Flowop) -> Flow {
+        if let Some(a) = self.aio.as_mut() {
+            if a.outstanding() > 0 {
+                a.poll();
+                self.record_aio();
+            }
+        }
+        match self.exec_inner(f) {
+            Ok(flow) => flow,
+            Err(Fail::NoResource) => {
+                self.rec.ops[f.stat].no_resource += 1;
+                // Nothing to work on right now: yield instead of spinning on the fileset.
+                std::thread::yield_now();
+                Flow::Continue
+            }
+            Err(Fail::Error(msg)) => {
+                self.rec.ops[f.stat].error(|| msg);
+                Flow::Continue
+            }
+        }
+    }
+
+    /// The slot a flowop uses: `fd=N`, a rotating slot with `opennext`, or slot 0.
+    fn fdnum(&mut self, f: &Flowop) -> usize {
+        match f.fd {
+            Some(n) if n > 0 => n,
+            _ if f.opennext => {
+                let entries = f
+                    .fileset
+                    .map(|i| self.sh.filesets[i].files.len())
+                    .unwrap_or(MAX_FD / 2)
+                    .clamp(1, MAX_FD / 2);
+                if self.rotor == 0 || MAX_FD - self.rotor >= entries {
+                    self.rotor = MAX_FD;
+                }
+                self.rotor -= 1;
+                self.rotor
+            }
+            _ => f.fd.unwrap_or(0),
+        }
+    }
+
+    fn how(&self, f: &Flowop, create: bool) -> OpenHow {
+        let fs = f.fileset.map(|i| &self.sh.filesets[i]);
+        OpenHow {
+            create,
+            readonly: fs.is_some_and(|s| s.readonly),
+            writeonly: fs.is_some_and(|s| s.writeonly),
+            dsync: f.dsync,
+            directio: f.directio,
+        }
+    }
+
+    fn index(&mut self, f: &Flowop, entries: usize) -> Option<usize> {
+        let ix = f.indexed?;
+        // As Filebench: (int)(sample * (entries / 2)) % entries.
+        let v = match ix {
+            crate::model::Num::Const(c) => c as f64,
+            crate::model::Num::Rand(i) => self.sh.wl.randvars[i].rv.sample(&mut self.rngs[i]),
+        };
+        let half = (entries / 2) as f64;
+        Some(((v * half) as i64).rem_euclid(entries.max(1) as i64) as usize)
+    }
+
+    /// Open a file of the flowop's fileset into `slot` (existing, or a new one with `create`).
+    /// Returns the time the open took.
+    fn open_into(&mut self, f: &Flowop, slot: usize, create: bool) -> Result<u64, Fail> {
+        let Some(fsi) = f.fileset else {
+            return Err(self.closed(slot, f.kind.name()));
+        };
+        let fs = &self.sh.filesets[fsi];
+        let idx = self.index(f, fs.files.len());
+        let want = if create { Want::Absent } else { Want::Exists };
+        let Some(e) = fs.pick(List::Files, want, idx) else {
+            if self.slots[slot].fd >= 0 {
+                self.release_slot(slot);
+            }
+            self.slots[slot].starved = true;
+            return Err(Fail::NoResource);
+        };
+        if self.slots[slot].fd >= 0 {
+            // Reopening a slot that is still open closes the old file first (not measured).
+            self.release_slot(slot);
+        }
+        let how = self.how(f, create);
+        let path = fs.entry_path(List::Files, e, &mut self.path);
+        let t0 = self.clock.now();
+        let r = io::open(path, how);
+        let ns = self.clock.since(t0);
+        match r {
+            Ok(fd) => {
+                if f.noreadahead {
+                    io::fadvise_random(fd);
+                }
+                fs.files[e].opens.fetch_add(1, Ordering::Relaxed);
+                fs.release(List::Files, e, true);
+                self.slots[slot] = Slot {
+                    fd,
+                    entry: Some((fsi as u32, e as u32)),
+                    last: Some((fsi as u32, e as u32)),
+                    off: 0,
+                    last_off: 0,
+                    starved: false,
+                };
+                Ok(ns)
+            }
+            Err(err) => {
+                fs.release(List::Files, e, !create);
+                let p = String::from_utf8_lossy(&self.path[..self.path.len() - 1]).into_owned();
+                Err(Fail::Error(open_error(&p, &err, how)))
+            }
+        }
+    }
+
+    fn release_slot(&mut self, slot: usize) {
+        let s = self.slots[slot];
+        if s.fd >= 0 {
+            let _ = io::close(s.fd);
+            self.forget_open(slot);
+        }
+    }
+
+    /// The slot no longer holds its file open: give back its open count.
+    fn forget_open(&mut self, slot: usize) {
+        if let Some(m) = self.maps.get_mut(slot) {
+            *m = None;
+        }
+        if let Some((fs, e)) = self.slots[slot].entry.take() {
+            let _ = self.sh.filesets[fs as usize].files[e as usize]
+                .opens
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                    Some(n.saturating_sub(1))
+                });
+        }
+        self.slots[slot].fd = -1;
+    }
+
+    /// The slot's fd, opening a file implicitly when the slot is empty (as Filebench does).
+    fn setup(&mut self, f: &Flowop) -> Result<(usize, RawFd), Fail> {
+        let slot = self.fdnum(f);
+        if self.slots[slot].fd < 0 {
+            self.open_into(f, slot, false)?;
+        }
+        Ok((slot, self.slots[slot].fd))
+    }
+
+    /// Working-set size: `workingset`, else the planned size of the slot's file.
+    fn wss(&mut self, f: &Flowop, slot: usize) -> u64 {
+        let ws = self.num(&f.workingset);
+        if ws > 0 {
+            return ws as u64;
+        }
+        match self.slots[slot].last {
+            Some((fs, e)) => self.sh.filesets[fs as usize].files[e as usize].size,
+            None => 0,
+        }
+    }
+
+    /// A buffer of `len` bytes at a random offset within `memsize` (when set).
+    fn buffer(&mut self, len: usize) -> (usize, usize) {
+        if len > self.buf.len() {
+            // The kernel may still be writing from the old buffer.
+            if let Some(a) = self.aio.as_mut() {
+                a.drain();
+            }
+            self.record_aio();
+            self.buf = AlignedBuf::new(len, &mut self.rng);
+        }
+        let room = self.memsize.min(self.buf.len()).saturating_sub(len);
+        let off = if room >= io::ALIGN {
+            (self.rng.random_range(0..=room) / io::ALIGN) * io::ALIGN
+        } else {
+            0
+        };
+        (off, len)
+    }
+
+    /// After a read or write of `n` bytes at `off`: remember the offset, and move a
+    /// sequential flowop on (by `stride` when given, wrapping at the working set; a read at
+    /// end of file starts over at the beginning).
+    fn advance(&mut self, f: &Flowop, slot: usize, off: u64, n: u64, wss: u64) {
+        self.slots[slot].last_off = off;
+        if f.random || f.sameoffset {
+            return;
+        }
+        let stride = self.num(&f.stride).max(0) as u64;
+        let next = if n == 0 {
+            0
+        } else if stride > 0 {
+            off + stride
+        } else {
+            off + n
+        };
+        self.slots[slot].off = if stride > 0 && wss > 0 && next >= wss {
+            0
+        } else {
+            next
+        };
+    }
+
+    /// Path of the file a slot was last opened on (for error messages).
+    fn slot_path(&self, slot: usize) -> String {
+        match self.slots[slot].last {
+            Some((fs, e)) => self.sh.filesets[fs as usize]
+                .entry_pathbuf(List::Files, e as usize)
+                .display()
+                .to_string(),
+            None => format!("fd {slot}"),
+        }
+    }
+
+    fn path_string(&self) -> String {
+        String::from_utf8_lossy(&self.path[..self.path.len().saturating_sub(1)]).into_owned()
+    }
+
+    /// Error for a flowop that needs slot `slot` open and finds it closed.
+    fn closed(&self, slot: usize, what: &str) -> Fail {
+        if self.slots[slot].starved {
+            Fail::NoResource
+        } else {
+            Fail::Error(format!("{what}: fd {slot} is not open"))
+        }
+    }
+
+    fn exec_inner(&mut self, f: &Flowop) -> Result<Flow, Fail> {
+        use FlowopKind::*;
+        match f.kind {
+            Read | Write | AioWrite => self.op_read(f),
+            AppendFile | AppendFileRand => self.op_appendfile(f),
+            ReadWholeFile => self.op_readwholefile(f),
+            WriteWholeFile => self.op_writewholefile(f),
+            CreateFile | OpenFile => self.op_createfile(f),
+            CloseFile => self.op_closefile(f),
+            DeleteFile => self.op_deletefile(f),
+            StatFile => self.op_statfile(f),
+            Fsync => self.op_fsync(f),
+            FsyncSet => self.op_fsyncset(f),
+            MakeDir | RemoveDir => self.op_makedir(f),
+            ListDir => self.op_listdir(f),
+            Hog => self.op_hog(f),
+            Delay => self.op_delay(f),
+            Print => self.op_print(f),
+            TestRandVar => self.op_testrandvar(f),
+            FinishOnCount | FinishOnBytes => self.op_finishoncount(f),
+            AioWait => self.op_aiowait(f),
+            SemBlock => self.op_semblock(f),
+            SemPost => self.op_sempost(f),
+            Block => self.op_block(f),
+            Wakeup => self.op_wakeup(f),
+            EventLimit => self.op_eventlimit(f),
+            IopsLimit | OpsLimit | BwLimit => self.op_iopslimit(f),
+            Think => self.op_think(f),
+            Composite => unreachable!("composites are expanded by run_flowop"),
+        }
+    }
+}
+
+fn cur_exists(e: &crate::fileset::Entry) -> bool {
+    e.state.load(Ordering::Acquire) & crate::fileset::EXISTS != 0
+}
+
+/// The type of the file system holding `path` (or its directory), for error messages.
+fn fs_name(path: &str) -> String {
+    let p = std::path::Path::new(path);
+    let dir = if p.exists() {
+        p
+    } else {
+        p.parent().unwrap_or(p)
+    };
+    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()) else {
+        return "this file system".into();
+    };
+    // SAFETY: st is written by the kernel; c is NUL-terminated.
+    let magic = unsafe {
+        let mut st: libc::statfs = std::mem::zeroed();
+        if libc::statfs(c.as_ptr(), &mut st) != 0 {
+            return "this file system".into();
+        }
+        st.f_type as i64
+    };
+    let name = match magic {
+        0x0102_1994 => "tmpfs",
+        0xEF53 => "ext4",
+        0x5846_5342 => "xfs",
+        0x9123_683E => "btrfs",
+        0x794C_7630 => "overlayfs",
+        0x6969 => "nfs",
+        0x6573_5546 => "a FUSE file system",
+        0x2FC1_2FC1 => "zfs",
+        0x4D44 => "vfat",
+        0x5346_544E => "ntfs",
+        _ => return format!("this file system (type 0x{magic:x})"),
+    };
+    format!("the file system ({name})")
+}
+
+fn open_error(path: &str, err: &std::io::Error, how: OpenHow) -> String {
+    let mut s = format!("open {path}: {err}");
+    if how.directio && err.raw_os_error() == Some(libc::EINVAL) {
+        s.push_str(&format!(
+            " ({} refuses O_DIRECT; drop `directio` or use another file system)",
+            fs_name(path)
+        ));
+    }
+    if err.raw_os_error() == Some(libc::EMFILE) {
+        s.push_str(" (too many open files: raise `ulimit -n`)");
+    }
+    s
+}

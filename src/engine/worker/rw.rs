@@ -1,0 +1,282 @@
+//! Reads and writes: `read`, `write`, `aiowrite`, appends, whole-file reads and writes.
+
+use super::*;
+use FlowopKind::*;
+
+impl Worker<'_> {
+    pub(super) fn op_read(&mut self, f: &Flowop) -> Result<Flow, Fail> {
+        let iosize = self.num(&f.iosize).max(0) as usize;
+        if iosize == 0 {
+            return Err(Fail::Error(format!("flowop {} has iosize 0", f.name)));
+        }
+        if f.directio && iosize & 511 != 0 {
+            return Err(Fail::Error(format!(
+                    "flowop {}: directio needs iosize to be a multiple of the logical block size (512 or 4096 bytes); it is {iosize}",
+                    f.name
+                )));
+        }
+        let (slot, fd) = self.setup(f)?;
+        // The working set matters only for random offsets and strides.
+        let wss = if f.random || f.stride != crate::model::Num::Const(0) {
+            self.wss(f, slot)
+        } else {
+            0
+        };
+        let (boff, len) = self.buffer(iosize);
+        let off = if f.sameoffset {
+            self.slots[slot].last_off
+        } else if f.random {
+            let span = wss.saturating_sub(iosize as u64);
+            if span == 0 {
+                0
+            } else {
+                self.rng.random_range(0..=span / iosize as u64) * iosize as u64
+            }
+        } else {
+            self.slots[slot].off
+        };
+        if f.directio && off & 511 != 0 {
+            return Err(Fail::Error(format!(
+                    "flowop {}: directio needs offsets aligned to the logical block size (offset {off})",
+                    f.name
+                )));
+        }
+        if f.kind == AioWrite {
+            if self.aio.is_none() {
+                self.aio = Some(Aio::setup());
+            }
+            let ptr = self.buf.as_slice()[boff..].as_ptr();
+            let aio = self.aio.as_mut().expect("set above");
+            // SAFETY: the worker's buffer is only replaced after draining (buffer())
+            // and is dropped after `aio`, which drains on drop.
+            let r = unsafe { aio.write(fd, ptr, len, off, f.stat) };
+            self.record_aio();
+            self.advance(f, slot, off, len as u64, wss);
+            return match r {
+                Ok(()) => Ok(Flow::Continue),
+                Err(e) => Err(Fail::Error(format!("aiowrite at offset {off}: {e}"))),
+            };
+        }
+        if f.mmap && f.kind == Read {
+            let map = self
+                .mapping(slot, fd, off + len as u64)
+                .map_err(|e| Fail::Error(format!("mmap: {e}")))?;
+            let t0 = self.clock.now();
+            let n = self.copy_from_map(map, off, boff, len);
+            let ns = self.clock.since(t0);
+            self.done(f, ns, n as u64);
+            self.advance(f, slot, off, n as u64, wss);
+            return Ok(Flow::Continue);
+        }
+        let t0 = self.clock.now();
+        let r = if f.kind == Read {
+            io::pread(fd, &mut self.buf.as_mut_slice()[boff..boff + len], off)
+        } else {
+            io::pwrite(fd, &self.buf.as_slice()[boff..boff + len], off)
+        };
+        let ns = self.clock.since(t0);
+        match r {
+            Ok(n) => {
+                self.done(f, ns, n as u64);
+                self.advance(f, slot, off, n as u64, wss);
+                Ok(Flow::Continue)
+            }
+            Err(e) => Err(Fail::Error(format!(
+                "{} {} at offset {off}: {e}{}",
+                f.kind.name(),
+                self.slot_path(slot),
+                if f.directio && e.raw_os_error() == Some(libc::EINVAL) {
+                    " (O_DIRECT: iosize and offset must be multiples of the device's logical block size)"
+                } else {
+                    ""
+                }
+            ))),
+        }
+    }
+
+    pub(super) fn op_appendfile(&mut self, f: &Flowop) -> Result<Flow, Fail> {
+        let iosize = self.num(&f.iosize).max(0) as u64;
+        let size = if f.kind == AppendFileRand {
+            if iosize == 0 {
+                return Err(Fail::Error(format!("flowop {} has iosize 0", f.name)));
+            }
+            self.rng.random_range(0..iosize)
+        } else {
+            iosize
+        };
+        let (slot, fd) = self.setup(f)?;
+        if size == 0 {
+            self.done(f, 0, 0);
+            return Ok(Flow::Continue);
+        }
+        let (boff, len) = self.buffer(size as usize);
+        let t0 = self.clock.now();
+        let r =
+            io::seek_end(fd).and_then(|_| io::write(fd, &self.buf.as_slice()[boff..boff + len]));
+        let ns = self.clock.since(t0);
+        match r {
+            Ok(n) => {
+                self.done(f, ns, n as u64);
+                self.slots[slot].off = 0;
+                Ok(Flow::Continue)
+            }
+            Err(e) => Err(Fail::Error(format!(
+                "append to {}: {e}",
+                self.slot_path(slot)
+            ))),
+        }
+    }
+
+    pub(super) fn op_readwholefile(&mut self, f: &Flowop) -> Result<Flow, Fail> {
+        let (slot, fd) = self.setup(f)?;
+        let wss = self.wss(f, slot);
+        let mut iosize = self.num(&f.iosize).max(0) as u64;
+        if iosize == 0 {
+            iosize = wss.max(1);
+        }
+        let (boff, len) = self.buffer(iosize as usize);
+        let mut total = 0u64;
+        if f.mmap {
+            let map = self
+                .mapping(slot, fd, wss)
+                .map_err(|e| Fail::Error(format!("mmap: {e}")))?;
+            let t0 = self.clock.now();
+            loop {
+                let n = self.copy_from_map(map, total, boff, len);
+                if n == 0 {
+                    break;
+                }
+                total += n as u64;
+            }
+            self.done(f, self.clock.since(t0), total);
+            return Ok(Flow::Continue);
+        }
+        let t0 = self.clock.now();
+        let r = loop {
+            match io::pread(fd, &mut self.buf.as_mut_slice()[boff..boff + len], total) {
+                Ok(0) => break Ok(()),
+                Ok(n) => total += n as u64,
+                Err(e) => break Err(e),
+            }
+        };
+        let ns = self.clock.since(t0);
+        match r {
+            Ok(()) => {
+                self.done(f, ns, total);
+                Ok(Flow::Continue)
+            }
+            Err(e) => Err(Fail::Error(format!(
+                "readwholefile {}: {e}",
+                self.slot_path(slot)
+            ))),
+        }
+    }
+
+    pub(super) fn op_writewholefile(&mut self, f: &Flowop) -> Result<Flow, Fail> {
+        let (slot, fd) = self.setup(f)?;
+        let mut wss = self.wss(f, slot);
+        if let Some(src) = f.srcfd {
+            match self.slots[src].last {
+                Some((fs, e)) => wss = self.sh.filesets[fs as usize].files[e as usize].size,
+                None => return Err(self.closed(src, "writewholefile srcfd")),
+            }
+        }
+        let mut iosize = self.num(&f.iosize).max(0) as u64;
+        if iosize == 0 {
+            iosize = wss.max(1);
+        }
+        let (boff, len) = self.buffer(iosize.min(wss.max(1)) as usize);
+        let start = self.slots[slot].off;
+        let mut done = 0u64;
+        let t0 = self.clock.now();
+        let r = loop {
+            if done >= wss {
+                break Ok(());
+            }
+            let n = (wss - done).min(len as u64) as usize;
+            match io::pwrite(fd, &self.buf.as_slice()[boff..boff + n], start + done) {
+                Ok(0) => break Err(std::io::Error::other("wrote 0 bytes")),
+                Ok(w) => done += w as u64,
+                Err(e) => break Err(e),
+            }
+        };
+        let ns = self.clock.since(t0);
+        self.slots[slot].off = start + done;
+        match r {
+            Ok(()) => {
+                self.done(f, ns, done);
+                Ok(Flow::Continue)
+            }
+            Err(e) => Err(Fail::Error(format!(
+                "writewholefile {}: {e}",
+                self.slot_path(slot)
+            ))),
+        }
+    }
+
+    /// Map (or remap, when the file grew past the mapping) the file in `slot` so that
+    /// `need` bytes are covered where the file has them. Returns the mapping's address and
+    /// length. Not timed: the copy that faults the pages in is.
+    fn mapping(
+        &mut self,
+        slot: usize,
+        fd: RawFd,
+        need: u64,
+    ) -> std::io::Result<(*const u8, usize)> {
+        if self.maps.is_empty() {
+            self.maps.resize_with(MAX_FD, || None);
+        }
+        if let Some(m) = &self.maps[slot] {
+            if m.fd == fd && m.len as u64 >= need {
+                return Ok((m.ptr, m.len));
+            }
+        }
+        let size = io::fstat(fd)?.st_size.max(0) as usize;
+        if let Some(m) = &self.maps[slot] {
+            if m.fd == fd && m.len >= size {
+                return Ok((m.ptr, m.len));
+            }
+        }
+        self.maps[slot] = None;
+        if size == 0 {
+            return Ok((std::ptr::null(), 0));
+        }
+        // SAFETY: a fresh shared read-only mapping of an fd we own; unmapped on drop.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                size,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                fd,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        self.maps[slot] = Some(Map {
+            fd,
+            ptr: p.cast(),
+            len: size,
+        });
+        Ok((p as *const u8, size))
+    }
+
+    /// Copy up to `len` bytes at `off` of a mapping into the I/O buffer at `boff`.
+    fn copy_from_map(
+        &mut self,
+        map: (*const u8, usize),
+        off: u64,
+        boff: usize,
+        len: usize,
+    ) -> usize {
+        let avail = (map.1 as u64).saturating_sub(off).min(len as u64) as usize;
+        if avail > 0 {
+            // SAFETY: off + avail <= mapping length; the buffer has room for len bytes.
+            let src = unsafe { std::slice::from_raw_parts(map.0.add(off as usize), avail) };
+            self.buf.as_mut_slice()[boff..boff + avail].copy_from_slice(src);
+        }
+        avail
+    }
+}
