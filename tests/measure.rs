@@ -192,3 +192,34 @@ fn overhead_benchmark_reports_ratios() {
         "cleaned up"
     );
 }
+
+#[test]
+fn sampling_many_threads_does_not_stretch_the_run() {
+    // Sampling the time series must not stall the run loop: with 50 threads and 11 flowops,
+    // a 2 s run lasts 2 s (plus at most one operation per thread), not 2 s plus the time to
+    // gather every thread's histograms.
+    let dir = Scratch::new("stretch");
+    let json = dir.path().join("s.json");
+    let o = run(&[
+        "run",
+        "fileserver",
+        "-s",
+        "nfiles=200",
+        "-s",
+        "filesize=4k",
+        "--duration",
+        "2",
+        "--interval",
+        "0.25",
+        "--dir",
+        dir.s(),
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let d = v["duration_s"].as_f64().unwrap();
+    assert!(d < 2.6, "a 2 s run took {d} s");
+    assert!(v["series"].as_array().unwrap().len() >= 6);
+}

@@ -342,8 +342,8 @@ pub struct MeasureOptions {
 /// Sum what the workers published for the current epoch and turn the difference from the
 /// previous sample into a time-series point.
 struct Sampler {
-    /// Per worker: cumulative (count, bytes, histogram) per flowop at the previous sample.
-    prev: Vec<Vec<(u64, u64, hdrhistogram::Histogram<u64>)>>,
+    /// Per worker: cumulative (count, bytes) per flowop at the previous sample.
+    prev: Vec<Vec<(u64, u64)>>,
     last_t: f64,
     counted: Vec<bool>,
 }
@@ -377,27 +377,25 @@ impl Sampler {
     ) -> SeriesPoint {
         let mut ops = vec![0u64; nstats];
         let mut bytes = vec![0u64; nstats];
-        let mut hists: Vec<hdrhistogram::Histogram<u64>> = (0..nstats)
-            .map(|_| hdrhistogram::Histogram::new(3).expect("valid"))
-            .collect();
+        let mut hists: Vec<hdrhistogram::Histogram<u64>> =
+            (0..nstats).map(|_| worker::interval_hist()).collect();
         for (w, slot) in samples.iter().enumerate() {
-            let g = slot.lock().unwrap();
+            let mut g = slot.lock().unwrap();
             if g.word >> GEN_SHIFT != generation || g.ops.len() != nstats {
                 continue;
             }
             let prev = &mut self.prev[w];
-            for (i, (c, b, h)) in g.ops.iter().enumerate() {
-                let (pc, pb) = prev.get(i).map(|p| (p.0, p.1)).unwrap_or((0, 0));
+            for (i, (c, b)) in g.ops.iter().enumerate() {
+                let (pc, pb) = prev.get(i).copied().unwrap_or((0, 0));
                 ops[i] += c.saturating_sub(pc);
                 bytes[i] += b.saturating_sub(pb);
-                let mut d = h.clone();
-                if let Some(p) = prev.get(i) {
-                    let _ = d.subtract(&p.2);
-                }
-                let _ = hists[i].add(&d);
+            }
+            for (i, h) in g.hists.iter_mut().enumerate() {
+                let _ = hists[i].add(&*h);
+                h.reset();
             }
             prev.clear();
-            prev.extend(g.ops.iter().cloned());
+            prev.extend(g.ops.iter().copied());
         }
         let dt = (t - self.last_t).max(1e-6);
         self.last_t = t;

@@ -91,11 +91,20 @@ pub struct Shared<'a> {
     pub pacing: &'a Pacing,
 }
 
-/// A worker's cumulative counters as of a control word.
+/// What a worker publishes at each sampling epoch: its cumulative counts and bytes per
+/// flowop, and the latencies recorded since its previous publication (a small, 2-digit
+/// histogram per flowop, handed over by swapping, never copied).
 #[derive(Debug, Default)]
 pub struct Sample {
     pub word: u64,
-    pub ops: Vec<(u64, u64, hdrhistogram::Histogram<u64>)>,
+    pub ops: Vec<(u64, u64)>,
+    pub hists: Vec<hdrhistogram::Histogram<u64>>,
+}
+
+/// An interval histogram: 2 significant digits are plenty for a time series' p99 and keep
+/// publishing and merging cheap.
+pub fn interval_hist() -> hdrhistogram::Histogram<u64> {
+    hdrhistogram::Histogram::new(2).expect("2 significant digits is valid")
 }
 
 /// A limit flowop's bucket in one thread (Filebench's fo_tputlast / fo_tputbucket).
@@ -146,6 +155,8 @@ pub struct Worker<'a> {
     path: Vec<u8>,
     dirbuf: Vec<u8>,
     pub rec: Recorder,
+    /// Latencies since the last time-series publication, per flowop.
+    ihist: Vec<hdrhistogram::Histogram<u64>>,
     /// Per-thread totals of IO ops and bytes (for finish flowops).
     ops: u64,
     bytes: u64,
@@ -209,6 +220,7 @@ impl<'a> Worker<'a> {
             path: Vec::with_capacity(256),
             dirbuf: vec![0u8; 64 << 10],
             rec: Recorder::new(wl.stat_names.len()),
+            ihist: (0..wl.stat_names.len()).map(|_| interval_hist()).collect(),
             ops: 0,
             bytes: 0,
             testrandvar: Vec::new(),
@@ -227,6 +239,9 @@ impl<'a> Worker<'a> {
     fn on_control(&mut self, w: u64) {
         if w >> super::GEN_SHIFT != self.seen >> super::GEN_SHIFT {
             self.rec.reset();
+            for h in &mut self.ihist {
+                h.reset();
+            }
             self.ops = 0;
             self.bytes = 0;
             self.cpu0 = crate::stats::thread_cpu();
@@ -236,12 +251,17 @@ impl<'a> Worker<'a> {
             let mut g = slot.lock().unwrap();
             g.word = w;
             g.ops.clear();
-            g.ops.extend(
-                self.rec
-                    .ops
-                    .iter()
-                    .map(|o| (o.count, o.bytes, o.hist.clone())),
-            );
+            g.ops
+                .extend(self.rec.ops.iter().map(|o| (o.count, o.bytes)));
+            if g.hists.len() != self.ihist.len() {
+                g.hists = (0..self.ihist.len()).map(|_| interval_hist()).collect();
+            }
+            for (mine, theirs) in self.ihist.iter_mut().zip(g.hists.iter_mut()) {
+                // The sampler empties what it has taken, so this hands over exactly the
+                // latencies since the last publication, whoever reads them.
+                std::mem::swap(mine, theirs);
+                mine.reset();
+            }
         }
     }
 
@@ -325,6 +345,7 @@ impl<'a> Worker<'a> {
     #[inline]
     fn done_stat(&mut self, stat: usize, kind: FlowopKind, ns: u64, bytes: u64) {
         self.rec.ops[stat].record(ns, bytes);
+        let _ = self.ihist[stat].record(ns.max(1));
         let class = kind.io_class();
         if class != IoClass::None {
             self.ops += 1;
