@@ -377,8 +377,8 @@ impl Sampler {
     ) -> SeriesPoint {
         let mut ops = vec![0u64; nstats];
         let mut bytes = vec![0u64; nstats];
-        let mut hists: Vec<hdrhistogram::Histogram<u64>> =
-            (0..nstats).map(|_| worker::interval_hist()).collect();
+        let mut hists: Vec<stats::loghist::LogHist> =
+            (0..nstats).map(|_| Default::default()).collect();
         for (w, slot) in samples.iter().enumerate() {
             let mut g = slot.lock().unwrap();
             if g.word >> GEN_SHIFT != generation || g.ops.len() != nstats {
@@ -391,7 +391,7 @@ impl Sampler {
                 bytes[i] += b.saturating_sub(pb);
             }
             for (i, h) in g.hists.iter_mut().enumerate() {
-                let _ = hists[i].add(&*h);
+                hists[i].add(h);
                 h.reset();
             }
             prev.clear();

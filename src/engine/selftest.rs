@@ -24,52 +24,51 @@ fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
-/// Engine ops/s of flowop `stat_name` for a workload text, laid out in `rd`.
-fn engine_rate(
-    rd: &RunDir,
-    text: &str,
-    stat_name: &str,
-    seconds: f64,
-) -> anyhow::Result<(f64, f64)> {
-    let src = SourceFile::new("selftest", text);
-    let script = parse(&src).map_err(|d| anyhow::anyhow!("{d}"))?;
-    let wl = build("selftest", &src, &script, &Overrides::default())
-        .map_err(|d| anyhow::anyhow!("{d}"))?;
-    let plans: Vec<_> = wl
-        .filesets
-        .iter()
-        .enumerate()
-        .map(|(i, f)| fileset::plan(i, f, &wl.randvars, 1))
-        .collect();
-    let mut rts = Vec::new();
-    for p in &plans {
-        let fs = &wl.filesets[p.index];
-        let root = rd.path.join(&fs.name);
-        if root.exists() {
-            std::fs::remove_dir_all(&root)?;
+/// A workload laid out once in `rd`; every round measures on the same files.
+struct Prepared {
+    wl: crate::model::Workload,
+    rts: Vec<fileset::FilesetRt>,
+}
+
+impl Prepared {
+    fn new(rd: &RunDir, text: &str) -> anyhow::Result<Prepared> {
+        let src = SourceFile::new("selftest", text);
+        let script = parse(&src).map_err(|d| anyhow::anyhow!("{d}"))?;
+        let wl = build("selftest", &src, &script, &Overrides::default())
+            .map_err(|d| anyhow::anyhow!("{d}"))?;
+        let mut rts = Vec::new();
+        for (i, fs) in wl.filesets.iter().enumerate() {
+            let plan = fileset::plan(i, fs, &wl.randvars, 1);
+            let root = rd.path.join(&fs.name);
+            let (rt, _) = fileset::layout::create(&plan, fs, root, 1, &super::INTERRUPTED)?;
+            rts.push(rt);
         }
-        let (rt, _) = fileset::layout::create(p, fs, root, 1, &super::INTERRUPTED)?;
-        rts.push(rt);
+        Ok(Prepared { wl, rts })
     }
-    let m = measure(
-        &wl,
-        &rts,
-        1,
-        MeasureOptions {
-            seconds,
-            warmup: 0.0,
-            interval: 1.0,
-            progress: false,
-        },
-    )?;
-    let i = wl
-        .stat_names
-        .iter()
-        .position(|(n, _)| n == stat_name)
-        .expect("flowop exists");
-    let o = &m.rec.ops[i];
-    let mean_us = o.lat_sum_ns as f64 / o.count.max(1) as f64 / 1000.0;
-    Ok((o.count as f64 / m.duration, mean_us))
+
+    /// Engine ops/s of flowop `stat_name` over `seconds`, and its mean recorded latency (us).
+    fn rate(&self, stat_name: &str, seconds: f64) -> anyhow::Result<(f64, f64)> {
+        let m = measure(
+            &self.wl,
+            &self.rts,
+            1,
+            MeasureOptions {
+                seconds,
+                warmup: 0.0,
+                interval: 1.0,
+                progress: false,
+            },
+        )?;
+        let i = self
+            .wl
+            .stat_names
+            .iter()
+            .position(|(n, _)| n == stat_name)
+            .expect("flowop exists");
+        let o = &m.rec.ops[i];
+        let mean_us = o.lat_sum_ns as f64 / o.count.max(1) as f64 / 1000.0;
+        Ok((o.count as f64 / m.duration, mean_us))
+    }
 }
 
 /// Bare loop: random 4 KiB preads of `path` for `seconds`.
@@ -164,11 +163,13 @@ pub fn overhead(dir: &Path, seconds: f64, rounds: u32) -> anyhow::Result<String>
         // Case 1: random 4 KiB pread.
         let (mut e, mut b, mut lat) = (Vec::new(), Vec::new(), Vec::new());
         // Lay the file out once through the engine, then reuse its path for the bare loop.
-        let (r0, _) = engine_rate(&rd, &pread_wl, "pread4k", 0.2)?;
-        let _ = r0;
+        let pread = Prepared::new(&rd, &pread_wl)?;
         let data = find_file(&rd.path.join("data"))?;
+        // One short round of each first, to warm caches and the branch predictors alike.
+        pread.rate("pread4k", 0.2)?;
+        bare_pread(&data, size, 0.2)?;
         for _ in 0..rounds {
-            let (r, l) = engine_rate(&rd, &pread_wl, "pread4k", seconds)?;
+            let (r, l) = pread.rate("pread4k", seconds)?;
             e.push(r);
             lat.push(l);
             b.push(bare_pread(&data, size, seconds)?);
@@ -185,10 +186,12 @@ pub fn overhead(dir: &Path, seconds: f64, rounds: u32) -> anyhow::Result<String>
 
         // Case 2: create + close + unlink.
         let (mut e, mut b) = (Vec::new(), Vec::new());
-        let (_, _) = engine_rate(&rd, &create_wl, "create", 0.2)?;
+        let create = Prepared::new(&rd, &create_wl)?;
+        create.rate("create", 0.2)?;
         let meta_dir = first_dir(&rd.path.join("meta"))?;
+        bare_create(&meta_dir, 0.2)?;
         for _ in 0..rounds {
-            let (r, _) = engine_rate(&rd, &create_wl, "create", seconds)?;
+            let (r, _) = create.rate("create", seconds)?;
             e.push(r);
             b.push(bare_create(&meta_dir, seconds)?);
         }

@@ -8,12 +8,28 @@
 pub mod layout;
 pub mod tree;
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, AtomicU8, AtomicUsize, Ordering};
 
 pub use layout::{plan, Plan};
 pub use tree::{Shape, Tree};
+
+/// Append `/NNNNNNNN` (the name number, zero-padded to eight digits as Filebench names
+/// entries) without the formatting machinery: this runs for every path-based operation.
+#[inline]
+fn push_name(buf: &mut Vec<u8>, n: u32) {
+    let mut digits = [b'0'; 10];
+    let mut v = n;
+    let mut i = digits.len();
+    while v > 0 {
+        i -= 1;
+        digits[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+    }
+    let start = i.min(digits.len() - 8);
+    buf.push(b'/');
+    buf.extend_from_slice(&digits[start..]);
+}
 
 /// The entry exists on disk.
 pub const EXISTS: u8 = 1;
@@ -194,10 +210,13 @@ impl FilesetRt {
             }
         }
         if let Some(n) = name {
-            let _ = write!(buf, "/{n:08}");
+            push_name(buf, n);
         }
         buf.push(0);
-        std::ffi::CStr::from_bytes_with_nul(buf).expect("paths have no interior NUL")
+        debug_assert!(!buf[..buf.len() - 1].contains(&0));
+        // SAFETY: one NUL, at the end: the root is a path (no NUL in it), directory paths and
+        // names are digits and slashes.
+        unsafe { std::ffi::CStr::from_bytes_with_nul_unchecked(buf) }
     }
 
     /// Path of entry `i` as a `PathBuf` (for messages and tests; not for the hot path).
@@ -255,6 +274,22 @@ mod tests {
             n += 1;
         }
         assert_eq!(n, 8);
+    }
+
+    #[test]
+    fn names_are_eight_digits_or_more() {
+        for (n, want) in [
+            (0u32, "/00000000"),
+            (7, "/00000007"),
+            (12345678, "/12345678"),
+            (123456789, "/123456789"),
+            (u32::MAX, "/4294967295"),
+        ] {
+            let mut b = Vec::new();
+            push_name(&mut b, n);
+            assert_eq!(String::from_utf8(b).unwrap(), want);
+            assert_eq!(want, format!("/{n:08}"));
+        }
     }
 
     #[test]

@@ -6,6 +6,7 @@
 
 pub mod clock;
 pub mod host;
+pub mod loghist;
 pub mod repeat;
 pub mod results;
 

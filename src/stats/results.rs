@@ -98,7 +98,7 @@ pub fn series_point(
     dt: f64,
     ops: &[u64],
     bytes: &[u64],
-    hists: &[hdrhistogram::Histogram<u64>],
+    hists: &[super::loghist::LogHist],
     counted: &[bool],
 ) -> SeriesPoint {
     let flowops: Vec<SeriesFlowop> = (0..ops.len())
@@ -113,7 +113,7 @@ pub fn series_point(
             p99_us: if hists[i].is_empty() {
                 0.0
             } else {
-                hists[i].value_at_quantile(0.99) as f64 / 1000.0
+                hists[i].quantile(0.99) as f64 / 1000.0
             },
         })
         .collect();

@@ -20,6 +20,7 @@ use crate::dist::{rng, Rng};
 use crate::fileset::{FilesetRt, List, Want};
 use crate::model::{Flowop, FlowopKind, IoClass, Thread, Workload};
 use crate::stats::clock::Clock;
+use crate::stats::loghist::LogHist;
 use crate::stats::Recorder;
 use rand::Rng as _;
 use std::os::fd::RawFd;
@@ -92,19 +93,13 @@ pub struct Shared<'a> {
 }
 
 /// What a worker publishes at each sampling epoch: its cumulative counts and bytes per
-/// flowop, and the latencies recorded since its previous publication (a small, 2-digit
+/// flowop, and the latencies recorded since its previous publication (a small log-linear
 /// histogram per flowop, handed over by swapping, never copied).
 #[derive(Debug, Default)]
 pub struct Sample {
     pub word: u64,
     pub ops: Vec<(u64, u64)>,
-    pub hists: Vec<hdrhistogram::Histogram<u64>>,
-}
-
-/// An interval histogram: 2 significant digits are plenty for a time series' p99 and keep
-/// publishing and merging cheap.
-pub fn interval_hist() -> hdrhistogram::Histogram<u64> {
-    hdrhistogram::Histogram::new(2).expect("2 significant digits is valid")
+    pub hists: Vec<LogHist>,
 }
 
 /// A limit flowop's bucket in one thread (Filebench's fo_tputlast / fo_tputbucket).
@@ -156,7 +151,7 @@ pub struct Worker<'a> {
     dirbuf: Vec<u8>,
     pub rec: Recorder,
     /// Latencies since the last time-series publication, per flowop.
-    ihist: Vec<hdrhistogram::Histogram<u64>>,
+    ihist: Vec<LogHist>,
     /// Per-thread totals of IO ops and bytes (for finish flowops).
     ops: u64,
     bytes: u64,
@@ -220,7 +215,9 @@ impl<'a> Worker<'a> {
             path: Vec::with_capacity(256),
             dirbuf: vec![0u8; 64 << 10],
             rec: Recorder::new(wl.stat_names.len()),
-            ihist: (0..wl.stat_names.len()).map(|_| interval_hist()).collect(),
+            ihist: (0..wl.stat_names.len())
+                .map(|_| LogHist::default())
+                .collect(),
             ops: 0,
             bytes: 0,
             testrandvar: Vec::new(),
@@ -254,7 +251,7 @@ impl<'a> Worker<'a> {
             g.ops
                 .extend(self.rec.ops.iter().map(|o| (o.count, o.bytes)));
             if g.hists.len() != self.ihist.len() {
-                g.hists = (0..self.ihist.len()).map(|_| interval_hist()).collect();
+                g.hists = (0..self.ihist.len()).map(|_| LogHist::default()).collect();
             }
             for (mine, theirs) in self.ihist.iter_mut().zip(g.hists.iter_mut()) {
                 // The sampler empties what it has taken, so this hands over exactly the
@@ -345,7 +342,7 @@ impl<'a> Worker<'a> {
     #[inline]
     fn done_stat(&mut self, stat: usize, kind: FlowopKind, ns: u64, bytes: u64) {
         self.rec.ops[stat].record(ns, bytes);
-        let _ = self.ihist[stat].record(ns.max(1));
+        self.ihist[stat].record(ns);
         let class = kind.io_class();
         if class != IoClass::None {
             self.ops += 1;
