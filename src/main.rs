@@ -232,8 +232,25 @@ fn cmd_run(a: &RunArgs) -> Result<()> {
     if a.repeat == 0 {
         bail!("--repeat must be at least 1");
     }
-    if a.interval <= 0.0 {
-        bail!("--interval must be positive");
+    // Bounded so that every time computation stays in range (a year is plenty).
+    const MAX_S: f64 = 366.0 * 86400.0;
+    for (name, v, min_exclusive) in [
+        ("--interval", Some(a.interval), true),
+        ("--duration", a.duration, true),
+        ("--warmup", Some(a.warmup), false),
+    ] {
+        if let Some(v) = v {
+            if !v.is_finite() || v > MAX_S || v < 0.0 || (min_exclusive && v == 0.0) {
+                bail!(
+                    "{name} {v}: expected {} number of seconds up to {MAX_S}",
+                    if min_exclusive {
+                        "a positive"
+                    } else {
+                        "a non-negative"
+                    }
+                );
+            }
+        }
     }
     if a.cold && !fsbench::engine::is_root() {
         bail!("--cold drops the page cache, which needs root; run as root or leave out --cold");

@@ -458,3 +458,122 @@ fn stride_and_sameoffset_extensions() {
     // The second write rewrites the first's record: the file grows by 4 KiB per loop only.
     assert_eq!(find("r").len(), 16 * 1024);
 }
+
+/// Run a workload text; the run must end within `limit` seconds (the child is killed
+/// otherwise) and leave nothing in the target directory.
+fn run_bounded(workload: &str, extra: &[&str], limit: u64) -> (std::process::Output, String) {
+    let dir = Scratch::new("bounded");
+    let target = Scratch::new("bounded-target");
+    let wl = write_workload(&dir, "w.f", workload);
+    let mut child = bin()
+        .args(["run", &wl, "--dir", target.s(), "-q"])
+        .args(extra)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        if t0.elapsed().as_secs() > limit {
+            let _ = child.kill();
+            let o = child.wait_with_output().unwrap();
+            panic!("run did not end within {limit} s:\n{}", text(&o));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let o = child.wait_with_output().unwrap();
+    let out = text(&o);
+    let left: Vec<_> = std::fs::read_dir(target.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(left.is_empty(), "left behind {left:?}\n{out}");
+    (o, out)
+}
+
+const FS4: &str =
+    "set $dir=/tmp\ndefine fileset name=fs,path=$dir,entries=4,dirwidth=4,size=4k,prealloc\n";
+
+#[test]
+fn runs_end_and_clean_up_whatever_the_workload_does() {
+    // A thread whose flowops all run zero times still sees the stop.
+    let (o, out) = run_bounded(&format!("{FS4}define process name=p {{ thread name=t {{ flowop hog name=h,value=1,iters=0 }} }}\nrun 1\n"), &[], 15);
+    assert!(o.status.success(), "{out}");
+    // A huge hog is cut short by the stop.
+    let (o, out) = run_bounded(&format!("{FS4}define process name=p {{ thread name=t {{ flowop hog name=h,value=1000000000000 }} }}\nrun 1\n"), &[], 15);
+    assert!(o.status.success(), "{out}");
+    // A buffer that cannot be allocated is a clear error, not a hang or a crash.
+    let (o, out) = run_bounded(&format!("{FS4}define process name=p {{ thread name=t,memsize=1000000g {{ flowop statfile name=s,filesetname=fs }} }}\nrun 1\n"), &[], 15);
+    assert!(!o.status.success());
+    assert!(
+        out.contains("cannot allocate") && !out.contains("panicked"),
+        "{out}"
+    );
+    // A huge sleep or delay ends with the run.
+    let (o, out) = run_bounded(&format!("{FS4}define process name=p {{ thread name=t {{ flowop delay name=d,value=9000000000000000000 }} }}\nrun 1\n"), &[], 15);
+    assert!(o.status.success(), "{out}");
+    // Out-of-range times are refused before anything starts.
+    for bad in [
+        ["--duration", "inf"],
+        ["--warmup", "1e300"],
+        ["--interval", "0"],
+    ] {
+        let (o, out) = run_bounded(&format!("{FS4}define process name=p {{ thread name=t {{ flowop statfile name=s,filesetname=fs }} }}\nrun 1\n"), &bad, 15);
+        assert!(!o.status.success(), "{bad:?}: {out}");
+        assert!(out.contains(bad[0]) && !out.contains("panicked"), "{out}");
+    }
+}
+
+#[test]
+fn warmup_does_not_count_toward_finish_flowops() {
+    let text = format!("{FS4}set mode quit firstdone\ndefine process name=p {{ thread name=t {{\n flowop statfile name=s,filesetname=fs\n flowop think name=th,value=1000\n flowop finishoncount name=f,value=VALUE\n}} }}\nrun 30\n");
+    // Ending during the warm-up is an error, not warm-up data reported as the measurement.
+    let (o, out) = run_bounded(&text.replace("VALUE", "50"), &["--warmup", "2"], 30);
+    assert!(!o.status.success());
+    assert!(out.contains("during the warm-up"), "{out}");
+    // Otherwise the count starts after the warm-up.
+    let dir = Scratch::new("warm-json");
+    let json = dir.path().join("w.json");
+    let (o, out) = run_bounded(
+        &text.replace("VALUE", "600"),
+        &["--warmup", "0.3", "--json", json.to_str().unwrap()],
+        30,
+    );
+    assert!(o.status.success(), "{out}");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let s = v["flowops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == "s")
+        .unwrap()["ops"]
+        .as_u64()
+        .unwrap();
+    assert!(
+        (600..=605).contains(&s),
+        "{s} stat ops measured after the warm-up"
+    );
+}
+
+#[test]
+fn readwholefile_of_a_file_planned_empty_reads_what_it_holds() {
+    let dir = Scratch::new("rwf");
+    let json = dir.path().join("r.json");
+    let text = "set $dir=/tmp\nset mode quit alldone\ndefine fileset name=fs,path=$dir,entries=1,dirwidth=2,size=0,prealloc\n\
+                define process name=p { thread name=t {\n flowop appendfile name=a,filesetname=fs,fd=1,iosize=256k,iters=4\n flowop readwholefile name=r,fd=1\n flowop finishoncount name=f,value=1,target=r\n} }\nrun 30\n";
+    let (o, out) = run_bounded(text, &["--json", json.to_str().unwrap()], 30);
+    assert!(o.status.success(), "{out}");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let r = v["flowops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == "r")
+        .unwrap()
+        .clone();
+    assert_eq!(r["ops"], 1);
+    assert_eq!(r["bytes"], 1024 * 1024);
+}

@@ -137,3 +137,46 @@ fn missing_workload_is_a_clear_error() {
     assert!(!o.status.success());
     assert!(text(&o).contains("cannot read /nonexistent/dir/x.f"));
 }
+
+#[test]
+fn slot_uses_without_an_opening_flowop_are_caught() {
+    let dir = Scratch::new("slots");
+    let head = "define fileset name=fs,path=/tmp,entries=4,dirwidth=4,size=4k,prealloc\n";
+    for (body, msg) in [
+        // statfile with a fileset does not open slot 0, so the fsync has nothing to sync.
+        (
+            "flowop statfile name=st,filesetname=fs\n flowop fsync name=fs0",
+            "fd=0, which no flowop",
+        ),
+        // closefile does not open slot 5.
+        (
+            "flowop closefile name=c,filesetname=fs,fd=5\n flowop read name=r,fd=5,iosize=4k",
+            "fd=5, which no flowop",
+        ),
+        ("flowop statfile name=st,fd=0", "fd=0 and no fileset"),
+        (
+            "flowop appendfilerand name=a,filesetname=fs,iosize=8k,directio",
+            "O_DIRECT refuses",
+        ),
+        (
+            "flowop hog name=h,value=1,iters=-1",
+            "iters cannot be negative",
+        ),
+    ] {
+        let p = dir.path().join("s.f");
+        std::fs::write(
+            &p,
+            format!("{head}define process name=p {{ thread name=t {{\n {body}\n}} }}\n"),
+        )
+        .unwrap();
+        let o = run(&["check", p.to_str().unwrap()]);
+        let out = text(&o);
+        assert!(!o.status.success(), "{body}: {out}");
+        assert!(out.contains(msg), "{body}: expected `{msg}`: {out}");
+    }
+    // An unknown fileset is one error, not two.
+    let p = dir.path().join("one.f");
+    std::fs::write(&p, format!("{head}define process name=p {{ thread name=t {{\n flowop read name=r,filesetname=nope,iosize=4k\n}} }}\n")).unwrap();
+    let out = text(&run(&["check", p.to_str().unwrap()]));
+    assert_eq!(out.matches("error:").count(), 1, "{out}");
+}

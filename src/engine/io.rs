@@ -182,20 +182,33 @@ pub const ALIGN: usize = 4096;
 
 impl AlignedBuf {
     pub fn new(len: usize, fill: &mut impl rand::RngCore) -> AlignedBuf {
-        let len = len.max(ALIGN).div_ceil(ALIGN) * ALIGN;
-        let layout = std::alloc::Layout::from_size_align(len, ALIGN).expect("valid layout");
+        match AlignedBuf::try_new(len, fill) {
+            Ok(b) => b,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// A buffer of at least `len` bytes, or an error saying how much could not be had.
+    pub fn try_new(len: usize, fill: &mut impl rand::RngCore) -> Result<AlignedBuf, String> {
+        let too_big = || {
+            format!("cannot allocate a {len}-byte I/O buffer (memsize or iosize too large for this machine)")
+        };
+        let len = len
+            .max(ALIGN)
+            .checked_next_multiple_of(ALIGN)
+            .ok_or_else(too_big)?;
+        let layout = std::alloc::Layout::from_size_align(len, ALIGN).map_err(|_| too_big())?;
         // SAFETY: layout has non-zero size.
         let ptr = unsafe { std::alloc::alloc(layout) };
-        assert!(
-            !ptr.is_null(),
-            "out of memory allocating a {len}-byte I/O buffer"
-        );
+        if ptr.is_null() {
+            return Err(too_big());
+        }
         let mut b = AlignedBuf { ptr, len };
         fill.fill_bytes(b.as_mut_slice());
         for x in b.as_mut_slice().iter_mut().step_by(512) {
             *x |= 1;
         }
-        b
+        Ok(b)
     }
     pub fn len(&self) -> usize {
         self.len

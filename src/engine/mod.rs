@@ -157,6 +157,10 @@ pub enum EngineError {
     Interrupted,
     #[error("{0}")]
     Cold(String),
+    #[error("a worker failed: {0}")]
+    Worker(String),
+    #[error("the run ended during the warm-up ({0}); lower --warmup or raise the workload's finish counts")]
+    EndedInWarmup(String),
 }
 
 fn statvfs_free(p: &Path) -> Option<u64> {
@@ -297,23 +301,66 @@ struct Gate {
 }
 
 impl Gate {
-    fn ready_and_wait(&self, _n: usize) {
-        let mut g = self.state.lock().unwrap();
+    fn ready(&self) {
+        let mut g = self.state.lock().unwrap_or_else(|e| e.into_inner());
         g.0 += 1;
         self.cv.notify_all();
+    }
+    fn wait_open(&self) {
+        let mut g = self.state.lock().unwrap_or_else(|e| e.into_inner());
         while !g.1 {
-            g = self.cv.wait(g).unwrap();
+            g = self.cv.wait(g).unwrap_or_else(|e| e.into_inner());
         }
     }
-    fn wait_ready(&self, n: usize) {
-        let mut g = self.state.lock().unwrap();
+    /// Wait until `n` workers are ready; false when interrupted first.
+    fn wait_ready(&self, n: usize) -> bool {
+        let mut g = self.state.lock().unwrap_or_else(|e| e.into_inner());
         while g.0 < n {
-            g = self.cv.wait(g).unwrap();
+            if interrupted() {
+                return false;
+            }
+            g = self
+                .cv
+                .wait_timeout(g, Duration::from_millis(100))
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
         }
+        true
     }
     fn open(&self) {
         self.state.lock().unwrap().1 = true;
         self.cv.notify_all();
+    }
+}
+
+/// Counts a worker as ready even if it fails or panics while setting up, so the run never
+/// waits for a worker that is gone.
+struct ReadyOnDrop<'a>(&'a Gate, bool);
+
+impl ReadyOnDrop<'_> {
+    fn ready(&mut self) {
+        if !self.1 {
+            self.1 = true;
+            self.0.ready();
+        }
+    }
+}
+
+impl Drop for ReadyOnDrop<'_> {
+    fn drop(&mut self) {
+        self.ready();
+    }
+}
+
+/// Stops the run (workers, pacing waits, the start gate) when the measuring thread leaves
+/// the scope by any path, a panic included, so no worker is left running.
+struct StopOnDrop<'a>(&'a Control, &'a sync::Pacing, &'a Gate);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.stop();
+        self.1.shutdown();
+        self.2.open();
     }
 }
 
@@ -442,6 +489,8 @@ pub fn measure(
     let mut duration = 0.0;
     let mut started_at = 0.0;
     let mut was_interrupted = false;
+    let mut failures: Vec<String> = Vec::new();
+    let mut ended_in_warmup = false;
     let spawn_err: Option<std::io::Error> = std::thread::scope(|s| {
         let mut handles = Vec::new();
         let mut worker_idx = 0u64;
@@ -456,10 +505,15 @@ pub fn measure(
                         let nice = p.nice;
                         let b = std::thread::Builder::new()
                             .name(format!("{}.{}:{}.{}", p.name, pi, t.name, ti));
+                        // Worker stacks hold no buffers (those are on the heap): keep them small so
+                        // thousands of threads fit.
+                        let b = b.stack_size(512 << 10);
                         match b.spawn_scoped(s, move || {
+                            let mut ready = ReadyOnDrop(gate, false);
                             apply_priorities(nice, t.ioprio);
-                            let mut w = Worker::new(shared, t, pidx, idx, seed);
-                            gate.ready_and_wait(nthreads);
+                            let mut w = Worker::new(shared, t, pidx, idx, seed)?;
+                            ready.ready();
+                            gate.wait_open();
                             w.begin();
                             let flow = w.run();
                             w.finish();
@@ -467,7 +521,7 @@ pub fn measure(
                                 shared.ctl.finished.fetch_add(1, Ordering::SeqCst);
                             }
                             w.close_all();
-                            (w.rec, w.testrandvar)
+                            Ok::<_, String>((w.rec, w.testrandvar))
                         }) {
                             Ok(h) => handles.push(h),
                             Err(e) => {
@@ -484,7 +538,11 @@ pub fn measure(
                 proc_idx += 1;
             }
         }
-        gate.wait_ready(nthreads);
+        let _stop = StopOnDrop(&ctl, &pacing, &gate);
+        if !gate.wait_ready(nthreads) {
+            was_interrupted = true;
+            return None;
+        }
         pacing.start();
         gate.open();
         let mut t0 = Instant::now();
@@ -504,6 +562,11 @@ pub fn measure(
             if warming && now - t0 >= warm {
                 // Warm-up over: workers reset their statistics when they see the new generation.
                 warming = false;
+                // Finish flowops count from the start of measurement, like everything else.
+                for p in &procs {
+                    p.ops.store(0, Ordering::SeqCst);
+                    p.bytes.store(0, Ordering::SeqCst);
+                }
                 ctl.next_generation();
                 generation += 1;
                 t0 = now;
@@ -553,6 +616,9 @@ pub fn measure(
                     .min(Duration::from_millis(20)),
             );
         }
+        if warming && !was_interrupted {
+            ended_in_warmup = true;
+        }
         // A last sample for the partial interval at the end.
         let t_end = t0.elapsed().as_secs_f64();
         if !warming && t_end - sampler.last_t > 0.05 {
@@ -577,7 +643,18 @@ pub fn measure(
             .unwrap_or(0.0);
         for h in handles {
             match h.join() {
-                Ok((rec, trv)) => {
+                Ok(Err(msg)) => {
+                    failures.push(msg);
+                }
+                Err(p) => {
+                    let msg = p
+                        .downcast_ref::<String>()
+                        .cloned()
+                        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                        .unwrap_or_else(|| "a worker thread failed".into());
+                    failures.push(msg);
+                }
+                Ok(Ok((rec, trv))) => {
                     merged.merge(&rec);
                     for (name, n, sum, sq) in trv {
                         let mean = sum / n as f64;
@@ -587,13 +664,28 @@ pub fn measure(
                         ));
                     }
                 }
-                Err(p) => std::panic::resume_unwind(p),
             }
         }
         None
     });
     if let Some(e) = spawn_err {
         return Err(EngineError::Spawn(e));
+    }
+    if ended_in_warmup {
+        return Err(EngineError::EndedInWarmup(format!(
+            "every thread finished, or the first did in firstdone mode, before {:.1} s of warm-up were over",
+            mo.warmup
+        )));
+    }
+    if let Some(first) = failures.first() {
+        return Err(EngineError::Worker(format!(
+            "{first}{}",
+            if failures.len() > 1 {
+                format!(" (and {} more worker failures)", failures.len() - 1)
+            } else {
+                String::new()
+            }
+        )));
     }
     Ok(Measured {
         rec: merged,
@@ -655,11 +747,30 @@ pub fn run(wl: &Workload, opts: &RunOptions) -> Result<Results, EngineError> {
         ));
     }
     let stable = wl.filesets.iter().any(|f| f.reuse);
+    // Plan first: a fileset too large to plan fails before anything is created on disk.
+    let plans: Vec<Plan> = wl
+        .filesets
+        .iter()
+        .enumerate()
+        .map(|(i, f)| fileset::plan(i, f, &wl.randvars, opts.seed))
+        .collect();
     let rd = RunDir::create(&opts.parent, &wl.name, stable)?;
     if !opts.quiet {
         eprintln!("fsbench: run directory {}", rd.path.display());
     }
-    let result = run_in(wl, opts, &rd);
+    // A panic anywhere below still removes what this run created, then goes on unwinding.
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        run_in(wl, opts, &rd, &plans)
+    }));
+    let result = match result {
+        Ok(r) => r,
+        Err(p) => {
+            if !(opts.keep || stable) {
+                let _ = rd.remove();
+            }
+            std::panic::resume_unwind(p);
+        }
+    };
     let keep = opts.keep || stable;
     if keep {
         if !opts.quiet {
@@ -671,14 +782,13 @@ pub fn run(wl: &Workload, opts: &RunOptions) -> Result<Results, EngineError> {
     result
 }
 
-fn run_in(wl: &Workload, opts: &RunOptions, rd: &RunDir) -> Result<Results, EngineError> {
-    let plans: Vec<Plan> = wl
-        .filesets
-        .iter()
-        .enumerate()
-        .map(|(i, f)| fileset::plan(i, f, &wl.randvars, opts.seed))
-        .collect();
-    check_space(wl, &plans, &rd.path)?;
+fn run_in(
+    wl: &Workload,
+    opts: &RunOptions,
+    rd: &RunDir,
+    plans: &[Plan],
+) -> Result<Results, EngineError> {
+    check_space(wl, plans, &rd.path)?;
     let mut laid: Option<Laid> = None;
     let seconds = run_seconds(wl, opts);
     let mut measured = None;
@@ -714,14 +824,16 @@ fn run_in(wl: &Workload, opts: &RunOptions, rd: &RunDir) -> Result<Results, Engi
                 }
             }
             Action::Sleep(s) => {
-                let end = Instant::now() + Duration::from_secs(*s);
+                let end = Instant::now()
+                    .checked_add(Duration::from_secs(*s))
+                    .unwrap_or_else(|| Instant::now() + Duration::from_secs(1 << 40));
                 while Instant::now() < end && !interrupted() {
                     std::thread::sleep(Duration::from_millis(50));
                 }
             }
             Action::CreateFiles => {
                 if laid.is_none() {
-                    laid = Some(lay_out(wl, opts, rd, &plans)?);
+                    laid = Some(lay_out(wl, opts, rd, plans)?);
                 }
             }
             Action::Version => println!("fsbench {}", env!("CARGO_PKG_VERSION")),
@@ -742,7 +854,7 @@ fn run_in(wl: &Workload, opts: &RunOptions, rd: &RunDir) -> Result<Results, Engi
         }
     }
     if laid.is_none() {
-        laid = Some(lay_out(wl, opts, rd, &plans)?);
+        laid = Some(lay_out(wl, opts, rd, plans)?);
     }
     let laid = laid.expect("laid out above");
     if interrupted() {

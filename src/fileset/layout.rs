@@ -205,6 +205,7 @@ pub fn create(
     stats.bytes_written = bytes.into_inner();
     stats.files_reused = reused.into_inner();
     stats.seconds = t0.elapsed().as_secs_f64();
+    rt.recount();
     Ok((rt, stats))
 }
 

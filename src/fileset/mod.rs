@@ -77,6 +77,10 @@ pub struct FilesetRt {
     /// file must not scan past all the absent ones a create just walked over.
     rotors: [AtomicUsize; 4],
     rotor_dirs: AtomicUsize,
+    /// How many entries of each list exist, so that a pick with nothing to find fails at
+    /// once instead of scanning every entry (a create on a full fileset, a delete on an
+    /// empty one).
+    existing: [AtomicUsize; 2],
 }
 
 /// Which list of a fileset a pick draws from.
@@ -117,6 +121,7 @@ impl FilesetRt {
             readonly,
             writeonly,
             rotors: Default::default(),
+            existing: Default::default(),
             rotor_dirs: AtomicUsize::new(0),
         }
     }
@@ -134,6 +139,12 @@ impl FilesetRt {
         let list = self.list(l);
         let n = list.len();
         if n == 0 {
+            return None;
+        }
+        let have = self.existing[l as usize].load(Ordering::Relaxed);
+        if index.is_none()
+            && ((want == Want::Exists && have == 0) || (want == Want::Absent && have >= n))
+        {
             return None;
         }
         let claim = |i: usize| {
@@ -168,9 +179,25 @@ impl FilesetRt {
 
     /// Release a picked entry, recording whether it now exists.
     pub fn release(&self, l: List, i: usize, exists: bool) {
-        self.list(l)[i]
+        let old = self.list(l)[i]
             .state
-            .store(if exists { EXISTS } else { 0 }, Ordering::Release);
+            .swap(if exists { EXISTS } else { 0 }, Ordering::AcqRel);
+        match (old & EXISTS != 0, exists) {
+            (false, true) => {
+                self.existing[l as usize].fetch_add(1, Ordering::Relaxed);
+            }
+            (true, false) => {
+                self.existing[l as usize].fetch_sub(1, Ordering::Relaxed);
+            }
+            _ => {}
+        }
+    }
+
+    /// Recount existing entries after the layout set their states directly.
+    pub fn recount(&self) {
+        for l in [List::Files, List::LeafDirs] {
+            self.existing[l as usize].store(self.existing(l), Ordering::Relaxed);
+        }
     }
 
     /// Next directory for `listdir`, round-robin.

@@ -277,14 +277,19 @@ pub fn build(
         if !defined.contains(k) {
             let mut names: Vec<&str> = defined.iter().map(|s| s.as_str()).collect();
             names.sort();
+            // Located on the command line, not in the workload.
+            let cmdline = SourceFile::new("<command line>", format!("-s {k}=..."));
             b.errors.push(
                 Diagnostic::error(
-                    src,
-                    Span::new(0, 0),
-                    format!("-s {k}: the workload has no variable `${k}`"),
+                    &cmdline,
+                    Span::new(3, 3 + k.len()),
+                    format!("-s {k}: the workload {} has no variable `${k}`", src.name),
                 )
                 .with_help(format!(
-                    "its variables: {}",
+                    "{}its variables: {}",
+                    suggest(k, names.iter().copied())
+                        .map(|n| format!("did you mean `{n}`? "))
+                        .unwrap_or_default(),
                     names
                         .iter()
                         .map(|n| format!("${n}"))
@@ -1282,6 +1287,7 @@ impl Builder {
             children: Vec::new(),
         };
         let allowed: Vec<&str> = COMMON_ATTRS.iter().chain(kind.attrs()).copied().collect();
+        let mut bad_fileset = false;
         for a in &d.attrs {
             let n = a.name.as_str();
             if !allowed.contains(&n) {
@@ -1297,6 +1303,11 @@ impl Builder {
                 "name" => f.name = self.attr_str_in(a, locals).unwrap_or_default(),
                 "iters" => {
                     if let Some(v) = self.num_attr_in(a, true, locals) {
+                        if let Num::Const(c) = v {
+                            if c < 0 {
+                                self.err(a.span(), format!("iters cannot be negative, found {c}"));
+                            }
+                        }
                         f.iters = v
                     }
                 }
@@ -1322,6 +1333,7 @@ impl Builder {
                                     )),
                                 };
                                 self.errors.push(diag);
+                                bad_fileset = true;
                             }
                         }
                     }
@@ -1382,6 +1394,10 @@ impl Builder {
             ));
             return None;
         }
+        if bad_fileset {
+            // Reported above; checks that depend on the fileset would only add noise.
+            return None;
+        }
         // Requirements that the attribute list alone cannot express.
         use FlowopKind::*;
         let named_fileset = d
@@ -1398,6 +1414,14 @@ impl Builder {
                     format!("flowop `{}` ({}) needs `filesetname=`", f.name, kind.name()),
                 )
             }
+            DeleteFile | StatFile if f.fileset.is_none() && f.fd == Some(0) => self.err(
+                d.span,
+                format!(
+                    "flowop `{}` ({}) with fd=0 and no fileset: slot 0 is only used for opening; name a fileset or an fd from 1 to 127",
+                    f.name,
+                    kind.name()
+                ),
+            ),
             Read | Write | AppendFile | AppendFileRand | ReadWholeFile | WriteWholeFile
             | AioWrite | DeleteFile | StatFile
                 if f.fileset.is_none() && f.fd.is_none() && !f.opennext =>
@@ -1451,6 +1475,12 @@ impl Builder {
                     ),
                 ));
             }
+        }
+        if f.directio && kind == AppendFileRand {
+            self.err(
+                d.span,
+                format!("flowop `{}`: appendfilerand writes random sizes at the file's end, which O_DIRECT refuses; drop `directio`", f.name),
+            );
         }
         if f.mmap && f.directio {
             self.err(
@@ -1537,7 +1567,21 @@ impl Builder {
             if f.opennext {
                 rotating = true;
             }
-            if f.fileset.is_some() && f.kind.uses_fileset() {
+            // Only flowops that can open a file fill a slot: create and open, and the reads and
+            // writes that open their file implicitly when the slot is empty.
+            let opens = matches!(f.kind, FlowopKind::CreateFile | FlowopKind::OpenFile)
+                || (f.fileset.is_some()
+                    && matches!(
+                        f.kind,
+                        FlowopKind::Read
+                            | FlowopKind::Write
+                            | FlowopKind::AppendFile
+                            | FlowopKind::AppendFileRand
+                            | FlowopKind::ReadWholeFile
+                            | FlowopKind::WriteWholeFile
+                            | FlowopKind::AioWrite
+                    ));
+            if opens {
                 opened.insert(f.fd.unwrap_or(0));
             }
         }

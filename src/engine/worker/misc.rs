@@ -7,13 +7,22 @@ impl Worker<'_> {
     pub(super) fn op_hog(&mut self, f: &Flowop) -> Result<Flow, Fail> {
         let n = self.num(&f.value).max(0) as u64;
         let t0 = self.clock.now();
+        let ctl = self.sh.ctl;
         let b = self.buf.as_mut_slice();
         let len = b.len();
+        let mut k = 0usize;
         for i in 0..n {
             // One memory write per iteration, as Filebench's hog does.
-            let k = (i as usize * 64) % len;
             b[k] = b[k].wrapping_add(1);
             std::hint::black_box(&b[k]);
+            k += 64;
+            if k >= len {
+                k = 0;
+            }
+            // A huge hog must not outlive the run.
+            if i & 0xffff == 0xffff && ctl.stopping() {
+                return Ok(Flow::Stop);
+            }
         }
         self.done(f, self.clock.since(t0), 0);
         Ok(Flow::Continue)
@@ -57,14 +66,8 @@ impl Worker<'_> {
         let limit = self.num(&f.value).max(0) as u64;
         let count = f.kind == FinishOnCount;
         let have = match &f.target {
-            Some(t) => {
-                let id = self
-                    .sh
-                    .wl
-                    .stat_names
-                    .iter()
-                    .position(|(n, _)| n == t)
-                    .unwrap_or(0);
+            Some(_) => {
+                let id = self.target_stat(f).unwrap_or(0);
                 let o = &self.rec.ops[id];
                 if count {
                     o.count

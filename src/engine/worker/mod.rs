@@ -150,6 +150,8 @@ pub struct Worker<'a> {
     path: Vec<u8>,
     dirbuf: Vec<u8>,
     pub rec: Recorder,
+    /// Per flowop statistic: the statistic its `target=` names (resolved once, not per call).
+    targets: Vec<Option<usize>>,
     /// Latencies since the last time-series publication, per flowop.
     ihist: Vec<LogHist>,
     /// Per-thread totals of IO ops and bytes (for finish flowops).
@@ -169,7 +171,7 @@ impl<'a> Worker<'a> {
         proc_idx: usize,
         worker_idx: u64,
         seed: u64,
-    ) -> Worker<'a> {
+    ) -> Result<Worker<'a>, String> {
         let wl = sh.wl;
         let rngs = wl
             .randvars
@@ -196,8 +198,8 @@ impl<'a> Worker<'a> {
             walk(f, &mut max_io);
         }
         let memsize = thread.memsize as usize;
-        let buf = AlignedBuf::new(memsize.max(max_io as usize), &mut r);
-        Worker {
+        let buf = AlignedBuf::try_new(memsize.max(max_io as usize), &mut r)?;
+        Ok(Worker {
             sh,
             idx: worker_idx as usize,
             clock: sh.clock,
@@ -218,12 +220,21 @@ impl<'a> Worker<'a> {
             ihist: (0..wl.stat_names.len())
                 .map(|_| LogHist::default())
                 .collect(),
+            targets: {
+                let mut t = vec![None; wl.stat_names.len()];
+                for f in wl.all_flowops() {
+                    if let Some(name) = &f.target {
+                        t[f.stat] = wl.stat_names.iter().position(|(n, _)| n == name);
+                    }
+                }
+                t
+            },
             ops: 0,
             bytes: 0,
             testrandvar: Vec::new(),
             seen: 0,
             cpu0: (0.0, 0.0),
-        }
+        })
     }
 
     /// Start measuring: note the CPU baseline.
@@ -254,9 +265,9 @@ impl<'a> Worker<'a> {
                 g.hists = (0..self.ihist.len()).map(|_| LogHist::default()).collect();
             }
             for (mine, theirs) in self.ihist.iter_mut().zip(g.hists.iter_mut()) {
-                // The sampler empties what it has taken, so this hands over exactly the
-                // latencies since the last publication, whoever reads them.
-                std::mem::swap(mine, theirs);
+                // Added, not swapped: if the sampler has not taken the last publication yet
+                // (this worker published late), nothing is lost.
+                theirs.add(mine);
                 mine.reset();
             }
         }
@@ -281,6 +292,11 @@ impl<'a> Worker<'a> {
     pub fn run(&mut self) -> Flow {
         let flowops = &self.thread.flowops;
         loop {
+            // Also checked here, not only per operation: a pass whose flowops all run zero
+            // times must still see the stop.
+            if self.sh.ctl.stopping() {
+                return Flow::Stop;
+            }
             for f in flowops {
                 match self.run_flowop(f) {
                     Flow::Continue => {}
@@ -378,13 +394,15 @@ impl<'a> Worker<'a> {
 
     /// The statistics slot of a limit's or finish flowop's `target=`.
     fn target_stat(&self, f: &Flowop) -> Option<usize> {
-        let t = f.target.as_deref()?;
-        self.sh.wl.stat_names.iter().position(|(n, _)| n == t)
+        self.targets[f.stat]
     }
 
     /// Sleep `d`, waking early when the run stops. False when stopping.
     fn sleep(&self, d: Duration) -> bool {
-        let end = Instant::now() + d;
+        // A huge delay sleeps until the run stops rather than overflowing the clock.
+        let end = Instant::now()
+            .checked_add(d)
+            .unwrap_or_else(|| Instant::now() + Duration::from_secs(1 << 40));
         loop {
             if self.sh.ctl.stopping() {
                 return false;
@@ -556,14 +574,14 @@ impl<'a> Worker<'a> {
     }
 
     /// A buffer of `len` bytes at a random offset within `memsize` (when set).
-    fn buffer(&mut self, len: usize) -> (usize, usize) {
+    fn buffer(&mut self, len: usize) -> Result<(usize, usize), Fail> {
         if len > self.buf.len() {
             // The kernel may still be writing from the old buffer.
             if let Some(a) = self.aio.as_mut() {
                 a.drain();
             }
             self.record_aio();
-            self.buf = AlignedBuf::new(len, &mut self.rng);
+            self.buf = AlignedBuf::try_new(len, &mut self.rng).map_err(Fail::Error)?;
         }
         let room = self.memsize.min(self.buf.len()).saturating_sub(len);
         let off = if room >= io::ALIGN {
@@ -571,7 +589,7 @@ impl<'a> Worker<'a> {
         } else {
             0
         };
-        (off, len)
+        Ok((off, len))
     }
 
     /// After a read or write of `n` bytes at `off`: remember the offset, and move a

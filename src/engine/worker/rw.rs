@@ -22,7 +22,7 @@ impl Worker<'_> {
         } else {
             0
         };
-        let (boff, len) = self.buffer(iosize);
+        let (boff, len) = self.buffer(iosize)?;
         let off = if f.sameoffset {
             self.slots[slot].last_off
         } else if f.random {
@@ -109,20 +109,27 @@ impl Worker<'_> {
             self.done(f, 0, 0);
             return Ok(Flow::Continue);
         }
-        let (boff, len) = self.buffer(size as usize);
+        let (boff, len) = self.buffer(size as usize)?;
         let t0 = self.clock.now();
-        let r =
-            io::seek_end(fd).and_then(|_| io::write(fd, &self.buf.as_slice()[boff..boff + len]));
+        let r = io::seek_end(fd).and_then(|end| {
+            io::write(fd, &self.buf.as_slice()[boff..boff + len]).map(|n| (end, n))
+        });
         let ns = self.clock.since(t0);
         match r {
-            Ok(n) => {
+            Ok((end, n)) => {
                 self.done(f, ns, n as u64);
-                self.slots[slot].off = 0;
+                // As after Filebench's lseek(END) + write: the position is the new end.
+                self.slots[slot].off = end + n as u64;
                 Ok(Flow::Continue)
             }
             Err(e) => Err(Fail::Error(format!(
-                "append to {}: {e}",
-                self.slot_path(slot)
+                "append to {}: {e}{}",
+                self.slot_path(slot),
+                if f.directio && e.raw_os_error() == Some(libc::EINVAL) {
+                    " (O_DIRECT appends land at unaligned file ends; drop `directio` here)"
+                } else {
+                    ""
+                }
             ))),
         }
     }
@@ -132,9 +139,11 @@ impl Worker<'_> {
         let wss = self.wss(f, slot);
         let mut iosize = self.num(&f.iosize).max(0) as u64;
         if iosize == 0 {
-            iosize = wss.max(1);
+            // One I/O for the whole planned size, as Filebench; a file planned empty (it may
+            // have grown since) is read in 1 MiB requests rather than byte by byte.
+            iosize = if wss > 0 { wss } else { 1 << 20 };
         }
-        let (boff, len) = self.buffer(iosize as usize);
+        let (boff, len) = self.buffer(iosize as usize)?;
         let mut total = 0u64;
         if f.mmap {
             let map = self
@@ -185,7 +194,7 @@ impl Worker<'_> {
         if iosize == 0 {
             iosize = wss.max(1);
         }
-        let (boff, len) = self.buffer(iosize.min(wss.max(1)) as usize);
+        let (boff, len) = self.buffer(iosize.min(wss.max(1)) as usize)?;
         let start = self.slots[slot].off;
         let mut done = 0u64;
         let t0 = self.clock.now();
