@@ -240,7 +240,7 @@ fn cmd_run(a: &RunArgs) -> Result<()> {
         ("--warmup", Some(a.warmup), false),
     ] {
         if let Some(v) = v {
-            if !v.is_finite() || v > MAX_S || v < 0.0 || (min_exclusive && v == 0.0) {
+            if !v.is_finite() || !(0.0..=MAX_S).contains(&v) || (min_exclusive && v == 0.0) {
                 bail!(
                     "{name} {v}: expected {} number of seconds up to {MAX_S}",
                     if min_exclusive {
