@@ -141,7 +141,8 @@ fn missing_workload_is_a_clear_error() {
 #[test]
 fn slot_uses_without_an_opening_flowop_are_caught() {
     let dir = Scratch::new("slots");
-    let head = "define fileset name=fs,path=/tmp,entries=4,dirwidth=4,size=4k,prealloc\n";
+    let head = "define fileset name=fs,path=/tmp,entries=4,dirwidth=4,size=4k,prealloc\n\
+                define fileset name=big,path=/tmp,entries=100,dirwidth=10,size=4k,prealloc\n";
     for (body, msg) in [
         // statfile with a fileset does not open slot 0, so the fsync has nothing to sync.
         (

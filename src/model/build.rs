@@ -1476,6 +1476,19 @@ impl Builder {
                 ));
             }
         }
+        if f.opennext {
+            if let Some(fs) = f.fileset.map(|i| &filesets[i]) {
+                if fs.entries > 64 {
+                    self.err(
+                        d.span,
+                        format!(
+                            "flowop `{}`: opennext keeps one fd slot per file, at most 64, but fileset `{}` has {} entries",
+                            f.name, fs.name, fs.entries
+                        ),
+                    );
+                }
+            }
+        }
         if f.directio && kind == AppendFileRand {
             self.err(
                 d.span,
