@@ -5,7 +5,7 @@
 
 use super::{FilesetRt, List, Shape, Tree, EXISTS};
 use crate::dist::{rng, Rng};
-use crate::model::{Fileset, Num, RandVarDef};
+use crate::model::{Fileset, RandVarDef};
 use rand::{Rng as _, RngCore};
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -260,9 +260,4 @@ impl FromBytesExt for std::ffi::OsStr {
         use std::os::unix::ffi::OsStrExt;
         std::ffi::OsStr::from_bytes(b)
     }
-}
-
-/// Number sampled for a constant or random size (for callers outside the hot path).
-pub fn mean_size(n: &Num, randvars: &[RandVarDef]) -> f64 {
-    n.mean(randvars)
 }

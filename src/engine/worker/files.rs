@@ -58,7 +58,7 @@ impl Worker<'_> {
                     }
                     std::thread::yield_now();
                 }
-                if cur_exists(ent) {
+                if ent.exists() {
                     (fs as usize, e as usize, self.slots[slot].fd >= 0)
                 } else {
                     fsr.release(List::Files, e as usize, false);

@@ -154,9 +154,6 @@ pub struct Worker<'a> {
     targets: Vec<Option<usize>>,
     /// Latencies since the last time-series publication, per flowop.
     ihist: Vec<LogHist>,
-    /// Per-thread totals of IO ops and bytes (for finish flowops).
-    ops: u64,
-    bytes: u64,
     pub testrandvar: Vec<(String, u64, f64, f64)>,
     /// The control word last acted on.
     seen: u64,
@@ -229,8 +226,6 @@ impl<'a> Worker<'a> {
                 }
                 t
             },
-            ops: 0,
-            bytes: 0,
             testrandvar: Vec::new(),
             seen: 0,
             cpu0: (0.0, 0.0),
@@ -250,8 +245,6 @@ impl<'a> Worker<'a> {
             for h in &mut self.ihist {
                 h.reset();
             }
-            self.ops = 0;
-            self.bytes = 0;
             self.cpu0 = crate::stats::thread_cpu();
         }
         self.seen = w;
@@ -361,8 +354,6 @@ impl<'a> Worker<'a> {
         self.ihist[stat].record(ns);
         let class = kind.io_class();
         if class != IoClass::None {
-            self.ops += 1;
-            self.bytes += bytes;
             if self.sh.count_procs {
                 let p = &self.sh.procs[self.proc_idx];
                 p.ops.fetch_add(1, Ordering::Relaxed);
@@ -670,10 +661,6 @@ impl<'a> Worker<'a> {
             Composite => unreachable!("composites are expanded by run_flowop"),
         }
     }
-}
-
-fn cur_exists(e: &crate::fileset::Entry) -> bool {
-    e.state.load(Ordering::Acquire) & crate::fileset::EXISTS != 0
 }
 
 /// The type of the file system holding `path` (or its directory), for error messages.
