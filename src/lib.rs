@@ -12,6 +12,7 @@
 
 pub mod age;
 pub mod apps;
+pub mod beneath;
 pub mod disk;
 pub mod dist;
 pub mod engine;

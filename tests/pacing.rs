@@ -65,7 +65,13 @@ fn files_below(dir: &Path) -> Vec<PathBuf> {
             let p = e.unwrap().path();
             if p.is_dir() {
                 stack.push(p);
-            } else if p.file_name().unwrap() != ".fsbench-run" && p.extension().is_none() {
+            } else if !p
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with(".fsbench-")
+                && p.extension().is_none()
+            {
                 out.push(p);
             }
         }

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::exec::{self, Exec, FsyncPolicy};
 use super::plan::{Distances, Op, Phase, Planner, Targets};
 use super::profile::Profile;
-use crate::engine::rundir::{RunDir, MARKER};
+use crate::engine::rundir::{RunDir, LOCK, MARKER};
 use crate::layout::{LayoutError, LayoutReport};
 use crate::scan::human_bytes;
 use crate::scan::snapshot::Snapshot;
@@ -193,7 +193,7 @@ fn read_existing(root: &Path) -> io::Result<Existing> {
         entries.sort_by(|a, b| a.0.cmp(&b.0));
         let mut subdirs = Vec::new();
         for (name, ft, len) in entries {
-            if depth == 0 && (name == MARKER || name == STATE_FILE) {
+            if depth == 0 && (name == MARKER || name == LOCK || name == STATE_FILE) {
                 continue;
             }
             let num = |p: char| name.strip_prefix(p).and_then(|n| n.parse::<u64>().ok());

@@ -1,17 +1,19 @@
 //! Aging operations on disk: real data through the engine's system-call
 //! wrappers (no fallocate: unwritten extents are not what an aged file system
-//! holds), paths relative to the aged directory built in one reusable buffer,
-//! an optional operation log, and the fsync policy.
+//! holds), paths relative to the aged directory resolved beneath its open
+//! descriptor without following links, an optional operation log, and the
+//! fsync policy.
 
-use std::ffi::CStr;
+use std::ffi::CString;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::beneath;
 use crate::engine::io::{self as sys, AlignedBuf, OpenHow};
 
 /// When aging syncs what it wrote.
@@ -58,7 +60,8 @@ pub struct ShortWrite {
 /// Executes aging operations under one directory.
 pub struct Exec {
     root: Vec<u8>,
-    pbuf: Vec<u8>,
+    /// The aged directory, held open: every operation starts here.
+    dir: OwnedFd,
     data: AlignedBuf,
     pub fsync: FsyncPolicy,
     log: Option<BufWriter<File>>,
@@ -75,9 +78,13 @@ impl Exec {
             })?)),
             None => None,
         };
+        let parent = File::open(root.parent().unwrap_or(Path::new("/")))?;
+        let name = beneath::component(root.file_name().unwrap_or_default())?;
+        let dir = beneath::open_dir(parent.as_raw_fd(), &name)
+            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", root.display())))?;
         Ok(Exec {
             root: root.as_os_str().as_bytes().to_vec(),
-            pbuf: Vec::with_capacity(4096),
+            dir,
             data: AlignedBuf::new(1 << 20, &mut rng),
             fsync,
             log,
@@ -90,13 +97,31 @@ impl Exec {
         PathBuf::from(std::ffi::OsStr::from_bytes(&self.root))
     }
 
-    fn path(&mut self, rel: &[u8]) -> &CStr {
-        self.pbuf.clear();
-        self.pbuf.extend_from_slice(&self.root);
-        self.pbuf.push(b'/');
-        self.pbuf.extend_from_slice(rel);
-        self.pbuf.push(0);
-        CStr::from_bytes_with_nul(&self.pbuf).expect("no NUL inside paths")
+    /// The parent directory of `rel` (opened beneath the aged directory, following no link)
+    /// and `rel`'s last component.
+    fn at(&self, rel: &[u8]) -> io::Result<(Option<OwnedFd>, CString)> {
+        let (parent, name) = match rel.iter().rposition(|b| *b == b'/') {
+            Some(i) => (&rel[..i], &rel[i + 1..]),
+            None => (&rel[..0], rel),
+        };
+        let name = beneath::component(std::ffi::OsStr::from_bytes(name))?;
+        if parent.is_empty() {
+            return Ok((None, name));
+        }
+        Ok((
+            Some(beneath::open_dir_path(self.dir.as_raw_fd(), parent)?),
+            name,
+        ))
+    }
+
+    fn dirfd(&self, d: &Option<OwnedFd>) -> RawFd {
+        d.as_ref().map_or(self.dir.as_raw_fd(), |f| f.as_raw_fd())
+    }
+
+    /// Open `rel` (never through a link).
+    fn open(&self, rel: &[u8], how: OpenHow) -> io::Result<RawFd> {
+        let (d, name) = self.at(rel)?;
+        sys::open_at(self.dirfd(&d), &name, how)
     }
 
     fn err(&self, rel: &[u8], e: io::Error) -> io::Error {
@@ -176,18 +201,9 @@ impl Exec {
 
     /// Sync the file system holding the aged directory.
     pub fn syncfs(&mut self) -> io::Result<()> {
-        let root = self.path(b".").to_owned();
-        let fd = sys::open(
-            &root,
-            OpenHow {
-                readonly: true,
-                ..Default::default()
-            },
-        )?;
-        // SAFETY: plain syncfs on an fd we own.
-        let r = unsafe { libc::syncfs(fd) };
+        // SAFETY: plain syncfs on a descriptor we hold.
+        let r = unsafe { libc::syncfs(self.dir.as_raw_fd()) };
         let e = io::Error::last_os_error();
-        sys::close(fd)?;
         self.counts.fsyncs += 1;
         if r < 0 {
             Err(e)
@@ -197,7 +213,9 @@ impl Exec {
     }
 
     pub fn mkdir(&mut self, rel: &[u8]) -> io::Result<()> {
-        let r = sys::mkdir(self.path(rel));
+        let r = self
+            .at(rel)
+            .and_then(|(d, n)| sys::mkdir_at(self.dirfd(&d), &n));
         match r {
             Ok(()) => {
                 self.counts.mkdirs += 1;
@@ -208,7 +226,9 @@ impl Exec {
     }
 
     pub fn rmdir(&mut self, rel: &[u8]) -> io::Result<()> {
-        let r = sys::rmdir(self.path(rel));
+        let r = self
+            .at(rel)
+            .and_then(|(d, n)| sys::rmdir_at(self.dirfd(&d), &n));
         match r {
             Ok(()) => {
                 self.counts.rmdirs += 1;
@@ -225,7 +245,7 @@ impl Exec {
             writeonly: true,
             ..Default::default()
         };
-        let fd = sys::open(self.path(rel), how).map_err(|e| ShortWrite {
+        let fd = self.open(rel, how).map_err(|e| ShortWrite {
             written: 0,
             error: self.err(rel, e),
         })?;
@@ -258,7 +278,7 @@ impl Exec {
             writeonly: true,
             ..Default::default()
         };
-        let fd = sys::open(self.path(rel), how).map_err(|e| ShortWrite {
+        let fd = self.open(rel, how).map_err(|e| ShortWrite {
             written: 0,
             error: self.err(rel, e),
         })?;
@@ -281,7 +301,9 @@ impl Exec {
     }
 
     pub fn delete(&mut self, rel: &[u8]) -> io::Result<()> {
-        let r = sys::unlink(self.path(rel));
+        let r = self
+            .at(rel)
+            .and_then(|(d, n)| sys::unlink_at(self.dirfd(&d), &n));
         match r {
             Ok(()) => {
                 self.counts.deletes += 1;
@@ -359,6 +381,13 @@ mod tests {
         x.delete(b"d1/f1").unwrap();
         x.rmdir(b"d1").unwrap();
         assert!(x.delete(b"nope").unwrap_err().to_string().contains("nope"));
+        // A directory swapped for a link is not followed.
+        let outside = dir.with_extension("outside");
+        std::fs::create_dir_all(&outside).unwrap();
+        std::os::unix::fs::symlink(&outside, dir.join("d2")).unwrap();
+        assert!(x.create(b"d2/f", 10).is_err());
+        assert!(std::fs::read_dir(&outside).unwrap().next().is_none());
+        std::fs::remove_dir_all(&outside).unwrap();
         assert_eq!(x.counts.bytes_written, 8100);
         assert_eq!(
             (x.counts.creates, x.counts.appends, x.counts.overwrites),

@@ -24,7 +24,7 @@ use rand::Rng as _;
 
 use super::cli::{AgeArgs, AgeReport, STATE_FILE};
 use super::exec::{self, Exec};
-use crate::engine::rundir::MARKER;
+use crate::engine::rundir::{LOCK, MARKER};
 use crate::scan::snapshot::{Kind, Snapshot};
 
 /// One entry of a snapshot as replay needs it.
@@ -44,6 +44,7 @@ pub fn safe_path(p: &[u8]) -> bool {
         && p.split(|&b| b == b'/')
             .all(|c| !c.is_empty() && c != b"." && c != b"..")
         && p != MARKER.as_bytes()
+        && p != LOCK.as_bytes()
         && p != STATE_FILE.as_bytes()
 }
 
@@ -218,7 +219,7 @@ pub fn replay(
     let foreign: Vec<String> = std::fs::read_dir(root)?
         .filter_map(|e| e.ok())
         .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n != MARKER && n != STATE_FILE)
+        .filter(|n| n != MARKER && n != LOCK && n != STATE_FILE)
         .collect();
     if !foreign.is_empty() {
         bail!(

@@ -45,6 +45,10 @@ pub struct PostmarkArgs {
     /// Report format: verbose or terse (PostMark `set report`).
     #[arg(long)]
     pub report: Option<String>,
+    /// Allow a location inside a system directory (/etc, /usr, /var/lib, ...), which is
+    /// otherwise refused.
+    #[arg(long)]
+    pub force_location: bool,
     /// Concurrent copies, each in its own subdirectory with the same configuration.
     #[arg(long, default_value_t = 1)]
     pub instances: u32,

@@ -59,6 +59,67 @@ pub fn open(path: &CStr, how: OpenHow) -> io::Result<RawFd> {
     cvt(unsafe { libc::open(path.as_ptr(), how.flags(), 0o644 as libc::c_uint) })
 }
 
+/// Open `name` in directory `dir` (never through a link: `O_NOFOLLOW`).
+#[inline]
+pub fn open_at(dir: RawFd, name: &CStr, how: OpenHow) -> io::Result<RawFd> {
+    // SAFETY: name is NUL-terminated; mode is used only with O_CREAT.
+    cvt(unsafe {
+        libc::openat(
+            dir,
+            name.as_ptr(),
+            how.flags() | libc::O_NOFOLLOW,
+            0o644 as libc::c_uint,
+        )
+    })
+}
+
+/// `fstatat(dir, name)` without following a link.
+pub fn stat_at(dir: RawFd, name: &CStr) -> io::Result<libc::stat> {
+    // SAFETY: name is NUL-terminated; st is written by the kernel.
+    unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        cvt(libc::fstatat(
+            dir,
+            name.as_ptr(),
+            &mut st,
+            libc::AT_SYMLINK_NOFOLLOW,
+        ))?;
+        Ok(st)
+    }
+}
+
+/// Remove file `name` from directory `dir` (a link itself, never its target).
+pub fn unlink_at(dir: RawFd, name: &CStr) -> io::Result<()> {
+    // SAFETY: name is NUL-terminated.
+    cvt(unsafe { libc::unlinkat(dir, name.as_ptr(), 0) }).map(|_| ())
+}
+
+pub fn mkdir_at(dir: RawFd, name: &CStr) -> io::Result<()> {
+    // SAFETY: name is NUL-terminated.
+    cvt(unsafe { libc::mkdirat(dir, name.as_ptr(), 0o755) }).map(|_| ())
+}
+
+pub fn rmdir_at(dir: RawFd, name: &CStr) -> io::Result<()> {
+    // SAFETY: name is NUL-terminated.
+    cvt(unsafe { libc::unlinkat(dir, name.as_ptr(), libc::AT_REMOVEDIR) }).map(|_| ())
+}
+
+/// Read the whole directory open as `dir` (through a fresh descriptor, so its offset is
+/// its own); returns (entries, name bytes).
+pub fn list_dir_at(dir: RawFd, buf: &mut [u8]) -> io::Result<(u64, u64)> {
+    // SAFETY: "." is NUL-terminated.
+    let fd = cvt(unsafe {
+        libc::openat(
+            dir,
+            c".".as_ptr(),
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        )
+    })?;
+    let r = read_dir_fd(fd, buf);
+    let _ = close(fd);
+    r
+}
+
 pub fn close(fd: RawFd) -> io::Result<()> {
     // SAFETY: the caller owns fd and forgets it afterwards.
     cvt(unsafe { libc::close(fd) }).map(|_| ())
@@ -144,6 +205,13 @@ pub fn list_dir(path: &CStr, buf: &mut [u8]) -> io::Result<(u64, u64)> {
             libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
         )
     })?;
+    let r = read_dir_fd(fd, buf);
+    let _ = close(fd);
+    r
+}
+
+/// getdents64 over an open directory until its end; returns (entries, name bytes).
+fn read_dir_fd(fd: RawFd, buf: &mut [u8]) -> io::Result<(u64, u64)> {
     let mut entries = 0;
     let mut names = 0;
     let result = loop {
@@ -165,7 +233,6 @@ pub fn list_dir(path: &CStr, buf: &mut [u8]) -> io::Result<(u64, u64)> {
             off += reclen;
         }
     };
-    let _ = close(fd);
     result
 }
 

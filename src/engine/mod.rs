@@ -232,15 +232,18 @@ fn lay_out(
     for plan in plans {
         let fs = &wl.filesets[plan.index];
         let root = rd.path.join(&fs.name);
-        if !fs.reuse && root.exists() {
-            // Inside our own marked run directory: a fileset from an earlier run.
-            std::fs::remove_dir_all(&root).map_err(|e| EngineError::Layout {
-                fileset: fs.name.clone(),
-                source: LayoutError::Io {
-                    path: root.clone(),
-                    source: e,
-                },
-            })?;
+        if !fs.reuse {
+            // Inside our own marked run directory: a fileset from an earlier run (removed
+            // from the run directory's descriptor, never through a link).
+            crate::beneath::component(std::ffi::OsStr::new(&fs.name))
+                .and_then(|n| crate::beneath::remove_tree_at(rd.fd(), &n))
+                .map_err(|e| EngineError::Layout {
+                    fileset: fs.name.clone(),
+                    source: LayoutError::Io {
+                        path: root.clone(),
+                        source: e,
+                    },
+                })?;
         }
         if !opts.quiet {
             eprintln!(
@@ -250,15 +253,14 @@ fn lay_out(
                 human(plan.bytes() as f64)
             );
         }
-        let (rt, st) = fileset::layout::create(plan, fs, root, opts.seed, &INTERRUPTED).map_err(
-            |e| match e {
+        let (rt, st) = fileset::layout::create(plan, fs, rd.fd(), root, opts.seed, &INTERRUPTED)
+            .map_err(|e| match e {
                 LayoutError::Interrupted => EngineError::Interrupted,
                 other => EngineError::Layout {
                     fileset: fs.name.clone(),
                     source: other,
                 },
-            },
-        )?;
+            })?;
         total.dirs += st.dirs;
         total.files_written += st.files_written;
         total.files_reused += st.files_reused;

@@ -1,12 +1,27 @@
 //! Run directories: fsbench lays every fileset out inside a directory it created and marked,
 //! and deletes only inside such directories.
+//!
+//! A run directory is held open for the whole run, and everything below it is reached from
+//! that descriptor without following links (see [`crate::beneath`]). An existing directory
+//! (a `reuse` directory from an earlier run) is adopted only when it is a real directory, owned
+//! by the user running fsbench, not writable by group or others, and carries the marker; on a
+//! shared `/tmp` another user could otherwise plant one with a forged marker and links inside,
+//! and wait for root to run fsbench. Each run holds an exclusive lock on the directory's lock
+//! file while it runs, so two runs never share one reuse directory and `fsbench clean` can tell
+//! a directory in use from a left-over one.
 
+use crate::beneath::{self, component, fstat, open_dir, open_file, untrusted_dir};
+use std::ffi::{CStr, CString};
 use std::fs;
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Name of the marker file in every run directory.
 pub const MARKER: &str = ".fsbench-run";
+/// Name of the lock file a running fsbench holds (flock) in its run directory.
+pub const LOCK: &str = ".fsbench-lock";
 const MARKER_HEADER: &str = "fsbench run directory";
 
 #[derive(Debug, thiserror::Error)]
@@ -15,33 +30,194 @@ pub enum RunDirError {
     NoParent(PathBuf),
     #[error("{0} exists and was not created by fsbench; refusing to use it (choose another --dir or remove it yourself)")]
     Foreign(PathBuf),
+    #[error("{path} is a symbolic link, not a directory fsbench created; fsbench never follows links where it writes (remove the link yourself)")]
+    Link { path: PathBuf },
+    #[error(
+        "refusing to use {path}: {why}; remove it yourself if it is yours, or choose another --dir"
+    )]
+    Untrusted { path: PathBuf, why: String },
+    #[error("{path} is in use by another fsbench run (pid {pid}); wait for it to finish, or choose another --dir")]
+    Busy { path: PathBuf, pid: String },
+    #[error("{path} is a system directory ({what}); fsbench does not create run directories there; choose a directory of your own or a mounted test file system")]
+    System { path: PathBuf, what: &'static str },
     #[error("cannot create the run directory {path}: {source}")]
     Create { path: PathBuf, source: io::Error },
     #[error("cannot remove {path}: {source}")]
     Remove { path: PathBuf, source: io::Error },
 }
 
-/// A run directory created (or, for reuse, adopted) by fsbench.
+/// A run directory created (or, for reuse, adopted) by fsbench, held open and locked.
 #[derive(Debug)]
 pub struct RunDir {
     pub path: PathBuf,
     /// True when this run created the directory.
     pub fresh: bool,
+    dir: OwnedFd,
+    parent: OwnedFd,
+    name: CString,
+    /// The locked lock file; the lock goes with the descriptor.
+    _lock: OwnedFd,
 }
 
-/// Whether `dir` carries fsbench's marker.
+static ALLOW_SYSTEM: AtomicBool = AtomicBool::new(false);
+
+/// Let this process create run directories in system directories (an explicit `--force`).
+pub fn allow_system_dirs() {
+    ALLOW_SYSTEM.store(true, Ordering::Relaxed);
+}
+
+/// Whether `dir` (resolved: links and `..` followed) is, or is inside, a directory of the
+/// operating system, where a benchmark's files have no business: what kind it is.
+pub fn system_dir(dir: &Path) -> Option<&'static str> {
+    let real = dir.canonicalize().ok()?;
+    let s = real.to_string_lossy();
+    let under = |p: &str| s == p || s.starts_with(&format!("{p}/"));
+    // Scratch space the system provides for everyone: allowed.
+    if ["/dev/shm", "/run/shm", "/run/user", "/var/tmp", "/tmp"]
+        .iter()
+        .any(|p| under(p))
+    {
+        return None;
+    }
+    if s == "/" {
+        return Some("the root directory");
+    }
+    if s == "/var" || s == "/home" {
+        return Some("a top-level system directory");
+    }
+    let system = [
+        ("/etc", "system configuration"),
+        ("/usr", "installed software"),
+        ("/bin", "installed software"),
+        ("/sbin", "installed software"),
+        ("/lib", "installed software"),
+        ("/lib32", "installed software"),
+        ("/lib64", "installed software"),
+        ("/libx32", "installed software"),
+        ("/opt", "installed software"),
+        ("/boot", "the boot loader's files"),
+        ("/dev", "device nodes"),
+        ("/proc", "a kernel file system"),
+        ("/sys", "a kernel file system"),
+        ("/run", "run-time state of the system"),
+        ("/var/lib", "the system's state"),
+        ("/var/log", "the system's logs"),
+        ("/var/cache", "the system's caches"),
+        ("/var/spool", "the system's spools"),
+        ("/var/mail", "mail"),
+        ("/var/backups", "the system's backups"),
+    ];
+    system.iter().find(|(p, _)| under(p)).map(|(_, w)| *w)
+}
+
+fn open_parent(parent: &Path) -> Result<OwnedFd, RunDirError> {
+    if !ALLOW_SYSTEM.load(Ordering::Relaxed) {
+        if let Some(what) = system_dir(parent) {
+            return Err(RunDirError::System {
+                path: parent.canonicalize().unwrap_or(parent.to_path_buf()),
+                what,
+            });
+        }
+    }
+    match fs::File::open(parent) {
+        Ok(f) if f.metadata().is_ok_and(|m| m.is_dir()) => Ok(f.into()),
+        _ => Err(RunDirError::NoParent(parent.to_path_buf())),
+    }
+}
+
+/// Whether `dir` is a real directory (not a link) carrying fsbench's marker (a regular file,
+/// not a link, starting with the marker's header).
 pub fn is_marked(dir: &Path) -> bool {
-    fs::read_to_string(dir.join(MARKER)).is_ok_and(|s| s.starts_with(MARKER_HEADER))
+    let Ok(parent) = fs::File::open(dir.parent().unwrap_or(Path::new("/"))) else {
+        return false;
+    };
+    let Some(name) = dir.file_name().and_then(|n| component(n).ok()) else {
+        return false;
+    };
+    let Ok(d) = open_dir(parent.as_raw_fd(), &name) else {
+        return false;
+    };
+    marker_ok(d.as_raw_fd())
+}
+
+fn marker_ok(dir: RawFd) -> bool {
+    let Ok(m) = open_file(dir, &marker_c(), libc::O_RDONLY) else {
+        return false;
+    };
+    let regular = fstat(m.as_raw_fd()).is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFREG);
+    let mut head = [0u8; 64];
+    let mut f = fs::File::from(m);
+    let n = f.read(&mut head).unwrap_or(0);
+    regular && head[..n].starts_with(MARKER_HEADER.as_bytes())
+}
+
+fn marker_c() -> CString {
+    CString::new(MARKER).expect("no NUL")
+}
+
+fn lock_c() -> CString {
+    CString::new(LOCK).expect("no NUL")
+}
+
+/// The pid of the fsbench run holding `dir`'s lock, if one holds it now.
+pub fn holder(dir: &Path) -> Option<String> {
+    let d = fs::File::open(dir).ok()?;
+    let f = open_file(d.as_raw_fd(), &lock_c(), libc::O_RDONLY).ok()?;
+    // SAFETY: flock on a descriptor we own.
+    let free = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) } == 0;
+    if free {
+        return None;
+    }
+    let mut s = String::new();
+    let _ = fs::File::from(f).read_to_string(&mut s);
+    Some(lock_pid(&s))
+}
+
+fn lock_pid(s: &str) -> String {
+    s.lines()
+        .find_map(|l| l.strip_prefix("pid "))
+        .unwrap_or("unknown")
+        .trim()
+        .to_string()
+}
+
+/// Take the run directory's lock (exclusive, without waiting) and write our pid into it.
+fn lock(dir: RawFd, path: &Path) -> Result<OwnedFd, RunDirError> {
+    let err = |source| RunDirError::Create {
+        path: path.join(LOCK),
+        source,
+    };
+    let f = open_file(dir, &lock_c(), libc::O_RDWR | libc::O_CREAT).map_err(err)?;
+    let st = fstat(f.as_raw_fd()).map_err(err)?;
+    if st.st_mode & libc::S_IFMT != libc::S_IFREG || st.st_uid != beneath::euid() {
+        return Err(RunDirError::Untrusted {
+            path: path.join(LOCK),
+            why: "the lock file is not a regular file of yours".into(),
+        });
+    }
+    // SAFETY: flock on a descriptor we own.
+    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        let mut s = String::new();
+        let mut r = fs::File::from(f);
+        let _ = r.read_to_string(&mut s);
+        return Err(RunDirError::Busy {
+            path: path.to_path_buf(),
+            pid: lock_pid(&s),
+        });
+    }
+    let mut w = fs::File::from(f);
+    w.set_len(0).map_err(err)?;
+    writeln!(w, "pid {}", std::process::id()).map_err(err)?;
+    Ok(w.into())
 }
 
 impl RunDir {
     /// Create `<parent>/fsbench-<workload>-<unique>/` with a marker. With `stable`, the name is
     /// `<parent>/fsbench-<workload>/` and an existing directory is adopted if (and only if) it
-    /// carries the marker: that is how filesets with `reuse` survive between runs.
+    /// is a trusted, marked directory no other run holds: that is how filesets with `reuse`
+    /// survive between runs.
     pub fn create(parent: &Path, workload: &str, stable: bool) -> Result<RunDir, RunDirError> {
-        if !parent.is_dir() {
-            return Err(RunDirError::NoParent(parent.to_path_buf()));
-        }
+        let pfd = open_parent(parent)?;
         let safe: String = workload
             .chars()
             .map(|c| {
@@ -53,26 +229,27 @@ impl RunDir {
             })
             .collect();
         if stable {
-            let path = parent.join(format!("fsbench-{safe}"));
-            if path.exists() {
-                if is_marked(&path) {
-                    return Ok(RunDir { path, fresh: false });
-                }
-                return Err(RunDirError::Foreign(path));
-            }
-            return Self::make(path);
+            let name = format!("fsbench-{safe}");
+            let path = parent.join(&name);
+            let c = CString::new(name).expect("sanitised name");
+            return match beneath::mkdir_at(pfd.as_raw_fd(), &c, 0o755) {
+                Ok(()) => Self::make(pfd, c, path),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Self::adopt(pfd, c, path),
+                Err(source) => Err(RunDirError::Create { path, source }),
+            };
         }
         let stamp = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_micros())
             .unwrap_or(0);
         for n in 0..1000u32 {
-            let path = parent.join(format!(
-                "fsbench-{safe}-{}-{stamp:x}{n}",
-                std::process::id()
-            ));
-            if !path.exists() {
-                return Self::make(path);
+            let name = format!("fsbench-{safe}-{}-{stamp:x}{n}", std::process::id());
+            let path = parent.join(&name);
+            let c = CString::new(name).expect("sanitised name");
+            match beneath::mkdir_at(pfd.as_raw_fd(), &c, 0o755) {
+                Ok(()) => return Self::make(pfd, c, path),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(source) => return Err(RunDirError::Create { path, source }),
             }
         }
         Err(RunDirError::Create {
@@ -81,13 +258,48 @@ impl RunDir {
         })
     }
 
-    fn make(path: PathBuf) -> Result<RunDir, RunDirError> {
+    /// Open the directory `name` in `pfd` without following a link, and check it is ours.
+    fn open_checked(pfd: RawFd, name: &CStr, path: &Path) -> Result<OwnedFd, RunDirError> {
+        let is_link = || {
+            beneath::lstat_at(pfd, name).is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFLNK)
+        };
+        let dir = open_dir(pfd, name).map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) | Some(libc::ENOTDIR) if is_link() => RunDirError::Link {
+                path: path.to_path_buf(),
+            },
+            Some(libc::ENOTDIR) => RunDirError::Foreign(path.to_path_buf()),
+            _ => RunDirError::Create {
+                path: path.to_path_buf(),
+                source: e,
+            },
+        })?;
+        let st = fstat(dir.as_raw_fd()).map_err(|source| RunDirError::Create {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        if let Some(why) = untrusted_dir(&st) {
+            return Err(RunDirError::Untrusted {
+                path: path.to_path_buf(),
+                why,
+            });
+        }
+        Ok(dir)
+    }
+
+    /// A directory this call just made: open it, mark it, lock it.
+    fn make(pfd: OwnedFd, name: CString, path: PathBuf) -> Result<RunDir, RunDirError> {
+        let dir = Self::open_checked(pfd.as_raw_fd(), &name, &path)?;
         let err = |source| RunDirError::Create {
             path: path.clone(),
             source,
         };
-        fs::create_dir(&path).map_err(err)?;
-        let mut f = fs::File::create(path.join(MARKER)).map_err(err)?;
+        let m = open_file(
+            dir.as_raw_fd(),
+            &marker_c(),
+            libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL,
+        )
+        .map_err(err)?;
+        let mut f = fs::File::from(m);
         writeln!(
             f,
             "{MARKER_HEADER}\npid {}\nversion {}\nThis directory and everything in it was created by fsbench and may be deleted by it.",
@@ -95,76 +307,205 @@ impl RunDir {
             env!("CARGO_PKG_VERSION")
         )
         .map_err(err)?;
-        Ok(RunDir { path, fresh: true })
-    }
-
-    /// Delete the run directory and everything in it, after checking the marker again.
-    pub fn remove(&self) -> Result<(), RunDirError> {
-        if !is_marked(&self.path) {
-            return Err(RunDirError::Foreign(self.path.clone()));
-        }
-        fs::remove_dir_all(&self.path).map_err(|source| RunDirError::Remove {
-            path: self.path.clone(),
-            source,
+        let lock = lock(dir.as_raw_fd(), &path)?;
+        Ok(RunDir {
+            path,
+            fresh: true,
+            dir,
+            parent: pfd,
+            name,
+            _lock: lock,
         })
     }
 
-    /// Empty a marked run directory but keep it (and its marker).
-    pub fn clear_except(&self, keep: &[&str]) -> Result<(), RunDirError> {
-        if !is_marked(&self.path) {
+    /// An existing directory: adopt it only when it is a trusted, marked directory no other
+    /// run holds.
+    fn adopt(pfd: OwnedFd, name: CString, path: PathBuf) -> Result<RunDir, RunDirError> {
+        let dir = Self::open_checked(pfd.as_raw_fd(), &name, &path)?;
+        if !marker_ok(dir.as_raw_fd()) {
+            return Err(RunDirError::Foreign(path));
+        }
+        let m = open_file(dir.as_raw_fd(), &marker_c(), libc::O_RDONLY).map_err(|source| {
+            RunDirError::Create {
+                path: path.clone(),
+                source,
+            }
+        })?;
+        if fstat(m.as_raw_fd()).is_ok_and(|st| st.st_uid != beneath::euid()) {
+            return Err(RunDirError::Untrusted {
+                path,
+                why: "its marker belongs to another user".into(),
+            });
+        }
+        let lock = lock(dir.as_raw_fd(), &path)?;
+        Ok(RunDir {
+            path,
+            fresh: false,
+            dir,
+            parent: pfd,
+            name,
+            _lock: lock,
+        })
+    }
+
+    /// The open run directory, from which everything inside is reached.
+    pub fn fd(&self) -> RawFd {
+        self.dir.as_raw_fd()
+    }
+
+    /// Whether the name in the parent still refers to the directory this run holds open.
+    fn still_ours(&self) -> bool {
+        let Ok(now) = beneath::lstat_at(self.parent.as_raw_fd(), &self.name) else {
+            return false;
+        };
+        fstat(self.dir.as_raw_fd())
+            .is_ok_and(|held| held.st_dev == now.st_dev && held.st_ino == now.st_ino)
+    }
+
+    /// Delete the run directory and everything in it, after checking the marker again; only
+    /// what is reachable from the held descriptor is removed.
+    pub fn remove(&self) -> Result<(), RunDirError> {
+        if !marker_ok(self.dir.as_raw_fd()) {
             return Err(RunDirError::Foreign(self.path.clone()));
         }
-        let rm = |p: PathBuf| -> io::Result<()> {
-            if p.is_dir() && !p.is_symlink() {
-                fs::remove_dir_all(&p)
-            } else {
-                fs::remove_file(&p)
-            }
-        };
-        for e in fs::read_dir(&self.path).map_err(|source| RunDirError::Remove {
+        let err = |source| RunDirError::Remove {
             path: self.path.clone(),
             source,
-        })? {
-            let Ok(e) = e else { continue };
-            let name = e.file_name();
-            if name == MARKER || keep.iter().any(|k| name == *k) {
-                continue;
-            }
-            rm(e.path()).map_err(|source| RunDirError::Remove {
-                path: e.path(),
-                source,
-            })?;
+        };
+        beneath::remove_contents(self.dir.as_raw_fd(), &|_| false).map_err(err)?;
+        if !self.still_ours() {
+            return Err(RunDirError::Remove {
+                path: self.path.clone(),
+                source: io::Error::other(
+                    "the name now refers to another directory; emptied the one fsbench created and left the name alone",
+                ),
+            });
         }
-        Ok(())
+        beneath::unlink_at(self.parent.as_raw_fd(), &self.name, libc::AT_REMOVEDIR).map_err(err)
+    }
+
+    /// Empty a marked run directory but keep it (and its marker and lock).
+    pub fn clear_except(&self, keep: &[&str]) -> Result<(), RunDirError> {
+        if !marker_ok(self.dir.as_raw_fd()) {
+            return Err(RunDirError::Foreign(self.path.clone()));
+        }
+        let keep = |n: &CStr| {
+            let n = n.to_bytes();
+            n == MARKER.as_bytes() || n == LOCK.as_bytes() || keep.iter().any(|k| n == k.as_bytes())
+        };
+        beneath::remove_contents(self.dir.as_raw_fd(), &keep).map_err(|source| {
+            RunDirError::Remove {
+                path: self.path.clone(),
+                source,
+            }
+        })
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::{symlink, PermissionsExt};
+
+    fn base(tag: &str) -> PathBuf {
+        let base =
+            std::env::temp_dir().join(format!("fsbench-rundir-test-{tag}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&base);
+        fs::create_dir_all(&base).unwrap();
+        base
+    }
 
     #[test]
     fn create_mark_remove() {
-        let base = std::env::temp_dir().join(format!("fsbench-rundir-test-{}", std::process::id()));
-        fs::create_dir_all(&base).unwrap();
+        let base = base("cmr");
         let r = RunDir::create(&base, "w/x", false).unwrap();
         assert!(r.fresh && is_marked(&r.path));
         fs::write(r.path.join("data"), b"x").unwrap();
         r.remove().unwrap();
         assert!(!r.path.exists());
 
-        // A stable directory is adopted only when marked.
+        // A stable directory is adopted only when marked, and by one run at a time.
         let s = RunDir::create(&base, "w", true).unwrap();
+        assert!(matches!(
+            RunDir::create(&base, "w", true),
+            Err(RunDirError::Busy { .. })
+        ));
+        assert_eq!(
+            holder(&s.path).as_deref(),
+            Some(std::process::id().to_string().as_str())
+        );
+        let path = s.path.clone();
+        drop(s);
+        assert_eq!(holder(&path), None);
         let again = RunDir::create(&base, "w", true).unwrap();
         assert!(!again.fresh);
-        fs::remove_file(s.path.join(MARKER)).unwrap();
+        fs::remove_file(again.path.join(MARKER)).unwrap();
+        drop(again);
         assert!(matches!(
             RunDir::create(&base, "w", true),
             Err(RunDirError::Foreign(_))
         ));
-        // And an unmarked directory is never removed.
-        assert!(again.remove().is_err());
-        assert!(s.path.exists());
+        assert!(path.exists());
+        fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn links_and_loose_permissions_are_refused() {
+        let base = base("links");
+        let outside = base.join("outside");
+        fs::create_dir(&outside).unwrap();
+        // A marked directory elsewhere, linked in under the stable name.
+        let real = RunDir::create(&outside, "w", true).unwrap();
+        let real_path = real.path.clone();
+        drop(real);
+        symlink(&real_path, base.join("fsbench-w")).unwrap();
+        assert!(matches!(
+            RunDir::create(&base, "w", true),
+            Err(RunDirError::Link { .. })
+        ));
+        fs::remove_file(base.join("fsbench-w")).unwrap();
+        // A marked directory others may write to.
+        fs::set_permissions(&real_path, fs::Permissions::from_mode(0o777)).unwrap();
+        let e = RunDir::create(&outside, "w", true).unwrap_err();
+        assert!(
+            matches!(e, RunDirError::Untrusted { .. }) && e.to_string().contains("0777"),
+            "{e}"
+        );
+        fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn system_directories() {
+        assert_eq!(system_dir(Path::new("/etc")), Some("system configuration"));
+        assert!(system_dir(Path::new("/tmp/../etc/../usr/bin")).is_some());
+        assert!(system_dir(Path::new("/")).is_some());
+        assert_eq!(system_dir(Path::new("/tmp")), None);
+        assert_eq!(system_dir(Path::new("/dev/shm")), None);
+        assert_eq!(system_dir(&std::env::temp_dir()), None);
+        assert!(matches!(
+            RunDir::create(Path::new("/etc"), "x", false),
+            Err(RunDirError::System { .. })
+        ));
+    }
+
+    #[test]
+    fn clear_and_remove_never_follow_links() {
+        let base = base("clear");
+        let victim = base.join("victim");
+        fs::create_dir(&victim).unwrap();
+        fs::write(victim.join("keep-me"), b"x").unwrap();
+        let r = RunDir::create(&base, "w", true).unwrap();
+        symlink(&victim, r.path.join("fs")).unwrap();
+        fs::create_dir(r.path.join("d")).unwrap();
+        symlink(&victim, r.path.join("d/inner")).unwrap();
+        r.clear_except(&["nothing"]).unwrap();
+        assert!(is_marked(&r.path));
+        assert!(r.path.join(LOCK).exists());
+        assert!(victim.join("keep-me").exists());
+        symlink(&victim, r.path.join("fs")).unwrap();
+        r.remove().unwrap();
+        assert!(!r.path.exists());
+        assert!(victim.join("keep-me").exists());
         fs::remove_dir_all(&base).unwrap();
     }
 }

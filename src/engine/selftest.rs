@@ -40,7 +40,8 @@ impl Prepared {
         for (i, fs) in wl.filesets.iter().enumerate() {
             let plan = fileset::plan(i, fs, &wl.randvars, 1);
             let root = rd.path.join(&fs.name);
-            let (rt, _) = fileset::layout::create(&plan, fs, root, 1, &super::INTERRUPTED)?;
+            let (rt, _) =
+                fileset::layout::create(&plan, fs, rd.fd(), root, 1, &super::INTERRUPTED)?;
             rts.push(rt);
         }
         Ok(Prepared { wl, rts })
@@ -102,17 +103,21 @@ fn bare_pread(path: &Path, size: u64, seconds: f64) -> anyhow::Result<f64> {
     Ok(rate)
 }
 
-/// Bare loop: create, close, unlink in `dir` for `seconds`; returns cycles/s.
+/// Bare loop: create, close, unlink in `dir` for `seconds`; returns cycles/s. Like the
+/// engine, it names each file relative to its open directory.
 fn bare_create(dir: &Path, seconds: f64) -> anyhow::Result<f64> {
     let names: Vec<CString> = (0..1000)
-        .map(|i| CString::new(format!("{}/{:08}", dir.display(), 90_000_000 + i)).unwrap())
+        .map(|i| CString::new(format!("{:08}", 90_000_000 + i)).unwrap())
         .collect();
+    let dirf = std::fs::File::open(dir)?;
+    let dfd = std::os::fd::AsRawFd::as_raw_fd(&dirf);
     let t0 = Instant::now();
     let limit = Duration::from_secs_f64(seconds);
     let mut n = 0u64;
     loop {
         for name in names.iter().take(256) {
-            let fd = super::io::open(
+            let fd = super::io::open_at(
+                dfd,
                 name,
                 super::io::OpenHow {
                     create: true,
@@ -120,7 +125,7 @@ fn bare_create(dir: &Path, seconds: f64) -> anyhow::Result<f64> {
                 },
             )?;
             super::io::close(fd)?;
-            super::io::unlink(name)?;
+            super::io::unlink_at(dfd, name)?;
         }
         n += 256;
         if t0.elapsed() >= limit {

@@ -4,12 +4,14 @@
 //! larger ones truncated and smaller ones rewritten.
 
 use super::{FilesetRt, List, Shape, Tree, EXISTS};
+use crate::beneath;
 use crate::dist::{rng, Rng};
 use crate::model::{Fileset, RandVarDef};
 use rand::{Rng as _, RngCore};
-use std::fs::{self, File, OpenOptions};
+use std::ffi::OsStr;
+use std::fs::File;
 use std::io::{self, Write};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::fd::{AsRawFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -100,42 +102,62 @@ fn io_err(path: &Path, source: io::Error) -> LayoutError {
     }
 }
 
-/// Create the fileset's directories and preallocated files under `root`.
+/// Create the fileset's directories and preallocated files in `<run dir>/<fileset name>`,
+/// reached from the run directory's open descriptor `run_dir` without following any link.
+/// `root` is that path, for messages.
 pub fn create(
     plan: &Plan,
     fs: &Fileset,
+    run_dir: RawFd,
     root: PathBuf,
     seed: u64,
     interrupt: &AtomicBool,
 ) -> Result<(FilesetRt, LayoutStats), LayoutError> {
     let t0 = std::time::Instant::now();
+    let name = beneath::component(OsStr::new(&fs.name)).map_err(|e| io_err(&root, e))?;
+    match beneath::mkdir_at(run_dir, &name, 0o755) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists && fs.reuse => {}
+        Err(e) => return Err(io_err(&root, e)),
+    }
+    let root_fd = beneath::open_dir(run_dir, &name).map_err(|e| io_err(&root, not_ours(e)))?;
     let rt = FilesetRt::new(
         &fs.name,
         root.clone(),
+        root_fd,
         &plan.tree,
         &plan.sizes,
         fs.readonly,
         fs.writeonly,
     );
     let mut stats = LayoutStats::default();
-    fs::create_dir_all(&root).map_err(|e| io_err(&root, e))?;
     let mut buf = Vec::new();
-    for d in 1..plan.tree.dirs.len() {
-        let p = rt.dir_path(d as u32, &mut buf);
-        let path = Path::new(std::ffi::OsStr::from_bytes_ext(p.to_bytes()));
-        match fs::create_dir(path) {
+    for (d, dir) in plan.tree.dirs.iter().enumerate().skip(1) {
+        let path = || rt.dir_pathbuf(d as u32);
+        let parent = rt.dir_handle(dir.parent).map_err(|e| io_err(&path(), e))?;
+        let n = dir_name(dir.name, &mut buf);
+        match beneath::mkdir_at(parent.fd(), n, 0o755) {
             Ok(()) => stats.dirs += 1,
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists && fs.reuse => {}
-            Err(e) => return Err(io_err(path, e)),
+            Err(e) => return Err(io_err(&path(), e)),
         }
+        // Open it now (and cache the handle): with reuse this also refuses a link.
+        let h = beneath::open_dir(parent.fd(), n).map_err(|e| io_err(&path(), not_ours(e)))?;
+        rt.dirs.offer(d as u32, h);
     }
     for (i, pre) in plan.prealloc_leafdirs.iter().enumerate() {
         if *pre {
-            let p = rt.entry_pathbuf(List::LeafDirs, i);
-            match fs::create_dir(&p) {
+            let (dir, n) = rt
+                .entry_at(List::LeafDirs, i, &mut buf)
+                .map_err(|e| io_err(&rt.entry_pathbuf(List::LeafDirs, i), e))?;
+            match beneath::mkdir_at(dir.fd(), n, 0o755) {
                 Ok(()) => {}
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists && fs.reuse => {}
-                Err(e) => return Err(io_err(&p, e)),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists && fs.reuse => {
+                    // Must be a directory, not a link planted in its place.
+                    beneath::open_dir(dir.fd(), n)
+                        .map_err(|e| io_err(&rt.entry_pathbuf(List::LeafDirs, i), not_ours(e)))?;
+                }
+                Err(e) => return Err(io_err(&rt.entry_pathbuf(List::LeafDirs, i), e)),
             }
             rt.leafdirs[i].state.store(EXISTS, Ordering::Relaxed);
         }
@@ -168,6 +190,7 @@ pub fn create(
                 for b in data.iter_mut().step_by(512) {
                     *b |= 1;
                 }
+                let mut name = Vec::new();
                 loop {
                     if interrupt.load(Ordering::Relaxed) {
                         failure
@@ -178,9 +201,11 @@ pub fn create(
                     }
                     let k = cursor.fetch_add(1, Ordering::Relaxed);
                     let Some(&i) = todo.get(k) else { return };
-                    let path = rt.entry_pathbuf(List::Files, i);
                     let size = rt.files[i].size;
-                    match write_file(&path, size, &data, fs.reuse, fs.trusttree) {
+                    let r = rt.entry_at(List::Files, i, &mut name).and_then(|(dir, n)| {
+                        write_file(dir.fd(), n, size, &data, fs.reuse, fs.trusttree)
+                    });
+                    match r {
                         Ok(Some(n)) => {
                             written.fetch_add(1, Ordering::Relaxed);
                             bytes.fetch_add(n, Ordering::Relaxed);
@@ -189,7 +214,11 @@ pub fn create(
                             reused.fetch_add(1, Ordering::Relaxed);
                         }
                         Err(e) => {
-                            failure.lock().unwrap().get_or_insert(io_err(&path, e));
+                            let path = rt.entry_pathbuf(List::Files, i);
+                            failure
+                                .lock()
+                                .unwrap()
+                                .get_or_insert(io_err(&path, not_ours(e)));
                             return;
                         }
                     }
@@ -209,34 +238,60 @@ pub fn create(
     Ok((rt, stats))
 }
 
-/// Write one file of `size` bytes. Returns `None` when an existing file was kept as it was.
+/// A directory's eight-digit name as a C string in `buf`.
+fn dir_name(n: u32, buf: &mut Vec<u8>) -> &std::ffi::CStr {
+    buf.clear();
+    buf.extend_from_slice(format!("{n:08}").as_bytes());
+    buf.push(0);
+    std::ffi::CStr::from_bytes_with_nul(buf).expect("digits and one NUL")
+}
+
+/// Say what a refused link means.
+fn not_ours(e: io::Error) -> io::Error {
+    match e.raw_os_error() {
+        Some(libc::ELOOP) | Some(libc::ENOTDIR) => io::Error::other(
+            "it is a symbolic link or not the kind of entry fsbench created; fsbench never follows links inside its run directories (remove it, or the run directory, yourself)",
+        ),
+        _ => e,
+    }
+}
+
+/// Write one file of `size` bytes as `name` in `dir`. Returns `None` when an existing file
+/// was kept as it was. Never follows a link: an existing link is refused (`ELOOP`), and
+/// anything but a regular file is refused too.
 fn write_file(
-    path: &Path,
+    dir: RawFd,
+    name: &std::ffi::CStr,
     size: u64,
     data: &[u8],
     reuse: bool,
     trust: bool,
 ) -> io::Result<Option<u64>> {
     if reuse {
-        if trust && path.exists() {
-            return Ok(None);
-        }
-        if let Ok(m) = fs::metadata(path) {
-            if m.size() == size {
-                return Ok(None);
+        match beneath::open_file(dir, name, libc::O_WRONLY) {
+            Ok(fd) => {
+                let st = beneath::fstat(fd.as_raw_fd())?;
+                if st.st_mode & libc::S_IFMT != libc::S_IFREG {
+                    return Err(io::Error::from_raw_os_error(libc::ENOTDIR));
+                }
+                let have = st.st_size as u64;
+                if trust || have == size {
+                    return Ok(None);
+                }
+                if have > size {
+                    File::from(fd).set_len(size)?;
+                    return Ok(None);
+                }
             }
-            if m.size() > size {
-                OpenOptions::new().write(true).open(path)?.set_len(size)?;
-                return Ok(None);
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) if e.raw_os_error() == Some(libc::EISDIR) => {
+                return Err(io::Error::from_raw_os_error(libc::ENOTDIR))
             }
+            Err(e) => return Err(e),
         }
     }
-    let mut f: File = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o644)
-        .open(path)?;
+    let fd = beneath::open_file(dir, name, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC)?;
+    let mut f = File::from(fd);
     let mut left = size;
     let mut off = 0usize;
     while left > 0 {
@@ -248,16 +303,4 @@ fn write_file(
         off = off.wrapping_add(4099);
     }
     Ok(Some(size))
-}
-
-/// `OsStr` from bytes without the unstable API.
-trait FromBytesExt {
-    fn from_bytes_ext(b: &[u8]) -> &std::ffi::OsStr;
-}
-
-impl FromBytesExt for std::ffi::OsStr {
-    fn from_bytes_ext(b: &[u8]) -> &std::ffi::OsStr {
-        use std::os::unix::ffi::OsStrExt;
-        std::ffi::OsStr::from_bytes(b)
-    }
 }

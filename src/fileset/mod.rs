@@ -5,12 +5,14 @@
 //! bits and an open count); names and paths are derived from indices, never stored, so a
 //! fileset of ten million files needs about 240 MB.
 
+pub mod dirs;
 pub mod layout;
 pub mod tree;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, AtomicU8, AtomicUsize, Ordering};
 
+pub use dirs::{DirRef, DirTable};
 pub use layout::{plan, Plan};
 pub use tree::{Shape, Tree};
 
@@ -64,8 +66,11 @@ pub enum Want {
 #[derive(Debug)]
 pub struct FilesetRt {
     pub name: String,
-    /// `<run dir>/<fileset name>`.
+    /// `<run dir>/<fileset name>` (for messages: operations go through `dirs`).
     pub root: PathBuf,
+    /// Open handles of the fileset's root and directories: every operation on an entry is a
+    /// `*at()` call on its parent's handle, never following a link.
+    pub dirs: DirTable,
     pub dir_paths: Vec<String>,
     pub files: Vec<Entry>,
     pub leafdirs: Vec<Entry>,
@@ -94,6 +99,7 @@ impl FilesetRt {
     pub fn new(
         name: &str,
         root: PathBuf,
+        root_fd: std::os::fd::OwnedFd,
         tree: &Tree,
         sizes: &[u64],
         readonly: bool,
@@ -109,6 +115,7 @@ impl FilesetRt {
         FilesetRt {
             name: name.to_string(),
             root,
+            dirs: DirTable::new(root_fd, tree.dirs.len()),
             dir_paths: tree.dir_paths(),
             files: tree
                 .files
@@ -209,13 +216,38 @@ impl FilesetRt {
         Some(self.listable[i])
     }
 
-    /// Write the NUL-terminated path of entry `i` of list `l` into `buf`.
+    /// The handle of entry `i`'s parent directory and, in `buf`, the entry's NUL-terminated
+    /// name within it.
+    #[inline]
+    pub fn entry_at<'b>(
+        &self,
+        l: List,
+        i: usize,
+        buf: &'b mut Vec<u8>,
+    ) -> std::io::Result<(DirRef, &'b std::ffi::CStr)> {
+        let e = &self.list(l)[i];
+        let dir = self.dir_handle(e.dir)?;
+        buf.clear();
+        push_name(buf, e.name);
+        buf.push(0);
+        // SAFETY: one NUL, at the end, after a slash and digits; skip the slash.
+        let name = unsafe { std::ffi::CStr::from_bytes_with_nul_unchecked(&buf[1..]) };
+        Ok((dir, name))
+    }
+
+    /// The open handle of directory `d`.
+    #[inline]
+    pub fn dir_handle(&self, d: u32) -> std::io::Result<DirRef> {
+        self.dirs.get(d, &self.dir_paths[d as usize])
+    }
+
+    /// Write the NUL-terminated path of entry `i` of list `l` into `buf` (for messages).
     pub fn entry_path<'b>(&self, l: List, i: usize, buf: &'b mut Vec<u8>) -> &'b std::ffi::CStr {
         let e = &self.list(l)[i];
         self.path_into(Some(e.dir), Some(e.name), buf)
     }
 
-    /// Write the NUL-terminated path of directory `d` into `buf`.
+    /// Write the NUL-terminated path of directory `d` into `buf` (for messages).
     pub fn dir_path<'b>(&self, d: u32, buf: &'b mut Vec<u8>) -> &'b std::ffi::CStr {
         self.path_into(Some(d), None, buf)
     }
@@ -253,6 +285,13 @@ impl FilesetRt {
         PathBuf::from(c.to_string_lossy().into_owned())
     }
 
+    /// Path of directory `d` as a `PathBuf` (for messages).
+    pub fn dir_pathbuf(&self, d: u32) -> PathBuf {
+        let mut b = Vec::new();
+        let c = self.dir_path(d, &mut b);
+        PathBuf::from(c.to_string_lossy().into_owned())
+    }
+
     pub fn existing(&self, l: List) -> usize {
         self.list(l).iter().filter(|e| e.exists()).count()
     }
@@ -278,7 +317,16 @@ mod tests {
             },
             &mut rng(1, 1),
         );
-        FilesetRt::new("fs", PathBuf::from("/r"), &tree, &[100; 10], false, false)
+        let root: std::os::fd::OwnedFd = std::fs::File::open(std::env::temp_dir()).unwrap().into();
+        FilesetRt::new(
+            "fs",
+            PathBuf::from("/r"),
+            root,
+            &tree,
+            &[100; 10],
+            false,
+            false,
+        )
     }
 
     #[test]

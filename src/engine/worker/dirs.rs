@@ -15,14 +15,18 @@ impl Worker<'_> {
         let Some(e) = fs.pick(List::LeafDirs, want, idx) else {
             return Err(Fail::NoResource);
         };
-        let path = fs.entry_path(List::LeafDirs, e, &mut self.path);
-        let t0 = self.clock.now();
-        let r = if make {
-            io::mkdir(path)
-        } else {
-            io::rmdir(path)
+        let (r, ns) = match fs.entry_at(List::LeafDirs, e, &mut self.path) {
+            Ok((dir, name)) => {
+                let t0 = self.clock.now();
+                let r = if make {
+                    io::mkdir_at(dir.fd(), name)
+                } else {
+                    io::rmdir_at(dir.fd(), name)
+                };
+                (r, self.clock.since(t0))
+            }
+            Err(err) => (Err(err), 0),
         };
-        let ns = self.clock.since(t0);
         match r {
             Ok(()) => {
                 fs.release(List::LeafDirs, e, make);
@@ -34,7 +38,7 @@ impl Worker<'_> {
                 Err(Fail::Error(format!(
                     "{} {}: {err}",
                     if make { "mkdir" } else { "rmdir" },
-                    self.path_string()
+                    fs.entry_pathbuf(List::LeafDirs, e).display()
                 )))
             }
         }
@@ -46,10 +50,14 @@ impl Worker<'_> {
         let Some(d) = fs.pick_dir() else {
             return Err(Fail::NoResource);
         };
-        let path = fs.dir_path(d, &mut self.path);
-        let t0 = self.clock.now();
-        let r = io::list_dir(path, &mut self.dirbuf);
-        let ns = self.clock.since(t0);
+        let (r, ns) = match fs.dir_handle(d) {
+            Ok(dir) => {
+                let t0 = self.clock.now();
+                let r = io::list_dir_at(dir.fd(), &mut self.dirbuf);
+                (r, self.clock.since(t0))
+            }
+            Err(err) => (Err(err), 0),
+        };
         match r {
             Ok((_, names)) => {
                 self.done(f, ns, names);
@@ -57,7 +65,7 @@ impl Worker<'_> {
             }
             Err(err) => Err(Fail::Error(format!(
                 "listdir {}: {err}",
-                self.path_string()
+                fs.dir_pathbuf(d).display()
             ))),
         }
     }

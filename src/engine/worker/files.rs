@@ -90,9 +90,18 @@ impl Worker<'_> {
             self.rec.ops[f.stat].no_resource += 1;
             return Ok(Flow::Continue);
         }
-        let path = fs.entry_path(List::Files, e, &mut self.path);
+        let (dir, name) = match fs.entry_at(List::Files, e, &mut self.path) {
+            Ok(x) => x,
+            Err(err) => {
+                fs.release(List::Files, e, true);
+                return Err(Fail::Error(format!(
+                    "unlink {}: {err}",
+                    fs.entry_pathbuf(List::Files, e).display()
+                )));
+            }
+        };
         let t0 = self.clock.now();
-        let r = io::unlink(path);
+        let r = io::unlink_at(dir.fd(), name);
         let ns = self.clock.since(t0);
         match r {
             Ok(()) => {
@@ -108,7 +117,10 @@ impl Worker<'_> {
             }
             Err(err) => {
                 fs.release(List::Files, e, true);
-                Err(Fail::Error(format!("unlink {}: {err}", self.path_string())))
+                Err(Fail::Error(format!(
+                    "unlink {}: {err}",
+                    fs.entry_pathbuf(List::Files, e).display()
+                )))
             }
         }
     }
@@ -137,17 +149,27 @@ impl Worker<'_> {
         let Some(e) = fs.pick(List::Files, Want::Exists, idx) else {
             return Err(Fail::NoResource);
         };
-        let path = fs.entry_path(List::Files, e, &mut self.path);
-        let t0 = self.clock.now();
-        let r = io::stat(path);
-        let ns = self.clock.since(t0);
+        let r = fs
+            .entry_at(List::Files, e, &mut self.path)
+            .map(|(dir, name)| {
+                let t0 = self.clock.now();
+                let r = io::stat_at(dir.fd(), name);
+                (r, self.clock.since(t0))
+            });
         fs.release(List::Files, e, true);
+        let (r, ns) = match r {
+            Ok(x) => x,
+            Err(err) => (Err(err), 0),
+        };
         match r {
             Ok(_) => {
                 self.done(f, ns, 0);
                 Ok(Flow::Continue)
             }
-            Err(err) => Err(Fail::Error(format!("stat {}: {err}", self.path_string()))),
+            Err(err) => Err(Fail::Error(format!(
+                "stat {}: {err}",
+                fs.entry_pathbuf(List::Files, e).display()
+            ))),
         }
     }
 

@@ -491,10 +491,14 @@ impl<'a> Worker<'a> {
             self.release_slot(slot);
         }
         let how = self.how(f, create);
-        let path = fs.entry_path(List::Files, e, &mut self.path);
-        let t0 = self.clock.now();
-        let r = io::open(path, how);
-        let ns = self.clock.since(t0);
+        let (r, ns) = match fs.entry_at(List::Files, e, &mut self.path) {
+            Ok((dir, name)) => {
+                let t0 = self.clock.now();
+                let r = io::open_at(dir.fd(), name, how);
+                (r, self.clock.since(t0))
+            }
+            Err(err) => (Err(err), 0),
+        };
         match r {
             Ok(fd) => {
                 if f.noreadahead {
@@ -514,7 +518,7 @@ impl<'a> Worker<'a> {
             }
             Err(err) => {
                 fs.release(List::Files, e, !create);
-                let p = String::from_utf8_lossy(&self.path[..self.path.len() - 1]).into_owned();
+                let p = fs.entry_pathbuf(List::Files, e).display().to_string();
                 Err(Fail::Error(open_error(&p, &err, how)))
             }
         }
@@ -617,10 +621,6 @@ impl<'a> Worker<'a> {
         }
     }
 
-    fn path_string(&self) -> String {
-        String::from_utf8_lossy(&self.path[..self.path.len().saturating_sub(1)]).into_owned()
-    }
-
     /// Error for a flowop that needs slot `slot` open and finds it closed.
     fn closed(&self, slot: usize, what: &str) -> Fail {
         if self.slots[slot].starved {
@@ -705,6 +705,11 @@ fn open_error(path: &str, err: &std::io::Error, how: OpenHow) -> String {
             " ({} refuses O_DIRECT; drop `directio` or use another file system)",
             fs_name(path)
         ));
+    }
+    if err.raw_os_error() == Some(libc::ELOOP) {
+        s.push_str(
+            " (a symbolic link inside the run directory: fsbench never follows links there)",
+        );
     }
     if err.raw_os_error() == Some(libc::EMFILE) {
         s.push_str(" (too many open files: raise `ulimit -n`)");

@@ -1,0 +1,234 @@
+//! Data safety of run directories: fsbench never writes, truncates or deletes through a link
+//! planted inside its run directories, adopts an existing reuse directory only when it is the
+//! user's own and closed to others, and lets one run at a time use a reuse directory.
+
+mod common;
+use common::*;
+use std::os::unix::fs::{symlink, MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+/// A workload with one `reuse` fileset of 20 files of 4 KiB that reads and appends.
+const REUSE: &str = "\
+define fileset name=data,path=/tmp,entries=20,dirwidth=5,size=4k,prealloc,reuse
+define process name=p,instances=1
+{
+  thread name=t,memsize=1m,instances=1
+  {
+    flowop openfile name=open1,filesetname=data,fd=1
+    flowop appendfile name=app1,fd=1,iosize=4k
+    flowop closefile name=close1,fd=1
+  }
+}
+run 1
+";
+
+fn workload(dir: &Scratch) -> String {
+    let p = dir.path().join("reusable.f");
+    std::fs::write(&p, REUSE).unwrap();
+    p.to_str().unwrap().to_string()
+}
+
+fn run_reuse(wl: &str, target: &Scratch) -> std::process::Output {
+    run(&["run", wl, "--dir", target.s(), "--duration", "0.5", "-q"])
+}
+
+/// Every regular file below `dir` with its size.
+fn files(dir: &Path) -> Vec<(PathBuf, u64)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let e = e.unwrap();
+            let t = e.file_type().unwrap();
+            if t.is_dir() {
+                stack.push(e.path());
+            } else if t.is_file() {
+                out.push((e.path(), e.metadata().unwrap().len()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The fileset's directory, files and sizes, moved outside and each file grown to 100,000
+/// bytes: what a run following a link would truncate, rewrite or append to.
+fn plant_outside(fileset: &Path, outside: &Path) -> Vec<(PathBuf, u64)> {
+    let moved = outside.join("data");
+    std::fs::rename(fileset, &moved).unwrap();
+    for (p, _) in files(&moved) {
+        std::fs::write(&p, vec![7u8; 100_000]).unwrap();
+    }
+    files(&moved)
+}
+
+#[test]
+fn a_fileset_swapped_for_a_link_is_refused_and_nothing_outside_changes() {
+    let dir = Scratch::new("safety-wl");
+    let target = Scratch::new("safety-target");
+    let outside = Scratch::new("safety-outside");
+    let wl = workload(&dir);
+    let o = run_reuse(&wl, &target);
+    assert!(o.status.success(), "{}", text(&o));
+    let fileset = target.path().join("fsbench-reusable/data");
+    assert!(fileset.is_dir());
+
+    let before = plant_outside(&fileset, outside.path());
+    symlink(outside.path().join("data"), &fileset).unwrap();
+    let o = run_reuse(&wl, &target);
+    let t = text(&o);
+    assert!(!o.status.success(), "must refuse: {t}");
+    assert!(t.contains("symbolic link"), "{t}");
+    assert_eq!(
+        files(&outside.path().join("data")),
+        before,
+        "outside changed"
+    );
+    assert!(outside.path().join("data").is_dir());
+}
+
+#[test]
+fn a_directory_or_file_inside_the_fileset_swapped_for_a_link_is_refused() {
+    let dir = Scratch::new("safety-deep-wl");
+    let target = Scratch::new("safety-deep-target");
+    let outside = Scratch::new("safety-deep-outside");
+    let wl = workload(&dir);
+    assert!(run_reuse(&wl, &target).status.success());
+    let fileset = target.path().join("fsbench-reusable/data");
+
+    // A tree directory below the fileset root.
+    let sub = std::fs::read_dir(&fileset)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.is_dir())
+        .expect("a directory in the fileset");
+    let before = plant_outside(&sub, outside.path());
+    symlink(outside.path().join("data"), &sub).unwrap();
+    let o = run_reuse(&wl, &target);
+    assert!(!o.status.success(), "must refuse: {}", text(&o));
+    assert_eq!(files(&outside.path().join("data")), before);
+
+    // A single file of the fileset, linked to an outside file.
+    std::fs::remove_file(&sub).unwrap();
+    std::fs::rename(outside.path().join("data"), &sub).unwrap();
+    let victim = outside.path().join("victim");
+    std::fs::write(&victim, vec![9u8; 100_000]).unwrap();
+    let (file, _) = files(&fileset).into_iter().next().unwrap();
+    std::fs::remove_file(&file).unwrap();
+    symlink(&victim, &file).unwrap();
+    let o = run_reuse(&wl, &target);
+    let t = text(&o);
+    assert!(!o.status.success(), "must refuse: {t}");
+    assert!(t.contains("symbolic link"), "{t}");
+    assert_eq!(std::fs::read(&victim).unwrap(), vec![9u8; 100_000]);
+}
+
+#[test]
+fn a_reuse_directory_open_to_others_or_owned_by_another_user_is_refused() {
+    let dir = Scratch::new("safety-own-wl");
+    let target = Scratch::new("safety-own-target");
+    let wl = workload(&dir);
+    assert!(run_reuse(&wl, &target).status.success());
+    let rd = target.path().join("fsbench-reusable");
+
+    std::fs::set_permissions(&rd, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let o = run_reuse(&wl, &target);
+    let t = text(&o);
+    assert!(!o.status.success(), "{t}");
+    assert!(t.contains("writable by group or others"), "{t}");
+    std::fs::set_permissions(&rd, std::fs::Permissions::from_mode(0o755)).unwrap();
+    assert!(run_reuse(&wl, &target).status.success());
+
+    if !is_root() {
+        eprintln!("skipped (needs root to chown): a reuse directory owned by another user");
+        return;
+    }
+    let nobody = 65534;
+    std::os::unix::fs::chown(&rd, Some(nobody), Some(nobody)).unwrap();
+    let o = run_reuse(&wl, &target);
+    let t = text(&o);
+    assert!(!o.status.success(), "{t}");
+    assert!(t.contains("owned by uid 65534"), "{t}");
+    assert_eq!(std::fs::metadata(&rd).unwrap().uid(), nobody);
+}
+
+#[test]
+fn two_runs_never_share_a_reuse_directory() {
+    let dir = Scratch::new("safety-lock-wl");
+    let target = Scratch::new("safety-lock-target");
+    let wl = workload(&dir);
+    assert!(run_reuse(&wl, &target).status.success());
+    let mut first = bin()
+        .args([
+            "run",
+            &wl,
+            "--dir",
+            target.s(),
+            "--duration",
+            "3",
+            "-q",
+            "--json",
+        ])
+        .arg(dir.path().join("first.json"))
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until the first run holds the directory.
+    let lock = target.path().join("fsbench-reusable/.fsbench-lock");
+    let want = format!("pid {}", first.id());
+    for _ in 0..200 {
+        if std::fs::read_to_string(&lock).is_ok_and(|s| s.contains(&want)) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let o = run_reuse(&wl, &target);
+    let t = text(&o);
+    assert!(!o.status.success(), "{t}");
+    assert!(
+        t.contains(&format!(
+            "in use by another fsbench run (pid {})",
+            first.id()
+        )),
+        "{t}"
+    );
+    assert!(first.wait().unwrap().success());
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("first.json")).unwrap()).unwrap();
+    assert_eq!(
+        v["summary"]["errors"], 0,
+        "the first run was disturbed: {v}"
+    );
+    // Free again once the first run is over.
+    assert!(run_reuse(&wl, &target).status.success());
+}
+
+#[test]
+fn a_postmark_location_in_a_system_directory_is_refused() {
+    let cfg_dir = Scratch::new("safety-pm");
+    let cfg = cfg_dir.path().join("pm.cfg");
+    // Resolves to /etc from anywhere below /.
+    let loc = format!("{}/../../../../../../../../etc", cfg_dir.s());
+    std::fs::write(
+        &cfg,
+        format!("set location {loc}\nset number 10\nset transactions 10\nrun\nquit\n"),
+    )
+    .unwrap();
+    let before: Vec<_> = std::fs::read_dir("/etc")
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    let o = run(&["postmark", cfg.to_str().unwrap()]);
+    let t = text(&o);
+    assert!(!o.status.success(), "{t}");
+    assert!(t.contains("/etc is a system directory"), "{t}");
+    assert!(t.contains("is /etc"), "the resolved location is shown: {t}");
+    let after: Vec<_> = std::fs::read_dir("/etc")
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(before.len(), after.len());
+    assert!(!after
+        .iter()
+        .any(|n| n.to_string_lossy().starts_with("fsbench-")));
+}
