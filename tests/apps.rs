@@ -193,6 +193,7 @@ fn postmark_instances_and_results() {
         "3",
         "--instances",
         "3",
+        "--same-seed",
         "--dir",
         s.s(),
         "--json",
@@ -210,9 +211,68 @@ fn postmark_instances_and_results() {
     );
     assert_eq!(flowop_ops(&v, "read"), 3 * c1.read);
     assert!(v["flowops"][1]["latency_us"]["p99"].as_f64().unwrap() > 0.0);
-    // Only the JSON is left.
+    for i in 0..3 {
+        assert_eq!(v["figures"][format!("instance.{i}.seed")], 42.0);
+        assert_eq!(
+            v["figures"][format!("instance.{i}.created")],
+            c1.created as f64
+        );
+    }
+
+    // Without --same-seed, instance i uses seed + i: instance 0 repeats the single run,
+    // the others do other transactions, and each instance's figures are in the JSON.
+    let j2 = s.path().join("r2.json");
+    ok(&[
+        "postmark",
+        "--number",
+        "100",
+        "--transactions",
+        "400",
+        "--subdirectories",
+        "3",
+        "--instances",
+        "3",
+        "--dir",
+        s.s(),
+        "--json",
+        j2.to_str().unwrap(),
+    ]);
+    let v = json(&j2);
+    let f = &v["figures"];
+    let fig = |k: String| f[&k].as_f64().unwrap_or_else(|| panic!("no figure {k}"));
+    assert_eq!(fig("instance.0.created".into()), c1.created as f64);
+    assert_eq!(fig("instance.0.read".into()), c1.read as f64);
+    let seeds: Vec<f64> = (0..3).map(|i| fig(format!("instance.{i}.seed"))).collect();
+    assert_eq!(seeds, [42.0, 43.0, 44.0]);
+    let created: Vec<f64> = (0..3)
+        .map(|i| fig(format!("instance.{i}.created")))
+        .collect();
+    let reads: Vec<f64> = (0..3).map(|i| fig(format!("instance.{i}.read"))).collect();
+    let same = |x: &[f64]| x.iter().all(|v| *v == x[0]);
+    assert!(
+        !(same(&created) && same(&reads)),
+        "instances with different seeds performed the same transactions: {created:?} {reads:?}"
+    );
+    assert_eq!(
+        fig("created".into()),
+        created.iter().sum::<f64>(),
+        "totals are the sum over instances"
+    );
+    for k in [
+        "transactions_per_s",
+        "transactions_s",
+        "created_alone_per_s",
+        "created_mixed_per_s",
+        "read_mb_per_s",
+        "written_mb_per_s",
+        "total_s",
+    ] {
+        assert!(fig(k.into()) > 0.0, "{k}: {f}");
+    }
+
+    // Only the JSON files are left.
     let left: Vec<_> = std::fs::read_dir(s.path()).unwrap().collect();
-    assert_eq!(left.len(), 1, "{left:?}");
+    assert_eq!(left.len(), 2, "{left:?}");
 }
 
 // ---------------------------------------------------------------------------------------

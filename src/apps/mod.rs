@@ -11,7 +11,9 @@ pub mod andrew;
 pub mod build;
 pub mod cli;
 pub mod find;
+pub mod measure;
 pub mod postmark;
+pub mod read;
 
 use crate::model::FlowopKind;
 use crate::stats::{self, OpRecorder, Recorder, Results};
@@ -95,6 +97,7 @@ pub fn results(run: AppRun<'_>, ops: OpTable, merged: &Recorder) -> Results {
         calibration: stats::clock::Calibration::default(),
         series: Vec::new(),
         repetitions: Vec::new(),
+        figures: Default::default(),
     }
 }
 
@@ -150,28 +153,6 @@ pub fn process_cpu(children: bool) -> (f64, f64) {
         let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
         (t(ru.ru_utime), t(ru.ru_stime))
     }
-}
-
-/// Print the text report and write JSON when asked: the same exporters as `fsbench run`.
-pub fn emit(r: &Results, json: Option<&Path>) -> anyhow::Result<()> {
-    use anyhow::Context;
-    print!(
-        "{}",
-        crate::report::exporter("text")
-            .expect("text exporter")
-            .render(r)
-    );
-    if let Some(path) = json {
-        let text = crate::report::exporter("json")
-            .expect("json exporter")
-            .render(r);
-        if path.as_os_str() == "-" {
-            print!("{text}");
-        } else {
-            std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
-        }
-    }
-    Ok(())
 }
 
 /// Write `data` to a new file at `path` (created or truncated): open, write, close.
