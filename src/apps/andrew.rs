@@ -146,7 +146,7 @@ impl Client<'_> {
                     data.len() as u64,
                     || format!("copying to {d:?}"),
                     || {
-                        let n = super::read_file(s, buf, 64 * 1024)? as usize;
+                        let n = super::slurp_file(s, buf, 64 * 1024)? as usize;
                         super::write_file(d, &buf[..n])
                     },
                 );

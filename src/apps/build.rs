@@ -292,7 +292,7 @@ fn build_once(a: &BuildArgs, root: &Path, tree: &Tree) -> Result<crate::stats::R
                             &mut rec.ops[READ_SRC],
                             sources[i].1,
                             || format!("reading {path:?}"),
-                            || super::read_file(path, &mut buf, 64 * 1024),
+                            || super::slurp_file(path, &mut buf, 64 * 1024),
                         )
                         .unwrap_or(0) as usize;
                         for h in &includes[i] {
@@ -368,7 +368,7 @@ fn build_once(a: &BuildArgs, root: &Path, tree: &Tree) -> Result<crate::stats::R
             &mut merged.ops[LINK_READ],
             sources[i as usize].1,
             || format!("reading {path:?}"),
-            || super::read_file(path, &mut buf, 64 * 1024),
+            || super::slurp_file(path, &mut buf, 64 * 1024),
         ) {
             out.extend_from_slice(&buf[..n as usize]);
         }

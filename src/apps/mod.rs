@@ -181,8 +181,35 @@ pub fn write_file(path: &std::ffi::CStr, data: &[u8]) -> std::io::Result<()> {
     r
 }
 
-/// Read the whole file at `path` into `buf` (grown as needed) in `block`-sized requests;
-/// returns the number of bytes read.
+/// Read the whole file at `path` into `buf` (replacing its contents, grown as needed) in
+/// `block`-sized requests, for callers that use the contents (a copy, an object made from
+/// a source); returns the number of bytes read, which are `buf[..n]`.
+pub fn slurp_file(path: &std::ffi::CStr, buf: &mut Vec<u8>, block: usize) -> std::io::Result<u64> {
+    use crate::engine::io;
+    let fd = io::open(
+        path,
+        io::OpenHow {
+            readonly: true,
+            ..Default::default()
+        },
+    )?;
+    let mut off = 0usize;
+    let r = loop {
+        if buf.len() < off + block {
+            buf.resize(off + block, 0);
+        }
+        match io::pread(fd, &mut buf[off..off + block], off as u64) {
+            Ok(0) => break Ok(off as u64),
+            Ok(n) => off += n,
+            Err(e) => break Err(e),
+        }
+    };
+    io::close(fd)?;
+    r
+}
+
+/// Read the whole file at `path` in `block`-sized requests into `buf` (which only ever
+/// holds one block: the contents are not kept); returns the number of bytes read.
 pub fn read_file(path: &std::ffi::CStr, buf: &mut Vec<u8>, block: usize) -> std::io::Result<u64> {
     use crate::engine::io;
     let fd = io::open(

@@ -204,9 +204,9 @@ fn figures(o: &mut String, runs: &[(String, Results)]) {
             let cell = match value(r, k) {
                 Some(_) if rv.len() > 1 => {
                     let s = spread(&rv);
-                    format!("{:.3}±{:.3}", s.mean, s.ci95)
+                    format!("{}±{}", short(s.mean), short(s.ci95))
                 }
-                Some(v) => format!("{v:.3}"),
+                Some(v) => short(v),
                 None => "-".into(),
             };
             let _ = write!(o, " {cell:>16}");
@@ -226,5 +226,17 @@ fn figures(o: &mut String, runs: &[(String, Results)]) {
             }
         }
         o.push('\n');
+    }
+}
+
+/// A figure in few characters: integers whole, large values to one decimal, small ones to
+/// four significant places.
+fn short(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{v:.0}")
+    } else if v.abs() >= 100.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.4}")
     }
 }
