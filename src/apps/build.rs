@@ -408,8 +408,15 @@ fn build_once(a: &BuildArgs, root: &Path, tree: &Tree) -> Result<crate::stats::R
         variables.insert(k.to_string(), v);
     }
     println!(
-        "build: {} sources in {} directories, -j{}: compile {:.3} s, link {:.3} s, elapsed {:.3} s; CPU {:.2} s user, {:.2} s system (tree written in {:.3} s, not measured)\n",
-        files, a.dirs, a.jobs, compile_s, link_s, secs, merged.cpu_user_s, merged.cpu_sys_s, setup_s
+        "build: {} sources {}, -j{}: compile {:.3} s, link {:.3} s, elapsed {:.3} s; CPU {:.2} s user, {:.2} s system (tree {} in {:.3} s, not measured)\n",
+        files,
+        match &a.src {
+            Some(d) => format!("from {}", d.display()),
+            None => format!("in {} directories", a.dirs),
+        },
+        a.jobs, compile_s, link_s, secs, merged.cpu_user_s, merged.cpu_sys_s,
+        if a.src.is_some() { "listed" } else { "written" },
+        setup_s
     );
     let mut r = super::results(
         AppRun {
