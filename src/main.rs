@@ -45,6 +45,8 @@ enum Command {
     Find(fsbench::apps::cli::FindArgs),
     /// A compile-like build on a generated source tree: parallel jobs, then a link.
     Build(fsbench::apps::cli::BuildArgs),
+    /// Read every file of an existing tree: files/s, MB/s, per-file latency.
+    Read(fsbench::apps::cli::ReadArgs),
 }
 
 #[derive(Args)]
@@ -393,6 +395,7 @@ fn main() -> ExitCode {
         Command::Andrew(a) => fsbench::apps::andrew::main(&a),
         Command::Find(a) => fsbench::apps::find::main(&a),
         Command::Build(a) => fsbench::apps::build::main(&a),
+        Command::Read(a) => fsbench::apps::read::main(&a),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

@@ -7,6 +7,7 @@
 # Each reads its file from start to end, then starts over.
 #
 # Scale with -s: filesize, iosize, runtime; usemmap, burst, thinkmin, thinkmean
+# (think2min, think2mean for reader 2 alone)
 # for the read-versus-mmap and think-time variants. fsbench replaces $dir with
 # its run directory.
 
@@ -24,6 +25,12 @@ set $burst=1
 set $thinkmin=0
 set $thinkmean=0
 set $think=randvar(type=uniform, min=$thinkmin, mean=$thinkmean)
+# Reader 2's think time: the same as reader 1's unless set apart. The study's
+# asymmetric case, one reader thinking and the other not:
+# -s thinkmin=7000 -s thinkmean=7000 -s think2min=0 -s think2mean=0
+set $think2min=$thinkmin
+set $think2mean=$thinkmean
+set $think2=randvar(type=uniform, min=$think2min, mean=$think2mean)
 
 define file name=reader1file, path=$dir, size=$filesize, prealloc, reuse
 define file name=reader2file, path=$dir, size=$filesize, prealloc, reuse
@@ -42,7 +49,7 @@ define process name=reader2, instances=1
   thread name=reader2, memsize=1m, instances=1
   {
     flowop read name=read2, filename=reader2file, iosize=$iosize, mmap=$usemmap, iters=$burst
-    flowop think name=think2, value=$think
+    flowop think name=think2, value=$think2
   }
 }
 

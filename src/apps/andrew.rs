@@ -47,7 +47,8 @@ pub const DIRS: &[(&str, usize)] = &[("include", 0), ("lib", 22), ("src", 22), (
 pub const HEADERS: usize = 10;
 
 /// The master tree: (relative path, contents).
-pub fn tree(seed: u64) -> Vec<(String, Vec<u8>)> {
+/// `scale` multiplies every C file's size (1 gives the original's 190 KB tree).
+pub fn tree(seed: u64, scale: u32) -> Vec<(String, Vec<u8>)> {
     let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(seed);
     let mut files = Vec::new();
     for h in 0..HEADERS {
@@ -69,7 +70,7 @@ pub fn tree(seed: u64) -> Vec<(String, Vec<u8>)> {
                 format!("h{}.h", i % HEADERS),
                 format!("h{}.h", (i + 3) % HEADERS),
             ];
-            let size = rng.random_range(1500..4200);
+            let size = rng.random_range(1500..4200) * scale.max(1) as usize;
             let text = super::c_source(&tag, &incl, size, &mut rng);
             files.push((format!("{d}/{tag}.c"), text.into_bytes()));
         }
@@ -145,7 +146,7 @@ impl Client<'_> {
                     data.len() as u64,
                     || format!("copying to {d:?}"),
                     || {
-                        let n = super::read_file(s, buf, 64 * 1024)? as usize;
+                        let n = super::slurp_file(s, buf, 64 * 1024)? as usize;
                         super::write_file(d, &buf[..n])
                     },
                 );
@@ -229,8 +230,21 @@ impl Client<'_> {
         }
     }
 
-    fn run(&mut self, barrier: &Barrier) {
+    /// Run the phases; with `drop`, one client drops the caches between phases while the
+    /// others wait, and a failure to do so is put in `drop_error`.
+    fn run(
+        &mut self,
+        barrier: &Barrier,
+        drop: bool,
+        drop_error: &std::sync::Mutex<Option<String>>,
+    ) {
         for (i, _) in PHASES.iter().enumerate() {
+            if drop && i > 0 && barrier.wait().is_leader() {
+                if let Err(e) = super::measure::drop_caches() {
+                    let mut g = drop_error.lock().unwrap_or_else(|p| p.into_inner());
+                    g.get_or_insert(format!("{e:#}"));
+                }
+            }
             barrier.wait();
             let t = Instant::now();
             if !crate::engine::interrupted() {
@@ -247,16 +261,31 @@ impl Client<'_> {
     }
 }
 
+/// The Andrew benchmark as a [`super::measure::Measurement`]: the master tree is written
+/// in `prepare` (not measured), the phases in `run_once`.
+struct Andrew<'a> {
+    a: &'a AndrewArgs,
+    parent: PathBuf,
+    cc: Option<String>,
+    rd: Option<RunDir>,
+    files: Vec<(String, Vec<u8>)>,
+}
+
 pub fn main(a: &AndrewArgs) -> Result<()> {
-    crate::engine::install_signal_handlers();
     if a.copies == 0 || a.clients == 0 {
         bail!("--copies and --clients must be at least 1");
     }
+    if a.scale == 0 {
+        bail!("--scale must be at least 1");
+    }
+    if a.drop_caches_between_phases && !crate::engine::is_root() {
+        bail!("--drop-caches-between-phases drops the kernel's caches, which needs root: run as root or leave it out");
+    }
+    a.m.check()?;
     let parent = a.dir.clone().unwrap_or_else(std::env::temp_dir);
     let parent = parent
         .canonicalize()
         .with_context(|| format!("target directory {}", parent.display()))?;
-    let rd = RunDir::create(&parent, "andrew", false)?;
     let cc = if a.no_compile {
         None
     } else {
@@ -265,17 +294,63 @@ pub fn main(a: &AndrewArgs) -> Result<()> {
     if a.cc.is_some() && cc.is_none() {
         bail!("C compiler {} not found", a.cc.as_deref().unwrap_or(""));
     }
+    let mut m = Andrew {
+        a,
+        parent,
+        cc,
+        rd: None,
+        files: tree(a.seed, a.scale),
+    };
+    super::measure::measure_and_report(&mut m, &a.m)?;
+    Ok(())
+}
 
-    // The master tree, written before anything is measured.
-    let files = tree(a.seed);
+impl super::measure::Measurement for Andrew<'_> {
+    fn name(&self) -> &str {
+        "andrew"
+    }
+    fn target(&self) -> PathBuf {
+        self.rd
+            .as_ref()
+            .map(|r| r.path.clone())
+            .unwrap_or_else(|| self.parent.clone())
+    }
+    fn prepare(&mut self) -> Result<()> {
+        let rd = RunDir::create(&self.parent, "andrew", false)?;
+        let master = rd.path.join("master");
+        self.rd = Some(rd);
+        for (d, _) in DIRS {
+            std::fs::create_dir_all(master.join(d))?;
+        }
+        for (rel, data) in &self.files {
+            std::fs::write(master.join(rel), data)?;
+        }
+        Ok(())
+    }
+    fn cleanup(&mut self) -> Result<()> {
+        if let Some(rd) = self.rd.take() {
+            if !self.a.keep {
+                rd.remove()?;
+            }
+        }
+        Ok(())
+    }
+    fn run_once(&mut self) -> Result<crate::stats::Results> {
+        let rd = self.rd.as_ref().expect("prepared");
+        phases(self.a, rd, &self.files, self.cc.as_deref())
+    }
+}
+
+fn phases(
+    a: &AndrewArgs,
+    rd: &RunDir,
+    files: &[(String, Vec<u8>)],
+    cc: Option<&str>,
+) -> Result<crate::stats::Results> {
     let master = rd.path.join("master");
-    for (d, _) in DIRS {
-        std::fs::create_dir_all(master.join(d))?;
-    }
-    for (rel, data) in &files {
-        std::fs::write(master.join(rel), data)?;
-    }
     let tree_bytes: usize = files.iter().map(|(_, d)| d.len()).sum();
+    let cc_cpu0 = super::process_cpu(true);
+    let drop_error = std::sync::Mutex::new(None);
 
     let barrier = Barrier::new(a.clients as usize);
     let started_at = super::now_epoch();
@@ -284,7 +359,7 @@ pub fn main(a: &AndrewArgs) -> Result<()> {
         let hs: Vec<_> = (0..a.clients)
             .map(|i| {
                 let root = rd.path.join(format!("client{i}"));
-                let (files, master, cc, barrier) = (&files, &master, cc.as_deref(), &barrier);
+                let (master, barrier, drop_error) = (&master, &barrier, &drop_error);
                 sc.spawn(move || {
                     let _ = std::fs::create_dir(&root);
                     let mut c = Client {
@@ -298,7 +373,7 @@ pub fn main(a: &AndrewArgs) -> Result<()> {
                         buf: Vec::new(),
                     };
                     let (u0, s0) = crate::stats::thread_cpu();
-                    c.run(barrier);
+                    c.run(barrier, a.drop_caches_between_phases, drop_error);
                     let (u1, s1) = crate::stats::thread_cpu();
                     c.rec.cpu_user_s = u1 - u0;
                     c.rec.cpu_sys_s = s1 - s0;
@@ -311,24 +386,32 @@ pub fn main(a: &AndrewArgs) -> Result<()> {
             .collect()
     });
     let secs = t0.elapsed().as_secs_f64();
+    if let Some(e) = drop_error.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        bail!("dropping caches between phases: {e}");
+    }
 
     let mut merged = super::recorder(OPS);
     for (r, _) in &clients {
         merged.merge(r);
     }
-    // Compilers are child processes: count their CPU too.
+    // Compilers are child processes: count their CPU (of this repetition) too.
     let (cu, cs) = super::process_cpu(true);
-    merged.cpu_user_s += cu;
-    merged.cpu_sys_s += cs;
+    merged.cpu_user_s += cu - cc_cpu0.0;
+    merged.cpu_sys_s += cs - cc_cpu0.1;
 
     let mut table = String::new();
     let _ = writeln!(
         table,
-        "Andrew benchmark: {} client(s) x {} copies of a {}-file, {} KB tree",
+        "Andrew benchmark: {} client(s) x {} copies of a {}-file, {} KB tree{}",
         a.clients,
         a.copies,
         files.len(),
-        tree_bytes / 1024
+        tree_bytes / 1024,
+        if a.drop_caches_between_phases {
+            "; caches dropped before each phase after mkdir"
+        } else {
+            ""
+        }
     );
     let _ = write!(table, "{:<8}", "client");
     for p in PHASES {
@@ -336,21 +419,28 @@ pub fn main(a: &AndrewArgs) -> Result<()> {
     }
     let _ = writeln!(table, " {:>9}", "total");
     let mut wall = [0f64; 5];
+    let mut figures = BTreeMap::new();
     for (i, (_, ph)) in clients.iter().enumerate() {
         let _ = write!(table, "{i:<8}");
         for (k, s) in ph.iter().enumerate() {
             let _ = write!(table, " {:>8.3}s", s);
             wall[k] = wall[k].max(*s);
+            figures.insert(format!("client.{i}.{}_s", PHASES[k]), *s);
         }
         let _ = writeln!(table, " {:>8.3}s", ph.iter().sum::<f64>());
+        figures.insert(format!("client.{i}.total_s"), ph.iter().sum::<f64>());
     }
     let _ = write!(table, "{:<8}", "all");
     for s in wall {
         let _ = write!(table, " {s:>8.3}s");
     }
     let _ = writeln!(table, " {:>8.3}s", wall.iter().sum::<f64>());
+    for (k, p) in PHASES.iter().enumerate() {
+        figures.insert(format!("{p}_s"), wall[k]);
+    }
+    figures.insert("total_s".into(), wall.iter().sum::<f64>());
     let mut notes = Vec::new();
-    match &cc {
+    match cc {
         Some(c) => notes.push(format!(
             "compile phase: {c} -c -O0 on each directory of each copy"
         )),
@@ -365,12 +455,14 @@ pub fn main(a: &AndrewArgs) -> Result<()> {
     let mut variables = BTreeMap::new();
     variables.insert("copies".into(), a.copies.to_string());
     variables.insert("clients".into(), a.clients.to_string());
+    variables.insert("scale".into(), a.scale.to_string());
+    variables.insert(
+        "drop_caches_between_phases".into(),
+        a.drop_caches_between_phases.to_string(),
+    );
     variables.insert("files".into(), files.len().to_string());
     variables.insert("tree_bytes".into(), tree_bytes.to_string());
-    for (k, p) in PHASES.iter().enumerate() {
-        variables.insert(format!("phase_{p}_s"), format!("{:.6}", wall[k]));
-    }
-    let r = super::results(
+    let mut r = super::results(
         AppRun {
             name: "andrew",
             variables,
@@ -384,9 +476,6 @@ pub fn main(a: &AndrewArgs) -> Result<()> {
         OPS,
         &merged,
     );
-    let res = super::emit(&r, a.json.as_deref());
-    if !a.keep {
-        rd.remove()?;
-    }
-    res
+    r.figures = figures;
+    Ok(r)
 }

@@ -16,6 +16,7 @@ use crate::model::FlowopKind;
 use anyhow::{bail, Context, Result};
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
@@ -62,36 +63,36 @@ fn dir_of(i: u32, dirs: u32) -> u32 {
     i % dirs
 }
 
-pub fn main(a: &BuildArgs) -> Result<()> {
-    crate::engine::install_signal_handlers();
-    if a.files == 0 || a.dirs == 0 || a.jobs == 0 {
-        bail!("--files, --dirs and -j must be at least 1");
-    }
-    let parent = a.dir.clone().unwrap_or_else(std::env::temp_dir);
-    let parent = parent
-        .canonicalize()
-        .with_context(|| format!("target directory {}", parent.display()))?;
-    let rd = RunDir::create(&parent, "build", false)?;
-    let root = &rd.path;
+/// The tree a build works on: source files and headers (absolute paths), and for each
+/// source the headers it reads.
+struct Tree {
+    sources: Vec<(std::ffi::CString, u64)>,
+    headers: Vec<std::ffi::CString>,
+    includes: Vec<Vec<u32>>,
+    /// Seconds spent writing or listing it (not measured).
+    setup_s: f64,
+}
 
-    // The tree, written before anything is measured.
+/// Write the generated tree into `root`.
+fn generate(a: &BuildArgs, root: &Path) -> Result<Tree> {
     let t_setup = Instant::now();
     let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(a.seed);
-    for sub in ["include", "src", "obj", "tmp", "out"] {
-        std::fs::create_dir(root.join(sub))?;
-    }
+    std::fs::create_dir(root.join("include"))?;
+    std::fs::create_dir(root.join("src"))?;
     for d in 0..a.dirs {
         std::fs::create_dir(root.join(format!("src/d{d}")))?;
-        std::fs::create_dir(root.join(format!("obj/d{d}")))?;
     }
-    for h in 0..a.headers.max(1) {
+    let headers = a.headers.max(1);
+    let mut hpaths = Vec::new();
+    for h in 0..headers {
         let text = super::c_source(&format!("h{h}"), &[], 2048, &mut rng);
-        std::fs::write(root.join(format!("include/h{h}.h")), text)?;
+        let p = root.join(format!("include/h{h}.h"));
+        std::fs::write(&p, text)?;
+        hpaths.push(super::cpath(&p));
     }
     let lo = (a.source_size / 2).max(64) as usize;
     let hi = (a.source_size * 3 / 2).max(lo as u64 + 1) as usize;
-    let mut sizes = Vec::with_capacity(a.files as usize);
-    let headers = a.headers.max(1);
+    let mut sources = Vec::with_capacity(a.files as usize);
     let mut includes: Vec<Vec<u32>> = Vec::with_capacity(a.files as usize);
     for i in 0..a.files {
         let size = rng.random_range(lo..hi);
@@ -100,15 +101,171 @@ pub fn main(a: &BuildArgs) -> Result<()> {
             .collect();
         let names: Vec<String> = inc.iter().map(|h| format!("h{h}.h")).collect();
         let text = super::c_source(&format!("f{i}"), &names, size, &mut rng);
-        sizes.push(text.len());
-        std::fs::write(
-            root.join(format!("src/d{}/f{i}.c", dir_of(i, a.dirs))),
-            text,
-        )?;
+        let p = root.join(format!("src/d{}/f{i}.c", dir_of(i, a.dirs)));
+        std::fs::write(&p, &text)?;
+        sources.push((super::cpath(&p), text.len() as u64));
         includes.push(inc);
     }
-    let setup_s = t_setup.elapsed().as_secs_f64();
+    Ok(Tree {
+        sources,
+        headers: hpaths,
+        includes,
+        setup_s: t_setup.elapsed().as_secs_f64(),
+    })
+}
 
+const SOURCE_EXT: &[&str] = &["c", "cc", "cpp", "cxx", "S", "s", "rs"];
+const HEADER_EXT: &[&str] = &["h", "hh", "hpp", "hxx"];
+
+/// List an existing tree's sources and headers (sorted by path; symbolic links are not
+/// followed). Each source reads `--headers-per-job` headers chosen with the seed.
+fn existing(a: &BuildArgs, dir: &Path) -> Result<Tree> {
+    let t_setup = Instant::now();
+    let mut sources = Vec::new();
+    let mut headers = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let rd = std::fs::read_dir(&d).with_context(|| format!("listing {}", d.display()))?;
+        for e in rd {
+            let e = e.with_context(|| format!("listing {}", d.display()))?;
+            let ft = e.file_type()?;
+            let p = e.path();
+            if ft.is_dir() {
+                stack.push(p);
+            } else if ft.is_file() {
+                let ext = p.extension().and_then(|x| x.to_str()).unwrap_or("");
+                if SOURCE_EXT.contains(&ext) {
+                    let len = e.metadata()?.len();
+                    sources.push((p, len));
+                } else if HEADER_EXT.contains(&ext) {
+                    headers.push(p);
+                }
+            }
+        }
+    }
+    if sources.is_empty() {
+        bail!(
+            "{} holds no source files ({})",
+            dir.display(),
+            SOURCE_EXT
+                .iter()
+                .map(|e| format!(".{e}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+    }
+    sources.sort();
+    headers.sort();
+    let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(a.seed);
+    let nh = headers.len() as u32;
+    let includes = (0..sources.len())
+        .map(|_| {
+            if nh == 0 {
+                Vec::new()
+            } else {
+                (0..a.headers_per_job.min(nh))
+                    .map(|_| rng.random_range(0..nh))
+                    .collect()
+            }
+        })
+        .collect();
+    Ok(Tree {
+        sources: sources
+            .into_iter()
+            .map(|(p, l)| (super::cpath(&p), l))
+            .collect(),
+        headers: headers.iter().map(|p| super::cpath(p)).collect(),
+        includes,
+        setup_s: t_setup.elapsed().as_secs_f64(),
+    })
+}
+
+/// The build as a [`super::measure::Measurement`]: the run directory and (generated) tree
+/// are made in `prepare`, the jobs and the link are measured.
+struct Build<'a> {
+    a: &'a BuildArgs,
+    parent: PathBuf,
+    rd: Option<RunDir>,
+    tree: Option<Tree>,
+}
+
+pub fn main(a: &BuildArgs) -> Result<()> {
+    if a.files == 0 || a.dirs == 0 || a.jobs == 0 {
+        bail!("--files, --dirs and -j must be at least 1");
+    }
+    a.m.check()?;
+    if let Some(src) = &a.src {
+        if !src.is_dir() {
+            bail!("--src {}: not a directory", src.display());
+        }
+    }
+    let parent = a.dir.clone().unwrap_or_else(std::env::temp_dir);
+    let parent = parent
+        .canonicalize()
+        .with_context(|| format!("target directory {}", parent.display()))?;
+    let mut m = Build {
+        a,
+        parent,
+        rd: None,
+        tree: None,
+    };
+    super::measure::measure_and_report(&mut m, &a.m)?;
+    Ok(())
+}
+
+impl super::measure::Measurement for Build<'_> {
+    fn name(&self) -> &str {
+        "build"
+    }
+    fn target(&self) -> PathBuf {
+        match &self.a.src {
+            Some(s) => s.clone(),
+            None => self
+                .rd
+                .as_ref()
+                .map(|r| r.path.clone())
+                .unwrap_or_else(|| self.parent.clone()),
+        }
+    }
+    fn prepare(&mut self) -> Result<()> {
+        let rd = RunDir::create(&self.parent, "build", false)?;
+        let root = rd.path.clone();
+        self.rd = Some(rd);
+        for sub in ["obj", "tmp", "out"] {
+            std::fs::create_dir(root.join(sub))?;
+        }
+        for d in 0..self.a.dirs {
+            std::fs::create_dir(root.join(format!("obj/d{d}")))?;
+        }
+        self.tree = Some(match &self.a.src {
+            Some(src) => existing(self.a, &src.canonicalize()?)?,
+            None => generate(self.a, &root)?,
+        });
+        Ok(())
+    }
+    fn cleanup(&mut self) -> Result<()> {
+        if let Some(rd) = self.rd.take() {
+            if !self.a.keep {
+                rd.remove()?;
+            }
+        }
+        Ok(())
+    }
+    fn run_once(&mut self) -> Result<crate::stats::Results> {
+        let root = self.rd.as_ref().expect("prepared").path.clone();
+        build_once(self.a, &root, self.tree.as_ref().expect("prepared"))
+    }
+}
+
+fn build_once(a: &BuildArgs, root: &Path, tree: &Tree) -> Result<crate::stats::Results> {
+    let Tree {
+        sources,
+        headers,
+        includes,
+        setup_s,
+    } = tree;
+    let setup_s = *setup_s;
+    let files = sources.len() as u32;
     // Compile jobs.
     let next = AtomicUsize::new(0);
     let started_at = super::now_epoch();
@@ -117,7 +274,7 @@ pub fn main(a: &BuildArgs) -> Result<()> {
     let recs: Vec<Recorder> = std::thread::scope(|sc| {
         let hs: Vec<_> = (0..a.jobs)
             .map(|j| {
-                let (next, sizes, includes) = (&next, &sizes, &includes);
+                let (next, sources, headers, includes) = (&next, sources, headers, includes);
                 sc.spawn(move || {
                     let mut rec = super::recorder(OPS);
                     let mut p = PathBuf0::new(root);
@@ -126,25 +283,26 @@ pub fn main(a: &BuildArgs) -> Result<()> {
                     let mut obj = Vec::new();
                     loop {
                         let i = next.fetch_add(1, Ordering::Relaxed);
-                        if i >= sizes.len() || crate::engine::interrupted() {
+                        if i >= sources.len() || crate::engine::interrupted() {
                             break;
                         }
                         let d = dir_of(i as u32, a.dirs);
-                        let path = p.with(format_args!("src/d{d}/f{i}.c"));
+                        let path = sources[i].0.as_c_str();
                         let n = timed(
                             &mut rec.ops[READ_SRC],
-                            sizes[i] as u64,
+                            sources[i].1,
                             || format!("reading {path:?}"),
-                            || super::read_file(path, &mut buf, 64 * 1024),
+                            || super::slurp_file(path, &mut buf, 64 * 1024),
                         )
                         .unwrap_or(0) as usize;
                         for h in &includes[i] {
-                            let path = p.with(format_args!("include/h{h}.h"));
+                            let path = headers[*h as usize].as_c_str();
+                            let hb = &mut hbuf;
                             timed(
                                 &mut rec.ops[READ_HDR],
                                 0,
                                 || format!("reading {path:?}"),
-                                || super::read_file(path, &mut hbuf, 64 * 1024),
+                                || super::read_file(path, hb, 64 * 1024),
                             );
                         }
                         let t = Instant::now();
@@ -201,16 +359,16 @@ pub fn main(a: &BuildArgs) -> Result<()> {
     let mut out = Vec::new();
     let mut buf = Vec::new();
     let mut p = PathBuf0::new(root);
-    for i in 0..a.files {
+    for i in 0..files {
         if crate::engine::interrupted() {
             break;
         }
         let path = p.with(format_args!("obj/d{}/f{i}.o", dir_of(i, a.dirs)));
         if let Some(n) = timed(
             &mut merged.ops[LINK_READ],
-            sizes[i as usize] as u64,
+            sources[i as usize].1,
             || format!("reading {path:?}"),
-            || super::read_file(path, &mut buf, 64 * 1024),
+            || super::slurp_file(path, &mut buf, 64 * 1024),
         ) {
             out.extend_from_slice(&buf[..n as usize]);
         }
@@ -231,24 +389,36 @@ pub fn main(a: &BuildArgs) -> Result<()> {
 
     let mut variables = BTreeMap::new();
     for (k, v) in [
-        ("files", a.files.to_string()),
+        ("files", files.to_string()),
+        (
+            "src",
+            a.src
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|| "(generated)".into()),
+        ),
         ("dirs", a.dirs.to_string()),
         ("jobs", a.jobs.to_string()),
-        ("headers", headers.to_string()),
+        ("headers", headers.len().to_string()),
         ("headers_per_job", a.headers_per_job.to_string()),
         ("source_size", a.source_size.to_string()),
         ("cpu_ms", a.cpu_ms.to_string()),
         ("temps", a.temps.to_string()),
-        ("compile_s", format!("{compile_s:.6}")),
-        ("link_s", format!("{link_s:.6}")),
     ] {
         variables.insert(k.to_string(), v);
     }
     println!(
-        "build: {} sources in {} directories, -j{}: compile {:.3} s, link {:.3} s, elapsed {:.3} s; CPU {:.2} s user, {:.2} s system (tree written in {:.3} s, not measured)\n",
-        a.files, a.dirs, a.jobs, compile_s, link_s, secs, merged.cpu_user_s, merged.cpu_sys_s, setup_s
+        "build: {} sources {}, -j{}: compile {:.3} s, link {:.3} s, elapsed {:.3} s; CPU {:.2} s user, {:.2} s system (tree {} in {:.3} s, not measured)\n",
+        files,
+        match &a.src {
+            Some(d) => format!("from {}", d.display()),
+            None => format!("in {} directories", a.dirs),
+        },
+        a.jobs, compile_s, link_s, secs, merged.cpu_user_s, merged.cpu_sys_s,
+        if a.src.is_some() { "listed" } else { "written" },
+        setup_s
     );
-    let r = super::results(
+    let mut r = super::results(
         AppRun {
             name: "build",
             variables,
@@ -264,9 +434,15 @@ pub fn main(a: &BuildArgs) -> Result<()> {
         OPS,
         &merged,
     );
-    let res = super::emit(&r, a.json.as_deref());
-    if !a.keep {
-        rd.remove()?;
+    for (k, v) in [
+        ("elapsed_s", secs),
+        ("compile_s", compile_s),
+        ("link_s", link_s),
+        ("user_s", merged.cpu_user_s),
+        ("system_s", merged.cpu_sys_s),
+        ("sources", files as f64),
+    ] {
+        r.figures.insert(k.to_string(), v);
     }
-    res
+    Ok(r)
 }

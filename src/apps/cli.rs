@@ -1,6 +1,7 @@
 //! Command-line options of the application benchmarks, parsed once into plain structs.
 
-use clap::Args;
+use super::measure::MeasureArgs;
+use clap::{Args, ValueEnum};
 use std::path::PathBuf;
 
 /// `fsbench postmark [CONFIG]`.
@@ -49,9 +50,14 @@ pub struct PostmarkArgs {
     /// otherwise refused.
     #[arg(long)]
     pub force_location: bool,
-    /// Concurrent copies, each in its own subdirectory with the same configuration.
+    /// Concurrent copies, each in its own subdirectory with the same configuration. Instance
+    /// i uses seed + i (wrapping at 2^32), so instances do different transactions; see
+    /// --same-seed.
     #[arg(long, default_value_t = 1)]
     pub instances: u32,
+    /// Give every instance the configured seed itself (identical transactions).
+    #[arg(long)]
+    pub same_seed: bool,
     /// Where fsbench creates its run directory when the configuration names no location
     /// (default: $TMPDIR).
     #[arg(long, value_name = "DIR")]
@@ -59,9 +65,8 @@ pub struct PostmarkArgs {
     /// Keep the run directory (the pool is still deleted, as PostMark does).
     #[arg(long)]
     pub keep: bool,
-    /// Write the results as JSON to FILE (`-` for standard output).
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
+    #[command(flatten)]
+    pub m: MeasureArgs,
 }
 
 /// `fsbench andrew`.
@@ -82,15 +87,22 @@ pub struct AndrewArgs {
     /// Skip the compile phase.
     #[arg(long)]
     pub no_compile: bool,
+    /// Multiply every generated file's size by K (the tree is about 190 KB at 1), so that
+    /// the stat, scan and compile phases can outgrow the page cache.
+    #[arg(long, value_name = "K", default_value_t = 1)]
+    pub scale: u32,
+    /// Before each phase after the first, sync and drop the page, dentry and inode caches
+    /// (needs root), so every phase starts cold.
+    #[arg(long)]
+    pub drop_caches_between_phases: bool,
     /// Seed for the generated source tree.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Keep the run directory afterwards.
     #[arg(long)]
     pub keep: bool,
-    /// Write the results as JSON to FILE (`-` for standard output).
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
+    #[command(flatten)]
+    pub m: MeasureArgs,
 }
 
 /// `fsbench find`.
@@ -98,24 +110,24 @@ pub struct AndrewArgs {
 pub struct FindArgs {
     /// Directory to walk.
     pub dir: PathBuf,
-    /// Drop the page, dentry and inode caches first (sync; echo 3 > /proc/sys/vm/drop_caches;
-    /// needs root).
-    #[arg(long)]
-    pub cold: bool,
     /// Walker threads (1 walks like `find`).
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
     /// Descend into other file systems mounted below DIR.
     #[arg(long)]
     pub cross_mounts: bool,
-    /// Write the results as JSON to FILE (`-` for standard output).
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
+    #[command(flatten)]
+    pub m: MeasureArgs,
 }
 
 /// `fsbench build`.
 #[derive(Args, Debug, Clone)]
 pub struct BuildArgs {
+    /// Build over this existing source tree instead of a generated one: every `.c`, `.cc`,
+    /// `.cpp`, `.cxx`, `.S`, `.s` and `.rs` file is a compile job, every `.h`/`.hpp` a
+    /// header. DIR is only read; objects and output go to the run directory.
+    #[arg(long, value_name = "DIR")]
+    pub src: Option<PathBuf>,
     /// Source files (one compile job each).
     #[arg(long, default_value_t = 200)]
     pub files: u32,
@@ -147,7 +159,42 @@ pub struct BuildArgs {
     /// Keep the run directory (tree, objects and output) afterwards.
     #[arg(long)]
     pub keep: bool,
-    /// Write the results as JSON to FILE (`-` for standard output).
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
+    #[command(flatten)]
+    pub m: MeasureArgs,
+}
+
+/// In which order `fsbench read` reads the files.
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ReadOrder {
+    /// By path name (as `find | sort`).
+    #[default]
+    Name,
+    /// By inode number (close to on-disk order on many file systems).
+    Inode,
+    /// Shuffled with --seed.
+    Random,
+}
+
+/// `fsbench read`.
+#[derive(Args, Debug, Clone)]
+pub struct ReadArgs {
+    /// Directory whose files are read (only read; nothing is written there).
+    pub dir: PathBuf,
+    /// Reader threads, taking files in order.
+    #[arg(short = 'j', long = "jobs", default_value_t = 1)]
+    pub jobs: u32,
+    /// Order in which the files are read.
+    #[arg(long, value_enum, default_value_t = ReadOrder::Name)]
+    pub order: ReadOrder,
+    /// Request size in bytes.
+    #[arg(long, default_value_t = 1 << 20)]
+    pub block: usize,
+    /// Seed for --order random.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Descend into other file systems mounted below DIR.
+    #[arg(long)]
+    pub cross_mounts: bool,
+    #[command(flatten)]
+    pub m: MeasureArgs,
 }

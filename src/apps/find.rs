@@ -11,7 +11,7 @@ use super::cli::FindArgs;
 use super::{AppRun, OpTable, Recorder};
 use crate::model::FlowopKind;
 use crate::scan::walk::{self, Visitor, WalkEntry, WalkOptions};
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use std::collections::BTreeMap;
 use std::time::Instant;
 
@@ -47,27 +47,32 @@ impl Visitor for Counter {
     }
 }
 
-/// Flush dirty data and drop the page, dentry and inode caches. Needs root.
-pub fn drop_caches() -> Result<()> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        bail!("--cold drops the kernel's caches (echo 3 > /proc/sys/vm/drop_caches), which needs root: run as root or without --cold");
+/// `fsbench find`: one walk per repetition.
+struct Find<'a> {
+    a: &'a FindArgs,
+}
+
+impl super::measure::Measurement for Find<'_> {
+    fn name(&self) -> &str {
+        "find"
     }
-    // SAFETY: sync has no preconditions.
-    unsafe { libc::sync() };
-    std::fs::write("/proc/sys/vm/drop_caches", b"3\n")
-        .context("writing 3 to /proc/sys/vm/drop_caches")?;
-    Ok(())
+    fn target(&self) -> std::path::PathBuf {
+        self.a.dir.clone()
+    }
+    fn run_once(&mut self) -> Result<crate::stats::Results> {
+        walk_once(self.a)
+    }
 }
 
 pub fn main(a: &FindArgs) -> Result<()> {
-    crate::engine::install_signal_handlers();
     if !a.dir.is_dir() {
         bail!("{} is not a directory", a.dir.display());
     }
-    if a.cold {
-        drop_caches()?;
-    }
+    super::measure::measure_and_report(&mut Find { a }, &a.m)?;
+    Ok(())
+}
+
+fn walk_once(a: &FindArgs) -> Result<crate::stats::Results> {
     let opts = WalkOptions {
         cross_mounts: a.cross_mounts,
         threads: a.threads.max(1),
@@ -95,7 +100,6 @@ pub fn main(a: &FindArgs) -> Result<()> {
     merged.cpu_sys_s = cpu1.1 - cpu0.1;
     let mut variables = BTreeMap::new();
     variables.insert("dir".to_string(), a.dir.display().to_string());
-    variables.insert("cold".to_string(), a.cold.to_string());
     variables.insert("threads".to_string(), opts.threads.to_string());
     let mut notes = vec![format!(
         "find: {} entries ({} directories, {} files, {} other) in {:.3} s: {:.0} entries/s ({} cache)",
@@ -105,7 +109,7 @@ pub fn main(a: &FindArgs) -> Result<()> {
         total.entries - total.dirs - total.files,
         secs,
         total.entries as f64 / secs.max(1e-9),
-        if a.cold { "cold" } else { "warm" }
+        if a.m.cold { "cold" } else { "warm" }
     )];
     if out.stats.problem_count > 0 {
         notes.push(format!(
@@ -124,7 +128,7 @@ pub fn main(a: &FindArgs) -> Result<()> {
             out.stats.mount_points_skipped
         ));
     }
-    let r = super::results(
+    let mut r = super::results(
         AppRun {
             name: "find",
             variables,
@@ -138,5 +142,14 @@ pub fn main(a: &FindArgs) -> Result<()> {
         OPS,
         &merged,
     );
-    super::emit(&r, a.json.as_deref())
+    for (k, v) in [
+        ("entries", total.entries as f64),
+        ("dirs", total.dirs as f64),
+        ("files", total.files as f64),
+        ("elapsed_s", secs),
+        ("entries_per_s", total.entries as f64 / secs.max(1e-9)),
+    ] {
+        r.figures.insert(k.to_string(), v);
+    }
+    Ok(r)
 }

@@ -11,7 +11,9 @@ pub mod andrew;
 pub mod build;
 pub mod cli;
 pub mod find;
+pub mod measure;
 pub mod postmark;
+pub mod read;
 
 use crate::model::FlowopKind;
 use crate::stats::{self, OpRecorder, Recorder, Results};
@@ -95,6 +97,7 @@ pub fn results(run: AppRun<'_>, ops: OpTable, merged: &Recorder) -> Results {
         calibration: stats::clock::Calibration::default(),
         series: Vec::new(),
         repetitions: Vec::new(),
+        figures: Default::default(),
     }
 }
 
@@ -152,28 +155,6 @@ pub fn process_cpu(children: bool) -> (f64, f64) {
     }
 }
 
-/// Print the text report and write JSON when asked: the same exporters as `fsbench run`.
-pub fn emit(r: &Results, json: Option<&Path>) -> anyhow::Result<()> {
-    use anyhow::Context;
-    print!(
-        "{}",
-        crate::report::exporter("text")
-            .expect("text exporter")
-            .render(r)
-    );
-    if let Some(path) = json {
-        let text = crate::report::exporter("json")
-            .expect("json exporter")
-            .render(r);
-        if path.as_os_str() == "-" {
-            print!("{text}");
-        } else {
-            std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
-        }
-    }
-    Ok(())
-}
-
 /// Write `data` to a new file at `path` (created or truncated): open, write, close.
 pub fn write_file(path: &std::ffi::CStr, data: &[u8]) -> std::io::Result<()> {
     use crate::engine::io;
@@ -200,8 +181,35 @@ pub fn write_file(path: &std::ffi::CStr, data: &[u8]) -> std::io::Result<()> {
     r
 }
 
-/// Read the whole file at `path` into `buf` (grown as needed) in `block`-sized requests;
-/// returns the number of bytes read.
+/// Read the whole file at `path` into `buf` (replacing its contents, grown as needed) in
+/// `block`-sized requests, for callers that use the contents (a copy, an object made from
+/// a source); returns the number of bytes read, which are `buf[..n]`.
+pub fn slurp_file(path: &std::ffi::CStr, buf: &mut Vec<u8>, block: usize) -> std::io::Result<u64> {
+    use crate::engine::io;
+    let fd = io::open(
+        path,
+        io::OpenHow {
+            readonly: true,
+            ..Default::default()
+        },
+    )?;
+    let mut off = 0usize;
+    let r = loop {
+        if buf.len() < off + block {
+            buf.resize(off + block, 0);
+        }
+        match io::pread(fd, &mut buf[off..off + block], off as u64) {
+            Ok(0) => break Ok(off as u64),
+            Ok(n) => off += n,
+            Err(e) => break Err(e),
+        }
+    };
+    io::close(fd)?;
+    r
+}
+
+/// Read the whole file at `path` in `block`-sized requests into `buf` (which only ever
+/// holds one block: the contents are not kept); returns the number of bytes read.
 pub fn read_file(path: &std::ffi::CStr, buf: &mut Vec<u8>, block: usize) -> std::io::Result<u64> {
     use crate::engine::io;
     let fd = io::open(

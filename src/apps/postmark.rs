@@ -723,7 +723,24 @@ pub struct Outcome {
 
 /// Run `instances` copies of the configured benchmark at once, each in its own directory
 /// `i<N>` inside a marked run directory in every location.
-pub fn run(cfg: &Config, instances: u32, default_dir: &Path, keep: bool) -> Result<Outcome> {
+/// The seed of instance `i`: the configured seed plus i (wrapping at 2^32), or the
+/// configured seed itself with `same`. Instance 0 always uses the configured seed, so a
+/// single instance performs PostMark's own transactions.
+pub fn instance_seed(seed: u32, i: u32, same: bool) -> u32 {
+    if same {
+        seed
+    } else {
+        seed.wrapping_add(i)
+    }
+}
+
+pub fn run(
+    cfg: &Config,
+    instances: u32,
+    same_seed: bool,
+    default_dir: &Path,
+    keep: bool,
+) -> Result<Outcome> {
     if instances == 0 {
         bail!("--instances must be at least 1");
     }
@@ -778,7 +795,7 @@ pub fn run(cfg: &Config, instances: u32, default_dir: &Path, keep: bool) -> Resu
                     .collect();
                 let weighted = weighted.clone();
                 sc.spawn(move || {
-                    let mut rng = Mt19937::new(cfg.seed);
+                    let mut rng = Mt19937::new(instance_seed(cfg.seed, i, same_seed));
                     let source: Vec<u8> = (0..(cfg.size_high as usize) * 2)
                         .map(|_| 32 + rng.rnd(95) as u8)
                         .collect();
@@ -831,10 +848,12 @@ pub fn run(cfg: &Config, instances: u32, default_dir: &Path, keep: bool) -> Resu
                 .to_string(),
         );
     }
-    let results = super::results(
+    let mut variables = cfg.variables(instances);
+    variables.insert("same_seed".into(), same_seed.to_string());
+    let mut results = super::results(
         AppRun {
             name: "postmark",
-            variables: cfg.variables(instances),
+            variables,
             seed: cfg.seed as u64,
             run_dir: &rundirs[0].path,
             started_at,
@@ -845,12 +864,78 @@ pub fn run(cfg: &Config, instances: u32, default_dir: &Path, keep: bool) -> Resu
         OPS,
         &merged,
     );
+    let slowest = slowest(&per.iter().map(|x| x.1).collect::<Vec<_>>());
+    for (k, v) in figures(&totals, &slowest) {
+        results.figures.insert(k.to_string(), v);
+    }
+    if instances > 1 {
+        for (i, (c, t, _)) in per.iter().enumerate() {
+            for (k, v) in figures(c, t) {
+                results.figures.insert(format!("instance.{i}.{k}"), v);
+            }
+            results.figures.insert(
+                format!("instance.{i}.seed"),
+                instance_seed(cfg.seed, i as u32, same_seed) as f64,
+            );
+        }
+    }
     Ok(Outcome {
         totals,
         per_instance: per.into_iter().map(|(c, t, _)| (c, t)).collect(),
         elapsed_s,
         results,
     })
+}
+
+/// Phase times of several instances: each phase's slowest.
+fn slowest(per: &[Times]) -> Times {
+    Times {
+        create_s: per.iter().map(|t| t.create_s).fold(0.0, f64::max),
+        transactions_s: per.iter().map(|t| t.transactions_s).fold(0.0, f64::max),
+        delete_s: per.iter().map(|t| t.delete_s).fold(0.0, f64::max),
+    }
+}
+
+/// Every figure PostMark's report prints, by name (rates per second, MB = 2^20 bytes).
+pub fn figures(c: &Counters, t: &Times) -> Vec<(&'static str, f64)> {
+    let total = t.total();
+    let ts = t.transactions_s;
+    let mixed_created = c.created - c.created_alone;
+    let mixed_deleted = c.deleted - c.deleted_alone;
+    vec![
+        ("total_s", total),
+        ("create_s", t.create_s),
+        ("transactions_s", ts),
+        ("delete_s", t.delete_s),
+        ("transactions", c.transactions_done as f64),
+        ("transactions_per_s", rate(c.transactions_done, ts)),
+        ("created", c.created as f64),
+        ("created_per_s", rate(c.created, total)),
+        ("created_alone", c.created_alone as f64),
+        ("created_alone_per_s", rate(c.created_alone, t.create_s)),
+        ("created_mixed", mixed_created as f64),
+        ("created_mixed_per_s", rate(mixed_created, ts)),
+        ("read", c.read as f64),
+        ("read_per_s", rate(c.read, ts)),
+        ("appended", c.appended as f64),
+        ("appended_per_s", rate(c.appended, ts)),
+        ("deleted", c.deleted as f64),
+        ("deleted_per_s", rate(c.deleted, total)),
+        ("deleted_alone", c.deleted_alone as f64),
+        ("deleted_alone_per_s", rate(c.deleted_alone, t.delete_s)),
+        ("deleted_mixed", mixed_deleted as f64),
+        ("deleted_mixed_per_s", rate(mixed_deleted, ts)),
+        ("bytes_read", c.bytes_read as f64),
+        ("bytes_written", c.bytes_written as f64),
+        (
+            "read_mb_per_s",
+            c.bytes_read as f64 / total.max(1e-9) / 1048576.0,
+        ),
+        (
+            "written_mb_per_s",
+            c.bytes_written as f64 / total.max(1e-9) / 1048576.0,
+        ),
+    ]
 }
 
 /// Bytes as PostMark prints them (MB = 1024 KB), with the exact count beside.
@@ -978,23 +1063,7 @@ pub fn report(cfg: &Config, out: &Outcome) -> String {
     let mut o = String::new();
     let n = out.per_instance.len();
     // Totals over instances; times are the wall-clock span of the slowest instance.
-    let t = Times {
-        create_s: out
-            .per_instance
-            .iter()
-            .map(|x| x.1.create_s)
-            .fold(0.0, f64::max),
-        transactions_s: out
-            .per_instance
-            .iter()
-            .map(|x| x.1.transactions_s)
-            .fold(0.0, f64::max),
-        delete_s: out
-            .per_instance
-            .iter()
-            .map(|x| x.1.delete_s)
-            .fold(0.0, f64::max),
-    };
+    let t = slowest(&out.per_instance.iter().map(|x| x.1).collect::<Vec<_>>());
     if cfg.terse {
         o.push_str(&terse_report(cfg, &out.totals, &t));
     } else {
@@ -1044,22 +1113,36 @@ pub fn report(cfg: &Config, out: &Outcome) -> String {
     o
 }
 
-/// `fsbench postmark`: read the configuration, run at each `run` (or once at the end).
-pub fn main(a: &PostmarkArgs) -> Result<()> {
-    crate::engine::install_signal_handlers();
-    if a.force_location {
-        crate::engine::rundir::allow_system_dirs();
+/// One `run` of a PostMark configuration, measured as often as asked.
+struct Bench<'a> {
+    cfg: Config,
+    a: &'a PostmarkArgs,
+    default_dir: PathBuf,
+    /// `run FILE`: where PostMark's own report is appended.
+    to: Option<&'a str>,
+}
+
+impl super::measure::Measurement for Bench<'_> {
+    fn name(&self) -> &str {
+        "postmark"
     }
-    let mut cfg = Config::default();
-    let default_dir = a.dir.clone().unwrap_or_else(std::env::temp_dir);
-    let mut ran = false;
-    let do_run = |cfg: &Config, to: Option<&str>| -> Result<()> {
-        let mut c = cfg.clone();
-        c.apply_flags(a)?;
-        println!("PostMark (fsbench {})", env!("CARGO_PKG_VERSION"));
-        let out = run(&c, a.instances, &default_dir, a.keep)?;
-        let text = report(&c, &out);
-        match to {
+    fn target(&self) -> PathBuf {
+        self.cfg
+            .locations
+            .first()
+            .map(|(d, _)| d.clone())
+            .unwrap_or_else(|| self.default_dir.clone())
+    }
+    fn run_once(&mut self) -> Result<crate::stats::Results> {
+        let out = run(
+            &self.cfg,
+            self.a.instances,
+            self.a.same_seed,
+            &self.default_dir,
+            self.a.keep,
+        )?;
+        let text = report(&self.cfg, &out);
+        match self.to {
             Some(file) => {
                 use std::io::Write;
                 let mut f = std::fs::OpenOptions::new()
@@ -1072,11 +1155,33 @@ pub fn main(a: &PostmarkArgs) -> Result<()> {
             }
             None => print!("{text}"),
         }
-        super::emit(&out.results, a.json.as_deref())?;
-        let _ = out.elapsed_s;
-        if crate::engine::interrupted() {
-            bail!("interrupted");
+        Ok(out.results)
+    }
+}
+
+/// `fsbench postmark`: read the configuration, run at each `run` (or once at the end).
+pub fn main(a: &PostmarkArgs) -> Result<()> {
+    a.m.check()?;
+    if a.force_location {
+        crate::engine::rundir::allow_system_dirs();
+    }
+    let mut cfg = Config::default();
+    let default_dir = a.dir.clone().unwrap_or_else(std::env::temp_dir);
+    let mut ran = false;
+    let do_run = |cfg: &Config, to: Option<&str>| -> Result<()> {
+        let mut c = cfg.clone();
+        c.apply_flags(a)?;
+        if a.instances == 0 {
+            bail!("--instances must be at least 1");
         }
+        println!("PostMark (fsbench {})", env!("CARGO_PKG_VERSION"));
+        let mut b = Bench {
+            cfg: c,
+            a,
+            default_dir: default_dir.clone(),
+            to,
+        };
+        super::measure::measure_and_report(&mut b, &a.m)?;
         Ok(())
     };
     if let Some(path) = &a.config {

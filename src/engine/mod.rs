@@ -915,5 +915,6 @@ fn run_in(
         calibration,
         series: m.series,
         repetitions: Vec::new(),
+        figures: Default::default(),
     })
 }

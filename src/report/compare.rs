@@ -146,6 +146,7 @@ pub fn compare(runs: &[(String, Results)]) -> String {
             o.push('\n');
         }
     }
+    figures(&mut o, runs);
     if runs.iter().all(|(_, r)| r.repetitions.len() > 1) {
         let _ = writeln!(o, "\n* significant at 95% (Welch's t-test over repetitions); ± is the 95% confidence half-width");
     } else {
@@ -155,4 +156,87 @@ pub fn compare(runs: &[(String, Results)]) -> String {
         );
     }
     o
+}
+
+/// The application benchmarks' named figures (top-level ones), compared like the flowops.
+fn figures(o: &mut String, runs: &[(String, Results)]) {
+    let mut keys: Vec<&String> = Vec::new();
+    for (_, r) in runs {
+        for k in r.figures.keys().filter(|k| !k.contains('.')) {
+            if !keys.contains(&k) {
+                keys.push(k);
+            }
+        }
+    }
+    if keys.is_empty() {
+        return;
+    }
+    let reps = |r: &Results, k: &str| -> Vec<f64> {
+        r.repetitions
+            .iter()
+            .filter_map(|p| p.figures.get(k).copied())
+            .collect()
+    };
+    let value = |r: &Results, k: &str| -> Option<f64> {
+        let rv = reps(r, k);
+        if rv.len() > 1 {
+            Some(spread(&rv).mean)
+        } else {
+            r.figures.get(k).copied()
+        }
+    };
+    let _ = writeln!(o, "\nfigures");
+    let w = keys.iter().map(|k| k.len()).max().unwrap_or(6).max(9);
+    let _ = write!(o, "{:<w$}", "figure");
+    for i in 0..runs.len() {
+        let _ = write!(o, " {:>16}", format!("[{}]", (b'A' + i as u8) as char));
+        if i > 0 {
+            let _ = write!(o, " {:>9}", "change");
+        }
+    }
+    o.push('\n');
+    for k in keys {
+        let _ = write!(o, "{k:<w$}");
+        let base = value(&runs[0].1, k);
+        let base_reps = reps(&runs[0].1, k);
+        for (i, (_, r)) in runs.iter().enumerate() {
+            let rv = reps(r, k);
+            let cell = match value(r, k) {
+                Some(_) if rv.len() > 1 => {
+                    let s = spread(&rv);
+                    format!("{}±{}", short(s.mean), short(s.ci95))
+                }
+                Some(v) => short(v),
+                None => "-".into(),
+            };
+            let _ = write!(o, " {cell:>16}");
+            if i > 0 {
+                let change = match (base, value(r, k)) {
+                    (Some(b), Some(v)) => {
+                        let sig = match welch_significant(&base_reps, &rv) {
+                            Some(true) => "*",
+                            Some(false) => " ",
+                            None => "",
+                        };
+                        format!("{}{sig}", pct(b, v))
+                    }
+                    _ => "-".into(),
+                };
+                let _ = write!(o, " {change:>9}");
+            }
+        }
+        o.push('\n');
+    }
+}
+
+/// A figure in few characters: integers whole, large values to one decimal, small ones to
+/// four significant places.
+fn short(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{v:.0}")
+    } else if v.abs() >= 100.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.4}")
+    }
 }

@@ -40,6 +40,28 @@ impl Exporter for Markdown {
             "\n**IO summary:** {} ops, {:.1} ops/s, {:.1} MB/s, {:.3} ms/op, {:.1} µs CPU/op",
             s.ops, s.ops_per_s, s.mb_per_s, s.mean_latency_ms, s.cpu_us_per_op
         );
+        if !r.figures.is_empty() {
+            let _ = writeln!(o, "\n| figure | value | ± 95% | CV |\n|---|---:|---:|---:|");
+            for (k, v) in &r.figures {
+                let reps: Vec<f64> = r
+                    .repetitions
+                    .iter()
+                    .filter_map(|p| p.figures.get(k).copied())
+                    .collect();
+                if reps.len() > 1 {
+                    let sp = crate::stats::repeat::spread(&reps);
+                    let _ = writeln!(
+                        o,
+                        "| {k} | {:.4} | {:.4} | {:.1}% |",
+                        sp.mean,
+                        sp.ci95,
+                        sp.cv * 100.0
+                    );
+                } else {
+                    let _ = writeln!(o, "| {k} | {v:.4} | | |");
+                }
+            }
+        }
         o
     }
 }

@@ -133,9 +133,66 @@ impl Exporter for Text {
                 f.first_error.as_deref().unwrap_or("")
             );
         }
+        figures(&mut o, r);
         for n in &r.notes {
             let _ = writeln!(o, "{n}");
         }
         o
+    }
+}
+
+/// The named figures of an application benchmark (top-level ones; per-instance and
+/// per-client figures, named `instance.N.*` and `client.N.*`, are in the JSON), with mean
+/// ± 95% confidence interval and CV over repetitions.
+fn figures(o: &mut String, r: &Results) {
+    let top: Vec<(&String, &f64)> = r.figures.iter().filter(|(k, _)| !k.contains('.')).collect();
+    if top.is_empty() {
+        return;
+    }
+    let parts = r.figures.len() - top.len();
+    let _ = writeln!(
+        o,
+        "Figures{}{}:",
+        if r.repetitions.len() > 1 {
+            " (mean ± 95% confidence, CV)"
+        } else {
+            ""
+        },
+        if parts > 0 {
+            format!("; {parts} more per instance or client in the JSON")
+        } else {
+            String::new()
+        }
+    );
+    let w = top.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+    for (k, v) in top {
+        let reps: Vec<f64> = r
+            .repetitions
+            .iter()
+            .filter_map(|p| p.figures.get(k).copied())
+            .collect();
+        if reps.len() > 1 {
+            let s = spread(&reps);
+            let _ = writeln!(
+                o,
+                "  {k:<w$} {} ± {} (CV {:.1}%)",
+                num(s.mean),
+                num(s.ci95),
+                s.cv * 100.0
+            );
+        } else {
+            let _ = writeln!(o, "  {k:<w$} {}", num(*v));
+        }
+    }
+}
+
+/// A figure with about four significant digits, integers as integers.
+fn num(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{v:.0}")
+    } else if v.abs() >= 100.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.4}")
     }
 }

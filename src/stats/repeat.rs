@@ -120,6 +120,7 @@ pub fn repetition_of(r: &Results) -> Repetition {
             .iter()
             .map(|f| [f.ops_per_s, f.mb_per_s, f.latency_us.mean, f.latency_us.p99])
             .collect(),
+        figures: r.figures.clone(),
     }
 }
 
@@ -214,8 +215,18 @@ pub fn combine(runs: Vec<Results>) -> Results {
     };
     let repetitions = all.iter().map(|r| repetition_of(r)).collect();
     let interrupted = all.iter().any(|r| r.interrupted);
+    // Named figures: the mean over the repetitions that have them.
+    let mut figures = std::collections::BTreeMap::new();
+    for k in first.figures.keys() {
+        let v: Vec<f64> = all
+            .iter()
+            .filter_map(|r| r.figures.get(k).copied())
+            .collect();
+        figures.insert(k.clone(), mean_var(&v).0);
+    }
     Results {
         duration_s: duration,
+        figures,
         interrupted,
         flowops,
         summary,

@@ -227,6 +227,11 @@ pub struct Results {
     /// figures then merge every repetition.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub repetitions: Vec<Repetition>,
+    /// Named figures beyond the per-flowop table, as the original tool of an application
+    /// benchmark prints them (PostMark's transaction rate, Andrew's phase times, ...); with
+    /// repetitions, the mean over them. Keys are documented in the README.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub figures: BTreeMap<String, f64>,
 }
 
 /// The headline figures of one repetition.
@@ -237,6 +242,9 @@ pub struct Repetition {
     /// `(ops_per_s, mb_per_s, mean latency us, p99 latency us)` per flowop, in the order of
     /// `flowops`.
     pub flowops: Vec<[f64; 4]>,
+    /// This repetition's [`Results::figures`].
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub figures: BTreeMap<String, f64>,
 }
 
 /// FNV-1a, 64 bits: a stable hash of the workload text.

@@ -1,0 +1,256 @@
+//! One measurement contract for the application benchmarks: every one of them (postmark,
+//! andrew, find, build, read) is a [`Measurement`] — prepare what is not measured, measure
+//! once, say what it is — and [`drive`] does the rest the same way for all of them, as
+//! `fsbench run` does for workloads: warm-up repetitions that are discarded, `--cold`
+//! (sync and drop the kernel's caches before each measured repetition), `--repeat N`
+//! combined by [`crate::stats::repeat::combine`] (mean ± 95% confidence interval and CV),
+//! host facts and the clock's calibration in every result, and the same exporters
+//! (text, JSON, CSV, Markdown).
+//!
+//! Nothing above this trait knows which benchmark it drives, so an experiment runner can
+//! treat every application benchmark alike through its `--json` output.
+
+use crate::stats::{self, Results};
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use std::path::{Path, PathBuf};
+
+/// A benchmark that can be measured repeatedly.
+pub trait Measurement {
+    /// The benchmark's name (the Results' `workload`).
+    fn name(&self) -> &str;
+    /// Unmeasured set-up before each repetition (e.g. writing a generated tree). Caches are
+    /// dropped after it when `--cold` is given.
+    fn prepare(&mut self) -> Result<()> {
+        Ok(())
+    }
+    /// Measure once. The returned Results' host facts, calibration and `cold` flag are
+    /// filled by [`drive`].
+    fn run_once(&mut self) -> Result<Results>;
+    /// The directory whose file system is measured (for the host facts). It must exist
+    /// when [`Measurement::run_once`] returns.
+    fn target(&self) -> PathBuf;
+    /// Remove what the last repetition created (called after each repetition, also after
+    /// one that failed).
+    fn cleanup(&mut self) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// Options every application benchmark takes: repetitions, warm-up, cold cache, exports.
+#[derive(Args, Debug, Clone, Default)]
+pub struct MeasureArgs {
+    /// Measure N times and report mean ± 95% confidence interval and coefficient of
+    /// variation (each repetition in the JSON's `repetitions`).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub repeat: u32,
+    /// Run N unmeasured repetitions first (to warm caches and the file system) and discard
+    /// them.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub warmup: u32,
+    /// Before each measured repetition, `sync` and drop the page, dentry and inode caches
+    /// (needs root).
+    #[arg(long)]
+    pub cold: bool,
+    /// Write the results as JSON to FILE (`-` for standard output).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write the results as CSV to FILE (`-` for standard output).
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// Write the results as a Markdown table to FILE (`-` for standard output).
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+}
+
+impl MeasureArgs {
+    /// Refuse what cannot be done, before anything is created.
+    pub fn check(&self) -> Result<()> {
+        if self.repeat == 0 {
+            bail!("--repeat must be at least 1");
+        }
+        if self.cold && !crate::engine::is_root() {
+            bail!("--cold drops the kernel's caches (echo 3 > /proc/sys/vm/drop_caches), which needs root: run as root or leave out --cold");
+        }
+        Ok(())
+    }
+}
+
+/// `sync`, then drop the page, dentry and inode caches (root only).
+pub fn drop_caches() -> Result<()> {
+    if !crate::engine::is_root() {
+        bail!("dropping the kernel's caches (echo 3 > /proc/sys/vm/drop_caches) needs root: run as root or leave out the option");
+    }
+    crate::engine::drop_caches().map_err(|e| anyhow::anyhow!("{e}"))
+}
+
+/// Run `m` as `a` asks: warm-ups, then `repeat` measured repetitions (caches dropped before
+/// each with `--cold`), combined into one Results with host facts and calibration.
+/// Progress goes to standard error.
+pub fn drive(m: &mut dyn Measurement, a: &MeasureArgs) -> Result<Results> {
+    a.check()?;
+    crate::engine::install_signal_handlers();
+    let calibration = stats::clock::Calibration::measure(stats::clock::global());
+    for i in 0..a.warmup {
+        eprintln!(
+            "fsbench: {} warm-up {} of {} (discarded)",
+            m.name(),
+            i + 1,
+            a.warmup
+        );
+        let r = m.prepare().and_then(|_| m.run_once());
+        m.cleanup()?;
+        r?;
+        if crate::engine::interrupted() {
+            bail!("interrupted during warm-up");
+        }
+    }
+    let mut runs = Vec::new();
+    for i in 0..a.repeat {
+        if a.repeat > 1 {
+            eprintln!("fsbench: {} repetition {} of {}", m.name(), i + 1, a.repeat);
+        }
+        let r = (|| -> Result<Results> {
+            m.prepare()?;
+            if a.cold {
+                drop_caches()?;
+            }
+            let mut r = m.run_once()?;
+            r.cold = a.cold;
+            r.host = stats::host::collect(&m.target());
+            r.calibration = calibration.clone();
+            Ok(r)
+        })();
+        let c = m.cleanup();
+        let r = r?;
+        c?;
+        let stop = r.interrupted;
+        runs.push(r);
+        if stop {
+            break;
+        }
+    }
+    Ok(stats::repeat::combine(runs))
+}
+
+/// Print the text report to standard output and write the exports `a` asks for, with the
+/// same exporters as `fsbench run`.
+pub fn emit(r: &Results, a: &MeasureArgs) -> Result<()> {
+    print!(
+        "{}",
+        crate::report::exporter("text")
+            .expect("text exporter")
+            .render(r)
+    );
+    for (fmt, path) in [
+        ("json", &a.json),
+        ("csv", &a.csv),
+        ("markdown", &a.markdown),
+    ] {
+        let Some(path) = path else { continue };
+        write_export(fmt, r, path)?;
+    }
+    if r.interrupted {
+        bail!("interrupted: the results above cover {:.1} s", r.duration_s);
+    }
+    Ok(())
+}
+
+fn write_export(fmt: &str, r: &Results, path: &Path) -> Result<()> {
+    let text = crate::report::exporter(fmt)
+        .expect("known format")
+        .render(r);
+    if path.as_os_str() == "-" {
+        print!("{text}");
+    } else {
+        std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// [`drive`], then [`emit`].
+pub fn measure_and_report(m: &mut dyn Measurement, a: &MeasureArgs) -> Result<Results> {
+    let r = drive(m, a)?;
+    emit(&r, a)?;
+    Ok(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Counting {
+        prepared: u32,
+        ran: u32,
+        cleaned: u32,
+        dir: PathBuf,
+    }
+
+    impl Measurement for Counting {
+        fn name(&self) -> &str {
+            "counting"
+        }
+        fn prepare(&mut self) -> Result<()> {
+            self.prepared += 1;
+            Ok(())
+        }
+        fn run_once(&mut self) -> Result<Results> {
+            self.ran += 1;
+            let mut r = crate::apps::results(
+                crate::apps::AppRun {
+                    name: "counting",
+                    variables: Default::default(),
+                    seed: 0,
+                    run_dir: &self.dir,
+                    started_at: 0.0,
+                    duration_s: 1.0,
+                    threads: 1,
+                    notes: Vec::new(),
+                },
+                &[],
+                &crate::stats::Recorder::new(0),
+            );
+            r.figures.insert("n".into(), self.ran as f64);
+            Ok(r)
+        }
+        fn target(&self) -> PathBuf {
+            self.dir.clone()
+        }
+        fn cleanup(&mut self) -> Result<()> {
+            self.cleaned += 1;
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn warmups_are_discarded_and_repetitions_combined() {
+        let mut m = Counting {
+            prepared: 0,
+            ran: 0,
+            cleaned: 0,
+            dir: std::env::temp_dir(),
+        };
+        let a = MeasureArgs {
+            repeat: 3,
+            warmup: 2,
+            ..Default::default()
+        };
+        let r = drive(&mut m, &a).unwrap();
+        assert_eq!((m.prepared, m.ran, m.cleaned), (5, 5, 5));
+        assert_eq!(r.repetitions.len(), 3);
+        // Figures of repetitions 3, 4, 5 (after two warm-ups); the top level is their mean.
+        let n: Vec<f64> = r.repetitions.iter().map(|p| p.figures["n"]).collect();
+        assert_eq!(n, [3.0, 4.0, 5.0]);
+        assert_eq!(r.figures["n"], 4.0);
+        assert!(!r.host.kernel.is_empty());
+        assert!(!r.calibration.clock.is_empty());
+        assert!(drive(
+            &mut m,
+            &MeasureArgs {
+                repeat: 0,
+                ..Default::default()
+            }
+        )
+        .is_err());
+    }
+}
