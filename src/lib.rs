@@ -18,6 +18,7 @@ pub mod engine;
 pub mod fileset;
 pub mod lang;
 pub mod layout;
+pub mod limits;
 pub mod model;
 pub mod report;
 pub mod scan;

@@ -4,6 +4,7 @@
 
 pub mod aio;
 pub mod io;
+pub mod preflight;
 pub mod psrun;
 pub mod rundir;
 pub mod selftest;
@@ -146,6 +147,9 @@ pub enum EngineError {
     RunDir(#[from] rundir::RunDirError),
     #[error("{0}")]
     NoSpace(String),
+    /// The workload asks for more memory, threads or space than the machine has.
+    #[error("{0}")]
+    TooLarge(String),
     #[error("laying out fileset `{fileset}`: {source}")]
     Layout {
         fileset: String,
@@ -747,13 +751,21 @@ pub fn run(wl: &Workload, opts: &RunOptions) -> Result<Results, EngineError> {
         ));
     }
     let stable = wl.filesets.iter().any(|f| f.reuse);
-    // Plan first: a fileset too large to plan fails before anything is created on disk.
+    // Estimate from the parameters, then plan: what is too large fails before anything is
+    // allocated or created on disk.
+    let est = preflight::check(wl, &opts.parent)?;
+    if !opts.quiet {
+        eprintln!("fsbench: {}", est.describe());
+    }
     let plans: Vec<Plan> = wl
         .filesets
         .iter()
         .enumerate()
         .map(|(i, f)| fileset::plan(i, f, &wl.randvars, opts.seed))
         .collect();
+    if interrupted() {
+        return Err(EngineError::Interrupted);
+    }
     let rd = RunDir::create(&opts.parent, &wl.name, stable)?;
     if !opts.quiet {
         eprintln!("fsbench: run directory {}", rd.path.display());
