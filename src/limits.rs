@@ -158,6 +158,29 @@ impl Machine {
     }
 }
 
+/// Check before a run that an output file given as `flag FILE` can be written: not a
+/// directory, its directory exists and is writable. `-` (standard output) is always fine. A
+/// file that does not exist yet is created and removed again, so nothing is left behind.
+pub fn check_output(path: Option<&std::path::Path>, flag: &str) -> Result<(), String> {
+    let Some(path) = path else { return Ok(()) };
+    if path.as_os_str() == "-" {
+        return Ok(());
+    }
+    if path.is_dir() {
+        return Err(format!("{flag} {}: is a directory", path.display()));
+    }
+    let existed = path.exists();
+    match fs::OpenOptions::new().append(true).create(true).open(path) {
+        Ok(_) => {
+            if !existed {
+                let _ = fs::remove_file(path);
+            }
+            Ok(())
+        }
+        Err(e) => Err(format!("{flag} {}: cannot write: {e}", path.display())),
+    }
+}
+
 /// Bytes in binary units, as the rest of the reports print them.
 pub fn human(n: f64) -> String {
     crate::model::explain::human_bytes(n)

@@ -17,7 +17,7 @@ use super::{timed, AppRun, OpTable, PathBuf0, Recorder};
 use crate::engine::io;
 use crate::engine::rundir::RunDir;
 use crate::model::FlowopKind;
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use rand::SeedableRng;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -252,11 +252,8 @@ pub fn main(a: &AndrewArgs) -> Result<()> {
     if a.copies == 0 || a.clients == 0 {
         bail!("--copies and --clients must be at least 1");
     }
-    let parent = a.dir.clone().unwrap_or_else(std::env::temp_dir);
-    let parent = parent
-        .canonicalize()
-        .with_context(|| format!("target directory {}", parent.display()))?;
-    let rd = RunDir::create(&parent, "andrew", false)?;
+    // Everything that can be refused is refused before the run directory exists.
+    let parent = super::guard::target_dir(a.dir.as_deref())?;
     let cc = if a.no_compile {
         None
     } else {
@@ -265,10 +262,17 @@ pub fn main(a: &AndrewArgs) -> Result<()> {
     if a.cc.is_some() && cc.is_none() {
         bail!("C compiler {} not found", a.cc.as_deref().unwrap_or(""));
     }
+    super::guard::check_threads(
+        a.clients as u64,
+        (a.copies as u64).saturating_mul(1 << 20),
+        &format!("--clients {}", a.clients),
+    )?;
+    crate::limits::check_output(a.json.as_deref(), "--json").map_err(anyhow::Error::msg)?;
+    let rd = super::guard::RunDirGuard::new(RunDir::create(&parent, "andrew", false)?);
 
     // The master tree, written before anything is measured.
     let files = tree(a.seed);
-    let master = rd.path.join("master");
+    let master = rd.path().join("master");
     for (d, _) in DIRS {
         std::fs::create_dir_all(master.join(d))?;
     }
@@ -280,36 +284,52 @@ pub fn main(a: &AndrewArgs) -> Result<()> {
     let barrier = Barrier::new(a.clients as usize);
     let started_at = super::now_epoch();
     let t0 = Instant::now();
+    let gate = super::guard::StartGate::default();
     let clients: Vec<(Recorder, [f64; 5])> = std::thread::scope(|sc| {
-        let hs: Vec<_> = (0..a.clients)
-            .map(|i| {
-                let root = rd.path.join(format!("client{i}"));
-                let (files, master, cc, barrier) = (&files, &master, cc.as_deref(), &barrier);
-                sc.spawn(move || {
-                    let _ = std::fs::create_dir(&root);
-                    let mut c = Client {
-                        root,
-                        master,
-                        files,
-                        copies: a.copies,
-                        cc,
-                        rec: super::recorder(OPS),
-                        phase_s: [0.0; 5],
-                        buf: Vec::new(),
-                    };
-                    let (u0, s0) = crate::stats::thread_cpu();
-                    c.run(barrier);
-                    let (u1, s1) = crate::stats::thread_cpu();
-                    c.rec.cpu_user_s = u1 - u0;
-                    c.rec.cpu_sys_s = s1 - s0;
-                    (c.rec, c.phase_s)
-                })
-            })
-            .collect();
+        let mut hs = Vec::new();
+        for i in 0..a.clients {
+            let root = rd.path().join(format!("client{i}"));
+            let (files, master, cc, barrier, gate) =
+                (&files, &master, cc.as_deref(), &barrier, &gate);
+            let h = crate::limits::spawn_scoped(sc, format!("andrew client {i}"), move || {
+                if !gate.wait() {
+                    return None;
+                }
+                let _ = std::fs::create_dir(&root);
+                let mut c = Client {
+                    root,
+                    master,
+                    files,
+                    copies: a.copies,
+                    cc,
+                    rec: super::recorder(OPS),
+                    phase_s: [0.0; 5],
+                    buf: Vec::new(),
+                };
+                let (u0, s0) = crate::stats::thread_cpu();
+                c.run(barrier);
+                let (u1, s1) = crate::stats::thread_cpu();
+                c.rec.cpu_user_s = u1 - u0;
+                c.rec.cpu_sys_s = s1 - s0;
+                Some((c.rec, c.phase_s))
+            });
+            match h {
+                Ok(h) => hs.push(h),
+                Err(e) => {
+                    gate.open(false);
+                    return Err(anyhow::anyhow!("{e}"));
+                }
+            }
+        }
+        gate.open(true);
         hs.into_iter()
-            .map(|h| h.join().expect("andrew client panicked"))
-            .collect()
-    });
+            .map(|h| {
+                h.join()
+                    .map_err(|_| anyhow::anyhow!("an andrew client panicked"))?
+                    .ok_or_else(|| anyhow::anyhow!("an andrew client did not run"))
+            })
+            .collect::<Result<Vec<_>>>()
+    })?;
     let secs = t0.elapsed().as_secs_f64();
 
     let mut merged = super::recorder(OPS);
@@ -375,7 +395,7 @@ pub fn main(a: &AndrewArgs) -> Result<()> {
             name: "andrew",
             variables,
             seed: a.seed,
-            run_dir: &rd.path,
+            run_dir: rd.path(),
             started_at,
             duration_s: secs,
             threads: a.clients as u64,
@@ -385,8 +405,6 @@ pub fn main(a: &AndrewArgs) -> Result<()> {
         &merged,
     );
     let res = super::emit(&r, a.json.as_deref());
-    if !a.keep {
-        rd.remove()?;
-    }
+    rd.finish(a.keep)?;
     res
 }

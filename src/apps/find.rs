@@ -65,6 +65,12 @@ pub fn main(a: &FindArgs) -> Result<()> {
     if !a.dir.is_dir() {
         bail!("{} is not a directory", a.dir.display());
     }
+    super::guard::check_threads(
+        a.threads as u64,
+        1 << 20,
+        &format!("--threads {}", a.threads),
+    )?;
+    crate::limits::check_output(a.json.as_deref(), "--json").map_err(anyhow::Error::msg)?;
     if a.cold {
         drop_caches()?;
     }

@@ -167,6 +167,11 @@ pub enum EngineError {
     EndedInWarmup(String),
 }
 
+/// Bytes free for unprivileged users on the file system holding `p`.
+pub fn free_space(p: &Path) -> Option<u64> {
+    statvfs_free(p)
+}
+
 fn statvfs_free(p: &Path) -> Option<u64> {
     use std::os::unix::ffi::OsStrExt;
     let c = std::ffi::CString::new(p.as_os_str().as_bytes()).ok()?;
