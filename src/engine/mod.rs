@@ -892,6 +892,7 @@ fn run_in(
     }
     let calibration = stats::clock::Calibration::measure(stats::clock::global());
     let host = stats::host::collect(&rd.path);
+    let disk_probe = crate::disk::lateness::Probe::start(&rd.path);
     let m = measure(
         wl,
         &laid.filesets,
@@ -904,7 +905,15 @@ fn run_in(
         },
     )?;
     measured.get_or_insert(m);
-    let m = measured.expect("set above");
+    let mut m = measured.expect("set above");
+    // On a simulated disk: how late its replies were during this run.
+    if let Some((l, after)) = disk_probe.as_ref().and_then(|p| p.finish()) {
+        let (note, warn) = disk_probe.as_ref().expect("probed").describe(&l, &after);
+        if let Some(w) = warn {
+            eprintln!("fsbench: warning: {w}");
+        }
+        m.notes.push(note);
+    }
     let (flowops, summary) = stats::summarize(&wl.stat_names, &m.rec, m.duration);
     Ok(Results {
         schema_version: stats::SCHEMA_VERSION,
