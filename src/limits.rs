@@ -28,7 +28,14 @@ pub struct Machine {
     /// Threads that may still be created, and the limit that decides it.
     pub threads_left: u64,
     pub threads_reason: String,
+    /// Address space left under RLIMIT_AS, when it is set: every thread's stack and signal
+    /// stack are mapped from it whether touched or not.
+    pub as_left: Option<u64>,
 }
+
+/// Address space a thread maps: its stack (2 MiB at most for fsbench's threads) and its
+/// alternative signal stack with guard pages.
+const THREAD_VIRTUAL: u64 = (2 << 20) + (64 << 10);
 
 fn read_u64(path: &str) -> Option<u64> {
     fs::read_to_string(path).ok()?.trim().parse().ok()
@@ -70,6 +77,7 @@ impl Machine {
             Some(m) => (m, "available memory (MemAvailable)"),
             None => (u64::MAX, "memory"),
         };
+        let as_left = rlimit(libc::RLIMIT_AS).map(|l| l.saturating_sub(vm_size()));
         if let Some(as_limit) = rlimit(libc::RLIMIT_AS) {
             let left = as_limit.saturating_sub(vm_size());
             if left < mem {
@@ -114,6 +122,16 @@ impl Machine {
                 ),
             ));
         }
+        if let Some(left) = as_left {
+            limits.push((
+                left / THREAD_VIRTUAL / 2,
+                format!(
+                    "RLIMIT_AS (ulimit -v) leaves {} of address space and each thread maps {}",
+                    human(left as f64),
+                    human(THREAD_VIRTUAL as f64)
+                ),
+            ));
+        }
         let (threads_left, threads_reason) = limits
             .into_iter()
             .min_by_key(|(n, _)| *n)
@@ -123,6 +141,7 @@ impl Machine {
             mem_source: src,
             threads_left,
             threads_reason,
+            as_left,
         }
     }
 

@@ -862,6 +862,21 @@ impl Builder {
         }
     }
 
+    /// An `instances=` count: at least 1 and at most u32::MAX (never silently truncated).
+    fn count_attr(&mut self, a: &Attr) -> u32 {
+        let v = self.const_attr(a, 1).unwrap_or(1);
+        match u32::try_from(v) {
+            Ok(n) => n,
+            Err(_) => {
+                self.err(
+                    a.span(),
+                    format!("`{}` must be at most {}, found {v}", a.name, u32::MAX),
+                );
+                1
+            }
+        }
+    }
+
     fn filesets(&mut self) -> Vec<Fileset> {
         let decls = std::mem::take(&mut self.fileset_decls);
         let mut out: Vec<Fileset> = Vec::new();
@@ -1133,7 +1148,7 @@ impl Builder {
             for a in &attrs {
                 match a.name.as_str() {
                     "name" => p.name = self.attr_str(a).unwrap_or_default(),
-                    "instances" => p.instances = self.const_attr(a, 1).unwrap_or(1) as u32,
+                    "instances" => p.instances = self.count_attr(a),
                     "nice" => p.nice = self.const_attr(a, -20).map(|n| n.min(19) as i32),
                     _ => {
                         let d =
@@ -1169,7 +1184,7 @@ impl Builder {
                 for a in &td.attrs {
                     match a.name.as_str() {
                         "name" => t.name = self.attr_str(a).unwrap_or_default(),
-                        "instances" => t.instances = self.const_attr(a, 1).unwrap_or(1) as u32,
+                        "instances" => t.instances = self.count_attr(a),
                         "memsize" => t.memsize = self.const_attr(a, 0).unwrap_or(0) as u64,
                         "useism" => {
                             t.useism = self.bool_attr(a, &Locals::new()).unwrap_or(false);
