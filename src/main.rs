@@ -257,6 +257,13 @@ fn cmd_run(a: &RunArgs) -> Result<()> {
     if a.cold && !fsbench::engine::is_root() {
         bail!("--cold drops the page cache, which needs root; run as root or leave out --cold");
     }
+    for (flag, path) in [
+        ("--json", &a.json),
+        ("--csv", &a.csv),
+        ("--markdown", &a.markdown),
+    ] {
+        fsbench::limits::check_output(path.as_deref(), flag).map_err(anyhow::Error::msg)?;
+    }
     fsbench::engine::install_signal_handlers();
     use std::io::IsTerminal;
     let opts = fsbench::engine::RunOptions {
@@ -379,8 +386,19 @@ fn cmd_show(a: &ShowArgs) -> Result<()> {
 }
 
 fn main() -> ExitCode {
+    fsbench::exit::install_panic_hook();
     let cli = Cli::parse();
-    let r = match cli.command {
+    match std::panic::catch_unwind(|| dispatch(cli)) {
+        Ok(r) => fsbench::exit::status(&r),
+        Err(p) if fsbench::exit::is_broken_pipe(p.as_ref()) => {
+            ExitCode::from(fsbench::exit::BROKEN_PIPE)
+        }
+        Err(p) => std::panic::resume_unwind(p),
+    }
+}
+
+fn dispatch(cli: Cli) -> Result<()> {
+    match cli.command {
         Command::Check(a) => cmd_check(&a),
         Command::List => cmd_list(),
         Command::Show(a) => cmd_show(&a),
@@ -396,12 +414,5 @@ fn main() -> ExitCode {
         Command::Find(a) => fsbench::apps::find::main(&a),
         Command::Build(a) => fsbench::apps::build::main(&a),
         Command::Read(a) => fsbench::apps::read::main(&a),
-    };
-    match r {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("fsbench: {e:#}");
-            ExitCode::FAILURE
-        }
     }
 }

@@ -37,6 +37,24 @@ pub enum LoadError {
     },
     #[error("{0}")]
     Invalid(Diagnostics),
+    #[error(
+        "{path}:{line}:{column}: not UTF-8 text (byte 0x{byte:02x}); a workload is a text file"
+    )]
+    NotText {
+        path: String,
+        line: usize,
+        column: usize,
+        byte: u8,
+    },
+}
+
+/// Line and column (both from 1, the column counted in characters) of byte `at` of `bytes`,
+/// whose first `at` bytes are valid UTF-8.
+fn line_col(bytes: &[u8], at: usize) -> (usize, usize) {
+    let before = std::str::from_utf8(&bytes[..at]).unwrap_or("");
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, col)
 }
 
 /// Read a workload's text: an existing file path, else a built-in name.
@@ -44,9 +62,20 @@ pub fn read_source(spec: &str) -> Result<(std::sync::Arc<SourceFile>, Origin, St
     let path = Path::new(spec);
     let looks_like_path = spec.contains('/') || spec.ends_with(".f");
     if path.is_file() || (looks_like_path && builtin(spec).is_none()) {
-        let text = std::fs::read_to_string(path).map_err(|e| LoadError::Io {
+        let bytes = std::fs::read(path).map_err(|e| LoadError::Io {
             path: spec.to_string(),
             source: e,
+        })?;
+        let text = String::from_utf8(bytes).map_err(|e| {
+            let at = e.utf8_error().valid_up_to();
+            let bytes = e.into_bytes();
+            let (line, column) = line_col(&bytes, at);
+            LoadError::NotText {
+                path: spec.to_string(),
+                line,
+                column,
+                byte: bytes[at],
+            }
         })?;
         let name = path
             .file_stem()

@@ -237,7 +237,37 @@ pub fn run(args: AgeArgs) -> anyhow::Result<()> {
         .dir
         .canonicalize()
         .with_context(|| format!("target directory {}", args.dir.display()))?;
+    // Validate what can be validated before the aging directory exists.
+    if args.replay_snapshots.is_empty() {
+        match &args.from_snapshot {
+            Some(p) => {
+                std::fs::File::open(p)
+                    .with_context(|| format!("cannot read snapshot {}", p.display()))?;
+            }
+            None => {
+                Profile::builtin(&args.profile)?;
+            }
+        }
+    }
     let rd = RunDir::create(&parent, "aged", true)?;
+    let root = rd.path.clone();
+    let r = age_in(&args, &rd);
+    if r.is_err() && rd.fresh && only_marker(&root) {
+        // A failed start leaves nothing behind: the directory holds nothing but its marker.
+        let _ = rd.remove();
+    }
+    r
+}
+
+/// Whether a run directory holds nothing but fsbench's marker.
+fn only_marker(dir: &Path) -> bool {
+    std::fs::read_dir(dir).is_ok_and(|it| {
+        it.filter_map(|e| e.ok())
+            .all(|e| e.file_name() == crate::engine::rundir::MARKER)
+    })
+}
+
+fn age_in(args: &AgeArgs, rd: &RunDir) -> anyhow::Result<()> {
     let root = rd.path.clone();
     crate::engine::install_signal_handlers();
     let started = Instant::now();
@@ -281,9 +311,9 @@ pub fn run(args: AgeArgs) -> anyhow::Result<()> {
 
     if !args.replay_snapshots.is_empty() {
         report.mode = "replay".into();
-        super::replay::replay(&args, &root, &mut ex, &mut report)?;
+        super::replay::replay(args, &root, &mut ex, &mut report)?;
     } else {
-        age_profile(&args, &root, &mut ex, &mut report, used0, cap)?;
+        age_profile(args, &root, &mut ex, &mut report, used0, cap)?;
     }
     ex.finish()?;
     ex.syncfs().context("syncfs after aging")?;

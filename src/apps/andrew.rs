@@ -17,7 +17,7 @@ use super::{timed, AppRun, OpTable, PathBuf0, Recorder};
 use crate::engine::io;
 use crate::engine::rundir::RunDir;
 use crate::model::FlowopKind;
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use rand::SeedableRng;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -282,10 +282,8 @@ pub fn main(a: &AndrewArgs) -> Result<()> {
         bail!("--drop-caches-between-phases drops the kernel's caches, which needs root: run as root or leave it out");
     }
     a.m.check()?;
-    let parent = a.dir.clone().unwrap_or_else(std::env::temp_dir);
-    let parent = parent
-        .canonicalize()
-        .with_context(|| format!("target directory {}", parent.display()))?;
+    // Everything that can be refused is refused before the run directory exists.
+    let parent = super::guard::target_dir(a.dir.as_deref())?;
     let cc = if a.no_compile {
         None
     } else {
@@ -294,6 +292,11 @@ pub fn main(a: &AndrewArgs) -> Result<()> {
     if a.cc.is_some() && cc.is_none() {
         bail!("C compiler {} not found", a.cc.as_deref().unwrap_or(""));
     }
+    super::guard::check_threads(
+        a.clients as u64,
+        (a.copies as u64).saturating_mul(1 << 20),
+        &format!("--clients {}", a.clients),
+    )?;
     let mut m = Andrew {
         a,
         parent,
@@ -355,36 +358,51 @@ fn phases(
     let barrier = Barrier::new(a.clients as usize);
     let started_at = super::now_epoch();
     let t0 = Instant::now();
+    let gate = super::guard::StartGate::default();
     let clients: Vec<(Recorder, [f64; 5])> = std::thread::scope(|sc| {
-        let hs: Vec<_> = (0..a.clients)
-            .map(|i| {
-                let root = rd.path.join(format!("client{i}"));
-                let (master, barrier, drop_error) = (&master, &barrier, &drop_error);
-                sc.spawn(move || {
-                    let _ = std::fs::create_dir(&root);
-                    let mut c = Client {
-                        root,
-                        master,
-                        files,
-                        copies: a.copies,
-                        cc,
-                        rec: super::recorder(OPS),
-                        phase_s: [0.0; 5],
-                        buf: Vec::new(),
-                    };
-                    let (u0, s0) = crate::stats::thread_cpu();
-                    c.run(barrier, a.drop_caches_between_phases, drop_error);
-                    let (u1, s1) = crate::stats::thread_cpu();
-                    c.rec.cpu_user_s = u1 - u0;
-                    c.rec.cpu_sys_s = s1 - s0;
-                    (c.rec, c.phase_s)
-                })
-            })
-            .collect();
+        let mut hs = Vec::new();
+        for i in 0..a.clients {
+            let root = rd.path.join(format!("client{i}"));
+            let (master, barrier, gate, drop_error) = (&master, &barrier, &gate, &drop_error);
+            let h = crate::limits::spawn_scoped(sc, format!("andrew client {i}"), move || {
+                if !gate.wait() {
+                    return None;
+                }
+                let _ = std::fs::create_dir(&root);
+                let mut c = Client {
+                    root,
+                    master,
+                    files,
+                    copies: a.copies,
+                    cc,
+                    rec: super::recorder(OPS),
+                    phase_s: [0.0; 5],
+                    buf: Vec::new(),
+                };
+                let (u0, s0) = crate::stats::thread_cpu();
+                c.run(barrier, a.drop_caches_between_phases, drop_error);
+                let (u1, s1) = crate::stats::thread_cpu();
+                c.rec.cpu_user_s = u1 - u0;
+                c.rec.cpu_sys_s = s1 - s0;
+                Some((c.rec, c.phase_s))
+            });
+            match h {
+                Ok(h) => hs.push(h),
+                Err(e) => {
+                    gate.open(false);
+                    return Err(anyhow::anyhow!("{e}"));
+                }
+            }
+        }
+        gate.open(true);
         hs.into_iter()
-            .map(|h| h.join().expect("andrew client panicked"))
-            .collect()
-    });
+            .map(|h| {
+                h.join()
+                    .map_err(|_| anyhow::anyhow!("an andrew client panicked"))?
+                    .ok_or_else(|| anyhow::anyhow!("an andrew client did not run"))
+            })
+            .collect::<Result<Vec<_>>>()
+    })?;
     let secs = t0.elapsed().as_secs_f64();
     if let Some(e) = drop_error.into_inner().unwrap_or_else(|p| p.into_inner()) {
         bail!("dropping caches between phases: {e}");

@@ -95,6 +95,9 @@ fn generate(a: &BuildArgs, root: &Path) -> Result<Tree> {
     let mut sources = Vec::with_capacity(a.files as usize);
     let mut includes: Vec<Vec<u32>> = Vec::with_capacity(a.files as usize);
     for i in 0..a.files {
+        if crate::engine::interrupted() {
+            bail!("interrupted while writing the source tree");
+        }
         let size = rng.random_range(lo..hi);
         let inc: Vec<u32> = (0..a.headers_per_job.min(headers))
             .map(|_| rng.random_range(0..headers))
@@ -199,10 +202,33 @@ pub fn main(a: &BuildArgs) -> Result<()> {
             bail!("--src {}: not a directory", src.display());
         }
     }
-    let parent = a.dir.clone().unwrap_or_else(std::env::temp_dir);
-    let parent = parent
-        .canonicalize()
-        .with_context(|| format!("target directory {}", parent.display()))?;
+    // Everything that can be refused is refused before the run directory exists.
+    let parent = super::guard::target_dir(a.dir.as_deref())?;
+    // Sources are up to 1.5 x --source-size; each job holds a source and its object, the link
+    // holds every object, and the disk holds sources, objects and the program.
+    let hi_size = a.source_size.saturating_add(a.source_size / 2).max(65);
+    let per_job = hi_size.saturating_mul(2);
+    let link = hi_size.saturating_mul(a.files as u64);
+    crate::limits::Machine::probe()
+        .check_memory(
+            link.saturating_add(per_job.saturating_mul(a.jobs as u64)),
+            &format!("--source-size {} with --files {}", a.source_size, a.files),
+        )
+        .map_err(anyhow::Error::msg)?;
+    super::guard::check_threads(a.jobs as u64, 0, &format!("-j {}", a.jobs))?;
+    if let Some(free) = crate::engine::free_space(&parent) {
+        let disk = link.saturating_mul(3);
+        if disk > free {
+            bail!(
+                "--source-size {} with --files {} would write about {} of sources, objects and program, but {} has {} free; lower them",
+                a.source_size,
+                a.files,
+                crate::limits::human(disk as f64),
+                parent.display(),
+                crate::limits::human(free as f64)
+            );
+        }
+    }
     let mut m = Build {
         a,
         parent,
@@ -271,83 +297,98 @@ fn build_once(a: &BuildArgs, root: &Path, tree: &Tree) -> Result<crate::stats::R
     let started_at = super::now_epoch();
     let cpu0 = super::process_cpu(false);
     let t0 = Instant::now();
+    let gate = super::guard::StartGate::default();
     let recs: Vec<Recorder> = std::thread::scope(|sc| {
-        let hs: Vec<_> = (0..a.jobs)
-            .map(|j| {
-                let (next, sources, headers, includes) = (&next, sources, headers, includes);
-                sc.spawn(move || {
-                    let mut rec = super::recorder(OPS);
-                    let mut p = PathBuf0::new(root);
-                    let mut buf = Vec::new();
-                    let mut hbuf = Vec::new();
-                    let mut obj = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        if i >= sources.len() || crate::engine::interrupted() {
-                            break;
-                        }
-                        let d = dir_of(i as u32, a.dirs);
-                        let path = sources[i].0.as_c_str();
-                        let n = timed(
-                            &mut rec.ops[READ_SRC],
-                            sources[i].1,
-                            || format!("reading {path:?}"),
-                            || super::slurp_file(path, &mut buf, 64 * 1024),
-                        )
-                        .unwrap_or(0) as usize;
-                        for h in &includes[i] {
-                            let path = headers[*h as usize].as_c_str();
-                            let hb = &mut hbuf;
-                            timed(
-                                &mut rec.ops[READ_HDR],
-                                0,
-                                || format!("reading {path:?}"),
-                                || super::read_file(path, hb, 64 * 1024),
-                            );
-                        }
-                        let t = Instant::now();
-                        burn_cpu(a.cpu_ms);
-                        rec.ops[COMPUTE].record(t.elapsed().as_nanos() as u64, 0);
-                        // The "object": the source's bytes, transformed.
-                        obj.clear();
-                        obj.extend(buf[..n].iter().map(|b| b.rotate_left(3)));
-                        for t in 0..a.temps {
-                            let path = p.with(format_args!("tmp/j{j}-f{i}-{t}.s"));
-                            timed(
-                                &mut rec.ops[WRITE_TMP],
-                                obj.len() as u64,
-                                || format!("writing {path:?}"),
-                                || super::write_file(path, &obj),
-                            );
-                        }
-                        let path = p.with(format_args!("obj/d{d}/f{i}.o"));
+        let mut hs = Vec::new();
+        for j in 0..a.jobs {
+            let (next, sources, headers, includes, gate) =
+                (&next, sources, headers, includes, &gate);
+            let h = crate::limits::spawn_scoped(sc, format!("build job {j}"), move || {
+                if !gate.wait() {
+                    return None;
+                }
+                let mut rec = super::recorder(OPS);
+                let mut p = PathBuf0::new(root);
+                let mut buf = Vec::new();
+                let mut hbuf = Vec::new();
+                let mut obj = Vec::new();
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= sources.len() || crate::engine::interrupted() {
+                        break;
+                    }
+                    let d = dir_of(i as u32, a.dirs);
+                    let path = sources[i].0.as_c_str();
+                    let n = timed(
+                        &mut rec.ops[READ_SRC],
+                        sources[i].1,
+                        || format!("reading {path:?}"),
+                        || super::slurp_file(path, &mut buf, 64 * 1024),
+                    )
+                    .unwrap_or(0) as usize;
+                    for h in &includes[i] {
+                        let path = headers[*h as usize].as_c_str();
                         timed(
-                            &mut rec.ops[WRITE_OBJ],
+                            &mut rec.ops[READ_HDR],
+                            0,
+                            || format!("reading {path:?}"),
+                            || super::read_file(path, &mut hbuf, 64 * 1024),
+                        );
+                    }
+                    let t = Instant::now();
+                    burn_cpu(a.cpu_ms);
+                    rec.ops[COMPUTE].record(t.elapsed().as_nanos() as u64, 0);
+                    // The "object": the source's bytes, transformed.
+                    obj.clear();
+                    obj.extend(buf[..n].iter().map(|b| b.rotate_left(3)));
+                    for t in 0..a.temps {
+                        let path = p.with(format_args!("tmp/j{j}-f{i}-{t}.s"));
+                        timed(
+                            &mut rec.ops[WRITE_TMP],
                             obj.len() as u64,
                             || format!("writing {path:?}"),
                             || super::write_file(path, &obj),
                         );
-                        for t in 0..a.temps {
-                            let path = p.with(format_args!("tmp/j{j}-f{i}-{t}.s"));
-                            timed(
-                                &mut rec.ops[DELETE_TMP],
-                                0,
-                                || format!("deleting {path:?}"),
-                                || io::unlink(path),
-                            );
-                        }
                     }
-                    let (u, s) = crate::stats::thread_cpu();
-                    rec.cpu_user_s = u;
-                    rec.cpu_sys_s = s;
-                    rec
-                })
-            })
-            .collect();
+                    let path = p.with(format_args!("obj/d{d}/f{i}.o"));
+                    timed(
+                        &mut rec.ops[WRITE_OBJ],
+                        obj.len() as u64,
+                        || format!("writing {path:?}"),
+                        || super::write_file(path, &obj),
+                    );
+                    for t in 0..a.temps {
+                        let path = p.with(format_args!("tmp/j{j}-f{i}-{t}.s"));
+                        timed(
+                            &mut rec.ops[DELETE_TMP],
+                            0,
+                            || format!("deleting {path:?}"),
+                            || io::unlink(path),
+                        );
+                    }
+                }
+                let (u, s) = crate::stats::thread_cpu();
+                rec.cpu_user_s = u;
+                rec.cpu_sys_s = s;
+                Some(rec)
+            });
+            match h {
+                Ok(h) => hs.push(h),
+                Err(e) => {
+                    gate.open(false);
+                    return Err(anyhow::anyhow!("{e}"));
+                }
+            }
+        }
+        gate.open(true);
         hs.into_iter()
-            .map(|h| h.join().expect("build job panicked"))
-            .collect()
-    });
+            .map(|h| {
+                h.join()
+                    .map_err(|_| anyhow::anyhow!("a build job panicked"))?
+                    .ok_or_else(|| anyhow::anyhow!("a build job did not run"))
+            })
+            .collect::<Result<Vec<_>>>()
+    })?;
     let compile_s = t0.elapsed().as_secs_f64();
 
     // Link: read every object, write one output.

@@ -68,6 +68,11 @@ pub fn main(a: &FindArgs) -> Result<()> {
     if !a.dir.is_dir() {
         bail!("{} is not a directory", a.dir.display());
     }
+    super::guard::check_threads(
+        a.threads as u64,
+        1 << 20,
+        &format!("--threads {}", a.threads),
+    )?;
     super::measure::measure_and_report(&mut Find { a }, &a.m)?;
     Ok(())
 }

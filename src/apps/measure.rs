@@ -72,6 +72,14 @@ impl MeasureArgs {
         if self.cold && !crate::engine::is_root() {
             bail!("--cold drops the kernel's caches (echo 3 > /proc/sys/vm/drop_caches), which needs root: run as root or leave out --cold");
         }
+        // Outputs are checked before anything runs, not found unwritable after it.
+        for (path, flag) in [
+            (&self.json, "--json"),
+            (&self.csv, "--csv"),
+            (&self.markdown, "--markdown"),
+        ] {
+            crate::limits::check_output(path.as_deref(), flag).map_err(anyhow::Error::msg)?;
+        }
         Ok(())
     }
 }

@@ -11,6 +11,7 @@ pub mod andrew;
 pub mod build;
 pub mod cli;
 pub mod find;
+pub mod guard;
 pub mod measure;
 pub mod postmark;
 pub mod read;

@@ -713,6 +713,66 @@ impl Instance<'_> {
 // ---------------------------------------------------------------------------------------
 // A run
 
+/// Refuse, before creating anything, a configuration the machine cannot hold: the file
+/// table and source buffer of every instance in memory, the instances as threads, the files
+/// and subdirectories in the locations' free space and inodes.
+fn preflight(cfg: &Config, instances: u32, locations: &[(PathBuf, u32)]) -> Result<()> {
+    let m = crate::limits::Machine::probe();
+    let per = (cfg.number as u64)
+        .saturating_mul(2 * std::mem::size_of::<Slot>() as u64)
+        .saturating_add((cfg.size_high as u64).saturating_mul(3));
+    m.check_threads(
+        instances as u64,
+        per,
+        &format!(
+            "--instances {instances} with set number {} and set size {} {}",
+            cfg.number, cfg.size_low, cfg.size_high
+        ),
+    )
+    .map_err(anyhow::Error::msg)?;
+    // Files and directories spread over the locations by weight; the first must hold its share
+    // (checking each against the whole is simpler and only stricter for several locations).
+    let files = (cfg.number as u64).saturating_mul(instances as u64);
+    let dirs = (cfg.subdirectories as u64).saturating_mul(instances as u64);
+    let bytes = files.saturating_mul((cfg.size_low as u64 + cfg.size_high as u64) / 2);
+    for (d, _) in locations {
+        let Ok(c) = std::ffi::CString::new(d.as_os_str().as_encoded_bytes()) else {
+            continue;
+        };
+        // SAFETY: st is written by the kernel.
+        let st = unsafe {
+            let mut st: libc::statvfs = std::mem::zeroed();
+            if libc::statvfs(c.as_ptr(), &mut st) != 0 {
+                continue;
+            }
+            st
+        };
+        let free = st.f_bavail as u64 * st.f_frsize as u64;
+        if bytes > free {
+            bail!(
+                "set number {} with set size {} {} needs about {} for the file pool, but {} has {} free; lower them",
+                cfg.number, cfg.size_low, cfg.size_high,
+                crate::limits::human(bytes as f64),
+                d.display(),
+                crate::limits::human(free as f64)
+            );
+        }
+        // File systems without inode accounting report 0 files.
+        let inodes = st.f_favail as u64;
+        if st.f_files > 0 && files.saturating_add(dirs) > inodes {
+            bail!(
+                "set number {} and set subdirectories {} need {} inodes, but {} has {} free; lower them",
+                cfg.number,
+                cfg.subdirectories,
+                files.saturating_add(dirs),
+                d.display(),
+                inodes
+            );
+        }
+    }
+    Ok(())
+}
+
 /// What one `run` measured.
 pub struct Outcome {
     pub totals: Counters,
@@ -749,6 +809,7 @@ pub fn run(
     } else {
         cfg.locations.clone()
     };
+    preflight(cfg, instances, &locations)?;
     let mut rundirs = Vec::new();
     for (d, _) in &locations {
         let real = d
@@ -761,7 +822,9 @@ pub fn run(
                 real.display()
             );
         }
-        rundirs.push(RunDir::create(&real, "postmark", false)?);
+        rundirs.push(super::guard::RunDirGuard::new(RunDir::create(
+            &real, "postmark", false,
+        )?));
     }
     let mut weighted = Vec::new();
     for (i, (_, w)) in locations.iter().enumerate() {
@@ -773,10 +836,13 @@ pub fn run(
     // Directories: i<N> per instance and location, and its subdirectories.
     for rd in &rundirs {
         for i in 0..instances {
-            let base = rd.path.join(format!("i{i}"));
+            let base = rd.path().join(format!("i{i}"));
             std::fs::create_dir(&base).with_context(|| format!("creating {}", base.display()))?;
             if cfg.subdirectories > 1 {
                 for s in 0..cfg.subdirectories {
+                    if crate::engine::interrupted() {
+                        bail!("interrupted while creating subdirectories");
+                    }
                     let p = base.join(format!("s{s}"));
                     std::fs::create_dir(&p).with_context(|| format!("creating {}", p.display()))?;
                 }
@@ -786,52 +852,67 @@ pub fn run(
 
     let started_at = super::now_epoch();
     let t0 = Instant::now();
+    let gate = super::guard::StartGate::default();
     let per: Vec<(Counters, Times, Recorder)> = std::thread::scope(|sc| {
-        let handles: Vec<_> = (0..instances)
-            .map(|i| {
-                let dirs: Vec<PathBuf0> = rundirs
-                    .iter()
-                    .map(|rd| PathBuf0::new(&rd.path.join(format!("i{i}"))))
+        let mut handles = Vec::new();
+        for i in 0..instances {
+            let dirs: Vec<PathBuf0> = rundirs
+                .iter()
+                .map(|rd| PathBuf0::new(&rd.path().join(format!("i{i}"))))
+                .collect();
+            let weighted = weighted.clone();
+            let gate = &gate;
+            let h = crate::limits::spawn_scoped(sc, format!("postmark {i}"), move || {
+                if !gate.wait() {
+                    return None;
+                }
+                let mut rng = Mt19937::new(instance_seed(cfg.seed, i, same_seed));
+                let source: Vec<u8> = (0..(cfg.size_high as usize) * 2)
+                    .map(|_| 32 + rng.rnd(95) as u8)
                     .collect();
-                let weighted = weighted.clone();
-                sc.spawn(move || {
-                    let mut rng = Mt19937::new(instance_seed(cfg.seed, i, same_seed));
-                    let source: Vec<u8> = (0..(cfg.size_high as usize) * 2)
-                        .map(|_| 32 + rng.rnd(95) as u8)
-                        .collect();
-                    let mut inst = Instance {
-                        cfg,
-                        rng,
-                        dirs,
-                        weighted,
-                        table: vec![Slot::default(); cfg.number as usize * 2],
-                        allocated: 0,
-                        source,
-                        buf: Vec::new(),
-                        c: Counters::default(),
-                        rec: super::recorder(OPS),
-                    };
-                    let (u0, s0) = crate::stats::thread_cpu();
-                    let t = inst.run();
-                    let (u1, s1) = crate::stats::thread_cpu();
-                    inst.rec.cpu_user_s = u1 - u0;
-                    inst.rec.cpu_sys_s = s1 - s0;
-                    (inst.c, t, inst.rec)
-                })
-            })
-            .collect();
+                let mut inst = Instance {
+                    cfg,
+                    rng,
+                    dirs,
+                    weighted,
+                    table: vec![Slot::default(); cfg.number as usize * 2],
+                    allocated: 0,
+                    source,
+                    buf: Vec::new(),
+                    c: Counters::default(),
+                    rec: super::recorder(OPS),
+                };
+                let (u0, s0) = crate::stats::thread_cpu();
+                let t = inst.run();
+                let (u1, s1) = crate::stats::thread_cpu();
+                inst.rec.cpu_user_s = u1 - u0;
+                inst.rec.cpu_sys_s = s1 - s0;
+                Some((inst.c, t, inst.rec))
+            });
+            match h {
+                Ok(h) => handles.push(h),
+                Err(e) => {
+                    gate.open(false);
+                    return Err(anyhow::anyhow!("{e}"));
+                }
+            }
+        }
+        gate.open(true);
         handles
             .into_iter()
-            .map(|h| h.join().expect("PostMark instance panicked"))
-            .collect()
-    });
+            .map(|h| {
+                h.join()
+                    .map_err(|_| anyhow::anyhow!("a PostMark instance panicked"))?
+                    .ok_or_else(|| anyhow::anyhow!("a PostMark instance did not run"))
+            })
+            .collect::<Result<Vec<_>>>()
+    })?;
     let elapsed_s = t0.elapsed().as_secs_f64();
 
     // The pool is gone; remove the (now empty) directories unless asked to keep them.
-    if !keep {
-        for rd in &rundirs {
-            rd.remove()?;
-        }
+    let first_dir = rundirs[0].path().to_path_buf();
+    for rd in rundirs {
+        rd.finish(keep)?;
     }
 
     let mut totals = Counters::default();
@@ -855,7 +936,7 @@ pub fn run(
             name: "postmark",
             variables,
             seed: cfg.seed as u64,
-            run_dir: &rundirs[0].path,
+            run_dir: &first_dir,
             started_at,
             duration_s: elapsed_s,
             threads: instances as u64,

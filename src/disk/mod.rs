@@ -28,6 +28,7 @@
 //! * [`cli`] — `fsbench disk create|list|stats|remove|models`.
 
 pub mod cli;
+pub mod lateness;
 pub mod loopdev;
 pub mod model;
 pub mod server;

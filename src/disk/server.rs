@@ -277,6 +277,7 @@ impl Recorders {
         st.head_travel_cylinders += s.cylinders;
         st.seeks += (s.seek > 0.0) as u64;
         st.busy_s += s.total();
+        st.server_late_sum_s += late.max(0.0);
         self.service.saturating_record(us(s.total()));
         self.overhead.saturating_record(us(s.overhead));
         self.seek.saturating_record(us(s.seek));
@@ -301,6 +302,11 @@ impl Recorders {
         s.server_late_us = summary(&self.late);
         s.server_io_us = summary(&self.io);
         s.server_wake_us = summary(&self.wake);
+        s.server_late_hist_us = self
+            .late
+            .iter_recorded()
+            .map(|v| (v.value_iterated_to(), v.count_at_value()))
+            .collect();
         s
     }
 }
@@ -313,6 +319,7 @@ struct Shared {
     clock: Clock,
     fsyncs: AtomicU64,
     reader_done: AtomicBool,
+    memory_locked: String,
 }
 
 fn disk_thread(
@@ -326,6 +333,7 @@ fn disk_thread(
     unsafe {
         libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
     }
+    let scheduling = realtime(RT_PRIORITY);
     let clock = shared.clock;
     let mut sleeper = Sleeper::new(clock);
     let qd = disk.params.queue_depth.max(1) as usize;
@@ -335,7 +343,9 @@ fn disk_thread(
     let mut last_write = 0.0f64;
     let mut buf: Vec<u8> = Vec::with_capacity(MAX_WRITE as usize);
     let write_stats = |rec: &Recorders| {
-        let snap = rec.snapshot(clock.now(), shared.fsyncs.load(Ordering::Relaxed));
+        let mut snap = rec.snapshot(clock.now(), shared.fsyncs.load(Ordering::Relaxed));
+        snap.scheduling = scheduling.clone();
+        snap.memory_locked = shared.memory_locked.clone();
         if let Err(e) = state::write_json_atomic(&stats_path, &snap) {
             eprintln!("fsbench disk server: {e:#}");
         }
@@ -431,7 +441,55 @@ fn read_full_at(f: &File, buf: &mut [u8], off: u64) -> io::Result<usize> {
     Ok(done)
 }
 
+/// Real-time priority of the request path (reader and disk thread): above every normal task
+/// and the kernel's default threaded interrupt handlers (50), so CPU-bound work on the machine
+/// does not delay replies; one below the maximum leaves room for watchdogs.
+const RT_PRIORITY: i32 = 60;
+
+/// `FSBENCH_DISK_REALTIME=0` in the environment of `disk create` or `disk serve` turns off
+/// real-time scheduling and memory locking (to compare, or where they are unwelcome).
+fn realtime_disabled() -> bool {
+    std::env::var_os("FSBENCH_DISK_REALTIME").is_some_and(|v| v == "0")
+}
+
+/// Put the calling thread under SCHED_FIFO at `prio`; says what it got, or why not.
+fn realtime(prio: i32) -> String {
+    if realtime_disabled() {
+        return "normal (FSBENCH_DISK_REALTIME=0)".into();
+    }
+    let p = libc::sched_param {
+        sched_priority: prio,
+    };
+    // SAFETY: sched_setscheduler(0, ...) changes only the calling thread's policy.
+    let r = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) };
+    if r == 0 {
+        format!("SCHED_FIFO priority {prio}")
+    } else {
+        let e = io::Error::last_os_error();
+        let why = if unsafe { libc::geteuid() } != 0 {
+            "not root".to_string()
+        } else {
+            e.to_string()
+        };
+        format!("normal (SCHED_FIFO refused: {why}); replies may be late under CPU load")
+    }
+}
+
+/// Lock the server's memory (now and future) so no reply waits for a page-in.
+fn lock_memory() -> String {
+    if realtime_disabled() {
+        return "not locked (FSBENCH_DISK_REALTIME=0)".into();
+    }
+    // SAFETY: mlockall has no memory-safety preconditions.
+    if unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) } == 0 {
+        "locked".into()
+    } else {
+        format!("not locked ({})", io::Error::last_os_error())
+    }
+}
+
 fn reader_thread(shared: Arc<Shared>, tx: mpsc::Sender<IoReq>) {
+    let _ = realtime(RT_PRIORITY);
     let mut buf = vec![0u8; MAX_WRITE as usize + 64 * 1024];
     let dev = &shared.dev;
     loop {
@@ -794,6 +852,7 @@ pub fn serve(name: &str) -> anyhow::Result<()> {
         clock: Clock(Instant::now()),
         fsyncs: AtomicU64::new(0),
         reader_done: AtomicBool::new(false),
+        memory_locked: lock_memory(),
     });
     let (tx, rx) = mpsc::channel();
     let cylinders = disk.cylinders;

@@ -176,6 +176,20 @@ pub struct DiskStats {
     /// Server's own cost: wake-up after the modelled completion, before the reply, us.
     #[serde(default)]
     pub server_wake_us: Summary,
+    /// Sum of every reply's lateness, s: with `requests` and `busy_s`, the mean lateness of
+    /// any stretch of time from two snapshots.
+    #[serde(default)]
+    pub server_late_sum_s: f64,
+    /// The lateness histogram as (value in us, count) pairs of its non-empty buckets, so that
+    /// the percentiles of a stretch of time come from two snapshots.
+    #[serde(default)]
+    pub server_late_hist_us: Vec<(u64, u64)>,
+    /// How the request path is scheduled: "SCHED_FIFO priority N" or why not.
+    #[serde(default)]
+    pub scheduling: String,
+    /// Whether the server's memory is locked (mlockall), or why not.
+    #[serde(default)]
+    pub memory_locked: String,
 }
 
 pub fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> anyhow::Result<T> {

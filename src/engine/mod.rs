@@ -4,6 +4,7 @@
 
 pub mod aio;
 pub mod io;
+pub mod preflight;
 pub mod psrun;
 pub mod rundir;
 pub mod selftest;
@@ -146,6 +147,9 @@ pub enum EngineError {
     RunDir(#[from] rundir::RunDirError),
     #[error("{0}")]
     NoSpace(String),
+    /// The workload asks for more memory, threads or space than the machine has.
+    #[error("{0}")]
+    TooLarge(String),
     #[error("laying out fileset `{fileset}`: {source}")]
     Layout {
         fileset: String,
@@ -161,6 +165,11 @@ pub enum EngineError {
     Worker(String),
     #[error("the run ended during the warm-up ({0}); lower --warmup or raise the workload's finish counts")]
     EndedInWarmup(String),
+}
+
+/// Bytes free for unprivileged users on the file system holding `p`.
+pub fn free_space(p: &Path) -> Option<u64> {
+    statvfs_free(p)
 }
 
 fn statvfs_free(p: &Path) -> Option<u64> {
@@ -749,13 +758,21 @@ pub fn run(wl: &Workload, opts: &RunOptions) -> Result<Results, EngineError> {
         ));
     }
     let stable = wl.filesets.iter().any(|f| f.reuse);
-    // Plan first: a fileset too large to plan fails before anything is created on disk.
+    // Estimate from the parameters, then plan: what is too large fails before anything is
+    // allocated or created on disk.
+    let est = preflight::check(wl, &opts.parent)?;
+    if !opts.quiet {
+        eprintln!("fsbench: {}", est.describe());
+    }
     let plans: Vec<Plan> = wl
         .filesets
         .iter()
         .enumerate()
         .map(|(i, f)| fileset::plan(i, f, &wl.randvars, opts.seed))
         .collect();
+    if interrupted() {
+        return Err(EngineError::Interrupted);
+    }
     let rd = RunDir::create(&opts.parent, &wl.name, stable)?;
     if !opts.quiet {
         eprintln!("fsbench: run directory {}", rd.path.display());
@@ -877,6 +894,7 @@ fn run_in(
     }
     let calibration = stats::clock::Calibration::measure(stats::clock::global());
     let host = stats::host::collect(&rd.path);
+    let disk_probe = crate::disk::lateness::Probe::start(&rd.path);
     let m = measure(
         wl,
         &laid.filesets,
@@ -889,7 +907,15 @@ fn run_in(
         },
     )?;
     measured.get_or_insert(m);
-    let m = measured.expect("set above");
+    let mut m = measured.expect("set above");
+    // On a simulated disk: how late its replies were during this run.
+    if let Some((l, after)) = disk_probe.as_ref().and_then(|p| p.finish()) {
+        let (note, warn) = disk_probe.as_ref().expect("probed").describe(&l, &after);
+        if let Some(w) = warn {
+            eprintln!("fsbench: warning: {w}");
+        }
+        m.notes.push(note);
+    }
     let (flowops, summary) = stats::summarize(&wl.stat_names, &m.rec, m.duration);
     Ok(Results {
         schema_version: stats::SCHEMA_VERSION,

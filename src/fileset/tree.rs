@@ -150,7 +150,8 @@ impl Tree {
             name: 0,
         });
         for what in [What::Files, What::LeafDirs] {
-            while b.remaining(what) > 0 {
+            // Ctrl-C stops planning too; the caller sees the flag and gives up the run.
+            while b.remaining(what) > 0 && !crate::engine::interrupted() {
                 let child = b.mkdir(0, 1);
                 b.populate(child, 1, what);
             }

@@ -59,6 +59,10 @@ struct AVal {
     span: Span,
 }
 
+/// The most flowops a workload may hold after composite flowops are expanded (each costs
+/// about a kilobyte to check and to hold; this is far beyond any real workload).
+pub const MAX_EXPANDED: u64 = 1_000_000;
+
 struct Builder {
     src: Arc<SourceFile>,
     vars: BTreeMap<String, Val>,
@@ -70,6 +74,11 @@ struct Builder {
     process_decls: Vec<(Vec<Attr>, Vec<ast::ThreadDecl>, Span)>,
     composites: HashMap<String, (Vec<LocalVar>, Vec<FlowopDecl>, Span)>,
     stat_names: Vec<(String, FlowopKind)>,
+    /// Position of each name in `stat_names`: looking names up by scanning made checking a
+    /// workload of many flowops quadratic.
+    stat_index: HashMap<String, usize>,
+    /// Leaf flowops produced by composite expansion so far (bounded, see `MAX_EXPANDED`).
+    expanded: u64,
 }
 
 /// Build a workload from its source text. All errors found are returned together.
@@ -90,6 +99,8 @@ pub fn build(
         process_decls: Vec::new(),
         composites: HashMap::new(),
         stat_names: Vec::new(),
+        stat_index: HashMap::new(),
+        expanded: 0,
     };
     for (k, v) in &overrides.0 {
         b.vars.insert(k.clone(), Val::from_text(v));
@@ -851,6 +862,21 @@ impl Builder {
         }
     }
 
+    /// An `instances=` count: at least 1 and at most u32::MAX (never silently truncated).
+    fn count_attr(&mut self, a: &Attr) -> u32 {
+        let v = self.const_attr(a, 1).unwrap_or(1);
+        match u32::try_from(v) {
+            Ok(n) => n,
+            Err(_) => {
+                self.err(
+                    a.span(),
+                    format!("`{}` must be at most {}, found {v}", a.name, u32::MAX),
+                );
+                1
+            }
+        }
+    }
+
     fn filesets(&mut self) -> Vec<Fileset> {
         let decls = std::mem::take(&mut self.fileset_decls);
         let mut out: Vec<Fileset> = Vec::new();
@@ -1122,7 +1148,7 @@ impl Builder {
             for a in &attrs {
                 match a.name.as_str() {
                     "name" => p.name = self.attr_str(a).unwrap_or_default(),
-                    "instances" => p.instances = self.const_attr(a, 1).unwrap_or(1) as u32,
+                    "instances" => p.instances = self.count_attr(a),
                     "nice" => p.nice = self.const_attr(a, -20).map(|n| n.min(19) as i32),
                     _ => {
                         let d =
@@ -1158,7 +1184,7 @@ impl Builder {
                 for a in &td.attrs {
                     match a.name.as_str() {
                         "name" => t.name = self.attr_str(a).unwrap_or_default(),
-                        "instances" => t.instances = self.const_attr(a, 1).unwrap_or(1) as u32,
+                        "instances" => t.instances = self.count_attr(a),
                         "memsize" => t.memsize = self.const_attr(a, 0).unwrap_or(0) as u64,
                         "useism" => {
                             t.useism = self.bool_attr(a, &Locals::new()).unwrap_or(false);
@@ -1222,13 +1248,13 @@ impl Builder {
     }
 
     fn stat_id(&mut self, name: &str, kind: FlowopKind) -> usize {
-        match self.stat_names.iter().position(|(n, _)| n == name) {
-            Some(i) => i,
-            None => {
-                self.stat_names.push((name.to_string(), kind));
-                self.stat_names.len() - 1
-            }
+        if let Some(&i) = self.stat_index.get(name) {
+            return i;
         }
+        self.stat_names.push((name.to_string(), kind));
+        let i = self.stat_names.len() - 1;
+        self.stat_index.insert(name.to_string(), i);
+        i
     }
 
     fn flowop(
@@ -1515,6 +1541,21 @@ impl Builder {
                 );
                 return None;
             }
+            if depth == 0 {
+                // Count what the whole call will expand to before expanding any of it: a few
+                // lines of nested composites can describe billions of flowops.
+                let n = self.expansion_size(&d.kind, &mut HashMap::new(), 0);
+                if self.expanded.saturating_add(n) > MAX_EXPANDED {
+                    self.err(
+                        d.span,
+                        format!(
+                            "composite flowop `{}` expands to {n} flowops ({} already in the workload); at most {MAX_EXPANDED} are allowed",
+                            d.kind, self.expanded
+                        ),
+                    );
+                    return None;
+                }
+            }
             let (params, body, _) = self.composites.get(&d.kind).cloned().unwrap();
             let mut inner = Locals::new();
             for lv in &d.locals {
@@ -1559,7 +1600,33 @@ impl Builder {
             );
         }
         f.stat = self.stat_id(&f.name, kind);
+        self.expanded += 1;
         Some(f)
+    }
+
+    /// How many flowops a call of composite `name` becomes, itself included (saturating;
+    /// nesting past the depth limit counts as one, the expansion reports it).
+    fn expansion_size(&self, name: &str, memo: &mut HashMap<String, u64>, depth: usize) -> u64 {
+        if let Some(&n) = memo.get(name) {
+            return n;
+        }
+        let Some((_, body, _)) = self.composites.get(name) else {
+            return 1;
+        };
+        if depth > 17 {
+            return 1;
+        }
+        let mut n: u64 = 1;
+        for b in body {
+            let sub = if self.composites.contains_key(&b.kind) {
+                self.expansion_size(&b.kind, memo, depth + 1)
+            } else {
+                1
+            };
+            n = n.saturating_add(sub);
+        }
+        memo.insert(name.to_string(), n);
+        n
     }
 
     /// Every fd a flowop uses without a fileset must be opened by some flowop of the thread.

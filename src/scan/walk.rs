@@ -102,6 +102,8 @@ pub enum WalkError<E: std::fmt::Debug + std::fmt::Display> {
     },
     #[error("{0}")]
     Visit(E),
+    #[error("cannot start walk thread {index}: {source}")]
+    Spawn { index: usize, source: io::Error },
 }
 
 /// A problem with one entry that did not stop the walk (like `find`, we
@@ -259,20 +261,33 @@ where
     let threads = opts.threads.max(1);
     let mut visitors: Vec<V> = (0..threads).map(&make).collect();
     let mut first_error: Option<V::Error> = None;
+    let mut spawn_error = None;
     std::thread::scope(|s| {
-        let handles: Vec<_> = visitors
-            .iter_mut()
-            .map(|v| {
-                let shared = Arc::clone(&shared);
-                s.spawn(move || worker(&shared, v))
-            })
-            .collect();
+        let mut handles = Vec::new();
+        for (index, v) in visitors.iter_mut().enumerate() {
+            let shared2 = Arc::clone(&shared);
+            match std::thread::Builder::new()
+                .name(format!("walk {index}"))
+                .spawn_scoped(s, move || worker(&shared2, v))
+            {
+                Ok(h) => handles.push(h),
+                Err(source) => {
+                    // The started workers would wait for work this one was to share.
+                    stop_all(&shared);
+                    spawn_error = Some(WalkError::Spawn { index, source });
+                    break;
+                }
+            }
+        }
         for h in handles {
             if let Err(e) = h.join().expect("walk worker panicked") {
                 first_error.get_or_insert(e);
             }
         }
     });
+    if let Some(e) = spawn_error {
+        return Err(e);
+    }
     if let Some(e) = first_error {
         return Err(WalkError::Visit(e));
     }

@@ -182,20 +182,8 @@ impl<'a> Worker<'a> {
             })
             .collect();
         let mut r = rng(seed, worker_idx);
-        let mut max_io: i64 = 1 << 20;
-        fn walk(f: &Flowop, m: &mut i64) {
-            if let crate::model::Num::Const(v) = f.iosize {
-                *m = (*m).max(v);
-            }
-            for c in &f.children {
-                walk(c, m);
-            }
-        }
-        for f in &thread.flowops {
-            walk(f, &mut max_io);
-        }
         let memsize = thread.memsize as usize;
-        let buf = AlignedBuf::try_new(memsize.max(max_io as usize), &mut r)?;
+        let buf = AlignedBuf::try_new(super::preflight::initial_buffer(thread) as usize, &mut r)?;
         Ok(Worker {
             sh,
             idx: worker_idx as usize,

@@ -1,0 +1,114 @@
+//! What every application benchmark does before and around its run: validate what it asks of
+//! the machine before creating anything, remove its run directory on every error path, and
+//! start its threads so that one that cannot be started stops the others instead of leaving
+//! them waiting for it.
+
+use crate::engine::rundir::RunDir;
+use crate::limits::Machine;
+use anyhow::{bail, Result};
+use std::path::{Path, PathBuf};
+use std::sync::{Condvar, Mutex};
+
+/// Removes a run directory when dropped, unless it is kept or handed back with
+/// [`RunDirGuard::finish`]: an error or a panic between creating the directory and the end of
+/// the run leaves nothing behind.
+pub struct RunDirGuard {
+    rd: Option<RunDir>,
+}
+
+impl RunDirGuard {
+    pub fn new(rd: RunDir) -> RunDirGuard {
+        RunDirGuard { rd: Some(rd) }
+    }
+    pub fn path(&self) -> &Path {
+        &self.rd.as_ref().expect("held until finish").path
+    }
+    /// The run is over: remove the directory now (reporting failure) unless `keep`.
+    pub fn finish(mut self, keep: bool) -> Result<()> {
+        let rd = self.rd.take().expect("held until finish");
+        if !keep {
+            rd.remove()?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for RunDirGuard {
+    fn drop(&mut self) {
+        if let Some(rd) = self.rd.take() {
+            let _ = rd.remove();
+        }
+    }
+}
+
+/// The directory a benchmark creates its run directory in: it must exist and be a directory.
+pub fn target_dir(dir: Option<&Path>) -> Result<PathBuf> {
+    let d = dir
+        .map(Path::to_path_buf)
+        .unwrap_or_else(std::env::temp_dir);
+    match std::fs::metadata(&d) {
+        Ok(m) if m.is_dir() => Ok(d.canonicalize()?),
+        Ok(_) => bail!("target directory {} is not a directory", d.display()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            bail!("target directory {} does not exist", d.display())
+        }
+        Err(e) => bail!("target directory {}: {e}", d.display()),
+    }
+}
+
+/// Refuse `n` threads (named by the option that asked for them) beyond what the machine can
+/// start or hold, `per_thread` bytes each.
+pub fn check_threads(n: u64, per_thread: u64, what: &str) -> Result<()> {
+    Machine::probe()
+        .check_threads(n, per_thread, what)
+        .map_err(anyhow::Error::msg)
+}
+
+/// Threads wait here until every one of them has been started; if one cannot be, they are
+/// all told to return at once.
+#[derive(Default)]
+pub struct StartGate {
+    state: Mutex<Option<bool>>,
+    cv: Condvar,
+}
+
+impl StartGate {
+    /// Wait for the verdict: true to run, false to return without running.
+    pub fn wait(&self) -> bool {
+        let mut g = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if let Some(go) = *g {
+                return go;
+            }
+            g = self.cv.wait(g).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+    pub fn open(&self, go: bool) {
+        *self.state.lock().unwrap_or_else(|e| e.into_inner()) = Some(go);
+        self.cv.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn target_dir_names_what_is_wrong() {
+        let e = target_dir(Some(Path::new("/etc/passwd"))).unwrap_err();
+        assert!(e.to_string().contains("is not a directory"), "{e}");
+        let e = target_dir(Some(Path::new("/nonexistent/x"))).unwrap_err();
+        assert!(e.to_string().contains("does not exist"), "{e}");
+        assert!(target_dir(Some(Path::new("/tmp"))).is_ok());
+    }
+
+    #[test]
+    fn gate_releases_waiters_either_way() {
+        let g = StartGate::default();
+        std::thread::scope(|s| {
+            let h = s.spawn(|| g.wait());
+            g.open(false);
+            assert!(!h.join().unwrap());
+        });
+    }
+}

@@ -1,0 +1,193 @@
+//! Before planning: estimate from the workload's parameters alone what the run will hold in
+//! memory (the fileset plans and per-entry state, every thread's buffers and recorders) and
+//! write to disk, and refuse with the numbers when the machine cannot give it. Planning a
+//! fileset of 10^12 entries to find out it does not fit would take the machine down first.
+
+use super::EngineError;
+use crate::limits::{human, Machine};
+use crate::model::{Flowop, Num, Thread, Workload};
+use std::path::Path;
+
+/// Bytes per file or leaf directory while planning and running: the planned leaf (8), its
+/// size (8) and preallocation flag (1), the run-time entry (24), and vector growth slack.
+const BYTES_PER_ENTRY: u64 = 56;
+/// Bytes per directory: the planned directory (12), its path string and the listing index.
+const BYTES_PER_DIR: u64 = 112;
+/// A thread's directory-listing buffer.
+const DIRBUF: u64 = 64 << 10;
+/// Per flowop name, per thread: two interval histograms (4 KiB each) and the run histogram
+/// as it grows (about 16 KiB for latencies up to seconds).
+const PER_STAT: u64 = 24 << 10;
+/// Floor of a thread's I/O buffer.
+const MIN_BUFFER: u64 = 4096;
+/// A thread's buffer holds at most this much of `memsize` up front; it grows on demand to
+/// the largest I/O the thread does.
+const MEMSIZE_CAP: u64 = 1 << 20;
+
+/// The I/O buffer a thread starts with: as large as the largest fixed `iosize` it uses (so
+/// that its operations never reallocate), and up to 1 MiB of its `memsize` (the region random
+/// buffer offsets are drawn from). Filebench allocates `memsize` whole; with many threads
+/// that is gigabytes nobody reads from.
+pub fn initial_buffer(t: &Thread) -> u64 {
+    fn walk(f: &Flowop, m: &mut u64) {
+        if let Num::Const(v) = f.iosize {
+            *m = (*m).max(v.max(0) as u64);
+        }
+        for c in &f.children {
+            walk(c, m);
+        }
+    }
+    let mut m = MIN_BUFFER;
+    for f in &t.flowops {
+        walk(f, &mut m);
+    }
+    m.max(t.memsize.min(MEMSIZE_CAP))
+}
+
+/// Estimated directories of a tree of `n` leaves with mean width `w`.
+fn dirs_for(n: u64, w: u64) -> u64 {
+    if n == 0 {
+        return 0;
+    }
+    let w = w.max(2);
+    n / (w - 1) + 1
+}
+
+/// What the estimate found, for the start-up line.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Estimate {
+    pub plan_bytes: u64,
+    pub thread_bytes: u64,
+    pub threads: u64,
+    pub layout_bytes: u64,
+}
+
+/// Check the workload against memory, threads and the free space of `parent`.
+pub fn check(wl: &Workload, parent: &Path) -> Result<Estimate, EngineError> {
+    let m = Machine::probe();
+    let refuse = |msg: String| EngineError::TooLarge(msg);
+    let mut est = Estimate::default();
+    let mut files_total: f64 = 0.0;
+    for fs in &wl.filesets {
+        let n = fs.entries.saturating_add(fs.leafdirs);
+        // Names are 32-bit numbers, as Filebench's are.
+        if n > u32::MAX as u64 {
+            return Err(refuse(format!(
+                "fileset `{}`: entries={} leafdirs={} is more than the {} entries a fileset can hold",
+                fs.name,
+                fs.entries,
+                fs.leafdirs,
+                u32::MAX
+            )));
+        }
+        let dirs = dirs_for(n, fs.dirwidth);
+        let bytes = n
+            .saturating_mul(BYTES_PER_ENTRY)
+            .saturating_add(dirs.saturating_mul(BYTES_PER_DIR));
+        if let Err(e) = m.check_memory(
+            bytes,
+            &format!(
+                "fileset `{}` (entries={} dirwidth={})",
+                fs.name, fs.entries, fs.dirwidth
+            ),
+        ) {
+            return Err(refuse(e));
+        }
+        est.plan_bytes = est.plan_bytes.saturating_add(bytes);
+        let pre = fs.prealloc.min(100) as f64 / 100.0;
+        let files = fs.entries as f64 * pre;
+        files_total += files;
+        est.layout_bytes = est
+            .layout_bytes
+            .saturating_add((files * fs.size.mean(&wl.randvars).max(0.0)) as u64);
+    }
+    // Threads: what the machine can start and what each holds.
+    let nstats = wl.stat_names.len() as u64;
+    for p in &wl.processes {
+        for t in &p.threads {
+            let n = p.instances as u64 * t.instances as u64;
+            let per = initial_buffer(t) + DIRBUF + nstats.saturating_mul(PER_STAT);
+            est.threads += n;
+            est.thread_bytes = est.thread_bytes.saturating_add(n.saturating_mul(per));
+            if let Err(e) = m.check_threads(
+                n,
+                per,
+                &format!(
+                    "process `{}` instances={} with thread `{}` instances={} memsize={}",
+                    p.name, p.instances, t.name, t.instances, t.memsize
+                ),
+            ) {
+                return Err(refuse(e));
+            }
+        }
+    }
+    if est.threads > m.threads_left {
+        return Err(refuse(format!(
+            "the workload has {} threads in all, but this machine can start at most {} more ({}); lower the processes' or threads' instances",
+            est.threads, m.threads_left, m.threads_reason
+        )));
+    }
+    let total = est.plan_bytes.saturating_add(est.thread_bytes);
+    if total > m.memory_budget() {
+        return Err(refuse(format!(
+            "the workload would need {} of memory ({} for fileset plans, {} for {} threads' buffers and recorders), but this machine has {} of {}; lower entries, instances or memsize",
+            human(total as f64),
+            human(est.plan_bytes as f64),
+            human(est.thread_bytes as f64),
+            est.threads,
+            human(m.mem_available as f64),
+            m.mem_source
+        )));
+    }
+    // Free space, from the mean size, before any plan exists (the exact check follows the plan).
+    if let Some(free) = super::statvfs_free(parent) {
+        let need = est.layout_bytes as f64 * 1.02 + files_total * 4096.0;
+        if need > free as f64 * 1.05 {
+            let big = wl
+                .filesets
+                .iter()
+                .max_by(|a, b| {
+                    let f = |x: &crate::model::Fileset| {
+                        x.entries as f64 * x.size.mean(&wl.randvars).max(0.0)
+                    };
+                    f(a).total_cmp(&f(b))
+                })
+                .expect("a fileset needs space");
+            return Err(refuse(format!(
+                "the filesets would need about {} ({:.0} preallocated files), but {} has {} free; lower entries or size of fileset `{}` (entries={}), or pass --dir on a larger file system",
+                human(need),
+                files_total,
+                parent.display(),
+                human(free as f64),
+                big.name,
+                big.entries
+            )));
+        }
+    }
+    Ok(est)
+}
+
+impl Estimate {
+    /// One line for the start of a run.
+    pub fn describe(&self) -> String {
+        format!(
+            "memory: about {} for fileset plans, {} for {} threads' buffers and recorders",
+            human(self.plan_bytes as f64),
+            human(self.thread_bytes as f64),
+            self.threads
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dirs_estimate() {
+        assert_eq!(dirs_for(0, 20), 0);
+        assert_eq!(dirs_for(100, 1_000_000), 1);
+        assert_eq!(dirs_for(1000, 11), 101);
+        assert_eq!(dirs_for(u64::MAX, u64::MAX), 2);
+    }
+}

@@ -1,0 +1,431 @@
+//! Hostile inputs: absurd sizes, counts and widths, closed pipes, failed starts, Ctrl-C.
+//! Each test reproduces a failure fsbench once had (a panic, an abort, gigabytes spent
+//! before a refusal, a directory left behind, a wrong exit status) and checks the refusal
+//! now comes first, names the value and leaves nothing behind.
+
+mod common;
+use common::*;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+/// Address space a child may use: far below what the absurd inputs used to take, so any
+/// input that still allocates before refusing fails the test (as an abort) instead of
+/// slowing the machine down.
+const CHILD_AS: u64 = 4 << 30;
+
+fn limited(cmd: &mut Command) -> &mut Command {
+    // SAFETY: setrlimit is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            let r = libc::rlimit {
+                rlim_cur: CHILD_AS,
+                rlim_max: CHILD_AS,
+            };
+            libc::setrlimit(libc::RLIMIT_AS, &r);
+            Ok(())
+        })
+    }
+}
+
+fn run_limited(args: &[&str]) -> Output {
+    limited(bin().args(args).stdin(Stdio::null()))
+        .output()
+        .expect("fsbench runs")
+}
+
+/// A refusal: exit status 1, no signal, no panic, and the message names one of `names`.
+fn refused(o: &Output, names: &[&str]) {
+    let t = text(o);
+    assert_eq!(o.status.signal(), None, "killed by a signal\n{t}");
+    assert!(!t.contains("panicked"), "panicked\n{t}");
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert!(
+        names.iter().any(|n| t.contains(n)),
+        "the message names none of {names:?}\n{t}"
+    );
+}
+
+/// Entries under `dir` whose name starts with `fsbench-`.
+fn leftovers(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("fsbench-"))
+        .collect()
+}
+
+fn workload(dir: &Scratch, body: &str) -> String {
+    let p = dir.path().join("w.f");
+    std::fs::write(&p, body).unwrap();
+    p.to_str().unwrap().to_string()
+}
+
+const FILESET: &str = "set $n=10\nset $w=10\nset $i=1\ndefine fileset name=fs,path=/tmp,entries=$n,dirwidth=$w,size=4k,prealloc\ndefine process name=p,instances=$i { thread name=t { flowop statfile name=s,filesetname=fs } }\nrun 1\n";
+
+#[test]
+fn absurd_entries_and_widths_are_refused_before_planning() {
+    let d = Scratch::new("robust-entries");
+    let w = workload(&d, FILESET);
+    for (n, width) in [
+        ("1000000000000", "10"),
+        ("9223372036854775807", "9223372036854775807"),
+        ("100000000", "20"),
+        ("1000000000", "2"),
+    ] {
+        let o = run_limited(&[
+            "run",
+            &w,
+            "--dir",
+            d.s(),
+            "-q",
+            "-s",
+            &format!("n={n}"),
+            "-s",
+            &format!("w={width}"),
+        ]);
+        refused(&o, &[&format!("entries={n}")]);
+        assert!(leftovers(d.path()).is_empty(), "{:?}", leftovers(d.path()));
+    }
+}
+
+#[test]
+fn thread_counts_beyond_the_machine_are_refused() {
+    let d = Scratch::new("robust-threads");
+    let w = workload(&d, FILESET);
+    let o = run_limited(&["run", &w, "--dir", d.s(), "-q", "-s", "i=100000"]);
+    refused(&o, &["instances=100000"]);
+    assert!(leftovers(d.path()).is_empty());
+    let o = run_limited(&["andrew", "--clients", "100000", "--dir", d.s()]);
+    refused(&o, &["--clients 100000"]);
+    let o = run_limited(&["find", d.s(), "--threads", "100000"]);
+    refused(&o, &["--threads 100000"]);
+    let o = run_limited(&["build", "-j", "100000", "--dir", d.s()]);
+    refused(&o, &["-j 100000"]);
+    assert!(leftovers(d.path()).is_empty(), "{:?}", leftovers(d.path()));
+}
+
+#[test]
+fn thread_buffers_follow_the_iosize_not_all_of_memsize() {
+    // 400 threads with memsize=1g each: 400 GiB if allocated whole. Sized to the largest
+    // iosize (4 KiB) the run fits in the child's 4 GiB of address space.
+    let d = Scratch::new("robust-memsize");
+    let w = workload(
+        &d,
+        "define fileset name=fs,path=/tmp,entries=4,dirwidth=10,size=4k,prealloc\n\
+         define process name=p { thread name=t,instances=400,memsize=1g { flowop read name=r,filesetname=fs,iosize=4k } }\nrun 1\n",
+    );
+    let o = run_limited(&["run", &w, "--dir", d.s(), "--duration", "0.3"]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(t.contains("400 threads' buffers"), "{t}");
+}
+
+#[test]
+fn composite_expansion_is_bounded_and_named() {
+    let d = Scratch::new("robust-composite");
+    let mut s = String::from(
+        "define fileset name=fs,path=/tmp,entries=10,dirwidth=10,size=4k,prealloc\n\
+         define flowop name=c0 { flowop statfile name=s,filesetname=fs }\n",
+    );
+    for level in 1..=8 {
+        let body: Vec<String> = (0..10)
+            .map(|i| format!("flowop c{} name=n{level}_{i}", level - 1))
+            .collect();
+        s += &format!("define flowop name=c{level} {{ {} }}\n", body.join(" "));
+    }
+    s += "define process name=p { thread name=t { flowop c8 name=top } }\nrun 1\n";
+    let w = workload(&d, &s);
+    let o = run_limited(&["check", &w, "-q"]);
+    refused(&o, &["composite flowop `c8` expands to"]);
+}
+
+#[test]
+fn closed_stdout_ends_quietly() {
+    let mut child = bin()
+        .arg("list")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let o = child.wait_with_output().unwrap();
+    let t = text(&o);
+    assert!(!t.contains("panicked"), "{t}");
+    assert_ne!(o.status.code(), Some(101), "{t}");
+    assert!(o.stderr.is_empty(), "{t}");
+}
+
+#[test]
+fn failed_starts_leave_nothing_behind() {
+    let d = Scratch::new("robust-starts");
+    let o = run(&["andrew", "--cc", "/nonexistent/cc", "--dir", d.s()]);
+    refused(&o, &["/nonexistent/cc"]);
+    let o = run(&["age", d.s(), "--profile", "nope", "--fill", "0.01"]);
+    refused(&o, &["nope"]);
+    assert!(leftovers(d.path()).is_empty(), "{:?}", leftovers(d.path()));
+    let o = run(&["andrew", "--dir", "/etc/passwd"]);
+    refused(&o, &["/etc/passwd is not a directory"]);
+}
+
+#[test]
+fn output_paths_are_checked_before_the_run() {
+    let d = Scratch::new("robust-json");
+    let w = workload(&d, FILESET);
+    let o = run(&["run", &w, "--dir", d.s(), "-q", "--json", d.s()]);
+    refused(&o, &["is a directory"]);
+    assert!(!text(&o).contains("IO Summary"), "{}", text(&o));
+    let o = run(&["build", "--dir", d.s(), "--json", d.s()]);
+    refused(&o, &["is a directory"]);
+    assert!(leftovers(d.path()).is_empty());
+}
+
+#[test]
+fn non_utf8_workloads_get_line_and_column() {
+    let d = Scratch::new("robust-utf8");
+    let p = d.path().join("bin.f");
+    std::fs::write(&p, b"# ok\ndefine fileset name=a\xff\n").unwrap();
+    let o = run(&["check", p.to_str().unwrap()]);
+    refused(&o, &["bin.f:2:22"]);
+}
+
+#[test]
+fn errors_do_not_repeat_their_cause() {
+    let d = Scratch::new("robust-cause");
+    let p = d.path().join("unreadable.f");
+    std::fs::create_dir(&p).unwrap();
+    let o = run(&["check", p.to_str().unwrap()]);
+    let t = String::from_utf8_lossy(&o.stderr).to_string();
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    let line = t.lines().last().unwrap_or_default();
+    let words: Vec<&str> = line.split(": ").collect();
+    let mut seen = std::collections::HashSet::new();
+    for w in &words[1..] {
+        assert!(seen.insert(*w), "repeated cause in {line}");
+    }
+}
+
+#[test]
+fn postmark_and_build_sizes_are_refused() {
+    let d = Scratch::new("robust-apps");
+    for (line, name) in [
+        ("set number 4000000000", "set number 4000000000"),
+        (
+            "set subdirectories 100000000",
+            "set subdirectories 100000000",
+        ),
+    ] {
+        let cfg = d.path().join("pm.cfg");
+        std::fs::write(&cfg, format!("{line}\n")).unwrap();
+        let o = run_limited(&["postmark", cfg.to_str().unwrap(), "--dir", d.s()]);
+        refused(&o, &[name]);
+    }
+    for size in ["1099511627776", "18446744073709551615"] {
+        let o = run_limited(&["build", "--source-size", size, "--dir", d.s()]);
+        refused(&o, &[&format!("--source-size {size}")]);
+    }
+    assert!(leftovers(d.path()).is_empty(), "{:?}", leftovers(d.path()));
+}
+
+#[test]
+fn ctrl_c_exits_130_after_cleaning_up() {
+    let d = Scratch::new("robust-sigint");
+    for args in [
+        vec!["build", "--files", "5000", "--cpu-ms", "20", "--dir", d.s()],
+        vec!["andrew", "--copies", "50", "--no-compile", "--dir", d.s()],
+        vec![
+            "run",
+            "fileserver",
+            "--dir",
+            d.s(),
+            "-q",
+            "--duration",
+            "30",
+        ],
+    ] {
+        let child = bin()
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        // SAFETY: kill with a pid we started.
+        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(o.status.code(), Some(130), "{args:?}\n{}", text(&o));
+        assert!(
+            leftovers(d.path()).is_empty(),
+            "{args:?}: {:?}",
+            leftovers(d.path())
+        );
+    }
+}
+
+/// A small deterministic generator (the test needs no seed crate).
+struct XorShift(u64);
+impl XorShift {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn pick<'a>(&mut self, v: &[&'a str]) -> &'a str {
+        v[(self.next() % v.len() as u64) as usize]
+    }
+}
+
+/// Random and extreme sizes, counts and widths thrown at every command that takes them:
+/// never a panic or an abort, memory bounded by the child's RLIMIT_AS, and an error that
+/// names the value (or its option) whenever the command refuses.
+#[test]
+fn fuzz_sizes_counts_and_widths() {
+    let d = Scratch::new("robust-fuzz");
+    let w = workload(&d, FILESET);
+    let mut rng = XorShift(0x2545_f491_4f6c_dd1d);
+    let extremes = [
+        "0",
+        "-1",
+        "4294967295",
+        "4294967296",
+        "9223372036854775807",
+        "18446744073709551615",
+        "100000000000",
+        "1e12",
+    ];
+    let mut random_big = || format!("{}", 10_000_000 + rng.next() % 1_000_000_000_000_000);
+    let mut g = XorShift(0x9e37_79b9_7f4a_7c15);
+    for i in 0..40 {
+        let v = if g.next().is_multiple_of(2) {
+            g.pick(&extremes).to_string()
+        } else {
+            random_big()
+        };
+        let (args, names): (Vec<String>, Vec<String>) = match i % 8 {
+            0 => (
+                vec![
+                    "check".into(),
+                    w.clone(),
+                    "-q".into(),
+                    "-s".into(),
+                    format!("n={v}"),
+                ],
+                vec![v.clone(), "n=".into()],
+            ),
+            1 => (
+                vec![
+                    "run".into(),
+                    w.clone(),
+                    "-q".into(),
+                    "--dir".into(),
+                    d.s().into(),
+                    "-s".into(),
+                    format!("n={v}"),
+                    "-s".into(),
+                    format!("w={}", g.pick(&extremes)),
+                ],
+                vec![
+                    format!("entries={v}"),
+                    v.clone(),
+                    "dirwidth".into(),
+                    "w=".into(),
+                ],
+            ),
+            2 => (
+                vec![
+                    "run".into(),
+                    w.clone(),
+                    "-q".into(),
+                    "--dir".into(),
+                    d.s().into(),
+                    "-s".into(),
+                    format!("i={v}"),
+                ],
+                vec![format!("instances={v}"), v.clone(), "i=".into()],
+            ),
+            3 => {
+                let cfg = d.path().join(format!("pm{i}.cfg"));
+                // (a huge `transactions` is valid and merely long, so it is not thrown here)
+                let what = g.pick(&["number", "subdirectories", "size"]);
+                std::fs::write(&cfg, format!("set {what} {v}\n")).unwrap();
+                (
+                    vec![
+                        "postmark".into(),
+                        cfg.to_str().unwrap().into(),
+                        "--dir".into(),
+                        d.s().into(),
+                    ],
+                    vec![format!("set {what}"), what.into(), v.clone()],
+                )
+            }
+            4 => (
+                vec![
+                    "andrew".into(),
+                    "--clients".into(),
+                    v.clone(),
+                    "--dir".into(),
+                    d.s().into(),
+                ],
+                vec!["--clients".into(), v.clone()],
+            ),
+            5 => (
+                vec![
+                    "build".into(),
+                    "--source-size".into(),
+                    v.clone(),
+                    "--dir".into(),
+                    d.s().into(),
+                ],
+                vec!["--source-size".into(), v.clone()],
+            ),
+            6 => (
+                vec![
+                    "build".into(),
+                    "-j".into(),
+                    v.clone(),
+                    "--files".into(),
+                    v.clone(),
+                    "--dir".into(),
+                    d.s().into(),
+                ],
+                vec!["-j".into(), "--files".into(), "--jobs".into(), v.clone()],
+            ),
+            _ => (
+                vec![
+                    "age".into(),
+                    d.s().into(),
+                    "--ops".into(),
+                    v.clone(),
+                    "--fill".into(),
+                    v.clone(),
+                ],
+                vec!["--ops".into(), "--fill".into(), v.clone()],
+            ),
+        };
+        let o = limited(
+            bin()
+                .args(&args)
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped()),
+        )
+        .output()
+        .unwrap();
+        let t = text(&o);
+        assert_eq!(o.status.signal(), None, "{args:?}: killed by a signal\n{t}");
+        assert!(!t.contains("panicked"), "{args:?}: panicked\n{t}");
+        if !o.status.success() {
+            assert!(
+                names.iter().any(|n| t.contains(n.as_str())),
+                "{args:?}: the error names none of {names:?}\n{t}"
+            );
+        }
+        assert!(
+            leftovers(d.path()).is_empty(),
+            "{args:?}: {:?}",
+            leftovers(d.path())
+        );
+    }
+}
