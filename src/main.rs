@@ -265,6 +265,11 @@ fn cmd_run(a: &RunArgs) -> Result<()> {
         fsbench::limits::check_output(path.as_deref(), flag).map_err(anyhow::Error::msg)?;
     }
     fsbench::engine::install_signal_handlers();
+    fsbench::report::out::reserve_stdout_for([
+        a.json.as_deref(),
+        a.csv.as_deref(),
+        a.markdown.as_deref(),
+    ]);
     use std::io::IsTerminal;
     let opts = fsbench::engine::RunOptions {
         parent,
@@ -291,23 +296,14 @@ fn cmd_run(a: &RunArgs) -> Result<()> {
         }
     }
     let results = fsbench::stats::repeat::combine(runs);
-    print!(
-        "{}",
-        fsbench::report::exporter("text").unwrap().render(&results)
-    );
-    for (fmt, path) in [
-        ("json", &a.json),
-        ("csv", &a.csv),
-        ("markdown", &a.markdown),
-    ] {
-        let Some(path) = path else { continue };
-        let text = fsbench::report::exporter(fmt).unwrap().render(&results);
-        if path.as_os_str() == "-" {
-            print!("{text}");
-        } else {
-            std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
-        }
-    }
+    fsbench::report::out::emit(
+        &results,
+        &[
+            ("json", a.json.as_deref()),
+            ("csv", a.csv.as_deref()),
+            ("markdown", a.markdown.as_deref()),
+        ],
+    )?;
     if results.interrupted {
         bail!(
             "interrupted: the results above cover {:.1} s",

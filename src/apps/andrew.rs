@@ -465,11 +465,11 @@ fn phases(
         None if a.no_compile => notes.push("compile phase skipped (--no-compile)".into()),
         None => notes.push("compile phase skipped: no C compiler (cc, gcc, clang) found".into()),
     }
-    print!("{table}");
+    crate::report::out::human(&table);
     if cc.is_none() {
-        println!("{}", notes[0]);
+        crate::say!("{}", notes[0]);
     }
-    println!();
+    crate::say!();
     let mut variables = BTreeMap::new();
     variables.insert("copies".into(), a.copies.to_string());
     variables.insert("clients".into(), a.clients.to_string());

@@ -448,7 +448,7 @@ fn build_once(a: &BuildArgs, root: &Path, tree: &Tree) -> Result<crate::stats::R
     ] {
         variables.insert(k.to_string(), v);
     }
-    println!(
+    crate::say!(
         "build: {} sources {}, -j{}: compile {:.3} s, link {:.3} s, elapsed {:.3} s; CPU {:.2} s user, {:.2} s system (tree {} in {:.3} s, not measured)\n",
         files,
         match &a.src {

@@ -11,9 +11,9 @@
 //! treat every application benchmark alike through its `--json` output.
 
 use crate::stats::{self, Results};
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::Args;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// A benchmark that can be measured repeatedly.
 pub trait Measurement {
@@ -98,6 +98,11 @@ pub fn drop_caches() -> Result<()> {
 pub fn drive(m: &mut dyn Measurement, a: &MeasureArgs) -> Result<Results> {
     a.check()?;
     crate::engine::install_signal_handlers();
+    crate::report::out::reserve_stdout_for([
+        a.json.as_deref(),
+        a.csv.as_deref(),
+        a.markdown.as_deref(),
+    ]);
     let calibration = stats::clock::Calibration::measure(stats::clock::global());
     for i in 0..a.warmup {
         eprintln!(
@@ -141,37 +146,19 @@ pub fn drive(m: &mut dyn Measurement, a: &MeasureArgs) -> Result<Results> {
     Ok(stats::repeat::combine(runs))
 }
 
-/// Print the text report to standard output and write the exports `a` asks for, with the
-/// same exporters as `fsbench run`.
+/// Print the text report and write the exports `a` asks for, with the same exporters as
+/// `fsbench run` (text to standard error when an export goes to standard output).
 pub fn emit(r: &Results, a: &MeasureArgs) -> Result<()> {
-    print!(
-        "{}",
-        crate::report::exporter("text")
-            .expect("text exporter")
-            .render(r)
-    );
-    for (fmt, path) in [
-        ("json", &a.json),
-        ("csv", &a.csv),
-        ("markdown", &a.markdown),
-    ] {
-        let Some(path) = path else { continue };
-        write_export(fmt, r, path)?;
-    }
+    crate::report::out::emit(
+        r,
+        &[
+            ("json", a.json.as_deref()),
+            ("csv", a.csv.as_deref()),
+            ("markdown", a.markdown.as_deref()),
+        ],
+    )?;
     if r.interrupted {
         bail!("interrupted: the results above cover {:.1} s", r.duration_s);
-    }
-    Ok(())
-}
-
-fn write_export(fmt: &str, r: &Results, path: &Path) -> Result<()> {
-    let text = crate::report::exporter(fmt)
-        .expect("known format")
-        .render(r);
-    if path.as_os_str() == "-" {
-        print!("{text}");
-    } else {
-        std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(())
 }

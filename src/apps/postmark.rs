@@ -1234,7 +1234,7 @@ impl super::measure::Measurement for Bench<'_> {
                 f.write_all(text.as_bytes())
                     .with_context(|| format!("writing {file}"))?;
             }
-            None => print!("{text}"),
+            None => crate::report::out::human(&text),
         }
         Ok(out.results)
     }
@@ -1243,6 +1243,11 @@ impl super::measure::Measurement for Bench<'_> {
 /// `fsbench postmark`: read the configuration, run at each `run` (or once at the end).
 pub fn main(a: &PostmarkArgs) -> Result<()> {
     a.m.check()?;
+    crate::report::out::reserve_stdout_for([
+        a.m.json.as_deref(),
+        a.m.csv.as_deref(),
+        a.m.markdown.as_deref(),
+    ]);
     if a.force_location {
         crate::engine::rundir::allow_system_dirs();
     }
@@ -1255,7 +1260,7 @@ pub fn main(a: &PostmarkArgs) -> Result<()> {
         if a.instances == 0 {
             bail!("--instances must be at least 1");
         }
-        println!("PostMark (fsbench {})", env!("CARGO_PKG_VERSION"));
+        crate::say!("PostMark (fsbench {})", env!("CARGO_PKG_VERSION"));
         let mut b = Bench {
             cfg: c,
             a,
@@ -1280,7 +1285,7 @@ pub fn main(a: &PostmarkArgs) -> Result<()> {
                 Some(Command::Show) => {
                     let mut c = cfg.clone();
                     c.apply_flags(a)?;
-                    print!("{}", c.show());
+                    crate::report::out::human(&c.show());
                 }
                 Some(Command::Quit) => break,
                 _ => {}

@@ -608,7 +608,7 @@ pub fn measure(
                         progress_line(&p, t, mo.seconds);
                     }
                     if wl.psrun_period.is_some() {
-                        print!("{}", psrun::block(wl, &p, interval.as_secs_f64()));
+                        crate::report::out::human(&psrun::block(wl, &p, interval.as_secs_f64()));
                     }
                     series.push(p);
                 } else {
@@ -818,7 +818,7 @@ fn run_in(
         match a {
             Action::Echo(s) => {
                 if !opts.quiet {
-                    println!("{s}");
+                    crate::say!("{s}");
                 }
             }
             Action::System(cmd) => {
@@ -855,18 +855,20 @@ fn run_in(
                     laid = Some(lay_out(wl, opts, rd, plans)?);
                 }
             }
-            Action::Version => println!("fsbench {}", env!("CARGO_PKG_VERSION")),
+            Action::Version => crate::say!("fsbench {}", env!("CARGO_PKG_VERSION")),
             Action::ListFilesets => {
                 for f in &wl.filesets {
-                    println!(
+                    crate::say!(
                         "fileset {} entries={} dirwidth={}",
-                        f.name, f.entries, f.dirwidth
+                        f.name,
+                        f.entries,
+                        f.dirwidth
                     );
                 }
             }
             Action::ListFlowops => {
                 for (n, k) in &wl.stat_names {
-                    println!("flowop {n} ({})", k.name());
+                    crate::say!("flowop {n} ({})", k.name());
                 }
             }
             Action::Run => break,

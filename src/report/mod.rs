@@ -4,6 +4,7 @@ pub mod compare;
 pub mod csv;
 pub mod json;
 pub mod markdown;
+pub mod out;
 pub mod text;
 
 use crate::stats::Results;

@@ -1,0 +1,135 @@
+//! Exports written to standard output (`--json -`, `--csv -`, `--markdown -`) own it: every
+//! subcommand that has them prints exactly one parseable document there, and its text report
+//! goes to standard error.
+
+mod common;
+use common::*;
+
+/// Run `args` plus `--FORMAT -` and check standard output holds only that document.
+fn check(args: &[&str], format: &str) {
+    let mut a: Vec<&str> = args.to_vec();
+    a.push(match format {
+        "json" => "--json",
+        "csv" => "--csv",
+        _ => "--markdown",
+    });
+    a.push("-");
+    let o = run(&a);
+    assert!(o.status.success(), "{:?}: {}", a, text(&o));
+    let out = String::from_utf8(o.stdout.clone()).unwrap();
+    match format {
+        "json" => {
+            let v: serde_json::Value = serde_json::from_str(&out)
+                .unwrap_or_else(|e| panic!("{a:?}: stdout is not one JSON document ({e}):\n{out}"));
+            assert!(v.is_object(), "{a:?}");
+        }
+        "csv" => {
+            let lines: Vec<&str> = out.lines().collect();
+            assert!(lines.len() >= 2, "{a:?}: {out}");
+            let cols = lines[0].split(',').count();
+            assert!(cols > 3, "{a:?}: header {}", lines[0]);
+            for l in &lines {
+                assert_eq!(
+                    l.split(',').count(),
+                    cols,
+                    "{a:?}: ragged CSV line {l:?} in\n{out}"
+                );
+            }
+        }
+        _ => {
+            assert!(
+                out.lines().any(|l| l.starts_with('|')),
+                "{a:?}: no Markdown table:\n{out}"
+            );
+            assert!(
+                out.lines()
+                    .filter(|l| !l.trim().is_empty())
+                    .all(|l| l.starts_with('|')
+                        || l.starts_with('#')
+                        || l.starts_with('*')
+                        || l.starts_with('-')
+                        || l.starts_with('>')
+                        || l.chars().next().is_some_and(|c| c.is_alphanumeric())),
+                "{a:?}: {out}"
+            );
+        }
+    }
+    assert!(
+        !out.contains("IO Summary") && !out.contains("Per-Operation"),
+        "{a:?}: the text report leaked into stdout:\n{out}"
+    );
+}
+
+#[test]
+fn run_exports_own_stdout() {
+    let dir = Scratch::new("stdout-run");
+    let wl = dir.path().join("echo.f");
+    std::fs::write(
+        &wl,
+        "define fileset name=fs,path=/tmp,entries=10,dirwidth=5,size=4k,prealloc\n\
+         define process name=p { thread name=t { flowop openfile name=o,filesetname=fs,fd=1\n\
+         flowop readwholefile name=r,fd=1,iosize=4k\nflowop closefile name=c,fd=1 } }\n\
+         echo \"an echo that must not reach stdout\"\nrun 1\n",
+    )
+    .unwrap();
+    for f in ["json", "csv", "markdown"] {
+        check(
+            &[
+                "run",
+                wl.to_str().unwrap(),
+                "--dir",
+                dir.s(),
+                "--duration",
+                "0.3",
+            ],
+            f,
+        );
+    }
+}
+
+#[test]
+fn application_benchmark_exports_own_stdout() {
+    let dir = Scratch::new("stdout-apps");
+    std::fs::write(dir.path().join("a"), vec![1u8; 10_000]).unwrap();
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    std::fs::write(dir.path().join("sub/b"), vec![2u8; 5_000]).unwrap();
+    let d = dir.s();
+    let cases: Vec<Vec<&str>> = vec![
+        vec![
+            "postmark",
+            "--number",
+            "20",
+            "--transactions",
+            "50",
+            "--dir",
+            d,
+        ],
+        vec!["andrew", "--no-compile", "--dir", d],
+        vec!["find", d],
+        vec![
+            "build", "--files", "10", "--dirs", "2", "--cpu-ms", "0", "--dir", d,
+        ],
+        vec!["read", d],
+    ];
+    for c in &cases {
+        for f in ["json", "csv", "markdown"] {
+            check(c, f);
+        }
+    }
+}
+
+#[test]
+fn scan_layout_and_age_json_own_stdout() {
+    let dir = Scratch::new("stdout-scan");
+    std::fs::write(dir.path().join("a"), vec![1u8; 10_000]).unwrap();
+    check(&["scan", dir.s()], "json");
+    let probe = run(&["layout", dir.s()]);
+    if probe.status.success() {
+        check(&["layout", dir.s()], "json");
+    } else {
+        eprintln!(
+            "skipped: `fsbench layout` cannot run here: {}",
+            text(&probe)
+        );
+    }
+}
