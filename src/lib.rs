@@ -15,6 +15,7 @@ pub mod apps;
 pub mod disk;
 pub mod dist;
 pub mod engine;
+pub mod experiment;
 pub mod fileset;
 pub mod lang;
 pub mod layout;

@@ -45,6 +45,10 @@ enum Command {
     Find(fsbench::apps::cli::FindArgs),
     /// A compile-like build on a generated source tree: parallel jobs, then a link.
     Build(fsbench::apps::cli::BuildArgs),
+    /// Run an experiment plan: set up targets, sweep the factors, repeat, store every result.
+    Experiment(fsbench::experiment::cli::ExperimentArgs),
+    /// Summarise an experiment's stored results: means, confidence intervals, comparisons.
+    Results(fsbench::experiment::cli::ResultsArgs),
 }
 
 #[derive(Args)]
@@ -393,6 +397,8 @@ fn main() -> ExitCode {
         Command::Andrew(a) => fsbench::apps::andrew::main(&a),
         Command::Find(a) => fsbench::apps::find::main(&a),
         Command::Build(a) => fsbench::apps::build::main(&a),
+        Command::Experiment(a) => fsbench::experiment::cli::experiment(a),
+        Command::Results(a) => fsbench::experiment::cli::results(a),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,
