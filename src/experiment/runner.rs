@@ -212,6 +212,36 @@ pub fn root_steps(plan: &Plan, cells: &[Cell]) -> Vec<String> {
     v
 }
 
+/// Programs the plan's set-up runs that are not on PATH.
+pub fn missing_tools(plan: &Plan) -> Vec<String> {
+    let mut need: Vec<String> = Vec::new();
+    for t in plan.targets_in_setup_order() {
+        match &t.kind {
+            super::plan::TargetKind::Image { fs, .. } => need.extend([
+                format!("mkfs.{fs}"),
+                "losetup".into(),
+                "mount".into(),
+                "umount".into(),
+            ]),
+            super::plan::TargetKind::Disk { fs, .. } => need.push(format!("mkfs.{fs}")),
+            super::plan::TargetKind::Overlay { .. } => {
+                need.extend(["mount".into(), "umount".into()])
+            }
+            super::plan::TargetKind::Dir { .. } => {}
+        }
+    }
+    need.sort();
+    need.dedup();
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    need.into_iter()
+        .filter(|p| {
+            !std::env::split_paths(&path)
+                .chain([PathBuf::from("/sbin"), PathBuf::from("/usr/sbin")])
+                .any(|d| d.join(p).is_file())
+        })
+        .collect()
+}
+
 const OUT_MARKER: &str = ".fsbench-experiment";
 
 fn fmt_secs(s: f64) -> String {
@@ -498,6 +528,13 @@ pub fn run(o: &Options) -> Result<()> {
         bail!(
             "this plan needs root for:\n  {}\nrun it as root, or measure in existing directories (kind = \"dir\") with warm caches",
             need_root.join("\n  ")
+        );
+    }
+    let missing = missing_tools(&plan);
+    if !missing.is_empty() {
+        bail!(
+            "this plan needs programs that are not installed: {}",
+            missing.join(", ")
         );
     }
     let outdir = prepare_outdir(&plan, o)?;
