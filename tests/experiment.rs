@@ -58,7 +58,7 @@ fn plan_errors_name_file_line_and_column() {
     let o = run(&["experiment", &p, "--dry-run"]);
     assert!(!o.status.success(), "{}", text_of(&o));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("bad.toml:23:"), "{err}");
+    assert!(err.contains("bad.toml:21:52:"), "{err}");
     assert!(
         err.contains("`depth` is not a parameter of a find measurement"),
         "{err}"
@@ -204,7 +204,7 @@ fs = "ext4"
 mount_options = "noatime"
 [target.device]
 scheduler = "none"
-read_ahead_kb = 64
+read_ahead_kb = 256
 rotational = false
 
 [[target]]
@@ -253,7 +253,7 @@ fn image_and_overlay_plan_leaves_nothing_behind() {
         .query_row("SELECT applied_json FROM runs JOIN cells ON cells.id = runs.cell_id WHERE cells.target = 'ext4' LIMIT 1", [], |r| r.get(0))
         .unwrap();
     let a: serde_json::Value = serde_json::from_str(&applied).unwrap();
-    assert_eq!(a["settings"]["read_ahead_kb"], "64", "{a}");
+    assert_eq!(a["settings"]["read_ahead_kb"], "256", "{a}");
     assert_eq!(a["settings"]["scheduler"], "none", "{a}");
     assert_eq!(a["settings"]["rotational"], "0", "{a}");
     assert!(
@@ -287,7 +287,7 @@ fn interrupted_plan_tears_down_and_resumes() {
     };
     let p = write_plan(s.path(), "p.toml", &plan_text);
     let out = s.path().join("out");
-    let child = bin()
+    let mut child = bin()
         .args(["experiment", &p, "-o", out.to_str().unwrap()])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -296,7 +296,13 @@ fn interrupted_plan_tears_down_and_resumes() {
     // Interrupt in the middle of the second measurement.
     let t = Instant::now();
     while !out.join("results.db").exists() || ok_runs(&out) < 1 {
-        assert!(t.elapsed() < Duration::from_secs(120), "no run stored");
+        if t.elapsed() > Duration::from_secs(120) {
+            let _ = child.kill();
+            panic!(
+                "no run stored: {}",
+                text(&child.wait_with_output().unwrap())
+            );
+        }
         std::thread::sleep(Duration::from_millis(50));
     }
     std::thread::sleep(Duration::from_millis(700));
