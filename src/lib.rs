@@ -17,6 +17,7 @@ pub mod disk;
 pub mod dist;
 pub mod engine;
 pub mod exit;
+pub mod experiment;
 pub mod fileset;
 pub mod lang;
 pub mod layout;

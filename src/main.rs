@@ -47,6 +47,10 @@ enum Command {
     Build(fsbench::apps::cli::BuildArgs),
     /// Read every file of an existing tree: files/s, MB/s, per-file latency.
     Read(fsbench::apps::cli::ReadArgs),
+    /// Run an experiment plan: set up targets, sweep the factors, repeat, store every result.
+    Experiment(fsbench::experiment::cli::ExperimentArgs),
+    /// Summarise an experiment's stored results: means, confidence intervals, comparisons.
+    Results(fsbench::experiment::cli::ResultsArgs),
 }
 
 #[derive(Args)]
@@ -410,5 +414,7 @@ fn dispatch(cli: Cli) -> Result<()> {
         Command::Find(a) => fsbench::apps::find::main(&a),
         Command::Build(a) => fsbench::apps::build::main(&a),
         Command::Read(a) => fsbench::apps::read::main(&a),
+        Command::Experiment(a) => fsbench::experiment::cli::experiment(a),
+        Command::Results(a) => fsbench::experiment::cli::results(a),
     }
 }

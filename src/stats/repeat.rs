@@ -4,28 +4,58 @@
 
 use super::{FlowopResult, Latency, Repetition, Results, Summary};
 
-/// Two-sided 97.5% quantiles of Student's t for 1..=30 degrees of freedom.
-const T975: [f64; 30] = [
-    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
-    2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
-    2.052, 2.048, 2.045, 2.042,
-];
-
 /// The t quantile for a 95% two-sided interval with `df` (possibly fractional) degrees of
-/// freedom.
+/// freedom, from Student's t distribution (statrs). Fewer than one degree of freedom is
+/// treated as one.
 pub fn t975(df: f64) -> f64 {
-    if df <= 1.0 {
-        return T975[0];
+    use statrs::distribution::{ContinuousCDF, StudentsT};
+    let df = df.max(1.0);
+    if !df.is_finite() || df > 1e5 {
+        // The normal quantile; t's differs by less than 1e-5 here.
+        return 1.959964;
     }
-    if df >= 30.0 {
-        // Close to the exact values beyond the table (2.021 at 40, 2.000 at 60, 1.980 at 120).
-        return 1.96 + 2.4 / df;
+    StudentsT::new(0.0, 1.0, df)
+        .map(|t| t.inverse_cdf(0.975))
+        .unwrap_or(1.959964)
+}
+
+/// Welch's t-test of two samples: the difference of means (a − b), its 95% half-width and
+/// the two-sided p-value. `None` when either side has fewer than two values.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Welch {
+    pub diff: f64,
+    pub ci95: f64,
+    pub df: f64,
+    pub p_value: f64,
+}
+
+pub fn welch(a: &[f64], b: &[f64]) -> Option<Welch> {
+    use statrs::distribution::{ContinuousCDF, StudentsT};
+    if a.len() < 2 || b.len() < 2 {
+        return None;
     }
-    let lo = df.floor() as usize;
-    let frac = df - lo as f64;
-    let a = T975[lo - 1];
-    let b = T975[lo.min(29)];
-    a + (b - a) * frac
+    let (ma, va) = mean_var(a);
+    let (mb, vb) = mean_var(b);
+    let (na, nb) = (a.len() as f64, b.len() as f64);
+    let se2 = va / na + vb / nb;
+    let diff = ma - mb;
+    if se2 == 0.0 {
+        return Some(Welch {
+            diff,
+            ci95: 0.0,
+            df: na + nb - 2.0,
+            p_value: if diff == 0.0 { 1.0 } else { 0.0 },
+        });
+    }
+    let df = se2 * se2 / ((va / na).powi(2) / (na - 1.0) + (vb / nb).powi(2) / (nb - 1.0));
+    let t = diff / se2.sqrt();
+    let dist = StudentsT::new(0.0, 1.0, df).ok()?;
+    Some(Welch {
+        diff,
+        ci95: t975(df) * se2.sqrt(),
+        df,
+        p_value: (2.0 * (1.0 - dist.cdf(t.abs()))).clamp(0.0, 1.0),
+    })
 }
 
 /// Mean, sample variance.
@@ -69,19 +99,7 @@ pub fn spread(xs: &[f64]) -> Spread {
 /// Welch's t-test at 95%: `Some(true)` when the means differ significantly, `None` when
 /// either side has fewer than two values.
 pub fn welch_significant(a: &[f64], b: &[f64]) -> Option<bool> {
-    if a.len() < 2 || b.len() < 2 {
-        return None;
-    }
-    let (ma, va) = mean_var(a);
-    let (mb, vb) = mean_var(b);
-    let (na, nb) = (a.len() as f64, b.len() as f64);
-    let se2 = va / na + vb / nb;
-    if se2 == 0.0 {
-        return Some(ma != mb);
-    }
-    let t = (ma - mb) / se2.sqrt();
-    let df = se2 * se2 / ((va / na).powi(2) / (na - 1.0) + (vb / nb).powi(2) / (nb - 1.0));
-    Some(t.abs() > t975(df))
+    welch(a, b).map(|w| w.p_value < 0.05)
 }
 
 fn hist_from(pairs: &[[u64; 2]]) -> hdrhistogram::Histogram<u64> {
@@ -241,11 +259,12 @@ mod tests {
 
     #[test]
     fn t_quantiles() {
-        assert!((t975(1.0) - 12.706).abs() < 1e-9);
-        assert!((t975(9.0) - 2.262).abs() < 1e-9);
-        assert!((t975(9.5) - 2.245).abs() < 1e-3);
-        assert!((t975(60.0) - 2.000).abs() < 0.01);
-        assert!((t975(1000.0) - 1.962).abs() < 0.01);
+        assert!((t975(1.0) - 12.706).abs() < 1e-3);
+        assert!((t975(9.0) - 2.262).abs() < 1e-3);
+        assert!((t975(60.0) - 2.000).abs() < 1e-3);
+        assert!((t975(1000.0) - 1.962).abs() < 1e-3);
+        assert!((t975(1e9) - 1.960).abs() < 1e-3);
+        assert!((t975(1e5) - 1.960).abs() < 1e-3);
     }
 
     #[test]
@@ -261,5 +280,11 @@ mod tests {
         let c = [100.2, 100.9, 99.1, 100.4, 99.6];
         assert_eq!(welch_significant(&a, &c), Some(false));
         assert_eq!(welch_significant(&a, &[1.0]), None);
+        // a against c: t = -0.0845 on 7.89 degrees of freedom; near zero the two-sided
+        // p-value is about 1 - 2 |t| f(0) with f(0) = 0.3867 for 8 df: 0.9346.
+        let w = welch(&a, &c).unwrap();
+        assert!((w.p_value - 0.9347).abs() < 1e-3, "{w:?}");
+        assert!((w.df - 7.89).abs() < 0.01, "{w:?}");
+        assert!(welch(&a, &b).unwrap().p_value < 1e-6); // t = -20 on 8 df
     }
 }

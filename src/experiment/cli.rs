@@ -1,0 +1,112 @@
+//! Command-line options of `fsbench experiment` and `fsbench results`.
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use std::path::PathBuf;
+
+/// `fsbench experiment PLAN.toml`.
+#[derive(Args, Debug)]
+pub struct ExperimentArgs {
+    /// The plan (TOML; see docs/experiments.md).
+    #[arg(required_unless_present = "cleanup")]
+    pub plan: Option<PathBuf>,
+    /// Output directory: results.db, per-run JSON and logs, images and mount points
+    /// (default ./fsbench-NAME).
+    #[arg(short, long, value_name = "OUTDIR")]
+    pub output: Option<PathBuf>,
+    /// Use the plan's quick scale ([quick] and each measurement's quick settings).
+    #[arg(long)]
+    pub quick: bool,
+    /// Print the matrix, the set-up steps and the estimated time; change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Continue an interrupted experiment in OUTDIR from the results stored there.
+    #[arg(long)]
+    pub resume: bool,
+    /// Undo what an interrupted experiment left set up in OUTDIR (mounts, loop devices,
+    /// simulated disks, sysfs values, images), then exit.
+    #[arg(long, value_name = "OUTDIR", conflicts_with_all = ["plan", "dry_run", "resume"])]
+    pub cleanup: Option<PathBuf>,
+    /// Repeat the runs the noise guard flags as disturbed (once each).
+    #[arg(long)]
+    pub strict: bool,
+}
+
+/// `fsbench results OUTDIR`.
+#[derive(Args, Debug)]
+pub struct ResultsArgs {
+    /// An experiment's output directory.
+    pub outdir: PathBuf,
+    /// Show every figure (per flowop too), not only the whole-run ones.
+    #[arg(long)]
+    pub all: bool,
+    /// Write the summary as CSV to FILE (`-` for standard output).
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// Write the summary as JSON to FILE (`-` for standard output).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write the summary as Markdown tables to FILE (`-` for standard output).
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+}
+
+pub fn experiment(a: ExperimentArgs) -> Result<()> {
+    if let Some(dir) = &a.cleanup {
+        return super::runner::cleanup(dir);
+    }
+    let Some(plan) = a.plan else {
+        bail!("give a plan file, or --cleanup OUTDIR");
+    };
+    super::runner::run(&super::runner::Options {
+        plan,
+        outdir: a.output,
+        quick: a.quick,
+        dry_run: a.dry_run,
+        resume: a.resume,
+        strict: a.strict,
+    })
+}
+
+pub fn results(a: ResultsArgs) -> Result<()> {
+    let st = super::store::Store::open_existing(&a.outdir)?;
+    let full = super::summary::summarise(&st)?;
+    let s = super::summary::filter(&full, a.all);
+    let mut to_stdout = false;
+    for (path, text) in [
+        (
+            &a.csv,
+            a.csv.as_ref().map(|_| super::summary::render_csv(&s)),
+        ),
+        (
+            &a.json,
+            a.json
+                .as_ref()
+                .map(|_| serde_json::to_string_pretty(&s).unwrap_or_default() + "\n"),
+        ),
+        (
+            &a.markdown,
+            a.markdown
+                .as_ref()
+                .map(|_| super::summary::render_markdown(&s)),
+        ),
+    ] {
+        let (Some(path), Some(text)) = (path, text) else {
+            continue;
+        };
+        if path.as_os_str() == "-" {
+            print!("{text}");
+            to_stdout = true;
+        } else {
+            std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
+        }
+    }
+    if !to_stdout {
+        if a.all {
+            print!("{}", super::summary::render_text_all(&s));
+        } else {
+            print!("{}", super::summary::render_text(&s));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,1021 @@
+//! The matrix and its execution: cells, order, set-up, cold caches, time limits, progress,
+//! resume, and the noise guard.
+//!
+//! Each measurement runs as a child `fsbench` process with `--json FILE`: every kind keeps
+//! one contract (the JSON it already writes), cells are isolated from each other, and a
+//! stuck or interrupted measurement can be stopped without taking the runner down.
+
+use anyhow::{bail, Context, Result};
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::noise;
+use super::plan::{AgePer, Arg, Fresh, Kind, Order, Plan};
+use super::store::{self, RunRecord, Store};
+use super::target::{self, Journal, Ready};
+
+/// One combination of factor levels.
+#[derive(Debug, Clone)]
+pub struct Cell {
+    pub idx: usize,
+    pub measurement: usize,
+    pub target: String,
+    pub cache: String,
+    /// The measurement's parameter factors and their levels in this cell.
+    pub factors: Vec<(String, String)>,
+}
+
+impl Cell {
+    /// Every factor of the cell, plan-wide ones first.
+    pub fn labels(&self, plan: &Plan) -> Vec<(String, String)> {
+        let mut v = vec![
+            (
+                "measurement".to_string(),
+                plan.measurements[self.measurement].name.clone(),
+            ),
+            ("target".to_string(), self.target.clone()),
+            ("cache".to_string(), self.cache.clone()),
+        ];
+        v.extend(self.factors.iter().cloned());
+        v
+    }
+
+    pub fn describe(&self, plan: &Plan) -> String {
+        self.labels(plan)
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// The cartesian product of the factors, per measurement, less the excluded combinations.
+/// Indices are stable for a given plan, which is what --resume relies on.
+pub fn cells(plan: &Plan) -> Vec<Cell> {
+    let mut out = Vec::new();
+    for (mi, m) in plan.measurements.iter().enumerate() {
+        let mut combos: Vec<Vec<(String, String)>> = vec![Vec::new()];
+        for (k, levels) in &m.factors {
+            combos = combos
+                .into_iter()
+                .flat_map(|c| {
+                    levels.iter().map(move |l| {
+                        let mut c = c.clone();
+                        c.push((k.clone(), l.clone()));
+                        c
+                    })
+                })
+                .collect();
+        }
+        for t in &plan.target_levels {
+            for cache in &plan.cache_levels {
+                for f in &combos {
+                    let cell = Cell {
+                        idx: 0,
+                        measurement: mi,
+                        target: t.clone(),
+                        cache: cache.clone(),
+                        factors: f.clone(),
+                    };
+                    let labels = cell.labels(plan);
+                    let excluded = plan.excludes.iter().any(|ex| {
+                        ex.iter()
+                            .all(|(k, v)| labels.iter().any(|(lk, lv)| lk == k && lv == v))
+                    });
+                    if !excluded {
+                        out.push(cell);
+                    }
+                }
+            }
+        }
+    }
+    for (i, c) in out.iter_mut().enumerate() {
+        c.idx = i;
+    }
+    out
+}
+
+/// The order of the cells in repetition round `round`: never all repetitions of one cell
+/// before the next. Interleaved rotates the declaration order by one cell per round;
+/// random draws a permutation per round from the plan's seed.
+pub fn order(plan: &Plan, n: usize, round: u32) -> Vec<usize> {
+    let mut v: Vec<usize> = (0..n).collect();
+    match plan.order {
+        Order::Interleaved => {
+            if n > 0 {
+                v.rotate_left(round as usize % n);
+            }
+        }
+        Order::Random => {
+            let mut rng = rand_pcg::Pcg64::seed_from_u64(
+                plan.seed ^ (round as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15),
+            );
+            v.shuffle(&mut rng);
+        }
+    }
+    v
+}
+
+/// Where a `find`, `layout` or `scan` cell looks, relative to the target.
+fn walk_path(plan: &Plan, cell: &Cell) -> Option<String> {
+    let m = &plan.measurements[cell.measurement];
+    if let Some((_, p)) = m.params.iter().find(|(k, _)| k == "path") {
+        return Some(p.clone());
+    }
+    if m.kind == Kind::Find && m.params.iter().any(|(k, _)| k == "tree_files") {
+        return Some(tree_dir_name(&m.name));
+    }
+    None
+}
+
+fn tree_dir_name(measurement: &str) -> String {
+    format!("fsbench-tree-{measurement}")
+}
+
+/// The child's command line (after the binary), measuring in `dir`, writing `json`.
+pub fn command(plan: &Plan, cell: &Cell, dir: &Path, json_out: &Path) -> Vec<String> {
+    let m = &plan.measurements[cell.measurement];
+    let mut values: Vec<(String, String)> = m.params.clone();
+    values.extend(cell.factors.iter().cloned());
+    let mut args = vec![m.kind.subcommand().to_string()];
+    let pos = values
+        .iter()
+        .find(|(k, _)| matches!(m.kind.param(k), Some((_, _, Arg::Positional, _))))
+        .map(|(_, v)| v.clone());
+    match m.kind {
+        Kind::Workload | Kind::Postmark => {
+            if let Some(p) = pos {
+                args.push(p);
+            }
+            args.extend(["--dir".into(), dir.display().to_string()]);
+        }
+        Kind::Andrew | Kind::Build => args.extend(["--dir".into(), dir.display().to_string()]),
+        Kind::Find | Kind::Layout | Kind::Scan => {
+            let d = match walk_path(plan, cell) {
+                Some(p) => dir.join(p),
+                None => dir.to_path_buf(),
+            };
+            args.push(d.display().to_string());
+        }
+    }
+    args.extend(["--json".into(), json_out.display().to_string()]);
+    for (k, v) in &values {
+        match m.kind.param(k) {
+            Some((_, flag, Arg::Value, _)) => args.extend([flag.to_string(), v.clone()]),
+            Some((_, flag, Arg::Switch, _)) => {
+                if v == "true" {
+                    args.push(flag.to_string());
+                }
+            }
+            Some(_) => {}
+            None => args.extend(["-s".into(), format!("{k}={v}")]),
+        }
+    }
+    if m.kind == Kind::Workload {
+        args.push("-q".into());
+        if cell.cache == "cold" {
+            // The runner drops caches before the child starts; `run --cold` drops them
+            // again after laying out the filesets, so the measurement itself starts cold.
+            args.push("--cold".into());
+        }
+    }
+    args
+}
+
+/// Options of `fsbench experiment`.
+pub struct Options {
+    pub plan: PathBuf,
+    pub outdir: Option<PathBuf>,
+    pub quick: bool,
+    pub dry_run: bool,
+    pub resume: bool,
+    pub strict: bool,
+}
+
+/// Steps that need root, across the plan's targets and protocol.
+pub fn root_steps(plan: &Plan, cells: &[Cell]) -> Vec<String> {
+    let mut v = Vec::new();
+    for t in plan.targets_in_setup_order() {
+        for (s, root) in target::steps(t) {
+            if root {
+                v.push(format!("target {}: {s}", t.name));
+            }
+        }
+    }
+    if cells.iter().any(|c| c.cache == "cold") {
+        v.push("cache = cold: sync and drop the page cache before each measurement".into());
+    }
+    v
+}
+
+/// Programs the plan's set-up runs that are not on PATH.
+pub fn missing_tools(plan: &Plan) -> Vec<String> {
+    let mut need: Vec<String> = Vec::new();
+    for t in plan.targets_in_setup_order() {
+        match &t.kind {
+            super::plan::TargetKind::Image { fs, .. } => need.extend([
+                format!("mkfs.{fs}"),
+                "losetup".into(),
+                "mount".into(),
+                "umount".into(),
+            ]),
+            super::plan::TargetKind::Disk { fs, .. } => need.push(format!("mkfs.{fs}")),
+            super::plan::TargetKind::Overlay { .. } => {
+                need.extend(["mount".into(), "umount".into()])
+            }
+            super::plan::TargetKind::Dir { .. } => {}
+        }
+    }
+    need.sort();
+    need.dedup();
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    need.into_iter()
+        .filter(|p| {
+            !std::env::split_paths(&path)
+                .chain([PathBuf::from("/sbin"), PathBuf::from("/usr/sbin")])
+                .any(|d| d.join(p).is_file())
+        })
+        .collect()
+}
+
+const OUT_MARKER: &str = ".fsbench-experiment";
+
+fn fmt_secs(s: f64) -> String {
+    let s = s.max(0.0).round() as u64;
+    if s >= 3600 {
+        format!("{}h{:02}m{:02}s", s / 3600, s % 3600 / 60, s % 60)
+    } else if s >= 60 {
+        format!("{}m{:02}s", s / 60, s % 60)
+    } else {
+        format!("{s}s")
+    }
+}
+
+fn dry_run(plan: &Plan, cells: &[Cell]) {
+    println!(
+        "experiment {} ({}): {} cells x {} repetitions = {} runs, order {:?}, fresh targets per {:?}{}",
+        plan.name,
+        if plan.quick { "quick scale" } else { "full scale" },
+        cells.len(),
+        plan.repetitions,
+        cells.len() as u64 * plan.repetitions as u64,
+        plan.order,
+        plan.fresh,
+        if plan.warmup_runs > 0 { format!(", {} warm-up run(s) per cell", plan.warmup_runs) } else { String::new() }
+    );
+    println!("\nset-up steps:");
+    for t in plan.targets_in_setup_order() {
+        for (s, root) in target::steps(t) {
+            println!("  {:<12} {s}{}", t.name, if root { "  [root]" } else { "" });
+        }
+    }
+    println!("\ncells:");
+    let dummy = Path::new("TARGET");
+    for c in cells {
+        let args = command(plan, c, dummy, Path::new("RUN.json"));
+        println!(
+            "  {:>3}  {}\n       fsbench {}",
+            c.idx + 1,
+            c.describe(plan),
+            args.join(" ")
+        );
+    }
+    let runs = (plan.repetitions + plan.warmup_runs) as f64;
+    let mut known = 0.0;
+    let mut unknown = 0usize;
+    for c in cells {
+        match plan.measurements[c.measurement].fixed_seconds() {
+            Some(s) => known += s * runs,
+            None => unknown += 1,
+        }
+    }
+    print!(
+        "\nestimated time: {} for the runs with a fixed duration",
+        fmt_secs(known)
+    );
+    if unknown > 0 {
+        print!(
+            "; {} cells have no fixed duration ({} runs, each at most the time limit of {})",
+            unknown,
+            unknown as f64 * runs,
+            fmt_secs(plan.time_limit_s)
+        );
+    }
+    println!();
+}
+
+/// The targets as set up, with the journal that tears them down.
+struct Env {
+    journal: Journal,
+    ready: Vec<Ready>,
+    up: bool,
+}
+
+impl Env {
+    fn set_up(
+        &mut self,
+        plan: &Plan,
+        cells: &[Cell],
+        outdir: &Path,
+        generation: u32,
+    ) -> Result<()> {
+        self.ready.clear();
+        for t in plan.targets_in_setup_order() {
+            eprintln!("fsbench: setting up target {} ({})", t.name, t.kind_name());
+            let ctx = target::Ctx {
+                outdir,
+                plan,
+                ready: &self.ready,
+                generation,
+            };
+            let mut r = target::set_up(t, &ctx, &mut self.journal)
+                .with_context(|| format!("setting up target {}", t.name))?;
+            if let Some(a) = &t.age {
+                eprintln!("fsbench: aging target {} ({} operations)", t.name, a.ops);
+                target::age::run(
+                    a,
+                    &mut r,
+                    outdir,
+                    &format!("g{generation}"),
+                    &mut self.journal,
+                )?;
+            }
+            self.ready.push(r);
+        }
+        // Trees for `find` cells, made once per set-up.
+        for c in cells {
+            let m = &plan.measurements[c.measurement];
+            let Some(files) = m
+                .params
+                .iter()
+                .find(|(k, _)| k == "tree_files")
+                .map(|(_, v)| v.parse::<u64>().unwrap_or(0))
+            else {
+                continue;
+            };
+            let dirs = m
+                .params
+                .iter()
+                .find(|(k, _)| k == "tree_dirs")
+                .map_or(10, |(_, v)| v.parse::<u64>().unwrap_or(10));
+            let r = self
+                .ready
+                .iter()
+                .find(|r| r.name == c.target)
+                .expect("target set up");
+            let tree = r.dir.join(tree_dir_name(&m.name));
+            if tree.exists() {
+                continue;
+            }
+            make_tree(&tree, files, dirs.max(1), &mut self.journal)?;
+        }
+        self.up = true;
+        Ok(())
+    }
+
+    fn tear_down(&mut self) -> Result<()> {
+        self.up = false;
+        self.ready.clear();
+        self.journal.undo_to(0)
+    }
+
+    fn ready(&self, name: &str) -> &Ready {
+        self.ready
+            .iter()
+            .find(|r| r.name == name)
+            .expect("target set up")
+    }
+}
+
+/// A tree of `files` small files (1-8 KiB) over `dirs` directories, two levels deep.
+fn make_tree(dir: &Path, files: u64, dirs: u64, j: &mut Journal) -> Result<()> {
+    target::make_marked_dir(dir, j)?;
+    let per_top = (dirs as f64).sqrt().ceil().max(1.0) as u64;
+    let buf = vec![b'x'; 8192];
+    for d in 0..dirs {
+        std::fs::create_dir_all(dir.join(format!("d{}", d / per_top)).join(format!("d{d}")))?;
+    }
+    for f in 0..files {
+        let d = f % dirs;
+        let p = dir
+            .join(format!("d{}", d / per_top))
+            .join(format!("d{d}"))
+            .join(format!("f{f}"));
+        let size = 1024 * (1 + (f * 2654435761 % 8) as usize);
+        std::fs::write(&p, &buf[..size]).with_context(|| format!("writing {}", p.display()))?;
+    }
+    Ok(())
+}
+
+enum Outcome {
+    Ok(Value),
+    Failed(String),
+    Timeout,
+    Interrupted,
+}
+
+fn measure(args: &[String], log: &Path, json_out: &Path, limit: f64) -> Result<Outcome> {
+    let exe = std::env::current_exe().context("finding the fsbench binary")?;
+    let logf = std::fs::File::create(log).with_context(|| format!("creating {}", log.display()))?;
+    let _ = std::fs::remove_file(json_out);
+    let mut child = Command::new(exe)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(logf.try_clone()?)
+        .stderr(logf)
+        .spawn()
+        .context("starting the measurement")?;
+    let start = Instant::now();
+    let mut stop_sent: Option<(Instant, bool)> = None;
+    let mut timed_out = false;
+    let status = loop {
+        if let Some(s) = child.try_wait()? {
+            break s;
+        }
+        let interrupted = crate::engine::interrupted();
+        if stop_sent.is_none() && (interrupted || start.elapsed().as_secs_f64() > limit) {
+            timed_out = !interrupted;
+            // SAFETY: signalling our own child by pid.
+            unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+            stop_sent = Some((Instant::now(), false));
+        }
+        if let Some((at, killed)) = stop_sent {
+            if !killed && at.elapsed() > Duration::from_secs(15) {
+                let _ = child.kill();
+                stop_sent = Some((at, true));
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    if crate::engine::interrupted() {
+        return Ok(Outcome::Interrupted);
+    }
+    if timed_out {
+        return Ok(Outcome::Timeout);
+    }
+    if !status.success() {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        let tail: Vec<&str> = text.lines().rev().take(5).collect();
+        let tail: Vec<&str> = tail.into_iter().rev().collect();
+        return Ok(Outcome::Failed(format!(
+            "exit {status}: {}",
+            tail.join(" | ")
+        )));
+    }
+    let text = std::fs::read_to_string(json_out)
+        .with_context(|| format!("the measurement wrote no {}", json_out.display()))?;
+    let v: Value =
+        serde_json::from_str(&text).with_context(|| format!("parsing {}", json_out.display()))?;
+    Ok(Outcome::Ok(v))
+}
+
+fn prepare_outdir(plan: &Plan, o: &Options) -> Result<PathBuf> {
+    let outdir = o
+        .outdir
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("fsbench-{}", plan.name)));
+    if o.resume {
+        if !outdir.join(OUT_MARKER).exists() || !outdir.join(store::FILE).exists() {
+            bail!(
+                "--resume: {} holds no experiment to continue",
+                outdir.display()
+            );
+        }
+    } else if outdir.exists() {
+        let empty = std::fs::read_dir(&outdir)?.next().is_none();
+        if outdir.join(OUT_MARKER).exists() {
+            bail!(
+                "{} holds an experiment already: continue it with --resume, or choose another -o",
+                outdir.display()
+            );
+        }
+        if !empty {
+            bail!(
+                "{} exists and is not empty; choose another -o",
+                outdir.display()
+            );
+        }
+    }
+    std::fs::create_dir_all(outdir.join("runs"))
+        .with_context(|| format!("creating {}", outdir.display()))?;
+    std::fs::write(
+        outdir.join(OUT_MARKER),
+        format!("fsbench experiment {}\n", plan.name),
+    )?;
+    outdir.canonicalize().context("output directory")
+}
+
+/// `fsbench experiment PLAN`.
+pub fn run(o: &Options) -> Result<()> {
+    let plan = super::plan::load(&o.plan, o.quick).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let cells = cells(&plan);
+    if cells.is_empty() {
+        bail!(
+            "{}: every combination is excluded; nothing to measure",
+            o.plan.display()
+        );
+    }
+    if o.dry_run {
+        dry_run(&plan, &cells);
+        return Ok(());
+    }
+    let need_root = root_steps(&plan, &cells);
+    if !need_root.is_empty() && !crate::engine::is_root() {
+        bail!(
+            "this plan needs root for:\n  {}\nrun it as root, or measure in existing directories (kind = \"dir\") with warm caches",
+            need_root.join("\n  ")
+        );
+    }
+    let missing = missing_tools(&plan);
+    if !missing.is_empty() {
+        bail!(
+            "this plan needs programs that are not installed: {}",
+            missing.join(", ")
+        );
+    }
+    let outdir = prepare_outdir(&plan, o)?;
+    let mut st = Store::open(&outdir)?;
+    let baseline: Value = plan
+        .baseline
+        .iter()
+        .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+        .collect::<serde_json::Map<_, _>>()
+        .into();
+    let exp = match st.experiment()? {
+        Some((id, hash)) => {
+            if hash != plan.hash() {
+                bail!(
+                    "--resume: {} was started with a different plan (or scale); the plan must be unchanged to continue",
+                    outdir.display()
+                );
+            }
+            id
+        }
+        None => st.new_experiment(
+            &plan.name,
+            &plan.file.display().to_string(),
+            &plan.text,
+            &plan.hash(),
+            plan.quick,
+            plan.seed,
+            plan.repetitions,
+            plan.noise_threshold,
+            &baseline,
+        )?,
+    };
+    let mut cell_ids = Vec::new();
+    for c in &cells {
+        let labels: serde_json::Map<String, Value> = c
+            .labels(&plan)
+            .into_iter()
+            .map(|(k, v)| (k, Value::String(v)))
+            .collect();
+        let cmd = command(&plan, c, Path::new("{target}"), Path::new("{json}"));
+        cell_ids.push(st.cell(
+            exp,
+            c.idx,
+            &plan.measurements[c.measurement].name,
+            plan.measurements[c.measurement].kind.name(),
+            &c.target,
+            &c.cache,
+            &Value::Object(labels),
+            &json!(cmd),
+        )?);
+    }
+    crate::engine::install_signal_handlers();
+    let mut env = Env {
+        journal: Journal::create(&outdir)?,
+        ready: Vec::new(),
+        up: false,
+    };
+    env.journal.verbose = true;
+
+    let mut todo_total = 0usize;
+    for (i, _) in cells.iter().enumerate() {
+        for r in 0..plan.repetitions {
+            if !st.done(cell_ids[i], r)? {
+                todo_total += 1;
+            }
+        }
+    }
+    if todo_total < cells.len() * plan.repetitions as usize {
+        eprintln!(
+            "fsbench: resuming: {} of {} runs stored, {} to go",
+            cells.len() * plan.repetitions as usize - todo_total,
+            cells.len() * plan.repetitions as usize,
+            todo_total
+        );
+    }
+    let started = Instant::now();
+    let mut done_now = 0usize;
+    let mut measured_s = 0.0;
+    let mut generation = 0u32;
+    let mut failures = 0usize;
+
+    let result: Result<()> = (|| {
+        for round in 0..plan.repetitions {
+            let todo: Vec<usize> = order(&plan, cells.len(), round)
+                .into_iter()
+                .filter(|&i| !st.done(cell_ids[i], round).unwrap_or(false))
+                .collect();
+            if todo.is_empty() {
+                continue;
+            }
+            if crate::engine::interrupted() {
+                return Ok(());
+            }
+            let fresh = !env.up || plan.fresh == Fresh::Repetition;
+            if fresh {
+                if env.up {
+                    env.tear_down()?;
+                }
+                generation += 1;
+                env.set_up(&plan, &cells, &outdir, generation)?;
+            } else {
+                // Aging per repetition continues on the same targets.
+                for t in plan.targets_in_setup_order() {
+                    if let Some(a) = t.age.as_ref().filter(|a| a.per == AgePer::Repetition) {
+                        eprintln!(
+                            "fsbench: aging target {} for repetition {}",
+                            t.name,
+                            round + 1
+                        );
+                        let idx = env
+                            .ready
+                            .iter()
+                            .position(|r| r.name == t.name)
+                            .expect("set up");
+                        let mut r = env.ready[idx].clone();
+                        target::age::run(
+                            a,
+                            &mut r,
+                            &outdir,
+                            &format!("r{round}"),
+                            &mut env.journal,
+                        )?;
+                        env.ready[idx] = r;
+                    }
+                }
+            }
+            if round == 0 && plan.warmup_runs > 0 {
+                for &i in &todo {
+                    for w in 0..plan.warmup_runs {
+                        if crate::engine::interrupted() {
+                            return Ok(());
+                        }
+                        eprintln!(
+                            "fsbench: warm-up {}/{} of cell {}: {}",
+                            w + 1,
+                            plan.warmup_runs,
+                            i + 1,
+                            cells[i].describe(&plan)
+                        );
+                        run_one(
+                            &plan,
+                            &cells[i],
+                            cell_ids[i],
+                            round,
+                            "warmup",
+                            &env,
+                            &outdir,
+                            &mut st,
+                        )?;
+                    }
+                }
+            }
+            for &i in &todo {
+                if crate::engine::interrupted() {
+                    return Ok(());
+                }
+                let elapsed = started.elapsed().as_secs_f64();
+                let eta = if done_now > 0 {
+                    measured_s / done_now as f64 * (todo_total - done_now) as f64
+                } else {
+                    f64::NAN
+                };
+                eprintln!(
+                    "fsbench: [cell {}/{} rep {}/{}] {} | elapsed {}, remaining {}",
+                    i + 1,
+                    cells.len(),
+                    round + 1,
+                    plan.repetitions,
+                    cells[i].describe(&plan),
+                    fmt_secs(elapsed),
+                    if eta.is_nan() {
+                        "?".to_string()
+                    } else {
+                        format!("~{}", fmt_secs(eta))
+                    }
+                );
+                let t0 = Instant::now();
+                let ok = run_one(
+                    &plan,
+                    &cells[i],
+                    cell_ids[i],
+                    round,
+                    "",
+                    &env,
+                    &outdir,
+                    &mut st,
+                )?;
+                if !ok && !crate::engine::interrupted() {
+                    failures += 1;
+                }
+                measured_s += t0.elapsed().as_secs_f64();
+                done_now += 1;
+            }
+        }
+        if o.strict && !crate::engine::interrupted() {
+            let disturbed: Vec<(i64, i64, u32)> = {
+                let mut q = st.db.prepare(
+                    "SELECT runs.id, runs.cell_id, runs.repetition FROM runs JOIN cells ON cells.id = runs.cell_id WHERE cells.experiment_id = ?1 AND runs.disturbed = 1 AND runs.superseded = 0 AND runs.status = 'ok'",
+                )?;
+                let rows = q.query_map([exp], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+                rows.collect::<rusqlite::Result<_>>()?
+            };
+            if !disturbed.is_empty() {
+                eprintln!(
+                    "fsbench: --strict: repeating {} disturbed run(s)",
+                    disturbed.len()
+                );
+                if !env.up {
+                    generation += 1;
+                    env.set_up(&plan, &cells, &outdir, generation)?;
+                }
+                for (run_id, cell_id, rep) in disturbed {
+                    if crate::engine::interrupted() {
+                        return Ok(());
+                    }
+                    let i = cell_ids
+                        .iter()
+                        .position(|&c| c == cell_id)
+                        .expect("cell of this experiment");
+                    eprintln!(
+                        "fsbench: [strict] cell {}/{} rep {}: {}",
+                        i + 1,
+                        cells.len(),
+                        rep + 1,
+                        cells[i].describe(&plan)
+                    );
+                    st.supersede(run_id)?;
+                    run_one(&plan, &cells[i], cell_id, rep, "", &env, &outdir, &mut st)?;
+                }
+            }
+        }
+        Ok(())
+    })();
+    let teardown = env.tear_down();
+    drop(env);
+    result?;
+    teardown?;
+    if crate::engine::interrupted() {
+        bail!(
+            "interrupted: every target is torn down; {} runs stored. Continue with `fsbench experiment {} -o {} --resume{}`",
+            st.db.query_row("SELECT COUNT(*) FROM runs WHERE status = 'ok'", [], |r| r.get::<_, i64>(0))?,
+            o.plan.display(),
+            outdir.display(),
+            if o.quick { " --quick" } else { "" }
+        );
+    }
+    st.finish(exp)?;
+    print!(
+        "{}",
+        super::summary::render_text(&super::summary::summarise(&st)?)
+    );
+    eprintln!("fsbench: results in {}", outdir.join(store::FILE).display());
+    if failures > 0 {
+        bail!(
+            "{failures} run(s) failed; see the logs in {}",
+            outdir.join("runs").display()
+        );
+    }
+    Ok(())
+}
+
+/// Run one measurement of a cell and store it. Returns whether it succeeded.
+#[allow(clippy::too_many_arguments)]
+fn run_one(
+    plan: &Plan,
+    cell: &Cell,
+    cell_id: i64,
+    rep: u32,
+    status_override: &str,
+    env: &Env,
+    outdir: &Path,
+    st: &mut Store,
+) -> Result<bool> {
+    let ready = env.ready(&cell.target);
+    let tag = format!(
+        "c{:03}-r{rep:02}{}",
+        cell.idx + 1,
+        if status_override.is_empty() {
+            ""
+        } else {
+            "-warmup"
+        }
+    );
+    let json_out = outdir.join("runs").join(format!("{tag}.json"));
+    let log = outdir.join("runs").join(format!("{tag}.log"));
+    let args = command(plan, cell, &ready.dir, &json_out);
+    if cell.cache == "cold" {
+        crate::engine::drop_caches().map_err(|e| anyhow::anyhow!("{e}"))?;
+    }
+    // Simulated-disk servers are the measurement's own machinery, not noise.
+    let disk_pids: Vec<i32> = env
+        .ready
+        .iter()
+        .filter_map(|r| r.disk.as_ref())
+        .filter_map(|d| crate::disk::state::StateDir::new(d).ok()?.live_pid())
+        .collect();
+    let started_at = store::now();
+    let before = noise::sample();
+    let t0 = Instant::now();
+    let outcome = measure(&args, &log, &json_out, plan.time_limit_s)?;
+    let elapsed = t0.elapsed().as_secs_f64();
+    let after = noise::sample();
+    let other = noise::other_fraction(&before, &after, &disk_pids);
+    let mut applied = json!({
+        "target": ready.name,
+        "target_kind": plan.target(&cell.target).kind_name(),
+        "dir": ready.dir.display().to_string(),
+        "settings": ready.applied,
+        "command": args,
+    });
+    let mut disturbed = other > plan.noise_threshold;
+    if let Some(d) = &ready.disk {
+        if let Some(s) = crate::disk::state::StateDir::new(d)
+            .ok()
+            .and_then(|s| s.read_stats())
+        {
+            let late = if s.service_us.mean > 0.0 {
+                s.server_late_us.mean / s.service_us.mean
+            } else {
+                0.0
+            };
+            applied["disk_late_frac"] = json!(late);
+            applied["disk_requests"] = json!(s.requests);
+            disturbed |= late > plan.noise_threshold;
+        }
+    }
+    let noise =
+        json!({"load_avg_1": before.load1, "other_cpu_frac": other, "disturbed": disturbed});
+    let factors: serde_json::Map<String, Value> = cell
+        .labels(plan)
+        .into_iter()
+        .map(|(k, v)| (k, Value::String(v)))
+        .collect();
+    let (status, error, results) = match outcome {
+        Outcome::Ok(mut v) => {
+            if v.get("interrupted").and_then(|i| i.as_bool()) == Some(true) {
+                (
+                    "interrupted",
+                    Some("the measurement reports itself interrupted".to_string()),
+                    Some(v),
+                )
+            } else {
+                if let Some(o) = v.as_object_mut() {
+                    o.insert(
+                        "experiment".into(),
+                        json!({"name": plan.name, "cell": cell.idx + 1, "repetition": rep + 1, "factors": factors, "applied": applied, "noise": noise}),
+                    );
+                }
+                ("ok", None, Some(v))
+            }
+        }
+        Outcome::Failed(e) => ("failed", Some(e), None),
+        Outcome::Timeout => (
+            "timeout",
+            Some(format!(
+                "stopped after the time limit of {} s",
+                plan.time_limit_s
+            )),
+            None,
+        ),
+        Outcome::Interrupted => ("interrupted", Some("Ctrl-C".to_string()), None),
+    };
+    let status = if status == "ok" && !status_override.is_empty() {
+        status_override
+    } else {
+        status
+    };
+    if status == "interrupted" {
+        // Partial measurements are not results: --resume runs the cell again.
+        return Ok(false);
+    }
+    if let Some(e) = &error {
+        eprintln!(
+            "fsbench: cell {} rep {}: {status}: {e}",
+            cell.idx + 1,
+            rep + 1
+        );
+    }
+    st.add_run(&RunRecord {
+        cell_id,
+        repetition: rep,
+        status,
+        started_at: &started_at,
+        elapsed_s: elapsed,
+        load_avg_1: before.load1,
+        other_cpu_frac: Some(other),
+        disturbed: disturbed && status == "ok",
+        error: error.as_deref(),
+        applied: &applied,
+        results: results.as_ref(),
+    })?;
+    Ok(status == "ok" || status == "warmup")
+}
+
+/// `fsbench experiment --cleanup OUTDIR`.
+pub fn cleanup(outdir: &Path) -> Result<()> {
+    if !outdir.join(OUT_MARKER).exists() {
+        bail!(
+            "{} is not an experiment's output directory (no {OUT_MARKER})",
+            outdir.display()
+        );
+    }
+    let n = Journal::cleanup(outdir)?;
+    eprintln!(
+        "fsbench: cleanup: {n} step(s) undone in {}",
+        outdir.display()
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(order: &str) -> Plan {
+        let text = format!(
+            r#"
+[experiment]
+name = "t"
+repetitions = 3
+order = "{order}"
+[[target]]
+name = "a"
+kind = "dir"
+path = "/tmp"
+[[target]]
+name = "b"
+kind = "dir"
+path = "/tmp"
+[factors]
+target = ["a", "b"]
+[[measurement]]
+name = "pm"
+kind = "postmark"
+params = {{ number = 10 }}
+factors = {{ instances = [1, 2, 4] }}
+[[exclude]]
+target = "b"
+instances = 4
+"#
+        );
+        super::super::plan::parse(Path::new("t.toml"), &text, false).unwrap()
+    }
+
+    #[test]
+    fn product_less_exclusions() {
+        let p = plan("random");
+        let c = cells(&p);
+        assert_eq!(c.len(), 5);
+        assert!(c
+            .iter()
+            .all(|c| !(c.target == "b" && c.factors[0].1 == "4")));
+        let args = command(&p, &c[1], Path::new("/x"), Path::new("/j.json"));
+        assert_eq!(
+            args,
+            [
+                "postmark",
+                "--dir",
+                "/x",
+                "--json",
+                "/j.json",
+                "--number",
+                "10",
+                "--instances",
+                "2"
+            ]
+        );
+    }
+
+    #[test]
+    fn orders_interleave() {
+        let p = plan("interleaved");
+        assert_eq!(order(&p, 4, 0), [0, 1, 2, 3]);
+        assert_eq!(order(&p, 4, 1), [1, 2, 3, 0]);
+        let r = plan("random");
+        let a = order(&r, 8, 0);
+        let b = order(&r, 8, 1);
+        assert_ne!(a, b, "a new permutation each round");
+        assert_eq!(a, order(&r, 8, 0), "reproducible from the seed");
+        let mut s = a.clone();
+        s.sort();
+        assert_eq!(s, (0..8).collect::<Vec<_>>());
+    }
+}

@@ -1,0 +1,444 @@
+//! The results database: one SQLite file, `OUTDIR/results.db`, that users can query with
+//! plain SQL. The schema is documented in docs/experiments.md; `SCHEMA` below is the source.
+
+use anyhow::{Context, Result};
+use rusqlite::{params, Connection, OptionalExtension};
+use serde_json::Value;
+use std::path::Path;
+
+pub const FILE: &str = "results.db";
+
+pub const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS experiments (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL,
+    plan_file TEXT NOT NULL,
+    plan_text TEXT NOT NULL,
+    plan_hash TEXT NOT NULL,
+    quick INTEGER NOT NULL,
+    seed INTEGER NOT NULL,
+    repetitions INTEGER NOT NULL,
+    noise_threshold REAL NOT NULL,
+    baseline_json TEXT NOT NULL,
+    fsbench_version TEXT NOT NULL,
+    started_at TEXT NOT NULL,
+    finished_at TEXT
+);
+CREATE TABLE IF NOT EXISTS cells (
+    id INTEGER PRIMARY KEY,
+    experiment_id INTEGER NOT NULL REFERENCES experiments(id),
+    idx INTEGER NOT NULL,
+    measurement TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    target TEXT NOT NULL,
+    cache TEXT NOT NULL,
+    factors_json TEXT NOT NULL,
+    command_json TEXT NOT NULL,
+    UNIQUE (experiment_id, idx)
+);
+CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY,
+    cell_id INTEGER NOT NULL REFERENCES cells(id),
+    repetition INTEGER NOT NULL,
+    status TEXT NOT NULL,
+    started_at TEXT NOT NULL,
+    elapsed_s REAL NOT NULL,
+    load_avg_1 REAL,
+    other_cpu_frac REAL,
+    disturbed INTEGER NOT NULL DEFAULT 0,
+    superseded INTEGER NOT NULL DEFAULT 0,
+    error TEXT,
+    applied_json TEXT NOT NULL,
+    results_json TEXT
+);
+CREATE TABLE IF NOT EXISTS figures (
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    flowop TEXT NOT NULL,
+    figure TEXT NOT NULL,
+    value REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS flowops (
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    name TEXT NOT NULL,
+    type TEXT,
+    ops INTEGER,
+    ops_per_s REAL,
+    mb_per_s REAL,
+    mean_us REAL,
+    p50_us REAL,
+    p99_us REAL,
+    max_us REAL,
+    errors INTEGER
+);
+CREATE INDEX IF NOT EXISTS runs_cell ON runs(cell_id, repetition);
+CREATE INDEX IF NOT EXISTS figures_run ON figures(run_id);
+";
+
+pub struct Store {
+    pub db: Connection,
+}
+
+/// One run to store.
+pub struct RunRecord<'a> {
+    pub cell_id: i64,
+    pub repetition: u32,
+    pub status: &'a str,
+    pub started_at: &'a str,
+    pub elapsed_s: f64,
+    pub load_avg_1: Option<f64>,
+    pub other_cpu_frac: Option<f64>,
+    pub disturbed: bool,
+    pub error: Option<&'a str>,
+    pub applied: &'a Value,
+    pub results: Option<&'a Value>,
+}
+
+impl Store {
+    pub fn open(outdir: &Path) -> Result<Store> {
+        let path = outdir.join(FILE);
+        let db = Connection::open(&path).with_context(|| format!("opening {}", path.display()))?;
+        db.execute_batch(SCHEMA)
+            .with_context(|| format!("creating the schema in {}", path.display()))?;
+        Ok(Store { db })
+    }
+
+    /// Open an existing database read-only in spirit (for `fsbench results`).
+    pub fn open_existing(outdir: &Path) -> Result<Store> {
+        let path = outdir.join(FILE);
+        if !path.is_file() {
+            anyhow::bail!(
+                "{} holds no {FILE}: not an experiment's output directory",
+                outdir.display()
+            );
+        }
+        Self::open(outdir)
+    }
+
+    pub fn experiment(&self) -> Result<Option<(i64, String)>> {
+        Ok(self
+            .db
+            .query_row(
+                "SELECT id, plan_hash FROM experiments ORDER BY id LIMIT 1",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub fn new_experiment(
+        &self,
+        name: &str,
+        plan_file: &str,
+        plan_text: &str,
+        plan_hash: &str,
+        quick: bool,
+        seed: u64,
+        repetitions: u32,
+        noise_threshold: f64,
+        baseline: &Value,
+    ) -> Result<i64> {
+        self.db.execute(
+            "INSERT INTO experiments (name, plan_file, plan_text, plan_hash, quick, seed, repetitions, noise_threshold, baseline_json, fsbench_version, started_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+            params![name, plan_file, plan_text, plan_hash, quick, seed as i64, repetitions, noise_threshold, baseline.to_string(), env!("CARGO_PKG_VERSION"), now()],
+        )?;
+        Ok(self.db.last_insert_rowid())
+    }
+
+    pub fn finish(&self, exp: i64) -> Result<()> {
+        self.db.execute(
+            "UPDATE experiments SET finished_at = ?1 WHERE id = ?2",
+            params![now(), exp],
+        )?;
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub fn cell(
+        &self,
+        exp: i64,
+        idx: usize,
+        measurement: &str,
+        kind: &str,
+        target: &str,
+        cache: &str,
+        factors: &Value,
+        command: &Value,
+    ) -> Result<i64> {
+        if let Some(id) = self
+            .db
+            .query_row(
+                "SELECT id FROM cells WHERE experiment_id = ?1 AND idx = ?2",
+                params![exp, idx as i64],
+                |r| r.get(0),
+            )
+            .optional()?
+        {
+            return Ok(id);
+        }
+        self.db.execute(
+            "INSERT INTO cells (experiment_id, idx, measurement, kind, target, cache, factors_json, command_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            params![exp, idx as i64, measurement, kind, target, cache, factors.to_string(), command.to_string()],
+        )?;
+        Ok(self.db.last_insert_rowid())
+    }
+
+    /// Whether a cell's repetition already has a stored, usable run.
+    pub fn done(&self, cell_id: i64, repetition: u32) -> Result<bool> {
+        Ok(self.db.query_row(
+            "SELECT COUNT(*) FROM runs WHERE cell_id = ?1 AND repetition = ?2 AND status = 'ok' AND superseded = 0",
+            params![cell_id, repetition],
+            |r| r.get::<_, i64>(0),
+        )? > 0)
+    }
+
+    /// Store a run with its figures, in one transaction.
+    pub fn add_run(&mut self, r: &RunRecord) -> Result<i64> {
+        let tx = self.db.transaction()?;
+        tx.execute(
+            "INSERT INTO runs (cell_id, repetition, status, started_at, elapsed_s, load_avg_1, other_cpu_frac, disturbed, error, applied_json, results_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+            params![
+                r.cell_id,
+                r.repetition,
+                r.status,
+                r.started_at,
+                r.elapsed_s,
+                r.load_avg_1,
+                r.other_cpu_frac,
+                r.disturbed,
+                r.error,
+                r.applied.to_string(),
+                r.results.map(|v| v.to_string()),
+            ],
+        )?;
+        let run_id = tx.last_insert_rowid();
+        if let Some(res) = r.results {
+            {
+                let mut ins = tx.prepare(
+                    "INSERT INTO figures (run_id, flowop, figure, value) VALUES (?1, ?2, ?3, ?4)",
+                )?;
+                for (flowop, figure, value) in figures(res) {
+                    ins.execute(params![run_id, flowop, figure, value])?;
+                }
+                let mut ins = tx.prepare(
+                    "INSERT INTO flowops (run_id, name, type, ops, ops_per_s, mb_per_s, mean_us, p50_us, p99_us, max_us, errors) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                )?;
+                for f in res
+                    .get("flowops")
+                    .and_then(|v| v.as_array())
+                    .into_iter()
+                    .flatten()
+                {
+                    let n = |k: &str| f.get(k).and_then(|v| v.as_f64());
+                    let l = |k: &str| {
+                        f.get("latency_us")
+                            .and_then(|l| l.get(k))
+                            .and_then(|v| v.as_f64())
+                    };
+                    ins.execute(params![
+                        run_id,
+                        f.get("name").and_then(|v| v.as_str()).unwrap_or(""),
+                        f.get("type").and_then(|v| v.as_str()),
+                        f.get("ops").and_then(|v| v.as_i64()),
+                        n("ops_per_s"),
+                        n("mb_per_s"),
+                        l("mean"),
+                        l("p50"),
+                        l("p99"),
+                        l("max"),
+                        f.get("errors").and_then(|v| v.as_i64()),
+                    ])?;
+                }
+            }
+        }
+        tx.commit()?;
+        Ok(run_id)
+    }
+
+    /// Mark a run as replaced by a later attempt (--strict reruns of disturbed runs).
+    pub fn supersede(&self, run_id: i64) -> Result<()> {
+        self.db.execute(
+            "UPDATE runs SET superseded = 1 WHERE id = ?1",
+            params![run_id],
+        )?;
+        Ok(())
+    }
+}
+
+/// The figures of one result, as (flowop, figure, value); flowop "" for the whole run.
+///
+/// A result shaped like `fsbench run --json` (with `summary` and `flowops`) gives its summary
+/// rates and latency and each flowop's rate, bandwidth, mean and p99 latency. Any other JSON
+/// (`layout`, `scan`) gives its top-level numbers and those one object deep (`a.b`).
+pub fn figures(res: &Value) -> Vec<(String, String, f64)> {
+    let mut out = Vec::new();
+    if let (Some(s), Some(fl)) = (
+        res.get("summary"),
+        res.get("flowops").and_then(|f| f.as_array()),
+    ) {
+        for k in [
+            "ops_per_s",
+            "mb_per_s",
+            "mean_latency_ms",
+            "read_ops_per_s",
+            "write_ops_per_s",
+        ] {
+            if let Some(v) = s.get(k).and_then(|v| v.as_f64()) {
+                out.push((String::new(), k.to_string(), v));
+            }
+        }
+        if let Some(v) = res.get("duration_s").and_then(|v| v.as_f64()) {
+            out.push((String::new(), "duration_s".into(), v));
+        }
+        for f in fl {
+            let name = f
+                .get("name")
+                .and_then(|v| v.as_str())
+                .unwrap_or("")
+                .to_string();
+            for (k, v) in [
+                ("ops_per_s", f.get("ops_per_s")),
+                ("mb_per_s", f.get("mb_per_s")),
+                ("mean_us", f.get("latency_us").and_then(|l| l.get("mean"))),
+                ("p99_us", f.get("latency_us").and_then(|l| l.get("p99"))),
+            ] {
+                if let Some(v) = v.and_then(|v| v.as_f64()) {
+                    out.push((name.clone(), k.to_string(), v));
+                }
+            }
+        }
+        return out;
+    }
+    if let Some(o) = res.as_object() {
+        for (k, v) in o {
+            if k == "experiment" {
+                continue;
+            }
+            match v {
+                Value::Number(n) => out.push((String::new(), k.clone(), n.as_f64().unwrap_or(0.0))),
+                Value::Object(inner) => {
+                    for (k2, v2) in inner {
+                        if let Some(n) = v2.as_f64() {
+                            out.push((String::new(), format!("{k}.{k2}"), n));
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+/// The current time, RFC 3339 in UTC.
+pub fn now() -> String {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let secs = t.as_secs() as i64;
+    let (days, rem) = (secs.div_euclid(86400), secs.rem_euclid(86400));
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719468;
+    let era = z.div_euclid(146097);
+    let doe = z - era * 146097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + if m <= 2 { 1 } else { 0 };
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn figures_of_run_and_other_json() {
+        let r: Value = serde_json::json!({
+            "duration_s": 2.0,
+            "summary": {"ops_per_s": 100.0, "mb_per_s": 1.5, "mean_latency_ms": 0.2},
+            "flowops": [{"name": "read1", "ops_per_s": 50.0, "mb_per_s": 1.0, "latency_us": {"mean": 3.0, "p99": 9.0}}]
+        });
+        let f = figures(&r);
+        assert!(f.contains(&(String::new(), "ops_per_s".into(), 100.0)));
+        assert!(f.contains(&("read1".into(), "p99_us".into(), 9.0)));
+        let l: Value =
+            serde_json::json!({"score": 0.9, "files": 10, "name": "x", "totals": {"blocks": 5}});
+        let f = figures(&l);
+        assert!(f.contains(&(String::new(), "score".into(), 0.9)));
+        assert!(f.contains(&(String::new(), "totals.blocks".into(), 5.0)));
+    }
+
+    #[test]
+    fn stores_runs_and_figures() {
+        let d = std::env::temp_dir().join(format!("fsbench-store-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        let mut s = Store::open(&d).unwrap();
+        let e = s
+            .new_experiment("x", "p.toml", "", "h", false, 1, 2, 0.05, &Value::Null)
+            .unwrap();
+        let c = s
+            .cell(
+                e,
+                0,
+                "m",
+                "workload",
+                "t",
+                "warm",
+                &Value::Null,
+                &Value::Null,
+            )
+            .unwrap();
+        assert_eq!(
+            s.cell(
+                e,
+                0,
+                "m",
+                "workload",
+                "t",
+                "warm",
+                &Value::Null,
+                &Value::Null
+            )
+            .unwrap(),
+            c
+        );
+        let res = serde_json::json!({"summary": {"ops_per_s": 1.0}, "flowops": [{"name": "a", "ops_per_s": 1.0}]});
+        assert!(!s.done(c, 0).unwrap());
+        s.add_run(&RunRecord {
+            cell_id: c,
+            repetition: 0,
+            status: "ok",
+            started_at: &now(),
+            elapsed_s: 1.0,
+            load_avg_1: None,
+            other_cpu_frac: Some(0.0),
+            disturbed: false,
+            error: None,
+            applied: &Value::Null,
+            results: Some(&res),
+        })
+        .unwrap();
+        assert!(s.done(c, 0).unwrap());
+        let n: i64 =
+            s.db.query_row("SELECT COUNT(*) FROM flowops", [], |r| r.get(0))
+                .unwrap();
+        assert_eq!(n, 1);
+        drop(s);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn now_is_rfc3339() {
+        let n = now();
+        assert_eq!(n.len(), 20);
+        assert!(n.starts_with("20"), "{n}");
+    }
+}

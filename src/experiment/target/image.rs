@@ -1,0 +1,119 @@
+//! A loop-mounted image: a sparse file under OUTDIR/images, `mkfs`, a loop device, a mount
+//! under OUTDIR/mnt. Torn down in reverse: unmount, detach, remove.
+
+use super::{sh, Ctx, Journal, Ready, Undo};
+use crate::experiment::plan::{Target, TargetKind};
+use anyhow::{Context, Result};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// `mkfs.TYPE` arguments that make it quiet and overwrite without asking.
+pub fn mkfs_force(fs: &str) -> &'static [&'static str] {
+    match fs {
+        "ext4" => &["-q", "-F"],
+        "xfs" => &["-q", "-f"],
+        "btrfs" => &["-q", "-f"],
+        _ => &[],
+    }
+}
+
+/// Make the mount point OUTDIR/mnt/NAME (registered for removal).
+pub fn mount_point(ctx: &Ctx, name: &str, j: &mut Journal) -> Result<std::path::PathBuf> {
+    let mnt_root = ctx.outdir.join("mnt");
+    std::fs::create_dir_all(&mnt_root)?;
+    let mnt = mnt_root.join(name);
+    std::fs::create_dir(&mnt).with_context(|| format!("creating {}", mnt.display()))?;
+    j.push(Undo::RemoveEmptyDir(mnt.clone()))?;
+    Ok(mnt)
+}
+
+pub fn set_up(t: &Target, ctx: &Ctx, j: &mut Journal) -> Result<Ready> {
+    let TargetKind::Image {
+        size,
+        fs,
+        mkfs_options,
+        mount_options,
+    } = &t.kind
+    else {
+        unreachable!("image target")
+    };
+    let images = ctx.outdir.join("images");
+    std::fs::create_dir_all(&images)?;
+    let img = images.join(format!("{}.img", t.name));
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&img)
+        .with_context(|| format!("creating {}", img.display()))?;
+    j.push(Undo::RemoveFile(img.clone()))?;
+    f.set_len(*size)
+        .with_context(|| format!("sizing {} to {size} bytes", img.display()))?;
+    drop(f);
+    let dev = sh("losetup", &["--find", "--show", &img.to_string_lossy()])?
+        .trim()
+        .to_string();
+    j.push(Undo::DetachLoop(dev.clone()))?;
+    let mkfs = format!("mkfs.{fs}");
+    let mut args: Vec<&str> = mkfs_force(fs).to_vec();
+    args.extend(mkfs_options.iter().map(|s| s.as_str()));
+    args.push(&dev);
+    sh(&mkfs, &args).with_context(|| format!("target {}: making the file system", t.name))?;
+    let mnt = mount_point(ctx, &t.name, j)?;
+    mount(fs, &dev, &mnt, mount_options)?;
+    j.push(Undo::Unmount(mnt.clone()))?;
+    let mut applied = BTreeMap::new();
+    applied.insert("image".into(), img.display().to_string().into());
+    applied.insert("image_bytes".into(), (*size).into());
+    applied.insert("loop_device".into(), dev.clone().into());
+    applied.insert(
+        "mkfs".into(),
+        format!("{mkfs} {}", args[..args.len() - 1].join(" ")).into(),
+    );
+    applied.extend(fs_facts(fs, &dev));
+    Ok(Ready {
+        name: t.name.clone(),
+        dir: mnt,
+        device: Some(dev),
+        disk: None,
+        applied,
+    })
+}
+
+pub fn mount(fs: &str, dev: &str, mnt: &Path, options: &str) -> Result<()> {
+    let m = mnt.to_string_lossy();
+    let mut args = vec!["-t", fs];
+    if !options.is_empty() {
+        args.extend(["-o", options]);
+    }
+    args.extend([dev, &m]);
+    sh("mount", &args).map(|_| ())
+}
+
+/// Facts the file system's own tools report (ext4 features and block size), where the tool
+/// is there.
+pub fn fs_facts(fs: &str, dev: &str) -> BTreeMap<String, serde_json::Value> {
+    let mut out = BTreeMap::new();
+    if fs == "ext4" {
+        if let Ok(text) = sh("dumpe2fs", &["-h", dev]) {
+            for line in text.lines() {
+                for key in [
+                    "Filesystem features",
+                    "Block size",
+                    "Inode size",
+                    "Journal size",
+                ] {
+                    if let Some(v) = line
+                        .strip_prefix(key)
+                        .and_then(|r| r.trim_start().strip_prefix(':'))
+                    {
+                        out.insert(
+                            format!("ext4 {}", key.to_lowercase()),
+                            v.trim().to_string().into(),
+                        );
+                    }
+                }
+            }
+        }
+    }
+    out
+}

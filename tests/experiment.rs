@@ -1,0 +1,339 @@
+//! `fsbench experiment` and `fsbench results` end to end, on the real binary.
+
+mod common;
+use common::*;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+fn write_plan(dir: &Path, name: &str, text: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.display().to_string()
+}
+
+fn ok_runs(outdir: &Path) -> i64 {
+    let db = rusqlite::Connection::open(outdir.join("results.db")).unwrap();
+    db.busy_timeout(Duration::from_secs(10)).unwrap();
+    db.query_row(
+        "SELECT COUNT(*) FROM runs WHERE status = 'ok' AND superseded = 0",
+        [],
+        |r| r.get(0),
+    )
+    .unwrap()
+}
+
+fn dir_plan(target: &Path, duration: f64) -> String {
+    format!(
+        r#"
+[experiment]
+name = "t"
+repetitions = 2
+baseline = {{ nthreads = 1 }}
+
+[[target]]
+name = "here"
+kind = "dir"
+path = "{}"
+
+[[measurement]]
+name = "fs"
+kind = "workload"
+params = {{ workload = "fileserver", nfiles = 20, filesize = "4k", duration = {duration} }}
+factors = {{ nthreads = [1, 2] }}
+
+[[measurement]]
+name = "walk"
+kind = "find"
+params = {{ tree_files = 50, tree_dirs = 5 }}
+"#,
+        target.display()
+    )
+}
+
+#[test]
+fn plan_errors_name_file_line_and_column() {
+    let s = Scratch::new("exp-err");
+    let text = dir_plan(s.path(), 0.5).replace("tree_dirs = 5", "tree_dirs = 5, depth = 3");
+    let p = write_plan(s.path(), "bad.toml", &text);
+    let o = run(&["experiment", &p, "--dry-run"]);
+    assert!(!o.status.success(), "{}", text_of(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("bad.toml:21:52:"), "{err}");
+    assert!(
+        err.contains("`depth` is not a parameter of a find measurement"),
+        "{err}"
+    );
+    // A target kind this version does not have is refused, not ignored.
+    let p = write_plan(
+        s.path(),
+        "bad2.toml",
+        &dir_plan(s.path(), 0.5).replace("kind = \"dir\"", "kind = \"nfs\""),
+    );
+    let o = run(&["experiment", &p, "--dry-run"]);
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("bad2.toml:9:8: target kind \"nfs\""),
+        "{}",
+        text_of(&o)
+    );
+}
+
+fn text_of(o: &std::process::Output) -> String {
+    text(o)
+}
+
+#[test]
+fn directory_plan_runs_stores_and_summarises() {
+    let s = Scratch::new("exp-dir");
+    let target = s.path().join("target");
+    std::fs::create_dir(&target).unwrap();
+    std::fs::write(target.join("keep.txt"), b"user data").unwrap();
+    let p = write_plan(s.path(), "p.toml", &dir_plan(&target, 0.5));
+    let dry = run(&["experiment", &p, "--dry-run"]);
+    assert!(dry.status.success(), "{}", text(&dry));
+    let d = String::from_utf8_lossy(&dry.stdout);
+    assert!(d.contains("3 cells x 2 repetitions = 6 runs"), "{d}");
+    let out = s.path().join("out");
+    let o = run(&["experiment", &p, "-o", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("[cell ") && err.contains("rep 2/2"), "{err}");
+    assert_eq!(ok_runs(&out), 6);
+    let db = rusqlite::Connection::open(out.join("results.db")).unwrap();
+    let (flowops, figures): (i64, i64) = db
+        .query_row(
+            "SELECT (SELECT COUNT(*) FROM flowops), (SELECT COUNT(*) FROM figures)",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert!(flowops >= 6 && figures > 6 * 5, "{flowops} {figures}");
+    // Each stored result carries its cell's factors, repetition and noise figures.
+    let j: String = db
+        .query_row("SELECT results_json FROM runs LIMIT 1", [], |r| r.get(0))
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_str(&j).unwrap();
+    assert!(v["experiment"]["factors"]["measurement"].is_string(), "{v}");
+    assert!(
+        v["experiment"]["noise"]["other_cpu_frac"].is_number(),
+        "{v}"
+    );
+    // Nothing of the user's removed; everything fsbench made is gone.
+    let left: Vec<_> = std::fs::read_dir(&target)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left, vec![std::ffi::OsString::from("keep.txt")]);
+    // Summary and exports.
+    let r = run(&["results", out.to_str().unwrap(), "--csv", "-"]);
+    assert!(r.status.success(), "{}", text(&r));
+    let csv = String::from_utf8_lossy(&r.stdout);
+    assert!(
+        csv.starts_with("cell,factors,flowop,figure,n,mean,ci95,cv"),
+        "{csv}"
+    );
+    assert!(csv.contains("nthreads=2 vs 1"), "{csv}");
+    let r = run(&["results", out.to_str().unwrap(), "--json", "-", "--all"]);
+    let v: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+    assert_eq!(v["rows"][0]["n"], 2);
+    assert!(v["comparisons"][0]["p_value"].is_number(), "{v}");
+    // The same output directory is not silently reused; --resume finds nothing to do.
+    let again = run(&["experiment", &p, "-o", out.to_str().unwrap()]);
+    assert!(!again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("--resume"));
+    let res = run(&["experiment", &p, "-o", out.to_str().unwrap(), "--resume"]);
+    assert!(res.status.success(), "{}", text(&res));
+    assert_eq!(ok_runs(&out), 6);
+}
+
+#[test]
+fn shipped_plans_validate() {
+    let plans = Path::new(env!("CARGO_MANIFEST_DIR")).join("plans");
+    let mut n = 0;
+    for e in std::fs::read_dir(&plans).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "toml") {
+            for quick in [false, true] {
+                let mut args = vec!["experiment", p.to_str().unwrap(), "--dry-run"];
+                if quick {
+                    args.push("--quick");
+                }
+                let o = run(&args);
+                assert!(o.status.success(), "{}: {}", p.display(), text(&o));
+            }
+            n += 1;
+        }
+    }
+    assert!(n >= 4, "{n} plans");
+}
+
+fn mounts_under(dir: &Path) -> Vec<String> {
+    std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains(dir.to_str().unwrap()))
+        .map(String::from)
+        .collect()
+}
+
+fn loops_of(dir: &Path) -> String {
+    let o = std::process::Command::new("losetup")
+        .arg("-a")
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter(|l| l.contains(dir.to_str().unwrap()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn image_plan(duration: f64, reps: u32) -> String {
+    format!(
+        r#"
+[experiment]
+name = "stack"
+repetitions = {reps}
+order = "interleaved"
+baseline = {{ target = "ext4" }}
+
+[[target]]
+name = "ext4"
+kind = "image"
+size = "64M"
+fs = "ext4"
+mount_options = "noatime"
+[target.device]
+scheduler = "none"
+read_ahead_kb = 256
+rotational = false
+
+[[target]]
+name = "ovl"
+kind = "overlay"
+over = "ext4"
+
+[factors]
+target = ["ext4", "ovl"]
+cache = ["cold"]
+
+[[measurement]]
+name = "fs"
+kind = "workload"
+params = {{ workload = "fileserver", nfiles = 20, filesize = "4k", nthreads = 2, duration = {duration} }}
+"#
+    )
+}
+
+fn root_or_skip(what: &str) -> bool {
+    let have = is_root()
+        && Path::new("/dev/loop-control").exists()
+        && std::process::Command::new("mkfs.ext4")
+            .arg("-V")
+            .output()
+            .is_ok();
+    if !have {
+        eprintln!("skipping {what}: needs root, loop devices and mkfs.ext4");
+    }
+    have
+}
+
+#[test]
+fn image_and_overlay_plan_leaves_nothing_behind() {
+    if !root_or_skip("image_and_overlay_plan_leaves_nothing_behind") {
+        return;
+    }
+    let s = Scratch::new("exp-img");
+    let p = write_plan(s.path(), "p.toml", &image_plan(0.5, 2));
+    let out = s.path().join("out");
+    let o = run(&["experiment", &p, "-o", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(ok_runs(&out), 4);
+    let db = rusqlite::Connection::open(out.join("results.db")).unwrap();
+    let applied: String = db
+        .query_row("SELECT applied_json FROM runs JOIN cells ON cells.id = runs.cell_id WHERE cells.target = 'ext4' LIMIT 1", [], |r| r.get(0))
+        .unwrap();
+    let a: serde_json::Value = serde_json::from_str(&applied).unwrap();
+    assert_eq!(a["settings"]["read_ahead_kb"], "256", "{a}");
+    assert_eq!(a["settings"]["scheduler"], "none", "{a}");
+    assert_eq!(a["settings"]["rotational"], "0", "{a}");
+    assert!(
+        a["settings"]["mount_options"]
+            .as_str()
+            .unwrap()
+            .contains("noatime"),
+        "{a}"
+    );
+    assert!(mounts_under(&out).is_empty(), "{:?}", mounts_under(&out));
+    assert_eq!(loops_of(&out), "");
+    assert!(!out.join("images/ext4.img").exists());
+    assert_eq!(
+        std::fs::read_to_string(out.join("teardown.json"))
+            .unwrap()
+            .trim(),
+        "[]"
+    );
+}
+
+#[test]
+fn interrupted_plan_tears_down_and_resumes() {
+    let s = Scratch::new("exp-int");
+    let root = root_or_skip("the loop-image half of interrupted_plan_tears_down_and_resumes");
+    let target = s.path().join("target");
+    std::fs::create_dir(&target).unwrap();
+    let plan_text = if root {
+        image_plan(2.0, 2)
+    } else {
+        dir_plan(&target, 2.0)
+    };
+    let p = write_plan(s.path(), "p.toml", &plan_text);
+    let out = s.path().join("out");
+    let mut child = bin()
+        .args(["experiment", &p, "-o", out.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Interrupt in the middle of the second measurement.
+    let t = Instant::now();
+    while !out.join("results.db").exists() || ok_runs(&out) < 1 {
+        if t.elapsed() > Duration::from_secs(120) {
+            let _ = child.kill();
+            panic!(
+                "no run stored: {}",
+                text(&child.wait_with_output().unwrap())
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(700));
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let o = child.wait_with_output().unwrap();
+    assert!(!o.status.success(), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("interrupted") && err.contains("--resume"),
+        "{err}"
+    );
+    let stored = ok_runs(&out);
+    assert!((1..4).contains(&stored), "{stored} runs stored\n{err}");
+    assert_eq!(
+        std::fs::read_to_string(out.join("teardown.json"))
+            .unwrap()
+            .trim(),
+        "[]",
+        "{err}"
+    );
+    assert!(mounts_under(&out).is_empty());
+    if root {
+        assert_eq!(loops_of(&out), "");
+    }
+    let r = run(&["experiment", &p, "-o", out.to_str().unwrap(), "--resume"]);
+    assert!(r.status.success(), "{}", text(&r));
+    assert!(
+        String::from_utf8_lossy(&r.stderr).contains("resuming"),
+        "{}",
+        text(&r)
+    );
+    let total = if root { 4 } else { 6 };
+    assert_eq!(ok_runs(&out), total);
+}
