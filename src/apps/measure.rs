@@ -143,7 +143,15 @@ pub fn drive(m: &mut dyn Measurement, a: &MeasureArgs) -> Result<Results> {
             break;
         }
     }
-    Ok(stats::repeat::combine(runs))
+    let n = runs.len();
+    let mut r = stats::repeat::combine(runs);
+    if n > 1 {
+        // The notes are the first repetition's (its counts and times); say so.
+        for note in &mut r.notes {
+            *note = format!("repetition 1: {note}");
+        }
+    }
+    Ok(r)
 }
 
 /// Print the text report and write the exports `a` asks for, with the same exporters as
