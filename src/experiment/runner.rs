@@ -761,8 +761,10 @@ pub fn run(o: &Options) -> Result<()> {
                         rep + 1,
                         cells[i].describe(&plan)
                     );
-                    st.supersede(run_id)?;
-                    run_one(&plan, &cells[i], cell_id, rep, "", &env, &outdir, &mut st)?;
+                    // The flagged run stays valid until its replacement is stored.
+                    if run_one(&plan, &cells[i], cell_id, rep, "", &env, &outdir, &mut st)? {
+                        st.supersede(run_id)?;
+                    }
                 }
             }
         }
