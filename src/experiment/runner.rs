@@ -419,7 +419,7 @@ enum Outcome {
 }
 
 fn measure(args: &[String], log: &Path, json_out: &Path, limit: f64) -> Result<Outcome> {
-    let exe = std::env::current_exe().context("finding the fsbench binary")?;
+    let exe = crate::experiment::self_exe()?;
     let logf = std::fs::File::create(log).with_context(|| format!("creating {}", log.display()))?;
     let _ = std::fs::remove_file(json_out);
     let mut child = Command::new(exe)
