@@ -337,3 +337,43 @@ fn interrupted_plan_tears_down_and_resumes() {
     let total = if root { 4 } else { 6 };
     assert_eq!(ok_runs(&out), total);
 }
+
+#[test]
+fn killed_experiment_is_cleaned_up_by_cleanup() {
+    if !root_or_skip("killed_experiment_is_cleaned_up_by_cleanup") {
+        return;
+    }
+    let s = Scratch::new("exp-kill");
+    let p = write_plan(s.path(), "p.toml", &image_plan(3.0, 1));
+    let out = s.path().join("out");
+    let mut child = bin()
+        .args(["experiment", &p, "-o", out.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    while !out.join("runs/c001-r00.log").exists() && !out.join("runs/c002-r00.log").exists() {
+        assert!(
+            t.elapsed() < Duration::from_secs(120),
+            "no measurement started"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // No chance to tear down: the journal is what is left.
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(!mounts_under(&out).is_empty());
+    let again = run(&["experiment", &p, "-o", out.to_str().unwrap(), "--resume"]);
+    assert!(
+        String::from_utf8_lossy(&again.stderr).contains("--cleanup"),
+        "{}",
+        text(&again)
+    );
+    let c = run(&["experiment", "--cleanup", out.to_str().unwrap()]);
+    assert!(c.status.success(), "{}", text(&c));
+    // The measurement child may outlive its runner for a moment; unmount retries.
+    assert!(mounts_under(&out).is_empty(), "{:?}", mounts_under(&out));
+    assert_eq!(loops_of(&out), "");
+    assert!(!out.join("images/ext4.img").exists());
+}

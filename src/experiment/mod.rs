@@ -16,3 +16,17 @@ pub mod runner;
 pub mod store;
 pub mod summary;
 pub mod target;
+
+/// The running fsbench binary, for the child processes that do the measuring.
+///
+/// `/proc/self/exe` where there is one: it still opens when the file on disk has been
+/// replaced (a rebuild during a long experiment), where the path `current_exe` returns
+/// would then run the new binary or nothing.
+pub fn self_exe() -> anyhow::Result<std::path::PathBuf> {
+    let proc = std::path::PathBuf::from("/proc/self/exe");
+    if proc.exists() {
+        return Ok(proc);
+    }
+    use anyhow::Context;
+    std::env::current_exe().context("finding the fsbench binary")
+}

@@ -419,7 +419,7 @@ enum Outcome {
 }
 
 fn measure(args: &[String], log: &Path, json_out: &Path, limit: f64) -> Result<Outcome> {
-    let exe = std::env::current_exe().context("finding the fsbench binary")?;
+    let exe = crate::experiment::self_exe()?;
     let logf = std::fs::File::create(log).with_context(|| format!("creating {}", log.display()))?;
     let _ = std::fs::remove_file(json_out);
     let mut child = Command::new(exe)
@@ -761,8 +761,10 @@ pub fn run(o: &Options) -> Result<()> {
                         rep + 1,
                         cells[i].describe(&plan)
                     );
-                    st.supersede(run_id)?;
-                    run_one(&plan, &cells[i], cell_id, rep, "", &env, &outdir, &mut st)?;
+                    // The flagged run stays valid until its replacement is stored.
+                    if run_one(&plan, &cells[i], cell_id, rep, "", &env, &outdir, &mut st)? {
+                        st.supersede(run_id)?;
+                    }
                 }
             }
         }

@@ -20,7 +20,7 @@ pub fn run(a: &Age, ready: &mut Ready, outdir: &Path, tag: &str, j: &mut Journal
     let logs = outdir.join("age");
     std::fs::create_dir_all(&logs)?;
     let json = logs.join(format!("{}-{tag}.json", ready.name));
-    let exe = std::env::current_exe().context("finding the fsbench binary")?;
+    let exe = crate::experiment::self_exe()?;
     let out = Command::new(exe)
         .arg("age")
         .arg(&ready.dir)

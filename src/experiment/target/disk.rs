@@ -30,7 +30,7 @@ pub fn set_up(t: &Target, ctx: &Ctx, j: &mut Journal) -> Result<Ready> {
     let name = format!("fsbx-{}-{}", t.name, std::process::id());
     let mnt = mount_point(ctx, &t.name, j)?;
     j.push(Undo::RemoveFile(img.clone()))?;
-    let exe = std::env::current_exe().context("finding the fsbench binary")?;
+    let exe = crate::experiment::self_exe()?;
     let mut cmd = Command::new(exe);
     cmd.args(["disk", "create", &name, "--model", model])
         .arg("--size")

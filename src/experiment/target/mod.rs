@@ -123,7 +123,7 @@ impl Undo {
             Undo::Restore { path, value } => std::fs::write(path, value)
                 .with_context(|| format!("restoring {} to {value}", path.display())),
             Undo::RemoveDisk(name) => {
-                let exe = std::env::current_exe().context("finding the fsbench binary")?;
+                let exe = crate::experiment::self_exe()?;
                 let out = Command::new(exe).args(["disk", "remove", name]).output()?;
                 if !out.status.success() {
                     let e = String::from_utf8_lossy(&out.stderr);
