@@ -133,3 +133,27 @@ fn scan_layout_and_age_json_own_stdout() {
         );
     }
 }
+
+#[test]
+fn csv_carries_the_named_figures() {
+    let dir = Scratch::new("stdout-figures");
+    let o = run(&[
+        "postmark",
+        "--number",
+        "20",
+        "--transactions",
+        "50",
+        "--dir",
+        dir.s(),
+        "--csv",
+        "-",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8(o.stdout).unwrap();
+    let row = out
+        .lines()
+        .find(|l| l.starts_with("postmark,transactions_per_s,figure,"))
+        .unwrap_or_else(|| panic!("no transaction rate row:\n{out}"));
+    let v: f64 = row.rsplit(',').next().unwrap().parse().unwrap();
+    assert!(v > 0.0, "{row}");
+}

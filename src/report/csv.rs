@@ -1,4 +1,6 @@
-//! CSV: one row per flowop, then the summary as a row named `(summary)`.
+//! CSV: one row per flowop, then the summary as a row named `(summary)`, then one row per
+//! named figure (type `figure`, its value in the last column; the application benchmarks'
+//! transaction rates, phase times and so on), so the table stays rectangular.
 
 use super::Exporter;
 use crate::stats::Results;
@@ -17,13 +19,13 @@ fn field(s: &str) -> String {
 impl Exporter for Csv {
     fn render(&self, r: &Results) -> String {
         let mut o = String::from(
-            "workload,flowop,type,ops,ops_per_s,mb_per_s,mean_us,p50_us,p90_us,p95_us,p99_us,p99_9_us,p99_99_us,max_us,cpu_us_per_op,errors,no_resource\n",
+            "workload,flowop,type,ops,ops_per_s,mb_per_s,mean_us,p50_us,p90_us,p95_us,p99_us,p99_9_us,p99_99_us,max_us,cpu_us_per_op,errors,no_resource,value\n",
         );
         for f in &r.flowops {
             let l = &f.latency_us;
             let _ = writeln!(
                 o,
-                "{},{},{},{},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{},{}",
+                "{},{},{},{},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{},{},",
                 field(&r.workload),
                 field(&f.name),
                 f.kind,
@@ -46,7 +48,7 @@ impl Exporter for Csv {
         let s = &r.summary;
         let _ = writeln!(
             o,
-            "{},(summary),io,{},{:.3},{:.3},{:.3},,,,,,,,{:.3},{},",
+            "{},(summary),io,{},{:.3},{:.3},{:.3},,,,,,,,{:.3},{},,",
             field(&r.workload),
             s.ops,
             s.ops_per_s,
@@ -55,6 +57,14 @@ impl Exporter for Csv {
             s.cpu_us_per_op,
             s.errors
         );
+        for (name, v) in &r.figures {
+            let _ = writeln!(
+                o,
+                "{},{},figure,,,,,,,,,,,,,,,{v}",
+                field(&r.workload),
+                field(name)
+            );
+        }
         o
     }
 }
