@@ -505,11 +505,14 @@ fn runs_end_and_clean_up_whatever_the_workload_does() {
     // A huge hog is cut short by the stop.
     let (o, out) = run_bounded(&format!("{FS4}define process name=p {{ thread name=t {{ flowop hog name=h,value=1000000000000 }} }}\nrun 1\n"), &[], 15);
     assert!(o.status.success(), "{out}");
-    // A buffer that cannot be allocated is a clear error, not a hang or a crash.
+    // A huge memsize costs nothing: buffers follow the iosize (and 1 MiB of memsize at most).
     let (o, out) = run_bounded(&format!("{FS4}define process name=p {{ thread name=t,memsize=1000000g {{ flowop statfile name=s,filesetname=fs }} }}\nrun 1\n"), &[], 15);
+    assert!(o.status.success(), "{out}");
+    // A buffer that cannot be allocated is a clear error, not a hang or a crash.
+    let (o, out) = run_bounded(&format!("{FS4}define process name=p {{ thread name=t {{ flowop read name=r,filesetname=fs,iosize=1000000g }} }}\nrun 1\n"), &[], 15);
     assert!(!o.status.success());
     assert!(
-        out.contains("cannot allocate") && !out.contains("panicked"),
+        out.contains("of memory") && out.contains("process `p`") && !out.contains("panicked"),
         "{out}"
     );
     // A huge sleep or delay ends with the run.

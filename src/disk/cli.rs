@@ -342,6 +342,7 @@ fn create(a: CreateArgs) -> anyhow::Result<()> {
 
     if let Some(parent) = image.parent() {
         fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+        check_image_space(parent, size, existed, a.mkfs.as_deref())?;
     }
     let f = OpenOptions::new()
         .read(true)
@@ -738,6 +739,45 @@ fn models() -> anyhow::Result<()> {
             human_bytes(p.segment_bytes),
             p.bus_rate,
             p.overhead_ms
+        );
+    }
+    Ok(())
+}
+
+/// The image is sparse, so a disk larger than the free space of the file system holding the
+/// image is created at once and fails later, with ENOSPC from the backing file under the
+/// simulated disk. Warn when the capacity exceeds the free space; refuse when even the file
+/// system `--mkfs` makes could not be written: ext4 and xfs set aside about 1/64 of the
+/// capacity for inode tables and the journal, which they write (ext4 zeroes its inode tables
+/// in the background after mounting).
+fn check_image_space(
+    dir: &Path,
+    size: u64,
+    existed: bool,
+    mkfs: Option<&str>,
+) -> anyhow::Result<()> {
+    if existed {
+        return Ok(());
+    }
+    let Some(free) = crate::engine::free_space(dir) else {
+        return Ok(());
+    };
+    let human = |n: u64| crate::limits::human(n as f64);
+    if mkfs.is_some() && size / 64 > free {
+        bail!(
+            "--size {} needs about {} for the metadata of its file system alone, but {} has {} free; lower --size or pass --image on a larger file system",
+            human(size),
+            human(size / 64),
+            dir.display(),
+            human(free)
+        );
+    }
+    if size > free {
+        eprintln!(
+            "fsbench: warning: --size {} is more than the {} free in {}: the image is sparse, and writes past that will fail with ENOSPC",
+            human(size),
+            human(free),
+            dir.display()
         );
     }
     Ok(())

@@ -154,7 +154,7 @@ pub fn check(wl: &Workload, parent: &Path) -> Result<Estimate, EngineError> {
                 })
                 .expect("a fileset needs space");
             return Err(refuse(format!(
-                "the filesets would need about {} ({:.0} preallocated files), but {} has {} free; lower entries or size of fileset `{}` (entries={}), or pass --dir on a larger file system",
+                "the filesets need about {} ({:.0} preallocated files), but {} has {} free; lower -s filesize/-s nfiles (the largest fileset is `{}`, entries={}), or pass --dir on a larger file system",
                 human(need),
                 files_total,
                 parent.display(),

@@ -29,6 +29,9 @@ pub struct OpRecorder {
     pub cpu_ns: f64,
 }
 
+/// The largest latency a histogram holds (one hour); longer ones are recorded as an hour.
+pub const MAX_RECORDED_NS: u64 = 3_600_000_000_000;
+
 impl Default for OpRecorder {
     fn default() -> Self {
         OpRecorder {
@@ -51,8 +54,11 @@ impl OpRecorder {
         self.count += 1;
         self.bytes += bytes;
         self.lat_sum_ns += ns;
-        // Auto-resizing histogram: only a new order of magnitude allocates.
-        let _ = self.hist.record(ns.max(1));
+        // Auto-resizing histogram: only a new order of magnitude allocates. Latencies are
+        // clamped to an hour, so a histogram never grows past about 270 KiB however long the
+        // run (what a long run's memory grows by is its histograms' counters being touched
+        // for the first time, bounded by threads x flowops x that size).
+        let _ = self.hist.record(ns.clamp(1, MAX_RECORDED_NS));
     }
 
     #[cold]
