@@ -273,3 +273,108 @@ fn diff_refuses_snapshots_without_hashes_and_scan_hash_needs_a_snapshot() {
     assert!(!o.status.success());
     assert!(text(&o).contains("-o SNAPSHOT"), "{}", text(&o));
 }
+
+#[test]
+fn age_next_version_has_the_requested_commonality_and_leaves_src_alone() {
+    let t = Scratch::new("content-nextver");
+    let src = t.path().join("src");
+    for i in 0..300u64 {
+        put(
+            &src,
+            &format!("m{}/n{}/f{i}", i % 5, i % 3),
+            &bytes(i + 11, size_of(i)),
+        );
+    }
+    let before = run(&[
+        "scan",
+        src.to_str().unwrap(),
+        "--hash",
+        "-o",
+        t.path().join("b.snap").to_str().unwrap(),
+    ]);
+    assert!(before.status.success(), "{}", text(&before));
+    let out = t.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    for keep in [0.9, 0.53] {
+        let o = run(&[
+            "age",
+            out.to_str().unwrap(),
+            "--next-version",
+            src.to_str().unwrap(),
+            "--keep",
+            &keep.to_string(),
+            "--seed",
+            "7",
+            "--json",
+            "-",
+        ]);
+        assert!(o.status.success(), "{}", text(&o));
+        let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+        let tree = r["out"].as_str().unwrap().to_string();
+        assert!(tree.starts_with(out.to_str().unwrap()), "{tree}");
+        // The new tree sits in a marked run directory.
+        assert!(Path::new(&tree)
+            .parent()
+            .unwrap()
+            .join(".fsbench-run")
+            .exists());
+        let o = run(&["diff", src.to_str().unwrap(), &tree, "--json", "-"]);
+        assert!(o.status.success(), "{}", text(&o));
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        let files_same =
+            100.0 * v["identical"]["files"].as_f64().unwrap() / v["new_files"].as_f64().unwrap();
+        let bytes_same =
+            100.0 * v["identical"]["bytes"].as_f64().unwrap() / v["new_bytes"].as_f64().unwrap();
+        assert!(
+            (files_same - keep * 100.0).abs() < 1.0,
+            "{files_same} for {keep}"
+        );
+        assert!(
+            (bytes_same - keep * 100.0).abs() < 12.0,
+            "{bytes_same} for {keep}"
+        );
+        assert!((files_same - r["files_same_pct"].as_f64().unwrap()).abs() < 0.01);
+        assert!((bytes_same - r["bytes_same_pct"].as_f64().unwrap()).abs() < 0.01);
+        assert_eq!(v["new_files"].as_u64(), Some(300));
+        assert!(v["changed"]["files"].as_u64().unwrap() > 0);
+        assert!(v["removed"]["files"].as_u64().unwrap() > 0);
+    }
+    // SRC is unchanged: same paths and contents as before.
+    let o = run(&[
+        "diff",
+        t.path().join("b.snap").to_str().unwrap(),
+        src.to_str().unwrap(),
+        "--json",
+        "-",
+    ]);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["same_path"]["files"].as_u64(), Some(300), "{v}");
+    assert_eq!(v["new_files"].as_u64(), Some(300));
+    // Out of range and inside SRC are refused.
+    let o = run(&[
+        "age",
+        out.to_str().unwrap(),
+        "--next-version",
+        src.to_str().unwrap(),
+        "--keep",
+        "1.5",
+    ]);
+    assert!(
+        !o.status.success() && text(&o).contains("--keep 1.5"),
+        "{}",
+        text(&o)
+    );
+    let o = run(&[
+        "age",
+        src.join("m0").to_str().unwrap(),
+        "--next-version",
+        src.to_str().unwrap(),
+        "--keep",
+        "0.5",
+    ]);
+    assert!(
+        !o.status.success() && text(&o).contains("inside the source tree"),
+        "{}",
+        text(&o)
+    );
+}
