@@ -86,6 +86,11 @@ impl HashAlgo {
             return Err(io::Error::last_os_error());
         }
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        // The entry may have been replaced since the walk's stat: hash only a regular file.
+        let st = crate::beneath::fstat(fd.as_raw_fd())?;
+        if st.st_mode & libc::S_IFMT != libc::S_IFREG {
+            return Err(io::Error::other("no longer a regular file"));
+        }
         let mut f = std::fs::File::from(fd);
         self.hash_reader(&mut f, buf)
     }
