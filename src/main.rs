@@ -27,6 +27,8 @@ enum Command {
     Run(RunArgs),
     /// Walk a tree in parallel, summarise it and write a metadata snapshot.
     Scan(fsbench::scan::ScanArgs),
+    /// Files and bytes of NEW identical by content to OLD (snapshots from `scan --hash`, or directories).
+    Diff(fsbench::scan::diff::DiffArgs),
     /// Smith–Seltzer layout score of the files under a directory (FIEMAP).
     Layout(fsbench::layout::LayoutArgs),
     /// Age the file system holding DIR: fill to a target fullness, then churn towards a profile.
@@ -404,6 +406,7 @@ fn dispatch(cli: Cli) -> Result<()> {
         Command::Show(a) => cmd_show(&a),
         Command::Run(a) => cmd_run(&a),
         Command::Scan(a) => fsbench::scan::run(a),
+        Command::Diff(a) => fsbench::scan::diff::run(a),
         Command::Layout(a) => fsbench::layout::run(a),
         Command::Age(a) => fsbench::age::cli::run(a),
         Command::Disk(a) => fsbench::disk::cli::run(a),

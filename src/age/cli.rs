@@ -70,6 +70,22 @@ pub struct AgeArgs {
     /// No progress lines.
     #[arg(short, long)]
     pub quiet: bool,
+    /// Write a next version of the tree SRC (SRC is only read) into a new marked directory
+    /// DIR/fsbench-next-version-<unique>/tree/, with --keep of its files unchanged.
+    #[arg(long, value_name = "SRC", requires = "keep", conflicts_with_all = ["from_snapshot", "replay_snapshots", "until_converged", "ops"])]
+    pub next_version: Option<PathBuf>,
+    /// With --next-version: share of files kept unchanged (the new tree's "files same", 0..1).
+    #[arg(long, value_name = "F", requires = "next_version")]
+    pub keep: Option<f64>,
+    /// With --next-version: share of the other files edited in place; the rest are removed
+    /// and as many new files added.
+    #[arg(
+        long,
+        value_name = "F",
+        default_value_t = 0.5,
+        requires = "next_version"
+    )]
+    pub edit_share: f64,
 }
 
 /// Layout facts before or after aging.
@@ -227,6 +243,19 @@ fn fmt_dist(d: &Distances) -> String {
 
 /// `fsbench age`.
 pub fn run(args: AgeArgs) -> anyhow::Result<()> {
+    if let (Some(src), Some(keep)) = (&args.next_version, args.keep) {
+        let r = super::nextver::next_version(src, &args.dir, keep, args.edit_share, args.seed)?;
+        if let Some(j) = &args.json {
+            crate::scan::write_json(j, &r)?;
+        }
+        if args.json.as_deref() != Some(Path::new("-")) {
+            println!(
+                "next version of {} written to {}\n  {} files: kept {}, edited {}, removed {}, added {}\n  files same {:.1}%  bytes same {:.1}%",
+                r.src, r.out, r.src_files, r.kept, r.edited, r.removed, r.added, r.files_same_pct, r.bytes_same_pct
+            );
+        }
+        return Ok(());
+    }
     if !(0.0..=0.99).contains(&args.fill) {
         bail!(
             "--fill {} is outside 0.0..0.99 (a fraction of the file system)",

@@ -12,6 +12,7 @@
 pub mod cli;
 pub mod distance;
 pub mod exec;
+pub mod nextver;
 pub mod plan;
 pub mod profile;
 pub mod replay;

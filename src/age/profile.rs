@@ -514,6 +514,7 @@ mod tests {
             nlink: 1,
             uid: 0,
             gid: 0,
+            hash: None,
         }
     }
 
@@ -534,6 +535,7 @@ mod tests {
             created_unix: now,
             cross_mounts: false,
             tool_version: "t".into(),
+            hash: None,
         };
         let mut buf = Vec::new();
         write_snapshot(&mut buf, &header, entries).unwrap();

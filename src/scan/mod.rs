@@ -5,6 +5,8 @@
 //! [`crate::age::profile::Profile::from_snapshot`]): it lets a user age a test
 //! file system until it looks like their production tree.
 
+pub mod diff;
+pub mod hash;
 pub mod snapshot;
 pub mod summary;
 pub mod walk;
@@ -45,6 +47,10 @@ pub struct ScanArgs {
     /// Number of extensions shown in the summary.
     #[arg(long, default_value_t = 10)]
     pub top: usize,
+    /// Store each regular file's content hash in the snapshot (blake3 unless named;
+    /// sha1 matches `sha1sum`). Files are hashed by the scan's workers in parallel.
+    #[arg(long, value_name = "ALGO", num_args = 0..=1, default_missing_value = "blake3")]
+    pub hash: Option<hash::HashAlgo>,
 }
 
 /// The summary of one scan.
@@ -74,6 +80,15 @@ pub struct ScanSummary {
     /// Entries per directory, log2 buckets (DIR itself included).
     pub entries_per_dir: Vec<Log2Row>,
     pub top_extensions: Vec<ExtRow>,
+    /// Content hash algorithm, when `--hash` was given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hash: Option<hash::HashAlgo>,
+    /// Bytes read and hashed.
+    pub hashed_bytes: u64,
+    /// Hashed bytes per second of the whole scan (MB = 10^6 bytes).
+    pub hash_mb_per_s: f64,
+    /// Regular files that could not be read for hashing (stored without a hash).
+    pub hash_errors: u64,
 }
 
 type Sink = Arc<Mutex<BufWriter<File>>>;
@@ -86,6 +101,11 @@ struct ScanVisitor {
     enc: Option<RecordEncoder>,
     sink: Option<Sink>,
     records: u64,
+    hash: Option<hash::HashAlgo>,
+    hash_buf: Vec<u8>,
+    hashed_bytes: u64,
+    hash_errors: u64,
+    hash_problems: Vec<String>,
 }
 
 impl ScanVisitor {
@@ -117,8 +137,26 @@ impl Visitor for ScanVisitor {
             st.st_size as u64,
             st.st_blocks as u64,
         );
+        let mut digest = None;
+        if let (Some(algo), true) = (self.hash, e.is_file()) {
+            match algo.hash_at(e.dirfd, e.name, &mut self.hash_buf) {
+                Ok((h, n)) => {
+                    self.hashed_bytes += n;
+                    digest = Some(h);
+                }
+                Err(err) => {
+                    self.hash_errors += 1;
+                    if self.hash_problems.len() < 10 {
+                        self.hash_problems.push(format!(
+                            "{}: cannot hash: {err}",
+                            String::from_utf8_lossy(e.path)
+                        ));
+                    }
+                }
+            }
+        }
         if let Some(enc) = &mut self.enc {
-            enc.push_stat(e.path, st);
+            enc.push_stat(e.path, st, digest.as_deref());
         }
         Ok(())
     }
@@ -146,6 +184,7 @@ pub fn scan(
     output: Option<&Path>,
     opts: &WalkOptions,
     top: usize,
+    hash: Option<hash::HashAlgo>,
 ) -> anyhow::Result<ScanSummary> {
     let started = Instant::now();
     let created_unix = std::time::SystemTime::now()
@@ -164,6 +203,7 @@ pub fn scan(
                     created_unix,
                     cross_mounts: opts.cross_mounts,
                     tool_version: env!("CARGO_PKG_VERSION").to_string(),
+                    hash: hash.map(|h| h.name().to_string()),
                 },
             )
             .with_context(|| format!("cannot write snapshot file {}", p.display()))?;
@@ -176,6 +216,15 @@ pub fn scan(
         enc: sink.as_ref().map(|_| RecordEncoder::default()),
         sink: sink.clone(),
         records: 0,
+        hash,
+        hash_buf: if hash.is_some() {
+            vec![0; 256 * 1024]
+        } else {
+            Vec::new()
+        },
+        hashed_bytes: 0,
+        hash_errors: 0,
+        hash_problems: Vec::new(),
     })
     .map_err(|e| match e {
         walk::WalkError::Visit(io) => anyhow::Error::new(io).context(format!(
@@ -186,8 +235,14 @@ pub fn scan(
     })?;
     let mut stats = TreeStats::default();
     let mut records = 0;
+    let (mut hashed_bytes, mut hash_errors) = (0, 0);
     for v in outcome.visitors {
         records += v.records;
+        hashed_bytes += v.hashed_bytes;
+        hash_errors += v.hash_errors;
+        for p in &v.hash_problems {
+            eprintln!("scan: {p}");
+        }
         stats.merge(v.stats);
     }
     if let (Some(sink), Some(p)) = (sink, output) {
@@ -243,6 +298,14 @@ pub fn scan(
             .collect(),
         entries_per_dir: stats.dir_entries.rows(),
         top_extensions: stats.top_extensions(top),
+        hash,
+        hashed_bytes,
+        hash_mb_per_s: if elapsed > 0.0 {
+            hashed_bytes as f64 / elapsed / 1e6
+        } else {
+            0.0
+        },
+        hash_errors,
     })
 }
 
@@ -290,6 +353,16 @@ pub fn print_summary(s: &ScanSummary, out: &mut impl Write) -> io::Result<()> {
         human_bytes(s.bytes),
         human_bytes(s.allocated_bytes)
     )?;
+    if let Some(h) = s.hash {
+        writeln!(
+            out,
+            "  hashed {} with {} at {:.1} MB/s ({} files unreadable)",
+            human_bytes(s.hashed_bytes),
+            h.name(),
+            s.hash_mb_per_s,
+            s.hash_errors
+        )?;
+    }
     if s.mount_points_skipped > 0 {
         writeln!(
             out,
@@ -402,8 +475,17 @@ pub fn run(args: ScanArgs) -> anyhow::Result<()> {
         cross_mounts: args.cross_mounts,
         threads: args.threads.unwrap_or_else(walk::default_threads).max(1),
     };
-    let summary = scan(&args.dir, args.output.as_deref(), &opts, args.top)
-        .with_context(|| format!("scan of {} failed", args.dir.display()))?;
+    if args.hash.is_some() && args.output.is_none() {
+        anyhow::bail!("--hash stores hashes in a snapshot: give one with -o SNAPSHOT");
+    }
+    let summary = scan(
+        &args.dir,
+        args.output.as_deref(),
+        &opts,
+        args.top,
+        args.hash,
+    )
+    .with_context(|| format!("scan of {} failed", args.dir.display()))?;
     let to_stdout = args.json.as_deref() == Some(Path::new("-"));
     if !to_stdout {
         stdout_result(print_summary(&summary, &mut io::stdout().lock()))?;

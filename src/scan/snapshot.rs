@@ -1,9 +1,9 @@
 //! The snapshot file written by `fsbench scan -o` and read back by aging.
 //!
-//! # Format (version 1)
+//! # Format (version 2; version 1 is still read)
 //!
 //! ```text
-//! fsbench-snapshot 1\n                  magic line (so `head -1` identifies the file)
+//! fsbench-snapshot 2\n                  magic line (so `head -1` identifies the file)
 //! {"root": ..., "created_unix": ...}\n  one JSON line: SnapshotHeader
 //! record*                               binary, see below
 //! 0x00 varint(entry_count)              end marker: a file without it was cut short
@@ -22,7 +22,11 @@
 //! atime    zigzag (seconds - mtime seconds), nanoseconds
 //! ctime    zigzag (seconds - mtime seconds), nanoseconds
 //! nlink uid gid
+//! hashlen  (version 2 only) length of the content hash, then that many bytes;
+//!          0 when the snapshot has no hashes or the file could not be read
 //! ```
+//!
+//! Version 1 is version 2 without `hashlen`; its header has no `hash` field.
 //!
 //! Paths are relative to the root, `/`-separated raw bytes (not necessarily
 //! UTF-8). Records come grouped by directory in no particular directory order
@@ -37,7 +41,9 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-pub const MAGIC: &str = "fsbench-snapshot 1";
+pub const MAGIC: &str = "fsbench-snapshot 2";
+/// The magic line of version 1 snapshots (no content hashes), still read.
+pub const MAGIC_V1: &str = "fsbench-snapshot 1";
 
 /// Errors reading a snapshot.
 #[derive(Debug, thiserror::Error)]
@@ -65,6 +71,9 @@ pub struct SnapshotHeader {
     pub cross_mounts: bool,
     /// fsbench version that wrote the file.
     pub tool_version: String,
+    /// Content hash algorithm of regular files (`blake3`, `sha1`), if hashed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hash: Option<String>,
 }
 
 /// Entry type.
@@ -133,6 +142,8 @@ pub struct Entry {
     pub nlink: u64,
     pub uid: u32,
     pub gid: u32,
+    /// Content hash of a regular file (snapshots written with `scan --hash`).
+    pub hash: Option<Vec<u8>>,
 }
 
 impl Entry {
@@ -158,6 +169,7 @@ impl Entry {
             nlink: st.st_nlink,
             uid: st.st_uid,
             gid: st.st_gid,
+            hash: None,
         }
     }
 
@@ -177,6 +189,16 @@ fn put_varint(out: &mut Vec<u8>, mut v: u64) {
         v >>= 7;
     }
     out.push(v as u8);
+}
+
+fn put_hash(out: &mut Vec<u8>, hash: Option<&[u8]>) {
+    match hash {
+        Some(h) => {
+            put_varint(out, h.len() as u64);
+            out.extend_from_slice(h);
+        }
+        None => out.push(0),
+    }
 }
 
 fn zigzag(v: i64) -> u64 {
@@ -204,7 +226,7 @@ pub struct RecordEncoder {
 
 impl RecordEncoder {
     /// Encode an entry straight from `fstatat` output, without building an [`Entry`].
-    pub fn push_stat(&mut self, path: &[u8], st: &libc::stat) {
+    pub fn push_stat(&mut self, path: &[u8], st: &libc::stat, hash: Option<&[u8]>) {
         let shared = common_prefix(&self.prev, path);
         let out = &mut self.buf;
         out.push(Kind::from_mode(st.st_mode) as u8);
@@ -223,6 +245,7 @@ impl RecordEncoder {
         put_varint(out, st.st_nlink);
         put_varint(out, st.st_uid as u64);
         put_varint(out, st.st_gid as u64);
+        put_hash(out, hash);
         self.prev.truncate(shared);
         self.prev.extend_from_slice(&path[shared..]);
         self.records += 1;
@@ -248,6 +271,7 @@ impl RecordEncoder {
         put_varint(out, e.nlink);
         put_varint(out, e.uid as u64);
         put_varint(out, e.gid as u64);
+        put_hash(out, e.hash.as_deref());
         self.prev.clear();
         self.prev.extend_from_slice(&e.path);
         self.records += 1;
@@ -314,15 +338,21 @@ impl Snapshot {
     pub fn read_buffered<R: BufRead>(mut reader: R) -> Result<SnapshotStream<R>, SnapshotError> {
         let mut line = Vec::new();
         reader.read_until(b'\n', &mut line)?;
-        if line.strip_suffix(b"\n").unwrap_or(&line) != MAGIC.as_bytes() {
+        let magic = line.strip_suffix(b"\n").unwrap_or(&line);
+        let version = if magic == MAGIC.as_bytes() {
+            2
+        } else if magic == MAGIC_V1.as_bytes() {
+            1
+        } else {
             return Err(SnapshotError::BadMagic);
-        }
+        };
         line.clear();
         reader.read_until(b'\n', &mut line)?;
         let header: SnapshotHeader = serde_json::from_slice(&line)?;
         Ok(SnapshotStream {
             reader,
             header,
+            version,
             prev: Vec::new(),
             records: 0,
             done: false,
@@ -334,6 +364,7 @@ impl Snapshot {
 pub struct SnapshotStream<R> {
     reader: R,
     header: SnapshotHeader,
+    version: u32,
     prev: Vec<u8>,
     records: u64,
     done: bool,
@@ -342,6 +373,11 @@ pub struct SnapshotStream<R> {
 impl<R: BufRead> SnapshotStream<R> {
     pub fn header(&self) -> &SnapshotHeader {
         &self.header
+    }
+
+    /// Format version of the file being read (1 or 2).
+    pub fn version(&self) -> u32 {
+        self.version
     }
 
     fn byte(&mut self) -> Result<Option<u8>, SnapshotError> {
@@ -425,6 +461,24 @@ impl<R: BufRead> SnapshotStream<R> {
         let nlink = self.varint()?;
         let uid = self.u32("uid out of range")?;
         let gid = self.u32("gid out of range")?;
+        let hash = if self.version >= 2 {
+            let n = self.varint()? as usize;
+            if n > 64 {
+                return Err(self.corrupt("hash too long"));
+            }
+            if n == 0 {
+                None
+            } else {
+                let mut h = vec![0u8; n];
+                self.reader.read_exact(&mut h).map_err(|e| match e.kind() {
+                    io::ErrorKind::UnexpectedEof => SnapshotError::Truncated(self.records),
+                    _ => e.into(),
+                })?;
+                Some(h)
+            }
+        } else {
+            None
+        };
         self.prev.clear();
         self.prev.extend_from_slice(&path);
         self.records += 1;
@@ -440,6 +494,7 @@ impl<R: BufRead> SnapshotStream<R> {
             nlink,
             uid,
             gid,
+            hash,
         }))
     }
 }
@@ -475,6 +530,7 @@ mod tests {
             created_unix: 1_700_000_000,
             cross_mounts: false,
             tool_version: "test".into(),
+            hash: None,
         }
     }
 
@@ -500,6 +556,7 @@ mod tests {
             nlink: 1,
             uid: 1000,
             gid: u32::MAX,
+            hash: None,
         }
     }
 
@@ -514,9 +571,33 @@ mod tests {
         ];
         v.push(Entry {
             path: b"bin\xff\n name".to_vec(),
+            hash: Some(vec![0xab; 32]),
             ..entry("", Kind::File, 3)
         });
         v
+    }
+
+    #[test]
+    fn version_1_still_reads() {
+        // A version 1 file: same records without the hash length byte.
+        let mut buf = Vec::new();
+        writeln!(buf, "{MAGIC_V1}").unwrap();
+        serde_json::to_writer(&mut buf, &header()).unwrap();
+        buf.push(b'\n');
+        let mut v1 = sample();
+        v1.pop();
+        for e in &v1 {
+            let mut enc = RecordEncoder::default();
+            enc.push(e);
+            // Drop the trailing hashlen byte (0: no hash) of the version 2 encoding.
+            assert_eq!(enc.buf.pop(), Some(0));
+            buf.extend(enc.buf);
+        }
+        write_end(&mut buf, v1.len() as u64).unwrap();
+        let s = Snapshot::read_stream(&buf[..]).unwrap();
+        assert_eq!(s.version(), 1);
+        let back: Vec<Entry> = s.collect::<Result<_, _>>().unwrap();
+        assert_eq!(back, v1);
     }
 
     #[test]
@@ -540,8 +621,9 @@ mod tests {
         let mut buf = Vec::new();
         write_snapshot(&mut buf, &header(), entries).unwrap();
         // Fixed fields (three nanosecond stamps cost 4-5 bytes each) plus
-        // the 2-3 byte name tail; the 27-byte directory part is shared.
-        assert!(buf.len() < 1000 * 40, "{} bytes", buf.len());
+        // the 2-3 byte name tail and the hash length byte; the 27-byte
+        // directory part is shared.
+        assert!(buf.len() < 1000 * 41, "{} bytes", buf.len());
     }
 
     #[test]
@@ -581,9 +663,12 @@ mod tests {
         st.st_uid = 3;
         st.st_gid = 4;
         let mut a = RecordEncoder::default();
-        a.push_stat(b"x/y", &st);
+        a.push_stat(b"x/y", &st, Some(b"0123"));
         let mut b = RecordEncoder::default();
-        b.push(&Entry::from_stat(b"x/y", &st));
+        b.push(&Entry {
+            hash: Some(b"0123".to_vec()),
+            ..Entry::from_stat(b"x/y", &st)
+        });
         assert_eq!(a.buf, b.buf);
     }
 

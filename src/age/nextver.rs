@@ -1,0 +1,236 @@
+//! `fsbench age DST --next-version SRC --keep F`: write a *next version* of the
+//! tree SRC with a chosen commonality, for version-pair studies (how much of a
+//! new release is byte-identical to the old one).
+//!
+//! Of SRC's N regular files, round(F·N) are copied unchanged, and the rest are
+//! split between edited (same path, a stretch of the content replaced and one
+//! byte flipped, so it always differs) and removed; as many new files as were
+//! removed are added (random content, sizes drawn from SRC's files), so the
+//! new tree has N files and `fsbench diff SRC NEW` reports files same ≈ F.
+//! Files are chosen uniformly at random, so bytes same ≈ F too on average;
+//! both achieved shares are reported.
+//!
+//! SRC is only read. The result goes into a fresh marked run directory
+//! `DST/fsbench-next-version-<unique>/tree/`, written through the run
+//! directory's descriptor one name at a time (never through a link).
+
+use std::ffi::{CString, OsStr};
+use std::io::Write;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context};
+use rand::{Rng, RngCore, SeedableRng};
+use serde::Serialize;
+
+use crate::beneath;
+use crate::engine::rundir::RunDir;
+
+/// What `--next-version` wrote.
+#[derive(Debug, Serialize)]
+pub struct NextVersionReport {
+    pub src: String,
+    /// The new tree.
+    pub out: String,
+    pub seed: u64,
+    pub keep: f64,
+    pub src_files: u64,
+    pub src_bytes: u64,
+    pub kept: u64,
+    pub kept_bytes: u64,
+    pub edited: u64,
+    pub edited_bytes: u64,
+    pub removed: u64,
+    pub removed_bytes: u64,
+    pub added: u64,
+    pub added_bytes: u64,
+    /// kept / files of the new tree, percent.
+    pub files_same_pct: f64,
+    /// kept bytes / bytes of the new tree, percent.
+    pub bytes_same_pct: f64,
+}
+
+/// Directories and regular files (with sizes) of a tree, relative paths, sorted.
+type Listing = (Vec<PathBuf>, Vec<(PathBuf, u64)>);
+
+/// Regular files and directories of SRC (relative paths, sorted), without following links.
+fn list(src: &Path) -> anyhow::Result<Listing> {
+    let mut dirs = Vec::new();
+    let mut files = Vec::new();
+    let mut stack = vec![PathBuf::new()];
+    while let Some(rel) = stack.pop() {
+        let here = src.join(&rel);
+        for e in
+            std::fs::read_dir(&here).with_context(|| format!("cannot read {}", here.display()))?
+        {
+            let e = e?;
+            let md = e.metadata()?; // DirEntry::metadata does not follow links
+            let r = rel.join(e.file_name());
+            if md.is_dir() {
+                dirs.push(r.clone());
+                stack.push(r);
+            } else if md.is_file() {
+                files.push((r, md.len()));
+            }
+        }
+    }
+    dirs.sort();
+    files.sort();
+    Ok((dirs, files))
+}
+
+fn dir_of(tree: &OwnedFd, rel: &Path) -> anyhow::Result<OwnedFd> {
+    let parent = rel.parent().unwrap_or(Path::new(""));
+    beneath::open_dir_path(tree.as_raw_fd(), parent.as_os_str().as_bytes())
+        .with_context(|| format!("cannot open directory {} in the new tree", parent.display()))
+}
+
+fn name_of(rel: &Path) -> anyhow::Result<CString> {
+    Ok(beneath::component(
+        rel.file_name().unwrap_or(OsStr::new("")),
+    )?)
+}
+
+fn write_new(tree: &OwnedFd, rel: &Path, data: &[u8]) -> anyhow::Result<()> {
+    let d = dir_of(tree, rel)?;
+    let fd = beneath::open_file(
+        d.as_raw_fd(),
+        &name_of(rel)?,
+        libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL,
+    )
+    .with_context(|| format!("cannot create {} in the new tree", rel.display()))?;
+    std::fs::File::from(fd)
+        .write_all(data)
+        .with_context(|| format!("cannot write {} in the new tree", rel.display()))
+}
+
+/// Write the next version of `src` into a new marked directory under `parent`.
+pub fn next_version(
+    src: &Path,
+    parent: &Path,
+    keep: f64,
+    edit_share: f64,
+    seed: u64,
+) -> anyhow::Result<NextVersionReport> {
+    if !(0.0..=1.0).contains(&keep) {
+        bail!("--keep {keep} is outside 0..1 (the share of files kept unchanged)");
+    }
+    if !(0.0..=1.0).contains(&edit_share) {
+        bail!("--edit-share {edit_share} is outside 0..1 (the share of changed files edited rather than replaced)");
+    }
+    let src = src
+        .canonicalize()
+        .with_context(|| format!("source tree {}", src.display()))?;
+    let parent = parent
+        .canonicalize()
+        .with_context(|| format!("target directory {}", parent.display()))?;
+    if parent.starts_with(&src) {
+        bail!(
+            "the output directory {} is inside the source tree {}: choose a directory outside it",
+            parent.display(),
+            src.display()
+        );
+    }
+    let (dirs, files) = list(&src)?;
+    if files.is_empty() {
+        bail!(
+            "{} holds no regular files to make a next version of",
+            src.display()
+        );
+    }
+    let mut rng = rand_pcg::Pcg64::seed_from_u64(seed);
+    let n = files.len();
+    let kept_n = (keep * n as f64).round() as usize;
+    let edited_n = ((n - kept_n) as f64 * edit_share).round() as usize;
+    // Random choice of roles: shuffle indices (Fisher-Yates).
+    let mut order: Vec<usize> = (0..n).collect();
+    for i in (1..n).rev() {
+        let j = rng.random_range(0..=i);
+        order.swap(i, j);
+    }
+    let mut role = vec![0u8; n]; // 0 kept, 1 edited, 2 removed
+    for (k, &i) in order.iter().enumerate() {
+        role[i] = if k < kept_n {
+            0
+        } else if k < kept_n + edited_n {
+            1
+        } else {
+            2
+        };
+    }
+
+    let rd = RunDir::create(&parent, "next-version", false)?;
+    let tree_name = c"tree";
+    beneath::mkdir_at(rd.fd(), tree_name, 0o755).context("cannot create tree/")?;
+    let tree = beneath::open_dir(rd.fd(), tree_name).context("cannot open tree/")?;
+    for d in &dirs {
+        let p = dir_of(&tree, d)?;
+        beneath::mkdir_at(p.as_raw_fd(), &name_of(d)?, 0o755)
+            .with_context(|| format!("cannot create directory {}", d.display()))?;
+    }
+    let mut r = NextVersionReport {
+        src: src.display().to_string(),
+        out: rd.path.join("tree").display().to_string(),
+        seed,
+        keep,
+        src_files: n as u64,
+        src_bytes: files.iter().map(|f| f.1).sum(),
+        kept: 0,
+        kept_bytes: 0,
+        edited: 0,
+        edited_bytes: 0,
+        removed: 0,
+        removed_bytes: 0,
+        added: 0,
+        added_bytes: 0,
+        files_same_pct: 0.0,
+        bytes_same_pct: 0.0,
+    };
+    for (i, (rel, _)) in files.iter().enumerate() {
+        if role[i] == 2 {
+            r.removed += 1;
+            r.removed_bytes += files[i].1;
+            continue;
+        }
+        let path = src.join(rel);
+        let mut data =
+            std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+        if role[i] == 1 {
+            if data.is_empty() {
+                data.resize(64, 0);
+                rng.fill_bytes(&mut data);
+            } else {
+                // Replace a stretch of up to a tenth of the file, then flip one byte so
+                // the content differs whatever the random bytes were.
+                let len = (data.len() / 10).max(1);
+                let at = rng.random_range(0..=data.len() - len);
+                rng.fill_bytes(&mut data[at..at + len]);
+                data[at] = !data[at];
+            }
+            r.edited += 1;
+            r.edited_bytes += data.len() as u64;
+        } else {
+            r.kept += 1;
+            r.kept_bytes += data.len() as u64;
+        }
+        write_new(&tree, rel, &data)?;
+    }
+    // As many new files as were removed, in random existing directories, with sizes
+    // drawn from SRC's files (at least 64 bytes of random content, so never a copy).
+    for a in 0..r.removed {
+        let (like, size) = &files[rng.random_range(0..n)];
+        let dir = like.parent().unwrap_or(Path::new(""));
+        let rel = dir.join(format!("fsbench-added-{a}"));
+        let mut data = vec![0u8; (*size as usize).max(64)];
+        rng.fill_bytes(&mut data);
+        write_new(&tree, &rel, &data)?;
+        r.added += 1;
+        r.added_bytes += data.len() as u64;
+    }
+    let new_files = r.kept + r.edited + r.added;
+    let new_bytes = r.kept_bytes + r.edited_bytes + r.added_bytes;
+    r.files_same_pct = 100.0 * r.kept as f64 / new_files.max(1) as f64;
+    r.bytes_same_pct = 100.0 * r.kept_bytes as f64 / new_bytes.max(1) as f64;
+    Ok(r)
+}
