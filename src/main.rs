@@ -152,9 +152,17 @@ struct ShowArgs {
 }
 
 fn load(w: &WorkloadArgs) -> Result<Workload> {
+    load_with(w, false)
+}
+
+/// Load and print warnings; `duration_given` leaves out the missing-`run` warning.
+fn load_with(w: &WorkloadArgs, duration_given: bool) -> Result<Workload> {
     match workloads::load(&w.workload, &Overrides(w.set.clone())) {
         Ok((wl, _)) => {
             for warn in &wl.warnings {
+                if duration_given && warn.message == fsbench::model::build::NO_RUN_WARNING {
+                    continue;
+                }
                 eprintln!("{warn}\n");
             }
             Ok(wl)
@@ -228,7 +236,7 @@ fn cmd_run(a: &RunArgs) -> Result<()> {
     if probe.vars.iter().any(|(k, _)| k == "dir") && !wa.set.iter().any(|(k, _)| k == "dir") {
         wa.set.push(("dir".into(), parent.display().to_string()));
     }
-    let wl = load(&wa)?;
+    let wl = load_with(&wa, a.duration.is_some())?;
     if a.repeat == 0 {
         bail!("--repeat must be at least 1");
     }
@@ -282,7 +290,7 @@ fn cmd_run(a: &RunArgs) -> Result<()> {
         }
     }
     let results = fsbench::stats::repeat::combine(runs);
-    print!(
+    fsbench::out!(
         "{}",
         fsbench::report::exporter("text").unwrap().render(&results)
     );
@@ -376,7 +384,28 @@ fn cmd_show(a: &ShowArgs) -> Result<()> {
     Ok(())
 }
 
+/// The error and its causes joined by ": ", leaving out a cause whose text an outer message
+/// already carries (many errors write their source into their own message, and anyhow's `{:#}`
+/// would print it twice: "cannot read my.f: No such file …: No such file …").
+fn error_chain(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let m = cause.to_string();
+        if out.contains(&m) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&m);
+    }
+    out
+}
+
 fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().collect();
+    // An export on standard output owns it: the text report moves to standard error.
+    fsbench::report::sink::set_text_to_stderr(fsbench::report::sink::export_to_stdout(&args));
     let cli = Cli::parse();
     let r = match cli.command {
         Command::Check(a) => cmd_check(&a),
@@ -397,7 +426,7 @@ fn main() -> ExitCode {
     match r {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("fsbench: {e:#}");
+            eprintln!("fsbench: {}", error_chain(&e));
             ExitCode::FAILURE
         }
     }

@@ -357,11 +357,11 @@ pub fn main(a: &AndrewArgs) -> Result<()> {
         None if a.no_compile => notes.push("compile phase skipped (--no-compile)".into()),
         None => notes.push("compile phase skipped: no C compiler (cc, gcc, clang) found".into()),
     }
-    print!("{table}");
+    crate::out!("{table}");
     if cc.is_none() {
-        println!("{}", notes[0]);
+        crate::outln!("{}", notes[0]);
     }
-    println!();
+    crate::outln!();
     let mut variables = BTreeMap::new();
     variables.insert("copies".into(), a.copies.to_string());
     variables.insert("clients".into(), a.clients.to_string());

@@ -244,7 +244,7 @@ pub fn main(a: &BuildArgs) -> Result<()> {
     ] {
         variables.insert(k.to_string(), v);
     }
-    println!(
+    crate::outln!(
         "build: {} sources in {} directories, -j{}: compile {:.3} s, link {:.3} s, elapsed {:.3} s; CPU {:.2} s user, {:.2} s system (tree written in {:.3} s, not measured)\n",
         a.files, a.dirs, a.jobs, compile_s, link_s, secs, merged.cpu_user_s, merged.cpu_sys_s, setup_s
     );

@@ -155,7 +155,7 @@ pub fn process_cpu(children: bool) -> (f64, f64) {
 /// Print the text report and write JSON when asked: the same exporters as `fsbench run`.
 pub fn emit(r: &Results, json: Option<&Path>) -> anyhow::Result<()> {
     use anyhow::Context;
-    print!(
+    crate::out!(
         "{}",
         crate::report::exporter("text")
             .expect("text exporter")
@@ -166,6 +166,7 @@ pub fn emit(r: &Results, json: Option<&Path>) -> anyhow::Result<()> {
             .expect("json exporter")
             .render(r);
         if path.as_os_str() == "-" {
+            // The export itself: always standard output.
             print!("{text}");
         } else {
             std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;

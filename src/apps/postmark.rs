@@ -1046,7 +1046,7 @@ pub fn main(a: &PostmarkArgs) -> Result<()> {
     let do_run = |cfg: &Config, to: Option<&str>| -> Result<()> {
         let mut c = cfg.clone();
         c.apply_flags(a)?;
-        println!("PostMark (fsbench {})", env!("CARGO_PKG_VERSION"));
+        crate::outln!("PostMark (fsbench {})", env!("CARGO_PKG_VERSION"));
         let out = run(&c, a.instances, &default_dir, a.keep)?;
         let text = report(&c, &out);
         match to {
@@ -1060,7 +1060,7 @@ pub fn main(a: &PostmarkArgs) -> Result<()> {
                 f.write_all(text.as_bytes())
                     .with_context(|| format!("writing {file}"))?;
             }
-            None => print!("{text}"),
+            None => crate::out!("{text}"),
         }
         super::emit(&out.results, a.json.as_deref())?;
         let _ = out.elapsed_s;
@@ -1084,7 +1084,7 @@ pub fn main(a: &PostmarkArgs) -> Result<()> {
                 Some(Command::Show) => {
                     let mut c = cfg.clone();
                     c.apply_flags(a)?;
-                    print!("{}", c.show());
+                    crate::out!("{}", c.show());
                 }
                 Some(Command::Quit) => break,
                 _ => {}

@@ -244,9 +244,12 @@ fn lay_out(
         }
         if !opts.quiet {
             eprintln!(
-                "fsbench: laying out fileset {} ({} files, {})",
+                "fsbench: laying out fileset {} ({}, {})",
                 fs.name,
-                plan.prealloc_files.iter().filter(|x| **x).count(),
+                crate::report::count(
+                    plan.prealloc_files.iter().filter(|x| **x).count() as u64,
+                    "file"
+                ),
                 human(plan.bytes() as f64)
             );
         }
@@ -597,7 +600,7 @@ pub fn measure(
                         progress_line(&p, t, mo.seconds);
                     }
                     if wl.psrun_period.is_some() {
-                        print!("{}", psrun::block(wl, &p, interval.as_secs_f64()));
+                        crate::out!("{}", psrun::block(wl, &p, interval.as_secs_f64()));
                     }
                     series.push(p);
                 } else {
@@ -799,7 +802,7 @@ fn run_in(
         match a {
             Action::Echo(s) => {
                 if !opts.quiet {
-                    println!("{s}");
+                    crate::outln!("{s}");
                 }
             }
             Action::System(cmd) => {
@@ -836,18 +839,20 @@ fn run_in(
                     laid = Some(lay_out(wl, opts, rd, plans)?);
                 }
             }
-            Action::Version => println!("fsbench {}", env!("CARGO_PKG_VERSION")),
+            Action::Version => crate::outln!("fsbench {}", env!("CARGO_PKG_VERSION")),
             Action::ListFilesets => {
                 for f in &wl.filesets {
-                    println!(
+                    crate::outln!(
                         "fileset {} entries={} dirwidth={}",
-                        f.name, f.entries, f.dirwidth
+                        f.name,
+                        f.entries,
+                        f.dirwidth
                     );
                 }
             }
             Action::ListFlowops => {
                 for (n, k) in &wl.stat_names {
-                    println!("flowop {n} ({})", k.name());
+                    crate::outln!("flowop {n} ({})", k.name());
                 }
             }
             Action::Run => break,
@@ -862,8 +867,8 @@ fn run_in(
     }
     if !opts.quiet {
         eprintln!(
-            "fsbench: running {} threads for {seconds} s ({:?} mode)",
-            wl.thread_count(),
+            "fsbench: running {} for {seconds} s ({:?} mode)",
+            crate::report::count(wl.thread_count(), "thread"),
             wl.mode
         );
     }

@@ -40,7 +40,7 @@ impl Worker<'_> {
 
     pub(super) fn op_print(&mut self, f: &Flowop) -> Result<Flow, Fail> {
         let v = self.num(&f.value);
-        println!("message from thread {}: {} {v}", self.thread.name, f.name);
+        crate::outln!("message from thread {}: {} {v}", self.thread.name, f.name);
         self.done(f, 0, 0);
         Ok(Flow::Continue)
     }
