@@ -92,6 +92,10 @@ struct RunArgs {
     /// Write the results as a Markdown table to FILE (`-` for standard output).
     #[arg(long, value_name = "FILE")]
     markdown: Option<PathBuf>,
+    /// How the JSON carries latency histograms: `compact` (one line each), `full` (one number
+    /// per line) or `none` (left out; the result can then not be merged).
+    #[arg(long, value_enum, default_value_t = fsbench::report::json::Histograms::Compact)]
+    histograms: fsbench::report::json::Histograms,
 }
 
 #[derive(Args)]
@@ -300,7 +304,15 @@ fn cmd_run(a: &RunArgs) -> Result<()> {
         ("markdown", &a.markdown),
     ] {
         let Some(path) = path else { continue };
-        let text = fsbench::report::exporter(fmt).unwrap().render(&results);
+        let text = if fmt == "json" {
+            use fsbench::report::Exporter;
+            fsbench::report::json::Json {
+                histograms: a.histograms,
+            }
+            .render(&results)
+        } else {
+            fsbench::report::exporter(fmt).unwrap().render(&results)
+        };
         if path.as_os_str() == "-" {
             print!("{text}");
         } else {

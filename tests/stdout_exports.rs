@@ -111,6 +111,15 @@ fn run_exports_own_stdout() {
                     v["flowops"].as_array().is_some_and(|f| !f.is_empty()),
                     "{what}"
                 );
+                // Histograms are kept, one line each (--histograms compact, the default).
+                assert!(v["flowops"][0]["histogram_ns"]
+                    .as_array()
+                    .is_some_and(|h| !h.is_empty()));
+                for l in out.lines().filter(|l| l.contains("\"histogram_ns\"")) {
+                    let l = l.trim_end();
+                    assert!(l.ends_with(']') || l.ends_with("],"), "{what}: {l}");
+                }
+                assert!(v["build"]["git_commit"].is_string(), "{what}");
             }
             "--csv" => check_csv(&out, &what),
             _ => check_markdown(&out, &what),

@@ -895,6 +895,7 @@ fn run_in(
     let m = measured.expect("set above");
     let (flowops, summary) = stats::summarize(&wl.stat_names, &m.rec, m.duration);
     Ok(Results {
+        build: stats::build_info::BuildInfo::current(),
         schema_version: stats::SCHEMA_VERSION,
         fsbench_version: env!("CARGO_PKG_VERSION").to_string(),
         workload: wl.name.clone(),

@@ -18,7 +18,7 @@ pub trait Exporter {
 pub fn exporter(format: &str) -> Option<Box<dyn Exporter>> {
     match format {
         "text" => Some(Box::new(text::Text)),
-        "json" => Some(Box::new(json::Json)),
+        "json" => Some(Box::new(json::Json::default())),
         "csv" => Some(Box::new(csv::Csv)),
         "markdown" => Some(Box::new(markdown::Markdown)),
         _ => None,

@@ -227,6 +227,9 @@ pub struct Results {
     /// figures then merge every repetition.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub repetitions: Vec<Repetition>,
+    /// Version and git commit the binary was built from.
+    #[serde(default)]
+    pub build: super::build_info::BuildInfo,
 }
 
 /// The headline figures of one repetition.
