@@ -871,6 +871,12 @@ fn run_in(
             crate::report::count(wl.thread_count(), "thread"),
             wl.mode
         );
+        if opts.warmup > 0.0 {
+            eprintln!(
+                "fsbench: warming up for {} s first (not measured; statistics start afterwards)",
+                opts.warmup
+            );
+        }
     }
     if opts.cold {
         if !opts.quiet {
