@@ -287,6 +287,9 @@ fn cmd_run(a: &RunArgs) -> Result<()> {
             eprintln!("fsbench: repetition {} of {}", i + 1, a.repeat);
         }
         let r = fsbench::engine::run(&wl, &opts)?;
+        if !a.quiet {
+            say_what_is_left(std::path::Path::new(&r.run_dir));
+        }
         let stop = r.interrupted;
         runs.push(r);
         if stop {
@@ -326,6 +329,36 @@ fn cmd_run(a: &RunArgs) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// After a run: whether its directory was removed, or kept (reuse, --keep) and how big it is,
+/// so nothing is left behind unnoticed.
+fn say_what_is_left(dir: &std::path::Path) {
+    fn size(p: &std::path::Path) -> u64 {
+        let Ok(m) = std::fs::symlink_metadata(p) else {
+            return 0;
+        };
+        if !m.is_dir() {
+            return m.len();
+        }
+        std::fs::read_dir(p)
+            .map(|rd| rd.flatten().map(|e| size(&e.path())).sum())
+            .unwrap_or(0)
+    }
+    if dir.as_os_str().is_empty() {
+        return;
+    }
+    if dir.exists() {
+        let b = size(dir) as f64;
+        eprintln!(
+            "fsbench: left {} ({:.1} MiB) on disk for later runs; delete it with `rm -r {}`",
+            dir.display(),
+            b / (1u64 << 20) as f64,
+            dir.display()
+        );
+    } else {
+        eprintln!("fsbench: removed {}", dir.display());
+    }
 }
 
 fn cmd_compare(a: &CompareArgs) -> Result<()> {
