@@ -9,7 +9,13 @@ use std::process::ExitCode;
 
 /// fsbench: a file-system benchmarking workbench that speaks the Filebench workload language.
 #[derive(Parser)]
-#[command(name = "fsbench", version, about, long_about = None)]
+#[command(
+    name = "fsbench",
+    version,
+    about,
+    long_about = None,
+    after_help = "Filebench's command line works too: `fsbench -f WORKLOAD.f [RUN OPTIONS]` is `fsbench run WORKLOAD.f`."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -448,10 +454,14 @@ fn error_chain(e: &anyhow::Error) -> String {
 }
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().collect();
+    let mut args: Vec<String> = std::env::args().collect();
+    // Filebench's command line, `filebench -f WORKLOAD.f`, as an alias of `fsbench run`.
+    if args.get(1).map(String::as_str) == Some("-f") && args.len() > 2 {
+        args[1] = "run".into();
+    }
     // An export on standard output owns it: the text report moves to standard error.
     fsbench::report::sink::set_text_to_stderr(fsbench::report::sink::export_to_stdout(&args));
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(&args);
     let r = match cli.command {
         Command::Check(a) => cmd_check(&a),
         Command::List => cmd_list(),
