@@ -9,7 +9,13 @@ use std::process::ExitCode;
 
 /// fsbench: a file-system benchmarking workbench that speaks the Filebench workload language.
 #[derive(Parser)]
-#[command(name = "fsbench", version, about, long_about = None)]
+#[command(
+    name = "fsbench",
+    version,
+    about,
+    long_about = None,
+    after_help = "Filebench's command line works too: `fsbench -f WORKLOAD.f [RUN OPTIONS]` is `fsbench run WORKLOAD.f`."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -100,6 +106,10 @@ struct RunArgs {
     /// Write the results as a Markdown table to FILE (`-` for standard output).
     #[arg(long, value_name = "FILE")]
     markdown: Option<PathBuf>,
+    /// How the JSON carries latency histograms: `compact` (one line each), `full` (one number
+    /// per line) or `none` (left out; the result can then not be merged).
+    #[arg(long, value_enum, default_value_t = fsbench::report::json::Histograms::Compact)]
+    histograms: fsbench::report::json::Histograms,
 }
 
 #[derive(Args)]
@@ -160,9 +170,17 @@ struct ShowArgs {
 }
 
 fn load(w: &WorkloadArgs) -> Result<Workload> {
+    load_with(w, false)
+}
+
+/// Load and print warnings; `duration_given` leaves out the missing-`run` warning.
+fn load_with(w: &WorkloadArgs, duration_given: bool) -> Result<Workload> {
     match workloads::load(&w.workload, &Overrides(w.set.clone())) {
         Ok((wl, _)) => {
             for warn in &wl.warnings {
+                if duration_given && warn.message == fsbench::model::build::NO_RUN_WARNING {
+                    continue;
+                }
                 eprintln!("{warn}\n");
             }
             Ok(wl)
@@ -236,7 +254,7 @@ fn cmd_run(a: &RunArgs) -> Result<()> {
     if probe.vars.iter().any(|(k, _)| k == "dir") && !wa.set.iter().any(|(k, _)| k == "dir") {
         wa.set.push(("dir".into(), parent.display().to_string()));
     }
-    let wl = load(&wa)?;
+    let wl = load_with(&wa, a.duration.is_some())?;
     if a.repeat == 0 {
         bail!("--repeat must be at least 1");
     }
@@ -295,6 +313,9 @@ fn cmd_run(a: &RunArgs) -> Result<()> {
             eprintln!("fsbench: repetition {} of {}", i + 1, a.repeat);
         }
         let r = fsbench::engine::run(&wl, &opts)?;
+        if !a.quiet {
+            say_what_is_left(std::path::Path::new(&r.run_dir));
+        }
         let stop = r.interrupted;
         runs.push(r);
         if stop {
@@ -309,6 +330,7 @@ fn cmd_run(a: &RunArgs) -> Result<()> {
             ("csv", a.csv.as_deref()),
             ("markdown", a.markdown.as_deref()),
         ],
+        a.histograms,
     )?;
     if results.interrupted {
         bail!(
@@ -317,6 +339,36 @@ fn cmd_run(a: &RunArgs) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// After a run: whether its directory was removed, or kept (reuse, --keep) and how big it is,
+/// so nothing is left behind unnoticed.
+fn say_what_is_left(dir: &std::path::Path) {
+    fn size(p: &std::path::Path) -> u64 {
+        let Ok(m) = std::fs::symlink_metadata(p) else {
+            return 0;
+        };
+        if !m.is_dir() {
+            return m.len();
+        }
+        std::fs::read_dir(p)
+            .map(|rd| rd.flatten().map(|e| size(&e.path())).sum())
+            .unwrap_or(0)
+    }
+    if dir.as_os_str().is_empty() {
+        return;
+    }
+    if dir.exists() {
+        let b = size(dir) as f64;
+        eprintln!(
+            "fsbench: left {} ({:.1} MiB) on disk for later runs; delete it with `rm -r {}`",
+            dir.display(),
+            b / (1u64 << 20) as f64,
+            dir.display()
+        );
+    } else {
+        eprintln!("fsbench: removed {}", dir.display());
+    }
 }
 
 fn cmd_compare(a: &CompareArgs) -> Result<()> {
@@ -389,7 +441,14 @@ fn cmd_show(a: &ShowArgs) -> Result<()> {
 
 fn main() -> ExitCode {
     fsbench::exit::install_panic_hook();
-    let cli = Cli::parse();
+    let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    // Filebench's command line, `filebench -f WORKLOAD.f`, as an alias of `fsbench run`.
+    if args.len() > 2 && args[1] == "-f" {
+        args[1] = "run".into();
+    }
+    // An export on standard output owns it: the text report moves to standard error.
+    fsbench::report::out::reserve_stdout_for_args(&args);
+    let cli = Cli::parse_from(&args);
     match std::panic::catch_unwind(|| dispatch(cli)) {
         Ok(r) => fsbench::exit::status(&r),
         Err(p) if fsbench::exit::is_broken_pipe(p.as_ref()) => {

@@ -164,6 +164,7 @@ pub fn emit(r: &Results, a: &MeasureArgs) -> Result<()> {
             ("csv", a.csv.as_deref()),
             ("markdown", a.markdown.as_deref()),
         ],
+        Default::default(),
     )?;
     if r.interrupted {
         bail!("interrupted: the results above cover {:.1} s", r.duration_s);

@@ -75,6 +75,7 @@ pub fn results(run: AppRun<'_>, ops: OpTable, merged: &Recorder) -> Results {
     let names: Vec<(String, FlowopKind)> = ops.iter().map(|(n, k)| (n.to_string(), *k)).collect();
     let (flowops, summary) = stats::summarize(&names, merged, run.duration_s);
     Results {
+        build: stats::build_info::BuildInfo::current(),
         schema_version: stats::SCHEMA_VERSION,
         fsbench_version: env!("CARGO_PKG_VERSION").to_string(),
         workload: run.name.to_string(),

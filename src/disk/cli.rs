@@ -661,10 +661,13 @@ fn remove(name: &str, keep: bool) -> anyhow::Result<()> {
         bail!("no disk named {name} (see `fsbench disk list`)");
     }
     let cfg = sd.read_config().ok();
+    // What was removed, said at the end: silence on success left users guessing.
+    let mut done: Vec<String> = Vec::new();
     // 1. The file system fsbench mounted.
     if let Some(m) = cfg.as_ref().and_then(|c| c.mount.as_ref()) {
         if state::is_mounted(m) {
             server::unmount(m).with_context(|| format!("unmounting {}", m.display()))?;
+            done.push(format!("unmounted {}", m.display()));
         }
     }
     // 2. The server: it detaches the loop device and unmounts FUSE itself.
@@ -677,13 +680,15 @@ fn remove(name: &str, keep: bool) -> anyhow::Result<()> {
             unsafe { libc::kill(pid, libc::SIGKILL) };
             wait_gone(pid, Duration::from_secs(5));
         }
+        done.push(format!("stopped the disk server (pid {pid})"));
     }
     // 3. Whatever a dead server left: loop devices still bound to our FUSE
     //    file (by backing path, so a device reused since is left alone), the mount.
     let fuse_file = sd.fuse_file();
     for dev in loopdev::devices_backed_by(&fuse_file) {
-        if let Err(e) = loopdev::detach_path(&dev) {
-            eprintln!("detaching {dev}: {e}");
+        match loopdev::detach_path(&dev) {
+            Ok(()) => done.push(format!("detached {dev}")),
+            Err(e) => eprintln!("detaching {dev}: {e}"),
         }
     }
     let fuse_dir = sd.fuse_dir();
@@ -695,7 +700,7 @@ fn remove(name: &str, keep: bool) -> anyhow::Result<()> {
     if let Some(c) = &cfg {
         if c.created_image && !keep {
             match fs::remove_file(&c.image) {
-                Ok(()) => {}
+                Ok(()) => done.push(format!("deleted image {}", c.image.display())),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => eprintln!("removing {}: {e}", c.image.display()),
             }
@@ -704,6 +709,8 @@ fn remove(name: &str, keep: bool) -> anyhow::Result<()> {
         }
     }
     remove_state_dir(&sd.dir)?;
+    done.push(format!("removed state {}", sd.dir.display()));
+    println!("disk {name} removed: {}", done.join("; "));
     Ok(())
 }
 

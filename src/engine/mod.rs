@@ -256,9 +256,12 @@ fn lay_out(
         }
         if !opts.quiet {
             eprintln!(
-                "fsbench: laying out fileset {} ({} files, {})",
+                "fsbench: laying out fileset {} ({}, {})",
                 fs.name,
-                plan.prealloc_files.iter().filter(|x| **x).count(),
+                crate::report::count(
+                    plan.prealloc_files.iter().filter(|x| **x).count() as u64,
+                    "file"
+                ),
                 human(plan.bytes() as f64)
             );
         }
@@ -883,10 +886,16 @@ fn run_in(
     }
     if !opts.quiet {
         eprintln!(
-            "fsbench: running {} threads for {seconds} s ({:?} mode)",
-            wl.thread_count(),
+            "fsbench: running {} for {seconds} s ({:?} mode)",
+            crate::report::count(wl.thread_count(), "thread"),
             wl.mode
         );
+        if opts.warmup > 0.0 {
+            eprintln!(
+                "fsbench: warming up for {} s first (not measured; statistics start afterwards)",
+                opts.warmup
+            );
+        }
     }
     if opts.cold {
         if !opts.quiet {
@@ -920,6 +929,7 @@ fn run_in(
     }
     let (flowops, summary) = stats::summarize(&wl.stat_names, &m.rec, m.duration);
     Ok(Results {
+        build: stats::build_info::BuildInfo::current(),
         schema_version: stats::SCHEMA_VERSION,
         fsbench_version: env!("CARGO_PKG_VERSION").to_string(),
         workload: wl.name.clone(),

@@ -11,6 +11,11 @@ use crate::lang::{Diagnostic, Diagnostics, SourceFile, Span};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
+/// The warning for a workload without `run`; `fsbench run --duration` leaves it out, since the
+/// duration is then given.
+pub const NO_RUN_WARNING: &str =
+    "the workload has no `run` command; `fsbench run` runs it for --duration (default 60 s)";
+
 /// `-s name=value` settings, applied before the script runs: a `set` of an overridden
 /// variable keeps the override.
 #[derive(Debug, Clone, Default)]
@@ -319,10 +324,14 @@ pub fn build(
         return Err(Diagnostics(b.errors));
     }
     if !has_run {
+        // Point at the workload's last line of text (where a `run` would go), not at the
+        // blank end of the file.
+        let text = src.text.trim_end();
+        let last = text.rfind('\n').map_or(0, |i| i + 1);
         b.warnings.push(Diagnostic::warning(
             src,
-            Span::new(src.text.len(), src.text.len()),
-            "the workload has no `run` command; `fsbench run` runs it for --duration (default 60 s)",
+            Span::new(last, text.len()),
+            NO_RUN_WARNING,
         ));
     }
     let vars = b

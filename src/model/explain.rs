@@ -119,7 +119,11 @@ pub fn explain(w: &Workload) -> String {
         );
     }
     let _ = writeln!(out, "  total preallocated: ~{}", bytes(total));
-    let _ = writeln!(out, "\nprocesses ({} threads in all):", w.thread_count());
+    let _ = writeln!(
+        out,
+        "\nprocesses ({} in all):",
+        crate::report::count(w.thread_count(), "thread")
+    );
     for p in &w.processes {
         let _ = writeln!(out, "  {} x{}", p.name, p.instances);
         for t in &p.threads {

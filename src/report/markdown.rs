@@ -11,8 +11,12 @@ impl Exporter for Markdown {
         let mut o = String::new();
         let _ = writeln!(
             o,
-            "### {} ({:.1} s, {} threads, {} on {})\n",
-            r.workload, r.duration_s, r.threads, r.host.fs_type, r.host.device
+            "### {} ({:.1} s, {}, {} on {})\n",
+            r.workload,
+            r.duration_s,
+            super::count(r.threads, "thread"),
+            r.host.fs_type,
+            r.host.device
         );
         let _ = writeln!(o, "| flowop | type | ops/s | MB/s | mean µs | p50 µs | p99 µs | p99.9 µs | max µs | CPU µs/op | errors |");
         let _ = writeln!(o, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");

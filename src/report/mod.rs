@@ -18,9 +18,37 @@ pub trait Exporter {
 pub fn exporter(format: &str) -> Option<Box<dyn Exporter>> {
     match format {
         "text" => Some(Box::new(text::Text)),
-        "json" => Some(Box::new(json::Json)),
+        "json" => Some(Box::new(json::Json::default())),
         "csv" => Some(Box::new(csv::Csv)),
         "markdown" => Some(Box::new(markdown::Markdown)),
         _ => None,
+    }
+}
+
+/// `n` and a noun, plural when `n` is not 1: "1 thread", "50 threads", "1 file".
+pub fn count(n: impl Into<u64>, noun: &str) -> String {
+    let n = n.into();
+    if n == 1 {
+        format!("1 {noun}")
+    } else if let Some(stem) = noun
+        .strip_suffix('y')
+        .filter(|s| !s.ends_with(['a', 'e', 'o', 'u']))
+    {
+        format!("{n} {stem}ies")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+#[cfg(test)]
+mod count_tests {
+    #[test]
+    fn plurals() {
+        assert_eq!(super::count(1u64, "thread"), "1 thread");
+        assert_eq!(super::count(0u64, "file"), "0 files");
+        assert_eq!(super::count(3u64, "directory"), "3 directories");
+        assert_eq!(super::count(1u64, "directory"), "1 directory");
+        assert_eq!(super::count(2u64, "entry"), "2 entries");
+        assert_eq!(super::count(2u64, "day"), "2 days");
     }
 }

@@ -21,6 +21,30 @@ pub fn reserve_stdout_for<'a>(paths: impl IntoIterator<Item = Option<&'a Path>>)
     }
 }
 
+/// Give standard output to the exports if the command line sends one there: `--json -`,
+/// `--json=-` (likewise `--csv`, `--markdown`), before a `--`. Decided once at start-up, so
+/// every command, and every message printed before its options are looked at, follows it.
+pub fn reserve_stdout_for_args<S: AsRef<std::ffi::OsStr>>(args: &[S]) {
+    if export_to_stdout(args) {
+        STDOUT_RESERVED.store(true, Ordering::Relaxed);
+    }
+}
+
+fn export_to_stdout<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> bool {
+    const EXPORTS: [&str; 3] = ["--json", "--csv", "--markdown"];
+    let args: Vec<&str> = args
+        .iter()
+        .map(|a| a.as_ref().to_str().unwrap_or(""))
+        .collect();
+    let end = args.iter().position(|a| *a == "--").unwrap_or(args.len());
+    args[..end].iter().enumerate().any(|(i, a)| {
+        EXPORTS.iter().any(|e| {
+            (a == e && args.get(i + 1) == Some(&"-"))
+                || a.strip_prefix(e).and_then(|r| r.strip_prefix('=')) == Some("-")
+        })
+    })
+}
+
 /// Whether an export owns standard output.
 pub fn stdout_reserved() -> bool {
     STDOUT_RESERVED.load(Ordering::Relaxed)
@@ -46,13 +70,21 @@ macro_rules! say {
 }
 
 /// Print the text report (see [`human`]) and write each requested export, `-` meaning
-/// standard output.
-pub fn emit(r: &Results, exports: &[(&str, Option<&Path>)]) -> Result<()> {
+/// standard output; JSON with its histograms written as `histograms` says.
+pub fn emit(
+    r: &Results,
+    exports: &[(&str, Option<&Path>)],
+    histograms: super::json::Histograms,
+) -> Result<()> {
     reserve_stdout_for(exports.iter().map(|(_, p)| *p));
     human(&super::exporter("text").expect("text exporter").render(r));
     for (fmt, path) in exports {
         let Some(path) = path else { continue };
-        let text = super::exporter(fmt).expect("known format").render(r);
+        let text = if *fmt == "json" {
+            super::Exporter::render(&super::json::Json { histograms }, r)
+        } else {
+            super::exporter(fmt).expect("known format").render(r)
+        };
         if path.as_os_str() == "-" {
             let mut o = std::io::stdout().lock();
             o.write_all(text.as_bytes())
@@ -63,4 +95,20 @@ pub fn emit(r: &Results, exports: &[(&str, Option<&Path>)]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::export_to_stdout;
+
+    #[test]
+    fn recognises_exports_to_stdout() {
+        assert!(export_to_stdout(&["run", "x", "--json", "-"]));
+        assert!(export_to_stdout(&["run", "x", "--csv=-"]));
+        assert!(export_to_stdout(&["find", "d", "--markdown", "-", "-q"]));
+        assert!(!export_to_stdout(&["run", "x", "--json", "out.json"]));
+        assert!(!export_to_stdout(&["run", "x", "--json"]));
+        assert!(!export_to_stdout(&["run", "x", "--", "--json", "-"]));
+        assert!(!export_to_stdout(&["run", "-", "--jsonx=-"]));
+    }
 }

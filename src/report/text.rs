@@ -18,7 +18,7 @@ impl Exporter for Text {
         let mut o = String::new();
         let _ = writeln!(
             o,
-            "{}: {:.1} s{}, {} threads, {} on {} ({}){}",
+            "{}: {:.1} s{}, {}, {} on {} ({}){}",
             r.workload,
             r.duration_s,
             if r.repetitions.len() > 1 {
@@ -26,7 +26,7 @@ impl Exporter for Text {
             } else {
                 String::new()
             },
-            r.threads,
+            super::count(r.threads, "thread"),
             if r.host.fs_type.is_empty() {
                 "?"
             } else {

@@ -338,8 +338,12 @@ fn bar(count: u64, max: u64) -> String {
 pub fn print_summary(s: &ScanSummary, out: &mut impl Write) -> io::Result<()> {
     writeln!(
         out,
-        "scanned {}: {} entries in {:.3} s ({:.0} entries/s, {} threads)",
-        s.root, s.entries, s.elapsed_s, s.entries_per_s, s.threads
+        "scanned {}: {} in {:.3} s ({:.0} entries/s, {})",
+        s.root,
+        crate::report::count(s.entries, "entry"),
+        s.elapsed_s,
+        s.entries_per_s,
+        crate::report::count(s.threads as u64, "thread")
     )?;
     writeln!(
         out,

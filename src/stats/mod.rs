@@ -4,6 +4,7 @@
 //! HDR histogram of latencies in nanoseconds (3 significant digits, growing as needed). Nothing
 //! on the recording path is shared between threads.
 
+pub mod build_info;
 pub mod clock;
 pub mod host;
 pub mod loghist;

@@ -232,6 +232,9 @@ pub struct Results {
     /// repetitions, the mean over them. Keys are documented in the README.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub figures: BTreeMap<String, f64>,
+    /// Version and git commit the binary was built from.
+    #[serde(default)]
+    pub build: super::build_info::BuildInfo,
 }
 
 /// The headline figures of one repetition.
