@@ -85,6 +85,22 @@ fn run_exports_own_stdout() {
             f,
         );
     }
+    // `--json=-` too; the report and the echo reach standard error instead.
+    let o = run(&[
+        "run",
+        wl.to_str().unwrap(),
+        "--dir",
+        dir.s(),
+        "--duration",
+        "0.3",
+        "--json=-",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON document");
+    assert!(v.is_object());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("IO Summary"), "{err}");
+    assert!(err.contains("an echo that must not reach stdout"), "{err}");
 }
 
 #[test]
