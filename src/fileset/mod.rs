@@ -142,9 +142,7 @@ impl FilesetRt {
             return None;
         }
         let have = self.existing[l as usize].load(Ordering::Relaxed);
-        if index.is_none()
-            && ((want == Want::Exists && have == 0) || (want == Want::Absent && have >= n))
-        {
+        if (want == Want::Exists && have == 0) || (want == Want::Absent && have >= n) {
             return None;
         }
         let claim = |i: usize| {
@@ -160,8 +158,10 @@ impl FilesetRt {
                 .is_ok()
         };
         if let Some(i) = index {
+            // As Filebench's indexed pick: the entry at the index if it is in the wanted
+            // state and free, otherwise the next one that is (wrapping around).
             let i = i % n;
-            return claim(i).then_some(i);
+            return (0..n).map(|k| (i + k) % n).find(|&j| claim(j));
         }
         let rotor = &self.rotors[(l as usize) * 2 + (want as usize)];
         let start = rotor.fetch_add(1, Ordering::Relaxed);

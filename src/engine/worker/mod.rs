@@ -459,15 +459,24 @@ impl<'a> Worker<'a> {
         }
     }
 
+    /// The entry an indexed flowop asks for. As Filebench: files take
+    /// `(int)sample % entries`; leaf directories `(int)(sample * (entries / 2)) % entries`.
     fn index(&mut self, f: &Flowop, entries: usize) -> Option<usize> {
+        self.index_scaled(f, entries, false)
+    }
+
+    fn index_scaled(&mut self, f: &Flowop, entries: usize, leafdirs: bool) -> Option<usize> {
         let ix = f.indexed?;
-        // As Filebench: (int)(sample * (entries / 2)) % entries.
         let v = match ix {
             crate::model::Num::Const(c) => c as f64,
             crate::model::Num::Rand(i) => self.sh.wl.randvars[i].rv.sample(&mut self.rngs[i]),
         };
-        let half = (entries / 2) as f64;
-        Some(((v * half) as i64).rem_euclid(entries.max(1) as i64) as usize)
+        let v = if leafdirs {
+            v * (entries / 2) as f64
+        } else {
+            v
+        };
+        Some((v as i64).rem_euclid(entries.max(1) as i64) as usize)
     }
 
     /// Open a file of the flowop's fileset into `slot` (existing, or a new one with `create`).
