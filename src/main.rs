@@ -96,6 +96,10 @@ struct RunArgs {
     /// After laying out the filesets, `sync` and drop the page cache (needs root).
     #[arg(long)]
     cold: bool,
+    /// When a flowop finds no file in its fileset, count it and go on (Filebench, and the
+    /// default, end the run there).
+    #[arg(long)]
+    continue_when_exhausted: bool,
     /// Run the workload N times (fresh filesets each time unless `reuse`) and report
     /// mean ± 95% confidence interval and coefficient of variation.
     #[arg(long, value_name = "N", default_value_t = 1)]
@@ -306,6 +310,7 @@ fn cmd_run(a: &RunArgs) -> Result<()> {
         interval: a.interval,
         progress: !a.quiet && std::io::stderr().is_terminal(),
         cold: a.cold,
+        continue_when_exhausted: a.continue_when_exhausted,
     };
     let mut runs = Vec::new();
     for i in 0..a.repeat {

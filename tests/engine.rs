@@ -23,11 +23,12 @@ const SMALL: &[(&str, &str)] = &[
     ("ndbwriters", "1"),
     ("logfilesize", "1m"),
     ("numactivevids", "2"),
-    ("numpassivevids", "2"),
+    ("numpassivevids", "8"),
     ("memperthread", "1m"),
     // oltp: short think loops so the log writer's 3200 posts arrive within the run.
     ("usermode", "2000"),
-    // videoserver: the writer's delay between replacements ends within the run.
+    // videoserver: passive videos are laid out at 50%: enough that some exist (a deletefile
+    // finding none ends the run, as in Filebench). The writer's delay between replacements ends within the run.
     ("repintval", "1"),
 ];
 

@@ -53,6 +53,8 @@ pub fn interrupted() -> bool {
 pub struct Control {
     word: AtomicU64,
     finished: AtomicUsize,
+    /// The first flowop that found its fileset exhausted (ends the run, as in Filebench).
+    exhausted: Mutex<Option<String>>,
 }
 
 /// Bit 63 of the control word: stop.
@@ -103,6 +105,8 @@ pub struct RunOptions {
     pub progress: bool,
     /// `sync` and drop the page cache after layout, before measuring (root only).
     pub cold: bool,
+    /// Count fileset exhaustion and go on instead of ending the run there.
+    pub continue_when_exhausted: bool,
 }
 
 impl RunOptions {
@@ -118,6 +122,7 @@ impl RunOptions {
             interval: 1.0,
             progress: false,
             cold: false,
+            continue_when_exhausted: false,
         }
     }
 }
@@ -398,6 +403,8 @@ pub struct MeasureOptions {
     pub interval: f64,
     /// Show a live progress line on standard error.
     pub progress: bool,
+    /// Count fileset exhaustion and go on instead of ending the run there.
+    pub continue_when_exhausted: bool,
 }
 
 /// Sum what the workers published for the current epoch and turn the difference from the
@@ -492,6 +499,7 @@ pub fn measure(
         ctl: &ctl,
         procs: &procs,
         count_procs,
+        continue_when_exhausted: mo.continue_when_exhausted,
         clock: *stats::clock::global(),
         samples: &samples,
         pacing: &pacing,
@@ -531,7 +539,7 @@ pub fn measure(
                             w.begin();
                             let flow = w.run();
                             w.finish();
-                            if flow == Flow::Done {
+                            if flow == Flow::Done || flow == Flow::Exhausted {
                                 shared.ctl.finished.fetch_add(1, Ordering::SeqCst);
                             }
                             w.close_all();
@@ -598,6 +606,11 @@ pub fn measure(
             }
             let finished = ctl.finished.load(Ordering::SeqCst);
             if finished > 0 && (wl.mode == QuitMode::FirstDone || finished == nthreads) {
+                break;
+            }
+            // As Filebench: a flowop that cannot obtain a file ends its thread; the run
+            // ends with it except in `alldone` mode, where the others go on.
+            if wl.mode != QuitMode::AllDone && ctl.exhausted.lock().is_ok_and(|x| x.is_some()) {
                 break;
             }
             if handles.iter().all(|h| h.is_finished()) {
@@ -700,6 +713,12 @@ pub fn measure(
                 String::new()
             }
         )));
+    }
+    if let Some(who) = ctl.exhausted.lock().ok().and_then(|mut x| x.take()) {
+        notes.push(format!(
+            "run ended early: flowop {who} could not obtain a file (fileset exhausted); \
+             --continue-when-exhausted counts this and goes on"
+        ));
     }
     Ok(Measured {
         rec: merged,
@@ -915,6 +934,7 @@ fn run_in(
             warmup: opts.warmup,
             interval: opts.interval,
             progress: opts.progress,
+            continue_when_exhausted: opts.continue_when_exhausted,
         },
     )?;
     measured.get_or_insert(m);

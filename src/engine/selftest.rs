@@ -58,6 +58,7 @@ impl Prepared {
                 warmup: 0.0,
                 interval: 1.0,
                 progress: false,
+                continue_when_exhausted: false,
             },
         )?;
         let i = self

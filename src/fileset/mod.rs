@@ -149,9 +149,7 @@ impl FilesetRt {
             return None;
         }
         let have = self.existing[l as usize].load(Ordering::Relaxed);
-        if index.is_none()
-            && ((want == Want::Exists && have == 0) || (want == Want::Absent && have >= n))
-        {
+        if (want == Want::Exists && have == 0) || (want == Want::Absent && have >= n) {
             return None;
         }
         let claim = |i: usize| {
@@ -167,8 +165,10 @@ impl FilesetRt {
                 .is_ok()
         };
         if let Some(i) = index {
+            // As Filebench's indexed pick: the entry at the index if it is in the wanted
+            // state and free, otherwise the next one that is (wrapping around).
             let i = i % n;
-            return claim(i).then_some(i);
+            return (0..n).map(|k| (i + k) % n).find(|&j| claim(j));
         }
         let rotor = &self.rotors[(l as usize) * 2 + (want as usize)];
         let start = rotor.fetch_add(1, Ordering::Relaxed);
@@ -342,7 +342,20 @@ mod tests {
         assert_eq!(fs.pick(List::Files, Want::Exists, None), None);
         fs.release(List::Files, a, true);
         assert_eq!(fs.pick(List::Files, Want::Exists, Some(a + 10)), Some(a));
+        fs.release(List::Files, a, true);
+        // As Filebench: an index naming an absent entry takes the next existing one
+        // (wrapping), and a busy one the next free one; none at all is exhaustion.
+        assert_eq!(fs.pick(List::Files, Want::Exists, Some(b)), Some(a));
         assert_eq!(fs.pick(List::Files, Want::Exists, Some(b)), None);
+        fs.release(List::Files, a, true);
+        let c = fs.pick(List::Files, Want::Absent, Some(a)).unwrap();
+        // `b` is still busy from its pick above: skipped as well.
+        let want = (1..10).map(|k| (a + k) % 10).find(|&j| j != b).unwrap();
+        assert_eq!(
+            c, want,
+            "the next absent, free entry after the existing one"
+        );
+        fs.release(List::Files, c, false);
         // All absent entries can be picked exactly once.
         let mut n = 0;
         while fs.pick(List::Files, Want::Absent, None).is_some() {

@@ -156,11 +156,13 @@ impl FlowopKind {
 
     pub fn io_class(self) -> IoClass {
         match self {
-            Read | ReadWholeFile | ListDir => IoClass::Read,
+            // As Filebench's stats.c: the IO summary sums FLOW_TYPE_IO and FLOW_TYPE_AIO
+            // flowops; rd/wr count those carrying FLOW_ATTR_READ / FLOW_ATTR_WRITE
+            // (listdir carries neither).
+            Read | ReadWholeFile => IoClass::Read,
             Write | AppendFile | AppendFileRand | WriteWholeFile | AioWrite => IoClass::Write,
-            CreateFile | OpenFile | CloseFile | DeleteFile | StatFile | MakeDir | RemoveDir => {
-                IoClass::Meta
-            }
+            CreateFile | OpenFile | CloseFile | DeleteFile | StatFile | MakeDir | RemoveDir
+            | ListDir | Fsync | FsyncSet | AioWait => IoClass::Meta,
             _ => IoClass::None,
         }
     }

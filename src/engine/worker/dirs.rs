@@ -10,7 +10,7 @@ impl Worker<'_> {
             .expect("validated: makedir/removedir name a fileset");
         let fs = &self.sh.filesets[fsi];
         let make = f.kind == MakeDir;
-        let idx = self.index(f, fs.leafdirs.len());
+        let idx = self.index_scaled(f, fs.leafdirs.len(), true);
         let want = if make { Want::Absent } else { Want::Exists };
         let Some(e) = fs.pick(List::LeafDirs, want, idx) else {
             return Err(Fail::NoResource);

@@ -62,6 +62,9 @@ const EMPTY: Slot = Slot {
     starved: false,
 };
 
+/// Retries of a flowop that found no free entry before its fileset counts as exhausted.
+const EXHAUSTED_RETRIES: u32 = 2000;
+
 /// What running a flowop asks of the loop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Flow {
@@ -70,6 +73,9 @@ pub enum Flow {
     Done,
     /// The run is stopping.
     Stop,
+    /// A flowop found no file to work on: this thread ends (and the run, except in
+    /// `alldone` mode), as in Filebench.
+    Exhausted,
 }
 
 enum Fail {
@@ -85,6 +91,8 @@ pub struct Shared<'a> {
     pub procs: &'a [ProcCounters],
     /// Whether IO ops must be added to `procs` (a finish flowop without target exists).
     pub count_procs: bool,
+    /// Count fileset exhaustion and go on instead of ending the thread.
+    pub continue_when_exhausted: bool,
     pub clock: Clock,
     /// One slot per worker where it publishes cumulative counters at each sampling epoch.
     pub samples: &'a [std::sync::Mutex<Sample>],
@@ -401,10 +409,31 @@ impl<'a> Worker<'a> {
                 self.record_aio();
             }
         }
-        match self.exec_inner(f) {
+        let mut r = self.exec_inner(f);
+        if matches!(r, Err(Fail::NoResource)) && !self.sh.continue_when_exhausted {
+            // Filebench waits while the entries it could take are only busy in other
+            // threads: retry a while before calling the fileset exhausted.
+            for _ in 0..EXHAUSTED_RETRIES {
+                if self.sh.ctl.stopping() {
+                    return Flow::Stop;
+                }
+                std::thread::yield_now();
+                r = self.exec_inner(f);
+                if !matches!(r, Err(Fail::NoResource)) {
+                    break;
+                }
+            }
+        }
+        match r {
             Ok(flow) => flow,
             Err(Fail::NoResource) => {
                 self.rec.ops[f.stat].no_resource += 1;
+                if !self.sh.continue_when_exhausted {
+                    if let Ok(mut x) = self.sh.ctl.exhausted.lock() {
+                        x.get_or_insert_with(|| self.sh.wl.stat_names[f.stat].0.clone());
+                    }
+                    return Flow::Exhausted;
+                }
                 // Nothing to work on right now: yield instead of spinning on the fileset.
                 std::thread::yield_now();
                 Flow::Continue
@@ -447,15 +476,24 @@ impl<'a> Worker<'a> {
         }
     }
 
+    /// The entry an indexed flowop asks for. As Filebench: files take
+    /// `(int)sample % entries`; leaf directories `(int)(sample * (entries / 2)) % entries`.
     fn index(&mut self, f: &Flowop, entries: usize) -> Option<usize> {
+        self.index_scaled(f, entries, false)
+    }
+
+    fn index_scaled(&mut self, f: &Flowop, entries: usize, leafdirs: bool) -> Option<usize> {
         let ix = f.indexed?;
-        // As Filebench: (int)(sample * (entries / 2)) % entries.
         let v = match ix {
             crate::model::Num::Const(c) => c as f64,
             crate::model::Num::Rand(i) => self.sh.wl.randvars[i].rv.sample(&mut self.rngs[i]),
         };
-        let half = (entries / 2) as f64;
-        Some(((v * half) as i64).rem_euclid(entries.max(1) as i64) as usize)
+        let v = if leafdirs {
+            v * (entries / 2) as f64
+        } else {
+            v
+        };
+        Some((v as i64).rem_euclid(entries.max(1) as i64) as usize)
     }
 
     /// Open a file of the flowop's fileset into `slot` (existing, or a new one with `create`).
