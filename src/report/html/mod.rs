@@ -398,7 +398,9 @@ fn group_section(out: &mut String, gi: usize, g: &Group) {
             ],
             &rows,
         );
+        out.push_str("<div class=grid>");
         chart_block(out, &format!("g{gi}-factor"), &svg, &tbl);
+        out.push_str("</div>");
     }
 
     // Latency CDFs per flowop.
