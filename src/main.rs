@@ -43,6 +43,8 @@ enum Command {
     Disk(fsbench::disk::cli::DiskArgs),
     /// Compare result files side by side, per flowop and in total.
     Compare(CompareArgs),
+    /// One self-contained HTML page of plots from result JSON files.
+    Report(fsbench::report::html::cli::ReportArgs),
     /// Benchmarks of fsbench itself.
     Selftest(SelftestArgs),
     /// PostMark 1.5 (as Debian packages it): reads its configuration files, same transactions.
@@ -475,6 +477,7 @@ fn dispatch(cli: Cli) -> Result<()> {
         Command::Age(a) => fsbench::age::cli::run(a),
         Command::Disk(a) => fsbench::disk::cli::run(a),
         Command::Compare(a) => cmd_compare(&a),
+        Command::Report(a) => fsbench::report::html::cli::run(&a),
         Command::Selftest(a) => cmd_selftest(&a),
         Command::Postmark(a) => fsbench::apps::postmark::main(&a),
         Command::Andrew(a) => fsbench::apps::andrew::main(&a),

@@ -2,6 +2,7 @@
 
 pub mod compare;
 pub mod csv;
+pub mod html;
 pub mod json;
 pub mod markdown;
 pub mod out;

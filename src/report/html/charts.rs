@@ -1,0 +1,263 @@
+//! Charts drawn with plotters' SVG backend: the library places scales, ticks, axes and
+//! legends; this file only says what to draw. Each function returns one `<svg>` element.
+
+use plotters::prelude::*;
+
+/// Okabe–Ito: distinguishable with the common colour-vision deficiencies, and in print.
+pub const PALETTE: [RGBColor; 8] = [
+    RGBColor(0x00, 0x72, 0xB2),
+    RGBColor(0xE6, 0x9F, 0x00),
+    RGBColor(0x00, 0x9E, 0x73),
+    RGBColor(0xD5, 0x5E, 0x00),
+    RGBColor(0x56, 0xB4, 0xE9),
+    RGBColor(0xCC, 0x79, 0xA7),
+    RGBColor(0xF0, 0xE4, 0x42),
+    RGBColor(0x00, 0x00, 0x00),
+];
+
+pub fn colour(i: usize) -> RGBColor {
+    PALETTE[i % PALETTE.len()]
+}
+
+const W: u32 = 720;
+const H: u32 = 340;
+
+type DrawResult<T> = Result<T, Box<dyn std::error::Error>>;
+
+/// One bar: mean, 95% CI half-width, and the text written above it.
+pub struct Bar {
+    pub mean: f64,
+    pub ci95: f64,
+    pub note: String,
+}
+
+/// Bars across configurations (one colour each), whiskers for the 95% CI, the baseline
+/// (first) outlined and labelled, each bar's note (relative difference) above it.
+pub fn bars(title: &str, y_desc: &str, labels: &[String], bars: &[Bar]) -> String {
+    let mut s = String::new();
+    if let Err(e) = draw_bars(&mut s, title, y_desc, labels, bars) {
+        return format!("<p class=err>chart failed: {e}</p>");
+    }
+    s
+}
+
+fn draw_bars(
+    out: &mut String,
+    title: &str,
+    y_desc: &str,
+    labels: &[String],
+    bars: &[Bar],
+) -> DrawResult<()> {
+    let n = bars.len().max(1);
+    let top = bars
+        .iter()
+        .map(|b| b.mean + b.ci95)
+        .fold(0.0f64, f64::max)
+        .max(1e-9)
+        * 1.18;
+    let root = SVGBackend::with_string(out, (W, H)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 16))
+        .margin(10)
+        .x_label_area_size(if n > 6 { 20 } else { 40 })
+        .y_label_area_size(70)
+        .build_cartesian_2d(0f64..n as f64, 0f64..top)?;
+    let labels_owned: Vec<String> = labels.to_vec();
+    let fmt = move |x: &f64| {
+        let i = x.floor() as usize;
+        if (x - i as f64 - 0.5).abs() < 1e-6 && n <= 12 {
+            labels_owned.get(i).cloned().unwrap_or_default()
+        } else {
+            String::new()
+        }
+    };
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(2 * n + 1)
+        .x_label_formatter(&fmt)
+        .x_desc(if n > 12 {
+            "configuration (see table)"
+        } else {
+            "configuration"
+        })
+        .y_desc(y_desc)
+        .draw()?;
+    for (i, b) in bars.iter().enumerate() {
+        let c = colour(i);
+        let x0 = i as f64 + 0.15;
+        let x1 = i as f64 + 0.85;
+        let series = chart.draw_series(std::iter::once(Rectangle::new(
+            [(x0, 0.0), (x1, b.mean)],
+            c.filled(),
+        )))?;
+        if i < 8 && n <= 12 {
+            series
+                .label(labels[i].clone())
+                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], c.filled()));
+        }
+        if i == 0 {
+            chart.draw_series(std::iter::once(Rectangle::new(
+                [(x0, 0.0), (x1, b.mean)],
+                BLACK.stroke_width(2),
+            )))?;
+        }
+        if b.ci95 > 0.0 {
+            let xm = i as f64 + 0.5;
+            let (lo, hi) = ((b.mean - b.ci95).max(0.0), b.mean + b.ci95);
+            let w = 0.12;
+            chart.draw_series([
+                PathElement::new(vec![(xm, lo), (xm, hi)], BLACK.stroke_width(1)),
+                PathElement::new(vec![(xm - w, lo), (xm + w, lo)], BLACK.stroke_width(1)),
+                PathElement::new(vec![(xm - w, hi), (xm + w, hi)], BLACK.stroke_width(1)),
+            ])?;
+        }
+        if n <= 24 && !b.note.is_empty() {
+            chart.draw_series(std::iter::once(Text::new(
+                b.note.clone(),
+                (i as f64 + 0.2, b.mean + b.ci95 + top * 0.06),
+                ("sans-serif", 13).into_font(),
+            )))?;
+        }
+    }
+    if n <= 12 {
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .draw()?;
+    }
+    root.present()?;
+    Ok(())
+}
+
+/// A line: its label and points; `band` (same length) gives a (low, high) band around it.
+pub struct Line {
+    pub label: String,
+    pub points: Vec<(f64, f64)>,
+    pub band: Option<Vec<(f64, f64)>>,
+}
+
+/// Lines on shared axes, optionally log-scaled in x; y from `y_range`.
+pub fn lines(
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    log_x: bool,
+    lines: &[Line],
+    y_range: Option<(f64, f64)>,
+) -> String {
+    let mut s = String::new();
+    let r = if log_x {
+        draw_lines_log(&mut s, title, x_desc, y_desc, lines, y_range)
+    } else {
+        draw_lines_lin(&mut s, title, x_desc, y_desc, lines, y_range)
+    };
+    if let Err(e) = r {
+        return format!("<p class=err>chart failed: {e}</p>");
+    }
+    s
+}
+
+fn extent(lines: &[Line], y_range: Option<(f64, f64)>) -> (f64, f64, f64, f64) {
+    let pts = || lines.iter().flat_map(|l| l.points.iter());
+    let xmin = pts().map(|p| p.0).fold(f64::INFINITY, f64::min);
+    let xmax = pts().map(|p| p.0).fold(f64::NEG_INFINITY, f64::max);
+    let (ymin, ymax) = y_range.unwrap_or_else(|| {
+        let hi = lines
+            .iter()
+            .flat_map(|l| {
+                l.points
+                    .iter()
+                    .map(|p| p.1)
+                    .chain(l.band.iter().flatten().map(|b| b.1))
+            })
+            .fold(0.0f64, f64::max);
+        (0.0, hi.max(1e-9) * 1.08)
+    });
+    let (xmin, xmax) = if xmin.is_finite() && xmax > xmin {
+        (xmin, xmax)
+    } else if xmin.is_finite() {
+        (xmin - 0.5, xmin + 0.5)
+    } else {
+        (0.0, 1.0)
+    };
+    (xmin, xmax, ymin, ymax)
+}
+
+macro_rules! draw_lines_body {
+    ($root:ident, $chart:ident, $lines:ident, $x_desc:ident, $y_desc:ident) => {{
+        $chart
+            .configure_mesh()
+            .x_desc($x_desc)
+            .y_desc($y_desc)
+            .light_line_style(RGBColor(0xEE, 0xEE, 0xEE))
+            .draw()?;
+        for (i, l) in $lines.iter().enumerate() {
+            let c = colour(i);
+            if let Some(b) = &l.band {
+                let mut poly: Vec<(f64, f64)> =
+                    l.points.iter().zip(b).map(|(p, b)| (p.0, b.1)).collect();
+                poly.extend(l.points.iter().zip(b).rev().map(|(p, b)| (p.0, b.0)));
+                $chart.draw_series(std::iter::once(Polygon::new(poly, c.mix(0.2).filled())))?;
+            }
+            $chart
+                .draw_series(LineSeries::new(l.points.iter().copied(), c.stroke_width(2)))?
+                .label(l.label.clone())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 14, y)], c.stroke_width(2))
+                });
+        }
+        $chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .draw()?;
+        $root.present()?;
+        Ok(())
+    }};
+}
+
+fn draw_lines_lin(
+    out: &mut String,
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    lines: &[Line],
+    y_range: Option<(f64, f64)>,
+) -> DrawResult<()> {
+    let (xmin, xmax, ymin, ymax) = extent(lines, y_range);
+    let root = SVGBackend::with_string(out, (W, H)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 16))
+        .margin(10)
+        .x_label_area_size(40)
+        .y_label_area_size(70)
+        .build_cartesian_2d(xmin..xmax, ymin..ymax)?;
+    draw_lines_body!(root, chart, lines, x_desc, y_desc)
+}
+
+fn draw_lines_log(
+    out: &mut String,
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    lines: &[Line],
+    y_range: Option<(f64, f64)>,
+) -> DrawResult<()> {
+    let (xmin, xmax, ymin, ymax) = extent(lines, y_range);
+    let (xmin, xmax) = (xmin.max(1e-3) * 0.8, xmax.max(xmin.max(1e-3) * 10.0) * 1.25);
+    let root = SVGBackend::with_string(out, (W, H)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 16))
+        .margin(10)
+        .x_label_area_size(40)
+        .y_label_area_size(70)
+        .build_cartesian_2d((xmin..xmax).log_scale(), ymin..ymax)?;
+    draw_lines_body!(root, chart, lines, x_desc, y_desc)
+}

@@ -1,0 +1,581 @@
+//! The HTML report: one self-contained page (inline SVG and CSS, a two-line script that marks
+//! the page ready) with, per measurement, bar charts of the key figures across configurations
+//! with 95% confidence whiskers, a numeric-factor line plot where configurations differ in
+//! one numeric variable, latency CDFs per flowop from the HDR histograms, and time series.
+//!
+//! Statistics come from `stats::repeat` (mean, 95% CI, Welch's test); this module only
+//! arranges them. Every chart has a collapsed table of its numbers.
+
+pub mod charts;
+pub mod cli;
+pub mod model;
+
+pub use model::{Config, Group, ReportInput};
+
+use crate::stats::repeat::{spread, welch_significant};
+use crate::stats::Results;
+use charts::{Bar, Line};
+use std::fmt::Write;
+
+/// At most this many configurations get their own line in the CDF and time-series plots
+/// (beyond it lines stop being readable; the bar charts and tables still show all).
+const MAX_LINES: usize = 8;
+/// Points kept per CDF or time-series line.
+const MAX_POINTS: usize = 160;
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// Key figures of the summary: (name, unit label, value from results, from a repetition).
+type Getter = fn(&Results) -> f64;
+type RepGetter = fn(&crate::stats::Repetition) -> f64;
+const KEY: [(&str, &str, &str, Getter, RepGetter, bool); 3] = [
+    (
+        "ops",
+        "Throughput",
+        "operations/s",
+        |r| r.summary.ops_per_s,
+        |p| p.summary.ops_per_s,
+        true,
+    ),
+    (
+        "mbps",
+        "Bandwidth",
+        "MB/s",
+        |r| r.summary.mb_per_s,
+        |p| p.summary.mb_per_s,
+        true,
+    ),
+    (
+        "lat",
+        "Mean latency",
+        "latency (ms)",
+        |r| r.summary.mean_latency_ms,
+        |p| p.summary.mean_latency_ms,
+        false,
+    ),
+];
+
+/// Mean and 95% CI of a figure: from the repetitions when there are several, else the
+/// single value with no whisker.
+fn figure(r: &Results, whole: f64, reps: Vec<f64>) -> (f64, f64, Vec<f64>) {
+    if reps.len() >= 2 {
+        let s = spread(&reps);
+        (s.mean, s.ci95, reps)
+    } else {
+        let _ = r;
+        (whole, 0.0, reps)
+    }
+}
+
+fn rel_note(base: &(f64, f64, Vec<f64>), v: &(f64, f64, Vec<f64>)) -> String {
+    if base.0 == 0.0 {
+        return String::new();
+    }
+    let pct = (v.0 - base.0) / base.0 * 100.0;
+    let sig = match welch_significant(&base.2, &v.2) {
+        Some(true) => " *",
+        Some(false) => " (n.s.)",
+        None => "",
+    };
+    format!("{pct:+.1}%{sig}")
+}
+
+fn table(head: &[String], rows: &[Vec<String>]) -> String {
+    let mut t = String::from("<details><summary>Numbers</summary><table><tr>");
+    for h in head {
+        let _ = write!(t, "<th>{}</th>", esc(h));
+    }
+    t.push_str("</tr>");
+    for r in rows {
+        t.push_str("<tr>");
+        for c in r {
+            let _ = write!(t, "<td>{}</td>", esc(c));
+        }
+        t.push_str("</tr>");
+    }
+    t.push_str("</table></details>");
+    t
+}
+
+fn chart_block(out: &mut String, id: &str, svg: &str, tbl: &str) {
+    let _ = writeln!(
+        out,
+        "<figure class=chart id=\"{}\">{}{}</figure>",
+        esc(id),
+        svg,
+        tbl
+    );
+}
+
+fn g4(v: f64) -> String {
+    if v == 0.0 {
+        "0".into()
+    } else if v.abs() >= 100.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.4}")
+    }
+}
+
+/// The chart ids a report of `input` contains (for tests and tools).
+pub fn chart_ids(input: &ReportInput) -> Vec<String> {
+    let mut ids = Vec::new();
+    for (gi, g) in input.groups.iter().enumerate() {
+        for (k, ..) in KEY {
+            ids.push(format!("g{gi}-bar-{k}"));
+        }
+        if numeric_factor(g).is_some() {
+            ids.push(format!("g{gi}-factor"));
+        }
+        let first = &g.configs[0].results;
+        for (fi, f) in first.flowops.iter().enumerate() {
+            if g.configs.iter().any(|c| {
+                c.results
+                    .flowops
+                    .get(fi)
+                    .is_some_and(|x| !x.histogram_ns.is_empty())
+            }) && f.ops > 0
+            {
+                ids.push(format!("g{gi}-cdf-{fi}"));
+            }
+        }
+        if g.configs.iter().any(|c| c.results.series.len() >= 2) {
+            ids.push(format!("g{gi}-series"));
+        }
+    }
+    ids
+}
+
+/// The one variable whose values differ across configurations and are all numbers.
+fn numeric_factor(g: &Group) -> Option<(String, Vec<f64>)> {
+    if g.configs.len() < 2 {
+        return None;
+    }
+    let vars = &g.configs[0].results.variables;
+    let mut found = None;
+    for k in vars.keys() {
+        let vals: Vec<Option<f64>> = g
+            .configs
+            .iter()
+            .map(|c| {
+                c.results
+                    .variables
+                    .get(k)
+                    .and_then(|v| v.trim().parse::<f64>().ok())
+            })
+            .collect();
+        let Some(vals) = vals.into_iter().collect::<Option<Vec<f64>>>() else {
+            continue;
+        };
+        if vals.iter().any(|v| *v != vals[0]) {
+            if found.is_some() {
+                return None; // several varying variables: no single factor
+            }
+            found = Some((k.clone(), vals));
+        }
+    }
+    found
+}
+
+fn header(out: &mut String, input: &ReportInput) {
+    let first = input.groups.first().and_then(|g| g.configs.first());
+    out.push_str("<header><h1>fsbench report</h1>");
+    if let Some(c) = first {
+        let r = &c.results;
+        let h = &r.host;
+        let date = fmt_time(r.started_at);
+        let _ = write!(
+            out,
+            "<dl class=facts><dt>Host</dt><dd>{} — {} × {}, {:.1} GiB</dd><dt>Kernel</dt><dd>{}</dd>\
+             <dt>Target</dt><dd>{} on {} ({}, {}), scheduler {}</dd><dt>Date</dt><dd>{}</dd>\
+             <dt>fsbench</dt><dd>{}</dd><dt>Measurements</dt><dd>{} workload(s), {} configuration(s)</dd></dl>",
+            esc(&h.hostname),
+            h.cpus,
+            esc(&h.cpu_model),
+            h.memory_bytes as f64 / (1u64 << 30) as f64,
+            esc(&h.kernel),
+            esc(&h.target_dir),
+            esc(&h.device),
+            esc(&h.fs_type),
+            esc(&h.mount_options),
+            esc(&h.io_scheduler),
+            date,
+            esc(&r.fsbench_version),
+            input.groups.len(),
+            input.groups.iter().map(|g| g.configs.len()).sum::<usize>()
+        );
+        let hosts: std::collections::BTreeSet<(&str, &str, &str)> = input
+            .groups
+            .iter()
+            .flat_map(|g| g.configs.iter())
+            .map(|c| {
+                (
+                    c.results.host.hostname.as_str(),
+                    c.results.host.kernel.as_str(),
+                    c.results.host.fs_type.as_str(),
+                )
+            })
+            .collect();
+        if hosts.len() > 1 {
+            let _ = write!(
+                out,
+                "<p class=warn>Results come from {} different host/kernel/file-system combinations; the facts above are the first result's.</p>",
+                hosts.len()
+            );
+        }
+    }
+    out.push_str("</header>\n");
+}
+
+fn fmt_time(epoch: f64) -> String {
+    // Civil date from days since the epoch (UTC).
+    let secs = epoch as i64;
+    let (days, rem) = (secs.div_euclid(86400), secs.rem_euclid(86400));
+    let z = days + 719468;
+    let era = z.div_euclid(146097);
+    let doe = z - era * 146097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = if m <= 2 { y + 1 } else { y };
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02} UTC",
+        rem / 3600,
+        rem % 3600 / 60
+    )
+}
+
+fn group_section(out: &mut String, gi: usize, g: &Group) {
+    let labels: Vec<String> = g.configs.iter().map(|c| c.label.clone()).collect();
+    let _ = write!(out, "<section><h2>{}</h2>", esc(&g.workload));
+    // Configurations and the variables that differ between them.
+    let first = &g.configs[0].results;
+    let varying: Vec<&String> = first
+        .variables
+        .keys()
+        .filter(|k| {
+            g.configs
+                .iter()
+                .any(|c| c.results.variables.get(*k) != first.variables.get(*k))
+        })
+        .collect();
+    out.push_str(
+        "<table class=configs><tr><th>configuration</th><th>repetitions</th><th>duration (s)</th>",
+    );
+    for k in &varying {
+        let _ = write!(out, "<th>{}</th>", esc(k));
+    }
+    out.push_str("</tr>");
+    for (i, c) in g.configs.iter().enumerate() {
+        let _ = write!(
+            out,
+            "<tr><td>{}{}</td><td>{}</td><td>{:.2}</td>",
+            esc(&c.label),
+            if i == 0 { " (baseline)" } else { "" },
+            c.results.repetitions.len().max(1),
+            c.results.duration_s
+        );
+        for k in &varying {
+            let v = c.results.variables.get(*k).cloned().unwrap_or_default();
+            let _ = write!(out, "<td>{}</td>", esc(&v));
+        }
+        out.push_str("</tr>");
+    }
+    out.push_str("</table>");
+    let vars: Vec<String> = first
+        .variables
+        .iter()
+        .filter(|(k, _)| !varying.contains(k))
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    if !vars.is_empty() {
+        let _ = write!(
+            out,
+            "<p class=vars>Variables (common): {}</p>",
+            esc(&vars.join(", "))
+        );
+    }
+
+    // Bar charts of the key figures.
+    out.push_str("<div class=grid>");
+    for (key, title, unit, whole, rep, _higher_better) in KEY {
+        let figs: Vec<(f64, f64, Vec<f64>)> = g
+            .configs
+            .iter()
+            .map(|c| {
+                let reps: Vec<f64> = c.results.repetitions.iter().map(rep).collect();
+                figure(&c.results, whole(&c.results), reps)
+            })
+            .collect();
+        let bars: Vec<Bar> = figs
+            .iter()
+            .enumerate()
+            .map(|(i, f)| Bar {
+                mean: f.0,
+                ci95: f.1,
+                note: if i == 0 {
+                    "baseline".into()
+                } else {
+                    rel_note(&figs[0], f)
+                },
+            })
+            .collect();
+        let svg = charts::bars(&format!("{title} (mean, 95% CI)"), unit, &labels, &bars);
+        let rows: Vec<Vec<String>> = figs
+            .iter()
+            .zip(&bars)
+            .zip(&labels)
+            .map(|((f, b), l)| {
+                vec![
+                    l.clone(),
+                    g4(f.0),
+                    g4(f.1),
+                    f.2.len().to_string(),
+                    b.note.clone(),
+                ]
+            })
+            .collect();
+        let tbl = table(
+            &[
+                "configuration".into(),
+                unit.to_string(),
+                "95% CI ±".into(),
+                "repetitions".into(),
+                "vs baseline (* significant, Welch 95%)".into(),
+            ],
+            &rows,
+        );
+        chart_block(out, &format!("g{gi}-bar-{key}"), &svg, &tbl);
+    }
+    out.push_str("</div>");
+
+    // Numeric factor.
+    if let Some((var, xs)) = numeric_factor(g) {
+        let mut order: Vec<usize> = (0..xs.len()).collect();
+        order.sort_by(|a, b| xs[*a].total_cmp(&xs[*b]));
+        let mut pts = Vec::new();
+        let mut band = Vec::new();
+        let mut rows = Vec::new();
+        for i in order {
+            let c = &g.configs[i];
+            let reps: Vec<f64> = c
+                .results
+                .repetitions
+                .iter()
+                .map(|p| p.summary.ops_per_s)
+                .collect();
+            let f = figure(&c.results, c.results.summary.ops_per_s, reps);
+            pts.push((xs[i], f.0));
+            band.push(((f.0 - f.1).max(0.0), f.0 + f.1));
+            rows.push(vec![c.label.clone(), g4(xs[i]), g4(f.0), g4(f.1)]);
+        }
+        let svg = charts::lines(
+            &format!("Throughput against {var} (band: 95% CI)"),
+            &var,
+            "operations/s",
+            false,
+            &[Line {
+                label: g.workload.clone(),
+                points: pts,
+                band: Some(band),
+            }],
+            None,
+        );
+        let tbl = table(
+            &[
+                "configuration".into(),
+                var.clone(),
+                "ops/s".into(),
+                "95% CI ±".into(),
+            ],
+            &rows,
+        );
+        out.push_str("<div class=grid>");
+        chart_block(out, &format!("g{gi}-factor"), &svg, &tbl);
+        out.push_str("</div>");
+    }
+
+    // Latency CDFs per flowop.
+    out.push_str("<h3>Latency distribution per flowop</h3><div class=grid>");
+    for (fi, f) in first.flowops.iter().enumerate() {
+        let mut lines = Vec::new();
+        let mut rows = Vec::new();
+        for c in g.configs.iter().take(MAX_LINES) {
+            let Some(fr) = c.results.flowops.get(fi) else {
+                continue;
+            };
+            if fr.histogram_ns.is_empty() {
+                continue;
+            }
+            let total: u64 = fr.histogram_ns.iter().map(|b| b[1]).sum();
+            let mut acc = 0u64;
+            let mut pts: Vec<(f64, f64)> = fr
+                .histogram_ns
+                .iter()
+                .map(|b| {
+                    acc += b[1];
+                    (
+                        b[0] as f64 / 1000.0,
+                        acc as f64 / total.max(1) as f64 * 100.0,
+                    )
+                })
+                .collect();
+            if pts.len() > MAX_POINTS {
+                let step = pts.len() as f64 / MAX_POINTS as f64;
+                let last = *pts.last().unwrap();
+                pts = (0..MAX_POINTS)
+                    .map(|k| pts[(k as f64 * step) as usize])
+                    .collect();
+                pts.push(last);
+            }
+            let l = &fr.latency_us;
+            rows.push(vec![
+                c.label.clone(),
+                fr.ops.to_string(),
+                g4(l.mean),
+                g4(l.p50),
+                g4(l.p90),
+                g4(l.p99),
+                g4(l.p99_9),
+                g4(l.max),
+            ]);
+            lines.push(Line {
+                label: c.label.clone(),
+                points: pts,
+                band: None,
+            });
+        }
+        if lines.is_empty() || f.ops == 0 {
+            continue;
+        }
+        let svg = charts::lines(
+            &format!("{} ({}): latency CDF", f.name, f.kind),
+            "latency (µs, log scale)",
+            "operations at or below (%)",
+            true,
+            &lines,
+            Some((0.0, 100.0)),
+        );
+        let tbl = table(
+            &[
+                "configuration".into(),
+                "ops".into(),
+                "mean µs".into(),
+                "p50 µs".into(),
+                "p90 µs".into(),
+                "p99 µs".into(),
+                "p99.9 µs".into(),
+                "max µs".into(),
+            ],
+            &rows,
+        );
+        chart_block(out, &format!("g{gi}-cdf-{fi}"), &svg, &tbl);
+    }
+    out.push_str("</div>");
+
+    // Time series.
+    let series: Vec<&Config> = g
+        .configs
+        .iter()
+        .filter(|c| c.results.series.len() >= 2)
+        .take(MAX_LINES)
+        .collect();
+    if !series.is_empty() {
+        let mut lines = Vec::new();
+        let mut rows = Vec::new();
+        for c in series {
+            let s = &c.results.series;
+            let step = (s.len() / MAX_POINTS).max(1);
+            let pts: Vec<(f64, f64)> = s
+                .iter()
+                .step_by(step)
+                .map(|p| (p.t_s, p.ops_per_s))
+                .collect();
+            for p in s.iter().step_by(step) {
+                rows.push(vec![
+                    c.label.clone(),
+                    g4(p.t_s),
+                    g4(p.ops_per_s),
+                    g4(p.mb_per_s),
+                ]);
+            }
+            lines.push(Line {
+                label: c.label.clone(),
+                points: pts,
+                band: None,
+            });
+        }
+        let svg = charts::lines(
+            "Throughput over time",
+            "time since measurement started (s)",
+            "operations/s",
+            false,
+            &lines,
+            None,
+        );
+        let tbl = table(
+            &[
+                "configuration".into(),
+                "t (s)".into(),
+                "ops/s".into(),
+                "MB/s".into(),
+            ],
+            &rows,
+        );
+        chart_block(out, &format!("g{gi}-series"), &svg, &tbl);
+    }
+    out.push_str("</section>\n");
+}
+
+const CSS: &str = "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;max-width:1500px;margin:0 auto;padding:1em 2em;color:#222}\
+h1{margin:.2em 0}h2{border-bottom:2px solid #0072B2;padding-bottom:.2em;margin-top:2em}\
+dl.facts{display:grid;grid-template-columns:max-content 1fr;gap:.2em 1em;font-size:.95em}dt{font-weight:600}dd{margin:0}\
+.grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(560px,1fr));gap:1em}\
+figure.chart{margin:0;border:1px solid #ddd;padding:.4em;break-inside:avoid}figure.chart svg{width:100%;height:auto}\
+table{border-collapse:collapse;font-size:.85em;margin:.4em 0}td,th{border:1px solid #ccc;padding:.15em .5em;text-align:right}th{background:#f3f3f3}\
+td:first-child,th:first-child{text-align:left}.warn{background:#fff3cd;border-left:4px solid #D55E00;padding:.4em}.err{color:#D55E00}\
+.vars{font-size:.85em;color:#555}details summary{cursor:pointer;color:#0072B2;font-size:.9em}\
+@media print{details{display:none}body{max-width:none}}";
+
+/// The whole page.
+pub fn render(input: &ReportInput) -> String {
+    let mut out = String::with_capacity(1 << 16);
+    out.push_str("<!DOCTYPE html><html lang=en><head><meta charset=utf-8><meta name=viewport content=\"width=device-width,initial-scale=1\"><title>fsbench report</title><style>");
+    out.push_str(CSS);
+    out.push_str("</style></head><body>");
+    header(&mut out, input);
+    for (gi, g) in input.groups.iter().enumerate() {
+        group_section(&mut out, gi, g);
+    }
+    out.push_str("<footer><p class=vars>Bars: mean over repetitions (or the single run), whiskers the 95% confidence interval (Student t); the outlined bar is the baseline; percentages are against it, * where Welch's t-test finds the difference significant at 95%.</p></footer>");
+    // Marks the page as rendered; tests read the marker from the dumped DOM.
+    out.push_str("<script>document.body.setAttribute('data-report-ready',document.querySelectorAll('figure.chart svg').length);</script>");
+    out.push_str("</body></html>\n");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn civil_date() {
+        assert_eq!(fmt_time(0.0), "1970-01-01 00:00 UTC");
+        assert_eq!(fmt_time(1_700_000_000.0), "2023-11-14 22:13 UTC");
+    }
+
+    #[test]
+    fn relative_note_marks_significance() {
+        let a = (100.0, 1.0, vec![99.0, 100.0, 101.0]);
+        let b = (150.0, 1.0, vec![149.0, 150.0, 151.0]);
+        assert_eq!(rel_note(&a, &b), "+50.0% *");
+    }
+}

@@ -1,0 +1,171 @@
+//! `fsbench report`: a report of real results, opened in headless Chromium. Checks the page's
+//! script ran (marker in the dumped DOM, i.e. no script error), every expected chart is there
+//! with an SVG, and the screenshot is not blank. Skips with a reason where no browser exists.
+
+mod common;
+use common::*;
+use std::path::Path;
+use std::process::Command;
+
+fn browser() -> Option<String> {
+    ["chromium", "chromium-browser", "google-chrome"]
+        .iter()
+        .find(|b| {
+            Command::new(b)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+        .map(|b| b.to_string())
+}
+
+fn results(dir: &Scratch, threads: &str) -> String {
+    let json = dir.path().join(format!("threads-{threads}.json"));
+    let o = run(&[
+        "run",
+        "fileserver",
+        "-s",
+        "nfiles=20",
+        "-s",
+        "filesize=8k",
+        "-s",
+        &format!("nthreads={threads}"),
+        "--duration",
+        "0.4",
+        "--interval",
+        "0.1",
+        "--repeat",
+        "3",
+        "--dir",
+        dir.s(),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    json.to_str().unwrap().to_string()
+}
+
+#[test]
+fn report_renders_in_a_browser() {
+    let dir = Scratch::new("report");
+    let a = results(&dir, "1");
+    let b = results(&dir, "2");
+    let html = dir.path().join("report.html");
+    let o = run(&["report", &a, &b, "-o", html.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let page = std::fs::read_to_string(&html).unwrap();
+    // Self-contained: nothing loaded from elsewhere.
+    for bad in ["src=", "<link", "@import", "url("] {
+        assert!(
+            !page.contains(bad),
+            "the page refers to an outside resource ({bad})"
+        );
+    }
+    assert!(!page.contains("chart failed"), "a chart failed to draw");
+    // Expected charts: three key figures, the nthreads factor, a CDF per flowop, the series.
+    let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&a).unwrap()).unwrap();
+    let nflowops = r["flowops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["ops"].as_u64().unwrap() > 0)
+        .count();
+    let mut ids: Vec<String> = [
+        "g0-bar-ops",
+        "g0-bar-mbps",
+        "g0-bar-lat",
+        "g0-factor",
+        "g0-series",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    for (i, f) in r["flowops"].as_array().unwrap().iter().enumerate() {
+        if f["ops"].as_u64().unwrap() > 0 {
+            ids.push(format!("g0-cdf-{i}"));
+        }
+    }
+    assert!(nflowops > 3);
+
+    let Some(br) = browser() else {
+        eprintln!("skipping the browser checks: no chromium installed (apt-get install chromium)");
+        return;
+    };
+    let url = format!("file://{}", html.display());
+    let dom = Command::new(&br)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--dump-dom",
+            &url,
+        ])
+        .output()
+        .unwrap();
+    assert!(dom.status.success(), "{}", text(&dom));
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    let expected = ids.len();
+    assert!(
+        dom.contains(&format!("data-report-ready=\"{expected}\"")),
+        "the page's script did not run to the end or saw a different chart count (want {expected})"
+    );
+    for id in &ids {
+        let at = dom
+            .find(&format!("id=\"{id}\""))
+            .unwrap_or_else(|| panic!("chart {id} missing"));
+        let fig = &dom[at..];
+        let end = fig.find("</figure>").unwrap();
+        assert!(fig[..end].contains("<svg"), "chart {id} has no SVG");
+        assert!(
+            fig[..end].contains("<rect") || fig[..end].contains("<polyline"),
+            "chart {id} draws nothing"
+        );
+    }
+
+    let png = dir.path().join("report.png");
+    let shot = Command::new(&br)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--window-size=1200,1600",
+            &format!("--screenshot={}", png.display()),
+            &url,
+        ])
+        .output()
+        .unwrap();
+    assert!(shot.status.success(), "{}", text(&shot));
+    assert_not_blank(&png);
+}
+
+/// Decodes the PNG and checks the pixels vary (a blank or failed page is uniform).
+fn assert_not_blank(png: &Path) {
+    let dec = png::Decoder::new(std::fs::File::open(png).unwrap());
+    let mut reader = dec.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let bytes = &buf[..info.buffer_size()];
+    let n = bytes.len() as f64;
+    let mean = bytes.iter().map(|b| *b as f64).sum::<f64>() / n;
+    let var = bytes
+        .iter()
+        .map(|b| (*b as f64 - mean).powi(2))
+        .sum::<f64>()
+        / n;
+    let non_white = bytes
+        .chunks(info.color_type.samples())
+        .filter(|p| p.iter().take(3).any(|c| *c < 200))
+        .count();
+    assert!(
+        info.width >= 1000 && info.height >= 1000,
+        "{}x{}",
+        info.width,
+        info.height
+    );
+    assert!(var > 100.0, "screenshot looks blank (variance {var:.1})");
+    assert!(
+        non_white > 10_000,
+        "screenshot has only {non_white} non-white pixels"
+    );
+}
