@@ -61,6 +61,21 @@ enum Command {
     Experiment(fsbench::experiment::cli::ExperimentArgs),
     /// Summarise an experiment's stored results: means, confidence intervals, comparisons.
     Results(fsbench::experiment::cli::ResultsArgs),
+    /// List and remove the directories fsbench left behind (reuse directories, --keep, killed
+    /// runs): only those carrying its marker, never one a running fsbench holds.
+    #[command(
+        after_help = "Examples:\n  fsbench clean                 # in $TMPDIR\n  fsbench clean /mnt/test --dry-run"
+    )]
+    Clean(CleanArgs),
+}
+
+#[derive(Args)]
+struct CleanArgs {
+    /// Directory to look in (default: $TMPDIR, where runs go unless given --dir).
+    dir: Option<PathBuf>,
+    /// Only list what would be removed.
+    #[arg(long, short = 'n')]
+    dry_run: bool,
 }
 
 #[derive(Args)]
@@ -351,27 +366,16 @@ fn cmd_run(a: &RunArgs) -> Result<()> {
 /// After a run: whether its directory was removed, or kept (reuse, --keep) and how big it is,
 /// so nothing is left behind unnoticed.
 fn say_what_is_left(dir: &std::path::Path) {
-    fn size(p: &std::path::Path) -> u64 {
-        let Ok(m) = std::fs::symlink_metadata(p) else {
-            return 0;
-        };
-        if !m.is_dir() {
-            return m.len();
-        }
-        std::fs::read_dir(p)
-            .map(|rd| rd.flatten().map(|e| size(&e.path())).sum())
-            .unwrap_or(0)
-    }
     if dir.as_os_str().is_empty() {
         return;
     }
     if dir.exists() {
-        let b = size(dir) as f64;
+        let b = fsbench::engine::clean::size_of(dir) as f64;
         eprintln!(
-            "fsbench: left {} ({:.1} MiB) on disk for later runs; delete it with `rm -r {}`",
+            "fsbench: left {} ({}) on disk for later runs; `fsbench clean {}` removes it",
             dir.display(),
-            b / (1u64 << 20) as f64,
-            dir.display()
+            fsbench::model::explain::human_bytes(b),
+            dir.parent().unwrap_or(dir).display()
         );
     } else {
         eprintln!("fsbench: removed {}", dir.display());
@@ -486,5 +490,10 @@ fn dispatch(cli: Cli) -> Result<()> {
         Command::Read(a) => fsbench::apps::read::main(&a),
         Command::Experiment(a) => fsbench::experiment::cli::experiment(a),
         Command::Results(a) => fsbench::experiment::cli::results(a),
+        Command::Clean(a) => {
+            let dir = a.dir.clone().unwrap_or_else(std::env::temp_dir);
+            print!("{}", fsbench::engine::clean::clean(&dir, a.dry_run)?);
+            Ok(())
+        }
     }
 }

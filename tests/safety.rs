@@ -232,3 +232,68 @@ fn a_postmark_location_in_a_system_directory_is_refused() {
         .iter()
         .any(|n| n.to_string_lossy().starts_with("fsbench-")));
 }
+
+#[test]
+fn clean_removes_only_marked_directories_not_in_use() {
+    let dir = Scratch::new("clean-wl");
+    let target = Scratch::new("clean-target");
+    let wl = workload(&dir);
+    assert!(run_reuse(&wl, &target).status.success());
+    // Things clean must leave alone: an unmarked fsbench-named directory, a link to a marked
+    // directory, and a file.
+    let foreign = target.path().join("fsbench-foreign");
+    std::fs::create_dir(&foreign).unwrap();
+    std::fs::write(foreign.join("mine"), b"x").unwrap();
+    symlink(
+        target.path().join("fsbench-reusable"),
+        target.path().join("fsbench-link"),
+    )
+    .unwrap();
+    std::fs::write(target.path().join("fsbench-file"), b"y").unwrap();
+
+    let o = run(&["clean", target.s(), "--dry-run"]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(
+        t.contains("would remove") && t.contains("fsbench-reusable"),
+        "{t}"
+    );
+    assert!(
+        !t.contains("fsbench-foreign") && !t.contains("fsbench-link"),
+        "{t}"
+    );
+    assert!(target.path().join("fsbench-reusable").is_dir());
+
+    let o = run(&["clean", target.s()]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(t.contains("removed") && t.contains("freed"), "{t}");
+    assert!(!target.path().join("fsbench-reusable").exists());
+    assert_eq!(std::fs::read(foreign.join("mine")).unwrap(), b"x");
+    assert!(target.path().join("fsbench-file").exists());
+    assert!(std::fs::symlink_metadata(target.path().join("fsbench-link")).is_ok());
+
+    // A directory in use is skipped, with the pid of the run holding it.
+    assert!(run_reuse(&wl, &target).status.success());
+    let mut busy = bin()
+        .args(["run", &wl, "--dir", target.s(), "--duration", "3", "-q"])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let lock = target.path().join("fsbench-reusable/.fsbench-lock");
+    let want = format!("pid {}", busy.id());
+    for _ in 0..200 {
+        if std::fs::read_to_string(&lock).is_ok_and(|s| s.contains(&want)) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let o = run(&["clean", target.s()]);
+    let t = text(&o);
+    assert!(
+        t.contains("in use") && t.contains(&busy.id().to_string()),
+        "{t}"
+    );
+    assert!(target.path().join("fsbench-reusable").is_dir());
+    assert!(busy.wait().unwrap().success());
+}

@@ -3,6 +3,7 @@
 //! `stats`. Application benchmarks, aging and replay are meant to drive this same engine.
 
 pub mod aio;
+pub mod clean;
 pub mod io;
 pub mod preflight;
 pub mod psrun;

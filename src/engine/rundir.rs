@@ -348,6 +348,19 @@ impl RunDir {
         })
     }
 
+    /// Adopt the existing marked directory `parent/name` (for `fsbench clean`): the same
+    /// checks as a reuse run makes (a real directory, the user's own, closed to others,
+    /// marked, not held by a running fsbench).
+    pub fn adopt_existing(parent: &Path, name: &str) -> Result<RunDir, RunDirError> {
+        let pfd = open_parent(parent)?;
+        let path = parent.join(name);
+        let c = component(std::ffi::OsStr::new(name)).map_err(|source| RunDirError::Create {
+            path: path.clone(),
+            source,
+        })?;
+        Self::adopt(pfd, c, path)
+    }
+
     /// The open run directory, from which everything inside is reached.
     pub fn fd(&self) -> RawFd {
         self.dir.as_raw_fd()
