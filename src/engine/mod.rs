@@ -754,12 +754,17 @@ fn take_sample(
 fn progress_line(p: &SeriesPoint, t: f64, total: f64) {
     use std::io::Write;
     let mut e = std::io::stderr().lock();
-    let _ = write!(
-        e,
-        "\r\x1b[2K[{t:5.0}/{total:.0} s] {:>10.0} ops/s {:>8.1} MB/s",
-        p.ops_per_s, p.mb_per_s
-    );
+    let _ = write!(e, "\r\x1b[2K{}", progress_text(p, t, total));
     let _ = e.flush();
+}
+
+/// `[elapsed/total s] ops/s MB/s`. Elapsed time carries a tenth of a second: whole seconds
+/// rounded half to even showed two sub-second samples alike (`[2/4 s]` at 2.0 and 2.5 s).
+fn progress_text(p: &SeriesPoint, t: f64, total: f64) -> String {
+    format!(
+        "[{t:5.1}/{total:.0} s] {:>10.0} ops/s {:>8.1} MB/s",
+        p.ops_per_s, p.mb_per_s
+    )
 }
 
 /// Run a workload end to end: run directory, actions in script order, layout, measurement,
@@ -976,4 +981,22 @@ fn run_in(
         repetitions: Vec::new(),
         figures: Default::default(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn progress_times_are_distinct_at_half_second_intervals() {
+        let p = SeriesPoint::default();
+        let shown: Vec<String> = [0.5, 1.0, 1.5, 2.0, 2.5]
+            .iter()
+            .map(|t| progress_text(&p, *t, 4.0))
+            .map(|s| s.split(']').next().unwrap().to_string())
+            .collect();
+        let mut d = shown.clone();
+        d.dedup();
+        assert_eq!(d.len(), shown.len(), "{shown:?}");
+    }
 }
