@@ -74,34 +74,25 @@ pub fn open_at(dir: RawFd, name: &CStr, how: OpenHow) -> io::Result<RawFd> {
 }
 
 /// `fstatat(dir, name)` without following a link.
+#[inline]
 pub fn stat_at(dir: RawFd, name: &CStr) -> io::Result<libc::stat> {
-    // SAFETY: name is NUL-terminated; st is written by the kernel.
-    unsafe {
-        let mut st: libc::stat = std::mem::zeroed();
-        cvt(libc::fstatat(
-            dir,
-            name.as_ptr(),
-            &mut st,
-            libc::AT_SYMLINK_NOFOLLOW,
-        ))?;
-        Ok(st)
-    }
+    crate::beneath::lstat_at(dir, name)
 }
 
 /// Remove file `name` from directory `dir` (a link itself, never its target).
+#[inline]
 pub fn unlink_at(dir: RawFd, name: &CStr) -> io::Result<()> {
-    // SAFETY: name is NUL-terminated.
-    cvt(unsafe { libc::unlinkat(dir, name.as_ptr(), 0) }).map(|_| ())
+    crate::beneath::unlink_at(dir, name, 0)
 }
 
+#[inline]
 pub fn mkdir_at(dir: RawFd, name: &CStr) -> io::Result<()> {
-    // SAFETY: name is NUL-terminated.
-    cvt(unsafe { libc::mkdirat(dir, name.as_ptr(), 0o755) }).map(|_| ())
+    crate::beneath::mkdir_at(dir, name, 0o755)
 }
 
+#[inline]
 pub fn rmdir_at(dir: RawFd, name: &CStr) -> io::Result<()> {
-    // SAFETY: name is NUL-terminated.
-    cvt(unsafe { libc::unlinkat(dir, name.as_ptr(), libc::AT_REMOVEDIR) }).map(|_| ())
+    crate::beneath::unlink_at(dir, name, libc::AT_REMOVEDIR)
 }
 
 /// Read the whole directory open as `dir` (through a fresh descriptor, so its offset is
