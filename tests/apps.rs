@@ -693,6 +693,18 @@ fn compare_works_on_app_results() {
     // 40 against 80 files created alone, identical in every repetition: +100%, significant.
     assert!(line.contains("+100.0%*"), "{line}");
     assert!(out.contains("significant at 95%"), "{out}");
+    assert!(
+        out.contains("note: [B] differs from [A] in number=80"),
+        "{out}"
+    );
+    // Different benchmarks: compared, with a warning first.
+    let f = s.path().join("f.json");
+    ok(&["find", s.s(), "--json", f.to_str().unwrap()]);
+    let out = ok(&["compare", a.to_str().unwrap(), f.to_str().unwrap()]);
+    assert!(
+        out.contains("warning: [B] ran find and [A] ran postmark"),
+        "{out}"
+    );
 }
 
 #[test]

@@ -137,6 +137,15 @@ fn repetitions_exports_and_compare() {
         "{out}"
     );
     assert!(out.contains("Welch"), "{out}");
+    // A one-line verdict on the summary, and the differing variable named.
+    assert!(
+        out.contains("[B] is ") && out.contains("than [A] (summary ops/s)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("note: [B] differs from [A] in iosize="),
+        "{out}"
+    );
     let o = run(&[
         "compare",
         dir.path().join("a.json").to_str().unwrap(),

@@ -74,6 +74,9 @@ pub fn compare(runs: &[(String, Results)]) -> String {
             }
         );
     }
+    warn_if_different(&mut o, runs);
+    verdicts(&mut o, runs);
+    outliers(&mut o, runs);
     let mut names: Vec<String> = Vec::new();
     for (_, r) in runs {
         for f in &r.flowops {
@@ -158,6 +161,138 @@ pub fn compare(runs: &[(String, Results)]) -> String {
     o
 }
 
+fn letter(i: usize) -> char {
+    (b'A' + i as u8) as char
+}
+
+/// Results of different workloads, or of one workload with other variables, compare different
+/// things: say so before the numbers.
+fn warn_if_different(o: &mut String, runs: &[(String, Results)]) {
+    let (_, a) = &runs[0];
+    for (i, (_, r)) in runs.iter().enumerate().skip(1) {
+        if r.workload != a.workload || r.workload_hash != a.workload_hash {
+            let _ = writeln!(
+                o,
+                "warning: [{}] ran {} and [A] ran {}{}: these results measure different workloads",
+                letter(i),
+                r.workload,
+                a.workload,
+                if r.workload == a.workload {
+                    " (same name, different text)"
+                } else {
+                    ""
+                }
+            );
+        } else if r.variables != a.variables {
+            let diff: Vec<String> = r
+                .variables
+                .iter()
+                .filter(|(k, v)| a.variables.get(*k) != Some(*v))
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
+            let _ = writeln!(
+                o,
+                "note: [{}] differs from [A] in {}",
+                letter(i),
+                diff.join(" ")
+            );
+        }
+    }
+}
+
+/// Mean and standard deviation of the summary's ops/s (over repetitions when there are any).
+fn ops_mean_sd(r: &Results) -> (f64, f64) {
+    let v = reps(r, None, 0);
+    if v.len() > 1 {
+        let s = spread(&v);
+        (s.mean, s.cv * s.mean.abs())
+    } else {
+        (r.summary.ops_per_s, 0.0)
+    }
+}
+
+/// One line per result against the baseline, as hyperfine words it: "[B] is 1.32 ± 0.04 ×
+/// faster than [A]" (on the summary's ops/s; the ± propagates both standard deviations).
+fn verdicts(o: &mut String, runs: &[(String, Results)]) {
+    let (ma, sa) = ops_mean_sd(&runs[0].1);
+    if ma <= 0.0 {
+        return;
+    }
+    for (i, (_, r)) in runs.iter().enumerate().skip(1) {
+        if let Some(line) = verdict_line(letter(i), (ma, sa), ops_mean_sd(r)) {
+            let _ = writeln!(o, "{line}");
+        }
+    }
+}
+
+fn verdict_line(who: char, (ma, sa): (f64, f64), (mb, sb): (f64, f64)) -> Option<String> {
+    if ma <= 0.0 || mb <= 0.0 {
+        return None;
+    }
+    let rel = ((sa / ma).powi(2) + (sb / mb).powi(2)).sqrt();
+    let (ratio, word) = if mb >= ma {
+        (mb / ma, "faster")
+    } else {
+        (ma / mb, "slower")
+    };
+    let pm = if rel > 0.0 {
+        format!(" ± {:.2}", ratio * rel)
+    } else {
+        String::new()
+    };
+    Some(format!(
+        "[{who}] is {ratio:.2}{pm} × {word} than [A] (summary ops/s)"
+    ))
+}
+
+/// Repetitions far from the others (modified z-score over 3.5, from the median absolute
+/// deviation, as hyperfine flags them): a busy machine or a cache effect, worth a rerun.
+fn outliers(o: &mut String, runs: &[(String, Results)]) {
+    for (i, (_, r)) in runs.iter().enumerate() {
+        let v = reps(r, None, 0);
+        for k in outlier_indices(&v) {
+            let _ = writeln!(
+                o,
+                "note: [{}] repetition {} is an outlier ({:.1} ops/s; median {:.1}): the system may have been busy",
+                letter(i),
+                k + 1,
+                v[k],
+                median(&v)
+            );
+        }
+    }
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(|a, b| a.total_cmp(b));
+    let n = s.len();
+    if n == 0 {
+        0.0
+    } else if n % 2 == 1 {
+        s[n / 2]
+    } else {
+        (s[n / 2 - 1] + s[n / 2]) / 2.0
+    }
+}
+
+fn outlier_indices(v: &[f64]) -> Vec<usize> {
+    if v.len() < 3 {
+        return Vec::new();
+    }
+    let m = median(v);
+    let dev: Vec<f64> = v.iter().map(|x| (x - m).abs()).collect();
+    let mad = median(&dev);
+    if mad == 0.0 {
+        return Vec::new();
+    }
+    v.iter()
+        .enumerate()
+        .filter(|(_, x)| (0.6745 * (*x - m) / mad).abs() > 3.5)
+        .map(|(k, _)| k)
+        .collect()
+}
+
 /// The application benchmarks' named figures (top-level ones), compared like the flowops.
 fn figures(o: &mut String, runs: &[(String, Results)]) {
     let mut keys: Vec<&String> = Vec::new();
@@ -238,5 +373,35 @@ fn short(v: f64) -> String {
         format!("{v:.1}")
     } else {
         format!("{v:.4}")
+    }
+}
+
+#[cfg(test)]
+mod verdict_tests {
+    use super::*;
+
+    #[test]
+    fn outliers_by_median_absolute_deviation() {
+        assert_eq!(outlier_indices(&[100.0, 101.0, 99.0, 100.5, 60.0]), vec![4]);
+        assert!(outlier_indices(&[100.0, 101.0, 99.0, 100.5]).is_empty());
+        assert!(outlier_indices(&[1.0, 2.0]).is_empty());
+    }
+
+    #[test]
+    fn verdicts_as_hyperfine_words_them() {
+        assert_eq!(
+            verdict_line('B', (1000.0, 0.0), (1320.0, 0.0)).unwrap(),
+            "[B] is 1.32 × faster than [A] (summary ops/s)"
+        );
+        assert_eq!(
+            verdict_line('C', (1000.0, 0.0), (500.0, 0.0)).unwrap(),
+            "[C] is 2.00 × slower than [A] (summary ops/s)"
+        );
+        // 3% and 4% relative deviations: 1.32 * 5% = 0.066.
+        assert_eq!(
+            verdict_line('B', (1000.0, 30.0), (1320.0, 52.8)).unwrap(),
+            "[B] is 1.32 ± 0.07 × faster than [A] (summary ops/s)"
+        );
+        assert!(verdict_line('B', (0.0, 0.0), (1.0, 0.0)).is_none());
     }
 }
