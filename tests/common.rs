@@ -50,9 +50,16 @@ impl Drop for Scratch {
     }
 }
 
-/// The Filebench workload corpus beside the project, when present.
+/// The Filebench workload corpus beside the project, when present. Under CI (`CI` set), where
+/// it is always beside the clone, its absence is a failure, not a skip.
 pub fn corpus() -> Option<PathBuf> {
     let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/filebench-workloads");
+    if !p.is_dir() && std::env::var_os("CI").is_some_and(|v| !v.is_empty()) {
+        panic!(
+            "CI is set but {} is missing: the corpus tests must run in CI",
+            p.display()
+        );
+    }
     p.is_dir().then_some(p)
 }
 

@@ -40,6 +40,11 @@ fn legacy_syntax_is_accepted_with_warnings() {
     assert!(out.contains("`cached` is legacy syntax"), "{out}");
     // 10000 * 10 files, as the legacy product says.
     assert!(out.contains("100000 entries"), "{out}");
+    // Warnings name file:line:col like errors; one warning for every `useism`.
+    let o = run(&["check", dir.join("oltp.f").to_str().unwrap()]);
+    let out = text(&o);
+    assert!(out.contains("oltp.f:49:42"), "{out}");
+    assert!(out.contains("also on lines 61, 73"), "{out}");
 }
 
 #[test]

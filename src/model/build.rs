@@ -388,6 +388,24 @@ fn suggest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Opt
 type Locals = HashMap<String, (Val, Span)>;
 
 impl Builder {
+    /// One warning for every `useism`, at the first, naming the lines of the others.
+    fn warn_useism(&mut self, span: Span) {
+        let line = self.src.line_col(span.start).0;
+        match self.warnings.iter_mut().find(|w| w.message.contains("useism")) {
+            Some(w) => {
+                w.help = Some(match w.help.take() {
+                    None => format!("also on line {line}"),
+                    Some(h) => format!("{}, {line}", h.replace("on line ", "on lines ")),
+                });
+            }
+            None => self.warnings.push(Diagnostic::warning(
+                &self.src,
+                span,
+                "`useism` is accepted and has no effect: fsbench runs every thread in one process, so buffers are already shared memory",
+            )),
+        }
+    }
+
     fn err(&mut self, span: Span, msg: impl Into<String>) {
         self.errors.push(Diagnostic::error(&self.src, span, msg));
     }
@@ -1197,10 +1215,8 @@ impl Builder {
                         "memsize" => t.memsize = self.const_attr(a, 0).unwrap_or(0) as u64,
                         "useism" => {
                             t.useism = self.bool_attr(a, &Locals::new()).unwrap_or(false);
-                            if t.useism
-                                && !self.warnings.iter().any(|w| w.message.contains("useism"))
-                            {
-                                self.warnings.push(Diagnostic::warning(&self.src, a.span(), "`useism` is accepted and has no effect: fsbench runs every thread in one process, so buffers are already shared memory"));
+                            if t.useism {
+                                self.warn_useism(a.span());
                             }
                         }
                         "ioprio" => match self.const_attr(a, 0) {
