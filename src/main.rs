@@ -67,6 +67,21 @@ enum Command {
         after_help = "Examples:\n  fsbench clean                 # in $TMPDIR\n  fsbench clean /mnt/test --dry-run"
     )]
     Clean(CleanArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    #[command(
+        after_help = "Install, e.g. for bash:\n  fsbench completions bash > /etc/bash_completion.d/fsbench"
+    )]
+    Completions {
+        /// The shell to complete for.
+        shell: clap_complete::Shell,
+    },
+    /// Write the man pages (fsbench.1 and one per subcommand) into DIR, generated from the
+    /// same definitions as --help.
+    #[command(after_help = "Install:\n  fsbench man /usr/local/share/man/man1 && mandb -q")]
+    Man {
+        /// Directory to write the pages into (created if missing).
+        dir: PathBuf,
+    },
 }
 
 #[derive(Args)]
@@ -490,6 +505,20 @@ fn dispatch(cli: Cli) -> Result<()> {
         Command::Read(a) => fsbench::apps::read::main(&a),
         Command::Experiment(a) => fsbench::experiment::cli::experiment(a),
         Command::Results(a) => fsbench::experiment::cli::results(a),
+        Command::Completions { shell } => {
+            use clap::CommandFactory;
+            let mut cmd = Cli::command();
+            clap_complete::generate(shell, &mut cmd, "fsbench", &mut std::io::stdout());
+            Ok(())
+        }
+        Command::Man { dir } => {
+            use clap::CommandFactory;
+            std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+            clap_mangen::generate_to(Cli::command(), &dir)
+                .with_context(|| format!("writing man pages into {}", dir.display()))?;
+            println!("wrote man pages into {}", dir.display());
+            Ok(())
+        }
         Command::Clean(a) => {
             let dir = a.dir.clone().unwrap_or_else(std::env::temp_dir);
             print!("{}", fsbench::engine::clean::clean(&dir, a.dry_run)?);

@@ -186,3 +186,18 @@ fn slot_uses_without_an_opening_flowop_are_caught() {
     let out = text(&run(&["check", p.to_str().unwrap()]));
     assert_eq!(out.matches("error:").count(), 1, "{out}");
 }
+
+#[test]
+fn completions_and_man_pages_come_from_the_same_definitions() {
+    let o = run(&["completions", "bash"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let s = String::from_utf8_lossy(&o.stdout);
+    assert!(s.contains("_fsbench()") && s.contains("postmark"), "{s}");
+    let dir = Scratch::new("man");
+    let o = run(&["man", dir.s()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let page = std::fs::read_to_string(dir.path().join("fsbench.1")).unwrap();
+    assert!(page.contains(".TH fsbench 1"), "{page}");
+    assert!(dir.path().join("fsbench-run.1").is_file());
+    assert!(dir.path().join("fsbench-clean.1").is_file());
+}
