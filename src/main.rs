@@ -24,42 +24,91 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Parse and validate a workload (file or built-in) and explain what it will do.
+    #[command(
+        after_help = "Examples:\n  fsbench check my.f\n  fsbench check fileserver -s nfiles=500 -s nthreads=4"
+    )]
     Check(CheckArgs),
     /// List the built-in personalities with their variables.
+    #[command(after_help = "Examples:\n  fsbench list")]
     List,
     /// Print a built-in personality's text and its variables' defaults.
+    #[command(after_help = "Examples:\n  fsbench show varmail")]
     Show(ShowArgs),
     /// Lay out the filesets and run a workload; report per-flowop results.
+    #[command(
+        after_help = "Examples:\n  fsbench run fileserver\n  fsbench run varmail --dir /mnt/test -s nthreads=4 --duration 30\n  fsbench run my.f --repeat 5 --json results.json\n  fsbench run webserver --cold --warmup 5 --csv -"
+    )]
     Run(RunArgs),
     /// Walk a tree in parallel, summarise it and write a metadata snapshot.
+    #[command(
+        after_help = "Examples:\n  fsbench scan /home -o home.snap\n  fsbench scan src --hash -o src.snap"
+    )]
     Scan(fsbench::scan::ScanArgs),
     /// Files and bytes of NEW identical by content to OLD (snapshots from `scan --hash`, or directories).
+    #[command(
+        after_help = "Examples:\n  fsbench diff old.snap new.snap\n  fsbench diff linux-6.1 linux-6.2 --markdown -"
+    )]
     Diff(fsbench::scan::diff::DiffArgs),
     /// Smith–Seltzer layout score of the files under a directory (FIEMAP).
+    #[command(
+        after_help = "Examples:\n  fsbench layout /mnt/test\n  fsbench layout /mnt/test --json layout.json"
+    )]
     Layout(fsbench::layout::LayoutArgs),
     /// Age the file system holding DIR: fill to a target fullness, then churn towards a profile.
+    #[command(
+        after_help = "Examples:\n  fsbench age /mnt/aged --fill 0.8 --seed 1 --ops 100000\n  fsbench age /mnt/aged --fill 0.5 --profile agrawal --json age.json"
+    )]
     Age(fsbench::age::cli::AgeArgs),
     /// Simulated disks: an HDD model under a loop device.
+    #[command(
+        after_help = "Examples:\n  fsbench disk create hdd0 --model hdd --size 4G --mkfs ext4 --mount /mnt/hdd0\n  fsbench disk stats hdd0\n  fsbench disk remove hdd0"
+    )]
     Disk(fsbench::disk::cli::DiskArgs),
     /// Compare result files side by side, per flowop and in total.
+    #[command(after_help = "Examples:\n  fsbench compare ext4.json xfs.json btrfs.json")]
     Compare(CompareArgs),
     /// One self-contained HTML page of plots from result JSON files.
+    #[command(after_help = "Examples:\n  fsbench report a.json b.json -o report.html")]
     Report(fsbench::report::html::cli::ReportArgs),
     /// Benchmarks of fsbench itself.
+    #[command(
+        after_help = "Examples:\n  fsbench selftest overhead\n  fsbench selftest overhead --seconds 2 --rounds 7 --dir /dev/shm"
+    )]
     Selftest(SelftestArgs),
     /// PostMark 1.5 (as Debian packages it): reads its configuration files, same transactions.
+    #[command(
+        after_help = "Examples:\n  fsbench postmark pm.cfg\n  fsbench postmark --number 1000 --transactions 20000 --instances 4 --dir /mnt/test\n  fsbench postmark --number 1000 --repeat 5 --cold --json pm.json"
+    )]
     Postmark(fsbench::apps::cli::PostmarkArgs),
     /// The Andrew benchmark's phases (mkdir, copy, stat, scan, compile) on a generated C tree.
+    #[command(
+        after_help = "Examples:\n  fsbench andrew --copies 4 --clients 2 --dir /mnt/test\n  fsbench andrew --scale 100 --drop-caches-between-phases --repeat 3"
+    )]
     Andrew(fsbench::apps::cli::AndrewArgs),
     /// A recursive walk that stats every entry, like `find DIR`; --cold drops caches first.
+    #[command(
+        after_help = "Examples:\n  fsbench find /mnt/test/tree --cold --repeat 5\n  fsbench find /usr/share --warmup 1 --repeat 5 --json warm.json"
+    )]
     Find(fsbench::apps::cli::FindArgs),
     /// A compile-like build on a generated source tree: parallel jobs, then a link.
+    #[command(
+        after_help = "Examples:\n  fsbench build --files 2000 --dirs 50 -j 8 --cpu-ms 20 --dir /mnt/test\n  fsbench build --src ~/src/project -j 2 --repeat 3"
+    )]
     Build(fsbench::apps::cli::BuildArgs),
     /// Read every file of an existing tree: files/s, MB/s, per-file latency.
+    #[command(
+        after_help = "Examples:\n  fsbench read /mnt/aged/fsbench-aged --cold -j 2 --order inode"
+    )]
     Read(fsbench::apps::cli::ReadArgs),
     /// Run an experiment plan: set up targets, sweep the factors, repeat, store every result.
+    #[command(
+        after_help = "Examples:\n  fsbench experiment plans/stacked-vs-native.toml -o stacked --quick\n  fsbench experiment plans/filesystems.toml -o fs --dry-run\n  fsbench experiment plans/aging.toml -o aging --resume"
+    )]
     Experiment(fsbench::experiment::cli::ExperimentArgs),
     /// Summarise an experiment's stored results: means, confidence intervals, comparisons.
+    #[command(
+        after_help = "Examples:\n  fsbench results stacked\n  fsbench results stacked --csv -"
+    )]
     Results(fsbench::experiment::cli::ResultsArgs),
     /// List and remove the directories fsbench left behind (reuse directories, --keep, killed
     /// runs): only those carrying its marker, never one a running fsbench holds.
@@ -523,6 +572,64 @@ fn dispatch(cli: Cli) -> Result<()> {
             let dir = a.dir.clone().unwrap_or_else(std::env::temp_dir);
             print!("{}", fsbench::engine::clean::clean(&dir, a.dry_run)?);
             Ok(())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    /// Every subcommand's help shows examples, and every example parses: the help cannot
+    /// drift from the options it documents.
+    #[test]
+    fn every_subcommand_has_examples_that_parse() {
+        let cmd = Cli::command();
+        let mut missing = Vec::new();
+        for sub in cmd.get_subcommands() {
+            let name = sub.get_name();
+            let help = sub
+                .get_after_help()
+                .map(|h| h.to_string())
+                .unwrap_or_default();
+            assert!(
+                help.contains("Examples:") || help.contains("Install"),
+                "`fsbench {name} --help` has no examples"
+            );
+            for line in help
+                .lines()
+                .map(str::trim)
+                .filter(|l| l.starts_with("fsbench "))
+            {
+                let line = line.split(" #").next().unwrap().split(" >").next().unwrap();
+                let line = line.split(" &&").next().unwrap();
+                let words: Vec<&str> = line.split_whitespace().collect();
+                if let Err(e) = Cli::try_parse_from(&words) {
+                    panic!("example `{line}` of `fsbench {name}` does not parse: {e}");
+                }
+            }
+            undescribed(sub, &format!("fsbench {name}"), &mut missing);
+        }
+        assert!(
+            missing.is_empty(),
+            "arguments without a description: {missing:?}"
+        );
+    }
+
+    /// Arguments of `cmd` and its nested subcommands that have no description.
+    fn undescribed(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
+        for a in cmd.get_arguments() {
+            let id = a.get_id().as_str();
+            if id == "help" || id == "version" {
+                continue;
+            }
+            if a.get_help().is_none() && a.get_long_help().is_none() {
+                missing.push(format!("{path}: {id}"));
+            }
+        }
+        for s in cmd.get_subcommands() {
+            undescribed(s, &format!("{path} {}", s.get_name()), missing);
         }
     }
 }

@@ -140,6 +140,7 @@ pub struct BuildArgs {
     /// Shared headers; each job reads `--headers-per-job` of them.
     #[arg(long, default_value_t = 20)]
     pub headers: u32,
+    /// Headers each compile job reads (chosen with --seed from the shared ones).
     #[arg(long, default_value_t = 5)]
     pub headers_per_job: u32,
     /// Mean source file size in bytes (sizes vary from half to one and a half times it).
@@ -154,6 +155,7 @@ pub struct BuildArgs {
     /// Directory in which fsbench creates its run directory (default: $TMPDIR).
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
+    /// Seed for the generated tree (sizes, includes) and for the headers each job reads.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Keep the run directory (tree, objects and output) afterwards.

@@ -32,6 +32,7 @@ pub enum DiskCommand {
     },
     /// Show a disk's statistics: latency split into seek/rotation/transfer, head travel.
     Stats {
+        /// The disk's name, as given to `disk create` (see `disk list`).
         name: String,
         /// Print the raw statistics as JSON.
         #[arg(long)]
@@ -39,6 +40,7 @@ pub enum DiskCommand {
     },
     /// Remove a disk: unmount what --mount mounted, detach, stop the server, delete the image.
     Remove {
+        /// The disk's name, as given to `disk create` (see `disk list`).
         name: String,
         /// Keep the image file.
         #[arg(long)]
@@ -48,7 +50,10 @@ pub enum DiskCommand {
     Models,
     /// Run a disk's server in the foreground (`create` starts it in the background).
     #[command(hide = true)]
-    Serve { name: String },
+    Serve {
+        /// The disk's name.
+        name: String,
+    },
 }
 
 #[derive(clap::Args, Debug)]
