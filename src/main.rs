@@ -224,6 +224,12 @@ enum SelftestWhat {
         #[arg(long)]
         dir: Option<PathBuf>,
     },
+    /// Measure how fast the data generator fills buffers (GB/s on one core) per content kind.
+    Content {
+        /// MiB generated per kind.
+        #[arg(long, default_value_t = 2048)]
+        mib: usize,
+    },
 }
 
 #[derive(Args)]
@@ -473,6 +479,10 @@ fn cmd_selftest(a: &SelftestArgs) -> Result<()> {
             let dir = dir.clone().unwrap_or_else(|| PathBuf::from("/dev/shm"));
             let report = fsbench::engine::selftest::overhead(&dir, *seconds, *rounds)?;
             print!("{report}");
+            Ok(())
+        }
+        SelftestWhat::Content { mib } => {
+            print!("{}", fsbench::content::speed_report(*mib << 20));
             Ok(())
         }
     }

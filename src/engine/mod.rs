@@ -284,6 +284,7 @@ fn lay_out(
         total.files_reused += st.files_reused;
         total.bytes_written += st.bytes_written;
         total.seconds += st.seconds;
+        total.content.extend(st.content);
         out.push(rt);
     }
     Ok(Laid {

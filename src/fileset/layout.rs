@@ -5,9 +5,10 @@
 
 use super::{FilesetRt, List, Shape, Tree, EXISTS};
 use crate::beneath;
+use crate::content::{self, ContentReport, Generator, BLOCK};
 use crate::dist::{rng, Rng};
 use crate::model::{Fileset, RandVarDef};
-use rand::{Rng as _, RngCore};
+use rand::Rng as _;
 use std::ffi::OsStr;
 use std::fs::File;
 use std::io::{self, Write};
@@ -84,6 +85,8 @@ pub struct LayoutStats {
     pub files_reused: u64,
     pub bytes_written: u64,
     pub seconds: f64,
+    /// The achieved content of a sample of the laid-out data.
+    pub content: Option<ContentReport>,
 }
 
 /// Layout failed: which path, what happened.
@@ -172,6 +175,8 @@ pub fn create(
     let bytes = AtomicU64::new(0);
     let reused = AtomicU64::new(0);
     let failure: Mutex<Option<LayoutError>> = Mutex::new(None);
+    let gen = Generator::new(fs.content, seed ^ plan.index as u64);
+    let gen = &gen;
     let threads = if fs.paralloc {
         std::thread::available_parallelism()
             .map_or(2, |n| n.get())
@@ -180,16 +185,11 @@ pub fn create(
         1
     };
     std::thread::scope(|s| {
-        for t in 0..threads {
+        for _ in 0..threads {
             let (rt, todo, cursor, written, bytes, reused, failure) =
                 (&rt, &todo, &cursor, &written, &bytes, &reused, &failure);
             s.spawn(move || {
                 let mut data = vec![0u8; 1 << 20];
-                rng(seed, 0x2000 + t as u64).fill_bytes(&mut data);
-                // Never all zeros, whatever the generator gives.
-                for b in data.iter_mut().step_by(512) {
-                    *b |= 1;
-                }
                 let mut name = Vec::new();
                 loop {
                     if interrupt.load(Ordering::Relaxed) {
@@ -203,7 +203,15 @@ pub fn create(
                     let Some(&i) = todo.get(k) else { return };
                     let size = rt.files[i].size;
                     let r = rt.entry_at(List::Files, i, &mut name).and_then(|(dir, n)| {
-                        write_file(dir.fd(), n, size, &data, fs.reuse, fs.trusttree)
+                        write_file(
+                            dir.fd(),
+                            n,
+                            size,
+                            (gen, i as u64),
+                            &mut data,
+                            fs.reuse,
+                            fs.trusttree,
+                        )
                     });
                     match r {
                         Ok(Some(n)) => {
@@ -234,8 +242,30 @@ pub fn create(
     stats.bytes_written = bytes.into_inner();
     stats.files_reused = reused.into_inner();
     stats.seconds = t0.elapsed().as_secs_f64();
+    stats.content = Some(sample_content(plan, fs, gen));
     rt.recount();
     Ok((rt, stats))
+}
+
+/// Measure the content of (up to 4 MiB of) what layout wrote: the blocks of the preallocated
+/// files in order, at most 64 blocks from each file so the sample spans many files.
+fn sample_content(plan: &Plan, fs: &Fileset, gen: &Generator) -> ContentReport {
+    const SAMPLE: usize = 4 << 20;
+    let mut sample = Vec::with_capacity(SAMPLE);
+    for (i, size) in plan.sizes.iter().enumerate() {
+        if !plan.prealloc_files[i] {
+            continue;
+        }
+        let take = (*size).min(64 * BLOCK as u64) as usize;
+        let take = take.min(SAMPLE - sample.len());
+        let at = sample.len();
+        sample.resize(at + take, 0);
+        gen.fill(i as u64, 0, &mut sample[at..]);
+        if sample.len() >= SAMPLE {
+            break;
+        }
+    }
+    content::report(&fs.name, fs.content, &sample)
 }
 
 /// A directory's eight-digit name as a C string in `buf`.
@@ -263,7 +293,8 @@ fn write_file(
     dir: RawFd,
     name: &std::ffi::CStr,
     size: u64,
-    data: &[u8],
+    content: (&Generator, u64),
+    data: &mut [u8],
     reuse: bool,
     trust: bool,
 ) -> io::Result<Option<u64>> {
@@ -292,15 +323,13 @@ fn write_file(
     }
     let fd = beneath::open_file(dir, name, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC)?;
     let mut f = File::from(fd);
-    let mut left = size;
-    let mut off = 0usize;
-    while left > 0 {
-        let n = left.min(data.len() as u64) as usize;
-        // Rotate through the buffer so consecutive files do not share content.
-        let start = off % (data.len() - n + 1).max(1);
-        f.write_all(&data[start..start + n])?;
-        left -= n as u64;
-        off = off.wrapping_add(4099);
+    let (gen, file) = content;
+    let mut off = 0u64;
+    while off < size {
+        let n = (size - off).min(data.len() as u64) as usize;
+        gen.fill(file, off / BLOCK as u64, &mut data[..n]);
+        f.write_all(&data[..n])?;
+        off += n as u64;
     }
     Ok(Some(size))
 }

@@ -889,6 +889,43 @@ impl Builder {
         }
     }
 
+    /// A percentage attribute (0-100), e.g. `compress=50`.
+    fn percent_attr(&mut self, a: &Attr) -> Option<u8> {
+        match self.num_attr(a, false)? {
+            Num::Const(i) if (0..=100).contains(&i) => Some(i as u8),
+            Num::Const(i) => {
+                self.err(
+                    a.span(),
+                    format!("`{}` is a percentage (0-100), found {i}", a.name),
+                );
+                None
+            }
+            Num::Rand(_) => None,
+        }
+    }
+
+    /// A `content=` name: random, zero, compressible or dedupable.
+    fn content_attr(&mut self, a: &Attr) -> Option<crate::content::Content> {
+        let name = self.attr_str(a)?;
+        match crate::content::Content::named(&name) {
+            Some(c) => Some(c),
+            None => {
+                let known: Vec<&str> = crate::content::Content::NAMES
+                    .iter()
+                    .map(|(n, _)| *n)
+                    .collect();
+                self.err(
+                    a.span(),
+                    format!(
+                        "unknown content `{name}`: it is one of {}",
+                        known.join(", ")
+                    ),
+                );
+                None
+            }
+        }
+    }
+
     /// An `instances=` count: at least 1 and at most u32::MAX (never silently truncated).
     fn count_attr(&mut self, a: &Attr) -> u32 {
         let v = self.const_attr(a, 1).unwrap_or(1);
@@ -926,6 +963,9 @@ impl Builder {
                     "readonly",
                     "writeonly",
                     "cached",
+                    "compress",
+                    "dedupe",
+                    "content",
                 ]
             } else {
                 &[
@@ -946,6 +986,9 @@ impl Builder {
                     "writeonly",
                     "cached",
                     "filesizegamma",
+                    "compress",
+                    "dedupe",
+                    "content",
                 ]
             };
             let mut fs = Fileset {
@@ -966,7 +1009,9 @@ impl Builder {
                 trusttree: false,
                 readonly: false,
                 writeonly: false,
+                content: crate::content::Content::RANDOM,
             };
+            let (mut compress, mut dedupe, mut named) = (None, None, None);
             let mut sizegamma = None;
             let mut dirwidth_given = is_file;
             for a in &attrs {
@@ -1052,9 +1097,18 @@ impl Builder {
                         ),
                     ),
                     "filesizegamma" => sizegamma = self.const_attr(a, 0).map(|g| (g, a.span())),
+                    "compress" => compress = self.percent_attr(a),
+                    "dedupe" => dedupe = self.percent_attr(a),
+                    "content" => named = self.content_attr(a),
                     _ => unreachable!("attribute list checked above"),
                 }
             }
+            // `content=` gives both shares; an explicit `compress=`/`dedupe=` wins, in any order.
+            let base = named.unwrap_or(crate::content::Content::RANDOM);
+            fs.content = crate::content::Content {
+                compress: compress.unwrap_or(base.compress),
+                dedupe: dedupe.unwrap_or(base.dedupe),
+            };
             if let Some((g, gspan)) = sizegamma {
                 self.warnings.push(
                     Diagnostic::warning(&self.src, gspan, "`filesizegamma` is legacy syntax")

@@ -98,6 +98,8 @@ pub struct Fileset {
     pub trusttree: bool,
     pub readonly: bool,
     pub writeonly: bool,
+    /// What the laid-out data looks like (`compress=`, `dedupe=`, `content=`).
+    pub content: crate::content::Content,
 }
 
 #[derive(Debug, Clone)]

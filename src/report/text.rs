@@ -133,6 +133,24 @@ impl Exporter for Text {
                 f.first_error.as_deref().unwrap_or("")
             );
         }
+        for c in r
+            .layout
+            .content
+            .iter()
+            .filter(|c| c.requested_compress_pct > 0 || c.requested_dedupe_pct > 0)
+        {
+            let _ = writeln!(
+                o,
+                "content of {}: compress {:.1}% (asked {}%, LZ4 ratio {:.2}), dedupe {:.1}% (asked {}%), on a {} KiB sample",
+                c.fileset,
+                c.compress_pct,
+                c.requested_compress_pct,
+                c.compression_ratio,
+                c.dedupe_pct,
+                c.requested_dedupe_pct,
+                c.sample_bytes / 1024
+            );
+        }
         figures(&mut o, r);
         for n in &r.notes {
             let _ = writeln!(o, "{n}");

@@ -181,6 +181,9 @@ pub struct LayoutResult {
     pub files_reused: u64,
     pub bytes_written: u64,
     pub seconds: f64,
+    /// Per fileset, the achieved compress and dedupe shares of a sample of the laid-out data.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub content: Vec<crate::content::ContentReport>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
