@@ -267,7 +267,7 @@ struct Andrew<'a> {
     a: &'a AndrewArgs,
     parent: PathBuf,
     cc: Option<String>,
-    rd: Option<RunDir>,
+    rd: Option<super::guard::RunDirGuard>,
     files: Vec<(String, Vec<u8>)>,
 }
 
@@ -315,12 +315,12 @@ impl super::measure::Measurement for Andrew<'_> {
     fn target(&self) -> PathBuf {
         self.rd
             .as_ref()
-            .map(|r| r.path.clone())
+            .map(|r| r.path().to_path_buf())
             .unwrap_or_else(|| self.parent.clone())
     }
     fn prepare(&mut self) -> Result<()> {
-        let rd = RunDir::create(&self.parent, "andrew", false)?;
-        let master = rd.path.join("master");
+        let rd = super::guard::RunDirGuard::new(RunDir::create(&self.parent, "andrew", false)?);
+        let master = rd.path().join("master");
         self.rd = Some(rd);
         for (d, _) in DIRS {
             std::fs::create_dir_all(master.join(d))?;
@@ -331,15 +331,13 @@ impl super::measure::Measurement for Andrew<'_> {
         Ok(())
     }
     fn cleanup(&mut self) -> Result<()> {
-        if let Some(rd) = self.rd.take() {
-            if !self.a.keep {
-                rd.remove()?;
-            }
+        match self.rd.take() {
+            Some(rd) => rd.finish(self.a.keep),
+            None => Ok(()),
         }
-        Ok(())
     }
     fn run_once(&mut self) -> Result<crate::stats::Results> {
-        let rd = self.rd.as_ref().expect("prepared");
+        let rd = self.rd.as_ref().expect("prepared").rundir();
         phases(self.a, rd, &self.files, self.cc.as_deref())
     }
 }

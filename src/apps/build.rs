@@ -188,7 +188,7 @@ fn existing(a: &BuildArgs, dir: &Path) -> Result<Tree> {
 struct Build<'a> {
     a: &'a BuildArgs,
     parent: PathBuf,
-    rd: Option<RunDir>,
+    rd: Option<super::guard::RunDirGuard>,
     tree: Option<Tree>,
 }
 
@@ -249,13 +249,13 @@ impl super::measure::Measurement for Build<'_> {
             None => self
                 .rd
                 .as_ref()
-                .map(|r| r.path.clone())
+                .map(|r| r.path().to_path_buf())
                 .unwrap_or_else(|| self.parent.clone()),
         }
     }
     fn prepare(&mut self) -> Result<()> {
-        let rd = RunDir::create(&self.parent, "build", false)?;
-        let root = rd.path.clone();
+        let rd = super::guard::RunDirGuard::new(RunDir::create(&self.parent, "build", false)?);
+        let root = rd.path().to_path_buf();
         self.rd = Some(rd);
         for sub in ["obj", "tmp", "out"] {
             std::fs::create_dir(root.join(sub))?;
@@ -270,15 +270,13 @@ impl super::measure::Measurement for Build<'_> {
         Ok(())
     }
     fn cleanup(&mut self) -> Result<()> {
-        if let Some(rd) = self.rd.take() {
-            if !self.a.keep {
-                rd.remove()?;
-            }
+        match self.rd.take() {
+            Some(rd) => rd.finish(self.a.keep),
+            None => Ok(()),
         }
-        Ok(())
     }
     fn run_once(&mut self) -> Result<crate::stats::Results> {
-        let root = self.rd.as_ref().expect("prepared").path.clone();
+        let root = self.rd.as_ref().expect("prepared").path().to_path_buf();
         build_once(self.a, &root, self.tree.as_ref().expect("prepared"))
     }
 }

@@ -21,7 +21,10 @@ impl RunDirGuard {
         RunDirGuard { rd: Some(rd) }
     }
     pub fn path(&self) -> &Path {
-        &self.rd.as_ref().expect("held until finish").path
+        &self.rundir().path
+    }
+    pub fn rundir(&self) -> &RunDir {
+        self.rd.as_ref().expect("held until finish")
     }
     /// The run is over: remove the directory now (reporting failure) unless `keep`.
     pub fn finish(mut self, keep: bool) -> Result<()> {
