@@ -232,8 +232,16 @@ fn postmark_and_build_sizes_are_refused() {
 fn ctrl_c_exits_130_after_cleaning_up() {
     let d = Scratch::new("robust-sigint");
     for args in [
-        vec!["build", "--files", "5000", "--cpu-ms", "20", "--dir", d.s()],
-        vec!["andrew", "--copies", "50", "--no-compile", "--dir", d.s()],
+        vec![
+            "build",
+            "--files",
+            "20000",
+            "--cpu-ms",
+            "20",
+            "--dir",
+            d.s(),
+        ],
+        vec!["andrew", "--copies", "3000", "--no-compile", "--dir", d.s()],
         vec![
             "run",
             "fileserver",
@@ -250,7 +258,22 @@ fn ctrl_c_exits_130_after_cleaning_up() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(1500));
+        let mut child = child;
+        // Signal only once the run has visibly started (its run directory
+        // exists), so the handler is installed and there is work to stop.
+        let started = std::time::Instant::now();
+        while leftovers(d.path()).is_empty() && started.elapsed().as_secs() < 20 {
+            assert!(
+                child.try_wait().unwrap().is_none(),
+                "{args:?} ended before it created its run directory"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "{args:?} finished before the signal: the workload is too small to interrupt"
+        );
         // SAFETY: kill with a pid we started.
         unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
         let o = child.wait_with_output().unwrap();
