@@ -128,7 +128,12 @@ pub fn drive(m: &mut dyn Measurement, a: &MeasureArgs) -> Result<Results> {
             if a.cold {
                 drop_caches()?;
             }
+            // On a simulated disk: how late its replies were during this repetition.
+            let probe = crate::disk::lateness::Probe::start(&existing_ancestor(&m.target()));
             let mut r = m.run_once()?;
+            if let Some(p) = probe {
+                r.disk = p.record(&mut r.notes);
+            }
             r.cold = a.cold;
             r.host = stats::host::collect(&m.target());
             r.calibration = calibration.clone();
@@ -170,6 +175,15 @@ pub fn emit(r: &Results, a: &MeasureArgs) -> Result<()> {
         bail!("interrupted: the results above cover {:.1} s", r.duration_s);
     }
     Ok(())
+}
+
+/// `p` or its nearest existing ancestor (a benchmark's run directory is made inside its
+/// target when it runs; the file system, and so the disk, is the same).
+fn existing_ancestor(p: &std::path::Path) -> PathBuf {
+    p.ancestors()
+        .find(|a| a.exists())
+        .unwrap_or(std::path::Path::new("/"))
+        .to_path_buf()
 }
 
 /// [`drive`], then [`emit`].

@@ -100,6 +100,7 @@ pub fn results(run: AppRun<'_>, ops: OpTable, merged: &Recorder) -> Results {
         series: Vec::new(),
         repetitions: Vec::new(),
         figures: Default::default(),
+        disk: None,
     }
 }
 

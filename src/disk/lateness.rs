@@ -121,6 +121,26 @@ impl Probe {
         between(&self.before, &after).map(|l| (l, after))
     }
 
+    /// Finish the probe: the lateness as a result field, its note added to `notes`, and a
+    /// warning printed when it is above [`WARN_PCT`]. None when no request was served.
+    pub fn record(&self, notes: &mut Vec<String>) -> Option<crate::stats::DiskLateness> {
+        let (l, after) = self.finish()?;
+        let (note, warn) = self.describe(&l, &after);
+        if let Some(w) = warn {
+            eprintln!("fsbench: warning: {w}");
+        }
+        notes.push(note);
+        Some(crate::stats::DiskLateness {
+            name: self.name.clone(),
+            requests: l.requests,
+            service_mean_us: l.service_mean_us,
+            late_mean_us: l.late_mean_us,
+            late_p99_us: l.late_p99_us,
+            late_pct: l.pct,
+            scheduling: after.scheduling.clone(),
+        })
+    }
+
     /// The run's note, and a warning when the lateness is above [`WARN_PCT`].
     pub fn describe(&self, l: &Lateness, after: &DiskStats) -> (String, Option<String>) {
         let note = format!(

@@ -947,13 +947,7 @@ fn run_in(
     measured.get_or_insert(m);
     let mut m = measured.expect("set above");
     // On a simulated disk: how late its replies were during this run.
-    if let Some((l, after)) = disk_probe.as_ref().and_then(|p| p.finish()) {
-        let (note, warn) = disk_probe.as_ref().expect("probed").describe(&l, &after);
-        if let Some(w) = warn {
-            eprintln!("fsbench: warning: {w}");
-        }
-        m.notes.push(note);
-    }
+    let disk = disk_probe.and_then(|p| p.record(&mut m.notes));
     let (flowops, summary) = stats::summarize(&wl.stat_names, &m.rec, m.duration);
     Ok(Results {
         build: stats::build_info::BuildInfo::current(),
@@ -981,6 +975,7 @@ fn run_in(
         series: m.series,
         repetitions: Vec::new(),
         figures: Default::default(),
+        disk,
     })
 }
 

@@ -242,8 +242,14 @@ pub fn combine(runs: Vec<Results>) -> Results {
             .collect();
         figures.insert(k.clone(), mean_var(&v).0);
     }
+    // A simulated disk's lateness: the worst repetition's.
+    let disk = all
+        .iter()
+        .filter_map(|r| r.disk.clone())
+        .max_by(|a, b| a.late_pct.total_cmp(&b.late_pct));
     Results {
         duration_s: duration,
+        disk,
         figures,
         interrupted,
         flowops,

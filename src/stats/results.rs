@@ -238,6 +238,29 @@ pub struct Results {
     /// Version and git commit the binary was built from.
     #[serde(default)]
     pub build: super::build_info::BuildInfo,
+    /// When the measured directory lay on a simulated disk: how late the disk server's
+    /// replies were during the measurement (with repetitions, the worst repetition).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disk: Option<DiskLateness>,
+}
+
+/// A simulated disk's reply lateness during one measurement.
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+pub struct DiskLateness {
+    /// The simulated disk's name (`fsbench disk list`).
+    pub name: String,
+    /// Requests the disk served during the measurement.
+    pub requests: u64,
+    /// Mean modelled service time per request.
+    pub service_mean_us: f64,
+    /// Mean and 99th percentile of how late the server sent its replies.
+    pub late_mean_us: f64,
+    pub late_p99_us: f64,
+    /// Mean lateness as a percentage of the mean modelled service time; above 5% the run
+    /// warns that its figures include the server's own delays.
+    pub late_pct: f64,
+    /// The server's scheduling policy (e.g. `SCHED_FIFO 50`).
+    pub scheduling: String,
 }
 
 /// The headline figures of one repetition.

@@ -18,7 +18,7 @@ use super::sync::Pacing;
 use super::Control;
 use crate::dist::{rng, Rng};
 use crate::fileset::{FilesetRt, List, Want};
-use crate::model::{Flowop, FlowopKind, IoClass, Thread, Workload};
+use crate::model::{Flowop, FlowopKind, IoClass, Num, Thread, Workload};
 use crate::stats::clock::Clock;
 use crate::stats::loghist::LogHist;
 use crate::stats::Recorder;
@@ -169,6 +169,36 @@ pub struct Worker<'a> {
     cpu0: (f64, f64),
 }
 
+/// The largest whole-file request a thread can make: whole-file flowops without an `iosize`
+/// move a file's planned size in one request, and planned sizes are fixed at layout, so
+/// sizing the buffer for the largest of them at start spends the memory up front (a long
+/// run's memory stays flat instead of growing whenever a larger file comes up).
+fn whole_file_buffer(t: &Thread, filesets: &[FilesetRt]) -> u64 {
+    fn walk(f: &Flowop, filesets: &[FilesetRt], m: &mut u64) {
+        let whole = matches!(
+            f.kind,
+            FlowopKind::ReadWholeFile | FlowopKind::WriteWholeFile
+        );
+        if whole && matches!(f.iosize, Num::Const(0)) && matches!(f.workingset, Num::Const(0)) {
+            if let Some(fs) = f.fileset.and_then(|i| filesets.get(i)) {
+                let largest = fs.files.iter().map(|e| e.size).max().unwrap_or(0);
+                *m = (*m).max(largest.min(WHOLE_FILE_PRESIZE_CAP));
+            }
+        }
+        for c in &f.children {
+            walk(c, filesets, m);
+        }
+    }
+    let mut m = 0;
+    for f in &t.flowops {
+        walk(f, filesets, &mut m);
+    }
+    m
+}
+
+/// Whole-file requests beyond this still get their buffer, when they come.
+const WHOLE_FILE_PRESIZE_CAP: u64 = 64 << 20;
+
 impl<'a> Worker<'a> {
     pub fn new(
         sh: &'a Shared<'a>,
@@ -191,7 +221,9 @@ impl<'a> Worker<'a> {
             .collect();
         let mut r = rng(seed, worker_idx);
         let memsize = thread.memsize as usize;
-        let buf = AlignedBuf::try_new(super::preflight::initial_buffer(thread) as usize, &mut r)?;
+        let first =
+            super::preflight::initial_buffer(thread).max(whole_file_buffer(thread, sh.filesets));
+        let buf = AlignedBuf::try_new(first as usize, &mut r)?;
         Ok(Worker {
             sh,
             idx: worker_idx as usize,
