@@ -286,6 +286,53 @@ fn ctrl_c_exits_130_after_cleaning_up() {
     }
 }
 
+/// Planning a very large fileset (its tree and every file's size) stops at Ctrl-C: exit 130
+/// before any run directory exists.
+#[test]
+fn ctrl_c_during_planning_exits_130_before_creating_anything() {
+    use std::io::BufRead;
+    let d = Scratch::new("robust-sigint-plan");
+    let w = workload(
+        &d,
+        "define fileset name=fs,path=/tmp,entries=20000000,dirwidth=20,size=1k\n\
+         define process name=p { thread name=t { flowop statfile name=s,filesetname=fs } }\n\
+         run 1\n",
+    );
+    let mut child = bin()
+        .args(["run", &w, "--dir", d.s()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The memory estimate is printed just before planning starts.
+    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    loop {
+        let mut line = String::new();
+        assert!(
+            err.read_line(&mut line).unwrap() > 0,
+            "ended before planning: {seen}"
+        );
+        seen.push_str(&line);
+        if line.contains("for fileset plans") {
+            break;
+        }
+    }
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    // SAFETY: kill with a pid we started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
+    seen.push_str(&rest);
+    let status = child.wait().unwrap();
+    assert!(
+        !seen.contains("run directory"),
+        "planning 20 million entries finished before the signal, or went on after it:\n{seen}"
+    );
+    assert_eq!(status.code(), Some(130), "{seen}");
+    assert!(leftovers(d.path()).is_empty(), "{:?}", leftovers(d.path()));
+}
+
 /// A small deterministic generator (the test needs no seed crate).
 struct XorShift(u64);
 impl XorShift {

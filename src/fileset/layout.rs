@@ -57,8 +57,13 @@ pub fn plan(index: usize, fs: &Fileset, randvars: &[RandVarDef], seed: u64) -> P
     let mut rngs: Vec<Rng> = (0..randvars.len())
         .map(|i| rng(randvars[i].seed.unwrap_or(seed), stream ^ (i as u64) << 20))
         .collect();
+    // Millions of sizes take a while: stop at Ctrl-C (the caller checks before using the
+    // plan, so a short one is never laid out).
     let sizes = (0..tree.files.len())
-        .map(|_| fs.size.get(randvars, &mut rngs).max(0) as u64)
+        .map_while(|i| {
+            (i % 65_536 != 0 || !crate::engine::interrupted())
+                .then(|| fs.size.get(randvars, &mut rngs).max(0) as u64)
+        })
         .collect();
     let p = fs.prealloc as f64 / 100.0;
     let mut pick = |n: usize| -> Vec<bool> {
