@@ -65,6 +65,12 @@ pub const GEN_SHIFT: u32 = 32;
 /// Bits 0..31: sampling epoch.
 pub const EPOCH_MASK: u64 = (1 << 32) - 1;
 
+/// The statistics generation of a control word.
+#[inline]
+pub fn generation(word: u64) -> u64 {
+    (word & !STOP) >> GEN_SHIFT
+}
+
 impl Control {
     #[inline]
     pub fn word(&self) -> u64 {
@@ -495,7 +501,9 @@ pub fn measure(
     let samples: Vec<Mutex<Sample>> = (0..nthreads)
         .map(|_| Mutex::new(Sample::default()))
         .collect();
+    let hists = stats::SharedHists::new(nstats);
     let shared = Shared {
+        hists: &hists,
         wl,
         filesets,
         ctl: &ctl,
@@ -721,6 +729,11 @@ pub fn measure(
             "run ended early: flowop {who} could not obtain a file (fileset exhausted); \
              --continue-when-exhausted counts this and goes on"
         ));
+    }
+    // The latency histograms of the measured generation (workers count, the run histograms).
+    let generation = generation(ctl.word.load(Ordering::SeqCst));
+    for (o, h) in merged.ops.iter_mut().zip(hists.into_hists(generation)) {
+        o.hist = h;
     }
     Ok(Measured {
         rec: merged,

@@ -62,6 +62,15 @@ impl OpRecorder {
         let _ = self.hist.record(ns.clamp(1, MAX_RECORDED_NS));
     }
 
+    /// Count one completed operation whose latency goes to a [`SharedHists`] instead of
+    /// this recorder's histogram.
+    #[inline]
+    pub fn tally(&mut self, ns: u64, bytes: u64) {
+        self.count += 1;
+        self.bytes += bytes;
+        self.lat_sum_ns += ns;
+    }
+
     #[cold]
     pub fn error(&mut self, msg: impl FnOnce() -> String) {
         self.errors += 1;
@@ -122,6 +131,71 @@ impl Recorder {
     }
 }
 
+/// Latencies a worker thread keeps before adding them to the run's [`SharedHists`].
+pub const LAT_BATCH: usize = 256;
+
+/// The run's latency histograms, one per flowop, into which every worker thread adds its
+/// latencies in batches of [`LAT_BATCH`] (one lock per batch).
+///
+/// One full-precision histogram per thread and flowop would be thousands of them with many
+/// threads, each touching new memory whenever a latency falls where it never fell before:
+/// a long run's memory would keep growing. A histogram per flowop does that only until the
+/// run has met its range of latencies, and the batches keep the lock off the hot path.
+///
+/// Each histogram belongs to a statistics generation (the control word's upper half): a
+/// batch from a newer generation (after the warm-up) clears it first, one from an older
+/// generation is dropped, as a worker's own counters are reset.
+pub struct SharedHists {
+    slots: Vec<std::sync::Mutex<(u64, Histogram<u64>)>>,
+}
+
+impl SharedHists {
+    pub fn new(n: usize) -> SharedHists {
+        SharedHists {
+            slots: (0..n)
+                .map(|_| {
+                    std::sync::Mutex::new((
+                        0,
+                        Histogram::new(3).expect("3 significant digits is valid"),
+                    ))
+                })
+                .collect(),
+        }
+    }
+
+    /// Add a batch of latencies (nanoseconds) of flowop `stat`, measured in `generation`.
+    pub fn add(&self, stat: usize, generation: u64, ns: &[u64]) {
+        let Some(slot) = self.slots.get(stat) else {
+            return;
+        };
+        let mut g = slot.lock().unwrap_or_else(|e| e.into_inner());
+        if g.0 < generation {
+            g.1.reset();
+            g.0 = generation;
+        }
+        if g.0 == generation {
+            for &v in ns {
+                let _ = g.1.record(v.clamp(1, MAX_RECORDED_NS));
+            }
+        }
+    }
+
+    /// The histograms of `generation` (empty for a flowop with none recorded in it).
+    pub fn into_hists(self, generation: u64) -> Vec<Histogram<u64>> {
+        self.slots
+            .into_iter()
+            .map(|m| {
+                let (g, h) = m.into_inner().unwrap_or_else(|e| e.into_inner());
+                if g == generation {
+                    h
+                } else {
+                    Histogram::new(3).expect("3 significant digits is valid")
+                }
+            })
+            .collect()
+    }
+}
+
 /// CPU time of the calling thread: (user, system) seconds.
 pub fn thread_cpu() -> (f64, f64) {
     // SAFETY: getrusage writes into the zeroed struct we pass.
@@ -157,5 +231,21 @@ mod tests {
         assert!((499_000..=502_000).contains(&p50), "{p50}");
         assert_eq!(a.ops[1].errors, 1);
         assert_eq!(a.ops[1].first_error.as_deref(), Some("boom"));
+    }
+
+    #[test]
+    fn shared_histograms_keep_the_newest_generation() {
+        let s = SharedHists::new(2);
+        s.add(0, 0, &[5, 6, 7]);
+        s.add(1, 0, &[100]);
+        // The warm-up ends: generation 1 clears flowop 0's histogram at its first batch...
+        s.add(0, 1, &[1000, 2000]);
+        // ... and a late batch of the warm-up is dropped.
+        s.add(0, 0, &[9]);
+        let h = s.into_hists(1);
+        assert_eq!(h[0].len(), 2);
+        assert_eq!(h[0].min(), 1000);
+        // Flowop 1 recorded nothing after the warm-up.
+        assert_eq!(h[1].len(), 0);
     }
 }

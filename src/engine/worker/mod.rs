@@ -98,6 +98,8 @@ pub struct Shared<'a> {
     pub samples: &'a [std::sync::Mutex<Sample>],
     /// Semaphores, conditions, the event generator and the run-wide counters of limits.
     pub pacing: &'a Pacing,
+    /// The run's latency histograms, one per flowop.
+    pub hists: &'a crate::stats::SharedHists,
 }
 
 /// What a worker publishes at each sampling epoch: its cumulative counts and bytes per
@@ -162,6 +164,8 @@ pub struct Worker<'a> {
     targets: Vec<Option<usize>>,
     /// Latencies since the last time-series publication, per flowop.
     ihist: Vec<LogHist>,
+    /// Latencies not yet added to the run's histograms, per flowop.
+    lat: Vec<Vec<u64>>,
     pub testrandvar: Vec<(String, u64, f64, f64)>,
     /// The control word last acted on.
     seen: u64,
@@ -245,6 +249,9 @@ impl<'a> Worker<'a> {
             ihist: (0..wl.stat_names.len())
                 .map(|_| LogHist::default())
                 .collect(),
+            lat: (0..wl.stat_names.len())
+                .map(|_| Vec::with_capacity(crate::stats::LAT_BATCH))
+                .collect(),
             targets: {
                 let mut t = vec![None; wl.stat_names.len()];
                 for f in wl.all_flowops() {
@@ -273,6 +280,9 @@ impl<'a> Worker<'a> {
             for h in &mut self.ihist {
                 h.reset();
             }
+            for b in &mut self.lat {
+                b.clear();
+            }
             self.cpu0 = crate::stats::thread_cpu();
         }
         self.seen = w;
@@ -297,6 +307,11 @@ impl<'a> Worker<'a> {
     /// Stop measuring: CPU used since the baseline, apportioned to flowops by their share of
     /// this thread's measured time.
     pub fn finish(&mut self) {
+        let generation = super::generation(self.seen);
+        for (stat, b) in self.lat.iter_mut().enumerate() {
+            self.sh.hists.add(stat, generation, b);
+            b.clear();
+        }
         let (u1, s1) = crate::stats::thread_cpu();
         self.rec.cpu_user_s = u1 - self.cpu0.0;
         self.rec.cpu_sys_s = s1 - self.cpu0.1;
@@ -378,8 +393,14 @@ impl<'a> Worker<'a> {
 
     #[inline]
     fn done_stat(&mut self, stat: usize, kind: FlowopKind, ns: u64, bytes: u64) {
-        self.rec.ops[stat].record(ns, bytes);
+        self.rec.ops[stat].tally(ns, bytes);
         self.ihist[stat].record(ns);
+        let b = &mut self.lat[stat];
+        b.push(ns);
+        if b.len() >= crate::stats::LAT_BATCH {
+            self.sh.hists.add(stat, super::generation(self.seen), b);
+            b.clear();
+        }
         let class = kind.io_class();
         if class != IoClass::None {
             if self.sh.count_procs {
