@@ -2,7 +2,8 @@
 //!
 //! A worker owns its [`Recorder`]: one slot per distinct flowop name, each with counters and an
 //! HDR histogram of latencies in nanoseconds (3 significant digits, growing as needed). Nothing
-//! on the recording path is shared between threads.
+//! on the recording path is shared between threads, except that workload runs add their
+//! latencies in batches to one [`SharedHists`] histogram per flowop (see there why).
 
 pub mod build_info;
 pub mod clock;
@@ -57,8 +58,7 @@ impl OpRecorder {
         self.lat_sum_ns += ns;
         // Auto-resizing histogram: only a new order of magnitude allocates. Latencies are
         // clamped to an hour, so a histogram never grows past about 270 KiB however long the
-        // run (what a long run's memory grows by is its histograms' counters being touched
-        // for the first time, bounded by threads x flowops x that size).
+        // run.
         let _ = self.hist.record(ns.clamp(1, MAX_RECORDED_NS));
     }
 
