@@ -123,6 +123,32 @@ fn directory_plan_runs_stores_and_summarises() {
         .map(|e| e.unwrap().file_name())
         .collect();
     assert_eq!(left, vec![std::ffi::OsString::from("keep.txt")]);
+    // The report is written at the end: a section per measurement, a configuration per
+    // cell labelled by its factor, and the nthreads line plot.
+    let page = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(err.contains("report.html"), "{err}");
+    for want in [
+        "<h2>fs</h2>",
+        "<h2>walk</h2>",
+        "nthreads=2",
+        "id=\"g0-factor\"",
+        "id=\"g1-bar-ops\"",
+        "Experiment t",
+    ] {
+        assert!(page.contains(want), "report lacks {want}");
+    }
+    // `fsbench report OUTDIR` makes the same page from the database.
+    let again = s.path().join("again.html");
+    let r = run(&[
+        "report",
+        out.to_str().unwrap(),
+        "-o",
+        again.to_str().unwrap(),
+    ]);
+    assert!(r.status.success(), "{}", text(&r));
+    assert!(std::fs::read_to_string(&again)
+        .unwrap()
+        .contains("id=\"g0-factor\""));
     // Summary and exports.
     let r = run(&["results", out.to_str().unwrap(), "--csv", "-"]);
     assert!(r.status.success(), "{}", text(&r));
@@ -376,4 +402,81 @@ fn killed_experiment_is_cleaned_up_by_cleanup() {
     assert!(mounts_under(&out).is_empty(), "{:?}", mounts_under(&out));
     assert_eq!(loops_of(&out), "");
     assert!(!out.join("images/ext4.img").exists());
+}
+
+/// Run a shipped plan at its quick scale: every planned run stored, nothing left behind (no
+/// mount, loop device, simulated disk or unrestored device setting).
+fn shipped_plan_runs_at_quick_scale(plan: &str, needs: &[&str]) {
+    let what = format!("shipped plan {plan} at --quick");
+    if !root_or_skip(&what) {
+        return;
+    }
+    for need in needs {
+        let have = if need.starts_with('/') {
+            Path::new(need).exists()
+        } else {
+            std::process::Command::new("sh")
+                .args(["-c", &format!("command -v {need}")])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        };
+        if !have {
+            eprintln!("skipping {what}: needs {need}");
+            return;
+        }
+    }
+    let s = Scratch::new(&format!("exp-{plan}"));
+    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("plans")
+        .join(format!("{plan}.toml"));
+    let file = file.to_str().unwrap();
+    let out = s.path().join("out");
+    let dry = run(&["experiment", file, "--quick", "--dry-run"]);
+    assert!(dry.status.success(), "{}", text(&dry));
+    let dry_text =
+        String::from_utf8_lossy(&dry.stdout).into_owned() + &String::from_utf8_lossy(&dry.stderr);
+    let planned: i64 = dry_text
+        .split(" runs")
+        .next()
+        .and_then(|head| head.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no run count in the dry run:\n{dry_text}"));
+    let t = Instant::now();
+    let o = run(&["experiment", file, "--quick", "-o", out.to_str().unwrap()]);
+    eprintln!(
+        "{what}: {planned} runs in {:.0} s",
+        t.elapsed().as_secs_f64()
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(ok_runs(&out), planned, "{}", text(&o));
+    assert!(mounts_under(&out).is_empty(), "{:?}", mounts_under(&out));
+    assert_eq!(loops_of(&out), "");
+    assert_eq!(
+        std::fs::read_to_string(out.join("teardown.json"))
+            .unwrap()
+            .trim(),
+        "[]"
+    );
+    let summary = run(&["results", out.to_str().unwrap()]);
+    assert!(summary.status.success(), "{}", text(&summary));
+}
+
+#[test]
+fn shipped_plan_stacked_vs_native_at_quick_scale() {
+    shipped_plan_runs_at_quick_scale("stacked-vs-native", &[]);
+}
+
+#[test]
+fn shipped_plan_filesystems_at_quick_scale() {
+    shipped_plan_runs_at_quick_scale("filesystems", &["mkfs.xfs", "mkfs.btrfs"]);
+}
+
+#[test]
+fn shipped_plan_deceptive_idleness_at_quick_scale() {
+    shipped_plan_runs_at_quick_scale("deceptive-idleness", &["/dev/fuse"]);
+}
+
+#[test]
+fn shipped_plan_aging_at_quick_scale() {
+    shipped_plan_runs_at_quick_scale("aging", &["/dev/fuse"]);
 }

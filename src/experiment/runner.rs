@@ -789,6 +789,16 @@ pub fn run(o: &Options) -> Result<()> {
         super::summary::render_text(&super::summary::summarise(&st)?)
     );
     eprintln!("fsbench: results in {}", outdir.join(store::FILE).display());
+    let page = outdir.join("report.html");
+    match crate::report::html::ReportInput::from_experiment(&outdir) {
+        Ok(input) if !input.groups.is_empty() => {
+            std::fs::write(&page, crate::report::html::render(&input))
+                .with_context(|| format!("writing {}", page.display()))?;
+            eprintln!("fsbench: report in {}", page.display());
+        }
+        Ok(_) => eprintln!("fsbench: no workload results to plot, so no report.html"),
+        Err(e) => eprintln!("fsbench: could not write the report: {e:#}"),
+    }
     if failures > 0 {
         bail!(
             "{failures} run(s) failed; see the logs in {}",

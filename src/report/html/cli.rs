@@ -5,9 +5,11 @@ use std::path::PathBuf;
 
 #[derive(clap::Args)]
 pub struct ReportArgs {
-    /// Result JSON files (`fsbench run/postmark/andrew/find/build --json`). Files of the same
-    /// workload are configurations to compare; the first is the baseline; each is labelled
-    /// by its file name.
+    /// Experiment output directories (`fsbench experiment -o OUTDIR`) and result JSON files
+    /// (`fsbench run/postmark/andrew/find/build --json`). An experiment gives one section per
+    /// measurement with a configuration per cell; files of the same workload are
+    /// configurations to compare, each labelled by its file name. The first configuration is
+    /// the baseline.
     #[arg(required = true)]
     pub sources: Vec<PathBuf>,
     /// Where to write the HTML page.
@@ -16,7 +18,7 @@ pub struct ReportArgs {
 }
 
 pub fn run(a: &ReportArgs) -> Result<()> {
-    let input = super::ReportInput::from_json_files(&a.sources)?;
+    let input = super::ReportInput::from_sources(&a.sources)?;
     let html = super::render(&input);
     std::fs::write(&a.output, &html).with_context(|| format!("writing {}", a.output.display()))?;
     eprintln!(

@@ -151,40 +151,78 @@ pub fn chart_ids(input: &ReportInput) -> Vec<String> {
     ids
 }
 
-/// The one variable whose values differ across configurations and are all numbers.
-fn numeric_factor(g: &Group) -> Option<(String, Vec<f64>)> {
+/// A configuration's parameters: its workload variables overlaid with its experiment factors.
+fn params(c: &Config) -> std::collections::BTreeMap<String, String> {
+    let mut m = c.results.variables.clone();
+    m.extend(c.factors.iter().map(|(k, v)| (k.clone(), v.clone())));
+    m
+}
+
+/// A numeric parameter whose values differ across configurations: its name, each
+/// configuration's value, and each configuration's series (the values of the other
+/// parameters that differ, so that e.g. instances against ops/s gets one line per target).
+fn numeric_factor(g: &Group) -> Option<(String, Vec<f64>, Vec<String>)> {
     if g.configs.len() < 2 {
         return None;
     }
-    let vars = &g.configs[0].results.variables;
-    let mut found = None;
-    for k in vars.keys() {
-        let vals: Vec<Option<f64>> = g
-            .configs
+    let ps: Vec<_> = g.configs.iter().map(params).collect();
+    let keys: std::collections::BTreeSet<&String> = ps.iter().flat_map(|p| p.keys()).collect();
+    let varying: Vec<&String> = keys
+        .into_iter()
+        .filter(|k| ps.iter().any(|p| p.get(*k) != ps[0].get(*k)))
+        .collect();
+    let (var, xs) = varying.iter().find_map(|k| {
+        let xs: Option<Vec<f64>> = ps
             .iter()
-            .map(|c| {
-                c.results
-                    .variables
-                    .get(k)
-                    .and_then(|v| v.trim().parse::<f64>().ok())
-            })
+            .map(|p| p.get(*k).and_then(|v| v.trim().parse::<f64>().ok()))
             .collect();
-        let Some(vals) = vals.into_iter().collect::<Option<Vec<f64>>>() else {
-            continue;
-        };
-        if vals.iter().any(|v| *v != vals[0]) {
-            if found.is_some() {
-                return None; // several varying variables: no single factor
-            }
-            found = Some((k.clone(), vals));
-        }
+        xs.map(|xs| ((*k).clone(), xs))
+    })?;
+    let series: Vec<String> = ps
+        .iter()
+        .map(|p| {
+            varying
+                .iter()
+                .filter(|k| ***k != var)
+                .map(|k| {
+                    let v = p.get(*k).cloned().unwrap_or_default();
+                    if k.as_str() == "target" {
+                        v
+                    } else {
+                        format!("{k}={v}")
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .collect();
+    // Each line needs two points or more to be a line.
+    let mut per: std::collections::BTreeMap<&str, usize> = Default::default();
+    for s in &series {
+        *per.entry(s.as_str()).or_default() += 1;
     }
-    found
+    if per.values().all(|n| *n < 2) {
+        return None;
+    }
+    Some((var, xs, series))
 }
 
 fn header(out: &mut String, input: &ReportInput) {
     let first = input.groups.first().and_then(|g| g.configs.first());
     out.push_str("<header><h1>fsbench report</h1>");
+    if let Some(t) = &input.title {
+        let _ = write!(out, "<p>{}</p>", esc(t));
+    }
+    for w in input.warnings.iter().take(40) {
+        let _ = write!(out, "<p class=warn>{}</p>", esc(w));
+    }
+    if input.warnings.len() > 40 {
+        let _ = write!(
+            out,
+            "<p class=warn>… and {} more warnings (see `fsbench results`)</p>",
+            input.warnings.len() - 40
+        );
+    }
     if let Some(c) = first {
         let r = &c.results;
         let h = &r.host;
@@ -221,7 +259,7 @@ fn header(out: &mut String, input: &ReportInput) {
                 )
             })
             .collect();
-        if hosts.len() > 1 {
+        if hosts.len() > 1 && input.title.is_none() {
             let _ = write!(
                 out,
                 "<p class=warn>Results come from {} different host/kernel/file-system combinations; the facts above are the first result's.</p>",
@@ -258,14 +296,11 @@ fn group_section(out: &mut String, gi: usize, g: &Group) {
     let _ = write!(out, "<section><h2>{}</h2>", esc(&g.workload));
     // Configurations and the variables that differ between them.
     let first = &g.configs[0].results;
-    let varying: Vec<&String> = first
-        .variables
-        .keys()
-        .filter(|k| {
-            g.configs
-                .iter()
-                .any(|c| c.results.variables.get(*k) != first.variables.get(*k))
-        })
+    let ps: Vec<_> = g.configs.iter().map(params).collect();
+    let all_keys: std::collections::BTreeSet<&String> = ps.iter().flat_map(|p| p.keys()).collect();
+    let varying: Vec<&String> = all_keys
+        .into_iter()
+        .filter(|k| ps.iter().any(|p| p.get(*k) != ps[0].get(*k)))
         .collect();
     out.push_str(
         "<table class=configs><tr><th>configuration</th><th>repetitions</th><th>duration (s)</th>",
@@ -284,14 +319,13 @@ fn group_section(out: &mut String, gi: usize, g: &Group) {
             c.results.duration_s
         );
         for k in &varying {
-            let v = c.results.variables.get(*k).cloned().unwrap_or_default();
+            let v = ps[i].get(*k).cloned().unwrap_or_default();
             let _ = write!(out, "<td>{}</td>", esc(&v));
         }
         out.push_str("</tr>");
     }
     out.push_str("</table>");
-    let vars: Vec<String> = first
-        .variables
+    let vars: Vec<String> = ps[0]
         .iter()
         .filter(|(k, _)| !varying.contains(k))
         .map(|(k, v)| format!("{k}={v}"))
@@ -358,35 +392,49 @@ fn group_section(out: &mut String, gi: usize, g: &Group) {
     out.push_str("</div>");
 
     // Numeric factor.
-    if let Some((var, xs)) = numeric_factor(g) {
+    if let Some((var, xs, series)) = numeric_factor(g) {
         let mut order: Vec<usize> = (0..xs.len()).collect();
         order.sort_by(|a, b| xs[*a].total_cmp(&xs[*b]));
-        let mut pts = Vec::new();
-        let mut band = Vec::new();
+        let mut names: Vec<&String> = Vec::new();
+        for s in &series {
+            if !names.contains(&s) {
+                names.push(s);
+            }
+        }
+        let mut lines = Vec::new();
         let mut rows = Vec::new();
-        for i in order {
-            let c = &g.configs[i];
-            let reps: Vec<f64> = c
-                .results
-                .repetitions
-                .iter()
-                .map(|p| p.summary.ops_per_s)
-                .collect();
-            let f = figure(&c.results, c.results.summary.ops_per_s, reps);
-            pts.push((xs[i], f.0));
-            band.push(((f.0 - f.1).max(0.0), f.0 + f.1));
-            rows.push(vec![c.label.clone(), g4(xs[i]), g4(f.0), g4(f.1)]);
+        for name in names.into_iter().take(MAX_LINES) {
+            let mut pts = Vec::new();
+            let mut band = Vec::new();
+            for i in order.iter().copied().filter(|i| &series[*i] == name) {
+                let c = &g.configs[i];
+                let reps: Vec<f64> = c
+                    .results
+                    .repetitions
+                    .iter()
+                    .map(|p| p.summary.ops_per_s)
+                    .collect();
+                let f = figure(&c.results, c.results.summary.ops_per_s, reps);
+                pts.push((xs[i], f.0));
+                band.push(((f.0 - f.1).max(0.0), f.0 + f.1));
+                rows.push(vec![c.label.clone(), g4(xs[i]), g4(f.0), g4(f.1)]);
+            }
+            lines.push(Line {
+                label: if name.is_empty() {
+                    g.workload.clone()
+                } else {
+                    name.clone()
+                },
+                points: pts,
+                band: Some(band),
+            });
         }
         let svg = charts::lines(
             &format!("Throughput against {var} (band: 95% CI)"),
             &var,
             "operations/s",
             false,
-            &[Line {
-                label: g.workload.clone(),
-                points: pts,
-                band: Some(band),
-            }],
+            &lines,
             None,
         );
         let tbl = table(

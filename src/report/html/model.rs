@@ -4,6 +4,7 @@
 
 use crate::stats::Results;
 use anyhow::{Context, Result};
+use std::collections::BTreeMap;
 use std::path::Path;
 
 /// One configuration of a measurement: a label and its (possibly repeated) results.
@@ -11,6 +12,8 @@ use std::path::Path;
 pub struct Config {
     pub label: String,
     pub results: Results,
+    /// The experiment factors of this configuration (empty for result files).
+    pub factors: BTreeMap<String, String>,
 }
 
 /// One measurement (a workload) across configurations; the first configuration is the
@@ -25,13 +28,21 @@ pub struct Group {
 #[derive(Debug, Clone, Default)]
 pub struct ReportInput {
     pub groups: Vec<Group>,
+    /// What produced the results when it was an experiment: a line for the header.
+    pub title: Option<String>,
+    /// Warnings shown in the header (failed or disturbed runs, skipped measurements).
+    pub warnings: Vec<String>,
 }
 
 impl ReportInput {
     /// Add labelled results: results of the same workload become configurations of one group
     /// (in the order given), a new workload opens a new group.
     pub fn push(&mut self, label: String, results: Results) {
-        let c = Config { label, results };
+        let c = Config {
+            label,
+            results,
+            factors: BTreeMap::new(),
+        };
         match self
             .groups
             .iter_mut()
@@ -43,6 +54,175 @@ impl ReportInput {
                 configs: vec![c],
             }),
         }
+    }
+
+    /// Load sources: experiment output directories (their results database) and result JSON
+    /// files, in the order given.
+    pub fn from_sources(paths: &[impl AsRef<Path>]) -> Result<ReportInput> {
+        let mut input = ReportInput::default();
+        let mut files = Vec::new();
+        for p in paths {
+            let p = p.as_ref();
+            if p.is_dir() {
+                let e = Self::from_experiment(p)?;
+                if input.title.is_none() {
+                    input.title = e.title;
+                }
+                input.warnings.extend(e.warnings);
+                input.groups.extend(e.groups);
+            } else {
+                files.push(p);
+            }
+        }
+        let f = Self::from_json_files(&files)?;
+        for g in f.groups {
+            for c in g.configs {
+                input.push(c.label, c.results);
+            }
+        }
+        Ok(input)
+    }
+
+    /// Load an experiment's output directory: one group per measurement, one configuration
+    /// per cell (its repetitions combined), labelled by the factors that vary within the
+    /// measurement. The first cell of a measurement is its baseline.
+    pub fn from_experiment(outdir: &Path) -> Result<ReportInput> {
+        let st = crate::experiment::store::Store::open_existing(outdir)?;
+        let (exp, name, quick, reps, finished): (i64, String, bool, u32, Option<String>) = st
+            .db
+            .query_row(
+                "SELECT id, name, quick, repetitions, finished_at FROM experiments ORDER BY id LIMIT 1",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
+            )
+            .with_context(|| format!("{} holds no experiment", outdir.display()))?;
+        let mut input = ReportInput {
+            title: Some(format!(
+                "Experiment {name}{}, {reps} repetition(s) per cell, from {}",
+                if quick { " (--quick scale)" } else { "" },
+                outdir.display()
+            )),
+            ..Default::default()
+        };
+        if finished.is_none() {
+            input.warnings.push(
+                "The experiment has not finished: cells without stored runs are missing.".into(),
+            );
+        }
+        struct Cell {
+            measurement: String,
+            factors: BTreeMap<String, String>,
+            runs: Vec<Results>,
+        }
+        let mut cells: Vec<Cell> = Vec::new();
+        let mut q = st.db.prepare(
+            "SELECT id, idx, measurement, factors_json FROM cells WHERE experiment_id = ?1 ORDER BY idx",
+        )?;
+        let rows: Vec<(i64, i64, String, String)> = q
+            .query_map([exp], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        for (id, idx, measurement, f) in rows {
+            let mut factors: BTreeMap<String, String> =
+                serde_json::from_str(&f).unwrap_or_default();
+            factors.remove("measurement");
+            let mut q = st.db.prepare(
+                "SELECT status, disturbed, results_json FROM runs WHERE cell_id = ?1 AND superseded = 0 AND status != 'warmup' ORDER BY repetition, id",
+            )?;
+            let runs: Vec<(String, bool, Option<String>)> = q
+                .query_map([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+                .collect::<rusqlite::Result<_>>()?;
+            let mut ok = Vec::new();
+            let (mut failed, mut disturbed, mut other) = (0, 0, 0);
+            for (status, dist, json) in runs {
+                if status != "ok" {
+                    failed += 1;
+                    continue;
+                }
+                disturbed += dist as usize;
+                match json.and_then(|j| serde_json::from_str::<Results>(&j).ok()) {
+                    Some(r) => ok.push(r),
+                    None => other += 1,
+                }
+            }
+            let what = format!("cell {} ({measurement}{})", idx + 1, factor_text(&factors));
+            if failed > 0 {
+                input
+                    .warnings
+                    .push(format!("{what}: {failed} run(s) failed or were stopped"));
+            }
+            if disturbed > 0 {
+                input.warnings.push(format!(
+                    "{what}: {disturbed} run(s) disturbed by other load (noise guard)"
+                ));
+            }
+            if other > 0 && ok.is_empty() {
+                input.warnings.push(format!(
+                    "{what}: its results are not a workload's (layout or scan); `fsbench results` summarises them"
+                ));
+            }
+            if !ok.is_empty() {
+                cells.push(Cell {
+                    measurement,
+                    factors,
+                    runs: ok,
+                });
+            }
+        }
+        for c in cells {
+            let results = crate::stats::repeat::combine(c.runs);
+            match input
+                .groups
+                .iter_mut()
+                .find(|g| g.workload == c.measurement)
+            {
+                Some(g) => g.configs.push(Config {
+                    label: String::new(),
+                    results,
+                    factors: c.factors,
+                }),
+                None => input.groups.push(Group {
+                    workload: c.measurement,
+                    configs: vec![Config {
+                        label: String::new(),
+                        results,
+                        factors: c.factors,
+                    }],
+                }),
+            }
+        }
+        for g in &mut input.groups {
+            let first = g.configs[0].factors.clone();
+            let varying: Vec<String> = g
+                .configs
+                .iter()
+                .flat_map(|c| c.factors.keys().cloned())
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .filter(|k| g.configs.iter().any(|c| c.factors.get(k) != first.get(k)))
+                .collect();
+            for c in &mut g.configs {
+                let parts: Vec<String> = varying
+                    .iter()
+                    .map(|k| {
+                        let v = c.factors.get(k).cloned().unwrap_or_default();
+                        if k == "target" {
+                            v
+                        } else {
+                            format!("{k}={v}")
+                        }
+                    })
+                    .collect();
+                c.label = if parts.is_empty() {
+                    c.factors
+                        .get("target")
+                        .cloned()
+                        .unwrap_or_else(|| g.workload.clone())
+                } else {
+                    parts.join(", ")
+                };
+            }
+        }
+        Ok(input)
     }
 
     /// Load result JSON files (`fsbench run/postmark/andrew/find/build --json`). Each file's
@@ -67,4 +247,8 @@ impl ReportInput {
         }
         Ok(input)
     }
+}
+
+fn factor_text(f: &BTreeMap<String, String>) -> String {
+    f.iter().map(|(k, v)| format!(", {k}={v}")).collect()
 }
