@@ -105,6 +105,8 @@ struct RawTarget {
     kind: Spanned<String>,
     path: Option<Spanned<String>>,
     size: Option<Spanned<String>>,
+    /// The size at --quick scale.
+    quick_size: Option<Spanned<String>>,
     fs: Option<Spanned<String>>,
     mkfs_options: Option<Spanned<Vec<String>>>,
     mount_options: Option<Spanned<String>>,
@@ -607,9 +609,10 @@ pub fn parse(file: &Path, text: &str, quick: bool) -> Result<Plan, PlanError> {
                 ))
             }
         };
-        let given: [(&str, Option<std::ops::Range<usize>>); 10] = [
+        let given: [(&str, Option<std::ops::Range<usize>>); 11] = [
             ("path", t.path.as_ref().map(|v| v.span())),
             ("size", t.size.as_ref().map(|v| v.span())),
+            ("size", t.quick_size.as_ref().map(|v| v.span())),
             ("fs", t.fs.as_ref().map(|v| v.span())),
             ("mkfs_options", t.mkfs_options.as_ref().map(|v| v.span())),
             ("mount_options", t.mount_options.as_ref().map(|v| v.span())),
@@ -641,7 +644,10 @@ pub fn parse(file: &Path, text: &str, quick: bool) -> Result<Plan, PlanError> {
             })
         };
         let size = |ctx: &Ctx| -> Result<u64, PlanError> {
-            let s = need(&t.size, "size")?;
+            let s = match (&t.quick_size, quick) {
+                (Some(q), true) => q.clone(),
+                _ => need(&t.size, "size")?,
+            };
             let v = crate::disk::cli::parse_size(s.get_ref()).map_err(|e| ctx.err(s.span(), e))?;
             if v < (16 << 20) {
                 return Err(ctx.err(s.span(), "size: at least 16M (mkfs needs room)"));
