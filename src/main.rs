@@ -181,6 +181,10 @@ struct RunArgs {
     /// default, end the run there).
     #[arg(long)]
     continue_when_exhausted: bool,
+    /// When a write finds the file system full (ENOSPC, EDQUOT), count the error and go on
+    /// (Filebench, and the default, end the run there).
+    #[arg(long)]
+    continue_on_enospc: bool,
     /// Run the workload N times (fresh filesets each time unless `reuse`) and report
     /// mean ± 95% confidence interval and coefficient of variation.
     #[arg(long, value_name = "N", default_value_t = 1)]
@@ -398,6 +402,7 @@ fn cmd_run(a: &RunArgs) -> Result<()> {
         progress: !a.quiet && std::io::stderr().is_terminal(),
         cold: a.cold,
         continue_when_exhausted: a.continue_when_exhausted,
+        continue_on_enospc: a.continue_on_enospc,
     };
     let mut runs = Vec::new();
     for i in 0..a.repeat {

@@ -95,4 +95,146 @@ run 1
     let rd = sum["read_ops_per_s"].as_f64().unwrap();
     assert!(rd * d < 0.5, "listdir counted as a read: {v}");
     assert_eq!(flowop(&v, "s1")["io_class"], "meta");
+    // Filebench's listdir bytes: strlen(d_name) + sizeof(struct dirent) - 1 (279 on Linux
+    // x86-64 and arm64) for each entry read, "." and ".." included: every directory listed
+    // holds at least one entry besides those two.
+    let lb = flowop(&v, "l1")["bytes"].as_u64().unwrap();
+    assert!(lb / l >= 3 * 279 + 3, "{} bytes per listdir", lb / l);
+}
+
+#[test]
+fn finishoncount_without_target_counts_its_own_calls() {
+    // Filebench (flowop.c flowop_endop): the process's control count grows for every
+    // flowop whose type has the IO or AIO bit, and finishoncount is FLOW_TYPE_OTHER (5),
+    // so it counts its own calls. A loop of one append and the finish: at loop k the finish
+    // sees k appends and k − 1 finishes, 2k − 1 ≥ 256 first at k = 129.
+    let dir = Scratch::new("finish-count");
+    let body = "define file name=log,path=\"/tmp\",size=0,prealloc
+define process name=p {
+  thread name=t {
+    flowop appendfile name=a,filename=log,iosize=1k
+    flowop finishoncount name=f,value=256
+  }
+}
+run 30
+";
+    let (v, _) = run_wl(&dir, body, &[]);
+    assert_eq!(flowop(&v, "a")["ops"], 129, "{v}");
+    assert_eq!(flowop(&v, "f")["ops"], 129, "{v}");
+    // With a target only that flowop's operations count, as before.
+    let (v, _) = run_wl(&dir, &body.replace("value=256", "value=256,target=a"), &[]);
+    assert_eq!(flowop(&v, "a")["ops"], 256, "{v}");
+}
+
+#[test]
+fn rate_limits_without_eventgen_are_not_operations() {
+    // Filebench (flowop_library.c): eventlimit, iopslimit, opslimit and bwlimit return
+    // before their endop when no eventgen rate is set, so they count nothing.
+    let dir = Scratch::new("limits-uncounted");
+    let body = "define fileset name=f,path=\"/tmp\",entries=4,dirwidth=4,filesize=4k,prealloc=100
+define process name=p {
+  thread name=t {
+    flowop statfile name=s,filesetname=f
+    flowop eventlimit name=e
+    flowop iopslimit name=i
+    flowop opslimit name=o
+    flowop bwlimit name=b
+  }
+}
+run 1
+";
+    let (v, _) = run_wl(&dir, body, &[]);
+    assert!(flowop(&v, "s")["ops"].as_u64().unwrap() > 100, "{v}");
+    for n in ["e", "i", "o", "b"] {
+        assert_eq!(flowop(&v, n)["ops"], 0, "{n}: {v}");
+    }
+}
+
+#[test]
+fn create_files_then_quit_lays_out_and_ends() {
+    // Filebench: `create files` lays the filesets out; a script that then quits without
+    // `run` ends there, nothing runs.
+    let dir = Scratch::new("create-quit");
+    let body = "define fileset name=f,path=\"/tmp\",entries=30,dirwidth=5,filesize=2k,prealloc=100
+define process name=p {
+  thread name=t {
+    flowop statfile name=s,filesetname=f
+  }
+}
+create files
+quit
+";
+    let t0 = std::time::Instant::now();
+    let (v, out) = run_wl(&dir, body, &[]);
+    assert!(t0.elapsed().as_secs_f64() < 20.0, "{out}");
+    assert_eq!(v["layout"]["files_written"], 30, "{v}");
+    assert_eq!(flowop(&v, "s")["ops"], 0, "{v}");
+    assert_eq!(v["duration_s"], 0.0, "{v}");
+    assert!(v["notes"].to_string().contains("no `run`"), "{v}");
+    assert!(!out.contains("has no `run` command"), "{out}");
+}
+
+#[test]
+fn a_full_file_system_ends_the_run() {
+    // Filebench shuts the run down when a flowop fails; a full file system is the case that
+    // matters: numbers from a full disk measure error paths. fsbench ends the run there with
+    // the results so far and says why; --continue-on-enospc counts and goes on.
+    if !is_root() {
+        eprintln!("skipping a_full_file_system_ends_the_run: needs root to mount a small tmpfs");
+        return;
+    }
+    let t = Scratch::new("enospc");
+    let m = t.path().join("mnt");
+    std::fs::create_dir_all(&m).unwrap();
+    if let Err(e) = run_ok(
+        "mount",
+        &["-t", "tmpfs", "-o", "size=4m", "none", m.to_str().unwrap()],
+    ) {
+        eprintln!("skipping a_full_file_system_ends_the_run: {e}");
+        return;
+    }
+    let _mount = Mount(m.clone());
+    let f = t.path().join("fill.f");
+    std::fs::write(
+        &f,
+        "define fileset name=f,path=\"/tmp\",entries=1,dirwidth=1,filesize=4k,prealloc=100
+define process name=p {
+  thread name=t {
+    flowop appendfile name=a,filesetname=f,iosize=64k
+  }
+}
+run 30
+",
+    )
+    .unwrap();
+    let go = |extra: &[&str]| -> Value {
+        let json = t.path().join("r.json");
+        let mut args = vec![
+            "run",
+            f.to_str().unwrap(),
+            "--dir",
+            m.to_str().unwrap(),
+            "-q",
+            "--json",
+            json.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let o = run(&args);
+        assert!(o.status.success(), "{}", text(&o));
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap()
+    };
+    let v = go(&[]);
+    let a = flowop(&v, "a");
+    assert_eq!(a["errors"], 1, "{v}");
+    assert!(a["ops"].as_u64().unwrap() >= 40, "{v}");
+    assert!(v["duration_s"].as_f64().unwrap() < 20.0, "{v}");
+    let notes = v["notes"].to_string();
+    assert!(
+        notes.contains("file system is full") && notes.contains("flowop a"),
+        "{notes}"
+    );
+    // Counting and going on: the run lasts its time and every failed append is an error.
+    let v = go(&["--continue-on-enospc", "--duration", "1"]);
+    assert!(flowop(&v, "a")["errors"].as_u64().unwrap() > 1, "{v}");
+    assert!(v["duration_s"].as_f64().unwrap() >= 0.9, "{v}");
 }

@@ -56,6 +56,8 @@ pub struct Control {
     finished: AtomicUsize,
     /// The first flowop that found its fileset exhausted (ends the run, as in Filebench).
     exhausted: Mutex<Option<String>>,
+    /// The first flowop whose file system was full, and its error (ends the run too).
+    no_space: Mutex<Option<String>>,
 }
 
 /// Bit 63 of the control word: stop.
@@ -114,6 +116,8 @@ pub struct RunOptions {
     pub cold: bool,
     /// Count fileset exhaustion and go on instead of ending the run there.
     pub continue_when_exhausted: bool,
+    /// Count ENOSPC/EDQUOT errors and go on instead of ending the run there.
+    pub continue_on_enospc: bool,
 }
 
 impl RunOptions {
@@ -130,6 +134,7 @@ impl RunOptions {
             progress: false,
             cold: false,
             continue_when_exhausted: false,
+            continue_on_enospc: false,
         }
     }
 }
@@ -413,6 +418,7 @@ pub struct MeasureOptions {
     pub progress: bool,
     /// Count fileset exhaustion and go on instead of ending the run there.
     pub continue_when_exhausted: bool,
+    pub continue_on_enospc: bool,
 }
 
 /// Sum what the workers published for the current epoch and turn the difference from the
@@ -510,6 +516,7 @@ pub fn measure(
         procs: &procs,
         count_procs,
         continue_when_exhausted: mo.continue_when_exhausted,
+        continue_on_enospc: mo.continue_on_enospc,
         clock: *stats::clock::global(),
         samples: &samples,
         pacing: &pacing,
@@ -623,6 +630,11 @@ pub fn measure(
             if wl.mode != QuitMode::AllDone && ctl.exhausted.lock().is_ok_and(|x| x.is_some()) {
                 break;
             }
+            // As Filebench, where a failed flowop shuts the run down: a full file system
+            // ends the run (whatever the mode), with the results up to there.
+            if ctl.no_space.lock().is_ok_and(|x| x.is_some()) {
+                break;
+            }
             if handles.iter().all(|h| h.is_finished()) {
                 break;
             }
@@ -723,6 +735,12 @@ pub fn measure(
                 String::new()
             }
         )));
+    }
+    if let Some(what) = ctl.no_space.lock().ok().and_then(|mut x| x.take()) {
+        notes.push(format!(
+            "run ended early: the file system is full ({what}); --continue-on-enospc counts \
+             such errors and goes on"
+        ));
     }
     if let Some(who) = ctl.exhausted.lock().ok().and_then(|mut x| x.take()) {
         notes.push(format!(
@@ -923,6 +941,46 @@ fn run_in(
     if interrupted() {
         return Err(EngineError::Interrupted);
     }
+    // As Filebench: a script that creates its files and has no `run` lays out and ends;
+    // nothing runs (an explicit --duration still runs it).
+    let create_only = !wl.has_run
+        && opts.duration.is_none()
+        && wl.actions.iter().any(|a| matches!(a, Action::CreateFiles));
+    if create_only {
+        if !opts.quiet {
+            eprintln!("fsbench: `create files` and no `run`: laid out, nothing to measure");
+        }
+        let rec = Recorder::new(wl.stat_names.len());
+        let (flowops, summary) = stats::summarize(&wl.stat_names, &rec, 0.0);
+        return Ok(Results {
+            build: stats::build_info::BuildInfo::current(),
+            schema_version: stats::SCHEMA_VERSION,
+            fsbench_version: env!("CARGO_PKG_VERSION").to_string(),
+            workload: wl.name.clone(),
+            workload_source: wl.source.name.clone(),
+            variables: wl.vars.iter().cloned().collect(),
+            seed: opts.seed,
+            run_dir: rd.path.display().to_string(),
+            started_at: 0.0,
+            duration_s: 0.0,
+            interrupted: false,
+            threads: 0,
+            layout: laid.layout,
+            flowops,
+            summary,
+            notes: vec!["the workload creates its files and has no `run`: nothing was run".into()],
+            workload_hash: stats::text_hash(&wl.source.text),
+            warmup_s: 0.0,
+            interval_s: opts.interval,
+            cold: opts.cold,
+            host: stats::host::collect(&rd.path),
+            calibration: Default::default(),
+            series: Vec::new(),
+            repetitions: Vec::new(),
+            figures: Default::default(),
+            disk: None,
+        });
+    }
     if !opts.quiet {
         eprintln!(
             "fsbench: running {} for {seconds} s ({:?} mode)",
@@ -955,6 +1013,7 @@ fn run_in(
             interval: opts.interval,
             progress: opts.progress,
             continue_when_exhausted: opts.continue_when_exhausted,
+            continue_on_enospc: opts.continue_on_enospc,
         },
     )?;
     measured.get_or_insert(m);

@@ -59,6 +59,7 @@ impl Prepared {
                 interval: 1.0,
                 progress: false,
                 continue_when_exhausted: false,
+                continue_on_enospc: false,
             },
         )?;
         let i = self

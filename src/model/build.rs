@@ -323,7 +323,7 @@ pub fn build(
     if !b.errors.is_empty() {
         return Err(Diagnostics(b.errors));
     }
-    if !has_run {
+    if !has_run && !actions.iter().any(|a| matches!(a, Action::CreateFiles)) {
         // Point at the workload's last line of text (where a `run` would go), not at the
         // blank end of the file.
         let text = src.text.trim_end();

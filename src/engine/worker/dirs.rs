@@ -59,8 +59,11 @@ impl Worker<'_> {
             Err(err) => (Err(err), 0),
         };
         match r {
-            Ok((_, names)) => {
-                self.done(f, ns, names);
+            Ok((entries, names)) => {
+                // As Filebench's listdir: strlen(d_name) + sizeof(struct dirent) - 1 per
+                // entry read ("." and ".." included).
+                let per = std::mem::size_of::<libc::dirent>() as u64 - 1;
+                self.done(f, ns, names + entries * per);
                 Ok(Flow::Continue)
             }
             Err(err) => Err(Fail::Error(format!(

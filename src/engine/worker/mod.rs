@@ -93,6 +93,7 @@ pub struct Shared<'a> {
     pub count_procs: bool,
     /// Count fileset exhaustion and go on instead of ending the thread.
     pub continue_when_exhausted: bool,
+    pub continue_on_enospc: bool,
     pub clock: Clock,
     /// One slot per worker where it publishes cumulative counters at each sampling epoch.
     pub samples: &'a [std::sync::Mutex<Sample>],
@@ -401,18 +402,21 @@ impl<'a> Worker<'a> {
             self.sh.hists.add(stat, super::generation(self.seen), b);
             b.clear();
         }
-        let class = kind.io_class();
-        if class != IoClass::None {
-            if self.sh.count_procs {
-                let p = &self.sh.procs[self.proc_idx];
-                p.ops.fetch_add(1, Ordering::Relaxed);
-                p.bytes.fetch_add(bytes, Ordering::Relaxed);
-            }
-            if self.sh.pacing.count_run {
-                self.sh
-                    .pacing
-                    .count(matches!(class, IoClass::Read | IoClass::Write), bytes);
-            }
+        // Filebench's control counters (flowop_endop) count every flowop call that ends
+        // with an endop whose type has the IO or AIO bit: IO (1), AIO (2), SYNC (3) and
+        // OTHER (5), i.e. all but composites. So `finishoncount` without a target counts
+        // semaphores, hogs, delays and its own calls too.
+        let _ = kind;
+        if self.sh.count_procs {
+            let p = &self.sh.procs[self.proc_idx];
+            p.ops.fetch_add(1, Ordering::Relaxed);
+            p.bytes.fetch_add(bytes, Ordering::Relaxed);
+        }
+        if self.sh.pacing.count_run {
+            let class = kind.io_class();
+            self.sh
+                .pacing
+                .count(matches!(class, IoClass::Read | IoClass::Write), bytes);
         }
     }
 
@@ -492,6 +496,17 @@ impl<'a> Worker<'a> {
                 Flow::Continue
             }
             Err(Fail::Error(msg)) => {
+                // Rust's io::Error text ends in "(os error N)" whatever the locale.
+                let full = msg.contains("(os error 28)") || msg.contains("(os error 122)");
+                if full && !self.sh.continue_on_enospc {
+                    if let Ok(mut x) = self.sh.ctl.no_space.lock() {
+                        x.get_or_insert_with(|| {
+                            format!("flowop {}: {msg}", self.sh.wl.stat_names[f.stat].0)
+                        });
+                    }
+                    self.rec.ops[f.stat].error(|| msg);
+                    return Flow::Exhausted;
+                }
                 self.rec.ops[f.stat].error(|| msg);
                 Flow::Continue
             }

@@ -67,8 +67,8 @@ impl Worker<'_> {
 
     pub(super) fn op_eventlimit(&mut self, f: &Flowop) -> Result<Flow, Fail> {
         let Some(eg) = &self.sh.pacing.events else {
-            // No eventgen rate: unlimited, and nothing to wait for.
-            self.done(f, 0, 0);
+            // No eventgen rate: unlimited, nothing to wait for, and (as Filebench) not an
+            // operation: it returns before its endop.
             return Ok(Flow::Continue);
         };
         let t0 = self.clock.now();
@@ -81,7 +81,7 @@ impl Worker<'_> {
 
     pub(super) fn op_iopslimit(&mut self, f: &Flowop) -> Result<Flow, Fail> {
         let Some(eg) = &self.sh.pacing.events else {
-            self.done(f, 0, 0);
+            // Not counted without an eventgen, as in Filebench.
             return Ok(Flow::Continue);
         };
         let bw = f.kind == BwLimit;
@@ -109,7 +109,7 @@ impl Worker<'_> {
         if !st.started {
             st.started = true;
             st.last = cur;
-            self.done(f, 0, 0);
+            // Filebench's first call only notes the count and returns before its endop.
             return Ok(Flow::Continue);
         }
         st.bucket -= cur.saturating_sub(st.last) as i64;
