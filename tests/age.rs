@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{run, run_ok, text, tree_listing, LoopExt4, Mount, Scratch};
+use common::{run, run_ok, skip, text, tree_listing, LoopExt4, Mount, Scratch};
 use serde_json::Value;
 use std::io::Write;
 use std::path::Path;
@@ -23,7 +23,7 @@ fn image(tag: &str, mib: u64) -> Option<LoopExt4> {
     match LoopExt4::new(tag, mib) {
         Ok(i) => Some(i),
         Err(e) => {
-            eprintln!("skipping: {e}");
+            skip(&e);
             None
         }
     }
@@ -150,7 +150,7 @@ fn same_seed_same_aging() {
 #[test]
 fn aging_tmpfs_reports_no_layout_and_continues() {
     if !common::is_root() {
-        eprintln!("skipping: needs root to mount a small tmpfs");
+        skip("skipping: needs root to mount a small tmpfs");
         return;
     }
     let t = Scratch::new("age-tmpfs");
@@ -160,7 +160,7 @@ fn aging_tmpfs_reports_no_layout_and_continues() {
         "mount",
         &["-t", "tmpfs", "-o", "size=16m", "none", m.to_str().unwrap()],
     ) {
-        eprintln!("skipping: {e}");
+        skip(&e);
         return;
     }
     let _mount = Mount(m.clone());

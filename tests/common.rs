@@ -63,6 +63,22 @@ pub fn corpus() -> Option<PathBuf> {
     p.is_dir().then_some(p)
 }
 
+/// Say that a test (or part of one) is skipped and why, where the user sees it: the test
+/// harness captures `eprintln!` of passing tests, so this writes to the process's standard
+/// error directly, between the harness's own "test ... ok" lines, naming the test.
+pub fn skip(msg: &str) {
+    use std::io::Write;
+    let name = std::thread::current()
+        .name()
+        .unwrap_or("a test")
+        .to_string();
+    let msg = msg
+        .strip_prefix("skipping")
+        .unwrap_or(msg)
+        .trim_start_matches([':', ' ']);
+    let _ = writeln!(std::io::stderr().lock(), "SKIPPED {name}: {msg}");
+}
+
 pub fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.
     unsafe { libc::geteuid() == 0 }

@@ -3,6 +3,8 @@
 //! nothing left behind. Needs root, /dev/fuse, loop devices and mkfs.ext4;
 //! skips with a printed reason elsewhere.
 
+mod common;
+use common::skip;
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
@@ -149,7 +151,7 @@ fn drop_caches() {
 #[test]
 fn simulated_disk_end_to_end() {
     if let Some(why) = skip_reason() {
-        eprintln!("skipping simulated disk test: {why}");
+        skip(&format!("skipping simulated disk test: {why}"));
         return;
     }
     let started = Instant::now();

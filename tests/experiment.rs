@@ -258,7 +258,9 @@ fn root_or_skip(what: &str) -> bool {
             .output()
             .is_ok();
     if !have {
-        eprintln!("skipping {what}: needs root, loop devices and mkfs.ext4");
+        skip(&format!(
+            "skipping {what}: needs root, loop devices and mkfs.ext4"
+        ));
     }
     have
 }
@@ -421,7 +423,7 @@ fn shipped_plan_runs_at_quick_scale(plan: &str, needs: &[&str]) {
                 .is_ok_and(|o| o.status.success())
         };
         if !have {
-            eprintln!("skipping {what}: needs {need}");
+            skip(&format!("skipping {what}: needs {need}"));
             return;
         }
     }

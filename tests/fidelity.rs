@@ -180,7 +180,7 @@ fn a_full_file_system_ends_the_run() {
     // matters: numbers from a full disk measure error paths. fsbench ends the run there with
     // the results so far and says why; --continue-on-enospc counts and goes on.
     if !is_root() {
-        eprintln!("skipping a_full_file_system_ends_the_run: needs root to mount a small tmpfs");
+        skip("needs root to mount a small tmpfs");
         return;
     }
     let t = Scratch::new("enospc");
@@ -190,7 +190,7 @@ fn a_full_file_system_ends_the_run() {
         "mount",
         &["-t", "tmpfs", "-o", "size=4m", "none", m.to_str().unwrap()],
     ) {
-        eprintln!("skipping a_full_file_system_ends_the_run: {e}");
+        skip(&e);
         return;
     }
     let _mount = Mount(m.clone());

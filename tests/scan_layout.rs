@@ -3,6 +3,8 @@
 //! The ext4 test needs root, loop devices, `losetup`, `mkfs.ext4` and
 //! `mount`; without them it prints why and passes.
 
+mod common;
+use common::skip;
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::OpenOptionsExt;
@@ -223,12 +225,14 @@ fn layout_on_tmpfs_is_a_clear_error() {
         let m = t.path().join("mnt");
         std::fs::create_dir_all(&m).unwrap();
         if let Err(e) = run_ok("mount", &["-t", "tmpfs", "-o", "size=8m", "none", s(&m)]) {
-            eprintln!("skipping: no tmpfs at /dev/shm and cannot mount one: {e}");
+            skip(&format!(
+                "skipping: no tmpfs at /dev/shm and cannot mount one: {e}"
+            ));
             return;
         }
         (m.clone(), Some(Mount(m)))
     } else {
-        eprintln!("skipping: no tmpfs at /dev/shm and not root");
+        skip("skipping: no tmpfs at /dev/shm and not root");
         return;
     };
     std::fs::write(dir.join("file"), vec![1u8; 100_000]).unwrap();
@@ -280,7 +284,7 @@ fn layout_json(t: &TempDir, target: &Path, extra: &[&str]) -> Value {
 #[test]
 fn layout_and_mount_boundaries_on_loop_ext4() {
     if !is_root() {
-        eprintln!("skipping: needs root for loop devices and mount");
+        skip("skipping: needs root for loop devices and mount");
         return;
     }
     for tool in ["losetup", "mkfs.ext4", "mount", "umount"] {
@@ -290,7 +294,7 @@ fn layout_and_mount_boundaries_on_loop_ext4() {
             .map(|o| !o.status.success())
             .unwrap_or(true)
         {
-            eprintln!("skipping: {tool} not found");
+            skip(&format!("skipping: {tool} not found"));
             return;
         }
     }
@@ -304,13 +308,13 @@ fn layout_and_mount_boundaries_on_loop_ext4() {
         "mkfs.ext4",
         &["-q", "-F", "-b", "4096", "-N", "4096", s(&img)],
     ) {
-        eprintln!("skipping: {e}");
+        skip(&e);
         return;
     }
     let dev = match run_ok("losetup", &["-f", "--show", s(&img)]) {
         Ok(d) => Loop(d),
         Err(e) => {
-            eprintln!("skipping: no loop device: {e}");
+            skip(&format!("skipping: no loop device: {e}"));
             return;
         }
     };
@@ -320,7 +324,7 @@ fn layout_and_mount_boundaries_on_loop_ext4() {
     std::fs::create_dir_all(&mnt).unwrap();
     std::fs::write(root.join("plain"), b"abc").unwrap();
     if let Err(e) = run_ok("mount", &["-t", "ext4", &dev.0, s(&mnt)]) {
-        eprintln!("skipping: cannot mount: {e}");
+        skip(&format!("skipping: cannot mount: {e}"));
         return;
     }
     let _mount = Mount(mnt.clone());
