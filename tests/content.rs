@@ -5,7 +5,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{run, text, Scratch};
+use common::{run, skip, text, Scratch};
 use serde_json::Value;
 
 /// Deterministic pseudo-random bytes (xorshift), distinct per `seed`.
@@ -250,7 +250,7 @@ fn stored_sha1_hashes_match_sha1sum() {
                 checked += 1;
             }
             _ => {
-                println!("skipping the sha1sum cross-check: sha1sum is not available");
+                skip("the sha1sum cross-check: sha1sum is not available");
                 return;
             }
         }

@@ -119,7 +119,7 @@ fn thread_buffers_follow_the_iosize_not_all_of_memsize() {
     let o = run_limited(&["run", &w, "--dir", d.s(), "--duration", "0.3"]);
     let t = text(&o);
     assert!(o.status.success(), "{t}");
-    assert!(t.contains("400 threads' buffers"), "{t}");
+    assert!(t.contains("buffers and recorders of 400 threads"), "{t}");
 }
 
 #[test]

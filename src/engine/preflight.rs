@@ -130,11 +130,11 @@ pub fn check(wl: &Workload, parent: &Path) -> Result<Estimate, EngineError> {
     let total = est.plan_bytes.saturating_add(est.thread_bytes);
     if total > m.memory_budget() {
         return Err(refuse(format!(
-            "the workload would need {} of memory ({} for fileset plans, {} for {} threads' buffers and recorders), but this machine has {} of {}; lower entries, instances or memsize",
+            "the workload would need {} of memory ({} for fileset plans, {} for the buffers and recorders of {}), but this machine has {} of {}; lower entries, instances or memsize",
             human(total as f64),
             human(est.plan_bytes as f64),
             human(est.thread_bytes as f64),
-            est.threads,
+            crate::report::count(est.threads, "thread"),
             human(m.mem_available as f64),
             m.mem_source
         )));
@@ -171,10 +171,10 @@ impl Estimate {
     /// One line for the start of a run.
     pub fn describe(&self) -> String {
         format!(
-            "memory: about {} for fileset plans, {} for {} threads' buffers and recorders",
+            "memory: about {} for fileset plans, {} for the buffers and recorders of {}",
             human(self.plan_bytes as f64),
             human(self.thread_bytes as f64),
-            self.threads
+            crate::report::count(self.threads, "thread")
         )
     }
 }

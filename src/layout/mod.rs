@@ -499,7 +499,11 @@ pub fn print_report(r: &LayoutReport, out: &mut impl Write) -> io::Result<()> {
         writeln!(out, "  {} shared (reflinked) extents", r.shared_extents)?;
     }
     if r.errors > 0 {
-        writeln!(out, "  {} files could not be examined", r.errors)?;
+        writeln!(
+            out,
+            "  {} could not be examined",
+            crate::report::count(r.errors, "file")
+        )?;
     }
     writeln!(
         out,

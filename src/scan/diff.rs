@@ -297,8 +297,8 @@ pub fn print_text(r: &DiffReport, out: &mut impl Write) -> io::Result<()> {
     if r.unhashed > 0 {
         writeln!(
             out,
-            "{} files without a hash (unreadable), counted as different",
-            r.unhashed
+            "{} without a hash (unreadable), counted as different",
+            crate::report::count(r.unhashed, "file")
         )?;
     }
     writeln!(out, "size distributions (files per size class):")?;
