@@ -143,10 +143,10 @@ fn scan_layout_and_age_json_own_stdout() {
     if probe.status.success() {
         check(&["layout", dir.s()], "json");
     } else {
-        eprintln!(
-            "skipped: `fsbench layout` cannot run here: {}",
+        skip(&format!(
+            "the layout part: `fsbench layout` cannot run here: {}",
             text(&probe)
-        );
+        ));
     }
 }
 
@@ -172,4 +172,59 @@ fn csv_carries_the_named_figures() {
         .unwrap_or_else(|| panic!("no transaction rate row:\n{out}"));
     let v: f64 = row.rsplit(',').next().unwrap().parse().unwrap();
     assert!(v > 0.0, "{row}");
+}
+
+#[test]
+fn diff_read_age_and_results_exports_own_stdout() {
+    let dir = Scratch::new("stdout-more");
+    let old = dir.path().join("old");
+    let new = dir.path().join("new");
+    for (d, extra) in [(&old, "a"), (&new, "b")] {
+        std::fs::create_dir_all(d).unwrap();
+        std::fs::write(d.join("same"), vec![7u8; 5000]).unwrap();
+        std::fs::write(d.join(extra), vec![extra.as_bytes()[0]; 3000]).unwrap();
+    }
+    for f in ["json", "markdown"] {
+        check(&["diff", old.to_str().unwrap(), new.to_str().unwrap()], f);
+    }
+    for f in ["json", "csv", "markdown"] {
+        check(&["read", old.to_str().unwrap()], f);
+    }
+    // Aging a directory of this file system (a few operations, no fill target reached).
+    let aged = dir.path().join("aged");
+    std::fs::create_dir_all(&aged).unwrap();
+    check(
+        &[
+            "age",
+            aged.to_str().unwrap(),
+            "--fill",
+            "0.0001",
+            "--ops",
+            "50",
+        ],
+        "json",
+    );
+    // An experiment's summary.
+    let target = dir.path().join("target");
+    std::fs::create_dir_all(&target).unwrap();
+    let plan = dir.path().join("p.toml");
+    std::fs::write(
+        &plan,
+        format!(
+            "[experiment]\nname = \"s\"\nrepetitions = 2\n\n[[target]]\nname = \"here\"\nkind = \"dir\"\npath = \"{}\"\n\n[[measurement]]\nname = \"w\"\nkind = \"find\"\nparams = {{ tree_files = 20, tree_dirs = 2 }}\n",
+            target.display()
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let o = run(&[
+        "experiment",
+        plan.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    for f in ["json", "csv", "markdown"] {
+        check(&["results", out.to_str().unwrap()], f);
+    }
 }
