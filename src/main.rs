@@ -67,8 +67,10 @@ enum Command {
     /// Compare result files side by side, per flowop and in total.
     #[command(after_help = "Examples:\n  fsbench compare ext4.json xfs.json btrfs.json")]
     Compare(CompareArgs),
-    /// One self-contained HTML page of plots from result JSON files.
-    #[command(after_help = "Examples:\n  fsbench report a.json b.json -o report.html")]
+    /// One self-contained HTML page of plots from result JSON files or an experiment.
+    #[command(
+        after_help = "Examples:\n  fsbench report a.json b.json -o report.html\n  fsbench report ext4.json xfs.json --label ext4 --label xfs\n  fsbench report fsbench-stacked-vs-native -o stacked.html"
+    )]
     Report(fsbench::report::html::cli::ReportArgs),
     /// Benchmarks of fsbench itself.
     #[command(

@@ -51,7 +51,17 @@ fn report_renders_in_a_browser() {
     let a = results(&dir, "1");
     let b = results(&dir, "2");
     let html = dir.path().join("report.html");
-    let o = run(&["report", &a, &b, "-o", html.to_str().unwrap()]);
+    let o = run(&[
+        "report",
+        &a,
+        &b,
+        "--label",
+        "one thread",
+        "--label",
+        "two threads",
+        "-o",
+        html.to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", text(&o));
     let page = std::fs::read_to_string(&html).unwrap();
     // Self-contained: nothing loaded from elsewhere.
@@ -62,6 +72,10 @@ fn report_renders_in_a_browser() {
         );
     }
     assert!(!page.contains("chart failed"), "a chart failed to draw");
+    assert!(
+        page.contains("one thread") && page.contains("two threads"),
+        "the --label names are not the configurations' labels"
+    );
     // Expected charts: three key figures, the nthreads factor, a CDF per flowop, the series.
     let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&a).unwrap()).unwrap();
     let nflowops = r["flowops"]
@@ -74,6 +88,7 @@ fn report_renders_in_a_browser() {
         "g0-bar-ops",
         "g0-bar-mbps",
         "g0-bar-lat",
+        "g0-bar-p99",
         "g0-factor",
         "g0-series",
     ]
@@ -87,6 +102,12 @@ fn report_renders_in_a_browser() {
     }
     assert!(nflowops > 3);
 
+    check_in_browser(&dir, &html, &ids);
+}
+
+/// Open the page in headless Chromium: its script ran to the end and counted `ids.len()`
+/// charts, each expected chart draws something, and a screenshot is not blank.
+fn check_in_browser(dir: &Scratch, html: &Path, ids: &[String]) {
     let Some(br) = browser() else {
         skip("skipping the browser checks: no chromium installed (apt-get install chromium)");
         return;
@@ -109,7 +130,7 @@ fn report_renders_in_a_browser() {
         dom.contains(&format!("data-report-ready=\"{expected}\"")),
         "the page's script did not run to the end or saw a different chart count (want {expected})"
     );
-    for id in &ids {
+    for id in ids {
         let at = dom
             .find(&format!("id=\"{id}\""))
             .unwrap_or_else(|| panic!("chart {id} missing"));
@@ -168,4 +189,65 @@ fn assert_not_blank(png: &Path) {
         non_white > 10_000,
         "screenshot has only {non_white} non-white pixels"
     );
+}
+
+#[test]
+fn experiment_report_renders_in_a_browser() {
+    // An experiment writes its report itself: a workload with a numeric factor, an
+    // application benchmark's named figures and a layout measurement's figures.
+    let dir = Scratch::new("report-exp");
+    let target = dir.path().join("target");
+    std::fs::create_dir_all(&target).unwrap();
+    let plan = dir.path().join("p.toml");
+    std::fs::write(
+        &plan,
+        format!(
+            r#"[experiment]
+name = "r"
+repetitions = 2
+
+[[target]]
+name = "here"
+kind = "dir"
+path = "{}"
+
+[[measurement]]
+name = "fs"
+kind = "workload"
+params = {{ workload = "fileserver", nfiles = 200, filesize = "4k", duration = 0.3 }}
+factors = {{ nthreads = [1, 2] }}
+
+[[measurement]]
+name = "walk"
+kind = "find"
+params = {{ tree_files = 40, tree_dirs = 4 }}
+
+[[measurement]]
+name = "lay"
+kind = "layout"
+"#,
+            target.display()
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let o = run(&[
+        "experiment",
+        plan.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let html = out.join("report.html");
+    let page = std::fs::read_to_string(&html).unwrap();
+    let ids: Vec<String> = page
+        .split("<figure class=chart id=\"")
+        .skip(1)
+        .map(|s| s[..s.find('"').unwrap()].to_string())
+        .collect();
+    for want in ["g0-factor", "g0-bar-p99", "g1-fig-0", "f0-fig-0"] {
+        assert!(ids.iter().any(|i| i == want), "no chart {want} in {ids:?}");
+    }
+    assert!(page.contains("<h2>lay</h2>") && page.contains("nthreads=2"));
+    check_in_browser(&dir, &html, &ids);
 }

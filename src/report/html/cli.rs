@@ -12,13 +12,17 @@ pub struct ReportArgs {
     /// the baseline.
     #[arg(required = true)]
     pub sources: Vec<PathBuf>,
+    /// Label of a result file's configuration, in the order of the files (default: the file
+    /// name without `.json`). Repeat for each file.
+    #[arg(long = "label", value_name = "NAME")]
+    pub labels: Vec<String>,
     /// Where to write the HTML page.
     #[arg(short = 'o', long, value_name = "FILE", default_value = "report.html")]
     pub output: PathBuf,
 }
 
 pub fn run(a: &ReportArgs) -> Result<()> {
-    let input = super::ReportInput::from_sources(&a.sources)?;
+    let input = super::ReportInput::from_sources(&a.sources, &a.labels)?;
     let html = super::render(&input);
     std::fs::write(&a.output, &html).with_context(|| format!("writing {}", a.output.display()))?;
     eprintln!(

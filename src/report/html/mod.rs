@@ -10,7 +10,7 @@ pub mod charts;
 pub mod cli;
 pub mod model;
 
-pub use model::{Config, Group, ReportInput};
+pub use model::{Config, FigureGroup, Group, ReportInput};
 
 use crate::stats::repeat::{spread, welch_significant};
 use crate::stats::Results;
@@ -122,12 +122,141 @@ fn g4(v: f64) -> String {
     }
 }
 
+/// Most named figures drawn per section (per-client and per-instance figures, those with a
+/// dot in their name, are left to the tables of `fsbench results`).
+const MAX_FIGURES: usize = 12;
+
+/// A configuration's named figures (application benchmarks' `figures`), one value per
+/// repetition.
+fn named_figures(r: &Results) -> std::collections::BTreeMap<String, Vec<f64>> {
+    let mut m: std::collections::BTreeMap<String, Vec<f64>> = Default::default();
+    if r.repetitions.is_empty() {
+        for (k, v) in &r.figures {
+            m.entry(k.clone()).or_default().push(*v);
+        }
+    } else {
+        for p in &r.repetitions {
+            for (k, v) in &p.figures {
+                m.entry(k.clone()).or_default().push(*v);
+            }
+        }
+    }
+    m.retain(|k, _| !k.contains('.') && k != "n");
+    m
+}
+
+/// The figure names drawn for a set of configurations, in a stable order.
+fn figure_keys<'a>(
+    figs: impl Iterator<Item = &'a std::collections::BTreeMap<String, Vec<f64>>>,
+) -> Vec<String> {
+    let mut keys: Vec<String> = Vec::new();
+    for f in figs {
+        for k in f.keys() {
+            if !keys.contains(k) {
+                keys.push(k.clone());
+            }
+        }
+    }
+    keys.truncate(MAX_FIGURES);
+    keys
+}
+
+/// 99th percentile latency (ms) over the IO-summary flowops, from the merged histograms.
+fn summary_p99_ms(r: &Results) -> Option<f64> {
+    let mut h = hdrhistogram::Histogram::<u64>::new(3).ok()?;
+    for f in r.flowops.iter().filter(|f| f.io_class != "none") {
+        for [v, c] in &f.histogram_ns {
+            let _ = h.record_n(*v, *c);
+        }
+    }
+    (!h.is_empty()).then(|| h.value_at_quantile(0.99) as f64 / 1e6)
+}
+
+/// Bar charts of named figures across configurations: mean and 95% CI over repetitions,
+/// relative difference against the first.
+pub fn figure_bars(
+    out: &mut String,
+    prefix: &str,
+    labels: &[String],
+    figs: &[std::collections::BTreeMap<String, Vec<f64>>],
+) {
+    for (j, key) in figure_keys(figs.iter()).iter().enumerate() {
+        let vals: Vec<(f64, f64, Vec<f64>)> = figs
+            .iter()
+            .map(|f| {
+                let reps = f.get(key).cloned().unwrap_or_default();
+                match reps.len() {
+                    0 => (0.0, 0.0, reps),
+                    1 => (reps[0], 0.0, reps),
+                    _ => {
+                        let s = spread(&reps);
+                        (s.mean, s.ci95, reps)
+                    }
+                }
+            })
+            .collect();
+        let bars: Vec<Bar> = vals
+            .iter()
+            .enumerate()
+            .map(|(i, f)| Bar {
+                mean: f.0,
+                ci95: f.1,
+                note: if i == 0 {
+                    "baseline".into()
+                } else {
+                    rel_note(&vals[0], f)
+                },
+            })
+            .collect();
+        let svg = charts::bars(&format!("{key} (mean, 95% CI)"), key, labels, &bars);
+        let rows: Vec<Vec<String>> = vals
+            .iter()
+            .zip(&bars)
+            .zip(labels)
+            .map(|((f, b), l)| {
+                vec![
+                    l.clone(),
+                    g4(f.0),
+                    g4(f.1),
+                    f.2.len().to_string(),
+                    b.note.clone(),
+                ]
+            })
+            .collect();
+        let tbl = table(
+            &[
+                "configuration".into(),
+                key.clone(),
+                "95% CI ±".into(),
+                "repetitions".into(),
+                "vs baseline (* significant, Welch 95%)".into(),
+            ],
+            &rows,
+        );
+        chart_block(out, &format!("{prefix}-fig-{j}"), &svg, &tbl);
+    }
+}
+
 /// The chart ids a report of `input` contains (for tests and tools).
 pub fn chart_ids(input: &ReportInput) -> Vec<String> {
     let mut ids = Vec::new();
     for (gi, g) in input.groups.iter().enumerate() {
         for (k, ..) in KEY {
             ids.push(format!("g{gi}-bar-{k}"));
+        }
+        if g.configs
+            .iter()
+            .any(|c| summary_p99_ms(&c.results).is_some())
+        {
+            ids.push(format!("g{gi}-bar-p99"));
+        }
+        let figs: Vec<_> = g
+            .configs
+            .iter()
+            .map(|c| named_figures(&c.results))
+            .collect();
+        for j in 0..figure_keys(figs.iter()).len() {
+            ids.push(format!("g{gi}-fig-{j}"));
         }
         if numeric_factor(g).is_some() {
             ids.push(format!("g{gi}-factor"));
@@ -146,6 +275,12 @@ pub fn chart_ids(input: &ReportInput) -> Vec<String> {
         }
         if g.configs.iter().any(|c| c.results.series.len() >= 2) {
             ids.push(format!("g{gi}-series"));
+        }
+    }
+    for (fi, f) in input.figure_groups.iter().enumerate() {
+        let figs: Vec<_> = f.configs.iter().map(|c| c.1.clone()).collect();
+        for j in 0..figure_keys(figs.iter()).len() {
+            ids.push(format!("f{fi}-fig-{j}"));
         }
     }
     ids
@@ -389,6 +524,61 @@ fn group_section(out: &mut String, gi: usize, g: &Group) {
         );
         chart_block(out, &format!("g{gi}-bar-{key}"), &svg, &tbl);
     }
+    // p99 over the IO-summary operations (histograms merge across repetitions, so no
+    // interval).
+    if g.configs
+        .iter()
+        .any(|c| summary_p99_ms(&c.results).is_some())
+    {
+        let vals: Vec<f64> = g
+            .configs
+            .iter()
+            .map(|c| summary_p99_ms(&c.results).unwrap_or(0.0))
+            .collect();
+        let bars: Vec<Bar> = vals
+            .iter()
+            .enumerate()
+            .map(|(i, v)| Bar {
+                mean: *v,
+                ci95: 0.0,
+                note: if i == 0 {
+                    "baseline".into()
+                } else if vals[0] > 0.0 {
+                    format!("{:+.1}%", (v - vals[0]) / vals[0] * 100.0)
+                } else {
+                    String::new()
+                },
+            })
+            .collect();
+        let svg = charts::bars(
+            "p99 latency, all operations (merged histograms)",
+            "latency (ms)",
+            &labels,
+            &bars,
+        );
+        let rows: Vec<Vec<String>> = vals
+            .iter()
+            .zip(&labels)
+            .zip(&bars)
+            .map(|((v, l), b)| vec![l.clone(), g4(*v), b.note.clone()])
+            .collect();
+        let tbl = table(
+            &[
+                "configuration".into(),
+                "p99 (ms)".into(),
+                "vs baseline".into(),
+            ],
+            &rows,
+        );
+        chart_block(out, &format!("g{gi}-bar-p99"), &svg, &tbl);
+    }
+    // The benchmark's own named figures (elapsed time, transaction rate, phase times).
+    let figs: Vec<_> = g
+        .configs
+        .iter()
+        .map(|c| named_figures(&c.results))
+        .collect();
+    figure_bars(out, &format!("g{gi}"), &labels, &figs);
     out.push_str("</div>");
 
     // Numeric factor.
@@ -602,6 +792,18 @@ pub fn render(input: &ReportInput) -> String {
     header(&mut out, input);
     for (gi, g) in input.groups.iter().enumerate() {
         group_section(&mut out, gi, g);
+    }
+    for (fi, f) in input.figure_groups.iter().enumerate() {
+        let _ = write!(
+            out,
+            "<section><h2>{}</h2><p class=vars>{}</p><div class=grid>",
+            esc(&f.measurement),
+            esc(&f.about)
+        );
+        let labels: Vec<String> = f.configs.iter().map(|c| c.0.clone()).collect();
+        let figs: Vec<_> = f.configs.iter().map(|c| c.1.clone()).collect();
+        figure_bars(&mut out, &format!("f{fi}"), &labels, &figs);
+        out.push_str("</div></section>\n");
     }
     out.push_str("<footer><p class=vars>Bars: mean over repetitions (or the single run), whiskers the 95% confidence interval (Student t); the outlined bar is the baseline; percentages are against it, * where Welch's t-test finds the difference significant at 95%.</p></footer>");
     // Marks the page as rendered; tests read the marker from the dumped DOM.

@@ -24,10 +24,22 @@ pub struct Group {
     pub configs: Vec<Config>,
 }
 
+/// A measurement whose results are named figures rather than a workload's (an experiment's
+/// `layout` and `scan` cells): per configuration, a label and each figure's values, one per
+/// repetition.
+#[derive(Debug, Clone)]
+pub struct FigureGroup {
+    pub measurement: String,
+    /// One line on what the figures are.
+    pub about: String,
+    pub configs: Vec<(String, BTreeMap<String, Vec<f64>>)>,
+}
+
 /// Everything a report shows.
 #[derive(Debug, Clone, Default)]
 pub struct ReportInput {
     pub groups: Vec<Group>,
+    pub figure_groups: Vec<FigureGroup>,
     /// What produced the results when it was an experiment: a line for the header.
     pub title: Option<String>,
     /// Warnings shown in the header (failed or disturbed runs, skipped measurements).
@@ -58,7 +70,9 @@ impl ReportInput {
 
     /// Load sources: experiment output directories (their results database) and result JSON
     /// files, in the order given.
-    pub fn from_sources(paths: &[impl AsRef<Path>]) -> Result<ReportInput> {
+    /// `labels` name the result files' configurations in order (the rest keep their file
+    /// names).
+    pub fn from_sources(paths: &[impl AsRef<Path>], labels: &[String]) -> Result<ReportInput> {
         let mut input = ReportInput::default();
         let mut files = Vec::new();
         for p in paths {
@@ -70,14 +84,24 @@ impl ReportInput {
                 }
                 input.warnings.extend(e.warnings);
                 input.groups.extend(e.groups);
+                input.figure_groups.extend(e.figure_groups);
             } else {
                 files.push(p);
             }
         }
-        let f = Self::from_json_files(&files)?;
-        for g in f.groups {
-            for c in g.configs {
-                input.push(c.label, c.results);
+        if labels.len() > files.len() {
+            anyhow::bail!(
+                "{} --label given for {} result file(s): one label per result file, in order",
+                labels.len(),
+                files.len()
+            );
+        }
+        for (i, p) in files.iter().enumerate() {
+            let f = Self::from_json_files(&[p])?;
+            for g in f.groups {
+                for c in g.configs {
+                    input.push(labels.get(i).cloned().unwrap_or(c.label), c.results);
+                }
             }
         }
         Ok(input)
@@ -115,6 +139,7 @@ impl ReportInput {
             runs: Vec<Results>,
         }
         let mut cells: Vec<Cell> = Vec::new();
+        let mut figure_factors: Vec<(String, BTreeMap<String, String>)> = Vec::new();
         let mut q = st.db.prepare(
             "SELECT id, idx, measurement, factors_json FROM cells WHERE experiment_id = ?1 ORDER BY idx",
         )?;
@@ -126,14 +151,15 @@ impl ReportInput {
                 serde_json::from_str(&f).unwrap_or_default();
             factors.remove("measurement");
             let mut q = st.db.prepare(
-                "SELECT status, disturbed, results_json FROM runs WHERE cell_id = ?1 AND superseded = 0 AND status != 'warmup' ORDER BY repetition, id",
+                "SELECT id, status, disturbed, results_json FROM runs WHERE cell_id = ?1 AND superseded = 0 AND status != 'warmup' ORDER BY repetition, id",
             )?;
-            let runs: Vec<(String, bool, Option<String>)> = q
-                .query_map([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+            let runs: Vec<(i64, String, bool, Option<String>)> = q
+                .query_map([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
                 .collect::<rusqlite::Result<_>>()?;
             let mut ok = Vec::new();
+            let mut named: BTreeMap<String, Vec<f64>> = BTreeMap::new();
             let (mut failed, mut disturbed, mut other) = (0, 0, 0);
-            for (status, dist, json) in runs {
+            for (run_id, status, dist, json) in runs {
                 if status != "ok" {
                     failed += 1;
                     continue;
@@ -141,7 +167,19 @@ impl ReportInput {
                 disturbed += dist as usize;
                 match json.and_then(|j| serde_json::from_str::<Results>(&j).ok()) {
                     Some(r) => ok.push(r),
-                    None => other += 1,
+                    None => {
+                        other += 1;
+                        // Its whole-run figures, as `fsbench results` reads them.
+                        let mut q = st.db.prepare(
+                            "SELECT figure, value FROM figures WHERE run_id = ?1 AND flowop = '' ORDER BY rowid",
+                        )?;
+                        let fs: Vec<(String, f64)> = q
+                            .query_map([run_id], |r| Ok((r.get(0)?, r.get(1)?)))?
+                            .collect::<rusqlite::Result<_>>()?;
+                        for (k, v) in fs {
+                            named.entry(k).or_default().push(v);
+                        }
+                    }
                 }
             }
             let what = format!("cell {} ({measurement}{})", idx + 1, factor_text(&factors));
@@ -155,10 +193,21 @@ impl ReportInput {
                     "{what}: {disturbed} run(s) disturbed by other load (noise guard)"
                 ));
             }
-            if other > 0 && ok.is_empty() {
-                input.warnings.push(format!(
-                    "{what}: its results are not a workload's (layout or scan); `fsbench results` summarises them"
-                ));
+            if other > 0 && ok.is_empty() && !named.is_empty() {
+                let label = label_of(&factors, &BTreeMap::new(), &measurement);
+                match input
+                    .figure_groups
+                    .iter_mut()
+                    .find(|g| g.measurement == measurement)
+                {
+                    Some(g) => g.configs.push((label, named)),
+                    None => input.figure_groups.push(FigureGroup {
+                        about: "Figures of a measurement that is not a workload (e.g. layout: score, files, fragments), one bar per cell".into(),
+                        measurement: measurement.clone(),
+                        configs: vec![(label, named)],
+                    }),
+                }
+                figure_factors.push((measurement.clone(), factors.clone()));
             }
             if !ok.is_empty() {
                 cells.push(Cell {
@@ -222,6 +271,17 @@ impl ReportInput {
                 };
             }
         }
+        for g in &mut input.figure_groups {
+            let fs: Vec<&BTreeMap<String, String>> = figure_factors
+                .iter()
+                .filter(|(m, _)| *m == g.measurement)
+                .map(|(_, f)| f)
+                .collect();
+            let varying = varying_keys(&fs);
+            for (c, f) in g.configs.iter_mut().zip(fs) {
+                c.0 = label_of(f, &varying, &g.measurement);
+            }
+        }
         Ok(input)
     }
 
@@ -251,4 +311,43 @@ impl ReportInput {
 
 fn factor_text(f: &BTreeMap<String, String>) -> String {
     f.iter().map(|(k, v)| format!(", {k}={v}")).collect()
+}
+
+/// The factor names whose values differ among `fs`.
+fn varying_keys(fs: &[&BTreeMap<String, String>]) -> BTreeMap<String, ()> {
+    let Some(first) = fs.first() else {
+        return BTreeMap::new();
+    };
+    fs.iter()
+        .flat_map(|f| f.keys())
+        .filter(|k| fs.iter().any(|f| f.get(*k) != first.get(*k)))
+        .map(|k| (k.clone(), ()))
+        .collect()
+}
+
+/// A configuration's label: the values of the varying factors (the target by its name), or
+/// the target when nothing varies.
+fn label_of(
+    f: &BTreeMap<String, String>,
+    varying: &BTreeMap<String, ()>,
+    fallback: &str,
+) -> String {
+    let parts: Vec<String> = varying
+        .keys()
+        .map(|k| {
+            let v = f.get(k).cloned().unwrap_or_default();
+            if k == "target" {
+                v
+            } else {
+                format!("{k}={v}")
+            }
+        })
+        .collect();
+    if parts.is_empty() {
+        f.get("target")
+            .cloned()
+            .unwrap_or_else(|| fallback.to_string())
+    } else {
+        parts.join(", ")
+    }
 }
