@@ -229,6 +229,10 @@ enum SelftestWhat {
         /// Directory for the test file (default /dev/shm, a tmpfs).
         #[arg(long)]
         dir: Option<PathBuf>,
+        /// Size of the file the random reads cover (K, M, G): the overhead grows with it,
+        /// so the default is the size of `randomread`-like runs users make.
+        #[arg(long, default_value = "256M", value_parser = parse_size_arg)]
+        size: u64,
     },
     /// Measure how fast the data generator fills buffers (GB/s on one core) per content kind.
     Content {
@@ -482,9 +486,10 @@ fn cmd_selftest(a: &SelftestArgs) -> Result<()> {
             seconds,
             rounds,
             dir,
+            size,
         } => {
             let dir = dir.clone().unwrap_or_else(|| PathBuf::from("/dev/shm"));
-            let report = fsbench::engine::selftest::overhead(&dir, *seconds, *rounds)?;
+            let report = fsbench::engine::selftest::overhead(&dir, *seconds, *rounds, *size)?;
             print!("{report}");
             Ok(())
         }
@@ -591,6 +596,11 @@ fn dispatch(cli: Cli) -> Result<()> {
             Ok(())
         }
     }
+}
+
+/// A size with an optional K, M, G or T suffix (powers of 1024), for clap.
+fn parse_size_arg(s: &str) -> Result<u64, String> {
+    fsbench::disk::cli::parse_size(s)
 }
 
 #[cfg(test)]

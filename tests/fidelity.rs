@@ -106,8 +106,10 @@ run 1
 fn finishoncount_without_target_counts_its_own_calls() {
     // Filebench (flowop.c flowop_endop): the process's control count grows for every
     // flowop whose type has the IO or AIO bit, and finishoncount is FLOW_TYPE_OTHER (5),
-    // so it counts its own calls. A loop of one append and the finish: at loop k the finish
-    // sees k appends and k − 1 finishes, 2k − 1 ≥ 256 first at k = 129.
+    // so it counts its own calls. A loop of one append and the finish, where the first
+    // append also opens the file (an operation of the append, as in Filebench): at loop k
+    // the finish sees 1 open, k appends and k − 1 finishes, 2k ≥ 256 first at k = 128. The
+    // append flowop reports 129 operations, as Filebench's filemicro_create does.
     let dir = Scratch::new("finish-count");
     let body = "define file name=log,path=\"/tmp\",size=0,prealloc
 define process name=p {
@@ -120,10 +122,12 @@ run 30
 ";
     let (v, _) = run_wl(&dir, body, &[]);
     assert_eq!(flowop(&v, "a")["ops"], 129, "{v}");
-    assert_eq!(flowop(&v, "f")["ops"], 129, "{v}");
-    // With a target only that flowop's operations count, as before.
+    assert_eq!(flowop(&v, "a")["bytes"], 128 * 1024, "{v}");
+    assert_eq!(flowop(&v, "f")["ops"], 128, "{v}");
+    // With a target only that flowop's operations count (the open included).
     let (v, _) = run_wl(&dir, &body.replace("value=256", "value=256,target=a"), &[]);
     assert_eq!(flowop(&v, "a")["ops"], 256, "{v}");
+    assert_eq!(flowop(&v, "a")["bytes"], 255 * 1024, "{v}");
 }
 
 #[test]
@@ -237,4 +241,76 @@ run 30
     let v = go(&["--continue-on-enospc", "--duration", "1"]);
     assert!(flowop(&v, "a")["errors"].as_u64().unwrap() > 1, "{v}");
     assert!(v["duration_s"].as_f64().unwrap() >= 0.9, "{v}");
+}
+
+#[test]
+fn an_implicit_open_is_an_operation_of_the_flowop_that_needed_it() {
+    // Filebench (flowoplib_openfile_common): a read or write on a closed slot opens a file
+    // between its own beginop and endop, so the open counts as one more operation of that
+    // flowop. Here every loop closes the slot, so each read is two operations.
+    let dir = Scratch::new("implicit-open");
+    let body = "define fileset name=f,path=\"/tmp\",entries=8,dirwidth=8,filesize=8k,prealloc=100
+define process name=p {
+  thread name=t {
+    flowop read name=r,filesetname=f,iosize=4k
+    flowop closefile name=c
+  }
+}
+run 1
+";
+    let (v, _) = run_wl(&dir, body, &[]);
+    let (r, c) = (
+        flowop(&v, "r")["ops"].as_u64().unwrap(),
+        flowop(&v, "c")["ops"].as_u64().unwrap(),
+    );
+    assert!(c > 50, "{v}");
+    assert!(
+        r == 2 * c || r == 2 * c + 2,
+        "{r} reads for {c} closes: {v}"
+    );
+    // Half of them moved no bytes (the opens).
+    assert_eq!(
+        flowop(&v, "r")["bytes"].as_u64().unwrap(),
+        r / 2 * 4096,
+        "{v}"
+    );
+}
+
+#[test]
+fn aiowrite_counts_submissions_and_reports_completions_beside_them() {
+    // Filebench (flowoplib_aiowrite): the operation is the aio_write submission, with its
+    // bytes; aiowait is one operation per call. Completions are reported beside them.
+    let dir = Scratch::new("aio-count");
+    let body = "define file name=log,path=\"/tmp\",size=1m,prealloc
+define process name=p {
+  thread name=t {
+    flowop aiowrite name=aw,filename=log,iosize=4k,random
+    flowop aiowait name=wait
+  }
+}
+run 1
+";
+    let (v, _) = run_wl(&dir, body, &[]);
+    let aw = flowop(&v, "aw");
+    let ops = aw["ops"].as_u64().unwrap();
+    let waits = flowop(&v, "wait")["ops"].as_u64().unwrap();
+    assert!(ops > 20, "{v}");
+    // One more for the implicit open of the first call; one more if the run stopped
+    // between a submission and its wait.
+    assert!(
+        ops == waits + 1 || ops == waits + 2,
+        "{ops} operations, {waits} waits"
+    );
+    // The first call also opened the file: an operation without bytes.
+    assert_eq!(aw["bytes"].as_u64().unwrap(), (ops - 1) * 4096, "{v}");
+    let done = aw["aio"]["completions"].as_u64().unwrap();
+    // aiowait reaps at least one each time: everything but the last few is reaped.
+    assert!(
+        done <= ops && done + 4 >= ops,
+        "{done} of {ops} reaped: {v}"
+    );
+    assert!(
+        aw["aio"]["completion_mean_us"].as_f64().unwrap() > 0.0,
+        "{v}"
+    );
 }

@@ -138,11 +138,11 @@ fn bare_create(dir: &Path, seconds: f64) -> anyhow::Result<f64> {
 }
 
 /// Run both cases and describe the ratios.
-pub fn overhead(dir: &Path, seconds: f64, rounds: u32) -> anyhow::Result<String> {
+pub fn overhead(dir: &Path, seconds: f64, rounds: u32, size: u64) -> anyhow::Result<String> {
     let rd = RunDir::create(dir, "selftest", false)?;
     let result = (|| -> anyhow::Result<String> {
         let base = rd.path.display().to_string();
-        let size: u64 = 64 << 20;
+        let size = size.max(1 << 20) / 4096 * 4096;
         let pread_wl = format!(
             "define file name=data,path={base},size={size},prealloc\n\
              define process name=p {{ thread name=t {{ flowop read name=pread4k,filename=data,iosize=4k,random }} }}\n"
@@ -184,7 +184,8 @@ pub fn overhead(dir: &Path, seconds: f64, rounds: u32) -> anyhow::Result<String>
         let (me, mb) = (median(e), median(b));
         let _ = writeln!(
             out,
-            "4 KiB random pread: engine {me:.0} ops/s, bare loop {mb:.0} ops/s, ratio {:.3} (bare cost {:.0} ns/op, engine {:.0} ns/op, recorded latency {:.2} us)",
+            "4 KiB random pread over {}: engine {me:.0} ops/s, bare loop {mb:.0} ops/s, ratio {:.3} (bare cost {:.0} ns/op, engine {:.0} ns/op, recorded latency {:.2} us)",
+            crate::limits::human(size as f64),
             me / mb,
             1e9 / mb,
             1e9 / me,

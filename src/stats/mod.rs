@@ -28,6 +28,10 @@ pub struct OpRecorder {
     pub hist: Histogram<u64>,
     pub first_error: Option<String>,
     /// CPU time (user + system) apportioned to this flowop, in nanoseconds.
+    /// Asynchronous writes reaped (aiowrite: `count` is submissions, as in Filebench).
+    pub completions: u64,
+    /// Sum of their submission-to-completion times.
+    pub completion_ns_sum: u64,
     pub cpu_ns: f64,
 }
 
@@ -44,6 +48,8 @@ impl Default for OpRecorder {
             lat_sum_ns: 0,
             hist: Histogram::new(3).expect("3 significant digits is valid"),
             first_error: None,
+            completions: 0,
+            completion_ns_sum: 0,
             cpu_ns: 0.0,
         }
     }
@@ -85,6 +91,8 @@ impl OpRecorder {
         self.errors += o.errors;
         self.no_resource += o.no_resource;
         self.lat_sum_ns += o.lat_sum_ns;
+        self.completions += o.completions;
+        self.completion_ns_sum += o.completion_ns_sum;
         self.cpu_ns += o.cpu_ns;
         let _ = self.hist.add(&o.hist);
         if self.first_error.is_none() {

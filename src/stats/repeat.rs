@@ -196,6 +196,22 @@ pub fn combine(runs: Vec<Results>) -> Results {
                 .iter_recorded()
                 .map(|v| [v.value_iterated_to(), v.count_at_value()])
                 .collect(),
+            aio: f0.aio.as_ref().map(|_| {
+                let n: u64 = fs
+                    .iter()
+                    .filter_map(|f| f.aio.as_ref())
+                    .map(|a| a.completions)
+                    .sum();
+                let sum: f64 = fs
+                    .iter()
+                    .filter_map(|f| f.aio.as_ref())
+                    .map(|a| a.completion_mean_us * a.completions as f64)
+                    .sum();
+                super::AioCompletions {
+                    completions: n,
+                    completion_mean_us: if n > 0 { sum / n as f64 } else { 0.0 },
+                }
+            }),
         });
     }
     let ops: u64 = all.iter().map(|r| r.summary.ops).sum();

@@ -69,6 +69,17 @@ pub struct FlowopResult {
     /// (value = the bucket's highest equivalent value, 3 significant digits).
     #[serde(default)]
     pub histogram_ns: Vec<[u64; 2]>,
+    /// `aiowrite` only: its operations are submissions (as Filebench counts them); these are
+    /// the writes reaped and their mean time from submission to completion.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aio: Option<AioCompletions>,
+}
+
+/// Completions of an `aiowrite` flowop's asynchronous writes.
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+pub struct AioCompletions {
+    pub completions: u64,
+    pub completion_mean_us: f64,
 }
 
 /// One time-series sample: rates over the interval that ended at `t_s`.
@@ -338,6 +349,14 @@ pub fn summarize(
                 .iter_recorded()
                 .map(|v| [v.value_iterated_to(), v.count_at_value()])
                 .collect(),
+            aio: (*kind == FlowopKind::AioWrite).then(|| AioCompletions {
+                completions: o.completions,
+                completion_mean_us: if o.completions > 0 {
+                    o.completion_ns_sum as f64 / o.completions as f64 / 1000.0
+                } else {
+                    0.0
+                },
+            }),
         });
         s.errors += o.errors;
         if counts_in_summary(*kind) {

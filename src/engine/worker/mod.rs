@@ -426,7 +426,13 @@ impl<'a> Worker<'a> {
         let mut done = std::mem::take(&mut a.done);
         for c in done.drain(..) {
             match c.result {
-                Ok(n) => self.done_stat(c.stat, FlowopKind::AioWrite, c.ns, n),
+                // The submission was the operation (as in Filebench); the completion is
+                // counted beside it.
+                Ok(_) => {
+                    let o = &mut self.rec.ops[c.stat];
+                    o.completions += 1;
+                    o.completion_ns_sum += c.ns;
+                }
                 Err(e) => self.rec.ops[c.stat]
                     .error(|| format!("aiowrite: {}", std::io::Error::from_raw_os_error(e))),
             }
@@ -641,11 +647,13 @@ impl<'a> Worker<'a> {
         self.slots[slot].fd = -1;
     }
 
-    /// The slot's fd, opening a file implicitly when the slot is empty (as Filebench does).
+    /// The slot's fd, opening a file implicitly when the slot is empty (as Filebench does,
+    /// whose open there is an operation of the flowop that needed it: timed and counted).
     fn setup(&mut self, f: &Flowop) -> Result<(usize, RawFd), Fail> {
         let slot = self.fdnum(f);
         if self.slots[slot].fd < 0 {
-            self.open_into(f, slot, false)?;
+            let ns = self.open_into(f, slot, false)?;
+            self.done(f, ns, 0);
         }
         Ok((slot, self.slots[slot].fd))
     }

@@ -49,11 +49,17 @@ impl Worker<'_> {
             let aio = self.aio.as_mut().expect("set above");
             // SAFETY: the worker's buffer is only replaced after draining (buffer())
             // and is dropped after `aio`, which drains on drop.
+            let t0 = self.clock.now();
             let r = unsafe { aio.write(fd, ptr, len, off, f.stat) };
+            let ns = self.clock.since(t0);
             self.record_aio();
             self.advance(f, slot, off, len as u64, wss);
             return match r {
-                Ok(()) => Ok(Flow::Continue),
+                // As Filebench: the submission is the operation, with its bytes.
+                Ok(()) => {
+                    self.done(f, ns, len as u64);
+                    Ok(Flow::Continue)
+                }
                 Err(e) => Err(Fail::Error(format!("aiowrite at offset {off}: {e}"))),
             };
         }
