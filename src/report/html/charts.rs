@@ -57,16 +57,26 @@ fn draw_bars(
         * 1.18;
     let root = SVGBackend::with_string(out, (W, H)).into_drawing_area();
     root.fill(&WHITE)?;
-    let mut chart = ChartBuilder::on(&root)
+    // Up to 12 configurations get a legend in a column of its own (never over the bars);
+    // the x axis names them too when there are so few that the names fit.
+    let legend = n > 1 && n <= 12;
+    let names_fit = n <= 4 && labels.iter().all(|l| l.chars().count() <= 90 / n);
+    let (plot_area, legend_area) = if legend {
+        let (a, b) = root.split_horizontally(W - 190);
+        (a, Some(b))
+    } else {
+        (root.clone(), None)
+    };
+    let mut chart = ChartBuilder::on(&plot_area)
         .caption(title, ("sans-serif", 16))
         .margin(10)
-        .x_label_area_size(if n > 6 { 20 } else { 40 })
+        .x_label_area_size(if names_fit { 40 } else { 24 })
         .y_label_area_size(70)
         .build_cartesian_2d(0f64..n as f64, 0f64..top)?;
     let labels_owned: Vec<String> = labels.to_vec();
     let fmt = move |x: &f64| {
         let i = x.floor() as usize;
-        if (x - i as f64 - 0.5).abs() < 1e-6 && n <= 12 {
+        if (x - i as f64 - 0.5).abs() < 1e-6 && names_fit {
             labels_owned.get(i).cloned().unwrap_or_default()
         } else {
             String::new()
@@ -77,10 +87,12 @@ fn draw_bars(
         .disable_x_mesh()
         .x_labels(2 * n + 1)
         .x_label_formatter(&fmt)
-        .x_desc(if n > 12 {
-            "configuration (see table)"
-        } else {
+        .x_desc(if names_fit {
             "configuration"
+        } else if legend {
+            "configuration (colours as listed)"
+        } else {
+            "configuration (see table)"
         })
         .y_desc(y_desc)
         .draw()?;
@@ -88,15 +100,10 @@ fn draw_bars(
         let c = colour(i);
         let x0 = i as f64 + 0.15;
         let x1 = i as f64 + 0.85;
-        let series = chart.draw_series(std::iter::once(Rectangle::new(
+        chart.draw_series(std::iter::once(Rectangle::new(
             [(x0, 0.0), (x1, b.mean)],
             c.filled(),
         )))?;
-        if i < 8 && n <= 12 {
-            series
-                .label(labels[i].clone())
-                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], c.filled()));
-        }
         if i == 0 {
             chart.draw_series(std::iter::once(Rectangle::new(
                 [(x0, 0.0), (x1, b.mean)],
@@ -116,18 +123,29 @@ fn draw_bars(
         if n <= 24 && !b.note.is_empty() {
             chart.draw_series(std::iter::once(Text::new(
                 b.note.clone(),
-                (i as f64 + 0.2, b.mean + b.ci95 + top * 0.06),
-                ("sans-serif", 13).into_font(),
+                (i as f64 + 0.12, b.mean + b.ci95 + top * 0.05),
+                ("sans-serif", if n > 8 { 10 } else { 12 }).into_font(),
             )))?;
         }
     }
-    if n <= 12 {
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .draw()?;
+    if let Some(area) = legend_area {
+        let font = ("sans-serif", 12).into_font();
+        for (i, l) in labels.iter().enumerate().take(12) {
+            let y = 40 + i as i32 * 20;
+            let c = colour(i);
+            area.draw(&Rectangle::new([(4, y - 6), (16, y + 6)], c.filled()))?;
+            if i == 0 {
+                area.draw(&Rectangle::new(
+                    [(4, y - 6), (16, y + 6)],
+                    BLACK.stroke_width(2),
+                ))?;
+            }
+            let mut text: String = l.chars().take(26).collect();
+            if l.chars().count() > 26 {
+                text.push('…');
+            }
+            area.draw(&Text::new(text, (22, y - 7), font.clone()))?;
+        }
     }
     root.present()?;
     Ok(())

@@ -141,7 +141,8 @@ fn named_figures(r: &Results) -> std::collections::BTreeMap<String, Vec<f64>> {
             }
         }
     }
-    m.retain(|k, _| !k.contains('.') && k != "n");
+    // Times and rates: counts of files and bytes are in the tables of `fsbench results`.
+    m.retain(|k, _| !k.contains('.') && (k.ends_with("_s") || k.ends_with("_per_s")));
     m
 }
 
@@ -348,15 +349,28 @@ fn header(out: &mut String, input: &ReportInput) {
     if let Some(t) = &input.title {
         let _ = write!(out, "<p>{}</p>", esc(t));
     }
-    for w in input.warnings.iter().take(40) {
-        let _ = write!(out, "<p class=warn>{}</p>", esc(w));
-    }
-    if input.warnings.len() > 40 {
+    if input.warnings.len() <= 3 {
+        for w in &input.warnings {
+            let _ = write!(out, "<p class=warn>{}</p>", esc(w));
+        }
+    } else {
+        // Many: one line in view, the list a click away.
+        let disturbed = input
+            .warnings
+            .iter()
+            .filter(|w| w.contains("noise guard"))
+            .count();
         let _ = write!(
             out,
-            "<p class=warn>… and {} more warnings (see `fsbench results`)</p>",
-            input.warnings.len() - 40
+            "<div class=warn><b>{} warnings</b> ({} cells with runs disturbed by other load, {} other)<details><summary>List</summary><ul>",
+            input.warnings.len(),
+            disturbed,
+            input.warnings.len() - disturbed
         );
+        for w in input.warnings.iter().take(200) {
+            let _ = write!(out, "<li>{}</li>", esc(w));
+        }
+        out.push_str("</ul></details></div>");
     }
     if let Some(c) = first {
         let r = &c.results;
@@ -524,61 +538,6 @@ fn group_section(out: &mut String, gi: usize, g: &Group) {
         );
         chart_block(out, &format!("g{gi}-bar-{key}"), &svg, &tbl);
     }
-    // p99 over the IO-summary operations (histograms merge across repetitions, so no
-    // interval).
-    if g.configs
-        .iter()
-        .any(|c| summary_p99_ms(&c.results).is_some())
-    {
-        let vals: Vec<f64> = g
-            .configs
-            .iter()
-            .map(|c| summary_p99_ms(&c.results).unwrap_or(0.0))
-            .collect();
-        let bars: Vec<Bar> = vals
-            .iter()
-            .enumerate()
-            .map(|(i, v)| Bar {
-                mean: *v,
-                ci95: 0.0,
-                note: if i == 0 {
-                    "baseline".into()
-                } else if vals[0] > 0.0 {
-                    format!("{:+.1}%", (v - vals[0]) / vals[0] * 100.0)
-                } else {
-                    String::new()
-                },
-            })
-            .collect();
-        let svg = charts::bars(
-            "p99 latency, all operations (merged histograms)",
-            "latency (ms)",
-            &labels,
-            &bars,
-        );
-        let rows: Vec<Vec<String>> = vals
-            .iter()
-            .zip(&labels)
-            .zip(&bars)
-            .map(|((v, l), b)| vec![l.clone(), g4(*v), b.note.clone()])
-            .collect();
-        let tbl = table(
-            &[
-                "configuration".into(),
-                "p99 (ms)".into(),
-                "vs baseline".into(),
-            ],
-            &rows,
-        );
-        chart_block(out, &format!("g{gi}-bar-p99"), &svg, &tbl);
-    }
-    // The benchmark's own named figures (elapsed time, transaction rate, phase times).
-    let figs: Vec<_> = g
-        .configs
-        .iter()
-        .map(|c| named_figures(&c.results))
-        .collect();
-    figure_bars(out, &format!("g{gi}"), &labels, &figs);
     out.push_str("</div>");
 
     // Numeric factor.
@@ -640,6 +599,64 @@ fn group_section(out: &mut String, gi: usize, g: &Group) {
         chart_block(out, &format!("g{gi}-factor"), &svg, &tbl);
         out.push_str("</div>");
     }
+
+    out.push_str("<div class=grid>");
+    // p99 over the IO-summary operations (histograms merge across repetitions, so no
+    // interval).
+    if g.configs
+        .iter()
+        .any(|c| summary_p99_ms(&c.results).is_some())
+    {
+        let vals: Vec<f64> = g
+            .configs
+            .iter()
+            .map(|c| summary_p99_ms(&c.results).unwrap_or(0.0))
+            .collect();
+        let bars: Vec<Bar> = vals
+            .iter()
+            .enumerate()
+            .map(|(i, v)| Bar {
+                mean: *v,
+                ci95: 0.0,
+                note: if i == 0 {
+                    "baseline".into()
+                } else if vals[0] > 0.0 {
+                    format!("{:+.1}%", (v - vals[0]) / vals[0] * 100.0)
+                } else {
+                    String::new()
+                },
+            })
+            .collect();
+        let svg = charts::bars(
+            "p99 latency, all operations (merged histograms)",
+            "latency (ms)",
+            &labels,
+            &bars,
+        );
+        let rows: Vec<Vec<String>> = vals
+            .iter()
+            .zip(&labels)
+            .zip(&bars)
+            .map(|((v, l), b)| vec![l.clone(), g4(*v), b.note.clone()])
+            .collect();
+        let tbl = table(
+            &[
+                "configuration".into(),
+                "p99 (ms)".into(),
+                "vs baseline".into(),
+            ],
+            &rows,
+        );
+        chart_block(out, &format!("g{gi}-bar-p99"), &svg, &tbl);
+    }
+    // The benchmark's own named figures (elapsed time, transaction rate, phase times).
+    let figs: Vec<_> = g
+        .configs
+        .iter()
+        .map(|c| named_figures(&c.results))
+        .collect();
+    figure_bars(out, &format!("g{gi}"), &labels, &figs);
+    out.push_str("</div>");
 
     // Latency CDFs per flowop.
     out.push_str("<h3>Latency distribution per flowop</h3><div class=grid>");
