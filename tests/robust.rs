@@ -499,3 +499,46 @@ fn fuzz_sizes_counts_and_widths() {
         );
     }
 }
+
+#[test]
+fn a_reuse_rerun_counts_its_own_files_as_free_space() {
+    // A second run of a `reuse` workload reuses the files of the first: the space checks
+    // must not ask for room to write them again (a 5 MiB file on an 8 MiB file system).
+    if !is_root() {
+        skip("needs root to mount a small tmpfs");
+        return;
+    }
+    let t = Scratch::new("reuse-space");
+    let m = t.path().join("mnt");
+    std::fs::create_dir_all(&m).unwrap();
+    if let Err(e) = run_ok(
+        "mount",
+        &["-t", "tmpfs", "-o", "size=8m", "none", m.to_str().unwrap()],
+    ) {
+        skip(&e);
+        return;
+    }
+    let _mount = Mount(m.clone());
+    let f = t.path().join("big.f");
+    std::fs::write(
+        &f,
+        "define file name=big,path=/tmp,size=5m,prealloc,reuse
+define process name=p { thread name=t { flowop read name=r,filename=big,iosize=4k,random } }
+run 1
+",
+    )
+    .unwrap();
+    for round in 1..=2 {
+        let o = run(&[
+            "run",
+            f.to_str().unwrap(),
+            "--dir",
+            m.to_str().unwrap(),
+            "-q",
+        ]);
+        assert!(o.status.success(), "round {round}: {}", text(&o));
+    }
+    // Still one copy of the file.
+    let kept = m.join("fsbench-big");
+    assert!(kept.is_dir());
+}

@@ -216,6 +216,8 @@ pub fn check_space(wl: &Workload, plans: &[Plan], dir: &Path) -> Result<(), Engi
     let Some(free) = statvfs_free(dir) else {
         return Ok(());
     };
+    // Files a `reuse` fileset left here are reused, not written again.
+    let free = free.saturating_add(rundir::reusable_bytes(dir, wl));
     let need_total = need + need / 50 + files as u64 * 4096;
     if need_total > free {
         let biggest = plans

@@ -141,6 +141,12 @@ pub fn check(wl: &Workload, parent: &Path) -> Result<Estimate, EngineError> {
     }
     // Free space, from the mean size, before any plan exists (the exact check follows the plan).
     if let Some(free) = super::statvfs_free(parent) {
+        // A rerun of a workload with `reuse` filesets reuses the files it left.
+        let free = free.saturating_add(if wl.filesets.iter().any(|f| f.reuse) {
+            super::rundir::reusable_bytes(&super::rundir::RunDir::stable_path(parent, &wl.name), wl)
+        } else {
+            0
+        });
         let need = est.layout_bytes as f64 * 1.02 + files_total * 4096.0;
         if need > free as f64 * 1.05 {
             let big = wl

@@ -216,18 +216,14 @@ impl RunDir {
     /// `<parent>/fsbench-<workload>/` and an existing directory is adopted if (and only if) it
     /// is a trusted, marked directory no other run holds: that is how filesets with `reuse`
     /// survive between runs.
+    /// Where a workload with `reuse` filesets keeps its run directory under `parent`.
+    pub fn stable_path(parent: &Path, workload: &str) -> PathBuf {
+        parent.join(format!("fsbench-{}", safe_name(workload)))
+    }
+
     pub fn create(parent: &Path, workload: &str, stable: bool) -> Result<RunDir, RunDirError> {
         let pfd = open_parent(parent)?;
-        let safe: String = workload
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect();
+        let safe = safe_name(workload);
         if stable {
             let name = format!("fsbench-{safe}");
             let path = parent.join(&name);
@@ -413,6 +409,44 @@ impl RunDir {
             }
         })
     }
+}
+
+/// A workload name as it appears in run directory names.
+fn safe_name(workload: &str) -> String {
+    workload
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// Bytes already allocated to the `reuse` filesets of `wl` in the run directory `run_dir`:
+/// a rerun reuses them, so they count as free for the space checks. Symbolic links are not
+/// followed (nor counted).
+pub fn reusable_bytes(run_dir: &Path, wl: &crate::model::Workload) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let mut total = 0u64;
+    for fs in wl.filesets.iter().filter(|f| f.reuse) {
+        let mut stack = vec![run_dir.join(&fs.name)];
+        while let Some(d) = stack.pop() {
+            let Ok(md) = std::fs::symlink_metadata(&d) else {
+                continue;
+            };
+            if md.is_dir() {
+                if let Ok(rd) = std::fs::read_dir(&d) {
+                    stack.extend(rd.flatten().map(|e| e.path()));
+                }
+            } else if md.is_file() {
+                total += md.blocks() * 512;
+            }
+        }
+    }
+    total
 }
 
 #[cfg(test)]
