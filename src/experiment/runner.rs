@@ -835,6 +835,11 @@ fn run_one(
     let args = command(plan, cell, &ready.dir, &json_out);
     if cell.cache == "cold" {
         crate::engine::drop_caches().map_err(|e| anyhow::anyhow!("{e}"))?;
+    } else {
+        // Commit what the previous measurement left (its deletes included): btrfs frees
+        // deleted extents only at a transaction commit, and until then a back-to-back run
+        // finds the space it needs taken.
+        sync_fs(&ready.dir);
     }
     // Simulated-disk servers are the measurement's own machinery, not noise.
     let disk_pids: Vec<i32> = env
@@ -955,6 +960,18 @@ pub fn cleanup(outdir: &Path) -> Result<()> {
         outdir.display()
     );
     Ok(())
+}
+
+/// `syncfs` the file system holding `dir`, twice (btrfs releases the extents a commit
+/// unpinned at the next one). Errors are ignored: this only makes free space accurate.
+fn sync_fs(dir: &Path) {
+    use std::os::fd::AsRawFd;
+    if let Ok(f) = std::fs::File::open(dir) {
+        for _ in 0..2 {
+            // SAFETY: syncfs on a descriptor we own.
+            unsafe { libc::syncfs(f.as_raw_fd()) };
+        }
+    }
 }
 
 #[cfg(test)]
