@@ -55,7 +55,15 @@ fn draw_bars(
         .fold(0.0f64, f64::max)
         .max(1e-9)
         * 1.18;
-    let root = SVGBackend::with_string(out, (W, H)).into_drawing_area();
+    // Legend entries wrap onto a second line at a comma; the chart grows to hold them.
+    let legend_lines: Vec<Vec<String>> = labels.iter().take(12).map(|l| wrap2(l, 30)).collect();
+    let legend_h = 40
+        + legend_lines
+            .iter()
+            .map(|l| l.len() as u32 * 13 + 5)
+            .sum::<u32>();
+    let h = H.max(legend_h);
+    let root = SVGBackend::with_string(out, (W, h)).into_drawing_area();
     root.fill(&WHITE)?;
     // Up to 12 configurations get a legend in a column of its own (never over the bars);
     // the x axis names them too when there are so few that the names fit.
@@ -130,8 +138,8 @@ fn draw_bars(
     }
     if let Some(area) = legend_area {
         let font = ("sans-serif", 12).into_font();
-        for (i, l) in labels.iter().enumerate().take(12) {
-            let y = 40 + i as i32 * 20;
+        let mut y = 40;
+        for (i, lines) in legend_lines.iter().enumerate() {
             let c = colour(i);
             area.draw(&Rectangle::new([(4, y - 6), (16, y + 6)], c.filled()))?;
             if i == 0 {
@@ -140,15 +148,39 @@ fn draw_bars(
                     BLACK.stroke_width(2),
                 ))?;
             }
-            let mut text: String = l.chars().take(26).collect();
-            if l.chars().count() > 26 {
-                text.push('…');
+            for (k, line) in lines.iter().enumerate() {
+                area.draw(&Text::new(
+                    line.clone(),
+                    (22, y - 7 + k as i32 * 13),
+                    font.clone(),
+                ))?;
             }
-            area.draw(&Text::new(text, (22, y - 7), font.clone()))?;
+            y += lines.len() as i32 * 13 + 5;
         }
     }
     root.present()?;
     Ok(())
+}
+
+/// A label on at most two lines of about `width` characters, broken after a comma where
+/// possible; what does not fit ends in an ellipsis.
+fn wrap2(label: &str, width: usize) -> Vec<String> {
+    let cut = |s: &str, n: usize| -> String {
+        if s.chars().count() <= n {
+            s.to_string()
+        } else {
+            let mut t: String = s.chars().take(n.saturating_sub(1)).collect();
+            t.push('…');
+            t
+        }
+    };
+    if label.chars().count() <= width {
+        return vec![label.to_string()];
+    }
+    let head: String = label.chars().take(width).collect();
+    let split = head.rfind(", ").map(|i| i + 2).unwrap_or(head.len());
+    let (a, b) = label.split_at(split);
+    vec![a.trim_end().to_string(), cut(b.trim_start(), width)]
 }
 
 /// A line: its label and points; `band` (same length) gives a (low, high) band around it.

@@ -239,6 +239,27 @@ impl ReportInput {
                 }),
             }
         }
+        // The plan's baseline level first: it is what the bars are compared against.
+        let baseline: BTreeMap<String, String> = st
+            .db
+            .query_row(
+                "SELECT baseline_json FROM experiments WHERE id = ?1",
+                [exp],
+                |r| r.get::<_, String>(0),
+            )
+            .ok()
+            .and_then(|j| serde_json::from_str(&j).ok())
+            .unwrap_or_default();
+        let is_base = |f: &BTreeMap<String, String>| {
+            !baseline.is_empty() && baseline.iter().all(|(k, v)| f.get(k) == Some(v))
+        };
+        for g in &mut input.groups {
+            g.configs.sort_by_key(|c| !is_base(&c.factors));
+            // Where each target lives is in the header, not a factor to tabulate.
+            for c in &mut g.configs {
+                c.results.variables.remove("dir");
+            }
+        }
         for g in &mut input.groups {
             let first = g.configs[0].factors.clone();
             let varying: Vec<String> = g
