@@ -314,3 +314,45 @@ run 1
         "{v}"
     );
 }
+
+#[test]
+fn flowops_inside_a_composite_are_reported_by_their_qualified_names() {
+    // Filebench (parser_inner_flowop_define): an inner flowop of a composite used as
+    // `name=rw1` is named `rw1.<inner name>`; nested composites add their names in turn.
+    // A target naming an inner flowop by its own name still finds it.
+    let dir = Scratch::new("composite-names");
+    let body = "define fileset name=f,path=\"/tmp\",entries=8,dirwidth=8,filesize=4k,prealloc=100
+define flowop name=readone, $fs
+{
+  flowop openfile name=open1,filesetname=$fs,fd=1
+  flowop readwholefile name=read1,fd=1
+  flowop closefile name=close1,fd=1
+}
+define flowop name=outer, $fs
+{
+  flowop readone name=inner, $fs=$fs
+  flowop statfile name=stat1,filesetname=$fs
+}
+define process name=p {
+  thread name=t {
+    flowop readone name=rw1, $fs=f
+    flowop outer name=o1, $fs=f
+    flowop finishoncount name=done,value=20,target=read1
+  }
+}
+run 30
+";
+    let (v, _) = run_wl(&dir, body, &[]);
+    for name in [
+        "rw1.open1",
+        "rw1.read1",
+        "rw1.close1",
+        "o1.inner.open1",
+        "o1.inner.read1",
+        "o1.stat1",
+    ] {
+        assert!(flowop(&v, name)["ops"].as_u64().unwrap() > 0, "{name}: {v}");
+    }
+    // The target `read1` is the first flowop of that name (rw1's): 20 reads end the run.
+    assert_eq!(flowop(&v, "rw1.read1")["ops"], 20, "{v}");
+}

@@ -84,6 +84,9 @@ struct Builder {
     stat_index: HashMap<String, usize>,
     /// Leaf flowops produced by composite expansion so far (bounded, see `MAX_EXPANDED`).
     expanded: u64,
+    /// Names of the composite flowops being expanded, outermost first: their children are
+    /// reported as `composite.child`, as Filebench names them.
+    prefix: Vec<String>,
 }
 
 /// Build a workload from its source text. All errors found are returned together.
@@ -106,6 +109,7 @@ pub fn build(
         stat_names: Vec::new(),
         stat_index: HashMap::new(),
         expanded: 0,
+        prefix: Vec::new(),
     };
     for (k, v) in &overrides.0 {
         b.vars.insert(k.clone(), Val::from_text(v));
@@ -1667,18 +1671,25 @@ impl Builder {
                     inner.insert(lv.name.clone(), (av.val, lv.span));
                 }
             }
+            self.prefix.push(f.name.clone());
             for b in &body {
                 if let Some(c) = self.flowop(b, filesets, &inner, depth + 1) {
                     f.children.push(c);
                 }
             }
+            self.prefix.pop();
         } else if !d.locals.is_empty() {
             self.err(
                 d.locals[0].span,
                 format!("built-in flowop `{}` takes no `$local` variables", d.kind),
             );
         }
-        f.stat = self.stat_id(&f.name, kind);
+        let reported = if self.prefix.is_empty() {
+            f.name.clone()
+        } else {
+            format!("{}.{}", self.prefix.join("."), f.name)
+        };
+        f.stat = self.stat_id(&reported, kind);
         self.expanded += 1;
         Some(f)
     }

@@ -257,7 +257,18 @@ impl<'a> Worker<'a> {
                 let mut t = vec![None; wl.stat_names.len()];
                 for f in wl.all_flowops() {
                     if let Some(name) = &f.target {
-                        t[f.stat] = wl.stat_names.iter().position(|(n, _)| n == name);
+                        // A target names a flowop; inside a composite its statistics are
+                        // reported as `composite.name`.
+                        t[f.stat] =
+                            wl.stat_names
+                                .iter()
+                                .position(|(n, _)| n == name)
+                                .or_else(|| {
+                                    wl.all_flowops()
+                                        .iter()
+                                        .find(|g| &g.name == name)
+                                        .map(|g| g.stat)
+                                });
                     }
                 }
                 t
