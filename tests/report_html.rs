@@ -251,3 +251,43 @@ kind = "layout"
     assert!(page.contains("<h2>lay</h2>") && page.contains("nthreads=2"));
     check_in_browser(&dir, &html, &ids);
 }
+
+#[test]
+fn aging_reports_get_an_aging_section() {
+    // `fsbench age --json` files beside (or instead of) run results: a table of fullness,
+    // operations and distance to the profile, and layout score and fragments before/after.
+    let dir = Scratch::new("report-age");
+    let aged = dir.path().join("aged");
+    std::fs::create_dir_all(&aged).unwrap();
+    let json = dir.path().join("churn.json");
+    let o = run(&[
+        "age",
+        aged.to_str().unwrap(),
+        "--fill",
+        "0.0001",
+        "--ops",
+        "200",
+        "--json",
+        json.to_str().unwrap(),
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let html = dir.path().join("r.html");
+    let o = run(&[
+        "report",
+        json.to_str().unwrap(),
+        "-o",
+        html.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let page = std::fs::read_to_string(&html).unwrap();
+    for want in [
+        "<h2>Aging</h2>",
+        "id=\"aging-score\"",
+        "id=\"aging-fragments\"",
+        "churn before",
+        "churn after",
+    ] {
+        assert!(page.contains(want), "report lacks {want}");
+    }
+}

@@ -284,7 +284,93 @@ pub fn chart_ids(input: &ReportInput) -> Vec<String> {
             ids.push(format!("f{fi}-fig-{j}"));
         }
     }
+    if !input.aging.is_empty() {
+        ids.push("aging-score".into());
+        ids.push("aging-fragments".into());
+    }
     ids
+}
+
+/// The aging section: per aging report, the layout score and fragments before and after,
+/// and how far the result is from the profile.
+fn aging_section(out: &mut String, aging: &[(String, serde_json::Value)]) {
+    let num = |v: &serde_json::Value, path: &[&str]| -> Option<f64> {
+        let mut x = v;
+        for p in path {
+            x = x.get(*p)?;
+        }
+        x.as_f64()
+    };
+    out.push_str("<section><h2>Aging</h2><table class=configs><tr><th>report</th><th>profile</th><th>fullness (start → end, target)</th><th>operations</th><th>seconds</th><th>converged</th><th>distance to profile (size, depth, age; total variation)</th></tr>");
+    for (label, v) in aging {
+        let f = |k: &str| {
+            num(v, &[k])
+                .map(|x| format!("{:.1}%", x * 100.0))
+                .unwrap_or_default()
+        };
+        let d = |k: &str| num(v, &["distances", k, "tv"]).map(g4).unwrap_or_default();
+        let _ = write!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{} → {} ({})</td><td>{}</td><td>{}</td><td>{}</td><td>{}, {}, {}</td></tr>",
+            esc(label),
+            esc(v.get("profile").and_then(|p| p.as_str()).unwrap_or("")),
+            f("fullness_start"),
+            f("fullness_end"),
+            f("target_fill"),
+            num(v, &["ops"]).map(|x| format!("{x:.0}")).unwrap_or_default(),
+            num(v, &["elapsed_s"]).map(g4).unwrap_or_default(),
+            v.get("converged").and_then(|c| c.as_bool()).map(|c| if c { "yes" } else { "no" }).unwrap_or(""),
+            d("size"),
+            d("depth"),
+            d("age")
+        );
+    }
+    out.push_str("</table><div class=grid>");
+    for (id, key, title, unit) in [
+        (
+            "aging-score",
+            "score",
+            "Layout score before and after aging (1 = every file contiguous)",
+            "layout score",
+        ),
+        (
+            "aging-fragments",
+            "fragments",
+            "Fragments before and after aging",
+            "fragments",
+        ),
+    ] {
+        let mut labels = Vec::new();
+        let mut bars = Vec::new();
+        let mut rows = Vec::new();
+        for (label, v) in aging {
+            for when in ["layout_before", "layout_after"] {
+                let x = num(v, &[when, key]);
+                let l = format!(
+                    "{label} {}",
+                    if when == "layout_before" {
+                        "before"
+                    } else {
+                        "after"
+                    }
+                );
+                rows.push(vec![
+                    l.clone(),
+                    x.map(g4).unwrap_or_else(|| "not measured".into()),
+                ]);
+                labels.push(l);
+                bars.push(Bar {
+                    mean: x.unwrap_or(0.0),
+                    ci95: 0.0,
+                    note: String::new(),
+                });
+            }
+        }
+        let svg = charts::bars(title, unit, &labels, &bars);
+        let tbl = table(&["report".into(), unit.into()], &rows);
+        chart_block(out, id, &svg, &tbl);
+    }
+    out.push_str("</div></section>\n");
 }
 
 /// A configuration's parameters: its workload variables overlaid with its experiment factors.
@@ -809,6 +895,9 @@ pub fn render(input: &ReportInput) -> String {
     header(&mut out, input);
     for (gi, g) in input.groups.iter().enumerate() {
         group_section(&mut out, gi, g);
+    }
+    if !input.aging.is_empty() {
+        aging_section(&mut out, &input.aging);
     }
     for (fi, f) in input.figure_groups.iter().enumerate() {
         let _ = write!(

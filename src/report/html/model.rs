@@ -40,6 +40,8 @@ pub struct FigureGroup {
 pub struct ReportInput {
     pub groups: Vec<Group>,
     pub figure_groups: Vec<FigureGroup>,
+    /// Aging reports (`fsbench age --json`), labelled by file name.
+    pub aging: Vec<(String, serde_json::Value)>,
     /// What produced the results when it was an experiment: a line for the header.
     pub title: Option<String>,
     /// Warnings shown in the header (failed or disturbed runs, skipped measurements).
@@ -96,7 +98,23 @@ impl ReportInput {
                 files.len()
             );
         }
-        for (i, p) in files.iter().enumerate() {
+        let mut results_files = 0;
+        for p in files.iter() {
+            // An aging report (`fsbench age --json`) gets the aging section.
+            if let Ok(text) = std::fs::read_to_string(p) {
+                if let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) {
+                    if v.get("layout_after").is_some() && v.get("target_fill").is_some() {
+                        let label = p
+                            .file_name()
+                            .map(|n| n.to_string_lossy().trim_end_matches(".json").to_string())
+                            .unwrap_or_default();
+                        input.aging.push((label, v));
+                        continue;
+                    }
+                }
+            }
+            let i = results_files;
+            results_files += 1;
             let f = Self::from_json_files(&[p])?;
             for g in f.groups {
                 for c in g.configs {
