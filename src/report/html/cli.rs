@@ -9,7 +9,7 @@ pub struct ReportArgs {
     /// (`fsbench run/postmark/andrew/find/build --json`). An experiment gives one section per
     /// measurement with a configuration per cell; files of the same workload are
     /// configurations to compare, each labelled by its file name. The first configuration is
-    /// the baseline.
+    /// the baseline. Aging reports (`fsbench age --json`) get an aging section.
     #[arg(required = true)]
     pub sources: Vec<PathBuf>,
     /// Label of a result file's configuration, in the order of the files (default: the file
