@@ -24,6 +24,7 @@ pub mod lang;
 pub mod layout;
 pub mod limits;
 pub mod model;
+pub mod remount;
 pub mod report;
 pub mod scan;
 pub mod stats;

@@ -482,3 +482,90 @@ fn shipped_plan_deceptive_idleness_at_quick_scale() {
 fn shipped_plan_aging_at_quick_scale() {
     shipped_plan_runs_at_quick_scale("aging", &["/dev/fuse"]);
 }
+
+#[test]
+fn remount_cache_remounts_between_layout_and_measurement() {
+    if !root_or_skip("remount_cache_remounts_between_layout_and_measurement") {
+        return;
+    }
+    let s = Scratch::new("exp-remount");
+    let plan = image_plan(0.5, 1).replace("cache = [\"cold\"]", "cache = [\"remount\"]")
+        + r#"
+[[measurement]]
+name = "pm"
+kind = "postmark"
+params = { number = 50, transactions = 100 }
+
+[[measurement]]
+name = "walk"
+kind = "find"
+params = { tree_files = 30, tree_dirs = 3 }
+
+[[measurement]]
+name = "scan"
+kind = "scan"
+"#;
+    let p = write_plan(s.path(), "p.toml", &plan);
+    let out = s.path().join("out");
+    let o = run(&["experiment", &p, "-o", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(ok_runs(&out), 8);
+    let db = rusqlite::Connection::open(out.join("results.db")).unwrap();
+    let mut q = db
+        .prepare("SELECT cells.measurement, cells.target, applied_json, results_json FROM runs JOIN cells ON cells.id = runs.cell_id")
+        .unwrap();
+    let rows: Vec<(String, String, String, String)> = q
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect();
+    assert_eq!(rows.len(), 8);
+    for (m, t, applied, results) in rows {
+        let a: serde_json::Value = serde_json::from_str(&applied).unwrap();
+        let done = a["remounts"].as_array().unwrap();
+        assert_eq!(done.len(), 1, "{m} on {t}: {a}");
+        let what = done[0].as_str().unwrap();
+        // The native file system is cycled with the overlay stacked on it, whichever is
+        // measured: the overlay holds it busy otherwise.
+        assert!(
+            what.starts_with("remounted ") && what.contains("(ext4 on /dev/loop"),
+            "{what}"
+        );
+        assert!(what.contains("mnt/ovl stacked on it"), "{what}");
+        let r: serde_json::Value = serde_json::from_str(&results).unwrap();
+        if m != "scan" {
+            // The child asked for it at its cold point and says so.
+            let notes = r["notes"].as_array().unwrap();
+            assert!(
+                notes
+                    .iter()
+                    .any(|n| n.as_str().unwrap().starts_with("cache: remounted")),
+                "{m} on {t}: {notes:?}"
+            );
+        }
+        // The mount options survive the remount.
+        if t == "ext4" && m != "scan" {
+            let opts = r["host"]["mount_options"].as_str().unwrap_or_default();
+            assert!(opts.contains("noatime"), "{m}: {opts}");
+        }
+    }
+    assert!(mounts_under(&out).is_empty(), "{:?}", mounts_under(&out));
+    assert_eq!(loops_of(&out), "");
+}
+
+#[test]
+fn remount_cache_is_refused_for_existing_directories() {
+    let s = Scratch::new("exp-remount-dir");
+    let text = dir_plan(s.path(), 0.5).replace(
+        "[[measurement]]\nname = \"fs\"",
+        "[factors]\ncache = [\"remount\"]\n\n[[measurement]]\nname = \"fs\"",
+    );
+    let p = write_plan(s.path(), "p.toml", &text);
+    let o = run(&["experiment", &p, "--dry-run"]);
+    assert!(!o.status.success(), "{}", text_of(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("p.toml:") && err.contains("target here is an existing directory"),
+        "{err}"
+    );
+}

@@ -318,6 +318,9 @@ impl super::measure::Measurement for Andrew<'_> {
             .map(|r| r.path().to_path_buf())
             .unwrap_or_else(|| self.parent.clone())
     }
+    fn run_dir(&mut self) -> Option<&mut super::guard::RunDirGuard> {
+        self.rd.as_mut()
+    }
     fn prepare(&mut self) -> Result<()> {
         let rd = super::guard::RunDirGuard::new(RunDir::create(&self.parent, "andrew", false)?);
         let master = rd.path().join("master");

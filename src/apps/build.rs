@@ -253,6 +253,9 @@ impl super::measure::Measurement for Build<'_> {
                 .unwrap_or_else(|| self.parent.clone()),
         }
     }
+    fn run_dir(&mut self) -> Option<&mut super::guard::RunDirGuard> {
+        self.rd.as_mut()
+    }
     fn prepare(&mut self) -> Result<()> {
         let rd = super::guard::RunDirGuard::new(RunDir::create(&self.parent, "build", false)?);
         let root = rd.path().to_path_buf();

@@ -26,6 +26,19 @@ impl RunDirGuard {
     pub fn rundir(&self) -> &RunDir {
         self.rd.as_ref().expect("held until finish")
     }
+    /// Close the run directory's descriptors for a remount; [`RunDirGuard::reopen`] takes
+    /// them again. Returns what `reopen` checks against.
+    pub fn release(&mut self) -> (u64, u64) {
+        let rd = self.rd.as_mut().expect("held until finish");
+        let id = rd.id();
+        rd.release();
+        id
+    }
+    pub fn reopen(&mut self, id: (u64, u64)) -> Result<()> {
+        let rd = self.rd.as_mut().expect("held until finish");
+        rd.reopen(id)?;
+        Ok(())
+    }
     /// The run is over: remove the directory now (reporting failure) unless `keep`.
     pub fn finish(mut self, keep: bool) -> Result<()> {
         let rd = self.rd.take().expect("held until finish");

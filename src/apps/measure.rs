@@ -30,6 +30,11 @@ pub trait Measurement {
     /// The directory whose file system is measured (for the host facts). It must exist
     /// when [`Measurement::run_once`] returns.
     fn target(&self) -> PathBuf;
+    /// The run directory [`Measurement::prepare`] made and holds open, if any: closed for
+    /// an experiment's remount between preparation and measurement.
+    fn run_dir(&mut self) -> Option<&mut super::guard::RunDirGuard> {
+        None
+    }
     /// Remove what the last repetition created (called after each repetition, also after
     /// one that failed).
     fn cleanup(&mut self) -> Result<()> {
@@ -128,6 +133,16 @@ pub fn drive(m: &mut dyn Measurement, a: &MeasureArgs) -> Result<Results> {
             if a.cold {
                 drop_caches()?;
             }
+            let remounted = if crate::remount::requested() {
+                let held = m.run_dir().map(|g| g.release());
+                let what = crate::remount::remount().map_err(anyhow::Error::msg)?;
+                if let (Some(id), Some(g)) = (held, m.run_dir()) {
+                    g.reopen(id)?;
+                }
+                Some(what)
+            } else {
+                None
+            };
             // On a simulated disk: how late its replies were during this repetition.
             let probe = crate::disk::lateness::Probe::start(&existing_ancestor(&m.target()));
             let mut r = m.run_once()?;
@@ -135,6 +150,10 @@ pub fn drive(m: &mut dyn Measurement, a: &MeasureArgs) -> Result<Results> {
                 r.disk = p.record(&mut r.notes);
             }
             r.cold = a.cold;
+            if let Some(what) = remounted {
+                r.notes
+                    .insert(0, format!("cache: {what} before the measurement"));
+            }
             r.host = stats::host::collect(&m.target());
             r.calibration = calibration.clone();
             Ok(r)

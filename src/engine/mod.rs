@@ -835,13 +835,13 @@ pub fn run(wl: &Workload, opts: &RunOptions) -> Result<Results, EngineError> {
     if interrupted() {
         return Err(EngineError::Interrupted);
     }
-    let rd = RunDir::create(&opts.parent, &wl.name, stable)?;
+    let mut rd = RunDir::create(&opts.parent, &wl.name, stable)?;
     if !opts.quiet {
         eprintln!("fsbench: run directory {}", rd.path.display());
     }
     // A panic anywhere below still removes what this run created, then goes on unwinding.
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        run_in(wl, opts, &rd, &plans)
+        run_in(wl, opts, &mut rd, &plans)
     }));
     let result = match result {
         Ok(r) => r,
@@ -863,10 +863,30 @@ pub fn run(wl: &Workload, opts: &RunOptions) -> Result<Results, EngineError> {
     result
 }
 
+/// Have the experiment remount the file system between layout and measurement: close
+/// every descriptor on it (run directory, fileset roots, cached directories), wait for the
+/// remount, open them again.
+fn remount_between(rd: &mut RunDir, filesets: &mut [FilesetRt]) -> Result<String, EngineError> {
+    let id = rd.id();
+    for f in filesets.iter_mut() {
+        f.dirs.release();
+    }
+    rd.release();
+    let what = crate::remount::remount().map_err(EngineError::Cold)?;
+    rd.reopen(id)?;
+    for f in filesets.iter_mut() {
+        let name = crate::beneath::component(std::ffi::OsStr::new(&f.name))
+            .and_then(|n| crate::beneath::open_dir(rd.fd(), &n))
+            .map_err(|e| EngineError::Cold(format!("{}: {e}", f.root.display())))?;
+        f.dirs.reopen(name);
+    }
+    Ok(what)
+}
+
 fn run_in(
     wl: &Workload,
     opts: &RunOptions,
-    rd: &RunDir,
+    rd: &mut RunDir,
     plans: &[Plan],
 ) -> Result<Results, EngineError> {
     check_space(wl, plans, &rd.path)?;
@@ -939,7 +959,7 @@ fn run_in(
     if laid.is_none() {
         laid = Some(lay_out(wl, opts, rd, plans)?);
     }
-    let laid = laid.expect("laid out above");
+    let mut laid = laid.expect("laid out above");
     if interrupted() {
         return Err(EngineError::Interrupted);
     }
@@ -1002,6 +1022,11 @@ fn run_in(
         }
         drop_caches()?;
     }
+    let remounted = if crate::remount::requested() {
+        Some(remount_between(rd, &mut laid.filesets)?)
+    } else {
+        None
+    };
     let calibration = stats::clock::Calibration::measure(stats::clock::global());
     let host = stats::host::collect(&rd.path);
     let disk_probe = crate::disk::lateness::Probe::start(&rd.path);
@@ -1020,6 +1045,9 @@ fn run_in(
     )?;
     measured.get_or_insert(m);
     let mut m = measured.expect("set above");
+    if let Some(what) = remounted {
+        m.notes.insert(0, format!("cache: {what} after the layout"));
+    }
     // On a simulated disk: how late its replies were during this run.
     let disk = disk_probe.and_then(|p| p.record(&mut m.notes));
     let (flowops, summary) = stats::summarize(&wl.stat_names, &m.rec, m.duration);

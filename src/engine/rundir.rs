@@ -52,11 +52,33 @@ pub struct RunDir {
     pub path: PathBuf,
     /// True when this run created the directory.
     pub fresh: bool,
+    /// The descriptors; `None` only between [`RunDir::release`] and [`RunDir::reopen`].
+    held: Option<Held>,
+    name: CString,
+}
+
+#[derive(Debug)]
+struct Held {
     dir: OwnedFd,
     parent: OwnedFd,
-    name: CString,
     /// The locked lock file; the lock goes with the descriptor.
     _lock: OwnedFd,
+    /// Device and inode of the directory, to check a reopen finds the same one.
+    id: (u64, u64),
+}
+
+impl Held {
+    fn new(dir: OwnedFd, parent: OwnedFd, lock: OwnedFd) -> Held {
+        let id = fstat(dir.as_raw_fd())
+            .map(|st| (st.st_dev, st.st_ino))
+            .unwrap_or((0, 0));
+        Held {
+            dir,
+            parent,
+            _lock: lock,
+            id,
+        }
+    }
 }
 
 static ALLOW_SYSTEM: AtomicBool = AtomicBool::new(false);
@@ -307,10 +329,8 @@ impl RunDir {
         Ok(RunDir {
             path,
             fresh: true,
-            dir,
-            parent: pfd,
+            held: Some(Held::new(dir, pfd, lock)),
             name,
-            _lock: lock,
         })
     }
 
@@ -337,10 +357,8 @@ impl RunDir {
         Ok(RunDir {
             path,
             fresh: false,
-            dir,
-            parent: pfd,
+            held: Some(Held::new(dir, pfd, lock)),
             name,
-            _lock: lock,
         })
     }
 
@@ -359,29 +377,72 @@ impl RunDir {
 
     /// The open run directory, from which everything inside is reached.
     pub fn fd(&self) -> RawFd {
-        self.dir.as_raw_fd()
+        self.held().dir.as_raw_fd()
+    }
+
+    fn held(&self) -> &Held {
+        self.held
+            .as_ref()
+            .expect("the run directory is held (released only during a remount)")
+    }
+
+    /// Close every descriptor this run holds on the directory and its parent, lock
+    /// included, so that the file system can be unmounted (an experiment's remount).
+    pub fn release(&mut self) {
+        self.held = None;
+    }
+
+    /// Open the directory again after [`RunDir::release`], with the checks an adopting run
+    /// makes, and check it is the same directory (device and inode) as before.
+    pub fn reopen(&mut self, before: (u64, u64)) -> Result<(), RunDirError> {
+        let parent = self.path.parent().unwrap_or(Path::new("/"));
+        let pfd = open_parent(parent)?;
+        let dir = Self::open_checked(pfd.as_raw_fd(), &self.name, &self.path)?;
+        if !marker_ok(dir.as_raw_fd()) {
+            return Err(RunDirError::Foreign(self.path.clone()));
+        }
+        let lock = lock(dir.as_raw_fd(), &self.path)?;
+        let h = Held::new(dir, pfd, lock);
+        if h.id.1 != before.1 {
+            return Err(RunDirError::Create {
+                path: self.path.clone(),
+                source: io::Error::other("after the remount the name refers to another directory"),
+            });
+        }
+        self.held = Some(h);
+        Ok(())
+    }
+
+    /// Device and inode of the held directory.
+    pub fn id(&self) -> (u64, u64) {
+        self.held().id
     }
 
     /// Whether the name in the parent still refers to the directory this run holds open.
     fn still_ours(&self) -> bool {
-        let Ok(now) = beneath::lstat_at(self.parent.as_raw_fd(), &self.name) else {
+        let Ok(now) = beneath::lstat_at(self.held().parent.as_raw_fd(), &self.name) else {
             return false;
         };
-        fstat(self.dir.as_raw_fd())
-            .is_ok_and(|held| held.st_dev == now.st_dev && held.st_ino == now.st_ino)
+        fstat(self.fd()).is_ok_and(|held| held.st_dev == now.st_dev && held.st_ino == now.st_ino)
     }
 
     /// Delete the run directory and everything in it, after checking the marker again; only
     /// what is reachable from the held descriptor is removed.
     pub fn remove(&self) -> Result<(), RunDirError> {
-        if !marker_ok(self.dir.as_raw_fd()) {
+        if self.held.is_none() {
+            return Err(RunDirError::Remove {
+                path: self.path.clone(),
+                source: io::Error::other("its descriptors were closed for a remount"),
+            });
+        }
+        if !marker_ok(self.fd()) {
             return Err(RunDirError::Foreign(self.path.clone()));
         }
         let err = |source| RunDirError::Remove {
             path: self.path.clone(),
             source,
         };
-        beneath::remove_contents(self.dir.as_raw_fd(), &|_| false).map_err(err)?;
+        beneath::remove_contents(self.fd(), &|_| false).map_err(err)?;
         if !self.still_ours() {
             return Err(RunDirError::Remove {
                 path: self.path.clone(),
@@ -390,23 +451,26 @@ impl RunDir {
                 ),
             });
         }
-        beneath::unlink_at(self.parent.as_raw_fd(), &self.name, libc::AT_REMOVEDIR).map_err(err)
+        beneath::unlink_at(
+            self.held().parent.as_raw_fd(),
+            &self.name,
+            libc::AT_REMOVEDIR,
+        )
+        .map_err(err)
     }
 
     /// Empty a marked run directory but keep it (and its marker and lock).
     pub fn clear_except(&self, keep: &[&str]) -> Result<(), RunDirError> {
-        if !marker_ok(self.dir.as_raw_fd()) {
+        if !marker_ok(self.fd()) {
             return Err(RunDirError::Foreign(self.path.clone()));
         }
         let keep = |n: &CStr| {
             let n = n.to_bytes();
             n == MARKER.as_bytes() || n == LOCK.as_bytes() || keep.iter().any(|k| n == k.as_bytes())
         };
-        beneath::remove_contents(self.dir.as_raw_fd(), &keep).map_err(|source| {
-            RunDirError::Remove {
-                path: self.path.clone(),
-                source,
-            }
+        beneath::remove_contents(self.fd(), &keep).map_err(|source| RunDirError::Remove {
+            path: self.path.clone(),
+            source,
         })
     }
 }

@@ -10,6 +10,7 @@
 //! - [`summary`]: `fsbench results`, means, confidence intervals and comparisons.
 
 pub mod cli;
+pub mod handoff;
 pub mod noise;
 pub mod plan;
 pub mod runner;

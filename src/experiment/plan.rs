@@ -895,8 +895,20 @@ pub fn parse(file: &Path, text: &str, quick: bool) -> Result<Plan, PlanError> {
         Some(l) => {
             let mut v = Vec::new();
             for c in l.get_ref() {
-                if !["cold", "warm"].contains(&c.get_ref().as_str()) {
-                    return Err(ctx.err(c.span(), format!("cache {:?}: expected \"cold\" (sync and drop caches before each measurement) or \"warm\"", c.get_ref())));
+                if !["cold", "warm", "remount"].contains(&c.get_ref().as_str()) {
+                    return Err(ctx.err(c.span(), format!("cache {:?}: expected \"cold\" (sync and drop caches before each measurement), \"remount\" (unmount and mount the target's file system) or \"warm\"", c.get_ref())));
+                }
+                if c.get_ref() == "remount" {
+                    // Only what fsbench mounted can be unmounted and mounted again.
+                    for tn in &target_levels {
+                        let t = targets
+                            .iter()
+                            .find(|t| &t.name == tn)
+                            .expect("checked level");
+                        if let TargetKind::Dir { path } = &t.kind {
+                            return Err(ctx.err(c.span(), format!("cache \"remount\": target {tn} is an existing directory ({}), which fsbench does not mount; remount needs image, disk or overlay targets (or use \"cold\")", path.display())));
+                        }
+                    }
                 }
                 v.push(c.get_ref().clone());
             }
@@ -1304,7 +1316,14 @@ instances = 2
         let e = p(&OK.replace("\"warm\", \"cold\"", "\"remount\""))
             .unwrap_err()
             .0;
-        assert!(e.contains("cache \"remount\""), "{e}");
+        assert!(
+            e.contains("cache \"remount\": target a is an existing directory"),
+            "{e}"
+        );
+        let e = p(&OK.replace("\"warm\", \"cold\"", "\"lukewarm\""))
+            .unwrap_err()
+            .0;
+        assert!(e.contains("cache \"lukewarm\": expected"), "{e}");
     }
 
     #[test]

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use super::handoff::Handoff;
 use super::noise;
 use super::plan::{AgePer, Arg, Fresh, Kind, Order, Plan};
 use super::store::{self, RunRecord, Store};
@@ -208,6 +209,12 @@ pub fn root_steps(plan: &Plan, cells: &[Cell]) -> Vec<String> {
     }
     if cells.iter().any(|c| c.cache == "cold") {
         v.push("cache = cold: sync and drop the page cache before each measurement".into());
+    }
+    if cells.iter().any(|c| c.cache == "remount") {
+        v.push(
+            "cache = remount: unmount and mount the target's file system before each measurement"
+                .into(),
+        );
     }
     v
 }
@@ -418,17 +425,28 @@ enum Outcome {
     Interrupted,
 }
 
-fn measure(args: &[String], log: &Path, json_out: &Path, limit: f64) -> Result<Outcome> {
+fn measure(
+    args: &[String],
+    log: &Path,
+    json_out: &Path,
+    limit: f64,
+    handoff: Option<Handoff>,
+) -> Result<Outcome> {
     let exe = crate::experiment::self_exe()?;
     let logf = std::fs::File::create(log).with_context(|| format!("creating {}", log.display()))?;
     let _ = std::fs::remove_file(json_out);
-    let mut child = Command::new(exe)
-        .args(args)
+    let mut cmd = Command::new(exe);
+    cmd.args(args)
         .stdin(Stdio::null())
         .stdout(logf.try_clone()?)
-        .stderr(logf)
-        .spawn()
-        .context("starting the measurement")?;
+        .stderr(logf);
+    if let Some(h) = &handoff {
+        h.attach(&mut cmd);
+    }
+    let mut child = cmd.spawn().context("starting the measurement")?;
+    if let Some(h) = handoff {
+        h.serve();
+    }
     let start = Instant::now();
     let mut stop_sent: Option<(Instant, bool)> = None;
     let mut timed_out = false;
@@ -833,8 +851,25 @@ fn run_one(
     let json_out = outdir.join("runs").join(format!("{tag}.json"));
     let log = outdir.join("runs").join(format!("{tag}.log"));
     let args = command(plan, cell, &ready.dir, &json_out);
+    let mut remounts: Option<std::sync::Arc<std::sync::Mutex<Vec<String>>>> = None;
+    let mut handoff = None;
     if cell.cache == "cold" {
         crate::engine::drop_caches().map_err(|e| anyhow::anyhow!("{e}"))?;
+    } else if cell.cache == "remount" {
+        let set = target::remount_set(&env.ready, &cell.target);
+        let kind = plan.measurements[cell.measurement].kind;
+        if matches!(kind, Kind::Layout | Kind::Scan) {
+            // These measure a tree as they find it: remount before they start.
+            let what = target::remount(&set)
+                .with_context(|| format!("target {}: cache = remount", cell.target))?;
+            remounts = Some(std::sync::Arc::new(std::sync::Mutex::new(vec![what])));
+        } else {
+            // The others prepare first (layout, a source tree): the child asks for the
+            // remount at the point where a cold run drops the caches.
+            let h = Handoff::new(set)?;
+            remounts = Some(h.log.clone());
+            handoff = Some(h);
+        }
     } else {
         // Commit what the previous measurement left (its deletes included): btrfs frees
         // deleted extents only at a transaction commit, and until then a back-to-back run
@@ -851,7 +886,7 @@ fn run_one(
     let started_at = store::now();
     let before = noise::sample();
     let t0 = Instant::now();
-    let outcome = measure(&args, &log, &json_out, plan.time_limit_s)?;
+    let mut outcome = measure(&args, &log, &json_out, plan.time_limit_s, handoff)?;
     let elapsed = t0.elapsed().as_secs_f64();
     let after = noise::sample();
     let other = noise::other_fraction(&before, &after, &disk_pids);
@@ -862,6 +897,16 @@ fn run_one(
         "settings": ready.applied,
         "command": args,
     });
+    if let Some(log) = &remounts {
+        let done = log.lock().unwrap().clone();
+        if matches!(outcome, Outcome::Ok(_)) && !done.iter().any(|d| d.starts_with("remounted")) {
+            outcome = Outcome::Failed(
+                "cache = remount: the measurement ended without its file system being remounted"
+                    .into(),
+            );
+        }
+        applied["remounts"] = json!(done);
+    }
     let mut disturbed = other > plan.noise_threshold;
     if let Some(d) = &ready.disk {
         if let Some(s) = crate::disk::state::StateDir::new(d)

@@ -65,7 +65,8 @@ impl DirRef {
 /// The open root of a fileset and lazily opened handles of its directories.
 #[derive(Debug)]
 pub struct DirTable {
-    root: OwnedFd,
+    /// `None` only between [`DirTable::release`] and [`DirTable::reopen`].
+    root: Option<OwnedFd>,
     fds: Vec<AtomicI32>,
 }
 
@@ -73,20 +74,43 @@ impl DirTable {
     /// Handles for `ndirs` directories below `root` (directory 0 is the root itself).
     pub fn new(root: OwnedFd, ndirs: usize) -> DirTable {
         DirTable {
-            root,
+            root: Some(root),
             fds: (0..ndirs).map(|_| AtomicI32::new(-1)).collect(),
         }
     }
 
     pub fn root(&self) -> RawFd {
-        self.root.as_raw_fd()
+        self.root.as_ref().map_or(-1, |f| f.as_raw_fd())
+    }
+
+    /// Close the root and every cached handle (so the file system can be unmounted).
+    pub fn release(&mut self) {
+        self.close_cached();
+        self.root = None;
+    }
+
+    /// Take a newly opened root after [`DirTable::release`]; the other directories are
+    /// opened again as they are used.
+    pub fn reopen(&mut self, root: OwnedFd) {
+        self.root = Some(root);
+    }
+
+    fn close_cached(&self) {
+        for s in &self.fds {
+            let fd = s.swap(-1, Ordering::AcqRel);
+            if fd >= 0 {
+                // SAFETY: the table owned this descriptor.
+                drop(unsafe { OwnedFd::from_raw_fd(fd) });
+                budget().fetch_add(1, Ordering::Relaxed);
+            }
+        }
     }
 
     /// The handle of directory `d`, whose path below the root is `rel`.
     #[inline]
     pub fn get(&self, d: u32, rel: &str) -> io::Result<DirRef> {
         if d == 0 {
-            return Ok(DirRef::Cached(self.root.as_raw_fd()));
+            return Ok(DirRef::Cached(self.root()));
         }
         let slot = &self.fds[d as usize];
         let fd = slot.load(Ordering::Acquire);
@@ -98,7 +122,7 @@ impl DirTable {
 
     #[cold]
     fn open(&self, slot: &AtomicI32, rel: &str) -> io::Result<DirRef> {
-        let f = beneath::open_dir_path(self.root.as_raw_fd(), rel.as_bytes())?;
+        let f = beneath::open_dir_path(self.root(), rel.as_bytes())?;
         if budget().fetch_sub(1, Ordering::Relaxed) <= 0 {
             budget().fetch_add(1, Ordering::Relaxed);
             return Ok(DirRef::Temp(f));
@@ -138,13 +162,6 @@ impl DirTable {
 
 impl Drop for DirTable {
     fn drop(&mut self) {
-        for s in &self.fds {
-            let fd = s.swap(-1, Ordering::AcqRel);
-            if fd >= 0 {
-                // SAFETY: the table owned this descriptor.
-                drop(unsafe { OwnedFd::from_raw_fd(fd) });
-                budget().fetch_add(1, Ordering::Relaxed);
-            }
-        }
+        self.close_cached();
     }
 }

@@ -19,5 +19,6 @@ pub fn set_up(t: &Target, path: &Path) -> Result<Ready> {
         device,
         disk: None,
         applied: BTreeMap::new(),
+        mounts: Vec::new(),
     })
 }

@@ -68,8 +68,18 @@ pub fn set_up(t: &Target, ctx: &Ctx, j: &mut Journal) -> Result<Ready> {
         applied.insert("loop_device".into(), d.clone().into());
         applied.extend(super::image::fs_facts(fs, d));
     }
+    let mounts = dev
+        .iter()
+        .map(|d| super::MountSpec {
+            fstype: fs.clone(),
+            source: d.clone(),
+            mount_point: mnt.clone(),
+            options: String::new(),
+        })
+        .collect();
     Ok(Ready {
         name: t.name.clone(),
+        mounts,
         dir: mnt,
         device: dev,
         disk: Some(name),

@@ -72,6 +72,12 @@ pub fn set_up(t: &Target, ctx: &Ctx, j: &mut Journal) -> Result<Ready> {
     applied.extend(fs_facts(fs, &dev));
     Ok(Ready {
         name: t.name.clone(),
+        mounts: vec![super::MountSpec {
+            fstype: fs.clone(),
+            source: dev.clone(),
+            mount_point: mnt.clone(),
+            options: mount_options.clone(),
+        }],
         dir: mnt,
         device: Some(dev),
         disk: None,

@@ -290,6 +290,100 @@ pub struct Ready {
     pub disk: Option<String>,
     /// Settings read back from the system after set-up.
     pub applied: BTreeMap<String, serde_json::Value>,
+    /// The mounts this target stands on, the block file system first (empty for an existing
+    /// directory): what `cache = "remount"` unmounts and mounts again.
+    pub mounts: Vec<MountSpec>,
+}
+
+/// One mount fsbench made, as `mount -t FSTYPE -o OPTIONS SOURCE MOUNT_POINT` makes it again.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct MountSpec {
+    pub fstype: String,
+    pub source: String,
+    pub mount_point: PathBuf,
+    pub options: String,
+}
+
+impl MountSpec {
+    fn mount(&self) -> Result<()> {
+        image::mount(&self.fstype, &self.source, &self.mount_point, &self.options)
+    }
+}
+
+/// The mounts to cycle to remount `target`'s file system: its own, and those of every other
+/// target standing on the same block file system (an overlay over it holds it busy), base
+/// first.
+pub fn remount_set(ready: &[Ready], target: &str) -> Vec<MountSpec> {
+    let Some(t) = ready.iter().find(|r| r.name == target) else {
+        return Vec::new();
+    };
+    let Some(base) = t.mounts.first() else {
+        return Vec::new();
+    };
+    let mut out: Vec<MountSpec> = vec![base.clone()];
+    for r in ready {
+        if r.mounts.first() == Some(base) {
+            for m in &r.mounts[1..] {
+                if !out.contains(m) {
+                    out.push(m.clone());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Unmount `set` (newest first) and mount it again (base first): the file system starts
+/// with nothing cached, as after a reboot. A mount point still busy is an error naming it,
+/// after what was unmounted has been mounted again.
+pub fn remount(set: &[MountSpec]) -> Result<String> {
+    if set.is_empty() {
+        bail!(
+            "the target has no mount fsbench made; remount needs an image, disk or overlay target"
+        );
+    }
+    let mut down = 0;
+    let mut failure = None;
+    for m in set.iter().rev() {
+        let p = m.mount_point.to_string_lossy();
+        match sh("umount", &[&p]) {
+            Ok(_) => down += 1,
+            Err(e) => {
+                failure = Some(anyhow::anyhow!(
+                    "{} is busy (something still holds files on it): {e:#}",
+                    m.mount_point.display()
+                ));
+                break;
+            }
+        }
+    }
+    // Mount again what was unmounted, base first, also after a failure.
+    for m in &set[set.len() - down..] {
+        m.mount().with_context(|| {
+            format!("mounting {} on {} again", m.source, m.mount_point.display())
+        })?;
+    }
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    let base = &set[0];
+    let mut what = format!(
+        "remounted {} ({} on {})",
+        base.mount_point.display(),
+        base.fstype,
+        base.source
+    );
+    if set.len() > 1 {
+        what.push_str(&format!(
+            " with {} stacked on it",
+            set[1..]
+                .iter()
+                .map(|m| m.mount_point.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    Ok(what)
 }
 
 /// Where set-up may put things.

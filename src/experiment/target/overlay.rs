@@ -35,8 +35,16 @@ pub fn set_up(t: &Target, lower: &Ready, ctx: &Ctx, j: &mut Journal) -> Result<R
     let mut applied = BTreeMap::new();
     applied.insert("over".into(), lower.name.clone().into());
     applied.insert("upper_on".into(), lower.dir.display().to_string().into());
+    let mut mounts = lower.mounts.clone();
+    mounts.push(super::MountSpec {
+        fstype: "overlay".into(),
+        source: "overlay".into(),
+        mount_point: mnt.clone(),
+        options: opts.clone(),
+    });
     Ok(Ready {
         name: t.name.clone(),
+        mounts,
         dir: mnt,
         device: lower.device.clone(),
         disk: lower.disk.clone(),
