@@ -569,3 +569,159 @@ fn remount_cache_is_refused_for_existing_directories() {
         "{err}"
     );
 }
+
+fn queue_value(dev: &str, key: &str) -> String {
+    let name = dev.trim_start_matches("/dev/");
+    let v = std::fs::read_to_string(format!("/sys/block/{name}/queue/{key}")).unwrap();
+    let v = v.trim().to_string();
+    if key == "scheduler" {
+        v.split_whitespace()
+            .find(|w| w.starts_with('['))
+            .map(|w| w.trim_matches(|c| c == '[' || c == ']').to_string())
+            .unwrap_or(v)
+    } else {
+        v
+    }
+}
+
+#[test]
+fn device_settings_vary_as_factors_and_are_restored() {
+    let fs = match LoopExt4::new("exp-devfactor", 64) {
+        Ok(f) => f,
+        Err(why) => {
+            skip(&format!(
+                "skipping device_settings_vary_as_factors_and_are_restored: {why}"
+            ));
+            return;
+        }
+    };
+    let dev = fs.dev.0.clone();
+    let avail = std::fs::read_to_string(format!(
+        "/sys/block/{}/queue/scheduler",
+        dev.trim_start_matches("/dev/")
+    ))
+    .unwrap();
+    if !avail.contains("bfq") || !avail.contains("mq-deadline") {
+        skip(&format!(
+            "skipping device_settings_vary_as_factors_and_are_restored: the kernel offers {avail}"
+        ));
+        return;
+    }
+    let before: Vec<String> = ["scheduler", "read_ahead_kb", "nr_requests"]
+        .iter()
+        .map(|k| queue_value(&dev, k))
+        .collect();
+    let plan = format!(
+        r#"
+[experiment]
+name = "dev"
+repetitions = 2
+order = "interleaved"
+baseline = {{ device = "deadline" }}
+
+[[target]]
+name = "loop"
+kind = "dir"
+path = "{}"
+
+[devices.bfq-idle]
+scheduler = "bfq"
+tunables = {{ low_latency = 0 }}
+
+[devices.bfq]
+scheduler = "bfq"
+
+[devices.deadline]
+scheduler = "mq-deadline"
+
+[factors]
+device = ["bfq-idle", "bfq", "deadline"]
+read_ahead_kb = [64, 1024]
+
+[[measurement]]
+name = "fs"
+kind = "workload"
+params = {{ workload = "fileserver", nfiles = 20, filesize = "4k", nthreads = 1, duration = 0.3 }}
+"#,
+        fs.s()
+    );
+    let s = Scratch::new("exp-devfactor-out");
+    let p = write_plan(s.path(), "p.toml", &plan);
+    let out = s.path().join("out");
+    let o = run(&["experiment", &p, "-o", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(ok_runs(&out), 12);
+    let db = rusqlite::Connection::open(out.join("results.db")).unwrap();
+    let mut q = db
+        .prepare("SELECT cells.factors_json, applied_json FROM runs JOIN cells ON cells.id = runs.cell_id ORDER BY runs.id")
+        .unwrap();
+    let rows: Vec<(String, String)> = q
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect();
+    for (f, a) in rows {
+        let f: serde_json::Value = serde_json::from_str(&f).unwrap();
+        let a: serde_json::Value = serde_json::from_str(&a).unwrap();
+        let set = &a["settings"];
+        // What the kernel held during the run, read back, matches the cell.
+        assert_eq!(set["read_ahead_kb"], f["read_ahead_kb"], "{f} {set}");
+        let (sched, low_latency) = match f["device"].as_str().unwrap() {
+            "bfq-idle" => ("bfq", Some("0")),
+            // After a bfq-idle cell, plain bfq is back at its default.
+            "bfq" => ("bfq", Some("1")),
+            _ => ("mq-deadline", None),
+        };
+        assert_eq!(set["scheduler"], sched, "{f} {set}");
+        match low_latency {
+            Some(v) => assert_eq!(set["iosched/low_latency"], v, "{f} {set}"),
+            None => assert!(set.get("iosched/low_latency").is_none(), "{f} {set}"),
+        }
+    }
+    // The summary compares against the baseline level of the device factor.
+    let o = run(&["results", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("device=deadline"), "{}", text(&o));
+    // Everything written to sysfs is back as it was.
+    let after: Vec<String> = ["scheduler", "read_ahead_kb", "nr_requests"]
+        .iter()
+        .map(|k| queue_value(&dev, k))
+        .collect();
+    assert_eq!(before, after);
+}
+
+#[test]
+fn device_factor_errors_name_the_plan_line() {
+    let s = Scratch::new("exp-devfactor-err");
+    let base = dir_plan(s.path(), 0.5);
+    let with = |extra: &str| {
+        base.replace(
+            "[[measurement]]\nname = \"fs\"",
+            &format!("{extra}\n\n[[measurement]]\nname = \"fs\""),
+        )
+    };
+    for (extra, want) in [
+        (
+            "[factors]\ndevice = [\"fast\"]",
+            "device \"fast\": no [devices.fast] table",
+        ),
+        (
+            "[devices.fast]\nscheduler = \"none\"",
+            "[devices.fast] is a level of the `device` factor",
+        ),
+        (
+            "[devices.fast]\nread_ahead_kb = 64\n[factors]\ndevice = [\"fast\"]\nread_ahead_kb = [128, 256]",
+            "`read_ahead_kb` is a factor and device profile fast sets it too",
+        ),
+        (
+            "[factors]\nscheduler = [\"cfq\"]",
+            "scheduler: expected none, mq-deadline, bfq or kyber",
+        ),
+    ] {
+        let p = write_plan(s.path(), "p.toml", &with(extra));
+        let o = run(&["experiment", &p, "--dry-run"]);
+        assert!(!o.status.success(), "{extra}: {}", text_of(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("p.toml:") && err.contains(want), "{extra}: {err}");
+    }
+}

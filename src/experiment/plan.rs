@@ -51,6 +51,9 @@ struct RawPlan {
     measurements: Vec<Spanned<RawMeasurement>>,
     #[serde(default)]
     factors: RawFactors,
+    /// Named device-setting profiles, levels of the `device` factor.
+    #[serde(default)]
+    devices: BTreeMap<String, Spanned<RawDevice>>,
     #[serde(default, rename = "exclude")]
     excludes: Vec<BTreeMap<Spanned<String>, Spanned<toml::Value>>>,
     #[serde(default)]
@@ -96,7 +99,22 @@ struct RawQuick {
 struct RawFactors {
     target: Option<Spanned<Vec<Spanned<String>>>>,
     cache: Option<Spanned<Vec<Spanned<String>>>>,
+    /// Device settings as factors: named `[devices.NAME]` profiles, or single settings.
+    device: Option<Spanned<Vec<Spanned<String>>>>,
+    scheduler: Option<Spanned<Vec<Spanned<String>>>>,
+    read_ahead_kb: Option<Spanned<Vec<Spanned<u64>>>>,
+    nr_requests: Option<Spanned<Vec<Spanned<u64>>>>,
+    rotational: Option<Spanned<Vec<Spanned<bool>>>>,
 }
+
+/// Plan-wide factors over device settings, in the order cells list them.
+pub const SETTING_FACTORS: [&str; 5] = [
+    "device",
+    "scheduler",
+    "read_ahead_kb",
+    "nr_requests",
+    "rotational",
+];
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -428,10 +446,56 @@ pub struct Plan {
     pub measurements: Vec<Measurement>,
     /// Levels of the `target` factor (target names).
     pub target_levels: Vec<String>,
-    /// Levels of the `cache` factor: "cold" or "warm".
+    /// Levels of the `cache` factor: "cold", "warm" or "remount".
     pub cache_levels: Vec<String>,
+    /// Plan-wide factors over device settings ([`SETTING_FACTORS`]), each with its levels.
+    pub setting_levels: Vec<(String, Vec<String>)>,
+    /// The `[devices.NAME]` profiles.
+    pub devices: BTreeMap<String, Device>,
     pub excludes: Vec<Vec<(String, Value)>>,
     pub quick: bool,
+}
+
+/// A device-settings table (a target's `device`, or a `[devices.NAME]` profile).
+fn device_of(ctx: &Ctx, d: &RawDevice) -> Result<Device, PlanError> {
+    let mut device = Device {
+        scheduler: d.scheduler.as_ref().map(|s| s.get_ref().clone()),
+        ..Default::default()
+    };
+    if let Some(s) = &d.scheduler {
+        if !["none", "mq-deadline", "bfq", "kyber"].contains(&s.get_ref().as_str()) {
+            return Err(ctx.err(
+                s.span(),
+                "scheduler: expected none, mq-deadline, bfq or kyber",
+            ));
+        }
+    }
+    for (k, v) in &d.tunables {
+        if device.scheduler.is_none() {
+            return Err(ctx.err(
+                v.span(),
+                "tunables need `scheduler` (they belong to one scheduler)",
+            ));
+        }
+        if k.is_empty() || !k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(ctx.err(
+                v.span(),
+                format!("tunable name {k:?}: expected a file name under queue/iosched/"),
+            ));
+        }
+        let s = scalar(v.get_ref())
+            .ok_or_else(|| ctx.err(v.span(), "expected a number, a string or a boolean"))?;
+        let s = match s.as_str() {
+            "true" => "1".into(),
+            "false" => "0".into(),
+            _ => s,
+        };
+        device.tunables.push((k.clone(), s));
+    }
+    device.read_ahead_kb = d.read_ahead_kb.as_ref().map(|v| *v.get_ref());
+    device.nr_requests = d.nr_requests.as_ref().map(|v| *v.get_ref());
+    device.rotational = d.rotational.as_ref().map(|v| *v.get_ref());
+    Ok(device)
 }
 
 /// Canonical text of a scalar TOML value.
@@ -741,44 +805,10 @@ pub fn parse(file: &Path, text: &str, quick: bool) -> Result<Plan, PlanError> {
             }
             _ => unreachable!(),
         };
-        let mut device = Device::default();
-        if let Some(d) = &t.device {
-            let d = d.get_ref();
-            device.scheduler = d.scheduler.as_ref().map(|s| s.get_ref().clone());
-            if let Some(s) = &d.scheduler {
-                if !["none", "mq-deadline", "bfq", "kyber"].contains(&s.get_ref().as_str()) {
-                    return Err(ctx.err(
-                        s.span(),
-                        "scheduler: expected none, mq-deadline, bfq or kyber",
-                    ));
-                }
-            }
-            for (k, v) in &d.tunables {
-                if device.scheduler.is_none() {
-                    return Err(ctx.err(
-                        v.span(),
-                        "tunables need `scheduler` (they belong to one scheduler)",
-                    ));
-                }
-                if k.is_empty() || !k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-                    return Err(ctx.err(
-                        v.span(),
-                        format!("tunable name {k:?}: expected a file name under queue/iosched/"),
-                    ));
-                }
-                let s = scalar(v.get_ref())
-                    .ok_or_else(|| ctx.err(v.span(), "expected a number, a string or a boolean"))?;
-                let s = match s.as_str() {
-                    "true" => "1".into(),
-                    "false" => "0".into(),
-                    _ => s,
-                };
-                device.tunables.push((k.clone(), s));
-            }
-            device.read_ahead_kb = d.read_ahead_kb.as_ref().map(|v| *v.get_ref());
-            device.nr_requests = d.nr_requests.as_ref().map(|v| *v.get_ref());
-            device.rotational = d.rotational.as_ref().map(|v| *v.get_ref());
-        }
+        let device = match &t.device {
+            Some(d) => device_of(&ctx, d.get_ref())?,
+            None => Device::default(),
+        };
         let age = match &t.age {
             None => None,
             Some(a) => {
@@ -920,6 +950,137 @@ pub fn parse(file: &Path, text: &str, quick: bool) -> Result<Plan, PlanError> {
         None => vec!["warm".into()],
     };
 
+    // Device settings as factors.
+    let mut devices = BTreeMap::new();
+    for (dn, d) in &raw.devices {
+        if dn.is_empty()
+            || !dn
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        {
+            return Err(ctx.err(
+                d.span(),
+                format!("device profile name {dn:?}: use letters, digits, '-', '_' and '.'"),
+            ));
+        }
+        let dev = device_of(&ctx, d.get_ref())?;
+        if dev.is_empty() {
+            return Err(ctx.err(d.span(), format!("device profile {dn} sets nothing")));
+        }
+        devices.insert(dn.clone(), (dev, d.span()));
+    }
+    let mut setting_levels: Vec<(String, Vec<String>)> = Vec::new();
+    let mut add_levels = |key: &str,
+                          span: std::ops::Range<usize>,
+                          levels: Vec<(String, std::ops::Range<usize>)>|
+     -> Result<(), PlanError> {
+        if levels.is_empty() {
+            return Err(ctx.err(span, format!("factor `{key}` needs at least one level")));
+        }
+        let mut v: Vec<String> = Vec::new();
+        for (l, sp) in levels {
+            if v.contains(&l) {
+                return Err(ctx.err(sp, "level listed twice"));
+            }
+            v.push(l);
+        }
+        setting_levels.push((key.to_string(), v));
+        Ok(())
+    };
+    let f = &raw.factors;
+    if let Some(l) = &f.device {
+        let mut v = Vec::new();
+        for d in l.get_ref() {
+            if !devices.contains_key(d.get_ref()) {
+                let have: Vec<&String> = devices.keys().collect();
+                return Err(ctx.err(
+                    d.span(),
+                    format!(
+                        "device {:?}: no [devices.{}] table in the plan{}",
+                        d.get_ref(),
+                        d.get_ref(),
+                        if have.is_empty() {
+                            String::new()
+                        } else {
+                            format!(
+                                " (profiles: {})",
+                                have.iter()
+                                    .map(|s| s.as_str())
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            )
+                        }
+                    ),
+                ));
+            }
+            v.push((d.get_ref().clone(), d.span()));
+        }
+        add_levels("device", l.span(), v)?;
+    } else if let Some((dn, (_, sp))) = devices.iter().next() {
+        return Err(ctx.err(
+            sp.clone(),
+            format!("[devices.{dn}] is a level of the `device` factor, which the plan does not have: add `device = [\"{dn}\", ...]` under [factors]"),
+        ));
+    }
+    if let Some(l) = &f.scheduler {
+        let mut v = Vec::new();
+        for x in l.get_ref() {
+            if !["none", "mq-deadline", "bfq", "kyber"].contains(&x.get_ref().as_str()) {
+                return Err(ctx.err(
+                    x.span(),
+                    "scheduler: expected none, mq-deadline, bfq or kyber",
+                ));
+            }
+            v.push((x.get_ref().clone(), x.span()));
+        }
+        add_levels("scheduler", l.span(), v)?;
+    }
+    for (key, l) in [
+        ("read_ahead_kb", &f.read_ahead_kb),
+        ("nr_requests", &f.nr_requests),
+    ] {
+        if let Some(l) = l {
+            let v = l
+                .get_ref()
+                .iter()
+                .map(|x| (x.get_ref().to_string(), x.span()))
+                .collect();
+            add_levels(key, l.span(), v)?;
+        }
+    }
+    if let Some(l) = &f.rotational {
+        let v = l
+            .get_ref()
+            .iter()
+            .map(|x| (x.get_ref().to_string(), x.span()))
+            .collect();
+        add_levels("rotational", l.span(), v)?;
+    }
+    // A setting is varied in one place: a single-setting factor or the profiles.
+    for (key, span) in [
+        ("scheduler", f.scheduler.as_ref().map(|l| l.span())),
+        ("read_ahead_kb", f.read_ahead_kb.as_ref().map(|l| l.span())),
+        ("nr_requests", f.nr_requests.as_ref().map(|l| l.span())),
+        ("rotational", f.rotational.as_ref().map(|l| l.span())),
+    ] {
+        let Some(span) = span else { continue };
+        for (dn, (d, _)) in &devices {
+            let sets = match key {
+                "scheduler" => d.scheduler.is_some(),
+                "read_ahead_kb" => d.read_ahead_kb.is_some(),
+                "nr_requests" => d.nr_requests.is_some(),
+                _ => d.rotational.is_some(),
+            };
+            if sets {
+                return Err(ctx.err(
+                    span,
+                    format!("`{key}` is a factor and device profile {dn} sets it too: vary it in one place"),
+                ));
+            }
+        }
+    }
+    let devices: BTreeMap<String, Device> = devices.into_iter().map(|(k, (d, _))| (k, d)).collect();
+
     // Measurements.
     if raw.measurements.is_empty() {
         return Err(PlanError(format!(
@@ -1043,7 +1204,9 @@ pub fn parse(file: &Path, text: &str, quick: bool) -> Result<Plan, PlanError> {
         let read_factors = |src: &BTreeMap<String, Spanned<Vec<Spanned<toml::Value>>>>| -> Result<Vec<(String, Vec<String>)>, PlanError> {
             let mut out = Vec::new();
             for (k, levels) in src {
-                if ["target", "cache", "measurement"].contains(&k.as_str()) {
+                if ["target", "cache", "measurement"].contains(&k.as_str())
+                    || SETTING_FACTORS.contains(&k.as_str())
+                {
                     return Err(ctx.err(levels.span(), format!("`{k}` is a plan-wide factor: list it under [factors]")));
                 }
                 if matches!(kind.param(k), Some((_, _, Arg::Positional, _)) | Some((_, _, Arg::Runner, _))) {
@@ -1102,6 +1265,10 @@ pub fn parse(file: &Path, text: &str, quick: bool) -> Result<Plan, PlanError> {
             "measurement" => Some(measurements.iter().map(|m| m.name.clone()).collect()),
             "target" => Some(target_levels.clone()),
             "cache" => Some(cache_levels.clone()),
+            k if SETTING_FACTORS.contains(&k) => setting_levels
+                .iter()
+                .find(|(f, _)| f == k)
+                .map(|(_, l)| l.clone()),
             _ => {
                 let mut all: Vec<String> = Vec::new();
                 let mut found = false;
@@ -1169,6 +1336,8 @@ pub fn parse(file: &Path, text: &str, quick: bool) -> Result<Plan, PlanError> {
         measurements,
         target_levels,
         cache_levels,
+        setting_levels,
+        devices,
         excludes,
         quick,
     })

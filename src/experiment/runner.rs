@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use super::handoff::Handoff;
 use super::noise;
-use super::plan::{AgePer, Arg, Fresh, Kind, Order, Plan};
+use super::plan::{AgePer, Arg, Device, Fresh, Kind, Order, Plan};
 use super::store::{self, RunRecord, Store};
 use super::target::{self, Journal, Ready};
 
@@ -26,6 +26,8 @@ pub struct Cell {
     pub measurement: usize,
     pub target: String,
     pub cache: String,
+    /// The plan-wide device-setting factors and their levels in this cell.
+    pub settings: Vec<(String, String)>,
     /// The measurement's parameter factors and their levels in this cell.
     pub factors: Vec<(String, String)>,
 }
@@ -41,6 +43,7 @@ impl Cell {
             ("target".to_string(), self.target.clone()),
             ("cache".to_string(), self.cache.clone()),
         ];
+        v.extend(self.settings.iter().cloned());
         v.extend(self.factors.iter().cloned());
         v
     }
@@ -56,39 +59,48 @@ impl Cell {
 
 /// The cartesian product of the factors, per measurement, less the excluded combinations.
 /// Indices are stable for a given plan, which is what --resume relies on.
+fn product(factors: &[(String, Vec<String>)]) -> Vec<Vec<(String, String)>> {
+    let mut combos: Vec<Vec<(String, String)>> = vec![Vec::new()];
+    for (k, levels) in factors {
+        combos = combos
+            .into_iter()
+            .flat_map(|c| {
+                levels.iter().map(move |l| {
+                    let mut c = c.clone();
+                    c.push((k.clone(), l.clone()));
+                    c
+                })
+            })
+            .collect();
+    }
+    combos
+}
+
 pub fn cells(plan: &Plan) -> Vec<Cell> {
     let mut out = Vec::new();
+    let settings = product(&plan.setting_levels);
     for (mi, m) in plan.measurements.iter().enumerate() {
-        let mut combos: Vec<Vec<(String, String)>> = vec![Vec::new()];
-        for (k, levels) in &m.factors {
-            combos = combos
-                .into_iter()
-                .flat_map(|c| {
-                    levels.iter().map(move |l| {
-                        let mut c = c.clone();
-                        c.push((k.clone(), l.clone()));
-                        c
-                    })
-                })
-                .collect();
-        }
+        let combos = product(&m.factors);
         for t in &plan.target_levels {
             for cache in &plan.cache_levels {
-                for f in &combos {
-                    let cell = Cell {
-                        idx: 0,
-                        measurement: mi,
-                        target: t.clone(),
-                        cache: cache.clone(),
-                        factors: f.clone(),
-                    };
-                    let labels = cell.labels(plan);
-                    let excluded = plan.excludes.iter().any(|ex| {
-                        ex.iter()
-                            .all(|(k, v)| labels.iter().any(|(lk, lv)| lk == k && lv == v))
-                    });
-                    if !excluded {
-                        out.push(cell);
+                for sv in &settings {
+                    for f in &combos {
+                        let cell = Cell {
+                            idx: 0,
+                            measurement: mi,
+                            target: t.clone(),
+                            cache: cache.clone(),
+                            settings: sv.clone(),
+                            factors: f.clone(),
+                        };
+                        let labels = cell.labels(plan);
+                        let excluded = plan.excludes.iter().any(|ex| {
+                            ex.iter()
+                                .all(|(k, v)| labels.iter().any(|(lk, lv)| lk == k && lv == v))
+                        });
+                        if !excluded {
+                            out.push(cell);
+                        }
                     }
                 }
             }
@@ -210,6 +222,12 @@ pub fn root_steps(plan: &Plan, cells: &[Cell]) -> Vec<String> {
     if cells.iter().any(|c| c.cache == "cold") {
         v.push("cache = cold: sync and drop the page cache before each measurement".into());
     }
+    for (k, levels) in &plan.setting_levels {
+        v.push(format!(
+            "factor {k} ({}): write the device's settings under /sys/block/DEV/queue before each measurement",
+            levels.join(", ")
+        ));
+    }
     if cells.iter().any(|c| c.cache == "remount") {
         v.push(
             "cache = remount: unmount and mount the target's file system before each measurement"
@@ -320,6 +338,10 @@ struct Env {
     journal: Journal,
     ready: Vec<Ready>,
     up: bool,
+    /// With device settings as factors: each target's device settings as set up (the
+    /// values cells vary from), and what the last cell asked of each device.
+    device_base: std::collections::BTreeMap<String, Device>,
+    device_last: std::collections::BTreeMap<String, Device>,
 }
 
 impl Env {
@@ -380,7 +402,61 @@ impl Env {
             }
             make_tree(&tree, files, dirs.max(1), &mut self.journal)?;
         }
+        self.device_base.clear();
+        self.device_last.clear();
+        if !plan.setting_levels.is_empty() {
+            for tn in &plan.target_levels {
+                let r = self.ready(tn);
+                let dev = r.device.clone().with_context(|| {
+                    format!(
+                        "target {tn}: {} is on no block device, and the plan varies device settings",
+                        r.dir.display()
+                    )
+                })?;
+                let mut base = target::device::current(&dev)?;
+                let t = plan.target(tn);
+                if t.device.scheduler.is_some() && t.device.scheduler == base.scheduler {
+                    base.tunables = t.device.tunables.clone();
+                }
+                self.device_base.insert(tn.clone(), base);
+            }
+        }
         self.up = true;
+        Ok(())
+    }
+
+    /// Bring the cell's target device to the cell's settings (device-setting factors).
+    fn apply_settings(&mut self, plan: &Plan, cell: &Cell) -> Result<()> {
+        if cell.settings.is_empty() {
+            return Ok(());
+        }
+        let base = &self.device_base[&cell.target];
+        let want = target::device::for_cell(base, &cell.settings, &plan.devices);
+        let idx = self
+            .ready
+            .iter()
+            .position(|r| r.name == cell.target)
+            .expect("target set up");
+        let dev = self.ready[idx].device.clone().unwrap_or_default();
+        let last = self.device_last.get(&dev).cloned();
+        target::device::apply_cell(
+            &want,
+            last.as_ref(),
+            &mut self.ready[idx],
+            &mut self.journal,
+        )
+        .with_context(|| {
+            format!(
+                "target {}: device settings {}",
+                cell.target,
+                cell.settings
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            )
+        })?;
+        self.device_last.insert(dev, want);
         Ok(())
     }
 
@@ -609,6 +685,8 @@ pub fn run(o: &Options) -> Result<()> {
         journal: Journal::create(&outdir)?,
         ready: Vec::new(),
         up: false,
+        device_base: Default::default(),
+        device_last: Default::default(),
     };
     env.journal.verbose = true;
 
@@ -698,7 +776,7 @@ pub fn run(o: &Options) -> Result<()> {
                             cell_ids[i],
                             round,
                             "warmup",
-                            &env,
+                            &mut env,
                             &outdir,
                             &mut st,
                         )?;
@@ -736,7 +814,7 @@ pub fn run(o: &Options) -> Result<()> {
                     cell_ids[i],
                     round,
                     "",
-                    &env,
+                    &mut env,
                     &outdir,
                     &mut st,
                 )?;
@@ -780,7 +858,9 @@ pub fn run(o: &Options) -> Result<()> {
                         cells[i].describe(&plan)
                     );
                     // The flagged run stays valid until its replacement is stored.
-                    if run_one(&plan, &cells[i], cell_id, rep, "", &env, &outdir, &mut st)? {
+                    if run_one(
+                        &plan, &cells[i], cell_id, rep, "", &mut env, &outdir, &mut st,
+                    )? {
                         st.supersede(run_id)?;
                     }
                 }
@@ -834,10 +914,12 @@ fn run_one(
     cell_id: i64,
     rep: u32,
     status_override: &str,
-    env: &Env,
+    env: &mut Env,
     outdir: &Path,
     st: &mut Store,
 ) -> Result<bool> {
+    env.apply_settings(plan, cell)?;
+    let env = &*env;
     let ready = env.ready(&cell.target);
     let tag = format!(
         "c{:03}-r{rep:02}{}",

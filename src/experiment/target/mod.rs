@@ -120,8 +120,17 @@ impl Undo {
                 }
                 sh("umount", &[&s]).map(|_| ())
             }
-            Undo::Restore { path, value } => std::fs::write(path, value)
-                .with_context(|| format!("restoring {} to {value}", path.display())),
+            Undo::Restore { path, value } => match std::fs::write(path, value) {
+                // A scheduler tunable whose scheduler has been switched away since (its
+                // restore is undone first): it went with its scheduler.
+                Err(e)
+                    if e.kind() == std::io::ErrorKind::NotFound
+                        && path.parent().is_some_and(|p| p.ends_with("iosched")) =>
+                {
+                    Ok(())
+                }
+                r => r.with_context(|| format!("restoring {} to {value}", path.display())),
+            },
             Undo::RemoveDisk(name) => {
                 let exe = crate::experiment::self_exe()?;
                 let out = Command::new(exe).args(["disk", "remove", name]).output()?;
@@ -211,6 +220,19 @@ impl Journal {
     pub fn push(&mut self, u: Undo) -> Result<()> {
         self.steps.push(u);
         self.save()
+    }
+
+    /// Register writing back `value` to a sysfs file, unless a restore of that file is
+    /// registered already (then that one holds the value from before fsbench changed it).
+    pub fn push_restore(&mut self, path: PathBuf, value: String) -> Result<()> {
+        if self
+            .steps
+            .iter()
+            .any(|u| matches!(u, Undo::Restore { path: p, .. } if *p == path))
+        {
+            return Ok(());
+        }
+        self.push(Undo::Restore { path, value })
     }
 
     /// Undo every step down to `mark` (a length from [`Journal::len`]), newest first. Every
