@@ -287,7 +287,28 @@ fn aging_reports_get_an_aging_section() {
         "id=\"aging-fragments\"",
         "churn before",
         "churn after",
+        // Each distribution against the profile, and files by fragments before/after.
+        "id=\"aging-0-size\"",
+        "id=\"aging-0-depth\"",
+        "id=\"aging-0-age\"",
+        "id=\"aging-0-fragments-per-file\"",
+        "churn: size distribution, profile against aged",
+        "profile (% of files)",
+        "files by number of fragments",
     ] {
         assert!(page.contains(want), "report lacks {want}");
     }
+    // The profile's shares are in the table beside the chart: agrawal's smallest size
+    // bucket holds 0.43% of files.
+    assert!(
+        page.contains("<td>0.43</td>"),
+        "no profile shares in the table"
+    );
+    let ids: Vec<String> = page
+        .split("<figure class=chart id=\"")
+        .skip(1)
+        .map(|s| s[..s.find('"').unwrap()].to_string())
+        .collect();
+    assert_eq!(ids.len(), 6, "{ids:?}");
+    check_in_browser(&dir, &html, &ids);
 }

@@ -97,6 +97,8 @@ pub struct LayoutFacts {
     pub fragments: u64,
     /// Smith–Seltzer aggregate score; `None` without multi-block files.
     pub score: Option<f64>,
+    /// Files per number of fragments (log2 buckets: 1, 2-3, 4-7, ...).
+    pub fragments_per_file: Vec<crate::scan::summary::Log2Row>,
 }
 
 impl From<&LayoutReport> for LayoutFacts {
@@ -107,6 +109,7 @@ impl From<&LayoutReport> for LayoutFacts {
             blocks: r.blocks,
             fragments: r.fragments,
             score: r.score,
+            fragments_per_file: r.fragments_per_file.clone(),
         }
     }
 }
@@ -143,6 +146,8 @@ pub struct AgeReport {
     pub fullness_end: f64,
     pub capacity_bytes: u64,
     pub distances: Option<Distances>,
+    /// The live population against the profile, bucket by bucket.
+    pub distributions: Option<super::plan::Distributions>,
     pub threshold: f64,
     pub converged: bool,
     pub interrupted: bool,
@@ -330,6 +335,7 @@ fn age_in(args: &AgeArgs, rd: &RunDir) -> anyhow::Result<()> {
         fullness_end: fullness_start,
         capacity_bytes: cap,
         distances: None,
+        distributions: None,
         threshold: args.threshold,
         converged: false,
         interrupted: false,
@@ -505,6 +511,7 @@ fn age_profile(
     let d = pl.distances();
     report.converged |= pl.phase == Phase::Churn && d.max_tv() < args.threshold;
     report.distances = Some(d);
+    report.distributions = Some(pl.distributions());
     report.ops = done;
     report.churn_ops = churn;
     report.phase = pl.phase;

@@ -210,6 +210,29 @@ impl Targets {
     }
 }
 
+/// One dimension of the live population against its target.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Distribution {
+    /// Bucket labels: size upper bounds, depths below the aged directory, or age upper
+    /// bounds in operations.
+    pub buckets: Vec<String>,
+    /// The profile's share of files per bucket.
+    pub target: Vec<f64>,
+    /// The aged population's share per bucket.
+    pub actual: Vec<f64>,
+    /// Live files per bucket.
+    pub counts: Vec<u64>,
+}
+
+/// The live population against the profile in each dimension.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Distributions {
+    pub size: Distribution,
+    pub depth: Distribution,
+    /// `None` when the profile has no age distribution.
+    pub age: Option<Distribution>,
+}
+
 /// Distances of the live population from the targets.
 #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
 pub struct Distances {
@@ -486,6 +509,39 @@ impl Planner {
 
     pub fn depth_counts(&self) -> &[u64] {
         &self.depth_counts
+    }
+
+    /// The live population against the targets, bucket by bucket, for reports.
+    pub fn distributions(&self) -> Distributions {
+        let dist = |buckets: Vec<String>, counts: &[u64], target: &[f64]| Distribution {
+            buckets,
+            target: target.to_vec(),
+            actual: super::distance::normalise(counts),
+            counts: counts.to_vec(),
+        };
+        let t = &self.targets;
+        Distributions {
+            size: dist(
+                t.size_ranges
+                    .iter()
+                    .map(|&(_, hi)| format!("≤{}", crate::scan::human_bytes(hi)))
+                    .collect(),
+                &self.size_counts,
+                &t.size,
+            ),
+            depth: dist(
+                t.depths.iter().map(|d| d.to_string()).collect(),
+                &self.depth_counts,
+                &t.depth,
+            ),
+            age: (!self.age_cutoffs.is_empty()).then(|| {
+                dist(
+                    self.age_cutoffs.iter().map(|c| format!("≤{c}")).collect(),
+                    &self.age_counts(),
+                    &t.age,
+                )
+            }),
+        }
     }
 
     pub fn distances(&self) -> Distances {
@@ -799,6 +855,15 @@ mod tests {
             end.age.unwrap().tv < start.age.unwrap().tv,
             "{start:?} -> {end:?}"
         );
+        // The distributions a report draws are the ones the distances measure.
+        let d = pl.distributions();
+        assert_eq!(d.size.buckets.len(), d.size.target.len());
+        assert_eq!(d.size.counts, pl.size_counts());
+        assert_eq!(d.depth.counts, pl.depth_counts());
+        assert!((d.size.actual.iter().sum::<f64>() - 1.0).abs() < 1e-9);
+        let tv = crate::age::distance::total_variation(&d.size.actual, &d.size.target);
+        assert!((tv - end.size.tv).abs() < 1e-12);
+        assert!(d.size.buckets[0].starts_with('≤'), "{:?}", d.size.buckets);
         // The model's counts agree with a recount.
         let ages = pl.age_counts();
         assert_eq!(ages.iter().sum::<u64>() as usize, pl.live_files());

@@ -162,6 +162,86 @@ fn draw_bars(
     Ok(())
 }
 
+/// Grouped bars: for each category on the x axis, one bar per series side by side (e.g. a
+/// profile's share of files per size bucket beside the aged population's), with a legend.
+pub fn grouped(
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    categories: &[String],
+    series: &[(String, Vec<f64>)],
+) -> String {
+    let mut s = String::new();
+    if let Err(e) = draw_grouped(&mut s, title, x_desc, y_desc, categories, series) {
+        return format!("<p class=err>chart failed: {e}</p>");
+    }
+    s
+}
+
+fn draw_grouped(
+    out: &mut String,
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    categories: &[String],
+    series: &[(String, Vec<f64>)],
+) -> DrawResult<()> {
+    let n = categories.len().max(1);
+    let top = series
+        .iter()
+        .flat_map(|(_, v)| v.iter().copied())
+        .fold(0.0f64, f64::max)
+        .max(1e-9)
+        * 1.12;
+    let root = SVGBackend::with_string(out, (W, H)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 16))
+        .margin(10)
+        .x_label_area_size(40)
+        .y_label_area_size(70)
+        .build_cartesian_2d(0f64..n as f64, 0f64..top)?;
+    // Every category named when they fit; otherwise every k-th.
+    let every = n.div_ceil(12).max(1);
+    let cats: Vec<String> = categories.to_vec();
+    let fmt = move |x: &f64| {
+        let i = x.floor() as usize;
+        if (x - i as f64 - 0.5).abs() < 1e-6 && i.is_multiple_of(every) {
+            cats.get(i).cloned().unwrap_or_default()
+        } else {
+            String::new()
+        }
+    };
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(2 * n + 1)
+        .x_label_formatter(&fmt)
+        .x_desc(x_desc)
+        .y_desc(y_desc)
+        .draw()?;
+    let k = series.len().max(1) as f64;
+    let w = 0.8 / k;
+    for (j, (label, values)) in series.iter().enumerate() {
+        let c = colour(j);
+        chart
+            .draw_series(values.iter().enumerate().map(|(i, v)| {
+                let x0 = i as f64 + 0.1 + j as f64 * w;
+                Rectangle::new([(x0, 0.0), (x0 + w * 0.92, *v)], c.filled())
+            }))?
+            .label(label.clone())
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], c.filled()));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()?;
+    root.present()?;
+    Ok(())
+}
+
 /// A label on at most two lines of about `width` characters, broken after a comma where
 /// possible; what does not fit ends in an ellipsis.
 fn wrap2(label: &str, width: usize) -> Vec<String> {

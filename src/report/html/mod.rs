@@ -287,8 +287,169 @@ pub fn chart_ids(input: &ReportInput) -> Vec<String> {
     if !input.aging.is_empty() {
         ids.push("aging-score".into());
         ids.push("aging-fragments".into());
+        for (i, (_, v)) in input.aging.iter().enumerate() {
+            for (key, _) in AGING_DIMENSIONS {
+                if v.pointer(&format!("/distributions/{key}/buckets"))
+                    .is_some()
+                {
+                    ids.push(format!("aging-{i}-{key}"));
+                }
+            }
+            if has_fragment_rows(v) {
+                ids.push(format!("aging-{i}-fragments-per-file"));
+            }
+        }
     }
     ids
+}
+
+/// Distributions an aging report compares with its profile: key and axis title.
+const AGING_DIMENSIONS: [(&str, &str); 3] = [
+    ("size", "file size (bucket upper bound)"),
+    ("depth", "directory depth below the aged directory"),
+    ("age", "file age (bucket upper bound, operations)"),
+];
+
+fn has_fragment_rows(v: &serde_json::Value) -> bool {
+    ["layout_before", "layout_after"].iter().any(|w| {
+        v.pointer(&format!("/{w}/fragments_per_file"))
+            .and_then(|r| r.as_array())
+            .is_some_and(|r| !r.is_empty())
+    })
+}
+
+/// Per aging report: each distribution against its profile (grouped bars, shares of
+/// files), and files per number of fragments before and after.
+fn aging_distributions(out: &mut String, i: usize, label: &str, v: &serde_json::Value) {
+    for (key, x_desc) in AGING_DIMENSIONS {
+        let Some(d) = v.pointer(&format!("/distributions/{key}")) else {
+            continue;
+        };
+        let strs = |k: &str| -> Vec<String> {
+            d.get(k)
+                .and_then(|a| a.as_array())
+                .map(|a| {
+                    a.iter()
+                        .map(|x| {
+                            x.as_str()
+                                .map(String::from)
+                                .unwrap_or_else(|| x.to_string())
+                        })
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let nums = |k: &str| -> Vec<f64> {
+            d.get(k)
+                .and_then(|a| a.as_array())
+                .map(|a| {
+                    a.iter()
+                        .map(|x| x.as_f64().unwrap_or(0.0) * 100.0)
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let buckets = strs("buckets");
+        if buckets.is_empty() {
+            continue;
+        }
+        let (target, actual, counts) = (nums("target"), nums("actual"), strs("counts"));
+        let svg = charts::grouped(
+            &format!("{label}: {key} distribution, profile against aged"),
+            x_desc,
+            "files (%)",
+            &buckets,
+            &[
+                ("profile".into(), target.clone()),
+                ("aged".into(), actual.clone()),
+            ],
+        );
+        let rows: Vec<Vec<String>> = buckets
+            .iter()
+            .enumerate()
+            .map(|(b, name)| {
+                vec![
+                    name.clone(),
+                    target.get(b).map(|x| format!("{x:.2}")).unwrap_or_default(),
+                    actual.get(b).map(|x| format!("{x:.2}")).unwrap_or_default(),
+                    counts.get(b).cloned().unwrap_or_default(),
+                ]
+            })
+            .collect();
+        let tbl = table(
+            &[
+                key.into(),
+                "profile (% of files)".into(),
+                "aged (% of files)".into(),
+                "aged files".into(),
+            ],
+            &rows,
+        );
+        chart_block(out, &format!("aging-{i}-{key}"), &svg, &tbl);
+    }
+    if has_fragment_rows(v) {
+        // Buckets over both layouts: 1, 2-3, 4-7, ... fragments.
+        let rows_of = |w: &str| -> Vec<(u64, u64, u64)> {
+            v.pointer(&format!("/{w}/fragments_per_file"))
+                .and_then(|r| r.as_array())
+                .map(|r| {
+                    r.iter()
+                        .map(|x| {
+                            let g = |k: &str| x.get(k).and_then(|n| n.as_u64()).unwrap_or(0);
+                            (g("lo"), g("hi"), g("count"))
+                        })
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let (before, after) = (rows_of("layout_before"), rows_of("layout_after"));
+        let mut los: Vec<(u64, u64)> = before
+            .iter()
+            .chain(&after)
+            .map(|&(lo, hi, _)| (lo, hi))
+            .collect();
+        los.sort();
+        los.dedup();
+        let cats: Vec<String> = los
+            .iter()
+            .map(|&(lo, hi)| {
+                if hi <= lo + 1 {
+                    lo.to_string()
+                } else {
+                    format!("{lo}-{}", hi - 1)
+                }
+            })
+            .collect();
+        let count = |rows: &[(u64, u64, u64)], lo: u64| -> f64 {
+            rows.iter().find(|r| r.0 == lo).map_or(0.0, |r| r.2 as f64)
+        };
+        let b: Vec<f64> = los.iter().map(|&(lo, _)| count(&before, lo)).collect();
+        let a: Vec<f64> = los.iter().map(|&(lo, _)| count(&after, lo)).collect();
+        let svg = charts::grouped(
+            &format!("{label}: files by number of fragments"),
+            "fragments per file",
+            "files",
+            &cats,
+            &[
+                ("before aging".into(), b.clone()),
+                ("after aging".into(), a.clone()),
+            ],
+        );
+        let rows: Vec<Vec<String>> = cats
+            .iter()
+            .enumerate()
+            .map(|(k, c)| vec![c.clone(), format!("{:.0}", b[k]), format!("{:.0}", a[k])])
+            .collect();
+        let tbl = table(
+            &[
+                "fragments".into(),
+                "files before".into(),
+                "files after".into(),
+            ],
+            &rows,
+        );
+        chart_block(out, &format!("aging-{i}-fragments-per-file"), &svg, &tbl);
+    }
 }
 
 /// The aging section: per aging report, the layout score and fragments before and after,
@@ -369,6 +530,9 @@ fn aging_section(out: &mut String, aging: &[(String, serde_json::Value)]) {
         let svg = charts::bars(title, unit, &labels, &bars);
         let tbl = table(&["report".into(), unit.into()], &rows);
         chart_block(out, id, &svg, &tbl);
+    }
+    for (i, (label, v)) in aging.iter().enumerate() {
+        aging_distributions(out, i, label, v);
     }
     out.push_str("</div></section>\n");
 }

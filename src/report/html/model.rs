@@ -87,6 +87,7 @@ impl ReportInput {
                 input.warnings.extend(e.warnings);
                 input.groups.extend(e.groups);
                 input.figure_groups.extend(e.figure_groups);
+                input.aging.extend(e.aging);
             } else {
                 files.push(p);
             }
@@ -319,6 +320,30 @@ impl ReportInput {
             let varying = varying_keys(&fs);
             for (c, f) in g.configs.iter_mut().zip(fs) {
                 c.0 = label_of(f, &varying, &g.measurement);
+            }
+        }
+        // The aging steps' reports (targets with `age`), kept in OUTDIR/age.
+        if let Ok(rd) = std::fs::read_dir(outdir.join("age")) {
+            let mut paths: Vec<_> = rd
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|x| x == "json"))
+                .collect();
+            paths.sort();
+            for p in paths {
+                let Ok(v) = std::fs::read_to_string(&p)
+                    .map_err(anyhow::Error::from)
+                    .and_then(|t| Ok(serde_json::from_str::<serde_json::Value>(&t)?))
+                else {
+                    continue;
+                };
+                if v.get("layout_after").is_some() && v.get("target_fill").is_some() {
+                    let label = p
+                        .file_stem()
+                        .map(|n| format!("aging {}", n.to_string_lossy()))
+                        .unwrap_or_default();
+                    input.aging.push((label, v));
+                }
             }
         }
         Ok(input)
