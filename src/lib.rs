@@ -28,4 +28,5 @@ pub mod remount;
 pub mod report;
 pub mod scan;
 pub mod stats;
+pub mod verify;
 pub mod workloads;

@@ -118,6 +118,12 @@ enum Command {
         after_help = "Examples:\n  fsbench clean                 # in $TMPDIR\n  fsbench clean /mnt/test --dry-run"
     )]
     Clean(CleanArgs),
+    /// Check every file below DIR written by `fsbench run --verify`: each 4 KiB block's
+    /// header (file, offset) and checksum.
+    #[command(
+        after_help = "Examples:\n  fsbench verify /mnt/test/fsbench-fileserver\n  fsbench verify /mnt/test/kept --json report.json"
+    )]
+    Verify(VerifyArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     #[command(
         after_help = "Install, e.g. for bash:\n  fsbench completions bash > /etc/bash_completion.d/fsbench"
@@ -133,6 +139,15 @@ enum Command {
         /// Directory to write the pages into (created if missing).
         dir: PathBuf,
     },
+}
+
+#[derive(Args)]
+struct VerifyArgs {
+    /// A directory (every regular file below it is checked) or a file.
+    dir: PathBuf,
+    /// Write the mismatches as JSON to FILE (`-` for standard output).
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -187,6 +202,14 @@ struct RunArgs {
     /// (Filebench, and the default, end the run there).
     #[arg(long)]
     continue_on_enospc: bool,
+    /// Verify data: every 4 KiB block written carries a header (file, offset, generation,
+    /// checksum) that reads check; mismatches are reported per flowop and make the run fail.
+    #[arg(long)]
+    verify: bool,
+    /// Only check a kept fileset (the workload's `reuse` directory) without writing:
+    /// every block's header and checksum (after a crash, a remount, another run).
+    #[arg(long, conflicts_with = "verify")]
+    verify_only: bool,
     /// Run the workload N times (fresh filesets each time unless `reuse`) and report
     /// mean ± 95% confidence interval and coefficient of variation.
     #[arg(long, value_name = "N", default_value_t = 1)]
@@ -382,6 +405,23 @@ fn cmd_run(a: &RunArgs) -> Result<()> {
     if a.cold && !fsbench::engine::is_root() {
         bail!("--cold drops the page cache, which needs root; run as root or leave out --cold");
     }
+    if a.verify_only {
+        if !wl.filesets.iter().any(|f| f.reuse) {
+            bail!(
+                "--verify-only checks the fileset a run kept, and workload {} keeps none: give its fileset `reuse` (-s reuse=true where the workload offers it), run it with --verify, then --verify-only; or check a --keep directory with `fsbench verify DIR`",
+                wl.name
+            );
+        }
+        let stable = fsbench::engine::rundir::RunDir::stable_path(&parent, &wl.name);
+        let dirs: Vec<PathBuf> = wl
+            .filesets
+            .iter()
+            .filter(|f| f.reuse)
+            .map(|f| stable.join(&f.name))
+            .collect();
+        return cmd_verify(&dirs, a.json.as_deref());
+    }
+    fsbench::verify::ENABLED.store(a.verify, std::sync::atomic::Ordering::Relaxed);
     for (flag, path) in [
         ("--json", &a.json),
         ("--csv", &a.csv),
@@ -435,10 +475,116 @@ fn cmd_run(a: &RunArgs) -> Result<()> {
         ],
         a.histograms,
     )?;
+    if a.verify {
+        let (mut blocks, mut bad, mut skipped) = (0, 0, 0);
+        let mut first = Vec::new();
+        for f in &results.flowops {
+            if let Some(v) = &f.verify {
+                blocks += v.blocks_checked;
+                bad += v.mismatches;
+                skipped += v.reads_skipped;
+                first.extend(v.first.iter().map(|m| (f.name.clone(), m.clone())));
+            }
+        }
+        eprintln!(
+            "fsbench: verify: {} checked, {}, {} not checked (a write to the same file ran meanwhile)",
+            fsbench::report::count(blocks, "block"),
+            fsbench::report::count(bad, "mismatch"),
+            fsbench::report::count(skipped, "read"),
+        );
+        for (name, m) in first.iter().take(5) {
+            eprintln!(
+                "fsbench: verify: {name}: {} at offset {}: expected {}, found {}",
+                m.path, m.offset, m.expected, m.found
+            );
+        }
+        if bad > 0 {
+            bail!(
+                "verify: {} (all are in the JSON results)",
+                fsbench::report::count(bad, "mismatch")
+            );
+        }
+    }
     if results.interrupted {
         bail!(
             "interrupted: the results above cover {:.1} s",
             results.duration_s
+        );
+    }
+    Ok(())
+}
+
+/// `fsbench verify DIR` and `run --verify-only`: check every regular file below the
+/// directories (no link followed) on its own.
+fn cmd_verify(dirs: &[PathBuf], json: Option<&std::path::Path>) -> Result<()> {
+    let mut files = 0u64;
+    let mut blocks = 0u64;
+    let mut found: Vec<fsbench::verify::Mismatch> = Vec::new();
+    let mut count = 0u64;
+    let mut stack: Vec<PathBuf> = Vec::new();
+    for d in dirs {
+        let m = std::fs::symlink_metadata(d).with_context(|| format!("{}", d.display()))?;
+        if m.file_type().is_symlink() {
+            bail!("{} is a symbolic link; not following it", d.display());
+        }
+        stack.push(d.clone());
+    }
+    while let Some(p) = stack.pop() {
+        let m = std::fs::symlink_metadata(&p).with_context(|| format!("{}", p.display()))?;
+        if m.is_dir() {
+            let mut entries: Vec<PathBuf> = std::fs::read_dir(&p)
+                .with_context(|| format!("listing {}", p.display()))?
+                .flatten()
+                .map(|e| e.path())
+                .collect();
+            entries.sort();
+            stack.extend(entries.into_iter().rev());
+        } else if m.is_file() {
+            let name = p
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            if name.starts_with(".fsbench") {
+                continue;
+            }
+            files += 1;
+            blocks += fsbench::verify::check_file(&p, &mut |mm| {
+                count += 1;
+                if found.len() < 10_000 {
+                    found.push(mm);
+                }
+            })
+            .with_context(|| format!("reading {}", p.display()))?;
+        }
+    }
+    eprintln!(
+        "fsbench: verify: {} checked, {} in {}",
+        fsbench::report::count(blocks, "block"),
+        fsbench::report::count(count, "mismatch"),
+        fsbench::report::count(files, "file"),
+    );
+    for m in found.iter().take(5) {
+        eprintln!(
+            "fsbench: verify: {} at offset {}: expected {}, found {}",
+            m.path, m.offset, m.expected, m.found
+        );
+    }
+    if let Some(j) = json {
+        let v = serde_json::json!({"files": files, "blocks_checked": blocks, "mismatches": count, "first": found});
+        let text = serde_json::to_string_pretty(&v)?;
+        if j == std::path::Path::new("-") {
+            println!("{text}");
+        } else {
+            std::fs::write(j, text + "\n").with_context(|| format!("writing {}", j.display()))?;
+        }
+    }
+    if count > 0 {
+        bail!("verify: {}", fsbench::report::count(count, "mismatch"));
+    }
+    if blocks == 0 && files > 0 {
+        bail!(
+            "verify: none of the {} carries fsbench's block headers (written without --verify?)",
+            fsbench::report::count(files, "file")
         );
     }
     Ok(())
@@ -590,6 +736,7 @@ fn dispatch(cli: Cli) -> Result<()> {
             println!("wrote man pages into {}", dir.display());
             Ok(())
         }
+        Command::Verify(a) => cmd_verify(&[a.dir.clone()], a.json.as_deref()),
         Command::Clean(a) => {
             let dir = a.dir.clone().unwrap_or_else(std::env::temp_dir);
             print!("{}", fsbench::engine::clean::clean(&dir, a.dry_run)?);

@@ -216,6 +216,9 @@ pub fn create(
                             &mut data,
                             fs.reuse,
                             fs.trusttree,
+                            rt.verify.get(i).map(|st| {
+                                (st, crate::verify::file_id(plan.index as u32, i as u32))
+                            }),
                         )
                     });
                     match r {
@@ -294,6 +297,7 @@ fn not_ours(e: io::Error) -> io::Error {
 /// Write one file of `size` bytes as `name` in `dir`. Returns `None` when an existing file
 /// was kept as it was. Never follows a link: an existing link is refused (`ELOOP`), and
 /// anything but a regular file is refused too.
+#[allow(clippy::too_many_arguments)]
 fn write_file(
     dir: RawFd,
     name: &std::ffi::CStr,
@@ -302,6 +306,7 @@ fn write_file(
     data: &mut [u8],
     reuse: bool,
     trust: bool,
+    verify: Option<(&crate::verify::FileState, u64)>,
 ) -> io::Result<Option<u64>> {
     if reuse {
         match beneath::open_file(dir, name, libc::O_WRONLY) {
@@ -312,10 +317,17 @@ fn write_file(
                 }
                 let have = st.st_size as u64;
                 if trust || have == size {
+                    // Kept from before: its content is not known to this run.
+                    if let Some((vs, _)) = verify {
+                        vs.reset(have);
+                    }
                     return Ok(None);
                 }
                 if have > size {
                     File::from(fd).set_len(size)?;
+                    if let Some((vs, _)) = verify {
+                        vs.reset(size);
+                    }
                     return Ok(None);
                 }
             }
@@ -333,8 +345,14 @@ fn write_file(
     while off < size {
         let n = (size - off).min(data.len() as u64) as usize;
         gen.fill(file, off / BLOCK as u64, &mut data[..n]);
+        if let Some((_, id)) = verify {
+            crate::verify::stamp(1, id, off, &mut data[..n]);
+        }
         f.write_all(&data[..n])?;
         off += n as u64;
+    }
+    if let Some((vs, _)) = verify {
+        vs.laid_out(size);
     }
     Ok(Some(size))
 }

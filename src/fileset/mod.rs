@@ -76,6 +76,8 @@ pub struct FilesetRt {
     pub leafdirs: Vec<Entry>,
     /// Directories holding entries, for `listdir`.
     pub listable: Vec<u32>,
+    /// With `--verify`: what is known of each file's content (parallel to `files`).
+    pub verify: Vec<crate::verify::FileState>,
     pub readonly: bool,
     pub writeonly: bool,
     /// Round-robin positions, one per (list, wanted state): a delete looking for an existing
@@ -125,6 +127,11 @@ impl FilesetRt {
                 .collect(),
             leafdirs: tree.leafdirs.iter().map(|l| mk(l, 0)).collect(),
             listable: tree.leaf_parents(),
+            verify: if crate::verify::enabled() {
+                (0..tree.files.len()).map(|_| Default::default()).collect()
+            } else {
+                Vec::new()
+            },
             readonly,
             writeonly,
             rotors: Default::default(),

@@ -36,6 +36,8 @@ pub fn count(n: impl Into<u64>, noun: &str) -> String {
         .filter(|s| !s.ends_with(['a', 'e', 'o', 'u']))
     {
         format!("{n} {stem}ies")
+    } else if ["s", "x", "ch", "sh"].iter().any(|e| noun.ends_with(e)) {
+        format!("{n} {noun}es")
     } else {
         format!("{n} {noun}s")
     }

@@ -33,6 +33,12 @@ pub struct OpRecorder {
     /// Sum of their submission-to-completion times.
     pub completion_ns_sum: u64,
     pub cpu_ns: f64,
+    /// `--verify`: blocks checked, mismatches (the first [`crate::verify::KEEP`] kept), and
+    /// reads not checked because a write to the same file ran meanwhile.
+    pub verify_blocks: u64,
+    pub verify_mismatches: u64,
+    pub verify_skipped: u64,
+    pub mismatches: Vec<crate::verify::Mismatch>,
 }
 
 /// The largest latency a histogram holds (one hour); longer ones are recorded as an hour.
@@ -51,6 +57,10 @@ impl Default for OpRecorder {
             completions: 0,
             completion_ns_sum: 0,
             cpu_ns: 0.0,
+            verify_blocks: 0,
+            verify_mismatches: 0,
+            verify_skipped: 0,
+            mismatches: Vec::new(),
         }
     }
 }
@@ -94,6 +104,12 @@ impl OpRecorder {
         self.completions += o.completions;
         self.completion_ns_sum += o.completion_ns_sum;
         self.cpu_ns += o.cpu_ns;
+        self.verify_blocks += o.verify_blocks;
+        self.verify_mismatches += o.verify_mismatches;
+        self.verify_skipped += o.verify_skipped;
+        let room = crate::verify::KEEP.saturating_sub(self.mismatches.len());
+        self.mismatches
+            .extend(o.mismatches.iter().take(room).cloned());
         let _ = self.hist.add(&o.hist);
         if self.first_error.is_none() {
             self.first_error.clone_from(&o.first_error);

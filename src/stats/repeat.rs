@@ -212,6 +212,18 @@ pub fn combine(runs: Vec<Results>) -> Results {
                     completion_mean_us: if n > 0 { sum / n as f64 } else { 0.0 },
                 }
             }),
+            verify: f0.verify.as_ref().map(|_| {
+                let vs = || fs.iter().filter_map(|f| f.verify.as_ref());
+                crate::verify::VerifyResult {
+                    blocks_checked: vs().map(|v| v.blocks_checked).sum(),
+                    mismatches: vs().map(|v| v.mismatches).sum(),
+                    reads_skipped: vs().map(|v| v.reads_skipped).sum(),
+                    first: vs()
+                        .flat_map(|v| v.first.iter().cloned())
+                        .take(crate::verify::KEEP)
+                        .collect(),
+                }
+            }),
         });
     }
     let ops: u64 = all.iter().map(|r| r.summary.ops).sum();

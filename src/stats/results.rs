@@ -73,6 +73,9 @@ pub struct FlowopResult {
     /// the writes reaped and their mean time from submission to completion.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub aio: Option<AioCompletions>,
+    /// With `--verify`: what the flowop's reads checked and found.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify: Option<crate::verify::VerifyResult>,
 }
 
 /// Completions of an `aiowrite` flowop's asynchronous writes.
@@ -356,6 +359,12 @@ pub fn summarize(
                 } else {
                     0.0
                 },
+            }),
+            verify: crate::verify::enabled().then(|| crate::verify::VerifyResult {
+                blocks_checked: o.verify_blocks,
+                mismatches: o.verify_mismatches,
+                reads_skipped: o.verify_skipped,
+                first: o.mismatches.clone(),
             }),
         });
         s.errors += o.errors;

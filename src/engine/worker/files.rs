@@ -108,6 +108,9 @@ impl Worker<'_> {
                 // As Filebench: a deleted entry has no opens; our own still-open slot
                 // stops counting (its close will not decrement a later file's count).
                 fs.files[e].opens.store(0, Ordering::Relaxed);
+                if let Some(v) = fs.verify.get(e) {
+                    v.reset(0);
+                }
                 if own_open {
                     self.slots[slot].entry = None;
                 }

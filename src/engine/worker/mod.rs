@@ -615,6 +615,11 @@ impl<'a> Worker<'a> {
                 if f.noreadahead {
                     io::fadvise_random(fd);
                 }
+                if create {
+                    if let Some(v) = fs.verify.get(e) {
+                        v.reset(0);
+                    }
+                }
                 fs.files[e].opens.fetch_add(1, Ordering::Relaxed);
                 fs.release(List::Files, e, true);
                 self.slots[slot] = Slot {
@@ -721,6 +726,62 @@ impl<'a> Worker<'a> {
         } else {
             next
         };
+    }
+
+    /// With `--verify`: the content state and header id of the file last opened in `slot`.
+    fn vstate(&self, slot: usize) -> Option<(&'a crate::verify::FileState, u64)> {
+        let (fs, e) = self.slots[slot].last?;
+        let sh: &'a Shared<'a> = self.sh;
+        let st = sh.filesets[fs as usize].verify.get(e as usize)?;
+        Some((st, crate::verify::file_id(fs, e)))
+    }
+
+    /// Stamp the buffer bytes `boff..boff + len`, about to be written at `off`, with a new
+    /// generation of the file; returns the generation.
+    fn vstamp(
+        &mut self,
+        v: (&crate::verify::FileState, u64),
+        off: u64,
+        boff: usize,
+        len: usize,
+    ) -> u32 {
+        let g = v.0.begin_write();
+        crate::verify::stamp(g, v.1, off, &mut self.buf.as_mut_slice()[boff..boff + len]);
+        g
+    }
+
+    /// Check `n` bytes read at `off` (asked: `asked`) into the buffer at `boff` against the
+    /// state `snap` taken before the read; counts and mismatches go to the flowop.
+    #[allow(clippy::too_many_arguments)]
+    fn vcheck(
+        &mut self,
+        f: &Flowop,
+        slot: usize,
+        v: (&crate::verify::FileState, u64),
+        snap: &crate::verify::Snapshot,
+        off: u64,
+        asked: u64,
+        boff: usize,
+        n: usize,
+    ) {
+        let mut found = Vec::new();
+        let path = || self.slot_path(slot);
+        let c = crate::verify::check_read(
+            v.0,
+            snap,
+            v.1,
+            &path,
+            off,
+            asked,
+            &self.buf.as_slice()[boff..boff + n],
+            &mut |m| found.push(m),
+        );
+        let o = &mut self.rec.ops[f.stat];
+        o.verify_blocks += c.blocks;
+        o.verify_mismatches += c.mismatches;
+        o.verify_skipped += c.skipped;
+        let room = crate::verify::KEEP.saturating_sub(o.mismatches.len());
+        o.mismatches.extend(found.into_iter().take(room));
     }
 
     /// Path of the file a slot was last opened on (for error messages).

@@ -45,6 +45,10 @@ impl Worker<'_> {
             if self.aio.is_none() {
                 self.aio = Some(Aio::setup());
             }
+            // With --verify: not stamped (earlier writes from this buffer may still be in
+            // flight), and the blocks it writes are not checked until rewritten.
+            let v = self.vstate(slot);
+            let vgen = v.map(|v| v.0.begin_write());
             let ptr = self.buf.as_slice()[boff..].as_ptr();
             let aio = self.aio.as_mut().expect("set above");
             // SAFETY: the worker's buffer is only replaced after draining (buffer())
@@ -52,6 +56,10 @@ impl Worker<'_> {
             let t0 = self.clock.now();
             let r = unsafe { aio.write(fd, ptr, len, off, f.stat) };
             let ns = self.clock.since(t0);
+            if let (Some(v), Some(g)) = (v, vgen) {
+                let _ = g;
+                v.0.forget(off, if r.is_ok() { len as u64 } else { 0 }, false);
+            }
             self.record_aio();
             self.advance(f, slot, off, len as u64, wss);
             return match r {
@@ -67,13 +75,24 @@ impl Worker<'_> {
             let map = self
                 .mapping(slot, fd, off + len as u64)
                 .map_err(|e| Fail::Error(format!("mmap: {e}")))?;
+            let v = self.vstate(slot);
+            let snap = v.map(|v| v.0.snapshot(off, len as u64));
             let t0 = self.clock.now();
             let n = self.copy_from_map(map, off, boff, len);
             let ns = self.clock.since(t0);
+            if let (Some(v), Some(s)) = (v, &snap) {
+                self.vcheck(f, slot, v, s, off, len as u64, boff, n);
+            }
             self.done(f, ns, n as u64);
             self.advance(f, slot, off, n as u64, wss);
             return Ok(Flow::Continue);
         }
+        let v = self.vstate(slot);
+        let (snap, vgen) = match v {
+            Some(v) if f.kind == Read => (Some(v.0.snapshot(off, len as u64)), None),
+            Some(v) => (None, Some(self.vstamp(v, off, boff, len))),
+            None => (None, None),
+        };
         let t0 = self.clock.now();
         let r = if f.kind == Read {
             io::pread(fd, &mut self.buf.as_mut_slice()[boff..boff + len], off)
@@ -81,6 +100,14 @@ impl Worker<'_> {
             io::pwrite(fd, &self.buf.as_slice()[boff..boff + len], off)
         };
         let ns = self.clock.since(t0);
+        if let Some(v) = v {
+            let n = *r.as_ref().unwrap_or(&0);
+            if let Some(g) = vgen {
+                v.0.end_write(g, off, n as u64, true);
+            } else if let (Some(s), Ok(_)) = (&snap, &r) {
+                self.vcheck(f, slot, v, s, off, len as u64, boff, n);
+            }
+        }
         match r {
             Ok(n) => {
                 self.done(f, ns, n as u64);
@@ -116,11 +143,25 @@ impl Worker<'_> {
             return Ok(Flow::Continue);
         }
         let (boff, len) = self.buffer(size as usize)?;
+        // With --verify the data is stamped for where the file ends now (untimed).
+        let v = self.vstate(slot);
+        let planned = v.map(|v| {
+            let at = io::fstat(fd).map_or(0, |st| st.st_size.max(0) as u64);
+            (at, self.vstamp(v, at, boff, len))
+        });
         let t0 = self.clock.now();
         let r = io::seek_end(fd).and_then(|end| {
             io::write(fd, &self.buf.as_slice()[boff..boff + len]).map(|n| (end, n))
         });
         let ns = self.clock.since(t0);
+        if let (Some(v), Some((at, g))) = (v, planned) {
+            match &r {
+                Ok((end, n)) if *end == at => v.0.end_write(g, at, *n as u64, true),
+                // Another writer moved the end: the stamps name the wrong offsets.
+                Ok((end, n)) => v.0.forget(*end, *n as u64, true),
+                Err(_) => v.0.end_write(g, at, 0, true),
+            }
+        }
         match r {
             Ok((end, n)) => {
                 self.done(f, ns, n as u64);
@@ -155,26 +196,44 @@ impl Worker<'_> {
             let map = self
                 .mapping(slot, fd, wss)
                 .map_err(|e| Fail::Error(format!("mmap: {e}")))?;
+            let v = self.vstate(slot);
+            let mut vns = 0;
             let t0 = self.clock.now();
             loop {
+                let snap = v.map(|v| v.0.snapshot(total, len as u64));
                 let n = self.copy_from_map(map, total, boff, len);
+                if let (Some(v), Some(s)) = (v, &snap) {
+                    let c0 = self.clock.now();
+                    self.vcheck(f, slot, v, s, total, len as u64, boff, n);
+                    vns += self.clock.since(c0);
+                }
                 if n == 0 {
                     break;
                 }
                 total += n as u64;
             }
-            self.done(f, self.clock.since(t0), total);
+            // Checking is not the operation: its time is taken out.
+            self.done(f, self.clock.since(t0).saturating_sub(vns), total);
             return Ok(Flow::Continue);
         }
+        let v = self.vstate(slot);
+        let mut vns = 0;
         let t0 = self.clock.now();
         let r = loop {
-            match io::pread(fd, &mut self.buf.as_mut_slice()[boff..boff + len], total) {
+            let snap = v.map(|v| v.0.snapshot(total, len as u64));
+            let r = io::pread(fd, &mut self.buf.as_mut_slice()[boff..boff + len], total);
+            if let (Some(v), Some(s), Ok(n)) = (v, &snap, &r) {
+                let c0 = self.clock.now();
+                self.vcheck(f, slot, v, s, total, len as u64, boff, *n);
+                vns += self.clock.since(c0);
+            }
+            match r {
                 Ok(0) => break Ok(()),
                 Ok(n) => total += n as u64,
                 Err(e) => break Err(e),
             }
         };
-        let ns = self.clock.since(t0);
+        let ns = self.clock.since(t0).saturating_sub(vns);
         match r {
             Ok(()) => {
                 self.done(f, ns, total);
@@ -203,19 +262,32 @@ impl Worker<'_> {
         let (boff, len) = self.buffer(iosize.min(wss.max(1)) as usize)?;
         let start = self.slots[slot].off;
         let mut done = 0u64;
+        let v = self.vstate(slot);
+        let mut vns = 0;
         let t0 = self.clock.now();
         let r = loop {
             if done >= wss {
                 break Ok(());
             }
             let n = (wss - done).min(len as u64) as usize;
-            match io::pwrite(fd, &self.buf.as_slice()[boff..boff + n], start + done) {
+            let vgen = v.map(|v| {
+                let c0 = self.clock.now();
+                let g = self.vstamp(v, start + done, boff, n);
+                vns += self.clock.since(c0);
+                g
+            });
+            let r = io::pwrite(fd, &self.buf.as_slice()[boff..boff + n], start + done);
+            if let (Some(v), Some(g)) = (v, vgen) {
+                v.0.end_write(g, start + done, *r.as_ref().unwrap_or(&0) as u64, true);
+            }
+            match r {
                 Ok(0) => break Err(std::io::Error::other("wrote 0 bytes")),
                 Ok(w) => done += w as u64,
                 Err(e) => break Err(e),
             }
         };
-        let ns = self.clock.since(t0);
+        // Stamping is not the operation: its time is taken out.
+        let ns = self.clock.since(t0).saturating_sub(vns);
         self.slots[slot].off = start + done;
         match r {
             Ok(()) => {

@@ -1,0 +1,507 @@
+//! Data verification (`--verify`): every 4 KiB block fsbench writes starts with a small
+//! header naming what it is, and reads check it.
+//!
+//! A block is the 4 KiB at a block-aligned file offset. Its first [`HEADER`] bytes are:
+//! magic `FSBV`, the write's generation (u32), the file's id (u64), the block's file offset
+//! (u64), the number of bytes of the block the header vouches for (u32, from the block's
+//! start), and a 32-bit checksum of those fields and of the vouched bytes; the rest is the
+//! fileset's content (`compress=`/`dedupe=`). So a block read back proves itself: the right
+//! file, the right place, not torn, not flipped. Staleness needs memory: each file's state
+//! keeps, per block, the generation of the last write that completed and the length it
+//! vouched for, and a read must find at least that generation.
+//!
+//! Writes that start inside a block cannot rewrite its header: when they overwrite bytes the
+//! header vouches for, the block is no longer checkable and is marked so until a write from
+//! its start covers it again; writes past the vouched bytes (appends to a short last block)
+//! leave it checkable. Asynchronous writes complete at an unknown time, so they stamp their
+//! blocks but do not raise the generation a read must find.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+/// Whether this run verifies data (`--verify`): set once before the layout.
+pub static ENABLED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+pub fn enabled() -> bool {
+    ENABLED.load(Ordering::Relaxed)
+}
+
+/// Mismatches kept per flowop (all are counted).
+pub const KEEP: usize = 1000;
+
+/// A flowop's verification in the results.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct VerifyResult {
+    /// Blocks whose header and checksum were checked.
+    pub blocks_checked: u64,
+    pub mismatches: u64,
+    /// Reads not checked because another write to the same file ran meanwhile.
+    pub reads_skipped: u64,
+    /// The first mismatches (up to 1,000 per flowop).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub first: Vec<Mismatch>,
+}
+
+/// Bytes per verified block.
+pub const BLOCK: u64 = 4096;
+/// Bytes of the header at the start of every block.
+pub const HEADER: usize = 32;
+const MAGIC: [u8; 4] = *b"FSBV";
+
+/// A file's id in headers: fileset index and entry index.
+pub fn file_id(fileset: u32, entry: u32) -> u64 {
+    ((fileset as u64) << 32) | entry as u64
+}
+
+fn sum(gen: u32, id: u64, off: u64, len: u32, payload: &[u8]) -> u32 {
+    let mut h: u64 = 0x9e37_79b9_7f4a_7c15 ^ (gen as u64) ^ ((len as u64) << 32);
+    let mut step = |w: u64| {
+        h = (h ^ w).wrapping_mul(0xff51_afd7_ed55_8ccd);
+        h ^= h >> 29;
+    };
+    step(id);
+    step(off);
+    let mut chunks = payload.chunks_exact(8);
+    for c in &mut chunks {
+        step(u64::from_le_bytes(c.try_into().expect("8 bytes")));
+    }
+    let rest = chunks.remainder();
+    if !rest.is_empty() {
+        let mut w = [0u8; 8];
+        w[..rest.len()].copy_from_slice(rest);
+        step(u64::from_le_bytes(w) ^ (rest.len() as u64) << 59);
+    }
+    (h ^ (h >> 32)) as u32
+}
+
+/// Write the header of a block whose bytes are `block` (from its start; `block.len()` is the
+/// length vouched for, at least [`HEADER`]).
+fn put_header(gen: u32, id: u64, off: u64, block: &mut [u8]) {
+    let len = block.len() as u32;
+    let s = sum(gen, id, off, len, &block[HEADER..]);
+    block[0..4].copy_from_slice(&MAGIC);
+    block[4..8].copy_from_slice(&gen.to_le_bytes());
+    block[8..16].copy_from_slice(&id.to_le_bytes());
+    block[16..24].copy_from_slice(&off.to_le_bytes());
+    block[24..28].copy_from_slice(&len.to_le_bytes());
+    block[28..32].copy_from_slice(&s.to_le_bytes());
+}
+
+/// Stamp `buf`, about to be written at file offset `off`, for file `id` and generation
+/// `gen`: the payload bytes stay what the caller put there (the fileset's content), and
+/// every block that the write covers from its start gets its header.
+pub fn stamp(gen: u32, id: u64, off: u64, buf: &mut [u8]) {
+    let end = off + buf.len() as u64;
+    let mut b = off.div_ceil(BLOCK) * BLOCK;
+    while b + HEADER as u64 <= end {
+        let e = (b + BLOCK).min(end);
+        let s = (b - off) as usize;
+        put_header(gen, id, b, &mut buf[s..(e - off) as usize]);
+        b += BLOCK;
+    }
+}
+
+/// What a block's header says.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Header {
+    pub gen: u32,
+    pub id: u64,
+    pub off: u64,
+    pub len: u32,
+}
+
+/// Why a block failed its check.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Mismatch {
+    pub path: String,
+    pub offset: u64,
+    pub expected: String,
+    pub found: String,
+}
+
+/// Check one block read back from offset `off` (`data` from the block's start, as much as
+/// was read). `floor` is the generation the block must have at least (0: any).
+/// Returns `Ok(true)` when checked, `Ok(false)` when too little was read to check it.
+pub fn check_block(data: &[u8], id: u64, off: u64, floor: u32) -> Result<bool, (String, String)> {
+    if data.len() < HEADER {
+        return Ok(false);
+    }
+    if data[0..4] != MAGIC {
+        return Err((
+            format!("a block header of file {id:#x} at offset {off}"),
+            format!("no header (bytes {:02x?})", &data[0..8]),
+        ));
+    }
+    let u32_at = |i: usize| u32::from_le_bytes(data[i..i + 4].try_into().expect("4"));
+    let u64_at = |i: usize| u64::from_le_bytes(data[i..i + 8].try_into().expect("8"));
+    let h = Header {
+        gen: u32_at(4),
+        id: u64_at(8),
+        off: u64_at(16),
+        len: u32_at(24),
+    };
+    if h.id != id || h.off != off {
+        return Err((
+            format!("file {id:#x} offset {off}"),
+            format!("the block of file {:#x} offset {} (misplaced)", h.id, h.off),
+        ));
+    }
+    if (h.len as usize) < HEADER || h.len as u64 > BLOCK {
+        return Err((
+            "a vouched length of 32 to 4096 bytes".into(),
+            format!("{} (corrupt header)", h.len),
+        ));
+    }
+    if data.len() < h.len as usize {
+        return Ok(false);
+    }
+    let s = sum(h.gen, h.id, h.off, h.len, &data[HEADER..h.len as usize]);
+    if s != u32_at(28) {
+        return Err((
+            format!("checksum {:08x}", u32_at(28)),
+            format!("{s:08x} (the block's bytes changed)"),
+        ));
+    }
+    if h.gen < floor {
+        return Err((
+            format!("generation {floor} or later"),
+            format!("generation {} (stale data)", h.gen),
+        ));
+    }
+    Ok(true)
+}
+
+/// Per-block state: generation (high 32 bits) and vouched length; 0 = not checkable.
+type BlockState = u64;
+
+fn pack(gen: u32, len: u64) -> BlockState {
+    ((gen as u64) << 32) | len
+}
+
+fn gen_of(s: BlockState) -> u32 {
+    (s >> 32) as u32
+}
+
+fn len_of(s: BlockState) -> u64 {
+    s & 0xffff_ffff
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    /// The size the file has after the writes that completed.
+    size: u64,
+    blocks: Vec<BlockState>,
+    next_gen: u32,
+}
+
+/// What fsbench knows about one file's content.
+#[derive(Debug, Default)]
+pub struct FileState {
+    inner: Mutex<Inner>,
+    /// Changes when a write to the file begins and when it ends.
+    seq: AtomicU64,
+    /// Writes to the file under way.
+    inflight: AtomicU64,
+}
+
+/// A read's view of a file's state, taken before the read.
+pub struct Snapshot {
+    seq: u64,
+    busy: bool,
+    size: u64,
+    first_block: u64,
+    blocks: Vec<BlockState>,
+}
+
+impl FileState {
+    /// Laid out whole at generation 1 (`size` bytes).
+    pub fn laid_out(&self, size: u64) {
+        let mut g = self.inner.lock().unwrap();
+        g.size = size;
+        g.next_gen = 1;
+        // A last block shorter than a header has none: not checkable.
+        g.blocks = (0..size.div_ceil(BLOCK))
+            .map(|b| match (size - b * BLOCK).min(BLOCK) {
+                n if n >= HEADER as u64 => pack(1, n),
+                _ => 0,
+            })
+            .collect();
+    }
+
+    /// Nothing known (a file kept from before, or one being recreated).
+    pub fn reset(&self, size: u64) {
+        let mut g = self.inner.lock().unwrap();
+        g.size = size;
+        g.blocks.clear();
+        g.blocks.resize(size.div_ceil(BLOCK) as usize, 0);
+    }
+
+    /// A write of `len` bytes at `off` is about to start: its generation.
+    pub fn begin_write(&self) -> u32 {
+        self.inflight.fetch_add(1, Ordering::AcqRel);
+        self.seq.fetch_add(1, Ordering::AcqRel);
+        let mut g = self.inner.lock().unwrap();
+        g.next_gen = g.next_gen.wrapping_add(1).max(2);
+        g.next_gen
+    }
+
+    /// The write begun with [`FileState::begin_write`] wrote `n` bytes at `off` (0 when it
+    /// failed). `sync`: it completed (false for asynchronous writes, whose data lands later).
+    pub fn end_write(&self, gen: u32, off: u64, n: u64, sync: bool) {
+        {
+            let mut g = self.inner.lock().unwrap();
+            let end = off + n;
+            if n > 0 {
+                let need = end.div_ceil(BLOCK) as usize;
+                if g.blocks.len() < need {
+                    g.blocks.resize(need, 0);
+                }
+                let mut b = off / BLOCK * BLOCK;
+                while b < end {
+                    let i = (b / BLOCK) as usize;
+                    let s = off.max(b);
+                    let e = end.min(b + BLOCK);
+                    let prev = g.blocks[i];
+                    g.blocks[i] = if s == b && e - b >= HEADER as u64 {
+                        // Header rewritten: checkable at this generation (asynchronous:
+                        // the old generation is still acceptable until it lands).
+                        if sync {
+                            pack(gen, e - b)
+                        } else if gen_of(prev) == 0 {
+                            0
+                        } else {
+                            prev
+                        }
+                    } else if gen_of(prev) != 0 && s < b + len_of(prev) {
+                        // Bytes the old header vouched for changed under it.
+                        0
+                    } else {
+                        prev
+                    };
+                    b += BLOCK;
+                }
+                if sync {
+                    g.size = g.size.max(end);
+                }
+            }
+        }
+        self.seq.fetch_add(1, Ordering::AcqRel);
+        self.inflight.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    /// A write begun with [`FileState::begin_write`] of `n` bytes at `off` is not
+    /// checkable (it landed where its stamps do not belong, or it is asynchronous and lands
+    /// later, `landed` false): those blocks are not checked until rewritten.
+    pub fn forget(&self, off: u64, n: u64, landed: bool) {
+        {
+            let mut g = self.inner.lock().unwrap();
+            let end = off + n;
+            let need = end.div_ceil(BLOCK) as usize;
+            if g.blocks.len() < need {
+                g.blocks.resize(need, 0);
+            }
+            let mut b = off / BLOCK * BLOCK;
+            while b < end {
+                g.blocks[(b / BLOCK) as usize] = 0;
+                b += BLOCK;
+            }
+            if landed {
+                g.size = g.size.max(end);
+            }
+        }
+        self.seq.fetch_add(1, Ordering::AcqRel);
+        self.inflight.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    /// The state of the blocks a read of `len` bytes at `off` covers.
+    pub fn snapshot(&self, off: u64, len: u64) -> Snapshot {
+        let seq = self.seq.load(Ordering::Acquire);
+        let busy = self.inflight.load(Ordering::Acquire) > 0;
+        let g = self.inner.lock().unwrap();
+        let first = off.div_ceil(BLOCK);
+        let last = (off + len).div_ceil(BLOCK).min(g.blocks.len() as u64);
+        Snapshot {
+            seq,
+            busy,
+            size: g.size,
+            first_block: first,
+            blocks: if first < last {
+                g.blocks[first as usize..last as usize].to_vec()
+            } else {
+                Vec::new()
+            },
+        }
+    }
+
+    /// Whether a write ran during a read that started at `s`.
+    pub fn disturbed(&self, s: &Snapshot) -> bool {
+        s.busy || self.seq.load(Ordering::Acquire) != s.seq
+    }
+}
+
+/// The outcome of checking one read.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Checked {
+    pub blocks: u64,
+    pub mismatches: u64,
+    /// Reads not checked because a write to the same file ran meanwhile.
+    pub skipped: u64,
+}
+
+/// Check `data`, read from file offset `off` after the snapshot `snap` was taken (asked for
+/// `asked` bytes); mismatches go to `out`.
+#[allow(clippy::too_many_arguments)]
+pub fn check_read(
+    st: &FileState,
+    snap: &Snapshot,
+    id: u64,
+    path: &dyn Fn() -> String,
+    off: u64,
+    asked: u64,
+    data: &[u8],
+    out: &mut dyn FnMut(Mismatch),
+) -> Checked {
+    let mut c = Checked::default();
+    if st.disturbed(snap) {
+        c.skipped = 1;
+        return c;
+    }
+    let got = data.len() as u64;
+    if got < asked && off + got < snap.size {
+        c.mismatches += 1;
+        out(Mismatch {
+            path: path(),
+            offset: off + got,
+            expected: format!(
+                "{} bytes (the file's size after the writes fsbench made)",
+                snap.size
+            ),
+            found: format!("the file ends at {} (truncated)", off + got),
+        });
+    }
+    for (k, &s) in snap.blocks.iter().enumerate() {
+        let b = (snap.first_block + k as u64) * BLOCK;
+        if gen_of(s) == 0 || b >= off + got {
+            continue;
+        }
+        let from = (b - off) as usize;
+        let to = ((b + BLOCK).min(off + got) - off) as usize;
+        match check_block(&data[from..to], id, b, gen_of(s)) {
+            Ok(true) => c.blocks += 1,
+            Ok(false) => {}
+            Err((expected, found)) => {
+                c.mismatches += 1;
+                out(Mismatch {
+                    path: path(),
+                    offset: b,
+                    expected,
+                    found,
+                });
+            }
+        }
+    }
+    c
+}
+
+/// Check a whole file on its own (no state: `--verify-only`): every block must carry a
+/// header of this file (the id of its first block) at its own offset, with a valid checksum.
+pub fn check_file(path: &std::path::Path, out: &mut dyn FnMut(Mismatch)) -> std::io::Result<u64> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(path)?;
+    let mut data = Vec::new();
+    f.read_to_end(&mut data)?;
+    let mut id = None;
+    let mut blocks = 0;
+    for (i, chunk) in data.chunks(BLOCK as usize).enumerate() {
+        let off = i as u64 * BLOCK;
+        if chunk.len() < HEADER {
+            continue;
+        }
+        let want = *id
+            .get_or_insert_with(|| u64::from_le_bytes(chunk[8..16].try_into().expect("8 bytes")));
+        match check_block(chunk, want, off, 0) {
+            Ok(true) => blocks += 1,
+            Ok(false) => {
+                out(Mismatch {
+                    path: path.display().to_string(),
+                    offset: off,
+                    expected: "the bytes the block's header vouches for".into(),
+                    found: format!("the file ends at {} (truncated)", data.len()),
+                });
+            }
+            Err((expected, found)) => out(Mismatch {
+                path: path.display().to_string(),
+                offset: off,
+                expected,
+                found,
+            }),
+        }
+    }
+    Ok(blocks)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn written(id: u64, gen: u32, off: u64, len: usize) -> Vec<u8> {
+        let mut buf: Vec<u8> = (0..len).map(|i| (i * 7 + 3) as u8).collect();
+        stamp(gen, id, off, &mut buf);
+        buf
+    }
+
+    #[test]
+    fn stamped_blocks_check_and_corruption_is_caught() {
+        let buf = written(5, 2, 0, 3 * 4096 + 100);
+        for b in 0..4u64 {
+            let s = (b * BLOCK) as usize;
+            let e = (s + BLOCK as usize).min(buf.len());
+            assert_eq!(check_block(&buf[s..e], 5, b * BLOCK, 2), Ok(true));
+        }
+        // A flipped byte, a swapped block, another file, a stale generation.
+        let mut flip = buf.clone();
+        flip[4096 + 900] ^= 0x40;
+        assert!(check_block(&flip[4096..8192], 5, 4096, 0).is_err());
+        assert!(check_block(&buf[0..4096], 5, 4096, 0)
+            .unwrap_err()
+            .1
+            .contains("misplaced"));
+        assert!(check_block(&buf[0..4096], 6, 0, 0).is_err());
+        assert!(check_block(&buf[0..4096], 5, 0, 3)
+            .unwrap_err()
+            .1
+            .contains("stale"));
+        // Too little read to check: not a mismatch.
+        assert_eq!(check_block(&buf[0..100], 5, 0, 0), Ok(false));
+    }
+
+    #[test]
+    fn unaligned_writes_make_blocks_uncheckable_until_rewritten() {
+        let st = FileState::default();
+        st.laid_out(10_000);
+        let g = st.begin_write();
+        // Overwrites bytes of block 1 that its header vouches for.
+        st.end_write(g, 4096 + 50, 100, true);
+        let snap = st.snapshot(0, 10_000);
+        assert_eq!(gen_of(snap.blocks[0]), 1);
+        assert_eq!(snap.blocks[1], 0);
+        // An append past the short last block's vouched bytes keeps it checkable.
+        let g2 = st.begin_write();
+        st.end_write(g2, 10_000, 500, true);
+        let snap = st.snapshot(0, 10_500);
+        assert_eq!(gen_of(snap.blocks[2]), 1);
+        assert_eq!(snap.size, 10_500);
+        // A laid-out last block shorter than a header is not checkable, nor after an
+        // append to it.
+        let t = FileState::default();
+        t.laid_out(4096 + 20);
+        assert_eq!(t.snapshot(0, 8192).blocks[1], 0);
+        let g = t.begin_write();
+        t.end_write(g, 4096 + 20, 100, true);
+        assert_eq!(t.snapshot(0, 8192).blocks[1], 0);
+        // A write from the block's start makes it checkable at its generation.
+        let g3 = st.begin_write();
+        st.end_write(g3, 4096, 4096, true);
+        assert_eq!(gen_of(st.snapshot(4096, 4096).blocks[0]), g3);
+    }
+}
