@@ -736,7 +736,7 @@ fn dispatch(cli: Cli) -> Result<()> {
             println!("wrote man pages into {}", dir.display());
             Ok(())
         }
-        Command::Verify(a) => cmd_verify(&[a.dir.clone()], a.json.as_deref()),
+        Command::Verify(a) => cmd_verify(std::slice::from_ref(&a.dir), a.json.as_deref()),
         Command::Clean(a) => {
             let dir = a.dir.clone().unwrap_or_else(std::env::temp_dir);
             print!("{}", fsbench::engine::clean::clean(&dir, a.dry_run)?);
