@@ -421,7 +421,11 @@ fn cmd_run(a: &RunArgs) -> Result<()> {
             .collect();
         return cmd_verify(&dirs, a.json.as_deref());
     }
-    fsbench::verify::ENABLED.store(a.verify, std::sync::atomic::Ordering::Relaxed);
+    // `--verify` checks every read; a flowop's `verify` attribute checks its own reads. Either
+    // way every write is stamped.
+    let verify = a.verify || wl.has_verify_flowop();
+    fsbench::verify::ENABLED.store(verify, std::sync::atomic::Ordering::Relaxed);
+    fsbench::verify::ALL_READS.store(a.verify, std::sync::atomic::Ordering::Relaxed);
     for (flag, path) in [
         ("--json", &a.json),
         ("--csv", &a.csv),
@@ -475,7 +479,7 @@ fn cmd_run(a: &RunArgs) -> Result<()> {
         ],
         a.histograms,
     )?;
-    if a.verify {
+    if verify {
         let (mut blocks, mut bad, mut skipped) = (0, 0, 0);
         let mut first = Vec::new();
         for f in &results.flowops {

@@ -26,6 +26,9 @@ pub fn enabled() -> bool {
     ENABLED.load(Ordering::Relaxed)
 }
 
+/// Whether every read checks (`--verify`), or only those of flowops with `verify`.
+pub static ALL_READS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// Mismatches kept per flowop (all are counted).
 pub const KEEP: usize = 1000;
 

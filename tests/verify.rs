@@ -199,7 +199,7 @@ define process name=p,instances=1
     flowop closefile name=close1,fd=1
     flowop delay name=wait,value=3
     flowop openfile name=open2,filesetname=one,fd=1
-    flowop readwholefile name=read2,fd=1,iosize=64k
+    flowop readwholefile name=read2,fd=1,iosize=64k,verify
     flowop closefile name=close2,fd=1
   }
 }
@@ -209,7 +209,8 @@ define process name=p,instances=1
 fn a_run_catches_data_that_went_back_to_an_older_write() {
     // The file is laid out (generation 1), rewritten at 2 s (generation 2) and read at 5 s.
     // In between, the test puts the laid-out copy back: every byte is a valid block of the
-    // right file at the right offset, only older; the run must call it stale.
+    // right file at the right offset, only older; the run must call it stale. The read
+    // flowop's `verify` attribute asks for it (no --verify).
     let s = Scratch::new("verify-stale");
     let w = s.path().join("stale.f");
     std::fs::write(&w, STALE).unwrap();
@@ -222,7 +223,6 @@ fn a_run_catches_data_that_went_back_to_an_older_write() {
             "--duration",
             "6",
         ])
-        .arg("--verify")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()

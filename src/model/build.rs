@@ -1389,6 +1389,7 @@ impl Builder {
             mmap: false,
             stride: Num::Const(0),
             sameoffset: false,
+            verify: false,
             value: Num::Const(0),
             target: None,
             blocking: false,
@@ -1486,6 +1487,7 @@ impl Builder {
                 "mmap" => f.mmap = self.bool_attr(a, locals).unwrap_or(false),
                 "stride" => f.stride = self.num_attr_in(a, true, locals).unwrap_or(Num::Const(0)),
                 "sameoffset" => f.sameoffset = self.bool_attr(a, locals).unwrap_or(false),
+                "verify" => f.verify = self.bool_attr(a, locals).unwrap_or(false),
                 "value" => f.value = self.num_attr_in(a, true, locals).unwrap_or(Num::Const(0)),
                 "highwater" => {
                     f.highwater = self.num_attr_in(a, false, locals).unwrap_or(Num::Const(1))

@@ -47,6 +47,8 @@ fn flowop_line(w: &Workload, f: &Flowop, indent: usize, out: &mut String) {
         (f.directio, "directio"),
         (f.noreadahead, "noreadahead"),
         (f.mmap, "mmap"),
+        (f.sameoffset, "sameoffset"),
+        (f.verify, "verify"),
         (f.blocking, "blocking"),
     ] {
         if on {

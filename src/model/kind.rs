@@ -185,6 +185,7 @@ impl FlowopKind {
                 "mmap",
                 "stride",
                 "sameoffset",
+                "verify",
             ],
             Write => &[
                 "filesetname",
@@ -236,6 +237,7 @@ impl FlowopKind {
                 "noreadahead",
                 "iosize",
                 "mmap",
+                "verify",
             ],
             WriteWholeFile => &[
                 "filesetname",

@@ -150,6 +150,8 @@ pub struct Flowop {
     /// Extension: read or write at the offset of the slot's previous read or write (a
     /// read-modify-write of the same record).
     pub sameoffset: bool,
+    /// Extension: check the blocks this read returns (see `--verify`).
+    pub verify: bool,
     pub value: Num,
     pub target: Option<String>,
     pub blocking: bool,
@@ -170,6 +172,18 @@ pub enum Action {
     ListFilesets,
     ListFlowops,
     Run,
+}
+
+impl Workload {
+    /// Whether a read flowop asks to verify (the `verify` attribute), composites included.
+    pub fn has_verify_flowop(&self) -> bool {
+        fn any(fs: &[Flowop]) -> bool {
+            fs.iter().any(|f| f.verify || any(&f.children))
+        }
+        self.processes
+            .iter()
+            .any(|p| p.threads.iter().any(|t| any(&t.flowops)))
+    }
 }
 
 #[derive(Debug, Clone)]
