@@ -308,7 +308,8 @@ fn write_file(
     trust: bool,
     verify: Option<(&crate::verify::FileState, u64)>,
 ) -> io::Result<Option<u64>> {
-    if reuse {
+    // With --verify a kept file is written again: what earlier runs left in it is unknown.
+    if reuse && verify.is_none() {
         match beneath::open_file(dir, name, libc::O_WRONLY) {
             Ok(fd) => {
                 let st = beneath::fstat(fd.as_raw_fd())?;
@@ -317,17 +318,10 @@ fn write_file(
                 }
                 let have = st.st_size as u64;
                 if trust || have == size {
-                    // Kept from before: its content is not known to this run.
-                    if let Some((vs, _)) = verify {
-                        vs.reset(have);
-                    }
                     return Ok(None);
                 }
                 if have > size {
                     File::from(fd).set_len(size)?;
-                    if let Some((vs, _)) = verify {
-                        vs.reset(size);
-                    }
                     return Ok(None);
                 }
             }
