@@ -179,6 +179,25 @@ impl Generator {
         }
     }
 
+    /// Fill `out` with file `file`'s bytes at byte offset `off` (any alignment).
+    pub fn fill_at(&self, file: u64, off: u64, out: &mut [u8]) {
+        let mut scratch = [0u8; BLOCK];
+        let end = off + out.len() as u64;
+        let mut b = off / BLOCK as u64;
+        while b * (BLOCK as u64) < end {
+            let start = b * BLOCK as u64;
+            let (s, e) = (off.max(start), end.min(start + BLOCK as u64));
+            let dst = &mut out[(s - off) as usize..(e - off) as usize];
+            if s == start && e == start + BLOCK as u64 {
+                self.block(file, b, dst);
+            } else {
+                self.block(file, b, &mut scratch);
+                dst.copy_from_slice(&scratch[(s - start) as usize..(e - start) as usize]);
+            }
+            b += 1;
+        }
+    }
+
     /// Fill `out` with file `file`'s bytes starting at block-aligned block index `first`.
     pub fn fill(&self, file: u64, first: u64, out: &mut [u8]) {
         for (i, chunk) in out.chunks_mut(BLOCK).enumerate() {

@@ -128,3 +128,80 @@ fn bad_content_values_are_refused_with_their_position() {
     let o = run(&["check", &wl]);
     assert!(o.status.success(), "{}", text(&o));
 }
+
+#[test]
+fn writes_during_the_run_follow_the_flowop_content_and_report_what_they_achieved() {
+    // A fileset of plain random data, rewritten by a flowop that asks for 60% compressible
+    // and 30% duplicate blocks, and appended to by one that inherits nothing (plain random,
+    // no content section). The results say what a sample of the written data achieved.
+    let s = Scratch::new("content-flowop");
+    let w = s.path().join("w.f");
+    std::fs::write(
+        &w,
+        "set $dir=/tmp\n\
+         define fileset name=data,path=$dir,entries=200,dirwidth=20,size=64k,prealloc\n\
+         define process name=p {\n thread name=t {\n\
+           flowop openfile name=open1,filesetname=data,fd=1\n\
+           flowop writewholefile name=rewrite,fd=1,iosize=64k,compress=60,dedupe=30\n\
+           flowop closefile name=close1,fd=1\n\
+           flowop openfile name=open2,filesetname=data,fd=1\n\
+           flowop appendfile name=grow,fd=1,iosize=8k\n\
+           flowop closefile name=close2,fd=1\n\
+         }\n}\n",
+    )
+    .unwrap();
+    let json = s.path().join("r.json");
+    let o = run(&[
+        "run",
+        w.to_str().unwrap(),
+        "--dir",
+        s.s(),
+        "--duration",
+        "1",
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let flowop = |n: &str| {
+        r["flowops"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["name"] == n)
+            .unwrap()
+            .clone()
+    };
+    let c = &flowop("rewrite")["content"];
+    assert_eq!(c["requested_compress_pct"], 60, "{c}");
+    assert_eq!(c["requested_dedupe_pct"], 30, "{c}");
+    let got_c = c["compress_pct"].as_f64().unwrap();
+    let got_d = c["dedupe_pct"].as_f64().unwrap();
+    assert!((got_c - 60.0).abs() <= 5.0, "compress {got_c}: {c}");
+    assert!((got_d - 30.0).abs() <= 5.0, "dedupe {got_d}: {c}");
+    assert!(c["sample_bytes"].as_u64().unwrap() >= 1 << 20, "{c}");
+    assert!(flowop("grow").get("content").is_none());
+}
+
+#[test]
+fn content_attributes_on_a_read_are_refused_with_their_position() {
+    let s = Scratch::new("content-read");
+    let w = s.path().join("w.f");
+    std::fs::write(
+        &w,
+        "define fileset name=data,path=/tmp,entries=10,dirwidth=10,size=4k,prealloc\n\
+         define process name=p {\n thread name=t {\n\
+           flowop read name=r,filesetname=data,iosize=4k,compress=50\n\
+         }\n}\n",
+    )
+    .unwrap();
+    let o = run(&["check", w.to_str().unwrap()]);
+    assert!(!o.status.success());
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        e.contains("flowop `read` does not take `compress`") && e.contains("w.f:4:47"),
+        "{e}"
+    );
+}

@@ -138,6 +138,9 @@ pub fn create(
         fs.readonly,
         fs.writeonly,
     );
+    let mut rt = rt;
+    rt.content = fs.content;
+    rt.content_seed = seed ^ plan.index as u64;
     let mut stats = LayoutStats::default();
     let mut buf = Vec::new();
     for (d, dir) in plan.tree.dirs.iter().enumerate().skip(1) {

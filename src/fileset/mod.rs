@@ -76,6 +76,10 @@ pub struct FilesetRt {
     pub leafdirs: Vec<Entry>,
     /// Directories holding entries, for `listdir`.
     pub listable: Vec<u32>,
+    /// The fileset's data content and the seed its generator uses (writes during the run
+    /// follow it when it is not plain random, or when a flowop sets its own).
+    pub content: crate::content::Content,
+    pub content_seed: u64,
     /// With `--verify`: what is known of each file's content (parallel to `files`).
     pub verify: Vec<crate::verify::FileState>,
     pub readonly: bool,
@@ -127,6 +131,8 @@ impl FilesetRt {
                 .collect(),
             leafdirs: tree.leafdirs.iter().map(|l| mk(l, 0)).collect(),
             listable: tree.leaf_parents(),
+            content: crate::content::Content::RANDOM,
+            content_seed: 0,
             verify: if crate::verify::enabled() {
                 (0..tree.files.len()).map(|_| Default::default()).collect()
             } else {

@@ -1390,6 +1390,7 @@ impl Builder {
             stride: Num::Const(0),
             sameoffset: false,
             verify: false,
+            content: None,
             value: Num::Const(0),
             target: None,
             blocking: false,
@@ -1398,6 +1399,7 @@ impl Builder {
         };
         let allowed: Vec<&str> = COMMON_ATTRS.iter().chain(kind.attrs()).copied().collect();
         let mut bad_fileset = false;
+        let (mut compress, mut dedupe, mut named) = (None, None, None);
         for a in &d.attrs {
             let n = a.name.as_str();
             if !allowed.contains(&n) {
@@ -1488,6 +1490,9 @@ impl Builder {
                 "stride" => f.stride = self.num_attr_in(a, true, locals).unwrap_or(Num::Const(0)),
                 "sameoffset" => f.sameoffset = self.bool_attr(a, locals).unwrap_or(false),
                 "verify" => f.verify = self.bool_attr(a, locals).unwrap_or(false),
+                "compress" => compress = self.percent_attr(a),
+                "dedupe" => dedupe = self.percent_attr(a),
+                "content" => named = self.content_attr(a),
                 "value" => f.value = self.num_attr_in(a, true, locals).unwrap_or(Num::Const(0)),
                 "highwater" => {
                     f.highwater = self.num_attr_in(a, false, locals).unwrap_or(Num::Const(1))
@@ -1496,6 +1501,14 @@ impl Builder {
                 "target" => f.target = self.attr_str_in(a, locals),
                 _ => unreachable!("attribute checked against the flowop's list"),
             }
+        }
+        if compress.is_some() || dedupe.is_some() || named.is_some() {
+            // As on filesets: `content=` gives both shares, `compress=`/`dedupe=` win.
+            let base = named.unwrap_or(crate::content::Content::RANDOM);
+            f.content = Some(crate::content::Content {
+                compress: compress.unwrap_or(base.compress),
+                dedupe: dedupe.unwrap_or(base.dedupe),
+            });
         }
         if f.name.is_empty() {
             self.errors.push(Diagnostic::error(

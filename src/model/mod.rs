@@ -152,6 +152,9 @@ pub struct Flowop {
     pub sameoffset: bool,
     /// Extension: check the blocks this read returns (see `--verify`).
     pub verify: bool,
+    /// Extension: what this write's data looks like (`compress=`, `dedupe=`, `content=`),
+    /// overriding its fileset's.
+    pub content: Option<crate::content::Content>,
     pub value: Num,
     pub target: Option<String>,
     pub blocking: bool,

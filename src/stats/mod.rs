@@ -39,7 +39,13 @@ pub struct OpRecorder {
     pub verify_mismatches: u64,
     pub verify_skipped: u64,
     pub mismatches: Vec<crate::verify::Mismatch>,
+    /// Writes with a content setting: what was asked, and a sample of what was written.
+    pub content: Option<crate::content::Content>,
+    pub sample: Vec<u8>,
 }
+
+/// Bytes of written data sampled per flowop and thread (for the achieved content).
+pub const SAMPLE_BYTES: usize = 1 << 20;
 
 /// The largest latency a histogram holds (one hour); longer ones are recorded as an hour.
 pub const MAX_RECORDED_NS: u64 = 3_600_000_000_000;
@@ -61,6 +67,8 @@ impl Default for OpRecorder {
             verify_mismatches: 0,
             verify_skipped: 0,
             mismatches: Vec::new(),
+            content: None,
+            sample: Vec::new(),
         }
     }
 }
@@ -110,6 +118,12 @@ impl OpRecorder {
         let room = crate::verify::KEEP.saturating_sub(self.mismatches.len());
         self.mismatches
             .extend(o.mismatches.iter().take(room).cloned());
+        if self.content.is_none() {
+            self.content = o.content;
+        }
+        let room = (4 * SAMPLE_BYTES).saturating_sub(self.sample.len());
+        self.sample
+            .extend_from_slice(&o.sample[..o.sample.len().min(room)]);
         let _ = self.hist.add(&o.hist);
         if self.first_error.is_none() {
             self.first_error.clone_from(&o.first_error);

@@ -212,6 +212,7 @@ pub fn combine(runs: Vec<Results>) -> Results {
                     completion_mean_us: if n > 0 { sum / n as f64 } else { 0.0 },
                 }
             }),
+            content: f0.content.clone(),
             verify: f0.verify.as_ref().map(|_| {
                 let vs = || fs.iter().filter_map(|f| f.verify.as_ref());
                 crate::verify::VerifyResult {

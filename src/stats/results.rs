@@ -73,6 +73,10 @@ pub struct FlowopResult {
     /// the writes reaped and their mean time from submission to completion.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub aio: Option<AioCompletions>,
+    /// Writes with `compress=`/`dedupe=`/`content=` (on the flowop or its fileset): what was
+    /// asked and what a sample of the written data achieved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<crate::content::ContentReport>,
     /// With `--verify`: what the flowop's reads checked and found.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify: Option<crate::verify::VerifyResult>,
@@ -360,6 +364,10 @@ pub fn summarize(
                     0.0
                 },
             }),
+            content: o
+                .content
+                .filter(|_| !o.sample.is_empty())
+                .map(|c| crate::content::report(name, c, &o.sample)),
             verify: crate::verify::enabled().then(|| crate::verify::VerifyResult {
                 blocks_checked: o.verify_blocks,
                 mismatches: o.verify_mismatches,

@@ -728,6 +728,33 @@ impl<'a> Worker<'a> {
         };
     }
 
+    /// Whether writes of `f` to the file in `slot` shape their data (a content setting on
+    /// the flowop, or a fileset whose content is not plain random).
+    fn shapes(&self, f: &Flowop, slot: usize) -> Option<crate::content::Content> {
+        let (fsi, _) = self.slots[slot].last?;
+        let fs = &self.sh.filesets[fsi as usize];
+        f.content
+            .or((!fs.content.is_random()).then_some(fs.content))
+    }
+
+    /// Fill the buffer bytes `boff..boff + len`, about to be written at `off` to the file in
+    /// `slot`, with the file's content there (as the layout writes it), and keep a sample.
+    fn shape(&mut self, f: &Flowop, slot: usize, off: u64, boff: usize, len: usize) {
+        let Some(c) = self.shapes(f, slot) else {
+            return;
+        };
+        let (fsi, e) = self.slots[slot].last.expect("checked by shapes");
+        let seed = self.sh.filesets[fsi as usize].content_seed;
+        let buf = &mut self.buf.as_mut_slice()[boff..boff + len];
+        crate::content::Generator::new(c, seed).fill_at(e as u64, off, buf);
+        let o = &mut self.rec.ops[f.stat];
+        o.content.get_or_insert(c);
+        let take = crate::stats::SAMPLE_BYTES
+            .saturating_sub(o.sample.len())
+            .min(len);
+        o.sample.extend_from_slice(&buf[..take]);
+    }
+
     /// With `--verify`: the content state and header id of the file last opened in `slot`.
     fn vstate(&self, slot: usize) -> Option<(&'a crate::verify::FileState, u64)> {
         let (fs, e) = self.slots[slot].last?;

@@ -47,6 +47,7 @@ impl Worker<'_> {
             }
             // With --verify: not stamped (earlier writes from this buffer may still be in
             // flight), and the blocks it writes are not checked until rewritten.
+            self.shape(f, slot, off, boff, len);
             let v = self.vstate(slot);
             let vgen = v.map(|v| v.0.begin_write());
             let ptr = self.buf.as_slice()[boff..].as_ptr();
@@ -86,6 +87,9 @@ impl Worker<'_> {
             self.done(f, ns, n as u64);
             self.advance(f, slot, off, n as u64, wss);
             return Ok(Flow::Continue);
+        }
+        if f.kind != Read {
+            self.shape(f, slot, off, boff, len);
         }
         let v = self.vstate(slot);
         let (snap, vgen) = match v {
@@ -145,6 +149,10 @@ impl Worker<'_> {
         let (boff, len) = self.buffer(size as usize)?;
         // With --verify the data is stamped for where the file ends now (untimed).
         let v = self.vstate(slot);
+        if v.is_some() || self.shapes(f, slot).is_some() {
+            let at = io::fstat(fd).map_or(0, |st| st.st_size.max(0) as u64);
+            self.shape(f, slot, at, boff, len);
+        }
         let planned = v.map(|v| {
             let at = io::fstat(fd).map_or(0, |st| st.st_size.max(0) as u64);
             (at, self.vstamp(v, at, boff, len))
@@ -270,12 +278,10 @@ impl Worker<'_> {
                 break Ok(());
             }
             let n = (wss - done).min(len as u64) as usize;
-            let vgen = v.map(|v| {
-                let c0 = self.clock.now();
-                let g = self.vstamp(v, start + done, boff, n);
-                vns += self.clock.since(c0);
-                g
-            });
+            let c0 = self.clock.now();
+            self.shape(f, slot, start + done, boff, n);
+            let vgen = v.map(|v| self.vstamp(v, start + done, boff, n));
+            vns += self.clock.since(c0);
             let r = io::pwrite(fd, &self.buf.as_slice()[boff..boff + n], start + done);
             if let (Some(v), Some(g)) = (v, vgen) {
                 v.0.end_write(g, start + done, *r.as_ref().unwrap_or(&0) as u64, true);
@@ -286,7 +292,7 @@ impl Worker<'_> {
                 Err(e) => break Err(e),
             }
         };
-        // Stamping is not the operation: its time is taken out.
+        // Shaping and stamping are not the operation: their time is taken out.
         let ns = self.clock.since(t0).saturating_sub(vns);
         self.slots[slot].off = start + done;
         match r {
