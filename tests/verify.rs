@@ -67,6 +67,47 @@ fn clean_runs_check_blocks_and_find_no_mismatch() {
         }
         assert!(checked > 100, "{w}: only {checked} blocks checked");
     }
+    // Asynchronous writes: stamped from their own copy, checked once they have landed.
+    let w = s.path().join("aio.f");
+    std::fs::write(
+        &w,
+        "set $dir=/tmp\n\
+         define fileset name=db,path=$dir,size=256k,entries=4,dirwidth=10,prealloc\n\
+         define process name=p {\n thread name=t,memsize=1m {\n\
+           flowop aiowrite name=aw,filesetname=db,iosize=8k,random,fd=1\n\
+           flowop aiowrite name=aw2,fd=1,iosize=8k,random\n\
+           flowop aiowait name=wait\n\
+           flowop read name=rd,fd=1,iosize=64k,random\n\
+         }\n}\n",
+    )
+    .unwrap();
+    let json = s.path().join("aio.json");
+    let o = run(&[
+        "run",
+        w.to_str().unwrap(),
+        "--dir",
+        s.s(),
+        "--duration",
+        "1",
+        "--verify",
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "aio: {}", text(&o));
+    let r = json_of(&json);
+    let rd = r["flowops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == "rd")
+        .unwrap()
+        .clone();
+    assert_eq!(rd["verify"]["mismatches"], 0, "{rd}");
+    assert!(
+        rd["verify"]["blocks_checked"].as_u64().unwrap() > 100,
+        "{rd}"
+    );
     // Without --verify the results carry no verify section.
     let json = s.path().join("plain.json");
     let o = run(&[

@@ -35,10 +35,38 @@ pub struct Completion {
     pub result: Result<u64, i32>,
 }
 
+/// A verified asynchronous write: its own copy of the data (the worker's buffer is reused
+/// while the write is in flight) and the file state to update when it lands.
+pub struct Verified {
+    pub data: Vec<u8>,
+    pub state: *const crate::verify::FileState,
+    pub gen: u32,
+    pub off: u64,
+    pub done: bool,
+}
+
+impl Verified {
+    fn landed(&mut self, n: u64) {
+        if !self.done {
+            self.done = true;
+            // SAFETY: file states live in the run's filesets, which outlive every worker
+            // and so every write in flight (workers drain before they end).
+            unsafe { &*self.state }.end_write(self.gen, self.off, n, true);
+        }
+    }
+}
+
+impl Drop for Verified {
+    fn drop(&mut self) {
+        // Never submitted, or lost: the file's state must not wait for it.
+        self.landed(0);
+    }
+}
+
 pub struct Aio {
     ring: Option<IoUring>,
-    /// Indexed by user_data: (stat, submitted at) of writes in flight.
-    slots: Vec<Option<(usize, Instant)>>,
+    /// Indexed by user_data: (stat, submitted at, verified data) of writes in flight.
+    slots: Vec<Option<(usize, Instant, Option<Verified>)>>,
     free: Vec<usize>,
     outstanding: usize,
     /// Completions reaped and not yet recorded by the worker.
@@ -85,7 +113,13 @@ impl Aio {
         len: usize,
         off: u64,
         stat: usize,
+        verified: Option<Verified>,
     ) -> io::Result<()> {
+        // A verified write goes from its own copy.
+        let (ptr, len) = match &verified {
+            Some(v) => (v.data.as_ptr(), v.data.len()),
+            None => (ptr, len),
+        };
         if self.ring.is_none() {
             let t0 = Instant::now();
             let r = libc::pwrite(fd, ptr.cast(), len, off as libc::off_t);
@@ -97,6 +131,9 @@ impl Aio {
             } else {
                 Ok(r as u64)
             };
+            if let Some(mut v) = verified {
+                v.landed(*result.as_ref().unwrap_or(&0));
+            }
             self.done.push(Completion { stat, ns, result });
             return Ok(());
         }
@@ -115,10 +152,11 @@ impl Aio {
             .build()
             .user_data(id as u64);
         let ring = self.ring.as_mut().expect("checked above");
-        self.slots[id] = Some((stat, Instant::now()));
+        self.slots[id] = Some((stat, Instant::now(), verified));
         // SAFETY: the caller keeps the buffer valid until completion; the queue has room
         // because at most MAX_INFLIGHT entries are outstanding and each is submitted at once.
         if ring.submission().push(&sqe).is_err() {
+            // Dropping the verified copy tells the file's state nothing landed.
             self.slots[id] = None;
             self.free.push(id);
             return Err(io::Error::other("io_uring submission queue full"));
@@ -159,10 +197,13 @@ impl Aio {
         let now = Instant::now();
         for cqe in ring.completion() {
             let id = cqe.user_data() as usize;
-            if let Some((stat, t0)) = self.slots.get_mut(id).and_then(|s| s.take()) {
+            if let Some((stat, t0, verified)) = self.slots.get_mut(id).and_then(|s| s.take()) {
                 self.free.push(id);
                 self.outstanding -= 1;
                 let r = cqe.result();
+                if let Some(mut v) = verified {
+                    v.landed(if r < 0 { 0 } else { r as u64 });
+                }
                 self.done.push(Completion {
                     stat,
                     ns: now.saturating_duration_since(t0).as_nanos() as u64,

@@ -45,22 +45,28 @@ impl Worker<'_> {
             if self.aio.is_none() {
                 self.aio = Some(Aio::setup());
             }
-            // With --verify: not stamped (earlier writes from this buffer may still be in
-            // flight), and the blocks it writes are not checked until rewritten.
             self.shape(f, slot, off, boff, len);
-            let v = self.vstate(slot);
-            let vgen = v.map(|v| v.0.begin_write());
+            // With --verify the write goes from its own stamped copy (this buffer is reused
+            // while it is in flight); the file's state counts it in flight until it lands.
+            let verified = self.vstate(slot).map(|(st, id)| {
+                let mut data = self.buf.as_slice()[boff..boff + len].to_vec();
+                let gen = st.begin_write();
+                crate::verify::stamp(gen, id, off, &mut data);
+                crate::engine::aio::Verified {
+                    data,
+                    state: st,
+                    gen,
+                    off,
+                    done: false,
+                }
+            });
             let ptr = self.buf.as_slice()[boff..].as_ptr();
             let aio = self.aio.as_mut().expect("set above");
             // SAFETY: the worker's buffer is only replaced after draining (buffer())
             // and is dropped after `aio`, which drains on drop.
             let t0 = self.clock.now();
-            let r = unsafe { aio.write(fd, ptr, len, off, f.stat) };
+            let r = unsafe { aio.write(fd, ptr, len, off, f.stat, verified) };
             let ns = self.clock.since(t0);
-            if let (Some(v), Some(g)) = (v, vgen) {
-                let _ = g;
-                v.0.forget(off, if r.is_ok() { len as u64 } else { 0 }, false);
-            }
             self.record_aio();
             self.advance(f, slot, off, len as u64, wss);
             return match r {
