@@ -225,6 +225,9 @@ fn sampling_many_threads_does_not_stretch_the_run() {
         "--dir",
         dir.s(),
         "-q",
+        // 50 threads on 200 files can drift the fileset full (deletes skip files open
+        // elsewhere), which ends the run early, as in Filebench: keep it running.
+        "--continue-when-exhausted",
         "--json",
         json.to_str().unwrap(),
     ]);
@@ -241,5 +244,6 @@ fn sampling_many_threads_does_not_stretch_the_run() {
     let slack = 0.6 * (load / cpus).max(1.0);
     assert!(d < 2.0 + slack, "a 2 s run took {d} s (load {load})");
     let want = if load / cpus > 2.0 { 4 } else { 6 };
-    assert!(v["series"].as_array().unwrap().len() >= want);
+    let n = v["series"].as_array().unwrap().len();
+    assert!(n >= want, "{n} samples in {d} s, want {want} (load {load})");
 }

@@ -76,7 +76,8 @@ fn report_renders_in_a_browser() {
         page.contains("one thread") && page.contains("two threads"),
         "the --label names are not the configurations' labels"
     );
-    // Expected charts: three key figures, the nthreads factor, a CDF per flowop, the series.
+    // Expected charts: the key figures, throughput per flowop, the nthreads factor, a CDF per
+    // flowop, the series.
     let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&a).unwrap()).unwrap();
     let nflowops = r["flowops"]
         .as_array()
@@ -89,6 +90,8 @@ fn report_renders_in_a_browser() {
         "g0-bar-mbps",
         "g0-bar-lat",
         "g0-bar-p99",
+        // Per-flowop throughput: fileserver's writes, appends and reads move data.
+        "g0-flowop-mbps",
         "g0-factor",
         "g0-series",
     ]

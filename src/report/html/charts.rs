@@ -192,7 +192,7 @@ fn draw_grouped(
         .flat_map(|(_, v)| v.iter().copied())
         .fold(0.0f64, f64::max)
         .max(1e-9)
-        * 1.12;
+        * 1.3; // room for the legend above the tallest bar
     let root = SVGBackend::with_string(out, (W, H)).into_drawing_area();
     root.fill(&WHITE)?;
     let mut chart = ChartBuilder::on(&root)

@@ -238,6 +238,26 @@ pub fn figure_bars(
     }
 }
 
+/// Flowops of a group that move data in some configuration (index in the first
+/// configuration, name), in the workload's order.
+fn transfer_flowops(g: &Group) -> Vec<(usize, String)> {
+    let first = &g.configs[0].results;
+    first
+        .flowops
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| {
+            g.configs.iter().any(|c| {
+                c.results
+                    .flowops
+                    .iter()
+                    .any(|x| x.name == f.name && x.bytes > 0)
+            })
+        })
+        .map(|(i, f)| (i, f.name.clone()))
+        .collect()
+}
+
 /// The chart ids a report of `input` contains (for tests and tools).
 pub fn chart_ids(input: &ReportInput) -> Vec<String> {
     let mut ids = Vec::new();
@@ -258,6 +278,9 @@ pub fn chart_ids(input: &ReportInput) -> Vec<String> {
             .collect();
         for j in 0..figure_keys(figs.iter()).len() {
             ids.push(format!("g{gi}-fig-{j}"));
+        }
+        if transfer_flowops(g).len() >= 2 {
+            ids.push(format!("g{gi}-flowop-mbps"));
         }
         if numeric_factor(g).is_some() {
             ids.push(format!("g{gi}-factor"));
@@ -906,6 +929,53 @@ fn group_section(out: &mut String, gi: usize, g: &Group) {
         .map(|c| named_figures(&c.results))
         .collect();
     figure_bars(out, &format!("g{gi}"), &labels, &figs);
+    // Throughput of each flowop that moves data (two readers under one scheduler, a
+    // reader beside a writer), configurations side by side.
+    let moving = transfer_flowops(g);
+    if moving.len() >= 2 {
+        let cats: Vec<String> = moving.iter().map(|(_, n)| n.clone()).collect();
+        let series: Vec<(String, Vec<f64>)> = g
+            .configs
+            .iter()
+            .take(MAX_LINES)
+            .map(|c| {
+                let v = moving
+                    .iter()
+                    .map(|(_, n)| {
+                        c.results
+                            .flowops
+                            .iter()
+                            .find(|f| &f.name == n)
+                            .map_or(0.0, |f| f.mb_per_s)
+                    })
+                    .collect();
+                (c.label.clone(), v)
+            })
+            .collect();
+        let svg = charts::grouped(
+            "Throughput per flowop (e.g. per reader)",
+            "flowop",
+            "MiB/s",
+            &cats,
+            &series,
+        );
+        let mut head = vec!["configuration".to_string()];
+        head.extend(cats.iter().map(|c| format!("{c} (MiB/s)")));
+        let rows: Vec<Vec<String>> = series
+            .iter()
+            .map(|(l, v)| {
+                let mut r = vec![l.clone()];
+                r.extend(v.iter().map(|x| g4(*x)));
+                r
+            })
+            .collect();
+        chart_block(
+            out,
+            &format!("g{gi}-flowop-mbps"),
+            &svg,
+            &table(&head, &rows),
+        );
+    }
     out.push_str("</div>");
 
     // Latency CDFs per flowop.
