@@ -101,8 +101,11 @@ impl ReportInput {
         }
         let mut results_files = 0;
         for p in files.iter() {
-            // An aging report (`fsbench age --json`) gets the aging section.
-            if let Ok(text) = std::fs::read_to_string(p) {
+            let text =
+                std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+            // An aging report (`fsbench age --json`) gets the aging section. Each file is
+            // parsed once: result files are read straight into Results.
+            if text.contains("\"target_fill\"") && text.contains("\"layout_after\"") {
                 if let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) {
                     if v.get("layout_after").is_some() && v.get("target_fill").is_some() {
                         let label = p
@@ -116,12 +119,8 @@ impl ReportInput {
             }
             let i = results_files;
             results_files += 1;
-            let f = Self::from_json_files(&[p])?;
-            for g in f.groups {
-                for c in g.configs {
-                    input.push(labels.get(i).cloned().unwrap_or(c.label), c.results);
-                }
-            }
+            let (label, r) = Self::parse_result(p, &text)?;
+            input.push(labels.get(i).cloned().unwrap_or(label), r);
         }
         Ok(input)
     }
@@ -357,19 +356,25 @@ impl ReportInput {
             let p = p.as_ref();
             let text =
                 std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
-            let r: Results = serde_json::from_str(&text).with_context(|| {
-                format!(
-                    "{} is not a result file written by fsbench's --json (run, postmark, andrew, find, build)",
-                    p.display()
-                )
-            })?;
-            let label = p
-                .file_name()
-                .map(|n| n.to_string_lossy().trim_end_matches(".json").to_string())
-                .unwrap_or_else(|| p.display().to_string());
+            let (label, r) = Self::parse_result(p, &text)?;
             input.push(label, r);
         }
         Ok(input)
+    }
+
+    /// A result file's Results and its label (the file name without `.json`).
+    fn parse_result(p: &Path, text: &str) -> Result<(String, Results)> {
+        let r: Results = serde_json::from_str(text).with_context(|| {
+            format!(
+                "{} is not a result file written by fsbench's --json (run, postmark, andrew, find, build)",
+                p.display()
+            )
+        })?;
+        let label = p
+            .file_name()
+            .map(|n| n.to_string_lossy().trim_end_matches(".json").to_string())
+            .unwrap_or_else(|| p.display().to_string());
+        Ok((label, r))
     }
 }
 
