@@ -16,7 +16,7 @@
 //! leave it checkable. Asynchronous writes complete at an unknown time, so they stamp their
 //! blocks but do not raise the generation a read must find.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 
 /// Whether this run verifies data (`--verify`): set once before the layout.
@@ -207,27 +207,50 @@ fn len_of(s: BlockState) -> u64 {
     s & 0xffff_ffff
 }
 
+/// Writes remembered after they end, for reads that started before (see `disturbed`).
+const LOG: usize = 64;
+
 #[derive(Debug, Default)]
 struct Inner {
     /// The size the file has after the writes that completed.
     size: u64,
     blocks: Vec<BlockState>,
     next_gen: u32,
+    /// Writes under way: generation and byte range.
+    flights: Vec<(u32, u64, u64)>,
+    /// Counts writes ended; `log` holds the ranges of the last [`LOG`] of them.
+    ended: u64,
+    log: std::collections::VecDeque<(u64, u64, u64)>,
+}
+
+impl Inner {
+    fn land(&mut self, gen: u32) {
+        if let Some(i) = self.flights.iter().position(|f| f.0 == gen) {
+            let (_, off, end) = self.flights.swap_remove(i);
+            self.ended += 1;
+            if self.log.len() == LOG {
+                self.log.pop_front();
+            }
+            self.log.push_back((self.ended, off, end));
+        }
+    }
+}
+
+fn overlaps(a: (u64, u64), b: (u64, u64)) -> bool {
+    a.0 < b.1 && b.0 < a.1
 }
 
 /// What fsbench knows about one file's content.
 #[derive(Debug, Default)]
 pub struct FileState {
     inner: Mutex<Inner>,
-    /// Changes when a write to the file begins and when it ends.
-    seq: AtomicU64,
-    /// Writes to the file under way.
-    inflight: AtomicU64,
 }
 
 /// A read's view of a file's state, taken before the read.
 pub struct Snapshot {
-    seq: u64,
+    /// Writes ended before the read, and the bytes it reads.
+    ended: u64,
+    range: (u64, u64),
     busy: bool,
     size: u64,
     first_block: u64,
@@ -257,13 +280,19 @@ impl FileState {
         g.blocks.resize(size.div_ceil(BLOCK) as usize, 0);
     }
 
-    /// A write of `len` bytes at `off` is about to start: its generation.
+    /// A write somewhere in the file is about to start: its generation.
     pub fn begin_write(&self) -> u32 {
-        self.inflight.fetch_add(1, Ordering::AcqRel);
-        self.seq.fetch_add(1, Ordering::AcqRel);
+        self.begin_write_at(0, u64::MAX)
+    }
+
+    /// A write of the bytes `off..end` is about to start (reads of other bytes are still
+    /// checked while it runs): its generation.
+    pub fn begin_write_at(&self, off: u64, end: u64) -> u32 {
         let mut g = self.inner.lock().unwrap();
         g.next_gen = g.next_gen.wrapping_add(1).max(2);
-        g.next_gen
+        let gen = g.next_gen;
+        g.flights.push((gen, off, end));
+        gen
     }
 
     /// The write begun with [`FileState::begin_write`] wrote `n` bytes at `off` (0 when it
@@ -305,15 +334,14 @@ impl FileState {
                     g.size = g.size.max(end);
                 }
             }
+            g.land(gen);
         }
-        self.seq.fetch_add(1, Ordering::AcqRel);
-        self.inflight.fetch_sub(1, Ordering::AcqRel);
     }
 
     /// A write begun with [`FileState::begin_write`] of `n` bytes at `off` is not
     /// checkable (it landed where its stamps do not belong, or it is asynchronous and lands
     /// later, `landed` false): those blocks are not checked until rewritten.
-    pub fn forget(&self, off: u64, n: u64, landed: bool) {
+    pub fn forget(&self, gen: u32, off: u64, n: u64, landed: bool) {
         {
             let mut g = self.inner.lock().unwrap();
             let end = off + n;
@@ -329,20 +357,20 @@ impl FileState {
             if landed {
                 g.size = g.size.max(end);
             }
+            g.land(gen);
         }
-        self.seq.fetch_add(1, Ordering::AcqRel);
-        self.inflight.fetch_sub(1, Ordering::AcqRel);
     }
 
     /// The state of the blocks a read of `len` bytes at `off` covers.
     pub fn snapshot(&self, off: u64, len: u64) -> Snapshot {
-        let seq = self.seq.load(Ordering::Acquire);
-        let busy = self.inflight.load(Ordering::Acquire) > 0;
         let g = self.inner.lock().unwrap();
+        let range = (off, off.saturating_add(len));
+        let busy = g.flights.iter().any(|f| overlaps(range, (f.1, f.2)));
         let first = off.div_ceil(BLOCK);
         let last = (off + len).div_ceil(BLOCK).min(g.blocks.len() as u64);
         Snapshot {
-            seq,
+            ended: g.ended,
+            range,
             busy,
             size: g.size,
             first_block: first,
@@ -354,9 +382,22 @@ impl FileState {
         }
     }
 
-    /// Whether a write ran during a read that started at `s`.
+    /// Whether a write to the bytes a read covers ran while the read did (the read
+    /// started at `s`): one under way at either end, or one that ended in between.
     pub fn disturbed(&self, s: &Snapshot) -> bool {
-        s.busy || self.seq.load(Ordering::Acquire) != s.seq
+        if s.busy {
+            return true;
+        }
+        let g = self.inner.lock().unwrap();
+        if g.flights.iter().any(|f| overlaps(s.range, (f.1, f.2))) {
+            return true;
+        }
+        if g.ended - s.ended > LOG as u64 {
+            return true; // more ended than remembered: assume the worst
+        }
+        g.log
+            .iter()
+            .any(|&(n, off, end)| n > s.ended && overlaps(s.range, (off, end)))
     }
 }
 
@@ -496,6 +537,35 @@ mod tests {
         assert_eq!(check_block(&buf[0..100], 5, 0, 2), Ok(true));
         assert!(check_block(&buf[0..100], 5, 0, 3).is_err());
         assert_eq!(check_block(&buf[0..20], 5, 0, 2), Ok(false));
+    }
+
+    #[test]
+    fn only_writes_to_the_bytes_read_disturb_a_read() {
+        let st = FileState::default();
+        st.laid_out(65536);
+        // In flight elsewhere: the read of other bytes is checked.
+        let g = st.begin_write_at(0, 4096);
+        let snap = st.snapshot(8192, 4096);
+        assert!(!st.disturbed(&snap));
+        // In flight over the bytes read.
+        let snap2 = st.snapshot(0, 8192);
+        assert!(st.disturbed(&snap2));
+        st.end_write(g, 0, 4096, true);
+        // Began and ended during the read, over its bytes.
+        let snap3 = st.snapshot(8192, 4096);
+        let g2 = st.begin_write_at(10_000, 10_100);
+        st.end_write(g2, 10_000, 100, true);
+        assert!(st.disturbed(&snap3));
+        // ... and elsewhere: not.
+        let snap4 = st.snapshot(8192, 4096);
+        let g3 = st.begin_write_at(30_000, 30_100);
+        st.end_write(g3, 30_000, 100, true);
+        assert!(!st.disturbed(&snap4));
+        // An append in flight covers everything from the end on.
+        let g4 = st.begin_write_at(65536, u64::MAX);
+        assert!(st.disturbed(&st.snapshot(60_000, 8192)));
+        assert!(!st.disturbed(&st.snapshot(0, 8192)));
+        st.forget(g4, 65536, 10, true);
     }
 
     #[test]

@@ -772,7 +772,7 @@ impl<'a> Worker<'a> {
         boff: usize,
         len: usize,
     ) -> u32 {
-        let g = v.0.begin_write();
+        let g = v.0.begin_write_at(off, off + len as u64);
         crate::verify::stamp(g, v.1, off, &mut self.buf.as_mut_slice()[boff..boff + len]);
         g
     }

@@ -50,7 +50,7 @@ impl Worker<'_> {
             // while it is in flight); the file's state counts it in flight until it lands.
             let verified = self.vstate(slot).map(|(st, id)| {
                 let mut data = self.buf.as_slice()[boff..boff + len].to_vec();
-                let gen = st.begin_write();
+                let gen = st.begin_write_at(off, off + len as u64);
                 crate::verify::stamp(gen, id, off, &mut data);
                 crate::engine::aio::Verified {
                     data,
@@ -159,9 +159,13 @@ impl Worker<'_> {
             let at = io::fstat(fd).map_or(0, |st| st.st_size.max(0) as u64);
             self.shape(f, slot, at, boff, len);
         }
-        let planned = v.map(|v| {
+        let planned = v.map(|(st, id)| {
             let at = io::fstat(fd).map_or(0, |st| st.st_size.max(0) as u64);
-            (at, self.vstamp(v, at, boff, len))
+            // Where it lands is known only after: everything from the current end is in
+            // flight meanwhile.
+            let g = st.begin_write_at(at, u64::MAX);
+            crate::verify::stamp(g, id, at, &mut self.buf.as_mut_slice()[boff..boff + len]);
+            (at, g)
         });
         let t0 = self.clock.now();
         let r = io::seek_end(fd).and_then(|end| {
@@ -172,7 +176,7 @@ impl Worker<'_> {
             match &r {
                 Ok((end, n)) if *end == at => v.0.end_write(g, at, *n as u64, true),
                 // Another writer moved the end: the stamps name the wrong offsets.
-                Ok((end, n)) => v.0.forget(*end, *n as u64, true),
+                Ok((end, n)) => v.0.forget(g, *end, *n as u64, true),
                 Err(_) => v.0.end_write(g, at, 0, true),
             }
         }
