@@ -480,39 +480,46 @@ fn cmd_run(a: &RunArgs) -> Result<()> {
         a.histograms,
     )?;
     if verify {
-        let (mut blocks, mut bad, mut skipped) = (0, 0, 0);
-        let mut first = Vec::new();
-        for f in &results.flowops {
-            if let Some(v) = &f.verify {
-                blocks += v.blocks_checked;
-                bad += v.mismatches;
-                skipped += v.reads_skipped;
-                first.extend(v.first.iter().map(|m| (f.name.clone(), m.clone())));
-            }
-        }
-        eprintln!(
-            "fsbench: verify: {} checked, {}, {} not checked (a write to the same file ran meanwhile)",
-            fsbench::report::count(blocks, "block"),
-            fsbench::report::count(bad, "mismatch"),
-            fsbench::report::count(skipped, "read"),
-        );
-        for (name, m) in first.iter().take(5) {
-            eprintln!(
-                "fsbench: verify: {name}: {} at offset {}: expected {}, found {}",
-                m.path, m.offset, m.expected, m.found
-            );
-        }
-        if bad > 0 {
-            bail!(
-                "verify: {} (all are in the JSON results)",
-                fsbench::report::count(bad, "mismatch")
-            );
-        }
+        verify_summary(&results)?;
     }
     if results.interrupted {
         bail!(
             "interrupted: the results above cover {:.1} s",
             results.duration_s
+        );
+    }
+    Ok(())
+}
+
+/// After a run with verification: one line of totals, the first mismatches, and an error
+/// when any block failed its check.
+fn verify_summary(results: &fsbench::stats::Results) -> Result<()> {
+    let (mut blocks, mut bad, mut skipped) = (0, 0, 0);
+    let mut first = Vec::new();
+    for f in &results.flowops {
+        if let Some(v) = &f.verify {
+            blocks += v.blocks_checked;
+            bad += v.mismatches;
+            skipped += v.reads_skipped;
+            first.extend(v.first.iter().map(|m| (f.name.clone(), m.clone())));
+        }
+    }
+    eprintln!(
+        "fsbench: verify: {} checked, {}, {} not checked (a write to the same file ran meanwhile)",
+        fsbench::report::count(blocks, "block"),
+        fsbench::report::count(bad, "mismatch"),
+        fsbench::report::count(skipped, "read"),
+    );
+    for (name, m) in first.iter().take(5) {
+        eprintln!(
+            "fsbench: verify: {name}: {} at offset {}: expected {}, found {}",
+            m.path, m.offset, m.expected, m.found
+        );
+    }
+    if bad > 0 {
+        bail!(
+            "verify: {} (all are in the JSON results)",
+            fsbench::report::count(bad, "mismatch")
         );
     }
     Ok(())

@@ -13,8 +13,8 @@
 //! Writes that start inside a block cannot rewrite its header: when they overwrite bytes the
 //! header vouches for, the block is no longer checkable and is marked so until a write from
 //! its start covers it again; writes past the vouched bytes (appends to a short last block)
-//! leave it checkable. Asynchronous writes complete at an unknown time, so they stamp their
-//! blocks but do not raise the generation a read must find.
+//! leave it checkable. Asynchronous writes stamp a copy of their data and count as in flight
+//! (a read of their bytes is not judged) until they are reaped.
 
 use std::sync::atomic::Ordering;
 use std::sync::Mutex;
@@ -280,11 +280,6 @@ impl FileState {
         g.blocks.resize(size.div_ceil(BLOCK) as usize, 0);
     }
 
-    /// A write somewhere in the file is about to start: its generation.
-    pub fn begin_write(&self) -> u32 {
-        self.begin_write_at(0, u64::MAX)
-    }
-
     /// A write of the bytes `off..end` is about to start (reads of other bytes are still
     /// checked while it runs): its generation.
     pub fn begin_write_at(&self, off: u64, end: u64) -> u32 {
@@ -295,9 +290,9 @@ impl FileState {
         gen
     }
 
-    /// The write begun with [`FileState::begin_write`] wrote `n` bytes at `off` (0 when it
-    /// failed). `sync`: it completed (false for asynchronous writes, whose data lands later).
-    pub fn end_write(&self, gen: u32, off: u64, n: u64, sync: bool) {
+    /// The write begun with [`FileState::begin_write_at`] wrote `n` bytes at `off` (0 when
+    /// it failed).
+    pub fn end_write(&self, gen: u32, off: u64, n: u64) {
         {
             let mut g = self.inner.lock().unwrap();
             let end = off + n;
@@ -313,15 +308,8 @@ impl FileState {
                     let e = end.min(b + BLOCK);
                     let prev = g.blocks[i];
                     g.blocks[i] = if s == b && e - b >= HEADER as u64 {
-                        // Header rewritten: checkable at this generation (asynchronous:
-                        // the old generation is still acceptable until it lands).
-                        if sync {
-                            pack(gen, e - b)
-                        } else if gen_of(prev) == 0 {
-                            0
-                        } else {
-                            prev
-                        }
+                        // Header rewritten: checkable at this generation.
+                        pack(gen, e - b)
                     } else if gen_of(prev) != 0 && s < b + len_of(prev) {
                         // Bytes the old header vouched for changed under it.
                         0
@@ -330,18 +318,16 @@ impl FileState {
                     };
                     b += BLOCK;
                 }
-                if sync {
-                    g.size = g.size.max(end);
-                }
+                g.size = g.size.max(end);
             }
             g.land(gen);
         }
     }
 
-    /// A write begun with [`FileState::begin_write`] of `n` bytes at `off` is not
-    /// checkable (it landed where its stamps do not belong, or it is asynchronous and lands
-    /// later, `landed` false): those blocks are not checked until rewritten.
-    pub fn forget(&self, gen: u32, off: u64, n: u64, landed: bool) {
+    /// A write begun with [`FileState::begin_write_at`] landed `n` bytes at `off`, where
+    /// its stamps do not belong (an append after another writer moved the end): those
+    /// blocks are not checked until rewritten.
+    pub fn forget(&self, gen: u32, off: u64, n: u64) {
         {
             let mut g = self.inner.lock().unwrap();
             let end = off + n;
@@ -354,9 +340,7 @@ impl FileState {
                 g.blocks[(b / BLOCK) as usize] = 0;
                 b += BLOCK;
             }
-            if landed {
-                g.size = g.size.max(end);
-            }
+            g.size = g.size.max(end);
             g.land(gen);
         }
     }
@@ -469,34 +453,58 @@ pub fn check_read(
 /// header of this file (the id of its first block) at its own offset, with a valid checksum.
 pub fn check_file(path: &std::path::Path, out: &mut dyn FnMut(Mismatch)) -> std::io::Result<u64> {
     use std::io::Read;
-    let mut f = std::fs::File::open(path)?;
-    let mut data = Vec::new();
-    f.read_to_end(&mut data)?;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)?;
+    const CHUNK: usize = 256 * BLOCK as usize;
+    let mut buf = vec![0u8; CHUNK];
     let mut id = None;
     let mut blocks = 0;
-    for (i, chunk) in data.chunks(BLOCK as usize).enumerate() {
-        let off = i as u64 * BLOCK;
-        if chunk.len() < HEADER {
-            continue;
+    let mut base = 0u64;
+    loop {
+        // Fill the chunk (short reads happen) so blocks never straddle two reads.
+        let mut n = 0;
+        while n < CHUNK {
+            match f.read(&mut buf[n..]) {
+                Ok(0) => break,
+                Ok(k) => n += k,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
         }
-        let want = *id
-            .get_or_insert_with(|| u64::from_le_bytes(chunk[8..16].try_into().expect("8 bytes")));
-        match check_block(chunk, want, off, 0) {
-            Ok(true) => blocks += 1,
-            Ok(false) => {
-                out(Mismatch {
+        if n == 0 {
+            break;
+        }
+        let end = base + n as u64;
+        for (i, chunk) in buf[..n].chunks(BLOCK as usize).enumerate() {
+            let off = base + i as u64 * BLOCK;
+            if chunk.len() < HEADER {
+                continue;
+            }
+            let want = *id.get_or_insert_with(|| {
+                u64::from_le_bytes(chunk[8..16].try_into().expect("8 bytes"))
+            });
+            match check_block(chunk, want, off, 0) {
+                Ok(true) => blocks += 1,
+                Ok(false) => out(Mismatch {
                     path: path.display().to_string(),
                     offset: off,
                     expected: "the bytes the block's header vouches for".into(),
-                    found: format!("the file ends at {} (truncated)", data.len()),
-                });
+                    found: format!("the file ends at {end} (truncated)"),
+                }),
+                Err((expected, found)) => out(Mismatch {
+                    path: path.display().to_string(),
+                    offset: off,
+                    expected,
+                    found,
+                }),
             }
-            Err((expected, found)) => out(Mismatch {
-                path: path.display().to_string(),
-                offset: off,
-                expected,
-                found,
-            }),
+        }
+        base = end;
+        if n < CHUNK {
+            break;
         }
     }
     Ok(blocks)
@@ -550,37 +558,37 @@ mod tests {
         // In flight over the bytes read.
         let snap2 = st.snapshot(0, 8192);
         assert!(st.disturbed(&snap2));
-        st.end_write(g, 0, 4096, true);
+        st.end_write(g, 0, 4096);
         // Began and ended during the read, over its bytes.
         let snap3 = st.snapshot(8192, 4096);
         let g2 = st.begin_write_at(10_000, 10_100);
-        st.end_write(g2, 10_000, 100, true);
+        st.end_write(g2, 10_000, 100);
         assert!(st.disturbed(&snap3));
         // ... and elsewhere: not.
         let snap4 = st.snapshot(8192, 4096);
         let g3 = st.begin_write_at(30_000, 30_100);
-        st.end_write(g3, 30_000, 100, true);
+        st.end_write(g3, 30_000, 100);
         assert!(!st.disturbed(&snap4));
         // An append in flight covers everything from the end on.
         let g4 = st.begin_write_at(65536, u64::MAX);
         assert!(st.disturbed(&st.snapshot(60_000, 8192)));
         assert!(!st.disturbed(&st.snapshot(0, 8192)));
-        st.forget(g4, 65536, 10, true);
+        st.forget(g4, 65536, 10);
     }
 
     #[test]
     fn unaligned_writes_make_blocks_uncheckable_until_rewritten() {
         let st = FileState::default();
         st.laid_out(10_000);
-        let g = st.begin_write();
+        let g = st.begin_write_at(0, u64::MAX);
         // Overwrites bytes of block 1 that its header vouches for.
-        st.end_write(g, 4096 + 50, 100, true);
+        st.end_write(g, 4096 + 50, 100);
         let snap = st.snapshot(0, 10_000);
         assert_eq!(gen_of(snap.blocks[0]), 1);
         assert_eq!(snap.blocks[1], 0);
         // An append past the short last block's vouched bytes keeps it checkable.
-        let g2 = st.begin_write();
-        st.end_write(g2, 10_000, 500, true);
+        let g2 = st.begin_write_at(0, u64::MAX);
+        st.end_write(g2, 10_000, 500);
         let snap = st.snapshot(0, 10_500);
         assert_eq!(gen_of(snap.blocks[2]), 1);
         assert_eq!(snap.size, 10_500);
@@ -589,12 +597,12 @@ mod tests {
         let t = FileState::default();
         t.laid_out(4096 + 20);
         assert_eq!(t.snapshot(0, 8192).blocks[1], 0);
-        let g = t.begin_write();
-        t.end_write(g, 4096 + 20, 100, true);
+        let g = t.begin_write_at(0, u64::MAX);
+        t.end_write(g, 4096 + 20, 100);
         assert_eq!(t.snapshot(0, 8192).blocks[1], 0);
         // A write from the block's start makes it checkable at its generation.
-        let g3 = st.begin_write();
-        st.end_write(g3, 4096, 4096, true);
+        let g3 = st.begin_write_at(0, u64::MAX);
+        st.end_write(g3, 4096, 4096);
         assert_eq!(gen_of(st.snapshot(4096, 4096).blocks[0]), g3);
     }
 }

@@ -51,7 +51,7 @@ impl Verified {
             self.done = true;
             // SAFETY: file states live in the run's filesets, which outlive every worker
             // and so every write in flight (workers drain before they end).
-            unsafe { &*self.state }.end_write(self.gen, self.off, n, true);
+            unsafe { &*self.state }.end_write(self.gen, self.off, n);
         }
     }
 }

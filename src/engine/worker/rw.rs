@@ -113,7 +113,7 @@ impl Worker<'_> {
         if let Some(v) = v {
             let n = *r.as_ref().unwrap_or(&0);
             if let Some(g) = vgen {
-                v.0.end_write(g, off, n as u64, true);
+                v.0.end_write(g, off, n as u64);
             } else if let (Some(s), Ok(_)) = (&snap, &r) {
                 self.vcheck(f, slot, v, s, off, len as u64, boff, n);
             }
@@ -155,12 +155,14 @@ impl Worker<'_> {
         let (boff, len) = self.buffer(size as usize)?;
         // With --verify the data is stamped for where the file ends now (untimed).
         let v = self.vstate(slot);
-        if v.is_some() || self.shapes(f, slot).is_some() {
+        let at = if v.is_some() || self.shapes(f, slot).is_some() {
             let at = io::fstat(fd).map_or(0, |st| st.st_size.max(0) as u64);
             self.shape(f, slot, at, boff, len);
-        }
+            at
+        } else {
+            0
+        };
         let planned = v.map(|(st, id)| {
-            let at = io::fstat(fd).map_or(0, |st| st.st_size.max(0) as u64);
             // Where it lands is known only after: everything from the current end is in
             // flight meanwhile.
             let g = st.begin_write_at(at, u64::MAX);
@@ -174,10 +176,10 @@ impl Worker<'_> {
         let ns = self.clock.since(t0);
         if let (Some(v), Some((at, g))) = (v, planned) {
             match &r {
-                Ok((end, n)) if *end == at => v.0.end_write(g, at, *n as u64, true),
+                Ok((end, n)) if *end == at => v.0.end_write(g, at, *n as u64),
                 // Another writer moved the end: the stamps name the wrong offsets.
-                Ok((end, n)) => v.0.forget(g, *end, *n as u64, true),
-                Err(_) => v.0.end_write(g, at, 0, true),
+                Ok((end, n)) => v.0.forget(g, *end, *n as u64),
+                Err(_) => v.0.end_write(g, at, 0),
             }
         }
         match r {
@@ -281,6 +283,7 @@ impl Worker<'_> {
         let start = self.slots[slot].off;
         let mut done = 0u64;
         let v = self.vstate(slot);
+        let prepares = v.is_some() || self.shapes(f, slot).is_some();
         let mut vns = 0;
         let t0 = self.clock.now();
         let r = loop {
@@ -288,13 +291,16 @@ impl Worker<'_> {
                 break Ok(());
             }
             let n = (wss - done).min(len as u64) as usize;
-            let c0 = self.clock.now();
-            self.shape(f, slot, start + done, boff, n);
-            let vgen = v.map(|v| self.vstamp(v, start + done, boff, n));
-            vns += self.clock.since(c0);
+            let mut vgen = None;
+            if prepares {
+                let c0 = self.clock.now();
+                self.shape(f, slot, start + done, boff, n);
+                vgen = v.map(|v| self.vstamp(v, start + done, boff, n));
+                vns += self.clock.since(c0);
+            }
             let r = io::pwrite(fd, &self.buf.as_slice()[boff..boff + n], start + done);
             if let (Some(v), Some(g)) = (v, vgen) {
-                v.0.end_write(g, start + done, *r.as_ref().unwrap_or(&0) as u64, true);
+                v.0.end_write(g, start + done, *r.as_ref().unwrap_or(&0) as u64);
             }
             match r {
                 Ok(0) => break Err(std::io::Error::other("wrote 0 bytes")),

@@ -76,8 +76,8 @@ pub fn current(dev: &str) -> Result<Device> {
     })
 }
 
-/// Bring the device under `ready` to exactly `want` (every field set) before a cell's
-/// measurement, writing only what differs. `last` is what the previous cell asked for: when
+/// Bring the device under `ready` to `want` (at set-up, or before a cell's measurement),
+/// writing only the fields `want` sets and only where they differ. `last` is what the previous cell asked for: when
 /// the scheduler stays but its tunables change, the scheduler is selected afresh first (by
 /// way of `none`), so that tunables a previous level set and this one does not are back at
 /// their defaults. Everything is read back into `ready.applied`.
@@ -89,7 +89,7 @@ pub fn apply_cell(
 ) -> Result<()> {
     let dev = ready.device.clone().with_context(|| {
         format!(
-            "{} is on no block device; device settings cannot vary there",
+            "{} is on no block device, so its device settings cannot be set",
             ready.dir.display()
         )
     })?;
@@ -114,7 +114,17 @@ pub fn apply_cell(
         for (k, v) in &want.tunables {
             let p = q.join("iosched").join(k);
             if !p.exists() {
-                bail!("{dev}: scheduler {s} has no tunable {k}");
+                let have: Vec<String> = std::fs::read_dir(q.join("iosched"))
+                    .map(|r| {
+                        r.flatten()
+                            .map(|e| e.file_name().to_string_lossy().into_owned())
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                bail!(
+                    "{dev}: scheduler {s} has no tunable {k} (it has: {})",
+                    have.join(", ")
+                );
             }
             set(p, v, j)?;
         }
@@ -242,94 +252,12 @@ pub fn for_cell(
     d
 }
 
+/// Apply a target's own device settings at set-up: only what `d` sets is written.
 pub fn apply(d: &Device, ready: &mut Ready, j: &mut Journal) -> Result<()> {
-    let dev = ready
-        .device
-        .clone()
-        .with_context(|| format!("{} is on no block device", ready.dir.display()))?;
-    let q = queue_dir(&dev)?;
-    if let Some(s) = &d.scheduler {
-        let avail = read(&q.join("scheduler"))?;
-        if !avail
-            .split_whitespace()
-            .any(|w| w.trim_matches(|c| c == '[' || c == ']') == s)
-        {
-            bail!("{dev}: scheduler {s} is not available (the kernel offers: {avail})");
-        }
-        set(q.join("scheduler"), s, j)?;
-        for (k, v) in &d.tunables {
-            let p = q.join("iosched").join(k);
-            if !p.exists() {
-                let have: Vec<String> = std::fs::read_dir(q.join("iosched"))
-                    .map(|r| {
-                        r.flatten()
-                            .map(|e| e.file_name().to_string_lossy().into_owned())
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                bail!(
-                    "{dev}: scheduler {s} has no tunable {k} (it has: {})",
-                    have.join(", ")
-                );
-            }
-            set(p, v, j)?;
-        }
-    }
-    if let Some(v) = d.read_ahead_kb {
-        set(q.join("read_ahead_kb"), &v.to_string(), j)?;
-    }
-    if let Some(v) = d.nr_requests {
-        set(q.join("nr_requests"), &v.to_string(), j)?;
-    }
-    if let Some(v) = d.rotational {
-        set(q.join("rotational"), if v { "1" } else { "0" }, j)?;
-    }
-    // Read back what the kernel holds now, asked for or not.
-    let a = &mut ready.applied;
-    a.insert("device".into(), dev.clone().into());
-    for k in ["scheduler", "read_ahead_kb", "nr_requests", "rotational"] {
-        if let Ok(v) = read(&q.join(k)) {
-            let v = if k == "scheduler" {
-                active_scheduler(&v).unwrap_or("none").to_string()
-            } else {
-                v
-            };
-            a.insert(k.into(), v.into());
-        }
-    }
-    for (k, want) in &d.tunables {
-        let got = read(&q.join("iosched").join(k))?;
-        if &got != want {
-            bail!("{dev}: iosched/{k} reads back {got} after writing {want}");
-        }
-        a.insert(format!("iosched/{k}"), got.into());
-    }
-    let check = |k: &str, want: Option<String>| -> Result<()> {
-        if let Some(w) = want {
-            let got = a_get(ready_applied(a), k);
-            if got.as_deref() != Some(w.as_str()) {
-                bail!(
-                    "{dev}: {k} reads back {:?} after writing {w}",
-                    got.unwrap_or_default()
-                );
-            }
-        }
-        Ok(())
-    };
-    check("scheduler", d.scheduler.clone())?;
-    check("read_ahead_kb", d.read_ahead_kb.map(|v| v.to_string()))?;
-    check("rotational", d.rotational.map(|v| (v as u8).to_string()))?;
+    apply_cell(d, None, ready, j)?;
+    let dev = ready.device.clone().expect("checked by apply_cell");
+    ready.applied.insert("device".into(), dev.into());
     Ok(())
-}
-
-fn ready_applied(
-    a: &std::collections::BTreeMap<String, serde_json::Value>,
-) -> &std::collections::BTreeMap<String, serde_json::Value> {
-    a
-}
-
-fn a_get(a: &std::collections::BTreeMap<String, serde_json::Value>, k: &str) -> Option<String> {
-    a.get(k).and_then(|v| v.as_str()).map(String::from)
 }
 
 #[cfg(test)]
