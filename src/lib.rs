@@ -28,5 +28,6 @@ pub mod remount;
 pub mod report;
 pub mod scan;
 pub mod stats;
+pub mod trace;
 pub mod verify;
 pub mod workloads;

@@ -82,6 +82,11 @@ enum Command {
         after_help = "Examples:\n  fsbench postmark pm.cfg\n  fsbench postmark --number 1000 --transactions 20000 --instances 4 --dir /mnt/test\n  fsbench postmark --number 1000 --repeat 5 --cold --json pm.json"
     )]
     Postmark(fsbench::apps::cli::PostmarkArgs),
+    /// Record a program's file-system calls with strace, replay them, distil them into a workload.
+    #[command(
+        after_help = "Examples:\n  fsbench trace record -o cp.trace -- cp -r src dst\n  fsbench trace replay cp.trace --dir /mnt/test --mode deps\n  fsbench trace distill cp.trace -o cp-model.f"
+    )]
+    Trace(fsbench::trace::cli::TraceArgs),
     /// The Andrew benchmark's phases (mkdir, copy, stat, scan, compile) on a generated C tree.
     #[command(
         after_help = "Examples:\n  fsbench andrew --copies 4 --clients 2 --dir /mnt/test\n  fsbench andrew --scale 100 --drop-caches-between-phases --repeat 3"
@@ -727,6 +732,7 @@ fn dispatch(cli: Cli) -> Result<()> {
         Command::Report(a) => fsbench::report::html::cli::run(&a),
         Command::Selftest(a) => cmd_selftest(&a),
         Command::Postmark(a) => fsbench::apps::postmark::main(&a),
+        Command::Trace(a) => fsbench::trace::cli::main(&a),
         Command::Andrew(a) => fsbench::apps::andrew::main(&a),
         Command::Find(a) => fsbench::apps::find::main(&a),
         Command::Build(a) => fsbench::apps::build::main(&a),

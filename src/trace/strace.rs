@@ -1,0 +1,1 @@
+//! Converting an strace log into trace records.
