@@ -145,7 +145,10 @@ pub fn drive(m: &mut dyn Measurement, a: &MeasureArgs) -> Result<Results> {
             };
             // On a simulated disk: how late its replies were during this repetition.
             let probe = crate::disk::lateness::Probe::start(&existing_ancestor(&m.target()));
-            let mut r = m.run_once()?;
+            crate::trace::mark(crate::trace::MARK_START);
+            let r = m.run_once();
+            crate::trace::mark(crate::trace::MARK_END);
+            let mut r = r?;
             if let Some(p) = probe {
                 r.disk = p.record(&mut r.notes);
             }

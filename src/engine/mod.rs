@@ -585,6 +585,7 @@ pub fn measure(
             return None;
         }
         pacing.start();
+        crate::trace::mark(crate::trace::MARK_START);
         gate.open();
         let mut t0 = Instant::now();
         let mut warming = mo.warmup > 0.0;
@@ -683,6 +684,7 @@ pub fn measure(
             ));
         }
         ctl.stop();
+        crate::trace::mark(crate::trace::MARK_END);
         pacing.shutdown();
         if mo.progress {
             eprint!("\r\x1b[2K");

@@ -76,7 +76,9 @@ pub enum EntryKind {
 
 /// What a system call does, as far as the file system is concerned. The traced call's
 /// own name is kept beside it in [`Record::syscall`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 #[repr(u8)]
 pub enum Call {
@@ -141,6 +143,7 @@ pub enum Call {
     /// utime, utimes, utimensat, futimesat: `path` or `fd`.
     Utimes,
     /// Any other traced call on a path or descriptor (kept for statistics, not replayed).
+    #[default]
     Other,
 }
 
@@ -246,12 +249,6 @@ pub struct Record {
     pub mode: Option<u32>,
     /// The result: a count, descriptor or position when ≥ 0, minus the errno otherwise.
     pub ret: i64,
-}
-
-impl Default for Call {
-    fn default() -> Call {
-        Call::Other
-    }
 }
 
 impl Record {
@@ -504,10 +501,15 @@ impl<R: BufRead> Reader<R> {
                 0x01 => {
                     let len = self.varint()? as usize;
                     if len > 1 << 20 {
-                        return Err(FormatError::Corrupt(self.count, format!("string of {len} bytes")));
+                        return Err(FormatError::Corrupt(
+                            self.count,
+                            format!("string of {len} bytes"),
+                        ));
                     }
                     let mut s = vec![0u8; len];
-                    self.inp.read_exact(&mut s).map_err(|_| FormatError::Truncated(self.count))?;
+                    self.inp
+                        .read_exact(&mut s)
+                        .map_err(|_| FormatError::Truncated(self.count))?;
                     self.strings.push(String::from_utf8_lossy(&s).into_owned());
                 }
                 0x02 => {
@@ -568,7 +570,12 @@ impl<R: BufRead> Reader<R> {
                     self.done = true;
                     return Ok(None);
                 }
-                t => return Err(FormatError::Corrupt(self.count, format!("frame type {t:#x}"))),
+                t => {
+                    return Err(FormatError::Corrupt(
+                        self.count,
+                        format!("frame type {t:#x}"),
+                    ))
+                }
             }
         }
     }
@@ -595,7 +602,11 @@ pub fn read_all(path: &std::path::Path) -> anyhow::Result<(Header, Vec<Record>)>
 }
 
 /// Write a whole trace.
-pub fn write_all(path: &std::path::Path, header: &Header, records: &[Record]) -> anyhow::Result<u64> {
+pub fn write_all(
+    path: &std::path::Path,
+    header: &Header,
+    records: &[Record],
+) -> anyhow::Result<u64> {
     let f = std::fs::File::create(path)
         .map_err(|e| anyhow::anyhow!("trace {}: {e}", path.display()))?;
     let mut w = Writer::new(io::BufWriter::with_capacity(1 << 16, f), header)?;
@@ -782,7 +793,10 @@ mod tests {
         buf.truncate(buf.len() - 2);
         let r = Reader::new(io::Cursor::new(&buf)).unwrap();
         let err = r.collect::<Result<Vec<_>, _>>().unwrap_err();
-        assert!(err.to_string().contains("cut short after 3 records"), "{err}");
+        assert!(
+            err.to_string().contains("cut short after 3 records"),
+            "{err}"
+        );
         assert!(matches!(
             Reader::new(io::Cursor::new(b"not a trace at all")),
             Err(FormatError::NotATrace)
