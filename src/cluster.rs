@@ -10,8 +10,9 @@ use std::sync::OnceLock;
 pub trait Cluster: Send + Sync {
     fn rank(&self) -> usize;
     fn size(&self) -> usize;
-    /// Wait until every rank reaches this point.
-    fn barrier(&self);
+    /// Wait until every rank reaches this point. False when another rank failed: the caller
+    /// stops what it was about to do and returns (its error says why).
+    fn barrier(&self) -> bool;
     /// This rank's measurement ended (its duration, a finish flowop, an exhausted
     /// fileset ...). With stonewalling the others are told to stop.
     fn finished(&self);
@@ -41,11 +42,18 @@ pub fn size() -> usize {
     get().map_or(1, |c| c.size())
 }
 
-/// Wait for every rank (returns at once without a cluster).
-pub fn barrier() {
-    if let Some(c) = get() {
-        c.barrier();
-    }
+/// Wait for every rank (returns at once without a cluster). False when another rank
+/// failed: stop and return an error ([`failed_elsewhere`]).
+pub fn barrier() -> bool {
+    get().is_none_or(|c| c.barrier())
+}
+
+/// The error of a rank that stops because another failed.
+pub fn failed_elsewhere() -> anyhow::Error {
+    anyhow::anyhow!(
+        "rank {}: stopped because another rank failed (its error is reported by rank 0)",
+        rank()
+    )
 }
 
 /// This rank's measurement ended.

@@ -25,6 +25,8 @@ pub mod lang;
 pub mod layout;
 pub mod limits;
 pub mod model;
+#[cfg(feature = "mpi")]
+pub mod mpirun;
 pub mod remount;
 pub mod report;
 pub mod scan;

@@ -164,7 +164,7 @@ struct CleanArgs {
     dry_run: bool,
 }
 
-#[derive(Args)]
+#[derive(Args, Clone)]
 struct RunArgs {
     #[command(flatten)]
     w: WorkloadArgs,
@@ -172,6 +172,10 @@ struct RunArgs {
     /// fileset path for workload files, $TMPDIR for built-ins).
     #[arg(long, value_name = "DIR")]
     dir: Option<PathBuf>,
+    /// With many clients (`mpirun ... fsbench run`): end every rank's measurement when the
+    /// first rank finishes (IOR's stonewalling); the others report what they did by then.
+    #[arg(long)]
+    stonewall: bool,
     /// Run time in seconds (overrides the workload's `run N`).
     #[arg(long, value_name = "SECONDS")]
     duration: Option<f64>,
@@ -270,7 +274,7 @@ enum SelftestWhat {
     },
 }
 
-#[derive(Args)]
+#[derive(Args, Clone)]
 struct WorkloadArgs {
     /// A workload file (.f) or the name of a built-in personality (see `fsbench list`).
     workload: String,
@@ -361,6 +365,195 @@ fn default_parent(wl: &Workload, origin: &workloads::Origin) -> PathBuf {
 }
 
 fn cmd_run(a: &RunArgs) -> Result<()> {
+    #[cfg(feature = "mpi")]
+    if fsbench::mpirun::launched() {
+        return cmd_run_mpi(a);
+    }
+    if a.stonewall {
+        eprintln!("fsbench: warning: --stonewall ends a multi-client run when its first rank finishes; this run has one client (start it with mpirun, built with --features mpi)");
+    }
+    let Some((results, verify)) = run_collect(a)? else {
+        return Ok(());
+    };
+    fsbench::report::out::emit(
+        &results,
+        &[
+            ("json", a.json.as_deref()),
+            ("csv", a.csv.as_deref()),
+            ("markdown", a.markdown.as_deref()),
+        ],
+        a.histograms,
+    )?;
+    if verify {
+        verify_summary(&results)?;
+    }
+    if results.interrupted {
+        bail!(
+            "interrupted: the results above cover {:.1} s",
+            results.duration_s
+        );
+    }
+    Ok(())
+}
+
+/// What rank 0 hands every rank in a multi-client run.
+#[cfg(feature = "mpi")]
+#[derive(serde::Serialize, serde::Deserialize)]
+struct MpiSetup {
+    /// The workload's name and, for a workload file, its text (other ranks may not see it).
+    workload: String,
+    text: Option<String>,
+    set: Vec<(String, String)>,
+    /// The marked run directory every rank works below (`rank<N>/` each).
+    parent: String,
+}
+
+/// `mpirun -np N fsbench run ...`: rank 0 checks the workload and makes one marked run
+/// directory; every rank runs the workload in its own `rank<N>/` below it, starting its
+/// measurement together with the others; rank 0 gathers, merges and reports.
+#[cfg(feature = "mpi")]
+fn cmd_run_mpi(a: &RunArgs) -> Result<()> {
+    let session = fsbench::mpirun::Session::init(a.stonewall)?;
+    let rank = session.rank();
+    let size = session.size();
+    // Rank 0: the workload (parsed and validated here, so a bad one fails once, with its
+    // location) and the shared run directory.
+    let mut made: Option<fsbench::engine::rundir::RunDir> = None;
+    let setup: std::result::Result<MpiSetup, String> = if rank == 0 {
+        (|| -> Result<MpiSetup> {
+            load_with(&a.w, a.duration.is_some())?;
+            let path = std::path::Path::new(&a.w.workload);
+            let text = if path.is_file() {
+                Some(std::fs::read_to_string(path).with_context(|| format!("{}", path.display()))?)
+            } else {
+                None
+            };
+            let parent = fsbench::apps::guard::target_dir(a.dir.as_deref())?;
+            let name = path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| a.w.workload.clone());
+            let rd =
+                fsbench::engine::rundir::RunDir::create(&parent, &format!("mpi-{name}"), false)?;
+            for r in 0..size {
+                std::fs::create_dir(rd.path.join(format!("rank{r}")))?;
+            }
+            let p = rd.path.display().to_string();
+            made = Some(rd);
+            Ok(MpiSetup {
+                workload: a.w.workload.clone(),
+                text,
+                set: a.w.set.clone(),
+                parent: p,
+            })
+        })()
+        .map_err(|e| format!("{e:#}"))
+    } else {
+        Err(String::new())
+    };
+    let bytes = session
+        .broadcast((rank == 0).then(|| serde_json::to_vec(&setup).expect("the set-up encodes")));
+    let setup: std::result::Result<MpiSetup, String> =
+        serde_json::from_slice(&bytes).map_err(|e| anyhow::anyhow!("set-up from rank 0: {e}"))?;
+    let setup = match setup {
+        Ok(s) => s,
+        Err(e) => {
+            // Every rank got the same error: rank 0 says it.
+            if rank == 0 {
+                bail!("{e}");
+            }
+            drop(session);
+            std::process::exit(1);
+        }
+    };
+    // This rank's run: the workload (from rank 0's text when it was a file), in rank<N>/.
+    let mut tmp_wl = None;
+    let outcome: Result<Option<(fsbench::stats::Results, bool)>> = (|| {
+        let mut ra = a.clone();
+        if let Some(text) = &setup.text {
+            if rank != 0 {
+                let f = std::env::temp_dir().join(format!(
+                    "fsbench-rank{rank}-{}-{}",
+                    std::process::id(),
+                    std::path::Path::new(&setup.workload)
+                        .file_name()
+                        .map(|s| s.to_string_lossy().into_owned())
+                        .unwrap_or_else(|| "workload.f".into())
+                ));
+                std::fs::write(&f, text)?;
+                ra.w.workload = f.display().to_string();
+                tmp_wl = Some(f);
+            }
+        }
+        ra.w.set = setup.set.clone();
+        ra.dir = Some(std::path::Path::new(&setup.parent).join(format!("rank{rank}")));
+        // Each rank draws its own random choices (as PostMark's instances do).
+        ra.seed = a.seed.wrapping_add(rank as u64);
+        ra.json = None;
+        ra.csv = None;
+        ra.markdown = None;
+        ra.quiet = a.quiet || rank != 0;
+        // Fault injection for the tests of failure handling: this rank fails before its run.
+        if std::env::var("FSBENCH_TEST_FAIL_RANK").ok() == Some(rank.to_string()) {
+            bail!("injected failure (FSBENCH_TEST_FAIL_RANK={rank})");
+        }
+        run_collect(&ra)
+    })();
+    if let Some(f) = tmp_wl {
+        let _ = std::fs::remove_file(f);
+    }
+    let ok = outcome.is_ok();
+    let all_ok = session.end(ok);
+    let mine = fsbench::mpirun::Outcome {
+        rank: rank as u32,
+        host: session.host.clone(),
+        result: match outcome {
+            Ok(Some((r, _))) => Ok(r),
+            Ok(None) => Err("measured nothing".into()),
+            Err(e) => Err(format!("{e:#}")),
+        },
+    };
+    let gathered = session.gather(&mine);
+    let Some(all) = gathered else {
+        // Other ranks: their part is done; rank 0 reports.
+        if !all_ok {
+            // Rank 0 reports which rank failed and why; the exit status says it here.
+            drop(session);
+            std::process::exit(1);
+        }
+        return Ok(());
+    };
+    let keep = a.keep;
+    if let Some(rd) = made {
+        if keep {
+            eprintln!("fsbench: kept {}", rd.path.display());
+        } else if let Err(e) = rd.remove() {
+            eprintln!("fsbench: warning: removing {}: {e}", rd.path.display());
+        }
+    }
+    let merged = fsbench::mpirun::merge_outcomes(all)?;
+    fsbench::report::out::emit(
+        &merged,
+        &[
+            ("json", a.json.as_deref()),
+            ("csv", a.csv.as_deref()),
+            ("markdown", a.markdown.as_deref()),
+        ],
+        a.histograms,
+    )?;
+    if merged.interrupted {
+        bail!(
+            "interrupted: the results above cover {:.1} s",
+            merged.duration_s
+        );
+    }
+    Ok(())
+}
+
+/// Load, validate and run the workload as `a` asks (with its repetitions): the combined
+/// results and whether data was verified, or None when nothing was measured (e.g.
+/// `--verify-only`, which reports by itself).
+fn run_collect(a: &RunArgs) -> Result<Option<(fsbench::stats::Results, bool)>> {
     let mut wa = WorkloadArgs {
         workload: a.w.workload.clone(),
         set: a.w.set.clone(),
@@ -424,7 +617,8 @@ fn cmd_run(a: &RunArgs) -> Result<()> {
             .filter(|f| f.reuse)
             .map(|f| stable.join(&f.name))
             .collect();
-        return cmd_verify(&dirs, a.json.as_deref());
+        cmd_verify(&dirs, a.json.as_deref())?;
+        return Ok(None);
     }
     // `--verify` checks every read; a flowop's `verify` attribute checks its own reads. Either
     // way every write is stamped.
@@ -474,26 +668,7 @@ fn cmd_run(a: &RunArgs) -> Result<()> {
             break;
         }
     }
-    let results = fsbench::stats::repeat::combine(runs);
-    fsbench::report::out::emit(
-        &results,
-        &[
-            ("json", a.json.as_deref()),
-            ("csv", a.csv.as_deref()),
-            ("markdown", a.markdown.as_deref()),
-        ],
-        a.histograms,
-    )?;
-    if verify {
-        verify_summary(&results)?;
-    }
-    if results.interrupted {
-        bail!(
-            "interrupted: the results above cover {:.1} s",
-            results.duration_s
-        );
-    }
-    Ok(())
+    Ok(Some((fsbench::stats::repeat::combine(runs), verify)))
 }
 
 /// After a run with verification: one line of totals, the first mismatches, and an error

@@ -145,6 +145,10 @@ pub fn drive(m: &mut dyn Measurement, a: &MeasureArgs) -> Result<Results> {
             };
             // On a simulated disk: how late its replies were during this repetition.
             let probe = crate::disk::lateness::Probe::start(&existing_ancestor(&m.target()));
+            // With many clients every rank starts measuring together.
+            if !crate::cluster::barrier() {
+                return Err(crate::cluster::failed_elsewhere());
+            }
             crate::trace::mark(crate::trace::MARK_START);
             let r = m.run_once();
             crate::trace::mark(crate::trace::MARK_END);
@@ -210,6 +214,10 @@ fn existing_ancestor(p: &std::path::Path) -> PathBuf {
 
 /// [`drive`], then [`emit`].
 pub fn measure_and_report(m: &mut dyn Measurement, a: &MeasureArgs) -> Result<Results> {
+    #[cfg(feature = "mpi")]
+    if crate::mpirun::launched() {
+        return crate::mpirun::measure_ranks(m, a);
+    }
     let r = drive(m, a)?;
     emit(&r, a)?;
     Ok(r)

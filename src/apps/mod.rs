@@ -101,6 +101,8 @@ pub fn results(run: AppRun<'_>, ops: OpTable, merged: &Recorder) -> Results {
         repetitions: Vec::new(),
         figures: Default::default(),
         disk: None,
+        ranks: Vec::new(),
+        hosts: Vec::new(),
     }
 }
 

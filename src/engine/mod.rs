@@ -532,6 +532,8 @@ pub fn measure(
     let mut was_interrupted = false;
     let mut failures: Vec<String> = Vec::new();
     let mut ended_in_warmup = false;
+    let mut cluster_failed = false;
+    let mut stonewalled = false;
     let spawn_err: Option<std::io::Error> = std::thread::scope(|s| {
         let mut handles = Vec::new();
         let mut worker_idx = 0u64;
@@ -584,10 +586,18 @@ pub fn measure(
             was_interrupted = true;
             return None;
         }
+        // With many clients every rank starts measuring together (after its layout).
+        if !crate::cluster::barrier() {
+            cluster_failed = true;
+            return None;
+        }
+        // The clock starts before the workers are released: with many clients (and more
+        // threads than cores) the instant every rank agreed on, not when the scheduler
+        // next lets this thread run after waking its workers.
+        let mut t0 = Instant::now();
         pacing.start();
         crate::trace::mark(crate::trace::MARK_START);
         gate.open();
-        let mut t0 = Instant::now();
         let mut warming = mo.warmup > 0.0;
         let mut generation = 0u64;
         // With `psrun`, the samples come every psrun period and each prints a block.
@@ -622,6 +632,11 @@ pub fn measure(
             }
             if interrupted() {
                 was_interrupted = true;
+                break;
+            }
+            // Stonewalling: another rank finished, so this one stops where it is.
+            if !warming && crate::cluster::stop_requested() {
+                stonewalled = true;
                 break;
             }
             let finished = ctl.finished.load(Ordering::SeqCst);
@@ -685,6 +700,7 @@ pub fn measure(
         }
         ctl.stop();
         crate::trace::mark(crate::trace::MARK_END);
+        crate::cluster::finished();
         pacing.shutdown();
         if mo.progress {
             eprint!("\r\x1b[2K");
@@ -723,6 +739,17 @@ pub fn measure(
     });
     if let Some(e) = spawn_err {
         return Err(EngineError::Spawn(e));
+    }
+    if cluster_failed {
+        return Err(EngineError::Worker(format!(
+            "rank {}: not started because another rank failed before the start (rank 0 reports its error)",
+            crate::cluster::rank()
+        )));
+    }
+    if stonewalled {
+        notes.push(format!(
+            "run ended by stonewalling after {duration:.3} s: another rank finished first"
+        ));
     }
     if ended_in_warmup {
         return Err(EngineError::EndedInWarmup(format!(
@@ -1003,6 +1030,8 @@ fn run_in(
             repetitions: Vec::new(),
             figures: Default::default(),
             disk: None,
+            ranks: Vec::new(),
+            hosts: Vec::new(),
         });
     }
     if !opts.quiet {
@@ -1080,6 +1109,8 @@ fn run_in(
         repetitions: Vec::new(),
         figures: Default::default(),
         disk,
+        ranks: Vec::new(),
+        hosts: Vec::new(),
     })
 }
 

@@ -9,6 +9,7 @@ pub mod build_info;
 pub mod clock;
 pub mod host;
 pub mod loghist;
+pub mod ranks;
 pub mod repeat;
 pub mod results;
 

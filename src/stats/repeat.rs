@@ -279,6 +279,8 @@ pub fn combine(runs: Vec<Results>) -> Results {
     Results {
         duration_s: duration,
         disk,
+        ranks: Vec::new(),
+        hosts: Vec::new(),
         figures,
         interrupted,
         flowops,

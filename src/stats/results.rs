@@ -260,6 +260,13 @@ pub struct Results {
     /// replies were during the measurement (with repetitions, the worst repetition).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disk: Option<DiskLateness>,
+    /// Many clients (`mpirun ... fsbench run`): each rank's figures, in rank order; the
+    /// flowops and summary above merge every rank.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ranks: Vec<super::ranks::RankResult>,
+    /// The hosts the ranks ran on, in order of first rank.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<String>,
 }
 
 /// A simulated disk's reply lateness during one measurement.
