@@ -152,6 +152,7 @@ impl Exporter for Text {
             );
         }
         figures(&mut o, r);
+        ranks(&mut o, r);
         for n in &r.notes {
             let _ = writeln!(o, "{n}");
         }
@@ -201,6 +202,36 @@ fn figures(o: &mut String, r: &Results) {
         } else {
             let _ = writeln!(o, "  {k:<w$} {}", num(*v));
         }
+    }
+}
+
+/// Many clients: one line per rank, so stragglers show beside the merged figures.
+fn ranks(o: &mut String, r: &Results) {
+    if r.ranks.is_empty() {
+        return;
+    }
+    let t0 = r
+        .ranks
+        .iter()
+        .map(|x| x.started_at)
+        .fold(f64::INFINITY, f64::min);
+    let _ = writeln!(
+        o,
+        "Ranks\nrank  host                      ops/s      mb/s    p99(ms)   start(ms)  time(s)  notes"
+    );
+    for x in &r.ranks {
+        let _ = writeln!(
+            o,
+            "{:<5} {:<20} {:>10.0} {:>9.1} {:>10.3} {:>11.1} {:>8.2}  {}",
+            x.rank,
+            x.host,
+            x.ops_per_s,
+            x.mb_per_s,
+            x.p99_us / 1000.0,
+            (x.started_at - t0) * 1000.0,
+            x.duration_s,
+            x.notes.join("; ")
+        );
     }
 }
 
