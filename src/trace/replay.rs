@@ -39,7 +39,7 @@ use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::io::RawFd;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -127,6 +127,8 @@ struct Step {
     action: Action,
     /// (worker, position): wait until that worker has completed that step.
     deps: Vec<(u32, u32)>,
+    /// Index of its mapped paths in [`Plan::paths`] (`u32::MAX`: none).
+    paths: u32,
 }
 
 /// What the static pass decided.
@@ -136,8 +138,8 @@ struct Plan {
     /// Records not replayed: outside the roots, or a call replay does not issue.
     outside: u64,
     not_replayable: BTreeMap<String, u64>,
-    /// Mapped paths per record (`path`, `path2`).
-    paths: HashMap<u32, (Option<CString>, Option<CString>)>,
+    /// Mapped paths (`path`, `path2`) of the steps that have some ([`Step::paths`]).
+    paths: Vec<(Option<CString>, Option<CString>)>,
 }
 
 #[derive(Clone, Default)]
@@ -264,7 +266,7 @@ fn build_plan(records: &[Record], mapper: &Mapper, threads: Option<usize>, mode:
     let mut start_dep: HashMap<u32, (u32, u32)> = HashMap::new();
     let mut outside = 0u64;
     let mut not_replayable: BTreeMap<String, u64> = BTreeMap::new();
-    let mut paths = HashMap::new();
+    let mut paths = Vec::new();
     let mut pdeps: HashMap<String, PathDeps> = HashMap::new();
     let mut ntids = 0usize;
     for (ri, r) in records.iter().enumerate() {
@@ -311,6 +313,7 @@ fn build_plan(records: &[Record], mapper: &Mapper, threads: Option<usize>, mode:
                         table,
                         action,
                         deps,
+                        paths: u32::MAX,
                     });
                 } else if !deps.is_empty() {
                     // Nothing to do, but the child must still start after this point.
@@ -319,6 +322,7 @@ fn build_plan(records: &[Record], mapper: &Mapper, threads: Option<usize>, mode:
                         table,
                         action: Action::CopyTable { child: u32::MAX },
                         deps,
+                        paths: u32::MAX,
                     });
                 }
                 // With nothing pushed, the child's start waits for the parent's previous
@@ -342,6 +346,7 @@ fn build_plan(records: &[Record], mapper: &Mapper, threads: Option<usize>, mode:
                     table,
                     action: Action::Exec,
                     deps,
+                    paths: u32::MAX,
                 });
                 continue;
             }
@@ -508,14 +513,18 @@ fn build_plan(records: &[Record], mapper: &Mapper, threads: Option<usize>, mode:
             }),
             _ => r.path2.as_deref().and_then(|p| mapper.cmap(p)),
         };
-        if p1.is_some() || p2.is_some() {
-            paths.insert(ri as u32, (p1, p2));
-        }
+        let pi = if p1.is_some() || p2.is_some() {
+            paths.push((p1, p2));
+            paths.len() as u32 - 1
+        } else {
+            u32::MAX
+        };
         workers[w as usize].push(Step {
             rec: ri as u32,
             table,
             action: Action::Call,
             deps,
+            paths: pi,
         });
     }
     Plan {
@@ -538,26 +547,64 @@ impl Drop for Fd {
     }
 }
 
-type Table = Mutex<HashMap<i32, (Arc<Fd>, bool)>>;
+/// A process's descriptors during the replay, indexed by the traced descriptor number
+/// (small integers, as the kernel hands them out): the replay's open file and whether it
+/// is close-on-exec.
+#[derive(Clone, Default)]
+struct FdTable(Vec<Option<(Arc<Fd>, bool)>>);
+
+impl FdTable {
+    fn get(&self, fd: &i32) -> Option<&(Arc<Fd>, bool)> {
+        usize::try_from(*fd)
+            .ok()
+            .and_then(|i| self.0.get(i)?.as_ref())
+    }
+    fn insert(&mut self, fd: i32, v: (Arc<Fd>, bool)) {
+        let Ok(i) = usize::try_from(fd) else { return };
+        if self.0.len() <= i {
+            self.0.resize_with(i + 1, || None);
+        }
+        self.0[i] = Some(v);
+    }
+    fn remove(&mut self, fd: &i32) -> Option<(Arc<Fd>, bool)> {
+        usize::try_from(*fd)
+            .ok()
+            .and_then(|i| self.0.get_mut(i)?.take())
+    }
+    fn retain(&mut self, keep: impl Fn(&i32, &mut (Arc<Fd>, bool)) -> bool) {
+        for (i, e) in self.0.iter_mut().enumerate() {
+            if e.as_mut().is_some_and(|v| !keep(&(i as i32), v)) {
+                *e = None;
+            }
+        }
+    }
+}
+
+type Table = Mutex<FdTable>;
+
+/// How many steps a worker has completed, on its own cache line (every call stores it).
+#[derive(Default)]
+#[repr(align(64))]
+struct Progress(AtomicU32);
 
 /// What the workers share.
 struct Shared<'a> {
     records: &'a [Record],
     plan: &'a Plan,
     tables: Vec<Table>,
-    progress: Vec<AtomicU32>,
+    progress: Vec<Progress>,
     mode: Mode,
     speed: f64,
     t0: Mutex<Option<Instant>>,
     mismatches: Mutex<Vec<String>>,
     show: usize,
-    failed_ok: AtomicU64,
-    ok_failed: AtomicU64,
-    replayed: AtomicU64,
 }
 
 struct WorkerOut {
     rec: Recorder,
+    replayed: u64,
+    failed_ok: u64,
+    ok_failed: u64,
 }
 
 fn cerr() -> std::io::Error {
@@ -578,7 +625,7 @@ impl Shared<'_> {
     fn wait_for(&self, deps: &[(u32, u32)]) {
         for &(w, p) in deps {
             let mut spins = 0u32;
-            while self.progress[w as usize].load(Ordering::Acquire) <= p {
+            while self.progress[w as usize].0.load(Ordering::Acquire) <= p {
                 if crate::engine::interrupted() {
                     return;
                 }
@@ -605,7 +652,7 @@ impl Shared<'_> {
         let (p1, p2) = self
             .plan
             .paths
-            .get(&ri)
+            .get(s.paths as usize)
             .map(|(a, b)| (a.as_deref(), b.as_deref()))
             .unwrap_or((None, None));
         let fd = || {
@@ -860,6 +907,7 @@ impl Shared<'_> {
             .lock()
             .expect("t0")
             .expect("set before the workers start");
+        let (mut out_replayed, mut out_failed_ok, mut out_ok_failed) = (0u64, 0u64, 0u64);
         for (pos, s) in steps.iter().enumerate() {
             if crate::engine::interrupted() {
                 break;
@@ -887,17 +935,18 @@ impl Shared<'_> {
                         .retain(|_, (_, cloexec)| !*cloexec);
                 }
                 Action::Call => {
-                    let slot = Call::ALL.iter().position(|c| *c == r.call).unwrap_or(0);
+                    // Call codes count from 1 in the order of Call::ALL.
+                    let slot = (r.call as usize).saturating_sub(1);
                     let c0 = clock.now();
                     let out = self.issue(s.rec, s, buf.as_mut_slice());
                     let ns = clock.since(c0);
-                    self.replayed.fetch_add(1, Ordering::Relaxed);
+                    out_replayed += 1;
                     let o: &mut OpRecorder = &mut rec.ops[slot];
                     match (&out, r.ok()) {
                         (Ok((_, bytes)), _) => {
                             o.record(ns, *bytes);
                             if !r.ok() {
-                                self.ok_failed.fetch_add(1, Ordering::Relaxed);
+                                out_ok_failed += 1;
                                 self.note(
                                     r,
                                     "succeeded where the recording failed with",
@@ -907,18 +956,23 @@ impl Shared<'_> {
                         }
                         (Err(_), false) => o.record(ns, 0),
                         (Err(e), true) => {
-                            self.failed_ok.fetch_add(1, Ordering::Relaxed);
+                            out_failed_ok += 1;
                             o.error(|| describe(r, e));
                             self.note(r, "failed where the recording succeeded:", &e.to_string());
                         }
                     }
                 }
             }
-            self.progress[w].store(pos as u32 + 1, Ordering::Release);
+            self.progress[w].0.store(pos as u32 + 1, Ordering::Release);
         }
         // Anything left undone still counts as done for the others' waits.
-        self.progress[w].store(u32::MAX, Ordering::Release);
-        WorkerOut { rec }
+        self.progress[w].0.store(u32::MAX, Ordering::Release);
+        WorkerOut {
+            rec,
+            replayed: out_replayed,
+            failed_ok: out_failed_ok,
+            ok_failed: out_ok_failed,
+        }
     }
 
     fn note(&self, r: &Record, what: &str, detail: &str) {
@@ -1073,17 +1127,14 @@ impl Measurement for Replay<'_> {
             records: &self.records,
             plan: &plan,
             tables: (0..plan.tables)
-                .map(|_| Mutex::new(HashMap::new()))
+                .map(|_| Mutex::new(FdTable::default()))
                 .collect(),
-            progress: plan.workers.iter().map(|_| AtomicU32::new(0)).collect(),
+            progress: plan.workers.iter().map(|_| Progress::default()).collect(),
             mode: self.a.mode,
             speed: self.a.speed,
             t0: Mutex::new(None),
             mismatches: Mutex::new(Vec::new()),
             show: self.a.show_mismatches,
-            failed_ok: AtomicU64::new(0),
-            ok_failed: AtomicU64::new(0),
-            replayed: AtomicU64::new(0),
         };
         let started_at = crate::apps::now_epoch();
         let cpu0 = crate::apps::process_cpu(false);
@@ -1138,9 +1189,9 @@ impl Measurement for Replay<'_> {
             .max()
             .unwrap_or(0) as f64
             / 1e9;
-        let failed_ok = sh.failed_ok.load(Ordering::Relaxed);
-        let ok_failed = sh.ok_failed.load(Ordering::Relaxed);
-        let replayed = sh.replayed.load(Ordering::Relaxed);
+        let failed_ok: u64 = outs.iter().map(|o| o.failed_ok).sum();
+        let ok_failed: u64 = outs.iter().map(|o| o.ok_failed).sum();
+        let replayed: u64 = outs.iter().map(|o| o.replayed).sum();
         let mut notes = vec![
             format!(
                 "replayed {} of {} in {} mode on {}: {} outside the roots, {} not replayed ({})",
