@@ -421,7 +421,8 @@ fn cmd_run_mpi(a: &RunArgs) -> Result<()> {
     let mut made: Option<fsbench::engine::rundir::RunDir> = None;
     let setup: std::result::Result<MpiSetup, String> = if rank == 0 {
         (|| -> Result<MpiSetup> {
-            load_with(&a.w, a.duration.is_some())?;
+            let wl = load_with(&a.w, a.duration.is_some())?;
+            fsbench::mpirun::warn_binding(wl.thread_count() as usize);
             let path = std::path::Path::new(&a.w.workload);
             let text = if path.is_file() {
                 Some(std::fs::read_to_string(path).with_context(|| format!("{}", path.display()))?)

@@ -389,3 +389,25 @@ pub fn merge_outcomes(all: Vec<Outcome>) -> Result<Results> {
     }
     crate::stats::ranks::merge(results).map_err(anyhow::Error::msg)
 }
+
+/// Launchers bind each rank to cores (Open MPI binds to one core per rank by default for
+/// small jobs): a rank whose threads outnumber the CPUs it may run on measures its binding,
+/// not the file system. Say so, with the way out.
+pub fn warn_binding(threads: usize) {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set for sched_getaffinity to fill.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let n = if unsafe { libc::sched_getaffinity(0, std::mem::size_of_val(&set), &mut set) } == 0 {
+        unsafe { libc::CPU_COUNT(&set) as usize }
+    } else {
+        return;
+    };
+    // Not available_parallelism(): it counts the affinity mask, the very thing checked.
+    // SAFETY: sysconf has no preconditions.
+    let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as usize;
+    if n < threads && n < online {
+        eprintln!(
+            "fsbench: warning: each rank runs {threads} threads but rank {} may only run on {n} of this host's {online} CPUs (the launcher bound it): start mpirun with --bind-to none, or give each rank as many cores (--map-by slot:PE={threads})",
+            crate::cluster::rank()
+        );
+    }
+}
