@@ -16,15 +16,19 @@ pub enum TraceCommand {
     #[command(
         after_help = "Examples:\n  fsbench trace record -o cp.trace -- cp -r src dst\n  fsbench trace record -o build.trace --root /mnt/test -- make -C /mnt/test/proj"
     )]
-    Record(super::record::RecordArgs),
+    Record(super::capture::RecordArgs),
     /// Convert an strace log recorded elsewhere (strace -f -ttt -T -yy) into a trace.
-    #[command(after_help = "Examples:\n  fsbench trace import app.strace -o app.trace --root /srv/app")]
-    Import(super::record::ImportArgs),
+    #[command(
+        after_help = "Examples:\n  fsbench trace import app.strace -o app.trace --root /srv/app"
+    )]
+    Import(super::capture::ImportArgs),
     /// Print a trace as text, one call per line.
     #[command(after_help = "Examples:\n  fsbench trace show cp.trace | less")]
     Show(ShowArgs),
     /// Call counts, bytes, I/O sizes, inter-arrival times, sequentiality, threads.
-    #[command(after_help = "Examples:\n  fsbench trace stats cp.trace\n  fsbench trace stats cp.trace --json stats.json")]
+    #[command(
+        after_help = "Examples:\n  fsbench trace stats cp.trace\n  fsbench trace stats cp.trace --json stats.json"
+    )]
     Stats(super::stats::StatsArgs),
     /// Issue a trace's calls again in a run directory, timed, as fast as possible, or as
     /// fast as its cross-thread dependencies allow.
@@ -54,8 +58,8 @@ pub struct ShowArgs {
 
 pub fn main(a: &TraceArgs) -> Result<()> {
     match &a.cmd {
-        TraceCommand::Record(a) => super::record::record(a),
-        TraceCommand::Import(a) => super::record::import(a),
+        TraceCommand::Record(a) => super::capture::record(a),
+        TraceCommand::Import(a) => super::capture::import(a),
         TraceCommand::Show(a) => show(a),
         TraceCommand::Stats(a) => super::stats::main(a),
         TraceCommand::Replay(a) => super::replay::main(a),
@@ -86,8 +90,7 @@ fn show(a: &ShowArgs) -> Result<()> {
     // A closed pipe (`| head`) is not an error.
     match res {
         Err(e)
-            if e
-                .downcast_ref::<std::io::Error>()
+            if e.downcast_ref::<std::io::Error>()
                 .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe) =>
         {
             Ok(())

@@ -2,18 +2,17 @@
 //! file system, and distil it into a workload in the Filebench language.
 //!
 //! ```text
-//! program --record (strace -f)--> strace log --strace--> Records --format--> trace file
+//! program --record (strace -f)--> strace log --capture--> Records --format--> trace file
 //! trace file --replay--> calls issued again in a marked run directory --> Results
 //! trace file --stats--> counts, sizes, sequentiality   --distill--> model.f
 //! ```
 
+pub mod capture;
 pub mod cli;
 pub mod distill;
 pub mod format;
-pub mod record;
 pub mod replay;
 pub mod stats;
-pub mod strace;
 
 pub use format::{Call, Header, Record};
 

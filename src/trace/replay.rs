@@ -40,7 +40,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::io::RawFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 #[derive(Args, Debug)]
@@ -113,28 +113,49 @@ fn kind_of(c: Call) -> FlowopKind {
 enum Action {
     /// Issue the record's call.
     Call,
-    /// A clone: give the child's table (static id) the parent's descriptors, a copy.
-    CopyTable { child: u32 },
-    /// exec: close the table's close-on-exec descriptors.
-    Exec,
+    /// A fork: the child's descriptors are new duplicates of the parent's
+    /// (`Plan::copies[i]`: (parent's instance, child's instance) pairs). Not timed.
+    Fork(u32),
+    /// exec: close the close-on-exec descriptors (`Plan::closes[i]`). Not timed.
+    Exec(u32),
+    /// Nothing to issue: a point another thread's start waits for.
+    Mark,
 }
 
+/// No descriptor instance.
+const NONE: u32 = u32::MAX;
+
 /// One replayed record in its worker's sequence.
+///
+/// Descriptors are resolved at plan time, in recorded order, to *instances*: each
+/// successful open or dup (and each descriptor a fork copies) is a new instance, one real
+/// descriptor of the replay. A traced descriptor number is reused as soon as it is closed,
+/// and threads sharing a table interleave differently in a replay than when recorded, so
+/// numbers alone would mix files up; instances cannot.
 #[derive(Debug, Clone)]
 struct Step {
     rec: u32,
-    table: u32,
     action: Action,
     /// (worker, position): wait until that worker has completed that step.
     deps: Vec<(u32, u32)>,
-    /// Index of its mapped paths in [`Plan::paths`] (`u32::MAX`: none).
+    /// Index of its mapped paths in [`Plan::paths`] (`NONE`: none).
     paths: u32,
+    /// The instance the call uses (`fd`), its second one (`fd2` of sendfile and
+    /// copy_file_range), the instance it creates (open, dup), and one it closes by the way
+    /// (dup2 over an open descriptor).
+    fd_in: u32,
+    fd_in2: u32,
+    fd_out: u32,
+    fd_drop: u32,
 }
 
 /// What the static pass decided.
 struct Plan {
     workers: Vec<Vec<Step>>,
-    tables: u32,
+    /// Descriptor instances.
+    instances: u32,
+    copies: Vec<Vec<(u32, u32)>>,
+    closes: Vec<Vec<u32>>,
     /// Records not replayed: outside the roots, or a call replay does not issue.
     outside: u64,
     not_replayable: BTreeMap<String, u64>,
@@ -145,6 +166,8 @@ struct Plan {
 #[derive(Clone, Default)]
 struct FdInfo {
     in_root: bool,
+    /// The replay's instance (`NONE` outside the roots).
+    inst: u32,
     path: Option<String>,
     cloexec: bool,
     /// The step that opened it.
@@ -251,6 +274,37 @@ fn parent(p: &str) -> Option<&str> {
     Some(if i == 0 { "/" } else { &p[..i] })
 }
 
+/// A process's descriptors while planning, as the recording saw them. A number can name
+/// two open files for a moment: strace stamps calls when it gets to them, so an open in
+/// one thread can appear to start before the close (in another thread) that freed its
+/// number. The entries for a number are kept in order: a close ends the oldest, every
+/// other use means the newest.
+#[derive(Clone, Default)]
+struct PlanTable(HashMap<i32, Vec<FdInfo>>);
+
+impl PlanTable {
+    fn get(&self, fd: &i32) -> Option<&FdInfo> {
+        self.0.get(fd)?.last()
+    }
+    fn oldest(&self, fd: &i32) -> Option<&FdInfo> {
+        self.0.get(fd)?.first()
+    }
+    fn get_mut(&mut self, fd: &i32) -> Option<&mut FdInfo> {
+        self.0.get_mut(fd)?.last_mut()
+    }
+    fn open(&mut self, fd: i32, f: FdInfo) {
+        self.0.entry(fd).or_default().push(f);
+    }
+    fn close(&mut self, fd: i32) -> Option<FdInfo> {
+        let v = self.0.get_mut(&fd)?;
+        let f = (!v.is_empty()).then(|| v.remove(0));
+        if v.is_empty() {
+            self.0.remove(&fd);
+        }
+        f
+    }
+}
+
 /// Per-path ordering state of the `deps` mode.
 #[derive(Default)]
 struct PathDeps {
@@ -261,12 +315,19 @@ struct PathDeps {
 fn build_plan(records: &[Record], mapper: &Mapper, threads: Option<usize>, mode: Mode) -> Plan {
     let mut worker_of: HashMap<u32, u32> = HashMap::new();
     let mut table_of: HashMap<u32, u32> = HashMap::new();
-    let mut tables: Vec<HashMap<i32, FdInfo>> = Vec::new();
+    let mut tables: Vec<PlanTable> = Vec::new();
     let mut workers: Vec<Vec<Step>> = Vec::new();
     let mut start_dep: HashMap<u32, (u32, u32)> = HashMap::new();
     let mut outside = 0u64;
     let mut not_replayable: BTreeMap<String, u64> = BTreeMap::new();
     let mut paths = Vec::new();
+    let mut copies = Vec::new();
+    let mut closes = Vec::new();
+    let mut instances = 0u32;
+    let mut new_inst = || {
+        instances += 1;
+        instances - 1
+    };
     let mut pdeps: HashMap<String, PathDeps> = HashMap::new();
     let mut ntids = 0usize;
     for (ri, r) in records.iter().enumerate() {
@@ -282,7 +343,7 @@ fn build_plan(records: &[Record], mapper: &Mapper, threads: Option<usize>, mode:
             w
         });
         let table = *table_of.entry(r.tid).or_insert_with(|| {
-            tables.push(HashMap::new());
+            tables.push(PlanTable::default());
             tables.len() as u32 - 1
         });
         let pos = workers[w as usize].len() as u32;
@@ -291,6 +352,16 @@ fn build_plan(records: &[Record], mapper: &Mapper, threads: Option<usize>, mode:
             deps.push(d);
         }
         let me = (w, pos);
+        let step = |action, deps, paths, fd_in, fd_in2, fd_out, fd_drop| Step {
+            rec: ri as u32,
+            action,
+            deps,
+            paths,
+            fd_in,
+            fd_in2,
+            fd_out,
+            fd_drop,
+        };
         // Process-level calls: always steps (they keep the tables as the kernel did).
         match r.call {
             Call::Clone if r.ok() && r.ret > 0 => {
@@ -298,56 +369,43 @@ fn build_plan(records: &[Record], mapper: &Mapper, threads: Option<usize>, mode:
                 let shares = r.flags.unwrap_or(0) & libc::CLONE_FILES as u64 != 0;
                 let action = if shares {
                     table_of.insert(child, table);
-                    None
+                    Action::Mark
                 } else {
-                    let copy = tables[table as usize].clone();
-                    tables.push(copy);
-                    let id = tables.len() as u32 - 1;
-                    table_of.insert(child, id);
-                    Some(Action::CopyTable { child: id })
-                };
-                start_dep.insert(child, me);
-                if let Some(action) = action {
-                    workers[w as usize].push(Step {
-                        rec: ri as u32,
-                        table,
-                        action,
-                        deps,
-                        paths: u32::MAX,
-                    });
-                } else if !deps.is_empty() {
-                    // Nothing to do, but the child must still start after this point.
-                    workers[w as usize].push(Step {
-                        rec: ri as u32,
-                        table,
-                        action: Action::CopyTable { child: u32::MAX },
-                        deps,
-                        paths: u32::MAX,
-                    });
-                }
-                // With nothing pushed, the child's start waits for the parent's previous
-                // step instead.
-                if workers[w as usize].len() as u32 == pos {
-                    match pos.checked_sub(1) {
-                        Some(p) => {
-                            start_dep.insert(child, (w, p));
-                        }
-                        None => {
-                            start_dep.remove(&child);
+                    let mut copy = tables[table as usize].clone();
+                    let mut pairs = Vec::new();
+                    for f in copy.0.values_mut().flatten() {
+                        f.opener = Some(me);
+                        f.users.clear();
+                        if f.inst != NONE {
+                            let c = new_inst();
+                            pairs.push((f.inst, c));
+                            f.inst = c;
                         }
                     }
-                }
+                    tables.push(copy);
+                    table_of.insert(child, tables.len() as u32 - 1);
+                    copies.push(pairs);
+                    Action::Fork(copies.len() as u32 - 1)
+                };
+                start_dep.insert(child, me);
+                workers[w as usize].push(step(action, deps, NONE, NONE, NONE, NONE, NONE));
                 continue;
             }
             Call::Exec if r.ok() => {
-                tables[table as usize].retain(|_, f| !f.cloexec);
-                workers[w as usize].push(Step {
-                    rec: ri as u32,
-                    table,
-                    action: Action::Exec,
-                    deps,
-                    paths: u32::MAX,
-                });
+                let t = &mut tables[table as usize];
+                let gone: Vec<u32> =
+                    t.0.values()
+                        .flatten()
+                        .filter(|f| f.cloexec && f.inst != NONE)
+                        .map(|f| f.inst)
+                        .collect();
+                for v in t.0.values_mut() {
+                    v.retain(|f| !f.cloexec);
+                }
+                t.0.retain(|_, v| !v.is_empty());
+                closes.push(gone);
+                let a = Action::Exec(closes.len() as u32 - 1);
+                workers[w as usize].push(step(a, deps, NONE, NONE, NONE, NONE, NONE));
                 continue;
             }
             _ => {}
@@ -360,16 +418,24 @@ fn build_plan(records: &[Record], mapper: &Mapper, threads: Option<usize>, mode:
             continue;
         }
         // Which file the call is on, and whether it is below a root.
-        let fd_info = r.fd.and_then(|fd| tables[table as usize].get(&fd).cloned());
+        let fd_info = r.fd.and_then(|fd| {
+            let t = &tables[table as usize];
+            if r.call == Call::Close {
+                t.oldest(&fd).cloned()
+            } else {
+                t.get(&fd).cloned()
+            }
+        });
+        let fd2_info = match r.call {
+            Call::Sendfile | Call::CopyRange => r
+                .fd2
+                .and_then(|fd| tables[table as usize].get(&fd).cloned()),
+            _ => None,
+        };
         let on_fd = r.path.is_none() && r.fd.is_some();
         let inside = if on_fd {
-            let second = match (r.call, r.fd2) {
-                (Call::Sendfile | Call::CopyRange, Some(fd2)) => {
-                    tables[table as usize].get(&fd2).is_some_and(|f| f.in_root)
-                }
-                _ => false,
-            };
-            fd_info.as_ref().is_some_and(|f| f.in_root) || second
+            fd_info.as_ref().is_some_and(|f| f.in_root)
+                || fd2_info.as_ref().is_some_and(|f| f.in_root)
         } else {
             r.path.as_deref().is_some_and(|p| mapper.inside(p))
                 && match (r.call, r.path2.as_deref()) {
@@ -377,14 +443,20 @@ fn build_plan(records: &[Record], mapper: &Mapper, threads: Option<usize>, mode:
                     _ => true,
                 }
         };
+        let inst_of = |f: &Option<FdInfo>| f.as_ref().map_or(NONE, |f| f.inst);
+        let (fd_in, fd_in2) = (inst_of(&fd_info), inst_of(&fd2_info));
         // Keep the tables as the kernel did, replayed or not.
+        let (mut fd_out, mut fd_drop) = (NONE, NONE);
         match r.call {
             Call::Open if r.ok() => {
                 let f = r.flags.unwrap_or(0) as i32;
-                tables[table as usize].insert(
+                let inst = if inside { new_inst() } else { NONE };
+                fd_out = inst;
+                tables[table as usize].open(
                     r.ret as i32,
                     FdInfo {
                         in_root: inside,
+                        inst,
                         path: r.path.clone(),
                         cloexec: f & libc::O_CLOEXEC != 0,
                         opener: Some(me),
@@ -397,10 +469,21 @@ fn build_plan(records: &[Record], mapper: &Mapper, threads: Option<usize>, mode:
                 i.opener = Some(me);
                 i.users.clear();
                 i.cloexec = r.flags.unwrap_or(0) as i32 & libc::O_CLOEXEC != 0;
-                tables[table as usize].insert(r.ret as i32, i);
+                i.inst = if inside && i.inst != NONE {
+                    new_inst()
+                } else {
+                    NONE
+                };
+                fd_out = i.inst;
+                let t = &mut tables[table as usize];
+                if r.fd2.is_some() {
+                    // dup2/dup3 over an open descriptor closes it, as the kernel does.
+                    fd_drop = t.close(r.ret as i32).map_or(NONE, |o| o.inst);
+                }
+                t.open(r.ret as i32, i);
             }
             Call::Close => {
-                tables[table as usize].remove(&r.fd.unwrap_or(-1));
+                tables[table as usize].close(r.fd.unwrap_or(-1));
             }
             _ => {}
         }
@@ -412,7 +495,7 @@ fn build_plan(records: &[Record], mapper: &Mapper, threads: Option<usize>, mode:
             continue;
         }
         // Cross-thread ordering on descriptors (all modes).
-        if let Some(fi) = &fd_info {
+        for fi in [&fd_info, &fd2_info].into_iter().flatten() {
             if let Some(o) = fi.opener {
                 deps.push(o);
             }
@@ -420,7 +503,7 @@ fn build_plan(records: &[Record], mapper: &Mapper, threads: Option<usize>, mode:
                 deps.extend(fi.users.iter().copied());
             }
         }
-        if let Some(fd) = r.fd {
+        for fd in [r.fd, r.fd2].into_iter().flatten() {
             if r.call != Call::Close {
                 if let Some(fi) = tables[table as usize].get_mut(&fd) {
                     fi.users.push(me);
@@ -441,6 +524,9 @@ fn build_plan(records: &[Record], mapper: &Mapper, threads: Option<usize>, mode:
                 if let Some(p2) = &r.path2 {
                     touched.push(p2.clone());
                 }
+            }
+            if let Some(p) = fd2_info.as_ref().and_then(|f| f.path.clone()) {
+                touched.push(p);
             }
             let changes = mutates(r);
             let creates = matches!(
@@ -517,70 +603,57 @@ fn build_plan(records: &[Record], mapper: &Mapper, threads: Option<usize>, mode:
             paths.push((p1, p2));
             paths.len() as u32 - 1
         } else {
-            u32::MAX
+            NONE
         };
-        workers[w as usize].push(Step {
-            rec: ri as u32,
-            table,
-            action: Action::Call,
-            deps,
-            paths: pi,
-        });
+        workers[w as usize].push(step(Action::Call, deps, pi, fd_in, fd_in2, fd_out, fd_drop));
     }
     Plan {
         workers,
-        tables: tables.len() as u32,
+        instances,
+        copies,
+        closes,
         outside,
         not_replayable,
         paths,
     }
 }
 
-/// An open descriptor of the replay, shared by the traced descriptors that name it (dup,
-/// fork); closed when the last goes.
-struct Fd(RawFd);
+/// The replay's descriptors, one per instance (-1: not open).
+struct Fds(Vec<std::sync::atomic::AtomicI32>);
 
-impl Drop for Fd {
-    fn drop(&mut self) {
-        // SAFETY: a descriptor this replay opened and nothing else closes.
-        unsafe { libc::close(self.0) };
+impl Fds {
+    fn get(&self, inst: u32) -> std::io::Result<RawFd> {
+        match self.0.get(inst as usize).map(|a| a.load(Ordering::Acquire)) {
+            Some(fd) if fd >= 0 => Ok(fd),
+            _ => Err(std::io::Error::from_raw_os_error(libc::EBADF)),
+        }
+    }
+    fn set(&self, inst: u32, fd: RawFd) {
+        if let Some(a) = self.0.get(inst as usize) {
+            let old = a.swap(fd, Ordering::AcqRel);
+            if old >= 0 {
+                // SAFETY: a descriptor this replay opened; its slot no longer names it.
+                unsafe { libc::close(old) };
+            }
+        }
+    }
+    fn take(&self, inst: u32) -> Option<RawFd> {
+        let fd = self.0.get(inst as usize)?.swap(-1, Ordering::AcqRel);
+        (fd >= 0).then_some(fd)
     }
 }
 
-/// A process's descriptors during the replay, indexed by the traced descriptor number
-/// (small integers, as the kernel hands them out): the replay's open file and whether it
-/// is close-on-exec.
-#[derive(Clone, Default)]
-struct FdTable(Vec<Option<(Arc<Fd>, bool)>>);
-
-impl FdTable {
-    fn get(&self, fd: &i32) -> Option<&(Arc<Fd>, bool)> {
-        usize::try_from(*fd)
-            .ok()
-            .and_then(|i| self.0.get(i)?.as_ref())
-    }
-    fn insert(&mut self, fd: i32, v: (Arc<Fd>, bool)) {
-        let Ok(i) = usize::try_from(fd) else { return };
-        if self.0.len() <= i {
-            self.0.resize_with(i + 1, || None);
-        }
-        self.0[i] = Some(v);
-    }
-    fn remove(&mut self, fd: &i32) -> Option<(Arc<Fd>, bool)> {
-        usize::try_from(*fd)
-            .ok()
-            .and_then(|i| self.0.get_mut(i)?.take())
-    }
-    fn retain(&mut self, keep: impl Fn(&i32, &mut (Arc<Fd>, bool)) -> bool) {
-        for (i, e) in self.0.iter_mut().enumerate() {
-            if e.as_mut().is_some_and(|v| !keep(&(i as i32), v)) {
-                *e = None;
+impl Drop for Fds {
+    fn drop(&mut self) {
+        for a in &self.0 {
+            let fd = a.load(Ordering::Acquire);
+            if fd >= 0 {
+                // SAFETY: still open and owned by this replay.
+                unsafe { libc::close(fd) };
             }
         }
     }
 }
-
-type Table = Mutex<FdTable>;
 
 /// How many steps a worker has completed, on its own cache line (every call stores it).
 #[derive(Default)]
@@ -591,7 +664,7 @@ struct Progress(AtomicU32);
 struct Shared<'a> {
     records: &'a [Record],
     plan: &'a Plan,
-    tables: Vec<Table>,
+    fds: Fds,
     progress: Vec<Progress>,
     mode: Mode,
     speed: f64,
@@ -641,11 +714,6 @@ impl Shared<'_> {
         }
     }
 
-    fn lookup(&self, table: u32, fd: Option<i32>) -> Option<Arc<Fd>> {
-        let t = self.tables[table as usize].lock().expect("table lock");
-        fd.and_then(|fd| t.get(&fd).map(|(f, _)| f.clone()))
-    }
-
     /// Issue one call; Ok(bytes) or the error.
     fn issue(&self, ri: u32, s: &Step, buf: &mut [u8]) -> std::io::Result<(i64, u64)> {
         let r = &self.records[ri as usize];
@@ -655,10 +723,7 @@ impl Shared<'_> {
             .get(s.paths as usize)
             .map(|(a, b)| (a.as_deref(), b.as_deref()))
             .unwrap_or((None, None));
-        let fd = || {
-            self.lookup(s.table, r.fd)
-                .ok_or_else(|| std::io::Error::from_raw_os_error(libc::EBADF))
-        };
+        let fd = || self.fds.get(s.fd_in);
         let size = (r.size.unwrap_or(0) as usize).min(buf.len());
         let nopath = || std::io::Error::from_raw_os_error(libc::EINVAL);
         // SAFETY (all calls below): valid C strings, descriptors owned by the tables, buffers
@@ -670,65 +735,62 @@ impl Shared<'_> {
                     let flags = (r.flags.unwrap_or(0) as i32) | libc::O_CLOEXEC;
                     let mode = r.mode.unwrap_or(0o644);
                     let n = check(libc::open(p.as_ptr(), flags, mode as libc::c_uint) as _)?;
-                    let f = Arc::new(Fd(n as RawFd));
-                    if r.ok() {
-                        let cloexec = r.flags.unwrap_or(0) as i32 & libc::O_CLOEXEC != 0;
-                        self.tables[s.table as usize]
-                            .lock()
-                            .expect("table lock")
-                            .insert(r.ret as i32, (f, cloexec));
+                    if let Some(stale) = self.fds.take(s.fd_drop) {
+                        libc::close(stale);
+                    }
+                    if s.fd_out != NONE {
+                        self.fds.set(s.fd_out, n as RawFd);
+                    } else {
+                        // Failed when recorded: not kept.
+                        libc::close(n as RawFd);
                     }
                     Ok((n, 0))
                 }
-                Call::Close => {
-                    let gone = self.tables[s.table as usize]
-                        .lock()
-                        .expect("table lock")
-                        .remove(&r.fd.unwrap_or(-1));
-                    match gone {
-                        // The kernel's close is the last reference's drop; time that.
-                        Some((f, _)) => match Arc::try_unwrap(f) {
-                            Ok(f) => {
-                                let raw = f.0;
-                                std::mem::forget(f);
-                                check(libc::close(raw) as _).map(|v| (v, 0))
-                            }
-                            Err(_) => Ok((0, 0)),
-                        },
-                        None => Err(std::io::Error::from_raw_os_error(libc::EBADF)),
-                    }
-                }
+                Call::Close => match self.fds.take(s.fd_in) {
+                    Some(f) => check(libc::close(f) as _).map(|v| (v, 0)),
+                    None => Err(std::io::Error::from_raw_os_error(libc::EBADF)),
+                },
                 Call::Read => {
                     let f = fd()?;
                     let n = match r.offset {
-                        Some(o) => libc::pread(f.0, buf.as_mut_ptr().cast(), size, o as i64),
-                        None => libc::read(f.0, buf.as_mut_ptr().cast(), size),
+                        Some(o) => libc::pread(f, buf.as_mut_ptr().cast(), size, o as i64),
+                        None => libc::read(f, buf.as_mut_ptr().cast(), size),
                     };
                     check(n as _).map(|n| (n, n as u64))
                 }
                 Call::Write => {
                     let f = fd()?;
                     let n = match r.offset {
-                        Some(o) => libc::pwrite(f.0, buf.as_ptr().cast(), size, o as i64),
-                        None => libc::write(f.0, buf.as_ptr().cast(), size),
+                        Some(o) => libc::pwrite(f, buf.as_ptr().cast(), size, o as i64),
+                        None => libc::write(f, buf.as_ptr().cast(), size),
                     };
                     check(n as _).map(|n| (n, n as u64))
                 }
                 Call::Seek => {
                     let f = fd()?;
                     let whence = r.flags.unwrap_or(0) as i32;
-                    check(libc::lseek(f.0, r.offset.unwrap_or(0) as i64, whence) as _)
-                        .map(|v| (v, 0))
+                    check(libc::lseek(f, r.offset.unwrap_or(0) as i64, whence) as _).map(|v| (v, 0))
                 }
                 Call::Dup => {
                     let f = fd()?;
-                    let cloexec = r.flags.unwrap_or(0) as i32 & libc::O_CLOEXEC != 0;
-                    if r.ok() {
-                        let mut t = self.tables[s.table as usize].lock().expect("table lock");
-                        // dup2 over an open descriptor closes it, as the kernel does.
-                        t.insert(r.ret as i32, (f, cloexec));
+                    let fl = if r.flags.unwrap_or(0) as i32 & libc::O_CLOEXEC != 0 {
+                        libc::F_DUPFD_CLOEXEC
+                    } else {
+                        libc::F_DUPFD
+                    };
+                    let n = check(libc::fcntl(f, fl, 0) as _)?;
+                    if s.fd_drop != NONE {
+                        // dup2 over an open descriptor closed it, as the kernel does.
+                        if let Some(old) = self.fds.take(s.fd_drop) {
+                            libc::close(old);
+                        }
                     }
-                    Ok((r.ret.max(0), 0))
+                    if s.fd_out != NONE {
+                        self.fds.set(s.fd_out, n as RawFd);
+                    } else {
+                        libc::close(n as RawFd);
+                    }
+                    Ok((n, 0))
                 }
                 Call::Stat => {
                     let mut st: libc::stat = std::mem::zeroed();
@@ -742,7 +804,7 @@ impl Shared<'_> {
                             let fl = r.flags.unwrap_or(0) as i32 & libc::AT_SYMLINK_NOFOLLOW;
                             check(libc::fstatat(libc::AT_FDCWD, p.as_ptr(), &mut st, fl) as _)
                         }
-                        None => check(libc::fstat(fd()?.0, &mut st) as _),
+                        None => check(libc::fstat(fd()?, &mut st) as _),
                     }
                     .map(|v| (v, 0))
                 }
@@ -789,15 +851,15 @@ impl Shared<'_> {
                 Call::Getdents => {
                     let f = fd()?;
                     let n =
-                        libc::syscall(libc::SYS_getdents64, f.0, buf.as_mut_ptr(), size.max(1024));
+                        libc::syscall(libc::SYS_getdents64, f, buf.as_mut_ptr(), size.max(1024));
                     check(n as _).map(|n| (n, 0))
                 }
                 Call::Fsync => {
                     let f = fd()?;
                     let n = if r.flags == Some(1) {
-                        libc::fdatasync(f.0)
+                        libc::fdatasync(f)
                     } else {
-                        libc::fsync(f.0)
+                        libc::fsync(f)
                     };
                     check(n as _).map(|v| (v, 0))
                 }
@@ -805,14 +867,14 @@ impl Shared<'_> {
                     let len = r.size.unwrap_or(0) as i64;
                     match p1 {
                         Some(p) => check(libc::truncate(p.as_ptr(), len) as _),
-                        None => check(libc::ftruncate(fd()?.0, len) as _),
+                        None => check(libc::ftruncate(fd()?, len) as _),
                     }
                     .map(|v| (v, 0))
                 }
                 Call::Fallocate => {
                     let f = fd()?;
                     check(libc::fallocate(
-                        f.0,
+                        f,
                         r.flags.unwrap_or(0) as i32,
                         r.offset.unwrap_or(0) as i64,
                         r.size.unwrap_or(0) as i64,
@@ -836,7 +898,7 @@ impl Shared<'_> {
                         len.max(1),
                         prot,
                         fl,
-                        f.0,
+                        f,
                         r.offset.unwrap_or(0) as i64,
                     );
                     if p == libc::MAP_FAILED {
@@ -848,24 +910,25 @@ impl Shared<'_> {
                 Call::Sendfile | Call::CopyRange => {
                     // Either side may be outside the roots (a socket, standard output):
                     // then only the side below them is replayed, as a read or a write.
+                    let get = |i: u32| self.fds.get(i).ok();
                     let (inf, outf) = match r.call {
-                        Call::Sendfile => (self.lookup(s.table, r.fd2), self.lookup(s.table, r.fd)),
-                        _ => (self.lookup(s.table, r.fd), self.lookup(s.table, r.fd2)),
+                        Call::Sendfile => (get(s.fd_in2), get(s.fd_in)),
+                        _ => (get(s.fd_in), get(s.fd_in2)),
                     };
                     let n = match (inf, outf) {
                         (Some(i), Some(o)) => match r.call {
-                            Call::Sendfile => libc::sendfile(o.0, i.0, std::ptr::null_mut(), size),
+                            Call::Sendfile => libc::sendfile(o, i, std::ptr::null_mut(), size),
                             _ => libc::copy_file_range(
-                                i.0,
+                                i,
                                 std::ptr::null_mut(),
-                                o.0,
+                                o,
                                 std::ptr::null_mut(),
                                 size,
                                 0,
                             ),
                         },
-                        (Some(i), None) => libc::read(i.0, buf.as_mut_ptr().cast(), size),
-                        (None, Some(o)) => libc::write(o.0, buf.as_ptr().cast(), size),
+                        (Some(i), None) => libc::read(i, buf.as_mut_ptr().cast(), size),
+                        (None, Some(o)) => libc::write(o, buf.as_ptr().cast(), size),
                         (None, None) => return Err(std::io::Error::from_raw_os_error(libc::EBADF)),
                     };
                     check(n as _).map(|n| (n, n as u64))
@@ -874,7 +937,7 @@ impl Shared<'_> {
                     let m = r.mode.unwrap_or(0o644);
                     match p1 {
                         Some(p) => check(libc::chmod(p.as_ptr(), m) as _),
-                        None => check(libc::fchmod(fd()?.0, m) as _),
+                        None => check(libc::fchmod(fd()?, m) as _),
                     }
                     .map(|v| (v, 0))
                 }
@@ -882,7 +945,7 @@ impl Shared<'_> {
                     Some(p) => {
                         check(libc::utimensat(libc::AT_FDCWD, p.as_ptr(), std::ptr::null(), 0) as _)
                     }
-                    None => check(libc::futimens(fd()?.0, std::ptr::null()) as _),
+                    None => check(libc::futimens(fd()?, std::ptr::null()) as _),
                 }
                 .map(|v| (v, 0)),
                 _ => Err(std::io::Error::from_raw_os_error(libc::ENOSYS)),
@@ -922,18 +985,27 @@ impl Shared<'_> {
                 }
             }
             match s.action {
-                Action::CopyTable { child } => {
-                    if child != u32::MAX {
-                        let copy = self.tables[s.table as usize].lock().expect("table").clone();
-                        *self.tables[child as usize].lock().expect("table") = copy;
+                Action::Fork(i) => {
+                    // The kernel copies the table without a system call: untimed dups.
+                    for &(from, to) in &self.plan.copies[i as usize] {
+                        if let Ok(f) = self.fds.get(from) {
+                            // SAFETY: an open descriptor of this replay.
+                            let n = unsafe { libc::fcntl(f, libc::F_DUPFD_CLOEXEC, 0) };
+                            if n >= 0 {
+                                self.fds.set(to, n);
+                            }
+                        }
                     }
                 }
-                Action::Exec => {
-                    self.tables[s.table as usize]
-                        .lock()
-                        .expect("table")
-                        .retain(|_, (_, cloexec)| !*cloexec);
+                Action::Exec(i) => {
+                    for &inst in &self.plan.closes[i as usize] {
+                        if let Some(f) = self.fds.take(inst) {
+                            // SAFETY: taken out of its slot: nothing else closes it.
+                            unsafe { libc::close(f) };
+                        }
+                    }
                 }
+                Action::Mark => {}
                 Action::Call => {
                     // Call codes count from 1 in the order of Call::ALL.
                     let slot = (r.call as usize).saturating_sub(1);
@@ -1126,9 +1198,9 @@ impl Measurement for Replay<'_> {
         let sh = Shared {
             records: &self.records,
             plan: &plan,
-            tables: (0..plan.tables)
-                .map(|_| Mutex::new(FdTable::default()))
-                .collect(),
+            fds: Fds((0..plan.instances)
+                .map(|_| std::sync::atomic::AtomicI32::new(-1))
+                .collect()),
             progress: plan.workers.iter().map(|_| Progress::default()).collect(),
             mode: self.a.mode,
             speed: self.a.speed,
@@ -1160,7 +1232,7 @@ impl Measurement for Replay<'_> {
         let duration_s = t0.elapsed().as_secs_f64();
         let cpu1 = crate::apps::process_cpu(false);
         // Close what the traced program left open before the tree is looked at.
-        drop(sh.tables);
+        drop(sh.fds);
         let mut merged = Recorder::new(Call::ALL.len());
         for o in &outs {
             merged.merge(&o.rec);
@@ -1383,10 +1455,11 @@ mod tests {
         let p = build_plan(&recs, &mapper(), None, Mode::Deps);
         assert_eq!(p.workers.len(), 2);
         let w2 = &p.workers[1];
-        // The stat waits for the clone point and for the create.
-        assert!(w2[0].deps.contains(&(0, 1)), "{:?}", w2[0].deps);
+        // The stat waits for the clone point (step 1) and for the create (step 2).
+        assert!(w2[0].deps.contains(&(0, 2)), "{:?}", w2[0].deps);
         // The write waits for the open; the close waits for the write.
-        assert!(w2[1].deps.contains(&(0, 1)), "{:?}", w2[1].deps);
+        assert!(w2[1].deps.contains(&(0, 2)), "{:?}", w2[1].deps);
+        assert_eq!(w2[1].fd_in, p.workers[0][2].fd_out, "the same open file");
         let close = p.workers[0].iter().find(|s| s.rec == 5).unwrap();
         assert!(close.deps.contains(&(1, 1)), "{:?}", close.deps);
         // afap keeps the descriptor orderings, not the path ones.
@@ -1394,7 +1467,7 @@ mod tests {
         let w2 = &p.workers[1];
         assert_eq!(
             w2[0].deps,
-            vec![(0, 0)],
+            vec![(0, 1)],
             "starts after the clone point only"
         );
     }

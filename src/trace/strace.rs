@@ -1,1 +1,0 @@
-//! Converting an strace log into trace records.
