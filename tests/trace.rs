@@ -231,3 +231,204 @@ fn a_cut_trace_is_refused_with_a_clear_error() {
     let e = String::from_utf8_lossy(&o.stderr);
     assert!(e.contains("t.trace") && e.contains("cut short"), "{e}");
 }
+
+/// Record `cmd` (run in `root`) under `fsbench trace record --root root`; the trace's path.
+fn record(root: &Path, out: &Path, cmd: &[&str]) -> PathBuf {
+    let tr = out.join("rec.trace");
+    let mut args = vec![
+        "trace",
+        "record",
+        "-o",
+        tr.to_str().unwrap(),
+        "--root",
+        root.to_str().unwrap(),
+        "--",
+    ];
+    args.extend_from_slice(cmd);
+    let o = bin().args(&args).current_dir(root).output().unwrap();
+    assert!(o.status.success(), "record {cmd:?}: {}", text(&o));
+    tr
+}
+
+/// Files of pseudo-random sizes (some empty, some of several blocks) in a few directories.
+fn make_tree(dir: &Path, files: usize) {
+    let mut x = 12345u64;
+    for i in 0..files {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let d = dir
+            .join(format!("sub{}", i % 4))
+            .join(format!("deep{}", i % 3));
+        std::fs::create_dir_all(&d).unwrap();
+        let size = match i % 7 {
+            0 => 0,
+            1 => 200_000 + (x >> 40) as usize % 50_000,
+            _ => (x >> 33) as usize % 20_000,
+        };
+        let data: Vec<u8> = (0..size).map(|j| (j * 31 + i) as u8).collect();
+        std::fs::write(d.join(format!("f{i}.dat")), data).unwrap();
+    }
+    std::os::unix::fs::symlink("sub0", dir.join("link")).unwrap();
+}
+
+/// Replay `trace` in every mode in `dirs`, checking outcomes and the final tree.
+fn replay_everywhere(trace: &Path, want: &[(String, u64)], dirs: &[&Path], modes: &[&str]) {
+    for d in dirs {
+        for m in modes {
+            let (r, tree) = replay(trace, d, m, &["--speed", "4"]);
+            let notes = &r["notes"];
+            assert_eq!(
+                figure(&r, "failed_where_recorded_ok"),
+                0.0,
+                "{m} on {}: {notes}",
+                d.display()
+            );
+            assert!(figure(&r, "calls_replayed") > 0.0, "{m}: {notes}");
+            assert_eq!(
+                tree,
+                want,
+                "{m} on {}: the replayed tree differs",
+                d.display()
+            );
+        }
+    }
+}
+
+/// Where replays run: tmpfs, and a fresh ext4 when root and loop devices allow.
+fn with_targets(tag: &str, f: impl FnOnce(&[&Path])) {
+    let shm = tmpfs_scratch(&format!("{tag}-replay"));
+    match LoopExt4::new(tag, 256) {
+        Ok(ext4) => f(&[shm.path(), ext4.path()]),
+        Err(why) => {
+            skip(&format!("replay on ext4 skipped ({why}); tmpfs only"));
+            f(&[shm.path()])
+        }
+    }
+}
+
+#[test]
+fn tar_and_cp_recorded_replay_in_every_mode_on_tmpfs_and_ext4() {
+    if !have("strace") {
+        skip("needs strace (apt install strace)");
+        return;
+    }
+    let s = tmpfs_scratch("trace-tar");
+    let root = s.path().join("root");
+    std::fs::create_dir_all(root.join("src")).unwrap();
+    make_tree(&root.join("src"), 40);
+    let o = Command::new("tar")
+        .args(["-cf", "a.tar", "src"])
+        .current_dir(&root)
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    std::fs::create_dir(root.join("out")).unwrap();
+    let out = s.path().join("traces");
+    std::fs::create_dir(&out).unwrap();
+    // tar -x of a generated archive.
+    let tr = record(&root, &out, &["tar", "-xf", "a.tar", "-C", "out"]);
+    let want = tree_listing(&root);
+    assert!(want.iter().any(|(p, _)| p == "out/src/sub1/deep1/f1.dat"));
+    // cp -r of the same tree (the trace of tar kept aside).
+    let tar_trace = out.join("tar.trace");
+    std::fs::rename(&tr, &tar_trace).unwrap();
+    let tr = record(&root, &out, &["cp", "-r", "src", "copy"]);
+    let want_cp = tree_listing(&root);
+    // The stats see the reads and writes of the copy.
+    let o = run(&["trace", "stats", tr.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    with_targets("trace-tar", |dirs| {
+        // tar's replay starts from the tree before tar ran: the trace's snapshot.
+        replay_everywhere(
+            &tar_trace,
+            &want_without(&want, "copy"),
+            dirs,
+            &["timed", "afap", "deps"],
+        );
+        replay_everywhere(&tr, &want_cp, dirs, &["timed", "afap", "deps"]);
+    });
+}
+
+/// `want` without the entries below `top` (made after the first recording).
+fn want_without(want: &[(String, u64)], top: &str) -> Vec<(String, u64)> {
+    want.iter()
+        .filter(|(p, _)| p != top && !p.starts_with(&format!("{top}/")))
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn git_status_recorded_replays_in_every_mode() {
+    if !have("strace") || !have("git") {
+        skip("needs strace and git");
+        return;
+    }
+    let s = tmpfs_scratch("trace-git");
+    let root = s.path().join("repo");
+    std::fs::create_dir_all(&root).unwrap();
+    make_tree(&root, 30);
+    let git = |args: &[&str]| {
+        let o = Command::new("git")
+            .args(["-c", "user.email=t@example.org", "-c", "user.name=t"])
+            .args(args)
+            .current_dir(&root)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    };
+    git(&["init", "-q"]);
+    git(&["add", "."]);
+    git(&["commit", "-qm", "first"]);
+    std::fs::write(root.join("sub1/deep1/f1.dat"), b"changed").unwrap();
+    std::fs::write(root.join("new.txt"), b"new").unwrap();
+    let out = s.path().join("traces");
+    std::fs::create_dir(&out).unwrap();
+    let tr = record(&root, &out, &["git", "status", "--porcelain"]);
+    let want = tree_listing(&root);
+    with_targets("trace-git", |dirs| {
+        replay_everywhere(&tr, &want, dirs, &["timed", "afap", "deps"]);
+    });
+}
+
+#[test]
+fn fsbench_build_recorded_replays_with_its_threads() {
+    if !have("strace") {
+        skip("needs strace (apt install strace)");
+        return;
+    }
+    let s = tmpfs_scratch("trace-build");
+    let root = s.path().join("work");
+    std::fs::create_dir_all(&root).unwrap();
+    let out = s.path().join("traces");
+    std::fs::create_dir(&out).unwrap();
+    let me = env!("CARGO_BIN_EXE_fsbench");
+    let tr = record(
+        &root,
+        &out,
+        &[
+            me,
+            "build",
+            "--dir",
+            root.to_str().unwrap(),
+            "--files",
+            "40",
+            "--dirs",
+            "4",
+            "-j",
+            "2",
+            "--cpu-ms",
+            "0",
+            "--keep",
+        ],
+    );
+    let want = tree_listing(&root);
+    assert!(want.len() > 40, "the kept build tree: {want:?}");
+    with_targets("trace-build", |dirs| {
+        replay_everywhere(&tr, &want, dirs, &["timed", "deps"]);
+    });
+}

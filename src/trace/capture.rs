@@ -558,6 +558,9 @@ impl Reader {
             }
             "utimensat" | "futimesat" => {
                 r.call = Call::Utimes;
+                if name == "utimensat" {
+                    r.flags = Some(flags(a(3)));
+                }
                 let p = unquote(a(1));
                 if a(1) == "NULL" || p.as_deref() == Some("") {
                     r.fd = fdn(a(0));

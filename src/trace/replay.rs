@@ -942,9 +942,12 @@ impl Shared<'_> {
                     .map(|v| (v, 0))
                 }
                 Call::Utimes => match p1 {
-                    Some(p) => {
-                        check(libc::utimensat(libc::AT_FDCWD, p.as_ptr(), std::ptr::null(), 0) as _)
-                    }
+                    Some(p) => check(libc::utimensat(
+                        libc::AT_FDCWD,
+                        p.as_ptr(),
+                        std::ptr::null(),
+                        r.flags.unwrap_or(0) as i32 & libc::AT_SYMLINK_NOFOLLOW,
+                    ) as _),
                     None => check(libc::futimens(fd()?, std::ptr::null()) as _),
                 }
                 .map(|v| (v, 0)),
