@@ -431,4 +431,33 @@ fn fsbench_build_recorded_replays_with_its_threads() {
     with_targets("trace-build", |dirs| {
         replay_everywhere(&tr, &want, dirs, &["timed", "deps"]);
     });
+    // Distilled into a workload, whose traced run is compared with the build's (op mix
+    // within 0.05, size distributions within 0.1: the command fails otherwise).
+    let model = out.join("build.f");
+    let run_dir = s.path().join("model");
+    std::fs::create_dir(&run_dir).unwrap();
+    let o = run(&[
+        "trace",
+        "distill",
+        tr.to_str().unwrap(),
+        "-o",
+        model.to_str().unwrap(),
+        "--check",
+        "--dir",
+        run_dir.to_str().unwrap(),
+        "--duration",
+        "1",
+    ]);
+    assert!(o.status.success(), "distill --check: {}", text(&o));
+    let shown = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        shown.contains("op mix: total variation distance"),
+        "{shown}"
+    );
+    let o = run(&["check", model.to_str().unwrap()]);
+    assert!(
+        o.status.success(),
+        "the model is a valid workload: {}",
+        text(&o)
+    );
 }

@@ -1032,7 +1032,11 @@ fn strace_version() -> Option<String> {
         .output()
         .ok()?;
     let s = String::from_utf8_lossy(&o.stdout);
-    s.split_whitespace().last().map(String::from)
+    s.lines()
+        .next()?
+        .split_whitespace()
+        .last()
+        .map(String::from)
 }
 
 fn abs_root(p: &Path) -> Result<String> {

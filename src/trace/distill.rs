@@ -1,27 +1,671 @@
-//! `fsbench trace distill` and `compare`.
+//! `fsbench trace distill` (a trace → a workload in the Filebench language that behaves
+//! like it) and `fsbench trace compare` (how close two traces are).
+//!
+//! Distilling reads the trace's measured window (all of it when unmarked), below its roots:
+//! - every open file is a *session* (open … close): created by its open or not, how many
+//!   reads and writes it saw, whether it was synced; a directory read is a listing;
+//!   path calls (stat, unlink) stand alone;
+//! - sessions are grouped by that signature, and each group becomes a block of flowops
+//!   (`createfile`/`openfile`, `write`/`read` with `iters` = the group's mean count,
+//!   `fsync`, `closefile`) repeated in the loop in proportion to how often the group
+//!   occurred, so the loop's operation mix is the trace's;
+//! - I/O sizes are tabular randvars of the requested sizes, file sizes a tabular randvar
+//!   of the sizes the opened files had, the fileset as many files as were touched, with
+//!   room for those created.
+//!
+//! Calls the language has no flowop for (rename, link, chmod, seek, mmap ...) are counted
+//! in a comment at the top, not modelled.
 
-use anyhow::{bail, Result};
+use super::format::{self, Call, Header, Record};
+use super::stats::Tracker;
+use anyhow::{bail, Context, Result};
 use clap::Args;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::path::PathBuf;
 
 #[derive(Args, Debug)]
 pub struct DistillArgs {
     /// The trace file.
     pub trace: PathBuf,
+    /// Where to write the workload.
+    #[arg(short, long, value_name = "FILE.f")]
+    pub output: PathBuf,
+    /// Run the model traced in DIR (`--dir`) and compare its trace with this one.
+    #[arg(long, requires = "dir")]
+    pub check: bool,
+    /// Where `--check` runs the model.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// How long `--check` runs the model, in seconds.
+    #[arg(long, default_value_t = 3.0)]
+    pub duration: f64,
+    /// `--check` fails when the op mix differs by more than this (total variation
+    /// distance, 0..1).
+    #[arg(long, default_value_t = 0.05)]
+    pub max_tvd: f64,
+    /// `--check` fails when a size distribution differs by more than this
+    /// (Kolmogorov–Smirnov distance, 0..1).
+    #[arg(long, default_value_t = 0.1)]
+    pub max_ks: f64,
 }
 
 #[derive(Args, Debug)]
 pub struct CompareArgs {
     /// The reference trace.
     pub reference: PathBuf,
-    /// The trace to compare with it.
+    /// The trace to compare with it (e.g. of a distilled model's run).
     pub other: PathBuf,
+    /// Write the comparison as JSON to FILE (`-` for standard output).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
 }
 
-pub fn main(_a: &DistillArgs) -> Result<()> {
-    bail!("trace distill: under construction")
+/// The operation categories a model can reproduce (and the op mix is measured over).
+fn category(r: &Record) -> Option<&'static str> {
+    Some(match r.call {
+        Call::Open => "open",
+        Call::Close => "close",
+        Call::Read => "read",
+        Call::Write => "write",
+        Call::Stat => "stat",
+        Call::Unlink => "unlink",
+        Call::Getdents => "getdents",
+        Call::Fsync => "fsync",
+        Call::Mkdir => "mkdir",
+        Call::Rmdir => "rmdir",
+        _ => return None,
+    })
 }
 
-pub fn compare_main(_a: &CompareArgs) -> Result<()> {
-    bail!("trace compare: under construction")
+/// What a window of a trace did, below its roots.
+#[derive(Debug, Default)]
+struct Window {
+    mix: BTreeMap<&'static str, u64>,
+    other: BTreeMap<String, u64>,
+    read_sizes: Vec<u64>,
+    write_sizes: Vec<u64>,
+    /// Sizes of files when they were opened.
+    open_sizes: Vec<u64>,
+    calls: u64,
+    bytes: u64,
+    seconds: f64,
+    sessions: Vec<Session>,
+    stats: u64,
+    unlinks: u64,
+    files: std::collections::HashSet<String>,
+    created: u64,
+    /// Threads with at least a tenth of the calls, and the pauses of over a millisecond
+    /// between one call's end and the next one's start in a thread (µs, summed).
+    threads: u64,
+    gaps_us: f64,
+}
+
+#[derive(Debug, Clone, Default)]
+struct Session {
+    created: bool,
+    dir: bool,
+    reads: u32,
+    writes: u32,
+    fsyncs: u32,
+}
+
+fn analyse(h: &Header, records: &[Record]) -> Window {
+    let win = super::measured_window(records);
+    let mut tr = Tracker::new(h);
+    for r in &records[..win.start] {
+        tr.apply(r);
+    }
+    let mut w = Window::default();
+    let mut open_sessions: BTreeMap<usize, Session> = BTreeMap::new();
+    let recs = &records[win.clone()];
+    if let (Some(a), Some(b)) = (recs.first(), recs.last()) {
+        w.seconds = (b.start_ns + b.dur_ns).saturating_sub(a.start_ns) as f64 / 1e9;
+    }
+    for r in recs {
+        let (file, inside) = tr.file_of(r);
+        let before = tr.open_of(r.tid, r.fd);
+        let size_now = file.as_ref().and_then(|p| tr.sizes.get(p).copied());
+        tr.apply(r);
+        if !inside {
+            continue;
+        }
+        w.calls += 1;
+        match category(r) {
+            Some(c) => *w.mix.entry(c).or_default() += 1,
+            None => {
+                if !matches!(r.call, Call::Clone | Call::Exit | Call::Exec) {
+                    *w.other.entry(r.syscall.clone()).or_default() += 1;
+                }
+                continue;
+            }
+        }
+        if r.ok() && matches!(r.call, Call::Read | Call::Write) {
+            w.bytes += r.ret as u64;
+        }
+        match r.call {
+            Call::Open if r.ok() => {
+                let o = tr.open_of(r.tid, Some(r.ret as i32));
+                let dir = r.flags.unwrap_or(0) as i32 & libc::O_DIRECTORY != 0
+                    || file.as_ref().is_some_and(|f| tr.dirs.contains(f));
+                let created = o.is_some_and(|o| tr.opens[o].created);
+                if let Some(f) = &file {
+                    if !dir {
+                        w.files.insert(f.clone());
+                    }
+                }
+                if created {
+                    w.created += 1;
+                } else if !dir {
+                    w.open_sizes.push(size_now.unwrap_or(0));
+                }
+                if let Some(o) = o {
+                    open_sessions.insert(
+                        o,
+                        Session {
+                            created,
+                            dir,
+                            ..Default::default()
+                        },
+                    );
+                }
+            }
+            Call::Read | Call::Write | Call::Fsync | Call::Getdents => {
+                if r.call == Call::Read {
+                    w.read_sizes.push(r.size.unwrap_or(0));
+                }
+                if r.call == Call::Write {
+                    w.write_sizes.push(r.size.unwrap_or(0));
+                }
+                if let Some(s) = before.and_then(|o| open_sessions.get_mut(&o)) {
+                    match r.call {
+                        Call::Read => s.reads += 1,
+                        Call::Write => s.writes += 1,
+                        Call::Fsync => s.fsyncs += 1,
+                        _ => s.dir = true,
+                    }
+                }
+            }
+            Call::Close => {
+                if let Some(s) = before.and_then(|o| open_sessions.remove(&o)) {
+                    w.sessions.push(s);
+                }
+            }
+            Call::Stat => w.stats += 1,
+            Call::Unlink if r.ok() => w.unlinks += 1,
+            _ => {}
+        }
+    }
+    w.sessions.extend(open_sessions.into_values());
+    let mut per: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
+    let mut tr2 = Tracker::new(h);
+    for r in &records[..win.start] {
+        tr2.apply(r);
+    }
+    for r in recs {
+        let (_, inside) = tr2.file_of(r);
+        tr2.apply(r);
+        if !inside {
+            continue;
+        }
+        let e = per.entry(r.tid).or_insert((0, u64::MAX));
+        e.0 += 1;
+        if e.1 != u64::MAX && r.start_ns > e.1 + 1_000_000 {
+            w.gaps_us += (r.start_ns - e.1) as f64 / 1000.0;
+        }
+        e.1 = r.start_ns + r.dur_ns;
+    }
+    w.threads = per.values().filter(|(n, _)| *n * 10 >= w.calls).count() as u64;
+    w
+}
+
+/// `{{pct, lo, hi}, ...}` of a sample: distinct values when there are few, log2 buckets
+/// otherwise; percentages by largest remainder so that they add up to 100.
+fn randtable(values: &[u64]) -> Option<String> {
+    if values.is_empty() {
+        return None;
+    }
+    let mut distinct: BTreeMap<u64, u64> = BTreeMap::new();
+    for &v in values {
+        *distinct.entry(v).or_default() += 1;
+    }
+    let rows: Vec<(u64, u64, u64)> = if distinct.len() <= 12 {
+        distinct.iter().map(|(&v, &n)| (v, v, n)).collect()
+    } else {
+        // Quantile bins (each about 1/BINS of the sample, from its smallest to its largest
+        // value), so a value many calls share stays a point and the rest stays close.
+        const BINS: usize = 25;
+        let mut v = values.to_vec();
+        v.sort_unstable();
+        let n = v.len();
+        let mut rows: Vec<(u64, u64, u64)> = Vec::new();
+        for b in 0..BINS {
+            let (s, e) = (b * n / BINS, ((b + 1) * n / BINS).min(n));
+            if e > s {
+                rows.push((v[s], v[e - 1], (e - s) as u64));
+            }
+        }
+        rows
+    };
+    let total: u64 = rows.iter().map(|r| r.2).sum();
+    let mut pct: Vec<(u64, f64, usize)> = rows
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let exact = r.2 as f64 * 100.0 / total as f64;
+            (exact.floor() as u64, exact - exact.floor(), i)
+        })
+        .collect();
+    let mut left = 100 - pct.iter().map(|p| p.0).sum::<u64>();
+    let mut order: Vec<usize> = (0..pct.len()).collect();
+    order.sort_by(|&a, &b| pct[b].1.total_cmp(&pct[a].1));
+    for i in order {
+        if left == 0 {
+            break;
+        }
+        pct[i].0 += 1;
+        left -= 1;
+    }
+    let cells: Vec<String> = pct
+        .iter()
+        .filter(|p| p.0 > 0)
+        .map(|p| format!("{{{}, {}, {}}}", p.0, rows[p.2].0, rows[p.2].1))
+        .collect();
+    Some(format!("{{{}}}", cells.join(", ")))
+}
+
+/// The workload text for a trace.
+pub fn distill(h: &Header, records: &[Record]) -> Result<String> {
+    let w = analyse(h, records);
+    if w.calls == 0 {
+        bail!(
+            "the trace has no calls below its roots ({}) to model",
+            h.roots.join(", ")
+        );
+    }
+    // Group sessions by signature.
+    #[derive(Default)]
+    struct Group {
+        n: u64,
+        reads: u64,
+        writes: u64,
+        fsync: bool,
+    }
+    let mut groups: BTreeMap<(bool, bool, bool, bool, bool), Group> = BTreeMap::new();
+    for s in &w.sessions {
+        let key = (s.dir, s.created, s.reads > 0, s.writes > 0, s.fsyncs > 0);
+        let g = groups.entry(key).or_default();
+        g.n += 1;
+        g.reads += s.reads as u64;
+        g.writes += s.writes as u64;
+        g.fsync |= s.fsyncs > 0;
+    }
+    // Repetitions: the rarest kept unit appears once; at most ~200 blocks in the loop.
+    let total: u64 = groups.values().map(|g| g.n).sum::<u64>() + w.stats + w.unlinks;
+    let unit = (total as f64 / 200.0).max(1.0);
+    let reps = |n: u64| (n as f64 / unit).round() as u64;
+    let mut body = String::new();
+    let mut k = 0;
+    let mut dropped: BTreeMap<String, u64> = w.other.clone();
+    let mut emit = |body: &mut String, line: String| {
+        k += 1;
+        let _ = writeln!(body, "    {}", line.replace("{k}", &k.to_string()));
+    };
+    // Files read are those that existed at the window's start; files created (and removed)
+    // live in a fileset of their own, so opens never pick a file the loop just created.
+    let fs = "traced";
+    let fsn = "created";
+    // Interleave: one block of each group per round, while any has repetitions left.
+    let mut plan: Vec<(String, u64)> = Vec::new();
+    for (key, g) in &groups {
+        let (dir, created, _, _, _) = *key;
+        let r = reps(g.n);
+        if r == 0 {
+            *dropped.entry("rare sessions".into()).or_default() += g.n;
+            continue;
+        }
+        let mean = |x: u64| ((x as f64 / g.n as f64).round() as u64).max(1);
+        let mut block = Vec::new();
+        if dir {
+            block.push(format!("flowop listdir name=list{{k}}, filesetname={fs}"));
+        } else {
+            block.push(if created {
+                format!("flowop createfile name=create{{k}}, filesetname={fsn}, fd=1")
+            } else {
+                format!("flowop openfile name=open{{k}}, filesetname={fs}, fd=1")
+            });
+            if g.reads > 0 {
+                block.push(format!(
+                    "flowop read name=read{{k}}, fd=1, iosize=$readsize, iters={}",
+                    mean(g.reads)
+                ));
+            }
+            if g.writes > 0 {
+                block.push(format!(
+                    "flowop write name=write{{k}}, fd=1, iosize=$writesize, iters={}",
+                    mean(g.writes)
+                ));
+            }
+            if g.fsync {
+                block.push("flowop fsync name=fsync{k}, fd=1".to_string());
+            }
+            block.push("flowop closefile name=close{k}, fd=1".to_string());
+        }
+        plan.push((block.join("\n"), r));
+    }
+    if reps(w.stats) > 0 {
+        plan.push((
+            format!("flowop statfile name=stat{{k}}, filesetname={fs}"),
+            reps(w.stats),
+        ));
+    }
+    if reps(w.unlinks) > 0 {
+        plan.push((
+            format!("flowop deletefile name=delete{{k}}, filesetname={fsn}"),
+            reps(w.unlinks),
+        ));
+    }
+    // Think time: the trace's long pauses (over a millisecond: computation between
+    // calls), spread over the loop's blocks.
+    let blocks: u64 = plan.iter().map(|p| p.1).sum();
+    let think_us = if blocks > 0 && w.threads > 0 {
+        let scale = total as f64 / unit / blocks.max(1) as f64;
+        (w.gaps_us / w.threads as f64) / (total as f64 / w.threads as f64) * scale
+    } else {
+        0.0
+    };
+    if think_us >= 1.0 {
+        let v = think_us.round() as u64;
+        for p in plan.iter_mut() {
+            p.0.push_str(&format!("\nflowop think name=think{{k}}, value={v}"));
+        }
+    }
+    let rounds = plan.iter().map(|p| p.1).max().unwrap_or(0);
+    for round in 0..rounds {
+        for (block, r) in &plan {
+            // Spread each block's repetitions evenly over the rounds.
+            let due = |i: u64| (i * r) / rounds.max(1);
+            if due(round + 1) > due(round) {
+                for line in block.lines() {
+                    emit(&mut body, line.to_string());
+                }
+            }
+        }
+    }
+    // The fileset: the files touched, with room for those created over many loops.
+    let existing = w.files.len() as u64 - w.created.min(w.files.len() as u64);
+    let per_loop: u64 = groups
+        .iter()
+        .filter(|(k, _)| k.1)
+        .map(|(_, g)| reps(g.n))
+        .sum();
+    let entries = existing.max(10);
+    let new_entries = (per_loop * 500).clamp(100, 200_000);
+    let mut text = String::new();
+    let _ = writeln!(
+        text,
+        "# Distilled by fsbench from a trace of: {}",
+        h.command.join(" ")
+    );
+    let _ = writeln!(text, "# ({}; roots {})", h.source, h.roots.join(", "));
+    let _ = writeln!(
+        text,
+        "# {} calls below the roots in {:.3} s: {}",
+        w.calls,
+        w.seconds,
+        w.mix
+            .iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    if !dropped.is_empty() {
+        let _ = writeln!(
+            text,
+            "# Not modelled: {}",
+            dropped
+                .iter()
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    let _ = writeln!(text, "\nset $dir=/tmp");
+    let _ = writeln!(text, "set $nthreads={}", w.threads.max(1));
+    let tab = |name: &str, v: &[u64], fallback: u64| -> String {
+        match randtable(v) {
+            Some(t) => format!("set ${name}=randvar(type=tabular, randtable={t})"),
+            None => format!("set ${name}={fallback}"),
+        }
+    };
+    let _ = writeln!(text, "{}", tab("readsize", &w.read_sizes, 4096));
+    let _ = writeln!(text, "{}", tab("writesize", &w.write_sizes, 4096));
+    let _ = writeln!(text, "{}", tab("filesize", &w.open_sizes, 4096));
+    let _ = writeln!(
+        text,
+        "\ndefine fileset name={fs}, path=$dir, entries={entries}, dirwidth=20, size=$filesize, prealloc=100"
+    );
+    let _ = writeln!(
+        text,
+        "define fileset name={fsn}, path=$dir, entries={new_entries}, dirwidth=20, size=4k, prealloc=0\n"
+    );
+    let _ = writeln!(text, "define process name=model, instances=1\n{{");
+    let _ = writeln!(
+        text,
+        "  thread name=model, memsize=16m, instances=$nthreads\n  {{"
+    );
+    text.push_str(&body);
+    let _ = writeln!(text, "  }}\n}}\n\nrun 10");
+    Ok(text)
+}
+
+/// How close one trace is to another.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Comparison {
+    /// The op mix of each (shares per category) and its total variation distance.
+    pub mix_reference: BTreeMap<String, f64>,
+    pub mix_other: BTreeMap<String, f64>,
+    pub op_mix_tvd: f64,
+    /// Kolmogorov–Smirnov distances of requested read sizes, write sizes and the sizes of
+    /// files when opened (absent when either side has none).
+    pub read_size_ks: Option<f64>,
+    pub write_size_ks: Option<f64>,
+    pub file_size_ks: Option<f64>,
+    pub calls_per_s_reference: f64,
+    pub calls_per_s_other: f64,
+    pub bytes_per_s_reference: f64,
+    pub bytes_per_s_other: f64,
+}
+
+fn shares(m: &BTreeMap<&'static str, u64>) -> BTreeMap<String, f64> {
+    let t: u64 = m.values().sum();
+    m.iter()
+        .map(|(k, v)| (k.to_string(), *v as f64 / t.max(1) as f64))
+        .collect()
+}
+
+/// The Kolmogorov–Smirnov distance of two samples.
+pub fn ks(a: &[u64], b: &[u64]) -> Option<f64> {
+    if a.is_empty() || b.is_empty() {
+        return None;
+    }
+    let (mut a, mut b) = (a.to_vec(), b.to_vec());
+    a.sort_unstable();
+    b.sort_unstable();
+    let (mut i, mut j, mut d) = (0usize, 0usize, 0f64);
+    while i < a.len() && j < b.len() {
+        let v = a[i].min(b[j]);
+        while i < a.len() && a[i] == v {
+            i += 1;
+        }
+        while j < b.len() && b[j] == v {
+            j += 1;
+        }
+        d = d.max((i as f64 / a.len() as f64 - j as f64 / b.len() as f64).abs());
+    }
+    Some(d)
+}
+
+pub fn compare(a: (&Header, &[Record]), b: (&Header, &[Record])) -> Comparison {
+    let (wa, wb) = (analyse(a.0, a.1), analyse(b.0, b.1));
+    let (ma, mb) = (shares(&wa.mix), shares(&wb.mix));
+    let keys: std::collections::BTreeSet<&String> = ma.keys().chain(mb.keys()).collect();
+    let tvd = 0.5
+        * keys
+            .iter()
+            .map(|k| (ma.get(*k).unwrap_or(&0.0) - mb.get(*k).unwrap_or(&0.0)).abs())
+            .sum::<f64>();
+    let rate = |w: &Window, x: f64| x / w.seconds.max(1e-9);
+    Comparison {
+        op_mix_tvd: tvd,
+        read_size_ks: ks(&wa.read_sizes, &wb.read_sizes),
+        write_size_ks: ks(&wa.write_sizes, &wb.write_sizes),
+        file_size_ks: ks(&wa.open_sizes, &wb.open_sizes),
+        calls_per_s_reference: rate(&wa, wa.calls as f64),
+        calls_per_s_other: rate(&wb, wb.calls as f64),
+        bytes_per_s_reference: rate(&wa, wa.bytes as f64),
+        bytes_per_s_other: rate(&wb, wb.bytes as f64),
+        mix_reference: ma,
+        mix_other: mb,
+    }
+}
+
+fn print_comparison(c: &Comparison, out: &mut impl std::io::Write) -> std::io::Result<()> {
+    writeln!(out, "{:<12} {:>10} {:>10}", "op", "reference", "other")?;
+    let keys: std::collections::BTreeSet<&String> =
+        c.mix_reference.keys().chain(c.mix_other.keys()).collect();
+    for k in keys {
+        writeln!(
+            out,
+            "{k:<12} {:>9.1}% {:>9.1}%",
+            c.mix_reference.get(k).unwrap_or(&0.0) * 100.0,
+            c.mix_other.get(k).unwrap_or(&0.0) * 100.0
+        )?;
+    }
+    let f = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.3}"));
+    writeln!(out, "op mix: total variation distance {:.3}", c.op_mix_tvd)?;
+    writeln!(
+        out,
+        "sizes (Kolmogorov-Smirnov): reads {}, writes {}, files at open {}",
+        f(c.read_size_ks),
+        f(c.write_size_ks),
+        f(c.file_size_ks)
+    )?;
+    writeln!(
+        out,
+        "throughput: {:.0} vs {:.0} calls/s ({:.2}x), {} vs {} per s",
+        c.calls_per_s_reference,
+        c.calls_per_s_other,
+        c.calls_per_s_other / c.calls_per_s_reference.max(1e-9),
+        crate::limits::human(c.bytes_per_s_reference),
+        crate::limits::human(c.bytes_per_s_other)
+    )
+}
+
+pub fn main(a: &DistillArgs) -> Result<()> {
+    let (h, records) = format::read_all(&a.trace)?;
+    let text = distill(&h, &records)?;
+    std::fs::write(&a.output, &text).with_context(|| format!("{}", a.output.display()))?;
+    eprintln!("fsbench: wrote {}", a.output.display());
+    if !a.check {
+        return Ok(());
+    }
+    let dir = a.dir.as_ref().expect("clap requires --dir with --check");
+    let me = std::env::current_exe()?;
+    let run_trace =
+        std::env::temp_dir().join(format!("fsbench-model-{}.trace", std::process::id()));
+    let st = std::process::Command::new(&me)
+        .arg("trace")
+        .arg("record")
+        .arg("-o")
+        .arg(&run_trace)
+        .arg("--root")
+        .arg(dir)
+        .arg("--")
+        .arg(&me)
+        .args(["run"])
+        .arg(&a.output)
+        .arg("--dir")
+        .arg(dir)
+        .args(["--quiet", "--continue-when-exhausted", "--duration"])
+        .arg(a.duration.to_string())
+        .status()
+        .context("running the model under trace record")?;
+    if !st.success() {
+        let _ = std::fs::remove_file(&run_trace);
+        bail!("the model's traced run failed ({st})");
+    }
+    let (hb, rb) = format::read_all(&run_trace)?;
+    let _ = std::fs::remove_file(&run_trace);
+    let c = compare((&h, &records), (&hb, &rb));
+    print_comparison(&c, &mut std::io::stdout())?;
+    let worst_ks = [c.read_size_ks, c.write_size_ks, c.file_size_ks]
+        .into_iter()
+        .flatten()
+        .fold(0.0, f64::max);
+    if c.op_mix_tvd > a.max_tvd || worst_ks > a.max_ks {
+        bail!(
+            "the model differs from the trace: op mix {:.3} (at most {}), worst size distance {:.3} (at most {})",
+            c.op_mix_tvd,
+            a.max_tvd,
+            worst_ks,
+            a.max_ks
+        );
+    }
+    Ok(())
+}
+
+pub fn compare_main(a: &CompareArgs) -> Result<()> {
+    let (ha, ra) = format::read_all(&a.reference)?;
+    let (hb, rb) = format::read_all(&a.other)?;
+    let c = compare((&ha, &ra), (&hb, &rb));
+    if let Some(j) = &a.json {
+        let t = serde_json::to_string_pretty(&c)?;
+        if j.as_os_str() == "-" {
+            println!("{t}");
+            return print_comparison(&c, &mut std::io::stderr()).map_err(Into::into);
+        }
+        std::fs::write(j, t + "\n")?;
+    }
+    print_comparison(&c, &mut std::io::stdout())?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn randtables_add_up_to_100() {
+        let t = randtable(&[1, 1, 1, 2, 3, 3]).unwrap();
+        assert_eq!(t, "{{50, 1, 1}, {17, 2, 2}, {33, 3, 3}}");
+        let many: Vec<u64> = (1..1000).collect();
+        assert_eq!(
+            randtable(&many).unwrap().matches('{').count(),
+            26,
+            "25 bins"
+        );
+        let t = randtable(&many).unwrap();
+        let sum: u64 = t
+            .split("}, {")
+            .map(|c| {
+                c.trim_matches(['{', '}'])
+                    .split(',')
+                    .next()
+                    .unwrap()
+                    .trim()
+                    .parse::<u64>()
+                    .unwrap()
+            })
+            .sum();
+        assert_eq!(sum, 100, "{t}");
+    }
+
+    #[test]
+    fn ks_of_identical_samples_is_zero_and_of_disjoint_one() {
+        assert_eq!(ks(&[1, 2, 3], &[3, 2, 1]), Some(0.0));
+        assert_eq!(ks(&[1, 1], &[5, 5]), Some(1.0));
+        assert_eq!(ks(&[], &[1]), None);
+    }
 }
