@@ -19,6 +19,8 @@ pub trait Cluster: Send + Sync {
     /// Whether another rank's end asks this one to stop (stonewalling); polled by the
     /// run's control loop.
     fn stop_requested(&self) -> bool;
+    /// Rank 0's bytes on every rank (`data` is rank 0's; others pass None).
+    fn broadcast(&self, data: Option<Vec<u8>>) -> Vec<u8>;
 }
 
 static CLUSTER: OnceLock<Box<dyn Cluster>> = OnceLock::new();
@@ -66,4 +68,12 @@ pub fn finished() {
 /// Whether the run should stop because another rank ended (stonewalling).
 pub fn stop_requested() -> bool {
     get().is_some_and(|c| c.stop_requested())
+}
+
+/// Rank 0's string on every rank (`mine` as it is without a cluster).
+pub fn broadcast_string(mine: Option<String>) -> String {
+    match get() {
+        Some(c) => String::from_utf8_lossy(&c.broadcast(mine.map(String::into_bytes))).into_owned(),
+        None => mine.unwrap_or_default(),
+    }
 }

@@ -82,6 +82,17 @@ enum Command {
         after_help = "Examples:\n  fsbench postmark pm.cfg\n  fsbench postmark --number 1000 --transactions 20000 --instances 4 --dir /mnt/test\n  fsbench postmark --number 1000 --repeat 5 --cold --json pm.json"
     )]
     Postmark(fsbench::apps::cli::PostmarkArgs),
+    /// mdtest's phases: each rank creates, stats, reads and removes N files (alone or on
+    /// every rank of an MPI job).
+    #[command(
+        after_help = "Examples:\n  fsbench mdtest -n 1000 --dir /mnt/test\n  mpirun -np 8 fsbench mdtest -n 10000 --shared-dir --dir /mnt/lustre/bench"
+    )]
+    Mdtest(fsbench::apps::hpc::MdtestArgs),
+    /// IOR's basic pattern: each rank writes a block in transfers, syncs, reads it back.
+    #[command(
+        after_help = "Examples:\n  fsbench ior -b 256M -t 1M --dir /mnt/test\n  mpirun -np 8 fsbench ior -b 1G -t 4M -C --shared-file --dir /mnt/lustre/bench"
+    )]
+    Ior(fsbench::apps::hpc::IorArgs),
     /// Record a program's file-system calls with strace, replay them, distil them into a workload.
     #[command(
         after_help = "Examples:\n  fsbench trace record -o cp.trace -- cp -r src dst\n  fsbench trace replay cp.trace --dir /mnt/test --mode deps\n  fsbench trace distill cp.trace -o cp-model.f"
@@ -909,6 +920,8 @@ fn dispatch(cli: Cli) -> Result<()> {
         Command::Selftest(a) => cmd_selftest(&a),
         Command::Postmark(a) => fsbench::apps::postmark::main(&a),
         Command::Trace(a) => fsbench::trace::cli::main(&a),
+        Command::Mdtest(a) => fsbench::apps::hpc::mdtest(&a),
+        Command::Ior(a) => fsbench::apps::hpc::ior(&a),
         Command::Andrew(a) => fsbench::apps::andrew::main(&a),
         Command::Find(a) => fsbench::apps::find::main(&a),
         Command::Build(a) => fsbench::apps::build::main(&a),

@@ -110,6 +110,17 @@ fn sleep_until(t: f64) {
 }
 
 impl Cluster for Handle {
+    fn broadcast(&self, data: Option<Vec<u8>>) -> Vec<u8> {
+        let root = self.world.process_at_rank(0);
+        let mut len = data.as_ref().map_or(0u64, |d| d.len() as u64);
+        root.broadcast_into(&mut len);
+        let mut buf = data.unwrap_or_default();
+        buf.resize(len as usize, 0);
+        if len > 0 {
+            root.broadcast_into(&mut buf[..]);
+        }
+        buf
+    }
     fn rank(&self) -> usize {
         self.rank
     }
@@ -208,15 +219,7 @@ impl Session {
 
     /// Rank 0's bytes on every rank.
     pub fn broadcast(&self, data: Option<Vec<u8>>) -> Vec<u8> {
-        let root = self.handle.world.process_at_rank(0);
-        let mut len = data.as_ref().map_or(0u64, |d| d.len() as u64);
-        root.broadcast_into(&mut len);
-        let mut buf = data.unwrap_or_else(|| vec![0u8; len as usize]);
-        buf.resize(len as usize, 0);
-        if len > 0 {
-            root.broadcast_into(&mut buf[..]);
-        }
-        buf
+        self.handle.broadcast(data)
     }
 
     /// A synchronisation point outside the engine (set-up): false when a rank failed.
@@ -323,6 +326,9 @@ impl Cluster for Proxy {
     }
     fn stop_requested(&self) -> bool {
         self.0.stop_requested()
+    }
+    fn broadcast(&self, data: Option<Vec<u8>>) -> Vec<u8> {
+        self.0.broadcast(data)
     }
 }
 

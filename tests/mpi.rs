@@ -251,3 +251,73 @@ fn a_failing_rank_is_named_and_the_others_stop_cleanly() {
     assert!(e.contains("1 rank of 4 failed"), "{e}");
     assert_eq!(left_in(s.path(), ""), Vec::<String>::new(), "left behind");
 }
+
+#[test]
+fn mdtest_and_ior_on_four_ranks_merge_phase_by_phase() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let s = shm("mpi-md");
+    let json = s.path().join("md.json");
+    let Some(o) = mpirun(
+        4,
+        &[
+            "mdtest",
+            "-n",
+            "300",
+            "--shared-dir",
+            "--dir",
+            s.s(),
+            "--json",
+            json.to_str().unwrap(),
+        ],
+        &[],
+    ) else {
+        return;
+    };
+    assert!(o.status.success(), "{}", text(&o));
+    let r = json_of(&json);
+    let ranks = r["ranks"].as_array().unwrap();
+    assert_eq!(ranks.len(), 4);
+    for f in r["flowops"].as_array().unwrap() {
+        if f["name"] != "read" {
+            assert_eq!(f["ops"], 4 * 300, "{f}");
+            assert_eq!(f["errors"], 0, "{f}");
+        }
+    }
+    let per_rank: u64 = ranks.iter().map(|x| x["ops"].as_u64().unwrap()).sum();
+    assert_eq!(r["summary"]["ops"].as_u64().unwrap(), per_rank);
+    assert!(r["figures"]["create_ops_per_s"].as_f64().unwrap() > 0.0);
+    assert_eq!(
+        left_in(s.path(), "md.json"),
+        Vec::<String>::new(),
+        "left behind"
+    );
+    let json = s.path().join("ior.json");
+    let o = mpirun(
+        4,
+        &[
+            "ior",
+            "-b",
+            "2M",
+            "-t",
+            "256K",
+            "--shared-file",
+            "-C",
+            "--dir",
+            s.s(),
+            "--json",
+            json.to_str().unwrap(),
+        ],
+        &[],
+    )
+    .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let r = json_of(&json);
+    for f in r["flowops"].as_array().unwrap() {
+        assert_eq!(f["bytes"], 4 * (2 << 20), "{f}");
+    }
+    assert_eq!(
+        left_in(s.path(), "md.json").len(),
+        1,
+        "only the results are left"
+    );
+}

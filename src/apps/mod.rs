@@ -12,6 +12,7 @@ pub mod build;
 pub mod cli;
 pub mod find;
 pub mod guard;
+pub mod hpc;
 pub mod measure;
 pub mod postmark;
 pub mod read;
