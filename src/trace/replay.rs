@@ -506,7 +506,11 @@ fn build_plan(records: &[Record], mapper: &Mapper, threads: Option<usize>, mode:
         for fd in [r.fd, r.fd2].into_iter().flatten() {
             if r.call != Call::Close {
                 if let Some(fi) = tables[table as usize].get_mut(&fd) {
-                    fi.users.push(me);
+                    // The latest use per worker is all a close has to wait for.
+                    match fi.users.iter_mut().find(|u| u.0 == me.0) {
+                        Some(u) => *u = me,
+                        None => fi.users.push(me),
+                    }
                 }
             }
         }
