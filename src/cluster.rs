@@ -13,6 +13,9 @@ pub trait Cluster: Send + Sync {
     /// Wait until every rank reaches this point. False when another rank failed: the caller
     /// stops what it was about to do and returns (its error says why).
     fn barrier(&self) -> bool;
+    /// Wait until every rank reaches this point, without agreeing on a start instant (the
+    /// end of a timed phase). False when another rank failed.
+    fn sync(&self) -> bool;
     /// This rank's measurement ended (its duration, a finish flowop, an exhausted
     /// fileset ...). With stonewalling the others are told to stop.
     fn finished(&self);
@@ -48,6 +51,12 @@ pub fn size() -> usize {
 /// failed: stop and return an error ([`failed_elsewhere`]).
 pub fn barrier() -> bool {
     get().is_none_or(|c| c.barrier())
+}
+
+/// Wait for every rank at the end of a timed phase (no common start to wait for). False
+/// when another rank failed.
+pub fn sync() -> bool {
+    get().is_none_or(|c| c.sync())
 }
 
 /// The error of a rank that stops because another failed.

@@ -134,6 +134,9 @@ impl Cluster for Handle {
         }
         ok
     }
+    fn sync(&self) -> bool {
+        self.vote(false, true).1
+    }
     fn finished(&self) {
         if !self.stonewall || self.stop.load(Ordering::Relaxed) || self.sent.load(Ordering::Relaxed)
         {
@@ -320,6 +323,9 @@ impl Cluster for Proxy {
     }
     fn barrier(&self) -> bool {
         self.0.barrier()
+    }
+    fn sync(&self) -> bool {
+        self.0.sync()
     }
     fn finished(&self) {
         self.0.finished()

@@ -119,9 +119,18 @@ fn shared_run_dir(
     Ok((guard, PathBuf::from(p)))
 }
 
-/// Wait for every rank; an error when one failed.
+/// Every rank starts the next phase together; an error when one failed.
 fn together() -> Result<()> {
     if crate::cluster::barrier() {
+        Ok(())
+    } else {
+        Err(crate::cluster::failed_elsewhere())
+    }
+}
+
+/// Every rank has finished the phase (its time ends when the slowest rank's does).
+fn all_done() -> Result<()> {
+    if crate::cluster::sync() {
         Ok(())
     } else {
         Err(crate::cluster::failed_elsewhere())
@@ -162,7 +171,7 @@ impl Measurement for Mdtest<'_> {
     }
     fn cleanup(&mut self) -> Result<()> {
         // Every rank is done with the directory before rank 0 removes it.
-        let _ = crate::cluster::barrier();
+        let _ = crate::cluster::sync();
         match self.rd.take() {
             Some(rd) => rd.finish(self.a.keep),
             None => Ok(()),
@@ -198,7 +207,7 @@ impl Measurement for Mdtest<'_> {
                     Err(e) => rec.ops[slot].error(|| format!("{label} {}: {e}", name(i))),
                 }
             }
-            together()?;
+            all_done()?;
             let s = t0.elapsed().as_secs_f64();
             figures.insert(format!("{label}_s"), s);
             figures.insert(format!("{label}_ops_per_s"), a.items as f64 / s.max(1e-9));
@@ -315,7 +324,7 @@ impl Measurement for Ior<'_> {
         together()
     }
     fn cleanup(&mut self) -> Result<()> {
-        let _ = crate::cluster::barrier();
+        let _ = crate::cluster::sync();
         match self.rd.take() {
             Some(rd) => rd.finish(self.a.keep),
             None => Ok(()),
@@ -380,7 +389,7 @@ impl Measurement for Ior<'_> {
                 io::fsync(fd)?;
             }
             io::close(fd)?;
-            together()?;
+            all_done()?;
             let s = t0.elapsed().as_secs_f64();
             figures.insert(format!("{label}_s"), s);
             figures.insert(
