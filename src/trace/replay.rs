@@ -165,6 +165,8 @@ struct Plan {
 
 #[derive(Clone, Default)]
 struct FdInfo {
+    /// The thread that opened it.
+    tid: u32,
     in_root: bool,
     /// The replay's instance (`NONE` outside the roots).
     inst: u32,
@@ -275,29 +277,45 @@ fn parent(p: &str) -> Option<&str> {
 }
 
 /// A process's descriptors while planning, as the recording saw them. A number can name
-/// two open files for a moment: strace stamps calls when it gets to them, so an open in
-/// one thread can appear to start before the close (in another thread) that freed its
-/// number. The entries for a number are kept in order: a close ends the oldest, every
-/// other use means the newest.
+/// two open files for a moment: strace stamps a call when it gets to it, so an open in one
+/// thread can appear to start before another thread's last use and close of the number it
+/// gets. The entries for a number are kept in order; while there are several, a thread's
+/// use or close means the newest entry that thread opened, else a close means the oldest
+/// and a use the newest.
 #[derive(Clone, Default)]
 struct PlanTable(HashMap<i32, Vec<FdInfo>>);
 
 impl PlanTable {
-    fn get(&self, fd: &i32) -> Option<&FdInfo> {
-        self.0.get(fd)?.last()
+    fn pick(v: &[FdInfo], tid: u32, close: bool) -> Option<usize> {
+        if v.is_empty() {
+            return None;
+        }
+        if v.len() > 1 {
+            if let Some(i) = v.iter().rposition(|f| f.tid == tid) {
+                return Some(i);
+            }
+        }
+        Some(if close { 0 } else { v.len() - 1 })
     }
-    fn oldest(&self, fd: &i32) -> Option<&FdInfo> {
-        self.0.get(fd)?.first()
+    fn get(&self, fd: &i32, tid: u32) -> Option<&FdInfo> {
+        let v = self.0.get(fd)?;
+        Self::pick(v, tid, false).map(|i| &v[i])
     }
-    fn get_mut(&mut self, fd: &i32) -> Option<&mut FdInfo> {
-        self.0.get_mut(fd)?.last_mut()
+    fn closing(&self, fd: &i32, tid: u32) -> Option<&FdInfo> {
+        let v = self.0.get(fd)?;
+        Self::pick(v, tid, true).map(|i| &v[i])
+    }
+    fn get_mut(&mut self, fd: &i32, tid: u32) -> Option<&mut FdInfo> {
+        let v = self.0.get_mut(fd)?;
+        let i = Self::pick(v, tid, false)?;
+        Some(&mut v[i])
     }
     fn open(&mut self, fd: i32, f: FdInfo) {
         self.0.entry(fd).or_default().push(f);
     }
-    fn close(&mut self, fd: i32) -> Option<FdInfo> {
+    fn close(&mut self, fd: i32, tid: u32) -> Option<FdInfo> {
         let v = self.0.get_mut(&fd)?;
-        let f = (!v.is_empty()).then(|| v.remove(0));
+        let f = Self::pick(v, tid, true).map(|i| v.remove(i));
         if v.is_empty() {
             self.0.remove(&fd);
         }
@@ -421,15 +439,15 @@ fn build_plan(records: &[Record], mapper: &Mapper, threads: Option<usize>, mode:
         let fd_info = r.fd.and_then(|fd| {
             let t = &tables[table as usize];
             if r.call == Call::Close {
-                t.oldest(&fd).cloned()
+                t.closing(&fd, r.tid).cloned()
             } else {
-                t.get(&fd).cloned()
+                t.get(&fd, r.tid).cloned()
             }
         });
         let fd2_info = match r.call {
             Call::Sendfile | Call::CopyRange => r
                 .fd2
-                .and_then(|fd| tables[table as usize].get(&fd).cloned()),
+                .and_then(|fd| tables[table as usize].get(&fd, r.tid).cloned()),
             _ => None,
         };
         let on_fd = r.path.is_none() && r.fd.is_some();
@@ -461,12 +479,14 @@ fn build_plan(records: &[Record], mapper: &Mapper, threads: Option<usize>, mode:
                         cloexec: f & libc::O_CLOEXEC != 0,
                         opener: Some(me),
                         users: Vec::new(),
+                        tid: r.tid,
                     },
                 );
             }
             Call::Dup if r.ok() => {
                 let mut i = fd_info.clone().unwrap_or_default();
                 i.opener = Some(me);
+                i.tid = r.tid;
                 i.users.clear();
                 i.cloexec = r.flags.unwrap_or(0) as i32 & libc::O_CLOEXEC != 0;
                 i.inst = if inside && i.inst != NONE {
@@ -478,12 +498,12 @@ fn build_plan(records: &[Record], mapper: &Mapper, threads: Option<usize>, mode:
                 let t = &mut tables[table as usize];
                 if r.fd2.is_some() {
                     // dup2/dup3 over an open descriptor closes it, as the kernel does.
-                    fd_drop = t.close(r.ret as i32).map_or(NONE, |o| o.inst);
+                    fd_drop = t.close(r.ret as i32, r.tid).map_or(NONE, |o| o.inst);
                 }
                 t.open(r.ret as i32, i);
             }
             Call::Close => {
-                tables[table as usize].close(r.fd.unwrap_or(-1));
+                tables[table as usize].close(r.fd.unwrap_or(-1), r.tid);
             }
             _ => {}
         }
@@ -505,7 +525,7 @@ fn build_plan(records: &[Record], mapper: &Mapper, threads: Option<usize>, mode:
         }
         for fd in [r.fd, r.fd2].into_iter().flatten() {
             if r.call != Call::Close {
-                if let Some(fi) = tables[table as usize].get_mut(&fd) {
+                if let Some(fi) = tables[table as usize].get_mut(&fd, r.tid) {
                     // The latest use per worker is all a close has to wait for.
                     match fi.users.iter_mut().find(|u| u.0 == me.0) {
                         Some(u) => *u = me,
