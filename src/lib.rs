@@ -21,12 +21,14 @@ pub mod engine;
 pub mod exit;
 pub mod experiment;
 pub mod fileset;
+pub mod fuse;
 pub mod lang;
 pub mod layout;
 pub mod limits;
 pub mod model;
 #[cfg(feature = "mpi")]
 pub mod mpirun;
+pub mod remote;
 pub mod remount;
 pub mod report;
 pub mod scan;

@@ -64,6 +64,11 @@ enum Command {
         after_help = "Examples:\n  fsbench disk create hdd0 --model hdd --size 4G --mkfs ext4 --mount /mnt/hdd0\n  fsbench disk stats hdd0\n  fsbench disk remove hdd0"
     )]
     Disk(fsbench::disk::cli::DiskArgs),
+    /// Simulated remote file systems: a server tree behind a modelled network (RTT, bandwidth).
+    #[command(
+        after_help = "Examples:\n  fsbench remote create afs0 --server /srv/tree --mount /mnt/afs0 --preset 1mbit\n  fsbench remote create nfs0 --server /srv/tree --mount /mnt/nfs0 --protocol block --bandwidth 10mbit --rtt 20ms --writable\n  fsbench remote create la --server /srv/tree --mount /mnt/la --lookaside /usr/src\n  fsbench remote stats afs0\n  fsbench remote remove afs0"
+    )]
+    Remote(fsbench::remote::cli::RemoteArgs),
     /// Compare result files side by side, per flowop and in total.
     #[command(after_help = "Examples:\n  fsbench compare ext4.json xfs.json btrfs.json")]
     Compare(CompareArgs),
@@ -915,6 +920,7 @@ fn dispatch(cli: Cli) -> Result<()> {
         Command::Layout(a) => fsbench::layout::run(a),
         Command::Age(a) => fsbench::age::cli::run(a),
         Command::Disk(a) => fsbench::disk::cli::run(a),
+        Command::Remote(a) => fsbench::remote::cli::run(a),
         Command::Compare(a) => cmd_compare(&a),
         Command::Report(a) => fsbench::report::html::cli::run(&a),
         Command::Selftest(a) => cmd_selftest(&a),

@@ -34,12 +34,10 @@
 //! finishes the job: lazy unmounts and LOOP_CLR_FD.
 
 use std::collections::VecDeque;
-use std::ffi::CString;
 use std::fs::{File, OpenOptions};
-use std::io::{self, IoSlice, Write};
+use std::io;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::os::unix::io::AsRawFd;
-use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
@@ -49,130 +47,16 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 use hdrhistogram::Histogram;
 
+use crate::fuse::*;
+// The protocol and daemon helpers moved to `crate::fuse`; `disk::cli` keeps using them from here.
+pub use crate::fuse::{daemon_pre_exec, lazy_unmount, unmount};
+
 use super::loopdev;
 use super::model::{Disk, Op, Service};
 use super::state::{self, DiskStats, Ready, StateDir, Summary};
 
-// Opcodes (linux/fuse.h).
-const FUSE_LOOKUP: u32 = 1;
-const FUSE_FORGET: u32 = 2;
-const FUSE_GETATTR: u32 = 3;
-const FUSE_SETATTR: u32 = 4;
-const FUSE_OPEN: u32 = 14;
-const FUSE_READ: u32 = 15;
-const FUSE_WRITE: u32 = 16;
-const FUSE_STATFS: u32 = 17;
-const FUSE_RELEASE: u32 = 18;
-const FUSE_FSYNC: u32 = 20;
-const FUSE_FLUSH: u32 = 25;
-const FUSE_INIT: u32 = 26;
-const FUSE_OPENDIR: u32 = 27;
-const FUSE_READDIR: u32 = 28;
-const FUSE_RELEASEDIR: u32 = 29;
-const FUSE_FSYNCDIR: u32 = 30;
-const FUSE_ACCESS: u32 = 34;
-const FUSE_INTERRUPT: u32 = 36;
-const FUSE_DESTROY: u32 = 38;
-const FUSE_BATCH_FORGET: u32 = 42;
-const FUSE_FALLOCATE: u32 = 43;
-
-// INIT flags.
-const FUSE_ASYNC_READ: u32 = 1 << 0;
-const FUSE_BIG_WRITES: u32 = 1 << 5;
-const FUSE_ASYNC_DIO: u32 = 1 << 15;
-const FUSE_MAX_PAGES: u32 = 1 << 22;
-
-const FOPEN_DIRECT_IO: u32 = 1 << 0;
-const FATTR_SIZE: u32 = 1 << 3;
-
-const PROTO_MINOR: u32 = 31;
-const IN_HEADER: usize = 40;
-const MAX_WRITE: u32 = 1 << 20;
-const MAX_PAGES: u16 = 256;
-
 const ROOT_INO: u64 = 1;
 const FILE_INO: u64 = 2;
-
-/// Monotonic seconds since the server started: the model's clock.
-#[derive(Clone, Copy)]
-struct Clock(Instant);
-
-impl Clock {
-    fn now(&self) -> f64 {
-        self.0.elapsed().as_secs_f64()
-    }
-}
-
-/// Sleeps until a modelled completion time. nanosleep overshoots by tens of
-/// microseconds even with a 1 ns timer slack (more in a VM), so the sleeper
-/// learns its typical overshoot, sleeps that much less, and spins the rest:
-/// replies then leave within a few microseconds of the modelled time at the
-/// cost of about that overshoot in CPU per request.
-struct Sleeper {
-    clock: Clock,
-    /// Running estimate of nanosleep's overshoot, s.
-    overshoot: f64,
-}
-
-impl Sleeper {
-    fn new(clock: Clock) -> Sleeper {
-        Sleeper {
-            clock,
-            overshoot: 50e-6,
-        }
-    }
-
-    fn sleep_until(&mut self, t: f64) {
-        let target = t - self.overshoot;
-        let rem = target - self.clock.now();
-        if rem > 0.0 {
-            thread::sleep(Duration::from_secs_f64(rem));
-            let over = (self.clock.now() - target).clamp(0.0, 500e-6);
-            self.overshoot = 0.9 * self.overshoot + 0.1 * over;
-        }
-        let spin_start = self.clock.now();
-        while self.clock.now() < t {
-            if self.clock.now() - spin_start > 300e-6 {
-                thread::yield_now();
-            } else {
-                std::hint::spin_loop();
-            }
-        }
-    }
-}
-
-fn u32_at(b: &[u8], off: usize) -> u32 {
-    u32::from_le_bytes(b[off..off + 4].try_into().unwrap())
-}
-fn u64_at(b: &[u8], off: usize) -> u64 {
-    u64::from_le_bytes(b[off..off + 8].try_into().unwrap())
-}
-
-/// Write one reply (header + payload parts) to /dev/fuse.
-fn reply(dev: &File, unique: u64, error: i32, parts: &[&[u8]]) {
-    let len = 16 + parts.iter().map(|p| p.len()).sum::<usize>();
-    let mut hdr = [0u8; 16];
-    hdr[0..4].copy_from_slice(&(len as u32).to_le_bytes());
-    hdr[4..8].copy_from_slice(&(-error).to_le_bytes());
-    hdr[8..16].copy_from_slice(&unique.to_le_bytes());
-    let mut iov = Vec::with_capacity(parts.len() + 1);
-    iov.push(IoSlice::new(&hdr));
-    for p in parts {
-        iov.push(IoSlice::new(p));
-    }
-    // One writev: the kernel takes a reply whole. ENOENT means the request
-    // was interrupted meanwhile; nothing to do.
-    let mut w = dev;
-    if let Err(e) = w.write_vectored(&iov) {
-        if e.raw_os_error() != Some(libc::ENOENT) {
-            eprintln!("fsbench disk server: reply failed: {e}");
-        }
-    }
-}
-
-fn reply_err(dev: &File, unique: u64, errno: i32) {
-    reply(dev, unique, errno, &[]);
-}
 
 fn attr_bytes(ino: u64, size: u64) -> Vec<u8> {
     let mut a = Vec::with_capacity(88);
@@ -428,66 +312,6 @@ fn disk_thread(
     write_stats(&rec);
 }
 
-fn read_full_at(f: &File, buf: &mut [u8], off: u64) -> io::Result<usize> {
-    let mut done = 0;
-    while done < buf.len() {
-        match f.read_at(&mut buf[done..], off + done as u64) {
-            Ok(0) => break,
-            Ok(n) => done += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(done)
-}
-
-/// Real-time priority of the request path (reader and disk thread): above every normal task
-/// and the kernel's default threaded interrupt handlers (50), so CPU-bound work on the machine
-/// does not delay replies; one below the maximum leaves room for watchdogs.
-const RT_PRIORITY: i32 = 60;
-
-/// `FSBENCH_DISK_REALTIME=0` in the environment of `disk create` or `disk serve` turns off
-/// real-time scheduling and memory locking (to compare, or where they are unwelcome).
-fn realtime_disabled() -> bool {
-    std::env::var_os("FSBENCH_DISK_REALTIME").is_some_and(|v| v == "0")
-}
-
-/// Put the calling thread under SCHED_FIFO at `prio`; says what it got, or why not.
-fn realtime(prio: i32) -> String {
-    if realtime_disabled() {
-        return "normal (FSBENCH_DISK_REALTIME=0)".into();
-    }
-    let p = libc::sched_param {
-        sched_priority: prio,
-    };
-    // SAFETY: sched_setscheduler(0, ...) changes only the calling thread's policy.
-    let r = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) };
-    if r == 0 {
-        format!("SCHED_FIFO priority {prio}")
-    } else {
-        let e = io::Error::last_os_error();
-        let why = if unsafe { libc::geteuid() } != 0 {
-            "not root".to_string()
-        } else {
-            e.to_string()
-        };
-        format!("normal (SCHED_FIFO refused: {why}); replies may be late under CPU load")
-    }
-}
-
-/// Lock the server's memory (now and future) so no reply waits for a page-in.
-fn lock_memory() -> String {
-    if realtime_disabled() {
-        return "not locked (FSBENCH_DISK_REALTIME=0)".into();
-    }
-    // SAFETY: mlockall has no memory-safety preconditions.
-    if unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) } == 0 {
-        "locked".into()
-    } else {
-        format!("not locked ({})", io::Error::last_os_error())
-    }
-}
-
 fn reader_thread(shared: Arc<Shared>, tx: mpsc::Sender<IoReq>) {
     let _ = realtime(RT_PRIORITY);
     let mut buf = vec![0u8; MAX_WRITE as usize + 64 * 1024];
@@ -515,31 +339,12 @@ fn reader_thread(shared: Arc<Shared>, tx: mpsc::Sender<IoReq>) {
         let body = &msg[IN_HEADER..];
         match opcode {
             FUSE_INIT => {
-                let major = u32_at(body, 0);
-                let kflags = u32_at(body, 12);
-                let mut out = Vec::with_capacity(64);
-                out.extend_from_slice(&7u32.to_le_bytes());
-                if major > 7 {
-                    // The kernel will ask again with 7.
-                    reply(dev, unique, 0, &[&out, &[0u8; 4]]);
-                    continue;
-                }
-                let max_readahead = u32_at(body, 8);
-                let flags =
-                    kflags & (FUSE_ASYNC_READ | FUSE_BIG_WRITES | FUSE_ASYNC_DIO | FUSE_MAX_PAGES);
-                out.extend_from_slice(&PROTO_MINOR.to_le_bytes());
-                out.extend_from_slice(&max_readahead.to_le_bytes());
-                out.extend_from_slice(&flags.to_le_bytes());
-                out.extend_from_slice(&64u16.to_le_bytes()); // max_background
-                out.extend_from_slice(&48u16.to_le_bytes()); // congestion_threshold
-                out.extend_from_slice(&MAX_WRITE.to_le_bytes());
-                out.extend_from_slice(&1u32.to_le_bytes()); // time_gran
-                out.extend_from_slice(&MAX_PAGES.to_le_bytes());
-                out.extend_from_slice(&0u16.to_le_bytes()); // map_alignment
-                out.extend_from_slice(&0u32.to_le_bytes()); // flags2
-                out.extend_from_slice(&[0u8; 28]); // unused
-                debug_assert_eq!(out.len(), 64);
-                reply(dev, unique, 0, &[&out]);
+                reply_init(
+                    dev,
+                    unique,
+                    body,
+                    FUSE_ASYNC_READ | FUSE_BIG_WRITES | FUSE_ASYNC_DIO | FUSE_MAX_PAGES,
+                );
             }
             FUSE_LOOKUP => {
                 let name = body.split(|&c| c == 0).next().unwrap_or(&[]);
@@ -701,121 +506,6 @@ fn reader_thread(shared: Arc<Shared>, tx: mpsc::Sender<IoReq>) {
     shared.reader_done.store(true, Ordering::SeqCst);
 }
 
-/// `read(2)` on /dev/fuse: one call returns one whole request.
-trait FuseRead {
-    fn read_at_fuse(&self, buf: &mut [u8]) -> io::Result<usize>;
-}
-
-impl FuseRead for &File {
-    fn read_at_fuse(&self, buf: &mut [u8]) -> io::Result<usize> {
-        // SAFETY: buf is valid for buf.len() bytes.
-        let n = unsafe { libc::read(self.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
-        if n < 0 {
-            Err(io::Error::last_os_error())
-        } else {
-            Ok(n as usize)
-        }
-    }
-}
-
-fn cstr(p: &Path) -> anyhow::Result<CString> {
-    Ok(CString::new(p.as_os_str().as_encoded_bytes())?)
-}
-
-/// mount(2) a FUSE file system on `mountpoint` served through a new
-/// /dev/fuse descriptor.
-fn mount_fuse(mountpoint: &Path) -> anyhow::Result<File> {
-    let dev = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open("/dev/fuse")
-        .context("opening /dev/fuse (is the fuse module loaded?)")?;
-    let opts = format!(
-        "fd={},rootmode=40000,user_id=0,group_id=0,allow_other",
-        dev.as_raw_fd()
-    );
-    let src = CString::new("fsbench-disk")?;
-    let fstype = CString::new("fuse.fsbench")?;
-    let target = cstr(mountpoint)?;
-    let data = CString::new(opts)?;
-    // SAFETY: all pointers are valid NUL-terminated strings for the call.
-    let r = unsafe {
-        libc::mount(
-            src.as_ptr(),
-            target.as_ptr(),
-            fstype.as_ptr(),
-            libc::MS_NOSUID | libc::MS_NODEV,
-            data.as_ptr().cast(),
-        )
-    };
-    if r != 0 {
-        let e = io::Error::last_os_error();
-        bail!(
-            "mounting FUSE on {}: {e} (needs root)",
-            mountpoint.display()
-        );
-    }
-    Ok(dev)
-}
-
-/// umount2 with MNT_DETACH (lazy), ignoring "not mounted".
-pub fn lazy_unmount(path: &Path) -> io::Result<()> {
-    let c = CString::new(path.as_os_str().as_encoded_bytes())
-        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-    // SAFETY: valid C string.
-    let r = unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) };
-    if r == 0 {
-        return Ok(());
-    }
-    let e = io::Error::last_os_error();
-    if e.raw_os_error() == Some(libc::EINVAL) || e.raw_os_error() == Some(libc::ENOENT) {
-        return Ok(());
-    }
-    Err(e)
-}
-
-/// Plain unmount; falls back to lazy if busy.
-pub fn unmount(path: &Path) -> io::Result<()> {
-    let c = CString::new(path.as_os_str().as_encoded_bytes())
-        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-    // SAFETY: valid C string.
-    let r = unsafe { libc::umount2(c.as_ptr(), 0) };
-    if r == 0 {
-        return Ok(());
-    }
-    let e = io::Error::last_os_error();
-    match e.raw_os_error() {
-        Some(libc::EINVAL) | Some(libc::ENOENT) => Ok(()),
-        Some(libc::EBUSY) => lazy_unmount(path),
-        _ => Err(e),
-    }
-}
-
-fn block_signals() -> libc::sigset_t {
-    // SAFETY: sigset manipulation on a local set; pthread_sigmask on this
-    // thread before any other thread exists, so all threads inherit it.
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        for s in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
-            libc::sigaddset(&mut set, s);
-        }
-        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
-        set
-    }
-}
-
-/// Wait up to `timeout` for one of the blocked signals; returns it.
-fn wait_signal(set: &libc::sigset_t, timeout: Duration) -> Option<i32> {
-    let ts = libc::timespec {
-        tv_sec: timeout.as_secs() as libc::time_t,
-        tv_nsec: timeout.subsec_nanos() as libc::c_long,
-    };
-    // SAFETY: set and ts are valid for the call.
-    let r = unsafe { libc::sigtimedwait(set, std::ptr::null_mut(), &ts) };
-    (r > 0).then_some(r)
-}
-
 /// `fsbench disk serve NAME`: run the server in the foreground (`disk create`
 /// starts it in the background).
 pub fn serve(name: &str) -> anyhow::Result<()> {
@@ -844,7 +534,7 @@ pub fn serve(name: &str) -> anyhow::Result<()> {
     if state::is_mounted(&fuse_dir) {
         lazy_unmount(&fuse_dir).ok();
     }
-    let dev = mount_fuse(&fuse_dir)?;
+    let dev = mount_fuse(&fuse_dir, "fsbench-disk")?;
     let shared = Arc::new(Shared {
         dev,
         image,
@@ -958,15 +648,5 @@ pub fn serve(name: &str) -> anyhow::Result<()> {
     let _ = std::fs::remove_file(sd.ready());
     let _ = std::fs::remove_file(sd.pid());
     eprintln!("fsbench disk server {name}: stopped");
-    Ok(())
-}
-
-/// Detach the daemon from the caller: new session, stdio to the log.
-/// Called by `disk create` between fork and exec.
-pub fn daemon_pre_exec() -> io::Result<()> {
-    // SAFETY: setsid is async-signal-safe.
-    if unsafe { libc::setsid() } < 0 {
-        return Err(io::Error::last_os_error());
-    }
     Ok(())
 }

@@ -1,0 +1,593 @@
+//! `fsbench remote ...`: create, list, inspect and remove simulated remote file systems.
+
+use std::fs;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+
+use super::model::{self, Net};
+use super::server;
+use super::state::{self, Protocol, RemoteConfig, RemoteStats, StateDir, WARN_PCT};
+
+/// Simulated remote file systems: a server tree behind a modelled network, through FUSE.
+#[derive(clap::Args, Debug)]
+pub struct RemoteArgs {
+    #[command(subcommand)]
+    pub command: RemoteCommand,
+}
+
+#[derive(clap::Subcommand, Debug)]
+pub enum RemoteCommand {
+    /// Mount a server tree at MNT as a remote file system behind a modelled network.
+    Create(Box<CreateArgs>),
+    /// List simulated remotes.
+    List {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show a remote's statistics: requests, round trips, bytes moved, lookaside, reply lateness.
+    Stats {
+        /// The remote's name, as given to `remote create` (see `remote list`).
+        name: String,
+        /// Start counting afresh after printing (later `stats` show only what came after).
+        #[arg(long)]
+        reset: bool,
+        /// Print the statistics as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove a remote: unmount it, stop its server, delete its state and client cache.
+    Remove {
+        /// The remote's name, as given to `remote create` (see `remote list`).
+        name: String,
+    },
+    /// Run a remote's server in the foreground (`create` starts it in the background).
+    #[command(hide = true)]
+    Serve {
+        /// The remote's name.
+        name: String,
+    },
+}
+
+#[derive(clap::Args, Debug)]
+pub struct CreateArgs {
+    /// Name of the remote (letters, digits, '-', '_', '.').
+    pub name: String,
+    /// The tree the server exports.
+    #[arg(long)]
+    pub server: PathBuf,
+    /// Where to mount it (an empty directory, not inside --server).
+    #[arg(long)]
+    pub mount: PathBuf,
+    /// Network preset: 100mbit (1 ms), 10mbit (10 ms), 1mbit (50 ms), 100kbit (300 ms).
+    #[arg(long)]
+    pub preset: Option<String>,
+    /// Link bandwidth (e.g. 10mbit, 100kbit, 1gbit, 12.5MB/s); overrides the preset's.
+    #[arg(long, value_parser = model::parse_bandwidth)]
+    pub bandwidth: Option<f64>,
+    /// Round-trip time (e.g. 20ms, 0.3s); overrides the preset's.
+    #[arg(long, value_parser = model::parse_rtt)]
+    pub rtt: Option<f64>,
+    /// whole-file (AFS-like: fetch on open, send back on close) or block (64 KiB chunks).
+    #[arg(long, value_enum, default_value = "whole-file")]
+    pub protocol: Protocol,
+    /// Client cache size (K, M, G: powers of 1024), LRU-evicted.
+    #[arg(long, default_value = "256M", value_parser = crate::disk::cli::parse_size)]
+    pub cache_size: u64,
+    /// A local tree whose files, when identical by content, are copied instead of fetched (repeatable).
+    #[arg(long)]
+    pub lookaside: Vec<PathBuf>,
+    /// Allow writes (otherwise every modification fails with EROFS and the server tree is never changed).
+    #[arg(long)]
+    pub writable: bool,
+}
+
+pub fn run(args: RemoteArgs) -> anyhow::Result<()> {
+    match args.command {
+        RemoteCommand::Create(a) => create(*a),
+        RemoteCommand::List { json } => list(json),
+        RemoteCommand::Stats { name, reset, json } => stats(&name, reset, json),
+        RemoteCommand::Remove { name } => remove(&name),
+        RemoteCommand::Serve { name } => server::serve(&name),
+    }
+}
+
+/// "10 Mbit/s, RTT 20 ms".
+pub fn describe_net(n: &Net) -> String {
+    format!(
+        "{}, RTT {} ms",
+        model::human_bps(n.bandwidth_bps),
+        n.rtt_s * 1e3
+    )
+}
+
+fn human_bytes(b: u64) -> String {
+    let units = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = b as f64;
+    let mut i = 0;
+    while v >= 1024.0 && i < units.len() - 1 {
+        v /= 1024.0;
+        i += 1;
+    }
+    if i == 0 {
+        format!("{b} B")
+    } else {
+        format!("{v:.1} {}", units[i])
+    }
+}
+
+fn root_required(what: &str) -> anyhow::Result<()> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        bail!("{what} needs root (FUSE mount)");
+    }
+    Ok(())
+}
+
+/// The network from the preset and the overrides.
+pub fn net_from(a: &CreateArgs) -> anyhow::Result<(Net, Option<String>)> {
+    let preset = match (&a.preset, a.bandwidth, a.rtt) {
+        (Some(p), _, _) => Some(p.clone()),
+        (None, Some(_), Some(_)) => None,
+        (None, _, _) => Some(model::DEFAULT_PRESET.to_string()),
+    };
+    let mut net = match &preset {
+        Some(p) => Net::preset(p).with_context(|| {
+            format!(
+                "unknown preset {p:?}; presets: {}",
+                model::PRESETS
+                    .iter()
+                    .map(|(n, _, _)| *n)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })?,
+        None => Net {
+            bandwidth_bps: 0.0,
+            rtt_s: 0.0,
+        },
+    };
+    if let Some(b) = a.bandwidth {
+        net.bandwidth_bps = b;
+    }
+    if let Some(r) = a.rtt {
+        net.rtt_s = r;
+    }
+    Ok((net, preset))
+}
+
+/// Mount points listed in /proc/self/mounts, compared as strings: no stat of a
+/// FUSE mount whose server may be gone.
+fn listed_as_mounted(path: &Path) -> bool {
+    state_mounts().iter().any(|m| m == path)
+}
+
+fn state_mounts() -> Vec<PathBuf> {
+    crate::disk::state::mount_points()
+}
+
+fn create(a: CreateArgs) -> anyhow::Result<()> {
+    root_required("fsbench remote create")?;
+    let sd = StateDir::new(&a.name)?;
+    if sd.exists() || sd.dir.exists() {
+        if sd.live_pid().is_some() {
+            bail!(
+                "remote {} already exists (see `fsbench remote list`)",
+                a.name
+            );
+        }
+        bail!(
+            "remote {} has a stale state directory {} (its server is not running): \
+             run `fsbench remote remove {}` first",
+            a.name,
+            sd.dir.display(),
+            a.name
+        );
+    }
+    let (net, preset) = net_from(&a)?;
+    if !a.server.is_dir() {
+        bail!(
+            "server tree {} does not exist or is not a directory",
+            a.server.display()
+        );
+    }
+    let server_dir = a.server.canonicalize()?;
+    let mnt_md = fs::metadata(&a.mount)
+        .with_context(|| format!("mount point {} does not exist", a.mount.display()))?;
+    if !mnt_md.is_dir() {
+        bail!("mount point {} is not a directory", a.mount.display());
+    }
+    let mount = a.mount.canonicalize()?;
+    if fs::read_dir(&mount)?.next().is_some() {
+        bail!("mount point {} is not empty", mount.display());
+    }
+    if mount.starts_with(&server_dir) {
+        bail!(
+            "mount point {} is inside the server tree {}",
+            mount.display(),
+            server_dir.display()
+        );
+    }
+    if listed_as_mounted(&mount) {
+        bail!("{} is already a mount point", mount.display());
+    }
+    let mut lookaside = Vec::new();
+    for d in &a.lookaside {
+        if !d.is_dir() {
+            bail!("lookaside tree {} is not a directory", d.display());
+        }
+        let c = d.canonicalize()?;
+        if c.starts_with(&mount) {
+            bail!("lookaside tree {} is inside the mount point", d.display());
+        }
+        lookaside.push(c);
+    }
+
+    fs::create_dir_all(&sd.dir).with_context(|| format!("creating {}", sd.dir.display()))?;
+    let cleanup = |sd: &StateDir| {
+        let _ = fs::remove_dir_all(&sd.dir);
+    };
+    let index = match server::index_lookaside(&lookaside) {
+        Ok(i) => i,
+        Err(e) => {
+            cleanup(&sd);
+            return Err(e);
+        }
+    };
+    let cfg = RemoteConfig {
+        name: a.name.clone(),
+        server: server_dir,
+        mount: mount.clone(),
+        net,
+        preset,
+        protocol: a.protocol,
+        cache_size: a.cache_size,
+        lookaside,
+        writable: a.writable,
+    };
+    let written = state::write_json_atomic(&sd.lookaside(), &index)
+        .and_then(|_| state::write_json_atomic(&sd.config(), &cfg));
+    if let Err(e) = written {
+        cleanup(&sd);
+        return Err(e);
+    }
+    if let Err(e) = start_server(&sd) {
+        let _ = remove(&a.name);
+        if sd.dir.exists() && !listed_as_mounted(&mount) {
+            cleanup(&sd);
+        }
+        return Err(e);
+    }
+    eprintln!(
+        "{}: {} on {}, {}, {} protocol, cache {}{}{}",
+        a.name,
+        cfg.server.display(),
+        cfg.mount.display(),
+        describe_net(&cfg.net),
+        cfg.protocol.name(),
+        human_bytes(cfg.cache_size),
+        if cfg.writable {
+            ", writable"
+        } else {
+            ", read-only"
+        },
+        if cfg.lookaside.is_empty() {
+            String::new()
+        } else {
+            format!(
+                ", lookaside {} files in {} trees",
+                index.len(),
+                cfg.lookaside.len()
+            )
+        }
+    );
+    println!("{}", cfg.mount.display());
+    Ok(())
+}
+
+/// Start `fsbench remote serve NAME` in the background and wait for ready.json.
+fn start_server(sd: &StateDir) -> anyhow::Result<()> {
+    let exe = std::env::current_exe().context("locating the fsbench binary")?;
+    let name = sd
+        .dir
+        .file_name()
+        .and_then(|n| n.to_str())
+        .context("state dir name")?
+        .to_string();
+    let log = fs::File::create(sd.log())?;
+    let mut cmd = Command::new(exe);
+    cmd.args(["remote", "serve", &name])
+        .stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log);
+    // SAFETY: the closure only calls setsid, which is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(crate::fuse::daemon_pre_exec);
+    }
+    let mut child = cmd.spawn().context("starting the remote server")?;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if sd.ready().exists() {
+            return Ok(());
+        }
+        if let Some(status) = child.try_wait()? {
+            let log = fs::read_to_string(sd.log()).unwrap_or_default();
+            bail!("remote server exited ({status}):\n{}", log.trim());
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            let log = fs::read_to_string(sd.log()).unwrap_or_default();
+            bail!("remote server did not come up within 20 s:\n{}", log.trim());
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn remote_names() -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(state::state_root())
+        .map(|rd| {
+            rd.flatten()
+                .filter(|e| e.path().join("config.json").exists())
+                .filter_map(|e| e.file_name().to_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+fn list(json: bool) -> anyhow::Result<()> {
+    let mut rows = Vec::new();
+    for name in remote_names() {
+        let sd = StateDir::new(&name)?;
+        let Ok(cfg) = sd.read_config() else { continue };
+        let alive = sd.live_pid().is_some();
+        let st = match (alive, sd.ready().exists()) {
+            (true, true) => "running",
+            (true, false) => "starting",
+            (false, _) => "stopped",
+        };
+        let stats = sd.read_stats();
+        rows.push(serde_json::json!({
+            "name": name,
+            "state": st,
+            "server": cfg.server,
+            "mount": cfg.mount,
+            "protocol": cfg.protocol.name(),
+            "bandwidth_bps": cfg.net.bandwidth_bps,
+            "rtt_s": cfg.net.rtt_s,
+            "requests": stats.as_ref().map(|s| s.requests).unwrap_or(0),
+        }));
+    }
+    if json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+        return Ok(());
+    }
+    if rows.is_empty() {
+        eprintln!(
+            "no simulated remotes (state in {})",
+            state::state_root().display()
+        );
+        return Ok(());
+    }
+    println!(
+        "{:<12} {:<8} {:<11} {:>14} {:>9} {:>10}  MOUNT <- SERVER",
+        "NAME", "STATE", "PROTOCOL", "BANDWIDTH", "RTT", "REQUESTS"
+    );
+    for r in rows {
+        println!(
+            "{:<12} {:<8} {:<11} {:>14} {:>7} ms {:>10}  {} <- {}",
+            r["name"].as_str().unwrap_or(""),
+            r["state"].as_str().unwrap_or(""),
+            r["protocol"].as_str().unwrap_or(""),
+            model::human_bps(r["bandwidth_bps"].as_f64().unwrap_or(0.0)),
+            r["rtt_s"].as_f64().unwrap_or(0.0) * 1e3,
+            r["requests"].as_u64().unwrap_or(0),
+            r["mount"].as_str().unwrap_or("-"),
+            r["server"].as_str().unwrap_or("-"),
+        );
+    }
+    Ok(())
+}
+
+/// The statistics since the last `stats --reset`.
+pub fn current_stats(sd: &StateDir) -> RemoteStats {
+    let now = sd.read_stats().unwrap_or_default();
+    match state::read_json::<RemoteStats>(&sd.stats_base()) {
+        Ok(base) => now.since(&base),
+        Err(_) => now,
+    }
+}
+
+fn stats(name: &str, reset: bool, json: bool) -> anyhow::Result<()> {
+    let sd = StateDir::new(name)?;
+    if !sd.exists() {
+        bail!("no remote named {name} (see `fsbench remote list`)");
+    }
+    let cfg = sd.read_config()?;
+    let st = current_stats(&sd);
+    let late = st.lateness();
+    if json {
+        let mut v = serde_json::to_value(&st)?;
+        v["lateness"] = serde_json::to_value(&late)?;
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        let alive = sd.live_pid().is_some();
+        println!(
+            "{name}: {} on {} ({}), {}, {} protocol",
+            cfg.server.display(),
+            cfg.mount.display(),
+            if alive { "running" } else { "stopped" },
+            describe_net(&cfg.net),
+            cfg.protocol.name()
+        );
+        println!(
+            "requests {}: {}",
+            st.requests,
+            st.requests_by_type
+                .iter()
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        println!(
+            "round trips {}, fetched {}, sent {}, attribute cache hits {}",
+            st.round_trips,
+            human_bytes(st.bytes_fetched),
+            human_bytes(st.bytes_sent),
+            st.attr_cache_hits
+        );
+        match cfg.protocol {
+            Protocol::WholeFile => println!(
+                "file cache: hits {}, misses {}, evictions {}, holding {}",
+                st.file_cache_hits,
+                st.file_cache_misses,
+                st.cache_evictions,
+                human_bytes(st.cache_bytes)
+            ),
+            Protocol::Block => println!(
+                "chunk cache: hits {}, misses {}, evictions {}, holding {}",
+                st.chunk_cache_hits,
+                st.chunk_cache_misses,
+                st.cache_evictions,
+                human_bytes(st.cache_bytes)
+            ),
+        }
+        if !cfg.lookaside.is_empty() {
+            println!(
+                "lookaside: hits {}, misses {}, {} copied locally",
+                st.lookaside_hits,
+                st.lookaside_misses,
+                human_bytes(st.lookaside_bytes)
+            );
+        }
+        println!(
+            "waited on the modelled network {:.3} s ({} delayed replies)",
+            st.network_wait_s, st.delayed_replies
+        );
+        if st.delayed_replies > 0 {
+            println!(
+                "server overhead: replies leave {:.1} us (p99 {:.0} us) after the modelled time, \
+                 {:.2}% of the mean modelled delay; server {}, memory {}",
+                late.mean_us,
+                late.p99_us,
+                late.pct,
+                if st.scheduling.is_empty() {
+                    "scheduling unknown"
+                } else {
+                    &st.scheduling
+                },
+                if st.memory_locked.is_empty() {
+                    "unknown"
+                } else {
+                    &st.memory_locked
+                }
+            );
+        }
+    }
+    if late.pct > WARN_PCT {
+        eprintln!(
+            "fsbench: warning: the simulated remote {name} replied {:.1}% of the mean modelled delay late on average (more than {WARN_PCT}%): measurements include the server's own delays",
+            late.pct
+        );
+    }
+    if reset {
+        let raw = sd.read_stats().unwrap_or_default();
+        state::write_json_atomic(&sd.stats_base(), &raw)?;
+    }
+    Ok(())
+}
+
+fn wait_gone(pid: i32, timeout: Duration) -> bool {
+    let deadline = Instant::now() + timeout;
+    while state::pid_alive(pid) {
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    true
+}
+
+fn remove(name: &str) -> anyhow::Result<()> {
+    root_required("fsbench remote remove")?;
+    let sd = StateDir::new(name)?;
+    if !sd.dir.exists() {
+        bail!("no remote named {name} (see `fsbench remote list`)");
+    }
+    let cfg = sd.read_config().ok();
+    let mut done: Vec<String> = Vec::new();
+    // 1. The server unmounts the file system itself and exits.
+    if let Some(pid) = sd.live_pid() {
+        // SAFETY: sending SIGTERM to the pid the server wrote.
+        unsafe { libc::kill(pid, libc::SIGTERM) };
+        if !wait_gone(pid, Duration::from_secs(15)) {
+            eprintln!("server {pid} did not stop; killing it");
+            // SAFETY: as above.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            wait_gone(pid, Duration::from_secs(5));
+        }
+        done.push(format!("stopped the remote server (pid {pid})"));
+    }
+    // 2. Whatever a dead server left mounted.
+    if let Some(c) = &cfg {
+        if listed_as_mounted(&c.mount) {
+            crate::fuse::lazy_unmount(&c.mount)
+                .with_context(|| format!("unmounting {}", c.mount.display()))?;
+        }
+        if !listed_as_mounted(&c.mount) {
+            done.push(format!("unmounted {}", c.mount.display()));
+        }
+    }
+    // 3. State and client cache (the mount point is never below the state dir's
+    //    files: it was an empty directory given by the user, and it is unmounted).
+    if let Some(c) = &cfg {
+        if c.mount.starts_with(&sd.dir) && listed_as_mounted(&c.mount) {
+            bail!("{} is still mounted; not removing state", c.mount.display());
+        }
+    }
+    fs::remove_dir_all(&sd.dir).with_context(|| format!("removing {}", sd.dir.display()))?;
+    done.push(format!("removed state {}", sd.dir.display()));
+    println!("remote {name} removed: {}", done.join("; "));
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(preset: Option<&str>, bw: Option<f64>, rtt: Option<f64>) -> CreateArgs {
+        CreateArgs {
+            name: "r".into(),
+            server: "/".into(),
+            mount: "/mnt".into(),
+            preset: preset.map(String::from),
+            bandwidth: bw,
+            rtt,
+            protocol: Protocol::WholeFile,
+            cache_size: 1 << 20,
+            lookaside: vec![],
+            writable: false,
+        }
+    }
+
+    #[test]
+    fn presets_and_overrides() {
+        let (n, p) = net_from(&args(None, None, None)).unwrap();
+        assert_eq!(p.as_deref(), Some(model::DEFAULT_PRESET));
+        assert_eq!(n, Net::preset(model::DEFAULT_PRESET).unwrap());
+        let (n, p) = net_from(&args(Some("1mbit"), None, Some(0.02))).unwrap();
+        assert_eq!(p.as_deref(), Some("1mbit"));
+        assert_eq!(n.bandwidth_bps, 1e6);
+        assert_eq!(n.rtt_s, 0.02);
+        let (n, p) = net_from(&args(None, Some(5e6), Some(0.001))).unwrap();
+        assert!(p.is_none());
+        assert_eq!(n.bandwidth_bps, 5e6);
+        assert!(net_from(&args(Some("9600baud"), None, None)).is_err());
+    }
+}

@@ -1,0 +1,362 @@
+//! Simulated remote file system end to end: the real binary mounts a server tree
+//! through FUSE, and the tests time reads against the network model, check the
+//! lookaside cache, read-only and writable mounts, and that `remove` leaves
+//! nothing mounted or running. Needs root and /dev/fuse; skips elsewhere.
+
+mod common;
+use common::skip;
+use std::fs;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+use std::time::Instant;
+
+const BIN: &str = env!("CARGO_BIN_EXE_fsbench");
+const MIB: usize = 1 << 20;
+
+/// One remote at a time: timing tests should not share the two cores.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn skip_reason() -> Option<String> {
+    if !common::is_root() {
+        return Some("not root".into());
+    }
+    if !Path::new("/dev/fuse").exists() {
+        return Some("/dev/fuse missing".into());
+    }
+    if !fs::read_to_string("/proc/filesystems")
+        .unwrap_or_default()
+        .contains("fuse")
+    {
+        return Some("no fuse in /proc/filesystems".into());
+    }
+    None
+}
+
+/// Deterministic, incompressible-enough content.
+fn content(len: usize, seed: u8) -> Vec<u8> {
+    let mut x: u32 = 0x9e37_79b9 ^ seed as u32;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x as u8
+        })
+        .collect()
+}
+
+/// A remote under a scratch root; removed (and checked gone) on drop.
+struct Remote {
+    root: PathBuf,
+    name: String,
+    removed: bool,
+}
+
+impl Remote {
+    fn new(tag: &str) -> Remote {
+        let root = PathBuf::from(format!("/tmp/fsbench-remote-{tag}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&root);
+        for d in ["srv", "mnt", "state", "la"] {
+            fs::create_dir_all(root.join(d)).unwrap();
+        }
+        Remote {
+            root,
+            name: format!("t-{tag}"),
+            removed: false,
+        }
+    }
+    fn srv(&self) -> PathBuf {
+        self.root.join("srv")
+    }
+    fn mnt(&self) -> PathBuf {
+        self.root.join("mnt")
+    }
+    fn la(&self) -> PathBuf {
+        self.root.join("la")
+    }
+    fn cmd(&self, args: &[&str]) -> std::process::Output {
+        Command::new(BIN)
+            .args(args)
+            .env("FSBENCH_REMOTE_STATE_DIR", self.root.join("state"))
+            .output()
+            .expect("running fsbench")
+    }
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.cmd(args);
+        assert!(
+            out.status.success(),
+            "fsbench {args:?} failed: {}",
+            common::text(&out)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+    fn create(&self, extra: &[&str]) {
+        let srv = self.srv();
+        let mnt = self.mnt();
+        let mut args = vec![
+            "remote",
+            "create",
+            &self.name,
+            "--server",
+            srv.to_str().unwrap(),
+            "--mount",
+            mnt.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        self.ok(&args);
+    }
+    fn pid(&self) -> i32 {
+        fs::read_to_string(self.root.join("state").join(&self.name).join("server.pid"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    }
+    /// `stats --json`, after the server's next once-a-second write.
+    fn stats(&self) -> serde_json::Value {
+        std::thread::sleep(std::time::Duration::from_millis(1300));
+        serde_json::from_str(&self.ok(&["remote", "stats", &self.name, "--json"])).unwrap()
+    }
+    fn mounted(&self) -> bool {
+        let m = self.mnt();
+        fs::read_to_string("/proc/mounts")
+            .unwrap()
+            .lines()
+            .any(|l| l.split_whitespace().nth(1) == m.to_str())
+    }
+    /// Remove and check that nothing is left mounted or running.
+    fn remove(&mut self) {
+        let pid = self.pid();
+        self.ok(&["remote", "remove", &self.name]);
+        self.removed = true;
+        assert!(!self.mounted(), "{} still mounted", self.mnt().display());
+        // SAFETY: kill(pid, 0) only checks existence.
+        let alive = unsafe { libc::kill(pid, 0) } == 0
+            && fs::read_to_string(format!("/proc/{pid}/stat"))
+                .map(|s| !s.contains(") Z"))
+                .unwrap_or(false);
+        assert!(!alive, "server {pid} still running");
+        assert!(!self.root.join("state").join(&self.name).exists());
+    }
+}
+
+impl Drop for Remote {
+    fn drop(&mut self) {
+        if !self.removed {
+            let _ = self.cmd(&["remote", "remove", &self.name]);
+        }
+        if !self.mounted() {
+            let _ = fs::remove_dir_all(&self.root);
+        }
+    }
+}
+
+fn read_timed(p: &Path) -> (Vec<u8>, f64) {
+    let t = Instant::now();
+    let mut f = fs::File::open(p).unwrap();
+    let mut v = Vec::new();
+    f.read_to_end(&mut v).unwrap();
+    (v, t.elapsed().as_secs_f64())
+}
+
+#[test]
+fn whole_file_read_and_metadata_follow_the_model() {
+    if let Some(why) = skip_reason() {
+        skip(&format!("skipping remote timing test: {why}"));
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut r = Remote::new("timing");
+    let data = content(2 * MIB, 1);
+    fs::write(r.srv().join("big"), &data).unwrap();
+    fs::write(r.srv().join("small"), b"hello").unwrap();
+    r.create(&["--bandwidth", "10mbit", "--rtt", "20ms"]);
+    let rtt = 0.020;
+
+    // First read: LOOKUP (a round trip) + OPEN, which fetches the file whole
+    // (a round trip + 2 MiB at 10 Mbit/s); the reads are then local and fstat's
+    // GETATTR is answered by the cached copy.
+    let (got, secs) = read_timed(&r.mnt().join("big"));
+    assert!(got == data, "content differs");
+    let modelled = 2.0 * rtt + (2 * MIB) as f64 * 8.0 / 10e6;
+    let err = (secs - modelled) / modelled;
+    eprintln!(
+        "2 MiB whole-file read: {secs:.4} s, modelled {modelled:.4} s ({:+.2}%)",
+        err * 100.0
+    );
+    assert!(err.abs() < 0.05, "{secs} s vs modelled {modelled} s");
+    let st = r.stats();
+    assert_eq!(st["round_trips"], 2, "{st:#}");
+    assert_eq!(st["bytes_fetched"], 2 * MIB as u64, "{st:#}");
+    assert_eq!(st["file_cache_misses"], 1, "{st:#}");
+
+    // A second read is served by the client cache: no network.
+    let (_, again) = read_timed(&r.mnt().join("big"));
+    assert!(again < rtt, "cached read took {again} s");
+
+    // Metadata: stat of a name the client has not seen pays a round trip, a
+    // missing name too; the same name again comes from the attribute cache.
+    let t = Instant::now();
+    fs::metadata(r.mnt().join("small")).unwrap();
+    let first = t.elapsed().as_secs_f64();
+    assert!(first >= rtt, "uncached stat took {first} s < RTT");
+    let t = Instant::now();
+    assert!(fs::metadata(r.mnt().join("missing")).is_err());
+    let missing = t.elapsed().as_secs_f64();
+    assert!(missing >= rtt, "negative lookup took {missing} s < RTT");
+    let t = Instant::now();
+    fs::metadata(r.mnt().join("small")).unwrap();
+    let cached = t.elapsed().as_secs_f64();
+    assert!(cached < rtt / 2.0, "cached stat took {cached} s");
+    eprintln!("stat: uncached {first:.4} s, missing {missing:.4} s, cached {cached:.5} s");
+
+    let st = r.stats();
+    let late = &st["lateness"];
+    assert!(late["pct"].as_f64().unwrap() < 5.0, "{st:#}");
+    r.remove();
+}
+
+#[test]
+fn lookaside_copies_identical_files_and_fetches_changed_ones() {
+    if let Some(why) = skip_reason() {
+        skip(&format!("skipping remote lookaside test: {why}"));
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut r = Remote::new("lookaside");
+    let same = content(256 * 1024, 2);
+    let changed = content(128 * 1024, 3);
+    fs::write(r.srv().join("same"), &same).unwrap();
+    fs::write(r.srv().join("changed"), &changed).unwrap();
+    fs::create_dir_all(r.la().join("sub")).unwrap();
+    fs::write(r.la().join("sub/copy-of-same"), &same).unwrap();
+    let mut old = changed.clone();
+    old[1000] ^= 0xff;
+    fs::write(r.la().join("changed"), &old).unwrap();
+    let la = r.la();
+    r.create(&[
+        "--bandwidth",
+        "10mbit",
+        "--rtt",
+        "2ms",
+        "--lookaside",
+        la.to_str().unwrap(),
+    ]);
+
+    let (got, _) = read_timed(&r.mnt().join("same"));
+    assert!(got == same);
+    let st = r.stats();
+    assert_eq!(st["bytes_fetched"], 0, "{st:#}");
+    assert_eq!(st["lookaside_hits"], 1, "{st:#}");
+    assert_eq!(st["lookaside_bytes"], same.len() as u64, "{st:#}");
+
+    let (got, _) = read_timed(&r.mnt().join("changed"));
+    assert!(got == changed, "a changed file must come from the server");
+    let st = r.stats();
+    assert_eq!(st["bytes_fetched"], changed.len() as u64, "{st:#}");
+    assert_eq!(st["lookaside_hits"], 1, "{st:#}");
+    assert_eq!(st["lookaside_misses"], 1, "{st:#}");
+    r.remove();
+}
+
+#[test]
+fn read_only_refuses_writes_and_writable_writes_through() {
+    if let Some(why) = skip_reason() {
+        skip(&format!("skipping remote write test: {why}"));
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut r = Remote::new("ro");
+    fs::write(r.srv().join("f"), b"original").unwrap();
+    fs::create_dir(r.srv().join("d")).unwrap();
+    let before = common::tree_listing(&r.srv());
+    r.create(&["--rtt", "1ms", "--bandwidth", "100mbit"]);
+    let erofs = |e: std::io::Error| assert_eq!(e.raw_os_error(), Some(libc::EROFS), "{e}");
+    erofs(fs::write(r.mnt().join("new"), b"x").unwrap_err());
+    erofs(
+        fs::OpenOptions::new()
+            .write(true)
+            .open(r.mnt().join("f"))
+            .unwrap_err(),
+    );
+    erofs(fs::create_dir(r.mnt().join("nd")).unwrap_err());
+    erofs(fs::remove_file(r.mnt().join("f")).unwrap_err());
+    erofs(fs::rename(r.mnt().join("f"), r.mnt().join("g")).unwrap_err());
+    assert_eq!(fs::read(r.mnt().join("f")).unwrap(), b"original");
+    r.remove();
+    assert_eq!(common::tree_listing(&r.srv()), before);
+    assert_eq!(fs::read(r.srv().join("f")).unwrap(), b"original");
+
+    for protocol in ["whole-file", "block"] {
+        let mut w = Remote::new(&format!("rw-{protocol}"));
+        fs::write(w.srv().join("f"), b"original").unwrap();
+        w.create(&[
+            "--rtt",
+            "1ms",
+            "--bandwidth",
+            "100mbit",
+            "--writable",
+            "--protocol",
+            protocol,
+        ]);
+        let body = content(200 * 1024, 4);
+        let mut f = fs::File::create(w.mnt().join("new")).unwrap();
+        f.write_all(&body).unwrap();
+        drop(f);
+        assert!(fs::read(w.srv().join("new")).unwrap() == body, "{protocol}");
+        fs::write(w.mnt().join("f"), b"changed").unwrap();
+        assert_eq!(
+            fs::read(w.srv().join("f")).unwrap(),
+            b"changed",
+            "{protocol}"
+        );
+        fs::create_dir(w.mnt().join("dir")).unwrap();
+        fs::rename(w.mnt().join("new"), w.mnt().join("dir/moved")).unwrap();
+        assert!(
+            fs::read(w.mnt().join("dir/moved")).unwrap() == body,
+            "{protocol}"
+        );
+        assert!(w.srv().join("dir/moved").is_file());
+        fs::remove_file(w.mnt().join("dir/moved")).unwrap();
+        fs::remove_dir(w.mnt().join("dir")).unwrap();
+        assert!(!w.srv().join("dir").exists());
+        let st = w.stats();
+        assert!(
+            st["bytes_sent"].as_u64().unwrap() >= body.len() as u64,
+            "{st:#}"
+        );
+        w.remove();
+    }
+}
+
+#[test]
+fn create_refuses_bad_mount_points_and_servers() {
+    if let Some(why) = skip_reason() {
+        skip(&format!("skipping remote argument test: {why}"));
+        return;
+    }
+    let r = Remote::new("refuse");
+    let srv = r.srv();
+    let fail = |server: &Path, mnt: &Path, what: &str| {
+        let out = r.cmd(&[
+            "remote",
+            "create",
+            "bad",
+            "--server",
+            server.to_str().unwrap(),
+            "--mount",
+            mnt.to_str().unwrap(),
+        ]);
+        assert!(!out.status.success(), "{what} accepted");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(what), "{what}: {err}");
+    };
+    fail(&r.root.join("nope"), &r.mnt(), "does not exist");
+    fs::write(r.la().join("x"), b"x").unwrap();
+    fail(&srv, &r.la(), "not empty");
+    fs::create_dir(srv.join("inner")).unwrap();
+    fail(&srv, &srv.join("inner"), "inside the server tree");
+    assert!(!r.root.join("state/bad").exists());
+}
