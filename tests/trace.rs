@@ -446,7 +446,7 @@ fn fsbench_build_recorded_replays_with_its_threads() {
         "--dir",
         run_dir.to_str().unwrap(),
         "--duration",
-        "1",
+        "3",
     ]);
     assert!(o.status.success(), "distill --check: {}", text(&o));
     let shown = String::from_utf8_lossy(&o.stdout);

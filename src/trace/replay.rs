@@ -14,7 +14,8 @@
 //!
 //! Modes:
 //! - `timed`: each call starts at its recorded time (divided by `--speed`), or as soon as
-//!   its thread is free when late;
+//!   its thread is free when late, and never before the calls of other threads it depends
+//!   on (as in `deps`: a late thread delays those that wait for it);
 //! - `afap`: each thread issues its calls back to back; a thread starts after the call that
 //!   created it, and a call on a descriptor another thread opened waits for that open (and
 //!   a close for the other threads' calls on it) — nothing else is ordered across threads;
@@ -534,8 +535,9 @@ fn build_plan(records: &[Record], mapper: &Mapper, threads: Option<usize>, mode:
                 }
             }
         }
-        // Cross-thread ordering on paths (deps mode).
-        if mode == Mode::Deps {
+        // Cross-thread ordering on paths (deps mode, and timed mode, whose calls go at their
+        // recorded times but never before what they depended on).
+        if mode != Mode::Afap {
             let mut touched: Vec<String> = Vec::new();
             if let Some(p) = r
                 .path
