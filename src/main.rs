@@ -476,9 +476,11 @@ fn cmd_run_mpi(a: &RunArgs) -> Result<()> {
         Ok(s) => s,
         Err(e) => {
             // Every rank got the same error: rank 0 says it.
+            // Every rank got the same error: rank 0 says it before the others exit.
             if rank == 0 {
-                bail!("{e}");
+                eprintln!("fsbench: {e}");
             }
+            session.finish();
             drop(session);
             std::process::exit(1);
         }
@@ -533,6 +535,9 @@ fn cmd_run_mpi(a: &RunArgs) -> Result<()> {
     let gathered = session.gather(&mine);
     let Some(all) = gathered else {
         // Other ranks: their part is done; rank 0 reports.
+        // Wait until rank 0 has reported and cleaned up: a launcher ends the whole job
+        // when a rank exits with an error, which would cut rank 0's report short.
+        session.finish();
         if !all_ok {
             // Rank 0 reports which rank failed and why; the exit status says it here.
             drop(session);
@@ -540,6 +545,26 @@ fn cmd_run_mpi(a: &RunArgs) -> Result<()> {
         }
         return Ok(());
     };
+    let r = report_mpi(a, made, all);
+    if let Err(e) = &r {
+        // Said before the last synchronisation: once the others exit, the launcher may end
+        // this rank too.
+        eprintln!("fsbench: {}", fsbench::exit::render(e));
+        session.finish();
+        drop(session);
+        std::process::exit(1);
+    }
+    session.finish();
+    r
+}
+
+/// Rank 0 at the end of a multi-client run: remove the run directory, merge, report.
+#[cfg(feature = "mpi")]
+fn report_mpi(
+    a: &RunArgs,
+    made: Option<fsbench::engine::rundir::RunDir>,
+    all: Vec<fsbench::mpirun::Outcome>,
+) -> Result<()> {
     let keep = a.keep;
     if let Some(rd) = made {
         if keep {

@@ -264,6 +264,12 @@ impl Session {
         all_ok
     }
 
+    /// The last synchronisation: every rank waits here until rank 0 has reported (a
+    /// launcher ends the job when a rank exits with an error, cutting rank 0 short).
+    pub fn finish(&self) {
+        let _ = self.handle.vote(false, true);
+    }
+
     /// Send this rank's outcome to rank 0; rank 0 gets every rank's.
     pub fn gather(&self, mine: &Outcome) -> Option<Vec<Outcome>> {
         let bytes = serde_json::to_vec(mine).unwrap_or_else(|e| {
@@ -364,6 +370,7 @@ pub fn measure_ranks(
         result: mine,
     });
     let Some(all) = gathered else {
+        session.finish();
         return match own {
             Some(r) if all_ok => Ok(r),
             _ => {
@@ -373,9 +380,20 @@ pub fn measure_ranks(
             }
         };
     };
-    let merged = merge_outcomes(all)?;
-    crate::apps::measure::emit(&merged, a)?;
-    Ok(merged)
+    let merged = merge_outcomes(all).and_then(|m| {
+        crate::apps::measure::emit(&m, a)?;
+        Ok(m)
+    });
+    if let Err(e) = &merged {
+        // Said before the last synchronisation: once the others exit, the launcher may end
+        // this rank too.
+        eprintln!("fsbench: {}", crate::exit::render(e));
+        session.finish();
+        drop(session);
+        std::process::exit(1);
+    }
+    session.finish();
+    merged
 }
 
 /// Rank 0: the merged results, or an error naming every rank that failed.
