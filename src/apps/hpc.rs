@@ -137,6 +137,45 @@ fn all_done() -> Result<()> {
     }
 }
 
+/// The Results of one run: CPU since `cpu0`, the configuration as variables, the phase
+/// figures.
+#[allow(clippy::too_many_arguments)]
+fn finish(
+    name: &str,
+    ops: OpTable,
+    mut rec: Recorder,
+    cpu0: (f64, f64),
+    vars: &[(&str, String)],
+    base: &Path,
+    started_at: f64,
+    t_all: Instant,
+    figures: BTreeMap<String, f64>,
+) -> crate::stats::Results {
+    let cpu1 = super::process_cpu(false);
+    rec.cpu_user_s = cpu1.0 - cpu0.0;
+    rec.cpu_sys_s = cpu1.1 - cpu0.1;
+    let variables = vars
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.clone()))
+        .collect();
+    let mut r = super::results(
+        AppRun {
+            name,
+            variables,
+            seed: 0,
+            run_dir: base,
+            started_at,
+            duration_s: t_all.elapsed().as_secs_f64(),
+            threads: 1,
+            notes: Vec::new(),
+        },
+        ops,
+        &rec,
+    );
+    r.figures = figures;
+    r
+}
+
 struct Mdtest<'a> {
     a: &'a MdtestArgs,
     parent: PathBuf,
@@ -246,30 +285,22 @@ impl Measurement for Mdtest<'_> {
             })?;
         }
         phase("remove", 3, &mut |path| io::unlink(path).map(|_| 0))?;
-        let cpu1 = super::process_cpu(false);
-        rec.cpu_user_s = cpu1.0 - cpu0.0;
-        rec.cpu_sys_s = cpu1.1 - cpu0.1;
-        let mut variables = BTreeMap::new();
-        variables.insert("items".into(), a.items.to_string());
-        variables.insert("write_bytes".into(), a.write_bytes.to_string());
-        variables.insert("read_bytes".into(), a.read_bytes.to_string());
-        variables.insert("shared_dir".into(), a.shared_dir.to_string());
-        let mut r = super::results(
-            AppRun {
-                name: "mdtest",
-                variables,
-                seed: 0,
-                run_dir: &self.base,
-                started_at,
-                duration_s: t_all.elapsed().as_secs_f64(),
-                threads: 1,
-                notes: Vec::new(),
-            },
+        Ok(finish(
+            "mdtest",
             MD_OPS,
-            &rec,
-        );
-        r.figures = figures;
-        Ok(r)
+            rec,
+            cpu0,
+            &[
+                ("items", a.items.to_string()),
+                ("write_bytes", a.write_bytes.to_string()),
+                ("read_bytes", a.read_bytes.to_string()),
+                ("shared_dir", a.shared_dir.to_string()),
+            ],
+            &self.base,
+            started_at,
+            t_all,
+            figures,
+        ))
     }
 }
 
@@ -397,30 +428,22 @@ impl Measurement for Ior<'_> {
                 off as f64 / s.max(1e-9) / (1 << 20) as f64,
             );
         }
-        let cpu1 = super::process_cpu(false);
-        rec.cpu_user_s = cpu1.0 - cpu0.0;
-        rec.cpu_sys_s = cpu1.1 - cpu0.1;
-        let mut variables = BTreeMap::new();
-        variables.insert("block_size".into(), a.block_size.to_string());
-        variables.insert("transfer_size".into(), a.transfer_size.to_string());
-        variables.insert("shared_file".into(), a.shared_file.to_string());
-        variables.insert("read_other".into(), a.read_other.to_string());
-        let mut r = super::results(
-            AppRun {
-                name: "ior",
-                variables,
-                seed: 0,
-                run_dir: &self.base,
-                started_at,
-                duration_s: t_all.elapsed().as_secs_f64(),
-                threads: 1,
-                notes: Vec::new(),
-            },
+        Ok(finish(
+            "ior",
             IOR_OPS,
-            &rec,
-        );
-        r.figures = figures;
-        Ok(r)
+            rec,
+            cpu0,
+            &[
+                ("block_size", a.block_size.to_string()),
+                ("transfer_size", a.transfer_size.to_string()),
+                ("shared_file", a.shared_file.to_string()),
+                ("read_other", a.read_other.to_string()),
+            ],
+            &self.base,
+            started_at,
+            t_all,
+            figures,
+        ))
     }
 }
 
