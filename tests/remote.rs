@@ -114,9 +114,8 @@ impl Remote {
             .parse()
             .unwrap()
     }
-    /// `stats --json`, after the server's next once-a-second write.
+    /// `stats --json`: the counts as of now (the server writes them when asked).
     fn stats(&self) -> serde_json::Value {
-        std::thread::sleep(std::time::Duration::from_millis(1300));
         serde_json::from_str(&self.ok(&["remote", "stats", &self.name, "--json"])).unwrap()
     }
     fn mounted(&self) -> bool {
@@ -258,6 +257,84 @@ fn lookaside_copies_identical_files_and_fetches_changed_ones() {
     assert_eq!(st["bytes_fetched"], changed.len() as u64, "{st:#}");
     assert_eq!(st["lookaside_hits"], 1, "{st:#}");
     assert_eq!(st["lookaside_misses"], 1, "{st:#}");
+    r.remove();
+}
+
+#[test]
+fn reset_and_set_change_a_running_remote() {
+    if let Some(why) = skip_reason() {
+        skip(&format!("skipping remote reset/set test: {why}"));
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut r = Remote::new("set");
+    let data = content(64 * 1024, 4);
+    fs::write(r.srv().join("f"), &data).unwrap();
+    fs::create_dir_all(r.la()).unwrap();
+    fs::write(r.la().join("copy"), &data).unwrap();
+    r.create(&["--bandwidth", "100mbit", "--rtt", "1ms"]);
+    let f = r.mnt().join("f");
+
+    // A second read is served by the client cache; after `stats --reset` it is fetched again.
+    read_timed(&f);
+    read_timed(&f);
+    let st = r.stats();
+    assert_eq!(st["bytes_fetched"], data.len() as u64, "{st:#}");
+    assert_eq!(st["file_cache_hits"], 1, "{st:#}");
+    r.ok(&["remote", "stats", &r.name, "--reset"]);
+    let st = r.stats();
+    assert_eq!(st["bytes_fetched"], 0, "counting restarts: {st:#}");
+    assert_eq!(st["cache_bytes"], 0, "the client cache is empty: {st:#}");
+    read_timed(&f);
+    let st = r.stats();
+    assert_eq!(st["bytes_fetched"], data.len() as u64, "cold again: {st:#}");
+
+    // A slower network from now on: the next cold read pays its transfer time.
+    r.ok(&[
+        "remote",
+        "set",
+        &r.name,
+        "--bandwidth",
+        "1mbit",
+        "--rtt",
+        "20ms",
+        "--drop-cache",
+    ]);
+    let (got, secs) = read_timed(&f);
+    assert!(got == data);
+    let wire = data.len() as f64 * 8.0 / 1e6;
+    assert!(
+        secs >= wire + 0.04 && secs < (wire + 0.06) * 1.5,
+        "read took {secs:.3} s, modelled {:.3} s",
+        wire + 0.04
+    );
+    let cfg = r.ok(&["remote", "list", "--json"]);
+    assert!(
+        cfg.contains("1000000"),
+        "list shows the new bandwidth: {cfg}"
+    );
+
+    // Lookaside trees can be given to a running remote, and taken away.
+    let la = r.la();
+    r.ok(&[
+        "remote",
+        "set",
+        &r.name,
+        "--lookaside",
+        la.to_str().unwrap(),
+        "--drop-cache",
+    ]);
+    r.ok(&["remote", "stats", &r.name, "--reset"]);
+    read_timed(&f);
+    let st = r.stats();
+    assert_eq!(st["bytes_fetched"], 0, "{st:#}");
+    assert_eq!(st["lookaside_hits"], 1, "{st:#}");
+    r.ok(&["remote", "set", &r.name, "--no-lookaside"]);
+    r.ok(&["remote", "stats", &r.name, "--reset"]);
+    read_timed(&f);
+    let st = r.stats();
+    assert_eq!(st["bytes_fetched"], data.len() as u64, "{st:#}");
+    assert_eq!(st["lookaside_hits"], 0, "{st:#}");
     r.remove();
 }
 

@@ -199,7 +199,10 @@ pub fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> anyhow::Result<T>
 
 /// Write JSON through a temporary file and rename, so readers never see half.
 pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> anyhow::Result<()> {
-    let tmp = path.with_extension("json.tmp");
+    // A name of its own per call: two threads may write the same file.
+    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = path.with_extension(format!("json.tmp{}.{n}", std::process::id()));
     let mut f = fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
     f.write_all(serde_json::to_string_pretty(value)?.as_bytes())?;
     f.write_all(b"\n")?;

@@ -139,7 +139,8 @@ impl RunOptions {
     }
 }
 
-/// `sync`, then drop the page cache, dentries and inodes.
+/// `sync`, then drop the page cache, dentries and inodes, and empty the client cache of
+/// every running simulated remote (`fsbench remote`).
 pub fn drop_caches() -> Result<(), EngineError> {
     // SAFETY: sync has no preconditions.
     unsafe { libc::sync() };
@@ -147,7 +148,10 @@ pub fn drop_caches() -> Result<(), EngineError> {
         EngineError::Cold(format!(
             "cannot drop the page cache (writing /proc/sys/vm/drop_caches: {e}); --cold needs root"
         ))
-    })
+    })?;
+    crate::remote::cli::drop_all_client_caches()
+        .map(|_| ())
+        .map_err(|e| EngineError::Cold(format!("{e:#}")))
 }
 
 /// Whether the process runs as root (needed for --cold).

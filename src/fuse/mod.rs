@@ -342,12 +342,20 @@ pub fn unmount(path: &Path) -> io::Result<()> {
 }
 
 pub fn block_signals() -> libc::sigset_t {
+    block_signals_with(&[])
+}
+
+/// [`block_signals`] plus `extra` signals the caller waits for too.
+pub fn block_signals_with(extra: &[i32]) -> libc::sigset_t {
     // SAFETY: sigset manipulation on a local set; pthread_sigmask on this
     // thread before any other thread exists, so all threads inherit it.
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut set);
-        for s in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
+        for &s in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP]
+            .iter()
+            .chain(extra)
+        {
             libc::sigaddset(&mut set, s);
         }
         libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());

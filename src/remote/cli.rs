@@ -33,13 +33,16 @@ pub enum RemoteCommand {
     Stats {
         /// The remote's name, as given to `remote create` (see `remote list`).
         name: String,
-        /// Start counting afresh after printing (later `stats` show only what came after).
+        /// After printing, start counting afresh (later `stats` show only what came after)
+        /// and empty the client cache (the next accesses are cold).
         #[arg(long)]
         reset: bool,
         /// Print the statistics as JSON.
         #[arg(long)]
         json: bool,
     },
+    /// Change a running remote: its network, its lookaside trees, or empty its client cache.
+    Set(Box<SetArgs>),
     /// Remove a remote: unmount it, stop its server, delete its state and client cache.
     Remove {
         /// The remote's name, as given to `remote create` (see `remote list`).
@@ -86,11 +89,36 @@ pub struct CreateArgs {
     pub writable: bool,
 }
 
+#[derive(clap::Args, Debug, Default)]
+pub struct SetArgs {
+    /// The remote's name, as given to `remote create` (see `remote list`).
+    pub name: String,
+    /// Network preset: 100mbit, 10mbit, 1mbit, 100kbit (see `remote create`).
+    #[arg(long)]
+    pub preset: Option<String>,
+    /// Link bandwidth; overrides the preset's (or changes only the bandwidth).
+    #[arg(long, value_parser = model::parse_bandwidth)]
+    pub bandwidth: Option<f64>,
+    /// Round-trip time; overrides the preset's (or changes only the RTT).
+    #[arg(long, value_parser = model::parse_rtt)]
+    pub rtt: Option<f64>,
+    /// Replace the lookaside trees with these (indexed now; repeatable).
+    #[arg(long, conflicts_with = "no_lookaside")]
+    pub lookaside: Vec<PathBuf>,
+    /// Use no lookaside tree from now on.
+    #[arg(long)]
+    pub no_lookaside: bool,
+    /// Empty the client cache (files, chunks, names, attributes): the next accesses are cold.
+    #[arg(long)]
+    pub drop_cache: bool,
+}
+
 pub fn run(args: RemoteArgs) -> anyhow::Result<()> {
     match args.command {
         RemoteCommand::Create(a) => create(*a),
         RemoteCommand::List { json } => list(json),
         RemoteCommand::Stats { name, reset, json } => stats(&name, reset, json),
+        RemoteCommand::Set(a) => set(&a),
         RemoteCommand::Remove { name } => remove(&name),
         RemoteCommand::Serve { name } => server::serve(&name),
     }
@@ -410,6 +438,10 @@ fn stats(name: &str, reset: bool, json: bool) -> anyhow::Result<()> {
         bail!("no remote named {name} (see `fsbench remote list`)");
     }
     let cfg = sd.read_config()?;
+    if sd.live_pid().is_some() {
+        // Counts as of now, not as of the server's last periodic write.
+        request(&sd, state::Control::default())?;
+    }
     let st = current_stats(&sd);
     let late = st.lateness();
     if json {
@@ -497,10 +529,160 @@ fn stats(name: &str, reset: bool, json: bool) -> anyhow::Result<()> {
         );
     }
     if reset {
+        if sd.live_pid().is_some() {
+            request(
+                &sd,
+                state::Control {
+                    drop_cache: true,
+                    ..Default::default()
+                },
+            )?;
+        }
         let raw = sd.read_stats().unwrap_or_default();
         state::write_json_atomic(&sd.stats_base(), &raw)?;
     }
     Ok(())
+}
+
+/// Send a request to the remote's running server and wait until it has been carried out
+/// (the server writes its statistics, then acknowledges).
+pub fn request(sd: &StateDir, mut c: state::Control) -> anyhow::Result<()> {
+    let Some(pid) = sd.live_pid() else {
+        bail!("the server of {} is not running", sd.dir.display());
+    };
+    let last: u64 = state::read_json(&sd.control_ack()).unwrap_or(0);
+    c.seq = last.max(c.seq) + 1;
+    state::write_json_atomic(&sd.control(), &c)?;
+    // SAFETY: sending SIGUSR1 to the pid the server wrote; it waits for it.
+    unsafe { libc::kill(pid, libc::SIGUSR1) };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if state::read_json::<u64>(&sd.control_ack()).ok() == Some(c.seq) {
+            return Ok(());
+        }
+        if Instant::now() > deadline || !state::pid_alive(pid) {
+            bail!(
+                "the server of {} did not answer a request within 10 s (see {})",
+                sd.dir.display(),
+                sd.log().display()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// Empty the client cache of every running simulated remote. Dropping the kernel's
+/// caches for a cold run calls this: a remote's client cache stands for the client
+/// machine's own (an NFS or AFS client's), which a cold start would not have either.
+pub fn drop_all_client_caches() -> anyhow::Result<usize> {
+    let mut n = 0;
+    for name in remote_names() {
+        let sd = StateDir::new(&name)?;
+        if sd.live_pid().is_none() || !sd.ready().exists() {
+            continue;
+        }
+        request(
+            &sd,
+            state::Control {
+                drop_cache: true,
+                ..Default::default()
+            },
+        )
+        .with_context(|| format!("emptying the client cache of remote {name}"))?;
+        n += 1;
+    }
+    Ok(n)
+}
+
+/// `fsbench remote set`: change a running remote.
+pub fn set(a: &SetArgs) -> anyhow::Result<()> {
+    println!("{}", apply_set(a)?);
+    Ok(())
+}
+
+/// Change a running remote; returns what it is now.
+pub fn apply_set(a: &SetArgs) -> anyhow::Result<String> {
+    root_required("fsbench remote set")?;
+    let sd = StateDir::new(&a.name)?;
+    if !sd.exists() {
+        bail!("no remote named {} (see `fsbench remote list`)", a.name);
+    }
+    if sd.live_pid().is_none() {
+        bail!("the server of remote {} is not running", a.name);
+    }
+    let mut cfg = sd.read_config()?;
+    let mut c = state::Control {
+        drop_cache: a.drop_cache,
+        ..Default::default()
+    };
+    if a.preset.is_some() || a.bandwidth.is_some() || a.rtt.is_some() {
+        let mut net = match &a.preset {
+            Some(p) => Net::preset(p).with_context(|| {
+                format!(
+                    "unknown preset {p:?}; presets: {}",
+                    model::PRESETS
+                        .iter()
+                        .map(|p| p.0)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            })?,
+            None => cfg.net,
+        };
+        if let Some(b) = a.bandwidth {
+            net.bandwidth_bps = b;
+        }
+        if let Some(r) = a.rtt {
+            net.rtt_s = r;
+        }
+        cfg.preset = match (&a.preset, a.bandwidth, a.rtt) {
+            (Some(p), None, None) => Some(p.clone()),
+            _ => None,
+        };
+        cfg.net = net;
+        c.net = Some(net);
+    }
+    if !a.lookaside.is_empty() || a.no_lookaside {
+        if cfg.protocol != Protocol::WholeFile && !a.lookaside.is_empty() {
+            bail!("lookaside works with the whole-file protocol only");
+        }
+        let mut dirs = Vec::new();
+        for d in &a.lookaside {
+            if !d.is_dir() {
+                bail!("lookaside tree {} is not a directory", d.display());
+            }
+            let d = d.canonicalize()?;
+            if d.starts_with(&cfg.mount) {
+                bail!("lookaside tree {} is inside the mount point", d.display());
+            }
+            dirs.push(d);
+        }
+        let index = server::index_lookaside(&dirs)?;
+        state::write_json_atomic(&sd.lookaside(), &index)?;
+        cfg.lookaside = dirs;
+        c.reload_lookaside = true;
+    }
+    state::write_json_atomic(&sd.config(), &cfg)?;
+    request(&sd, c)?;
+    Ok(format!(
+        "{}: {}, lookaside {}{}",
+        a.name,
+        describe_net(&cfg.net),
+        if cfg.lookaside.is_empty() {
+            "none".to_string()
+        } else {
+            cfg.lookaside
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        },
+        if a.drop_cache {
+            ", client cache emptied"
+        } else {
+            ""
+        }
+    ))
 }
 
 fn wait_gone(pid: i32, timeout: Duration) -> bool {

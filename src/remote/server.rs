@@ -668,6 +668,28 @@ impl Fs {
         }
     }
 
+    /// Empty the client's caches, as a client whose machine restarted: every cached file
+    /// not open or waiting to be sent back, every chunk, every name, attribute and listing.
+    fn drop_client_cache(&mut self) {
+        self.names.clear();
+        self.attrs.clear();
+        self.listings.clear();
+        let victims: Vec<u64> = self
+            .cached
+            .iter()
+            .filter(|(_, c)| c.open == 0 && !c.dirty)
+            .map(|(&i, _)| i)
+            .collect();
+        for ino in victims {
+            let c = self.cached.remove(&ino).expect("victim exists");
+            let _ = fs::remove_file(&c.path);
+            self.cached_bytes -= c.size;
+        }
+        self.chunks.clear();
+        self.chunk_lru.clear();
+        self.chunk_versions.clear();
+    }
+
     fn drop_chunks(&mut self, ino: u64) {
         let keys: Vec<(u64, u64)> = self
             .chunks
@@ -1249,7 +1271,7 @@ fn opcode_name(op: u32) -> &'static str {
     }
 }
 
-fn reader_thread(shared: Arc<Shared>, mut fs_: Fs) {
+fn reader_thread(shared: Arc<Shared>, fsm: Arc<Mutex<Fs>>) {
     let _ = realtime(RT_PRIORITY);
     let mut buf = vec![0u8; MAX_WRITE as usize + 64 * 1024];
     let dev = &shared.dev;
@@ -1282,6 +1304,7 @@ fn reader_thread(shared: Arc<Shared>, mut fs_: Fs) {
                 .or_insert(0) += 1;
         });
         let now = arrival;
+        let mut fs_ = fsm.lock().unwrap();
         let out = match opcode {
             FUSE_INIT => {
                 reply_init(
@@ -1342,6 +1365,7 @@ fn reader_thread(shared: Arc<Shared>, mut fs_: Fs) {
             _ => Out::err(libc::ENOSYS),
         };
         let cache_bytes = fs_.cache_bytes();
+        drop(fs_);
         shared.count(|s| s.cache_bytes = cache_bytes);
         match out.due {
             Some(due) if due > shared.clock.now() => {
@@ -1393,12 +1417,47 @@ fn snapshot(shared: &Shared, scheduling: &str, memory_locked: &str) -> RemoteSta
     s.since(&RemoteStats::default())
 }
 
-fn replier_thread(shared: Arc<Shared>, stats_path: PathBuf, memory_locked: String) {
+/// Carry out the request in `control.json`: empty the client's caches, take a new network,
+/// reload the lookaside index, then write the statistics and acknowledge.
+fn control(
+    sd: &StateDir,
+    shared: &Shared,
+    fsm: &Mutex<Fs>,
+    scheduling: &str,
+    memory_locked: &str,
+) -> anyhow::Result<()> {
+    let c: state::Control = state::read_json(&sd.control())?;
+    {
+        let mut f = fsm.lock().unwrap();
+        if c.drop_cache {
+            f.drop_client_cache();
+        }
+        if let Some(net) = c.net {
+            f.net = net;
+        }
+        if c.reload_lookaside {
+            f.lookaside = load_lookaside(sd);
+        }
+        let cache_bytes = f.cache_bytes();
+        shared.count(|s| s.cache_bytes = cache_bytes);
+    }
+    state::write_json_atomic(&sd.stats(), &snapshot(shared, scheduling, memory_locked))?;
+    state::write_json_atomic(&sd.control_ack(), &c.seq)?;
+    Ok(())
+}
+
+fn replier_thread(
+    shared: Arc<Shared>,
+    stats_path: PathBuf,
+    memory_locked: String,
+    sched_out: Arc<Mutex<String>>,
+) {
     // SAFETY: prctl(PR_SET_TIMERSLACK) only changes this thread's timer slack.
     unsafe {
         libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
     }
     let scheduling = realtime(RT_PRIORITY);
+    *sched_out.lock().unwrap() = scheduling.clone();
     let clock = shared.clock;
     let mut sleeper = Sleeper::new(clock);
     let mut last_write = 0.0f64;
@@ -1493,7 +1552,7 @@ pub fn index_lookaside(dirs: &[PathBuf]) -> anyhow::Result<Vec<LookasideEntry>> 
 pub fn serve(name: &str) -> anyhow::Result<()> {
     let sd = StateDir::new(name)?;
     let cfg: RemoteConfig = sd.read_config()?;
-    let sigset = block_signals();
+    let sigset = block_signals_with(&[libc::SIGUSR1]);
     std::env::set_current_dir("/").ok();
     if !cfg.server.is_dir() {
         anyhow::bail!("server tree {} is not a directory", cfg.server.display());
@@ -1556,16 +1615,20 @@ pub fn serve(name: &str) -> anyhow::Result<()> {
         hashes: HashMap::new(),
         lookaside,
     };
+    let fsm = Arc::new(Mutex::new(fs_));
     let memory_locked = lock_memory();
+    let scheduling = Arc::new(Mutex::new(String::new()));
     let sh = shared.clone();
     let stats_path = sd.stats();
+    let (ml, sch) = (memory_locked.clone(), scheduling.clone());
     let replier_t = thread::Builder::new()
         .name("replier".into())
-        .spawn(move || replier_thread(sh, stats_path, memory_locked))?;
+        .spawn(move || replier_thread(sh, stats_path, ml, sch))?;
     let sh = shared.clone();
+    let fm = fsm.clone();
     let reader_t = thread::Builder::new()
         .name("fuse-reader".into())
-        .spawn(move || reader_thread(sh, fs_))?;
+        .spawn(move || reader_thread(sh, fm))?;
     state::write_json_atomic(
         &sd.ready(),
         &Ready {
@@ -1584,8 +1647,15 @@ pub fn serve(name: &str) -> anyhow::Result<()> {
         if shared.reader_done.load(Ordering::SeqCst) {
             break None;
         }
-        if let Some(s) = wait_signal(&sigset, Duration::from_millis(500)) {
-            break Some(s);
+        match wait_signal(&sigset, Duration::from_millis(500)) {
+            Some(libc::SIGUSR1) => {
+                let sched = scheduling.lock().unwrap().clone();
+                if let Err(e) = control(&sd, &shared, &fsm, &sched, &memory_locked) {
+                    eprintln!("fsbench remote server {name}: control request: {e:#}");
+                }
+            }
+            Some(s) => break Some(s),
+            None => {}
         }
     };
     eprintln!(

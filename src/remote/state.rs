@@ -84,6 +84,14 @@ impl StateDir {
     pub fn log(&self) -> PathBuf {
         self.dir.join("server.log")
     }
+    /// A request to the running server ([`Control`]), signalled with SIGUSR1.
+    pub fn control(&self) -> PathBuf {
+        self.dir.join("control.json")
+    }
+    /// The server's answer: the `seq` of the last request it carried out.
+    pub fn control_ack(&self) -> PathBuf {
+        self.dir.join("control.ack")
+    }
     pub fn cache(&self) -> PathBuf {
         self.dir.join("cache")
     }
@@ -120,6 +128,23 @@ pub struct RemoteConfig {
     /// Lookaside trees indexed at create time.
     pub lookaside: Vec<PathBuf>,
     pub writable: bool,
+}
+
+/// A request to a running server: write the statistics now, and optionally empty the
+/// client's caches, take a new network, reload the lookaside index.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Control {
+    /// Answered by writing it to `control.ack` once done.
+    pub seq: u64,
+    /// Empty the client's caches (files or chunks not open, names, attributes, listings).
+    #[serde(default)]
+    pub drop_cache: bool,
+    /// The network from now on.
+    #[serde(default)]
+    pub net: Option<Net>,
+    /// Read `lookaside.json` again.
+    #[serde(default)]
+    pub reload_lookaside: bool,
 }
 
 /// Written by the server once the file system is mounted.
