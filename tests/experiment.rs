@@ -409,6 +409,11 @@ fn killed_experiment_is_cleaned_up_by_cleanup() {
 /// Run a shipped plan at its quick scale: every planned run stored, nothing left behind (no
 /// mount, loop device, simulated disk or unrestored device setting).
 fn shipped_plan_runs_at_quick_scale(plan: &str, needs: &[&str]) {
+    shipped_plan_checked_at_quick_scale(plan, needs, |_| {})
+}
+
+/// [`shipped_plan_runs_at_quick_scale`], then `check` on the experiment's OUTDIR.
+fn shipped_plan_checked_at_quick_scale(plan: &str, needs: &[&str], check: impl Fn(&Path)) {
     let what = format!("shipped plan {plan} at --quick");
     if !root_or_skip(&what) {
         return;
@@ -461,6 +466,7 @@ fn shipped_plan_runs_at_quick_scale(plan: &str, needs: &[&str]) {
     );
     let summary = run(&["results", out.to_str().unwrap()]);
     assert!(summary.status.success(), "{}", text(&summary));
+    check(&out);
 }
 
 #[test]
@@ -481,6 +487,50 @@ fn shipped_plan_deceptive_idleness_at_quick_scale() {
 #[test]
 fn shipped_plan_aging_at_quick_scale() {
     shipped_plan_runs_at_quick_scale("aging", &["/dev/fuse"]);
+}
+
+/// Mean of a whole-run figure over a cell's ok runs, by its network and lookaside levels.
+fn remote_figure(out: &Path, network: &str, lookaside: &str, figure: &str) -> f64 {
+    let db = rusqlite::Connection::open(out.join("results.db")).unwrap();
+    db.query_row(
+        "SELECT avg(f.value) FROM figures f JOIN runs r ON r.id = f.run_id \
+         JOIN cells c ON c.id = r.cell_id \
+         WHERE r.status = 'ok' AND f.flowop = '' AND f.figure = ?1 \
+           AND json_extract(c.factors_json, '$.network') = ?2 \
+           AND json_extract(c.factors_json, '$.lookaside') = ?3",
+        rusqlite::params![figure, network, lookaside],
+        |r| r.get::<_, Option<f64>>(0),
+    )
+    .unwrap()
+    .unwrap_or_else(|| panic!("no {figure} for network={network} lookaside={lookaside}"))
+}
+
+#[test]
+fn shipped_plan_lookaside_at_quick_scale() {
+    shipped_plan_checked_at_quick_scale("lookaside", &["/dev/fuse"], |out| {
+        for net in ["100mbit", "1mbit"] {
+            let none = remote_figure(out, net, "none", "remote.bytes_fetched");
+            let same = remote_figure(out, net, "1", "remote.bytes_fetched");
+            let half = remote_figure(out, net, "0.5", "remote.bytes_fetched");
+            // Every build reads the whole served tree from a cold client cache.
+            assert!(none > 0.0, "{net}: nothing fetched without lookaside");
+            assert_eq!(
+                same, 0.0,
+                "{net}: an identical lookaside tree fetches nothing"
+            );
+            assert!(
+                half > 0.0 && half < none,
+                "{net}: half in common: {half} of {none}"
+            );
+        }
+        // Over the slow link every fetched file costs its transfer; a hit costs a round trip.
+        let none = remote_figure(out, "1mbit", "none", "duration_s");
+        let same = remote_figure(out, "1mbit", "1", "duration_s");
+        assert!(
+            same < none,
+            "1mbit: lookaside {same:.3} s, none {none:.3} s"
+        );
+    });
 }
 
 #[test]

@@ -73,8 +73,68 @@ struct Tree {
     setup_s: f64,
 }
 
+/// What a generated tree holds (from `fsbench build`'s options).
+#[derive(Debug, Clone)]
+pub struct TreeSpec {
+    pub files: u32,
+    pub dirs: u32,
+    pub headers: u32,
+    pub headers_per_job: u32,
+    pub source_size: u64,
+    pub seed: u64,
+}
+
+impl TreeSpec {
+    fn of(a: &BuildArgs) -> TreeSpec {
+        TreeSpec {
+            files: a.files,
+            dirs: a.dirs,
+            headers: a.headers,
+            headers_per_job: a.headers_per_job,
+            source_size: a.source_size,
+            seed: a.seed,
+        }
+    }
+
+    /// `fsbench build`'s defaults, overridden by `(option, value)` pairs named as the
+    /// options are (files, dirs, headers, headers_per_job, source_size, seed).
+    pub fn with(params: &[(String, u64)]) -> TreeSpec {
+        let mut t = TreeSpec {
+            files: 200,
+            dirs: 10,
+            headers: 20,
+            headers_per_job: 5,
+            source_size: 8192,
+            seed: 1,
+        };
+        for (k, v) in params {
+            let v32 = (*v).min(u32::MAX as u64) as u32;
+            match k.as_str() {
+                "files" => t.files = v32,
+                "dirs" => t.dirs = v32.max(1),
+                "headers" => t.headers = v32,
+                "headers_per_job" => t.headers_per_job = v32,
+                "source_size" => t.source_size = *v,
+                "seed" => t.seed = *v,
+                _ => {}
+            }
+        }
+        t
+    }
+}
+
+/// Write a generated source tree (`include/`, `src/d<k>/`) into the existing, empty
+/// directory `root`, as `fsbench build` lays it out before timing.
+pub fn generate_tree(spec: &TreeSpec, root: &Path) -> Result<()> {
+    generate_spec(spec, root).map(|_| ())
+}
+
 /// Write the generated tree into `root`.
 fn generate(a: &BuildArgs, root: &Path) -> Result<Tree> {
+    generate_spec(&TreeSpec::of(a), root)
+}
+
+fn generate_spec(a: &TreeSpec, root: &Path) -> Result<Tree> {
     let t_setup = Instant::now();
     let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(a.seed);
     std::fs::create_dir(root.join("include"))?;

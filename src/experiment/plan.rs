@@ -92,9 +92,11 @@ fn one() -> u64 {
 struct RawQuick {
     repetitions: Option<Spanned<u32>>,
     time_limit: Option<Spanned<f64>>,
+    /// Plan-wide factor levels under --quick (each replaces the full scale's levels).
+    factors: Option<RawFactors>,
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, Clone)]
 #[serde(deny_unknown_fields)]
 struct RawFactors {
     target: Option<Spanned<Vec<Spanned<String>>>>,
@@ -105,7 +107,13 @@ struct RawFactors {
     read_ahead_kb: Option<Spanned<Vec<Spanned<u64>>>>,
     nr_requests: Option<Spanned<Vec<Spanned<u64>>>>,
     rotational: Option<Spanned<Vec<Spanned<bool>>>>,
+    /// Remote settings as factors: the network, the lookaside tree.
+    network: Option<Spanned<Vec<Spanned<String>>>>,
+    lookaside: Option<Spanned<Vec<Spanned<toml::Value>>>>,
 }
+
+/// Plan-wide factors over a remote target's settings, applied with `fsbench remote set`.
+pub const REMOTE_FACTORS: [&str; 2] = ["network", "lookaside"];
 
 /// Plan-wide factors over device settings, in the order cells list them.
 pub const SETTING_FACTORS: [&str; 5] = [
@@ -133,6 +141,15 @@ struct RawTarget {
     disk: Option<Spanned<BTreeMap<String, Spanned<toml::Value>>>>,
     device: Option<Spanned<RawDevice>>,
     age: Option<Spanned<RawAge>>,
+    // Remote targets.
+    server: Option<Spanned<String>>,
+    source: Option<Spanned<BTreeMap<String, Spanned<toml::Value>>>>,
+    quick_source: Option<Spanned<BTreeMap<String, Spanned<toml::Value>>>>,
+    network: Option<Spanned<String>>,
+    protocol: Option<Spanned<String>>,
+    cache_size: Option<Spanned<String>>,
+    lookaside: Option<Spanned<toml::Value>>,
+    writable: Option<Spanned<bool>>,
 }
 
 #[derive(Deserialize)]
@@ -240,6 +257,16 @@ pub enum TargetKind {
     },
     /// overlayfs whose lower, upper and work directories live on another target.
     Overlay { over: String },
+    /// A simulated remote file system (`fsbench remote create`) serving a tree.
+    Remote {
+        server: RemoteServer,
+        /// A preset name or "BANDWIDTH/RTT".
+        network: String,
+        protocol: String,
+        cache_size: u64,
+        lookaside: Option<Lookaside>,
+        writable: bool,
+    },
     /// A simulated disk (`fsbench disk create`) carrying a file system.
     Disk {
         size: u64,
@@ -249,6 +276,118 @@ pub enum TargetKind {
         params: Vec<(String, String)>,
         mount_options: String,
     },
+}
+
+/// What a remote target serves.
+#[derive(Debug, Clone, serde::Serialize)]
+pub enum RemoteServer {
+    /// An existing directory (only read unless the target is writable).
+    Dir(PathBuf),
+    /// A source tree as `fsbench build` generates it, made under OUTDIR at set-up:
+    /// `files`, `dirs`, `headers`, `headers_per_job`, `source_size`, `seed`.
+    Source(Vec<(String, u64)>),
+}
+
+/// A lookaside tree of a remote target.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub enum Lookaside {
+    /// An existing directory.
+    Dir(PathBuf),
+    /// A next version of the served tree (`fsbench age --next-version`) made at set-up,
+    /// with this share of its files unchanged.
+    Common(f64),
+}
+
+impl Lookaside {
+    /// The level's text: "none", a share ("0.5") or a path.
+    pub fn level(l: Option<&Lookaside>) -> String {
+        match l {
+            None => "none".into(),
+            Some(Lookaside::Common(f)) => f.to_string(),
+            Some(Lookaside::Dir(p)) => p.display().to_string(),
+        }
+    }
+
+    /// The lookaside of a level's text (see [`Lookaside::level`]).
+    pub fn from_level(s: &str) -> Option<Lookaside> {
+        if s == "none" {
+            return None;
+        }
+        match s.parse::<f64>() {
+            Ok(f) => Some(Lookaside::Common(f)),
+            Err(_) => Some(Lookaside::Dir(PathBuf::from(s))),
+        }
+    }
+}
+
+/// Keys of a remote target's `source` table (a generated source tree).
+pub const SOURCE_PARAMS: [&str; 6] = [
+    "files",
+    "dirs",
+    "headers",
+    "headers_per_job",
+    "source_size",
+    "seed",
+];
+
+/// Check a network level: a preset of `fsbench remote` or "BANDWIDTH/RTT".
+fn check_network(s: &str) -> Result<(), String> {
+    if crate::remote::model::Net::preset(s).is_some() {
+        return Ok(());
+    }
+    let presets = crate::remote::model::PRESETS
+        .iter()
+        .map(|p| p.0)
+        .collect::<Vec<_>>()
+        .join(", ");
+    let Some((b, r)) = s.split_once('/') else {
+        return Err(format!(
+            "network {s:?}: expected a preset ({presets}) or \"BANDWIDTH/RTT\" such as \"10mbit/20ms\""
+        ));
+    };
+    crate::remote::model::parse_bandwidth(b).map_err(|e| format!("network {s:?}: {e}"))?;
+    crate::remote::model::parse_rtt(r).map_err(|e| format!("network {s:?}: {e}"))?;
+    Ok(())
+}
+
+/// A lookaside level from the plan: "none", a share from 0 to 1, or a directory
+/// (relative to the plan).
+fn lookaside_of(
+    ctx: &Ctx,
+    v: &Spanned<toml::Value>,
+    base_dir: &Path,
+) -> Result<Option<Lookaside>, PlanError> {
+    match v.get_ref() {
+        toml::Value::String(s) if s == "none" => Ok(None),
+        toml::Value::String(s) => {
+            let p = base_dir.join(s);
+            if !p.is_dir() {
+                return Err(ctx.err(
+                    v.span(),
+                    format!("lookaside {}: not an existing directory", p.display()),
+                ));
+            }
+            Ok(Some(Lookaside::Dir(p)))
+        }
+        toml::Value::Float(_) | toml::Value::Integer(_) => {
+            let f = match v.get_ref() {
+                toml::Value::Float(f) => *f,
+                toml::Value::Integer(i) => *i as f64,
+                _ => unreachable!(),
+            };
+            if !(0.0..=1.0).contains(&f) {
+                return Err(ctx.err(
+                    v.span(),
+                    "lookaside: a share of files in common, from 0 to 1",
+                ));
+            }
+            Ok(Some(Lookaside::Common(f)))
+        }
+        _ => Err(ctx.err(
+            v.span(),
+            "lookaside: expected \"none\", a share of files in common (0 to 1) or a directory",
+        )),
+    }
 }
 
 #[derive(Debug, Clone, serde::Serialize)]
@@ -266,6 +405,7 @@ impl Target {
             TargetKind::Image { .. } => "image",
             TargetKind::Overlay { .. } => "overlay",
             TargetKind::Disk { .. } => "disk",
+            TargetKind::Remote { .. } => "remote",
         }
     }
 }
@@ -369,6 +509,7 @@ impl Kind {
                 ("tree_dirs", "", Runner, Int),
             ],
             Kind::Build => &[
+                ("src", "", Runner, Str),
                 ("files", "--files", Value, Int),
                 ("dirs", "--dirs", Value, Int),
                 ("jobs", "--jobs", Value, Int),
@@ -558,10 +699,29 @@ pub fn load(file: &Path, quick: bool) -> Result<Plan, PlanError> {
 
 pub fn parse(file: &Path, text: &str, quick: bool) -> Result<Plan, PlanError> {
     let ctx = Ctx { file, text };
-    let raw: RawPlan = toml::from_str(text).map_err(|e| match e.span() {
+    let mut raw: RawPlan = toml::from_str(text).map_err(|e| match e.span() {
         Some(s) => ctx.err(s, e.message()),
         None => PlanError(format!("{}: {}", file.display(), e.message())),
     })?;
+    if quick {
+        if let Some(q) = raw.quick.factors.clone() {
+            let f = &mut raw.factors;
+            macro_rules! over {
+                ($($k:ident),*) => { $( if q.$k.is_some() { f.$k = q.$k; } )* };
+            }
+            over!(
+                target,
+                cache,
+                device,
+                scheduler,
+                read_ahead_kb,
+                nr_requests,
+                rotational,
+                network,
+                lookaside
+            );
+        }
+    }
     let base_dir = file.parent().unwrap_or(Path::new(".")).to_path_buf();
 
     let x = &raw.experiment;
@@ -666,14 +826,31 @@ pub fn parse(file: &Path, text: &str, quick: bool) -> Result<Plan, PlanError> {
                 "device",
                 "age",
             ],
+            "remote" => &[
+                "server",
+                "source",
+                "network",
+                "protocol",
+                "cache_size",
+                "lookaside",
+                "writable",
+            ],
             other => {
                 return Err(ctx.err(
                     t.kind.span(),
-                    format!("target kind {other:?}: expected dir, image, overlay or disk"),
+                    format!("target kind {other:?}: expected dir, image, overlay, disk or remote"),
                 ))
             }
         };
-        let given: [(&str, Option<std::ops::Range<usize>>); 11] = [
+        let given: [(&str, Option<std::ops::Range<usize>>); 19] = [
+            ("server", t.server.as_ref().map(|v| v.span())),
+            ("source", t.source.as_ref().map(|v| v.span())),
+            ("source", t.quick_source.as_ref().map(|v| v.span())),
+            ("network", t.network.as_ref().map(|v| v.span())),
+            ("protocol", t.protocol.as_ref().map(|v| v.span())),
+            ("cache_size", t.cache_size.as_ref().map(|v| v.span())),
+            ("lookaside", t.lookaside.as_ref().map(|v| v.span())),
+            ("writable", t.writable.as_ref().map(|v| v.span())),
             ("path", t.path.as_ref().map(|v| v.span())),
             ("size", t.size.as_ref().map(|v| v.span())),
             ("size", t.quick_size.as_ref().map(|v| v.span())),
@@ -801,6 +978,100 @@ pub fn parse(file: &Path, text: &str, quick: bool) -> Result<Plan, PlanError> {
                     model,
                     params,
                     mount_options,
+                }
+            }
+            "remote" => {
+                let server = match (&t.server, &t.source) {
+                    (Some(_), Some(s)) => {
+                        return Err(ctx.err(
+                            s.span(),
+                            "a remote target serves either `server` (a directory) or `source` (a generated tree), not both",
+                        ))
+                    }
+                    (None, None) => {
+                        return Err(ctx.err(
+                            t_span.clone(),
+                            format!("remote target {tname:?} needs `server` (an existing directory) or `source` (a generated source tree)"),
+                        ))
+                    }
+                    (Some(p), None) => {
+                        let path = base_dir.join(p.get_ref());
+                        if !path.is_dir() {
+                            return Err(ctx.err(
+                                p.span(),
+                                format!("{} is not an existing directory", path.display()),
+                            ));
+                        }
+                        RemoteServer::Dir(path)
+                    }
+                    (None, Some(src)) => {
+                        let mut params: Vec<(String, u64)> = Vec::new();
+                        let mut tables = vec![src];
+                        if quick {
+                            tables.extend(t.quick_source.as_ref());
+                        }
+                        for tab in tables {
+                            for (k, v) in tab.get_ref() {
+                                if !SOURCE_PARAMS.contains(&k.as_str()) {
+                                    return Err(ctx.err(
+                                        v.span(),
+                                        format!(
+                                            "source `{k}`: expected one of {}",
+                                            SOURCE_PARAMS.join(", ")
+                                        ),
+                                    ));
+                                }
+                                let n = typed(&ctx, v, Ty::Int, k)?.parse::<u64>().unwrap_or(0);
+                                if n == 0 && k != "seed" {
+                                    return Err(ctx.err(v.span(), format!("{k}: at least 1")));
+                                }
+                                params.retain(|(pk, _)| pk != k);
+                                params.push((k.clone(), n));
+                            }
+                        }
+                        RemoteServer::Source(params)
+                    }
+                };
+                let network = t
+                    .network
+                    .as_ref()
+                    .map_or("10mbit".to_string(), |n| n.get_ref().clone());
+                if let Some(n) = &t.network {
+                    check_network(n.get_ref()).map_err(|e| ctx.err(n.span(), e))?;
+                }
+                let protocol = t
+                    .protocol
+                    .as_ref()
+                    .map_or("whole-file".to_string(), |p| p.get_ref().clone());
+                if let Some(p) = &t.protocol {
+                    if !["whole-file", "block"].contains(&p.get_ref().as_str()) {
+                        return Err(
+                            ctx.err(p.span(), "protocol: expected \"whole-file\" or \"block\"")
+                        );
+                    }
+                }
+                let cache_size = match &t.cache_size {
+                    None => 256 << 20,
+                    Some(c) => crate::disk::cli::parse_size(c.get_ref())
+                        .map_err(|e| ctx.err(c.span(), e))?,
+                };
+                let lookaside = match &t.lookaside {
+                    None => None,
+                    Some(v) => lookaside_of(&ctx, v, &base_dir)?,
+                };
+                if lookaside.is_some() && protocol != "whole-file" {
+                    return Err(ctx.err(
+                        t.lookaside.as_ref().unwrap().span(),
+                        "lookaside works with the whole-file protocol only",
+                    ));
+                }
+                TargetKind::Remote {
+                    server,
+                    network,
+                    protocol,
+                    cache_size,
+                    lookaside,
+                    writable: t.writable.as_ref().is_some_and(|w| *w.get_ref()),
                 }
             }
             _ => unreachable!(),
@@ -938,6 +1209,9 @@ pub fn parse(file: &Path, text: &str, quick: bool) -> Result<Plan, PlanError> {
                         if let TargetKind::Dir { path } = &t.kind {
                             return Err(ctx.err(c.span(), format!("cache \"remount\": target {tn} is an existing directory ({}), which fsbench does not mount; remount needs image, disk or overlay targets (or use \"cold\")", path.display())));
                         }
+                        if let TargetKind::Remote { .. } = &t.kind {
+                            return Err(ctx.err(c.span(), format!("cache \"remount\": target {tn} is a remote; use \"cold\", which empties its client cache")));
+                        }
                     }
                 }
                 v.push(c.get_ref().clone());
@@ -1055,6 +1329,55 @@ pub fn parse(file: &Path, text: &str, quick: bool) -> Result<Plan, PlanError> {
             .map(|x| (x.get_ref().to_string(), x.span()))
             .collect();
         add_levels("rotational", l.span(), v)?;
+    }
+    // Remote settings as factors: every target measured must be a remote.
+    let remote_factor_span = f
+        .network
+        .as_ref()
+        .map(|l| l.span())
+        .or(f.lookaside.as_ref().map(|l| l.span()));
+    if let Some(span) = remote_factor_span {
+        for tn in &target_levels {
+            let t = targets
+                .iter()
+                .find(|t| &t.name == tn)
+                .expect("checked level");
+            if !matches!(t.kind, TargetKind::Remote { .. }) {
+                return Err(ctx.err(
+                    span,
+                    format!("`network` and `lookaside` factors apply to remote targets, and target {tn} is of kind {}", t.kind_name()),
+                ));
+            }
+        }
+    }
+    if let Some(l) = &f.network {
+        let mut v = Vec::new();
+        for x in l.get_ref() {
+            check_network(x.get_ref()).map_err(|e| ctx.err(x.span(), e))?;
+            v.push((x.get_ref().clone(), x.span()));
+        }
+        add_levels("network", l.span(), v)?;
+    }
+    if let Some(l) = &f.lookaside {
+        let mut v = Vec::new();
+        for x in l.get_ref() {
+            let la = lookaside_of(&ctx, x, &base_dir)?;
+            if la.is_some() {
+                for tn in &target_levels {
+                    let t = targets
+                        .iter()
+                        .find(|t| &t.name == tn)
+                        .expect("checked level");
+                    if let TargetKind::Remote { protocol, .. } = &t.kind {
+                        if protocol != "whole-file" {
+                            return Err(ctx.err(x.span(), format!("lookaside works with the whole-file protocol only, and target {tn} uses {protocol}")));
+                        }
+                    }
+                }
+            }
+            v.push((Lookaside::level(la.as_ref()), x.span()));
+        }
+        add_levels("lookaside", l.span(), v)?;
     }
     // A setting is varied in one place: a single-setting factor or the profiles.
     for (key, span) in [
@@ -1206,6 +1529,7 @@ pub fn parse(file: &Path, text: &str, quick: bool) -> Result<Plan, PlanError> {
             for (k, levels) in src {
                 if ["target", "cache", "measurement"].contains(&k.as_str())
                     || SETTING_FACTORS.contains(&k.as_str())
+                    || REMOTE_FACTORS.contains(&k.as_str())
                 {
                     return Err(ctx.err(levels.span(), format!("`{k}` is a plan-wide factor: list it under [factors]")));
                 }
@@ -1265,7 +1589,7 @@ pub fn parse(file: &Path, text: &str, quick: bool) -> Result<Plan, PlanError> {
             "measurement" => Some(measurements.iter().map(|m| m.name.clone()).collect()),
             "target" => Some(target_levels.clone()),
             "cache" => Some(cache_levels.clone()),
-            k if SETTING_FACTORS.contains(&k) => setting_levels
+            k if SETTING_FACTORS.contains(&k) || REMOTE_FACTORS.contains(&k) => setting_levels
                 .iter()
                 .find(|(f, _)| f == k)
                 .map(|(_, l)| l.clone()),
@@ -1422,6 +1746,111 @@ quick = { transactions = 50 }
 target = "b"
 instances = 2
 "#;
+
+    const REMOTE: &str = r#"
+[experiment]
+name = "r"
+repetitions = 2
+
+[quick]
+factors = { network = ["1mbit"] }
+
+[[target]]
+name = "rem"
+kind = "remote"
+source = { files = 20 }
+quick_source = { files = 4 }
+
+[factors]
+network = ["100mbit", "2mbit/30ms"]
+lookaside = ["none", 1.0, 0.25]
+
+[[measurement]]
+name = "b"
+kind = "build"
+params = { src = "." }
+"#;
+
+    #[test]
+    fn remote_targets_and_their_factors() {
+        let plan = p(REMOTE).unwrap();
+        assert_eq!(
+            plan.setting_levels,
+            [
+                (
+                    "network".to_string(),
+                    vec!["100mbit".to_string(), "2mbit/30ms".into()]
+                ),
+                (
+                    "lookaside".to_string(),
+                    vec!["none".to_string(), "1".into(), "0.25".into()]
+                ),
+            ]
+        );
+        match &plan.targets[0].kind {
+            TargetKind::Remote {
+                server: RemoteServer::Source(s),
+                network,
+                protocol,
+                ..
+            } => {
+                assert_eq!(s, &[("files".to_string(), 20)]);
+                assert_eq!(network, "10mbit");
+                assert_eq!(protocol, "whole-file");
+            }
+            k => panic!("{k:?}"),
+        }
+        let q = parse(Path::new("t.toml"), REMOTE, true).unwrap();
+        assert_eq!(q.setting_levels[0].1, ["1mbit"]);
+        match &q.targets[0].kind {
+            TargetKind::Remote {
+                server: RemoteServer::Source(s),
+                ..
+            } => assert_eq!(s, &[("files".to_string(), 4)]),
+            k => panic!("{k:?}"),
+        }
+        let bad = |from: &str, to: &str, want: &str| {
+            let e = p(&REMOTE.replace(from, to)).unwrap_err().0;
+            assert!(e.contains(want), "{e}");
+            assert!(e.starts_with("t.toml:"), "{e}");
+        };
+        bad(
+            "\"2mbit/30ms\"",
+            "\"fast\"",
+            "network \"fast\": expected a preset",
+        );
+        bad("\"2mbit/30ms\"", "\"2mbit/soon\"", "network \"2mbit/soon\"");
+        bad("0.25]", "1.5]", "a share of files in common");
+        bad("source = { files = 20 }", "", "needs `server`");
+        bad(
+            "source = { files = 20 }",
+            "source = { files = 20, size = 3 }",
+            "source `size`",
+        );
+        bad(
+            "kind = \"remote\"",
+            "kind = \"dir\"\npath = \"/tmp\"",
+            "`source` does not apply",
+        );
+        bad(
+            "[factors]",
+            "[factors]\ncache = [\"remount\"]",
+            "is a remote",
+        );
+        bad(
+            "source = { files = 20 }",
+            "source = { files = 20 }\nprotocol = \"block\"",
+            "whole-file protocol only",
+        );
+        // The factors need remote targets.
+        let e = p(&REMOTE.replace(
+            "[factors]",
+            "[[target]]\nname = \"d\"\nkind = \"dir\"\npath = \"/tmp\"\n\n[factors]\ntarget = [\"rem\", \"d\"]",
+        ))
+        .unwrap_err()
+        .0;
+        assert!(e.contains("apply to remote targets, and target d"), "{e}");
+    }
 
     #[test]
     fn parses_and_validates() {

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use super::handoff::Handoff;
 use super::noise;
-use super::plan::{AgePer, Arg, Device, Fresh, Kind, Order, Plan};
+use super::plan::{AgePer, Arg, Device, Fresh, Kind, Order, Plan, SETTING_FACTORS};
 use super::store::{self, RunRecord, Store};
 use super::target::{self, Journal, Ready};
 
@@ -149,8 +149,16 @@ fn tree_dir_name(measurement: &str) -> String {
     format!("fsbench-tree-{measurement}")
 }
 
-/// The child's command line (after the binary), measuring in `dir`, writing `json`.
-pub fn command(plan: &Plan, cell: &Cell, dir: &Path, json_out: &Path) -> Vec<String> {
+/// The child's command line (after the binary), measuring in `dir`, writing `json`;
+/// `scratch` is the experiment's local directory for what a measurement writes beside a
+/// target it only reads (a build with `src`).
+pub fn command(
+    plan: &Plan,
+    cell: &Cell,
+    dir: &Path,
+    json_out: &Path,
+    scratch: &Path,
+) -> Vec<String> {
     let m = &plan.measurements[cell.measurement];
     let mut values: Vec<(String, String)> = m.params.clone();
     values.extend(cell.factors.iter().cloned());
@@ -166,7 +174,21 @@ pub fn command(plan: &Plan, cell: &Cell, dir: &Path, json_out: &Path) -> Vec<Str
             }
             args.extend(["--dir".into(), dir.display().to_string()]);
         }
-        Kind::Andrew | Kind::Build => args.extend(["--dir".into(), dir.display().to_string()]),
+        Kind::Build => match values.iter().find(|(k, _)| k == "src") {
+            // The target's tree is built; objects and output go to the local scratch.
+            Some((_, src)) => args.extend([
+                "--src".into(),
+                if src == "." {
+                    dir.display().to_string()
+                } else {
+                    dir.join(src).display().to_string()
+                },
+                "--dir".into(),
+                scratch.display().to_string(),
+            ]),
+            None => args.extend(["--dir".into(), dir.display().to_string()]),
+        },
+        Kind::Andrew => args.extend(["--dir".into(), dir.display().to_string()]),
         Kind::Find | Kind::Layout | Kind::Scan => {
             let d = match walk_path(plan, cell) {
                 Some(p) => dir.join(p),
@@ -187,6 +209,10 @@ pub fn command(plan: &Plan, cell: &Cell, dir: &Path, json_out: &Path) -> Vec<Str
             Some(_) => {}
             None => args.extend(["-s".into(), format!("{k}={v}")]),
         }
+    }
+    if m.kind == Kind::Build && cell.cache == "cold" {
+        // As for workloads: cold again after the tree is written or listed.
+        args.push("--cold".into());
     }
     if m.kind == Kind::Workload {
         args.push("-q".into());
@@ -223,10 +249,12 @@ pub fn root_steps(plan: &Plan, cells: &[Cell]) -> Vec<String> {
         v.push("cache = cold: sync and drop the page cache before each measurement".into());
     }
     for (k, levels) in &plan.setting_levels {
-        v.push(format!(
-            "factor {k} ({}): write the device's settings under /sys/block/DEV/queue before each measurement",
-            levels.join(", ")
-        ));
+        if SETTING_FACTORS.contains(&k.as_str()) {
+            v.push(format!(
+                "factor {k} ({}): write the device's settings under /sys/block/DEV/queue before each measurement",
+                levels.join(", ")
+            ));
+        }
     }
     if cells.iter().any(|c| c.cache == "remount") {
         v.push(
@@ -252,7 +280,7 @@ pub fn missing_tools(plan: &Plan) -> Vec<String> {
             super::plan::TargetKind::Overlay { .. } => {
                 need.extend(["mount".into(), "umount".into()])
             }
-            super::plan::TargetKind::Dir { .. } => {}
+            super::plan::TargetKind::Dir { .. } | super::plan::TargetKind::Remote { .. } => {}
         }
     }
     need.sort();
@@ -301,7 +329,13 @@ fn dry_run(plan: &Plan, cells: &[Cell]) {
     println!("\ncells:");
     let dummy = Path::new("TARGET");
     for c in cells {
-        let args = command(plan, c, dummy, Path::new("RUN.json"));
+        let args = command(
+            plan,
+            c,
+            dummy,
+            Path::new("RUN.json"),
+            Path::new("OUTDIR/scratch"),
+        );
         println!(
             "  {:>3}  {}\n       fsbench {}",
             c.idx + 1,
@@ -404,7 +438,11 @@ impl Env {
         }
         self.device_base.clear();
         self.device_last.clear();
-        if !plan.setting_levels.is_empty() {
+        if plan
+            .setting_levels
+            .iter()
+            .any(|(k, _)| SETTING_FACTORS.contains(&k.as_str()))
+        {
             for tn in &plan.target_levels {
                 let r = self.ready(tn);
                 let dev = r.device.clone().with_context(|| {
@@ -427,11 +465,26 @@ impl Env {
 
     /// Bring the cell's target device to the cell's settings (device-setting factors).
     fn apply_settings(&mut self, plan: &Plan, cell: &Cell) -> Result<()> {
-        if cell.settings.is_empty() {
+        let t = plan.target(&cell.target);
+        if matches!(t.kind, super::plan::TargetKind::Remote { .. }) {
+            let r = self
+                .ready
+                .iter_mut()
+                .find(|r| r.name == cell.target)
+                .expect("target set up");
+            return target::remote::apply_cell(t, &cell.settings, r);
+        }
+        let device_settings: Vec<(String, String)> = cell
+            .settings
+            .iter()
+            .filter(|(k, _)| SETTING_FACTORS.contains(&k.as_str()))
+            .cloned()
+            .collect();
+        if device_settings.is_empty() {
             return Ok(());
         }
         let base = &self.device_base[&cell.target];
-        let want = target::device::for_cell(base, &cell.settings, &plan.devices);
+        let want = target::device::for_cell(base, &device_settings, &plan.devices);
         let idx = self
             .ready
             .iter()
@@ -668,7 +721,13 @@ pub fn run(o: &Options) -> Result<()> {
             .into_iter()
             .map(|(k, v)| (k, Value::String(v)))
             .collect();
-        let cmd = command(&plan, c, Path::new("{target}"), Path::new("{json}"));
+        let cmd = command(
+            &plan,
+            c,
+            Path::new("{target}"),
+            Path::new("{json}"),
+            Path::new("{scratch}"),
+        );
         cell_ids.push(st.cell(
             exp,
             c.idx,
@@ -932,7 +991,9 @@ fn run_one(
     );
     let json_out = outdir.join("runs").join(format!("{tag}.json"));
     let log = outdir.join("runs").join(format!("{tag}.log"));
-    let args = command(plan, cell, &ready.dir, &json_out);
+    let scratch = outdir.join("scratch");
+    std::fs::create_dir_all(&scratch)?;
+    let args = command(plan, cell, &ready.dir, &json_out, &scratch);
     let mut remounts: Option<std::sync::Arc<std::sync::Mutex<Vec<String>>>> = None;
     let mut handoff = None;
     if cell.cache == "cold" {
@@ -958,13 +1019,18 @@ fn run_one(
         // finds the space it needs taken.
         sync_fs(&ready.dir);
     }
-    // Simulated-disk servers are the measurement's own machinery, not noise.
-    let disk_pids: Vec<i32> = env
+    // Simulated-disk and remote servers are the measurement's own machinery, not noise.
+    let mut disk_pids: Vec<i32> = env
         .ready
         .iter()
         .filter_map(|r| r.disk.as_ref())
         .filter_map(|d| crate::disk::state::StateDir::new(d).ok()?.live_pid())
         .collect();
+    disk_pids.extend(env.ready.iter().filter_map(|r| {
+        let n = r.applied.get("remote")?.as_str()?;
+        crate::remote::state::StateDir::new(n).ok()?.live_pid()
+    }));
+    let remote_before = target::remote::stats_now(ready);
     let started_at = store::now();
     let before = noise::sample();
     let t0 = Instant::now();
@@ -1005,6 +1071,25 @@ fn run_one(
             disturbed |= late > plan.noise_threshold;
         }
     }
+    let mut remote_run = None;
+    if let (Some(b), Some(a)) = (&remote_before, target::remote::stats_now(ready)) {
+        let d = a.since(b);
+        let late = d.lateness();
+        let r = json!({
+            "requests": d.requests,
+            "round_trips": d.round_trips,
+            "bytes_fetched": d.bytes_fetched,
+            "bytes_sent": d.bytes_sent,
+            "lookaside_hits": d.lookaside_hits,
+            "lookaside_misses": d.lookaside_misses,
+            "lookaside_bytes": d.lookaside_bytes,
+            "network_wait_s": d.network_wait_s,
+            "late_pct": late.pct,
+        });
+        applied["remote"] = r.clone();
+        disturbed |= late.pct / 100.0 > plan.noise_threshold;
+        remote_run = Some(r);
+    }
     let noise =
         json!({"load_avg_1": before.load1, "other_cpu_frac": other, "disturbed": disturbed});
     let factors: serde_json::Map<String, Value> = cell
@@ -1022,6 +1107,9 @@ fn run_one(
                 )
             } else {
                 if let Some(o) = v.as_object_mut() {
+                    if let Some(r) = &remote_run {
+                        o.insert("remote".into(), r.clone());
+                    }
                     o.insert(
                         "experiment".into(),
                         json!({"name": plan.name, "cell": cell.idx + 1, "repetition": rep + 1, "factors": factors, "applied": applied, "noise": noise}),
@@ -1143,7 +1231,13 @@ instances = 4
         assert!(c
             .iter()
             .all(|c| !(c.target == "b" && c.factors[0].1 == "4")));
-        let args = command(&p, &c[1], Path::new("/x"), Path::new("/j.json"));
+        let args = command(
+            &p,
+            &c[1],
+            Path::new("/x"),
+            Path::new("/j.json"),
+            Path::new("/s"),
+        );
         assert_eq!(
             args,
             [

@@ -290,6 +290,14 @@ pub fn figures(res: &Value) -> Vec<(String, String, f64)> {
         if let Some(v) = res.get("duration_s").and_then(|v| v.as_f64()) {
             out.push((String::new(), "duration_s".into(), v));
         }
+        // A run on a simulated remote: what crossed the modelled network.
+        if let Some(r) = res.get("remote").and_then(|r| r.as_object()) {
+            for (k, v) in r {
+                if let Some(v) = v.as_f64() {
+                    out.push((String::new(), format!("remote.{k}"), v));
+                }
+            }
+        }
         for f in fl {
             let name = f
                 .get("name")

@@ -15,6 +15,7 @@ pub mod dir;
 pub mod disk;
 pub mod image;
 pub mod overlay;
+pub mod remote;
 
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
@@ -41,6 +42,8 @@ pub enum Undo {
     Restore { path: PathBuf, value: String },
     /// `fsbench disk remove NAME`.
     RemoveDisk(String),
+    /// `fsbench remote remove NAME`.
+    RemoveRemote(String),
 }
 
 impl std::fmt::Display for Undo {
@@ -53,6 +56,7 @@ impl std::fmt::Display for Undo {
             Undo::Unmount(p) => write!(f, "unmount {}", p.display()),
             Undo::Restore { path, value } => write!(f, "restore {} = {value}", path.display()),
             Undo::RemoveDisk(n) => write!(f, "remove simulated disk {n}"),
+            Undo::RemoveRemote(n) => write!(f, "remove simulated remote {n}"),
         }
     }
 }
@@ -140,6 +144,20 @@ impl Undo {
                         return Ok(());
                     }
                     bail!("`fsbench disk remove {name}` failed: {}", e.trim());
+                }
+                Ok(())
+            }
+            Undo::RemoveRemote(name) => {
+                let exe = crate::experiment::self_exe()?;
+                let out = Command::new(exe)
+                    .args(["remote", "remove", name])
+                    .output()?;
+                if !out.status.success() {
+                    let e = String::from_utf8_lossy(&out.stderr);
+                    if e.contains("no remote named") {
+                        return Ok(());
+                    }
+                    bail!("`fsbench remote remove {name}` failed: {}", e.trim());
                 }
                 Ok(())
             }
@@ -433,6 +451,18 @@ pub fn steps(t: &Target) -> Vec<(String, bool)> {
             format!("create a simulated disk ({model}, {} MiB) with {fs}, mounted under OUTDIR/mnt (fsbench disk)", size >> 20),
             true,
         )],
+        TargetKind::Remote { server, network, protocol, lookaside, writable, .. } => {
+            let mut v = Vec::new();
+            match server {
+                super::plan::RemoteServer::Dir(p) => v.push((format!("serve {}{}", p.display(), if *writable { " (writable)" } else { " (read-only)" }), false)),
+                super::plan::RemoteServer::Source(_) => v.push(("generate a source tree to serve under OUTDIR/remote".into(), false)),
+            }
+            if lookaside.is_some() {
+                v.push((format!("lookaside tree: {}", super::plan::Lookaside::level(lookaside.as_ref())), false));
+            }
+            v.push((format!("mount a simulated remote ({network}, {protocol}) under OUTDIR/mnt (fsbench remote)"), true));
+            v
+        }
     };
     let d = &t.device;
     if let Some(v) = &d.scheduler {
@@ -483,6 +513,7 @@ pub fn set_up(t: &Target, ctx: &Ctx, j: &mut Journal) -> Result<Ready> {
             overlay::set_up(t, lower, ctx, j)?
         }
         TargetKind::Disk { .. } => disk::set_up(t, ctx, j)?,
+        TargetKind::Remote { .. } => remote::set_up(t, ctx, j)?,
     };
     if !t.device.is_empty() {
         device::apply(&t.device, &mut ready, j)
