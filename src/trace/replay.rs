@@ -65,6 +65,12 @@ pub struct ReplayArgs {
     /// Replay calls below these directories instead of the trace's roots (repeatable).
     #[arg(long = "root", value_name = "DIR")]
     pub roots: Vec<String>,
+    /// Replay over these existing trees (one per root, in order) instead of rebuilding the
+    /// initial tree in the run directory. Only for traces that just read below their roots
+    /// (any call that would change a file there is refused before anything runs); the trees
+    /// are never changed.
+    #[arg(long = "over", value_name = "DIR")]
+    pub over: Vec<PathBuf>,
     /// Keep the run directory afterwards (the replayed tree is below it, `r0/` ...).
     #[arg(long)]
     pub keep: bool,
@@ -182,7 +188,8 @@ struct FdInfo {
 /// Maps traced paths below the roots into the run directory.
 struct Mapper {
     roots: Vec<String>,
-    base: PathBuf,
+    /// Where each root maps: `BASE/r<i>`, or an existing tree (`--over`).
+    dirs: Vec<PathBuf>,
 }
 
 impl Mapper {
@@ -209,7 +216,7 @@ impl Mapper {
     }
     fn map(&self, p: &str) -> Option<PathBuf> {
         let (i, rest) = self.root_of(p)?;
-        let mut out = self.base.join(format!("r{i}"));
+        let mut out = self.dirs[i].clone();
         if !rest.is_empty() {
             out.push(rest);
         }
@@ -219,6 +226,39 @@ impl Mapper {
         self.map(p)
             .and_then(|p| CString::new(p.as_os_str().as_bytes()).ok())
     }
+}
+
+impl Mapper {
+    /// Roots mapped to `base/r0`, `base/r1` ..., or to the `over` trees when given.
+    fn new(roots: Vec<String>, base: &Path, over: &[PathBuf]) -> Mapper {
+        let dirs = if over.is_empty() {
+            (0..roots.len())
+                .map(|i| base.join(format!("r{i}")))
+                .collect()
+        } else {
+            over.to_vec()
+        };
+        Mapper { roots, dirs }
+    }
+}
+
+/// The first replayed call that would change something below the roots: a path call that
+/// modifies, or an open for writing (whose writes would land there).
+fn first_change_below_roots<'r>(records: &'r [Record], mapper: &Mapper) -> Option<&'r Record> {
+    records.iter().find(|r| {
+        if !replayable(r.call) {
+            return false;
+        }
+        let inside = r.path.as_deref().is_some_and(|p| mapper.inside(p))
+            || r.path2.as_deref().is_some_and(|p| mapper.inside(p));
+        if !inside {
+            return false;
+        }
+        let writes = r.call == Call::Open
+            && r.flags
+                .is_some_and(|f| (f as i32) & libc::O_ACCMODE != libc::O_RDONLY);
+        mutates(r) || writes
+    })
 }
 
 /// A root as given: absolute, without a trailing slash.
@@ -1103,7 +1143,7 @@ fn describe(r: &Record, e: &std::io::Error) -> String {
 fn rebuild(header: &Header, mapper: &Mapper) -> Result<(u64, u64)> {
     use std::io::Write;
     for i in 0..mapper.roots.len() {
-        std::fs::create_dir_all(mapper.base.join(format!("r{i}")))?;
+        std::fs::create_dir_all(&mapper.dirs[i])?;
     }
     let mut rng = <rand_pcg::Pcg64Mcg as rand::SeedableRng>::seed_from_u64(0x7ace);
     let mut chunk = vec![0u8; 1 << 20];
@@ -1181,6 +1221,8 @@ struct Replay<'a> {
     parent: PathBuf,
     rd: Option<RunDirGuard>,
     rebuilt: (u64, u64),
+    /// `--over` trees, canonical.
+    over: Vec<PathBuf>,
 }
 
 impl Measurement for Replay<'_> {
@@ -1198,12 +1240,11 @@ impl Measurement for Replay<'_> {
     }
     fn prepare(&mut self) -> Result<()> {
         let rd = RunDirGuard::new(RunDir::create(&self.parent, "trace-replay", false)?);
-        let mapper = Mapper {
-            roots: self.roots.clone(),
-            base: rd.path().to_path_buf(),
-        };
+        let mapper = Mapper::new(self.roots.clone(), rd.path(), &self.over);
         self.rd = Some(rd);
-        self.rebuilt = rebuild(&self.header, &mapper)?;
+        if self.over.is_empty() {
+            self.rebuilt = rebuild(&self.header, &mapper)?;
+        }
         Ok(())
     }
     fn cleanup(&mut self) -> Result<()> {
@@ -1219,10 +1260,7 @@ impl Measurement for Replay<'_> {
     }
     fn run_once(&mut self) -> Result<Results> {
         let base = self.rd.as_ref().expect("prepared").path().to_path_buf();
-        let mapper = Mapper {
-            roots: self.roots.clone(),
-            base: base.clone(),
-        };
+        let mapper = Mapper::new(self.roots.clone(), &base, &self.over);
         let plan = build_plan(&self.records, &mapper, self.threads, self.a.mode);
         let sh = Shared {
             records: &self.records,
@@ -1381,6 +1419,35 @@ pub fn main(a: &ReplayArgs) -> Result<()> {
             a.trace.display()
         );
     }
+    if !a.over.is_empty() {
+        if a.over.len() != roots.len() {
+            bail!(
+                "--over gives {} tree(s) for {} root(s) ({}): give one per root, in order",
+                a.over.len(),
+                roots.len(),
+                roots.join(", ")
+            );
+        }
+        for d in &a.over {
+            if !d.is_dir() {
+                bail!("--over {}: not a directory", d.display());
+            }
+        }
+        let m = Mapper::new(roots.clone(), Path::new("/"), &a.over);
+        if let Some(r) = first_change_below_roots(&records, &m) {
+            bail!(
+                "--over replays only traces that read below their roots, and {} changes {} ({}); replay it without --over (in a rebuilt copy)",
+                a.trace.display(),
+                r.path.as_deref().or(r.path2.as_deref()).unwrap_or("?"),
+                r.call.name()
+            );
+        }
+    }
+    let over: Vec<PathBuf> = a
+        .over
+        .iter()
+        .map(|d| d.canonicalize())
+        .collect::<std::io::Result<_>>()?;
     let parent = crate::apps::guard::target_dir(a.dir.as_deref())?;
     // The replay must not work inside a traced root on this machine: it would change the
     // very tree it replays (or the user's files). The run directory is always fresh.
@@ -1401,6 +1468,7 @@ pub fn main(a: &ReplayArgs) -> Result<()> {
         parent,
         rd: None,
         rebuilt: (0, 0),
+        over,
     };
     let r = crate::apps::measure::measure_and_report(&mut m, &a.m)?;
     let bad = r
@@ -1434,9 +1502,42 @@ mod tests {
     }
 
     fn mapper() -> Mapper {
-        Mapper {
-            roots: vec!["/w".into(), "/w/deep".into()],
-            base: PathBuf::from("/run"),
+        Mapper::new(vec!["/w".into(), "/w/deep".into()], Path::new("/run"), &[])
+    }
+
+    #[test]
+    fn over_maps_roots_onto_trees_and_only_reading_traces_pass() {
+        let m = Mapper::new(
+            vec!["/w".into()],
+            Path::new("/run"),
+            &[PathBuf::from("/srv/tree")],
+        );
+        assert_eq!(m.map("/w/a/b"), Some(PathBuf::from("/srv/tree/a/b")));
+        let mut open_ro = rec(1, Call::Open, Some("/w/a"), None, 3);
+        open_ro.flags = Some(libc::O_RDONLY as u64);
+        let mut open_out = rec(1, Call::Open, Some("/tmp/out"), None, 4);
+        open_out.flags = Some((libc::O_WRONLY | libc::O_CREAT) as u64);
+        let reads = vec![
+            open_ro.clone(),
+            rec(1, Call::Read, None, Some(3), 10),
+            open_out,
+            rec(1, Call::Write, None, Some(4), 10),
+        ];
+        assert!(first_change_below_roots(&reads, &m).is_none());
+        let mut open_rw = open_ro.clone();
+        open_rw.flags = Some(libc::O_RDWR as u64);
+        for bad in [
+            open_rw,
+            rec(1, Call::Unlink, Some("/w/a"), None, 0),
+            rec(1, Call::Mkdir, Some("/w/d"), None, 0),
+        ] {
+            let mut t = reads.clone();
+            t.push(bad.clone());
+            assert_eq!(
+                first_change_below_roots(&t, &m).map(|r| r.call),
+                Some(bad.call),
+                "{bad:?}"
+            );
         }
     }
 
