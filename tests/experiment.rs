@@ -533,6 +533,145 @@ fn shipped_plan_lookaside_at_quick_scale() {
     });
 }
 
+/// A trace of a program reading a tree, replayed over a remote serving that tree: the
+/// study's second measurement. The replay reads the served files themselves (`over`), so a
+/// lookaside tree holding the same files saves every transfer.
+#[test]
+fn trace_replay_over_a_remote_with_network_and_lookaside_factors() {
+    let what = "trace replay over a remote";
+    if !root_or_skip(what) {
+        return;
+    }
+    let have = |p: &str| {
+        std::process::Command::new("sh")
+            .args(["-c", &format!("command -v {p}")])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if !Path::new("/dev/fuse").exists() || !have("strace") {
+        skip(&format!("skipping {what}: needs /dev/fuse and strace"));
+        return;
+    }
+    let s = Scratch::new("exp-replay-remote");
+    let tree = s.path().join("tree");
+    std::fs::create_dir_all(tree.join("sub")).unwrap();
+    let mut total = 0u64;
+    for i in 0..6u8 {
+        let data: Vec<u8> = (0..(8192 + 1000 * i as usize))
+            .map(|k| (k as u8).wrapping_mul(31).wrapping_add(i))
+            .collect();
+        total += data.len() as u64;
+        let p = if i % 2 == 0 {
+            tree.join(format!("f{i}"))
+        } else {
+            tree.join(format!("sub/f{i}"))
+        };
+        std::fs::write(p, data).unwrap();
+    }
+    let trace = s.path().join("read.trace");
+    let o = run(&[
+        "trace",
+        "record",
+        "-o",
+        trace.to_str().unwrap(),
+        "--root",
+        tree.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        &format!(
+            "find {} -type f -exec cat {{}} + > /dev/null",
+            tree.display()
+        ),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let plan = write_plan(
+        s.path(),
+        "plan.toml",
+        &format!(
+            r#"
+[experiment]
+name = "replay-remote"
+repetitions = 1
+
+[[target]]
+name = "rem"
+kind = "remote"
+server = "{}"
+
+[factors]
+cache = ["cold"]
+network = ["100mbit", "1mbit"]
+lookaside = ["none", 1.0]
+
+[[measurement]]
+name = "replay"
+kind = "replay"
+params = {{ trace = "read.trace", over = ".", mode = "afap" }}
+"#,
+            tree.display()
+        ),
+    );
+    let out = s.path().join("out");
+    let o = run(&["experiment", &plan, "-o", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(ok_runs(&out), 4, "{}", text(&o));
+    assert!(mounts_under(&out).is_empty(), "{:?}", mounts_under(&out));
+    for net in ["100mbit", "1mbit"] {
+        let none = remote_figure(&out, net, "none", "remote.bytes_fetched");
+        let same = remote_figure(&out, net, "1", "remote.bytes_fetched");
+        assert!(
+            none >= total as f64,
+            "{net}: fetched {none} of {total} bytes"
+        );
+        assert_eq!(
+            same, 0.0,
+            "{net}: an identical lookaside tree fetches nothing"
+        );
+    }
+    // Every call the recording made succeeded again, and the served tree is unchanged.
+    let db = rusqlite::Connection::open(out.join("results.db")).unwrap();
+    let failed: f64 = db
+        .query_row(
+            "SELECT max(json_extract(results_json, '$.figures.failed_where_recorded_ok')) FROM runs",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(failed, 0.0);
+    assert_eq!(std::fs::read_dir(&tree).unwrap().count(), 4);
+    // A trace that writes below its root is refused over an existing tree.
+    let wtrace = s.path().join("write.trace");
+    let o = run(&[
+        "trace",
+        "record",
+        "-o",
+        wtrace.to_str().unwrap(),
+        "--root",
+        tree.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        &format!("echo x > {}/new", tree.display()),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    std::fs::remove_file(tree.join("new")).unwrap();
+    let o = run(&[
+        "trace",
+        "replay",
+        wtrace.to_str().unwrap(),
+        "--over",
+        tree.to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        text(&o).contains("replays only traces that read"),
+        "{}",
+        text(&o)
+    );
+    assert!(!tree.join("new").exists());
+}
+
 #[test]
 fn remount_cache_remounts_between_layout_and_measurement() {
     if !root_or_skip("remount_cache_remounts_between_layout_and_measurement") {

@@ -420,6 +420,7 @@ pub enum Kind {
     Build,
     Layout,
     Scan,
+    Replay,
 }
 
 /// How a parameter becomes command-line arguments.
@@ -447,7 +448,7 @@ pub enum Ty {
 pub type Param = (&'static str, &'static str, Arg, Ty);
 
 impl Kind {
-    pub const ALL: [(&'static str, Kind); 7] = [
+    pub const ALL: [(&'static str, Kind); 8] = [
         ("workload", Kind::Workload),
         ("postmark", Kind::Postmark),
         ("andrew", Kind::Andrew),
@@ -455,6 +456,7 @@ impl Kind {
         ("build", Kind::Build),
         ("layout", Kind::Layout),
         ("scan", Kind::Scan),
+        ("replay", Kind::Replay),
     ];
 
     pub fn name(self) -> &'static str {
@@ -465,6 +467,7 @@ impl Kind {
     pub fn subcommand(self) -> &'static str {
         match self {
             Kind::Workload => "run",
+            Kind::Replay => "trace",
             k => k.name(),
         }
     }
@@ -521,6 +524,13 @@ impl Kind {
                 ("seed", "--seed", Value, Int),
             ],
             Kind::Layout => &[("path", "", Runner, Str), ("sync", "--sync", Switch, Bool)],
+            Kind::Replay => &[
+                ("trace", "", Positional, Str),
+                ("mode", "--mode", Value, Str),
+                ("speed", "--speed", Value, Float),
+                ("threads", "--threads", Value, Str),
+                ("over", "", Runner, Str),
+            ],
             Kind::Scan => &[
                 ("path", "", Runner, Str),
                 ("threads", "--threads", Value, Int),
@@ -1436,6 +1446,12 @@ pub fn parse(file: &Path, text: &str, quick: bool) -> Result<Plan, PlanError> {
                     ),
                 )
             })?;
+        if kind == Kind::Replay && !m.params.contains_key("trace") {
+            return Err(ctx.err(
+                m_span.clone(),
+                "a replay measurement needs params.trace (a trace file from `fsbench trace record`, relative to the plan)",
+            ));
+        }
         // A workload's variables are parameters too; check them against the workload.
         let workload_vars: Option<Vec<String>> = if kind == Kind::Workload {
             let w = m.params.get("workload").ok_or_else(|| {
@@ -1496,7 +1512,14 @@ pub fn parse(file: &Path, text: &str, quick: bool) -> Result<Plan, PlanError> {
         for (k, v) in &m.params {
             let ty = check_key(k, v.span())?;
             let mut s = scalar_for(k, v, ty)?;
+            if kind == Kind::Replay
+                && k == "mode"
+                && !["timed", "afap", "deps"].contains(&s.as_str())
+            {
+                return Err(ctx.err(v.span(), "mode: expected \"timed\", \"afap\" or \"deps\""));
+            }
             if (kind == Kind::Postmark && k == "config")
+                || (kind == Kind::Replay && k == "trace")
                 || (kind == Kind::Workload
                     && k == "workload"
                     && crate::workloads::builtin(&s).is_none())

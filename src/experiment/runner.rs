@@ -189,6 +189,26 @@ pub fn command(
             None => args.extend(["--dir".into(), dir.display().to_string()]),
         },
         Kind::Andrew => args.extend(["--dir".into(), dir.display().to_string()]),
+        Kind::Replay => {
+            args.push("replay".into());
+            if let Some(p) = pos {
+                args.push(p);
+            }
+            match values.iter().find(|(k, _)| k == "over") {
+                // Over the target's own files; the (empty) run directory goes to scratch.
+                Some((_, over)) => args.extend([
+                    "--over".into(),
+                    if over == "." {
+                        dir.display().to_string()
+                    } else {
+                        dir.join(over).display().to_string()
+                    },
+                    "--dir".into(),
+                    scratch.display().to_string(),
+                ]),
+                None => args.extend(["--dir".into(), dir.display().to_string()]),
+            }
+        }
         Kind::Find | Kind::Layout | Kind::Scan => {
             let d = match walk_path(plan, cell) {
                 Some(p) => dir.join(p),
@@ -210,7 +230,7 @@ pub fn command(
             None => args.extend(["-s".into(), format!("{k}={v}")]),
         }
     }
-    if m.kind == Kind::Build && cell.cache == "cold" {
+    if matches!(m.kind, Kind::Build | Kind::Replay) && cell.cache == "cold" {
         // As for workloads: cold again after the tree is written or listed.
         args.push("--cold".into());
     }
