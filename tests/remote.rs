@@ -218,6 +218,51 @@ fn whole_file_read_and_metadata_follow_the_model() {
 }
 
 #[test]
+fn jitter_and_loss_delay_round_trips_as_modelled() {
+    if let Some(why) = skip_reason() {
+        skip(&format!("skipping remote loss test: {why}"));
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut r = Remote::new("loss");
+    r.create(&[
+        "--bandwidth",
+        "10mbit",
+        "--rtt",
+        "20ms",
+        "--jitter",
+        "5ms",
+        "--loss",
+        "30%",
+        "--seed",
+        "7",
+    ]);
+    // Negative lookups are never cached: each costs one (possibly lost) round trip.
+    let n = 30;
+    let t = Instant::now();
+    for i in 0..n {
+        assert!(fs::metadata(r.mnt().join(format!("missing{i}"))).is_err());
+    }
+    let secs = t.elapsed().as_secs_f64();
+    let st = r.stats();
+    let trips = st["round_trips"].as_u64().unwrap() as f64;
+    let lost = st["lost_requests"].as_u64().unwrap() as f64;
+    assert!(trips >= n as f64, "{st:#}");
+    // 30% of about 30 requests: none lost would be a broken model (p < 0.1%).
+    assert!(lost >= 1.0, "{st:#}");
+    // Each loss costs at least the first timeout (200 ms); jitter averages out.
+    let least = trips * 0.015 + lost * 0.2;
+    assert!(secs >= least, "{secs:.3} s < {least:.3} s ({st:#})");
+    let wait = st["network_wait_s"].as_f64().unwrap();
+    assert!(
+        (secs - wait).abs() / wait < 0.1,
+        "waited {secs:.3} s, modelled {wait:.3} s"
+    );
+    eprintln!("{n} lookups with 30% loss: {secs:.3} s, {lost} lost of {trips} round trips");
+    r.remove();
+}
+
+#[test]
 fn lookaside_copies_identical_files_and_fetches_changed_ones() {
     if let Some(why) = skip_reason() {
         skip(&format!("skipping remote lookaside test: {why}"));

@@ -1104,6 +1104,7 @@ fn run_one(
             "lookaside_misses": d.lookaside_misses,
             "lookaside_bytes": d.lookaside_bytes,
             "network_wait_s": d.network_wait_s,
+            "lost_requests": d.lost_requests,
             "late_pct": late.pct,
         });
         applied["remote"] = r.clone();

@@ -87,6 +87,15 @@ pub struct CreateArgs {
     /// Allow writes (otherwise every modification fails with EROFS and the server tree is never changed).
     #[arg(long)]
     pub writable: bool,
+    /// Vary every round trip uniformly by up to this much either way (e.g. 5ms).
+    #[arg(long, value_parser = model::parse_rtt)]
+    pub jitter: Option<f64>,
+    /// Share of requests lost and sent again after a retransmission timeout (0..1, or e.g. 1%).
+    #[arg(long, value_parser = model::parse_loss)]
+    pub loss: Option<f64>,
+    /// Seed of the jitter and loss draws.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
 }
 
 #[derive(clap::Args, Debug, Default)]
@@ -102,6 +111,12 @@ pub struct SetArgs {
     /// Round-trip time; overrides the preset's (or changes only the RTT).
     #[arg(long, value_parser = model::parse_rtt)]
     pub rtt: Option<f64>,
+    /// Round-trip jitter from now on (see `remote create --jitter`).
+    #[arg(long, value_parser = model::parse_rtt)]
+    pub jitter: Option<f64>,
+    /// Share of requests lost from now on (see `remote create --loss`).
+    #[arg(long, value_parser = model::parse_loss)]
+    pub loss: Option<f64>,
     /// Replace the lookaside trees with these (indexed now; repeatable).
     #[arg(long, conflicts_with = "no_lookaside")]
     pub lookaside: Vec<PathBuf>,
@@ -126,11 +141,18 @@ pub fn run(args: RemoteArgs) -> anyhow::Result<()> {
 
 /// "10 Mbit/s, RTT 20 ms".
 pub fn describe_net(n: &Net) -> String {
-    format!(
+    let mut s = format!(
         "{}, RTT {} ms",
         model::human_bps(n.bandwidth_bps),
         n.rtt_s * 1e3
-    )
+    );
+    if n.jitter_s > 0.0 {
+        s.push_str(&format!(" ± {} ms", n.jitter_s * 1e3));
+    }
+    if n.loss > 0.0 {
+        s.push_str(&format!(", {}% loss", n.loss * 100.0));
+    }
+    s
 }
 
 fn human_bytes(b: u64) -> String {
@@ -177,6 +199,8 @@ pub fn net_from(a: &CreateArgs) -> anyhow::Result<(Net, Option<String>)> {
         None => Net {
             bandwidth_bps: 0.0,
             rtt_s: 0.0,
+            jitter_s: 0.0,
+            loss: 0.0,
         },
     };
     if let Some(b) = a.bandwidth {
@@ -185,6 +209,8 @@ pub fn net_from(a: &CreateArgs) -> anyhow::Result<(Net, Option<String>)> {
     if let Some(r) = a.rtt {
         net.rtt_s = r;
     }
+    net.jitter_s = a.jitter.unwrap_or(0.0);
+    net.loss = a.loss.unwrap_or(0.0);
     Ok((net, preset))
 }
 
@@ -276,6 +302,7 @@ fn create(a: CreateArgs) -> anyhow::Result<()> {
         cache_size: a.cache_size,
         lookaside,
         writable: a.writable,
+        seed: a.seed,
     };
     let written = state::write_json_atomic(&sd.lookaside(), &index)
         .and_then(|_| state::write_json_atomic(&sd.config(), &cfg));
@@ -502,6 +529,9 @@ fn stats(name: &str, reset: bool, json: bool) -> anyhow::Result<()> {
             "waited on the modelled network {:.3} s ({} delayed replies)",
             st.network_wait_s, st.delayed_replies
         );
+        if st.lost_requests > 0 {
+            println!("lost and sent again: {} requests", st.lost_requests);
+        }
         if st.delayed_replies > 0 {
             println!(
                 "server overhead: replies leave {:.1} us (p99 {:.0} us) after the modelled time, \
@@ -615,7 +645,12 @@ pub fn apply_set(a: &SetArgs) -> anyhow::Result<String> {
         drop_cache: a.drop_cache,
         ..Default::default()
     };
-    if a.preset.is_some() || a.bandwidth.is_some() || a.rtt.is_some() {
+    if a.preset.is_some()
+        || a.bandwidth.is_some()
+        || a.rtt.is_some()
+        || a.jitter.is_some()
+        || a.loss.is_some()
+    {
         let mut net = match &a.preset {
             Some(p) => Net::preset(p).with_context(|| {
                 format!(
@@ -629,11 +664,20 @@ pub fn apply_set(a: &SetArgs) -> anyhow::Result<String> {
             })?,
             None => cfg.net,
         };
+        // A preset sets bandwidth and RTT; jitter and loss stay unless given.
+        net.jitter_s = cfg.net.jitter_s;
+        net.loss = cfg.net.loss;
         if let Some(b) = a.bandwidth {
             net.bandwidth_bps = b;
         }
         if let Some(r) = a.rtt {
             net.rtt_s = r;
+        }
+        if let Some(j) = a.jitter {
+            net.jitter_s = j;
+        }
+        if let Some(l) = a.loss {
+            net.loss = l;
         }
         cfg.preset = match (&a.preset, a.bandwidth, a.rtt) {
             (Some(p), None, None) => Some(p.clone()),
@@ -755,6 +799,9 @@ mod tests {
             cache_size: 1 << 20,
             lookaside: vec![],
             writable: false,
+            jitter: None,
+            loss: None,
+            seed: 1,
         }
     }
 

@@ -32,6 +32,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use hdrhistogram::Histogram;
+use rand::Rng;
 
 use crate::fuse::*;
 
@@ -275,6 +276,8 @@ struct Fs {
     hashes: HashMap<(u64, u64, Version), String>,
     // Lookaside index: (size, hash) -> local files.
     lookaside: HashMap<(u64, String), Vec<LookasideEntry>>,
+    /// Draws for jitter and loss (seeded: a run's network is reproducible).
+    rng: rand_pcg::Pcg64Mcg,
 }
 
 impl Fs {
@@ -300,7 +303,21 @@ impl Fs {
     /// One round trip starting at `t`.
     fn round_trip(&mut self, t: f64) -> f64 {
         self.shared.count(|s| s.round_trips += 1);
-        t + self.net.rtt_s
+        t + self.rtt()
+    }
+
+    /// A round trip's duration as drawn: the RTT with its jitter, plus retransmission
+    /// timeouts for lost requests (counted).
+    fn rtt(&mut self) -> f64 {
+        if self.net.jitter_s == 0.0 && self.net.loss == 0.0 {
+            return self.net.rtt_s;
+        }
+        let rng = &mut self.rng;
+        let (d, lost) = self.net.round_trip(|| rng.random::<f64>());
+        if lost > 0 {
+            self.shared.count(|s| s.lost_requests += lost as u64);
+        }
+        d
     }
 
     fn fresh(&self, at: Option<&f64>, now: f64) -> bool {
@@ -596,7 +613,10 @@ impl Fs {
             }
         }
         if !from_lookaside {
-            t = self.link.data_request(&self.net, t, size);
+            t = {
+                let rtt = self.rtt();
+                self.link.data_request(&self.net, t, size, rtt)
+            };
             self.shared.count(|s| {
                 s.round_trips += 1;
                 s.bytes_fetched += size;
@@ -759,7 +779,10 @@ impl Fs {
                             self.shared.count(|s| s.chunk_cache_hits += 1);
                         } else {
                             let bytes = CHUNK.min(len - chunk * CHUNK);
-                            t = self.link.data_request(&self.net, t, bytes);
+                            t = {
+                                let rtt = self.rtt();
+                                self.link.data_request(&self.net, t, bytes, rtt)
+                            };
                             waited = true;
                             self.shared.count(|s| {
                                 s.chunk_cache_misses += 1;
@@ -808,7 +831,10 @@ impl Fs {
                 while pos < end {
                     let chunk = pos / CHUNK;
                     let stop = ((chunk + 1) * CHUNK).min(end);
-                    t = self.link.data_request(&self.net, t, stop - pos);
+                    t = {
+                        let rtt = self.rtt();
+                        self.link.data_request(&self.net, t, stop - pos, rtt)
+                    };
                     let bytes = stop - pos;
                     self.shared.count(|s| {
                         s.round_trips += 1;
@@ -836,14 +862,18 @@ impl Fs {
         let rel = self.path_of(ino)?;
         let path = self.abs(&rel);
         let size = fs::metadata(&c.path).map(|m| m.len()).unwrap_or(c.size);
-        let t = self.link.data_request(&self.net, now, size);
+        let cache_path = c.path.clone();
+        let t = {
+            let rtt = self.rtt();
+            self.link.data_request(&self.net, now, size, rtt)
+        };
         self.shared.count(|s| {
             s.round_trips += 1;
             s.bytes_sent += size;
         });
         // In place, so the server file keeps its inode.
         let r = (|| -> io::Result<()> {
-            let mut src = File::open(&c.path)?;
+            let mut src = File::open(&cache_path)?;
             let mut dst = OpenOptions::new().write(true).open(&path)?;
             io::copy(&mut src, &mut dst)?;
             dst.set_len(size)?;
@@ -1614,6 +1644,7 @@ pub fn serve(name: &str) -> anyhow::Result<()> {
         chunk_versions: HashMap::new(),
         hashes: HashMap::new(),
         lookaside,
+        rng: rand::SeedableRng::seed_from_u64(cfg.seed),
     };
     let fsm = Arc::new(Mutex::new(fs_));
     let memory_locked = lock_memory();

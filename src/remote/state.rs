@@ -128,6 +128,9 @@ pub struct RemoteConfig {
     /// Lookaside trees indexed at create time.
     pub lookaside: Vec<PathBuf>,
     pub writable: bool,
+    /// Seed of the jitter and loss draws.
+    #[serde(default)]
+    pub seed: u64,
 }
 
 /// A request to a running server: write the statistics now, and optionally empty the
@@ -181,6 +184,9 @@ pub struct RemoteStats {
     pub lookaside_misses: u64,
     /// File data copied from lookaside trees instead of fetched.
     pub lookaside_bytes: u64,
+    /// Requests lost and sent again (`--loss`).
+    #[serde(default)]
+    pub lost_requests: u64,
     /// Metadata requests answered from the client's attribute cache.
     pub attr_cache_hits: u64,
     /// Whole-file opens served by a valid cached copy / that fetched the file.
@@ -239,6 +245,7 @@ impl RemoteStats {
             lookaside_hits,
             lookaside_misses,
             lookaside_bytes,
+            lost_requests,
             attr_cache_hits,
             file_cache_hits,
             file_cache_misses,
