@@ -384,6 +384,45 @@ fn reset_and_set_change_a_running_remote() {
 }
 
 #[test]
+fn block_protocol_lookaside_reads_identical_files_locally() {
+    if let Some(why) = skip_reason() {
+        skip(&format!("skipping remote block lookaside test: {why}"));
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut r = Remote::new("blockla");
+    let same = content(300 * 1024, 5);
+    let other = content(200 * 1024, 6);
+    fs::write(r.srv().join("same"), &same).unwrap();
+    fs::write(r.srv().join("other"), &other).unwrap();
+    fs::create_dir_all(r.la()).unwrap();
+    fs::write(r.la().join("same"), &same).unwrap();
+    let la = r.la();
+    r.create(&[
+        "--protocol",
+        "block",
+        "--bandwidth",
+        "10mbit",
+        "--rtt",
+        "2ms",
+        "--lookaside",
+        la.to_str().unwrap(),
+    ]);
+    let (got, _) = read_timed(&r.mnt().join("same"));
+    assert!(got == same);
+    let st = r.stats();
+    assert_eq!(st["bytes_fetched"], 0, "{st:#}");
+    assert_eq!(st["lookaside_hits"], 1, "{st:#}");
+    assert_eq!(st["lookaside_bytes"], same.len() as u64, "{st:#}");
+    let (got, _) = read_timed(&r.mnt().join("other"));
+    assert!(got == other);
+    let st = r.stats();
+    assert_eq!(st["bytes_fetched"], other.len() as u64, "{st:#}");
+    assert_eq!(st["lookaside_misses"], 1, "{st:#}");
+    r.remove();
+}
+
+#[test]
 fn read_only_refuses_writes_and_writable_writes_through() {
     if let Some(why) = skip_reason() {
         skip(&format!("skipping remote write test: {why}"));

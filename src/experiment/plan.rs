@@ -1069,12 +1069,6 @@ pub fn parse(file: &Path, text: &str, quick: bool) -> Result<Plan, PlanError> {
                     None => None,
                     Some(v) => lookaside_of(&ctx, v, &base_dir)?,
                 };
-                if lookaside.is_some() && protocol != "whole-file" {
-                    return Err(ctx.err(
-                        t.lookaside.as_ref().unwrap().span(),
-                        "lookaside works with the whole-file protocol only",
-                    ));
-                }
                 TargetKind::Remote {
                     server,
                     network,
@@ -1372,19 +1366,6 @@ pub fn parse(file: &Path, text: &str, quick: bool) -> Result<Plan, PlanError> {
         let mut v = Vec::new();
         for x in l.get_ref() {
             let la = lookaside_of(&ctx, x, &base_dir)?;
-            if la.is_some() {
-                for tn in &target_levels {
-                    let t = targets
-                        .iter()
-                        .find(|t| &t.name == tn)
-                        .expect("checked level");
-                    if let TargetKind::Remote { protocol, .. } = &t.kind {
-                        if protocol != "whole-file" {
-                            return Err(ctx.err(x.span(), format!("lookaside works with the whole-file protocol only, and target {tn} uses {protocol}")));
-                        }
-                    }
-                }
-            }
             v.push((Lookaside::level(la.as_ref()), x.span()));
         }
         add_levels("lookaside", l.span(), v)?;
@@ -1862,8 +1843,8 @@ params = { src = "." }
         );
         bad(
             "source = { files = 20 }",
-            "source = { files = 20 }\nprotocol = \"block\"",
-            "whole-file protocol only",
+            "source = { files = 20 }\nprotocol = \"nfs\"",
+            "protocol: expected",
         );
         // The factors need remote targets.
         let e = p(&REMOTE.replace(

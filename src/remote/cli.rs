@@ -687,9 +687,6 @@ pub fn apply_set(a: &SetArgs) -> anyhow::Result<String> {
         c.net = Some(net);
     }
     if !a.lookaside.is_empty() || a.no_lookaside {
-        if cfg.protocol != Protocol::WholeFile && !a.lookaside.is_empty() {
-            bail!("lookaside works with the whole-file protocol only");
-        }
         let mut dirs = Vec::new();
         for d in &a.lookaside {
             if !d.is_dir() {

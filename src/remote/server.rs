@@ -278,6 +278,8 @@ struct Fs {
     lookaside: HashMap<(u64, String), Vec<LookasideEntry>>,
     /// Draws for jitter and loss (seeded: a run's network is reproducible).
     rng: rand_pcg::Pcg64Mcg,
+    /// Block protocol with lookaside: per file version, whether a lookaside tree holds it.
+    block_lookaside: HashMap<u64, (Version, bool)>,
 }
 
 impl Fs {
@@ -652,6 +654,50 @@ impl Fs {
         Some(h)
     }
 
+    /// Whether a lookaside file with this size and hash is still as it was indexed.
+    fn lookaside_has(&self, size: u64, hash: &str) -> bool {
+        self.lookaside
+            .get(&(size, hash.to_string()))
+            .is_some_and(|cands| {
+                cands.iter().any(|e| {
+                    fs::metadata(&e.path)
+                        .is_ok_and(|m| m.size() == e.size && version(&m).0 == e.mtime_ns)
+                })
+            })
+    }
+
+    /// Block protocol: does a lookaside tree hold this version of the file? Asked of
+    /// the server once per version (one round trip for the hash, from `t`).
+    fn block_lookaside_hit(&mut self, t: &mut f64, ino: u64, m: &fs::Metadata) -> bool {
+        if self.lookaside.is_empty() {
+            return false;
+        }
+        let v = version(m);
+        if let Some(&(ver, hit)) = self.block_lookaside.get(&ino) {
+            if ver == v {
+                return hit;
+            }
+        }
+        *t = self.round_trip(*t);
+        let hit = match self.path_of(ino) {
+            Ok(rel) => {
+                let p = self.abs(&rel);
+                self.server_hash(&p, m)
+                    .is_some_and(|h| self.lookaside_has(m.size(), &h))
+            }
+            Err(_) => false,
+        };
+        self.shared.count(|s| {
+            if hit {
+                s.lookaside_hits += 1
+            } else {
+                s.lookaside_misses += 1
+            }
+        });
+        self.block_lookaside.insert(ino, (v, hit));
+        hit
+    }
+
     /// Copy a lookaside file with this size and hash into `dst`, if one is still
     /// as it was indexed; the bytes copied.
     fn copy_from_lookaside(&self, size: u64, hash: &str, dst: &Path) -> Option<u64> {
@@ -708,6 +754,7 @@ impl Fs {
         self.chunks.clear();
         self.chunk_lru.clear();
         self.chunk_versions.clear();
+        self.block_lookaside.clear();
     }
 
     fn drop_chunks(&mut self, ino: u64) {
@@ -750,10 +797,11 @@ impl Fs {
             return Out::err(libc::EBADF);
         };
         let ino = h.ino;
-        let len = match h.file.metadata() {
-            Ok(m) => m.len(),
+        let meta = match h.file.metadata() {
+            Ok(m) => m,
             Err(e) => return Out::err(errno(&e)),
         };
+        let len = meta.len();
         let n = (size as u64).min(len.saturating_sub(off)) as usize;
         let mut buf = vec![0u8; n];
         let got = match read_full_at(&h.file, &mut buf, off) {
@@ -777,6 +825,14 @@ impl Fs {
                     for chunk in off / CHUNK..=(off + got as u64 - 1) / CHUNK {
                         if self.touch_chunk((ino, chunk)) {
                             self.shared.count(|s| s.chunk_cache_hits += 1);
+                        } else if self.block_lookaside_hit(&mut t, ino, &meta) {
+                            // The chunk is read from the local copy: nothing crosses the link.
+                            let bytes = CHUNK.min(len - chunk * CHUNK);
+                            waited |= t > now;
+                            self.shared.count(|s| {
+                                s.chunk_cache_misses += 1;
+                                s.lookaside_bytes += bytes;
+                            });
                         } else {
                             let bytes = CHUNK.min(len - chunk * CHUNK);
                             t = {
@@ -1467,6 +1523,7 @@ fn control(
         }
         if c.reload_lookaside {
             f.lookaside = load_lookaside(sd);
+            f.block_lookaside.clear();
         }
         let cache_bytes = f.cache_bytes();
         shared.count(|s| s.cache_bytes = cache_bytes);
@@ -1645,6 +1702,7 @@ pub fn serve(name: &str) -> anyhow::Result<()> {
         hashes: HashMap::new(),
         lookaside,
         rng: rand::SeedableRng::seed_from_u64(cfg.seed),
+        block_lookaside: HashMap::new(),
     };
     let fsm = Arc::new(Mutex::new(fs_));
     let memory_locked = lock_memory();
