@@ -489,16 +489,17 @@ fn shipped_plan_aging_at_quick_scale() {
     shipped_plan_runs_at_quick_scale("aging", &["/dev/fuse"]);
 }
 
-/// Mean of a whole-run figure over a cell's ok runs, by its network and lookaside levels.
-fn remote_figure(out: &Path, network: &str, lookaside: &str, figure: &str) -> f64 {
+/// Mean of a whole-run figure over a cell's ok runs, by its measurement, network and
+/// lookaside levels.
+fn remote_figure(out: &Path, m: &str, network: &str, lookaside: &str, figure: &str) -> f64 {
     let db = rusqlite::Connection::open(out.join("results.db")).unwrap();
     db.query_row(
         "SELECT avg(f.value) FROM figures f JOIN runs r ON r.id = f.run_id \
          JOIN cells c ON c.id = r.cell_id \
          WHERE r.status = 'ok' AND f.flowop = '' AND f.figure = ?1 \
            AND json_extract(c.factors_json, '$.network') = ?2 \
-           AND json_extract(c.factors_json, '$.lookaside') = ?3",
-        rusqlite::params![figure, network, lookaside],
+           AND json_extract(c.factors_json, '$.lookaside') = ?3 AND c.measurement = ?4",
+        rusqlite::params![figure, network, lookaside, m],
         |r| r.get::<_, Option<f64>>(0),
     )
     .unwrap()
@@ -508,24 +509,26 @@ fn remote_figure(out: &Path, network: &str, lookaside: &str, figure: &str) -> f6
 #[test]
 fn shipped_plan_lookaside_at_quick_scale() {
     shipped_plan_checked_at_quick_scale("lookaside", &["/dev/fuse"], |out| {
-        for net in ["100mbit", "1mbit"] {
-            let none = remote_figure(out, net, "none", "remote.bytes_fetched");
-            let same = remote_figure(out, net, "1", "remote.bytes_fetched");
-            let half = remote_figure(out, net, "0.5", "remote.bytes_fetched");
-            // Every build reads the whole served tree from a cold client cache.
-            assert!(none > 0.0, "{net}: nothing fetched without lookaside");
-            assert_eq!(
-                same, 0.0,
-                "{net}: an identical lookaside tree fetches nothing"
-            );
-            assert!(
-                half > 0.0 && half < none,
-                "{net}: half in common: {half} of {none}"
-            );
+        for m in ["build", "replay"] {
+            for net in ["100mbit", "1mbit"] {
+                let none = remote_figure(out, m, net, "none", "remote.bytes_fetched");
+                let same = remote_figure(out, m, net, "1", "remote.bytes_fetched");
+                let half = remote_figure(out, m, net, "0.5", "remote.bytes_fetched");
+                // Every run reads the whole served tree from a cold client cache.
+                assert!(none > 0.0, "{m} {net}: nothing fetched without lookaside");
+                assert_eq!(
+                    same, 0.0,
+                    "{m} {net}: an identical lookaside tree fetches nothing"
+                );
+                assert!(
+                    half > 0.0 && half < none,
+                    "{m} {net}: half in common: {half} of {none}"
+                );
+            }
         }
         // Over the slow link every fetched file costs its transfer; a hit costs a round trip.
-        let none = remote_figure(out, "1mbit", "none", "duration_s");
-        let same = remote_figure(out, "1mbit", "1", "duration_s");
+        let none = remote_figure(out, "build", "1mbit", "none", "duration_s");
+        let same = remote_figure(out, "build", "1mbit", "1", "duration_s");
         assert!(
             same < none,
             "1mbit: lookaside {same:.3} s, none {none:.3} s"
@@ -618,8 +621,8 @@ params = {{ trace = "read.trace", over = ".", mode = "afap" }}
     assert_eq!(ok_runs(&out), 4, "{}", text(&o));
     assert!(mounts_under(&out).is_empty(), "{:?}", mounts_under(&out));
     for net in ["100mbit", "1mbit"] {
-        let none = remote_figure(&out, net, "none", "remote.bytes_fetched");
-        let same = remote_figure(&out, net, "1", "remote.bytes_fetched");
+        let none = remote_figure(&out, "replay", net, "none", "remote.bytes_fetched");
+        let same = remote_figure(&out, "replay", net, "1", "remote.bytes_fetched");
         assert!(
             none >= total as f64,
             "{net}: fetched {none} of {total} bytes"

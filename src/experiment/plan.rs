@@ -1516,7 +1516,19 @@ pub fn parse(file: &Path, text: &str, quick: bool) -> Result<Plan, PlanError> {
         if quick {
             for (k, v) in &m.quick {
                 let ty = check_key(k, v.span())?;
-                let s = scalar_for(k, v, ty)?;
+                let mut s = scalar_for(k, v, ty)?;
+                if (kind == Kind::Postmark && k == "config")
+                    || (kind == Kind::Replay && k == "trace")
+                    || (kind == Kind::Workload
+                        && k == "workload"
+                        && crate::workloads::builtin(&s).is_none())
+                {
+                    let p = base_dir.join(&s);
+                    if !p.is_file() {
+                        return Err(ctx.err(v.span(), format!("{} is not a file", p.display())));
+                    }
+                    s = p.display().to_string();
+                }
                 match params.iter_mut().find(|(pk, _)| pk == k) {
                     Some(p) => p.1 = s,
                     None => params.push((k.clone(), s)),
