@@ -467,7 +467,9 @@ fn stats(name: &str, reset: bool, json: bool) -> anyhow::Result<()> {
     let cfg = sd.read_config()?;
     if sd.live_pid().is_some() {
         // Counts as of now, not as of the server's last periodic write.
-        request(&sd, state::Control::default())?;
+        if let Err(e) = request(&sd, state::Control::default()) {
+            eprintln!("fsbench: warning: {e:#}; showing the statistics it last wrote");
+        }
     }
     let st = current_stats(&sd);
     let late = st.lateness();
