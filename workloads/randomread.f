@@ -14,13 +14,14 @@ set $iosize=8k
 set $nthreads=1
 set $workingset=0
 set $directio=0
+set $memsize=5m
 set $runtime=10
 
 define file name=largefile1, path=$dir, size=$filesize, prealloc, reuse, paralloc
 
 define process name=rand-read, instances=1
 {
-  thread name=rand-thread, memsize=5m, instances=$nthreads
+  thread name=rand-thread, memsize=$memsize, instances=$nthreads
   {
     flowop read name=rand-read1, filename=largefile1, iosize=$iosize, random,
         workingset=$workingset, directio=$directio

@@ -145,6 +145,11 @@ pub fn overhead(dir: &Path, seconds: f64, rounds: u32, size: u64) -> anyhow::Res
         let size = size.max(1 << 20) / 4096 * 4096;
         let pread_wl = format!(
             "define file name=data,path={base},size={size},prealloc\n\
+             define process name=p {{ thread name=t,memsize=5m {{ flowop read name=pread4k,filename=data,iosize=4k,random }} }}\n"
+        );
+        // The same reads into one fixed buffer (no memsize), over the same file.
+        let pread_fixed_wl = format!(
+            "define file name=data,path={base},size={size},prealloc,reuse\n\
              define process name=p {{ thread name=t {{ flowop read name=pread4k,filename=data,iosize=4k,random }} }}\n"
         );
         let create_wl = format!(
@@ -167,21 +172,25 @@ pub fn overhead(dir: &Path, seconds: f64, rounds: u32, size: u64) -> anyhow::Res
                 .unwrap_or_default()
         );
 
-        // Case 1: random 4 KiB pread.
-        let (mut e, mut b, mut lat) = (Vec::new(), Vec::new(), Vec::new());
+        // Case 1: random 4 KiB pread, shaped as the built-in `randomread` (memsize=5m: each
+        // read lands at a random place in the thread's buffer, as in Filebench).
+        let (mut e, mut b, mut lat, mut fx) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         // Lay the file out once through the engine, then reuse its path for the bare loop.
         let pread = Prepared::new(&rd, &pread_wl)?;
+        let fixed = Prepared::new(&rd, &pread_fixed_wl)?;
         let data = find_file(&rd.path.join("data"))?;
         // One short round of each first, to warm caches and the branch predictors alike.
         pread.rate("pread4k", 0.2)?;
+        fixed.rate("pread4k", 0.2)?;
         bare_pread(&data, size, 0.2)?;
         for _ in 0..rounds {
             let (r, l) = pread.rate("pread4k", seconds)?;
             e.push(r);
             lat.push(l);
             b.push(bare_pread(&data, size, seconds)?);
+            fx.push(fixed.rate("pread4k", seconds)?.0);
         }
-        let (me, mb) = (median(e), median(b));
+        let (me, mb, mf) = (median(e), median(b), median(fx));
         let _ = writeln!(
             out,
             "4 KiB random pread over {}: engine {me:.0} ops/s, bare loop {mb:.0} ops/s, ratio {:.3} (bare cost {:.0} ns/op, engine {:.0} ns/op, recorded latency {:.2} us)",
@@ -190,6 +199,12 @@ pub fn overhead(dir: &Path, seconds: f64, rounds: u32, size: u64) -> anyhow::Res
             1e9 / mb,
             1e9 / me,
             median(lat)
+        );
+        let _ = writeln!(
+            out,
+            "  the engine reads at random places in a 5 MiB thread buffer (memsize=5m, as `randomread` and Filebench); into one fixed buffer (no memsize, as the bare loop): {mf:.0} ops/s, ratio {:.3} ({:.0} ns/op)",
+            mf / mb,
+            1e9 / mf
         );
 
         // Case 2: create + close + unlink.

@@ -1517,6 +1517,7 @@ fn control(
         let mut f = fsm.lock().unwrap();
         if c.drop_cache {
             f.drop_client_cache();
+            shared.count(|s| s.cache_drops += 1);
         }
         if let Some(net) = c.net {
             f.net = net;

@@ -187,6 +187,9 @@ pub struct RemoteStats {
     /// Requests lost and sent again (`--loss`).
     #[serde(default)]
     pub lost_requests: u64,
+    /// Times the client cache was emptied (`stats --reset`, `set --drop-cache`, cold runs).
+    #[serde(default)]
+    pub cache_drops: u64,
     /// Metadata requests answered from the client's attribute cache.
     pub attr_cache_hits: u64,
     /// Whole-file opens served by a valid cached copy / that fetched the file.
@@ -246,6 +249,7 @@ impl RemoteStats {
             lookaside_misses,
             lookaside_bytes,
             lost_requests,
+            cache_drops,
             attr_cache_hits,
             file_cache_hits,
             file_cache_misses,
