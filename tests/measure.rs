@@ -196,7 +196,9 @@ fn overhead_benchmark_reports_ratios() {
         out.contains("4 KiB random pread") && out.contains("create+close+unlink"),
         "{out}"
     );
-    assert_eq!(out.matches(", ratio ").count(), 2, "{out}");
+    // Random pread as `randomread` and into a fixed buffer, and the create cycle.
+    assert_eq!(out.matches(", ratio ").count(), 3, "{out}");
+    assert!(out.contains("into one fixed buffer"), "{out}");
     assert_eq!(
         std::fs::read_dir(dir.path()).unwrap().count(),
         0,
