@@ -725,7 +725,7 @@ fn group_section(out: &mut String, gi: usize, g: &Group) {
         .filter(|k| ps.iter().any(|p| p.get(*k) != ps[0].get(*k)))
         .collect();
     out.push_str(
-        "<table class=configs><tr><th>configuration</th><th>repetitions</th><th>duration (s)</th>",
+        "<table class=configs><tr><th>configuration</th><th>repetitions</th><th>duration per repetition (s)</th>",
     );
     for k in &varying {
         let _ = write!(out, "<th>{}</th>", esc(k));
@@ -738,7 +738,8 @@ fn group_section(out: &mut String, gi: usize, g: &Group) {
             esc(&c.label),
             if i == 0 { " (baseline)" } else { "" },
             c.results.repetitions.len().max(1),
-            c.results.duration_s
+            // Combined results hold the total measured time of their repetitions.
+            c.results.duration_s / c.results.repetitions.len().max(1) as f64
         );
         for k in &varying {
             let v = ps[i].get(*k).cloned().unwrap_or_default();
