@@ -384,6 +384,72 @@ fn reset_and_set_change_a_running_remote() {
 }
 
 #[test]
+fn a_scan_snapshot_serves_as_the_lookaside_index() {
+    if let Some(why) = skip_reason() {
+        skip(&format!("skipping remote snapshot lookaside test: {why}"));
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut r = Remote::new("snapla");
+    let same = content(100 * 1024, 7);
+    fs::write(r.srv().join("same"), &same).unwrap();
+    fs::create_dir_all(r.la().join("d")).unwrap();
+    fs::write(r.la().join("d/copy"), &same).unwrap();
+    let snap = r.root.join("la.snap");
+    // Without hashes the snapshot cannot be an index.
+    r.ok(&[
+        "scan",
+        r.la().to_str().unwrap(),
+        "-o",
+        snap.to_str().unwrap(),
+    ]);
+    let o = r.cmd(&[
+        "remote",
+        "create",
+        &r.name,
+        "--server",
+        r.srv().to_str().unwrap(),
+        "--mount",
+        r.mnt().to_str().unwrap(),
+        "--lookaside",
+        snap.to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        common::text(&o).contains("no content hashes"),
+        "{}",
+        common::text(&o)
+    );
+    r.ok(&[
+        "scan",
+        r.la().to_str().unwrap(),
+        "--hash",
+        "-o",
+        snap.to_str().unwrap(),
+    ]);
+    r.create(&[
+        "--bandwidth",
+        "10mbit",
+        "--rtt",
+        "2ms",
+        "--lookaside",
+        snap.to_str().unwrap(),
+    ]);
+    let (got, _) = read_timed(&r.mnt().join("same"));
+    assert!(got == same);
+    let st = r.stats();
+    assert_eq!(st["bytes_fetched"], 0, "{st:#}");
+    assert_eq!(st["lookaside_hits"], 1, "{st:#}");
+    // A lookaside file changed since the snapshot is not used.
+    r.ok(&["remote", "stats", &r.name, "--reset"]);
+    fs::write(r.la().join("d/copy"), b"changed").unwrap();
+    read_timed(&r.mnt().join("same"));
+    let st = r.stats();
+    assert_eq!(st["bytes_fetched"], same.len() as u64, "{st:#}");
+    r.remove();
+}
+
+#[test]
 fn block_protocol_lookaside_reads_identical_files_locally() {
     if let Some(why) = skip_reason() {
         skip(&format!("skipping remote block lookaside test: {why}"));

@@ -81,7 +81,8 @@ pub struct CreateArgs {
     /// Client cache size (K, M, G: powers of 1024), LRU-evicted.
     #[arg(long, default_value = "256M", value_parser = crate::disk::cli::parse_size)]
     pub cache_size: u64,
-    /// A local tree whose files, when identical by content, are copied instead of fetched (repeatable).
+    /// A local tree whose files, when identical by content, are copied instead of fetched, or a
+    /// `scan --hash` snapshot of one (its index, so the tree is not hashed now); repeatable.
     #[arg(long)]
     pub lookaside: Vec<PathBuf>,
     /// Allow writes (otherwise every modification fails with EROFS and the server tree is never changed).
@@ -271,8 +272,11 @@ fn create(a: CreateArgs) -> anyhow::Result<()> {
     }
     let mut lookaside = Vec::new();
     for d in &a.lookaside {
-        if !d.is_dir() {
-            bail!("lookaside tree {} is not a directory", d.display());
+        if !d.is_dir() && !d.is_file() {
+            bail!(
+                "lookaside {} is neither a directory nor a `scan --hash` snapshot",
+                d.display()
+            );
         }
         let c = d.canonicalize()?;
         if c.starts_with(&mount) {
@@ -695,8 +699,11 @@ pub fn apply_set(a: &SetArgs) -> anyhow::Result<String> {
     if !a.lookaside.is_empty() || a.no_lookaside {
         let mut dirs = Vec::new();
         for d in &a.lookaside {
-            if !d.is_dir() {
-                bail!("lookaside tree {} is not a directory", d.display());
+            if !d.is_dir() && !d.is_file() {
+                bail!(
+                    "lookaside {} is neither a directory nor a `scan --hash` snapshot",
+                    d.display()
+                );
             }
             let d = d.canonicalize()?;
             if d.starts_with(&cfg.mount) {

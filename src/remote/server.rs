@@ -1611,6 +1611,10 @@ fn load_lookaside(sd: &StateDir) -> HashMap<(u64, String), Vec<LookasideEntry>> 
 pub fn index_lookaside(dirs: &[PathBuf]) -> anyhow::Result<Vec<LookasideEntry>> {
     let mut out = Vec::new();
     for d in dirs {
+        if d.is_file() {
+            out.extend(index_of_snapshot(d)?);
+            continue;
+        }
         let mut stack = vec![d.clone()];
         while let Some(dir) = stack.pop() {
             let rd = fs::read_dir(&dir).with_context(|| format!("reading {}", dir.display()))?;
@@ -1631,6 +1635,58 @@ pub fn index_lookaside(dirs: &[PathBuf]) -> anyhow::Result<Vec<LookasideEntry>> 
                 }
             }
         }
+    }
+    Ok(out)
+}
+
+/// The lookaside entries of a `scan --hash` snapshot (BLAKE3): its regular files, at
+/// their place below the scanned directory. A relative scan root is looked for beside the
+/// snapshot file, then in the current directory.
+pub fn index_of_snapshot(snap: &Path) -> anyhow::Result<Vec<LookasideEntry>> {
+    use crate::scan::snapshot::{Kind, Snapshot};
+    let stream = Snapshot::open(snap)
+        .with_context(|| format!("reading the lookaside snapshot {}", snap.display()))?;
+    let h = stream.header().clone();
+    if h.hash.as_deref() != Some("blake3") {
+        anyhow::bail!(
+            "lookaside snapshot {} has {}: write it with `fsbench scan DIR --hash -o FILE` (BLAKE3)",
+            snap.display(),
+            match &h.hash {
+                Some(a) => format!("{a} hashes, not BLAKE3"),
+                None => "no content hashes".into(),
+            }
+        );
+    }
+    let given = PathBuf::from(&h.root);
+    let root = if given.is_absolute() {
+        given
+    } else {
+        let beside = snap.parent().unwrap_or(Path::new(".")).join(&given);
+        if beside.is_dir() {
+            beside
+        } else {
+            given
+        }
+    };
+    let root = root.canonicalize().with_context(|| {
+        format!(
+            "the tree {} that lookaside snapshot {} describes is not here",
+            h.root,
+            snap.display()
+        )
+    })?;
+    let mut out = Vec::new();
+    for e in stream {
+        let e = e.with_context(|| format!("reading {}", snap.display()))?;
+        let (Kind::File, Some(hash)) = (e.kind, &e.hash) else {
+            continue;
+        };
+        out.push(LookasideEntry {
+            path: root.join(std::ffi::OsStr::from_bytes(&e.path)),
+            size: e.size,
+            mtime_ns: e.mtime.sec as i128 * 1_000_000_000 + e.mtime.nsec as i128,
+            hash: crate::scan::hash::hex(hash),
+        });
     }
     Ok(out)
 }
