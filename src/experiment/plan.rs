@@ -1489,6 +1489,23 @@ pub fn parse(file: &Path, text: &str, quick: bool) -> Result<Plan, PlanError> {
             }
             typed(&ctx, v, ty, k)
         };
+        // Parameters naming a file (a workload that is not built in, PostMark's
+        // configuration, a trace) are relative to the plan and must exist.
+        let resolve_file = |k: &str, s: &mut String, v: &Spanned<toml::Value>| {
+            let names_file = (kind == Kind::Postmark && k == "config")
+                || (kind == Kind::Replay && k == "trace")
+                || (kind == Kind::Workload
+                    && k == "workload"
+                    && crate::workloads::builtin(s).is_none());
+            if names_file {
+                let p = base_dir.join(&*s);
+                if !p.is_file() {
+                    return Err(ctx.err(v.span(), format!("{} is not a file", p.display())));
+                }
+                *s = p.display().to_string();
+            }
+            Ok(())
+        };
         let mut params: Vec<(String, String)> = Vec::new();
         for (k, v) in &m.params {
             let ty = check_key(k, v.span())?;
@@ -1499,36 +1516,14 @@ pub fn parse(file: &Path, text: &str, quick: bool) -> Result<Plan, PlanError> {
             {
                 return Err(ctx.err(v.span(), "mode: expected \"timed\", \"afap\" or \"deps\""));
             }
-            if (kind == Kind::Postmark && k == "config")
-                || (kind == Kind::Replay && k == "trace")
-                || (kind == Kind::Workload
-                    && k == "workload"
-                    && crate::workloads::builtin(&s).is_none())
-            {
-                let p = base_dir.join(&s);
-                if !p.is_file() {
-                    return Err(ctx.err(v.span(), format!("{} is not a file", p.display())));
-                }
-                s = p.display().to_string();
-            }
+            resolve_file(k, &mut s, v)?;
             params.push((k.clone(), s));
         }
         if quick {
             for (k, v) in &m.quick {
                 let ty = check_key(k, v.span())?;
                 let mut s = scalar_for(k, v, ty)?;
-                if (kind == Kind::Postmark && k == "config")
-                    || (kind == Kind::Replay && k == "trace")
-                    || (kind == Kind::Workload
-                        && k == "workload"
-                        && crate::workloads::builtin(&s).is_none())
-                {
-                    let p = base_dir.join(&s);
-                    if !p.is_file() {
-                        return Err(ctx.err(v.span(), format!("{} is not a file", p.display())));
-                    }
-                    s = p.display().to_string();
-                }
+                resolve_file(k, &mut s, v)?;
                 match params.iter_mut().find(|(pk, _)| pk == k) {
                     Some(p) => p.1 = s,
                     None => params.push((k.clone(), s)),
