@@ -316,22 +316,8 @@ fn reader_thread(shared: Arc<Shared>, tx: mpsc::Sender<IoReq>) {
     let _ = realtime(RT_PRIORITY);
     let mut buf = vec![0u8; MAX_WRITE as usize + 64 * 1024];
     let dev = &shared.dev;
-    loop {
-        let n = match (&shared.dev).read_at_fuse(&mut buf) {
-            Ok(n) => n,
-            Err(e) => match e.raw_os_error() {
-                Some(libc::ENOENT) | Some(libc::EINTR) | Some(libc::EAGAIN) => continue,
-                Some(libc::ENODEV) => break, // unmounted: the connection is gone
-                _ => {
-                    eprintln!("fsbench disk server: reading /dev/fuse: {e}");
-                    break;
-                }
-            },
-        };
+    while let Some(n) = next_request(&shared.dev, &mut buf, "disk server") {
         let arrival = shared.clock.now();
-        if n < IN_HEADER {
-            continue;
-        }
         let msg = &buf[..n];
         let opcode = u32_at(msg, 4);
         let unique = u64_at(msg, 8);

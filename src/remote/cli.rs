@@ -1,9 +1,7 @@
 //! `fsbench remote ...`: create, list, inspect and remove simulated remote file systems.
 
 use std::fs;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
@@ -350,54 +348,11 @@ fn create(a: CreateArgs) -> anyhow::Result<()> {
 
 /// Start `fsbench remote serve NAME` in the background and wait for ready.json.
 fn start_server(sd: &StateDir) -> anyhow::Result<()> {
-    let exe = std::env::current_exe().context("locating the fsbench binary")?;
-    let name = sd
-        .dir
-        .file_name()
-        .and_then(|n| n.to_str())
-        .context("state dir name")?
-        .to_string();
-    let log = fs::File::create(sd.log())?;
-    let mut cmd = Command::new(exe);
-    cmd.args(["remote", "serve", &name])
-        .stdin(Stdio::null())
-        .stdout(log.try_clone()?)
-        .stderr(log);
-    // SAFETY: the closure only calls setsid, which is async-signal-safe.
-    unsafe {
-        cmd.pre_exec(crate::fuse::daemon_pre_exec);
-    }
-    let mut child = cmd.spawn().context("starting the remote server")?;
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if sd.ready().exists() {
-            return Ok(());
-        }
-        if let Some(status) = child.try_wait()? {
-            let log = fs::read_to_string(sd.log()).unwrap_or_default();
-            bail!("remote server exited ({status}):\n{}", log.trim());
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            let log = fs::read_to_string(sd.log()).unwrap_or_default();
-            bail!("remote server did not come up within 20 s:\n{}", log.trim());
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    crate::fuse::start_daemon("remote", &sd.dir, &sd.ready(), &sd.log())
 }
 
 fn remote_names() -> Vec<String> {
-    let mut names: Vec<String> = fs::read_dir(state::state_root())
-        .map(|rd| {
-            rd.flatten()
-                .filter(|e| e.path().join("config.json").exists())
-                .filter_map(|e| e.file_name().to_str().map(String::from))
-                .collect()
-        })
-        .unwrap_or_default();
-    names.sort();
-    names
+    crate::fuse::state_names(&state::state_root())
 }
 
 fn list(json: bool) -> anyhow::Result<()> {
