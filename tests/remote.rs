@@ -558,6 +558,40 @@ fn read_only_refuses_writes_and_writable_writes_through() {
     }
 }
 
+/// A directory in a writable server tree swapped for a link to elsewhere while a client
+/// holds it open: the client's deletion and truncation must not follow the link out of the
+/// tree.
+#[test]
+fn a_directory_swapped_for_a_link_does_not_redirect_changes() {
+    use std::os::unix::io::AsRawFd;
+    if let Some(why) = skip_reason() {
+        skip(&format!("skipping remote link-swap test: {why}"));
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut r = Remote::new("swap");
+    let outside = r.root.join("outside");
+    fs::create_dir_all(&outside).unwrap();
+    fs::write(outside.join("x"), b"not the server's").unwrap();
+    fs::create_dir(r.srv().join("d")).unwrap();
+    fs::write(r.srv().join("d/x"), b"server file").unwrap();
+    r.create(&["--rtt", "1ms", "--bandwidth", "100mbit", "--writable"]);
+    // The client holds d open (as a shell's working directory would).
+    let d = fs::File::open(r.mnt().join("d")).unwrap();
+    fs::rename(r.srv().join("d"), r.srv().join("d-moved")).unwrap();
+    std::os::unix::fs::symlink(&outside, r.srv().join("d")).unwrap();
+    // SAFETY: a valid directory descriptor and NUL-terminated name.
+    let rc = unsafe { libc::unlinkat(d.as_raw_fd(), c"x".as_ptr(), 0) };
+    assert_ne!(rc, 0, "the unlink went through the link");
+    let rc = unsafe { libc::openat(d.as_raw_fd(), c"x".as_ptr(), libc::O_WRONLY | libc::O_TRUNC) };
+    if rc >= 0 {
+        unsafe { libc::close(rc) };
+    }
+    assert_eq!(fs::read(outside.join("x")).unwrap(), b"not the server's");
+    drop(d);
+    r.remove();
+}
+
 #[test]
 fn create_refuses_bad_mount_points_and_servers() {
     if let Some(why) = skip_reason() {

@@ -23,7 +23,8 @@ use std::ffi::OsStr;
 use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{FileExt, MetadataExt, PermissionsExt};
+use std::os::unix::io::{AsRawFd, FromRawFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -246,6 +247,8 @@ fn copy_into(from: &Path, to: &Path) -> io::Result<u64> {
 struct Fs {
     shared: Arc<Shared>,
     root: PathBuf,
+    /// The server tree, open: every change starts from it (see [`Fs::beneath`]).
+    root_fd: std::os::fd::OwnedFd,
     net: Net,
     protocol: Protocol,
     writable: bool,
@@ -283,6 +286,26 @@ struct Fs {
 }
 
 impl Fs {
+    /// `rel`'s directory below the server tree, opened without following a link on the
+    /// way, and `rel`'s last component. Changes go through these, never through a path
+    /// string, so a directory in the tree that someone swapped for a link cannot redirect a
+    /// change or a deletion out of the tree.
+    fn beneath(&self, rel: &Path) -> io::Result<(std::os::fd::OwnedFd, std::ffi::CString)> {
+        let name = rel
+            .file_name()
+            .ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))?;
+        let parent = rel.parent().unwrap_or(Path::new(""));
+        let dir =
+            crate::beneath::open_dir_path(self.root_fd.as_raw_fd(), parent.as_os_str().as_bytes())?;
+        Ok((dir, crate::beneath::component(name)?))
+    }
+
+    /// Open `rel` below the server tree with `flags`, never through a link.
+    fn open_beneath(&self, rel: &Path, flags: libc::c_int) -> io::Result<File> {
+        let (dir, name) = self.beneath(rel)?;
+        crate::beneath::open_file(dir.as_raw_fd(), &name, flags).map(File::from)
+    }
+
     fn abs(&self, rel: &Path) -> PathBuf {
         self.root.join(rel)
     }
@@ -420,18 +443,49 @@ impl Fs {
         let path = self.abs(&rel);
         let valid = u32_at(body, 0);
         let r = (|| -> io::Result<()> {
+            let (dir, name) = self.beneath(&rel)?;
             if valid & FATTR_MODE != 0 {
                 let mode = u32_at(body, 68) & 0o7777;
-                fs::set_permissions(&path, fs::Permissions::from_mode(mode))?;
+                File::from(crate::beneath::open_file(
+                    dir.as_raw_fd(),
+                    &name,
+                    libc::O_RDONLY | libc::O_NONBLOCK,
+                )?)
+                .set_permissions(fs::Permissions::from_mode(mode))?;
             }
             if valid & (FATTR_UID | FATTR_GID) != 0 {
-                let uid = (valid & FATTR_UID != 0).then(|| u32_at(body, 76));
-                let gid = (valid & FATTR_GID != 0).then(|| u32_at(body, 80));
-                std::os::unix::fs::lchown(&path, uid, gid)?;
+                let uid = if valid & FATTR_UID != 0 {
+                    u32_at(body, 76)
+                } else {
+                    u32::MAX
+                };
+                let gid = if valid & FATTR_GID != 0 {
+                    u32_at(body, 80)
+                } else {
+                    u32::MAX
+                };
+                // SAFETY: name is NUL-terminated; -1 (u32::MAX) leaves an id unchanged.
+                let r = unsafe {
+                    libc::fchownat(
+                        dir.as_raw_fd(),
+                        name.as_ptr(),
+                        uid,
+                        gid,
+                        libc::AT_SYMLINK_NOFOLLOW,
+                    )
+                };
+                if r != 0 {
+                    return Err(io::Error::last_os_error());
+                }
             }
             if valid & FATTR_SIZE != 0 {
                 let size = u64_at(body, 16);
-                OpenOptions::new().write(true).open(&path)?.set_len(size)?;
+                File::from(crate::beneath::open_file(
+                    dir.as_raw_fd(),
+                    &name,
+                    libc::O_WRONLY,
+                )?)
+                .set_len(size)?;
                 if let Some(c) = self.cached.get_mut(&ino) {
                     OpenOptions::new()
                         .write(true)
@@ -474,12 +528,11 @@ impl Fs {
                         u32_at(body, 60),
                     ),
                 ];
-                let c = cstr(&path).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
                 // SAFETY: valid C string and a two-element timespec array.
                 let r = unsafe {
                     libc::utimensat(
-                        libc::AT_FDCWD,
-                        c.as_ptr(),
+                        dir.as_raw_fd(),
+                        name.as_ptr(),
                         times.as_ptr(),
                         libc::AT_SYMLINK_NOFOLLOW,
                     )
@@ -545,7 +598,8 @@ impl Fs {
                     self.chunk_versions.insert(ino, v);
                 }
                 self.attrs.insert(ino, now);
-                let file = match OpenOptions::new().read(true).write(write).open(&path) {
+                let mode = if write { libc::O_RDWR } else { libc::O_RDONLY };
+                let file = match self.open_beneath(&rel, mode) {
                     Ok(f) => f,
                     Err(e) => return Out::at(due, Err(errno(&e))),
                 };
@@ -930,7 +984,7 @@ impl Fs {
         // In place, so the server file keeps its inode.
         let r = (|| -> io::Result<()> {
             let mut src = File::open(&cache_path)?;
-            let mut dst = OpenOptions::new().write(true).open(&path)?;
+            let mut dst = self.open_beneath(&rel, libc::O_WRONLY)?;
             io::copy(&mut src, &mut dst)?;
             dst.set_len(size)?;
             Ok(())
@@ -1000,17 +1054,27 @@ impl Fs {
         let due = Some(self.round_trip(now));
         let rel = prel.join(OsStr::from_bytes(name));
         let path = self.abs(&rel);
-        let mut oo = OpenOptions::new();
-        oo.read(true)
-            .write(true)
-            .mode(mode & !umask & 0o7777)
-            .custom_flags(flags & (libc::O_EXCL | libc::O_TRUNC));
-        if flags & libc::O_EXCL != 0 {
-            oo.create_new(true);
-        } else {
-            oo.create(true);
-        }
-        let file = match oo.open(&path) {
+        let created = self.beneath(&rel).and_then(|(dir, name)| {
+            // SAFETY: name is NUL-terminated; the descriptor is owned by the File below.
+            let fd = unsafe {
+                libc::openat(
+                    dir.as_raw_fd(),
+                    name.as_ptr(),
+                    libc::O_RDWR
+                        | libc::O_CREAT
+                        | libc::O_NOFOLLOW
+                        | libc::O_CLOEXEC
+                        | (flags & (libc::O_EXCL | libc::O_TRUNC)),
+                    (mode & !umask & 0o7777) as libc::c_uint,
+                )
+            };
+            if fd < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // SAFETY: a fresh descriptor from the kernel.
+            Ok(unsafe { File::from_raw_fd(fd) })
+        });
+        let file = match created {
             Ok(f) => f,
             Err(e) => return Out::at(due, Err(errno(&e))),
         };
@@ -1094,8 +1158,12 @@ impl Fs {
         let due = Some(self.round_trip(now));
         let rel = prel.join(OsStr::from_bytes(name));
         let path = self.abs(&rel);
-        let r = fs::create_dir(&path).and_then(|_| {
-            fs::set_permissions(&path, fs::Permissions::from_mode(mode & !umask & 0o7777))
+        let r = self.beneath(&rel).and_then(|(dir, name)| {
+            let mode = mode & !umask & 0o7777;
+            crate::beneath::mkdir_at(dir.as_raw_fd(), &name, mode)?;
+            // The process umask applied too: set exactly what the client asked for.
+            File::from(crate::beneath::open_dir(dir.as_raw_fd(), &name)?)
+                .set_permissions(fs::Permissions::from_mode(mode))
         });
         if let Err(e) = r {
             return Out::at(due, Err(errno(&e)));
@@ -1142,12 +1210,9 @@ impl Fs {
         };
         let due = Some(self.round_trip(now));
         let rel = prel.join(OsStr::from_bytes(name));
-        let path = self.abs(&rel);
-        let r = if dir {
-            fs::remove_dir(&path)
-        } else {
-            fs::remove_file(&path)
-        };
+        let r = self.beneath(&rel).and_then(|(d, n)| {
+            crate::beneath::unlink_at(d.as_raw_fd(), &n, if dir { libc::AT_REMOVEDIR } else { 0 })
+        });
         if let Err(e) = r {
             return Out::at(due, Err(errno(&e)));
         }
@@ -1188,7 +1253,17 @@ impl Fs {
         let due = Some(self.round_trip(now));
         let orel = op.join(OsStr::from_bytes(&old));
         let nrel = np.join(OsStr::from_bytes(&new));
-        if let Err(e) = fs::rename(self.abs(&orel), self.abs(&nrel)) {
+        let r = self.beneath(&orel).and_then(|(od, on)| {
+            let (nd, nn) = self.beneath(&nrel)?;
+            // SAFETY: both names are NUL-terminated.
+            let r =
+                unsafe { libc::renameat(od.as_raw_fd(), on.as_ptr(), nd.as_raw_fd(), nn.as_ptr()) };
+            if r != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        });
+        if let Err(e) = r {
             return Out::at(due, Err(errno(&e)));
         }
         // The target (if any) is gone; what was at the old path moves.
@@ -1362,22 +1437,8 @@ fn reader_thread(shared: Arc<Shared>, fsm: Arc<Mutex<Fs>>) {
     let mut buf = vec![0u8; MAX_WRITE as usize + 64 * 1024];
     let dev = &shared.dev;
     let mut seq = 0u64;
-    loop {
-        let n = match (&shared.dev).read_at_fuse(&mut buf) {
-            Ok(n) => n,
-            Err(e) => match e.raw_os_error() {
-                Some(libc::ENOENT) | Some(libc::EINTR) | Some(libc::EAGAIN) => continue,
-                Some(libc::ENODEV) => break,
-                _ => {
-                    eprintln!("fsbench remote server: reading /dev/fuse: {e}");
-                    break;
-                }
-            },
-        };
+    while let Some(n) = next_request(&shared.dev, &mut buf, "remote server") {
         let arrival = shared.clock.now();
-        if n < IN_HEADER {
-            continue;
-        }
         let msg = &buf[..n];
         let opcode = u32_at(msg, 4);
         let unique = u64_at(msg, 8);
@@ -1735,6 +1796,9 @@ pub fn serve(name: &str) -> anyhow::Result<()> {
     let fs_ = Fs {
         shared: shared.clone(),
         root: cfg.server.clone(),
+        root_fd: File::open(&cfg.server)
+            .with_context(|| format!("opening the server tree {}", cfg.server.display()))?
+            .into(),
         net: cfg.net,
         protocol: cfg.protocol,
         writable: cfg.writable,
