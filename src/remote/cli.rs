@@ -178,6 +178,39 @@ fn root_required(what: &str) -> anyhow::Result<()> {
 }
 
 /// The network from the preset and the overrides.
+/// A preset's network, or an error listing the presets.
+fn preset_net(p: &str) -> anyhow::Result<Net> {
+    Net::preset(p).with_context(|| {
+        format!(
+            "unknown preset {p:?}; presets: {}",
+            model::PRESETS
+                .iter()
+                .map(|(n, _, _)| *n)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    })
+}
+
+/// The lookaside trees or snapshots given, canonical; none may lie inside the mount point.
+fn lookaside_paths(given: &[PathBuf], mount: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for d in given {
+        if !d.is_dir() && !d.is_file() {
+            bail!(
+                "lookaside {} is neither a directory nor a `scan --hash` snapshot",
+                d.display()
+            );
+        }
+        let c = d.canonicalize()?;
+        if c.starts_with(mount) {
+            bail!("lookaside tree {} is inside the mount point", d.display());
+        }
+        out.push(c);
+    }
+    Ok(out)
+}
+
 pub fn net_from(a: &CreateArgs) -> anyhow::Result<(Net, Option<String>)> {
     let preset = match (&a.preset, a.bandwidth, a.rtt) {
         (Some(p), _, _) => Some(p.clone()),
@@ -185,16 +218,7 @@ pub fn net_from(a: &CreateArgs) -> anyhow::Result<(Net, Option<String>)> {
         (None, _, _) => Some(model::DEFAULT_PRESET.to_string()),
     };
     let mut net = match &preset {
-        Some(p) => Net::preset(p).with_context(|| {
-            format!(
-                "unknown preset {p:?}; presets: {}",
-                model::PRESETS
-                    .iter()
-                    .map(|(n, _, _)| *n)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
-        })?,
+        Some(p) => preset_net(p)?,
         None => Net {
             bandwidth_bps: 0.0,
             rtt_s: 0.0,
@@ -268,20 +292,7 @@ fn create(a: CreateArgs) -> anyhow::Result<()> {
     if listed_as_mounted(&mount) {
         bail!("{} is already a mount point", mount.display());
     }
-    let mut lookaside = Vec::new();
-    for d in &a.lookaside {
-        if !d.is_dir() && !d.is_file() {
-            bail!(
-                "lookaside {} is neither a directory nor a `scan --hash` snapshot",
-                d.display()
-            );
-        }
-        let c = d.canonicalize()?;
-        if c.starts_with(&mount) {
-            bail!("lookaside tree {} is inside the mount point", d.display());
-        }
-        lookaside.push(c);
-    }
+    let lookaside = lookaside_paths(&a.lookaside, &mount)?;
 
     fs::create_dir_all(&sd.dir).with_context(|| format!("creating {}", sd.dir.display()))?;
     let cleanup = |sd: &StateDir| {
@@ -589,6 +600,36 @@ pub fn drop_all_client_caches() -> anyhow::Result<usize> {
     Ok(n)
 }
 
+/// The network `set` asks for (with the preset it is, if exactly one), or `None` when it
+/// leaves the network alone. A preset sets bandwidth and RTT; what is not given stays.
+fn net_for_set(a: &SetArgs, cur: &Net) -> anyhow::Result<Option<(Net, Option<String>)>> {
+    if a.preset.is_none()
+        && a.bandwidth.is_none()
+        && a.rtt.is_none()
+        && a.jitter.is_none()
+        && a.loss.is_none()
+    {
+        return Ok(None);
+    }
+    let mut net = match &a.preset {
+        Some(p) => preset_net(p)?,
+        None => *cur,
+    };
+    net.jitter_s = a.jitter.unwrap_or(cur.jitter_s);
+    net.loss = a.loss.unwrap_or(cur.loss);
+    if let Some(b) = a.bandwidth {
+        net.bandwidth_bps = b;
+    }
+    if let Some(r) = a.rtt {
+        net.rtt_s = r;
+    }
+    let preset = match (&a.preset, a.bandwidth, a.rtt) {
+        (Some(p), None, None) => Some(p.clone()),
+        _ => None,
+    };
+    Ok(Some((net, preset)))
+}
+
 /// `fsbench remote set`: change a running remote.
 pub fn set(a: &SetArgs) -> anyhow::Result<()> {
     println!("{}", apply_set(a)?);
@@ -610,62 +651,13 @@ pub fn apply_set(a: &SetArgs) -> anyhow::Result<String> {
         drop_cache: a.drop_cache,
         ..Default::default()
     };
-    if a.preset.is_some()
-        || a.bandwidth.is_some()
-        || a.rtt.is_some()
-        || a.jitter.is_some()
-        || a.loss.is_some()
-    {
-        let mut net = match &a.preset {
-            Some(p) => Net::preset(p).with_context(|| {
-                format!(
-                    "unknown preset {p:?}; presets: {}",
-                    model::PRESETS
-                        .iter()
-                        .map(|p| p.0)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )
-            })?,
-            None => cfg.net,
-        };
-        // A preset sets bandwidth and RTT; jitter and loss stay unless given.
-        net.jitter_s = cfg.net.jitter_s;
-        net.loss = cfg.net.loss;
-        if let Some(b) = a.bandwidth {
-            net.bandwidth_bps = b;
-        }
-        if let Some(r) = a.rtt {
-            net.rtt_s = r;
-        }
-        if let Some(j) = a.jitter {
-            net.jitter_s = j;
-        }
-        if let Some(l) = a.loss {
-            net.loss = l;
-        }
-        cfg.preset = match (&a.preset, a.bandwidth, a.rtt) {
-            (Some(p), None, None) => Some(p.clone()),
-            _ => None,
-        };
+    if let Some((net, preset)) = net_for_set(a, &cfg.net)? {
+        cfg.preset = preset;
         cfg.net = net;
         c.net = Some(net);
     }
     if !a.lookaside.is_empty() || a.no_lookaside {
-        let mut dirs = Vec::new();
-        for d in &a.lookaside {
-            if !d.is_dir() && !d.is_file() {
-                bail!(
-                    "lookaside {} is neither a directory nor a `scan --hash` snapshot",
-                    d.display()
-                );
-            }
-            let d = d.canonicalize()?;
-            if d.starts_with(&cfg.mount) {
-                bail!("lookaside tree {} is inside the mount point", d.display());
-            }
-            dirs.push(d);
-        }
+        let dirs = lookaside_paths(&a.lookaside, &cfg.mount)?;
         let index = server::index_lookaside(&dirs)?;
         state::write_json_atomic(&sd.lookaside(), &index)?;
         cfg.lookaside = dirs;
