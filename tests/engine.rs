@@ -599,3 +599,71 @@ fn readwholefile_of_a_file_planned_empty_reads_what_it_holds() {
     assert_eq!(r["ops"], 1);
     assert_eq!(r["bytes"], 1024 * 1024);
 }
+
+/// Every regular file below `dir` (links not followed).
+fn files_below(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        let t = e.file_type().unwrap();
+        if t.is_dir() {
+            files_below(&p, out);
+        } else if t.is_file() {
+            out.push(p);
+        }
+    }
+}
+
+/// The short path of plain reads and writes does what the general path does: the same
+/// operations, the same offsets, from the same places of the thread's buffer. Random writes
+/// of a seeded buffer leave the file with the evidence: the file after the short path is the
+/// file after the general path (FSBENCH_SHORT_PATH=0), byte for byte, and another seed's is
+/// not.
+#[test]
+fn short_path_does_what_the_general_path_does() {
+    let run_once = |seed: &str, short: bool| -> (Vec<u8>, u64, u64) {
+        let dir = Scratch::new("shortpath");
+        let wl = write_workload(
+            &dir,
+            "w.f",
+            &format!(
+                "define file name=data,path={},size=1m,prealloc\n\
+                 define process name=p {{\n thread name=t,memsize=256k {{\n  \
+                 flowop write name=w,filename=data,iosize=4k,random\n  \
+                 flowop read name=r,filename=data,iosize=8k,random\n  \
+                 flowop write name=s,filename=data,iosize=2k\n  \
+                 flowop finishoncount name=fin,target=w,value=400\n }}\n}}\nrun 60\n",
+                dir.s()
+            ),
+        );
+        let mut c = bin();
+        c.args(["run", &wl, "--seed", seed, "--keep", "-q", "--json", "-"]);
+        if !short {
+            c.env("FSBENCH_SHORT_PATH", "0");
+        }
+        let o = c.output().unwrap();
+        assert!(o.status.success(), "{}", text(&o));
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        let ops = |n: &str| {
+            v["flowops"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|f| f["name"] == n)
+                .and_then(|f| f["ops"].as_u64())
+                .unwrap_or_else(|| panic!("no flowop {n} in {v}"))
+        };
+        // The file lies in the run directory, below the file's own directory `data`.
+        let mut found = Vec::new();
+        files_below(dir.path(), &mut found);
+        found.retain(|p| p.components().any(|c| c.as_os_str() == "data"));
+        assert_eq!(found.len(), 1, "{found:?}");
+        (std::fs::read(&found[0]).unwrap(), ops("w"), ops("r"))
+    };
+    let general = run_once("5", false);
+    let short = run_once("5", true);
+    assert_eq!(general.1, 400);
+    assert_eq!((short.1, short.2), (general.1, general.2));
+    assert!(general.0 == short.0, "the two paths left different files");
+    let other = run_once("6", true);
+    assert!(other.0 != short.0, "another seed left the same file");
+}

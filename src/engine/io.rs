@@ -118,12 +118,34 @@ pub fn close(fd: RawFd) -> io::Result<()> {
 
 pub fn pread(fd: RawFd, buf: &mut [u8], off: u64) -> io::Result<usize> {
     // SAFETY: buf is valid for buf.len() bytes.
-    cvt_size(unsafe { libc::pread(fd, buf.as_mut_ptr().cast(), buf.len(), off as libc::off_t) })
+    cvt_size(unsafe { raw_pread(fd, buf.as_mut_ptr(), buf.len(), off) })
 }
 
 pub fn pwrite(fd: RawFd, buf: &[u8], off: u64) -> io::Result<usize> {
     // SAFETY: buf is valid for buf.len() bytes.
-    cvt_size(unsafe { libc::pwrite(fd, buf.as_ptr().cast(), buf.len(), off as libc::off_t) })
+    cvt_size(unsafe { raw_pwrite(fd, buf.as_ptr(), buf.len(), off) })
+}
+
+/// `pread(2)` as the bare system call. The C library's wrapper is a thread cancellation
+/// point: in a process with more than one thread (every run) it switches asynchronous
+/// cancellation on and off around each call, about 10 ns that a single-threaded loop does
+/// not pay. fsbench never cancels threads, so the measured operation is the system call
+/// alone. Returns the byte count or -1 with `errno` set.
+///
+/// # Safety
+/// `buf` must be valid for writes of `len` bytes.
+#[inline(always)]
+pub unsafe fn raw_pread(fd: RawFd, buf: *mut u8, len: usize, off: u64) -> libc::ssize_t {
+    libc::syscall(libc::SYS_pread64, fd, buf, len, off as libc::off_t) as libc::ssize_t
+}
+
+/// `pwrite(2)` as the bare system call (see [`raw_pread`]).
+///
+/// # Safety
+/// `buf` must be valid for reads of `len` bytes.
+#[inline(always)]
+pub unsafe fn raw_pwrite(fd: RawFd, buf: *const u8, len: usize, off: u64) -> libc::ssize_t {
+    libc::syscall(libc::SYS_pwrite64, fd, buf, len, off as libc::off_t) as libc::ssize_t
 }
 
 pub fn write(fd: RawFd, buf: &[u8]) -> io::Result<usize> {

@@ -10,6 +10,7 @@ mod dirs;
 mod files;
 mod misc;
 mod pace;
+mod plain;
 mod rw;
 
 use super::aio::Aio;
@@ -45,6 +46,9 @@ struct Slot {
     /// The file the slot was last opened on; kept after close, as Filebench keeps it, so a
     /// later `deletefile fd=N` or `srcfd=N` still refers to it.
     last: Option<(u32, u32)>,
+    /// The planned size of the `last` file (kept here for the short path of plain reads
+    /// and writes, which would otherwise chase it through the fileset at every operation).
+    size: u64,
     off: u64,
     /// Offset of the slot's previous read or write (for `sameoffset`).
     last_off: u64,
@@ -57,6 +61,7 @@ const EMPTY: Slot = Slot {
     fd: -1,
     entry: None,
     last: None,
+    size: 0,
     off: 0,
     last_off: 0,
     starved: false,
@@ -170,6 +175,11 @@ pub struct Worker<'a> {
     pub testrandvar: Vec<(String, u64, f64, f64)>,
     /// The control word last acted on.
     seen: u64,
+    /// Per statistic: the plain form of this thread's flowops reporting under it, for the
+    /// short path (see `plain`).
+    plain: Vec<Option<plain::Plain>>,
+    /// The short path's last division: (span, iosize, span / iosize).
+    span_div: (u64, u64, u64),
     /// Thread CPU (user, system) when the current statistics generation began.
     cpu0: (f64, f64),
 }
@@ -250,9 +260,7 @@ impl<'a> Worker<'a> {
             ihist: (0..wl.stat_names.len())
                 .map(|_| LogHist::default())
                 .collect(),
-            lat: (0..wl.stat_names.len())
-                .map(|_| Vec::with_capacity(crate::stats::LAT_BATCH))
-                .collect(),
+            lat: (0..wl.stat_names.len()).map(|_| Vec::new()).collect(),
             targets: {
                 let mut t = vec![None; wl.stat_names.len()];
                 for f in wl.all_flowops() {
@@ -276,6 +284,8 @@ impl<'a> Worker<'a> {
             testrandvar: Vec::new(),
             seen: 0,
             cpu0: (0.0, 0.0),
+            plain: plain::Plain::for_thread(sh, thread),
+            span_div: (0, 1, 0),
         })
     }
 
@@ -296,6 +306,11 @@ impl<'a> Worker<'a> {
                 b.clear();
             }
             self.cpu0 = crate::stats::thread_cpu();
+        } else {
+            // The latencies of this interval are in the publication below.
+            for stat in 0..self.lat.len() {
+                self.flush_lat(stat);
+            }
         }
         self.seen = w;
         if let Some(slot) = self.sh.samples.get(self.idx) {
@@ -319,10 +334,8 @@ impl<'a> Worker<'a> {
     /// Stop measuring: CPU used since the baseline, apportioned to flowops by their share of
     /// this thread's measured time.
     pub fn finish(&mut self) {
-        let generation = super::generation(self.seen);
-        for (stat, b) in self.lat.iter_mut().enumerate() {
-            self.sh.hists.add(stat, generation, b);
-            b.clear();
+        for stat in 0..self.lat.len() {
+            self.flush_lat(stat);
         }
         let (u1, s1) = crate::stats::thread_cpu();
         self.rec.cpu_user_s = u1 - self.cpu0.0;
@@ -339,6 +352,9 @@ impl<'a> Worker<'a> {
     /// Loop over the thread's flowops until stopped or done.
     pub fn run(&mut self) -> Flow {
         let flowops = &self.thread.flowops;
+        if let Some(ops) = self.plain_loop() {
+            return self.run_plain(&ops);
+        }
         loop {
             // Also checked here, not only per operation: a pass whose flowops all run zero
             // times must still see the stop.
@@ -388,6 +404,11 @@ impl<'a> Worker<'a> {
                     }
                 }
                 r
+            } else if let Some(p) = self.plain[f.stat] {
+                match self.plain_io(f, p) {
+                    Some(r) => r,
+                    None => self.exec(f),
+                }
             } else {
                 self.exec(f)
             };
@@ -405,14 +426,7 @@ impl<'a> Worker<'a> {
 
     #[inline]
     fn done_stat(&mut self, stat: usize, kind: FlowopKind, ns: u64, bytes: u64) {
-        self.rec.ops[stat].tally(ns, bytes);
-        self.ihist[stat].record(ns);
-        let b = &mut self.lat[stat];
-        b.push(ns);
-        if b.len() >= crate::stats::LAT_BATCH {
-            self.sh.hists.add(stat, super::generation(self.seen), b);
-            b.clear();
-        }
+        self.tally(stat, ns, bytes);
         // Filebench's control counters (flowop_endop) count every flowop call that ends
         // with an endop whose type has the IO or AIO bit: IO (1), AIO (2), SYNC (3) and
         // OTHER (5), i.e. all but composites. So `finishoncount` without a target counts
@@ -429,6 +443,35 @@ impl<'a> Worker<'a> {
                 .pacing
                 .count(matches!(class, IoClass::Read | IoClass::Write), bytes);
         }
+    }
+
+    /// Count an operation of `stat` and keep its latency (all a run without process
+    /// counters or run-wide pacing records per operation).
+    #[inline]
+    fn tally(&mut self, stat: usize, ns: u64, bytes: u64) {
+        self.rec.ops[stat].tally(ns, bytes);
+        let b = &mut self.lat[stat];
+        b.push(ns);
+        if b.len() >= crate::stats::LAT_BATCH {
+            self.flush_lat(stat);
+        }
+    }
+
+    /// Move the latencies kept for `stat` into the interval's histogram and the run's.
+    /// Kept in a batch, not recorded one by one: recording them together is cheaper than
+    /// recording each between two system calls, whose data push ours out of the caches.
+    #[cold]
+    fn flush_lat(&mut self, stat: usize) {
+        let b = &mut self.lat[stat];
+        if b.is_empty() {
+            return;
+        }
+        let h = &mut self.ihist[stat];
+        for &v in b.iter() {
+            h.record(v);
+        }
+        self.sh.hists.add(stat, super::generation(self.seen), b);
+        b.clear();
     }
 
     /// Record the asynchronous writes reaped so far, under their aiowrite flowop.
@@ -498,6 +541,12 @@ impl<'a> Worker<'a> {
                 }
             }
         }
+        self.settle(f, r)
+    }
+
+    /// What the loop does after `f` ended with `r`: count a missing file or an error, and
+    /// end the thread where Filebench would (an exhausted fileset, a full file system).
+    fn settle(&mut self, f: &Flowop, r: Result<Flow, Fail>) -> Flow {
         match r {
             Ok(flow) => flow,
             Err(Fail::NoResource) => {
@@ -626,6 +675,7 @@ impl<'a> Worker<'a> {
                     fd,
                     entry: Some((fsi as u32, e as u32)),
                     last: Some((fsi as u32, e as u32)),
+                    size: fs.files[e].size,
                     off: 0,
                     last_off: 0,
                     starved: false,

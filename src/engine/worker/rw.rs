@@ -124,17 +124,22 @@ impl Worker<'_> {
                 self.advance(f, slot, off, n as u64, wss);
                 Ok(Flow::Continue)
             }
-            Err(e) => Err(Fail::Error(format!(
-                "{} {} at offset {off}: {e}{}",
-                f.kind.name(),
-                self.slot_path(slot),
-                if f.directio && e.raw_os_error() == Some(libc::EINVAL) {
-                    " (O_DIRECT: iosize and offset must be multiples of the device's logical block size)"
-                } else {
-                    ""
-                }
-            ))),
+            Err(e) => Err(self.rw_error(f, slot, off, e)),
         }
+    }
+
+    /// The error of a read or write of `f` at `off` through `slot`.
+    pub(super) fn rw_error(&self, f: &Flowop, slot: usize, off: u64, e: std::io::Error) -> Fail {
+        Fail::Error(format!(
+            "{} {} at offset {off}: {e}{}",
+            f.kind.name(),
+            self.slot_path(slot),
+            if f.directio && e.raw_os_error() == Some(libc::EINVAL) {
+                " (O_DIRECT: iosize and offset must be multiples of the device's logical block size)"
+            } else {
+                ""
+            }
+        ))
     }
 
     pub(super) fn op_appendfile(&mut self, f: &Flowop) -> Result<Flow, Fail> {
