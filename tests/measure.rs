@@ -196,9 +196,10 @@ fn overhead_benchmark_reports_ratios() {
         out.contains("4 KiB random pread") && out.contains("create+close+unlink"),
         "{out}"
     );
-    // Random pread as `randomread` and into a fixed buffer, and the create cycle.
+    // Random pread as `randomread` and as Filebench's randomread.f, and the create cycle.
     assert_eq!(out.matches(", ratio ").count(), 3, "{out}");
-    assert!(out.contains("into one fixed buffer"), "{out}");
+    assert!(out.contains("as `randomread`"), "{out}");
+    assert!(out.contains("with memsize=5m"), "{out}");
     assert_eq!(
         std::fs::read_dir(dir.path()).unwrap().count(),
         0,

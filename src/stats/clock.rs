@@ -156,12 +156,27 @@ impl Calibration {
             sink = sink.wrapping_add(std::hint::black_box(clock.now()));
         }
         let timer_ns = t0.elapsed().as_nanos() as f64 / N as f64;
+        // As a worker records an operation: counted, its latency kept in a batch, the batch
+        // counted into the interval's histogram and the run's HDR counts when full.
         let mut rec = super::OpRecorder::default();
+        let mut batch = Vec::new();
+        let mut interval = super::loghist::LogHist::default();
+        let mut run = super::HdrCounts::default();
         let t0 = Instant::now();
         for i in 0..N {
-            rec.record(std::hint::black_box(500 + (i & 1023) * 7), 4096);
+            let ns = std::hint::black_box(500 + (i & 1023) * 7);
+            rec.tally(ns, 4096);
+            batch.push(ns);
+            if batch.len() >= super::LAT_BATCH {
+                for &v in &batch {
+                    interval.record(v);
+                    run.record(v);
+                }
+                batch.clear();
+            }
         }
         let record_ns = t0.elapsed().as_nanos() as f64 / N as f64;
+        std::hint::black_box((&rec, &interval, &run));
         std::hint::black_box(sink);
         Calibration {
             clock: clock.name().to_string(),
