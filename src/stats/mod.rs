@@ -171,7 +171,7 @@ impl Recorder {
 }
 
 /// Latencies a worker thread keeps before adding them to the run's [`SharedHists`].
-pub const LAT_BATCH: usize = 2048;
+pub const LAT_BATCH: usize = 256;
 
 /// The run's latency histograms, one per flowop, into which every worker thread adds its
 /// latencies in batches of [`LAT_BATCH`] (one lock per batch).

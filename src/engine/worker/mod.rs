@@ -426,7 +426,7 @@ impl<'a> Worker<'a> {
 
     #[inline]
     fn done_stat(&mut self, stat: usize, kind: FlowopKind, ns: u64, bytes: u64) {
-        self.tally(stat, ns, bytes);
+        self.tally(stat, ns, bytes, crate::stats::LAT_BATCH);
         // Filebench's control counters (flowop_endop) count every flowop call that ends
         // with an endop whose type has the IO or AIO bit: IO (1), AIO (2), SYNC (3) and
         // OTHER (5), i.e. all but composites. So `finishoncount` without a target counts
@@ -447,12 +447,13 @@ impl<'a> Worker<'a> {
 
     /// Count an operation of `stat` and keep its latency (all a run without process
     /// counters or run-wide pacing records per operation).
+    /// `batch` is how many latencies to keep before counting them in.
     #[inline]
-    fn tally(&mut self, stat: usize, ns: u64, bytes: u64) {
+    fn tally(&mut self, stat: usize, ns: u64, bytes: u64, batch: usize) {
         self.rec.ops[stat].tally(ns, bytes);
         let b = &mut self.lat[stat];
         b.push(ns);
-        if b.len() >= crate::stats::LAT_BATCH {
+        if b.len() >= batch {
             self.flush_lat(stat);
         }
     }

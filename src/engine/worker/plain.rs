@@ -11,6 +11,12 @@
 
 use super::*;
 
+/// Latencies a plain flowop keeps before counting them into the histograms: more than the
+/// general path's [`crate::stats::LAT_BATCH`], since between two batches the kernel's copies
+/// push the histograms' counts out of the caches and each batch fetches them again (16 KiB
+/// per thread and plain flowop).
+const PLAIN_LAT_BATCH: usize = 2048;
+
 /// What a plain read or write needs per operation, fixed when the worker starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Plain {
@@ -199,7 +205,7 @@ impl<'a> Worker<'a> {
         }
         let n = r as u64;
         // Plain forms exist only in runs without process counters or run-wide pacing.
-        self.tally(f.stat, ns, n);
+        self.tally(f.stat, ns, n, PLAIN_LAT_BATCH);
         let s = &mut self.slots[p.slot];
         s.last_off = off;
         if !p.random {
