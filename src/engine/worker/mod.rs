@@ -178,7 +178,7 @@ pub struct Worker<'a> {
     /// Per statistic: the plain form of this thread's flowops reporting under it, for the
     /// short path (see `plain`).
     plain: Vec<Option<plain::Plain>>,
-    /// The short path's last division: (span, iosize, span / iosize).
+    /// The last division of a random offset: (span, iosize, span / iosize).
     span_div: (u64, u64, u64),
     /// Thread CPU (user, system) when the current statistics generation began.
     cpu0: (f64, f64),
@@ -747,13 +747,35 @@ impl<'a> Worker<'a> {
             self.record_aio();
             self.buf = AlignedBuf::try_new(len, &mut self.rng).map_err(Fail::Error)?;
         }
+        Ok((self.buffer_place(len), len))
+    }
+
+    /// Where in the buffer a request of `len` bytes goes: a random aligned place within
+    /// `memsize` when set (as Filebench's `flowoplib_iobufsetup`), else the start. The
+    /// buffer must hold `len` bytes.
+    #[inline]
+    fn buffer_place(&mut self, len: usize) -> usize {
         let room = self.memsize.min(self.buf.len()).saturating_sub(len);
-        let off = if room >= io::ALIGN {
+        if room >= io::ALIGN {
             (self.rng.random_range(0..=room) / io::ALIGN) * io::ALIGN
         } else {
             0
-        };
-        Ok((off, len))
+        }
+    }
+
+    /// A random `iosize`-aligned offset at which `iosize` bytes fit within `wss` (0 when
+    /// they do not).
+    #[inline]
+    fn random_offset(&mut self, wss: u64, iosize: u64) -> u64 {
+        let span = wss.saturating_sub(iosize);
+        if span == 0 {
+            return 0;
+        }
+        // The division is the same from one operation to the next on the same file.
+        if self.span_div.0 != span || self.span_div.1 != iosize {
+            self.span_div = (span, iosize, span / iosize);
+        }
+        self.rng.random_range(0..=self.span_div.2) * iosize
     }
 
     /// After a read or write of `n` bytes at `off`: remember the offset, and move a

@@ -166,24 +166,10 @@ impl<'a> Worker<'a> {
             }
         };
         let seq_off = s.off;
-        // As buffer(): a random place within memsize, when set.
-        let room = self.memsize.min(self.buf.len()).saturating_sub(p.iosize);
-        let boff = if room >= io::ALIGN {
-            (self.rng.random_range(0..=room) / io::ALIGN) * io::ALIGN
-        } else {
-            0
-        };
+        // The same draws, in the same order, as the general path.
+        let boff = self.buffer_place(p.iosize);
         let off = if p.random {
-            let span = wss.saturating_sub(p.iosize as u64);
-            if span == 0 {
-                0
-            } else {
-                let io = p.iosize as u64;
-                if self.span_div.0 != span || self.span_div.1 != io {
-                    self.span_div = (span, io, span / io);
-                }
-                self.rng.random_range(0..=self.span_div.2) * io
-            }
+            self.random_offset(wss, p.iosize as u64)
         } else {
             seq_off
         };

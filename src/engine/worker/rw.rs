@@ -26,12 +26,7 @@ impl Worker<'_> {
         let off = if f.sameoffset {
             self.slots[slot].last_off
         } else if f.random {
-            let span = wss.saturating_sub(iosize as u64);
-            if span == 0 {
-                0
-            } else {
-                self.rng.random_range(0..=span / iosize as u64) * iosize as u64
-            }
+            self.random_offset(wss, iosize as u64)
         } else {
             self.slots[slot].off
         };
