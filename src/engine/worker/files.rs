@@ -61,8 +61,14 @@ impl Worker<'_> {
                 if ent.exists() {
                     (fs as usize, e as usize, self.slots[slot].fd >= 0)
                 } else {
+                    // Another thread deleted the slot's file first: nothing is left to
+                    // delete, and asking again cannot help (the slot's file is spent), so
+                    // it is skipped and counted, as a file open elsewhere is below. (As
+                    // "no free entry" it was retried, and the retry found the slot empty
+                    // and failed with an error.)
                     fsr.release(List::Files, e as usize, false);
-                    return Err(Fail::NoResource);
+                    self.rec.ops[f.stat].no_resource += 1;
+                    return Ok(Flow::Continue);
                 }
             }
             _ => {
