@@ -200,7 +200,6 @@ pub struct SharedHists {
 #[derive(Debug, Default, Clone)]
 pub struct HdrCounts {
     counts: Vec<u64>,
-    total: u64,
 }
 
 /// Sub-buckets per bucket of a 3-significant-digit HDR histogram, as a power of two halved.
@@ -236,20 +235,19 @@ impl HdrCounts {
             self.counts.resize(i + 1, 0);
         }
         self.counts[i] += 1;
-        self.total += 1;
     }
 
+    /// How many latencies were counted.
     pub fn len(&self) -> u64 {
-        self.total
+        self.counts.iter().sum()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.total == 0
+        self.counts.iter().all(|&c| c == 0)
     }
 
     pub fn reset(&mut self) {
         self.counts.fill(0);
-        self.total = 0;
     }
 
     /// The HDR histogram of these counts.

@@ -57,6 +57,18 @@ struct Slot {
     starved: bool,
 }
 
+impl Slot {
+    /// The planned size of the file the slot was last opened on (0 when none).
+    #[inline]
+    fn file_size(&self) -> u64 {
+        if self.last.is_some() {
+            self.size
+        } else {
+            0
+        }
+    }
+}
+
 const EMPTY: Slot = Slot {
     fd: -1,
     entry: None,
@@ -294,6 +306,18 @@ impl<'a> Worker<'a> {
         self.cpu0 = crate::stats::thread_cpu();
     }
 
+    /// Act on control word `w` before an operation; false when the run is stopping.
+    #[inline]
+    fn take_control(&mut self, w: u64) -> bool {
+        if w != self.seen {
+            if w & super::STOP != 0 {
+                return false;
+            }
+            self.on_control(w);
+        }
+        true
+    }
+
     /// React to a new control word: a new statistics generation resets the recorder (end of
     /// warm-up); a new epoch publishes a snapshot for the time series.
     fn on_control(&mut self, w: u64) {
@@ -388,12 +412,8 @@ impl<'a> Worker<'a> {
     fn run_flowop(&mut self, f: &Flowop) -> Flow {
         let iters = self.num(&f.iters).max(0);
         for _ in 0..iters {
-            let w = self.sh.ctl.word();
-            if w != self.seen {
-                if w & super::STOP != 0 {
-                    return Flow::Stop;
-                }
-                self.on_control(w);
+            if !self.take_control(self.sh.ctl.word()) {
+                return Flow::Stop;
             }
             let r = if f.kind == FlowopKind::Composite {
                 let mut r = Flow::Continue;
@@ -445,9 +465,9 @@ impl<'a> Worker<'a> {
         }
     }
 
-    /// Count an operation of `stat` and keep its latency (all a run without process
-    /// counters or run-wide pacing records per operation).
-    /// `batch` is how many latencies to keep before counting them in.
+    /// Count an operation of `stat` and keep its latency, counting the kept ones in when
+    /// `batch` have gathered (all a run without process counters or run-wide pacing records
+    /// per operation).
     #[inline]
     fn tally(&mut self, stat: usize, ns: u64, bytes: u64, batch: usize) {
         self.rec.ops[stat].tally(ns, bytes);
@@ -731,10 +751,7 @@ impl<'a> Worker<'a> {
         if ws > 0 {
             return ws as u64;
         }
-        match self.slots[slot].last {
-            Some((fs, e)) => self.sh.filesets[fs as usize].files[e as usize].size,
-            None => 0,
-        }
+        self.slots[slot].file_size()
     }
 
     /// A buffer of `len` bytes at a random offset within `memsize` (when set).

@@ -127,12 +127,8 @@ impl<'a> Worker<'a> {
         loop {
             for &(f, p, iters) in ops {
                 for _ in 0..iters {
-                    let w = ctl.word();
-                    if w != self.seen {
-                        if w & super::super::STOP != 0 {
-                            return Flow::Stop;
-                        }
-                        self.on_control(w);
+                    if !self.take_control(ctl.word()) {
+                        return Flow::Stop;
                     }
                     let r = match self.plain_io(f, p) {
                         Some(r) => r,
@@ -160,10 +156,7 @@ impl<'a> Worker<'a> {
         } else if p.ws > 0 {
             p.ws
         } else {
-            match s.last {
-                Some(_) => s.size,
-                None => 0,
-            }
+            s.file_size()
         };
         let seq_off = s.off;
         // The same draws, in the same order, as the general path.
