@@ -35,6 +35,18 @@ fn skip_reason() -> Option<String> {
 }
 
 /// Deterministic, incompressible-enough content.
+/// What every test here starts with: a skip that says why where remotes cannot run, else
+/// the serial lock (one remote test at a time) and fresh directories for one remote. The
+/// remote is declared after the lock, so it is torn down before the next test starts.
+fn begin(what: &str, tag: &str) -> Option<(std::sync::MutexGuard<'static, ()>, Remote)> {
+    if let Some(why) = skip_reason() {
+        skip(&format!("skipping remote {what} test: {why}"));
+        return None;
+    }
+    let serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    Some((serial, Remote::new(tag)))
+}
+
 fn content(len: usize, seed: u8) -> Vec<u8> {
     let mut x: u32 = 0x9e37_79b9 ^ seed as u32;
     (0..len)
@@ -162,12 +174,9 @@ fn read_timed(p: &Path) -> (Vec<u8>, f64) {
 
 #[test]
 fn whole_file_read_and_metadata_follow_the_model() {
-    if let Some(why) = skip_reason() {
-        skip(&format!("skipping remote timing test: {why}"));
+    let Some((_serial, mut r)) = begin("timing", "timing") else {
         return;
-    }
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let mut r = Remote::new("timing");
+    };
     let data = content(2 * MIB, 1);
     fs::write(r.srv().join("big"), &data).unwrap();
     fs::write(r.srv().join("small"), b"hello").unwrap();
@@ -219,12 +228,9 @@ fn whole_file_read_and_metadata_follow_the_model() {
 
 #[test]
 fn jitter_and_loss_delay_round_trips_as_modelled() {
-    if let Some(why) = skip_reason() {
-        skip(&format!("skipping remote loss test: {why}"));
+    let Some((_serial, mut r)) = begin("loss", "loss") else {
         return;
-    }
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let mut r = Remote::new("loss");
+    };
     r.create(&[
         "--bandwidth",
         "10mbit",
@@ -264,12 +270,9 @@ fn jitter_and_loss_delay_round_trips_as_modelled() {
 
 #[test]
 fn lookaside_copies_identical_files_and_fetches_changed_ones() {
-    if let Some(why) = skip_reason() {
-        skip(&format!("skipping remote lookaside test: {why}"));
+    let Some((_serial, mut r)) = begin("lookaside", "lookaside") else {
         return;
-    }
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let mut r = Remote::new("lookaside");
+    };
     let same = content(256 * 1024, 2);
     let changed = content(128 * 1024, 3);
     fs::write(r.srv().join("same"), &same).unwrap();
@@ -307,12 +310,9 @@ fn lookaside_copies_identical_files_and_fetches_changed_ones() {
 
 #[test]
 fn reset_and_set_change_a_running_remote() {
-    if let Some(why) = skip_reason() {
-        skip(&format!("skipping remote reset/set test: {why}"));
+    let Some((_serial, mut r)) = begin("reset/set", "set") else {
         return;
-    }
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let mut r = Remote::new("set");
+    };
     let data = content(64 * 1024, 4);
     fs::write(r.srv().join("f"), &data).unwrap();
     fs::create_dir_all(r.la()).unwrap();
@@ -385,12 +385,9 @@ fn reset_and_set_change_a_running_remote() {
 
 #[test]
 fn a_scan_snapshot_serves_as_the_lookaside_index() {
-    if let Some(why) = skip_reason() {
-        skip(&format!("skipping remote snapshot lookaside test: {why}"));
+    let Some((_serial, mut r)) = begin("snapshot lookaside", "snapla") else {
         return;
-    }
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let mut r = Remote::new("snapla");
+    };
     let same = content(100 * 1024, 7);
     fs::write(r.srv().join("same"), &same).unwrap();
     fs::create_dir_all(r.la().join("d")).unwrap();
@@ -451,12 +448,9 @@ fn a_scan_snapshot_serves_as_the_lookaside_index() {
 
 #[test]
 fn block_protocol_lookaside_reads_identical_files_locally() {
-    if let Some(why) = skip_reason() {
-        skip(&format!("skipping remote block lookaside test: {why}"));
+    let Some((_serial, mut r)) = begin("block lookaside", "blockla") else {
         return;
-    }
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let mut r = Remote::new("blockla");
+    };
     let same = content(300 * 1024, 5);
     let other = content(200 * 1024, 6);
     fs::write(r.srv().join("same"), &same).unwrap();
@@ -490,12 +484,9 @@ fn block_protocol_lookaside_reads_identical_files_locally() {
 
 #[test]
 fn read_only_refuses_writes_and_writable_writes_through() {
-    if let Some(why) = skip_reason() {
-        skip(&format!("skipping remote write test: {why}"));
+    let Some((_serial, mut r)) = begin("write", "ro") else {
         return;
-    }
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let mut r = Remote::new("ro");
+    };
     fs::write(r.srv().join("f"), b"original").unwrap();
     fs::create_dir(r.srv().join("d")).unwrap();
     let before = common::tree_listing(&r.srv());
@@ -564,12 +555,9 @@ fn read_only_refuses_writes_and_writable_writes_through() {
 #[test]
 fn a_directory_swapped_for_a_link_does_not_redirect_changes() {
     use std::os::unix::io::AsRawFd;
-    if let Some(why) = skip_reason() {
-        skip(&format!("skipping remote link-swap test: {why}"));
+    let Some((_serial, mut r)) = begin("link-swap", "swap") else {
         return;
-    }
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let mut r = Remote::new("swap");
+    };
     let outside = r.root.join("outside");
     fs::create_dir_all(&outside).unwrap();
     fs::write(outside.join("x"), b"not the server's").unwrap();
