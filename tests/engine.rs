@@ -437,8 +437,9 @@ fn stride_and_sameoffset_extensions() {
         "set $dir=/tmp\nset mode quit alldone\n\
          define file name=s,path=$dir,size=0,prealloc\n\
          define file name=r,path=$dir,size=0,prealloc\n\
-         define process name=p {\n thread name=t {\n  flowop write name=w,filename=s,fd=1,iosize=4k,stride=8k\n  flowop finishoncount name=f,value=4,target=w\n }\n}\n\
-         define process name=q {\n thread name=t2 {\n  flowop write name=w1,filename=r,fd=1,iosize=4k\n  flowop write name=w2,fd=1,iosize=4k,sameoffset\n  flowop finishoncount name=f2,value=4,target=w1\n }\n}\nrun 30\n",
+         define process name=p {\n thread name=t {\n  flowop write name=w,filename=s,fd=1,iosize=4k,stride=8k\n  \
+         flowop write name=w1,filename=r,fd=2,iosize=4k\n  flowop write name=w2,fd=2,iosize=4k,sameoffset\n  \
+         flowop finishoncount name=f,value=4,target=w\n }\n}\nrun 30\n",
     );
     let o = run(&["run", &wl, "--dir", target.s(), "--keep", "-q"]);
     assert!(o.status.success(), "{}", text(&o));
@@ -470,7 +471,7 @@ fn stride_and_sameoffset_extensions() {
     assert!(s[..4096].iter().any(|b| *b != 0));
     assert!(s[8192..12288].iter().any(|b| *b != 0));
     // The second write rewrites the first's record: the file grows by 4 KiB per loop only
-    // (three loops: the open and three writes of w1).
+    // (three loops, ended by the count of w: its open and three writes).
     assert_eq!(find("r").len(), 12 * 1024);
 }
 

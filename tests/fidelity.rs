@@ -131,6 +131,34 @@ run 30
 }
 
 #[test]
+fn a_finish_flowop_ends_the_run_in_every_mode() {
+    // Filebench (flowop.c): a flowop returning FILEBENCH_DONE sets shm_f_abort whatever
+    // the quit mode, and every thread stops before its next flowop. In `alldone` mode a
+    // second process that would loop for ever ends with the first one's finish flowop;
+    // only an exhausted fileset ends no more than its own thread there.
+    let dir = Scratch::new("finish-ends-run");
+    let body = "set mode quit alldone
+define fileset name=f,path=\"/tmp\",entries=4,dirwidth=4,filesize=1k,prealloc=100
+define process name=p {
+  thread name=t {
+    flowop statfile name=s,filesetname=f
+    flowop finishoncount name=fin,value=50,target=s
+  }
+}
+define process name=q {
+  thread name=forever {
+    flowop statfile name=s2,filesetname=f
+  }
+}
+run 30
+";
+    let (v, _) = run_wl(&dir, body, &[]);
+    assert_eq!(flowop(&v, "s")["ops"], 50, "{v}");
+    let d = v["duration_s"].as_f64().unwrap();
+    assert!(d < 10.0, "the finish flowop did not end the run ({d} s)");
+}
+
+#[test]
 fn rate_limits_without_eventgen_are_not_operations() {
     // Filebench (flowop_library.c): eventlimit, iopslimit, opslimit and bwlimit return
     // before their endop when no eventgen rate is set, so they count nothing.

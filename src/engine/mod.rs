@@ -58,6 +58,8 @@ pub struct Control {
     exhausted: Mutex<Option<String>>,
     /// The first flowop whose file system was full, and its error (ends the run too).
     no_space: Mutex<Option<String>>,
+    /// The measuring thread, woken when a worker ends the run.
+    measurer: std::sync::OnceLock<std::thread::Thread>,
 }
 
 /// Bit 63 of the control word: stop.
@@ -84,6 +86,15 @@ impl Control {
     }
     pub fn stop(&self) {
         self.word.fetch_or(STOP, Ordering::SeqCst);
+    }
+    /// Stop the run from a worker, as Filebench's `shm_f_abort` does: every other thread
+    /// stops before its next flowop, and the measuring thread wakes to end the run now
+    /// rather than at its next look.
+    fn end_run(&self) {
+        self.stop();
+        if let Some(t) = self.measurer.get() {
+            t.unpark();
+        }
     }
     fn next_epoch(&self) {
         self.word.fetch_add(1, Ordering::SeqCst);
@@ -499,6 +510,7 @@ pub fn measure(
     mo: MeasureOptions,
 ) -> Result<Measured, EngineError> {
     let ctl = Control::default();
+    let _ = ctl.measurer.set(std::thread::current());
     let nproc: usize = wl.processes.iter().map(|p| p.instances as usize).sum();
     let procs: Vec<ProcCounters> = (0..nproc).map(|_| ProcCounters::default()).collect();
     let count_procs = wl.all_flowops().iter().any(|f| {
@@ -563,6 +575,21 @@ pub fn measure(
                             gate.wait_open();
                             w.begin();
                             let flow = w.run();
+                            // As Filebench (flowop.c): a finish flowop that is done ends the
+                            // run in every mode; a flowop without a file ends it except in
+                            // `alldone` mode; a full file system ends it always. The others
+                            // stop before their next flowop.
+                            let ends_run = match flow {
+                                Flow::Done => true,
+                                Flow::Exhausted => {
+                                    shared.wl.mode != QuitMode::AllDone
+                                        || shared.ctl.no_space.lock().is_ok_and(|x| x.is_some())
+                                }
+                                _ => false,
+                            };
+                            if ends_run {
+                                shared.ctl.end_run();
+                            }
                             w.finish();
                             if flow == Flow::Done || flow == Flow::Exhausted {
                                 shared.ctl.finished.fetch_add(1, Ordering::SeqCst);
@@ -643,6 +670,10 @@ pub fn measure(
                 stonewalled = true;
                 break;
             }
+            // A worker ended the run (a finish flowop, an exhausted fileset, a full disk).
+            if ctl.stopping() {
+                break;
+            }
             let finished = ctl.finished.load(Ordering::SeqCst);
             if finished > 0 && (wl.mode == QuitMode::FirstDone || finished == nthreads) {
                 break;
@@ -681,7 +712,8 @@ pub fn measure(
             } else {
                 limit.saturating_sub(elapsed)
             };
-            std::thread::sleep(
+            // Parked, not asleep: a worker that ends the run wakes this thread at once.
+            std::thread::park_timeout(
                 until
                     .min(next_tick.saturating_duration_since(Instant::now()))
                     .min(Duration::from_millis(20)),
