@@ -197,6 +197,16 @@ impl FilesetRt {
         None
     }
 
+    /// Whether every entry of list `l` is busy (picked by some thread and not yet released):
+    /// the one case in which Filebench's `fileset_pick` waits instead of reporting no file.
+    pub fn all_busy(&self, l: List) -> bool {
+        let list = self.list(l);
+        !list.is_empty()
+            && list
+                .iter()
+                .all(|e| e.state.load(Ordering::Acquire) & BUSY != 0)
+    }
+
     /// Release a picked entry, recording whether it now exists.
     pub fn release(&self, l: List, i: usize, exists: bool) {
         let old = self.list(l)[i]

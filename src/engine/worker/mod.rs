@@ -79,9 +79,6 @@ const EMPTY: Slot = Slot {
     starved: false,
 };
 
-/// Retries of a flowop that found no free entry before its fileset counts as exhausted.
-const EXHAUSTED_RETRIES: u32 = 2000;
-
 /// What running a flowop asks of the loop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Flow {
@@ -548,19 +545,15 @@ impl<'a> Worker<'a> {
             }
         }
         let mut r = self.exec_inner(f);
-        if matches!(r, Err(Fail::NoResource)) && !self.sh.continue_when_exhausted {
-            // Filebench waits while the entries it could take are only busy in other
-            // threads: retry a while before calling the fileset exhausted.
-            for _ in 0..EXHAUSTED_RETRIES {
-                if self.sh.ctl.stopping() {
-                    return Flow::Stop;
-                }
-                std::thread::yield_now();
-                r = self.exec_inner(f);
-                if !matches!(r, Err(Fail::NoResource)) {
-                    break;
-                }
+        // As Filebench's fileset_pick: no file in the wanted state, or all of those busy in
+        // other threads, is "no file" at once; only while every entry of the list is busy
+        // does it wait for one to be released.
+        while matches!(r, Err(Fail::NoResource)) && self.all_busy(f) {
+            if self.sh.ctl.stopping() {
+                return Flow::Stop;
             }
+            std::thread::yield_now();
+            r = self.exec_inner(f);
         }
         self.settle(f, r)
     }
@@ -618,6 +611,19 @@ impl<'a> Worker<'a> {
             }
             _ => f.fd.unwrap_or(0),
         }
+    }
+
+    /// Whether every entry of the list `f` picks from is busy (see `exec`).
+    fn all_busy(&self, f: &Flowop) -> bool {
+        let Some(i) = f.fileset else {
+            return false;
+        };
+        let l = if matches!(f.kind, FlowopKind::MakeDir | FlowopKind::RemoveDir) {
+            List::LeafDirs
+        } else {
+            List::Files
+        };
+        self.sh.filesets[i].all_busy(l)
     }
 
     fn how(&self, f: &Flowop, create: bool) -> OpenHow {
