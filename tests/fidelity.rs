@@ -159,6 +159,30 @@ run 30
 }
 
 #[test]
+fn a_busy_entry_is_waited_for_not_taken_for_exhaustion() {
+    // Filebench (fileset.c fileset_pick): while every entry of the fileset is busy in other
+    // threads, a pick waits for one to be released; only a fileset with no free entry in
+    // the wanted state while some entry is idle is exhausted. Four threads open and close
+    // the one file of a fileset: each open finds it busy now and then, and the run must go
+    // on for its whole second.
+    let dir = Scratch::new("busy-wait");
+    let body = "define fileset name=f,path=\"/tmp\",entries=1,dirwidth=1,filesize=1k,prealloc=100
+define process name=p {
+  thread name=t,instances=4 {
+    flowop openfile name=o,filesetname=f,fd=1
+    flowop closefile name=c,fd=1
+  }
+}
+run 1
+";
+    let (v, _) = run_wl(&dir, body, &[]);
+    assert_eq!(flowop(&v, "o")["no_resource"], 0, "{}", v["notes"]);
+    assert!(flowop(&v, "o")["ops"].as_u64().unwrap() > 1000);
+    let d = v["duration_s"].as_f64().unwrap();
+    assert!(d > 0.9, "the run ended after {d} s: {}", v["notes"]);
+}
+
+#[test]
 fn rate_limits_without_eventgen_are_not_operations() {
     // Filebench (flowop_library.c): eventlimit, iopslimit, opslimit and bwlimit return
     // before their endop when no eventgen rate is set, so they count nothing.

@@ -101,6 +101,15 @@ pub enum List {
     LeafDirs,
 }
 
+/// Why a pick found no entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Miss {
+    /// No free entry in the wanted state, while some entry of the list was not busy.
+    Empty,
+    /// Every entry of the list was busy in other threads.
+    AllBusy,
+}
+
 impl FilesetRt {
     pub fn new(
         name: &str,
@@ -154,51 +163,91 @@ impl FilesetRt {
     }
 
     /// Pick an entry and mark it busy: round-robin from a shared rotor (as Filebench does), or
-    /// exactly entry `index` when given. `None` when no entry is in the wanted state.
-    pub fn pick(&self, l: List, want: Want, index: Option<usize>) -> Option<usize> {
+    /// the entry at `index` when given. As Filebench's `fileset_pick`, a pick that finds
+    /// every entry of the list busy reports `Miss::AllBusy` (Filebench waits for one to be
+    /// released), and one that finds no free entry in the wanted state while some entry is
+    /// not busy reports `Miss::Empty` (no resource: the fileset is exhausted for this flowop).
+    pub fn pick(&self, l: List, want: Want, index: Option<usize>) -> Result<usize, Miss> {
         let list = self.list(l);
         let n = list.len();
         if n == 0 {
-            return None;
+            return Err(Miss::Empty);
         }
-        let have = self.existing[l as usize].load(Ordering::Relaxed);
-        if (want == Want::Exists && have == 0) || (want == Want::Absent && have >= n) {
-            return None;
-        }
-        let claim = |i: usize| {
-            let e = &list[i];
-            let cur = e.state.load(Ordering::Acquire);
-            let ok = match want {
-                Want::Exists => cur == EXISTS,
-                Want::Absent => cur == 0,
-            };
-            ok && e
-                .state
-                .compare_exchange(cur, cur | BUSY, Ordering::AcqRel, Ordering::Relaxed)
-                .is_ok()
-        };
-        if let Some(i) = index {
-            // As Filebench's indexed pick: the entry at the index if it is in the wanted
-            // state and free, otherwise the next one that is (wrapping around).
-            let i = i % n;
-            return (0..n).map(|k| (i + k) % n).find(|&j| claim(j));
-        }
-        let rotor = &self.rotors[(l as usize) * 2 + (want as usize)];
-        let start = rotor.fetch_add(1, Ordering::Relaxed);
-        for k in 0..n {
-            let i = (start + k) % n;
-            if claim(i) {
-                if k > 0 {
-                    rotor.fetch_add(k, Ordering::Relaxed);
+        loop {
+            let have = self.existing[l as usize].load(Ordering::Acquire);
+            if (want == Want::Exists && have == 0) || (want == Want::Absent && have >= n) {
+                // Filebench looks for an idle entry before it looks at the wanted list.
+                if self.all_busy(l) {
+                    return Err(Miss::AllBusy);
                 }
-                return Some(i);
+                // Nothing was created or deleted while we looked: the list was empty
+                // throughout. Otherwise look again.
+                if self.existing[l as usize].load(Ordering::Acquire) == have {
+                    return Err(Miss::Empty);
+                }
+                continue;
             }
+            // Whether every entry seen was busy (decided during the scan, as Filebench decides
+            // under its pick lock, not by a second look that a release may overtake).
+            let mut all_busy = true;
+            let mut claim = |i: usize| {
+                let e = &list[i];
+                let mut cur = e.state.load(Ordering::Acquire);
+                loop {
+                    if cur & BUSY != 0 {
+                        return false;
+                    }
+                    let ok = match want {
+                        Want::Exists => cur == EXISTS,
+                        Want::Absent => cur == 0,
+                    };
+                    if !ok {
+                        all_busy = false;
+                        return false;
+                    }
+                    // Another thread may take it first: then it is busy, as it would be
+                    // under Filebench's lock.
+                    match e.state.compare_exchange(
+                        cur,
+                        cur | BUSY,
+                        Ordering::AcqRel,
+                        Ordering::Acquire,
+                    ) {
+                        Ok(_) => return true,
+                        Err(now) => cur = now,
+                    }
+                }
+            };
+            let found = if let Some(i) = index {
+                // As Filebench's indexed pick: the entry at the index if it is in the wanted
+                // state and free, otherwise the next one that is (wrapping around).
+                let i = i % n;
+                (0..n).map(|k| (i + k) % n).find(|&j| claim(j))
+            } else {
+                let rotor = &self.rotors[(l as usize) * 2 + (want as usize)];
+                let start = rotor.fetch_add(1, Ordering::Relaxed);
+                let mut found = None;
+                for k in 0..n {
+                    let i = (start + k) % n;
+                    if claim(i) {
+                        if k > 0 {
+                            rotor.fetch_add(k, Ordering::Relaxed);
+                        }
+                        found = Some(i);
+                        break;
+                    }
+                }
+                found
+            };
+            return match found {
+                Some(i) => Ok(i),
+                None if all_busy => Err(Miss::AllBusy),
+                None => Err(Miss::Empty),
+            };
         }
-        None
     }
 
-    /// Whether every entry of list `l` is busy (picked by some thread and not yet released):
-    /// the one case in which Filebench's `fileset_pick` waits instead of reporting no file.
+    /// Whether every entry of list `l` is busy (picked by some thread and not yet released).
     pub fn all_busy(&self, l: List) -> bool {
         let list = self.list(l);
         !list.is_empty()
@@ -353,23 +402,51 @@ mod tests {
     }
 
     #[test]
+    fn a_pick_tells_all_busy_from_exhausted() {
+        // As Filebench's fileset_pick: every entry busy is a wait; no free entry in the
+        // wanted state while some entry is idle is no resource.
+        let fs = small();
+        let all: Vec<usize> = (0..10)
+            .map(|_| fs.pick(List::Files, Want::Absent, None).unwrap())
+            .collect();
+        assert_eq!(fs.pick(List::Files, Want::Absent, None), Err(Miss::AllBusy));
+        assert_eq!(fs.pick(List::Files, Want::Exists, None), Err(Miss::AllBusy));
+        assert_eq!(
+            fs.pick(List::Files, Want::Exists, Some(3)),
+            Err(Miss::AllBusy)
+        );
+        // One idle, absent entry: nothing exists to open (no resource), and the absent
+        // one can be created.
+        fs.release(List::Files, all[0], false);
+        assert_eq!(fs.pick(List::Files, Want::Exists, None), Err(Miss::Empty));
+        assert_eq!(fs.pick(List::Files, Want::Absent, Some(7)), Ok(all[0]));
+        // Created: it exists now, and nothing else is free to create.
+        fs.release(List::Files, all[0], true);
+        assert_eq!(fs.pick(List::Files, Want::Absent, None), Err(Miss::Empty));
+        assert_eq!(fs.pick(List::Files, Want::Exists, None), Ok(all[0]));
+    }
+
+    #[test]
     fn pick_round_robin_and_busy() {
         let fs = small();
         let a = fs.pick(List::Files, Want::Absent, None).unwrap();
         let b = fs.pick(List::Files, Want::Absent, None).unwrap();
         assert_ne!(a, b);
-        assert_eq!(fs.pick(List::Files, Want::Exists, None), None);
+        assert_eq!(fs.pick(List::Files, Want::Exists, None), Err(Miss::Empty));
         fs.release(List::Files, a, true);
-        assert_eq!(fs.pick(List::Files, Want::Exists, None), Some(a));
+        assert_eq!(fs.pick(List::Files, Want::Exists, None), Ok(a));
         // Busy entries are not picked twice.
-        assert_eq!(fs.pick(List::Files, Want::Exists, None), None);
+        assert_eq!(fs.pick(List::Files, Want::Exists, None), Err(Miss::Empty));
         fs.release(List::Files, a, true);
-        assert_eq!(fs.pick(List::Files, Want::Exists, Some(a + 10)), Some(a));
+        assert_eq!(fs.pick(List::Files, Want::Exists, Some(a + 10)), Ok(a));
         fs.release(List::Files, a, true);
         // As Filebench: an index naming an absent entry takes the next existing one
         // (wrapping), and a busy one the next free one; none at all is exhaustion.
-        assert_eq!(fs.pick(List::Files, Want::Exists, Some(b)), Some(a));
-        assert_eq!(fs.pick(List::Files, Want::Exists, Some(b)), None);
+        assert_eq!(fs.pick(List::Files, Want::Exists, Some(b)), Ok(a));
+        assert_eq!(
+            fs.pick(List::Files, Want::Exists, Some(b)),
+            Err(Miss::Empty)
+        );
         fs.release(List::Files, a, true);
         let c = fs.pick(List::Files, Want::Absent, Some(a)).unwrap();
         // `b` is still busy from its pick above: skipped as well.
@@ -381,7 +458,7 @@ mod tests {
         fs.release(List::Files, c, false);
         // All absent entries can be picked exactly once.
         let mut n = 0;
-        while fs.pick(List::Files, Want::Absent, None).is_some() {
+        while fs.pick(List::Files, Want::Absent, None).is_ok() {
             n += 1;
         }
         assert_eq!(n, 8);

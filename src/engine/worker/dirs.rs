@@ -12,9 +12,7 @@ impl Worker<'_> {
         let make = f.kind == MakeDir;
         let idx = self.index_scaled(f, fs.leafdirs.len(), true);
         let want = if make { Want::Absent } else { Want::Exists };
-        let Some(e) = fs.pick(List::LeafDirs, want, idx) else {
-            return Err(Fail::NoResource);
-        };
+        let e = fs.pick(List::LeafDirs, want, idx)?;
         let (r, ns) = match fs.entry_at(List::LeafDirs, e, &mut self.path) {
             Ok((dir, name)) => {
                 let t0 = self.clock.now();

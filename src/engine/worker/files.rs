@@ -82,10 +82,7 @@ impl Worker<'_> {
                 };
                 let fs = &self.sh.filesets[fsi];
                 let idx = self.index(f, fs.files.len());
-                match fs.pick(List::Files, Want::Exists, idx) {
-                    Some(e) => (fsi, e, false),
-                    None => return Err(Fail::NoResource),
-                }
+                (fsi, fs.pick(List::Files, Want::Exists, idx)?, false)
             }
         };
         let fs = &self.sh.filesets[fsi];
@@ -155,9 +152,7 @@ impl Worker<'_> {
         };
         let fs = &self.sh.filesets[fsi];
         let idx = self.index(f, fs.files.len());
-        let Some(e) = fs.pick(List::Files, Want::Exists, idx) else {
-            return Err(Fail::NoResource);
-        };
+        let e = fs.pick(List::Files, Want::Exists, idx)?;
         let r = fs
             .entry_at(List::Files, e, &mut self.path)
             .map(|(dir, name)| {

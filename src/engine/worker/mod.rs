@@ -18,7 +18,7 @@ use super::io::{self, AlignedBuf, OpenHow};
 use super::sync::Pacing;
 use super::Control;
 use crate::dist::{rng, Rng};
-use crate::fileset::{FilesetRt, List, Want};
+use crate::fileset::{FilesetRt, List, Miss, Want};
 use crate::model::{Flowop, FlowopKind, IoClass, Num, Thread, Workload};
 use crate::stats::clock::Clock;
 use crate::stats::loghist::LogHist;
@@ -92,8 +92,19 @@ pub enum Flow {
     Exhausted,
 }
 
+impl From<Miss> for Fail {
+    fn from(m: Miss) -> Fail {
+        match m {
+            Miss::Empty => Fail::NoResource,
+            Miss::AllBusy => Fail::Busy,
+        }
+    }
+}
+
 enum Fail {
     NoResource,
+    /// Every entry of the fileset's list was busy: pick again (see `exec`).
+    Busy,
     Error(String),
 }
 
@@ -545,10 +556,9 @@ impl<'a> Worker<'a> {
             }
         }
         let mut r = self.exec_inner(f);
-        // As Filebench's fileset_pick: no file in the wanted state, or all of those busy in
-        // other threads, is "no file" at once; only while every entry of the list is busy
-        // does it wait for one to be released.
-        while matches!(r, Err(Fail::NoResource)) && self.all_busy(f) {
+        // As Filebench's fileset_pick: while every entry of the list is busy in other
+        // threads, wait for one to be released and pick again.
+        while matches!(r, Err(Fail::Busy)) {
             if self.sh.ctl.stopping() {
                 return Flow::Stop;
             }
@@ -563,7 +573,7 @@ impl<'a> Worker<'a> {
     fn settle(&mut self, f: &Flowop, r: Result<Flow, Fail>) -> Flow {
         match r {
             Ok(flow) => flow,
-            Err(Fail::NoResource) => {
+            Err(Fail::NoResource | Fail::Busy) => {
                 self.rec.ops[f.stat].no_resource += 1;
                 if !self.sh.continue_when_exhausted {
                     if let Ok(mut x) = self.sh.ctl.exhausted.lock() {
@@ -613,19 +623,6 @@ impl<'a> Worker<'a> {
         }
     }
 
-    /// Whether every entry of the list `f` picks from is busy (see `exec`).
-    fn all_busy(&self, f: &Flowop) -> bool {
-        let Some(i) = f.fileset else {
-            return false;
-        };
-        let l = if matches!(f.kind, FlowopKind::MakeDir | FlowopKind::RemoveDir) {
-            List::LeafDirs
-        } else {
-            List::Files
-        };
-        self.sh.filesets[i].all_busy(l)
-    }
-
     fn how(&self, f: &Flowop, create: bool) -> OpenHow {
         let fs = f.fileset.map(|i| &self.sh.filesets[i]);
         OpenHow {
@@ -666,12 +663,15 @@ impl<'a> Worker<'a> {
         let fs = &self.sh.filesets[fsi];
         let idx = self.index(f, fs.files.len());
         let want = if create { Want::Absent } else { Want::Exists };
-        let Some(e) = fs.pick(List::Files, want, idx) else {
-            if self.slots[slot].fd >= 0 {
-                self.release_slot(slot);
+        let e = match fs.pick(List::Files, want, idx) {
+            Ok(e) => e,
+            Err(miss) => {
+                if self.slots[slot].fd >= 0 {
+                    self.release_slot(slot);
+                }
+                self.slots[slot].starved = true;
+                return Err(miss.into());
             }
-            self.slots[slot].starved = true;
-            return Err(Fail::NoResource);
         };
         if self.slots[slot].fd >= 0 {
             // Reopening a slot that is still open closes the old file first (not measured).
