@@ -110,6 +110,40 @@ pub enum Miss {
     AllBusy,
 }
 
+/// What trying to claim one entry found.
+enum Claim {
+    Taken,
+    /// Busy in another thread (also when another thread took it first).
+    Busy,
+    /// Idle, but not in the wanted state.
+    Unwanted,
+}
+
+/// Mark `e` busy if it is idle and in the wanted state.
+fn claim(e: &Entry, want: Want) -> Claim {
+    let mut cur = e.state.load(Ordering::Acquire);
+    loop {
+        if cur & BUSY != 0 {
+            return Claim::Busy;
+        }
+        let wanted = match want {
+            Want::Exists => cur == EXISTS,
+            Want::Absent => cur == 0,
+        };
+        if !wanted {
+            return Claim::Unwanted;
+        }
+        // Another thread may take it first: then it is busy, as under Filebench's lock.
+        match e
+            .state
+            .compare_exchange(cur, cur | BUSY, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => return Claim::Taken,
+            Err(now) => cur = now,
+        }
+    }
+}
+
 impl FilesetRt {
     pub fn new(
         name: &str,
@@ -168,87 +202,58 @@ impl FilesetRt {
     /// released), and one that finds no free entry in the wanted state while some entry is
     /// not busy reports `Miss::Empty` (no resource: the fileset is exhausted for this flowop).
     pub fn pick(&self, l: List, want: Want, index: Option<usize>) -> Result<usize, Miss> {
-        let list = self.list(l);
-        let n = list.len();
+        let n = self.list(l).len();
         if n == 0 {
             return Err(Miss::Empty);
         }
         loop {
             let have = self.existing[l as usize].load(Ordering::Acquire);
-            if (want == Want::Exists && have == 0) || (want == Want::Absent && have >= n) {
-                // Filebench looks for an idle entry before it looks at the wanted list.
-                if self.all_busy(l) {
-                    return Err(Miss::AllBusy);
-                }
-                // Nothing was created or deleted while we looked: the list was empty
-                // throughout. Otherwise look again.
-                if self.existing[l as usize].load(Ordering::Acquire) == have {
-                    return Err(Miss::Empty);
-                }
-                continue;
+            if (want == Want::Exists && have > 0) || (want == Want::Absent && have < n) {
+                return self.scan(l, want, index);
             }
-            // Whether every entry seen was busy (decided during the scan, as Filebench decides
-            // under its pick lock, not by a second look that a release may overtake).
-            let mut all_busy = true;
-            let mut claim = |i: usize| {
-                let e = &list[i];
-                let mut cur = e.state.load(Ordering::Acquire);
-                loop {
-                    if cur & BUSY != 0 {
-                        return false;
-                    }
-                    let ok = match want {
-                        Want::Exists => cur == EXISTS,
-                        Want::Absent => cur == 0,
-                    };
-                    if !ok {
-                        all_busy = false;
-                        return false;
-                    }
-                    // Another thread may take it first: then it is busy, as it would be
-                    // under Filebench's lock.
-                    match e.state.compare_exchange(
-                        cur,
-                        cur | BUSY,
-                        Ordering::AcqRel,
-                        Ordering::Acquire,
-                    ) {
-                        Ok(_) => return true,
-                        Err(now) => cur = now,
-                    }
-                }
-            };
-            let found = if let Some(i) = index {
-                // As Filebench's indexed pick: the entry at the index if it is in the wanted
-                // state and free, otherwise the next one that is (wrapping around).
-                let i = i % n;
-                (0..n).map(|k| (i + k) % n).find(|&j| claim(j))
-            } else {
-                let rotor = &self.rotors[(l as usize) * 2 + (want as usize)];
-                let start = rotor.fetch_add(1, Ordering::Relaxed);
-                let mut found = None;
-                for k in 0..n {
-                    let i = (start + k) % n;
-                    if claim(i) {
-                        if k > 0 {
-                            rotor.fetch_add(k, Ordering::Relaxed);
-                        }
-                        found = Some(i);
-                        break;
-                    }
-                }
-                found
-            };
-            return match found {
-                Some(i) => Ok(i),
-                None if all_busy => Err(Miss::AllBusy),
-                None => Err(Miss::Empty),
-            };
+            // Filebench looks for an idle entry before it looks at the wanted list.
+            if self.all_busy(l) {
+                return Err(Miss::AllBusy);
+            }
+            // Nothing was created or deleted while we looked: the wanted list was empty
+            // throughout. Otherwise look again.
+            if self.existing[l as usize].load(Ordering::Acquire) == have {
+                return Err(Miss::Empty);
+            }
         }
     }
 
+    /// Claim the first free entry in the wanted state, starting at `index` (as Filebench's
+    /// indexed pick: that entry, else the next that is, wrapping around) or at the rotor.
+    /// Whether every entry was busy is decided during the scan, as Filebench decides under
+    /// its pick lock, not by a second look that a release may overtake.
+    fn scan(&self, l: List, want: Want, index: Option<usize>) -> Result<usize, Miss> {
+        let list = self.list(l);
+        let n = list.len();
+        let rotor = &self.rotors[(l as usize) * 2 + (want as usize)];
+        let start = match index {
+            Some(i) => i % n,
+            None => rotor.fetch_add(1, Ordering::Relaxed),
+        };
+        let mut all_busy = true;
+        for k in 0..n {
+            let i = (start + k) % n;
+            match claim(&list[i], want) {
+                Claim::Taken => {
+                    if index.is_none() && k > 0 {
+                        rotor.fetch_add(k, Ordering::Relaxed);
+                    }
+                    return Ok(i);
+                }
+                Claim::Busy => {}
+                Claim::Unwanted => all_busy = false,
+            }
+        }
+        Err(if all_busy { Miss::AllBusy } else { Miss::Empty })
+    }
+
     /// Whether every entry of list `l` is busy (picked by some thread and not yet released).
-    pub fn all_busy(&self, l: List) -> bool {
+    fn all_busy(&self, l: List) -> bool {
         let list = self.list(l);
         !list.is_empty()
             && list

@@ -237,15 +237,6 @@ impl HdrCounts {
         self.counts[i] += 1;
     }
 
-    /// How many latencies were counted.
-    pub fn len(&self) -> u64 {
-        self.counts.iter().sum()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.counts.iter().all(|&c| c == 0)
-    }
-
     pub fn reset(&mut self) {
         self.counts.fill(0);
     }
@@ -341,7 +332,7 @@ mod tests {
             counts.record(v);
         }
         let h = counts.to_hist();
-        assert_eq!(counts.len(), vals.len() as u64);
+        assert_eq!(counts.counts.iter().sum::<u64>(), vals.len() as u64);
         assert!(h == direct, "histograms differ");
         for q in [0.0, 0.001, 0.25, 0.5, 0.9, 0.99, 0.999, 0.99999, 1.0] {
             assert_eq!(h.value_at_quantile(q), direct.value_at_quantile(q), "q={q}");

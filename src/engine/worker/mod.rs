@@ -92,6 +92,13 @@ pub enum Flow {
     Exhausted,
 }
 
+enum Fail {
+    NoResource,
+    /// Every entry of the fileset's list was busy: pick again (see `exec`).
+    Busy,
+    Error(String),
+}
+
 impl From<Miss> for Fail {
     fn from(m: Miss) -> Fail {
         match m {
@@ -99,13 +106,6 @@ impl From<Miss> for Fail {
             Miss::AllBusy => Fail::Busy,
         }
     }
-}
-
-enum Fail {
-    NoResource,
-    /// Every entry of the fileset's list was busy: pick again (see `exec`).
-    Busy,
-    Error(String),
 }
 
 /// Everything shared, read-only or atomic, by the workers of a run.
