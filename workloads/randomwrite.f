@@ -8,12 +8,8 @@
 # Scale with -s: filesize, iosize, nthreads, workingset, directio, memsize,
 # runtime.
 #
-# $memsize is the thread's memory for I/O buffers. Filebench's own file sets
-# memsize=5m, so that each request lands at a random place in it; at small
-# iosizes that scatter costs cache misses in the copy (about 9% of a 4 KiB read
-# from the page cache) that a file-system measurement should not carry, so here
-# it is 0: one buffer, as a plain pread loop uses. -s memsize=5m restores
-# Filebench's placement (docs/filebench-compat.md).
+# $memsize is 0: one I/O buffer per thread, as a plain pread loop uses.
+# -s memsize=5m restores Filebench's placement (docs/filebench-compat.md).
 #
 # fsbench replaces $dir with its run directory.
 
