@@ -38,7 +38,7 @@ path = "{}"
 [[measurement]]
 name = "fs"
 kind = "workload"
-params = {{ workload = "fileserver", nfiles = 20, filesize = "4k", duration = {duration} }}
+params = {{ workload = "fileserver", nfiles = 500, filesize = "4k", duration = {duration} }}
 factors = {{ nthreads = [1, 2] }}
 
 [[measurement]]
@@ -245,7 +245,7 @@ cache = ["cold"]
 [[measurement]]
 name = "fs"
 kind = "workload"
-params = {{ workload = "fileserver", nfiles = 20, filesize = "4k", nthreads = 2, duration = {duration} }}
+params = {{ workload = "fileserver", nfiles = 500, filesize = "4k", nthreads = 2, duration = {duration} }}
 "#
     )
 }
