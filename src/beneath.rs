@@ -58,37 +58,12 @@ pub fn open_dir_path(dir: RawFd, rel: &[u8]) -> io::Result<OwnedFd> {
     }
     let c = CString::new(rel)
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in a path"))?;
-    // The kernel's `struct open_how` (libc's is non-exhaustive).
-    #[repr(C)]
-    struct OpenHow {
-        flags: u64,
-        mode: u64,
-        resolve: u64,
-    }
-    let how = OpenHow {
-        flags: (libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC) as u64,
-        mode: 0,
-        resolve: libc::RESOLVE_BENEATH | libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_MAGICLINKS,
-    };
-    // SAFETY: c is NUL-terminated; how is a valid open_how of the size passed.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_openat2,
-            dir,
-            c.as_ptr(),
-            &how as *const OpenHow,
-            std::mem::size_of::<OpenHow>(),
-        )
-    };
-    if r >= 0 {
-        // SAFETY: a fresh descriptor from the kernel.
-        return Ok(unsafe { OwnedFd::from_raw_fd(r as RawFd) });
-    }
-    let e = io::Error::last_os_error();
-    match e.raw_os_error() {
+    let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW;
+    let resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_MAGICLINKS;
+    match openat2(dir, &c, flags, resolve) {
+        Some(r) => r,
         // No openat2 (old kernel, or a sandbox refusing it): walk one component at a time.
-        Some(libc::ENOSYS) | Some(libc::EPERM) | Some(libc::E2BIG) => walk(dir, rel),
-        _ => Err(e),
+        None => walk(dir, rel),
     }
 }
 
@@ -120,7 +95,7 @@ pub fn lstat_at(dir: RawFd, name: &CStr) -> io::Result<libc::stat> {
             dir,
             name.as_ptr(),
             &mut st,
-            libc::AT_SYMLINK_NOFOLLOW,
+            libc::AT_SYMLINK_NOFOLLOW | libc::AT_NO_AUTOMOUNT,
         ))?;
         Ok(st)
     }
@@ -153,22 +128,220 @@ fn is_dir(st: &libc::stat) -> bool {
     st.st_mode & libc::S_IFMT == libc::S_IFDIR
 }
 
-/// Remove `name` in `dir` and, when it is a directory (not a link to one), everything in it.
-/// Entries that vanish meanwhile are not errors.
-pub fn remove_tree_at(dir: RawFd, name: &CStr) -> io::Result<()> {
-    let st = match lstat_at(dir, name) {
-        Ok(st) => st,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(e),
-    };
-    if is_dir(&st) {
-        let sub = open_dir(dir, name)?;
-        remove_contents(sub.as_raw_fd(), &|_| false)?;
-        drop(sub);
-        ignore_missing(unlink_at(dir, name, libc::AT_REMOVEDIR))
-    } else {
-        ignore_missing(unlink_at(dir, name, 0))
+/// `openat2(dir, path, flags, resolve)`; `None` when the kernel (or a sandbox) has no openat2.
+fn openat2(
+    dir: RawFd,
+    path: &CStr,
+    flags: libc::c_int,
+    resolve: u64,
+) -> Option<io::Result<OwnedFd>> {
+    // The kernel's `struct open_how` (libc's is non-exhaustive).
+    #[repr(C)]
+    struct OpenHow {
+        flags: u64,
+        mode: u64,
+        resolve: u64,
     }
+    let how = OpenHow {
+        flags: (flags | libc::O_CLOEXEC) as u64,
+        mode: 0,
+        resolve,
+    };
+    // SAFETY: path is NUL-terminated; how is a valid open_how of the size passed.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            dir,
+            path.as_ptr(),
+            &how as *const OpenHow,
+            std::mem::size_of::<OpenHow>(),
+        )
+    };
+    if r >= 0 {
+        // SAFETY: a fresh descriptor from the kernel.
+        return Some(Ok(unsafe { OwnedFd::from_raw_fd(r as RawFd) }));
+    }
+    let e = io::Error::last_os_error();
+    match e.raw_os_error() {
+        Some(libc::ENOSYS) | Some(libc::EPERM) | Some(libc::E2BIG) => None,
+        _ => Some(Err(e)),
+    }
+}
+
+/// The mount a descriptor is on: its device and, where the kernel tells (`statx`
+/// `STATX_MNT_ID`, Linux 5.8), its mount id. Two bind mounts of one file system share the
+/// device; only the mount id tells them apart.
+pub fn mount_of(fd: RawFd) -> io::Result<(u64, Option<u64>)> {
+    // SAFETY: an empty path with AT_EMPTY_PATH names fd itself; stx is written by the kernel.
+    unsafe {
+        let mut stx: libc::statx = std::mem::zeroed();
+        let r = libc::statx(
+            fd,
+            c"".as_ptr(),
+            libc::AT_EMPTY_PATH | libc::AT_SYMLINK_NOFOLLOW,
+            libc::STATX_BASIC_STATS | libc::STATX_MNT_ID,
+            &mut stx,
+        );
+        if r == 0 {
+            let dev = libc::makedev(stx.stx_dev_major, stx.stx_dev_minor);
+            let mnt = (stx.stx_mask & libc::STATX_MNT_ID != 0).then_some(stx.stx_mnt_id);
+            return Ok((dev, mnt));
+        }
+    }
+    fstat(fd).map(|st| (st.st_dev, None))
+}
+
+/// The error a removal reports for a mount found inside the tree it removes.
+fn mount_inside() -> io::Error {
+    io::Error::other(
+        "another file system is mounted there; fsbench never deletes across a mount \
+         (unmount it, then remove what is left, e.g. with `fsbench clean`)",
+    )
+}
+
+/// Open the directory `name` in `dir` for removal: never through a link, and never into
+/// another mount (`RESOLVE_NO_XDEV`, or on kernels without `openat2` a comparison of the
+/// mount ids and devices of the two descriptors).
+fn open_dir_same_mount(dir: RawFd, name: &CStr) -> io::Result<OwnedFd> {
+    let resolve = libc::RESOLVE_BENEATH
+        | libc::RESOLVE_NO_SYMLINKS
+        | libc::RESOLVE_NO_MAGICLINKS
+        | libc::RESOLVE_NO_XDEV;
+    let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW;
+    match openat2(dir, name, flags, resolve) {
+        Some(Err(e)) if e.raw_os_error() == Some(libc::EXDEV) => Err(mount_inside()),
+        Some(r) => r,
+        None => {
+            let sub = open_dir(dir, name)?;
+            if mount_of(sub.as_raw_fd())? != mount_of(dir)? {
+                return Err(mount_inside());
+            }
+            Ok(sub)
+        }
+    }
+}
+
+/// One removal: where it is (for messages), and what it could not remove.
+struct Removal {
+    /// The path below the starting directory, `/`-separated.
+    rel: Vec<u8>,
+    /// What could not be removed, and why (the first few).
+    failed: Vec<String>,
+    /// How many entries could not be removed.
+    count: usize,
+    /// Whether a second interrupt cut the removal short.
+    cut: bool,
+}
+
+impl Removal {
+    fn new() -> Removal {
+        Removal {
+            rel: Vec::new(),
+            failed: Vec::new(),
+            count: 0,
+            cut: false,
+        }
+    }
+
+    fn fail(&mut self, e: &io::Error) {
+        self.count += 1;
+        if self.failed.len() < 5 {
+            self.failed
+                .push(format!("{}: {e}", String::from_utf8_lossy(&self.rel)));
+        }
+    }
+
+    fn push(&mut self, name: &CStr) -> usize {
+        let len = self.rel.len();
+        if len > 0 {
+            self.rel.push(b'/');
+        }
+        self.rel.extend_from_slice(name.to_bytes());
+        len
+    }
+
+    /// Remove `name` in `dir` (and everything below it); failures are recorded, not
+    /// returned, so that the rest is still removed. Returns whether it is gone.
+    fn tree(&mut self, dir: RawFd, name: &CStr) -> bool {
+        if crate::cancel::hurried() {
+            self.cut = true;
+            return false;
+        }
+        let len = self.push(name);
+        let gone = match self.entry(dir, name) {
+            Ok(gone) => gone,
+            Err(e) => {
+                self.fail(&e);
+                false
+            }
+        };
+        self.rel.truncate(len);
+        gone
+    }
+
+    fn entry(&mut self, dir: RawFd, name: &CStr) -> io::Result<bool> {
+        let st = match lstat_at(dir, name) {
+            Ok(st) => st,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(true),
+            Err(e) => return Err(e),
+        };
+        if !is_dir(&st) {
+            ignore_missing(unlink_at(dir, name, 0))?;
+            return Ok(true);
+        }
+        let sub = open_dir_same_mount(dir, name)?;
+        let all = self.contents(sub.as_raw_fd(), &|_| false)?;
+        drop(sub);
+        if !all {
+            return Ok(false);
+        }
+        ignore_missing(unlink_at(dir, name, libc::AT_REMOVEDIR))?;
+        Ok(true)
+    }
+
+    /// Remove what is in `dir` but the names `keep` accepts; whether all of it went.
+    fn contents(&mut self, dir: RawFd, keep: &dyn Fn(&CStr) -> bool) -> io::Result<bool> {
+        let mut all = true;
+        for name in list_names(dir)? {
+            if !keep(&name) {
+                all &= self.tree(dir, &name);
+            }
+        }
+        Ok(all)
+    }
+
+    fn finish(self) -> io::Result<()> {
+        if self.count == 0 && self.cut {
+            return Err(io::Error::new(
+                io::ErrorKind::Interrupted,
+                "removal stopped by a second interrupt",
+            ));
+        }
+        if self.count == 0 {
+            return Ok(());
+        }
+        let more = if self.count > self.failed.len() {
+            format!(" (and {} more)", self.count - self.failed.len())
+        } else {
+            String::new()
+        };
+        Err(io::Error::other(format!(
+            "{} {} could not be removed: {}{more}",
+            self.count,
+            if self.count == 1 { "entry" } else { "entries" },
+            self.failed.join("; ")
+        )))
+    }
+}
+
+/// Remove `name` in `dir` and, when it is a directory (not a link to one), everything in it.
+/// Entries that vanish meanwhile are not errors. Never follows a link and never crosses into
+/// another mount: a mount found inside is left alone with everything above it, the rest is
+/// removed, and the error names what was left.
+pub fn remove_tree_at(dir: RawFd, name: &CStr) -> io::Result<()> {
+    let mut r = Removal::new();
+    r.tree(dir, name);
+    r.finish()
 }
 
 fn ignore_missing(r: io::Result<()>) -> io::Result<()> {
@@ -178,15 +351,14 @@ fn ignore_missing(r: io::Result<()>) -> io::Result<()> {
     }
 }
 
-/// Remove everything in the open directory `dir` except the names `keep` accepts.
+/// Remove everything in the open directory `dir` except the names `keep` accepts, with the
+/// guarantees of [`remove_tree_at`].
 pub fn remove_contents(dir: RawFd, keep: &dyn Fn(&CStr) -> bool) -> io::Result<()> {
-    for name in list_names(dir)? {
-        if keep(&name) {
-            continue;
-        }
-        remove_tree_at(dir, &name)?;
+    let mut r = Removal::new();
+    if let Err(e) = r.contents(dir, keep) {
+        r.fail(&e);
     }
-    Ok(())
+    r.finish()
 }
 
 /// The names in an open directory (without `.` and `..`).

@@ -7,6 +7,9 @@
 //!   The panic hook keeps that panic silent, the unwinding still runs every clean-up on the
 //!   way (run directories are removed by their guards), and `main` turns it into status 141,
 //!   the status of a process ended by SIGPIPE.
+//! * What a command meant to remove and could not (a run directory with a mount inside, a
+//!   clean-up cut short by a second Ctrl-C) is recorded with [`left_behind`]; the command
+//!   then ends with status 1 after saying what is left, even when it measured well.
 //! * An error's causes are printed once: a message that already ends with its cause's text
 //!   ("cannot read x: Permission denied") does not get it appended a second time.
 
@@ -55,16 +58,35 @@ pub fn render(e: &anyhow::Error) -> String {
     out
 }
 
+static LEFT: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// Record something the command created, meant to remove, and could not: the command will
+/// end with a failure status and say so.
+pub fn left_behind(what: impl Into<String>) {
+    let what = what.into();
+    eprintln!("fsbench: left behind: {what}");
+    LEFT.lock().unwrap_or_else(|p| p.into_inner()).push(what);
+}
+
+/// Whether anything was recorded with [`left_behind`].
+pub fn anything_left() -> bool {
+    !LEFT.lock().unwrap_or_else(|p| p.into_inner()).is_empty()
+}
+
 /// The exit status of a finished command.
 pub fn status(r: &anyhow::Result<()>) -> ExitCode {
     if let Err(e) = r {
         eprintln!("fsbench: {}", render(e));
     }
-    if crate::engine::interrupted() {
+    if crate::cancel::interrupted() {
         return ExitCode::from(INTERRUPTED);
     }
     match r {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(()) if !anything_left() => ExitCode::SUCCESS,
+        Ok(()) => {
+            eprintln!("fsbench: not everything fsbench created could be removed (see above)");
+            ExitCode::FAILURE
+        }
         Err(_) => ExitCode::FAILURE,
     }
 }

@@ -13,6 +13,7 @@
 pub mod age;
 pub mod apps;
 pub mod beneath;
+pub mod cancel;
 pub mod cluster;
 pub mod content;
 pub mod disk;

@@ -570,7 +570,7 @@ fn report_mpi(
         if keep {
             eprintln!("fsbench: kept {}", rd.path.display());
         } else if let Err(e) = rd.remove() {
-            eprintln!("fsbench: warning: removing {}: {e}", rd.path.display());
+            fsbench::exit::left_behind(e.to_string());
         }
     }
     let merged = fsbench::mpirun::merge_outcomes(all)?;
@@ -976,7 +976,14 @@ fn dispatch(cli: Cli) -> Result<()> {
         Command::Verify(a) => cmd_verify(std::slice::from_ref(&a.dir), a.json.as_deref()),
         Command::Clean(a) => {
             let dir = a.dir.clone().unwrap_or_else(std::env::temp_dir);
-            print!("{}", fsbench::engine::clean::clean(&dir, a.dry_run)?);
+            let done = fsbench::engine::clean::clean(&dir, a.dry_run)?;
+            print!("{}", done.report);
+            if done.failed > 0 {
+                anyhow::bail!(
+                    "{} of the directories could not be removed (see above)",
+                    done.failed
+                );
+            }
             Ok(())
         }
     }

@@ -229,28 +229,39 @@ fn postmark_and_build_sizes_are_refused() {
 }
 
 #[test]
-fn ctrl_c_exits_130_after_cleaning_up() {
+fn ctrl_c_sighup_and_sigterm_exit_130_after_cleaning_up() {
     let d = Scratch::new("robust-sigint");
-    for args in [
-        vec![
-            "build",
-            "--files",
-            "20000",
-            "--cpu-ms",
-            "20",
-            "--dir",
-            d.s(),
-        ],
-        vec!["andrew", "--copies", "3000", "--no-compile", "--dir", d.s()],
-        vec![
-            "run",
-            "fileserver",
-            "--dir",
-            d.s(),
-            "-q",
-            "--duration",
-            "30",
-        ],
+    // Each benchmark gets one of the three signals that mean "stop": a closed terminal
+    // (SIGHUP) and a service manager (SIGTERM) must clean up as Ctrl-C does.
+    for (sig, args) in [
+        (
+            libc::SIGINT,
+            vec![
+                "build",
+                "--files",
+                "20000",
+                "--cpu-ms",
+                "20",
+                "--dir",
+                d.s(),
+            ],
+        ),
+        (
+            libc::SIGHUP,
+            vec!["andrew", "--copies", "3000", "--no-compile", "--dir", d.s()],
+        ),
+        (
+            libc::SIGTERM,
+            vec![
+                "run",
+                "fileserver",
+                "--dir",
+                d.s(),
+                "-q",
+                "--duration",
+                "30",
+            ],
+        ),
     ] {
         let child = bin()
             .args(&args)
@@ -275,7 +286,7 @@ fn ctrl_c_exits_130_after_cleaning_up() {
             "{args:?} finished before the signal: the workload is too small to interrupt"
         );
         // SAFETY: kill with a pid we started.
-        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        unsafe { libc::kill(child.id() as i32, sig) };
         let o = child.wait_with_output().unwrap();
         assert_eq!(o.status.code(), Some(130), "{args:?}\n{}", text(&o));
         assert!(
@@ -541,4 +552,55 @@ run 1
     // Still one copy of the file.
     let kept = m.join("fsbench-big");
     assert!(kept.is_dir());
+}
+
+/// A second Ctrl-C while a run removes its files cuts the removal short: the results are
+/// still printed, and the command says what it left and how to remove it (exit 130).
+#[test]
+fn a_second_ctrl_c_during_teardown_says_what_was_left() {
+    let d = Scratch::new("robust-sigint-twice");
+    let w = workload(
+        &d,
+        "define fileset name=fs,path=/tmp,entries=60000,dirwidth=100,size=0,prealloc\n\
+         define process name=p { thread name=t { flowop statfile name=s,filesetname=fs } }\n\
+         run 60\n",
+    );
+    let mut child = bin()
+        .args(["run", &w, "--dir", d.s()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The measurement has started once the run says so on standard error.
+    use std::io::BufRead;
+    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    while !seen.contains("running 1 thread") {
+        let mut line = String::new();
+        assert!(err.read_line(&mut line).unwrap() > 0, "ended early: {seen}");
+        seen.push_str(&line);
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    for _ in 0..2 {
+        // SAFETY: kill with a pid we started.
+        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
+    seen.push_str(&rest);
+    let o = child.wait_with_output().unwrap();
+    let t = format!("{}{seen}", text(&o));
+    assert_eq!(o.status.code(), Some(130), "{t}");
+    assert!(t.contains("IO Summary"), "results printed: {t}");
+    let left = leftovers(d.path());
+    if !left.is_empty() {
+        assert!(
+            t.contains("left behind") && t.contains("fsbench clean"),
+            "{t}"
+        );
+        let o = run(&["clean", d.s()]);
+        assert!(o.status.success(), "{}", text(&o));
+    }
+    assert!(leftovers(d.path()).is_empty(), "{:?}", leftovers(d.path()));
 }

@@ -297,3 +297,147 @@ fn clean_removes_only_marked_directories_not_in_use() {
     assert!(target.path().join("fsbench-reusable").is_dir());
     assert!(busy.wait().unwrap().success());
 }
+
+#[test]
+fn a_hard_link_in_a_reuse_fileset_is_replaced_never_written_through() {
+    let dir = Scratch::new("safety-hardlink-wl");
+    let target = Scratch::new("safety-hardlink-target");
+    let outside = Scratch::new("safety-hardlink-outside");
+    let wl = workload(&dir);
+    assert!(run_reuse(&wl, &target).status.success());
+    let fileset = target.path().join("fsbench-reusable/data");
+    let victim = outside.path().join("victim");
+    std::fs::write(&victim, vec![9u8; 100_000]).unwrap();
+    // Every file of the fileset becomes a hard link to the outside file: whichever the run
+    // keeps, truncates, rewrites or appends to, it must not be the outside one.
+    for (file, _) in files(&fileset) {
+        std::fs::remove_file(&file).unwrap();
+        std::fs::hard_link(&victim, &file).unwrap();
+    }
+    let o = run_reuse(&wl, &target);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(std::fs::read(&victim).unwrap(), vec![9u8; 100_000]);
+    let ino = std::fs::metadata(&victim).unwrap().ino();
+    for (file, _) in files(&fileset) {
+        let m = std::fs::metadata(&file).unwrap();
+        assert!(
+            m.ino() != ino && m.nlink() == 1,
+            "{} still linked",
+            file.display()
+        );
+    }
+}
+
+/// A bind mount that is undone when the test ends, whatever happens in it.
+struct Bind(PathBuf);
+
+impl Bind {
+    fn new(from: &Path, to: &Path) -> Bind {
+        std::fs::create_dir_all(to).unwrap();
+        run_ok(
+            "mount",
+            &["--bind", from.to_str().unwrap(), to.to_str().unwrap()],
+        )
+        .expect("mount --bind");
+        Bind(to.to_path_buf())
+    }
+}
+
+impl Drop for Bind {
+    fn drop(&mut self) {
+        let _ = run_ok("umount", &[self.0.to_str().unwrap()]);
+    }
+}
+
+/// A directory of files outside every run directory, and its listing.
+fn sentinel_tree(outside: &Scratch) -> (PathBuf, Vec<(PathBuf, u64)>) {
+    let tree = outside.path().join("precious");
+    std::fs::create_dir_all(tree.join("sub")).unwrap();
+    std::fs::write(tree.join("a"), b"keep me").unwrap();
+    std::fs::write(tree.join("sub/b"), vec![1u8; 5000]).unwrap();
+    let listing = files(&tree);
+    (tree, listing)
+}
+
+#[test]
+fn clean_never_deletes_across_a_mount_inside_a_run_directory() {
+    if !is_root() {
+        return skip("needs root to bind-mount a directory into a run directory");
+    }
+    let dir = Scratch::new("safety-mount-clean-wl");
+    let target = Scratch::new("safety-mount-clean-target");
+    let outside = Scratch::new("safety-mount-clean-outside");
+    let wl = workload(&dir);
+    assert!(run_reuse(&wl, &target).status.success());
+    let (tree, before) = sentinel_tree(&outside);
+    let run_dir = target.path().join("fsbench-reusable");
+    {
+        // The same file system bound in (same device: only the mount id tells), deep inside.
+        let _bind = Bind::new(&tree, &run_dir.join("data/mnt"));
+        let o = run(&["clean", target.s()]);
+        let t = text(&o);
+        assert!(
+            !o.status.success(),
+            "must fail while a mount is inside: {t}"
+        );
+        assert!(t.contains("mounted") && t.contains("data/mnt"), "{t}");
+        assert_eq!(files(&tree), before, "the mounted tree changed");
+        assert!(run_dir.join("data/mnt/a").exists());
+    }
+    assert_eq!(files(&tree), before);
+    let o = run(&["clean", target.s()]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(!run_dir.exists());
+    assert_eq!(files(&tree), before);
+}
+
+#[test]
+fn a_run_never_deletes_a_mount_made_inside_its_directory_during_the_run() {
+    if !is_root() {
+        return skip("needs root to bind-mount a directory into a run directory");
+    }
+    let target = Scratch::new("safety-mount-run-target");
+    let outside = Scratch::new("safety-mount-run-outside");
+    let (tree, before) = sentinel_tree(&outside);
+    let wl = outside.path().join("stats.f");
+    std::fs::write(
+        &wl,
+        REUSE
+            .replace(",reuse", "")
+            .replace("appendfile", "readwholefile"),
+    )
+    .unwrap();
+    let child = bin()
+        .args(["run", wl.to_str().unwrap()])
+        .args(["--dir", target.s(), "--duration", "3", "-q"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait for the run directory and its fileset, then mount into it.
+    let mut run_dir = None;
+    for _ in 0..500 {
+        run_dir = std::fs::read_dir(target.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| p.join(".fsbench-run").exists() && p.join("data").is_dir());
+        if run_dir.is_some() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let run_dir = run_dir.expect("the run directory appears");
+    let bind = Bind::new(&tree, &run_dir.join("data/mnt"));
+    let o = child.wait_with_output().unwrap();
+    let t = text(&o);
+    assert!(
+        !o.status.success(),
+        "must fail: it could not remove its directory: {t}"
+    );
+    assert!(t.contains("left behind") && t.contains("mounted"), "{t}");
+    assert_eq!(files(&tree), before, "the mounted tree changed");
+    drop(bind);
+    assert_eq!(files(&tree), before);
+    assert!(run(&["clean", target.s()]).status.success());
+}

@@ -52,7 +52,9 @@ impl RunDirGuard {
 impl Drop for RunDirGuard {
     fn drop(&mut self) {
         if let Some(rd) = self.rd.take() {
-            let _ = rd.remove();
+            if let Err(e) = rd.remove() {
+                crate::exit::left_behind(e.to_string());
+            }
         }
     }
 }

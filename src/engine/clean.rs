@@ -17,7 +17,9 @@ pub struct Kept {
 
 /// Bytes below `dir` (not following links, not crossing into other file systems' mounts).
 pub fn size_of(dir: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
     let mut total = 0;
+    let dev = std::fs::symlink_metadata(dir).map_or(0, |m| m.dev());
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
         let Ok(rd) = std::fs::read_dir(&d) else {
@@ -25,10 +27,12 @@ pub fn size_of(dir: &Path) -> u64 {
         };
         for e in rd.flatten() {
             let Ok(m) = e.metadata() else { continue };
+            if m.dev() != dev {
+                continue;
+            }
             if m.is_dir() {
                 stack.push(e.path());
             } else {
-                use std::os::unix::fs::MetadataExt;
                 total += m.blocks() * 512;
             }
         }
@@ -61,18 +65,29 @@ pub fn find(dir: &Path) -> Result<Vec<Kept>> {
     Ok(out)
 }
 
-/// List (and unless `dry_run`, remove) what fsbench left in `dir`. Returns the report.
-pub fn clean(dir: &Path, dry_run: bool) -> Result<String> {
+/// What `fsbench clean` did: its report, and how many directories it meant to remove and
+/// could not (the command then fails).
+pub struct Cleaned {
+    pub report: String,
+    pub failed: usize,
+}
+
+/// List (and unless `dry_run`, remove) what fsbench left in `dir`.
+pub fn clean(dir: &Path, dry_run: bool) -> Result<Cleaned> {
     let human = crate::model::explain::human_bytes;
     let kept = find(dir)?;
     if kept.is_empty() {
-        return Ok(format!(
-            "no fsbench directories in {} (only directories carrying fsbench's marker are considered)\n",
-            dir.display()
-        ));
+        return Ok(Cleaned {
+            report: format!(
+                "no fsbench directories in {} (only directories carrying fsbench's marker are considered)\n",
+                dir.display()
+            ),
+            failed: 0,
+        });
     }
     let mut report = String::new();
     let mut freed = 0;
+    let mut failed = 0;
     for k in &kept {
         let size = human(k.bytes as f64);
         if let Some(pid) = &k.busy {
@@ -95,11 +110,17 @@ pub fn clean(dir: &Path, dry_run: bool) -> Result<String> {
                 freed += k.bytes;
                 report.push_str(&format!("removed {} ({size})\n", k.path.display()));
             }
-            Err(e) => report.push_str(&format!("kept    {} ({workload}): {e}\n", k.path.display())),
+            Err(e) => {
+                failed += 1;
+                report.push_str(&format!(
+                    "NOT removed {} ({workload}): {e}\n",
+                    k.path.display()
+                ))
+            }
         }
     }
     if !dry_run {
         report.push_str(&format!("freed {}\n", human(freed as f64)));
     }
-    Ok(report)
+    Ok(Cleaned { report, failed })
 }

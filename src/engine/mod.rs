@@ -18,34 +18,12 @@ use crate::stats::{self, LayoutResult, Recorder, Results};
 use rundir::RunDir;
 use stats::SeriesPoint;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 use worker::{Flow, ProcCounters, Sample, Shared, Worker};
 
-/// Set by SIGINT/SIGTERM; the run stops, reports what it measured and cleans up.
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_: libc::c_int) {
-    INTERRUPTED.store(true, Ordering::SeqCst);
-}
-
-/// Route SIGINT and SIGTERM to a flag. A second Ctrl-C kills the process as usual.
-pub fn install_signal_handlers() {
-    // SAFETY: the handler only stores to an atomic.
-    unsafe {
-        let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = on_signal as *const () as usize;
-        sa.sa_flags = libc::SA_RESETHAND;
-        libc::sigemptyset(&mut sa.sa_mask);
-        libc::sigaction(libc::SIGINT, &sa, std::ptr::null_mut());
-        libc::sigaction(libc::SIGTERM, &sa, std::ptr::null_mut());
-    }
-}
-
-pub fn interrupted() -> bool {
-    INTERRUPTED.load(Ordering::Relaxed)
-}
+pub use crate::cancel::{install_signal_handlers, interrupted};
 
 /// Run-wide control read by the workers between operations: one word, so a worker pays one
 /// relaxed load per operation to learn about a stop, a statistics reset (end of warm-up) and
@@ -299,8 +277,8 @@ fn lay_out(
                 human(plan.bytes() as f64)
             );
         }
-        let (rt, st) = fileset::layout::create(plan, fs, rd.fd(), root, opts.seed, &INTERRUPTED)
-            .map_err(|e| match e {
+        let (rt, st) =
+            fileset::layout::create(plan, fs, rd.fd(), root, opts.seed).map_err(|e| match e {
                 LayoutError::Interrupted => EngineError::Interrupted,
                 other => EngineError::Layout {
                     fileset: fs.name.clone(),
@@ -923,7 +901,7 @@ pub fn run(wl: &Workload, opts: &RunOptions) -> Result<Results, EngineError> {
             eprintln!("fsbench: kept {}", rd.path.display());
         }
     } else if let Err(e) = rd.remove() {
-        eprintln!("fsbench: warning: {e}");
+        crate::exit::left_behind(e.to_string());
     }
     result
 }

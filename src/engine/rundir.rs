@@ -42,7 +42,7 @@ pub enum RunDirError {
     System { path: PathBuf, what: &'static str },
     #[error("cannot create the run directory {path}: {source}")]
     Create { path: PathBuf, source: io::Error },
-    #[error("cannot remove {path}: {source}")]
+    #[error("cannot remove {path}: {source}; `fsbench clean {}` removes what is left (after any mount inside is unmounted)", path.parent().unwrap_or(Path::new("/")).display())]
     Remove { path: PathBuf, source: io::Error },
 }
 
@@ -442,6 +442,10 @@ impl RunDir {
             path: self.path.clone(),
             source,
         };
+        // The marker and the lock go last: a removal that stops half-way (a mount inside, a
+        // second Ctrl-C) leaves a marked directory that `fsbench clean` can finish.
+        let ours = |n: &CStr| n.to_bytes() == MARKER.as_bytes() || n.to_bytes() == LOCK.as_bytes();
+        beneath::remove_contents(self.fd(), &ours).map_err(err)?;
         beneath::remove_contents(self.fd(), &|_| false).map_err(err)?;
         if !self.still_ours() {
             return Err(RunDirError::Remove {

@@ -39,8 +39,7 @@ impl Prepared {
         for (i, fs) in wl.filesets.iter().enumerate() {
             let plan = fileset::plan(i, fs, &wl.randvars, 1);
             let root = rd.path.join(&fs.name);
-            let (rt, _) =
-                fileset::layout::create(&plan, fs, rd.fd(), root, 1, &super::INTERRUPTED)?;
+            let (rt, _) = fileset::layout::create(&plan, fs, rd.fd(), root, 1)?;
             rts.push(rt);
         }
         Ok(Prepared { wl, rts })
@@ -234,7 +233,9 @@ pub fn overhead(dir: &Path, seconds: f64, rounds: u32, size: u64) -> anyhow::Res
         );
         Ok(out)
     })();
-    let _ = rd.remove();
+    if let Err(e) = rd.remove() {
+        crate::exit::left_behind(e.to_string());
+    }
     result
 }
 

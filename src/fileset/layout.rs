@@ -14,7 +14,7 @@ use std::fs::File;
 use std::io::{self, Write};
 use std::os::fd::{AsRawFd, RawFd};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 /// What layout will do for one fileset, decided before anything is written.
@@ -61,7 +61,7 @@ pub fn plan(index: usize, fs: &Fileset, randvars: &[RandVarDef], seed: u64) -> P
     // plan, so a short one is never laid out).
     let sizes = (0..tree.files.len())
         .map_while(|i| {
-            (i % 65_536 != 0 || !crate::engine::interrupted())
+            (i % 65_536 != 0 || !crate::cancel::interrupted())
                 .then(|| fs.size.get(randvars, &mut rngs).max(0) as u64)
         })
         .collect();
@@ -119,7 +119,6 @@ pub fn create(
     run_dir: RawFd,
     root: PathBuf,
     seed: u64,
-    interrupt: &AtomicBool,
 ) -> Result<(FilesetRt, LayoutStats), LayoutError> {
     let t0 = std::time::Instant::now();
     let name = beneath::component(OsStr::new(&fs.name)).map_err(|e| io_err(&root, e))?;
@@ -200,7 +199,7 @@ pub fn create(
                 let mut data = vec![0u8; 1 << 20];
                 let mut name = Vec::new();
                 loop {
-                    if interrupt.load(Ordering::Relaxed) {
+                    if crate::cancel::interrupted() {
                         failure
                             .lock()
                             .unwrap()
@@ -248,6 +247,9 @@ pub fn create(
     });
     if let Some(e) = failure.into_inner().unwrap() {
         return Err(e);
+    }
+    if fs.reuse {
+        drop_shared_links(&rt, plan)?;
     }
     stats.files_written = written.into_inner();
     stats.bytes_written = bytes.into_inner();
@@ -319,6 +321,10 @@ fn write_file(
                 if st.st_mode & libc::S_IFMT != libc::S_IFREG {
                     return Err(io::Error::from_raw_os_error(libc::ENOTDIR));
                 }
+                if !sole_own_link(&st) {
+                    drop(fd);
+                    return write_new(dir, name, size, content, data, verify);
+                }
                 let have = st.st_size as u64;
                 if trust || have == size {
                     return Ok(None);
@@ -335,7 +341,72 @@ fn write_file(
             Err(e) => return Err(e),
         }
     }
+    if reuse {
+        return write_new(dir, name, size, content, data, verify);
+    }
     let fd = beneath::open_file(dir, name, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC)?;
+    fill(fd, size, content, data, verify)
+}
+
+/// In a reuse directory, the entries not preallocated that an earlier run left as files:
+/// those that share their data with another link, or belong to another user, are removed
+/// (they are fsbench's names in fsbench's directory), so no flowop writes through them.
+fn drop_shared_links(rt: &FilesetRt, plan: &Plan) -> Result<(), LayoutError> {
+    let mut name = Vec::new();
+    for i in (0..rt.files.len()).filter(|i| !plan.prealloc_files[*i]) {
+        let path = || rt.entry_pathbuf(List::Files, i);
+        let (dir, n) = rt
+            .entry_at(List::Files, i, &mut name)
+            .map_err(|e| io_err(&path(), not_ours(e)))?;
+        match beneath::lstat_at(dir.fd(), n) {
+            Ok(st) if st.st_mode & libc::S_IFMT == libc::S_IFREG && !sole_own_link(&st) => {
+                beneath::unlink_at(dir.fd(), n, 0).map_err(|e| io_err(&path(), e))?;
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Whether an existing file in a reuse directory may be kept and written in place: it is
+/// the only link to its data and it is the user's own. A hard link planted in a fileset
+/// would otherwise let a run rewrite or truncate a file outside it.
+pub fn sole_own_link(st: &libc::stat) -> bool {
+    st.st_nlink <= 1 && st.st_uid == beneath::euid()
+}
+
+/// Replace whatever regular file is at `name` by a new file (a new inode: nothing is written
+/// through an existing link), then fill it.
+fn write_new(
+    dir: RawFd,
+    name: &std::ffi::CStr,
+    size: u64,
+    content: (&Generator, u64),
+    data: &mut [u8],
+    verify: Option<(&crate::verify::FileState, u64)>,
+) -> io::Result<Option<u64>> {
+    match beneath::lstat_at(dir, name) {
+        Ok(st) if st.st_mode & libc::S_IFMT == libc::S_IFREG => {
+            beneath::unlink_at(dir, name, 0)?;
+        }
+        Ok(st) if st.st_mode & libc::S_IFMT == libc::S_IFLNK => {
+            return Err(io::Error::from_raw_os_error(libc::ELOOP));
+        }
+        Ok(_) => return Err(io::Error::from_raw_os_error(libc::ENOTDIR)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    let fd = beneath::open_file(dir, name, libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL)?;
+    fill(fd, size, content, data, verify)
+}
+
+fn fill(
+    fd: std::os::fd::OwnedFd,
+    size: u64,
+    content: (&Generator, u64),
+    data: &mut [u8],
+    verify: Option<(&crate::verify::FileState, u64)>,
+) -> io::Result<Option<u64>> {
     let mut f = File::from(fd);
     let (gen, file) = content;
     let mut off = 0u64;
