@@ -441,3 +441,59 @@ fn a_run_never_deletes_a_mount_made_inside_its_directory_during_the_run() {
     assert_eq!(files(&tree), before);
     assert!(run(&["clean", target.s()]).status.success());
 }
+
+#[test]
+fn clean_of_a_tree_deeper_than_the_descriptor_limit_fails_and_says_so() {
+    let dir = Scratch::new("clean-deep-wl");
+    let target = Scratch::new("clean-deep-target");
+    let wl = workload(&dir);
+    assert!(run_reuse(&wl, &target).status.success());
+    // 3,000 nested directories inside the run directory: more levels than a soft limit of
+    // 1,024 open files allows descriptors.
+    let run_dir = std::fs::File::open(target.path().join("fsbench-reusable")).unwrap();
+    let mut fd = std::os::fd::OwnedFd::from(run_dir);
+    for _ in 0..3000 {
+        use std::os::fd::{AsRawFd, FromRawFd};
+        // SAFETY: mkdirat/openat on a descriptor we own, with a NUL-terminated name.
+        unsafe {
+            assert_eq!(libc::mkdirat(fd.as_raw_fd(), c"d".as_ptr(), 0o755), 0);
+            let n = libc::openat(
+                fd.as_raw_fd(),
+                c"d".as_ptr(),
+                libc::O_RDONLY | libc::O_DIRECTORY,
+            );
+            assert!(n >= 0);
+            fd = std::os::fd::OwnedFd::from_raw_fd(n);
+        }
+    }
+    drop(fd);
+    // With at most 1,024 descriptors (hard limit) the removal cannot reach the bottom: it
+    // must fail and say so, and leave a marked directory that a later clean can finish.
+    let o = std::process::Command::new("sh")
+        .args(["-c", "ulimit -n 1024 && exec \"$0\" clean \"$1\""])
+        .arg(env!("CARGO_BIN_EXE_fsbench"))
+        .arg(target.s())
+        .output()
+        .unwrap();
+    let t = text(&o);
+    assert!(!o.status.success(), "{t}");
+    assert!(
+        t.contains("NOT removed") && t.contains("could not be removed"),
+        "{t}"
+    );
+    // With the usual limits (the soft limit is raised to the hard one) it finishes.
+    // SAFETY: getrlimit writes the struct.
+    let hard = unsafe {
+        let mut r: libc::rlimit = std::mem::zeroed();
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut r);
+        r.rlim_max
+    };
+    if hard < 4000 {
+        return skip(&format!(
+            "the hard limit on open files is {hard}: too low to remove 3,000 levels"
+        ));
+    }
+    let o = run(&["clean", target.s()]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(!target.path().join("fsbench-reusable").exists());
+}

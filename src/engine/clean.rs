@@ -85,6 +85,8 @@ pub fn clean(dir: &Path, dry_run: bool) -> Result<Cleaned> {
             failed: 0,
         });
     }
+    // Removal holds one descriptor per level of a tree: let deep trees have them.
+    crate::fileset::dirs::raise_nofile();
     let mut report = String::new();
     let mut freed = 0;
     let mut failed = 0;
