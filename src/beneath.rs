@@ -101,7 +101,15 @@ pub fn lstat_at(dir: RawFd, name: &CStr) -> io::Result<libc::stat> {
     }
 }
 
-pub use crate::engine::io::fstat;
+/// `fstat(fd)`.
+pub fn fstat(fd: RawFd) -> io::Result<libc::stat> {
+    // SAFETY: st is written by the kernel.
+    unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        cvt(libc::fstat(fd, &mut st))?;
+        Ok(st)
+    }
+}
 
 /// Open file `name` in `dir` with `flags | O_NOFOLLOW | O_CLOEXEC` (mode 0644 when created).
 pub fn open_file(dir: RawFd, name: &CStr, flags: libc::c_int) -> io::Result<OwnedFd> {

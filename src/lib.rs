@@ -35,5 +35,6 @@ pub mod report;
 pub mod scan;
 pub mod stats;
 pub mod trace;
+pub mod units;
 pub mod verify;
 pub mod workloads;

@@ -202,7 +202,7 @@ pub fn check_output(path: Option<&std::path::Path>, flag: &str) -> Result<(), St
 
 /// Bytes in binary units, as the rest of the reports print them.
 pub fn human(n: f64) -> String {
-    crate::model::explain::human_bytes(n)
+    crate::units::human_bytes(n)
 }
 
 /// Spawn a scoped thread, turning the standard library's panic on failure into an error that

@@ -118,63 +118,7 @@ pub struct CreateArgs {
     pub scheduler: Option<String>,
 }
 
-/// Parse a size: plain bytes or with K/M/G/T (powers of 1024; "KiB", "KB",
-/// "k" all accepted).
-pub fn parse_size(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let v: f64 = num.parse().map_err(|_| format!("bad size {s:?}"))?;
-    let mul: u64 = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kb" | "kib" => 1 << 10,
-        "m" | "mb" | "mib" => 1 << 20,
-        "g" | "gb" | "gib" => 1 << 30,
-        "t" | "tb" | "tib" => 1 << 40,
-        _ => return Err(format!("bad size unit in {s:?} (use K, M, G, T)")),
-    };
-    Ok((v * mul as f64).round() as u64)
-}
-
-/// Parse a duration into milliseconds: "5.2ms", "500us", "0.01s", "5.2" (ms).
-pub fn parse_ms(s: &str) -> Result<f64, String> {
-    let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let v: f64 = num.parse().map_err(|_| format!("bad duration {s:?}"))?;
-    let mul = match unit.trim() {
-        "" | "ms" => 1.0,
-        "us" | "µs" => 1e-3,
-        "s" => 1e3,
-        _ => return Err(format!("bad duration unit in {s:?} (use ms, us, s)")),
-    };
-    Ok(v * mul)
-}
-
-/// Parse a rate into MB/s (10^6 bytes): "50MB/s", "50", "48MiB/s", "1GB/s".
-pub fn parse_rate(s: &str) -> Result<f64, String> {
-    let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let v: f64 = num.parse().map_err(|_| format!("bad rate {s:?}"))?;
-    let unit = unit.trim().trim_end_matches("/s").to_ascii_lowercase();
-    let mul = match unit.as_str() {
-        "" | "mb" | "m" => 1.0,
-        "mib" => 1.048576,
-        "kb" | "k" => 1e-3,
-        "kib" => 1.024e-3,
-        "gb" | "g" => 1e3,
-        "gib" => 1073.741824,
-        _ => return Err(format!("bad rate unit in {s:?} (use MB/s, MiB/s, GB/s)")),
-    };
-    Ok(v * mul)
-}
+pub use crate::units::{parse_ms, parse_rate, parse_size};
 
 fn params_from(a: &CreateArgs) -> anyhow::Result<DiskParams> {
     let mut p = DiskParams::preset(&a.model).with_context(|| {

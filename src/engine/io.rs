@@ -168,14 +168,7 @@ pub fn fsync(fd: RawFd) -> io::Result<()> {
     cvt(unsafe { libc::fsync(fd) }).map(|_| ())
 }
 
-pub fn fstat(fd: RawFd) -> io::Result<libc::stat> {
-    // SAFETY: st is written by the kernel.
-    unsafe {
-        let mut st: libc::stat = std::mem::zeroed();
-        cvt(libc::fstat(fd, &mut st))?;
-        Ok(st)
-    }
-}
+pub use crate::beneath::fstat;
 
 pub fn stat(path: &CStr) -> io::Result<libc::stat> {
     // SAFETY: path is NUL-terminated; st is written by the kernel.

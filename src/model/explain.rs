@@ -3,25 +3,7 @@
 use super::*;
 use std::fmt::Write;
 
-fn bytes(n: f64) -> String {
-    const U: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
-    let mut v = n;
-    let mut i = 0;
-    while v >= 1024.0 && i < U.len() - 1 {
-        v /= 1024.0;
-        i += 1;
-    }
-    if i == 0 {
-        format!("{v:.0} {}", U[i])
-    } else {
-        format!("{v:.1} {}", U[i])
-    }
-}
-
-/// Human-readable size, e.g. `1.5 GiB`.
-pub fn human_bytes(n: f64) -> String {
-    bytes(n)
-}
+pub use crate::units::human_bytes;
 
 fn flowop_line(w: &Workload, f: &Flowop, indent: usize, out: &mut String) {
     let mut parts = Vec::new();
@@ -109,7 +91,7 @@ pub fn explain(w: &Workload) -> String {
             fs.dirwidth,
             fs.size.describe(&w.randvars),
             fs.prealloc,
-            bytes(pre),
+            human_bytes(pre),
             if fs.reuse { ", reuse" } else { "" },
             if fs.readonly {
                 ", readonly"
@@ -120,7 +102,7 @@ pub fn explain(w: &Workload) -> String {
             },
         );
     }
-    let _ = writeln!(out, "  total preallocated: ~{}", bytes(total));
+    let _ = writeln!(out, "  total preallocated: ~{}", human_bytes(total));
     let _ = writeln!(
         out,
         "\nprocesses ({} in all):",
@@ -135,7 +117,7 @@ pub fn explain(w: &Workload) -> String {
                 t.name,
                 t.instances,
                 if t.memsize > 0 {
-                    format!(", memsize {}", bytes(t.memsize as f64))
+                    format!(", memsize {}", human_bytes(t.memsize as f64))
                 } else {
                     String::new()
                 }

@@ -186,18 +186,7 @@ pub fn parse_rtt(s: &str) -> Result<f64, String> {
     Ok(ms / 1e3)
 }
 
-/// Human form of a bandwidth in bit/s.
-pub fn human_bps(bps: f64) -> String {
-    if bps >= 1e9 {
-        format!("{} Gbit/s", bps / 1e9)
-    } else if bps >= 1e6 {
-        format!("{} Mbit/s", bps / 1e6)
-    } else if bps >= 1e3 {
-        format!("{} kbit/s", bps / 1e3)
-    } else {
-        format!("{bps} bit/s")
-    }
-}
+pub use crate::units::human_bps;
 
 #[cfg(test)]
 mod tests {

@@ -26,22 +26,7 @@ pub fn exporter(format: &str) -> Option<Box<dyn Exporter>> {
     }
 }
 
-/// `n` and a noun, plural when `n` is not 1: "1 thread", "50 threads", "1 file".
-pub fn count(n: impl Into<u64>, noun: &str) -> String {
-    let n = n.into();
-    if n == 1 {
-        format!("1 {noun}")
-    } else if let Some(stem) = noun
-        .strip_suffix('y')
-        .filter(|s| !s.ends_with(['a', 'e', 'o', 'u']))
-    {
-        format!("{n} {stem}ies")
-    } else if ["s", "x", "ch", "sh"].iter().any(|e| noun.ends_with(e)) {
-        format!("{n} {noun}es")
-    } else {
-        format!("{n} {noun}s")
-    }
-}
+pub use crate::units::count;
 
 #[cfg(test)]
 mod count_tests {

@@ -309,21 +309,7 @@ pub fn scan(
     })
 }
 
-/// Human-readable byte count (binary units).
-pub fn human_bytes(b: u64) -> String {
-    const UNITS: [&str; 7] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
-    let mut v = b as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u < UNITS.len() - 1 {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{b} B")
-    } else {
-        format!("{v:.1} {}", UNITS[u])
-    }
-}
+pub use crate::units::human_bytes_u64 as human_bytes;
 
 fn bar(count: u64, max: u64) -> String {
     let w = if max == 0 {

@@ -1,0 +1,144 @@
+//! Sizes, durations, rates and counts as people write and read them: parsing what the
+//! command line and plans give, formatting what reports print. One place, so that every
+//! command agrees on what `4k` or `1.5 GiB` means.
+
+/// A size in binary units, e.g. `1.5 GiB` (`512 B` below a KiB).
+pub fn human_bytes(n: f64) -> String {
+    const U: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    let mut v = n;
+    let mut i = 0;
+    while v >= 1024.0 && i < U.len() - 1 {
+        v /= 1024.0;
+        i += 1;
+    }
+    if i == 0 {
+        format!("{v:.0} {}", U[i])
+    } else {
+        format!("{v:.1} {}", U[i])
+    }
+}
+
+/// A byte count in binary units, always with one decimal (`1.0 KiB`), as scan and layout
+/// reports print it.
+pub fn human_bytes_u64(b: u64) -> String {
+    const UNITS: [&str; 7] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+    let mut v = b as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u < UNITS.len() - 1 {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{b} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+/// `n` and a noun, plural when `n` is not 1: "1 thread", "50 threads", "1 file".
+pub fn count(n: impl Into<u64>, noun: &str) -> String {
+    let n = n.into();
+    if n == 1 {
+        format!("1 {noun}")
+    } else if let Some(stem) = noun
+        .strip_suffix('y')
+        .filter(|s| !s.ends_with(['a', 'e', 'o', 'u']))
+    {
+        format!("{n} {stem}ies")
+    } else if ["s", "x", "ch", "sh"].iter().any(|e| noun.ends_with(e)) {
+        format!("{n} {noun}es")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+/// Parse a size: plain bytes or with K/M/G/T (powers of 1024; "KiB", "KB",
+/// "k" all accepted).
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let v: f64 = num.parse().map_err(|_| format!("bad size {s:?}"))?;
+    let mul: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        "t" | "tb" | "tib" => 1 << 40,
+        _ => return Err(format!("bad size unit in {s:?} (use K, M, G, T)")),
+    };
+    Ok((v * mul as f64).round() as u64)
+}
+
+/// Parse a duration into milliseconds: "5.2ms", "500us", "0.01s", "5.2" (ms).
+pub fn parse_ms(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let v: f64 = num.parse().map_err(|_| format!("bad duration {s:?}"))?;
+    let mul = match unit.trim() {
+        "" | "ms" => 1.0,
+        "us" | "µs" => 1e-3,
+        "s" => 1e3,
+        _ => return Err(format!("bad duration unit in {s:?} (use ms, us, s)")),
+    };
+    Ok(v * mul)
+}
+
+/// Parse a rate into MB/s (10^6 bytes): "50MB/s", "50", "48MiB/s", "1GB/s".
+pub fn parse_rate(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let v: f64 = num.parse().map_err(|_| format!("bad rate {s:?}"))?;
+    let unit = unit.trim().trim_end_matches("/s").to_ascii_lowercase();
+    let mul = match unit.as_str() {
+        "" | "mb" | "m" => 1.0,
+        "mib" => 1.048576,
+        "kb" | "k" => 1e-3,
+        "kib" => 1.024e-3,
+        "gb" | "g" => 1e3,
+        "gib" => 1073.741824,
+        _ => return Err(format!("bad rate unit in {s:?} (use MB/s, MiB/s, GB/s)")),
+    };
+    Ok(v * mul)
+}
+
+/// Human form of a bandwidth in bit/s.
+pub fn human_bps(bps: f64) -> String {
+    if bps >= 1e9 {
+        format!("{} Gbit/s", bps / 1e9)
+    } else if bps >= 1e6 {
+        format!("{} Mbit/s", bps / 1e6)
+    } else if bps >= 1e3 {
+        format!("{} kbit/s", bps / 1e3)
+    } else {
+        format!("{bps} bit/s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_and_parses() {
+        assert_eq!(human_bytes(512.0), "512 B");
+        assert_eq!(human_bytes(1536.0), "1.5 KiB");
+        assert_eq!(human_bytes_u64(1024), "1.0 KiB");
+        assert_eq!(count(1u64, "entry"), "1 entry");
+        assert_eq!(count(2u64, "entry"), "2 entries");
+        assert_eq!(count(3u64, "pass"), "3 passes");
+        assert_eq!(parse_size("4k").unwrap(), 4096);
+        assert_eq!(parse_size("1.5M").unwrap(), 1572864);
+        assert!(parse_size("4q").is_err());
+        assert_eq!(parse_ms("500us").unwrap(), 0.5);
+        assert_eq!(human_bps(1e8), "100 Mbit/s");
+    }
+}
