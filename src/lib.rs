@@ -34,6 +34,7 @@ pub mod remount;
 pub mod report;
 pub mod scan;
 pub mod stats;
+pub mod sys;
 pub mod trace;
 pub mod units;
 pub mod verify;

@@ -917,6 +917,8 @@ fn cmd_show(a: &ShowArgs) -> Result<()> {
 
 fn main() -> ExitCode {
     fsbench::exit::install_panic_hook();
+    fsbench::disk::register_hooks();
+    fsbench::remote::register_hooks();
     let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     // Filebench's command line, `filebench -f WORKLOAD.f`, as an alias of `fsbench run`.
     if args.len() > 2 && args[1] == "-f" {
@@ -947,7 +949,9 @@ fn dispatch(cli: Cli) -> Result<()> {
         Command::Disk(a) => fsbench::disk::cli::run(a),
         Command::Remote(a) => fsbench::remote::cli::run(a),
         Command::Compare(a) => cmd_compare(&a),
-        Command::Report(a) => fsbench::report::html::cli::run(&a),
+        Command::Report(a) => {
+            fsbench::report::html::cli::run(&a, &fsbench::experiment::report_input::load)
+        }
         Command::Selftest(a) => cmd_selftest(&a),
         Command::Postmark(a) => fsbench::apps::postmark::main(&a),
         Command::Trace(a) => fsbench::trace::cli::main(&a),

@@ -414,7 +414,7 @@ pub fn merge_outcomes(all: Vec<Outcome>) -> Result<Results> {
         }
         anyhow::bail!(
             "{} of {n} failed",
-            crate::report::count(failures.len() as u64, "rank")
+            crate::units::count(failures.len() as u64, "rank")
         );
     }
     crate::stats::ranks::merge(results).map_err(anyhow::Error::msg)

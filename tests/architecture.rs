@@ -489,6 +489,11 @@ fn structure_figures() {
     files.sort_by_key(|f| std::cmp::Reverse(f.1));
     let total: usize = s.file_lines.iter().map(|f| f.1).sum();
     println!("non-test lines of code (non-blank): {total}");
+    println!("uses between top-level modules:");
+    for (m, to) in &s.edges {
+        let to: Vec<&str> = to.iter().map(|s| s.as_str()).collect();
+        println!("  {m} -> {}", to.join(" "));
+    }
     println!("cycles among top-level modules: {}", cyc.len());
     for c in &cyc {
         println!("  cycle of {}: {}", c.len(), c.join(", "));

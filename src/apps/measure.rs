@@ -144,14 +144,14 @@ pub fn drive(m: &mut dyn Measurement, a: &MeasureArgs) -> Result<Results> {
                 None
             };
             // On a simulated disk: how late its replies were during this repetition.
-            let probe = crate::disk::lateness::Probe::start(&existing_ancestor(&m.target()));
+            let probe = crate::engine::hooks::probe(&existing_ancestor(&m.target()));
             // With many clients every rank starts measuring together.
             if !crate::cluster::barrier() {
                 return Err(crate::cluster::failed_elsewhere());
             }
-            crate::trace::mark(crate::trace::MARK_START);
+            crate::sys::mark::mark(crate::sys::mark::MARK_START);
             let r = m.run_once();
-            crate::trace::mark(crate::trace::MARK_END);
+            crate::sys::mark::mark(crate::sys::mark::MARK_END);
             let mut r = r?;
             if let Some(p) = probe {
                 r.disk = p.record(&mut r.notes);

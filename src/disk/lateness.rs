@@ -166,6 +166,12 @@ impl Probe {
     }
 }
 
+impl crate::engine::hooks::Probe for Probe {
+    fn record(&self, notes: &mut Vec<String>) -> Option<crate::stats::DiskLateness> {
+        Probe::record(self, notes)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

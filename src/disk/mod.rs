@@ -33,3 +33,18 @@ pub mod loopdev;
 pub mod model;
 pub mod server;
 pub mod state;
+
+/// What simulated disks add to every measurement: a watch on the disk under the measured
+/// directory.
+struct DiskHooks;
+
+impl crate::engine::hooks::Hooks for DiskHooks {
+    fn probe(&self, dir: &std::path::Path) -> Option<Box<dyn crate::engine::hooks::Probe>> {
+        lateness::Probe::start(dir).map(|p| Box::new(p) as Box<dyn crate::engine::hooks::Probe>)
+    }
+}
+
+/// Register the simulated disks' hooks with the engine (once, at start-up).
+pub fn register_hooks() {
+    crate::engine::hooks::register(&DiskHooks);
+}

@@ -4,6 +4,7 @@
 
 pub mod aio;
 pub mod clean;
+pub mod hooks;
 pub mod io;
 pub mod preflight;
 pub mod psrun;
@@ -129,7 +130,7 @@ impl RunOptions {
 }
 
 /// `sync`, then drop the page cache, dentries and inodes, and empty the client cache of
-/// every running simulated remote (`fsbench remote`).
+/// every running simulated remote (`fsbench remote`, through [`hooks`]).
 pub fn drop_caches() -> Result<(), EngineError> {
     // SAFETY: sync has no preconditions.
     unsafe { libc::sync() };
@@ -138,9 +139,7 @@ pub fn drop_caches() -> Result<(), EngineError> {
             "cannot drop the page cache (writing /proc/sys/vm/drop_caches: {e}); --cold needs root"
         ))
     })?;
-    crate::remote::cli::drop_all_client_caches()
-        .map(|_| ())
-        .map_err(|e| EngineError::Cold(format!("{e:#}")))
+    hooks::drop_caches().map_err(EngineError::Cold)
 }
 
 /// Whether the process runs as root (needed for --cold).
@@ -270,7 +269,7 @@ fn lay_out(
             eprintln!(
                 "fsbench: laying out fileset {} ({}, {})",
                 fs.name,
-                crate::report::count(
+                crate::units::count(
                     plan.prealloc_files.iter().filter(|x| **x).count() as u64,
                     "file"
                 ),
@@ -605,7 +604,7 @@ pub fn measure(
         // next lets this thread run after waking its workers.
         let mut t0 = Instant::now();
         pacing.start();
-        crate::trace::mark(crate::trace::MARK_START);
+        crate::sys::mark::mark(crate::sys::mark::MARK_START);
         gate.open();
         let mut warming = mo.warmup > 0.0;
         let mut generation = 0u64;
@@ -713,7 +712,7 @@ pub fn measure(
             ));
         }
         ctl.stop();
-        crate::trace::mark(crate::trace::MARK_END);
+        crate::sys::mark::mark(crate::sys::mark::MARK_END);
         crate::cluster::finished();
         pacing.shutdown();
         if mo.progress {
@@ -1051,7 +1050,7 @@ fn run_in(
     if !opts.quiet {
         eprintln!(
             "fsbench: running {} for {seconds} s ({:?} mode)",
-            crate::report::count(wl.thread_count(), "thread"),
+            crate::units::count(wl.thread_count(), "thread"),
             wl.mode
         );
         if opts.warmup > 0.0 {
@@ -1074,7 +1073,7 @@ fn run_in(
     };
     let calibration = stats::clock::Calibration::measure(stats::clock::global());
     let host = stats::host::collect(&rd.path);
-    let disk_probe = crate::disk::lateness::Probe::start(&rd.path);
+    let disk_probe = hooks::probe(&rd.path);
     let m = measure(
         wl,
         &laid.filesets,

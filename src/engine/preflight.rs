@@ -134,7 +134,7 @@ pub fn check(wl: &Workload, parent: &Path) -> Result<Estimate, EngineError> {
             human(total as f64),
             human(est.plan_bytes as f64),
             human(est.thread_bytes as f64),
-            crate::report::count(est.threads, "thread"),
+            crate::units::count(est.threads, "thread"),
             human(m.mem_available as f64),
             m.mem_source
         )));
@@ -180,7 +180,7 @@ impl Estimate {
             "memory: about {} for fileset plans, {} for the buffers and recorders of {}",
             human(self.plan_bytes as f64),
             human(self.thread_bytes as f64),
-            crate::report::count(self.threads, "thread")
+            crate::units::count(self.threads, "thread")
         )
     }
 }

@@ -7,12 +7,14 @@
 //! - [`runner`]: the matrix, its order, cold caches, time limits, progress, resume and the
 //!   noise guard; each measurement is a child `fsbench ... --json FILE`;
 //! - [`store`]: the SQLite results database;
-//! - [`summary`]: `fsbench results`, means, confidence intervals and comparisons.
+//! - [`summary`]: `fsbench results`, means, confidence intervals and comparisons;
+//! - [`report_input`]: an output directory as the HTML report's input.
 
 pub mod cli;
 pub mod handoff;
 pub mod noise;
 pub mod plan;
+pub mod report_input;
 pub mod runner;
 pub mod store;
 pub mod summary;

@@ -967,7 +967,7 @@ pub fn run(o: &Options) -> Result<()> {
     );
     eprintln!("fsbench: results in {}", outdir.join(store::FILE).display());
     let page = outdir.join("report.html");
-    match crate::report::html::ReportInput::from_experiment(&outdir) {
+    match super::report_input::load(&outdir) {
         Ok(input) if !input.groups.is_empty() || !input.figure_groups.is_empty() => {
             std::fs::write(&page, crate::report::html::render(&input))
                 .with_context(|| format!("writing {}", page.display()))?;

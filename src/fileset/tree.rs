@@ -151,7 +151,7 @@ impl Tree {
         });
         for what in [What::Files, What::LeafDirs] {
             // Ctrl-C stops planning too; the caller sees the flag and gives up the run.
-            while b.remaining(what) > 0 && !crate::engine::interrupted() {
+            while b.remaining(what) > 0 && !crate::cancel::interrupted() {
                 let child = b.mkdir(0, 1);
                 b.populate(child, 1, what);
             }

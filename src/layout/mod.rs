@@ -502,7 +502,7 @@ pub fn print_report(r: &LayoutReport, out: &mut impl Write) -> io::Result<()> {
         writeln!(
             out,
             "  {} could not be examined",
-            crate::report::count(r.errors, "file")
+            crate::units::count(r.errors, "file")
         )?;
     }
     writeln!(

@@ -106,7 +106,7 @@ pub fn explain(w: &Workload) -> String {
     let _ = writeln!(
         out,
         "\nprocesses ({} in all):",
-        crate::report::count(w.thread_count(), "thread")
+        crate::units::count(w.thread_count(), "thread")
     );
     for p in &w.processes {
         let _ = writeln!(out, "  {} x{}", p.name, p.instances);

@@ -25,3 +25,20 @@ pub mod cli;
 pub mod model;
 pub mod server;
 pub mod state;
+
+/// What simulated remotes add to every measurement: dropping caches empties their client
+/// caches too.
+struct RemoteHooks;
+
+impl crate::engine::hooks::Hooks for RemoteHooks {
+    fn drop_caches(&self) -> Result<(), String> {
+        cli::drop_all_client_caches()
+            .map(|_| ())
+            .map_err(|e| format!("{e:#}"))
+    }
+}
+
+/// Register the simulated remotes' hooks with the engine (once, at start-up).
+pub fn register_hooks() {
+    crate::engine::hooks::register(&RemoteHooks);
+}

@@ -200,8 +200,8 @@ pub fn merge(mut ranks: Vec<(u32, String, Results)>) -> Result<Results, String> 
         0,
         format!(
             "merged from {} on {}: rates over the {:.3} s from the first rank's start to the last one's end; slowest rank {slowest} at {:.0} ops/s, fastest {:.0}; starts {:.1} ms apart",
-            crate::report::count(ranks.len() as u64, "rank"),
-            crate::report::count(out.hosts.len() as u64, "host"),
+            crate::units::count(ranks.len() as u64, "rank"),
+            crate::units::count(out.hosts.len() as u64, "host"),
             window,
             lo,
             hi,

@@ -16,23 +16,8 @@ pub mod stats;
 
 pub use format::{Call, Header, Record};
 
-/// Set by `fsbench trace record` in the traced command's environment: an `fsbench` run under
-/// it marks where its measurement starts and ends with a failing `access()` on these paths,
-/// so a trace of a model's run can be compared over the measured window only (not its
-/// layout). Nothing exists at these paths; the calls cost a microsecond once per run.
-pub const MARK_ENV: &str = "FSBENCH_TRACE_MARK";
-pub const MARK_START: &str = "/.fsbench-trace-mark/measure-start";
-pub const MARK_END: &str = "/.fsbench-trace-mark/measure-end";
-
-/// Mark the start or end of a measurement when traced (see [`MARK_ENV`]).
-pub fn mark(path: &str) {
-    if std::env::var_os(MARK_ENV).is_some() {
-        if let Ok(c) = std::ffi::CString::new(path) {
-            // SAFETY: a valid C string; the result is ignored on purpose.
-            unsafe { libc::access(c.as_ptr(), libc::F_OK) };
-        }
-    }
-}
+/// The marks of the measured window (set by `fsbench trace record`'s environment).
+pub use crate::sys::mark::{mark, MARK_END, MARK_ENV, MARK_START};
 
 /// The measured window of a trace: the records between the first start mark and the end
 /// mark after it (all records when unmarked), marks excluded.

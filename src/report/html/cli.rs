@@ -1,7 +1,7 @@
 //! `fsbench report SOURCE... -o report.html`.
 
 use anyhow::{Context, Result};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[derive(clap::Args)]
 pub struct ReportArgs {
@@ -21,8 +21,9 @@ pub struct ReportArgs {
     pub output: PathBuf,
 }
 
-pub fn run(a: &ReportArgs) -> Result<()> {
-    let input = super::ReportInput::from_sources(&a.sources, &a.labels)?;
+/// Write the report; `load_dir` reads directory sources (experiment output directories).
+pub fn run(a: &ReportArgs, load_dir: &dyn Fn(&Path) -> Result<super::ReportInput>) -> Result<()> {
+    let input = super::ReportInput::from_sources(&a.sources, &a.labels, load_dir)?;
     let html = super::render(&input);
     std::fs::write(&a.output, &html).with_context(|| format!("writing {}", a.output.display()))?;
     eprintln!(

@@ -1,0 +1,53 @@
+//! What benchmarks above the engine add to every measurement, registered at start-up (the
+//! way [`crate::cluster`] is installed) so that the engine knows nothing of them: emptying
+//! the client caches of simulated remotes when caches are dropped, and watching the
+//! simulated disk under a measured directory.
+
+use crate::stats::DiskLateness;
+use std::path::Path;
+use std::sync::RwLock;
+
+/// A watch on the device under a measured directory, started before the measurement.
+pub trait Probe {
+    /// What the device did during the measurement; notes for the reader go in `notes`.
+    fn record(&self, notes: &mut Vec<String>) -> Option<DiskLateness>;
+}
+
+/// One registrant's additions; every method has a default that does nothing.
+pub trait Hooks: Send + Sync {
+    /// After the kernel's caches were dropped: drop caches the kernel does not know of.
+    fn drop_caches(&self) -> Result<(), String> {
+        Ok(())
+    }
+    /// Start watching the device under `dir`, if this registrant knows it.
+    fn probe(&self, _dir: &Path) -> Option<Box<dyn Probe>> {
+        None
+    }
+}
+
+static HOOKS: RwLock<Vec<&'static dyn Hooks>> = RwLock::new(Vec::new());
+
+/// Add a registrant (once per kind, at start-up).
+pub fn register(h: &'static dyn Hooks) {
+    HOOKS.write().unwrap_or_else(|p| p.into_inner()).push(h);
+}
+
+fn all() -> Vec<&'static dyn Hooks> {
+    HOOKS.read().unwrap_or_else(|p| p.into_inner()).clone()
+}
+
+/// Drop every registered cache; the first failure is returned after all were tried.
+pub fn drop_caches() -> Result<(), String> {
+    let mut first = Ok(());
+    for h in all() {
+        if let Err(e) = h.drop_caches() {
+            first = first.and(Err(e));
+        }
+    }
+    first
+}
+
+/// The first registrant's watch on the device under `dir`.
+pub fn probe(dir: &Path) -> Option<Box<dyn Probe>> {
+    all().into_iter().find_map(|h| h.probe(dir))
+}

@@ -1,0 +1,20 @@
+//! Marks in a system-call trace: when fsbench itself is traced (`fsbench trace record`
+//! sets [`MARK_ENV`]), the start and end of the measured window are marked by an `access`
+//! of a path that cannot exist, which the tracer sees and the trace keeps.
+
+/// Set in the environment of a traced fsbench: mark the measured window.
+pub const MARK_ENV: &str = "FSBENCH_TRACE_MARK";
+/// The path accessed when the measurement starts.
+pub const MARK_START: &str = "/.fsbench-trace-mark/measure-start";
+/// The path accessed when the measurement ends.
+pub const MARK_END: &str = "/.fsbench-trace-mark/measure-end";
+
+/// Mark the start or end of a measurement when traced (see [`MARK_ENV`]).
+pub fn mark(path: &str) {
+    if std::env::var_os(MARK_ENV).is_some() {
+        if let Ok(c) = std::ffi::CString::new(path) {
+            // SAFETY: a valid C string; the result is ignored on purpose.
+            unsafe { libc::access(c.as_ptr(), libc::F_OK) };
+        }
+    }
+}

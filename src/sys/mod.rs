@@ -1,0 +1,3 @@
+//! System-level helpers that depend on nothing else of fsbench.
+
+pub mod mark;
