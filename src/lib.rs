@@ -10,32 +10,50 @@
 //! Results                              --report--> text, JSON, CSV, Markdown
 //! ```
 
+//! The modules stand in layers. A module uses modules of its own layer or below, never one
+//! above, and no two modules use each other: `tests/architecture.rs` reads `src/` and holds
+//! the code to the layers written here (one `// layer NAME` line, then its modules).
+
+// layer commands: what the binary's subcommands call (main.rs is here too)
+pub mod experiment;
+
+// layer benchmarks: producers of work for the engine, consumers of its Results
 pub mod age;
 pub mod apps;
+pub mod disk;
+pub mod remote;
+pub mod trace;
+
+// layer harness: the one measurement driver and the ranks of a multi-client run
+pub mod measure;
+#[cfg(feature = "mpi")]
+pub mod mpirun;
+
+// layer engine: filesets on disk, workers running flowops, tree walks and layout scores
+pub mod engine;
+pub mod fileset;
+pub mod layout;
+pub mod scan;
+
+// layer results: recorders and Results, and their renderers
+pub mod report;
+pub mod stats;
+
+// layer model: the workload language and what it resolves to
+pub mod content;
+pub mod dist;
+pub mod lang;
+pub mod model;
+pub mod verify;
+pub mod workloads;
+
+// layer bottom: system calls, units, interruption, exit status, cluster and remount seams
 pub mod beneath;
 pub mod cancel;
 pub mod cluster;
-pub mod content;
-pub mod disk;
-pub mod dist;
-pub mod engine;
 pub mod exit;
-pub mod experiment;
-pub mod fileset;
 pub mod fuse;
-pub mod lang;
-pub mod layout;
 pub mod limits;
-pub mod model;
-#[cfg(feature = "mpi")]
-pub mod mpirun;
-pub mod remote;
 pub mod remount;
-pub mod report;
-pub mod scan;
-pub mod stats;
 pub mod sys;
-pub mod trace;
 pub mod units;
-pub mod verify;
-pub mod workloads;

@@ -445,7 +445,7 @@ fn cmd_run_mpi(a: &RunArgs) -> Result<()> {
             } else {
                 None
             };
-            let parent = fsbench::apps::guard::target_dir(a.dir.as_deref())?;
+            let parent = fsbench::measure::guard::target_dir(a.dir.as_deref())?;
             let name = path
                 .file_stem()
                 .map(|s| s.to_string_lossy().into_owned())

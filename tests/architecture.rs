@@ -511,3 +511,65 @@ fn structure_figures() {
         println!("  {n:5} {f}");
     }
 }
+
+/// The layers written in `src/lib.rs`: module → layer index (0 = top). `main` is a command.
+fn layers() -> BTreeMap<String, (usize, String)> {
+    let lib =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs")).unwrap();
+    let mut out = BTreeMap::new();
+    let mut layer: Option<(usize, String)> = None;
+    let mut n = 0;
+    for line in lib.lines().map(str::trim) {
+        if let Some(rest) = line.strip_prefix("// layer ") {
+            let name = rest.split(':').next().unwrap().trim().to_string();
+            layer = Some((n, name));
+            n += 1;
+        } else if let Some(m) = line
+            .strip_prefix("pub mod ")
+            .and_then(|r| r.strip_suffix(';'))
+        {
+            let l = layer
+                .clone()
+                .expect("a `// layer` line before the first module");
+            out.insert(m.to_string(), l);
+        }
+    }
+    out.insert("main".into(), (0, "commands".into()));
+    out
+}
+
+#[test]
+fn every_module_stands_in_a_layer_and_uses_none_above_it() {
+    let s = measure();
+    let layers = layers();
+    let mut wrong = Vec::new();
+    for (m, to) in &s.edges {
+        let Some((lm, nm)) = layers.get(m) else {
+            wrong.push(format!("{m} is in no layer of src/lib.rs"));
+            continue;
+        };
+        for t in to {
+            if let Some((lt, nt)) = layers.get(t) {
+                if lt < lm {
+                    wrong.push(format!(
+                        "{m} ({nm}) uses {t}, a module of the {nt} layer above it"
+                    ));
+                }
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    let cyc = cycles(&s.edges);
+    assert!(cyc.is_empty(), "modules that use each other: {cyc:?}");
+}
+
+/// Long functions and files: the counts may only go down (lower the limits as they do).
+#[test]
+fn functions_and_files_do_not_grow_longer() {
+    let s = measure();
+    let over = |n| s.functions.iter().filter(|f| f.lines > n).count();
+    assert!(over(100) <= 59, "{} functions over 100 lines", over(100));
+    assert!(over(150) <= 22, "{} functions over 150 lines", over(150));
+    let big = s.file_lines.iter().filter(|f| f.1 > 1200).count();
+    assert!(big <= 4, "{big} files over 1,200 lines of code");
+}

@@ -240,7 +240,7 @@ impl Client<'_> {
     ) {
         for (i, _) in PHASES.iter().enumerate() {
             if drop && i > 0 && barrier.wait().is_leader() {
-                if let Err(e) = super::measure::drop_caches() {
+                if let Err(e) = crate::measure::drop_caches() {
                     let mut g = drop_error.lock().unwrap_or_else(|p| p.into_inner());
                     g.get_or_insert(format!("{e:#}"));
                 }
@@ -261,13 +261,13 @@ impl Client<'_> {
     }
 }
 
-/// The Andrew benchmark as a [`super::measure::Measurement`]: the master tree is written
+/// The Andrew benchmark as a [`crate::measure::Measurement`]: the master tree is written
 /// in `prepare` (not measured), the phases in `run_once`.
 struct Andrew<'a> {
     a: &'a AndrewArgs,
     parent: PathBuf,
     cc: Option<String>,
-    rd: Option<super::guard::RunDirGuard>,
+    rd: Option<crate::measure::guard::RunDirGuard>,
     files: Vec<(String, Vec<u8>)>,
 }
 
@@ -283,7 +283,7 @@ pub fn main(a: &AndrewArgs) -> Result<()> {
     }
     a.m.check()?;
     // Everything that can be refused is refused before the run directory exists.
-    let parent = super::guard::target_dir(a.dir.as_deref())?;
+    let parent = crate::measure::guard::target_dir(a.dir.as_deref())?;
     let cc = if a.no_compile {
         None
     } else {
@@ -292,7 +292,7 @@ pub fn main(a: &AndrewArgs) -> Result<()> {
     if a.cc.is_some() && cc.is_none() {
         bail!("C compiler {} not found", a.cc.as_deref().unwrap_or(""));
     }
-    super::guard::check_threads(
+    crate::measure::guard::check_threads(
         a.clients as u64,
         (a.copies as u64).saturating_mul(1 << 20),
         &format!("--clients {}", a.clients),
@@ -304,11 +304,11 @@ pub fn main(a: &AndrewArgs) -> Result<()> {
         rd: None,
         files: tree(a.seed, a.scale),
     };
-    super::measure::measure_and_report(&mut m, &a.m)?;
+    crate::measure::measure_and_report(&mut m, &a.m)?;
     Ok(())
 }
 
-impl super::measure::Measurement for Andrew<'_> {
+impl crate::measure::Measurement for Andrew<'_> {
     fn name(&self) -> &str {
         "andrew"
     }
@@ -318,11 +318,12 @@ impl super::measure::Measurement for Andrew<'_> {
             .map(|r| r.path().to_path_buf())
             .unwrap_or_else(|| self.parent.clone())
     }
-    fn run_dir(&mut self) -> Option<&mut super::guard::RunDirGuard> {
+    fn run_dir(&mut self) -> Option<&mut crate::measure::guard::RunDirGuard> {
         self.rd.as_mut()
     }
     fn prepare(&mut self) -> Result<()> {
-        let rd = super::guard::RunDirGuard::new(RunDir::create(&self.parent, "andrew", false)?);
+        let rd =
+            crate::measure::guard::RunDirGuard::new(RunDir::create(&self.parent, "andrew", false)?);
         let master = rd.path().join("master");
         self.rd = Some(rd);
         for (d, _) in DIRS {
@@ -359,7 +360,7 @@ fn phases(
     let barrier = Barrier::new(a.clients as usize);
     let started_at = super::now_epoch();
     let t0 = Instant::now();
-    let gate = super::guard::StartGate::default();
+    let gate = crate::measure::guard::StartGate::default();
     let clients: Vec<(Recorder, [f64; 5])> = std::thread::scope(|sc| {
         let mut hs = Vec::new();
         for i in 0..a.clients {

@@ -243,12 +243,12 @@ fn existing(a: &BuildArgs, dir: &Path) -> Result<Tree> {
     })
 }
 
-/// The build as a [`super::measure::Measurement`]: the run directory and (generated) tree
+/// The build as a [`crate::measure::Measurement`]: the run directory and (generated) tree
 /// are made in `prepare`, the jobs and the link are measured.
 struct Build<'a> {
     a: &'a BuildArgs,
     parent: PathBuf,
-    rd: Option<super::guard::RunDirGuard>,
+    rd: Option<crate::measure::guard::RunDirGuard>,
     tree: Option<Tree>,
 }
 
@@ -263,7 +263,7 @@ pub fn main(a: &BuildArgs) -> Result<()> {
         }
     }
     // Everything that can be refused is refused before the run directory exists.
-    let parent = super::guard::target_dir(a.dir.as_deref())?;
+    let parent = crate::measure::guard::target_dir(a.dir.as_deref())?;
     // Sources are up to 1.5 x --source-size; each job holds a source and its object, the link
     // holds every object, and the disk holds sources, objects and the program.
     let hi_size = a.source_size.saturating_add(a.source_size / 2).max(65);
@@ -275,7 +275,7 @@ pub fn main(a: &BuildArgs) -> Result<()> {
             &format!("--source-size {} with --files {}", a.source_size, a.files),
         )
         .map_err(anyhow::Error::msg)?;
-    super::guard::check_threads(a.jobs as u64, 0, &format!("-j {}", a.jobs))?;
+    crate::measure::guard::check_threads(a.jobs as u64, 0, &format!("-j {}", a.jobs))?;
     if let Some(free) = crate::engine::free_space(&parent) {
         let disk = link.saturating_mul(3);
         if disk > free {
@@ -295,11 +295,11 @@ pub fn main(a: &BuildArgs) -> Result<()> {
         rd: None,
         tree: None,
     };
-    super::measure::measure_and_report(&mut m, &a.m)?;
+    crate::measure::measure_and_report(&mut m, &a.m)?;
     Ok(())
 }
 
-impl super::measure::Measurement for Build<'_> {
+impl crate::measure::Measurement for Build<'_> {
     fn name(&self) -> &str {
         "build"
     }
@@ -313,11 +313,12 @@ impl super::measure::Measurement for Build<'_> {
                 .unwrap_or_else(|| self.parent.clone()),
         }
     }
-    fn run_dir(&mut self) -> Option<&mut super::guard::RunDirGuard> {
+    fn run_dir(&mut self) -> Option<&mut crate::measure::guard::RunDirGuard> {
         self.rd.as_mut()
     }
     fn prepare(&mut self) -> Result<()> {
-        let rd = super::guard::RunDirGuard::new(RunDir::create(&self.parent, "build", false)?);
+        let rd =
+            crate::measure::guard::RunDirGuard::new(RunDir::create(&self.parent, "build", false)?);
         let root = rd.path().to_path_buf();
         self.rd = Some(rd);
         for sub in ["obj", "tmp", "out"] {
@@ -358,7 +359,7 @@ fn build_once(a: &BuildArgs, root: &Path, tree: &Tree) -> Result<crate::stats::R
     let started_at = super::now_epoch();
     let cpu0 = super::process_cpu(false);
     let t0 = Instant::now();
-    let gate = super::guard::StartGate::default();
+    let gate = crate::measure::guard::StartGate::default();
     let recs: Vec<Recorder> = std::thread::scope(|sc| {
         let mut hs = Vec::new();
         for j in 0..a.jobs {

@@ -1,6 +1,6 @@
 //! Command-line options of the application benchmarks, parsed once into plain structs.
 
-use super::measure::MeasureArgs;
+use crate::measure::MeasureArgs;
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
 

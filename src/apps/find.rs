@@ -52,7 +52,7 @@ struct Find<'a> {
     a: &'a FindArgs,
 }
 
-impl super::measure::Measurement for Find<'_> {
+impl crate::measure::Measurement for Find<'_> {
     fn name(&self) -> &str {
         "find"
     }
@@ -68,12 +68,12 @@ pub fn main(a: &FindArgs) -> Result<()> {
     if !a.dir.is_dir() {
         bail!("{} is not a directory", a.dir.display());
     }
-    super::guard::check_threads(
+    crate::measure::guard::check_threads(
         a.threads as u64,
         1 << 20,
         &format!("--threads {}", a.threads),
     )?;
-    super::measure::measure_and_report(&mut Find { a }, &a.m)?;
+    crate::measure::measure_and_report(&mut Find { a }, &a.m)?;
     Ok(())
 }
 

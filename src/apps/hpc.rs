@@ -10,10 +10,10 @@
 //! originals' ones: items (bytes) over the phase's wall time, barrier to barrier; with many
 //! ranks, rank 0 reports them summed over ranks, with the slowest rank's time.
 
-use super::measure::{MeasureArgs, Measurement};
 use super::{AppRun, OpTable, PathBuf0, Recorder};
 use crate::engine::io;
 use crate::engine::rundir::RunDir;
+use crate::measure::{MeasureArgs, Measurement};
 use crate::model::FlowopKind;
 use anyhow::{bail, Result};
 use clap::Args;
@@ -95,12 +95,12 @@ const IOR_OPS: OpTable = &[("write", FlowopKind::Write), ("read", FlowopKind::Re
 fn shared_run_dir(
     parent: &Path,
     name: &str,
-) -> Result<(Option<super::guard::RunDirGuard>, PathBuf)> {
+) -> Result<(Option<crate::measure::guard::RunDirGuard>, PathBuf)> {
     let rank = crate::cluster::rank();
     let (guard, path) = if rank == 0 {
         match RunDir::create(parent, name, false) {
             Ok(rd) => {
-                let g = super::guard::RunDirGuard::new(rd);
+                let g = crate::measure::guard::RunDirGuard::new(rd);
                 let p = g.path().to_path_buf();
                 (Some(g), Some(p.display().to_string()))
             }
@@ -179,7 +179,7 @@ fn finish(
 struct Mdtest<'a> {
     a: &'a MdtestArgs,
     parent: PathBuf,
-    rd: Option<super::guard::RunDirGuard>,
+    rd: Option<crate::measure::guard::RunDirGuard>,
     base: PathBuf,
 }
 
@@ -190,7 +190,7 @@ impl Measurement for Mdtest<'_> {
     fn target(&self) -> PathBuf {
         self.base.clone()
     }
-    fn run_dir(&mut self) -> Option<&mut super::guard::RunDirGuard> {
+    fn run_dir(&mut self) -> Option<&mut crate::measure::guard::RunDirGuard> {
         self.rd.as_mut()
     }
     fn prepare(&mut self) -> Result<()> {
@@ -309,21 +309,21 @@ pub fn mdtest(a: &MdtestArgs) -> Result<()> {
         bail!("-n/--items must be at least 1");
     }
     a.m.check()?;
-    let parent = super::guard::target_dir(a.dir.as_deref())?;
+    let parent = crate::measure::guard::target_dir(a.dir.as_deref())?;
     let mut m = Mdtest {
         a,
         parent: parent.clone(),
         rd: None,
         base: parent,
     };
-    super::measure::measure_and_report(&mut m, &a.m)?;
+    crate::measure::measure_and_report(&mut m, &a.m)?;
     Ok(())
 }
 
 struct Ior<'a> {
     a: &'a IorArgs,
     parent: PathBuf,
-    rd: Option<super::guard::RunDirGuard>,
+    rd: Option<crate::measure::guard::RunDirGuard>,
     base: PathBuf,
 }
 
@@ -345,7 +345,7 @@ impl Measurement for Ior<'_> {
     fn target(&self) -> PathBuf {
         self.base.clone()
     }
-    fn run_dir(&mut self) -> Option<&mut super::guard::RunDirGuard> {
+    fn run_dir(&mut self) -> Option<&mut crate::measure::guard::RunDirGuard> {
         self.rd.as_mut()
     }
     fn prepare(&mut self) -> Result<()> {
@@ -471,7 +471,7 @@ pub fn ior(a: &IorArgs) -> Result<()> {
             &format!("--transfer-size {}", a.transfer_size),
         )
         .map_err(anyhow::Error::msg)?;
-    let parent = super::guard::target_dir(a.dir.as_deref())?;
+    let parent = crate::measure::guard::target_dir(a.dir.as_deref())?;
     if let Some(free) = crate::engine::free_space(&parent) {
         let need = a.block_size.saturating_mul(crate::cluster::size() as u64);
         if need > free {
@@ -489,6 +489,6 @@ pub fn ior(a: &IorArgs) -> Result<()> {
         rd: None,
         base: parent,
     };
-    super::measure::measure_and_report(&mut m, &a.m)?;
+    crate::measure::measure_and_report(&mut m, &a.m)?;
     Ok(())
 }

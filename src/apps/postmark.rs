@@ -822,7 +822,7 @@ pub fn run(
                 real.display()
             );
         }
-        rundirs.push(super::guard::RunDirGuard::new(RunDir::create(
+        rundirs.push(crate::measure::guard::RunDirGuard::new(RunDir::create(
             &real, "postmark", false,
         )?));
     }
@@ -852,7 +852,7 @@ pub fn run(
 
     let started_at = super::now_epoch();
     let t0 = Instant::now();
-    let gate = super::guard::StartGate::default();
+    let gate = crate::measure::guard::StartGate::default();
     let per: Vec<(Counters, Times, Recorder)> = std::thread::scope(|sc| {
         let mut handles = Vec::new();
         for i in 0..instances {
@@ -1203,7 +1203,7 @@ struct Bench<'a> {
     to: Option<&'a str>,
 }
 
-impl super::measure::Measurement for Bench<'_> {
+impl crate::measure::Measurement for Bench<'_> {
     fn name(&self) -> &str {
         "postmark"
     }
@@ -1267,7 +1267,7 @@ pub fn main(a: &PostmarkArgs) -> Result<()> {
             default_dir: default_dir.clone(),
             to,
         };
-        super::measure::measure_and_report(&mut b, &a.m)?;
+        crate::measure::measure_and_report(&mut b, &a.m)?;
         Ok(())
     };
     if let Some(path) = &a.config {

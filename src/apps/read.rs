@@ -93,7 +93,7 @@ struct Read<'a> {
     files: Vec<FileEntry>,
 }
 
-impl super::measure::Measurement for Read<'_> {
+impl crate::measure::Measurement for Read<'_> {
     fn name(&self) -> &str {
         "read"
     }
@@ -120,7 +120,7 @@ pub fn main(a: &ReadArgs) -> Result<()> {
     if files.is_empty() {
         bail!("{} holds no regular files to read", a.dir.display());
     }
-    super::measure::measure_and_report(&mut Read { a, files }, &a.m)?;
+    crate::measure::measure_and_report(&mut Read { a, files }, &a.m)?;
     Ok(())
 }
 

@@ -1,4 +1,4 @@
-//! One measurement contract for the application benchmarks: every one of them (postmark,
+//! The measurement harness: one contract for the application benchmarks: every one of them (postmark,
 //! andrew, find, build, read) is a [`Measurement`] — prepare what is not measured, measure
 //! once, say what it is — and [`drive`] does the rest the same way for all of them, as
 //! `fsbench run` does for workloads: warm-up repetitions that are discarded, `--cold`
@@ -9,6 +9,10 @@
 //!
 //! Nothing above this trait knows which benchmark it drives, so an experiment runner can
 //! treat every application benchmark alike through its `--json` output.
+
+pub mod guard;
+#[cfg(feature = "mpi")]
+mod ranks;
 
 use crate::stats::{self, Results};
 use anyhow::{bail, Result};
@@ -32,7 +36,7 @@ pub trait Measurement {
     fn target(&self) -> PathBuf;
     /// The run directory [`Measurement::prepare`] made and holds open, if any: closed for
     /// an experiment's remount between preparation and measurement.
-    fn run_dir(&mut self) -> Option<&mut super::guard::RunDirGuard> {
+    fn run_dir(&mut self) -> Option<&mut guard::RunDirGuard> {
         None
     }
     /// Remove what the last repetition created (called after each repetition, also after
@@ -216,7 +220,7 @@ fn existing_ancestor(p: &std::path::Path) -> PathBuf {
 pub fn measure_and_report(m: &mut dyn Measurement, a: &MeasureArgs) -> Result<Results> {
     #[cfg(feature = "mpi")]
     if crate::mpirun::launched() {
-        return crate::mpirun::measure_ranks(m, a);
+        return ranks::measure_ranks(m, a);
     }
     let r = drive(m, a)?;
     emit(&r, a)?;
