@@ -716,8 +716,36 @@ fn fmt_time(epoch: f64) -> String {
 fn group_section(out: &mut String, gi: usize, g: &Group) {
     let labels: Vec<String> = g.configs.iter().map(|c| c.label.clone()).collect();
     let _ = write!(out, "<section><h2>{}</h2>", esc(&g.workload));
-    // Configurations and the variables that differ between them.
-    let first = &g.configs[0].results;
+    configs_table(out, g);
+    key_bars(out, gi, g, &labels);
+    if let Some(factor) = numeric_factor(g) {
+        factor_chart(out, gi, g, factor);
+    }
+    out.push_str("<div class=grid>");
+    // p99 over the IO-summary operations (histograms merge across repetitions, so no
+    // interval).
+    if g.configs
+        .iter()
+        .any(|c| summary_p99_ms(&c.results).is_some())
+    {
+        p99_bars(out, gi, g, &labels);
+    }
+    // The benchmark's own named figures (elapsed time, transaction rate, phase times).
+    let figs: Vec<_> = g
+        .configs
+        .iter()
+        .map(|c| named_figures(&c.results))
+        .collect();
+    figure_bars(out, &format!("g{gi}"), &labels, &figs);
+    flowop_throughput(out, gi, g);
+    out.push_str("</div>");
+    latency_cdfs(out, gi, g);
+    time_series(out, gi, g);
+    out.push_str("</section>\n");
+}
+
+/// The configurations and the variables that differ between them.
+fn configs_table(out: &mut String, g: &Group) {
     let ps: Vec<_> = g.configs.iter().map(params).collect();
     let all_keys: std::collections::BTreeSet<&String> = ps.iter().flat_map(|p| p.keys()).collect();
     let varying: Vec<&String> = all_keys
@@ -760,8 +788,10 @@ fn group_section(out: &mut String, gi: usize, g: &Group) {
             esc(&vars.join(", "))
         );
     }
+}
 
-    // Bar charts of the key figures.
+/// Bar charts of the key figures.
+fn key_bars(out: &mut String, gi: usize, g: &Group, labels: &[String]) {
     out.push_str("<div class=grid>");
     for (key, title, unit, whole, rep, _higher_better) in KEY {
         let figs: Vec<(f64, f64, Vec<f64>)> = g
@@ -785,11 +815,11 @@ fn group_section(out: &mut String, gi: usize, g: &Group) {
                 },
             })
             .collect();
-        let svg = charts::bars(&format!("{title} (mean, 95% CI)"), unit, &labels, &bars);
+        let svg = charts::bars(&format!("{title} (mean, 95% CI)"), unit, labels, &bars);
         let rows: Vec<Vec<String>> = figs
             .iter()
             .zip(&bars)
-            .zip(&labels)
+            .zip(labels)
             .map(|((f, b), l)| {
                 vec![
                     l.clone(),
@@ -813,125 +843,117 @@ fn group_section(out: &mut String, gi: usize, g: &Group) {
         chart_block(out, &format!("g{gi}-bar-{key}"), &svg, &tbl);
     }
     out.push_str("</div>");
+}
 
-    // Numeric factor.
-    if let Some((var, xs, series)) = numeric_factor(g) {
-        let mut order: Vec<usize> = (0..xs.len()).collect();
-        order.sort_by(|a, b| xs[*a].total_cmp(&xs[*b]));
-        let mut names: Vec<&String> = Vec::new();
-        for s in &series {
-            if !names.contains(&s) {
-                names.push(s);
-            }
+/// Throughput against a numeric factor, one line per value of the other factors.
+fn factor_chart(out: &mut String, gi: usize, g: &Group, factor: (String, Vec<f64>, Vec<String>)) {
+    let (var, xs, series) = factor;
+    let mut order: Vec<usize> = (0..xs.len()).collect();
+    order.sort_by(|a, b| xs[*a].total_cmp(&xs[*b]));
+    let mut names: Vec<&String> = Vec::new();
+    for s in &series {
+        if !names.contains(&s) {
+            names.push(s);
         }
-        let mut lines = Vec::new();
-        let mut rows = Vec::new();
-        for name in names.into_iter().take(MAX_LINES) {
-            let mut pts = Vec::new();
-            let mut band = Vec::new();
-            for i in order.iter().copied().filter(|i| &series[*i] == name) {
-                let c = &g.configs[i];
-                let reps: Vec<f64> = c
-                    .results
-                    .repetitions
-                    .iter()
-                    .map(|p| p.summary.ops_per_s)
-                    .collect();
-                let f = figure(&c.results, c.results.summary.ops_per_s, reps);
-                pts.push((xs[i], f.0));
-                band.push(((f.0 - f.1).max(0.0), f.0 + f.1));
-                rows.push(vec![c.label.clone(), g4(xs[i]), g4(f.0), g4(f.1)]);
-            }
-            lines.push(Line {
-                label: if name.is_empty() {
-                    g.workload.clone()
-                } else {
-                    name.clone()
-                },
-                points: pts,
-                band: Some(band),
-            });
-        }
-        let svg = charts::lines(
-            &format!("Throughput against {var} (band: 95% CI)"),
-            &var,
-            "operations/s",
-            false,
-            &lines,
-            None,
-        );
-        let tbl = table(
-            &[
-                "configuration".into(),
-                var.clone(),
-                "ops/s".into(),
-                "95% CI ±".into(),
-            ],
-            &rows,
-        );
-        out.push_str("<div class=grid>");
-        chart_block(out, &format!("g{gi}-factor"), &svg, &tbl);
-        out.push_str("</div>");
     }
-
+    let mut lines = Vec::new();
+    let mut rows = Vec::new();
+    for name in names.into_iter().take(MAX_LINES) {
+        let mut pts = Vec::new();
+        let mut band = Vec::new();
+        for i in order.iter().copied().filter(|i| &series[*i] == name) {
+            let c = &g.configs[i];
+            let reps: Vec<f64> = c
+                .results
+                .repetitions
+                .iter()
+                .map(|p| p.summary.ops_per_s)
+                .collect();
+            let f = figure(&c.results, c.results.summary.ops_per_s, reps);
+            pts.push((xs[i], f.0));
+            band.push(((f.0 - f.1).max(0.0), f.0 + f.1));
+            rows.push(vec![c.label.clone(), g4(xs[i]), g4(f.0), g4(f.1)]);
+        }
+        lines.push(Line {
+            label: if name.is_empty() {
+                g.workload.clone()
+            } else {
+                name.clone()
+            },
+            points: pts,
+            band: Some(band),
+        });
+    }
+    let svg = charts::lines(
+        &format!("Throughput against {var} (band: 95% CI)"),
+        &var,
+        "operations/s",
+        false,
+        &lines,
+        None,
+    );
+    let tbl = table(
+        &[
+            "configuration".into(),
+            var.clone(),
+            "ops/s".into(),
+            "95% CI ±".into(),
+        ],
+        &rows,
+    );
     out.push_str("<div class=grid>");
-    // p99 over the IO-summary operations (histograms merge across repetitions, so no
-    // interval).
-    if g.configs
-        .iter()
-        .any(|c| summary_p99_ms(&c.results).is_some())
-    {
-        let vals: Vec<f64> = g
-            .configs
-            .iter()
-            .map(|c| summary_p99_ms(&c.results).unwrap_or(0.0))
-            .collect();
-        let bars: Vec<Bar> = vals
-            .iter()
-            .enumerate()
-            .map(|(i, v)| Bar {
-                mean: *v,
-                ci95: 0.0,
-                note: if i == 0 {
-                    "baseline".into()
-                } else if vals[0] > 0.0 {
-                    format!("{:+.1}%", (v - vals[0]) / vals[0] * 100.0)
-                } else {
-                    String::new()
-                },
-            })
-            .collect();
-        let svg = charts::bars(
-            "p99 latency, all operations (merged histograms)",
-            "latency (ms)",
-            &labels,
-            &bars,
-        );
-        let rows: Vec<Vec<String>> = vals
-            .iter()
-            .zip(&labels)
-            .zip(&bars)
-            .map(|((v, l), b)| vec![l.clone(), g4(*v), b.note.clone()])
-            .collect();
-        let tbl = table(
-            &[
-                "configuration".into(),
-                "p99 (ms)".into(),
-                "vs baseline".into(),
-            ],
-            &rows,
-        );
-        chart_block(out, &format!("g{gi}-bar-p99"), &svg, &tbl);
-    }
-    // The benchmark's own named figures (elapsed time, transaction rate, phase times).
-    let figs: Vec<_> = g
+    chart_block(out, &format!("g{gi}-factor"), &svg, &tbl);
+    out.push_str("</div>");
+}
+
+/// p99 latency over the IO-summary operations, per configuration.
+fn p99_bars(out: &mut String, gi: usize, g: &Group, labels: &[String]) {
+    let vals: Vec<f64> = g
         .configs
         .iter()
-        .map(|c| named_figures(&c.results))
+        .map(|c| summary_p99_ms(&c.results).unwrap_or(0.0))
         .collect();
-    figure_bars(out, &format!("g{gi}"), &labels, &figs);
-    // Throughput of each flowop that moves data (two readers under one scheduler, a
-    // reader beside a writer), configurations side by side.
+    let bars: Vec<Bar> = vals
+        .iter()
+        .enumerate()
+        .map(|(i, v)| Bar {
+            mean: *v,
+            ci95: 0.0,
+            note: if i == 0 {
+                "baseline".into()
+            } else if vals[0] > 0.0 {
+                format!("{:+.1}%", (v - vals[0]) / vals[0] * 100.0)
+            } else {
+                String::new()
+            },
+        })
+        .collect();
+    let svg = charts::bars(
+        "p99 latency, all operations (merged histograms)",
+        "latency (ms)",
+        labels,
+        &bars,
+    );
+    let rows: Vec<Vec<String>> = vals
+        .iter()
+        .zip(labels)
+        .zip(&bars)
+        .map(|((v, l), b)| vec![l.clone(), g4(*v), b.note.clone()])
+        .collect();
+    let tbl = table(
+        &[
+            "configuration".into(),
+            "p99 (ms)".into(),
+            "vs baseline".into(),
+        ],
+        &rows,
+    );
+    chart_block(out, &format!("g{gi}-bar-p99"), &svg, &tbl);
+}
+
+/// Throughput of each flowop that moves data (two readers under one scheduler, a reader
+/// beside a writer), configurations side by side.
+fn flowop_throughput(out: &mut String, gi: usize, g: &Group) {
     let moving = transfer_flowops(g);
     if moving.len() >= 2 {
         let cats: Vec<String> = moving.iter().map(|(_, n)| n.clone()).collect();
@@ -977,9 +999,11 @@ fn group_section(out: &mut String, gi: usize, g: &Group) {
             &table(&head, &rows),
         );
     }
-    out.push_str("</div>");
+}
 
-    // Latency CDFs per flowop.
+/// Latency CDFs per flowop.
+fn latency_cdfs(out: &mut String, gi: usize, g: &Group) {
+    let first = &g.configs[0].results;
     out.push_str("<h3>Latency distribution per flowop</h3><div class=grid>");
     for (fi, f) in first.flowops.iter().enumerate() {
         let mut lines = Vec::new();
@@ -1056,8 +1080,10 @@ fn group_section(out: &mut String, gi: usize, g: &Group) {
         chart_block(out, &format!("g{gi}-cdf-{fi}"), &svg, &tbl);
     }
     out.push_str("</div>");
+}
 
-    // Time series.
+/// Throughput over time.
+fn time_series(out: &mut String, gi: usize, g: &Group) {
     let series: Vec<&Config> = g
         .configs
         .iter()
@@ -1108,7 +1134,6 @@ fn group_section(out: &mut String, gi: usize, g: &Group) {
         );
         chart_block(out, &format!("g{gi}-series"), &svg, &tbl);
     }
-    out.push_str("</section>\n");
 }
 
 const CSS: &str = "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;max-width:1500px;margin:0 auto;padding:1em 2em;color:#222}\
