@@ -13,6 +13,61 @@ use std::path::Path;
 /// measurement. The first cell of a measurement is its baseline.
 pub fn load(outdir: &Path) -> Result<ReportInput> {
     let st = super::store::Store::open_existing(outdir)?;
+    let (exp, mut input) = header(&st, outdir)?;
+    let mut cells: Vec<Cell> = Vec::new();
+    let mut figure_factors: Vec<(String, BTreeMap<String, String>)> = Vec::new();
+    let mut q = st.db.prepare(
+        "SELECT id, idx, measurement, factors_json FROM cells WHERE experiment_id = ?1 ORDER BY idx",
+    )?;
+    let rows: Vec<(i64, i64, String, String)> = q
+        .query_map([exp], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    for (id, idx, measurement, f) in rows {
+        let mut factors: BTreeMap<String, String> = serde_json::from_str(&f).unwrap_or_default();
+        factors.remove("measurement");
+        let runs = cell_runs(&st, id)?;
+        let what = format!("cell {} ({measurement}{})", idx + 1, factor_text(&factors));
+        if runs.failed > 0 {
+            input.warnings.push(format!(
+                "{what}: {} run(s) failed or were stopped",
+                runs.failed
+            ));
+        }
+        if runs.disturbed > 0 {
+            input.warnings.push(format!(
+                "{what}: {} run(s) disturbed by other load (noise guard)",
+                runs.disturbed
+            ));
+        }
+        if runs.other > 0 && runs.ok.is_empty() && !runs.named.is_empty() {
+            add_figure_config(&mut input, &measurement, &factors, runs.named);
+            figure_factors.push((measurement.clone(), factors.clone()));
+        }
+        if !runs.ok.is_empty() {
+            cells.push(Cell {
+                measurement,
+                factors,
+                runs: runs.ok,
+            });
+        }
+    }
+    group_cells(&mut input, cells);
+    baseline_first(&mut input, &st, exp);
+    label_configs(&mut input);
+    label_figure_groups(&mut input, &figure_factors);
+    aging_reports(&mut input, outdir);
+    Ok(input)
+}
+
+/// One cell's stored runs, combined later.
+struct Cell {
+    measurement: String,
+    factors: BTreeMap<String, String>,
+    runs: Vec<Results>,
+}
+
+/// The experiment's id and the report's header: its title and whether it finished.
+fn header(st: &super::store::Store, outdir: &Path) -> Result<(i64, ReportInput)> {
     let (exp, name, quick, reps, finished): (i64, String, bool, u32, Option<String>) = st
         .db
         .query_row(
@@ -34,112 +89,101 @@ pub fn load(outdir: &Path) -> Result<ReportInput> {
             .warnings
             .push("The experiment has not finished: cells without stored runs are missing.".into());
     }
-    struct Cell {
-        measurement: String,
-        factors: BTreeMap<String, String>,
-        runs: Vec<Results>,
-    }
-    let mut cells: Vec<Cell> = Vec::new();
-    let mut figure_factors: Vec<(String, BTreeMap<String, String>)> = Vec::new();
+    Ok((exp, input))
+}
+
+/// What a cell's measured runs left: workload results, or (for other measurements) their
+/// named whole-run figures, and how many failed, were disturbed or were not workloads.
+#[derive(Default)]
+struct CellRuns {
+    ok: Vec<Results>,
+    named: BTreeMap<String, Vec<f64>>,
+    failed: usize,
+    disturbed: usize,
+    other: usize,
+}
+
+fn cell_runs(st: &super::store::Store, cell: i64) -> Result<CellRuns> {
     let mut q = st.db.prepare(
-        "SELECT id, idx, measurement, factors_json FROM cells WHERE experiment_id = ?1 ORDER BY idx",
+        "SELECT id, status, disturbed, results_json FROM runs WHERE cell_id = ?1 AND superseded = 0 AND status != 'warmup' ORDER BY repetition, id",
     )?;
-    let rows: Vec<(i64, i64, String, String)> = q
-        .query_map([exp], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+    let runs: Vec<(i64, String, bool, Option<String>)> = q
+        .query_map([cell], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
         .collect::<rusqlite::Result<_>>()?;
-    for (id, idx, measurement, f) in rows {
-        let mut factors: BTreeMap<String, String> = serde_json::from_str(&f).unwrap_or_default();
-        factors.remove("measurement");
-        let mut q = st.db.prepare(
-            "SELECT id, status, disturbed, results_json FROM runs WHERE cell_id = ?1 AND superseded = 0 AND status != 'warmup' ORDER BY repetition, id",
-        )?;
-        let runs: Vec<(i64, String, bool, Option<String>)> = q
-            .query_map([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
-            .collect::<rusqlite::Result<_>>()?;
-        let mut ok = Vec::new();
-        let mut named: BTreeMap<String, Vec<f64>> = BTreeMap::new();
-        let (mut failed, mut disturbed, mut other) = (0, 0, 0);
-        for (run_id, status, dist, json) in runs {
-            if status != "ok" {
-                failed += 1;
-                continue;
-            }
-            disturbed += dist as usize;
-            match json.and_then(|j| serde_json::from_str::<Results>(&j).ok()) {
-                Some(r) => ok.push(r),
-                None => {
-                    other += 1;
-                    // Its whole-run figures, as `fsbench results` reads them.
-                    let mut q = st.db.prepare(
-                        "SELECT figure, value FROM figures WHERE run_id = ?1 AND flowop = '' ORDER BY rowid",
-                    )?;
-                    let fs: Vec<(String, f64)> = q
-                        .query_map([run_id], |r| Ok((r.get(0)?, r.get(1)?)))?
-                        .collect::<rusqlite::Result<_>>()?;
-                    for (k, v) in fs {
-                        named.entry(k).or_default().push(v);
-                    }
+    let mut out = CellRuns::default();
+    for (run_id, status, dist, json) in runs {
+        if status != "ok" {
+            out.failed += 1;
+            continue;
+        }
+        out.disturbed += dist as usize;
+        match json.and_then(|j| serde_json::from_str::<Results>(&j).ok()) {
+            Some(r) => out.ok.push(r),
+            None => {
+                out.other += 1;
+                // Its whole-run figures, as `fsbench results` reads them.
+                let mut q = st.db.prepare(
+                    "SELECT figure, value FROM figures WHERE run_id = ?1 AND flowop = '' ORDER BY rowid",
+                )?;
+                let fs: Vec<(String, f64)> = q
+                    .query_map([run_id], |r| Ok((r.get(0)?, r.get(1)?)))?
+                    .collect::<rusqlite::Result<_>>()?;
+                for (k, v) in fs {
+                    out.named.entry(k).or_default().push(v);
                 }
             }
         }
-        let what = format!("cell {} ({measurement}{})", idx + 1, factor_text(&factors));
-        if failed > 0 {
-            input
-                .warnings
-                .push(format!("{what}: {failed} run(s) failed or were stopped"));
-        }
-        if disturbed > 0 {
-            input.warnings.push(format!(
-                "{what}: {disturbed} run(s) disturbed by other load (noise guard)"
-            ));
-        }
-        if other > 0 && ok.is_empty() && !named.is_empty() {
-            let label = label_of(&factors, &BTreeMap::new(), &measurement);
-            match input
-                .figure_groups
-                .iter_mut()
-                .find(|g| g.measurement == measurement)
-            {
-                Some(g) => g.configs.push((label, named)),
-                None => input.figure_groups.push(FigureGroup {
-                    about: "Figures of a measurement that is not a workload (e.g. layout: score, files, fragments), one bar per cell".into(),
-                    measurement: measurement.clone(),
-                    configs: vec![(label, named)],
-                }),
-            }
-            figure_factors.push((measurement.clone(), factors.clone()));
-        }
-        if !ok.is_empty() {
-            cells.push(Cell {
-                measurement,
-                factors,
-                runs: ok,
-            });
-        }
     }
+    Ok(out)
+}
+
+/// A cell of a measurement that is not a workload: a configuration of its figure group.
+fn add_figure_config(
+    input: &mut ReportInput,
+    measurement: &str,
+    factors: &BTreeMap<String, String>,
+    named: BTreeMap<String, Vec<f64>>,
+) {
+    let label = label_of(factors, &BTreeMap::new(), measurement);
+    match input
+        .figure_groups
+        .iter_mut()
+        .find(|g| g.measurement == measurement)
+    {
+        Some(g) => g.configs.push((label, named)),
+        None => input.figure_groups.push(FigureGroup {
+            about: "Figures of a measurement that is not a workload (e.g. layout: score, files, fragments), one bar per cell".into(),
+            measurement: measurement.to_string(),
+            configs: vec![(label, named)],
+        }),
+    }
+}
+
+/// One group per measurement, one configuration per cell (its repetitions combined).
+fn group_cells(input: &mut ReportInput, cells: Vec<Cell>) {
     for c in cells {
         let results = crate::stats::repeat::combine(c.runs);
+        let config = Config {
+            label: String::new(),
+            results,
+            factors: c.factors,
+        };
         match input
             .groups
             .iter_mut()
             .find(|g| g.workload == c.measurement)
         {
-            Some(g) => g.configs.push(Config {
-                label: String::new(),
-                results,
-                factors: c.factors,
-            }),
+            Some(g) => g.configs.push(config),
             None => input.groups.push(Group {
                 workload: c.measurement,
-                configs: vec![Config {
-                    label: String::new(),
-                    results,
-                    factors: c.factors,
-                }],
+                configs: vec![config],
             }),
         }
     }
-    // The plan's baseline level first: it is what the bars are compared against.
+}
+
+/// The plan's baseline level first: it is what the bars are compared against.
+fn baseline_first(input: &mut ReportInput, st: &super::store::Store, exp: i64) {
     let baseline: BTreeMap<String, String> = st
         .db
         .query_row(
@@ -160,6 +204,10 @@ pub fn load(outdir: &Path) -> Result<ReportInput> {
             c.results.variables.remove("dir");
         }
     }
+}
+
+/// Each configuration labelled by the factors that vary within its measurement.
+fn label_configs(input: &mut ReportInput) {
     for g in &mut input.groups {
         let first = g.configs[0].factors.clone();
         let varying: Vec<String> = g
@@ -192,6 +240,13 @@ pub fn load(outdir: &Path) -> Result<ReportInput> {
             };
         }
     }
+}
+
+/// The figure groups' configurations labelled by their varying factors.
+fn label_figure_groups(
+    input: &mut ReportInput,
+    figure_factors: &[(String, BTreeMap<String, String>)],
+) {
     for g in &mut input.figure_groups {
         let fs: Vec<&BTreeMap<String, String>> = figure_factors
             .iter()
@@ -203,31 +258,34 @@ pub fn load(outdir: &Path) -> Result<ReportInput> {
             c.0 = label_of(f, &varying, &g.measurement);
         }
     }
-    // The aging steps' reports (targets with `age`), kept in OUTDIR/age.
-    if let Ok(rd) = std::fs::read_dir(outdir.join("age")) {
-        let mut paths: Vec<_> = rd
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|x| x == "json"))
-            .collect();
-        paths.sort();
-        for p in paths {
-            let Ok(v) = std::fs::read_to_string(&p)
-                .map_err(anyhow::Error::from)
-                .and_then(|t| Ok(serde_json::from_str::<serde_json::Value>(&t)?))
-            else {
-                continue;
-            };
-            if v.get("layout_after").is_some() && v.get("target_fill").is_some() {
-                let label = p
-                    .file_stem()
-                    .map(|n| format!("aging {}", n.to_string_lossy()))
-                    .unwrap_or_default();
-                input.aging.push((label, v));
-            }
+}
+
+/// The aging steps' reports (targets with `age`), kept in OUTDIR/age.
+fn aging_reports(input: &mut ReportInput, outdir: &Path) {
+    let Ok(rd) = std::fs::read_dir(outdir.join("age")) else {
+        return;
+    };
+    let mut paths: Vec<_> = rd
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    paths.sort();
+    for p in paths {
+        let Ok(v) = std::fs::read_to_string(&p)
+            .map_err(anyhow::Error::from)
+            .and_then(|t| Ok(serde_json::from_str::<serde_json::Value>(&t)?))
+        else {
+            continue;
+        };
+        if v.get("layout_after").is_some() && v.get("target_fill").is_some() {
+            let label = p
+                .file_stem()
+                .map(|n| format!("aging {}", n.to_string_lossy()))
+                .unwrap_or_default();
+            input.aging.push((label, v));
         }
     }
-    Ok(input)
 }
 
 fn factor_text(f: &BTreeMap<String, String>) -> String {
