@@ -360,51 +360,31 @@ fn phases(
     let barrier = Barrier::new(a.clients as usize);
     let started_at = super::now_epoch();
     let t0 = Instant::now();
-    let gate = crate::measure::guard::StartGate::default();
-    let clients: Vec<(Recorder, [f64; 5])> = std::thread::scope(|sc| {
-        let mut hs = Vec::new();
-        for i in 0..a.clients {
+    let clients: Vec<(Recorder, [f64; 5])> = crate::measure::guard::run_gated(
+        a.clients,
+        |i| format!("andrew client {i}"),
+        "an andrew client",
+        |i| {
             let root = rd.path.join(format!("client{i}"));
-            let (master, barrier, gate, drop_error) = (&master, &barrier, &gate, &drop_error);
-            let h = crate::limits::spawn_scoped(sc, format!("andrew client {i}"), move || {
-                if !gate.wait() {
-                    return None;
-                }
-                let _ = std::fs::create_dir(&root);
-                let mut c = Client {
-                    root,
-                    master,
-                    files,
-                    copies: a.copies,
-                    cc,
-                    rec: super::recorder(OPS),
-                    phase_s: [0.0; 5],
-                    buf: Vec::new(),
-                };
-                let (u0, s0) = crate::stats::thread_cpu();
-                c.run(barrier, a.drop_caches_between_phases, drop_error);
-                let (u1, s1) = crate::stats::thread_cpu();
-                c.rec.cpu_user_s = u1 - u0;
-                c.rec.cpu_sys_s = s1 - s0;
-                Some((c.rec, c.phase_s))
-            });
-            match h {
-                Ok(h) => hs.push(h),
-                Err(e) => {
-                    gate.open(false);
-                    return Err(anyhow::anyhow!("{e}"));
-                }
-            }
-        }
-        gate.open(true);
-        hs.into_iter()
-            .map(|h| {
-                h.join()
-                    .map_err(|_| anyhow::anyhow!("an andrew client panicked"))?
-                    .ok_or_else(|| anyhow::anyhow!("an andrew client did not run"))
-            })
-            .collect::<Result<Vec<_>>>()
-    })?;
+            let _ = std::fs::create_dir(&root);
+            let mut c = Client {
+                root,
+                master: &master,
+                files,
+                copies: a.copies,
+                cc,
+                rec: super::recorder(OPS),
+                phase_s: [0.0; 5],
+                buf: Vec::new(),
+            };
+            let (u0, s0) = crate::stats::thread_cpu();
+            c.run(&barrier, a.drop_caches_between_phases, &drop_error);
+            let (u1, s1) = crate::stats::thread_cpu();
+            c.rec.cpu_user_s = u1 - u0;
+            c.rec.cpu_sys_s = s1 - s0;
+            (c.rec, c.phase_s)
+        },
+    )?;
     let secs = t0.elapsed().as_secs_f64();
     if let Some(e) = drop_error.into_inner().unwrap_or_else(|p| p.into_inner()) {
         bail!("dropping caches between phases: {e}");

@@ -346,170 +346,30 @@ impl crate::measure::Measurement for Build<'_> {
 }
 
 fn build_once(a: &BuildArgs, root: &Path, tree: &Tree) -> Result<crate::stats::Results> {
-    let Tree {
-        sources,
-        headers,
-        includes,
-        setup_s,
-    } = tree;
-    let setup_s = *setup_s;
-    let files = sources.len() as u32;
-    // Compile jobs.
+    let files = tree.sources.len() as u32;
     let next = AtomicUsize::new(0);
     let started_at = super::now_epoch();
     let cpu0 = super::process_cpu(false);
     let t0 = Instant::now();
-    let gate = crate::measure::guard::StartGate::default();
-    let recs: Vec<Recorder> = std::thread::scope(|sc| {
-        let mut hs = Vec::new();
-        for j in 0..a.jobs {
-            let (next, sources, headers, includes, gate) =
-                (&next, sources, headers, includes, &gate);
-            let h = crate::limits::spawn_scoped(sc, format!("build job {j}"), move || {
-                if !gate.wait() {
-                    return None;
-                }
-                let mut rec = super::recorder(OPS);
-                let mut p = PathBuf0::new(root);
-                let mut buf = Vec::new();
-                let mut hbuf = Vec::new();
-                let mut obj = Vec::new();
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    if i >= sources.len() || crate::engine::interrupted() {
-                        break;
-                    }
-                    let d = dir_of(i as u32, a.dirs);
-                    let path = sources[i].0.as_c_str();
-                    let n = timed(
-                        &mut rec.ops[READ_SRC],
-                        sources[i].1,
-                        || format!("reading {path:?}"),
-                        || super::slurp_file(path, &mut buf, 64 * 1024),
-                    )
-                    .unwrap_or(0) as usize;
-                    for h in &includes[i] {
-                        let path = headers[*h as usize].as_c_str();
-                        timed(
-                            &mut rec.ops[READ_HDR],
-                            0,
-                            || format!("reading {path:?}"),
-                            || super::read_file(path, &mut hbuf, 64 * 1024),
-                        );
-                    }
-                    let t = Instant::now();
-                    burn_cpu(a.cpu_ms);
-                    rec.ops[COMPUTE].record(t.elapsed().as_nanos() as u64, 0);
-                    // The "object": the source's bytes, transformed.
-                    obj.clear();
-                    obj.extend(buf[..n].iter().map(|b| b.rotate_left(3)));
-                    for t in 0..a.temps {
-                        let path = p.with(format_args!("tmp/j{j}-f{i}-{t}.s"));
-                        timed(
-                            &mut rec.ops[WRITE_TMP],
-                            obj.len() as u64,
-                            || format!("writing {path:?}"),
-                            || super::write_file(path, &obj),
-                        );
-                    }
-                    let path = p.with(format_args!("obj/d{d}/f{i}.o"));
-                    timed(
-                        &mut rec.ops[WRITE_OBJ],
-                        obj.len() as u64,
-                        || format!("writing {path:?}"),
-                        || super::write_file(path, &obj),
-                    );
-                    for t in 0..a.temps {
-                        let path = p.with(format_args!("tmp/j{j}-f{i}-{t}.s"));
-                        timed(
-                            &mut rec.ops[DELETE_TMP],
-                            0,
-                            || format!("deleting {path:?}"),
-                            || io::unlink(path),
-                        );
-                    }
-                }
-                let (u, s) = crate::stats::thread_cpu();
-                rec.cpu_user_s = u;
-                rec.cpu_sys_s = s;
-                Some(rec)
-            });
-            match h {
-                Ok(h) => hs.push(h),
-                Err(e) => {
-                    gate.open(false);
-                    return Err(anyhow::anyhow!("{e}"));
-                }
-            }
-        }
-        gate.open(true);
-        hs.into_iter()
-            .map(|h| {
-                h.join()
-                    .map_err(|_| anyhow::anyhow!("a build job panicked"))?
-                    .ok_or_else(|| anyhow::anyhow!("a build job did not run"))
-            })
-            .collect::<Result<Vec<_>>>()
-    })?;
+    let recs = crate::measure::guard::run_gated(
+        a.jobs,
+        |j| format!("build job {j}"),
+        "a build job",
+        |j| compile_job(a, root, tree, &next, j),
+    )?;
     let compile_s = t0.elapsed().as_secs_f64();
-
-    // Link: read every object, write one output.
     let t1 = Instant::now();
     let mut merged = super::recorder(OPS);
     for r in &recs {
         merged.merge(r);
     }
-    let mut out = Vec::new();
-    let mut buf = Vec::new();
-    let mut p = PathBuf0::new(root);
-    for i in 0..files {
-        if crate::engine::interrupted() {
-            break;
-        }
-        let path = p.with(format_args!("obj/d{}/f{i}.o", dir_of(i, a.dirs)));
-        if let Some(n) = timed(
-            &mut merged.ops[LINK_READ],
-            sources[i as usize].1,
-            || format!("reading {path:?}"),
-            || super::slurp_file(path, &mut buf, 64 * 1024),
-        ) {
-            out.extend_from_slice(&buf[..n as usize]);
-        }
-    }
-    let path = p.with("out/program");
-    timed(
-        &mut merged.ops[LINK_WRITE],
-        out.len() as u64,
-        || format!("writing {path:?}"),
-        || super::write_file(path, &out),
-    );
+    link(a, root, tree, &mut merged);
     let link_s = t1.elapsed().as_secs_f64();
     let secs = t0.elapsed().as_secs_f64();
     let cpu1 = super::process_cpu(false);
     // Process CPU over the measured part (jobs and link), user and system.
     merged.cpu_user_s = cpu1.0 - cpu0.0;
     merged.cpu_sys_s = cpu1.1 - cpu0.1;
-
-    let mut variables = BTreeMap::new();
-    for (k, v) in [
-        ("files", files.to_string()),
-        (
-            "src",
-            a.src
-                .as_ref()
-                .map(|p| p.display().to_string())
-                .unwrap_or_else(|| "(generated)".into()),
-        ),
-        ("dirs", a.dirs.to_string()),
-        ("jobs", a.jobs.to_string()),
-        ("headers", headers.len().to_string()),
-        ("headers_per_job", a.headers_per_job.to_string()),
-        ("source_size", a.source_size.to_string()),
-        ("cpu_ms", a.cpu_ms.to_string()),
-        ("temps", a.temps.to_string()),
-    ] {
-        variables.insert(k.to_string(), v);
-    }
     crate::say!(
         "build: {} sources {}, -j{}: compile {:.3} s, link {:.3} s, elapsed {:.3} s; CPU {:.2} s user, {:.2} s system (tree {} in {:.3} s, not measured)\n",
         files,
@@ -519,12 +379,12 @@ fn build_once(a: &BuildArgs, root: &Path, tree: &Tree) -> Result<crate::stats::R
         },
         a.jobs, compile_s, link_s, secs, merged.cpu_user_s, merged.cpu_sys_s,
         if a.src.is_some() { "listed" } else { "written" },
-        setup_s
+        tree.setup_s
     );
     let mut r = super::results(
         AppRun {
             name: "build",
-            variables,
+            variables: variables(a, tree),
             seed: a.seed,
             run_dir: root,
             started_at,
@@ -548,4 +408,131 @@ fn build_once(a: &BuildArgs, root: &Path, tree: &Tree) -> Result<crate::stats::R
         r.figures.insert(k.to_string(), v);
     }
     Ok(r)
+}
+
+/// One compile job: take the next source until none is left; read it and its headers, burn
+/// the CPU a compiler would, write temporaries and the object, delete the temporaries.
+fn compile_job(a: &BuildArgs, root: &Path, tree: &Tree, next: &AtomicUsize, j: u32) -> Recorder {
+    let Tree {
+        sources,
+        headers,
+        includes,
+        ..
+    } = tree;
+    let mut rec = super::recorder(OPS);
+    let mut p = PathBuf0::new(root);
+    let mut buf = Vec::new();
+    let mut hbuf = Vec::new();
+    let mut obj = Vec::new();
+    loop {
+        let i = next.fetch_add(1, Ordering::Relaxed);
+        if i >= sources.len() || crate::engine::interrupted() {
+            break;
+        }
+        let d = dir_of(i as u32, a.dirs);
+        let path = sources[i].0.as_c_str();
+        let n = timed(
+            &mut rec.ops[READ_SRC],
+            sources[i].1,
+            || format!("reading {path:?}"),
+            || super::slurp_file(path, &mut buf, 64 * 1024),
+        )
+        .unwrap_or(0) as usize;
+        for h in &includes[i] {
+            let path = headers[*h as usize].as_c_str();
+            timed(
+                &mut rec.ops[READ_HDR],
+                0,
+                || format!("reading {path:?}"),
+                || super::read_file(path, &mut hbuf, 64 * 1024),
+            );
+        }
+        let t = Instant::now();
+        burn_cpu(a.cpu_ms);
+        rec.ops[COMPUTE].record(t.elapsed().as_nanos() as u64, 0);
+        // The "object": the source's bytes, transformed.
+        obj.clear();
+        obj.extend(buf[..n].iter().map(|b| b.rotate_left(3)));
+        for t in 0..a.temps {
+            let path = p.with(format_args!("tmp/j{j}-f{i}-{t}.s"));
+            timed(
+                &mut rec.ops[WRITE_TMP],
+                obj.len() as u64,
+                || format!("writing {path:?}"),
+                || super::write_file(path, &obj),
+            );
+        }
+        let path = p.with(format_args!("obj/d{d}/f{i}.o"));
+        timed(
+            &mut rec.ops[WRITE_OBJ],
+            obj.len() as u64,
+            || format!("writing {path:?}"),
+            || super::write_file(path, &obj),
+        );
+        for t in 0..a.temps {
+            let path = p.with(format_args!("tmp/j{j}-f{i}-{t}.s"));
+            timed(
+                &mut rec.ops[DELETE_TMP],
+                0,
+                || format!("deleting {path:?}"),
+                || io::unlink(path),
+            );
+        }
+    }
+    let (u, s) = crate::stats::thread_cpu();
+    rec.cpu_user_s = u;
+    rec.cpu_sys_s = s;
+    rec
+}
+
+/// Link: read every object, write one output.
+fn link(a: &BuildArgs, root: &Path, tree: &Tree, merged: &mut Recorder) {
+    let mut out = Vec::new();
+    let mut buf = Vec::new();
+    let mut p = PathBuf0::new(root);
+    for i in 0..tree.sources.len() as u32 {
+        if crate::engine::interrupted() {
+            break;
+        }
+        let path = p.with(format_args!("obj/d{}/f{i}.o", dir_of(i, a.dirs)));
+        if let Some(n) = timed(
+            &mut merged.ops[LINK_READ],
+            tree.sources[i as usize].1,
+            || format!("reading {path:?}"),
+            || super::slurp_file(path, &mut buf, 64 * 1024),
+        ) {
+            out.extend_from_slice(&buf[..n as usize]);
+        }
+    }
+    let path = p.with("out/program");
+    timed(
+        &mut merged.ops[LINK_WRITE],
+        out.len() as u64,
+        || format!("writing {path:?}"),
+        || super::write_file(path, &out),
+    );
+}
+
+/// The build's parameters, as the Results' variables.
+fn variables(a: &BuildArgs, tree: &Tree) -> BTreeMap<String, String> {
+    [
+        ("files", tree.sources.len().to_string()),
+        (
+            "src",
+            a.src
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|| "(generated)".into()),
+        ),
+        ("dirs", a.dirs.to_string()),
+        ("jobs", a.jobs.to_string()),
+        ("headers", tree.headers.len().to_string()),
+        ("headers_per_job", a.headers_per_job.to_string()),
+        ("source_size", a.source_size.to_string()),
+        ("cpu_ms", a.cpu_ms.to_string()),
+        ("temps", a.temps.to_string()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
 }

@@ -107,6 +107,40 @@ impl StartGate {
     }
 }
 
+/// Run `f(0)` .. `f(n - 1)` on `n` threads named by `name` that start together, once all of
+/// them exist: if one cannot be started, none runs and the error says which. `what` names
+/// one thread in the errors ("a build job panicked").
+pub fn run_gated<T: Send>(
+    n: u32,
+    name: impl Fn(u32) -> String,
+    what: &str,
+    f: impl Fn(u32) -> T + Sync,
+) -> anyhow::Result<Vec<T>> {
+    let gate = StartGate::default();
+    std::thread::scope(|sc| {
+        let mut hs = Vec::new();
+        for i in 0..n {
+            let (gate, f) = (&gate, &f);
+            let h = crate::limits::spawn_scoped(sc, name(i), move || gate.wait().then(|| f(i)));
+            match h {
+                Ok(h) => hs.push(h),
+                Err(e) => {
+                    gate.open(false);
+                    return Err(anyhow::anyhow!("{e}"));
+                }
+            }
+        }
+        gate.open(true);
+        hs.into_iter()
+            .map(|h| {
+                h.join()
+                    .map_err(|_| anyhow::anyhow!("{what} panicked"))?
+                    .ok_or_else(|| anyhow::anyhow!("{what} did not run"))
+            })
+            .collect()
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
