@@ -361,6 +361,16 @@ impl Dist {
     /// Check the parameters; the error says which one is wrong and what is expected.
     pub fn validate(&self) -> Result<(), String> {
         match self {
+            Dist::Uniform { .. } | Dist::Gamma { .. } | Dist::Tabular { .. } => {
+                self.validate_randvar()
+            }
+            _ => self.validate_cvar(),
+        }
+    }
+
+    /// The checks of Filebench's own random variable types.
+    fn validate_randvar(&self) -> Result<(), String> {
+        match self {
             Dist::Uniform { min, mean } => {
                 check_finite("uniform randvar", &[("min", *min), ("mean", *mean)])?;
                 if mean < min {
@@ -426,6 +436,14 @@ impl Dist {
                     ));
                 }
             }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// The checks of the cvar distributions.
+    fn validate_cvar(&self) -> Result<(), String> {
+        match self {
             Dist::CvarGamma { mean, shape } => {
                 check_finite("cvar-gamma", &[("mean", *mean), ("gamma", *shape)])?;
                 if *shape <= 0.0 {
@@ -517,6 +535,7 @@ impl Dist {
                     ));
                 }
             }
+            _ => {}
         }
         Ok(())
     }
