@@ -810,8 +810,53 @@ pub fn run(
         cfg.locations.clone()
     };
     preflight(cfg, instances, &locations)?;
+    let rundirs = run_dirs(&locations)?;
+    let mut weighted = Vec::new();
+    for (i, (_, w)) in locations.iter().enumerate() {
+        weighted.extend(std::iter::repeat_n(i as u16, *w as usize));
+    }
+    if locations.len() == 1 {
+        weighted.truncate(1);
+    }
+    instance_dirs(cfg, instances, &rundirs)?;
+    let started_at = super::now_epoch();
+    let t0 = Instant::now();
+    let per: Vec<(Counters, Times, Recorder)> = crate::measure::guard::run_gated(
+        instances,
+        |i| format!("postmark {i}"),
+        "a PostMark instance",
+        |i| {
+            let dirs: Vec<PathBuf0> = rundirs
+                .iter()
+                .map(|rd| PathBuf0::new(&rd.path().join(format!("i{i}"))))
+                .collect();
+            run_instance(cfg, i, same_seed, dirs, weighted.clone())
+        },
+    )?;
+    let elapsed_s = t0.elapsed().as_secs_f64();
+
+    // The pool is gone; remove the (now empty) directories unless asked to keep them.
+    let first_dir = rundirs[0].path().to_path_buf();
+    for rd in rundirs {
+        rd.finish(keep)?;
+    }
+    let run = AppRun {
+        name: "postmark",
+        variables: BTreeMap::new(),
+        seed: cfg.seed as u64,
+        run_dir: &first_dir,
+        started_at,
+        duration_s: elapsed_s,
+        threads: instances as u64,
+        notes: Vec::new(),
+    };
+    Ok(outcome(cfg, instances, same_seed, run, per))
+}
+
+/// A marked run directory in each location (the location's real path).
+fn run_dirs(locations: &[(PathBuf, u32)]) -> Result<Vec<crate::measure::guard::RunDirGuard>> {
     let mut rundirs = Vec::new();
-    for (d, _) in &locations {
+    for (d, _) in locations {
         let real = d
             .canonicalize()
             .with_context(|| format!("PostMark location {}", d.display()))?;
@@ -826,15 +871,16 @@ pub fn run(
             &real, "postmark", false,
         )?));
     }
-    let mut weighted = Vec::new();
-    for (i, (_, w)) in locations.iter().enumerate() {
-        weighted.extend(std::iter::repeat_n(i as u16, *w as usize));
-    }
-    if locations.len() == 1 {
-        weighted.truncate(1);
-    }
-    // Directories: i<N> per instance and location, and its subdirectories.
-    for rd in &rundirs {
+    Ok(rundirs)
+}
+
+/// Directories: i<N> per instance and location, and its subdirectories.
+fn instance_dirs(
+    cfg: &Config,
+    instances: u32,
+    rundirs: &[crate::measure::guard::RunDirGuard],
+) -> Result<()> {
+    for rd in rundirs {
         for i in 0..instances {
             let base = rd.path().join(format!("i{i}"));
             std::fs::create_dir(&base).with_context(|| format!("creating {}", base.display()))?;
@@ -849,102 +895,68 @@ pub fn run(
             }
         }
     }
+    Ok(())
+}
 
-    let started_at = super::now_epoch();
-    let t0 = Instant::now();
-    let gate = crate::measure::guard::StartGate::default();
-    let per: Vec<(Counters, Times, Recorder)> = std::thread::scope(|sc| {
-        let mut handles = Vec::new();
-        for i in 0..instances {
-            let dirs: Vec<PathBuf0> = rundirs
-                .iter()
-                .map(|rd| PathBuf0::new(&rd.path().join(format!("i{i}"))))
-                .collect();
-            let weighted = weighted.clone();
-            let gate = &gate;
-            let h = crate::limits::spawn_scoped(sc, format!("postmark {i}"), move || {
-                if !gate.wait() {
-                    return None;
-                }
-                let mut rng = Mt19937::new(instance_seed(cfg.seed, i, same_seed));
-                let source: Vec<u8> = (0..(cfg.size_high as usize) * 2)
-                    .map(|_| 32 + rng.rnd(95) as u8)
-                    .collect();
-                let mut inst = Instance {
-                    cfg,
-                    rng,
-                    dirs,
-                    weighted,
-                    table: vec![Slot::default(); cfg.number as usize * 2],
-                    allocated: 0,
-                    source,
-                    buf: Vec::new(),
-                    c: Counters::default(),
-                    rec: super::recorder(OPS),
-                };
-                let (u0, s0) = crate::stats::thread_cpu();
-                let t = inst.run();
-                let (u1, s1) = crate::stats::thread_cpu();
-                inst.rec.cpu_user_s = u1 - u0;
-                inst.rec.cpu_sys_s = s1 - s0;
-                Some((inst.c, t, inst.rec))
-            });
-            match h {
-                Ok(h) => handles.push(h),
-                Err(e) => {
-                    gate.open(false);
-                    return Err(anyhow::anyhow!("{e}"));
-                }
-            }
-        }
-        gate.open(true);
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .map_err(|_| anyhow::anyhow!("a PostMark instance panicked"))?
-                    .ok_or_else(|| anyhow::anyhow!("a PostMark instance did not run"))
-            })
-            .collect::<Result<Vec<_>>>()
-    })?;
-    let elapsed_s = t0.elapsed().as_secs_f64();
+/// One PostMark instance, from its seed to its counters, phase times and recorder.
+fn run_instance(
+    cfg: &Config,
+    i: u32,
+    same_seed: bool,
+    dirs: Vec<PathBuf0>,
+    weighted: Vec<u16>,
+) -> (Counters, Times, Recorder) {
+    let mut rng = Mt19937::new(instance_seed(cfg.seed, i, same_seed));
+    let source: Vec<u8> = (0..(cfg.size_high as usize) * 2)
+        .map(|_| 32 + rng.rnd(95) as u8)
+        .collect();
+    let mut inst = Instance {
+        cfg,
+        rng,
+        dirs,
+        weighted,
+        table: vec![Slot::default(); cfg.number as usize * 2],
+        allocated: 0,
+        source,
+        buf: Vec::new(),
+        c: Counters::default(),
+        rec: super::recorder(OPS),
+    };
+    let (u0, s0) = crate::stats::thread_cpu();
+    let t = inst.run();
+    let (u1, s1) = crate::stats::thread_cpu();
+    inst.rec.cpu_user_s = u1 - u0;
+    inst.rec.cpu_sys_s = s1 - s0;
+    (inst.c, t, inst.rec)
+}
 
-    // The pool is gone; remove the (now empty) directories unless asked to keep them.
-    let first_dir = rundirs[0].path().to_path_buf();
-    for rd in rundirs {
-        rd.finish(keep)?;
-    }
-
+/// The instances' counters and times as one outcome: totals, the slowest phases, and with
+/// several instances each one's figures.
+fn outcome(
+    cfg: &Config,
+    instances: u32,
+    same_seed: bool,
+    mut run: AppRun,
+    per: Vec<(Counters, Times, Recorder)>,
+) -> Outcome {
     let mut totals = Counters::default();
     let mut merged = super::recorder(OPS);
     for (c, _, r) in &per {
         totals.add(c);
         merged.merge(r);
     }
-    let mut notes = Vec::new();
     if totals.out_of_files {
-        notes.push(
+        run.notes.push(
             "out of files: every file created was deleted before the last transaction \
              (increase number or decrease transactions)"
                 .to_string(),
         );
     }
-    let mut variables = cfg.variables(instances);
-    variables.insert("same_seed".into(), same_seed.to_string());
-    let mut results = super::results(
-        AppRun {
-            name: "postmark",
-            variables,
-            seed: cfg.seed as u64,
-            run_dir: &first_dir,
-            started_at,
-            duration_s: elapsed_s,
-            threads: instances as u64,
-            notes,
-        },
-        OPS,
-        &merged,
-    );
+    run.variables = cfg.variables(instances);
+    run.variables
+        .insert("same_seed".into(), same_seed.to_string());
+    let elapsed_s = run.duration_s;
+    let mut results = super::results(run, OPS, &merged);
     let slowest = slowest(&per.iter().map(|x| x.1).collect::<Vec<_>>());
     for (k, v) in figures(&totals, &slowest) {
         results.figures.insert(k.to_string(), v);
@@ -960,12 +972,12 @@ pub fn run(
             );
         }
     }
-    Ok(Outcome {
+    Outcome {
         totals,
         per_instance: per.into_iter().map(|(c, t, _)| (c, t)).collect(),
         elapsed_s,
         results,
-    })
+    }
 }
 
 /// Phase times of several instances: each phase's slowest.
