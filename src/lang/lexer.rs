@@ -86,153 +86,37 @@ pub fn lex(src: &Arc<SourceFile>) -> Result<Vec<Token>, Diagnostic> {
     while i < b.len() {
         let c = b[i];
         let start = i;
-        let one = |tok| Token {
-            tok,
-            span: Span::new(start, start + 1),
-        };
-        match c {
-            b' ' | b'\t' | b'\r' | b'\n' => i += 1,
+        if let Some(tok) = punct(c) {
+            out.push(Token {
+                tok,
+                span: Span::new(start, start + 1),
+            });
+            i += 1;
+            continue;
+        }
+        let token = match c {
+            b' ' | b'\t' | b'\r' | b'\n' => {
+                i += 1;
+                continue;
+            }
             b'#' => {
                 while i < b.len() && b[i] != b'\n' {
                     i += 1;
                 }
+                continue;
             }
-            b'=' => {
-                out.push(one(Tok::Eq));
-                i += 1
-            }
-            b',' => {
-                out.push(one(Tok::Comma));
-                i += 1
-            }
-            b'{' => {
-                out.push(one(Tok::LBrace));
-                i += 1
-            }
-            b'}' => {
-                out.push(one(Tok::RBrace));
-                i += 1
-            }
-            b'(' => {
-                out.push(one(Tok::LParen));
-                i += 1
-            }
-            b')' => {
-                out.push(one(Tok::RParen));
-                i += 1
-            }
-            b'*' => {
-                out.push(one(Tok::Star));
-                i += 1
-            }
-            b'"' => {
-                i += 1;
-                while i < b.len() && b[i] != b'"' {
-                    i += 1;
-                }
-                if i >= b.len() {
-                    return Err(Diagnostic::error(
-                        src,
-                        Span::new(start, start + 1),
-                        "unterminated quoted string",
-                    )
-                    .with_help("add the closing `\"`"));
-                }
-                i += 1;
-                out.push(Token {
-                    tok: Tok::Quoted(src.text[start + 1..i - 1].to_string()),
-                    span: Span::new(start, i),
-                });
-            }
-            b'$' => {
-                i += 1;
-                let close = match b.get(i) {
-                    Some(b'{') => Some(b'}'),
-                    Some(b'(') => Some(b')'),
-                    _ => None,
-                };
-                if close.is_some() {
-                    i += 1;
-                }
-                let name_start = i;
-                while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
-                    i += 1;
-                }
-                let name = &src.text[name_start..i];
-                if name.is_empty() || !(name.as_bytes()[0].is_ascii_alphabetic()) {
-                    return Err(Diagnostic::error(
-                        src,
-                        Span::new(start, i.max(start + 1)),
-                        "expected a variable name after `$`",
-                    )
-                    .with_help("variable names start with a letter, e.g. `$nfiles`"));
-                }
-                if let Some(cl) = close {
-                    if b.get(i) != Some(&cl) {
-                        return Err(Diagnostic::error(
-                            src,
-                            Span::new(start, i),
-                            format!("unclosed variable reference, expected `{}`", cl as char),
-                        ));
-                    }
-                    i += 1;
-                }
-                out.push(Token {
-                    tok: Tok::Var(name.to_string()),
-                    span: Span::new(start, i),
-                });
-            }
-            b'0'..=b'9' => {
-                while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'.') {
-                    i += 1;
-                }
-                let text = &src.text[start..i];
-                match parse_int(text) {
-                    Some(v) => out.push(Token {
-                        tok: Tok::Int(v),
-                        span: Span::new(start, i),
-                    }),
-                    None => {
-                        return Err(Diagnostic::error(
-                            src,
-                            Span::new(start, i),
-                            format!("bad number `{text}`"),
-                        )
-                        .with_help(
-                            "numbers are whole and may end in k, m or g (powers of 1024); \
-                             there are no fractions: gamma values are written x1000, e.g. 1500 for 1.5",
-                        ))
-                    }
-                }
-            }
-            b'-' if b.get(i + 1).is_some_and(|d| d.is_ascii_digit()) => {
-                i += 1;
-                while i < b.len() && b[i].is_ascii_alphanumeric() {
-                    i += 1;
-                }
-                let text = &src.text[start + 1..i];
-                match parse_int(text) {
-                    Some(v) => out.push(Token {
-                        tok: Tok::Int(-v),
-                        span: Span::new(start, i),
-                    }),
-                    None => {
-                        return Err(Diagnostic::error(
-                            src,
-                            Span::new(start, i),
-                            format!("bad number `{}`", &src.text[start..i]),
-                        ))
-                    }
-                }
-            }
+            b'"' => quoted(src, start)?,
+            b'$' => variable(src, start)?,
+            b'0'..=b'9' => number(src, start)?,
+            b'-' if b.get(i + 1).is_some_and(|d| d.is_ascii_digit()) => negative(src, start)?,
             c if word_start(c) => {
                 while i < b.len() && word_char(b[i]) {
                     i += 1;
                 }
-                out.push(Token {
+                Token {
                     tok: Tok::Word(src.text[start..i].to_string()),
                     span: Span::new(start, i),
-                });
+                }
             }
             _ => {
                 let ch = src.text[i..].chars().next().unwrap_or('?');
@@ -242,13 +126,134 @@ pub fn lex(src: &Arc<SourceFile>) -> Result<Vec<Token>, Diagnostic> {
                     format!("unexpected character `{ch}`"),
                 ));
             }
-        }
+        };
+        i = token.span.end;
+        out.push(token);
     }
     out.push(Token {
         tok: Tok::Eof,
         span: Span::new(b.len(), b.len()),
     });
     Ok(out)
+}
+
+/// The one-character tokens.
+fn punct(c: u8) -> Option<Tok> {
+    Some(match c {
+        b'=' => Tok::Eq,
+        b',' => Tok::Comma,
+        b'{' => Tok::LBrace,
+        b'}' => Tok::RBrace,
+        b'(' => Tok::LParen,
+        b')' => Tok::RParen,
+        b'*' => Tok::Star,
+        _ => return None,
+    })
+}
+
+/// A quoted string starting at `start` (its `"`).
+fn quoted(src: &Arc<SourceFile>, start: usize) -> Result<Token, Diagnostic> {
+    let b = src.text.as_bytes();
+    let mut i = start + 1;
+    while i < b.len() && b[i] != b'"' {
+        i += 1;
+    }
+    if i >= b.len() {
+        return Err(Diagnostic::error(
+            src,
+            Span::new(start, start + 1),
+            "unterminated quoted string",
+        )
+        .with_help("add the closing `\"`"));
+    }
+    i += 1;
+    Ok(Token {
+        tok: Tok::Quoted(src.text[start + 1..i - 1].to_string()),
+        span: Span::new(start, i),
+    })
+}
+
+/// A variable reference starting at `start` (its `$`): `$name`, `${name}` or `$(name)`.
+fn variable(src: &Arc<SourceFile>, start: usize) -> Result<Token, Diagnostic> {
+    let b = src.text.as_bytes();
+    let mut i = start + 1;
+    let close = match b.get(i) {
+        Some(b'{') => Some(b'}'),
+        Some(b'(') => Some(b')'),
+        _ => None,
+    };
+    if close.is_some() {
+        i += 1;
+    }
+    let name_start = i;
+    while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
+        i += 1;
+    }
+    let name = &src.text[name_start..i];
+    if name.is_empty() || !(name.as_bytes()[0].is_ascii_alphabetic()) {
+        return Err(Diagnostic::error(
+            src,
+            Span::new(start, i.max(start + 1)),
+            "expected a variable name after `$`",
+        )
+        .with_help("variable names start with a letter, e.g. `$nfiles`"));
+    }
+    if let Some(cl) = close {
+        if b.get(i) != Some(&cl) {
+            return Err(Diagnostic::error(
+                src,
+                Span::new(start, i),
+                format!("unclosed variable reference, expected `{}`", cl as char),
+            ));
+        }
+        i += 1;
+    }
+    Ok(Token {
+        tok: Tok::Var(name.to_string()),
+        span: Span::new(start, i),
+    })
+}
+
+/// A whole number starting at `start`, with an optional k, m or g suffix.
+fn number(src: &Arc<SourceFile>, start: usize) -> Result<Token, Diagnostic> {
+    let b = src.text.as_bytes();
+    let mut i = start;
+    while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'.') {
+        i += 1;
+    }
+    let text = &src.text[start..i];
+    match parse_int(text) {
+        Some(v) => Ok(Token {
+            tok: Tok::Int(v),
+            span: Span::new(start, i),
+        }),
+        None => Err(
+            Diagnostic::error(src, Span::new(start, i), format!("bad number `{text}`")).with_help(
+                "numbers are whole and may end in k, m or g (powers of 1024); \
+                 there are no fractions: gamma values are written x1000, e.g. 1500 for 1.5",
+            ),
+        ),
+    }
+}
+
+/// A negative whole number starting at `start` (its `-`).
+fn negative(src: &Arc<SourceFile>, start: usize) -> Result<Token, Diagnostic> {
+    let b = src.text.as_bytes();
+    let mut i = start + 1;
+    while i < b.len() && b[i].is_ascii_alphanumeric() {
+        i += 1;
+    }
+    match parse_int(&src.text[start + 1..i]) {
+        Some(v) => Ok(Token {
+            tok: Tok::Int(-v),
+            span: Span::new(start, i),
+        }),
+        None => Err(Diagnostic::error(
+            src,
+            Span::new(start, i),
+            format!("bad number `{}`", &src.text[start..i]),
+        )),
+    }
 }
 
 #[cfg(test)]
