@@ -57,3 +57,4 @@ pub mod limits;
 pub mod remount;
 pub mod sys;
 pub mod units;
+pub mod walk;

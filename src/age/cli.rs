@@ -14,7 +14,7 @@ use crate::engine::rundir::{RunDir, LOCK, MARKER};
 use crate::layout::{LayoutError, LayoutReport};
 use crate::scan::human_bytes;
 use crate::scan::snapshot::Snapshot;
-use crate::scan::walk::WalkOptions;
+use crate::walk::WalkOptions;
 
 /// Name of the aged directory fsbench creates under DIR.
 pub const AGED_DIR: &str = "fsbench-aged";

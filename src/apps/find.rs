@@ -10,7 +10,7 @@
 use super::cli::FindArgs;
 use super::{AppRun, OpTable, Recorder};
 use crate::model::FlowopKind;
-use crate::scan::walk::{self, Visitor, WalkEntry, WalkOptions};
+use crate::walk::{self, Visitor, WalkEntry, WalkOptions};
 use anyhow::{bail, Result};
 use std::collections::BTreeMap;
 use std::time::Instant;

@@ -11,7 +11,7 @@
 use super::cli::{ReadArgs, ReadOrder};
 use super::{timed, AppRun, OpTable, Recorder};
 use crate::model::FlowopKind;
-use crate::scan::walk::{self, Visitor, WalkEntry, WalkOptions};
+use crate::walk::{self, Visitor, WalkEntry, WalkOptions};
 use anyhow::{bail, Result};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;

@@ -21,7 +21,7 @@ use anyhow::Context;
 use serde::Serialize;
 
 use crate::scan::summary::{log2_bounds, log2_bucket, Log2Hist, Log2Row};
-use crate::scan::walk::{self, Visitor, WalkEntry, WalkOptions};
+use crate::walk::{self, Visitor, WalkEntry, WalkOptions};
 use fiemap::{Extent, Mapper};
 use score::{score_extents, FileScore};
 

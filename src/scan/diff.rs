@@ -16,8 +16,8 @@ use serde::Serialize;
 use super::hash::HashAlgo;
 use super::snapshot::{Kind, Snapshot};
 use super::summary::{Log2Hist, Log2Row};
-use super::walk::{self, WalkOptions};
 use super::{human_bytes, stdout_result, write_json};
+use crate::walk::{self, WalkOptions};
 
 /// Arguments of `fsbench diff`.
 #[derive(clap::Args, Debug)]

@@ -9,7 +9,7 @@ pub mod diff;
 pub mod hash;
 pub mod snapshot;
 pub mod summary;
-pub mod walk;
+pub use crate::walk; // the walker, under the name the trace capture still uses
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};

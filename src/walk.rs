@@ -1,4 +1,4 @@
-//! A parallel directory walker shared by `scan` and `layout`.
+//! A parallel directory walker shared by `scan`, `layout`, `find`, `read`, aging and traces.
 //!
 //! Why not `walkdir`/`ignore`/`jwalk`: we need the raw `struct stat` of every
 //! entry (allocated blocks, three timestamps, device number for the mount
