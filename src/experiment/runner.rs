@@ -998,7 +998,23 @@ fn run_one(
     st: &mut Store,
 ) -> Result<bool> {
     env.apply_settings(plan, cell)?;
-    let env = &*env;
+    let r = run_measured(plan, cell, cell_id, rep, status_override, env, outdir, st);
+    // A remount gave the target's mounts new ids: the saved journal follows them.
+    env.journal.refresh()?;
+    r
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_measured(
+    plan: &Plan,
+    cell: &Cell,
+    cell_id: i64,
+    rep: u32,
+    status_override: &str,
+    env: &Env,
+    outdir: &Path,
+    st: &mut Store,
+) -> Result<bool> {
     let ready = env.ready(&cell.target);
     let tag = format!(
         "c{:03}-r{rep:02}{}",

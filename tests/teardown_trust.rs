@@ -1,0 +1,261 @@
+//! `fsbench experiment --cleanup`, disk and remote removal, and plan options must never undo
+//! what fsbench did not do: a forged or stale journal, a mount point or loop device number
+//! taken over by someone else, options naming another device. Each test leaves a sentinel
+//! (a file, a loop device, a mount) outside what fsbench made and checks it is unchanged.
+
+mod common;
+use common::*;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+fn have_loop_tools(what: &str) -> bool {
+    let have = is_root()
+        && Path::new("/dev/loop-control").exists()
+        && run_ok("sh", &["-c", "command -v mkfs.ext4 && command -v losetup"]).is_ok();
+    if !have {
+        skip(&format!("{what}: needs root, loop devices and mkfs.ext4"));
+    }
+    have
+}
+
+/// An output directory as an experiment leaves it: the marker, and `journal` as its
+/// teardown journal.
+fn outdir_with_journal(base: &Path, journal: &str) -> PathBuf {
+    let out = base.join("out");
+    std::fs::create_dir(&out).unwrap();
+    std::fs::write(out.join(".fsbench-experiment"), b"").unwrap();
+    std::fs::write(out.join("teardown.json"), journal).unwrap();
+    out
+}
+
+/// Files and a marked tree outside the output directory, a file whose content a "restore"
+/// would overwrite.
+struct Victims {
+    file: PathBuf,
+    tree: PathBuf,
+    config: PathBuf,
+}
+
+fn victims(base: &Path) -> Victims {
+    let v = base.join("victims");
+    std::fs::create_dir(&v).unwrap();
+    let file = v.join("precious.txt");
+    std::fs::write(&file, b"precious").unwrap();
+    let tree = v.join("tree");
+    std::fs::create_dir(&tree).unwrap();
+    std::fs::write(tree.join(".fsbench-experiment-target"), b"").unwrap();
+    std::fs::write(tree.join("data"), b"data").unwrap();
+    let config = v.join("config");
+    std::fs::write(&config, b"setting=1\n").unwrap();
+    Victims { file, tree, config }
+}
+
+fn assert_untouched(v: &Victims) {
+    assert_eq!(std::fs::read(&v.file).unwrap(), b"precious");
+    assert_eq!(std::fs::read(v.tree.join("data")).unwrap(), b"data");
+    assert_eq!(std::fs::read(&v.config).unwrap(), b"setting=1\n");
+}
+
+/// A journal as the previous format wrote it, and one in the present format, both naming the
+/// victims; planted in an output directory anyone may write (and owned by another user),
+/// neither is acted on.
+#[test]
+fn cleanup_refuses_a_journal_others_could_have_written() {
+    let s = Scratch::new("trust-perm");
+    let v = victims(s.path());
+    let old_format = serde_json::json!([
+        {"RemoveFile": v.file},
+        {"RemoveMarkedTree": {"dir": v.tree, "marker": ".fsbench-experiment-target"}},
+        {"Restore": {"path": v.config, "value": "setting=0\n"}},
+    ])
+    .to_string();
+    let id = |p: &Path| {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::metadata(p).unwrap();
+        serde_json::json!({"dev": m.dev(), "ino": m.ino()})
+    };
+    let new_format = serde_json::json!([
+        {"RemoveFile": {"path": v.file, "id": id(&v.file)}},
+        {"RemoveMarkedTree": {"dir": v.tree, "id": id(&v.tree), "marker": ".fsbench-experiment-target"}},
+    ])
+    .to_string();
+    for (n, journal) in [old_format, new_format].iter().enumerate() {
+        let base = s.path().join(format!("case{n}"));
+        std::fs::create_dir(&base).unwrap();
+        let out = outdir_with_journal(&base, journal);
+        std::fs::set_permissions(&out, std::fs::Permissions::from_mode(0o777)).unwrap();
+        if is_root() {
+            // Owned by another user, as a planted directory would be.
+            std::os::unix::fs::chown(&out, Some(65534), Some(65534)).unwrap();
+        }
+        let o = run(&["experiment", "--cleanup", out.to_str().unwrap()]);
+        assert!(!o.status.success(), "{}", text(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("not trusting"), "{err}");
+        assert!(err.contains(out.to_str().unwrap()), "{err}");
+        assert_untouched(&v);
+    }
+}
+
+/// A journal only its owner could write still names nothing outside OUTDIR, and no setting
+/// in a shape other than the ones fsbench records.
+#[test]
+fn cleanup_refuses_journal_steps_outside_outdir() {
+    let s = Scratch::new("trust-steps");
+    let v = victims(s.path());
+    let id = |p: &Path| {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::metadata(p).unwrap();
+        serde_json::json!({"dev": m.dev(), "ino": m.ino()})
+    };
+    let cases = [
+        serde_json::json!([{"RemoveFile": {"path": v.file, "id": id(&v.file)}}]),
+        serde_json::json!([{"Restore": {"disk": "../../../..", "devt": "0:0", "loop_backing": null,
+            "knob": v.config.to_str().unwrap(), "value": "setting=0"}}]),
+        serde_json::json!([{"RemoveDisk": {"name": "somebodys-disk", "mount": "/mnt"}}]),
+        serde_json::json!([{"DetachLoop": {"dev": "/dev/sda", "backing": {"dev": 1, "ino": 2}}}]),
+    ];
+    for (n, journal) in cases.iter().enumerate() {
+        let base = s.path().join(format!("case{n}"));
+        std::fs::create_dir(&base).unwrap();
+        let out = outdir_with_journal(&base, &journal.to_string());
+        let o = run(&["experiment", "--cleanup", out.to_str().unwrap()]);
+        assert!(!o.status.success(), "{}", text(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("not trusting"), "{err}");
+        assert_untouched(&v);
+    }
+}
+
+fn image_only_plan() -> String {
+    r#"
+[experiment]
+name = "kill"
+repetitions = 1
+
+[[target]]
+name = "ext4"
+kind = "image"
+size = "64M"
+fs = "ext4"
+[target.device]
+read_ahead_kb = 256
+
+[[measurement]]
+name = "fs"
+kind = "workload"
+params = { workload = "fileserver", nfiles = 200, filesize = "4k", nthreads = 1, duration = 3 }
+"#
+    .to_string()
+}
+
+fn backing_file(dev: &str) -> Option<String> {
+    let n = dev.trim_start_matches("/dev/");
+    std::fs::read_to_string(format!("/sys/block/{n}/loop/backing_file"))
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+fn mounted_at(p: &Path) -> Option<String> {
+    let text = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    text.lines()
+        .rev()
+        .find(|l| l.split(' ').nth(4) == Some(p.to_str().unwrap()))
+        .map(String::from)
+}
+
+/// After SIGKILL, someone unmounts fsbench's file system, frees its loop device, attaches
+/// their own image to the same loop device number, mounts it at the same mount point and
+/// sets the device's read-ahead: `--cleanup` leaves their device, mount, setting and files
+/// alone.
+#[test]
+fn cleanup_after_kill_leaves_a_reused_loop_device_and_mount_point_alone() {
+    if !have_loop_tools("cleanup_after_kill_leaves_a_reused_loop_device_and_mount_point_alone") {
+        return;
+    }
+    let s = Scratch::new("trust-kill");
+    let plan = s.path().join("p.toml");
+    std::fs::write(&plan, image_only_plan()).unwrap();
+    let out = s.path().join("out");
+    let mut child = bin()
+        .args([
+            "experiment",
+            plan.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    while !out.join("runs/c001-r00.log").exists() {
+        assert!(
+            t.elapsed() < Duration::from_secs(120),
+            "no measurement started"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let journal = std::fs::read_to_string(out.join("teardown.json")).unwrap();
+    let steps: serde_json::Value = serde_json::from_str(&journal).unwrap();
+    let dev = steps
+        .as_array()
+        .unwrap()
+        .iter()
+        .find_map(|u| u["DetachLoop"]["dev"].as_str())
+        .unwrap_or_else(|| panic!("no loop device in {journal}"))
+        .to_string();
+    let mnt = out.join("mnt/ext4").canonicalize().unwrap();
+    // Someone else takes over: unmount, wait for the measurement to let go, detach.
+    run_ok("umount", &["-l", mnt.to_str().unwrap()]).unwrap();
+    let t = Instant::now();
+    loop {
+        let _ = run_ok("losetup", &["-d", &dev]);
+        if backing_file(&dev).is_none() {
+            break;
+        }
+        assert!(t.elapsed() < Duration::from_secs(60), "{dev} stays busy");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let theirs = s.path().join("theirs.img");
+    std::fs::File::create(&theirs)
+        .unwrap()
+        .set_len(32 << 20)
+        .unwrap();
+    run_ok("mkfs.ext4", &["-q", "-F", theirs.to_str().unwrap()]).unwrap();
+    let their_loop = Loop(dev.clone());
+    run_ok("losetup", &[&dev, theirs.to_str().unwrap()]).unwrap();
+    let their_mount = Mount(mnt.clone());
+    run_ok("mount", &[&dev, mnt.to_str().unwrap()]).unwrap();
+    std::fs::write(mnt.join("their-file"), b"theirs").unwrap();
+    let ra = format!(
+        "/sys/block/{}/queue/read_ahead_kb",
+        dev.trim_start_matches("/dev/")
+    );
+    std::fs::write(&ra, "1024").unwrap();
+    let before = mounted_at(&mnt);
+
+    let c = run(&["experiment", "--cleanup", out.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&c.stderr).into_owned();
+    assert!(!c.status.success(), "{}", text(&c));
+    assert!(err.contains("left alone"), "{err}");
+    assert_eq!(
+        backing_file(&dev).as_deref(),
+        Some(theirs.canonicalize().unwrap().to_str().unwrap()),
+        "{err}"
+    );
+    assert_eq!(mounted_at(&mnt), before, "{err}");
+    assert_eq!(std::fs::read(mnt.join("their-file")).unwrap(), b"theirs");
+    assert_eq!(
+        std::fs::read_to_string(&ra).unwrap().trim(),
+        "1024",
+        "{err}"
+    );
+    // What was fsbench's own went: the image file.
+    assert!(!out.join("images/ext4.img").exists(), "{err}");
+    drop(their_mount);
+    drop(their_loop);
+}
