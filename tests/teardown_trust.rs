@@ -259,3 +259,65 @@ fn cleanup_after_kill_leaves_a_reused_loop_device_and_mount_point_alone() {
     drop(their_mount);
     drop(their_loop);
 }
+
+/// `mkfs_options` hold options only: a path given as an extra device (btrfs formats every
+/// device it is given) or as the file of an option (`mke2fs -z` writes its undo file there)
+/// is refused with the plan's file:line:column, before anything is made.
+#[test]
+fn mkfs_options_cannot_name_another_file() {
+    let s = Scratch::new("trust-mkfs");
+    let other = s.path().join("other.img");
+    std::fs::write(&other, b"someone else's image").unwrap();
+    let cases = [
+        ("btrfs", format!("[\"{}\"]", other.display()), 0),
+        (
+            "ext4",
+            format!("[\"-q\", \"-z\", \"{}\"]", other.display()),
+            1,
+        ),
+        ("ext4", "[\"-J\", \"device=LABEL=other\"]".to_string(), 1),
+    ];
+    for (n, (fs, opts, bad)) in cases.iter().enumerate() {
+        let plan = format!(
+            r#"[experiment]
+name = "mkfs"
+repetitions = 1
+
+[[target]]
+name = "img"
+kind = "image"
+size = "64M"
+fs = "{fs}"
+mkfs_options = {opts}
+
+[[measurement]]
+name = "fs"
+kind = "workload"
+params = {{ workload = "fileserver", nfiles = 20, filesize = "4k", duration = 0.5 }}
+"#
+        );
+        let p = s.path().join(format!("p{n}.toml"));
+        std::fs::write(&p, &plan).unwrap();
+        let out = s.path().join(format!("out{n}"));
+        let o = run(&[
+            "experiment",
+            p.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        assert!(!o.status.success(), "{}", text(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        // The column of the offending element in `mkfs_options = [...]`.
+        let line = plan.lines().nth(9).unwrap();
+        let starts: Vec<usize> = line
+            .match_indices("[\"")
+            .chain(line.match_indices(" \""))
+            .map(|(i, _)| i + 2)
+            .collect();
+        let col = starts[*bad];
+        let want = format!("p{n}.toml:10:{col}: mkfs_options:");
+        assert!(err.contains(&want), "want {want} in {err}");
+        assert_eq!(std::fs::read(&other).unwrap(), b"someone else's image");
+        assert!(!out.join("images").exists(), "{err}");
+    }
+}

@@ -134,7 +134,7 @@ struct RawTarget {
     /// The size at --quick scale.
     quick_size: Option<Spanned<String>>,
     fs: Option<Spanned<String>>,
-    mkfs_options: Option<Spanned<Vec<String>>>,
+    mkfs_options: Option<Spanned<Vec<Spanned<String>>>>,
     mount_options: Option<Spanned<String>>,
     over: Option<Spanned<String>>,
     model: Option<Spanned<String>>,
@@ -919,11 +919,13 @@ pub fn parse(file: &Path, text: &str, quick: bool) -> Result<Plan, PlanError> {
             }
             Ok(f.get_ref().clone())
         };
-        let mount_options = t
-            .mount_options
-            .as_ref()
-            .map(|m| m.get_ref().clone())
-            .unwrap_or_default();
+        let mount_options = match &t.mount_options {
+            Some(m) => {
+                super::options::check_mount(m.get_ref()).map_err(|e| ctx.err(m.span(), e))?;
+                m.get_ref().clone()
+            }
+            None => String::new(),
+        };
         let kind = match kind_s {
             "dir" => {
                 let p = need(&t.path, "path")?;
@@ -936,16 +938,19 @@ pub fn parse(file: &Path, text: &str, quick: bool) -> Result<Plan, PlanError> {
                 }
                 TargetKind::Dir { path }
             }
-            "image" => TargetKind::Image {
-                size: size(&ctx)?,
-                fs: fs(&ctx)?,
-                mkfs_options: t
-                    .mkfs_options
-                    .as_ref()
-                    .map(|m| m.get_ref().clone())
-                    .unwrap_or_default(),
-                mount_options,
-            },
+            "image" => {
+                let fs = fs(&ctx)?;
+                let raw: &[Spanned<String>] = t.mkfs_options.as_ref().map_or(&[], |m| m.get_ref());
+                let mkfs_options: Vec<String> = raw.iter().map(|o| o.get_ref().clone()).collect();
+                super::options::check_mkfs(&fs, &mkfs_options)
+                    .map_err(|(i, why)| ctx.err(raw[i].span(), format!("mkfs_options: {why}")))?;
+                TargetKind::Image {
+                    size: size(&ctx)?,
+                    fs,
+                    mkfs_options,
+                    mount_options,
+                }
+            }
             "overlay" => TargetKind::Overlay {
                 over: need(&t.over, "over")?.get_ref().clone(),
             },

@@ -45,6 +45,11 @@ pub fn set_up(t: &Target, ctx: &Ctx, j: &mut Journal) -> Result<Ready> {
         .with_context(|| format!("sizing {} to {size} bytes", img.display()))?;
     let (dev, backing) = attach_loop(&f, &img, j)?;
     drop(f);
+    // Checked when the plan was read; again here, right before they reach mkfs.
+    crate::experiment::options::check_mkfs(fs, mkfs_options)
+        .map_err(|(i, why)| anyhow::anyhow!("target {}: mkfs_options[{i}]: {why}", t.name))?;
+    crate::experiment::options::check_mount(mount_options)
+        .map_err(|why| anyhow::anyhow!("target {}: mount_options: {why}", t.name))?;
     let mkfs = format!("mkfs.{fs}");
     let mut args: Vec<&str> = mkfs_force(fs).to_vec();
     args.extend(mkfs_options.iter().map(|s| s.as_str()));
