@@ -321,3 +321,57 @@ params = {{ workload = "fileserver", nfiles = 20, filesize = "4k", duration = 0.
         assert!(!out.join("images").exists(), "{err}");
     }
 }
+
+/// A `dir` target at a system directory is refused as `run --dir` refuses it, so an overlay
+/// stacked on it never creates its directories there.
+#[test]
+fn dir_targets_in_system_directories_are_refused() {
+    let s = Scratch::new("trust-etc");
+    let listing = |d: &str| -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    for dir in ["/etc", "/", "/usr/share"] {
+        let before = listing(dir);
+        let plan = format!(
+            r#"[experiment]
+name = "sys"
+repetitions = 1
+
+[[target]]
+name = "sys"
+kind = "dir"
+path = "{dir}"
+
+[[target]]
+name = "ovl"
+kind = "overlay"
+over = "sys"
+
+[[measurement]]
+name = "fs"
+kind = "workload"
+params = {{ workload = "fileserver", nfiles = 20, filesize = "4k", duration = 0.5 }}
+"#
+        );
+        let p = s.path().join("p.toml");
+        std::fs::write(&p, &plan).unwrap();
+        let out = s.path().join("out");
+        let o = run(&[
+            "experiment",
+            p.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        assert!(!o.status.success(), "{}", text(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("p.toml:8:8:"), "{err}");
+        assert!(err.contains("is a system directory"), "{err}");
+        assert_eq!(listing(dir), before, "{dir} changed: {err}");
+        let _ = std::fs::remove_dir_all(&out);
+    }
+}

@@ -936,6 +936,16 @@ pub fn parse(file: &Path, text: &str, quick: bool) -> Result<Plan, PlanError> {
                         format!("{} is not an existing directory", path.display()),
                     ));
                 }
+                // The refusal `run --dir` applies: measurements and overlays write there.
+                if let Some(what) = crate::engine::rundir::system_dir(&path) {
+                    return Err(ctx.err(
+                        p.span(),
+                        format!(
+                            "{} is a system directory ({what}); fsbench does not measure or stack overlays there; choose a directory of your own or a mounted test file system",
+                            path.display()
+                        ),
+                    ));
+                }
                 TargetKind::Dir { path }
             }
             "image" => {
