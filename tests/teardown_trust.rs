@@ -375,3 +375,192 @@ params = {{ workload = "fileserver", nfiles = 20, filesize = "4k", duration = 0.
         let _ = std::fs::remove_dir_all(&out);
     }
 }
+
+fn have_fuse(what: &str, loops: bool) -> bool {
+    let mut have = is_root()
+        && Path::new("/dev/fuse").exists()
+        && std::fs::read_to_string("/proc/filesystems")
+            .unwrap_or_default()
+            .contains("fuse");
+    if loops {
+        have = have
+            && Path::new("/dev/loop-control").exists()
+            && run_ok("sh", &["-c", "command -v mkfs.ext4"]).is_ok();
+    }
+    if !have {
+        skip(&format!(
+            "{what}: needs root, /dev/fuse{}",
+            if loops {
+                ", loop devices and mkfs.ext4"
+            } else {
+                ""
+            }
+        ));
+    }
+    have
+}
+
+/// Someone else's file system mounted at `mnt`, holding a sentinel file; unmounted on drop.
+fn foreign_tmpfs(mnt: &Path) -> Mount {
+    run_ok(
+        "mount",
+        &[
+            "-t",
+            "tmpfs",
+            "-o",
+            "size=1m",
+            "someone-elses",
+            mnt.to_str().unwrap(),
+        ],
+    )
+    .unwrap();
+    std::fs::write(mnt.join("precious"), b"not fsbench's").unwrap();
+    Mount(mnt.to_path_buf())
+}
+
+fn foreign_still_there(mnt: &Path) -> bool {
+    mounted_at(mnt).is_some_and(|l| l.contains(" - tmpfs someone-elses "))
+        && std::fs::read(mnt.join("precious")).is_ok_and(|b| b == b"not fsbench's")
+}
+
+fn wait_pid_gone(pid: i32) {
+    let t = Instant::now();
+    while std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.contains(") Z")) {
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "server {pid} does not stop"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The disk's file system is unmounted by hand and another one mounted at its mount
+/// point: neither stopping the disk's server nor `disk remove` unmounts it.
+#[test]
+fn disk_remove_leaves_a_mount_made_since_alone() {
+    if !have_fuse("disk_remove_leaves_a_mount_made_since_alone", true) {
+        return;
+    }
+    let s = Scratch::new("trust-disk");
+    let (state, images, mnt) = (
+        s.path().join("state"),
+        s.path().join("images"),
+        s.path().join("mnt"),
+    );
+    let fsbench = |args: &[&str]| {
+        bin()
+            .args(args)
+            .env("FSBENCH_STATE_DIR", &state)
+            .env("FSBENCH_IMAGE_DIR", &images)
+            .output()
+            .unwrap()
+    };
+    struct Remove<'a>(&'a dyn Fn(&[&str]) -> std::process::Output);
+    impl Drop for Remove<'_> {
+        fn drop(&mut self) {
+            let _ = (self.0)(&["disk", "remove", "dtrust"]);
+        }
+    }
+    let o = fsbench(&[
+        "disk",
+        "create",
+        "dtrust",
+        "--size",
+        "64M",
+        "--mkfs",
+        "ext4",
+        "--mount",
+        mnt.to_str().unwrap(),
+        "--rpm",
+        "15000",
+        "--seek-avg",
+        "1ms",
+        "--transfer",
+        "200MB/s",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let _remove = Remove(&fsbench);
+    let mnt = mnt.canonicalize().unwrap();
+    run_ok("umount", &[mnt.to_str().unwrap()]).unwrap();
+    let theirs = foreign_tmpfs(&mnt);
+    // Stopping the server: it unmounts only what `create` mounted.
+    let pid: i32 = std::fs::read_to_string(state.join("dtrust/server.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    unsafe { libc::kill(pid, libc::SIGTERM) };
+    wait_pid_gone(pid);
+    assert!(
+        foreign_still_there(&mnt),
+        "the server unmounted {}",
+        mnt.display()
+    );
+    let o = fsbench(&["disk", "remove", "dtrust"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(
+        err.contains("left alone") && err.contains(mnt.to_str().unwrap()),
+        "{err}"
+    );
+    assert!(
+        foreign_still_there(&mnt),
+        "disk remove unmounted {}",
+        mnt.display()
+    );
+    assert!(!state.join("dtrust").exists(), "{}", text(&o));
+    drop(theirs);
+}
+
+/// The same for a remote: unmounted by hand, another file system mounted at its mount
+/// point, then `remote remove`.
+#[test]
+fn remote_remove_leaves_a_mount_made_since_alone() {
+    if !have_fuse("remote_remove_leaves_a_mount_made_since_alone", false) {
+        return;
+    }
+    let s = Scratch::new("trust-remote");
+    let (state, srv, mnt) = (
+        s.path().join("state"),
+        s.path().join("srv"),
+        s.path().join("mnt"),
+    );
+    std::fs::create_dir_all(&srv).unwrap();
+    std::fs::write(srv.join("f"), b"served").unwrap();
+    std::fs::create_dir_all(&mnt).unwrap();
+    let fsbench = |args: &[&str]| {
+        bin()
+            .args(args)
+            .env("FSBENCH_REMOTE_STATE_DIR", &state)
+            .output()
+            .unwrap()
+    };
+    let o = fsbench(&[
+        "remote",
+        "create",
+        "rtrust",
+        "--server",
+        srv.to_str().unwrap(),
+        "--mount",
+        mnt.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let mnt = mnt.canonicalize().unwrap();
+    let pid: i32 = std::fs::read_to_string(state.join("rtrust/server.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    run_ok("umount", &["-l", mnt.to_str().unwrap()]).unwrap();
+    let theirs = foreign_tmpfs(&mnt);
+    let o = fsbench(&["remote", "remove", "rtrust"]);
+    wait_pid_gone(pid);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        foreign_still_there(&mnt),
+        "remote remove unmounted {}: {err}",
+        mnt.display()
+    );
+    assert!(!state.join("rtrust").exists(), "{}", text(&o));
+    drop(theirs);
+}

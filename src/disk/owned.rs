@@ -200,6 +200,33 @@ impl MountRecord {
     }
 }
 
+impl MountRecord {
+    /// Unmount the recorded mount if it is still the one recorded, lazily when it is busy
+    /// (for servers stopping: their users see errors rather than hang). What was done, as
+    /// a sentence for the user; an error naming the mount found when another one is there.
+    pub fn unmount_even_busy(&self) -> anyhow::Result<Option<String>> {
+        match self.unmount(false) {
+            Ok(true) => Ok(Some(format!("unmounted {}", self.point.display()))),
+            Ok(false) => Ok(None),
+            Err(e) if self.state() == MountState::Ours => {
+                umount(&self.point, true)
+                    .map_err(|l| anyhow::anyhow!("{e:#}; detaching it lazily: {l}"))?;
+                Ok(Some(format!(
+                    "unmounted {} (lazily: it was busy)",
+                    self.point.display()
+                )))
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// Whether the mount on top at `point` is one of fsbench's own FUSE servers' (`fuse.fsbench`
+/// with source `source`), the only mounts fsbench unmounts there without a record.
+pub fn is_own_fuse(point: &Path, source: &str) -> bool {
+    mount_at(point).is_some_and(|e| e.fstype == "fuse.fsbench" && e.source == source)
+}
+
 /// `umount2(point, UMOUNT_NOFOLLOW [| MNT_DETACH])`.
 pub fn umount(point: &Path, lazy: bool) -> io::Result<()> {
     let c = std::ffi::CString::new(point.as_os_str().as_encoded_bytes())
