@@ -564,3 +564,63 @@ fn remote_remove_leaves_a_mount_made_since_alone() {
     assert!(!state.join("rtrust").exists(), "{}", text(&o));
     drop(theirs);
 }
+
+/// SIGTERM to `fsbench experiment` is Ctrl-C: the measurement stops and every target is torn
+/// down (no loop device, mount or journal step left).
+#[test]
+fn sigterm_to_experiment_tears_everything_down() {
+    if !have_loop_tools("sigterm_to_experiment_tears_everything_down") {
+        return;
+    }
+    let s = Scratch::new("trust-term");
+    let plan = s.path().join("p.toml");
+    std::fs::write(&plan, image_only_plan()).unwrap();
+    let out = s.path().join("out");
+    let child = bin()
+        .args([
+            "experiment",
+            plan.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    while !out.join("runs/c001-r00.log").exists() {
+        assert!(
+            t.elapsed() < Duration::from_secs(120),
+            "no measurement started"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let journal = std::fs::read_to_string(out.join("teardown.json")).unwrap();
+    let dev = serde_json::from_str::<serde_json::Value>(&journal)
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .iter()
+        .find_map(|u| u["DetachLoop"]["dev"].as_str().map(String::from))
+        .unwrap_or_else(|| panic!("no loop device in {journal}"));
+    let image = out.join("images/ext4.img").canonicalize().unwrap();
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("interrupted"), "{err}");
+    let outs = out.canonicalize().unwrap();
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    assert!(!mounts.contains(outs.to_str().unwrap()), "{err}");
+    assert_ne!(
+        backing_file(&dev).as_deref(),
+        Some(image.to_str().unwrap()),
+        "{dev} still attached: {err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(out.join("teardown.json"))
+            .unwrap()
+            .trim(),
+        "[]",
+        "{err}"
+    );
+}
