@@ -637,7 +637,7 @@ impl Journal {
             .with_context(|| format!("reading {}", file.display()))?;
         let steps: Vec<Undo> = serde_json::from_str(&text).with_context(|| {
             format!(
-                "reading {} (a journal of another fsbench version, or not one fsbench wrote)",
+                "reading {} (a journal of another fsbench version, or not one fsbench wrote): nothing was undone; undo its steps by hand and delete it",
                 file.display()
             )
         })?;
