@@ -624,3 +624,48 @@ fn sigterm_to_experiment_tears_everything_down() {
         "{err}"
     );
 }
+
+/// The places a measurement names on its target (`path`, `src`, `over`) stay inside it.
+#[test]
+fn measurement_paths_stay_inside_their_target() {
+    let s = Scratch::new("trust-mpath");
+    let target = s.path().join("target");
+    std::fs::create_dir(&target).unwrap();
+    for (n, (kind, param)) in [
+        ("find", "path = \"/etc\""),
+        ("scan", "path = \"../..\""),
+        ("build", "src = \"a/../../b\""),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let plan = format!(
+            r#"[experiment]
+name = "paths"
+repetitions = 1
+
+[[target]]
+name = "here"
+kind = "dir"
+path = "{}"
+
+[[measurement]]
+name = "m"
+kind = "{kind}"
+params = {{ {param} }}
+"#,
+            target.display()
+        );
+        let p = s.path().join(format!("p{n}.toml"));
+        std::fs::write(&p, &plan).unwrap();
+        let o = run(&["experiment", p.to_str().unwrap(), "--dry-run"]);
+        assert!(!o.status.success(), "{}", text(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        let col = plan.lines().nth(12).unwrap().rfind(" = ").unwrap() + 4;
+        let want = format!("p{n}.toml:13:{col}:");
+        assert!(
+            err.contains(&want) && err.contains("inside the target"),
+            "want {want}: {err}"
+        );
+    }
+}

@@ -1519,6 +1519,25 @@ pub fn parse(file: &Path, text: &str, quick: bool) -> Result<Plan, PlanError> {
                 }
                 *s = p.display().to_string();
             }
+            // Places the runner joins to the target's directory: inside the target only.
+            if matches!(kind.param(k), Some((_, _, Arg::Runner, _)))
+                && ["path", "src", "over"].contains(&k)
+            {
+                let inside = std::path::Path::new(&*s).components().all(|c| {
+                    matches!(
+                        c,
+                        std::path::Component::Normal(_) | std::path::Component::CurDir
+                    )
+                });
+                if !inside {
+                    return Err(ctx.err(
+                        v.span(),
+                        format!(
+                            "{k} {s:?}: a path inside the target, relative to it, without `..`"
+                        ),
+                    ));
+                }
+            }
             Ok(())
         };
         let mut params: Vec<(String, String)> = Vec::new();
