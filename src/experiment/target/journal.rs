@@ -423,63 +423,79 @@ pub struct Journal {
     pub verbose: bool,
 }
 
-/// Why fsbench must not act on what is in `outdir` and its journal: either belongs to
-/// another user or others could write them. Also refuses links.
-fn check_trusted(outdir: &Path, journal: bool) -> Result<Option<String>> {
-    let d = std::fs::File::open(outdir).with_context(|| format!("opening {}", outdir.display()))?;
-    let lst = std::fs::symlink_metadata(outdir)?;
+/// OUTDIR as checked: its real path (of the directory opened and checked, not of whatever
+/// the name leads to later) and the journal's text, read through the checked descriptor.
+struct Checked {
+    outdir: PathBuf,
+    journal: Option<String>,
+}
+
+/// Open `outdir` and its journal, and say why fsbench must not act on them, if it must not:
+/// either belongs to another user, others could write them, or one is a link.
+fn check_trusted(outdir: &Path) -> Result<std::result::Result<Checked, String>> {
+    use std::io::Read;
+    let lst = std::fs::symlink_metadata(outdir)
+        .with_context(|| format!("opening {}", outdir.display()))?;
     if lst.file_type().is_symlink() {
-        bail!(
+        return Ok(Err(format!(
             "{} is a symbolic link; fsbench does not follow it to a journal",
             outdir.display()
-        );
+        )));
     }
+    let d = beneath::open_dir(libc::AT_FDCWD, &cstr(outdir)?)
+        .with_context(|| format!("opening {}", outdir.display()))?;
     let st = beneath::fstat(d.as_raw_fd())?;
     if let Some(why) = beneath::untrusted_dir(&st) {
-        return Ok(Some(format!("{}: {why}", outdir.display())));
+        return Ok(Err(format!("{}: {why}", outdir.display())));
     }
-    if !journal {
-        return Ok(None);
-    }
+    let real = std::fs::read_link(format!("/proc/self/fd/{}", d.as_raw_fd()))
+        .or_else(|_| outdir.canonicalize())?;
+    let p = real.join(Journal::FILE);
     let f = match beneath::open_file(d.as_raw_fd(), c"teardown.json", libc::O_RDONLY) {
         Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(Ok(Checked {
+                outdir: real,
+                journal: None,
+            }))
+        }
         Err(e) => {
-            return Ok(Some(format!(
-                "{}/{}: {e} (a link is never followed)",
-                outdir.display(),
-                Journal::FILE
+            return Ok(Err(format!(
+                "{}: {e} (a link is never followed)",
+                p.display()
             )))
         }
     };
     let st = beneath::fstat(f.as_raw_fd())?;
     let me = beneath::euid();
-    let p = outdir.join(Journal::FILE);
-    if st.st_mode & libc::S_IFMT != libc::S_IFREG {
-        return Ok(Some(format!("{} is not a regular file", p.display())));
-    }
-    if st.st_uid != me {
-        return Ok(Some(format!(
-            "{} is owned by uid {}, not by you (uid {me})",
-            p.display(),
+    let why = if st.st_mode & libc::S_IFMT != libc::S_IFREG {
+        Some("it is not a regular file".to_string())
+    } else if st.st_uid != me {
+        Some(format!(
+            "it is owned by uid {}, not by you (uid {me})",
             st.st_uid
-        )));
-    }
-    if st.st_mode & 0o022 != 0 {
-        return Ok(Some(format!(
-            "{} is writable by group or others (mode {:04o})",
-            p.display(),
+        ))
+    } else if st.st_mode & 0o022 != 0 {
+        Some(format!(
+            "it is writable by group or others (mode {:04o})",
             st.st_mode & 0o7777
-        )));
+        ))
+    } else if st.st_nlink != 1 {
+        Some(format!("it has {} hard links", st.st_nlink))
+    } else {
+        None
+    };
+    if let Some(why) = why {
+        return Ok(Err(format!("{}: {why}", p.display())));
     }
-    if st.st_nlink != 1 {
-        return Ok(Some(format!(
-            "{} has {} hard links",
-            p.display(),
-            st.st_nlink
-        )));
-    }
-    Ok(None)
+    let mut text = String::new();
+    std::fs::File::from(f)
+        .read_to_string(&mut text)
+        .with_context(|| format!("reading {}", p.display()))?;
+    Ok(Ok(Checked {
+        outdir: real,
+        journal: Some(text),
+    }))
 }
 
 impl Journal {
@@ -488,12 +504,12 @@ impl Journal {
     /// A new journal in `outdir`. A journal left there by an interrupted run must be
     /// replayed (`--cleanup`) first.
     pub fn create(outdir: &Path) -> Result<Journal> {
-        if let Some(why) = check_trusted(outdir, true)? {
-            bail!("refusing to keep a teardown journal here: {why}; use an output directory of your own that only you can write");
-        }
-        let outdir = outdir.canonicalize()?;
+        let checked = check_trusted(outdir)?.map_err(|why| {
+            anyhow::anyhow!("refusing to keep a teardown journal here: {why}; use an output directory of your own that only you can write")
+        })?;
+        let outdir = checked.outdir;
         let file = outdir.join(Self::FILE);
-        if let Ok(text) = std::fs::read_to_string(&file) {
+        if let Some(text) = checked.journal {
             let steps: Vec<serde_json::Value> = serde_json::from_str(&text).unwrap_or_default();
             if !steps.is_empty() {
                 bail!(
@@ -621,20 +637,18 @@ impl Journal {
     /// step is one fsbench records for this OUTDIR. Each step checks its object again before
     /// undoing it.
     pub fn cleanup(outdir: &Path) -> Result<usize> {
+        let checked = check_trusted(outdir)?.map_err(|why| {
+            anyhow::anyhow!("not trusting the teardown journal in {}: {why}; nothing was undone (remove what fsbench left by hand)", outdir.display())
+        })?;
+        let outdir = checked.outdir;
         let file = outdir.join(Self::FILE);
-        if !file.exists() && std::fs::symlink_metadata(&file).is_err() {
+        let Some(text) = checked.journal else {
             bail!(
                 "{} has no teardown journal ({})",
                 outdir.display(),
                 file.display()
             );
-        }
-        if let Some(why) = check_trusted(outdir, true)? {
-            bail!("not trusting the teardown journal in {}: {why}; nothing was undone (remove what fsbench left by hand)", outdir.display());
-        }
-        let outdir = outdir.canonicalize()?;
-        let text = std::fs::read_to_string(&file)
-            .with_context(|| format!("reading {}", file.display()))?;
+        };
         let steps: Vec<Undo> = serde_json::from_str(&text).with_context(|| {
             format!(
                 "reading {} (a journal of another fsbench version, or not one fsbench wrote): nothing was undone; undo its steps by hand and delete it",
