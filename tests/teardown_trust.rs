@@ -669,3 +669,35 @@ params = {{ {param} }}
         );
     }
 }
+
+/// A simulated disk's parameters are passed on as `--KEY VALUE`: a value that is another
+/// option (`--image /dev/sdb`) is refused.
+#[test]
+fn disk_parameters_are_values() {
+    let s = Scratch::new("trust-diskp");
+    let plan = r#"[experiment]
+name = "d"
+repetitions = 1
+
+[[target]]
+name = "hdd"
+kind = "disk"
+size = "64M"
+fs = "ext4"
+disk = { rpm = "--image=/dev/sdb" }
+
+[[measurement]]
+name = "fs"
+kind = "workload"
+params = { workload = "fileserver", nfiles = 20, filesize = "4k", duration = 0.5 }
+"#;
+    let p = s.path().join("p.toml");
+    std::fs::write(&p, plan).unwrap();
+    let o = run(&["experiment", p.to_str().unwrap(), "--dry-run"]);
+    assert!(!o.status.success(), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("p.toml:10:16:") && err.contains("is not a value"),
+        "{err}"
+    );
+}

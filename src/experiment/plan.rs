@@ -980,6 +980,13 @@ pub fn parse(file: &Path, text: &str, quick: bool) -> Result<Plan, PlanError> {
                         let s = scalar(v.get_ref()).ok_or_else(|| {
                             ctx.err(v.span(), "expected a number or a string such as \"5.2ms\"")
                         })?;
+                        // Passed on as `--KEY VALUE`: a value, never another option.
+                        if s.starts_with('-') || (s.contains('/') && !s.ends_with("/s")) {
+                            return Err(ctx.err(
+                                v.span(),
+                                format!("disk parameter `{k}`: {s:?} is not a value (a number or a string such as \"5.2ms\" or \"50MB/s\")"),
+                            ));
+                        }
                         params.push((k.clone(), s));
                     }
                 }
