@@ -93,6 +93,17 @@ pub fn mount_at(point: &Path) -> Option<MountEntry> {
         .find(|e| e.point == point)
 }
 
+/// Mount points at or below `dir` (a real path): a tree holding one must not be removed
+/// recursively, which would delete what the mounted file system holds.
+pub fn mounts_under(dir: &Path) -> Vec<PathBuf> {
+    let text = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    text.lines()
+        .filter_map(parse_line)
+        .map(|e| e.point)
+        .filter(|p| p.starts_with(dir))
+        .collect()
+}
+
 /// A mount fsbench made, as recorded right after making it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MountRecord {

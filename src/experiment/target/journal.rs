@@ -223,6 +223,21 @@ impl Undo {
                         p.display()
                     );
                 }
+                // Never into another file system mounted inside (a bind mount made there).
+                let real = std::fs::read_link(format!("/proc/self/fd/{}", tree.as_raw_fd()))
+                    .with_context(|| format!("resolving {}", p.display()))?;
+                let mounted = owned::mounts_under(&real);
+                if !mounted.is_empty() {
+                    bail!(
+                        "not removing {}: {} is mounted inside it; left alone",
+                        p.display(),
+                        mounted
+                            .iter()
+                            .map(|m| m.display().to_string())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    );
+                }
                 beneath::remove_contents(tree.as_raw_fd(), &|_| false)
                     .with_context(|| format!("removing what is in {}", p.display()))?;
                 drop(tree);
@@ -776,6 +791,44 @@ mod tests {
             "a leftover journal is refused"
         );
         std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn a_marked_tree_with_a_mount_inside_is_left_alone() {
+        if beneath::euid() != 0 {
+            return;
+        }
+        let d = scratch("mnt");
+        let outside = scratch("mnt-outside");
+        std::fs::write(outside.join("precious"), b"x").unwrap();
+        let mut j = Journal::create(&d).unwrap();
+        let t = d.join("t");
+        make_marked_dir(&t, &mut j).unwrap();
+        std::fs::create_dir(t.join("m")).unwrap();
+        let src = cstr(&outside).unwrap();
+        let dst = cstr(&t.join("m")).unwrap();
+        // SAFETY: valid C strings; a bind mount undone below.
+        let r = unsafe {
+            libc::mount(
+                src.as_ptr(),
+                dst.as_ptr(),
+                std::ptr::null(),
+                libc::MS_BIND,
+                std::ptr::null(),
+            )
+        };
+        if r != 0 {
+            std::mem::forget(j);
+            return; // no mount permission here (a container): nothing to check
+        }
+        let e = j.undo_to(0).unwrap_err();
+        owned::umount(&t.join("m"), false).unwrap();
+        assert!(format!("{e:#}").contains("mounted inside"), "{e:#}");
+        assert!(outside.join("precious").exists());
+        j.undo_to(0).unwrap();
+        assert!(!t.exists());
+        std::fs::remove_dir_all(&d).unwrap();
+        std::fs::remove_dir_all(&outside).unwrap();
     }
 
     #[test]
