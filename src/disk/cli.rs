@@ -714,12 +714,31 @@ fn remove(name: &str, keep: bool) -> anyhow::Result<()> {
 }
 
 fn remove_state_dir(dir: &Path) -> anyhow::Result<()> {
+    refuse_mounts_inside(dir)?;
     let fuse = dir.join("fuse");
     if fuse.exists() {
         // Only an empty directory (the mount is gone): never recurse into it.
         fs::remove_dir(&fuse).with_context(|| format!("removing {}", fuse.display()))?;
     }
     fs::remove_dir_all(dir).with_context(|| format!("removing {}", dir.display()))?;
+    Ok(())
+}
+
+/// A state directory is removed recursively: never with a file system mounted inside it.
+pub fn refuse_mounts_inside(dir: &Path) -> anyhow::Result<()> {
+    let real = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    let mounted = super::owned::mounts_under(&real);
+    if !mounted.is_empty() {
+        bail!(
+            "not removing {}: {} is mounted inside it; left alone",
+            dir.display(),
+            mounted
+                .iter()
+                .map(|m| m.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
     Ok(())
 }
 

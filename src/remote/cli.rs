@@ -744,6 +744,7 @@ fn remove(name: &str) -> anyhow::Result<()> {
             bail!("{} is still mounted; not removing state", c.mount.display());
         }
     }
+    crate::disk::cli::refuse_mounts_inside(&sd.dir)?;
     fs::remove_dir_all(&sd.dir).with_context(|| format!("removing {}", sd.dir.display()))?;
     done.push(format!("removed state {}", sd.dir.display()));
     println!("remote {name} removed: {}", done.join("; "));
