@@ -209,41 +209,7 @@ impl Undo {
                 }
                 Ok(())
             }
-            Undo::RemoveMarkedTree { dir: p, id, marker } => {
-                let (dir, name) = parent_and_name(p)?;
-                if !still_there(dir.as_raw_fd(), &name, *id, libc::S_IFDIR, p)? {
-                    return Ok(());
-                }
-                let tree = beneath::open_dir(dir.as_raw_fd(), &name)
-                    .with_context(|| format!("opening {}", p.display()))?;
-                let st = beneath::lstat_at(tree.as_raw_fd(), &cstr(Path::new(marker))?);
-                if !st.is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFREG) {
-                    bail!(
-                        "not removing {}: it lacks fsbench's marker {marker}",
-                        p.display()
-                    );
-                }
-                // Never into another file system mounted inside (a bind mount made there).
-                let real = std::fs::read_link(format!("/proc/self/fd/{}", tree.as_raw_fd()))
-                    .with_context(|| format!("resolving {}", p.display()))?;
-                let mounted = owned::mounts_under(&real);
-                if !mounted.is_empty() {
-                    bail!(
-                        "not removing {}: {} is mounted inside it; left alone",
-                        p.display(),
-                        mounted
-                            .iter()
-                            .map(|m| m.display().to_string())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    );
-                }
-                beneath::remove_contents(tree.as_raw_fd(), &|_| false)
-                    .with_context(|| format!("removing what is in {}", p.display()))?;
-                drop(tree);
-                gone_ok(beneath::unlink_at(dir.as_raw_fd(), &name, libc::AT_REMOVEDIR))
-                    .with_context(|| format!("removing {}", p.display()))
-            }
+            Undo::RemoveMarkedTree { dir, id, marker } => remove_marked_tree(dir, *id, marker),
             Undo::DetachLoop { dev, backing } => match owned::detach_if_backed_by(dev, *backing)
                 .with_context(|| format!("checking {dev}"))?
             {
@@ -271,6 +237,48 @@ impl Undo {
             }
         }
     }
+}
+
+/// Remove the tree `p` if it is still the directory fsbench created (by `id` when known)
+/// and holds `marker`, and no file system is mounted inside it.
+fn remove_marked_tree(p: &Path, id: Option<FileId>, marker: &str) -> Result<()> {
+    let (dir, name) = parent_and_name(p)?;
+    if !still_there(dir.as_raw_fd(), &name, id, libc::S_IFDIR, p)? {
+        return Ok(());
+    }
+    let tree = beneath::open_dir(dir.as_raw_fd(), &name)
+        .with_context(|| format!("opening {}", p.display()))?;
+    let st = beneath::lstat_at(tree.as_raw_fd(), &cstr(Path::new(marker))?);
+    if !st.is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFREG) {
+        bail!(
+            "not removing {}: it lacks fsbench's marker {marker}",
+            p.display()
+        );
+    }
+    // Never into another file system mounted inside (a bind mount made there).
+    let real = std::fs::read_link(format!("/proc/self/fd/{}", tree.as_raw_fd()))
+        .with_context(|| format!("resolving {}", p.display()))?;
+    let mounted = owned::mounts_under(&real);
+    if !mounted.is_empty() {
+        bail!(
+            "not removing {}: {} is mounted inside it; left alone",
+            p.display(),
+            mounted
+                .iter()
+                .map(|m| m.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    beneath::remove_contents(tree.as_raw_fd(), &|_| false)
+        .with_context(|| format!("removing what is in {}", p.display()))?;
+    drop(tree);
+    gone_ok(beneath::unlink_at(
+        dir.as_raw_fd(),
+        &name,
+        libc::AT_REMOVEDIR,
+    ))
+    .with_context(|| format!("removing {}", p.display()))
 }
 
 /// `fsbench KIND remove NAME`, when the server of that name is the one fsbench started for
