@@ -310,12 +310,9 @@ pub fn missing_tools(plan: &Plan) -> Vec<String> {
     let mut need: Vec<String> = Vec::new();
     for t in plan.targets_in_setup_order() {
         match &t.kind {
-            super::plan::TargetKind::Image { fs, .. } => need.extend([
-                format!("mkfs.{fs}"),
-                "losetup".into(),
-                "mount".into(),
-                "umount".into(),
-            ]),
+            super::plan::TargetKind::Image { fs, .. } => {
+                need.extend([format!("mkfs.{fs}"), "mount".into(), "umount".into()])
+            }
             super::plan::TargetKind::Disk { fs, .. } => need.push(format!("mkfs.{fs}")),
             super::plan::TargetKind::Overlay { .. } => {
                 need.extend(["mount".into(), "umount".into()])

@@ -197,7 +197,7 @@ pub fn steps(t: &Target) -> Vec<(String, bool)> {
         TargetKind::Image { size, fs, mkfs_options, mount_options } => vec![
             (format!("create a {} MiB image under OUTDIR/images", size >> 20), false),
             (format!("mkfs.{fs} {}", mkfs_options.join(" ")), false),
-            ("attach it to a loop device (losetup)".into(), true),
+            ("attach it to a free loop device".into(), true),
             (format!("mount it under OUTDIR/mnt (options: {})", if mount_options.is_empty() { "defaults" } else { mount_options }), true),
         ],
         TargetKind::Overlay { over } => vec![(format!("mount overlayfs with lower, upper and work directories on target {over}"), true)],
