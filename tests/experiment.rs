@@ -917,3 +917,42 @@ fn device_factor_errors_name_the_plan_line() {
         assert!(err.contains("p.toml:") && err.contains(want), "{extra}: {err}");
     }
 }
+
+#[test]
+fn a_plan_with_too_many_cells_is_refused_at_once() {
+    let s = Scratch::new("exp-cells");
+    let levels = |f: &dyn Fn(u32) -> String| (1..=80).map(f).collect::<Vec<_>>().join(", ");
+    let plan = format!(
+        r#"[experiment]
+name = "huge"
+repetitions = 1
+
+[[target]]
+name = "here"
+kind = "dir"
+path = "{}"
+
+[[measurement]]
+name = "fs"
+kind = "workload"
+params = {{ workload = "fileserver", duration = 0.1 }}
+factors = {{ nthreads = [{}], nfiles = [{}], filesize = [{}] }}
+"#,
+        s.path().display(),
+        levels(&|i| i.to_string()),
+        levels(&|i| (i * 10).to_string()),
+        levels(&|i| format!("\"{i}k\"")),
+    );
+    let p = write_plan(s.path(), "huge.toml", &plan);
+    let out = s.path().join("out");
+    let t = Instant::now();
+    let o = run(&["experiment", &p, "-o", out.to_str().unwrap()]);
+    assert!(!o.status.success(), "{}", text_of(&o));
+    assert!(t.elapsed() < Duration::from_secs(30), "{:?}", t.elapsed());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("huge.toml") && err.contains("512000 cells") && err.contains("100000"),
+        "{err}"
+    );
+    assert!(!out.join("results.db").exists());
+}

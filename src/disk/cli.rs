@@ -319,6 +319,7 @@ fn create(a: CreateArgs) -> anyhow::Result<()> {
         params,
         mkfs: a.mkfs.clone(),
         mount: None,
+        mount_record: None,
     };
     state::write_json_atomic(&sd.config(), &cfg)?;
 
@@ -363,6 +364,8 @@ fn create(a: CreateArgs) -> anyhow::Result<()> {
             run_cmd(Command::new("mount").arg(&dev).arg(m))?;
             let mut cfg = sd.read_config()?;
             cfg.mount = Some(m.canonicalize()?);
+            let backing = super::owned::loop_backing(&dev)?;
+            cfg.mount_record = Some(super::owned::MountRecord::capture(m, backing)?);
             state::write_json_atomic(&sd.config(), &cfg)?;
         }
         Ok(())
@@ -565,13 +568,26 @@ fn remove(name: &str, keep: bool) -> anyhow::Result<()> {
         bail!("no disk named {name} (see `fsbench disk list`)");
     }
     let cfg = sd.read_config().ok();
+    // Read before the server stops (a server that stops removes it): the file its loop
+    // device was attached to.
+    let ready = sd.read_ready();
     // What was removed, said at the end: silence on success left users guessing.
     let mut done: Vec<String> = Vec::new();
-    // 1. The file system fsbench mounted.
-    if let Some(m) = cfg.as_ref().and_then(|c| c.mount.as_ref()) {
-        if state::is_mounted(m) {
-            server::unmount(m).with_context(|| format!("unmounting {}", m.display()))?;
-            done.push(format!("unmounted {}", m.display()));
+    // What was not fsbench's any more and was left alone.
+    let mut left: Vec<String> = Vec::new();
+    // 1. The file system fsbench mounted, if it is still that mount.
+    if let Some(c) = &cfg {
+        match (&c.mount, &c.mount_record) {
+            (_, Some(rec)) => match rec.unmount_even_busy() {
+                Ok(Some(what)) => done.push(what),
+                Ok(None) => {}
+                Err(e) => left.push(format!("{e:#}")),
+            },
+            (Some(m), None) if state::is_mounted(m) => left.push(format!(
+                "{} is mounted, but no record of the mount fsbench made there survives; not unmounting it (left alone)",
+                m.display()
+            )),
+            _ => {}
         }
     }
     // 2. The server: it detaches the loop device and unmounts FUSE itself.
@@ -586,19 +602,39 @@ fn remove(name: &str, keep: bool) -> anyhow::Result<()> {
         }
         done.push(format!("stopped the disk server (pid {pid})"));
     }
-    // 3. Whatever a dead server left: loop devices still bound to our FUSE
-    //    file (by backing path, so a device reused since is left alone), the mount.
+    // 3. Whatever a dead server left: loop devices still bound to our FUSE file (found by
+    //    its path, detached only while the file the server attached backs them, by device
+    //    and inode), and the FUSE mount if it is the server's.
     let fuse_file = sd.fuse_file();
     for dev in loopdev::devices_backed_by(&fuse_file) {
-        match loopdev::detach_path(&dev) {
-            Ok(()) => done.push(format!("detached {dev}")),
+        let Some(backing) = ready.as_ref().and_then(|r| r.backing) else {
+            left.push(format!(
+                "{dev} is attached to {}, but no record of the file the server attached survives; not detaching it (left alone)",
+                fuse_file.display()
+            ));
+            continue;
+        };
+        match super::owned::detach_if_backed_by(&dev, backing) {
+            Ok(super::owned::Detach::Detached) => done.push(format!("detached {dev}")),
+            Ok(super::owned::Detach::Gone) => {}
+            Ok(super::owned::Detach::Foreign(have)) => left.push(format!(
+                "not detaching {dev}: another file backs it now ({have}, not {backing}); left alone"
+            )),
             Err(e) => eprintln!("detaching {dev}: {e}"),
         }
     }
     let fuse_dir = sd.fuse_dir();
     if state::is_mounted(&fuse_dir) {
-        server::lazy_unmount(&fuse_dir)
-            .with_context(|| format!("unmounting {}", fuse_dir.display()))?;
+        if super::owned::is_own_fuse(&fuse_dir, "fsbench-disk") {
+            server::lazy_unmount(&fuse_dir)
+                .with_context(|| format!("unmounting {}", fuse_dir.display()))?;
+        } else {
+            bail!(
+                "{} holds a mount that is not the disk server's; not unmounting it, and keeping the state directory {}",
+                fuse_dir.display(),
+                sd.dir.display()
+            );
+        }
     }
     // 4. Files.
     if let Some(c) = &cfg {
@@ -615,16 +651,38 @@ fn remove(name: &str, keep: bool) -> anyhow::Result<()> {
     remove_state_dir(&sd.dir)?;
     done.push(format!("removed state {}", sd.dir.display()));
     println!("disk {name} removed: {}", done.join("; "));
+    if !left.is_empty() {
+        bail!("{}", left.join("\n"));
+    }
     Ok(())
 }
 
 fn remove_state_dir(dir: &Path) -> anyhow::Result<()> {
+    refuse_mounts_inside(dir)?;
     let fuse = dir.join("fuse");
     if fuse.exists() {
         // Only an empty directory (the mount is gone): never recurse into it.
         fs::remove_dir(&fuse).with_context(|| format!("removing {}", fuse.display()))?;
     }
     fs::remove_dir_all(dir).with_context(|| format!("removing {}", dir.display()))?;
+    Ok(())
+}
+
+/// A state directory is removed recursively: never with a file system mounted inside it.
+pub fn refuse_mounts_inside(dir: &Path) -> anyhow::Result<()> {
+    let real = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    let mounted = super::owned::mounts_under(&real);
+    if !mounted.is_empty() {
+        bail!(
+            "not removing {}: {} is mounted inside it; left alone",
+            dir.display(),
+            mounted
+                .iter()
+                .map(|m| m.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
     Ok(())
 }
 

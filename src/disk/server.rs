@@ -518,6 +518,14 @@ pub fn serve(name: &str) -> anyhow::Result<()> {
     let fuse_dir = sd.fuse_dir();
     std::fs::create_dir_all(&fuse_dir)?;
     if state::is_mounted(&fuse_dir) {
+        // A previous server's mount, left by a crash; anything else there is not ours.
+        if !super::owned::is_own_fuse(&fuse_dir, "fsbench-disk") {
+            let _ = std::fs::remove_file(sd.pid());
+            bail!(
+                "{} holds a mount that is not a disk server's; not unmounting it",
+                fuse_dir.display()
+            );
+        }
         lazy_unmount(&fuse_dir).ok();
     }
     let dev = mount_fuse(&fuse_dir, "fsbench-disk")?;
@@ -542,7 +550,7 @@ pub fn serve(name: &str) -> anyhow::Result<()> {
         .name("fuse-reader".into())
         .spawn(move || reader_thread(sh, tx))?;
 
-    let setup = (|| -> anyhow::Result<loopdev::LoopDevice> {
+    let setup = (|| -> anyhow::Result<(loopdev::LoopDevice, super::owned::FileId)> {
         let fuse_file = sd.fuse_file();
         let backing = OpenOptions::new()
             .read(true)
@@ -550,6 +558,7 @@ pub fn serve(name: &str) -> anyhow::Result<()> {
             .custom_flags(libc::O_DIRECT)
             .open(&fuse_file)
             .with_context(|| format!("opening {}", fuse_file.display()))?;
+        let backing_id = super::owned::FileId::of(&backing.metadata()?);
         let lo = loopdev::attach(
             &backing,
             loopdev::LO_FLAGS_DIRECT_IO | loopdev::LO_FLAGS_AUTOCLEAR,
@@ -559,9 +568,9 @@ pub fn serve(name: &str) -> anyhow::Result<()> {
         drop(backing);
         let path = lo.path();
         loopdev::set_queue_attr(&path, "rotational", "1")?;
-        Ok(lo)
+        Ok((lo, backing_id))
     })();
-    let lo = match setup {
+    let (lo, backing_id) = match setup {
         Ok(lo) => lo,
         Err(e) => {
             lazy_unmount(&fuse_dir).ok();
@@ -575,6 +584,7 @@ pub fn serve(name: &str) -> anyhow::Result<()> {
         pid: std::process::id() as i32,
         direct_io: lo.direct_io(),
         cylinders,
+        backing: Some(backing_id),
     };
     state::write_json_atomic(&sd.ready(), &ready)?;
     eprintln!(
@@ -603,12 +613,11 @@ pub fn serve(name: &str) -> anyhow::Result<()> {
 
     // Shutdown: our mount (re-read: `create --mount` records it after we
     // started), the loop device, the FUSE mount.
-    let mount = sd.read_config().ok().and_then(|c| c.mount);
-    if let Some(m) = &mount {
-        if state::is_mounted(m) {
-            if let Err(e) = unmount(m) {
-                eprintln!("fsbench disk server: unmounting {}: {e}", m.display());
-            }
+    // Only the mount `create` recorded: after a hand-made unmount, whatever was mounted at
+    // the same point since is someone else's.
+    if let Some(m) = sd.read_config().ok().and_then(|c| c.mount_record) {
+        if let Err(e) = m.unmount_even_busy() {
+            eprintln!("fsbench disk server: {e:#}");
         }
     }
     if let Err(e) = loopdev::detach_fd(&lo.file) {

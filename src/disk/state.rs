@@ -122,6 +122,10 @@ pub struct DiskConfig {
     pub mkfs: Option<String>,
     /// Where --mount mounted it (unmounted by remove).
     pub mount: Option<PathBuf>,
+    /// That mount as /proc/self/mountinfo listed it right after mounting: remove and the
+    /// server unmount only this mount, never another one made at the same point since.
+    #[serde(default)]
+    pub mount_record: Option<super::owned::MountRecord>,
 }
 
 /// Written by the server once the loop device is attached.
@@ -132,6 +136,10 @@ pub struct Ready {
     /// The loop device does direct I/O on the FUSE file.
     pub direct_io: bool,
     pub cylinders: u64,
+    /// The FUSE file the loop device was attached to, by device and inode: a loop device
+    /// is detached by remove only while this file backs it.
+    #[serde(default)]
+    pub backing: Option<super::owned::FileId>,
 }
 
 /// Summary of one latency component over all requests, in microseconds.

@@ -6,6 +6,7 @@
 //!   device settings, aging), each with set-up, read-back and a teardown journal;
 //! - [`runner`]: the matrix, its order, cold caches, time limits, progress, resume and the
 //!   noise guard; each measurement is a child `fsbench ... --json FILE`;
+//! - [`options`]: pass-through mkfs and mount options, checked to be options only;
 //! - [`store`]: the SQLite results database;
 //! - [`summary`]: `fsbench results`, means, confidence intervals and comparisons;
 //! - [`report_input`]: an output directory as the HTML report's input.
@@ -13,6 +14,7 @@
 pub mod cli;
 pub mod handoff;
 pub mod noise;
+pub mod options;
 pub mod plan;
 pub mod report_input;
 pub mod runner;

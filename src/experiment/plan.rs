@@ -134,7 +134,7 @@ struct RawTarget {
     /// The size at --quick scale.
     quick_size: Option<Spanned<String>>,
     fs: Option<Spanned<String>>,
-    mkfs_options: Option<Spanned<Vec<String>>>,
+    mkfs_options: Option<Spanned<Vec<Spanned<String>>>>,
     mount_options: Option<Spanned<String>>,
     over: Option<Spanned<String>>,
     model: Option<Spanned<String>>,
@@ -919,11 +919,13 @@ pub fn parse(file: &Path, text: &str, quick: bool) -> Result<Plan, PlanError> {
             }
             Ok(f.get_ref().clone())
         };
-        let mount_options = t
-            .mount_options
-            .as_ref()
-            .map(|m| m.get_ref().clone())
-            .unwrap_or_default();
+        let mount_options = match &t.mount_options {
+            Some(m) => {
+                super::options::check_mount(m.get_ref()).map_err(|e| ctx.err(m.span(), e))?;
+                m.get_ref().clone()
+            }
+            None => String::new(),
+        };
         let kind = match kind_s {
             "dir" => {
                 let p = need(&t.path, "path")?;
@@ -934,18 +936,31 @@ pub fn parse(file: &Path, text: &str, quick: bool) -> Result<Plan, PlanError> {
                         format!("{} is not an existing directory", path.display()),
                     ));
                 }
+                // The refusal `run --dir` applies: measurements and overlays write there.
+                if let Some(what) = crate::engine::rundir::system_dir(&path) {
+                    return Err(ctx.err(
+                        p.span(),
+                        format!(
+                            "{} is a system directory ({what}); fsbench does not measure or stack overlays there; choose a directory of your own or a mounted test file system",
+                            path.display()
+                        ),
+                    ));
+                }
                 TargetKind::Dir { path }
             }
-            "image" => TargetKind::Image {
-                size: size(&ctx)?,
-                fs: fs(&ctx)?,
-                mkfs_options: t
-                    .mkfs_options
-                    .as_ref()
-                    .map(|m| m.get_ref().clone())
-                    .unwrap_or_default(),
-                mount_options,
-            },
+            "image" => {
+                let fs = fs(&ctx)?;
+                let raw: &[Spanned<String>] = t.mkfs_options.as_ref().map_or(&[], |m| m.get_ref());
+                let mkfs_options: Vec<String> = raw.iter().map(|o| o.get_ref().clone()).collect();
+                super::options::check_mkfs(&fs, &mkfs_options)
+                    .map_err(|(i, why)| ctx.err(raw[i].span(), format!("mkfs_options: {why}")))?;
+                TargetKind::Image {
+                    size: size(&ctx)?,
+                    fs,
+                    mkfs_options,
+                    mount_options,
+                }
+            }
             "overlay" => TargetKind::Overlay {
                 over: need(&t.over, "over")?.get_ref().clone(),
             },
@@ -965,6 +980,13 @@ pub fn parse(file: &Path, text: &str, quick: bool) -> Result<Plan, PlanError> {
                         let s = scalar(v.get_ref()).ok_or_else(|| {
                             ctx.err(v.span(), "expected a number or a string such as \"5.2ms\"")
                         })?;
+                        // Passed on as `--KEY VALUE`: a value, never another option.
+                        if s.starts_with('-') || (s.contains('/') && !s.ends_with("/s")) {
+                            return Err(ctx.err(
+                                v.span(),
+                                format!("disk parameter `{k}`: {s:?} is not a value (a number or a string such as \"5.2ms\" or \"50MB/s\")"),
+                            ));
+                        }
                         params.push((k.clone(), s));
                     }
                 }
@@ -1503,6 +1525,25 @@ pub fn parse(file: &Path, text: &str, quick: bool) -> Result<Plan, PlanError> {
                     return Err(ctx.err(v.span(), format!("{} is not a file", p.display())));
                 }
                 *s = p.display().to_string();
+            }
+            // Places the runner joins to the target's directory: inside the target only.
+            if matches!(kind.param(k), Some((_, _, Arg::Runner, _)))
+                && ["path", "src", "over"].contains(&k)
+            {
+                let inside = std::path::Path::new(&*s).components().all(|c| {
+                    matches!(
+                        c,
+                        std::path::Component::Normal(_) | std::path::Component::CurDir
+                    )
+                });
+                if !inside {
+                    return Err(ctx.err(
+                        v.span(),
+                        format!(
+                            "{k} {s:?}: a path inside the target, relative to it, without `..`"
+                        ),
+                    ));
+                }
             }
             Ok(())
         };

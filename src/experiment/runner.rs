@@ -76,6 +76,26 @@ fn product(factors: &[(String, Vec<String>)]) -> Vec<Vec<(String, String)>> {
     combos
 }
 
+/// The most cells a plan may have. Each cell is measured at least once per repetition, for
+/// a second or more: a plan past this bound is a mistake in its factors (an extra level
+/// list, a range meant as two values), not an experiment that could finish.
+pub const MAX_CELLS: usize = 100_000;
+
+/// How many cells the plan's factors make before exclusions (saturating), counted without
+/// making them.
+pub fn planned_cells(plan: &Plan) -> usize {
+    let count =
+        |f: &[(String, Vec<String>)]| f.iter().fold(1usize, |n, (_, l)| n.saturating_mul(l.len()));
+    let per = plan
+        .target_levels
+        .len()
+        .saturating_mul(plan.cache_levels.len())
+        .saturating_mul(count(&plan.setting_levels));
+    plan.measurements.iter().fold(0usize, |n, m| {
+        n.saturating_add(per.saturating_mul(count(&m.factors)))
+    })
+}
+
 pub fn cells(plan: &Plan) -> Vec<Cell> {
     let mut out = Vec::new();
     let settings = product(&plan.setting_levels);
@@ -290,12 +310,9 @@ pub fn missing_tools(plan: &Plan) -> Vec<String> {
     let mut need: Vec<String> = Vec::new();
     for t in plan.targets_in_setup_order() {
         match &t.kind {
-            super::plan::TargetKind::Image { fs, .. } => need.extend([
-                format!("mkfs.{fs}"),
-                "losetup".into(),
-                "mount".into(),
-                "umount".into(),
-            ]),
+            super::plan::TargetKind::Image { fs, .. } => {
+                need.extend([format!("mkfs.{fs}"), "mount".into(), "umount".into()])
+            }
             super::plan::TargetKind::Disk { fs, .. } => need.push(format!("mkfs.{fs}")),
             super::plan::TargetKind::Overlay { .. } => {
                 need.extend(["mount".into(), "umount".into()])
@@ -679,6 +696,13 @@ fn prepare_outdir(plan: &Plan, o: &Options) -> Result<PathBuf> {
 /// `fsbench experiment PLAN`.
 pub fn run(o: &Options) -> Result<()> {
     let plan = super::plan::load(&o.plan, o.quick).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let planned = planned_cells(&plan);
+    if planned > MAX_CELLS {
+        bail!(
+            "{}: the factors make {planned} cells (before exclusions), more than the {MAX_CELLS} a plan may have; fewer levels, or split the plan",
+            o.plan.display()
+        );
+    }
     let cells = cells(&plan);
     if cells.is_empty() {
         bail!(
@@ -735,6 +759,7 @@ pub fn run(o: &Options) -> Result<()> {
         )?,
     };
     let mut cell_ids = Vec::new();
+    st.begin()?;
     for c in &cells {
         let labels: serde_json::Map<String, Value> = c
             .labels(&plan)
@@ -759,6 +784,7 @@ pub fn run(o: &Options) -> Result<()> {
             &json!(cmd),
         )?);
     }
+    st.commit()?;
     crate::engine::install_signal_handlers();
     let mut env = Env {
         journal: Journal::create(&outdir)?,
@@ -998,7 +1024,23 @@ fn run_one(
     st: &mut Store,
 ) -> Result<bool> {
     env.apply_settings(plan, cell)?;
-    let env = &*env;
+    let r = run_measured(plan, cell, cell_id, rep, status_override, env, outdir, st);
+    // A remount gave the target's mounts new ids: the saved journal follows them.
+    env.journal.refresh()?;
+    r
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_measured(
+    plan: &Plan,
+    cell: &Cell,
+    cell_id: i64,
+    rep: u32,
+    status_override: &str,
+    env: &Env,
+    outdir: &Path,
+    st: &mut Store,
+) -> Result<bool> {
     let ready = env.ready(&cell.target);
     let tag = format!(
         "c{:03}-r{rep:02}{}",

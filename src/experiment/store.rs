@@ -153,6 +153,19 @@ impl Store {
         Ok(())
     }
 
+    /// Start a transaction: the cells of a plan are inserted in one (one commit, not one
+    /// per row, which made a large plan take minutes). Ended by [`Store::commit`]; dropped
+    /// with the connection, it is rolled back.
+    pub fn begin(&self) -> Result<()> {
+        self.db.execute_batch("BEGIN IMMEDIATE")?;
+        Ok(())
+    }
+
+    pub fn commit(&self) -> Result<()> {
+        self.db.execute_batch("COMMIT")?;
+        Ok(())
+    }
+
     #[allow(clippy::too_many_arguments)]
     pub fn cell(
         &self,

@@ -704,7 +704,11 @@ fn remove(name: &str) -> anyhow::Result<()> {
         bail!("no remote named {name} (see `fsbench remote list`)");
     }
     let cfg = sd.read_config().ok();
+    // Read before the server stops (a server that stops removes it): the record of the
+    // mount it made, the only one unmounted at the mount point.
+    let made = sd.read_ready().and_then(|r| r.mount);
     let mut done: Vec<String> = Vec::new();
+    let mut left: Vec<String> = Vec::new();
     // 1. The server unmounts the file system itself and exits.
     if let Some(pid) = sd.live_pid() {
         // SAFETY: sending SIGTERM to the pid the server wrote.
@@ -717,14 +721,20 @@ fn remove(name: &str) -> anyhow::Result<()> {
         }
         done.push(format!("stopped the remote server (pid {pid})"));
     }
-    // 2. Whatever a dead server left mounted.
+    // 2. Whatever a dead server left mounted, if it is still the server's mount.
     if let Some(c) = &cfg {
         if listed_as_mounted(&c.mount) {
-            crate::fuse::lazy_unmount(&c.mount)
-                .with_context(|| format!("unmounting {}", c.mount.display()))?;
-        }
-        if !listed_as_mounted(&c.mount) {
-            done.push(format!("unmounted {}", c.mount.display()));
+            match &made {
+                Some(m) => match m.unmount_even_busy() {
+                    Ok(Some(what)) => done.push(what),
+                    Ok(None) => {}
+                    Err(e) => left.push(format!("{e:#}")),
+                },
+                None => left.push(format!(
+                    "{} is mounted, but no record of the mount the server made survives; not unmounting it (left alone)",
+                    c.mount.display()
+                )),
+            }
         }
     }
     // 3. State and client cache (the mount point is never below the state dir's
@@ -734,9 +744,13 @@ fn remove(name: &str) -> anyhow::Result<()> {
             bail!("{} is still mounted; not removing state", c.mount.display());
         }
     }
+    crate::disk::cli::refuse_mounts_inside(&sd.dir)?;
     fs::remove_dir_all(&sd.dir).with_context(|| format!("removing {}", sd.dir.display()))?;
     done.push(format!("removed state {}", sd.dir.display()));
     println!("remote {name} removed: {}", done.join("; "));
+    if !left.is_empty() {
+        bail!("{}", left.join("\n"));
+    }
     Ok(())
 }
 

@@ -1777,6 +1777,15 @@ pub fn serve(name: &str) -> anyhow::Result<()> {
             return Err(e);
         }
     };
+    // What identifies this mount: only it is unmounted at the mount point, later.
+    let mount = match crate::disk::owned::MountRecord::capture(&cfg.mount, None) {
+        Ok(m) => m,
+        Err(e) => {
+            let _ = crate::disk::owned::umount(&cfg.mount, true);
+            let _ = fs::remove_file(sd.pid());
+            return Err(e);
+        }
+    };
     let shared = Arc::new(Shared {
         dev,
         clock: Clock(Instant::now()),
@@ -1843,6 +1852,7 @@ pub fn serve(name: &str) -> anyhow::Result<()> {
         &sd.ready(),
         &Ready {
             pid: std::process::id() as i32,
+            mount: Some(mount.clone()),
         },
     )?;
     eprintln!(
@@ -1879,11 +1889,10 @@ pub fn serve(name: &str) -> anyhow::Result<()> {
     // mount's users should not wait for modelled time any more.
     shared.stop.store(true, Ordering::SeqCst);
     shared.wake.notify_one();
-    if let Err(e) = unmount(&cfg.mount) {
-        eprintln!(
-            "fsbench remote server: unmounting {}: {e}",
-            cfg.mount.display()
-        );
+    // Only the mount this server made: after a hand-made unmount, whatever was mounted at
+    // the same point since is someone else's.
+    if let Err(e) = mount.unmount_even_busy() {
+        eprintln!("fsbench remote server: {e:#}");
     }
     let deadline = Instant::now() + Duration::from_secs(10);
     while !shared.reader_done.load(Ordering::SeqCst) && Instant::now() < deadline {

@@ -104,6 +104,9 @@ impl StateDir {
     pub fn read_stats(&self) -> Option<RemoteStats> {
         read_json(&self.stats()).ok()
     }
+    pub fn read_ready(&self) -> Option<Ready> {
+        read_json(&self.ready()).ok()
+    }
     /// The server's pid if it is running.
     pub fn live_pid(&self) -> Option<i32> {
         let pid: i32 = fs::read_to_string(self.pid()).ok()?.trim().parse().ok()?;
@@ -154,6 +157,10 @@ pub struct Control {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Ready {
     pub pid: i32,
+    /// The FUSE mount the server made, as /proc/self/mountinfo listed it then: only that
+    /// mount is ever unmounted at the mount point.
+    #[serde(default)]
+    pub mount: Option<crate::disk::owned::MountRecord>,
 }
 
 /// One file of a lookaside tree.

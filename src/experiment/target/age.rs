@@ -14,6 +14,7 @@ pub fn run(a: &Age, ready: &mut Ready, outdir: &Path, tag: &str, j: &mut Journal
         // fsbench age creates and marks it; it goes with the target's teardown.
         j.push(Undo::RemoveMarkedTree {
             dir: aged.clone(),
+            id: None,
             marker: crate::engine::rundir::MARKER.into(),
         })?;
     }

@@ -2,7 +2,7 @@
 //! read-ahead, request queue depth, rotational flag. Each old value is registered for
 //! restoring before the new one is written; every value is read back afterwards.
 
-use super::{Journal, Ready};
+use super::{Journal, QueueValue, Ready};
 use crate::experiment::plan::Device;
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
@@ -42,16 +42,19 @@ pub fn active_scheduler(text: &str) -> Option<&str> {
         .map(|w| w.trim_matches(|c| c == '[' || c == ']'))
 }
 
-fn set(path: PathBuf, value: &str, j: &mut Journal) -> Result<()> {
+/// Write `value` to setting `knob` of queue directory `q`, registering the old value (with
+/// the device's identity) for restoring.
+fn set(q: &Path, knob: &str, value: &str, j: &mut Journal) -> Result<()> {
+    let path = q.join(knob);
     let old = read(&path)?;
-    let old = if path.ends_with("scheduler") {
+    let old = if knob == "scheduler" {
         active_scheduler(&old).unwrap_or("none").to_string()
     } else {
         old
     };
     // The first value seen is the one to restore; later changes (device settings varied as
     // factors) register nothing more.
-    j.push_restore(path.clone(), old)?;
+    j.push_restore(QueueValue::new(q, knob, old)?)?;
     std::fs::write(&path, value).with_context(|| format!("writing {value} to {}", path.display()))
 }
 
@@ -106,10 +109,10 @@ pub fn apply_cell(
         let same = now.scheduler.as_deref() == Some(s.as_str());
         let tunables_changed = last.is_some_and(|l| l.tunables != want.tunables);
         if same && tunables_changed && s != "none" {
-            set(q.join("scheduler"), "none", j)?;
+            set(&q, "scheduler", "none", j)?;
         }
         if !same || tunables_changed {
-            set(q.join("scheduler"), s, j)?;
+            set(&q, "scheduler", s, j)?;
         }
         for (k, v) in &want.tunables {
             let p = q.join("iosched").join(k);
@@ -126,7 +129,7 @@ pub fn apply_cell(
                     have.join(", ")
                 );
             }
-            set(p, v, j)?;
+            set(&q, &format!("iosched/{k}"), v, j)?;
         }
     }
     // After the scheduler: selecting one resets the queue depth.
@@ -141,7 +144,7 @@ pub fn apply_cell(
         ),
     ] {
         if let Some(v) = w.filter(|v| Some(*v) != n) {
-            set(q.join(key), &v.to_string(), j)?;
+            set(&q, key, &v.to_string(), j)?;
         }
     }
     let got = current(&dev)?;

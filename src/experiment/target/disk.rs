@@ -29,7 +29,6 @@ pub fn set_up(t: &Target, ctx: &Ctx, j: &mut Journal) -> Result<Ready> {
     let img = images.join(format!("{}.img", t.name));
     let name = format!("fsbx-{}-{}", t.name, std::process::id());
     let mnt = mount_point(ctx, &t.name, j)?;
-    j.push(Undo::RemoveFile(img.clone()))?;
     let exe = crate::experiment::self_exe()?;
     let mut cmd = Command::new(exe);
     cmd.args(["disk", "create", &name, "--model", model])
@@ -44,7 +43,10 @@ pub fn set_up(t: &Target, ctx: &Ctx, j: &mut Journal) -> Result<Ready> {
         cmd.arg(format!("--{}", k.replace('_', "-"))).arg(v);
     }
     // Registered before it runs: a half-made disk is removed too.
-    j.push(Undo::RemoveDisk(name.clone()))?;
+    j.push(Undo::RemoveDisk {
+        name: name.clone(),
+        mount: mnt.clone(),
+    })?;
     let out = cmd.output().context("running fsbench disk create")?;
     if !out.status.success() {
         bail!(

@@ -2,6 +2,7 @@
 //! under OUTDIR/mnt. Torn down in reverse: unmount, detach, remove.
 
 use super::{sh, Ctx, Journal, Ready, Undo};
+use crate::disk::owned::{FileId, MountRecord};
 use crate::experiment::plan::{Target, TargetKind};
 use anyhow::{Context, Result};
 use std::collections::BTreeMap;
@@ -22,9 +23,8 @@ pub fn mount_point(ctx: &Ctx, name: &str, j: &mut Journal) -> Result<std::path::
     let mnt_root = ctx.outdir.join("mnt");
     std::fs::create_dir_all(&mnt_root)?;
     let mnt = mnt_root.join(name);
-    std::fs::create_dir(&mnt).with_context(|| format!("creating {}", mnt.display()))?;
-    j.push(Undo::RemoveEmptyDir(mnt.clone()))?;
-    Ok(mnt)
+    super::create_dir(&mnt, j)?;
+    Ok(mnt.canonicalize()?)
 }
 
 pub fn set_up(t: &Target, ctx: &Ctx, j: &mut Journal) -> Result<Ready> {
@@ -40,19 +40,16 @@ pub fn set_up(t: &Target, ctx: &Ctx, j: &mut Journal) -> Result<Ready> {
     let images = ctx.outdir.join("images");
     std::fs::create_dir_all(&images)?;
     let img = images.join(format!("{}.img", t.name));
-    let f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&img)
-        .with_context(|| format!("creating {}", img.display()))?;
-    j.push(Undo::RemoveFile(img.clone()))?;
+    let f = super::create_file(&img, j)?;
     f.set_len(*size)
         .with_context(|| format!("sizing {} to {size} bytes", img.display()))?;
+    let (dev, backing) = attach_loop(&f, &img, j)?;
     drop(f);
-    let dev = sh("losetup", &["--find", "--show", &img.to_string_lossy()])?
-        .trim()
-        .to_string();
-    j.push(Undo::DetachLoop(dev.clone()))?;
+    // Checked when the plan was read; again here, right before they reach mkfs.
+    crate::experiment::options::check_mkfs(fs, mkfs_options)
+        .map_err(|(i, why)| anyhow::anyhow!("target {}: mkfs_options[{i}]: {why}", t.name))?;
+    crate::experiment::options::check_mount(mount_options)
+        .map_err(|why| anyhow::anyhow!("target {}: mount_options: {why}", t.name))?;
     let mkfs = format!("mkfs.{fs}");
     let mut args: Vec<&str> = mkfs_force(fs).to_vec();
     args.extend(mkfs_options.iter().map(|s| s.as_str()));
@@ -60,7 +57,7 @@ pub fn set_up(t: &Target, ctx: &Ctx, j: &mut Journal) -> Result<Ready> {
     sh(&mkfs, &args).with_context(|| format!("target {}: making the file system", t.name))?;
     let mnt = mount_point(ctx, &t.name, j)?;
     mount(fs, &dev, &mnt, mount_options)?;
-    j.push(Undo::Unmount(mnt.clone()))?;
+    j.push(Undo::Unmount(MountRecord::capture(&mnt, Some(backing))?))?;
     let mut applied = BTreeMap::new();
     applied.insert("image".into(), img.display().to_string().into());
     applied.insert("image_bytes".into(), (*size).into());
@@ -83,6 +80,28 @@ pub fn set_up(t: &Target, ctx: &Ctx, j: &mut Journal) -> Result<Ready> {
         disk: None,
         applied,
     })
+}
+
+/// Attach `f` (the image `img`) to a free loop device, registering its detachment with the
+/// identity of the image, which is checked again before the device is ever detached.
+pub fn attach_loop(f: &std::fs::File, img: &Path, j: &mut Journal) -> Result<(String, FileId)> {
+    let backing = FileId::of(&f.metadata()?);
+    let lo = crate::disk::loopdev::attach(f, 0, &img.to_string_lossy())
+        .with_context(|| format!("attaching {} to a loop device", img.display()))?;
+    let dev = lo.path();
+    j.push(Undo::DetachLoop {
+        dev: dev.clone(),
+        backing,
+    })?;
+    let seen =
+        crate::disk::owned::loop_backing(&dev).with_context(|| format!("reading back {dev}"))?;
+    if seen != Some(backing) {
+        anyhow::bail!(
+            "{dev} reports its backing file as {seen:?}, not {} ({backing})",
+            img.display()
+        );
+    }
+    Ok((dev, backing))
 }
 
 pub fn mount(fs: &str, dev: &str, mnt: &Path, options: &str) -> Result<()> {

@@ -14,52 +14,18 @@ pub mod device;
 pub mod dir;
 pub mod disk;
 pub mod image;
+pub mod journal;
 pub mod overlay;
 pub mod remote;
 
 use anyhow::{bail, Context, Result};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use super::plan::{Plan, Target, TargetKind};
-
-/// One step to undo.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub enum Undo {
-    /// Remove a file fsbench created.
-    RemoveFile(PathBuf),
-    /// Remove an empty directory fsbench created.
-    RemoveEmptyDir(PathBuf),
-    /// Remove a directory tree fsbench created and marked (the marker is checked first).
-    RemoveMarkedTree { dir: PathBuf, marker: String },
-    /// Detach a loop device.
-    DetachLoop(String),
-    /// Unmount a mount point.
-    Unmount(PathBuf),
-    /// Write back a sysfs value.
-    Restore { path: PathBuf, value: String },
-    /// `fsbench disk remove NAME`.
-    RemoveDisk(String),
-    /// `fsbench remote remove NAME`.
-    RemoveRemote(String),
-}
-
-impl std::fmt::Display for Undo {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Undo::RemoveFile(p) => write!(f, "remove {}", p.display()),
-            Undo::RemoveEmptyDir(p) => write!(f, "remove directory {}", p.display()),
-            Undo::RemoveMarkedTree { dir, .. } => write!(f, "remove tree {}", dir.display()),
-            Undo::DetachLoop(d) => write!(f, "detach {d}"),
-            Undo::Unmount(p) => write!(f, "unmount {}", p.display()),
-            Undo::Restore { path, value } => write!(f, "restore {} = {value}", path.display()),
-            Undo::RemoveDisk(n) => write!(f, "remove simulated disk {n}"),
-            Undo::RemoveRemote(n) => write!(f, "remove simulated remote {n}"),
-        }
-    }
-}
+pub use journal::{create_dir, create_file, make_marked_dir, Journal, QueueValue, Undo, MARKER};
 
 /// Run a command; its standard error becomes the error message when it fails.
 pub fn sh(prog: &str, args: &[&str]) -> Result<String> {
@@ -75,100 +41,6 @@ pub fn sh(prog: &str, args: &[&str]) -> Result<String> {
         );
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
-impl Undo {
-    fn run(&self) -> Result<()> {
-        match self {
-            Undo::RemoveFile(p) => match std::fs::remove_file(p) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                    Err(e).with_context(|| format!("removing {}", p.display()))
-                }
-                _ => Ok(()),
-            },
-            Undo::RemoveEmptyDir(p) => match std::fs::remove_dir(p) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                    Err(e).with_context(|| format!("removing {}", p.display()))
-                }
-                _ => Ok(()),
-            },
-            Undo::RemoveMarkedTree { dir, marker } => {
-                if !dir.exists() {
-                    return Ok(());
-                }
-                if !dir.join(marker).exists() {
-                    bail!(
-                        "not removing {}: it lacks fsbench's marker {marker}",
-                        dir.display()
-                    );
-                }
-                std::fs::remove_dir_all(dir).with_context(|| format!("removing {}", dir.display()))
-            }
-            Undo::DetachLoop(dev) => {
-                if !Path::new(dev).exists() || !loop_backing(dev) {
-                    return Ok(());
-                }
-                sh("losetup", &["-d", dev]).map(|_| ())
-            }
-            Undo::Unmount(p) => {
-                if !is_mount_point(p) {
-                    return Ok(());
-                }
-                // A benchmark child killed a moment ago may still hold files: retry briefly.
-                let s = p.to_string_lossy();
-                for _ in 0..20 {
-                    if sh("umount", &[&s]).is_ok() {
-                        return Ok(());
-                    }
-                    std::thread::sleep(std::time::Duration::from_millis(250));
-                }
-                sh("umount", &[&s]).map(|_| ())
-            }
-            Undo::Restore { path, value } => match std::fs::write(path, value) {
-                // A scheduler tunable whose scheduler has been switched away since (its
-                // restore is undone first): it went with its scheduler.
-                Err(e)
-                    if e.kind() == std::io::ErrorKind::NotFound
-                        && path.parent().is_some_and(|p| p.ends_with("iosched")) =>
-                {
-                    Ok(())
-                }
-                r => r.with_context(|| format!("restoring {} to {value}", path.display())),
-            },
-            Undo::RemoveDisk(name) => {
-                let exe = crate::experiment::self_exe()?;
-                let out = Command::new(exe).args(["disk", "remove", name]).output()?;
-                if !out.status.success() {
-                    let e = String::from_utf8_lossy(&out.stderr);
-                    if e.contains("no disk") || e.contains("No such") || e.contains("not found") {
-                        return Ok(());
-                    }
-                    bail!("`fsbench disk remove {name}` failed: {}", e.trim());
-                }
-                Ok(())
-            }
-            Undo::RemoveRemote(name) => {
-                let exe = crate::experiment::self_exe()?;
-                let out = Command::new(exe)
-                    .args(["remote", "remove", name])
-                    .output()?;
-                if !out.status.success() {
-                    let e = String::from_utf8_lossy(&out.stderr);
-                    if e.contains("no remote named") {
-                        return Ok(());
-                    }
-                    bail!("`fsbench remote remove {name}` failed: {}", e.trim());
-                }
-                Ok(())
-            }
-        }
-    }
-}
-
-/// Whether a loop device has a backing file.
-fn loop_backing(dev: &str) -> bool {
-    let name = dev.trim_start_matches("/dev/");
-    Path::new(&format!("/sys/block/{name}/loop/backing_file")).exists()
 }
 
 /// Whether `p` is a mount point (listed in /proc/self/mountinfo).
@@ -189,133 +61,6 @@ fn unescape(s: &str) -> String {
         .replace("\\011", "\t")
         .replace("\\012", "\n")
         .replace("\\134", "\\")
-}
-
-/// The undo stack, saved to a file after every change; undone in reverse on drop.
-pub struct Journal {
-    file: PathBuf,
-    steps: Vec<Undo>,
-    /// Print each undo step.
-    pub verbose: bool,
-}
-
-impl Journal {
-    pub const FILE: &'static str = "teardown.json";
-
-    /// A new journal in `outdir`. A journal left there by an interrupted run must be
-    /// replayed (`--cleanup`) first.
-    pub fn create(outdir: &Path) -> Result<Journal> {
-        let file = outdir.join(Self::FILE);
-        if let Ok(text) = std::fs::read_to_string(&file) {
-            let steps: Vec<Undo> = serde_json::from_str(&text).unwrap_or_default();
-            if !steps.is_empty() {
-                bail!(
-                    "{} lists {} set-up steps an earlier run did not undo; run `fsbench experiment --cleanup {}` first",
-                    file.display(),
-                    steps.len(),
-                    outdir.display()
-                );
-            }
-        }
-        let j = Journal {
-            file,
-            steps: Vec::new(),
-            verbose: false,
-        };
-        j.save()?;
-        Ok(j)
-    }
-
-    fn save(&self) -> Result<()> {
-        let tmp = self.file.with_extension("json.tmp");
-        std::fs::write(&tmp, serde_json::to_string_pretty(&self.steps)?)
-            .with_context(|| format!("writing {}", tmp.display()))?;
-        std::fs::rename(&tmp, &self.file)
-            .with_context(|| format!("writing {}", self.file.display()))
-    }
-
-    /// Register how to undo a step that has just been done.
-    pub fn push(&mut self, u: Undo) -> Result<()> {
-        self.steps.push(u);
-        self.save()
-    }
-
-    /// Register writing back `value` to a sysfs file, unless a restore of that file is
-    /// registered already (then that one holds the value from before fsbench changed it).
-    pub fn push_restore(&mut self, path: PathBuf, value: String) -> Result<()> {
-        if self
-            .steps
-            .iter()
-            .any(|u| matches!(u, Undo::Restore { path: p, .. } if *p == path))
-        {
-            return Ok(());
-        }
-        self.push(Undo::Restore { path, value })
-    }
-
-    /// Undo every step down to `mark` (a length from [`Journal::len`]), newest first. Every
-    /// step is attempted; the errors are returned together.
-    pub fn undo_to(&mut self, mark: usize) -> Result<()> {
-        let mut errors = Vec::new();
-        let mut failed = Vec::new();
-        while self.steps.len() > mark {
-            let u = self.steps.pop().expect("non-empty");
-            if self.verbose {
-                eprintln!("fsbench: teardown: {u}");
-            }
-            if let Err(e) = u.run() {
-                errors.push(format!("{u}: {e:#}"));
-                failed.push(u);
-            }
-            let _ = self.save();
-        }
-        // What could not be undone stays in the journal for --cleanup, in its order.
-        failed.reverse();
-        self.steps.extend(failed);
-        let _ = self.save();
-        if !errors.is_empty() {
-            bail!("teardown left steps undone:\n  {}", errors.join("\n  "));
-        }
-        Ok(())
-    }
-
-    pub fn len(&self) -> usize {
-        self.steps.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.steps.is_empty()
-    }
-
-    /// Replay a journal left in `outdir` (`--cleanup`).
-    pub fn cleanup(outdir: &Path) -> Result<usize> {
-        let file = outdir.join(Self::FILE);
-        let text = std::fs::read_to_string(&file).with_context(|| {
-            format!(
-                "{} has no teardown journal ({})",
-                outdir.display(),
-                file.display()
-            )
-        })?;
-        let steps: Vec<Undo> =
-            serde_json::from_str(&text).with_context(|| format!("reading {}", file.display()))?;
-        let n = steps.len();
-        let mut j = Journal {
-            file,
-            steps,
-            verbose: true,
-        };
-        j.undo_to(0)?;
-        Ok(n)
-    }
-}
-
-impl Drop for Journal {
-    fn drop(&mut self) {
-        if let Err(e) = self.undo_to(0) {
-            eprintln!("fsbench: {e:#}");
-        }
-    }
 }
 
 /// A target that is set up: where to measure and what was applied, read back.
@@ -384,6 +129,11 @@ pub fn remount(set: &[MountSpec]) -> Result<String> {
     }
     let mut down = 0;
     let mut failure = None;
+    // The mount ids before: the journal follows each mount to its new id.
+    let ids: Vec<Option<u64>> = set
+        .iter()
+        .map(|m| crate::disk::owned::mount_at(&m.mount_point).map(|e| e.mount_id))
+        .collect();
     for m in set.iter().rev() {
         let p = m.mount_point.to_string_lossy();
         match sh("umount", &[&p]) {
@@ -398,10 +148,14 @@ pub fn remount(set: &[MountSpec]) -> Result<String> {
         }
     }
     // Mount again what was unmounted, base first, also after a failure.
-    for m in &set[set.len() - down..] {
+    for (m, old) in set.iter().zip(&ids).skip(set.len() - down) {
         m.mount().with_context(|| {
             format!("mounting {} on {} again", m.source, m.mount_point.display())
         })?;
+        let new = crate::disk::owned::mount_at(&m.mount_point).map(|e| e.mount_id);
+        if let (Some(old), Some(new)) = (old, new) {
+            journal::note_remount(&m.mount_point, *old, new);
+        }
     }
     if let Some(e) = failure {
         return Err(e);
@@ -443,7 +197,7 @@ pub fn steps(t: &Target) -> Vec<(String, bool)> {
         TargetKind::Image { size, fs, mkfs_options, mount_options } => vec![
             (format!("create a {} MiB image under OUTDIR/images", size >> 20), false),
             (format!("mkfs.{fs} {}", mkfs_options.join(" ")), false),
-            ("attach it to a loop device (losetup)".into(), true),
+            ("attach it to a free loop device".into(), true),
             (format!("mount it under OUTDIR/mnt (options: {})", if mount_options.is_empty() { "defaults" } else { mount_options }), true),
         ],
         TargetKind::Overlay { over } => vec![(format!("mount overlayfs with lower, upper and work directories on target {over}"), true)],
@@ -527,66 +281,4 @@ pub fn set_up(t: &Target, ctx: &Ctx, j: &mut Journal) -> Result<Ready> {
         ready.applied.insert("source".into(), source.into());
     }
     Ok(ready)
-}
-
-/// Write a marker file so that only trees fsbench made are ever removed.
-pub const MARKER: &str = ".fsbench-experiment-target";
-
-pub fn make_marked_dir(dir: &Path, j: &mut Journal) -> Result<()> {
-    if dir.exists() {
-        bail!(
-            "{} exists already; not reusing a directory fsbench did not create",
-            dir.display()
-        );
-    }
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    std::fs::write(dir.join(MARKER), b"created by fsbench experiment\n")?;
-    j.push(Undo::RemoveMarkedTree {
-        dir: dir.to_path_buf(),
-        marker: MARKER.into(),
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn journal_undoes_in_reverse_and_keeps_unmarked_trees() {
-        let d = std::env::temp_dir().join(format!("fsbench-journal-{}", std::process::id()));
-        std::fs::create_dir_all(&d).unwrap();
-        {
-            let mut j = Journal::create(&d).unwrap();
-            let a = d.join("a");
-            make_marked_dir(&a, &mut j).unwrap();
-            std::fs::write(a.join("f"), b"x").unwrap();
-            let b = a.join("sub");
-            std::fs::create_dir(&b).unwrap();
-            j.push(Undo::RemoveEmptyDir(b.clone())).unwrap();
-            assert_eq!(j.len(), 2);
-            let saved: Vec<Undo> =
-                serde_json::from_str(&std::fs::read_to_string(d.join(Journal::FILE)).unwrap())
-                    .unwrap();
-            assert_eq!(saved.len(), 2);
-        }
-        assert!(!d.join("a").exists());
-        // An unmarked tree is refused and kept for --cleanup.
-        let u = d.join("u");
-        std::fs::create_dir_all(&u).unwrap();
-        let mut j = Journal::create(&d).unwrap();
-        j.push(Undo::RemoveMarkedTree {
-            dir: u.clone(),
-            marker: MARKER.into(),
-        })
-        .unwrap();
-        assert!(j.undo_to(0).is_err());
-        assert!(u.exists());
-        assert_eq!(j.len(), 1);
-        std::mem::forget(j);
-        assert!(
-            Journal::create(&d).is_err(),
-            "a leftover journal is refused"
-        );
-        std::fs::remove_dir_all(&d).unwrap();
-    }
 }

@@ -31,7 +31,9 @@ pub fn set_up(t: &Target, lower: &Ready, ctx: &Ctx, j: &mut Journal) -> Result<R
             &mnt.to_string_lossy(),
         ],
     )?;
-    j.push(Undo::Unmount(mnt.clone()))?;
+    j.push(Undo::Unmount(crate::disk::owned::MountRecord::capture(
+        &mnt, None,
+    )?))?;
     let mut applied = BTreeMap::new();
     applied.insert("over".into(), lower.name.clone().into());
     applied.insert("upper_on".into(), lower.dir.display().to_string().into());

@@ -122,7 +122,10 @@ pub fn set_up(t: &Target, ctx: &Ctx, j: &mut Journal) -> Result<Ready> {
         cmd.arg("--lookaside").arg(d);
     }
     // Registered before it runs: a half-made remote is removed too.
-    j.push(Undo::RemoveRemote(name.clone()))?;
+    j.push(Undo::RemoveRemote {
+        name: name.clone(),
+        mount: mnt.clone(),
+    })?;
     let out = cmd.output().context("running fsbench remote create")?;
     if !out.status.success() {
         bail!(
