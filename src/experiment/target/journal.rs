@@ -642,7 +642,12 @@ impl Journal {
         self.steps.extend(failed);
         let _ = self.save();
         if !errors.is_empty() {
-            bail!("teardown left steps undone:\n  {}", errors.join("\n  "));
+            bail!(
+                "teardown left steps undone:\n  {}\nthey stay in {}: once their cause is dealt with, `fsbench experiment --cleanup {}` undoes them",
+                errors.join("\n  "),
+                self.file.display(),
+                self.outdir.display()
+            );
         }
         Ok(())
     }
