@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::beneath;
-use crate::engine::io::{self as sys, AlignedBuf, OpenHow};
+use crate::sys::io::{self as sys, AlignedBuf, OpenHow};
 
 /// When aging syncs what it wrote.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]

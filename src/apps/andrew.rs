@@ -14,9 +14,9 @@
 
 use super::cli::AndrewArgs;
 use super::{timed, AppRun, OpTable, PathBuf0, Recorder};
-use crate::engine::io;
 use crate::engine::rundir::RunDir;
 use crate::model::FlowopKind;
+use crate::sys::io;
 use anyhow::{bail, Result};
 use rand::SeedableRng;
 use std::collections::BTreeMap;

@@ -10,9 +10,9 @@
 
 use super::cli::BuildArgs;
 use super::{timed, AppRun, OpTable, PathBuf0, Recorder};
-use crate::engine::io;
 use crate::engine::rundir::RunDir;
 use crate::model::FlowopKind;
+use crate::sys::io;
 use anyhow::{bail, Context, Result};
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;

@@ -11,10 +11,10 @@
 //! ranks, rank 0 reports them summed over ranks, with the slowest rank's time.
 
 use super::{AppRun, OpTable, PathBuf0, Recorder};
-use crate::engine::io;
 use crate::engine::rundir::RunDir;
 use crate::measure::{MeasureArgs, Measurement};
 use crate::model::FlowopKind;
+use crate::sys::io;
 use anyhow::{bail, Result};
 use clap::Args;
 use std::collections::BTreeMap;

@@ -1,6 +1,6 @@
 //! Application benchmarks from the literature: PostMark, the Andrew benchmark, a recursive
 //! `find`, a compile-like build. Each is another producer of work for the same measurement
-//! path as `fsbench run`: operations go through [`crate::engine::io`], are timed into the
+//! path as `fsbench run`: operations go through [`crate::sys::io`], are timed into the
 //! thread-local [`OpRecorder`]s of a [`Recorder`], and end as one [`Results`] value with one
 //! "flowop" per operation type, so the text and JSON reports work unchanged.
 //!
@@ -116,7 +116,7 @@ pub fn now_epoch() -> f64 {
         .unwrap_or(0.0)
 }
 
-/// A path as a NUL-terminated string for [`crate::engine::io`].
+/// A path as a NUL-terminated string for [`crate::sys::io`].
 pub fn cpath(p: &Path) -> CString {
     CString::new(p.as_os_str().as_bytes()).expect("paths built by fsbench have no NUL")
 }
@@ -164,7 +164,7 @@ pub fn process_cpu(children: bool) -> (f64, f64) {
 
 /// Write `data` to a new file at `path` (created or truncated): open, write, close.
 pub fn write_file(path: &std::ffi::CStr, data: &[u8]) -> std::io::Result<()> {
-    use crate::engine::io;
+    use crate::sys::io;
     let fd = io::open(
         path,
         io::OpenHow {
@@ -192,7 +192,7 @@ pub fn write_file(path: &std::ffi::CStr, data: &[u8]) -> std::io::Result<()> {
 /// `block`-sized requests, for callers that use the contents (a copy, an object made from
 /// a source); returns the number of bytes read, which are `buf[..n]`.
 pub fn slurp_file(path: &std::ffi::CStr, buf: &mut Vec<u8>, block: usize) -> std::io::Result<u64> {
-    use crate::engine::io;
+    use crate::sys::io;
     let fd = io::open(
         path,
         io::OpenHow {
@@ -218,7 +218,7 @@ pub fn slurp_file(path: &std::ffi::CStr, buf: &mut Vec<u8>, block: usize) -> std
 /// Read the whole file at `path` in `block`-sized requests into `buf` (which only ever
 /// holds one block: the contents are not kept); returns the number of bytes read.
 pub fn read_file(path: &std::ffi::CStr, buf: &mut Vec<u8>, block: usize) -> std::io::Result<u64> {
-    use crate::engine::io;
+    use crate::sys::io;
     let fd = io::open(
         path,
         io::OpenHow {

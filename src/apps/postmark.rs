@@ -30,9 +30,9 @@
 
 use super::cli::PostmarkArgs;
 use super::{timed, AppRun, OpTable, PathBuf0, Recorder};
-use crate::engine::io::{self, OpenHow};
 use crate::engine::rundir::RunDir;
 use crate::model::FlowopKind;
+use crate::sys::io::{self, OpenHow};
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

@@ -5,7 +5,7 @@
 pub mod aio;
 pub mod clean;
 pub mod hooks;
-pub mod io;
+pub use crate::sys::io;
 pub mod preflight;
 pub mod psrun;
 pub mod rundir;

@@ -77,15 +77,15 @@ impl Prepared {
 /// clock read once per 1024 reads.
 fn bare_pread(path: &Path, size: u64, seconds: f64) -> anyhow::Result<f64> {
     let c = CString::new(path.to_str().unwrap())?;
-    let fd = super::io::open(
+    let fd = crate::sys::io::open(
         &c,
-        super::io::OpenHow {
+        crate::sys::io::OpenHow {
             readonly: true,
             ..Default::default()
         },
     )?;
     let mut buf =
-        super::io::AlignedBuf::try_new(4096, &mut rng(1, 77)).map_err(anyhow::Error::msg)?;
+        crate::sys::io::AlignedBuf::try_new(4096, &mut rng(1, 77)).map_err(anyhow::Error::msg)?;
     let blocks = (size / 4096).max(1);
     let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
     let t0 = Instant::now();
@@ -97,7 +97,7 @@ fn bare_pread(path: &Path, size: u64, seconds: f64) -> anyhow::Result<f64> {
             x ^= x >> 7;
             x ^= x << 17;
             let off = (x % blocks) * 4096;
-            super::io::pread(fd, &mut buf.as_mut_slice()[..4096], off)?;
+            crate::sys::io::pread(fd, &mut buf.as_mut_slice()[..4096], off)?;
         }
         n += 1024;
         if t0.elapsed() >= limit {
@@ -105,7 +105,7 @@ fn bare_pread(path: &Path, size: u64, seconds: f64) -> anyhow::Result<f64> {
         }
     }
     let rate = n as f64 / t0.elapsed().as_secs_f64();
-    super::io::close(fd)?;
+    crate::sys::io::close(fd)?;
     Ok(rate)
 }
 
@@ -122,16 +122,16 @@ fn bare_create(dir: &Path, seconds: f64) -> anyhow::Result<f64> {
     let mut n = 0u64;
     loop {
         for name in names.iter().take(256) {
-            let fd = super::io::open_at(
+            let fd = crate::sys::io::open_at(
                 dfd,
                 name,
-                super::io::OpenHow {
+                crate::sys::io::OpenHow {
                     create: true,
                     ..Default::default()
                 },
             )?;
-            super::io::close(fd)?;
-            super::io::unlink_at(dfd, name)?;
+            crate::sys::io::close(fd)?;
+            crate::sys::io::unlink_at(dfd, name)?;
         }
         n += 256;
         if t0.elapsed() >= limit {

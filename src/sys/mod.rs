@@ -1,3 +1,4 @@
 //! System-level helpers that depend on nothing else of fsbench.
 
+pub mod io;
 pub mod mark;

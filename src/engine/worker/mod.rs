@@ -14,7 +14,6 @@ mod plain;
 mod rw;
 
 use super::aio::Aio;
-use super::io::{self, AlignedBuf, OpenHow};
 use super::sync::Pacing;
 use super::Control;
 use crate::dist::{rng, Rng};
@@ -23,6 +22,7 @@ use crate::model::{Flowop, FlowopKind, IoClass, Num, Thread, Workload};
 use crate::stats::clock::Clock;
 use crate::stats::loghist::LogHist;
 use crate::stats::Recorder;
+use crate::sys::io::{self, AlignedBuf, OpenHow};
 use rand::Rng as _;
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicU64, Ordering};
