@@ -147,32 +147,7 @@ impl Mapper {
 
 /// Name of a file system type from `statfs.f_type` (linux/magic.h).
 pub fn fs_type_name(magic: i64) -> String {
-    let name = match magic as u32 {
-        0xEF53 => "ext2/ext3/ext4",
-        0x5846_5342 => "xfs",
-        0x9123_683E => "btrfs",
-        0x0102_1994 => "tmpfs",
-        0x8584_58F6 => "ramfs",
-        0x794C_7630 => "overlayfs",
-        0x6969 => "nfs",
-        0xFF53_4D42 | 0xFE53_4D42 => "cifs/smb",
-        0x2FC1_2FC1 => "zfs",
-        0xF2F5_2010 => "f2fs",
-        0x4D44 => "vfat",
-        0x2011_BAB0 => "exfat",
-        0x5346_544E => "ntfs",
-        0x7371_7368 => "squashfs",
-        0x6573_5546 => "fuse",
-        0x9FA0 => "proc",
-        0x6265_6572 => "sysfs",
-        0x1373 => "devfs",
-        0x0027_E0EB => "cgroup",
-        0x6367_7270 => "cgroup2",
-        0xCA45_1A4E => "bcachefs",
-        0x2478_0A50 => "9p",
-        _ => return format!("file system type 0x{:x}", magic as u32),
-    };
-    name.to_string()
+    crate::sys::fsmagic::name(magic)
 }
 
 /// `fstatfs` of an fd: (file system type name, block size).

@@ -1,4 +1,5 @@
 //! System-level helpers that depend on nothing else of fsbench.
 
+pub mod fsmagic;
 pub mod io;
 pub mod mark;

@@ -982,18 +982,8 @@ fn fs_name(path: &str) -> String {
         }
         st.f_type as i64
     };
-    let name = match magic {
-        0x0102_1994 => "tmpfs",
-        0xEF53 => "ext4",
-        0x5846_5342 => "xfs",
-        0x9123_683E => "btrfs",
-        0x794C_7630 => "overlayfs",
-        0x6969 => "nfs",
-        0x6573_5546 => "a FUSE file system",
-        0x2FC1_2FC1 => "zfs",
-        0x4D44 => "vfat",
-        0x5346_544E => "ntfs",
-        _ => return format!("this file system (type 0x{magic:x})"),
+    let Some(name) = crate::sys::fsmagic::known(magic) else {
+        return format!("this file system (type 0x{magic:x})");
     };
     format!("the file system ({name})")
 }
