@@ -14,6 +14,7 @@ pub mod age;
 pub mod apps;
 pub mod beneath;
 pub mod cluster;
+pub mod console;
 pub mod content;
 pub mod disk;
 pub mod dist;

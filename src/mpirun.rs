@@ -387,7 +387,7 @@ pub fn measure_ranks(
     if let Err(e) = &merged {
         // Said before the last synchronisation: once the others exit, the launcher may end
         // this rank too.
-        eprintln!("fsbench: {}", crate::exit::render(e));
+        crate::errln!("fsbench: {}", crate::exit::render(e));
         session.finish();
         drop(session);
         std::process::exit(1);
@@ -410,7 +410,7 @@ pub fn merge_outcomes(all: Vec<Outcome>) -> Result<Results> {
     }
     if !failures.is_empty() {
         for f in &failures {
-            eprintln!("fsbench: {f}");
+            crate::errln!("fsbench: {f}");
         }
         anyhow::bail!(
             "{} of {n} failed",
@@ -435,7 +435,7 @@ pub fn warn_binding(threads: usize) {
     // SAFETY: sysconf has no preconditions.
     let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as usize;
     if n < threads && n < online {
-        eprintln!(
+        crate::errln!(
             "fsbench: warning: each rank runs {threads} threads but rank {} may only run on {n} of this host's {online} CPUs (the launcher bound it): start mpirun with --bind-to none, or give each rank as many cores (--map-by slot:PE={threads})",
             crate::cluster::rank()
         );

@@ -816,7 +816,7 @@ pub fn run(
             .canonicalize()
             .with_context(|| format!("PostMark location {}", d.display()))?;
         if real != *d {
-            eprintln!(
+            crate::errln!(
                 "fsbench: PostMark location {} is {}",
                 d.display(),
                 real.display()

@@ -241,7 +241,7 @@ pub fn scan(
         hashed_bytes += v.hashed_bytes;
         hash_errors += v.hash_errors;
         for p in &v.hash_problems {
-            eprintln!("scan: {p}");
+            crate::errln!("scan: {p}");
         }
         stats.merge(v.stats);
     }
@@ -255,10 +255,10 @@ pub fn scan(
             .with_context(|| format!("cannot write snapshot file {}", p.display()))?;
     }
     for p in &outcome.stats.problems {
-        eprintln!("scan: {}: {}", root.join(&p.path).display(), p.error);
+        crate::errln!("scan: {}: {}", root.join(&p.path).display(), p.error);
     }
     if outcome.stats.problem_count > outcome.stats.problems.len() as u64 {
-        eprintln!(
+        crate::errln!(
             "scan: … and {} more problems",
             outcome.stats.problem_count - outcome.stats.problems.len() as u64
         );
@@ -446,22 +446,22 @@ fn human_short(v: u64) -> String {
     format!("{x}{}", UNITS[u])
 }
 
-/// Treat a closed stdout (`fsbench scan … | head`) as success.
+/// The outcome of writing to standard output through [`crate::console::Stdout`], which
+/// remembers an error for the exit status (141 when the reader went away, 1 otherwise: see
+/// [`crate::exit`]): returned, so the command stops and never reports success.
 pub fn stdout_result(r: io::Result<()>) -> anyhow::Result<()> {
-    match r {
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
-        r => Ok(r?),
-    }
+    Ok(r?)
 }
 
 /// Write a serde value as pretty JSON to a file, or stdout for "-".
 pub fn write_json<T: Serialize>(path: &Path, value: &T) -> anyhow::Result<()> {
     if path == Path::new("-") {
-        let mut out = io::stdout().lock();
+        let mut out = io::BufWriter::new(crate::console::Stdout);
         return stdout_result(
             serde_json::to_writer_pretty(&mut out, value)
                 .map_err(io::Error::from)
-                .and_then(|_| writeln!(out)),
+                .and_then(|_| writeln!(out))
+                .and_then(|_| out.flush()),
         );
     }
     let f = File::create(path)
@@ -492,7 +492,7 @@ pub fn run(args: ScanArgs) -> anyhow::Result<()> {
     .with_context(|| format!("scan of {} failed", args.dir.display()))?;
     let to_stdout = args.json.as_deref() == Some(Path::new("-"));
     if !to_stdout {
-        stdout_result(print_summary(&summary, &mut io::stdout().lock()))?;
+        stdout_result(print_summary(&summary, &mut crate::console::Stdout))?;
     }
     if let Some(j) = &args.json {
         write_json(j, &summary)?;

@@ -599,7 +599,7 @@ pub fn main(a: &DistillArgs) -> Result<()> {
     let (hb, rb) = format::read_all(&run_trace)?;
     let _ = std::fs::remove_file(&run_trace);
     let c = compare((&h, &records), (&hb, &rb));
-    print_comparison(&c, &mut std::io::stdout())?;
+    print_comparison(&c, &mut crate::console::Stdout)?;
     let worst_ks = [c.read_size_ks, c.write_size_ks, c.file_size_ks]
         .into_iter()
         .flatten()
@@ -628,7 +628,7 @@ pub fn compare_main(a: &CompareArgs) -> Result<()> {
         }
         std::fs::write(j, t + "\n")?;
     }
-    print_comparison(&c, &mut std::io::stdout())?;
+    print_comparison(&c, &mut crate::console::Stdout)?;
     Ok(())
 }
 

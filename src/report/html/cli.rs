@@ -25,7 +25,7 @@ pub fn run(a: &ReportArgs) -> Result<()> {
     let input = super::ReportInput::from_sources(&a.sources, &a.labels)?;
     let html = super::render(&input);
     std::fs::write(&a.output, &html).with_context(|| format!("writing {}", a.output.display()))?;
-    eprintln!(
+    crate::errln!(
         "wrote {} ({} KB, {} charts)",
         a.output.display(),
         html.len() / 1024,
