@@ -213,3 +213,45 @@ macro_rules! say {
     () => { $crate::console::human_fmt(format_args!("\n")) };
     ($($t:tt)*) => { $crate::console::human_fmt(format_args!("{}\n", format_args!($($t)*))) };
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    /// The standard library's printing macros, which panic on lost output, appear nowhere in
+    /// the program's code (tests may use them: the harness captures them).
+    #[test]
+    fn no_panicking_print_outside_tests() {
+        let mut found = Vec::new();
+        let mut stack = vec![Path::new(env!("CARGO_MANIFEST_DIR")).join("src")];
+        while let Some(p) = stack.pop() {
+            if p.is_dir() {
+                stack.extend(std::fs::read_dir(&p).unwrap().map(|e| e.unwrap().path()));
+                continue;
+            }
+            if p.extension().is_none_or(|e| e != "rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&p).unwrap();
+            for (i, line) in text.lines().enumerate() {
+                if line.trim() == "#[cfg(test)]" {
+                    break;
+                }
+                let code = line.split("//").next().unwrap_or("");
+                for m in ["println!", "print!", "eprintln!", "eprint!"] {
+                    let bare = code.match_indices(m).any(|(at, _)| {
+                        !code[..at].ends_with(|c: char| c == ':' || c.is_alphanumeric())
+                    });
+                    if bare {
+                        found.push(format!("{}:{}: {}", p.display(), i + 1, line.trim()));
+                    }
+                }
+            }
+        }
+        assert!(
+            found.is_empty(),
+            "use crate::out!/outln!/errln!/say! (src/console.rs) instead:\n{}",
+            found.join("\n")
+        );
+    }
+}

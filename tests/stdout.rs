@@ -265,9 +265,9 @@ fn run_with(args: &[&str], stdout: Option<Sink>, stderr: Option<Sink>) -> Output
     c.output().expect("fsbench runs")
 }
 
-/// A tiny workload file, a result file it wrote and a trace of a few hundred records: the
-/// inputs of the commands under test.
-fn lost_output_inputs(dir: &Scratch) -> (String, String, String) {
+/// A tiny workload file, a result file it wrote, a trace of a few hundred records and an
+/// experiment's output directory: the inputs of the commands under test.
+fn lost_output_inputs(dir: &Scratch) -> (String, String, String, String) {
     let wl = dir.path().join("w.f");
     std::fs::write(
         &wl,
@@ -302,8 +302,27 @@ fn lost_output_inputs(dir: &Scratch) -> (String, String, String) {
         .collect();
     let tr = dir.path().join("t.trace");
     format::write_all(&tr, &Header::default(), &records).unwrap();
+    let target = dir.path().join("target");
+    std::fs::create_dir_all(&target).unwrap();
+    let plan = dir.path().join("p.toml");
+    std::fs::write(
+        &plan,
+        format!(
+            "[experiment]\nname = \"s\"\nrepetitions = 1\n\n[[target]]\nname = \"here\"\nkind = \"dir\"\npath = \"{}\"\n\n[[measurement]]\nname = \"w\"\nkind = \"find\"\nparams = {{ tree_files = 20, tree_dirs = 2 }}\n",
+            target.display()
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let o = run(&[
+        "experiment",
+        plan.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
     let s = |p: std::path::PathBuf| p.to_str().unwrap().to_string();
-    (s(wl), s(json), s(tr))
+    (s(wl), s(json), s(tr), s(out))
 }
 
 #[test]
@@ -313,7 +332,7 @@ fn lost_standard_output_is_an_error_never_a_panic() {
         return;
     }
     let dir = Scratch::new("stdout-lost");
-    let (wl, json, trace) = lost_output_inputs(&dir);
+    let (wl, json, trace, experiment) = lost_output_inputs(&dir);
     let d = dir.s();
     let cases: Vec<Vec<&str>> = vec![
         vec!["list"],
@@ -325,6 +344,7 @@ fn lost_standard_output_is_an_error_never_a_panic() {
         vec!["scan", d],
         vec!["scan", d, "--json", "-"],
         vec!["trace", "show", &trace],
+        vec!["results", &experiment],
         vec!["run", &wl, "--dir", d, "--duration", "0.2"],
         vec!["run", &wl, "--dir", d, "--duration", "0.2", "--json", "-"],
     ];
@@ -355,7 +375,7 @@ fn lost_standard_error_ends_in_status_1_without_a_panic() {
         return;
     }
     let dir = Scratch::new("stderr-lost");
-    let (wl, _, _) = lost_output_inputs(&dir);
+    let (wl, _, _, _) = lost_output_inputs(&dir);
     let bad = dir.path().join("bad.f");
     std::fs::write(&bad, "define nonsense\n").unwrap();
     let bad = bad.to_str().unwrap();

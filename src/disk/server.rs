@@ -231,7 +231,7 @@ fn disk_thread(
         snap.scheduling = scheduling.clone();
         snap.memory_locked = shared.memory_locked.clone();
         if let Err(e) = state::write_json_atomic(&stats_path, &snap) {
-            eprintln!("fsbench disk server: {e:#}");
+            crate::errln!("fsbench disk server: {e:#}");
         }
     };
     loop {
@@ -577,7 +577,7 @@ pub fn serve(name: &str) -> anyhow::Result<()> {
         cylinders,
     };
     state::write_json_atomic(&sd.ready(), &ready)?;
-    eprintln!(
+    crate::errln!(
         "fsbench disk server {name}: {device} backed by {} ({} bytes, direct I/O {})",
         cfg.image.display(),
         size,
@@ -593,7 +593,7 @@ pub fn serve(name: &str) -> anyhow::Result<()> {
             break Some(s);
         }
     };
-    eprintln!(
+    crate::errln!(
         "fsbench disk server {name}: stopping ({})",
         match sig {
             Some(s) => format!("signal {s}"),
@@ -607,12 +607,12 @@ pub fn serve(name: &str) -> anyhow::Result<()> {
     if let Some(m) = &mount {
         if state::is_mounted(m) {
             if let Err(e) = unmount(m) {
-                eprintln!("fsbench disk server: unmounting {}: {e}", m.display());
+                crate::errln!("fsbench disk server: unmounting {}: {e}", m.display());
             }
         }
     }
     if let Err(e) = loopdev::detach_fd(&lo.file) {
-        eprintln!("fsbench disk server: detaching {device}: {e}");
+        crate::errln!("fsbench disk server: detaching {device}: {e}");
     }
     drop(lo);
     lazy_unmount(&fuse_dir).ok();
@@ -621,7 +621,7 @@ pub fn serve(name: &str) -> anyhow::Result<()> {
         thread::sleep(Duration::from_millis(20));
     }
     if !shared.reader_done.load(Ordering::SeqCst) {
-        eprintln!(
+        crate::errln!(
             "fsbench disk server {name}: {device} is still in use (mounted elsewhere?); \
              exiting anyway, its users will see I/O errors"
         );
@@ -633,6 +633,6 @@ pub fn serve(name: &str) -> anyhow::Result<()> {
     let _ = disk_t.join();
     let _ = std::fs::remove_file(sd.ready());
     let _ = std::fs::remove_file(sd.pid());
-    eprintln!("fsbench disk server {name}: stopped");
+    crate::errln!("fsbench disk server {name}: stopped");
     Ok(())
 }

@@ -567,7 +567,7 @@ pub fn main(a: &DistillArgs) -> Result<()> {
     let (h, records) = format::read_all(&a.trace)?;
     let text = distill(&h, &records)?;
     std::fs::write(&a.output, &text).with_context(|| format!("{}", a.output.display()))?;
-    eprintln!("fsbench: wrote {}", a.output.display());
+    crate::errln!("fsbench: wrote {}", a.output.display());
     if !a.check {
         return Ok(());
     }
@@ -623,7 +623,7 @@ pub fn compare_main(a: &CompareArgs) -> Result<()> {
     if let Some(j) = &a.json {
         let t = serde_json::to_string_pretty(&c)?;
         if j.as_os_str() == "-" {
-            println!("{t}");
+            crate::outln!("{t}");
             return print_comparison(&c, &mut std::io::stderr()).map_err(Into::into);
         }
         std::fs::write(j, t + "\n")?;

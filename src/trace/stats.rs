@@ -550,7 +550,7 @@ pub fn main(a: &StatsArgs) -> Result<()> {
     if let Some(j) = &a.json {
         let text = serde_json::to_string_pretty(&s)?;
         if j.as_os_str() == "-" {
-            println!("{text}");
+            crate::outln!("{text}");
         } else {
             std::fs::write(j, text + "\n")?;
         }
