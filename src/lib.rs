@@ -23,6 +23,7 @@ pub mod exit;
 pub mod experiment;
 pub mod fileset;
 pub mod fuse;
+pub mod input;
 pub mod lang;
 pub mod layout;
 pub mod limits;

@@ -235,15 +235,22 @@ pub fn scan(
     })?;
     let mut stats = TreeStats::default();
     let mut records = 0;
-    let (mut hashed_bytes, mut hash_errors) = (0, 0);
+    let (mut hashed_bytes, mut hash_errors, mut said) = (0, 0, 0u64);
     for v in outcome.visitors {
         records += v.records;
         hashed_bytes += v.hashed_bytes;
         hash_errors += v.hash_errors;
         for p in &v.hash_problems {
-            crate::errln!("scan: {p}");
+            crate::errln!("scan: {}", root.join(p).display());
+            said += 1;
         }
         stats.merge(v.stats);
+    }
+    if hash_errors > said {
+        crate::errln!(
+            "scan: … and {} more files stored without a hash",
+            hash_errors - said
+        );
     }
     if let (Some(sink), Some(p)) = (sink, output) {
         let mut w = Arc::try_unwrap(sink)
@@ -360,7 +367,7 @@ pub fn print_summary(s: &ScanSummary, out: &mut impl Write) -> io::Result<()> {
     if let Some(h) = s.hash {
         writeln!(
             out,
-            "  hashed {} with {} at {:.1} MB/s ({} files unreadable)",
+            "  hashed {} with {} at {:.1} MB/s ({} files not hashed)",
             human_bytes(s.hashed_bytes),
             h.name(),
             s.hash_mb_per_s,
