@@ -618,6 +618,8 @@ fn run_collect(a: &RunArgs) -> Result<Option<(fsbench::stats::Results, bool)>> {
     if probe.vars.iter().any(|(k, _)| k == "dir") && !wa.set.iter().any(|(k, _)| k == "dir") {
         wa.set.push(("dir".into(), parent.display().to_string()));
     }
+    // Not kept through the run: a workload of many flowops is tens of megabytes.
+    drop(probe);
     let wl = load_with(&wa, a.duration.is_some())?;
     if a.repeat == 0 {
         bail!("--repeat must be at least 1");

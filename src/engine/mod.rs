@@ -815,7 +815,7 @@ pub fn measure(
              --continue-when-exhausted counts this and goes on"
         ));
     }
-    // The latency histograms of the measured generation (workers count, the run histograms).
+    // The latency counts of the measured generation (workers count, the run histograms).
     let generation = generation(ctl.word.load(Ordering::SeqCst));
     for (o, h) in merged.ops.iter_mut().zip(hists.into_hists(generation)) {
         o.hist = h;
