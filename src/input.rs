@@ -87,6 +87,19 @@ pub fn regular_size(f: &File) -> io::Result<u64> {
     Ok(st.st_size as u64)
 }
 
+/// The largest result file read (`compare`, `report`): a long run's time series and
+/// histograms of many flowops take tens of megabytes; a gigabyte is a mistaken path.
+pub const RESULTS_MAX: u64 = 1 << 30;
+
+/// The largest configuration file read (PostMark's): they are a few lines.
+pub const CONFIG_MAX: u64 = 1 << 20;
+
+/// [`read_capped`] as UTF-8 text.
+pub fn read_text_capped(path: &Path, max: u64, what: &str) -> io::Result<String> {
+    String::from_utf8(read_capped(path, max, what)?)
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.utf8_error()))
+}
+
 /// Read `r` through `buf`, no further than `size` bytes, handing each piece to `each`, and
 /// refuse a file that holds more than its size says (it grew, or its size lies). The
 /// number of bytes read.

@@ -441,7 +441,14 @@ fn cmd_run_mpi(a: &RunArgs) -> Result<()> {
             fsbench::mpirun::warn_binding(wl.thread_count() as usize);
             let path = std::path::Path::new(&a.w.workload);
             let text = if path.is_file() {
-                Some(std::fs::read_to_string(path).with_context(|| format!("{}", path.display()))?)
+                Some(
+                    fsbench::input::read_text_capped(
+                        path,
+                        fsbench::input::WORKLOAD_MAX,
+                        "workload file",
+                    )
+                    .with_context(|| format!("{}", path.display()))?,
+                )
             } else {
                 None
             };
@@ -853,8 +860,8 @@ fn say_what_is_left(dir: &std::path::Path) {
 fn cmd_compare(a: &CompareArgs) -> Result<()> {
     let mut runs = Vec::new();
     for f in &a.files {
-        let text =
-            std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?;
+        let text = fsbench::input::read_text_capped(f, fsbench::input::RESULTS_MAX, "result file")
+            .with_context(|| format!("reading {}", f.display()))?;
         let r: fsbench::stats::Results = serde_json::from_str(&text).with_context(|| {
             format!(
                 "{} is not a result file written by `fsbench run --json`",

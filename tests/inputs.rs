@@ -137,3 +137,28 @@ fn scan_hash_skips_pseudo_files_and_says_so() {
     assert!(out.contains("hashed 0 B"), "{out}");
     assert!(snap.is_file());
 }
+
+#[test]
+fn result_and_configuration_files_must_be_regular_files() {
+    let dir = Scratch::new("inputs-results");
+    let fifo = dir.path().join("r.json");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid C string.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let f = fifo.to_str().unwrap();
+    refused(&["compare", f, f], f, "a FIFO");
+    let html = dir.path().join("r.html");
+    refused(&["report", f, "-o", html.to_str().unwrap()], f, "a FIFO");
+    refused(
+        &["postmark", f, "--dir", dir.s()],
+        f,
+        "a FIFO; only regular files are read",
+    );
+    if Path::new("/dev/zero").exists() {
+        refused(
+            &["compare", "/dev/zero", "/dev/zero"],
+            "/dev/zero",
+            "a character device",
+        );
+    }
+}

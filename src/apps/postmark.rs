@@ -1271,7 +1271,7 @@ pub fn main(a: &PostmarkArgs) -> Result<()> {
         Ok(())
     };
     if let Some(path) = &a.config {
-        let text = std::fs::read_to_string(path)
+        let text = crate::input::read_text_capped(path, crate::input::CONFIG_MAX, "configuration")
             .with_context(|| format!("reading the PostMark configuration {}", path.display()))?;
         for (n, line) in text.lines().enumerate() {
             let cmd = cfg

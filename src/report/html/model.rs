@@ -101,8 +101,8 @@ impl ReportInput {
         }
         let mut results_files = 0;
         for p in files.iter() {
-            let text =
-                std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+            let text = crate::input::read_text_capped(p, crate::input::RESULTS_MAX, "result file")
+                .with_context(|| format!("reading {}", p.display()))?;
             // An aging report (`fsbench age --json`) gets the aging section. Each file is
             // parsed once: result files are read straight into Results.
             if text.contains("\"target_fill\"") && text.contains("\"layout_after\"") {
@@ -330,9 +330,10 @@ impl ReportInput {
                 .collect();
             paths.sort();
             for p in paths {
-                let Ok(v) = std::fs::read_to_string(&p)
-                    .map_err(anyhow::Error::from)
-                    .and_then(|t| Ok(serde_json::from_str::<serde_json::Value>(&t)?))
+                let Ok(v) =
+                    crate::input::read_text_capped(&p, crate::input::RESULTS_MAX, "result file")
+                        .map_err(anyhow::Error::from)
+                        .and_then(|t| Ok(serde_json::from_str::<serde_json::Value>(&t)?))
                 else {
                     continue;
                 };
@@ -354,8 +355,8 @@ impl ReportInput {
         let mut input = ReportInput::default();
         for p in paths {
             let p = p.as_ref();
-            let text =
-                std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+            let text = crate::input::read_text_capped(p, crate::input::RESULTS_MAX, "result file")
+                .with_context(|| format!("reading {}", p.display()))?;
             let (label, r) = Self::parse_result(p, &text)?;
             input.push(label, r);
         }
