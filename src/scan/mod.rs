@@ -105,7 +105,8 @@ struct ScanVisitor {
     hash_buf: Vec<u8>,
     hashed_bytes: u64,
     hash_errors: u64,
-    hash_problems: Vec<String>,
+    /// The first files not hashed: path below the root, and why.
+    hash_problems: Vec<(std::path::PathBuf, String)>,
 }
 
 impl ScanVisitor {
@@ -147,10 +148,9 @@ impl Visitor for ScanVisitor {
                 Err(err) => {
                     self.hash_errors += 1;
                     if self.hash_problems.len() < 10 {
-                        self.hash_problems.push(format!(
-                            "{}: cannot hash: {err}",
-                            String::from_utf8_lossy(e.path)
-                        ));
+                        use std::os::unix::ffi::OsStrExt;
+                        self.hash_problems
+                            .push((std::ffi::OsStr::from_bytes(e.path).into(), err.to_string()));
                     }
                 }
             }
@@ -240,8 +240,8 @@ pub fn scan(
         records += v.records;
         hashed_bytes += v.hashed_bytes;
         hash_errors += v.hash_errors;
-        for p in &v.hash_problems {
-            crate::errln!("scan: {}", root.join(p).display());
+        for (p, err) in &v.hash_problems {
+            crate::errln!("scan: {}: cannot hash: {err}", root.join(p).display());
             said += 1;
         }
         stats.merge(v.stats);
