@@ -162,3 +162,22 @@ fn result_and_configuration_files_must_be_regular_files() {
         );
     }
 }
+
+#[test]
+fn diff_refuses_snapshots_that_are_not_regular_files() {
+    let dir = Scratch::new("inputs-diff");
+    let fifo = dir.path().join("s.snap");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid C string.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let f = fifo.to_str().unwrap();
+    refused(&["diff", f, f], f, "a FIFO");
+    // /dev/zero has no first line: reading one never ended.
+    if Path::new("/dev/zero").exists() {
+        refused(
+            &["diff", "/dev/zero", "/dev/zero"],
+            "/dev/zero",
+            "a character device",
+        );
+    }
+}

@@ -275,7 +275,8 @@ pub fn run(args: AgeArgs) -> anyhow::Result<()> {
     if args.replay_snapshots.is_empty() {
         match &args.from_snapshot {
             Some(p) => {
-                std::fs::File::open(p)
+                // Its header, read now: a regular file (a FIFO would wait), and a snapshot.
+                crate::scan::snapshot::Snapshot::open(p)
                     .with_context(|| format!("cannot read snapshot {}", p.display()))?;
             }
             None => {
