@@ -88,12 +88,19 @@ pub fn status(r: &anyhow::Result<()>) -> ExitCode {
     let broken_pipe = lost
         .as_ref()
         .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe);
-    match (r, &lost) {
-        // The reader went away: its error is no news to anyone.
-        _ if broken_pipe => {}
-        (Err(e), _) => crate::errln!("fsbench: {}", render(e)),
-        (Ok(()), Some(e)) => crate::errln!("fsbench: cannot write to standard output: {e}"),
-        (Ok(()), None) => {}
+    // The reader going away is no news to anyone: nothing is said then.
+    if !broken_pipe {
+        let said = match r {
+            Err(e) => {
+                let text = render(e);
+                crate::errln!("fsbench: {text}");
+                text.contains("cannot write to standard output")
+            }
+            Ok(()) => false,
+        };
+        if let (Some(e), false) = (&lost, said) {
+            crate::errln!("fsbench: cannot write to standard output: {e}");
+        }
     }
     if crate::engine::interrupted() {
         return ExitCode::from(INTERRUPTED);

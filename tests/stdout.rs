@@ -357,6 +357,11 @@ fn lost_standard_output_is_an_error_never_a_panic() {
             err.contains("cannot write to standard output: No space left on device"),
             "{args:?} > /dev/full: {err}"
         );
+        assert_eq!(
+            err.matches("cannot write to standard output").count(),
+            1,
+            "{args:?} > /dev/full: said once: {err}"
+        );
         let o = run_with(args, Some(Sink::ClosedPipe), None);
         let err = String::from_utf8_lossy(&o.stderr);
         assert!(!err.contains("panicked"), "{args:?} | closed: {err}");
