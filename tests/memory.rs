@@ -1,6 +1,6 @@
 //! The memory estimate a run prints is what it uses: a workload of many flowops in one thread
 //! stays within 30% of its estimate (80,000 flowops were estimated at 1.8 GiB and held
-//! 5.5 GB, each flowop's histograms allocated whole). Alone in its file: the peak resident
+//! 5.4 GiB, each flowop's histograms allocated whole). Alone in its file: the peak resident
 //! size of the children comes from `getrusage(RUSAGE_CHILDREN)`, which would mix in the
 //! children of other tests.
 
