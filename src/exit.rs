@@ -1,12 +1,17 @@
-//! How the command ends: exit codes, error text and closed pipes.
+//! How the command ends: exit codes, error text and lost output.
 //!
 //! * Ctrl-C (or SIGTERM) ends every command with status 130, after the command has stopped,
 //!   cleaned up and printed what it measured, whether or not it returned an error.
-//! * A closed standard output (`fsbench list | head -1`) ends the command quietly: the
-//!   standard library panics on a failed `print!`, which would print a message and exit 101.
-//!   The panic hook keeps that panic silent, the unwinding still runs every clean-up on the
-//!   way (run directories are removed by their guards), and `main` turns it into status 141,
-//!   the status of a process ended by SIGPIPE.
+//! * Output goes through [`crate::console`], which never panics. When the reader of standard
+//!   output went away (`fsbench list | head -1`), the command ends quietly with status 141,
+//!   the status of a process ended by SIGPIPE. When standard output could not be written for
+//!   another reason (a full disk, `> /dev/full`), it ends with status 1 and says so on
+//!   standard error; when standard error itself could not be written, with status 1 and no
+//!   message. Either way no command reports success after losing output.
+//! * The standard library's own printing (`print!` in code that does not use the console,
+//!   or a library's) panics on a failed write; the panic hook keeps that panic silent, the
+//!   unwinding still runs every clean-up on the way (run directories are removed by their
+//!   guards), and `main` ends with the status above.
 //! * What a command meant to remove and could not (a run directory with a mount inside, a
 //!   clean-up cut short by a second Ctrl-C) is recorded with [`left_behind`]; the command
 //!   then ends with status 1 after saying what is left, even when it measured well.
@@ -26,17 +31,37 @@ fn payload_text(p: &(dyn std::any::Any + Send)) -> Option<&str> {
         .or_else(|| p.downcast_ref::<&str>().copied())
 }
 
-/// Whether a panic payload is the standard library's "failed printing to stdout: Broken pipe".
-pub fn is_broken_pipe(p: &(dyn std::any::Any + Send)) -> bool {
-    payload_text(p)
-        .is_some_and(|s| s.starts_with("failed printing to") && s.contains("Broken pipe"))
+/// Whether a panic payload is the standard library's "failed printing to stdout: ..." or
+/// "failed printing to stderr: ...": if so, the failure is recorded in [`crate::console`].
+pub fn is_output_panic(p: &(dyn std::any::Any + Send)) -> bool {
+    let Some(text) = payload_text(p) else {
+        return false;
+    };
+    if let Some(rest) = text.strip_prefix("failed printing to stdout: ") {
+        crate::console::stdout_failed_with(&error_of(rest));
+        true
+    } else {
+        let stderr = text.starts_with("failed printing to stderr");
+        if stderr {
+            crate::console::stderr_failed();
+        }
+        stderr
+    }
 }
 
-/// Keep broken-pipe panics silent; every other panic is reported as before.
+/// The error a panic message ends with: "No space left on device (os error 28)".
+fn error_of(text: &str) -> std::io::Error {
+    text.rsplit_once("(os error ")
+        .and_then(|(_, n)| n.strip_suffix(')')?.parse().ok())
+        .map(std::io::Error::from_raw_os_error)
+        .unwrap_or_else(|| std::io::Error::other(text.to_string()))
+}
+
+/// Keep the panics of lost output silent; every other panic is reported as before.
 pub fn install_panic_hook() {
     let default = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
-        if !is_broken_pipe(info.payload()) {
+        if !is_output_panic(info.payload()) {
             default(info);
         }
     }));
@@ -64,7 +89,7 @@ static LEFT: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
 /// end with a failure status and say so.
 pub fn left_behind(what: impl Into<String>) {
     let what = what.into();
-    eprintln!("fsbench: left behind: {what}");
+    crate::errln!("fsbench: left behind: {what}");
     LEFT.lock().unwrap_or_else(|p| p.into_inner()).push(what);
 }
 
@@ -73,22 +98,42 @@ pub fn anything_left() -> bool {
     !LEFT.lock().unwrap_or_else(|p| p.into_inner()).is_empty()
 }
 
-/// The exit status of a finished command.
+/// The exit status of a finished command, after its error (if any) is printed and standard
+/// output flushed: see the module comment.
 pub fn status(r: &anyhow::Result<()>) -> ExitCode {
-    if let Err(e) = r {
-        eprintln!("fsbench: {}", render(e));
+    crate::console::flush();
+    let lost = crate::console::stdout_error();
+    let broken_pipe = lost
+        .as_ref()
+        .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe);
+    // The reader going away is no news to anyone: nothing is said then.
+    if !broken_pipe {
+        let said = match r {
+            Err(e) => {
+                let text = render(e);
+                crate::errln!("fsbench: {text}");
+                text.contains("cannot write to standard output")
+            }
+            Ok(()) => false,
+        };
+        if let (Some(e), false) = (&lost, said) {
+            crate::errln!("fsbench: cannot write to standard output: {e}");
+        }
     }
     if crate::cancel::interrupted() {
         return ExitCode::from(INTERRUPTED);
     }
-    match r {
-        Ok(()) if !anything_left() => ExitCode::SUCCESS,
-        Ok(()) => {
-            eprintln!("fsbench: not everything fsbench created could be removed (see above)");
-            ExitCode::FAILURE
-        }
-        Err(_) => ExitCode::FAILURE,
+    if broken_pipe {
+        return ExitCode::from(BROKEN_PIPE);
     }
+    if r.is_err() || lost.is_some() || crate::console::stderr_lost() {
+        return ExitCode::FAILURE;
+    }
+    if anything_left() {
+        crate::errln!("fsbench: not everything fsbench created could be removed (see above)");
+        return ExitCode::FAILURE;
+    }
+    ExitCode::SUCCESS
 }
 
 #[cfg(test)]
@@ -111,11 +156,14 @@ mod tests {
     }
 
     #[test]
-    fn broken_pipe_payload() {
-        let p: Box<dyn std::any::Any + Send> =
-            Box::new("failed printing to stdout: Broken pipe (os error 32)".to_string());
-        assert!(is_broken_pipe(p.as_ref()));
+    fn error_of_a_panic_message() {
+        let e = error_of("Broken pipe (os error 32)");
+        assert_eq!(e.kind(), std::io::ErrorKind::BrokenPipe);
+        assert_eq!(
+            error_of("No space left on device (os error 28)").raw_os_error(),
+            Some(28)
+        );
         let p: Box<dyn std::any::Any + Send> = Box::new("boom");
-        assert!(!is_broken_pipe(p.as_ref()));
+        assert!(!is_output_panic(p.as_ref()));
     }
 }

@@ -330,12 +330,12 @@ fn load_with(w: &WorkloadArgs, duration_given: bool) -> Result<Workload> {
                 if duration_given && warn.message == fsbench::model::build::NO_RUN_WARNING {
                     continue;
                 }
-                eprintln!("{warn}\n");
+                fsbench::errln!("{warn}\n");
             }
             Ok(wl)
         }
         Err(LoadError::Invalid(d)) => {
-            eprintln!("{d}\n");
+            fsbench::errln!("{d}\n");
             let n = d.0.len();
             bail!(
                 "{} has {n} error{}",
@@ -351,11 +351,11 @@ fn cmd_check(a: &CheckArgs) -> Result<()> {
     let wl = load(&a.w)?;
     let unsupported = wl.unsupported();
     if !a.quiet {
-        print!("{}", fsbench::model::explain::explain(&wl));
+        fsbench::out!("{}", fsbench::model::explain::explain(&wl));
     }
     if !unsupported.is_empty() {
         for d in &unsupported {
-            eprintln!("{d}\n");
+            fsbench::errln!("{d}\n");
         }
         bail!(
             "{} is valid, but uses {} flowop{} this version of fsbench cannot run",
@@ -364,7 +364,7 @@ fn cmd_check(a: &CheckArgs) -> Result<()> {
             if unsupported.len() == 1 { "" } else { "s" }
         );
     }
-    println!("{}: ok", a.w.workload);
+    fsbench::outln!("{}: ok", a.w.workload);
     Ok(())
 }
 
@@ -386,7 +386,7 @@ fn cmd_run(a: &RunArgs) -> Result<()> {
         return cmd_run_mpi(a);
     }
     if a.stonewall {
-        eprintln!("fsbench: warning: --stonewall ends a multi-client run when its first rank finishes; this run has one client (start it with mpirun, built with --features mpi)");
+        fsbench::errln!("fsbench: warning: --stonewall ends a multi-client run when its first rank finishes; this run has one client (start it with mpirun, built with --features mpi)");
     }
     let Some((results, verify)) = run_collect(a)? else {
         return Ok(());
@@ -441,7 +441,14 @@ fn cmd_run_mpi(a: &RunArgs) -> Result<()> {
             fsbench::mpirun::warn_binding(wl.thread_count() as usize);
             let path = std::path::Path::new(&a.w.workload);
             let text = if path.is_file() {
-                Some(std::fs::read_to_string(path).with_context(|| format!("{}", path.display()))?)
+                Some(
+                    fsbench::input::read_text_capped(
+                        path,
+                        fsbench::input::WORKLOAD_MAX,
+                        "workload file",
+                    )
+                    .with_context(|| format!("{}", path.display()))?,
+                )
             } else {
                 None
             };
@@ -478,7 +485,7 @@ fn cmd_run_mpi(a: &RunArgs) -> Result<()> {
             // Every rank got the same error: rank 0 says it.
             // Every rank got the same error: rank 0 says it before the others exit.
             if rank == 0 {
-                eprintln!("fsbench: {e}");
+                fsbench::errln!("fsbench: {e}");
             }
             session.finish();
             drop(session);
@@ -549,7 +556,7 @@ fn cmd_run_mpi(a: &RunArgs) -> Result<()> {
     if let Err(e) = &r {
         // Said before the last synchronisation: once the others exit, the launcher may end
         // this rank too.
-        eprintln!("fsbench: {}", fsbench::exit::render(e));
+        fsbench::errln!("fsbench: {}", fsbench::exit::render(e));
         session.finish();
         drop(session);
         std::process::exit(1);
@@ -568,7 +575,7 @@ fn report_mpi(
     let keep = a.keep;
     if let Some(rd) = made {
         if keep {
-            eprintln!("fsbench: kept {}", rd.path.display());
+            fsbench::errln!("fsbench: kept {}", rd.path.display());
         } else if let Err(e) = rd.remove() {
             fsbench::exit::left_behind(e.to_string());
         }
@@ -618,6 +625,8 @@ fn run_collect(a: &RunArgs) -> Result<Option<(fsbench::stats::Results, bool)>> {
     if probe.vars.iter().any(|(k, _)| k == "dir") && !wa.set.iter().any(|(k, _)| k == "dir") {
         wa.set.push(("dir".into(), parent.display().to_string()));
     }
+    // Not kept through the run: a workload of many flowops is tens of megabytes.
+    drop(probe);
     let wl = load_with(&wa, a.duration.is_some())?;
     if a.repeat == 0 {
         bail!("--repeat must be at least 1");
@@ -698,7 +707,7 @@ fn run_collect(a: &RunArgs) -> Result<Option<(fsbench::stats::Results, bool)>> {
     let mut runs = Vec::new();
     for i in 0..a.repeat {
         if a.repeat > 1 && !a.quiet {
-            eprintln!("fsbench: repetition {} of {}", i + 1, a.repeat);
+            fsbench::errln!("fsbench: repetition {} of {}", i + 1, a.repeat);
         }
         let r = fsbench::engine::run(&wl, &opts)?;
         if !a.quiet {
@@ -726,16 +735,19 @@ fn verify_summary(results: &fsbench::stats::Results) -> Result<()> {
             first.extend(v.first.iter().map(|m| (f.name.clone(), m.clone())));
         }
     }
-    eprintln!(
+    fsbench::errln!(
         "fsbench: verify: {} checked, {}, {} not checked (a write to the same file ran meanwhile)",
         fsbench::report::count(blocks, "block"),
         fsbench::report::count(bad, "mismatch"),
         fsbench::report::count(skipped, "read"),
     );
     for (name, m) in first.iter().take(5) {
-        eprintln!(
+        fsbench::errln!(
             "fsbench: verify: {name}: {} at offset {}: expected {}, found {}",
-            m.path, m.offset, m.expected, m.found
+            m.path,
+            m.offset,
+            m.expected,
+            m.found
         );
     }
     if bad > 0 {
@@ -790,23 +802,26 @@ fn cmd_verify(dirs: &[PathBuf], json: Option<&std::path::Path>) -> Result<()> {
             .with_context(|| format!("reading {}", p.display()))?;
         }
     }
-    eprintln!(
+    fsbench::errln!(
         "fsbench: verify: {} checked, {} in {}",
         fsbench::report::count(blocks, "block"),
         fsbench::report::count(count, "mismatch"),
         fsbench::report::count(files, "file"),
     );
     for m in found.iter().take(5) {
-        eprintln!(
+        fsbench::errln!(
             "fsbench: verify: {} at offset {}: expected {}, found {}",
-            m.path, m.offset, m.expected, m.found
+            m.path,
+            m.offset,
+            m.expected,
+            m.found
         );
     }
     if let Some(j) = json {
         let v = serde_json::json!({"files": files, "blocks_checked": blocks, "mismatches": count, "first": found});
         let text = serde_json::to_string_pretty(&v)?;
         if j == std::path::Path::new("-") {
-            println!("{text}");
+            fsbench::outln!("{text}");
         } else {
             std::fs::write(j, text + "\n").with_context(|| format!("writing {}", j.display()))?;
         }
@@ -831,22 +846,22 @@ fn say_what_is_left(dir: &std::path::Path) {
     }
     if dir.exists() {
         let b = fsbench::engine::clean::size_of(dir) as f64;
-        eprintln!(
+        fsbench::errln!(
             "fsbench: left {} ({}) on disk for later runs; `fsbench clean {}` removes it",
             dir.display(),
             fsbench::model::explain::human_bytes(b),
             dir.parent().unwrap_or(dir).display()
         );
     } else {
-        eprintln!("fsbench: removed {}", dir.display());
+        fsbench::errln!("fsbench: removed {}", dir.display());
     }
 }
 
 fn cmd_compare(a: &CompareArgs) -> Result<()> {
     let mut runs = Vec::new();
     for f in &a.files {
-        let text =
-            std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?;
+        let text = fsbench::input::read_text_capped(f, fsbench::input::RESULTS_MAX, "result file")
+            .with_context(|| format!("reading {}", f.display()))?;
         let r: fsbench::stats::Results = serde_json::from_str(&text).with_context(|| {
             format!(
                 "{} is not a result file written by `fsbench run --json`",
@@ -855,7 +870,7 @@ fn cmd_compare(a: &CompareArgs) -> Result<()> {
         })?;
         runs.push((f.display().to_string(), r));
     }
-    print!("{}", fsbench::report::compare::compare(&runs));
+    fsbench::out!("{}", fsbench::report::compare::compare(&runs));
     Ok(())
 }
 
@@ -869,20 +884,20 @@ fn cmd_selftest(a: &SelftestArgs) -> Result<()> {
         } => {
             let dir = dir.clone().unwrap_or_else(|| PathBuf::from("/dev/shm"));
             let report = fsbench::engine::selftest::overhead(&dir, *seconds, *rounds, *size)?;
-            print!("{report}");
+            fsbench::out!("{report}");
             Ok(())
         }
         SelftestWhat::Content { mib } => {
-            print!("{}", fsbench::content::speed_report(*mib << 20));
+            fsbench::out!("{}", fsbench::content::speed_report(*mib << 20));
             Ok(())
         }
     }
 }
 
 fn cmd_list() -> Result<()> {
-    println!("Built-in personalities (run one with `fsbench run NAME`, read it with `fsbench show NAME`):\n");
+    fsbench::outln!("Built-in personalities (run one with `fsbench run NAME`, read it with `fsbench show NAME`):\n");
     for (name, text) in workloads::BUILTINS {
-        println!("  {name:<30} {}", workloads::description(text));
+        fsbench::outln!("  {name:<30} {}", workloads::description(text));
         if let Ok((wl, _)) = workloads::load(name, &Overrides::default()) {
             let vars: Vec<String> = wl
                 .vars
@@ -891,7 +906,7 @@ fn cmd_list() -> Result<()> {
                 .map(|(k, v)| format!("{k}={v}"))
                 .collect();
             if !vars.is_empty() {
-                println!("  {:<30} vars: {}", "", vars.join(" "));
+                fsbench::outln!("  {:<30} vars: {}", "", vars.join(" "));
             }
         }
     }
@@ -905,11 +920,11 @@ fn cmd_show(a: &ShowArgs) -> Result<()> {
             a.name
         )
     })?;
-    print!("{text}");
+    fsbench::out!("{text}");
     if let Ok((wl, _)) = workloads::load(&a.name, &Overrides::default()) {
-        println!("\n# Variables and their defaults (change with -s NAME=VALUE):");
+        fsbench::outln!("\n# Variables and their defaults (change with -s NAME=VALUE):");
         for (k, v) in &wl.vars {
-            println!("#   ${k} = {v}");
+            fsbench::outln!("#   ${k} = {v}");
         }
     }
     Ok(())
@@ -926,14 +941,33 @@ fn main() -> ExitCode {
     }
     // An export on standard output owns it: the text report moves to standard error.
     fsbench::report::out::reserve_stdout_for_args(&args);
-    let cli = Cli::parse_from(&args);
+    let cli = match Cli::try_parse_from(&args) {
+        Ok(cli) => cli,
+        Err(e) => return usage(&e),
+    };
     match std::panic::catch_unwind(|| dispatch(cli)) {
         Ok(r) => fsbench::exit::status(&r),
-        Err(p) if fsbench::exit::is_broken_pipe(p.as_ref()) => {
-            ExitCode::from(fsbench::exit::BROKEN_PIPE)
-        }
+        // Lost output the standard library panicked on (recorded by the panic hook).
+        Err(p) if fsbench::exit::is_output_panic(p.as_ref()) => fsbench::exit::status(&Ok(())),
         Err(p) => std::panic::resume_unwind(p),
     }
+}
+
+/// Help, version or a usage error from the argument parser: printed (help and version on
+/// standard output), then the parser's status unless the text was lost.
+fn usage(e: &clap::Error) -> ExitCode {
+    if let Err(io) = e.print() {
+        if e.use_stderr() {
+            fsbench::console::stderr_failed();
+        } else {
+            fsbench::console::stdout_failed_with(&io);
+        }
+    }
+    fsbench::console::flush();
+    if fsbench::console::stdout_error().is_some() || fsbench::console::stderr_lost() {
+        return fsbench::exit::status(&Ok(()));
+    }
+    ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2))
 }
 
 fn dispatch(cli: Cli) -> Result<()> {
@@ -966,7 +1000,10 @@ fn dispatch(cli: Cli) -> Result<()> {
         Command::Completions { shell } => {
             use clap::CommandFactory;
             let mut cmd = Cli::command();
-            clap_complete::generate(shell, &mut cmd, "fsbench", &mut std::io::stdout());
+            // Generated into memory: the generator panics when its writer fails.
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut cmd, "fsbench", &mut script);
+            fsbench::console::out_bytes(&script);
             Ok(())
         }
         Command::Man { dir } => {
@@ -974,14 +1011,14 @@ fn dispatch(cli: Cli) -> Result<()> {
             std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
             clap_mangen::generate_to(Cli::command(), &dir)
                 .with_context(|| format!("writing man pages into {}", dir.display()))?;
-            println!("wrote man pages into {}", dir.display());
+            fsbench::outln!("wrote man pages into {}", dir.display());
             Ok(())
         }
         Command::Verify(a) => cmd_verify(std::slice::from_ref(&a.dir), a.json.as_deref()),
         Command::Clean(a) => {
             let dir = a.dir.clone().unwrap_or_else(std::env::temp_dir);
             let done = fsbench::engine::clean::clean(&dir, a.dry_run)?;
-            print!("{}", done.report);
+            fsbench::out!("{}", done.report);
             if done.failed > 0 {
                 anyhow::bail!(
                     "{} of the directories could not be removed (see above)",

@@ -358,7 +358,7 @@ pub fn merge_outcomes(all: Vec<Outcome>) -> Result<Results> {
     }
     if !failures.is_empty() {
         for f in &failures {
-            eprintln!("fsbench: {f}");
+            crate::errln!("fsbench: {f}");
         }
         anyhow::bail!(
             "{} of {n} failed",
@@ -383,7 +383,7 @@ pub fn warn_binding(threads: usize) {
     // SAFETY: sysconf has no preconditions.
     let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as usize;
     if n < threads && n < online {
-        eprintln!(
+        crate::errln!(
             "fsbench: warning: each rank runs {threads} threads but rank {} may only run on {n} of this host's {online} CPUs (the launcher bound it): start mpirun with --bind-to none, or give each rank as many cores (--map-by slot:PE={threads})",
             crate::cluster::rank()
         );

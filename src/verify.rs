@@ -451,13 +451,17 @@ pub fn check_read(
 
 /// Check a whole file on its own (no state: `--verify-only`): every block must carry a
 /// header of this file (the id of its first block) at its own offset, with a valid checksum.
+/// Only a regular file is read, never past its size and never on a pseudo file system
+/// (see [`crate::input`]): `/proc/self/pagemap` would read for ever.
 pub fn check_file(path: &std::path::Path, out: &mut dyn FnMut(Mismatch)) -> std::io::Result<u64> {
     use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
-    let mut f = std::fs::OpenOptions::new()
+    let file = std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NOFOLLOW)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(path)?;
+    let size = crate::input::regular_size(&file)?;
+    let mut f = (&file).take(size.saturating_add(1));
     const CHUNK: usize = 256 * BLOCK as usize;
     let mut buf = vec![0u8; CHUNK];
     let mut id = None;
@@ -478,6 +482,12 @@ pub fn check_file(path: &std::path::Path, out: &mut dyn FnMut(Mismatch)) -> std:
             break;
         }
         let end = base + n as u64;
+        if end > size {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("holds more than its size ({size} bytes) says: it grows; not checked"),
+            ));
+        }
         for (i, chunk) in buf[..n].chunks(BLOCK as usize).enumerate() {
             let off = base + i as u64 * BLOCK;
             if chunk.len() < HEADER {

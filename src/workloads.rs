@@ -61,11 +61,15 @@ fn line_col(bytes: &[u8], at: usize) -> (usize, usize) {
 pub fn read_source(spec: &str) -> Result<(std::sync::Arc<SourceFile>, Origin, String), LoadError> {
     let path = Path::new(spec);
     let looks_like_path = spec.contains('/') || spec.ends_with(".f");
-    if path.is_file() || (looks_like_path && builtin(spec).is_none()) {
-        let bytes = std::fs::read(path).map_err(|e| LoadError::Io {
-            path: spec.to_string(),
-            source: e,
-        })?;
+    // Whatever exists there is read (and refused if it is not a regular file: a FIFO, a
+    // device), unless it is a built-in's name and no regular file.
+    let exists = std::fs::symlink_metadata(path).is_ok();
+    if path.is_file() || ((looks_like_path || exists) && builtin(spec).is_none()) {
+        let bytes = crate::input::read_capped(path, crate::input::WORKLOAD_MAX, "workload file")
+            .map_err(|e| LoadError::Io {
+                path: spec.to_string(),
+                source: e,
+            })?;
         let text = String::from_utf8(bytes).map_err(|e| {
             let at = e.utf8_error().valid_up_to();
             let bytes = e.into_bytes();

@@ -201,3 +201,74 @@ fn completions_and_man_pages_come_from_the_same_definitions() {
     assert!(dir.path().join("fsbench-run.1").is_file());
     assert!(dir.path().join("fsbench-clean.1").is_file());
 }
+
+/// A workload of composite flowops `c0` .. `c{levels-1}`, each calling the next twice, the
+/// last holding `leaf`; one thread calls `c0`.
+fn nested_composites(levels: usize, leaf: &str) -> String {
+    let mut w =
+        String::from("define fileset name=fs,path=/tmp,entries=10,dirwidth=5,size=4k,prealloc\n");
+    for i in 0..levels {
+        let body = if i + 1 == levels {
+            leaf.to_string()
+        } else {
+            format!("flowop c{n} name=a{i}\n  flowop c{n} name=b{i}", n = i + 1)
+        };
+        w.push_str(&format!("define flowop name=c{i} {{\n  {body}\n}}\n"));
+    }
+    w.push_str("define process name=p { thread name=t { flowop c0 name=top } }\nrun 1\n");
+    w
+}
+
+#[test]
+fn deep_composite_nesting_is_one_located_error() {
+    let dir = Scratch::new("lang-nesting");
+    let leaf = "flowop read name=r,filesetname=fs,iosize=4k";
+    // 18 levels: the innermost call sits 17 deep. It was reported at each of its 131,072
+    // expansions (21 MB of errors); now once, at the outermost call.
+    let deep = dir.path().join("deep.f");
+    std::fs::write(&deep, nested_composites(18, leaf)).unwrap();
+    let o = run(&["check", deep.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert_eq!(err.matches("error:").count(), 1, "{err}");
+    assert!(
+        err.contains("nests composite flowops more than 16 levels deep"),
+        "{err}"
+    );
+    // The thread's call of c0: the last line but one, column 41.
+    let line = nested_composites(18, leaf).lines().count() - 1;
+    assert!(err.contains(&format!("deep.f:{line}:41")), "{err}");
+    assert!(err.contains("deep.f has 1 error"), "{err}");
+    // A composite calling itself.
+    let own = dir.path().join("own.f");
+    std::fs::write(
+        &own,
+        "define flowop name=x {\n  flowop x name=y\n}\ndefine process name=p { thread name=t { flowop x name=top } }\nrun 1\n",
+    )
+    .unwrap();
+    let o = run(&["check", own.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.matches("error:").count(), 1, "{err}");
+    assert!(err.contains("own.f:4:41"), "{err}");
+    // 17 levels (the innermost 16 deep) are allowed.
+    let ok = dir.path().join("ok.f");
+    std::fs::write(&ok, nested_composites(17, leaf)).unwrap();
+    let o = run(&["check", ok.to_str().unwrap(), "-q"]);
+    assert!(o.status.success(), "{}", text(&o));
+}
+
+#[test]
+fn an_error_inside_a_composite_is_reported_once_for_all_its_calls() {
+    let dir = Scratch::new("lang-dedupe");
+    let w = dir.path().join("w.f");
+    // 2^10 calls of the innermost composite, whose body names a missing fileset.
+    std::fs::write(
+        &w,
+        nested_composites(11, "flowop read name=r,filesetname=nope,iosize=4k"),
+    )
+    .unwrap();
+    let o = run(&["check", w.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.matches("no fileset named `nope`").count(), 1, "{err}");
+    assert!(err.contains("w.f has 1 error"), "{err}");
+}

@@ -1,9 +1,11 @@
 //! Exports written to standard output (`--json -`, `--csv -`, `--markdown -`) own it: every
 //! subcommand that has them prints exactly one parseable document there, and its text report
-//! goes to standard error.
+//! goes to standard error. Output that cannot be written never panics and never ends in
+//! success: status 141 when the reader went away, 1 with a message otherwise.
 
 mod common;
 use common::*;
+use std::process::{Output, Stdio};
 
 /// Run `args` plus `--FORMAT -` and check standard output holds only that document.
 fn check(args: &[&str], format: &str) {
@@ -227,4 +229,182 @@ fn diff_read_age_and_results_exports_own_stdout() {
     for f in ["json", "csv", "markdown"] {
         check(&["results", out.to_str().unwrap()], f);
     }
+}
+
+/// Where a command's standard output or standard error goes in the lost-output tests.
+#[derive(Clone, Copy, Debug)]
+enum Sink {
+    /// `/dev/full`: every write fails with ENOSPC.
+    Full,
+    /// A pipe whose reader is closed before the command starts: every write fails with EPIPE.
+    ClosedPipe,
+}
+
+impl Sink {
+    fn stdio(self) -> Stdio {
+        match self {
+            Sink::Full => std::fs::OpenOptions::new()
+                .write(true)
+                .open("/dev/full")
+                .expect("/dev/full opens")
+                .into(),
+            Sink::ClosedPipe => {
+                let (reader, writer) = std::io::pipe().expect("a pipe");
+                drop(reader);
+                writer.into()
+            }
+        }
+    }
+}
+
+fn run_with(args: &[&str], stdout: Option<Sink>, stderr: Option<Sink>) -> Output {
+    let mut c = bin();
+    c.args(args).stdin(Stdio::null());
+    c.stdout(stdout.map_or(Stdio::piped(), Sink::stdio));
+    c.stderr(stderr.map_or(Stdio::piped(), Sink::stdio));
+    c.output().expect("fsbench runs")
+}
+
+/// A tiny workload file, a result file it wrote, a trace of a few hundred records and an
+/// experiment's output directory: the inputs of the commands under test.
+fn lost_output_inputs(dir: &Scratch) -> (String, String, String, String) {
+    let wl = dir.path().join("w.f");
+    std::fs::write(
+        &wl,
+        "define fileset name=fs,path=/tmp,entries=10,dirwidth=5,size=4k,prealloc\n\
+         define process name=p { thread name=t { flowop openfile name=o,filesetname=fs,fd=1\n\
+         flowop readwholefile name=r,fd=1,iosize=4k\nflowop closefile name=c,fd=1 } }\nrun 1\n",
+    )
+    .unwrap();
+    let json = dir.path().join("r.json");
+    let o = run(&[
+        "run",
+        wl.to_str().unwrap(),
+        "--dir",
+        dir.s(),
+        "--duration",
+        "0.2",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    use fsbench::trace::format::{self, Call, Header, Record};
+    let records: Vec<Record> = (0..500)
+        .map(|i| Record {
+            start_ns: i * 1000,
+            dur_ns: 10,
+            tid: 7,
+            syscall: "stat".into(),
+            call: Call::Stat,
+            path: Some(format!("/traced/f{i}")),
+            ..Default::default()
+        })
+        .collect();
+    let tr = dir.path().join("t.trace");
+    format::write_all(&tr, &Header::default(), &records).unwrap();
+    let target = dir.path().join("target");
+    std::fs::create_dir_all(&target).unwrap();
+    let plan = dir.path().join("p.toml");
+    std::fs::write(
+        &plan,
+        format!(
+            "[experiment]\nname = \"s\"\nrepetitions = 1\n\n[[target]]\nname = \"here\"\nkind = \"dir\"\npath = \"{}\"\n\n[[measurement]]\nname = \"w\"\nkind = \"find\"\nparams = {{ tree_files = 20, tree_dirs = 2 }}\n",
+            target.display()
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let o = run(&[
+        "experiment",
+        plan.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let s = |p: std::path::PathBuf| p.to_str().unwrap().to_string();
+    (s(wl), s(json), s(tr), s(out))
+}
+
+#[test]
+fn lost_standard_output_is_an_error_never_a_panic() {
+    if !std::path::Path::new("/dev/full").exists() {
+        skip("no /dev/full here");
+        return;
+    }
+    let dir = Scratch::new("stdout-lost");
+    let (wl, json, trace, experiment) = lost_output_inputs(&dir);
+    let d = dir.s();
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["list"],
+        vec!["show", "varmail"],
+        vec!["completions", "bash"],
+        vec!["check", "varmail"],
+        vec!["--help"],
+        vec!["compare", &json, &json],
+        vec!["scan", d],
+        vec!["scan", d, "--json", "-"],
+        vec!["trace", "show", &trace],
+        vec!["results", &experiment],
+        vec!["run", &wl, "--dir", d, "--duration", "0.2"],
+        vec!["run", &wl, "--dir", d, "--duration", "0.2", "--json", "-"],
+    ];
+    for args in &cases {
+        let o = run_with(args, Some(Sink::Full), None);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!err.contains("panicked"), "{args:?} > /dev/full: {err}");
+        assert_eq!(o.status.code(), Some(1), "{args:?} > /dev/full: {err}");
+        assert!(
+            err.contains("cannot write to standard output: No space left on device"),
+            "{args:?} > /dev/full: {err}"
+        );
+        assert_eq!(
+            err.matches("cannot write to standard output").count(),
+            1,
+            "{args:?} > /dev/full: said once: {err}"
+        );
+        let o = run_with(args, Some(Sink::ClosedPipe), None);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!err.contains("panicked"), "{args:?} | closed: {err}");
+        assert_eq!(o.status.code(), Some(141), "{args:?} | closed: {err}");
+        assert!(
+            !err.contains("Broken pipe") && !err.contains("cannot write"),
+            "{args:?} | closed: the closed pipe is reported: {err}"
+        );
+    }
+}
+
+#[test]
+fn lost_standard_error_ends_in_status_1_without_a_panic() {
+    if !std::path::Path::new("/dev/full").exists() {
+        skip("no /dev/full here");
+        return;
+    }
+    let dir = Scratch::new("stderr-lost");
+    let (wl, _, _, _) = lost_output_inputs(&dir);
+    let bad = dir.path().join("bad.f");
+    std::fs::write(&bad, "define nonsense\n").unwrap();
+    let bad = bad.to_str().unwrap();
+    // Each of these writes to standard error (run's notes, check's diagnostics, a usage
+    // error): the panic of a failed `eprintln!` ended them with status 101 and no message.
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["run", &wl, "--dir", dir.s(), "--duration", "0.2"],
+        vec!["check", bad],
+        vec!["check", "no-such-workload"],
+        vec!["run", "--no-such-option"],
+    ];
+    for args in &cases {
+        for sink in [Sink::Full, Sink::ClosedPipe] {
+            let o = run_with(args, None, Some(sink));
+            assert_eq!(
+                o.status.code(),
+                Some(1),
+                "{args:?} 2> {sink:?}: stdout {}",
+                String::from_utf8_lossy(&o.stdout)
+            );
+        }
+    }
+    // A command that writes nothing to standard error succeeds with it unwritable.
+    let o = run_with(&["check", "varmail"], None, Some(Sink::Full));
+    assert!(o.status.success(), "{:?}", o.status);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("varmail: ok"));
 }

@@ -254,7 +254,7 @@ pub fn run(args: AgeArgs) -> anyhow::Result<()> {
             crate::scan::write_json(j, &r)?;
         }
         if args.json.as_deref() != Some(Path::new("-")) {
-            println!(
+            crate::outln!(
                 "next version of {} written to {}\n  {} files: kept {}, edited {}, removed {}, added {}\n  files same {:.1}%  bytes same {:.1}%",
                 r.src, r.out, r.src_files, r.kept, r.edited, r.removed, r.added, r.files_same_pct, r.bytes_same_pct
             );
@@ -275,7 +275,8 @@ pub fn run(args: AgeArgs) -> anyhow::Result<()> {
     if args.replay_snapshots.is_empty() {
         match &args.from_snapshot {
             Some(p) => {
-                std::fs::File::open(p)
+                // Its header, read now: a regular file (a FIFO would wait), and a snapshot.
+                crate::scan::snapshot::Snapshot::open(p)
                     .with_context(|| format!("cannot read snapshot {}", p.display()))?;
             }
             None => {
@@ -367,7 +368,7 @@ fn age_in(args: &AgeArgs, rd: &RunDir) -> anyhow::Result<()> {
     }
     let to_stdout = args.json.as_deref() == Some(Path::new("-"));
     if !to_stdout {
-        crate::scan::stdout_result(print_report(&report, &mut io::stdout().lock()))?;
+        crate::scan::stdout_result(print_report(&report, &mut crate::console::Stdout))?;
     }
     if let Some(j) = &args.json {
         crate::scan::write_json(j, &report)?;
@@ -406,7 +407,7 @@ fn age_profile(
     };
     let existing = read_existing(root).context("reading the aged directory")?;
     if existing.foreign > 0 {
-        eprintln!(
+        crate::errln!(
             "age: {} entries in {} are not aging's own (not d<N>/f<N>); they are left alone",
             existing.foreign,
             root.display()
@@ -445,7 +446,9 @@ fn age_profile(
             // Until converged, but never forever: fifty population turnovers.
             let n = 50 * (budget as f64 / pl.targets.mean_size()).max(100.0) as u64;
             if !args.until_converged && !args.quiet {
-                eprintln!("age: no --ops given: churning until converged (at most {n} operations)");
+                crate::errln!(
+                    "age: no --ops given: churning until converged (at most {n} operations)"
+                );
             }
             n
         }
@@ -488,7 +491,7 @@ fn age_profile(
                 ex.counts.errors += 1;
                 first_errors += 1;
                 if first_errors <= 5 {
-                    eprintln!("age: {e}");
+                    crate::errln!("age: {e}");
                 }
             }
         }
@@ -496,7 +499,7 @@ fn age_profile(
         if !args.quiet && last_progress.elapsed() >= Duration::from_secs(1) {
             last_progress = Instant::now();
             let (f, _, _) = exec::fullness(root).unwrap_or((0.0, 0, 0));
-            eprintln!(
+            crate::errln!(
                 "age: {:?} ops {done} ({:.0}/s) fullness {:.1}% (target {:.0}%) files {} written {} distance {}",
                 pl.phase,
                 done as f64 / t0.elapsed().as_secs_f64(),

@@ -235,7 +235,7 @@ pub fn replay(
     for (i, snap) in args.replay_snapshots.iter().enumerate() {
         let (next, skipped) = load(snap)?;
         if skipped > 0 && !args.quiet {
-            eprintln!(
+            crate::errln!(
                 "replay: {}: {skipped} entries skipped (not a file or directory, or an unsafe path)",
                 snap.display()
             );
@@ -262,7 +262,7 @@ pub fn replay(
                 ex.counts.errors += 1;
                 errors += 1;
                 if errors <= 5 {
-                    eprintln!("replay: {e}");
+                    crate::errln!("replay: {e}");
                 }
             }
             ex.tick()?;
@@ -270,7 +270,7 @@ pub fn replay(
         if !args.quiet {
             let c = &ex.counts;
             let (f, _, _) = exec::fullness(root).unwrap_or((0.0, 0, 0));
-            eprintln!(
+            crate::errln!(
                 "replay: {}: {} steps: {} creates, {} appends, {} overwrites, {} deletes, {} mkdirs, {} rmdirs; fullness {:.1}%",
                 snap.display(),
                 steps.len(),

@@ -861,7 +861,7 @@ fn run_dirs(locations: &[(PathBuf, u32)]) -> Result<Vec<crate::measure::guard::R
             .canonicalize()
             .with_context(|| format!("PostMark location {}", d.display()))?;
         if real != *d {
-            eprintln!(
+            crate::errln!(
                 "fsbench: PostMark location {} is {}",
                 d.display(),
                 real.display()
@@ -1283,7 +1283,7 @@ pub fn main(a: &PostmarkArgs) -> Result<()> {
         Ok(())
     };
     if let Some(path) = &a.config {
-        let text = std::fs::read_to_string(path)
+        let text = crate::input::read_text_capped(path, crate::input::CONFIG_MAX, "configuration")
             .with_context(|| format!("reading the PostMark configuration {}", path.display()))?;
         for (n, line) in text.lines().enumerate() {
             let cmd = cfg

@@ -375,7 +375,7 @@ fn create(a: CreateArgs) -> anyhow::Result<()> {
         return Err(e);
     }
     let cfg = sd.read_config()?;
-    eprintln!(
+    crate::errln!(
         "{}: {dev}, {}, {}, {} cylinders, image {}{}{}",
         a.name,
         describe(&cfg.params),
@@ -392,7 +392,7 @@ fn create(a: CreateArgs) -> anyhow::Result<()> {
             None => String::new(),
         }
     );
-    println!("{dev}");
+    crate::outln!("{dev}");
     Ok(())
 }
 
@@ -430,22 +430,27 @@ fn list(json: bool) -> anyhow::Result<()> {
         }));
     }
     if json {
-        println!("{}", serde_json::to_string_pretty(&rows)?);
+        crate::outln!("{}", serde_json::to_string_pretty(&rows)?);
         return Ok(());
     }
     if rows.is_empty() {
-        eprintln!(
+        crate::errln!(
             "no simulated disks (state in {})",
             state::state_root().display()
         );
         return Ok(());
     }
-    println!(
+    crate::outln!(
         "{:<12} {:<12} {:<16} {:>9} {:<8} {:>10}  MOUNT",
-        "NAME", "DEVICE", "MODEL", "SIZE", "STATE", "REQUESTS"
+        "NAME",
+        "DEVICE",
+        "MODEL",
+        "SIZE",
+        "STATE",
+        "REQUESTS"
     );
     for r in rows {
-        println!(
+        crate::outln!(
             "{:<12} {:<12} {:<16} {:>9} {:<8} {:>10}  {}",
             r["name"].as_str().unwrap_or(""),
             r["device"].as_str().unwrap_or("-"),
@@ -467,12 +472,12 @@ fn stats(name: &str, json: bool) -> anyhow::Result<()> {
     let cfg = sd.read_config()?;
     let st = sd.read_stats().unwrap_or_default();
     if json {
-        println!("{}", serde_json::to_string_pretty(&st)?);
+        crate::outln!("{}", serde_json::to_string_pretty(&st)?);
         return Ok(());
     }
     let ready = sd.read_ready();
     let alive = sd.live_pid().is_some();
-    println!(
+    crate::outln!(
         "{name}: {}, {}, {}, {}",
         match (&ready, alive) {
             (Some(r), true) => r.device.clone(),
@@ -489,11 +494,12 @@ fn stats(name: &str, json: bool) -> anyhow::Result<()> {
     } else {
         0.0
     };
-    println!(
+    crate::outln!(
         "uptime {:.1} s, busy {:.2} s ({busy_pct:.1}%)",
-        st.uptime_s, st.busy_s
+        st.uptime_s,
+        st.busy_s
     );
-    println!(
+    crate::outln!(
         "requests {}: reads {} ({}), writes {} ({}), fsyncs {}",
         st.requests,
         st.reads,
@@ -509,7 +515,7 @@ fn stats(name: &str, json: bool) -> anyhow::Result<()> {
             0.0
         }
     };
-    println!(
+    crate::outln!(
         "cache hits {}, read-ahead continuations {}, seeks {}, head travel {} cylinders ({:.1} per request)",
         st.cache_hits,
         st.streamed,
@@ -517,15 +523,24 @@ fn stats(name: &str, json: bool) -> anyhow::Result<()> {
         st.head_travel_cylinders,
         per(st.head_travel_cylinders)
     );
-    println!();
-    println!(
+    crate::outln!();
+    crate::outln!(
         "{:<22} {:>10} {:>10} {:>10} {:>10} {:>10}",
-        "per request (us)", "mean", "p50", "p90", "p99", "max"
+        "per request (us)",
+        "mean",
+        "p50",
+        "p90",
+        "p99",
+        "max"
     );
     let row = |label: &str, s: &state::Summary| {
-        println!(
+        crate::outln!(
             "{label:<22} {:>10.1} {:>10.0} {:>10.0} {:>10.0} {:>10.0}",
-            s.mean, s.p50, s.p90, s.p99, s.max
+            s.mean,
+            s.p50,
+            s.p90,
+            s.p99,
+            s.max
         );
     };
     row("service (modelled)", &st.service_us);
@@ -538,8 +553,8 @@ fn stats(name: &str, json: bool) -> anyhow::Result<()> {
     row("server: woke late by", &st.server_wake_us);
     row("server: image I/O", &st.server_io_us);
     if st.requests > 0 && st.service_us.mean > 0.0 {
-        println!();
-        println!(
+        crate::outln!();
+        crate::outln!(
             "server overhead: replies leave {:.1} us (p99 {:.0} us) after the modelled completion, \
              {:.2}% of the mean modelled service time",
             st.server_late_us.mean,
@@ -595,7 +610,7 @@ fn remove(name: &str, keep: bool) -> anyhow::Result<()> {
         // SAFETY: sending SIGTERM to the pid the server wrote.
         unsafe { libc::kill(pid, libc::SIGTERM) };
         if !wait_gone(pid, Duration::from_secs(40)) {
-            eprintln!("server {pid} did not stop; killing it");
+            crate::errln!("server {pid} did not stop; killing it");
             // SAFETY: as above.
             unsafe { libc::kill(pid, libc::SIGKILL) };
             wait_gone(pid, Duration::from_secs(5));
@@ -620,7 +635,7 @@ fn remove(name: &str, keep: bool) -> anyhow::Result<()> {
             Ok(super::owned::Detach::Foreign(have)) => left.push(format!(
                 "not detaching {dev}: another file backs it now ({have}, not {backing}); left alone"
             )),
-            Err(e) => eprintln!("detaching {dev}: {e}"),
+            Err(e) => crate::errln!("detaching {dev}: {e}"),
         }
     }
     let fuse_dir = sd.fuse_dir();
@@ -642,15 +657,15 @@ fn remove(name: &str, keep: bool) -> anyhow::Result<()> {
             match fs::remove_file(&c.image) {
                 Ok(()) => done.push(format!("deleted image {}", c.image.display())),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => eprintln!("removing {}: {e}", c.image.display()),
+                Err(e) => crate::errln!("removing {}: {e}", c.image.display()),
             }
         } else {
-            eprintln!("kept image {}", c.image.display());
+            crate::errln!("kept image {}", c.image.display());
         }
     }
     remove_state_dir(&sd.dir)?;
     done.push(format!("removed state {}", sd.dir.display()));
-    println!("disk {name} removed: {}", done.join("; "));
+    crate::outln!("disk {name} removed: {}", done.join("; "));
     if !left.is_empty() {
         bail!("{}", left.join("\n"));
     }
@@ -689,8 +704,8 @@ pub fn refuse_mounts_inside(dir: &Path) -> anyhow::Result<()> {
 fn models() -> anyhow::Result<()> {
     for name in DiskParams::PRESETS {
         let p = DiskParams::preset(name).expect("preset exists");
-        println!("{name}");
-        println!(
+        crate::outln!("{name}");
+        crate::outln!(
             "  rpm {}  seek track/avg/full {}/{}/{} ms (sqrt up to {:.0}% of the stroke)",
             p.rpm,
             p.seek_track_ms,
@@ -698,7 +713,7 @@ fn models() -> anyhow::Result<()> {
             p.seek_full_ms,
             p.seek_boundary * 100.0
         );
-        println!(
+        crate::outln!(
             "  media {}-{} MB/s in {} zones, {} heads, cache {} x {}, bus {} MB/s, overhead {} ms",
             p.transfer_outer,
             p.transfer_inner,
@@ -742,7 +757,7 @@ fn check_image_space(
         );
     }
     if size > free {
-        eprintln!(
+        crate::errln!(
             "fsbench: warning: --size {} is more than the {} free in {}: the image is sparse, and writes past that will fail with ENOSPC",
             human(size),
             human(free),

@@ -127,7 +127,7 @@ impl Probe {
         let (l, after) = self.finish()?;
         let (note, warn) = self.describe(&l, &after);
         if let Some(w) = warn {
-            eprintln!("fsbench: warning: {w}");
+            crate::errln!("fsbench: warning: {w}");
         }
         notes.push(note);
         Some(crate::stats::DiskLateness {

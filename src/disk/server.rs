@@ -231,7 +231,7 @@ fn disk_thread(
         snap.scheduling = scheduling.clone();
         snap.memory_locked = shared.memory_locked.clone();
         if let Err(e) = state::write_json_atomic(&stats_path, &snap) {
-            eprintln!("fsbench disk server: {e:#}");
+            crate::errln!("fsbench disk server: {e:#}");
         }
     };
     loop {
@@ -587,7 +587,7 @@ pub fn serve(name: &str) -> anyhow::Result<()> {
         backing: Some(backing_id),
     };
     state::write_json_atomic(&sd.ready(), &ready)?;
-    eprintln!(
+    crate::errln!(
         "fsbench disk server {name}: {device} backed by {} ({} bytes, direct I/O {})",
         cfg.image.display(),
         size,
@@ -603,7 +603,7 @@ pub fn serve(name: &str) -> anyhow::Result<()> {
             break Some(s);
         }
     };
-    eprintln!(
+    crate::errln!(
         "fsbench disk server {name}: stopping ({})",
         match sig {
             Some(s) => format!("signal {s}"),
@@ -617,11 +617,11 @@ pub fn serve(name: &str) -> anyhow::Result<()> {
     // the same point since is someone else's.
     if let Some(m) = sd.read_config().ok().and_then(|c| c.mount_record) {
         if let Err(e) = m.unmount_even_busy() {
-            eprintln!("fsbench disk server: {e:#}");
+            crate::errln!("fsbench disk server: {e:#}");
         }
     }
     if let Err(e) = loopdev::detach_fd(&lo.file) {
-        eprintln!("fsbench disk server: detaching {device}: {e}");
+        crate::errln!("fsbench disk server: detaching {device}: {e}");
     }
     drop(lo);
     lazy_unmount(&fuse_dir).ok();
@@ -630,7 +630,7 @@ pub fn serve(name: &str) -> anyhow::Result<()> {
         thread::sleep(Duration::from_millis(20));
     }
     if !shared.reader_done.load(Ordering::SeqCst) {
-        eprintln!(
+        crate::errln!(
             "fsbench disk server {name}: {device} is still in use (mounted elsewhere?); \
              exiting anyway, its users will see I/O errors"
         );
@@ -642,6 +642,6 @@ pub fn serve(name: &str) -> anyhow::Result<()> {
     let _ = disk_t.join();
     let _ = std::fs::remove_file(sd.ready());
     let _ = std::fs::remove_file(sd.pid());
-    eprintln!("fsbench disk server {name}: stopped");
+    crate::errln!("fsbench disk server {name}: stopped");
     Ok(())
 }

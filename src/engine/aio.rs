@@ -79,7 +79,7 @@ impl Aio {
             Ok(r) => Some(r),
             Err(e) => {
                 if !WARNED.swap(true, Ordering::Relaxed) {
-                    eprintln!(
+                    crate::errln!(
                         "fsbench: warning: io_uring is not available ({e}); aiowrite falls back \
                          to synchronous pwrite and aiowait has nothing to wait for"
                     );

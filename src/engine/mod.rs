@@ -266,7 +266,7 @@ fn lay_out(
                 })?;
         }
         if !opts.quiet {
-            eprintln!(
+            crate::errln!(
                 "fsbench: laying out fileset {} ({}, {})",
                 fs.name,
                 crate::units::count(
@@ -716,7 +716,7 @@ pub fn measure(
         crate::cluster::finished();
         pacing.shutdown();
         if mo.progress {
-            eprint!("\r\x1b[2K");
+            crate::err!("\r\x1b[2K");
         }
         duration = t0.elapsed().as_secs_f64();
         started_at = std::time::SystemTime::now()
@@ -792,7 +792,7 @@ pub fn measure(
              --continue-when-exhausted counts this and goes on"
         ));
     }
-    // The latency histograms of the measured generation (workers count, the run histograms).
+    // The latency counts of the measured generation (workers count, the run histograms).
     let generation = generation(ctl.word.load(Ordering::SeqCst));
     for (o, h) in merged.ops.iter_mut().zip(hists.into_hists(generation)) {
         o.hist = h;
@@ -866,7 +866,7 @@ pub fn run(wl: &Workload, opts: &RunOptions) -> Result<Results, EngineError> {
     // allocated or created on disk.
     let est = preflight::check(wl, &opts.parent)?;
     if !opts.quiet {
-        eprintln!("fsbench: {}", est.describe());
+        crate::errln!("fsbench: {}", est.describe());
     }
     let plans: Vec<Plan> = wl
         .filesets
@@ -879,7 +879,7 @@ pub fn run(wl: &Workload, opts: &RunOptions) -> Result<Results, EngineError> {
     }
     let mut rd = RunDir::create(&opts.parent, &wl.name, stable)?;
     if !opts.quiet {
-        eprintln!("fsbench: run directory {}", rd.path.display());
+        crate::errln!("fsbench: run directory {}", rd.path.display());
     }
     // A panic anywhere below still removes what this run created, then goes on unwinding.
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -897,7 +897,7 @@ pub fn run(wl: &Workload, opts: &RunOptions) -> Result<Results, EngineError> {
     let keep = opts.keep || stable;
     if keep {
         if !opts.quiet {
-            eprintln!("fsbench: kept {}", rd.path.display());
+            crate::errln!("fsbench: kept {}", rd.path.display());
         }
     } else if let Err(e) = rd.remove() {
         crate::exit::left_behind(e.to_string());
@@ -948,7 +948,7 @@ fn run_in(
             Action::System(cmd) => {
                 if opts.allow_system {
                     if !opts.quiet {
-                        eprintln!("fsbench: system \"{cmd}\"");
+                        crate::errln!("fsbench: system \"{cmd}\"");
                     }
                     let st = std::process::Command::new("sh")
                         .arg("-c")
@@ -957,11 +957,11 @@ fn run_in(
                         .status();
                     if let Ok(st) = st {
                         if !st.success() && !opts.quiet {
-                            eprintln!("fsbench: warning: `{cmd}` exited with {st}");
+                            crate::errln!("fsbench: warning: `{cmd}` exited with {st}");
                         }
                     }
                 } else if !opts.quiet {
-                    eprintln!(
+                    crate::errln!(
                         "fsbench: not running system \"{cmd}\" (pass --allow-system to run it)"
                     );
                 }
@@ -1012,7 +1012,7 @@ fn run_in(
         && wl.actions.iter().any(|a| matches!(a, Action::CreateFiles));
     if create_only {
         if !opts.quiet {
-            eprintln!("fsbench: `create files` and no `run`: laid out, nothing to measure");
+            crate::errln!("fsbench: `create files` and no `run`: laid out, nothing to measure");
         }
         let rec = Recorder::new(wl.stat_names.len());
         let (flowops, summary) = stats::summarize(&wl.stat_names, &rec, 0.0);
@@ -1048,13 +1048,13 @@ fn run_in(
         });
     }
     if !opts.quiet {
-        eprintln!(
+        crate::errln!(
             "fsbench: running {} for {seconds} s ({:?} mode)",
             crate::units::count(wl.thread_count(), "thread"),
             wl.mode
         );
         if opts.warmup > 0.0 {
-            eprintln!(
+            crate::errln!(
                 "fsbench: warming up for {} s first (not measured; statistics start afterwards)",
                 opts.warmup
             );
@@ -1062,7 +1062,7 @@ fn run_in(
     }
     if opts.cold {
         if !opts.quiet {
-            eprintln!("fsbench: sync and drop caches");
+            crate::errln!("fsbench: sync and drop caches");
         }
         drop_caches()?;
     }

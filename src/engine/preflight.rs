@@ -15,9 +15,22 @@ const BYTES_PER_ENTRY: u64 = 56;
 const BYTES_PER_DIR: u64 = 112;
 /// A thread's directory-listing buffer.
 const DIRBUF: u64 = 64 << 10;
-/// Per flowop name, per thread: two interval histograms (4 KiB each) and the run histogram
-/// as it grows (about 16 KiB for latencies up to seconds).
-const PER_STAT: u64 = 24 << 10;
+/// What the program holds whatever the workload: its code, libraries and start-up data
+/// (the resident size of a run of a one-flowop workload).
+const BASE: u64 = 16 << 20;
+/// Per flowop of the workload (composites' children included): its parsed and checked form.
+const PER_FLOWOP: u64 = 2 << 10;
+/// Per flowop name, once per run: the run's latency counts (allocated per range of latencies
+/// met), the flowop's results and report line.
+const PER_STAT: u64 = 5 << 9;
+/// Per flowop name, per thread: counters, the interval histograms (grown to the largest
+/// latency met) and the batch of latencies not yet counted.
+const PER_STAT_THREAD: u64 = 3 << 9;
+// Measured with `run --duration 1` of 1,000 to 80,000 `statfile` flowops in one thread, the
+// resident size was within 30% of the estimate (README, "Memory"). Histograms grow with the
+// spread of latencies a flowop meets, so a long run of few flowops holds more per flowop
+// (at most about 100 KiB, for latencies from a microsecond to seconds); with many flowops
+// each meets few.
 /// Floor of a thread's I/O buffer.
 const MIN_BUFFER: u64 = 4096;
 /// A thread's buffer holds at most this much of `memsize` up front; it grows on demand to
@@ -57,6 +70,9 @@ fn dirs_for(n: u64, w: u64) -> u64 {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Estimate {
     pub plan_bytes: u64,
+    /// The program and the workload's flowops (see `BASE`, `PER_FLOWOP`, `PER_STAT`).
+    pub workload_bytes: u64,
+    pub flowops: u64,
     pub thread_bytes: u64,
     pub threads: u64,
     pub layout_bytes: u64,
@@ -101,12 +117,17 @@ pub fn check(wl: &Workload, parent: &Path) -> Result<Estimate, EngineError> {
             .layout_bytes
             .saturating_add((files * fs.size.mean(&wl.randvars).max(0.0)) as u64);
     }
-    // Threads: what the machine can start and what each holds.
+    // The workload itself, and what a run keeps per flowop.
     let nstats = wl.stat_names.len() as u64;
+    est.flowops = wl.all_flowops().len() as u64;
+    est.workload_bytes = BASE
+        .saturating_add(est.flowops.saturating_mul(PER_FLOWOP))
+        .saturating_add(nstats.saturating_mul(PER_STAT));
+    // Threads: what the machine can start and what each holds.
     for p in &wl.processes {
         for t in &p.threads {
             let n = p.instances as u64 * t.instances as u64;
-            let per = initial_buffer(t) + DIRBUF + nstats.saturating_mul(PER_STAT);
+            let per = initial_buffer(t) + DIRBUF + nstats.saturating_mul(PER_STAT_THREAD);
             est.threads += n;
             est.thread_bytes = est.thread_bytes.saturating_add(n.saturating_mul(per));
             if let Err(e) = m.check_threads(
@@ -127,12 +148,14 @@ pub fn check(wl: &Workload, parent: &Path) -> Result<Estimate, EngineError> {
             est.threads, m.threads_left, m.threads_reason
         )));
     }
-    let total = est.plan_bytes.saturating_add(est.thread_bytes);
+    let total = est.total();
     if total > m.memory_budget() {
         return Err(refuse(format!(
-            "the workload would need {} of memory ({} for fileset plans, {} for the buffers and recorders of {}), but this machine has {} of {}; lower entries, instances or memsize",
+            "the workload would need {} of memory ({} for fileset plans, {} for the program and {}, {} for the buffers and recorders of {}), but this machine has {} of {}; lower entries, instances, memsize or the number of flowops",
             human(total as f64),
             human(est.plan_bytes as f64),
+            human(est.workload_bytes as f64),
+            crate::report::count(est.flowops, "flowop"),
             human(est.thread_bytes as f64),
             crate::units::count(est.threads, "thread"),
             human(m.mem_available as f64),
@@ -174,11 +197,21 @@ pub fn check(wl: &Workload, parent: &Path) -> Result<Estimate, EngineError> {
 }
 
 impl Estimate {
+    /// All the memory the run is expected to hold.
+    pub fn total(&self) -> u64 {
+        self.plan_bytes
+            .saturating_add(self.workload_bytes)
+            .saturating_add(self.thread_bytes)
+    }
+
     /// One line for the start of a run.
     pub fn describe(&self) -> String {
         format!(
-            "memory: about {} for fileset plans, {} for the buffers and recorders of {}",
+            "memory: about {} in all: {} for fileset plans, {} for the program and {}, {} for the buffers and recorders of {}",
+            human(self.total() as f64),
             human(self.plan_bytes as f64),
+            human(self.workload_bytes as f64),
+            crate::report::count(self.flowops, "flowop"),
             human(self.thread_bytes as f64),
             crate::units::count(self.threads, "thread")
         )

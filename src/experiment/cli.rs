@@ -95,7 +95,7 @@ pub fn results(a: ResultsArgs) -> Result<()> {
             continue;
         };
         if path.as_os_str() == "-" {
-            print!("{text}");
+            crate::out!("{text}");
             to_stdout = true;
         } else {
             std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
@@ -103,9 +103,9 @@ pub fn results(a: ResultsArgs) -> Result<()> {
     }
     if !to_stdout {
         if a.all {
-            print!("{}", super::summary::render_text_all(&s));
+            crate::out!("{}", super::summary::render_text_all(&s));
         } else {
-            print!("{}", super::summary::render_text(&s));
+            crate::out!("{}", super::summary::render_text(&s));
         }
     }
     Ok(())

@@ -272,7 +272,7 @@ fn aging_reports(input: &mut ReportInput, outdir: &Path) {
         .collect();
     paths.sort();
     for p in paths {
-        let Ok(v) = std::fs::read_to_string(&p)
+        let Ok(v) = crate::input::read_text_capped(&p, crate::input::RESULTS_MAX, "result file")
             .map_err(anyhow::Error::from)
             .and_then(|t| Ok(serde_json::from_str::<serde_json::Value>(&t)?))
         else {

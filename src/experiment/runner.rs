@@ -346,7 +346,7 @@ fn fmt_secs(s: f64) -> String {
 }
 
 fn dry_run(plan: &Plan, cells: &[Cell]) {
-    println!(
+    crate::outln!(
         "experiment {} ({}): {} cells x {} repetitions = {} runs, order {:?}, fresh targets per {:?}{}",
         plan.name,
         if plan.quick { "quick scale" } else { "full scale" },
@@ -357,13 +357,13 @@ fn dry_run(plan: &Plan, cells: &[Cell]) {
         plan.fresh,
         if plan.warmup_runs > 0 { format!(", {} warm-up run(s) per cell", plan.warmup_runs) } else { String::new() }
     );
-    println!("\nset-up steps:");
+    crate::outln!("\nset-up steps:");
     for t in plan.targets_in_setup_order() {
         for (s, root) in target::steps(t) {
-            println!("  {:<12} {s}{}", t.name, if root { "  [root]" } else { "" });
+            crate::outln!("  {:<12} {s}{}", t.name, if root { "  [root]" } else { "" });
         }
     }
-    println!("\ncells:");
+    crate::outln!("\ncells:");
     let dummy = Path::new("TARGET");
     for c in cells {
         let args = command(
@@ -373,7 +373,7 @@ fn dry_run(plan: &Plan, cells: &[Cell]) {
             Path::new("RUN.json"),
             Path::new("OUTDIR/scratch"),
         );
-        println!(
+        crate::outln!(
             "  {:>3}  {}\n       fsbench {}",
             c.idx + 1,
             c.describe(plan),
@@ -389,19 +389,19 @@ fn dry_run(plan: &Plan, cells: &[Cell]) {
             None => unknown += 1,
         }
     }
-    print!(
+    crate::out!(
         "\nestimated time: {} for the runs with a fixed duration",
         fmt_secs(known)
     );
     if unknown > 0 {
-        print!(
+        crate::out!(
             "; {} cells have no fixed duration ({} runs, each at most the time limit of {})",
             unknown,
             unknown as f64 * runs,
             fmt_secs(plan.time_limit_s)
         );
     }
-    println!();
+    crate::outln!();
 }
 
 /// The targets as set up, with the journal that tears them down.
@@ -425,7 +425,7 @@ impl Env {
     ) -> Result<()> {
         self.ready.clear();
         for t in plan.targets_in_setup_order() {
-            eprintln!("fsbench: setting up target {} ({})", t.name, t.kind_name());
+            crate::errln!("fsbench: setting up target {} ({})", t.name, t.kind_name());
             let ctx = target::Ctx {
                 outdir,
                 plan,
@@ -435,7 +435,7 @@ impl Env {
             let mut r = target::set_up(t, &ctx, &mut self.journal)
                 .with_context(|| format!("setting up target {}", t.name))?;
             if let Some(a) = &t.age {
-                eprintln!("fsbench: aging target {} ({} operations)", t.name, a.ops);
+                crate::errln!("fsbench: aging target {} ({} operations)", t.name, a.ops);
                 target::age::run(
                     a,
                     &mut r,
@@ -804,7 +804,7 @@ pub fn run(o: &Options) -> Result<()> {
         }
     }
     if todo_total < cells.len() * plan.repetitions as usize {
-        eprintln!(
+        crate::errln!(
             "fsbench: resuming: {} of {} runs stored, {} to go",
             cells.len() * plan.repetitions as usize - todo_total,
             cells.len() * plan.repetitions as usize,
@@ -840,7 +840,7 @@ pub fn run(o: &Options) -> Result<()> {
                 // Aging per repetition continues on the same targets.
                 for t in plan.targets_in_setup_order() {
                     if let Some(a) = t.age.as_ref().filter(|a| a.per == AgePer::Repetition) {
-                        eprintln!(
+                        crate::errln!(
                             "fsbench: aging target {} for repetition {}",
                             t.name,
                             round + 1
@@ -868,7 +868,7 @@ pub fn run(o: &Options) -> Result<()> {
                         if crate::engine::interrupted() {
                             return Ok(());
                         }
-                        eprintln!(
+                        crate::errln!(
                             "fsbench: warm-up {}/{} of cell {}: {}",
                             w + 1,
                             plan.warmup_runs,
@@ -898,7 +898,7 @@ pub fn run(o: &Options) -> Result<()> {
                 } else {
                     f64::NAN
                 };
-                eprintln!(
+                crate::errln!(
                     "fsbench: [cell {}/{} rep {}/{}] {} | elapsed {}, remaining {}",
                     i + 1,
                     cells.len(),
@@ -939,7 +939,7 @@ pub fn run(o: &Options) -> Result<()> {
                 rows.collect::<rusqlite::Result<_>>()?
             };
             if !disturbed.is_empty() {
-                eprintln!(
+                crate::errln!(
                     "fsbench: --strict: repeating {} disturbed run(s)",
                     disturbed.len()
                 );
@@ -955,7 +955,7 @@ pub fn run(o: &Options) -> Result<()> {
                         .iter()
                         .position(|&c| c == cell_id)
                         .expect("cell of this experiment");
-                    eprintln!(
+                    crate::errln!(
                         "fsbench: [strict] cell {}/{} rep {}: {}",
                         i + 1,
                         cells.len(),
@@ -987,20 +987,20 @@ pub fn run(o: &Options) -> Result<()> {
         );
     }
     st.finish(exp)?;
-    print!(
+    crate::out!(
         "{}",
         super::summary::render_text(&super::summary::summarise(&st)?)
     );
-    eprintln!("fsbench: results in {}", outdir.join(store::FILE).display());
+    crate::errln!("fsbench: results in {}", outdir.join(store::FILE).display());
     let page = outdir.join("report.html");
     match super::report_input::load(&outdir) {
         Ok(input) if !input.groups.is_empty() || !input.figure_groups.is_empty() => {
             std::fs::write(&page, crate::report::html::render(&input))
                 .with_context(|| format!("writing {}", page.display()))?;
-            eprintln!("fsbench: report in {}", page.display());
+            crate::errln!("fsbench: report in {}", page.display());
         }
-        Ok(_) => eprintln!("fsbench: no workload results to plot, so no report.html"),
-        Err(e) => eprintln!("fsbench: could not write the report: {e:#}"),
+        Ok(_) => crate::errln!("fsbench: no workload results to plot, so no report.html"),
+        Err(e) => crate::errln!("fsbench: could not write the report: {e:#}"),
     }
     if failures > 0 {
         bail!(
@@ -1207,7 +1207,7 @@ fn run_measured(
         return Ok(false);
     }
     if let Some(e) = &error {
-        eprintln!(
+        crate::errln!(
             "fsbench: cell {} rep {}: {status}: {e}",
             cell.idx + 1,
             rep + 1
@@ -1238,7 +1238,7 @@ pub fn cleanup(outdir: &Path) -> Result<()> {
         );
     }
     let n = Journal::cleanup(outdir)?;
-    eprintln!(
+    crate::errln!(
         "fsbench: cleanup: {n} step(s) undone in {}",
         outdir.display()
     );

@@ -182,7 +182,7 @@ pub fn reply(dev: &File, unique: u64, error: i32, parts: &[&[u8]]) {
     let mut w = dev;
     if let Err(e) = w.write_vectored(&iov) {
         if e.raw_os_error() != Some(libc::ENOENT) {
-            eprintln!("fsbench: FUSE reply failed: {e}");
+            crate::errln!("fsbench: FUSE reply failed: {e}");
         }
     }
 }
@@ -280,7 +280,7 @@ pub fn next_request(dev: &File, buf: &mut [u8], who: &str) -> Option<usize> {
                 Some(libc::ENOENT) | Some(libc::EINTR) | Some(libc::EAGAIN) => continue,
                 Some(libc::ENODEV) => return None,
                 _ => {
-                    eprintln!("fsbench {who}: reading /dev/fuse: {e}");
+                    crate::errln!("fsbench {who}: reading /dev/fuse: {e}");
                     return None;
                 }
             },

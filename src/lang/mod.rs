@@ -6,6 +6,6 @@ pub mod lexer;
 pub mod parser;
 pub mod source;
 
-pub use diag::{Diagnostic, Diagnostics};
+pub use diag::{Collected, Diagnostic, Diagnostics};
 pub use parser::parse;
 pub use source::{SourceFile, Span};

@@ -385,12 +385,12 @@ pub fn layout(
     let mut stats = LayoutStats::new(top);
     let mut errors = walk_problems.len() as u64;
     for p in &walk_problems {
-        eprintln!("layout: {}: {}", root.join(&p.path).display(), p.error);
+        crate::errln!("layout: {}: {}", root.join(&p.path).display(), p.error);
     }
     for v in visitors {
         errors += v.problem_count;
         for p in &v.problems {
-            eprintln!("{p}");
+            crate::errln!("{p}");
         }
         stats.merge(v.stats);
     }
@@ -565,7 +565,7 @@ pub fn run(args: LayoutArgs) -> anyhow::Result<()> {
     let report = layout(&args.dir, &opts, args.sync, args.top)?;
     let to_stdout = args.json.as_deref() == Some(Path::new("-"));
     if !to_stdout {
-        crate::scan::stdout_result(print_report(&report, &mut io::stdout().lock()))?;
+        crate::scan::stdout_result(print_report(&report, &mut crate::console::Stdout))?;
     }
     if let Some(j) = &args.json {
         crate::scan::write_json(j, &report)?;

@@ -114,7 +114,7 @@ pub fn drive(m: &mut dyn Measurement, a: &MeasureArgs) -> Result<Results> {
     ]);
     let calibration = stats::clock::Calibration::measure(stats::clock::global());
     for i in 0..a.warmup {
-        eprintln!(
+        crate::errln!(
             "fsbench: {} warm-up {} of {} (discarded)",
             m.name(),
             i + 1,
@@ -130,7 +130,7 @@ pub fn drive(m: &mut dyn Measurement, a: &MeasureArgs) -> Result<Results> {
     let mut runs = Vec::new();
     for i in 0..a.repeat {
         if a.repeat > 1 {
-            eprintln!("fsbench: {} repetition {} of {}", m.name(), i + 1, a.repeat);
+            crate::errln!("fsbench: {} repetition {} of {}", m.name(), i + 1, a.repeat);
         }
         let r = (|| -> Result<Results> {
             m.prepare()?;

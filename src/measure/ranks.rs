@@ -43,7 +43,7 @@ pub fn measure_ranks(m: &mut dyn super::Measurement, a: &super::MeasureArgs) -> 
     if let Err(e) = &merged {
         // Said before the last synchronisation: once the others exit, the launcher may end
         // this rank too.
-        eprintln!("fsbench: {}", crate::exit::render(e));
+        crate::errln!("fsbench: {}", crate::exit::render(e));
         session.finish();
         drop(session);
         std::process::exit(1);

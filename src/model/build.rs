@@ -7,7 +7,7 @@ use super::*;
 use crate::dist::{self, Dist, RandVar, TableRow};
 use crate::lang::ast::{self, Attr, FlowopDecl, LocalVar, SetValue, Stmt, Value, ValueNode};
 use crate::lang::lexer::parse_int;
-use crate::lang::{Diagnostic, Diagnostics, SourceFile, Span};
+use crate::lang::{Collected, Diagnostic, Diagnostics, SourceFile, Span};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
@@ -68,13 +68,16 @@ struct AVal {
 /// about a kilobyte to check and to hold; this is far beyond any real workload).
 pub const MAX_EXPANDED: u64 = 1_000_000;
 
+/// The deepest a composite flowop may be called inside others (the top call is level 0).
+pub const MAX_NESTING: usize = 16;
+
 struct Builder {
     src: Arc<SourceFile>,
     vars: BTreeMap<String, Val>,
     overridden: HashSet<String>,
     randvars: Vec<RandVarDef>,
-    errors: Vec<Diagnostic>,
-    warnings: Vec<Diagnostic>,
+    errors: Collected,
+    warnings: Collected,
     fileset_decls: Vec<(bool, Vec<Attr>, Span)>,
     process_decls: Vec<(Vec<Attr>, Vec<ast::ThreadDecl>, Span)>,
     composites: HashMap<String, (Vec<LocalVar>, Vec<FlowopDecl>, Span)>,
@@ -101,8 +104,8 @@ pub fn build(
         vars: BTreeMap::new(),
         overridden: HashSet::new(),
         randvars: Vec::new(),
-        errors: Vec::new(),
-        warnings: Vec::new(),
+        errors: Collected::default(),
+        warnings: Collected::default(),
         fileset_decls: Vec::new(),
         process_decls: Vec::new(),
         composites: HashMap::new(),
@@ -325,7 +328,7 @@ pub fn build(
     b.check_targets(&processes);
 
     if !b.errors.is_empty() {
-        return Err(Diagnostics(b.errors));
+        return Err(Diagnostics(b.errors.into_vec()));
     }
     if !has_run && !actions.iter().any(|a| matches!(a, Action::CreateFiles)) {
         // Point at the workload's last line of text (where a `run` would go), not at the
@@ -360,7 +363,7 @@ pub fn build(
         lathist,
         nousestats,
         stat_names: b.stat_names,
-        warnings: b.warnings,
+        warnings: b.warnings.into_vec(),
     })
 }
 
@@ -1629,11 +1632,25 @@ impl Builder {
             );
         }
         if kind == Composite {
-            if depth > 16 {
+            if depth > MAX_NESTING {
+                // Caught at the outermost call by `too_deep`; kept so expansion can never
+                // recurse without end.
                 self.err(
                     d.span,
                     format!(
-                        "composite flowop `{}` nests more than 16 levels (does it call itself?)",
+                        "composite flowop `{}` nests more than {MAX_NESTING} levels (does it call itself?)",
+                        d.kind
+                    ),
+                );
+                return None;
+            }
+            if depth == 0 && self.too_deep(&d.kind, &mut HashMap::new(), &mut Vec::new()) {
+                // Said once, at the call, before anything is expanded: found at every
+                // innermost call instead, it was said 2^17 times for 17 levels of two calls.
+                self.err(
+                    d.span,
+                    format!(
+                        "composite flowop `{}` nests composite flowops more than {MAX_NESTING} levels deep (does one call itself?)",
                         d.kind
                     ),
                 );
@@ -1707,6 +1724,52 @@ impl Builder {
         f.stat = self.stat_id(&reported, kind);
         self.expanded += 1;
         Some(f)
+    }
+
+    /// Whether a call of composite `name` at the top of a thread reaches a composite call
+    /// nested deeper than [`MAX_NESTING`] (a composite that calls itself does). `path` holds
+    /// the composites being looked into; `fine` those known not to nest too deep below
+    /// them, with their height (levels of composites, themselves included).
+    fn too_deep(
+        &self,
+        name: &str,
+        fine: &mut HashMap<String, usize>,
+        path: &mut Vec<String>,
+    ) -> bool {
+        self.height(name, fine, path).is_none()
+    }
+
+    /// Levels of composite flowops a call of `name` spans (itself included), or None when
+    /// a call sits deeper than [`MAX_NESTING`] below the top (see `too_deep`).
+    fn height(
+        &self,
+        name: &str,
+        fine: &mut HashMap<String, usize>,
+        path: &mut Vec<String>,
+    ) -> Option<usize> {
+        if let Some(&h) = fine.get(name) {
+            return (path.len() + h <= MAX_NESTING + 1).then_some(h);
+        }
+        if path.len() > MAX_NESTING || path.iter().any(|p| p == name) {
+            return None;
+        }
+        let Some((_, body, _)) = self.composites.get(name) else {
+            return Some(0);
+        };
+        path.push(name.to_string());
+        let mut h = 1;
+        for b in body {
+            if self.composites.contains_key(&b.kind) {
+                let Some(sub) = self.height(&b.kind, fine, path) else {
+                    path.pop();
+                    return None;
+                };
+                h = h.max(sub + 1);
+            }
+        }
+        path.pop();
+        fine.insert(name.to_string(), h);
+        Some(h)
     }
 
     /// How many flowops a call of composite `name` becomes, itself included (saturating;

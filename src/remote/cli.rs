@@ -330,7 +330,7 @@ fn create(a: CreateArgs) -> anyhow::Result<()> {
         }
         return Err(e);
     }
-    eprintln!(
+    crate::errln!(
         "{}: {} on {}, {}, {} protocol, cache {}{}{}",
         a.name,
         cfg.server.display(),
@@ -353,7 +353,7 @@ fn create(a: CreateArgs) -> anyhow::Result<()> {
             )
         }
     );
-    println!("{}", cfg.mount.display());
+    crate::outln!("{}", cfg.mount.display());
     Ok(())
 }
 
@@ -390,22 +390,27 @@ fn list(json: bool) -> anyhow::Result<()> {
         }));
     }
     if json {
-        println!("{}", serde_json::to_string_pretty(&rows)?);
+        crate::outln!("{}", serde_json::to_string_pretty(&rows)?);
         return Ok(());
     }
     if rows.is_empty() {
-        eprintln!(
+        crate::errln!(
             "no simulated remotes (state in {})",
             state::state_root().display()
         );
         return Ok(());
     }
-    println!(
+    crate::outln!(
         "{:<12} {:<8} {:<11} {:>14} {:>9} {:>10}  MOUNT <- SERVER",
-        "NAME", "STATE", "PROTOCOL", "BANDWIDTH", "RTT", "REQUESTS"
+        "NAME",
+        "STATE",
+        "PROTOCOL",
+        "BANDWIDTH",
+        "RTT",
+        "REQUESTS"
     );
     for r in rows {
-        println!(
+        crate::outln!(
             "{:<12} {:<8} {:<11} {:>14} {:>7} ms {:>10}  {} <- {}",
             r["name"].as_str().unwrap_or(""),
             r["state"].as_str().unwrap_or(""),
@@ -438,7 +443,7 @@ fn stats(name: &str, reset: bool, json: bool) -> anyhow::Result<()> {
     if sd.live_pid().is_some() {
         // Counts as of now, not as of the server's last periodic write.
         if let Err(e) = request(&sd, state::Control::default()) {
-            eprintln!("fsbench: warning: {e:#}; showing the statistics it last wrote");
+            crate::errln!("fsbench: warning: {e:#}; showing the statistics it last wrote");
         }
     }
     let st = current_stats(&sd);
@@ -446,10 +451,10 @@ fn stats(name: &str, reset: bool, json: bool) -> anyhow::Result<()> {
     if json {
         let mut v = serde_json::to_value(&st)?;
         v["lateness"] = serde_json::to_value(&late)?;
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        crate::outln!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         let alive = sd.live_pid().is_some();
-        println!(
+        crate::outln!(
             "{name}: {} on {} ({}), {}, {} protocol",
             cfg.server.display(),
             cfg.mount.display(),
@@ -457,7 +462,7 @@ fn stats(name: &str, reset: bool, json: bool) -> anyhow::Result<()> {
             describe_net(&cfg.net),
             cfg.protocol.name()
         );
-        println!(
+        crate::outln!(
             "requests {}: {}",
             st.requests,
             st.requests_by_type
@@ -466,7 +471,7 @@ fn stats(name: &str, reset: bool, json: bool) -> anyhow::Result<()> {
                 .collect::<Vec<_>>()
                 .join(", ")
         );
-        println!(
+        crate::outln!(
             "round trips {}, fetched {}, sent {}, attribute cache hits {}",
             st.round_trips,
             human_bytes(st.bytes_fetched),
@@ -474,14 +479,14 @@ fn stats(name: &str, reset: bool, json: bool) -> anyhow::Result<()> {
             st.attr_cache_hits
         );
         match cfg.protocol {
-            Protocol::WholeFile => println!(
+            Protocol::WholeFile => crate::outln!(
                 "file cache: hits {}, misses {}, evictions {}, holding {}",
                 st.file_cache_hits,
                 st.file_cache_misses,
                 st.cache_evictions,
                 human_bytes(st.cache_bytes)
             ),
-            Protocol::Block => println!(
+            Protocol::Block => crate::outln!(
                 "chunk cache: hits {}, misses {}, evictions {}, holding {}",
                 st.chunk_cache_hits,
                 st.chunk_cache_misses,
@@ -490,22 +495,23 @@ fn stats(name: &str, reset: bool, json: bool) -> anyhow::Result<()> {
             ),
         }
         if !cfg.lookaside.is_empty() {
-            println!(
+            crate::outln!(
                 "lookaside: hits {}, misses {}, {} copied locally",
                 st.lookaside_hits,
                 st.lookaside_misses,
                 human_bytes(st.lookaside_bytes)
             );
         }
-        println!(
+        crate::outln!(
             "waited on the modelled network {:.3} s ({} delayed replies)",
-            st.network_wait_s, st.delayed_replies
+            st.network_wait_s,
+            st.delayed_replies
         );
         if st.lost_requests > 0 {
-            println!("lost and sent again: {} requests", st.lost_requests);
+            crate::outln!("lost and sent again: {} requests", st.lost_requests);
         }
         if st.delayed_replies > 0 {
-            println!(
+            crate::outln!(
                 "server overhead: replies leave {:.1} us (p99 {:.0} us) after the modelled time, \
                  {:.2}% of the mean modelled delay; server {}, memory {}",
                 late.mean_us,
@@ -525,7 +531,7 @@ fn stats(name: &str, reset: bool, json: bool) -> anyhow::Result<()> {
         }
     }
     if late.pct > WARN_PCT {
-        eprintln!(
+        crate::errln!(
             "fsbench: warning: the simulated remote {name} replied {:.1}% of the mean modelled delay late on average (more than {WARN_PCT}%): measurements include the server's own delays",
             late.pct
         );
@@ -592,7 +598,7 @@ pub fn drop_all_client_caches() -> anyhow::Result<usize> {
             },
         ) {
             Ok(()) => n += 1,
-            Err(e) => eprintln!(
+            Err(e) => crate::errln!(
                 "fsbench: warning: could not empty the client cache of remote {name}: {e:#}"
             ),
         }
@@ -632,7 +638,7 @@ fn net_for_set(a: &SetArgs, cur: &Net) -> anyhow::Result<Option<(Net, Option<Str
 
 /// `fsbench remote set`: change a running remote.
 pub fn set(a: &SetArgs) -> anyhow::Result<()> {
-    println!("{}", apply_set(a)?);
+    crate::outln!("{}", apply_set(a)?);
     Ok(())
 }
 
@@ -714,7 +720,7 @@ fn remove(name: &str) -> anyhow::Result<()> {
         // SAFETY: sending SIGTERM to the pid the server wrote.
         unsafe { libc::kill(pid, libc::SIGTERM) };
         if !wait_gone(pid, Duration::from_secs(15)) {
-            eprintln!("server {pid} did not stop; killing it");
+            crate::errln!("server {pid} did not stop; killing it");
             // SAFETY: as above.
             unsafe { libc::kill(pid, libc::SIGKILL) };
             wait_gone(pid, Duration::from_secs(5));
@@ -747,7 +753,7 @@ fn remove(name: &str) -> anyhow::Result<()> {
     crate::disk::cli::refuse_mounts_inside(&sd.dir)?;
     fs::remove_dir_all(&sd.dir).with_context(|| format!("removing {}", sd.dir.display()))?;
     done.push(format!("removed state {}", sd.dir.display()));
-    println!("remote {name} removed: {}", done.join("; "));
+    crate::outln!("remote {name} removed: {}", done.join("; "));
     if !left.is_empty() {
         bail!("{}", left.join("\n"));
     }

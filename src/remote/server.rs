@@ -1613,7 +1613,7 @@ fn replier_thread(
     let write_stats = |last: &mut f64| {
         let snap = snapshot(&shared, &scheduling, &memory_locked);
         if let Err(e) = state::write_json_atomic(&stats_path, &snap) {
-            eprintln!("fsbench remote server: {e:#}");
+            crate::errln!("fsbench remote server: {e:#}");
         }
         *last = clock.now();
     };
@@ -1855,7 +1855,7 @@ pub fn serve(name: &str) -> anyhow::Result<()> {
             mount: Some(mount.clone()),
         },
     )?;
-    eprintln!(
+    crate::errln!(
         "fsbench remote server {name}: {} served on {} ({}, {} protocol)",
         cfg.server.display(),
         cfg.mount.display(),
@@ -1871,14 +1871,14 @@ pub fn serve(name: &str) -> anyhow::Result<()> {
             Some(libc::SIGUSR1) => {
                 let sched = scheduling.lock().unwrap().clone();
                 if let Err(e) = control(&sd, &shared, &fsm, &sched, &memory_locked) {
-                    eprintln!("fsbench remote server {name}: control request: {e:#}");
+                    crate::errln!("fsbench remote server {name}: control request: {e:#}");
                 }
             }
             Some(s) => break Some(s),
             None => {}
         }
     };
-    eprintln!(
+    crate::errln!(
         "fsbench remote server {name}: stopping ({})",
         match sig {
             Some(s) => format!("signal {s}"),
@@ -1892,14 +1892,14 @@ pub fn serve(name: &str) -> anyhow::Result<()> {
     // Only the mount this server made: after a hand-made unmount, whatever was mounted at
     // the same point since is someone else's.
     if let Err(e) = mount.unmount_even_busy() {
-        eprintln!("fsbench remote server: {e:#}");
+        crate::errln!("fsbench remote server: {e:#}");
     }
     let deadline = Instant::now() + Duration::from_secs(10);
     while !shared.reader_done.load(Ordering::SeqCst) && Instant::now() < deadline {
         thread::sleep(Duration::from_millis(20));
     }
     if !shared.reader_done.load(Ordering::SeqCst) {
-        eprintln!(
+        crate::errln!(
             "fsbench remote server {name}: {} is still in use; exiting anyway, its users will see errors",
             cfg.mount.display()
         );
@@ -1912,6 +1912,6 @@ pub fn serve(name: &str) -> anyhow::Result<()> {
     let _ = replier_t.join();
     let _ = fs::remove_file(sd.ready());
     let _ = fs::remove_file(sd.pid());
-    eprintln!("fsbench remote server {name}: stopped");
+    crate::errln!("fsbench remote server {name}: stopped");
     Ok(())
 }

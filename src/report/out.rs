@@ -1,32 +1,21 @@
-//! Where human-readable output goes. When an export is written to standard output
-//! (`--json -`, `--csv -`, `--markdown -`), that stream belongs to the export alone: the text
-//! report, workload echoes, banners and tables go to standard error instead, so that
+//! Where reports go. When an export is written to standard output (`--json -`, `--csv -`,
+//! `--markdown -`), that stream belongs to the export alone: the text report, workload
+//! echoes, banners and tables go to standard error instead (see [`crate::console`]), so that
 //! `fsbench run W --json - | jq` and `... --csv - > r.csv` get exactly one document.
 
 use crate::stats::Results;
 use anyhow::{Context, Result};
 use std::io::Write;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
 
-static STDOUT_RESERVED: AtomicBool = AtomicBool::new(false);
-
-/// Give standard output to the exports if any of `paths` is `-`.
-pub fn reserve_stdout_for<'a>(paths: impl IntoIterator<Item = Option<&'a Path>>) {
-    if paths
-        .into_iter()
-        .any(|p| p.is_some_and(|p| p.as_os_str() == "-"))
-    {
-        STDOUT_RESERVED.store(true, Ordering::Relaxed);
-    }
-}
+pub use crate::console::{human, reserve_stdout_for, stdout_reserved};
 
 /// Give standard output to the exports if the command line sends one there: `--json -`,
 /// `--json=-` (likewise `--csv`, `--markdown`), before a `--`. Decided once at start-up, so
 /// every command, and every message printed before its options are looked at, follows it.
 pub fn reserve_stdout_for_args<S: AsRef<std::ffi::OsStr>>(args: &[S]) {
     if export_to_stdout(args) {
-        STDOUT_RESERVED.store(true, Ordering::Relaxed);
+        crate::console::reserve_stdout();
     }
 }
 
@@ -43,30 +32,6 @@ fn export_to_stdout<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> bool {
                 || a.strip_prefix(e).and_then(|r| r.strip_prefix('=')) == Some("-")
         })
     })
-}
-
-/// Whether an export owns standard output.
-pub fn stdout_reserved() -> bool {
-    STDOUT_RESERVED.load(Ordering::Relaxed)
-}
-
-/// Write text meant for a person: standard output, or standard error when an export owns
-/// standard output. A closed pipe ends quietly (the caller's next write finds it too).
-pub fn human(text: &str) {
-    if stdout_reserved() {
-        let _ = std::io::stderr().lock().write_all(text.as_bytes());
-    } else {
-        let mut o = std::io::stdout().lock();
-        let _ = o.write_all(text.as_bytes());
-        let _ = o.flush();
-    }
-}
-
-/// `println!` for text meant for a person (see [`human`]).
-#[macro_export]
-macro_rules! say {
-    () => { $crate::report::out::human("\n") };
-    ($($t:tt)*) => { $crate::report::out::human(&format!("{}\n", format_args!($($t)*))) };
 }
 
 /// Print the text report (see [`human`]) and write each requested export, `-` meaning
@@ -86,10 +51,8 @@ pub fn emit(
             super::exporter(fmt).expect("known format").render(r)
         };
         if path.as_os_str() == "-" {
-            let mut o = std::io::stdout().lock();
-            o.write_all(text.as_bytes())
-                .and_then(|_| o.flush())
-                .context("writing to standard output")?;
+            let mut o = crate::console::Stdout;
+            o.write_all(text.as_bytes()).and_then(|_| o.flush())?;
         } else {
             std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
         }

@@ -140,7 +140,7 @@ fn load(path: &Path, algo: HashAlgo, threads: usize) -> anyhow::Result<Side> {
     };
     let summary = super::scan(path, Some(&tmp.0), &opts, 0, Some(algo))
         .with_context(|| format!("scan of {} failed", path.display()))?;
-    eprintln!(
+    crate::errln!(
         "diff: scanned {}: {} files, {} hashed at {:.1} MB/s",
         path.display(),
         summary.files,
@@ -391,14 +391,14 @@ pub fn run(args: DiffArgs) -> anyhow::Result<()> {
     let report = compare(&old, &new);
     let dash = Path::new("-");
     if args.json.as_deref() != Some(dash) && args.markdown.as_deref() != Some(dash) {
-        stdout_result(print_text(&report, &mut io::stdout().lock()))?;
+        stdout_result(print_text(&report, &mut crate::console::Stdout))?;
     }
     if let Some(j) = &args.json {
         write_json(j, &report)?;
     }
     if let Some(m) = &args.markdown {
         if m == dash {
-            stdout_result(print_markdown(&report, &mut io::stdout().lock()))?;
+            stdout_result(print_markdown(&report, &mut crate::console::Stdout))?;
         } else {
             let f = File::create(m)
                 .with_context(|| format!("cannot create Markdown file {}", m.display()))?;

@@ -37,37 +37,38 @@ impl HashAlgo {
 
     /// Hash everything `r` yields, reading through `buf`.
     pub fn hash_reader(self, r: &mut impl Read, buf: &mut [u8]) -> io::Result<(Vec<u8>, u64)> {
-        let mut total = 0u64;
+        self.hash_bounded(r, u64::MAX, buf)
+    }
+
+    /// Hash at most `size` bytes of `r`; an `r` that holds more is refused (see
+    /// [`crate::input::read_bounded`]).
+    fn hash_bounded(
+        self,
+        r: &mut impl Read,
+        size: u64,
+        buf: &mut [u8],
+    ) -> io::Result<(Vec<u8>, u64)> {
         match self {
             HashAlgo::Blake3 => {
                 let mut h = blake3::Hasher::new();
-                loop {
-                    let n = read_some(r, buf)?;
-                    if n == 0 {
-                        break;
-                    }
-                    total += n as u64;
-                    h.update(&buf[..n]);
-                }
-                Ok((h.finalize().as_bytes().to_vec(), total))
+                let n = crate::input::read_bounded(r, size, buf, &mut |b| {
+                    h.update(b);
+                })?;
+                Ok((h.finalize().as_bytes().to_vec(), n))
             }
             HashAlgo::Sha1 => {
                 let mut h = sha1::Sha1::new();
-                loop {
-                    let n = read_some(r, buf)?;
-                    if n == 0 {
-                        break;
-                    }
-                    total += n as u64;
-                    h.update(&buf[..n]);
-                }
-                Ok((h.finalize().to_vec(), total))
+                let n = crate::input::read_bounded(r, size, buf, &mut |b| h.update(b))?;
+                Ok((h.finalize().to_vec(), n))
             }
         }
     }
 
     /// Hash the regular file `name` inside `dir` (opened without following a
-    /// symbolic link). Returns the hash and the number of bytes read.
+    /// symbolic link). Returns the hash and the number of bytes read. A file on a pseudo
+    /// file system (`/proc`, `/sys` ...), or one holding more than its size says, is refused
+    /// (an error, so the scan stores it without a hash and says why): reading
+    /// `/proc/self/pagemap` or `/proc/kcore` would not end.
     pub fn hash_at(
         self,
         dir: BorrowedFd<'_>,
@@ -87,21 +88,9 @@ impl HashAlgo {
         }
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
         // The entry may have been replaced since the walk's stat: hash only a regular file.
-        let st = crate::beneath::fstat(fd.as_raw_fd())?;
-        if st.st_mode & libc::S_IFMT != libc::S_IFREG {
-            return Err(io::Error::other("no longer a regular file"));
-        }
         let mut f = std::fs::File::from(fd);
-        self.hash_reader(&mut f, buf)
-    }
-}
-
-fn read_some(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
-    loop {
-        match r.read(buf) {
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            other => return other,
-        }
+        let size = crate::input::regular_size(&f)?;
+        self.hash_bounded(&mut f, size, buf)
     }
 }
 

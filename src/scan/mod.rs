@@ -105,7 +105,8 @@ struct ScanVisitor {
     hash_buf: Vec<u8>,
     hashed_bytes: u64,
     hash_errors: u64,
-    hash_problems: Vec<String>,
+    /// The first files not hashed: path below the root, and why.
+    hash_problems: Vec<(std::path::PathBuf, String)>,
 }
 
 impl ScanVisitor {
@@ -147,10 +148,9 @@ impl Visitor for ScanVisitor {
                 Err(err) => {
                     self.hash_errors += 1;
                     if self.hash_problems.len() < 10 {
-                        self.hash_problems.push(format!(
-                            "{}: cannot hash: {err}",
-                            String::from_utf8_lossy(e.path)
-                        ));
+                        use std::os::unix::ffi::OsStrExt;
+                        self.hash_problems
+                            .push((std::ffi::OsStr::from_bytes(e.path).into(), err.to_string()));
                     }
                 }
             }
@@ -235,15 +235,22 @@ pub fn scan(
     })?;
     let mut stats = TreeStats::default();
     let mut records = 0;
-    let (mut hashed_bytes, mut hash_errors) = (0, 0);
+    let (mut hashed_bytes, mut hash_errors, mut said) = (0, 0, 0u64);
     for v in outcome.visitors {
         records += v.records;
         hashed_bytes += v.hashed_bytes;
         hash_errors += v.hash_errors;
-        for p in &v.hash_problems {
-            eprintln!("scan: {p}");
+        for (p, err) in &v.hash_problems {
+            crate::errln!("scan: {}: cannot hash: {err}", root.join(p).display());
+            said += 1;
         }
         stats.merge(v.stats);
+    }
+    if hash_errors > said {
+        crate::errln!(
+            "scan: … and {} more files stored without a hash",
+            hash_errors - said
+        );
     }
     if let (Some(sink), Some(p)) = (sink, output) {
         let mut w = Arc::try_unwrap(sink)
@@ -255,10 +262,10 @@ pub fn scan(
             .with_context(|| format!("cannot write snapshot file {}", p.display()))?;
     }
     for p in &outcome.stats.problems {
-        eprintln!("scan: {}: {}", root.join(&p.path).display(), p.error);
+        crate::errln!("scan: {}: {}", root.join(&p.path).display(), p.error);
     }
     if outcome.stats.problem_count > outcome.stats.problems.len() as u64 {
-        eprintln!(
+        crate::errln!(
             "scan: … and {} more problems",
             outcome.stats.problem_count - outcome.stats.problems.len() as u64
         );
@@ -346,7 +353,7 @@ pub fn print_summary(s: &ScanSummary, out: &mut impl Write) -> io::Result<()> {
     if let Some(h) = s.hash {
         writeln!(
             out,
-            "  hashed {} with {} at {:.1} MB/s ({} files unreadable)",
+            "  hashed {} with {} at {:.1} MB/s ({} files not hashed)",
             human_bytes(s.hashed_bytes),
             h.name(),
             s.hash_mb_per_s,
@@ -432,22 +439,22 @@ fn human_short(v: u64) -> String {
     format!("{x}{}", UNITS[u])
 }
 
-/// Treat a closed stdout (`fsbench scan … | head`) as success.
+/// The outcome of writing to standard output through [`crate::console::Stdout`], which
+/// remembers an error for the exit status (141 when the reader went away, 1 otherwise: see
+/// [`crate::exit`]): returned, so the command stops and never reports success.
 pub fn stdout_result(r: io::Result<()>) -> anyhow::Result<()> {
-    match r {
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
-        r => Ok(r?),
-    }
+    Ok(r?)
 }
 
 /// Write a serde value as pretty JSON to a file, or stdout for "-".
 pub fn write_json<T: Serialize>(path: &Path, value: &T) -> anyhow::Result<()> {
     if path == Path::new("-") {
-        let mut out = io::stdout().lock();
+        let mut out = io::BufWriter::new(crate::console::Stdout);
         return stdout_result(
             serde_json::to_writer_pretty(&mut out, value)
                 .map_err(io::Error::from)
-                .and_then(|_| writeln!(out)),
+                .and_then(|_| writeln!(out))
+                .and_then(|_| out.flush()),
         );
     }
     let f = File::create(path)
@@ -478,7 +485,7 @@ pub fn run(args: ScanArgs) -> anyhow::Result<()> {
     .with_context(|| format!("scan of {} failed", args.dir.display()))?;
     let to_stdout = args.json.as_deref() == Some(Path::new("-"));
     if !to_stdout {
-        stdout_result(print_summary(&summary, &mut io::stdout().lock()))?;
+        stdout_result(print_summary(&summary, &mut crate::console::Stdout))?;
     }
     if let Some(j) = &args.json {
         write_json(j, &summary)?;

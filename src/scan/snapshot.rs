@@ -319,6 +319,9 @@ pub fn write_snapshot<W: Write>(
     Ok(enc.records)
 }
 
+/// The longest header line read.
+const HEADER_MAX: u64 = 1 << 20;
+
 /// Namespace for reading snapshots.
 pub struct Snapshot;
 
@@ -329,15 +332,22 @@ impl Snapshot {
         Self::read_buffered(BufReader::with_capacity(1 << 16, reader))
     }
 
-    /// Open a snapshot file.
-    pub fn open(path: &Path) -> Result<SnapshotStream<BufReader<std::fs::File>>, SnapshotError> {
-        Self::read_stream(std::fs::File::open(path)?)
+    /// Open a snapshot file: a regular file, read no further than its size (see
+    /// [`crate::input`]: `diff /dev/zero` read its first line without end).
+    pub fn open(
+        path: &Path,
+    ) -> Result<SnapshotStream<BufReader<io::Take<std::fs::File>>>, SnapshotError> {
+        let f = crate::input::open(path)?;
+        let size = crate::input::regular_size(&f)?;
+        Self::read_stream(f.take(size))
     }
 
     /// Like [`Snapshot::read_stream`] for a reader that is already buffered.
     pub fn read_buffered<R: BufRead>(mut reader: R) -> Result<SnapshotStream<R>, SnapshotError> {
         let mut line = Vec::new();
-        reader.read_until(b'\n', &mut line)?;
+        (&mut reader)
+            .take(MAGIC.len() as u64 + 1)
+            .read_until(b'\n', &mut line)?;
         let magic = line.strip_suffix(b"\n").unwrap_or(&line);
         let version = if magic == MAGIC.as_bytes() {
             2
@@ -347,7 +357,16 @@ impl Snapshot {
             return Err(SnapshotError::BadMagic);
         };
         line.clear();
-        reader.read_until(b'\n', &mut line)?;
+        // The header is a line of JSON of a few hundred bytes.
+        (&mut reader)
+            .take(HEADER_MAX)
+            .read_until(b'\n', &mut line)?;
+        if !line.ends_with(b"\n") {
+            return Err(SnapshotError::Corrupt {
+                record: 0,
+                what: "header line missing or longer than 1 MiB",
+            });
+        }
         let header: SnapshotHeader = serde_json::from_slice(&line)?;
         Ok(SnapshotStream {
             reader,
@@ -440,7 +459,9 @@ impl<R: BufRead> SnapshotStream<R> {
             return Err(self.corrupt("shared prefix longer than previous path"));
         }
         let len = self.varint()? as usize;
-        if len > 1 << 20 {
+        // The whole path, not only its new part: a path that grew by a megabyte per record
+        // would take memory without bound.
+        if shared + len > 1 << 20 {
             return Err(self.corrupt("path too long"));
         }
         let mut path = Vec::with_capacity(shared + len);
@@ -558,6 +579,38 @@ mod tests {
             gid: u32::MAX,
             hash: None,
         }
+    }
+
+    #[test]
+    fn a_path_growing_past_a_megabyte_is_refused() {
+        // Each record's new part is under the bound; the whole path is not.
+        let a = "d/".repeat(300_000);
+        let b = format!("{a}{}", "e".repeat(600_000));
+        let mut buf = Vec::new();
+        write_snapshot(
+            &mut buf,
+            &header(),
+            [entry(&a, Kind::Dir, 0), entry(&b, Kind::File, 0)],
+        )
+        .unwrap();
+        let got: Vec<_> = Snapshot::read_stream(&buf[..]).unwrap().collect();
+        assert!(got[0].is_ok());
+        let e = got[1].as_ref().unwrap_err().to_string();
+        assert!(e.contains("path too long"), "{e}");
+    }
+
+    #[test]
+    fn header_lines_are_bounded() {
+        let mut buf = format!("{MAGIC}\n").into_bytes();
+        buf.extend(std::iter::repeat_n(b'x', 2 << 20));
+        let Err(e) = Snapshot::read_stream(&buf[..]) else {
+            panic!("read")
+        };
+        assert!(e.to_string().contains("header line"), "{e}");
+        let Err(e) = Snapshot::read_stream(&vec![b'f'; 1 << 20][..]) else {
+            panic!("read")
+        };
+        assert!(matches!(e, SnapshotError::BadMagic), "{e}");
     }
 
     fn sample() -> Vec<Entry> {

@@ -7,21 +7,13 @@ const SUB_BITS: u32 = 4;
 const SUB: usize = 1 << SUB_BITS;
 const BUCKETS: usize = 64 * SUB;
 
-#[derive(Debug, Clone)]
+/// Counters up to the highest bucket met so far (none until a value is recorded: a worker
+/// and the sampler hold one per flowop, and a workload may have tens of thousands).
+#[derive(Debug, Clone, Default)]
 pub struct LogHist {
-    counts: Box<[u32; BUCKETS]>,
+    counts: Vec<u32>,
     total: u64,
     sum: u64,
-}
-
-impl Default for LogHist {
-    fn default() -> Self {
-        LogHist {
-            counts: Box::new([0; BUCKETS]),
-            total: 0,
-            sum: 0,
-        }
-    }
 }
 
 #[inline]
@@ -49,7 +41,11 @@ fn upper(i: usize) -> u64 {
 impl LogHist {
     #[inline]
     pub fn record(&mut self, v: u64) {
-        self.counts[index(v)] += 1;
+        let i = index(v);
+        if i >= self.counts.len() {
+            self.counts.resize(i + 1, 0);
+        }
+        self.counts[i] += 1;
         self.total += 1;
         self.sum += v;
     }
@@ -69,6 +65,9 @@ impl LogHist {
     pub fn add(&mut self, o: &LogHist) {
         if o.total == 0 {
             return;
+        }
+        if self.counts.len() < o.counts.len() {
+            self.counts.resize(o.counts.len(), 0);
         }
         for (a, b) in self.counts.iter_mut().zip(o.counts.iter()) {
             *a += b;

@@ -26,7 +26,9 @@ pub struct OpRecorder {
     /// Times the flowop could not get a file or directory in the state it needs.
     pub no_resource: u64,
     pub lat_sum_ns: u64,
-    pub hist: Histogram<u64>,
+    /// Latencies in nanoseconds, in the buckets of an HDR histogram (see [`HdrCounts`]:
+    /// nothing allocated until a latency is recorded, then only the ranges it falls in).
+    pub hist: HdrCounts,
     pub first_error: Option<String>,
     /// CPU time (user + system) apportioned to this flowop, in nanoseconds.
     /// Asynchronous writes reaped (aiowrite: `count` is submissions, as in Filebench).
@@ -59,7 +61,7 @@ impl Default for OpRecorder {
             errors: 0,
             no_resource: 0,
             lat_sum_ns: 0,
-            hist: Histogram::new(3).expect("3 significant digits is valid"),
+            hist: HdrCounts::default(),
             first_error: None,
             completions: 0,
             completion_ns_sum: 0,
@@ -81,10 +83,9 @@ impl OpRecorder {
         self.count += 1;
         self.bytes += bytes;
         self.lat_sum_ns += ns;
-        // Auto-resizing histogram: only a new order of magnitude allocates. Latencies are
-        // clamped to an hour, so a histogram never grows past about 270 KiB however long the
-        // run.
-        let _ = self.hist.record(ns.clamp(1, MAX_RECORDED_NS));
+        // Counted where an HDR histogram counts it: only a latency in a range of 64 buckets
+        // never met before allocates (512 bytes). Latencies are clamped to an hour.
+        self.hist.record(ns);
     }
 
     /// Count one completed operation whose latency goes to a [`SharedHists`] instead of
@@ -125,7 +126,7 @@ impl OpRecorder {
         let room = (4 * SAMPLE_BYTES).saturating_sub(self.sample.len());
         self.sample
             .extend_from_slice(&o.sample[..o.sample.len().min(room)]);
-        let _ = self.hist.add(&o.hist);
+        self.hist.add(&o.hist);
         if self.first_error.is_none() {
             self.first_error.clone_from(&o.first_error);
         }
@@ -197,10 +198,20 @@ pub struct SharedHists {
 /// a lowest discernible value of 1 (2,048 sub-buckets, the top half of each bucket used
 /// beyond the first), so that [`HdrCounts::to_hist`] gives the histogram that recording
 /// the same values one by one gives.
+///
+/// Stored sparsely: the counts come in chunks of [`CHUNK`] buckets, allocated when a
+/// latency first falls in one. A dense HDR histogram of latencies up to a millisecond holds
+/// 11,000 counters (88 KiB); a flowop's latencies fill a few chunks. A workload of 80,000
+/// flowops needed gigabytes for histograms that were mostly zeros.
 #[derive(Debug, Default, Clone)]
 pub struct HdrCounts {
-    counts: Vec<u64>,
+    /// Per chunk of buckets: 0 when none was counted in it, else its place in `chunks` + 1.
+    table: Vec<u32>,
+    chunks: Vec<[u64; CHUNK]>,
 }
+
+/// Buckets per allocated chunk of an [`HdrCounts`].
+const CHUNK: usize = 64;
 
 /// Sub-buckets per bucket of a 3-significant-digit HDR histogram, as a power of two halved.
 const HDR_HALF_MAGNITUDE: u32 = 10;
@@ -230,24 +241,72 @@ impl HdrCounts {
     /// Count one latency (nanoseconds), clamped to 1 ns ..= [`MAX_RECORDED_NS`].
     #[inline]
     pub fn record(&mut self, ns: u64) {
+        self.record_n(ns, 1);
+    }
+
+    /// Count `n` latencies of `ns` nanoseconds (clamped as by [`HdrCounts::record`]).
+    #[inline]
+    pub fn record_n(&mut self, ns: u64, n: u64) {
         let i = Self::index(ns.clamp(1, MAX_RECORDED_NS));
-        if i >= self.counts.len() {
-            self.counts.resize(i + 1, 0);
+        *self.slot(i) += n;
+    }
+
+    #[inline]
+    fn slot(&mut self, i: usize) -> &mut u64 {
+        let c = i / CHUNK;
+        if c >= self.table.len() {
+            self.table.resize(c + 1, 0);
         }
-        self.counts[i] += 1;
+        if self.table[c] == 0 {
+            self.chunks.push([0; CHUNK]);
+            self.table[c] = self.chunks.len() as u32;
+        }
+        &mut self.chunks[self.table[c] as usize - 1][i % CHUNK]
+    }
+
+    /// Every counted bucket: (index, count), in order of value.
+    fn iter(&self) -> impl Iterator<Item = (usize, u64)> + '_ {
+        self.table
+            .iter()
+            .enumerate()
+            .filter(|(_, &t)| t > 0)
+            .flat_map(move |(c, &t)| {
+                self.chunks[t as usize - 1]
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, &n)| n > 0)
+                    .map(move |(j, &n)| (c * CHUNK + j, n))
+            })
+    }
+
+    /// Latencies counted.
+    pub fn len(&self) -> u64 {
+        self.chunks.iter().flatten().sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     pub fn reset(&mut self) {
-        self.counts.fill(0);
+        for c in &mut self.chunks {
+            c.fill(0);
+        }
     }
 
-    /// The HDR histogram of these counts.
+    /// Add the counts of `o`.
+    pub fn add(&mut self, o: &HdrCounts) {
+        for (i, n) in o.iter() {
+            *self.slot(i) += n;
+        }
+    }
+
+    /// The HDR histogram of these counts (as large as the largest latency needs: made when
+    /// results are computed, one flowop at a time).
     pub fn to_hist(&self) -> Histogram<u64> {
         let mut h = Histogram::new(3).expect("3 significant digits is valid");
-        for (i, &c) in self.counts.iter().enumerate() {
-            if c > 0 {
-                let _ = h.record_n(Self::value_at(i), c);
-            }
+        for (i, c) in self.iter() {
+            let _ = h.record_n(Self::value_at(i), c);
         }
         h
     }
@@ -279,16 +338,16 @@ impl SharedHists {
         }
     }
 
-    /// The histograms of `generation` (empty for a flowop with none recorded in it).
-    pub fn into_hists(self, generation: u64) -> Vec<Histogram<u64>> {
+    /// The counts of `generation` (empty for a flowop with none recorded in it).
+    pub fn into_hists(self, generation: u64) -> Vec<HdrCounts> {
         self.slots
             .into_iter()
             .map(|m| {
                 let (g, h) = m.into_inner().unwrap_or_else(|e| e.into_inner());
                 if g == generation {
-                    h.to_hist()
+                    h
                 } else {
-                    Histogram::new(3).expect("3 significant digits is valid")
+                    HdrCounts::default()
                 }
             })
             .collect()
@@ -332,7 +391,7 @@ mod tests {
             counts.record(v);
         }
         let h = counts.to_hist();
-        assert_eq!(counts.counts.iter().sum::<u64>(), vals.len() as u64);
+        assert_eq!(counts.len(), vals.len() as u64);
         assert!(h == direct, "histograms differ");
         for q in [0.0, 0.001, 0.25, 0.5, 0.9, 0.99, 0.999, 0.99999, 1.0] {
             assert_eq!(h.value_at_quantile(q), direct.value_at_quantile(q), "q={q}");
@@ -353,6 +412,33 @@ mod tests {
     }
 
     #[test]
+    fn sparse_counts_merge_as_dense_histograms_do() {
+        let mut a = HdrCounts::default();
+        let mut b = HdrCounts::default();
+        let mut direct = Histogram::<u64>::new(3).unwrap();
+        for (i, v) in [3u64, 900, 70_000, 5_000_000, 70_001, 3, 1 << 40]
+            .iter()
+            .enumerate()
+        {
+            if i % 2 == 0 {
+                a.record(*v);
+            } else {
+                b.record_n(*v, 3);
+            }
+            direct.record_n(*v, if i % 2 == 0 { 1 } else { 3 }).unwrap();
+        }
+        a.add(&b);
+        assert!(a.to_hist() == direct);
+        assert_eq!(a.len(), direct.len());
+        // Nothing is allocated before a latency is counted, and a few latencies take a few
+        // chunks.
+        assert_eq!(HdrCounts::default().chunks.capacity(), 0);
+        assert!(a.chunks.len() <= 6, "{}", a.chunks.len());
+        a.reset();
+        assert!(a.is_empty() && a.to_hist().is_empty());
+    }
+
+    #[test]
     fn record_and_merge() {
         let mut a = Recorder::new(2);
         let mut b = Recorder::new(2);
@@ -364,11 +450,9 @@ mod tests {
         a.merge(&b);
         assert_eq!(a.ops[0].count, 1001);
         assert_eq!(a.ops[0].bytes, 10010);
-        assert_eq!(
-            a.ops[0].hist.max(),
-            a.ops[0].hist.highest_equivalent(5_000_000)
-        );
-        let p50 = a.ops[0].hist.value_at_quantile(0.5);
+        let h = a.ops[0].hist.to_hist();
+        assert_eq!(h.max(), h.highest_equivalent(5_000_000));
+        let p50 = h.value_at_quantile(0.5);
         assert!((499_000..=502_000).contains(&p50), "{p50}");
         assert_eq!(a.ops[1].errors, 1);
         assert_eq!(a.ops[1].first_error.as_deref(), Some("boom"));
@@ -385,7 +469,7 @@ mod tests {
         s.add(0, 0, &[9]);
         let h = s.into_hists(1);
         assert_eq!(h[0].len(), 2);
-        assert_eq!(h[0].min(), 1000);
+        assert_eq!(h[0].to_hist().min(), 1000);
         // Flowop 1 recorded nothing after the warm-up.
         assert_eq!(h[1].len(), 0);
     }

@@ -44,7 +44,7 @@ fn merge_row(rows: &[&super::FlowopResult]) -> OpRecorder {
             o.first_error = r.first_error.clone();
         }
         for [v, n] in &r.histogram_ns {
-            let _ = o.hist.record_n((*v).max(1), *n);
+            o.hist.record_n(*v, *n);
         }
         if let Some(a) = &r.aio {
             o.completions += a.completions;
@@ -61,7 +61,7 @@ fn summary_p99(r: &Results) -> f64 {
         let counts = FlowopKind::from_name(&f.kind).is_some_and(super::counts_in_summary);
         if counts {
             for [v, n] in &f.histogram_ns {
-                let _ = o.hist.record_n((*v).max(1), *n);
+                o.hist.record_n(*v, *n);
             }
             o.count += f.ops;
         }
@@ -69,7 +69,7 @@ fn summary_p99(r: &Results) -> f64 {
     if o.count == 0 {
         0.0
     } else {
-        o.hist.value_at_quantile(0.99) as f64 / 1000.0
+        o.hist.to_hist().value_at_quantile(0.99) as f64 / 1000.0
     }
 }
 

@@ -23,12 +23,12 @@ pub struct Latency {
 }
 
 impl Latency {
-    /// From a histogram in nanoseconds, to microseconds.
-    pub fn from_recorder(o: &OpRecorder) -> Latency {
+    /// From a recorder and its histogram (`o.hist` made whole) in nanoseconds, to
+    /// microseconds.
+    pub fn from_recorder(o: &OpRecorder, h: &hdrhistogram::Histogram<u64>) -> Latency {
         if o.count == 0 {
             return Latency::default();
         }
-        let h = &o.hist;
         let q = |p: f64| h.value_at_quantile(p) as f64 / 1000.0;
         Latency {
             mean: o.lat_sum_ns as f64 / o.count as f64 / 1000.0,
@@ -340,6 +340,8 @@ pub fn summarize(
     let mut bytes = 0u64;
     for (i, (name, kind)) in stat_names.iter().enumerate() {
         let o = &merged.ops[i];
+        // The flowop's histogram, whole only while its figures are taken.
+        let h = o.hist.to_hist();
         let class = kind.io_class();
         flowops.push(FlowopResult {
             name: name.clone(),
@@ -349,7 +351,7 @@ pub fn summarize(
             ops_per_s: o.count as f64 / d,
             bytes: o.bytes,
             mb_per_s: o.bytes as f64 / d / (1024.0 * 1024.0),
-            latency_us: Latency::from_recorder(o),
+            latency_us: Latency::from_recorder(o, &h),
             errors: o.errors,
             no_resource: o.no_resource,
             first_error: o.first_error.clone(),
@@ -358,8 +360,7 @@ pub fn summarize(
             } else {
                 0.0
             },
-            histogram_ns: o
-                .hist
+            histogram_ns: h
                 .iter_recorded()
                 .map(|v| [v.value_iterated_to(), v.count_at_value()])
                 .collect(),

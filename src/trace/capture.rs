@@ -1128,7 +1128,7 @@ fn summary(out: &Path, p: &Parsed, n: u64) {
     let threads: std::collections::HashSet<u32> = p.records.iter().map(|r| r.tid).collect();
     let span = p.records.last().map_or(0, |r| r.start_ns + r.dur_ns) as f64 / 1e9;
     let bytes = std::fs::metadata(out).map_or(0, |m| m.len());
-    eprintln!(
+    crate::errln!(
         "fsbench: trace {}: {} from {} over {span:.3} s, {}{}",
         out.display(),
         crate::report::count(n, "call"),

@@ -71,9 +71,10 @@ pub fn main(a: &TraceArgs) -> Result<()> {
 fn show(a: &ShowArgs) -> Result<()> {
     use std::io::Write;
     let mut r = super::format::Reader::open(&a.trace)?;
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
-    let res = (|| -> Result<()> {
+    // Through the console: a lost standard output ends the command with the status that
+    // says so (141 after `| head`, 1 on a full disk), never with success.
+    let mut out = std::io::BufWriter::new(crate::console::Stdout);
+    (|| -> Result<()> {
         if a.header {
             serde_json::to_writer_pretty(&mut out, &r.header)?;
             writeln!(out)?;
@@ -86,15 +87,5 @@ fn show(a: &ShowArgs) -> Result<()> {
         }
         out.flush()?;
         Ok(())
-    })();
-    // A closed pipe (`| head`) is not an error.
-    match res {
-        Err(e)
-            if e.downcast_ref::<std::io::Error>()
-                .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe) =>
-        {
-            Ok(())
-        }
-        r => r,
-    }
+    })()
 }

@@ -567,7 +567,7 @@ pub fn main(a: &DistillArgs) -> Result<()> {
     let (h, records) = format::read_all(&a.trace)?;
     let text = distill(&h, &records)?;
     std::fs::write(&a.output, &text).with_context(|| format!("{}", a.output.display()))?;
-    eprintln!("fsbench: wrote {}", a.output.display());
+    crate::errln!("fsbench: wrote {}", a.output.display());
     if !a.check {
         return Ok(());
     }
@@ -599,7 +599,7 @@ pub fn main(a: &DistillArgs) -> Result<()> {
     let (hb, rb) = format::read_all(&run_trace)?;
     let _ = std::fs::remove_file(&run_trace);
     let c = compare((&h, &records), (&hb, &rb));
-    print_comparison(&c, &mut std::io::stdout())?;
+    print_comparison(&c, &mut crate::console::Stdout)?;
     let worst_ks = [c.read_size_ks, c.write_size_ks, c.file_size_ks]
         .into_iter()
         .flatten()
@@ -623,12 +623,12 @@ pub fn compare_main(a: &CompareArgs) -> Result<()> {
     if let Some(j) = &a.json {
         let t = serde_json::to_string_pretty(&c)?;
         if j.as_os_str() == "-" {
-            println!("{t}");
+            crate::outln!("{t}");
             return print_comparison(&c, &mut std::io::stderr()).map_err(Into::into);
         }
         std::fs::write(j, t + "\n")?;
     }
-    print_comparison(&c, &mut std::io::stdout())?;
+    print_comparison(&c, &mut crate::console::Stdout)?;
     Ok(())
 }
 

@@ -1251,7 +1251,7 @@ impl Measurement for Replay<'_> {
         match self.rd.take() {
             Some(rd) => {
                 if self.a.keep {
-                    eprintln!("fsbench: kept {}", rd.path().display());
+                    crate::errln!("fsbench: kept {}", rd.path().display());
                 }
                 rd.finish(self.a.keep)
             }
@@ -1453,7 +1453,7 @@ pub fn main(a: &ReplayArgs) -> Result<()> {
     // very tree it replays (or the user's files). The run directory is always fresh.
     for r in &roots {
         if parent.starts_with(r) && Path::new(r) != Path::new("/") {
-            eprintln!(
+            crate::errln!(
                 "fsbench: note: the replay's directory {} is inside traced root {r}; the replay works in its own run directory there and does not touch the rest",
                 parent.display()
             );
@@ -1477,7 +1477,7 @@ pub fn main(a: &ReplayArgs) -> Result<()> {
         .copied()
         .unwrap_or(0.0);
     if bad > 0.0 {
-        eprintln!(
+        crate::errln!(
             "fsbench: {} failed in the replay where the recording succeeded (see the mismatch notes)",
             crate::report::count(bad as u64, "call")
         );

@@ -550,7 +550,7 @@ pub fn main(a: &StatsArgs) -> Result<()> {
     if let Some(j) = &a.json {
         let text = serde_json::to_string_pretty(&s)?;
         if j.as_os_str() == "-" {
-            println!("{text}");
+            crate::outln!("{text}");
         } else {
             std::fs::write(j, text + "\n")?;
         }
@@ -558,7 +558,7 @@ pub fn main(a: &StatsArgs) -> Result<()> {
     if a.json.as_deref().is_some_and(|j| j.as_os_str() == "-") {
         print_text(&s, &mut std::io::stderr())?;
     } else {
-        print_text(&s, &mut std::io::stdout())?;
+        print_text(&s, &mut crate::console::Stdout)?;
     }
     Ok(())
 }

@@ -629,7 +629,7 @@ impl Journal {
         while self.steps.len() > mark {
             let u = self.steps.pop().expect("non-empty");
             if self.verbose {
-                eprintln!("fsbench: teardown: {u}");
+                crate::errln!("fsbench: teardown: {u}");
             }
             if let Err(e) = u.run() {
                 errors.push(format!("{u}: {e:#}"));
@@ -709,7 +709,7 @@ impl Journal {
 impl Drop for Journal {
     fn drop(&mut self) {
         if let Err(e) = self.undo_to(0) {
-            eprintln!("fsbench: {e:#}");
+            crate::errln!("fsbench: {e:#}");
         }
     }
 }

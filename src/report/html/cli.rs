@@ -26,7 +26,7 @@ pub fn run(a: &ReportArgs, load_dir: &dyn Fn(&Path) -> Result<super::ReportInput
     let input = super::ReportInput::from_sources(&a.sources, &a.labels, load_dir)?;
     let html = super::render(&input);
     std::fs::write(&a.output, &html).with_context(|| format!("writing {}", a.output.display()))?;
-    eprintln!(
+    crate::errln!(
         "wrote {} ({} KB, {} charts)",
         a.output.display(),
         html.len() / 1024,

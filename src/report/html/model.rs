@@ -107,8 +107,8 @@ impl ReportInput {
         }
         let mut results_files = 0;
         for p in files.iter() {
-            let text =
-                std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+            let text = crate::input::read_text_capped(p, crate::input::RESULTS_MAX, "result file")
+                .with_context(|| format!("reading {}", p.display()))?;
             // An aging report (`fsbench age --json`) gets the aging section. Each file is
             // parsed once: result files are read straight into Results.
             if text.contains("\"target_fill\"") && text.contains("\"layout_after\"") {
@@ -137,8 +137,8 @@ impl ReportInput {
         let mut input = ReportInput::default();
         for p in paths {
             let p = p.as_ref();
-            let text =
-                std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+            let text = crate::input::read_text_capped(p, crate::input::RESULTS_MAX, "result file")
+                .with_context(|| format!("reading {}", p.display()))?;
             let (label, r) = Self::parse_result(p, &text)?;
             input.push(label, r);
         }

@@ -1,0 +1,257 @@
+//! Every byte fsbench writes to its standard output and standard error goes through here.
+//!
+//! The standard library's `print!` and `eprintln!` panic when a write fails: a full disk
+//! behind `> file`, `/dev/full`, a reader that went away (`| head -1`), a closed standard
+//! error. A benchmark must neither crash there nor claim success after its output was lost.
+//! So the macros below ([`out!`](crate::out), [`outln!`](crate::outln),
+//! [`errln!`](crate::errln), [`say!`](crate::say)) never panic: a failed write is remembered,
+//! later writes to that stream are skipped, and the command's exit status reports it (see
+//! [`crate::exit`]): 141 when the reader of standard output went away, as for a process
+//! ended by SIGPIPE; 1 with a message when standard output could not be written otherwise;
+//! 1 without one when standard error itself could not be written.
+//!
+//! Commands that print much (listings, traces) ask [`stdout_ok`] between items and stop
+//! early; writers that take an `io::Write` (serializers, generators) get [`Stdout`].
+//!
+//! When an export is written to standard output (`--json -`, `--csv -`, `--markdown -`),
+//! that stream belongs to the export alone: text meant for a person ([`human`], `say!`) goes
+//! to standard error instead, so that `fsbench run W --json - | jq` gets one document.
+
+use std::fmt;
+use std::io::{self, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+
+/// The first error writing standard output, when one happened.
+static STDOUT_ERROR: Mutex<Option<(io::ErrorKind, Option<i32>, String)>> = Mutex::new(None);
+static STDOUT_FAILED: AtomicBool = AtomicBool::new(false);
+static STDERR_FAILED: AtomicBool = AtomicBool::new(false);
+static STDOUT_RESERVED: AtomicBool = AtomicBool::new(false);
+
+/// Remember that standard output failed with `e` (the first error is kept).
+pub fn stdout_failed_with(e: &io::Error) {
+    let mut g = STDOUT_ERROR.lock().unwrap_or_else(|p| p.into_inner());
+    if g.is_none() {
+        *g = Some((e.kind(), e.raw_os_error(), e.to_string()));
+    }
+    STDOUT_FAILED.store(true, Ordering::SeqCst);
+}
+
+/// Remember that standard error could not be written.
+pub fn stderr_failed() {
+    STDERR_FAILED.store(true, Ordering::SeqCst);
+}
+
+/// Whether a write to standard error failed.
+pub fn stderr_lost() -> bool {
+    STDERR_FAILED.load(Ordering::SeqCst)
+}
+
+/// The first error writing standard output, rebuilt (errors are not `Clone`).
+pub fn stdout_error() -> Option<io::Error> {
+    let g = STDOUT_ERROR.lock().unwrap_or_else(|p| p.into_inner());
+    g.as_ref().map(|(kind, code, text)| match code {
+        Some(c) => io::Error::from_raw_os_error(*c),
+        None => io::Error::new(*kind, text.clone()),
+    })
+}
+
+/// Whether standard output's reader went away (EPIPE).
+pub fn stdout_broken_pipe() -> bool {
+    stdout_error().is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
+}
+
+/// `Ok` while standard output still takes writes; commands that print much ask between
+/// items and stop at the first error (which the exit status reports).
+pub fn stdout_ok() -> io::Result<()> {
+    match STDOUT_FAILED.load(Ordering::SeqCst) {
+        false => Ok(()),
+        true => Err(labelled(
+            &stdout_error().unwrap_or_else(|| io::Error::other("failed")),
+        )),
+    }
+}
+
+/// Write formatted text to standard output.
+pub fn out_fmt(args: fmt::Arguments<'_>) {
+    if STDOUT_FAILED.load(Ordering::SeqCst) {
+        return;
+    }
+    if let Err(e) = io::stdout().lock().write_fmt(args) {
+        stdout_failed_with(&e);
+    }
+}
+
+/// Write bytes to standard output.
+pub fn out_bytes(b: &[u8]) {
+    if STDOUT_FAILED.load(Ordering::SeqCst) {
+        return;
+    }
+    if let Err(e) = io::stdout().lock().write_all(b) {
+        stdout_failed_with(&e);
+    }
+}
+
+/// Write formatted text to standard error.
+pub fn err_fmt(args: fmt::Arguments<'_>) {
+    if STDERR_FAILED.load(Ordering::SeqCst) {
+        return;
+    }
+    if io::stderr().lock().write_fmt(args).is_err() {
+        stderr_failed();
+    }
+}
+
+/// Flush standard output (it is line-buffered), remembering a failure.
+pub fn flush() {
+    if STDOUT_FAILED.load(Ordering::SeqCst) {
+        return;
+    }
+    if let Err(e) = io::stdout().lock().flush() {
+        stdout_failed_with(&e);
+    }
+}
+
+/// Standard output as an `io::Write`, for serializers and generators: its errors are
+/// remembered as those of the macros are, and returned (saying "cannot write to standard
+/// output") so the writer stops.
+pub struct Stdout;
+
+impl Stdout {
+    fn checked<T>(r: io::Result<T>) -> io::Result<T> {
+        r.map_err(|e| {
+            stdout_failed_with(&e);
+            labelled(&e)
+        })
+    }
+}
+
+fn labelled(e: &io::Error) -> io::Error {
+    io::Error::new(e.kind(), format!("cannot write to standard output: {e}"))
+}
+
+impl Write for Stdout {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        stdout_ok()?;
+        Self::checked(io::stdout().lock().write(buf))
+    }
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        stdout_ok()?;
+        Self::checked(io::stdout().lock().write_all(buf))
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        stdout_ok()?;
+        Self::checked(io::stdout().lock().flush())
+    }
+}
+
+/// Give standard output to the exports if any of `paths` is `-`.
+pub fn reserve_stdout_for<'a>(paths: impl IntoIterator<Item = Option<&'a std::path::Path>>) {
+    if paths
+        .into_iter()
+        .any(|p| p.is_some_and(|p| p.as_os_str() == "-"))
+    {
+        STDOUT_RESERVED.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Give standard output to the exports (see [`reserve_stdout_for`]).
+pub fn reserve_stdout() {
+    STDOUT_RESERVED.store(true, Ordering::Relaxed);
+}
+
+/// Whether an export owns standard output.
+pub fn stdout_reserved() -> bool {
+    STDOUT_RESERVED.load(Ordering::Relaxed)
+}
+
+/// Write text meant for a person: standard output, or standard error when an export owns
+/// standard output.
+pub fn human_fmt(args: fmt::Arguments<'_>) {
+    if stdout_reserved() {
+        err_fmt(args);
+    } else {
+        out_fmt(args);
+        flush();
+    }
+}
+
+/// [`human_fmt`] of a string.
+pub fn human(text: &str) {
+    human_fmt(format_args!("{text}"));
+}
+
+/// `print!` that never panics (see the module comment).
+#[macro_export]
+macro_rules! out {
+    ($($t:tt)*) => { $crate::console::out_fmt(format_args!($($t)*)) };
+}
+
+/// `println!` that never panics (see the module comment).
+#[macro_export]
+macro_rules! outln {
+    () => { $crate::console::out_fmt(format_args!("\n")) };
+    ($($t:tt)*) => { $crate::console::out_fmt(format_args!("{}\n", format_args!($($t)*))) };
+}
+
+/// `eprint!` that never panics (see the module comment).
+#[macro_export]
+macro_rules! err {
+    ($($t:tt)*) => { $crate::console::err_fmt(format_args!($($t)*)) };
+}
+
+/// `eprintln!` that never panics (see the module comment).
+#[macro_export]
+macro_rules! errln {
+    () => { $crate::console::err_fmt(format_args!("\n")) };
+    ($($t:tt)*) => { $crate::console::err_fmt(format_args!("{}\n", format_args!($($t)*))) };
+}
+
+/// `println!` for text meant for a person (see [`human`]).
+#[macro_export]
+macro_rules! say {
+    () => { $crate::console::human_fmt(format_args!("\n")) };
+    ($($t:tt)*) => { $crate::console::human_fmt(format_args!("{}\n", format_args!($($t)*))) };
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    /// The standard library's printing macros, which panic on lost output, appear nowhere in
+    /// the program's code (tests may use them: the harness captures them).
+    #[test]
+    fn no_panicking_print_outside_tests() {
+        let mut found = Vec::new();
+        let mut stack = vec![Path::new(env!("CARGO_MANIFEST_DIR")).join("src")];
+        while let Some(p) = stack.pop() {
+            if p.is_dir() {
+                stack.extend(std::fs::read_dir(&p).unwrap().map(|e| e.unwrap().path()));
+                continue;
+            }
+            if p.extension().is_none_or(|e| e != "rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&p).unwrap();
+            for (i, line) in text.lines().enumerate() {
+                if line.trim() == "#[cfg(test)]" {
+                    break;
+                }
+                let code = line.split("//").next().unwrap_or("");
+                for m in ["println!", "print!", "eprintln!", "eprint!"] {
+                    let bare = code.match_indices(m).any(|(at, _)| {
+                        !code[..at].ends_with(|c: char| c == ':' || c.is_alphanumeric())
+                    });
+                    if bare {
+                        found.push(format!("{}:{}: {}", p.display(), i + 1, line.trim()));
+                    }
+                }
+            }
+        }
+        assert!(
+            found.is_empty(),
+            "use crate::out!/outln!/errln!/say! (src/console.rs) instead:\n{}",
+            found.join("\n")
+        );
+    }
+}
