@@ -9,6 +9,7 @@
 
 pub mod capture;
 pub mod cli;
+pub mod confine;
 pub mod distill;
 pub mod format;
 pub mod replay;

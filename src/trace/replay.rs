@@ -5,7 +5,9 @@
 //! Before the measurement the initial tree the trace's header carries is rebuilt below the
 //! run directory (`r0/` for the first root, `r1/` ...), with real, non-zero data of the
 //! recorded sizes. Every traced path below a root maps there; calls on other paths
-//! (libraries, `/proc`, `/dev`) and on descriptors opened on them are not replayed.
+//! (libraries, `/proc`, `/dev`) and on descriptors opened on them are not replayed. The
+//! tree, and every call, reach files only through [`confine::Roots`], beneath the root's
+//! directory: a path that would leave it is refused and counted, never issued.
 //!
 //! Threads: one replay thread per traced thread (`--threads as-recorded`), or the traced
 //! threads spread over N. Descriptors live in per-process tables as in the kernel: threads
@@ -27,6 +29,7 @@
 //! original succeeded (the first ones quoted) and the reverse, replay time against the
 //! recorded time.
 
+use super::confine::{self, Beneath, CallError, Refusal, Roots};
 use super::format::{self, Call, EntryKind, Header, Record};
 use crate::apps::measure::{MeasureArgs, Measurement};
 use crate::apps::{guard::RunDirGuard, AppRun, OpTable};
@@ -37,8 +40,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::CString;
-use std::os::unix::ffi::OsStrExt;
-use std::os::unix::io::RawFd;
+use std::os::fd::{AsRawFd, IntoRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
@@ -166,8 +168,17 @@ struct Plan {
     /// Records not replayed: outside the roots, or a call replay does not issue.
     outside: u64,
     not_replayable: BTreeMap<String, u64>,
-    /// Mapped paths (`path`, `path2`) of the steps that have some ([`Step::paths`]).
-    paths: Vec<(Option<CString>, Option<CString>)>,
+    /// Mapped paths of the steps that have some ([`Step::paths`]).
+    paths: Vec<StepPaths>,
+}
+
+/// A step's paths, mapped beneath their roots.
+#[derive(Debug, Default)]
+struct StepPaths {
+    p1: Option<Beneath>,
+    p2: Option<Beneath>,
+    /// A symbolic link's target, as it is to be stored ([`Beneath::link_target`]).
+    target: Option<CString>,
 }
 
 #[derive(Clone, Default)]
@@ -214,17 +225,21 @@ impl Mapper {
     fn inside(&self, p: &str) -> bool {
         self.root_of(p).is_some()
     }
-    fn map(&self, p: &str) -> Option<PathBuf> {
+    /// Where a traced path maps: beneath the directory of its root. Only the roots' own
+    /// directories are ever named by a path of their own; everything below them is reached
+    /// through [`Roots`], beneath them.
+    fn beneath(&self, p: &str) -> Option<Beneath> {
         let (i, rest) = self.root_of(p)?;
-        let mut out = self.dirs[i].clone();
-        if !rest.is_empty() {
-            out.push(rest);
-        }
-        Some(out)
+        Beneath::new(i as u32, rest)
     }
-    fn cmap(&self, p: &str) -> Option<CString> {
-        self.map(p)
-            .and_then(|p| CString::new(p.as_os_str().as_bytes()).ok())
+    /// The target to store in a symbolic link the trace creates at `link`.
+    fn link_target(&self, link: &Beneath, target: &str) -> CString {
+        let inroot = if target.starts_with('/') {
+            self.beneath(target)
+        } else {
+            None
+        };
+        link.link_target(target, inroot.as_ref())
     }
 }
 
@@ -650,23 +665,21 @@ fn build_plan(records: &[Record], mapper: &Mapper, threads: Option<usize>, mode:
                 true
             }
         });
-        let p1 = r.path.as_deref().and_then(|p| mapper.cmap(p));
-        let p2 = match r.call {
-            Call::Symlink => r.path2.as_deref().map(|t| {
-                let t2 = if t.starts_with('/') {
-                    mapper
-                        .map(t)
-                        .map(|p| p.display().to_string())
-                        .unwrap_or_else(|| t.to_string())
-                } else {
-                    t.to_string()
-                };
-                CString::new(t2).unwrap_or_default()
-            }),
-            _ => r.path2.as_deref().and_then(|p| mapper.cmap(p)),
+        let p1 = r.path.as_deref().and_then(|p| mapper.beneath(p));
+        let sp = match (r.call, &p1) {
+            (Call::Symlink, Some(link)) => StepPaths {
+                target: r.path2.as_deref().map(|t| mapper.link_target(link, t)),
+                p1,
+                p2: None,
+            },
+            _ => StepPaths {
+                p1,
+                p2: r.path2.as_deref().and_then(|p| mapper.beneath(p)),
+                target: None,
+            },
         };
-        let pi = if p1.is_some() || p2.is_some() {
-            paths.push((p1, p2));
+        let pi = if sp.p1.is_some() || sp.p2.is_some() {
+            paths.push(sp);
             paths.len() as u32 - 1
         } else {
             NONE
@@ -736,7 +749,9 @@ struct Shared<'a> {
     speed: f64,
     t0: Mutex<Option<Instant>>,
     mismatches: Mutex<Vec<String>>,
+    refusals: Mutex<Vec<String>>,
     show: usize,
+    roots: &'a Roots,
 }
 
 struct WorkerOut {
@@ -744,6 +759,8 @@ struct WorkerOut {
     replayed: u64,
     failed_ok: u64,
     ok_failed: u64,
+    /// Calls refused: (leaving the root, changing an `--over` tree).
+    refused: (u64, u64),
 }
 
 fn cerr() -> std::io::Error {
@@ -780,41 +797,143 @@ impl Shared<'_> {
         }
     }
 
-    /// Issue one call; Ok(bytes) or the error.
-    fn issue(&self, ri: u32, s: &Step, buf: &mut [u8]) -> std::io::Result<(i64, u64)> {
+    /// Issue one call: Ok((result, bytes)), the error, or the refusal.
+    fn issue(&self, ri: u32, s: &Step, buf: &mut [u8]) -> Result<(i64, u64), CallError> {
         let r = &self.records[ri as usize];
-        let (p1, p2) = self
-            .plan
-            .paths
-            .get(s.paths as usize)
-            .map(|(a, b)| (a.as_deref(), b.as_deref()))
-            .unwrap_or((None, None));
-        let fd = || self.fds.get(s.fd_in);
-        let size = (r.size.unwrap_or(0) as usize).min(buf.len());
-        let nopath = || std::io::Error::from_raw_os_error(libc::EINVAL);
-        // SAFETY (all calls below): valid C strings, descriptors owned by the tables, buffers
-        // of at least the length passed.
-        unsafe {
+        let paths = self.plan.paths.get(s.paths as usize);
+        match paths.and_then(|p| p.p1.as_ref()) {
+            Some(p1) => self.issue_path(r, s, p1, paths.expect("some"), buf),
+            None => self.issue_fd(r, s, buf),
+        }
+    }
+
+    /// A call on a path, every one resolved beneath its root by [`Roots`].
+    fn issue_path(
+        &self,
+        r: &Record,
+        s: &Step,
+        p1: &Beneath,
+        paths: &StepPaths,
+        buf: &mut [u8],
+    ) -> Result<(i64, u64), CallError> {
+        let roots = self.roots;
+        let nopath = || CallError::Io(std::io::Error::from_raw_os_error(libc::EINVAL));
+        let nofollow = r.flags.unwrap_or(0) as i32 & libc::AT_SYMLINK_NOFOLLOW != 0;
+        let e = confine::EMPTY.as_ptr();
+        // SAFETY (all calls below): valid C strings, descriptors held for the call's
+        // duration, buffers of at least the length passed.
+        let v = unsafe {
             match r.call {
                 Call::Open => {
-                    let p = p1.ok_or_else(nopath)?;
-                    let flags = (r.flags.unwrap_or(0) as i32) | libc::O_CLOEXEC;
-                    let mode = r.mode.unwrap_or(0o644);
-                    let n = check(libc::open(p.as_ptr(), flags, mode as libc::c_uint) as _)?;
-                    if let Some(stale) = self.fds.take(s.fd_drop) {
-                        libc::close(stale);
-                    }
-                    if s.fd_out != NONE {
-                        self.fds.set(s.fd_out, n as RawFd);
-                    } else {
-                        // Failed when recorded: not kept.
-                        libc::close(n as RawFd);
-                    }
-                    Ok((n, 0))
+                    let flags = r.flags.unwrap_or(0) as i32;
+                    let fd = roots.open(p1, flags, r.mode.unwrap_or(0o644))?;
+                    return Ok(self.opened(s, fd));
                 }
+                Call::Stat
+                    if r.syscall.starts_with("access") || r.syscall.starts_with("faccessat") =>
+                {
+                    let t = roots.target(p1, true)?;
+                    let m = r.mode.unwrap_or(0) as i32;
+                    libc::syscall(
+                        libc::SYS_faccessat2,
+                        t.as_raw_fd(),
+                        e,
+                        m,
+                        libc::AT_EMPTY_PATH,
+                    )
+                }
+                Call::Stat => {
+                    let t = roots.target(p1, !nofollow)?;
+                    let mut st: libc::stat = std::mem::zeroed();
+                    libc::fstatat(t.as_raw_fd(), e, &mut st, libc::AT_EMPTY_PATH) as _
+                }
+                Call::Readlink => {
+                    let t = roots.target(p1, false)?;
+                    let n = buf.len().min(4096);
+                    libc::readlinkat(t.as_raw_fd(), e, buf.as_mut_ptr().cast(), n) as _
+                }
+                Call::Mkdir => {
+                    let (d, n) = roots.entry(p1)?;
+                    libc::mkdirat(d.as_raw_fd(), n.as_ptr(), r.mode.unwrap_or(0o755)) as _
+                }
+                Call::Rmdir | Call::Unlink => {
+                    let (d, n) = roots.entry(p1)?;
+                    let fl = if r.call == Call::Rmdir {
+                        libc::AT_REMOVEDIR
+                    } else {
+                        0
+                    };
+                    libc::unlinkat(d.as_raw_fd(), n.as_ptr(), fl) as _
+                }
+                Call::Rename | Call::Link => {
+                    let p2 = paths.p2.as_ref().ok_or_else(nopath)?;
+                    let ((d1, n1), (d2, n2)) = (roots.entry(p1)?, roots.entry(p2)?);
+                    let (d1, d2) = (d1.as_raw_fd(), d2.as_raw_fd());
+                    if r.call == Call::Rename {
+                        let fl = r.flags.unwrap_or(0) as libc::c_uint;
+                        libc::renameat2(d1, n1.as_ptr(), d2, n2.as_ptr(), fl) as _
+                    } else {
+                        // Never AT_SYMLINK_FOLLOW: a link to a link stays beneath the root.
+                        libc::linkat(d1, n1.as_ptr(), d2, n2.as_ptr(), 0) as _
+                    }
+                }
+                Call::Symlink => {
+                    let t = paths.target.as_ref().ok_or_else(nopath)?;
+                    let (d, n) = roots.entry(p1)?;
+                    libc::symlinkat(t.as_ptr(), d.as_raw_fd(), n.as_ptr()) as _
+                }
+                Call::Truncate => {
+                    let fl = libc::O_WRONLY | libc::O_NONBLOCK;
+                    let f = roots.open(p1, fl, 0)?;
+                    libc::ftruncate(f.as_raw_fd(), r.size.unwrap_or(0) as i64) as _
+                }
+                Call::Chmod => {
+                    roots.may_change()?;
+                    let t = roots.target(p1, true)?;
+                    confine::chmod_fd(t.as_raw_fd(), r.mode.unwrap_or(0o644))?;
+                    0
+                }
+                Call::Utimes => {
+                    roots.may_change()?;
+                    let t = roots.target(p1, !nofollow)?;
+                    let fl = libc::AT_EMPTY_PATH;
+                    libc::utimensat(t.as_raw_fd(), e, std::ptr::null(), fl) as _
+                }
+                _ => return Err(nopath()),
+            }
+        };
+        Ok((check(v)?, 0))
+    }
+
+    /// Keep a descriptor a replayed open returned, in its instance's slot.
+    fn opened(&self, s: &Step, fd: OwnedFd) -> (i64, u64) {
+        let n = fd.into_raw_fd();
+        if let Some(stale) = self.fds.take(s.fd_drop) {
+            // SAFETY: taken out of its slot: nothing else closes it.
+            unsafe { libc::close(stale) };
+        }
+        if s.fd_out != NONE {
+            self.fds.set(s.fd_out, n);
+        } else {
+            // Failed when recorded: not kept.
+            // SAFETY: a descriptor this call opened and nobody else holds.
+            unsafe { libc::close(n) };
+        }
+        (n as i64, 0)
+    }
+
+    /// A call on a descriptor (opened beneath a root by an earlier step).
+    fn issue_fd(&self, r: &Record, s: &Step, buf: &mut [u8]) -> Result<(i64, u64), CallError> {
+        let fd = || self.fds.get(s.fd_in);
+        let size = (r.size.unwrap_or(0) as usize).min(buf.len());
+        let change = || self.roots.may_change();
+        // SAFETY (all calls below): descriptors owned by the tables, buffers of at least the
+        // length passed.
+        let v = unsafe {
+            match r.call {
                 Call::Close => match self.fds.take(s.fd_in) {
-                    Some(f) => check(libc::close(f) as _).map(|v| (v, 0)),
-                    None => Err(std::io::Error::from_raw_os_error(libc::EBADF)),
+                    Some(f) => libc::close(f) as _,
+                    None => return Err(std::io::Error::from_raw_os_error(libc::EBADF).into()),
                 },
                 Call::Read => {
                     let f = fd()?;
@@ -822,204 +941,149 @@ impl Shared<'_> {
                         Some(o) => libc::pread(f, buf.as_mut_ptr().cast(), size, o as i64),
                         None => libc::read(f, buf.as_mut_ptr().cast(), size),
                     };
-                    check(n as _).map(|n| (n, n as u64))
+                    return check(n as _).map(|n| (n, n as u64)).map_err(Into::into);
                 }
                 Call::Write => {
+                    change()?;
                     let f = fd()?;
                     let n = match r.offset {
                         Some(o) => libc::pwrite(f, buf.as_ptr().cast(), size, o as i64),
                         None => libc::write(f, buf.as_ptr().cast(), size),
                     };
-                    check(n as _).map(|n| (n, n as u64))
+                    return check(n as _).map(|n| (n, n as u64)).map_err(Into::into);
                 }
                 Call::Seek => {
-                    let f = fd()?;
                     let whence = r.flags.unwrap_or(0) as i32;
-                    check(libc::lseek(f, r.offset.unwrap_or(0) as i64, whence) as _).map(|v| (v, 0))
+                    libc::lseek(fd()?, r.offset.unwrap_or(0) as i64, whence) as _
                 }
-                Call::Dup => {
-                    let f = fd()?;
-                    let fl = if r.flags.unwrap_or(0) as i32 & libc::O_CLOEXEC != 0 {
-                        libc::F_DUPFD_CLOEXEC
-                    } else {
-                        libc::F_DUPFD
-                    };
-                    let n = check(libc::fcntl(f, fl, 0) as _)?;
-                    if s.fd_drop != NONE {
-                        // dup2 over an open descriptor closed it, as the kernel does.
-                        if let Some(old) = self.fds.take(s.fd_drop) {
-                            libc::close(old);
-                        }
-                    }
-                    if s.fd_out != NONE {
-                        self.fds.set(s.fd_out, n as RawFd);
-                    } else {
-                        libc::close(n as RawFd);
-                    }
-                    Ok((n, 0))
-                }
+                Call::Dup => return self.dup(r, s),
                 Call::Stat => {
                     let mut st: libc::stat = std::mem::zeroed();
-                    if r.syscall.starts_with("access") || r.syscall.starts_with("faccessat") {
-                        let p = p1.ok_or_else(nopath)?;
-                        return check(libc::access(p.as_ptr(), r.mode.unwrap_or(0) as i32) as _)
-                            .map(|v| (v, 0));
-                    }
-                    match p1 {
-                        Some(p) => {
-                            let fl = r.flags.unwrap_or(0) as i32 & libc::AT_SYMLINK_NOFOLLOW;
-                            check(libc::fstatat(libc::AT_FDCWD, p.as_ptr(), &mut st, fl) as _)
-                        }
-                        None => check(libc::fstat(fd()?, &mut st) as _),
-                    }
-                    .map(|v| (v, 0))
-                }
-                Call::Readlink => {
-                    let p = p1.ok_or_else(nopath)?;
-                    check(
-                        libc::readlink(p.as_ptr(), buf.as_mut_ptr().cast(), buf.len().min(4096))
-                            as _,
-                    )
-                    .map(|v| (v, 0))
-                }
-                Call::Mkdir => {
-                    let p = p1.ok_or_else(nopath)?;
-                    check(libc::mkdir(p.as_ptr(), r.mode.unwrap_or(0o755)) as _).map(|v| (v, 0))
-                }
-                Call::Rmdir => {
-                    let p = p1.ok_or_else(nopath)?;
-                    check(libc::rmdir(p.as_ptr()) as _).map(|v| (v, 0))
-                }
-                Call::Unlink => {
-                    let p = p1.ok_or_else(nopath)?;
-                    check(libc::unlink(p.as_ptr()) as _).map(|v| (v, 0))
-                }
-                Call::Rename => {
-                    let (a, b) = (p1.ok_or_else(nopath)?, p2.ok_or_else(nopath)?);
-                    let fl = r.flags.unwrap_or(0) as libc::c_uint;
-                    check(libc::renameat2(
-                        libc::AT_FDCWD,
-                        a.as_ptr(),
-                        libc::AT_FDCWD,
-                        b.as_ptr(),
-                        fl,
-                    ) as _)
-                    .map(|v| (v, 0))
-                }
-                Call::Link => {
-                    let (a, b) = (p1.ok_or_else(nopath)?, p2.ok_or_else(nopath)?);
-                    check(libc::link(a.as_ptr(), b.as_ptr()) as _).map(|v| (v, 0))
-                }
-                Call::Symlink => {
-                    let (link, target) = (p1.ok_or_else(nopath)?, p2.ok_or_else(nopath)?);
-                    check(libc::symlink(target.as_ptr(), link.as_ptr()) as _).map(|v| (v, 0))
+                    libc::fstat(fd()?, &mut st) as _
                 }
                 Call::Getdents => {
-                    let f = fd()?;
-                    let n =
-                        libc::syscall(libc::SYS_getdents64, f, buf.as_mut_ptr(), size.max(1024));
-                    check(n as _).map(|n| (n, 0))
+                    let n = size.max(1024).min(buf.len());
+                    libc::syscall(libc::SYS_getdents64, fd()?, buf.as_mut_ptr(), n)
                 }
-                Call::Fsync => {
-                    let f = fd()?;
-                    let n = if r.flags == Some(1) {
-                        libc::fdatasync(f)
-                    } else {
-                        libc::fsync(f)
-                    };
-                    check(n as _).map(|v| (v, 0))
-                }
+                Call::Fsync if r.flags == Some(1) => libc::fdatasync(fd()?) as _,
+                Call::Fsync => libc::fsync(fd()?) as _,
                 Call::Truncate => {
-                    let len = r.size.unwrap_or(0) as i64;
-                    match p1 {
-                        Some(p) => check(libc::truncate(p.as_ptr(), len) as _),
-                        None => check(libc::ftruncate(fd()?, len) as _),
-                    }
-                    .map(|v| (v, 0))
+                    change()?;
+                    libc::ftruncate(fd()?, r.size.unwrap_or(0) as i64) as _
                 }
                 Call::Fallocate => {
-                    let f = fd()?;
-                    check(libc::fallocate(
-                        f,
-                        r.flags.unwrap_or(0) as i32,
-                        r.offset.unwrap_or(0) as i64,
-                        r.size.unwrap_or(0) as i64,
-                    ) as _)
-                    .map(|v| (v, 0))
+                    change()?;
+                    let (o, l) = (r.offset.unwrap_or(0) as i64, r.size.unwrap_or(0) as i64);
+                    libc::fallocate(fd()?, r.flags.unwrap_or(0) as i32, o, l) as _
                 }
-                Call::Mmap => {
-                    // Map and unmap: the page faults of the traced program's accesses are
-                    // not in the trace, so none are replayed.
-                    let f = fd()?;
-                    let len = r.size.unwrap_or(0) as usize;
-                    let prot = r.mode.unwrap_or(libc::PROT_READ as u32) as i32
-                        & (libc::PROT_READ | libc::PROT_WRITE);
-                    let fl = if r.flags.unwrap_or(0) as i32 & libc::MAP_SHARED != 0 {
-                        libc::MAP_SHARED
-                    } else {
-                        libc::MAP_PRIVATE
-                    };
-                    let p = libc::mmap(
-                        std::ptr::null_mut(),
-                        len.max(1),
-                        prot,
-                        fl,
-                        f,
-                        r.offset.unwrap_or(0) as i64,
-                    );
-                    if p == libc::MAP_FAILED {
-                        return Err(cerr());
-                    }
-                    libc::munmap(p, len.max(1));
-                    Ok((0, 0))
-                }
-                Call::Sendfile | Call::CopyRange => {
-                    // Either side may be outside the roots (a socket, standard output):
-                    // then only the side below them is replayed, as a read or a write.
-                    let get = |i: u32| self.fds.get(i).ok();
-                    let (inf, outf) = match r.call {
-                        Call::Sendfile => (get(s.fd_in2), get(s.fd_in)),
-                        _ => (get(s.fd_in), get(s.fd_in2)),
-                    };
-                    let n = match (inf, outf) {
-                        (Some(i), Some(o)) => match r.call {
-                            Call::Sendfile => libc::sendfile(o, i, std::ptr::null_mut(), size),
-                            _ => libc::copy_file_range(
-                                i,
-                                std::ptr::null_mut(),
-                                o,
-                                std::ptr::null_mut(),
-                                size,
-                                0,
-                            ),
-                        },
-                        (Some(i), None) => libc::read(i, buf.as_mut_ptr().cast(), size),
-                        (None, Some(o)) => libc::write(o, buf.as_ptr().cast(), size),
-                        (None, None) => return Err(std::io::Error::from_raw_os_error(libc::EBADF)),
-                    };
-                    check(n as _).map(|n| (n, n as u64))
-                }
+                Call::Mmap => return self.map_unmap(r, fd()?),
+                Call::Sendfile | Call::CopyRange => return self.copy(r, s, buf, size),
                 Call::Chmod => {
-                    let m = r.mode.unwrap_or(0o644);
-                    match p1 {
-                        Some(p) => check(libc::chmod(p.as_ptr(), m) as _),
-                        None => check(libc::fchmod(fd()?, m) as _),
-                    }
-                    .map(|v| (v, 0))
+                    change()?;
+                    libc::fchmod(fd()?, r.mode.unwrap_or(0o644)) as _
                 }
-                Call::Utimes => match p1 {
-                    Some(p) => check(libc::utimensat(
-                        libc::AT_FDCWD,
-                        p.as_ptr(),
-                        std::ptr::null(),
-                        r.flags.unwrap_or(0) as i32 & libc::AT_SYMLINK_NOFOLLOW,
-                    ) as _),
-                    None => check(libc::futimens(fd()?, std::ptr::null()) as _),
+                Call::Utimes => {
+                    change()?;
+                    libc::futimens(fd()?, std::ptr::null()) as _
                 }
-                .map(|v| (v, 0)),
-                _ => Err(std::io::Error::from_raw_os_error(libc::ENOSYS)),
+                // A path call whose path did not map (a NUL in it), or a call replay
+                // does not issue.
+                Call::Open
+                | Call::Readlink
+                | Call::Mkdir
+                | Call::Rmdir
+                | Call::Unlink
+                | Call::Rename
+                | Call::Link
+                | Call::Symlink => {
+                    return Err(std::io::Error::from_raw_os_error(libc::EINVAL).into())
+                }
+                _ => return Err(std::io::Error::from_raw_os_error(libc::ENOSYS).into()),
+            }
+        };
+        Ok((check(v)?, 0))
+    }
+
+    fn dup(&self, r: &Record, s: &Step) -> Result<(i64, u64), CallError> {
+        let f = self.fds.get(s.fd_in)?;
+        let fl = if r.flags.unwrap_or(0) as i32 & libc::O_CLOEXEC != 0 {
+            libc::F_DUPFD_CLOEXEC
+        } else {
+            libc::F_DUPFD
+        };
+        // SAFETY: a descriptor of this replay.
+        let n = check(unsafe { libc::fcntl(f, fl, 0) } as _)? as RawFd;
+        if s.fd_drop != NONE {
+            // dup2 over an open descriptor closed it, as the kernel does.
+            if let Some(old) = self.fds.take(s.fd_drop) {
+                // SAFETY: taken out of its slot: nothing else closes it.
+                unsafe { libc::close(old) };
             }
         }
+        if s.fd_out != NONE {
+            self.fds.set(s.fd_out, n);
+        } else {
+            // SAFETY: the duplicate is ours alone.
+            unsafe { libc::close(n) };
+        }
+        Ok((n as i64, 0))
+    }
+
+    /// Map and unmap: the page faults of the traced program's accesses are not in the
+    /// trace, so none are replayed.
+    fn map_unmap(&self, r: &Record, f: RawFd) -> Result<(i64, u64), CallError> {
+        let len = r.size.unwrap_or(0) as usize;
+        let prot =
+            r.mode.unwrap_or(libc::PROT_READ as u32) as i32 & (libc::PROT_READ | libc::PROT_WRITE);
+        let fl = if r.flags.unwrap_or(0) as i32 & libc::MAP_SHARED != 0 {
+            if prot & libc::PROT_WRITE != 0 {
+                self.roots.may_change()?;
+            }
+            libc::MAP_SHARED
+        } else {
+            libc::MAP_PRIVATE
+        };
+        let off = r.offset.unwrap_or(0) as i64;
+        // SAFETY: a fresh mapping of our own, unmapped at once.
+        unsafe {
+            let p = libc::mmap(std::ptr::null_mut(), len.max(1), prot, fl, f, off);
+            if p == libc::MAP_FAILED {
+                return Err(cerr().into());
+            }
+            libc::munmap(p, len.max(1));
+        }
+        Ok((0, 0))
+    }
+
+    /// sendfile and copy_file_range. Either side may be outside the roots (a socket,
+    /// standard output): then only the side below them is replayed, as a read or a write.
+    fn copy(
+        &self,
+        r: &Record,
+        s: &Step,
+        buf: &mut [u8],
+        size: usize,
+    ) -> Result<(i64, u64), CallError> {
+        let get = |i: u32| self.fds.get(i).ok();
+        let (inf, outf) = match r.call {
+            Call::Sendfile => (get(s.fd_in2), get(s.fd_in)),
+            _ => (get(s.fd_in), get(s.fd_in2)),
+        };
+        if outf.is_some() {
+            self.roots.may_change()?;
+        }
+        let null = std::ptr::null_mut();
+        // SAFETY: descriptors of this replay, a buffer of at least `size` bytes.
+        let n = unsafe {
+            match (inf, outf) {
+                (Some(i), Some(o)) if r.call == Call::Sendfile => libc::sendfile(o, i, null, size),
+                (Some(i), Some(o)) => libc::copy_file_range(i, null, o, null, size, 0),
+                (Some(i), None) => libc::read(i, buf.as_mut_ptr().cast(), size),
+                (None, Some(o)) => libc::write(o, buf.as_ptr().cast(), size),
+                (None, None) => return Err(std::io::Error::from_raw_os_error(libc::EBADF).into()),
+            }
+        };
+        Ok(check(n as _).map(|n| (n, n as u64))?)
     }
 
     fn run_worker(&self, w: usize) -> WorkerOut {
@@ -1040,6 +1104,7 @@ impl Shared<'_> {
             .expect("t0")
             .expect("set before the workers start");
         let (mut out_replayed, mut out_failed_ok, mut out_ok_failed) = (0u64, 0u64, 0u64);
+        let mut out_refused = (0u64, 0u64);
         for (pos, s) in steps.iter().enumerate() {
             if crate::engine::interrupted() {
                 break;
@@ -1081,8 +1146,21 @@ impl Shared<'_> {
                     let c0 = clock.now();
                     let out = self.issue(s.rec, s, buf.as_mut_slice());
                     let ns = clock.since(c0);
-                    out_replayed += 1;
                     let o: &mut OpRecorder = &mut rec.ops[slot];
+                    let out = match out {
+                        Err(CallError::Refused(why)) => {
+                            match why {
+                                Refusal::Escape => out_refused.0 += 1,
+                                Refusal::ReadOnly => out_refused.1 += 1,
+                            }
+                            self.refusal(r, why);
+                            self.progress[w].0.store(pos as u32 + 1, Ordering::Release);
+                            continue;
+                        }
+                        Err(CallError::Io(e)) => Err(e),
+                        Ok(v) => Ok(v),
+                    };
+                    out_replayed += 1;
                     match (&out, r.ok()) {
                         (Ok((_, bytes)), _) => {
                             o.record(ns, *bytes);
@@ -1113,6 +1191,28 @@ impl Shared<'_> {
             replayed: out_replayed,
             failed_ok: out_failed_ok,
             ok_failed: out_ok_failed,
+            refused: out_refused,
+        }
+    }
+
+    /// Quote a refused call (the first ones).
+    fn refusal(&self, r: &Record, why: Refusal) {
+        let mut m = self.refusals.lock().expect("refusals");
+        if m.len() < self.show.max(1) {
+            let what = match why {
+                Refusal::Escape => "would leave the replay root",
+                Refusal::ReadOnly => "would change an --over tree",
+            };
+            let mut p = format!("{:?}", r.path.as_deref().unwrap_or(""));
+            if let Some(p2) = &r.path2 {
+                p.push_str(&format!(" -> {p2:?}"));
+            }
+            m.push(format!(
+                "{} {p} (thread {}, {:.6} s) {what}: not issued",
+                r.call.name(),
+                r.tid,
+                r.start_ns as f64 / 1e9
+            ));
         }
     }
 
@@ -1138,13 +1238,19 @@ fn describe(r: &Record, e: &std::io::Error) -> String {
     format!("{} {}: {e}", r.syscall, r.path.as_deref().unwrap_or(""))
 }
 
-/// Rebuild the initial tree below `base` (`r0/`, `r1/` ...): directories, files of the
-/// recorded sizes filled with non-zero data, symbolic links. Returns (entries, bytes).
-fn rebuild(header: &Header, mapper: &Mapper) -> Result<(u64, u64)> {
-    use std::io::Write;
-    for i in 0..mapper.roots.len() {
-        std::fs::create_dir_all(&mapper.dirs[i])?;
-    }
+/// What rebuilding the initial tree did.
+#[derive(Debug, Default, Clone, Copy)]
+struct Rebuilt {
+    entries: u64,
+    bytes: u64,
+    /// Entries whose path leaves its root (`..`, through a link pointing out): not made.
+    refused: u64,
+}
+
+/// Rebuild the initial tree beneath the roots' directories: directories, files of the
+/// recorded sizes filled with non-zero data, symbolic links. Every entry is made through
+/// [`Roots`], like the replayed calls, so an entry whose path leaves its root is refused.
+fn rebuild(header: &Header, mapper: &Mapper, roots: &Roots) -> Result<Rebuilt> {
     let mut rng = <rand_pcg::Pcg64Mcg as rand::SeedableRng>::seed_from_u64(0x7ace);
     let mut chunk = vec![0u8; 1 << 20];
     rand::RngCore::fill_bytes(&mut rng, &mut chunk);
@@ -1153,7 +1259,7 @@ fn rebuild(header: &Header, mapper: &Mapper) -> Result<(u64, u64)> {
             *b = 1;
         }
     }
-    let (mut n, mut bytes) = (0u64, 0u64);
+    let mut done = Rebuilt::default();
     let mut entries: Vec<&format::Initial> = header.initial.iter().collect();
     // Parents before children.
     entries.sort_by_key(|e| (e.root, e.path.matches('/').count(), e.path.clone()));
@@ -1166,50 +1272,106 @@ fn rebuild(header: &Header, mapper: &Mapper) -> Result<(u64, u64)> {
         } else {
             format!("{}/{}", root.trim_end_matches('/'), e.path)
         };
-        let Some(p) = mapper.map(&traced) else {
+        let Some(p) = mapper.beneath(&traced) else {
             continue;
         };
-        let ctx = || format!("rebuilding {}", p.display());
-        match e.kind {
-            EntryKind::Dir => {
-                if !e.path.is_empty() {
-                    std::fs::create_dir_all(&p).with_context(ctx)?;
+        match make_entry(e, &p, mapper, roots, &chunk) {
+            Ok(true) => {
+                done.entries += 1;
+                if e.kind == EntryKind::File {
+                    done.bytes += e.size;
                 }
             }
-            EntryKind::File => {
-                let mut f = std::fs::File::create(&p).with_context(ctx)?;
-                let mut left = e.size;
-                while left > 0 {
-                    let k = left.min(chunk.len() as u64) as usize;
-                    f.write_all(&chunk[..k]).with_context(ctx)?;
-                    left -= k as u64;
-                }
-                bytes += e.size;
+            Ok(false) => {}
+            Err(CallError::Refused(_)) => done.refused += 1,
+            Err(CallError::Io(err)) => {
+                bail!("rebuilding the initial tree's {traced:?} (in {}): {err}", {
+                    mapper.dirs[p.root as usize].display()
+                })
             }
-            EntryKind::Symlink => {
-                let t = e.target.clone().unwrap_or_default();
-                let t = if t.starts_with('/') {
-                    mapper.map(&t).map(|x| x.display().to_string()).unwrap_or(t)
-                } else {
-                    t
-                };
-                std::os::unix::fs::symlink(&t, &p).with_context(ctx)?;
-            }
-            EntryKind::Other => continue,
         }
-        if e.kind != EntryKind::Symlink && e.mode != 0 {
-            use std::os::unix::fs::PermissionsExt;
-            // Directories stay writable by the owner so the replay can work in them.
-            let mode = if e.kind == EntryKind::Dir {
-                (e.mode & 0o7777) | 0o700
-            } else {
-                e.mode & 0o7777
-            };
-            let _ = std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode));
-        }
-        n += 1;
     }
-    Ok((n, bytes))
+    Ok(done)
+}
+
+/// Make one entry of the initial tree; false when there is nothing to make.
+fn make_entry(
+    e: &format::Initial,
+    p: &Beneath,
+    mapper: &Mapper,
+    roots: &Roots,
+    chunk: &[u8],
+) -> Result<bool, CallError> {
+    use std::io::Write;
+    let is_root = p.rel.as_bytes().iter().all(|b| *b == b'/');
+    let fd = match e.kind {
+        EntryKind::Dir => {
+            if !is_root {
+                mkdir_beneath(roots, p)?;
+            }
+            roots.open(p, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW, 0)?
+        }
+        EntryKind::File => {
+            let fl = libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_NOFOLLOW;
+            let fd = roots.open(p, fl, 0o600)?;
+            let mut f = std::fs::File::from(fd);
+            let mut left = e.size;
+            while left > 0 {
+                let k = left.min(chunk.len() as u64) as usize;
+                f.write_all(&chunk[..k])?;
+                left -= k as u64;
+            }
+            f.into()
+        }
+        EntryKind::Symlink => {
+            let t = mapper.link_target(p, e.target.as_deref().unwrap_or(""));
+            let (d, n) = roots.entry(p)?;
+            // SAFETY: valid C strings and a directory descriptor.
+            if unsafe { libc::symlinkat(t.as_ptr(), d.as_raw_fd(), n.as_ptr()) } != 0 {
+                return Err(cerr().into());
+            }
+            return Ok(true);
+        }
+        EntryKind::Other => return Ok(false),
+    };
+    if e.mode != 0 {
+        // Directories stay writable by the owner so the replay can work in them.
+        let mode = if e.kind == EntryKind::Dir {
+            (e.mode & 0o7777) | 0o700
+        } else {
+            e.mode & 0o7777
+        };
+        // SAFETY: a descriptor just opened on the entry itself.
+        unsafe { libc::fchmod(fd.as_raw_fd(), mode) };
+    }
+    Ok(true)
+}
+
+/// mkdir `p` beneath its root, and its missing parents; an existing one is fine.
+fn mkdir_beneath(roots: &Roots, p: &Beneath) -> Result<(), CallError> {
+    for attempt in 0..2 {
+        let (d, n) = roots.entry(p)?;
+        // SAFETY: valid C string and directory descriptor.
+        if unsafe { libc::mkdirat(d.as_raw_fd(), n.as_ptr(), 0o700) } == 0 {
+            return Ok(());
+        }
+        let e = cerr();
+        match e.raw_os_error() {
+            Some(libc::EEXIST) => return Ok(()),
+            // A parent the header does not list: make it first (a depth's worth of calls).
+            Some(libc::ENOENT) if attempt == 0 => {
+                let b = p.rel.as_bytes();
+                let Some(i) = b.iter().rposition(|c| *c == b'/') else {
+                    return Err(e.into());
+                };
+                let parent = Beneath::new(p.root, &String::from_utf8_lossy(&b[..i]))
+                    .ok_or(CallError::Io(e))?;
+                mkdir_beneath(roots, &parent)?;
+            }
+            _ => return Err(e.into()),
+        }
+    }
+    Ok(())
 }
 
 struct Replay<'a> {
@@ -1220,9 +1382,41 @@ struct Replay<'a> {
     threads: Option<usize>,
     parent: PathBuf,
     rd: Option<RunDirGuard>,
-    rebuilt: (u64, u64),
+    rebuilt: Rebuilt,
     /// `--over` trees, canonical.
     over: Vec<PathBuf>,
+}
+
+impl Replay<'_> {
+    /// The roots' directories, held open for as long as the caller keeps them: `r0/` ...
+    /// in the run directory (made when `make`), or the `--over` trees (read-only).
+    fn open_roots(&self, make: bool) -> Result<Roots> {
+        if !self.over.is_empty() {
+            let dirs = self
+                .over
+                .iter()
+                .map(|d| {
+                    std::fs::File::open(d)
+                        .map(OwnedFd::from)
+                        .with_context(|| format!("--over {}", d.display()))
+                })
+                .collect::<Result<Vec<_>>>()?;
+            return Ok(Roots::new(dirs, true));
+        }
+        let rd = self.rd.as_ref().expect("prepared");
+        let base = rd.rundir().fd();
+        let dirs = (0..self.roots.len())
+            .map(|i| {
+                let name = CString::new(format!("r{i}")).expect("no NUL");
+                if make {
+                    crate::beneath::mkdir_at(base, &name, 0o755)?;
+                }
+                crate::beneath::open_dir(base, &name)
+            })
+            .collect::<std::io::Result<Vec<_>>>()
+            .with_context(|| format!("the replay's root directories in {}", rd.path().display()))?;
+        Ok(Roots::new(dirs, false))
+    }
 }
 
 impl Measurement for Replay<'_> {
@@ -1243,7 +1437,8 @@ impl Measurement for Replay<'_> {
         let mapper = Mapper::new(self.roots.clone(), rd.path(), &self.over);
         self.rd = Some(rd);
         if self.over.is_empty() {
-            self.rebuilt = rebuild(&self.header, &mapper)?;
+            let roots = self.open_roots(true)?;
+            self.rebuilt = rebuild(&self.header, &mapper, &roots)?;
         }
         Ok(())
     }
@@ -1262,6 +1457,7 @@ impl Measurement for Replay<'_> {
         let base = self.rd.as_ref().expect("prepared").path().to_path_buf();
         let mapper = Mapper::new(self.roots.clone(), &base, &self.over);
         let plan = build_plan(&self.records, &mapper, self.threads, self.a.mode);
+        let roots = self.open_roots(false)?;
         let sh = Shared {
             records: &self.records,
             plan: &plan,
@@ -1273,7 +1469,9 @@ impl Measurement for Replay<'_> {
             speed: self.a.speed,
             t0: Mutex::new(None),
             mismatches: Mutex::new(Vec::new()),
+            refusals: Mutex::new(Vec::new()),
             show: self.a.show_mismatches,
+            roots: &roots,
         };
         let started_at = crate::apps::now_epoch();
         let cpu0 = crate::apps::process_cpu(false);
@@ -1331,6 +1529,8 @@ impl Measurement for Replay<'_> {
         let failed_ok: u64 = outs.iter().map(|o| o.failed_ok).sum();
         let ok_failed: u64 = outs.iter().map(|o| o.ok_failed).sum();
         let replayed: u64 = outs.iter().map(|o| o.replayed).sum();
+        let refused_escape: u64 = outs.iter().map(|o| o.refused.0).sum();
+        let refused_over: u64 = outs.iter().map(|o| o.refused.1).sum();
         let mut notes = vec![
             format!(
                 "replayed {} of {} in {} mode on {}: {} outside the roots, {} not replayed ({})",
@@ -1351,11 +1551,28 @@ impl Measurement for Replay<'_> {
                 failed_ok, ok_failed, duration_s, recorded_s
             ),
             format!(
-                "initial tree: {} ({}) rebuilt",
-                crate::report::count(self.rebuilt.0, "entry"),
-                crate::limits::human(self.rebuilt.1 as f64)
+                "initial tree: {} ({}) rebuilt, {} refused (leaving the root)",
+                crate::report::count(self.rebuilt.entries, "entry"),
+                crate::limits::human(self.rebuilt.bytes as f64),
+                self.rebuilt.refused
+            ),
+            format!(
+                "refused: {} that would leave the replay root{}",
+                crate::report::count(refused_escape, "call"),
+                if self.over.is_empty() {
+                    String::new()
+                } else {
+                    format!(", {refused_over} that would change an --over tree")
+                }
             ),
         ];
+        notes.extend(
+            sh.refusals
+                .into_inner()
+                .expect("refusals")
+                .into_iter()
+                .map(|m| format!("refused: {m}")),
+        );
         notes.extend(
             sh.mismatches
                 .into_inner()
@@ -1392,6 +1609,14 @@ impl Measurement for Replay<'_> {
             .insert("failed_where_recorded_ok".into(), failed_ok as f64);
         r.figures
             .insert("ok_where_recorded_failed".into(), ok_failed as f64);
+        r.figures
+            .insert("calls_refused_outside_root".into(), refused_escape as f64);
+        r.figures
+            .insert("calls_refused_over".into(), refused_over as f64);
+        r.figures.insert(
+            "initial_entries_refused".into(),
+            self.rebuilt.refused as f64,
+        );
         r.figures.insert("recorded_s".into(), recorded_s);
         r.figures.insert("replay_s".into(), duration_s);
         Ok(r)
@@ -1467,7 +1692,7 @@ pub fn main(a: &ReplayArgs) -> Result<()> {
         threads,
         parent,
         rd: None,
-        rebuilt: (0, 0),
+        rebuilt: Rebuilt::default(),
         over,
     };
     let r = crate::apps::measure::measure_and_report(&mut m, &a.m)?;
@@ -1512,7 +1737,7 @@ mod tests {
             Path::new("/run"),
             &[PathBuf::from("/srv/tree")],
         );
-        assert_eq!(m.map("/w/a/b"), Some(PathBuf::from("/srv/tree/a/b")));
+        assert_eq!(m.beneath("/w/a/b"), Beneath::new(0, "a/b"));
         let mut open_ro = rec(1, Call::Open, Some("/w/a"), None, 3);
         open_ro.flags = Some(libc::O_RDONLY as u64);
         let mut open_out = rec(1, Call::Open, Some("/tmp/out"), None, 4);
@@ -1544,11 +1769,14 @@ mod tests {
     #[test]
     fn paths_map_below_the_longest_root_and_others_stay_outside() {
         let m = mapper();
-        assert_eq!(m.map("/w/a/b"), Some(PathBuf::from("/run/r0/a/b")));
-        assert_eq!(m.map("/w"), Some(PathBuf::from("/run/r0")));
-        assert_eq!(m.map("/w/deep/x"), Some(PathBuf::from("/run/r1/x")));
-        assert_eq!(m.map("/wx/a"), None);
-        assert_eq!(m.map("/usr/lib/libc.so.6"), None);
+        assert_eq!(m.beneath("/w/a/b"), Beneath::new(0, "a/b"));
+        assert_eq!(m.beneath("/w"), Beneath::new(0, ""));
+        assert_eq!(m.beneath("/w//x"), Beneath::new(0, "x"));
+        assert_eq!(m.beneath("/w/deep/x"), Beneath::new(1, "x"));
+        // Kept as recorded: the kernel resolves `..` beneath the root, and refuses it there.
+        assert_eq!(m.beneath("/w/../etc"), Beneath::new(0, "../etc"));
+        assert_eq!(m.beneath("/wx/a"), None);
+        assert_eq!(m.beneath("/usr/lib/libc.so.6"), None);
     }
 
     #[test]

@@ -1,0 +1,499 @@
+//! A replay never reaches outside its root: hostile traces (handmade, imported from an
+//! strace log, recorded from a real program) aim at a sentinel directory outside the replay
+//! directory, and the sentinel must be exactly as it was afterwards. None of this needs
+//! root; the recorded case needs strace and says so when it is missing.
+
+mod common;
+use common::*;
+use fsbench::trace::format::{self, Call, EntryKind, Header, Initial, Record};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// A directory outside every replay directory, and what it held when made.
+struct Sentinel {
+    dir: Scratch,
+    before: Vec<(String, u64, u32, i64, i64)>,
+}
+
+impl Sentinel {
+    fn new(tag: &str) -> Sentinel {
+        let dir = Scratch::new(tag);
+        std::fs::write(dir.path().join("victim"), b"precious").unwrap();
+        std::fs::write(dir.path().join("del"), b"keep me").unwrap();
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        // An old time stamp, so that a touch shows.
+        let t = std::ffi::CString::new(dir.path().join("victim").to_str().unwrap()).unwrap();
+        let times = [libc::timespec {
+            tv_sec: 1_000_000_000,
+            tv_nsec: 0,
+        }; 2];
+        // SAFETY: a valid C string and two timespecs.
+        assert_eq!(
+            unsafe { libc::utimensat(libc::AT_FDCWD, t.as_ptr(), times.as_ptr(), 0) },
+            0
+        );
+        let mut s = Sentinel {
+            dir,
+            before: Vec::new(),
+        };
+        s.before = s.state();
+        s
+    }
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+    /// Every entry (recursively): name, size, mode, mtime, and a hash of a file's bytes.
+    fn state(&self) -> Vec<(String, u64, u32, i64, i64)> {
+        let mut out = Vec::new();
+        let mut stack = vec![self.path().to_path_buf()];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).unwrap().flatten() {
+                let m = std::fs::symlink_metadata(e.path()).unwrap();
+                let sum = if m.is_file() {
+                    std::fs::read(e.path())
+                        .unwrap()
+                        .iter()
+                        .fold(0i64, |h, b| h.wrapping_mul(31).wrapping_add(*b as i64))
+                } else {
+                    0
+                };
+                let rel = e
+                    .path()
+                    .strip_prefix(self.path())
+                    .unwrap()
+                    .display()
+                    .to_string();
+                out.push((rel, m.len(), m.mode(), m.mtime(), sum));
+                if m.is_dir() {
+                    stack.push(e.path());
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+    fn assert_unchanged(&self, what: &str) {
+        assert_eq!(
+            self.state(),
+            self.before,
+            "{what}: the sentinel outside changed"
+        );
+    }
+}
+
+fn json_of(p: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+}
+
+fn figure(r: &serde_json::Value, k: &str) -> f64 {
+    r["figures"][k]
+        .as_f64()
+        .unwrap_or_else(|| panic!("figure {k} in {}", r["figures"]))
+}
+
+/// Replay `trace` in `dir` (extra arguments after), keeping the run directory: the results
+/// and the kept directory's `r0`.
+fn replay(trace: &Path, dir: &Path, extra: &[&str]) -> (serde_json::Value, PathBuf, String) {
+    let json = dir.join("replay.json");
+    let mut args = vec![
+        "trace",
+        "replay",
+        trace.to_str().unwrap(),
+        "--dir",
+        dir.to_str().unwrap(),
+        "--keep",
+        "--json",
+        json.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let o = run(&args);
+    assert!(o.status.success(), "replay: {}", text(&o));
+    let kept = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("fsbench-trace-replay")
+        })
+        .expect("a kept replay directory");
+    (json_of(&json), kept.join("r0"), text(&o))
+}
+
+fn entry(path: &str, kind: EntryKind, target: Option<&str>) -> Initial {
+    Initial {
+        root: 0,
+        path: path.into(),
+        kind,
+        size: if kind == EntryKind::File { 100 } else { 0 },
+        mode: if kind == EntryKind::Dir { 0o755 } else { 0o644 },
+        target: target.map(String::from),
+    }
+}
+
+/// A trace that tries every way out: `..`, an absolute link in the initial tree, a relative
+/// link climbing out, a link the trace itself creates, the root itself; and two links that
+/// stay inside and must keep working. Returns the trace and the number of calls that must
+/// be refused.
+fn hostile(root: &str, outside: &Path) -> (Header, Vec<Record>, u64) {
+    let out = outside.to_str().unwrap();
+    let climb = format!("{}{}", "../".repeat(40), out.trim_start_matches('/'));
+    let h = Header {
+        version: format::VERSION,
+        command: vec!["hostile".into()],
+        cwd: root.into(),
+        roots: vec![root.into()],
+        source: "test".into(),
+        initial: vec![
+            entry("", EntryKind::Dir, None),
+            entry("d", EntryKind::Dir, None),
+            entry("out", EntryKind::Symlink, Some(out)),
+            entry("climb", EntryKind::Symlink, Some(&climb)),
+            // Initial entries that leave the root: refused, not made.
+            entry("../planted", EntryKind::File, None),
+            entry("out/planted", EntryKind::File, None),
+            entry("climb/sub/planted", EntryKind::Dir, None),
+        ],
+        ..Default::default()
+    };
+    let p = |s: &str| Some(format!("{root}/{s}"));
+    let mut recs = Vec::new();
+    let mut t = 0;
+    let mut push = |call: Call,
+                    path: Option<String>,
+                    path2: Option<String>,
+                    fd,
+                    ret,
+                    f: &dyn Fn(&mut Record)| {
+        t += 1000;
+        let mut r = Record {
+            start_ns: t,
+            dur_ns: 10,
+            tid: 1,
+            syscall: call.name().into(),
+            call,
+            path,
+            path2,
+            fd,
+            ret,
+            ..Default::default()
+        };
+        f(&mut r);
+        recs.push(r);
+    };
+    let wr = (libc::O_WRONLY | libc::O_TRUNC | libc::O_CREAT) as u64;
+    let none = &|_: &mut Record| {};
+    let mut bad = 0;
+    // Through the initial tree's absolute link.
+    for (call, path, path2) in [
+        (Call::Unlink, "out/del", None),
+        (Call::Truncate, "out/victim", None),
+        (Call::Chmod, "out/victim", None),
+        (Call::Utimes, "out/victim", None),
+        (Call::Rename, "out/victim", Some("stolen")),
+        (Call::Link, "out/victim", Some("hard")),
+        (Call::Mkdir, "out/newdir", None),
+        (Call::Rmdir, "out/sub", None),
+        (Call::Stat, "out/victim", None),
+        (Call::Readlink, "out/victim", None),
+        (Call::Symlink, "out/newlink", Some("x")),
+        // Through `..` and the climbing link.
+        (Call::Unlink, "../del", None),
+        (Call::Unlink, "d/../../del", None),
+        (Call::Unlink, "climb/del", None),
+        (Call::Rename, "d", Some("climb/moved")),
+        // The root itself.
+        (Call::Rmdir, "", None),
+        (Call::Rename, "", Some("elsewhere")),
+    ] {
+        let path2 = path2.map(|x: &str| {
+            if call == Call::Symlink {
+                x.to_string()
+            } else {
+                format!("{root}/{x}")
+            }
+        });
+        let path = if path.is_empty() {
+            Some(root.to_string())
+        } else {
+            p(path)
+        };
+        push(call, path, path2, None, 0, &|r: &mut Record| {
+            r.size = Some(0);
+            r.mode = Some(0o777);
+        });
+        bad += 1;
+    }
+    // Writes through opens that leave the root.
+    for (i, path) in ["out/victim", "climb/victim", "../victim"]
+        .iter()
+        .enumerate()
+    {
+        let fd = 10 + i as i32;
+        push(
+            Call::Open,
+            p(path),
+            None,
+            None,
+            fd as i64,
+            &|r: &mut Record| {
+                r.flags = Some(wr);
+                r.mode = Some(0o644);
+            },
+        );
+        push(Call::Write, None, None, Some(fd), 5, &|r: &mut Record| {
+            r.size = Some(5)
+        });
+        push(Call::Close, None, None, Some(fd), 0, none);
+        bad += 1;
+    }
+    // A link the trace creates, absolute, pointing out; then a write through it.
+    push(
+        Call::Symlink,
+        p("made"),
+        Some(out.to_string()),
+        None,
+        0,
+        none,
+    );
+    push(
+        Call::Open,
+        p("made/victim"),
+        None,
+        None,
+        20,
+        &|r: &mut Record| {
+            r.flags = Some(wr);
+        },
+    );
+    push(Call::Unlink, p("made/del"), None, None, 0, none);
+    bad += 2;
+    // Links the trace creates that stay inside: they keep working.
+    push(
+        Call::Symlink,
+        p("abs-in"),
+        Some(format!("{root}/d")),
+        None,
+        0,
+        none,
+    );
+    push(
+        Call::Open,
+        p("abs-in/f"),
+        None,
+        None,
+        21,
+        &|r: &mut Record| {
+            r.flags = Some(wr);
+        },
+    );
+    push(Call::Close, None, None, Some(21), 0, none);
+    push(
+        Call::Symlink,
+        p("d/rel-in"),
+        Some("..".into()),
+        None,
+        0,
+        none,
+    );
+    push(
+        Call::Open,
+        p("d/rel-in/d/g"),
+        None,
+        None,
+        22,
+        &|r: &mut Record| {
+            r.flags = Some(wr);
+        },
+    );
+    push(Call::Close, None, None, Some(22), 0, none);
+    (h, recs, bad)
+}
+
+#[test]
+fn a_hostile_trace_never_reaches_outside_its_root() {
+    let sentinel = Sentinel::new("sentinel");
+    let work = Scratch::new("hostile");
+    let root = "/home/someone/proj";
+    let (h, recs, bad) = hostile(root, sentinel.path());
+    let tr = work.path().join("hostile.trace");
+    format::write_all(&tr, &h, &recs).unwrap();
+    for mode in ["deps", "afap", "timed"] {
+        let dir = work.path().join(mode);
+        std::fs::create_dir(&dir).unwrap();
+        let (r, r0, out) = replay(&tr, &dir, &["--mode", mode]);
+        sentinel.assert_unchanged(mode);
+        assert_eq!(
+            figure(&r, "calls_refused_outside_root"),
+            bad as f64,
+            "{mode}: every way out is refused and counted\n{out}"
+        );
+        assert_eq!(figure(&r, "initial_entries_refused"), 3.0, "{mode}");
+        assert!(out.contains("would leave the replay root"), "{out}");
+        // The links that stay inside worked; nothing was planted beside the root.
+        assert!(
+            r0.join("d/f").is_file(),
+            "{mode}: through an absolute link inside"
+        );
+        assert!(
+            r0.join("d/g").is_file(),
+            "{mode}: through a relative link inside"
+        );
+        assert!(!r0.parent().unwrap().join("planted").exists());
+        assert!(r0.is_dir(), "{mode}: the root itself was not removed");
+        assert!(std::fs::symlink_metadata(r0.join("out"))
+            .unwrap()
+            .is_symlink());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
+/// The strace log of `rm out/del` and a write through `out/victim` in `root`, where `out`
+/// is a link to `outside`, as strace -yy writes it.
+fn strace_log(root: &str, outside: &str) -> String {
+    format!(
+        "100 1795583550.000001 newfstatat(AT_FDCWD<{root}>, \"out/del\", {{st_mode=S_IFREG|0644, st_size=7, ...}}, AT_SYMLINK_NOFOLLOW) = 0 <0.000010>\n\
+         100 1795583550.000002 unlinkat(AT_FDCWD<{root}>, \"out/del\", 0) = 0 <0.000010>\n\
+         100 1795583550.000003 openat(AT_FDCWD<{root}>, \"out/victim\", O_WRONLY|O_TRUNC) = 3<{outside}/victim> <0.000010>\n\
+         100 1795583550.000004 write(3<{outside}/victim>, \"\"..., 5) = 5 <0.000010>\n\
+         100 1795583550.000005 close(3<{outside}/victim>) = 0 <0.000010>\n\
+         100 1795583550.000006 openat(AT_FDCWD<{root}>, \"out/new\", O_WRONLY|O_CREAT|O_EXCL, 0644) = -1 EEXIST (File exists) <0.000010>\n\
+         100 1795583550.000007 unlinkat(AT_FDCWD<{root}>, \"../{}/del\", 0) = 0 <0.000010>\n\
+         100 1795583550.000008 +++ exited with 0 +++\n",
+        outside.rsplit('/').next().unwrap()
+    )
+}
+
+#[test]
+fn an_imported_log_through_a_link_out_is_refused() {
+    let sentinel = Sentinel::new("sentinel-import");
+    let work = Scratch::new("import");
+    let root = work.path().join("w");
+    std::fs::create_dir(&root).unwrap();
+    std::os::unix::fs::symlink(sentinel.path(), root.join("out")).unwrap();
+    let log = work.path().join("app.strace");
+    std::fs::write(&log, strace_log(root.to_str().unwrap(), sentinel.dir.s())).unwrap();
+    let tr = work.path().join("app.trace");
+    let o = run(&[
+        "trace",
+        "import",
+        log.to_str().unwrap(),
+        "-o",
+        tr.to_str().unwrap(),
+        "--root",
+        root.to_str().unwrap(),
+        "--snapshot-of",
+        root.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "import: {}", text(&o));
+    let dir = work.path().join("replay");
+    std::fs::create_dir(&dir).unwrap();
+    let (r, _, out) = replay(&tr, &dir, &[]);
+    sentinel.assert_unchanged("imported log");
+    // The stat, the unlink and the failed create through `out` are refused. The open that
+    // succeeded is recorded at the path the kernel reported (outside), and the `..` one is
+    // outside the roots once normalised: neither is replayed at all.
+    assert_eq!(figure(&r, "calls_refused_outside_root"), 3.0, "{out}");
+    assert!(!sentinel.path().join("new").exists());
+}
+
+#[test]
+fn over_reads_nothing_outside_and_changes_nothing() {
+    let sentinel = Sentinel::new("sentinel-over");
+    let work = Scratch::new("over");
+    let tree = work.path().join("tree");
+    std::fs::create_dir(&tree).unwrap();
+    std::fs::write(tree.join("mine"), b"data").unwrap();
+    std::fs::set_permissions(tree.join("mine"), std::fs::Permissions::from_mode(0o644)).unwrap();
+    std::os::unix::fs::symlink(sentinel.path(), tree.join("out")).unwrap();
+    let root = "/w";
+    let rd = libc::O_RDONLY as u64;
+    let rec = |t: u64, call: Call, path: Option<&str>, fd: Option<i32>, ret: i64| Record {
+        start_ns: t,
+        tid: 1,
+        syscall: call.name().into(),
+        call,
+        path: path.map(|p| format!("{root}/{p}")),
+        fd,
+        ret,
+        flags: (call == Call::Open).then_some(rd),
+        size: (call == Call::Read).then_some(8),
+        mode: (call == Call::Chmod).then_some(0o777),
+        ..Default::default()
+    };
+    let recs = vec![
+        rec(1, Call::Open, Some("out/victim"), None, 3),
+        rec(2, Call::Read, None, Some(3), 8),
+        rec(3, Call::Close, None, Some(3), 0),
+        rec(4, Call::Stat, Some("../etc/passwd"), None, 0),
+        // A read-only open, then a change through its descriptor.
+        rec(5, Call::Open, Some("mine"), None, 4),
+        rec(6, Call::Chmod, None, Some(4), 0),
+        rec(7, Call::Close, None, Some(4), 0),
+    ];
+    let h = Header {
+        version: format::VERSION,
+        roots: vec![root.into()],
+        source: "test".into(),
+        ..Default::default()
+    };
+    let tr = work.path().join("reads.trace");
+    format::write_all(&tr, &h, &recs).unwrap();
+    let dir = work.path().join("replay");
+    std::fs::create_dir(&dir).unwrap();
+    let (r, _, out) = replay(&tr, &dir, &["--over", tree.to_str().unwrap()]);
+    sentinel.assert_unchanged("--over");
+    assert_eq!(figure(&r, "calls_refused_outside_root"), 2.0, "{out}");
+    assert_eq!(figure(&r, "calls_refused_over"), 1.0, "{out}");
+    let m = std::fs::metadata(tree.join("mine")).unwrap();
+    assert_eq!(m.mode() & 0o7777, 0o644, "the --over tree is never changed");
+}
+
+#[test]
+fn a_recorded_rm_through_a_link_out_deletes_nothing_when_replayed() {
+    if !Command::new("sh")
+        .args(["-c", "command -v strace >/dev/null"])
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        skip("strace is not installed");
+        return;
+    }
+    let sentinel_dir = Scratch::new("sentinel-rec");
+    let work = Scratch::new("rec");
+    let root = work.path().join("w");
+    std::fs::create_dir(&root).unwrap();
+    std::os::unix::fs::symlink(sentinel_dir.path(), root.join("out")).unwrap();
+    std::fs::write(sentinel_dir.path().join("del"), b"keep me").unwrap();
+    let tr = work.path().join("rm.trace");
+    let o = bin()
+        .args(["trace", "record", "-o", tr.to_str().unwrap(), "--root"])
+        .arg(&root)
+        .args(["--", "sh", "-c", "rm out/del"])
+        .current_dir(&root)
+        .output()
+        .unwrap();
+    if !o.status.success() && String::from_utf8_lossy(&o.stderr).contains("ptrace") {
+        skip("strace cannot trace here (ptrace refused)");
+        return;
+    }
+    assert!(o.status.success(), "record: {}", text(&o));
+    assert!(
+        !sentinel_dir.path().join("del").exists(),
+        "the recording removed it"
+    );
+    // Put it back: the replay must not remove it again.
+    std::fs::write(sentinel_dir.path().join("del"), b"keep me").unwrap();
+    let dir = work.path().join("replay");
+    std::fs::create_dir(&dir).unwrap();
+    let (r, _, out) = replay(&tr, &dir, &[]);
+    assert_eq!(
+        std::fs::read(sentinel_dir.path().join("del")).unwrap(),
+        b"keep me",
+        "the replay deleted the file outside\n{out}"
+    );
+    assert!(figure(&r, "calls_refused_outside_root") >= 1.0, "{out}");
+}
