@@ -497,3 +497,121 @@ fn a_recorded_rm_through_a_link_out_deletes_nothing_when_replayed() {
     );
     assert!(figure(&r, "calls_refused_outside_root") >= 1.0, "{out}");
 }
+
+/// Hole 7: nothing from a trace's text reaches the distilled workload as a statement.
+#[test]
+fn distilling_a_hostile_trace_writes_no_statement_from_it() {
+    let work = Scratch::new("distill");
+    let marker = |i: u32| work.path().join(format!("marker{i}"));
+    let cmd = |i: u32| format!("true\nsystem \"touch {}\"\n", marker(i).display());
+    let root = "/home/someone/proj";
+    let h = Header {
+        version: format::VERSION,
+        command: vec!["sh".into(), "-c".into(), cmd(1)],
+        cwd: root.into(),
+        roots: vec![root.into(), format!("/x\r\n{}", cmd(2))],
+        source: format!("strace\n{}", cmd(3)),
+        ..Default::default()
+    };
+    let mut recs = Vec::new();
+    for i in 0..20u64 {
+        let mk = |call: Call, syscall: String, path: Option<String>, fd, size, ret| Record {
+            start_ns: i * 1000 + ret as u64,
+            tid: 1,
+            syscall,
+            call,
+            path,
+            fd,
+            size,
+            ret,
+            ..Default::default()
+        };
+        recs.push(mk(
+            Call::Open,
+            "openat".into(),
+            Some(format!("{root}/f{i}")),
+            None,
+            None,
+            3,
+        ));
+        recs.push(mk(
+            Call::Read,
+            "read".into(),
+            None,
+            Some(3),
+            Some(4096),
+            4096,
+        ));
+        recs.push(mk(Call::Close, "close".into(), None, Some(3), None, 0));
+        // A crafted call name: it is counted in a comment, as text.
+        let crafted = format!("x}}\n{}flowop ", cmd(4));
+        recs.push(mk(
+            Call::Other,
+            crafted,
+            Some(format!("{root}/f{i}")),
+            None,
+            None,
+            0,
+        ));
+    }
+    let tr = work.path().join("hostile.trace");
+    format::write_all(&tr, &h, &recs).unwrap();
+    let model = work.path().join("model.f");
+    let o = run(&[
+        "trace",
+        "distill",
+        tr.to_str().unwrap(),
+        "-o",
+        model.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "distill: {}", text(&o));
+    let f = std::fs::read_to_string(&model).unwrap();
+    for line in f.lines() {
+        let t = line.trim_start();
+        assert!(
+            t.is_empty()
+                || t.starts_with('#')
+                || ["set ", "define ", "thread ", "flowop ", "{", "}", "run "]
+                    .iter()
+                    .any(|k| t.starts_with(k)),
+            "a line the printer does not make: {line:?}\n{f}"
+        );
+        assert!(!t.starts_with("system"), "{f}");
+        if !t.starts_with('#') {
+            assert!(
+                !t.contains("touch"),
+                "trace text outside a comment: {line:?}\n{f}"
+            );
+        }
+    }
+    assert!(
+        f.contains("touch"),
+        "the command line is kept, as a comment: {f}"
+    );
+    let o = run(&["check", model.to_str().unwrap()]);
+    assert!(
+        o.status.success(),
+        "the model is a valid workload: {}",
+        text(&o)
+    );
+    let dir = work.path().join("run");
+    std::fs::create_dir(&dir).unwrap();
+    let o = run(&[
+        "run",
+        model.to_str().unwrap(),
+        "--dir",
+        dir.to_str().unwrap(),
+        "--allow-system",
+        "--quiet",
+        "--continue-when-exhausted",
+        "--duration",
+        "1",
+    ]);
+    assert!(o.status.success(), "the model runs: {}", text(&o));
+    for i in 1..=4 {
+        assert!(
+            !marker(i).exists(),
+            "marker {i} was created: a command ran\n{f}"
+        );
+    }
+}

@@ -17,12 +17,12 @@
 //! in a comment at the top, not modelled.
 
 use super::format::{self, Call, Header, Record};
+use super::printer::{self, ident, Attr, Comment, Flowop, Op, Quoted, Value, Workload};
 use super::stats::Tracker;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::path::PathBuf;
 
 #[derive(Args, Debug)]
@@ -220,9 +220,10 @@ fn analyse(h: &Header, records: &[Record]) -> Window {
     w
 }
 
-/// `{{pct, lo, hi}, ...}` of a sample: distinct values when there are few, log2 buckets
-/// otherwise; percentages by largest remainder so that they add up to 100.
-fn randtable(values: &[u64]) -> Option<String> {
+/// The rows `(pct, lo, hi)` of a tabular randvar of a sample: distinct values when there
+/// are few, quantile bins otherwise; percentages by largest remainder so that they add up
+/// to 100.
+fn randtable(values: &[u64]) -> Option<Vec<(u64, u64, u64)>> {
     if values.is_empty() {
         return None;
     }
@@ -267,16 +268,19 @@ fn randtable(values: &[u64]) -> Option<String> {
         pct[i].0 += 1;
         left -= 1;
     }
-    let cells: Vec<String> = pct
-        .iter()
-        .filter(|p| p.0 > 0)
-        .map(|p| format!("{{{}, {}, {}}}", p.0, rows[p.2].0, rows[p.2].1))
-        .collect();
-    Some(format!("{{{}}}", cells.join(", ")))
+    Some(
+        pct.iter()
+            .filter(|p| p.0 > 0)
+            .map(|p| (p.0, rows[p.2].0, rows[p.2].1))
+            .collect(),
+    )
 }
 
-/// The workload text for a trace.
-pub fn distill(h: &Header, records: &[Record]) -> Result<String> {
+/// A flowop of a block, named when it is placed in the loop (`prefix` and its position).
+struct Step(Op, &'static str, Vec<Attr>);
+
+/// The workload for a trace, as typed values ([`printer::Workload`]).
+pub fn model(h: &Header, records: &[Record]) -> Result<Workload> {
     let w = analyse(h, records);
     if w.calls == 0 {
         bail!(
@@ -305,19 +309,16 @@ pub fn distill(h: &Header, records: &[Record]) -> Result<String> {
     let total: u64 = groups.values().map(|g| g.n).sum::<u64>() + w.stats + w.unlinks;
     let unit = (total as f64 / 200.0).max(1.0);
     let reps = |n: u64| (n as f64 / unit).round() as u64;
-    let mut body = String::new();
-    let mut k = 0;
     let mut dropped: BTreeMap<String, u64> = w.other.clone();
-    let mut emit = |body: &mut String, line: String| {
-        k += 1;
-        let _ = writeln!(body, "    {}", line.replace("{k}", &k.to_string()));
-    };
     // Files read are those that existed at the window's start; files created (and removed)
     // live in a fileset of their own, so opens never pick a file the loop just created.
-    let fs = "traced";
-    let fsn = "created";
-    // Interleave: one block of each group per round, while any has repetitions left.
-    let mut plan: Vec<(String, u64)> = Vec::new();
+    let int = Value::Int;
+    let var = |n: &str| Value::Var(ident(n));
+    let name = |n: &str| Value::Name(ident(n));
+    let fs = || (ident("filesetname"), name("traced"));
+    let fsn = || (ident("filesetname"), name("created"));
+    let fd1 = || (ident("fd"), int(1));
+    let mut plan: Vec<(Vec<Step>, u64)> = Vec::new();
     for (key, g) in &groups {
         let (dir, created, _, _, _) = *key;
         let r = reps(g.n);
@@ -328,43 +329,36 @@ pub fn distill(h: &Header, records: &[Record]) -> Result<String> {
         let mean = |x: u64| ((x as f64 / g.n as f64).round() as u64).max(1);
         let mut block = Vec::new();
         if dir {
-            block.push(format!("flowop listdir name=list{{k}}, filesetname={fs}"));
+            block.push(Step(Op::ListDir, "list", vec![fs()]));
         } else {
             block.push(if created {
-                format!("flowop createfile name=create{{k}}, filesetname={fsn}, fd=1")
+                Step(Op::CreateFile, "create", vec![fsn(), fd1()])
             } else {
-                format!("flowop openfile name=open{{k}}, filesetname={fs}, fd=1")
+                Step(Op::OpenFile, "open", vec![fs(), fd1()])
             });
-            if g.reads > 0 {
-                block.push(format!(
-                    "flowop read name=read{{k}}, fd=1, iosize=$readsize, iters={}",
-                    mean(g.reads)
-                ));
-            }
-            if g.writes > 0 {
-                block.push(format!(
-                    "flowop write name=write{{k}}, fd=1, iosize=$writesize, iters={}",
-                    mean(g.writes)
-                ));
+            for (n, op, name, size) in [
+                (g.reads, Op::Read, "read", "readsize"),
+                (g.writes, Op::Write, "write", "writesize"),
+            ] {
+                if n > 0 {
+                    let iters = (ident("iters"), int(mean(n)));
+                    let a = vec![fd1(), (ident("iosize"), var(size)), iters];
+                    block.push(Step(op, name, a));
+                }
             }
             if g.fsync {
-                block.push("flowop fsync name=fsync{k}, fd=1".to_string());
+                block.push(Step(Op::Fsync, "fsync", vec![fd1()]));
             }
-            block.push("flowop closefile name=close{k}, fd=1".to_string());
+            block.push(Step(Op::CloseFile, "close", vec![fd1()]));
         }
-        plan.push((block.join("\n"), r));
+        plan.push((block, r));
     }
     if reps(w.stats) > 0 {
-        plan.push((
-            format!("flowop statfile name=stat{{k}}, filesetname={fs}"),
-            reps(w.stats),
-        ));
+        plan.push((vec![Step(Op::StatFile, "stat", vec![fs()])], reps(w.stats)));
     }
     if reps(w.unlinks) > 0 {
-        plan.push((
-            format!("flowop deletefile name=delete{{k}}, filesetname={fsn}"),
-            reps(w.unlinks),
-        ));
+        let s = Step(Op::DeleteFile, "delete", vec![fsn()]);
+        plan.push((vec![s], reps(w.unlinks)));
     }
     // Think time: the trace's long pauses (over a millisecond: computation between
     // calls), spread over the loop's blocks.
@@ -378,17 +372,21 @@ pub fn distill(h: &Header, records: &[Record]) -> Result<String> {
     if think_us >= 1.0 {
         let v = think_us.round() as u64;
         for p in plan.iter_mut() {
-            p.0.push_str(&format!("\nflowop think name=think{{k}}, value={v}"));
+            p.0.push(Step(Op::Think, "think", vec![(ident("value"), int(v))]));
         }
     }
+    let mut flowops = Vec::new();
     let rounds = plan.iter().map(|p| p.1).max().unwrap_or(0);
     for round in 0..rounds {
         for (block, r) in &plan {
             // Spread each block's repetitions evenly over the rounds.
             let due = |i: u64| (i * r) / rounds.max(1);
             if due(round + 1) > due(round) {
-                for line in block.lines() {
-                    emit(&mut body, line.to_string());
+                for Step(op, prefix, a) in block {
+                    let n = ident(&format!("{prefix}{}", flowops.len() + 1));
+                    let mut attrs = vec![(ident("name"), Value::Name(n))];
+                    attrs.extend(a.iter().cloned());
+                    flowops.push(Flowop { op: *op, attrs });
                 }
             }
         }
@@ -402,62 +400,70 @@ pub fn distill(h: &Header, records: &[Record]) -> Result<String> {
         .sum();
     let entries = existing.max(10);
     let new_entries = (per_loop * 500).clamp(100, 200_000);
-    let mut text = String::new();
-    let _ = writeln!(
-        text,
-        "# Distilled by fsbench from a trace of: {}",
-        h.command.join(" ")
-    );
-    let _ = writeln!(text, "# ({}; roots {})", h.source, h.roots.join(", "));
-    let _ = writeln!(
-        text,
-        "# {} calls below the roots in {:.3} s: {}",
-        w.calls,
-        w.seconds,
-        w.mix
-            .iter()
-            .map(|(k, v)| format!("{k} {v}"))
+    let list = |m: &mut dyn Iterator<Item = (String, u64)>| {
+        m.map(|(k, v)| format!("{k} {v}"))
             .collect::<Vec<_>>()
             .join(", ")
-    );
-    if !dropped.is_empty() {
-        let _ = writeln!(
-            text,
-            "# Not modelled: {}",
-            dropped
-                .iter()
-                .map(|(k, v)| format!("{k} {v}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-    }
-    let _ = writeln!(text, "\nset $dir=/tmp");
-    let _ = writeln!(text, "set $nthreads={}", w.threads.max(1));
-    let tab = |name: &str, v: &[u64], fallback: u64| -> String {
-        match randtable(v) {
-            Some(t) => format!("set ${name}=randvar(type=tabular, randtable={t})"),
-            None => format!("set ${name}={fallback}"),
-        }
     };
-    let _ = writeln!(text, "{}", tab("readsize", &w.read_sizes, 4096));
-    let _ = writeln!(text, "{}", tab("writesize", &w.write_sizes, 4096));
-    let _ = writeln!(text, "{}", tab("filesize", &w.open_sizes, 4096));
-    let _ = writeln!(
-        text,
-        "\ndefine fileset name={fs}, path=$dir, entries={entries}, dirwidth=20, size=$filesize, prealloc=100"
-    );
-    let _ = writeln!(
-        text,
-        "define fileset name={fsn}, path=$dir, entries={new_entries}, dirwidth=20, size=4k, prealloc=0\n"
-    );
-    let _ = writeln!(text, "define process name=model, instances=1\n{{");
-    let _ = writeln!(
-        text,
-        "  thread name=model, memsize=16m, instances=$nthreads\n  {{"
-    );
-    text.push_str(&body);
-    let _ = writeln!(text, "  }}\n}}\n\nrun 10");
-    Ok(text)
+    let mut comments = vec![
+        // The command line as one comment line: whatever it holds stays text.
+        Comment::new(&format!(
+            "Distilled by fsbench from a trace of: {}",
+            h.command.join(" ")
+        )),
+        Comment::new(&format!("({}; roots {})", h.source, h.roots.join(", "))),
+        Comment::new(&format!(
+            "{} calls below the roots in {:.3} s: {}",
+            w.calls,
+            w.seconds,
+            list(&mut w.mix.iter().map(|(k, v)| (k.to_string(), *v)))
+        )),
+    ];
+    if !dropped.is_empty() {
+        comments.push(Comment::new(&format!(
+            "Not modelled: {}",
+            list(&mut dropped.into_iter())
+        )));
+    }
+    let tab = |v: &[u64], fallback: u64| randtable(v).map_or(int(fallback), Value::Tabular);
+    let quoted = |s: &str| Value::Quoted(Quoted::new(s).expect("a plain path"));
+    let fileset = |fs: &str, n: u64, size: Value, prealloc: u64| {
+        vec![
+            (ident("name"), name(fs)),
+            (ident("path"), var("dir")),
+            (ident("entries"), int(n)),
+            (ident("dirwidth"), int(20)),
+            (ident("size"), size),
+            (ident("prealloc"), int(prealloc)),
+        ]
+    };
+    Ok(Workload {
+        comments,
+        vars: vec![
+            (ident("dir"), quoted("/tmp")),
+            (ident("nthreads"), int(w.threads.max(1))),
+            (ident("readsize"), tab(&w.read_sizes, 4096)),
+            (ident("writesize"), tab(&w.write_sizes, 4096)),
+            (ident("filesize"), tab(&w.open_sizes, 4096)),
+        ],
+        filesets: vec![
+            fileset("traced", entries, var("filesize"), 100),
+            fileset("created", new_entries, int(4096), 0),
+        ],
+        process: vec![(ident("name"), name("model")), (ident("instances"), int(1))],
+        thread: vec![
+            (ident("name"), name("model")),
+            (ident("memsize"), int(16 << 20)),
+            (ident("instances"), var("nthreads")),
+        ],
+        flowops,
+        run_s: 10,
+    })
+}
+
+/// The workload text for a trace, printed by [`printer::print`].
+pub fn distill(h: &Header, records: &[Record]) -> Result<String> {
+    Ok(printer::print(&model(h, records)?))
 }
 
 /// How close one trace is to another.
@@ -639,27 +645,12 @@ mod tests {
     #[test]
     fn randtables_add_up_to_100() {
         let t = randtable(&[1, 1, 1, 2, 3, 3]).unwrap();
-        assert_eq!(t, "{{50, 1, 1}, {17, 2, 2}, {33, 3, 3}}");
+        assert_eq!(t, vec![(50, 1, 1), (17, 2, 2), (33, 3, 3)]);
         let many: Vec<u64> = (1..1000).collect();
-        assert_eq!(
-            randtable(&many).unwrap().matches('{').count(),
-            26,
-            "25 bins"
-        );
         let t = randtable(&many).unwrap();
-        let sum: u64 = t
-            .split("}, {")
-            .map(|c| {
-                c.trim_matches(['{', '}'])
-                    .split(',')
-                    .next()
-                    .unwrap()
-                    .trim()
-                    .parse::<u64>()
-                    .unwrap()
-            })
-            .sum();
-        assert_eq!(sum, 100, "{t}");
+        assert_eq!(t.len(), 25, "25 bins");
+        let sum: u64 = t.iter().map(|r| r.0).sum();
+        assert_eq!(sum, 100, "{t:?}");
     }
 
     #[test]

@@ -12,6 +12,7 @@ pub mod cli;
 pub mod confine;
 pub mod distill;
 pub mod format;
+pub mod printer;
 pub mod replay;
 pub mod stats;
 
