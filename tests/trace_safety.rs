@@ -615,3 +615,84 @@ fn distilling_a_hostile_trace_writes_no_statement_from_it() {
         );
     }
 }
+
+/// A trace can claim anything: a header longer than the file, any number of threads.
+#[test]
+fn claims_a_trace_cannot_back_are_refused_before_acting_on_them() {
+    let work = Scratch::new("claims");
+    // 16 bytes claiming a 1 GiB header.
+    let t = work.path().join("short.trace");
+    let mut b = format::MAGIC.to_vec();
+    b.extend_from_slice(&format::VERSION.to_le_bytes());
+    b.extend_from_slice(&(1u32 << 30).to_le_bytes());
+    std::fs::write(&t, &b).unwrap();
+    for cmd in ["show", "stats"] {
+        let o = run(&["trace", cmd, t.to_str().unwrap()]);
+        assert!(!o.status.success(), "{cmd}: {}", text(&o));
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            e.contains("short.trace") && e.contains("claims 1073741824 bytes"),
+            "{cmd}: {e}"
+        );
+    }
+    // 100,000 threads, one stat each.
+    let root = "/w";
+    let recs: Vec<Record> = (0..100_000u32)
+        .map(|i| Record {
+            start_ns: i as u64,
+            tid: 1000 + i,
+            syscall: "newfstatat".into(),
+            call: Call::Stat,
+            path: Some(root.into()),
+            ..Default::default()
+        })
+        .collect();
+    let h = Header {
+        version: format::VERSION,
+        roots: vec![root.into()],
+        source: "test".into(),
+        ..Default::default()
+    };
+    let t = work.path().join("threads.trace");
+    format::write_all(&t, &h, &recs).unwrap();
+    let dir = work.path().join("replay");
+    std::fs::create_dir(&dir).unwrap();
+    let d = dir.to_str().unwrap();
+    let o = run(&["trace", "replay", t.to_str().unwrap(), "--dir", d]);
+    assert!(!o.status.success(), "{}", text(&o));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        e.contains("100000 threads") && e.contains("at most 4096") && e.contains("--threads"),
+        "{e}"
+    );
+    assert_eq!(
+        std::fs::read_dir(&dir).unwrap().count(),
+        0,
+        "nothing was made"
+    );
+    let o = run(&[
+        "trace",
+        "replay",
+        t.to_str().unwrap(),
+        "--dir",
+        d,
+        "--threads",
+        "5000",
+    ]);
+    assert!(
+        !o.status.success() && text(&o).contains("at most 4096"),
+        "{}",
+        text(&o)
+    );
+    // Folded onto a few threads, it replays.
+    let o = run(&[
+        "trace",
+        "replay",
+        t.to_str().unwrap(),
+        "--dir",
+        d,
+        "--threads",
+        "4",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+}

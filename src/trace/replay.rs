@@ -286,14 +286,43 @@ fn normalize_root(r: &str) -> String {
     }
 }
 
+/// The most replay threads: one per traced thread as recorded, or `--threads N`. A trace
+/// names its threads by number and can claim any count; 4096 is well beyond the programs
+/// worth replaying thread for thread (a parallel build of a large project runs hundreds)
+/// and well within what a machine starts. More traced threads fold onto `--threads N`.
+pub const MAX_THREADS: usize = 4096;
+
 fn parse_threads(s: &str) -> Result<Option<usize>> {
     if s == "as-recorded" {
         return Ok(None);
     }
     match s.parse::<usize>() {
+        Ok(n) if n > MAX_THREADS => {
+            bail!("--threads {s}: a replay runs at most {MAX_THREADS} threads")
+        }
         Ok(n) if n > 0 => Ok(Some(n)),
         _ => bail!("--threads {s}: give `as-recorded` or a number of threads (at least 1)"),
     }
+}
+
+/// The replay threads `trace` needs: refused beyond [`MAX_THREADS`] and beyond what the
+/// machine can start, before any is.
+fn check_thread_count(trace: &Path, records: &[Record], threads: Option<usize>) -> Result<()> {
+    let traced = records
+        .iter()
+        .map(|r| r.tid)
+        .collect::<std::collections::HashSet<u32>>()
+        .len();
+    let n = match threads {
+        None if traced > MAX_THREADS => bail!(
+            "trace {} has {traced} threads, and a replay runs at most {MAX_THREADS}: give --threads N (N up to {MAX_THREADS}) to spread the traced threads over N",
+            trace.display()
+        ),
+        None => traced,
+        Some(n) => n.min(traced),
+    };
+    // Each replay thread: its stack and an I/O buffer of at least a page.
+    crate::apps::guard::check_threads(n as u64, (256 << 10) + 4096, "the replay")
 }
 
 fn mutates(r: &Record) -> bool {
@@ -1633,6 +1662,7 @@ pub fn main(a: &ReplayArgs) -> Result<()> {
     }
     a.m.check()?;
     let (header, records) = format::read_all(&a.trace)?;
+    check_thread_count(&a.trace, &records, threads)?;
     let roots: Vec<String> = if a.roots.is_empty() {
         header.roots.clone()
     } else {
