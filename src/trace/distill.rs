@@ -149,7 +149,7 @@ fn analyse(h: &Header, records: &[Record]) -> Window {
                 let o = tr.open_of(r.tid, Some(r.ret as i32));
                 let dir = r.flags.unwrap_or(0) as i32 & libc::O_DIRECTORY != 0
                     || file.as_ref().is_some_and(|f| tr.dirs.contains(f));
-                let created = o.is_some_and(|o| tr.opens[o].created);
+                let created = o.is_some_and(|o| tr.opens.get(&o).is_some_and(|x| x.created));
                 if let Some(f) = &file {
                     if !dir {
                         w.files.insert(f.clone());

@@ -51,3 +51,57 @@ pub fn measured_window(records: &[Record]) -> std::ops::Range<usize> {
         None => 0..records.len(),
     }
 }
+
+/// [`measured_window`] of a trace file, read one record at a time: the positions of the
+/// records in the window.
+pub fn measured_window_of(path: &std::path::Path) -> anyhow::Result<std::ops::Range<u64>> {
+    let mut rd = format::Reader::open(path)?;
+    let (mut start, mut i) = (None, 0u64);
+    while let Some(r) = rd
+        .next_record()
+        .map_err(|e| anyhow::anyhow!("trace {}: {e}", path.display()))?
+    {
+        match (start, r.path.as_deref()) {
+            (None, Some(MARK_START)) => start = Some(i + 1),
+            (Some(s), Some(MARK_END)) => return Ok(s..i),
+            _ => {}
+        }
+        i += 1;
+    }
+    Ok(start.map_or(0..i, |s| s..i))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_streamed_window_is_the_window() {
+        let rec = |p: &str| Record {
+            path: Some(p.into()),
+            ..Default::default()
+        };
+        let f = std::env::temp_dir().join(format!("fsbench-window-{}.trace", std::process::id()));
+        for recs in [
+            vec![
+                rec("/a"),
+                rec(MARK_START),
+                rec("/b"),
+                rec("/c"),
+                rec(MARK_END),
+                rec("/d"),
+            ],
+            vec![rec("/a"), rec(MARK_START), rec("/b")],
+            vec![rec("/a"), rec("/b")],
+            vec![],
+        ] {
+            format::write_all(&f, &Header::default(), &recs).unwrap();
+            let w = measured_window(&recs);
+            assert_eq!(
+                measured_window_of(&f).unwrap(),
+                w.start as u64..w.end as u64
+            );
+        }
+        std::fs::remove_file(&f).unwrap();
+    }
+}
