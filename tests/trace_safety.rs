@@ -696,3 +696,71 @@ fn claims_a_trace_cannot_back_are_refused_before_acting_on_them() {
     ]);
     assert!(o.status.success(), "{}", text(&o));
 }
+
+/// A trace longer than a replay's chunk (65,536 records) replays across the chunks with
+/// the recorded outcomes: descriptors opened in one chunk and used by another thread in
+/// the next, files created and removed on the way.
+#[test]
+fn a_long_trace_replays_across_chunks() {
+    let work = Scratch::new("long");
+    let root = "/w";
+    let mut recs = Vec::new();
+    let mut t = 0u64;
+    let mut push = |tid: u32, call: Call, path: Option<String>, fd: Option<i32>, ret: i64| {
+        t += 100;
+        let r = Record {
+            start_ns: t,
+            tid,
+            syscall: call.name().into(),
+            call,
+            path,
+            fd,
+            ret,
+            flags: match call {
+                Call::Open => Some((libc::O_RDWR | libc::O_CREAT) as u64),
+                Call::Clone => Some((libc::CLONE_VM | libc::CLONE_FILES) as u64),
+                _ => None,
+            },
+            mode: (call == Call::Open).then_some(0o644),
+            size: matches!(call, Call::Read | Call::Write).then_some(512),
+            ..Default::default()
+        };
+        recs.push(r);
+    };
+    push(1, Call::Clone, None, None, 2);
+    for i in 0..40_000 {
+        let p = Some(format!("{root}/f{}", i % 500));
+        // Thread 1 opens and writes, thread 2 reads and closes what thread 1 opened.
+        push(1, Call::Open, p.clone(), None, 3);
+        push(1, Call::Write, None, Some(3), 512);
+        push(2, Call::Read, None, Some(3), 0);
+        push(2, Call::Close, None, Some(3), 0);
+        if i % 7 == 0 {
+            push(1, Call::Unlink, p, None, 0);
+        }
+    }
+    let h = Header {
+        version: format::VERSION,
+        roots: vec![root.into()],
+        source: "test".into(),
+        initial: vec![entry("", EntryKind::Dir, None)],
+        ..Default::default()
+    };
+    let tr = work.path().join("long.trace");
+    format::write_all(&tr, &h, &recs).unwrap();
+    assert!(
+        recs.len() > 2 * 65_536,
+        "{} records: three chunks",
+        recs.len()
+    );
+    let dir = work.path().join("replay");
+    std::fs::create_dir(&dir).unwrap();
+    let (r, _, out) = replay(&tr, &dir, &["--mode", "deps"]);
+    assert_eq!(figure(&r, "calls_recorded"), recs.len() as f64);
+    assert_eq!(
+        figure(&r, "calls_replayed"),
+        (recs.len() - 1) as f64,
+        "{out}"
+    );
+    assert_eq!(figure(&r, "failed_where_recorded_ok"), 0.0, "{out}");
+}

@@ -25,6 +25,9 @@
 //!   other threads that created, removed, renamed or wrote it (and a call that changes a path
 //!   for the earlier calls that used it), so cross-thread outcomes stay as recorded.
 //!
+//! The trace is read as the replay goes: [`CHUNK`] records are planned, then replayed, then
+//! the next ones ([`Planner`]), so memory does not grow with the trace's length.
+//!
 //! Fidelity is reported beside the latencies: calls replayed, calls that failed where the
 //! original succeeded (the first ones quoted) and the reverse, replay time against the
 //! recorded time.
@@ -259,21 +262,25 @@ impl Mapper {
 
 /// The first replayed call that would change something below the roots: a path call that
 /// modifies, or an open for writing (whose writes would land there).
+#[cfg(test)]
 fn first_change_below_roots<'r>(records: &'r [Record], mapper: &Mapper) -> Option<&'r Record> {
-    records.iter().find(|r| {
-        if !replayable(r.call) {
-            return false;
-        }
-        let inside = r.path.as_deref().is_some_and(|p| mapper.inside(p))
-            || r.path2.as_deref().is_some_and(|p| mapper.inside(p));
-        if !inside {
-            return false;
-        }
-        let writes = r.call == Call::Open
-            && r.flags
-                .is_some_and(|f| (f as i32) & libc::O_ACCMODE != libc::O_RDONLY);
-        mutates(r) || writes
-    })
+    records.iter().find(|r| changes_below_roots(r, mapper))
+}
+
+/// Whether replaying `r` would change something below the roots.
+fn changes_below_roots(r: &Record, mapper: &Mapper) -> bool {
+    if !replayable(r.call) {
+        return false;
+    }
+    let inside = r.path.as_deref().is_some_and(|p| mapper.inside(p))
+        || r.path2.as_deref().is_some_and(|p| mapper.inside(p));
+    if !inside {
+        return false;
+    }
+    let writes = r.call == Call::Open
+        && r.flags
+            .is_some_and(|f| (f as i32) & libc::O_ACCMODE != libc::O_RDONLY);
+    mutates(r) || writes
 }
 
 /// A root as given: absolute, without a trailing slash.
@@ -305,14 +312,37 @@ fn parse_threads(s: &str) -> Result<Option<usize>> {
     }
 }
 
-/// The replay threads `trace` needs: refused beyond [`MAX_THREADS`] and beyond what the
-/// machine can start, before any is.
-fn check_thread_count(trace: &Path, records: &[Record], threads: Option<usize>) -> Result<()> {
-    let traced = records
-        .iter()
-        .map(|r| r.tid)
-        .collect::<std::collections::HashSet<u32>>()
-        .len();
+/// One streamed pass over the trace before anything is made or run: it must read to its
+/// end (a cut or corrupt trace is refused here, not halfway through a replay), it may not
+/// need more threads than [`MAX_THREADS`] or the machine can start, and with `--over`
+/// (`over` maps the roots) it may not change anything below the roots.
+fn vet(trace: &Path, threads: Option<usize>, over: Option<&Mapper>) -> Result<()> {
+    // Distinct thread ids, counted up to a bound (the count only has to be refused).
+    const COUNTED: usize = 1 << 20;
+    let mut tids = std::collections::HashSet::new();
+    let mut rd = format::Reader::open(trace)?;
+    while let Some(r) = rd
+        .next_record()
+        .map_err(|e| anyhow::anyhow!("trace {}: {e}", trace.display()))?
+    {
+        if tids.len() < COUNTED {
+            tids.insert(r.tid);
+        }
+        if over.is_some_and(|m| changes_below_roots(&r, m)) {
+            bail!(
+                "--over replays only traces that read below their roots, and {} changes {} ({}); replay it without --over (in a rebuilt copy)",
+                trace.display(),
+                r.path.as_deref().or(r.path2.as_deref()).unwrap_or("?"),
+                r.call.name()
+            );
+        }
+    }
+    check_thread_count(trace, tids.len(), threads)
+}
+
+/// The replay threads for `traced` threads: refused beyond [`MAX_THREADS`] and beyond
+/// what the machine can start, before any is.
+fn check_thread_count(trace: &Path, traced: usize, threads: Option<usize>) -> Result<()> {
     let n = match threads {
         None if traced > MAX_THREADS => bail!(
             "trace {} has {traced} threads, and a replay runs at most {MAX_THREADS}: give --threads N (N up to {MAX_THREADS}) to spread the traced threads over N",
@@ -415,31 +445,142 @@ struct PathDeps {
     users: Vec<(u32, u32)>,
 }
 
+/// Plan a whole trace at once.
+#[cfg(test)]
 fn build_plan(records: &[Record], mapper: &Mapper, threads: Option<usize>, mode: Mode) -> Plan {
-    let mut worker_of: HashMap<u32, u32> = HashMap::new();
-    let mut table_of: HashMap<u32, u32> = HashMap::new();
-    let mut tables: Vec<PlanTable> = Vec::new();
-    let mut workers: Vec<Vec<Step>> = Vec::new();
-    let mut start_dep: HashMap<u32, (u32, u32)> = HashMap::new();
+    Planner::default().plan(records, mapper, threads, mode)
+}
+
+/// The static pass, one chunk of records at a time. What it knows of the traced program
+/// (threads, descriptor tables, open files) carries over from chunk to chunk; the
+/// orderings between steps do not: a chunk starts when every step of the previous one is
+/// done, so what it waited for is behind it. Descriptor instances closed in a chunk are
+/// used again from the next one on, so the replay's table is as large as what is open at
+/// once plus one chunk's opens, whatever the trace's length.
+#[derive(Default)]
+struct Planner {
+    worker_of: HashMap<u32, u32>,
+    table_of: HashMap<u32, u32>,
+    tables: Vec<PlanTable>,
+    nworkers: usize,
+    start_dep: HashMap<u32, (u32, u32)>,
+    instances: u32,
+    /// Instances free to be used again, and those closed in the chunk being planned.
+    free: Vec<u32>,
+    freed: Vec<u32>,
+    pdeps: HashMap<String, PathDeps>,
+    ntids: usize,
+}
+
+impl Planner {
+    /// Forget the previous chunk's orderings (it is done when the next one starts).
+    fn next_chunk(&mut self) {
+        self.start_dep.clear();
+        self.pdeps.clear();
+        for f in self
+            .tables
+            .iter_mut()
+            .flat_map(|t| t.0.values_mut().flatten())
+        {
+            f.opener = None;
+            f.users.clear();
+        }
+        self.free.append(&mut self.freed);
+    }
+
+    fn plan(
+        &mut self,
+        records: &[Record],
+        mapper: &Mapper,
+        threads: Option<usize>,
+        mode: Mode,
+    ) -> Plan {
+        self.next_chunk();
+        let Planner {
+            worker_of,
+            table_of,
+            tables,
+            nworkers,
+            start_dep,
+            instances,
+            free,
+            freed,
+            pdeps,
+            ntids,
+        } = self;
+        plan_chunk(
+            records,
+            mapper,
+            threads,
+            mode,
+            ChunkState {
+                worker_of,
+                table_of,
+                tables,
+                nworkers,
+                start_dep,
+                instances,
+                free,
+                freed,
+                pdeps,
+                ntids,
+            },
+        )
+    }
+}
+
+/// The planner's state, borrowed for one chunk.
+struct ChunkState<'p> {
+    worker_of: &'p mut HashMap<u32, u32>,
+    table_of: &'p mut HashMap<u32, u32>,
+    tables: &'p mut Vec<PlanTable>,
+    nworkers: &'p mut usize,
+    start_dep: &'p mut HashMap<u32, (u32, u32)>,
+    instances: &'p mut u32,
+    free: &'p mut Vec<u32>,
+    freed: &'p mut Vec<u32>,
+    pdeps: &'p mut HashMap<String, PathDeps>,
+    ntids: &'p mut usize,
+}
+
+fn plan_chunk(
+    records: &[Record],
+    mapper: &Mapper,
+    threads: Option<usize>,
+    mode: Mode,
+    st: ChunkState<'_>,
+) -> Plan {
+    let ChunkState {
+        worker_of,
+        table_of,
+        tables,
+        nworkers,
+        start_dep,
+        instances,
+        free,
+        freed,
+        pdeps,
+        ntids,
+    } = st;
+    let mut workers: Vec<Vec<Step>> = (0..*nworkers).map(|_| Vec::new()).collect();
     let mut outside = 0u64;
     let mut not_replayable: BTreeMap<String, u64> = BTreeMap::new();
     let mut paths = Vec::new();
     let mut copies = Vec::new();
     let mut closes = Vec::new();
-    let mut instances = 0u32;
     let mut new_inst = || {
-        instances += 1;
-        instances - 1
+        free.pop().unwrap_or_else(|| {
+            *instances += 1;
+            *instances - 1
+        })
     };
-    let mut pdeps: HashMap<String, PathDeps> = HashMap::new();
-    let mut ntids = 0usize;
     for (ri, r) in records.iter().enumerate() {
         let w = *worker_of.entry(r.tid).or_insert_with(|| {
             let w = match threads {
-                None => ntids,
-                Some(n) => ntids % n,
+                None => *ntids,
+                Some(n) => *ntids % n,
             } as u32;
-            ntids += 1;
+            *ntids += 1;
             if workers.len() <= w as usize {
                 workers.resize_with(w as usize + 1, Vec::new);
             }
@@ -506,6 +647,7 @@ fn build_plan(records: &[Record], mapper: &Mapper, threads: Option<usize>, mode:
                     v.retain(|f| !f.cloexec);
                 }
                 t.0.retain(|_, v| !v.is_empty());
+                freed.extend(gone.iter().copied());
                 closes.push(gone);
                 let a = Action::Exec(closes.len() as u32 - 1);
                 workers[w as usize].push(step(a, deps, NONE, NONE, NONE, NONE, NONE));
@@ -584,11 +726,18 @@ fn build_plan(records: &[Record], mapper: &Mapper, threads: Option<usize>, mode:
                 if r.fd2.is_some() {
                     // dup2/dup3 over an open descriptor closes it, as the kernel does.
                     fd_drop = t.close(r.ret as i32, r.tid).map_or(NONE, |o| o.inst);
+                    if fd_drop != NONE {
+                        freed.push(fd_drop);
+                    }
                 }
                 t.open(r.ret as i32, i);
             }
             Call::Close => {
-                tables[table as usize].close(r.fd.unwrap_or(-1), r.tid);
+                if let Some(f) = tables[table as usize].close(r.fd.unwrap_or(-1), r.tid) {
+                    if f.inst != NONE {
+                        freed.push(f.inst);
+                    }
+                }
             }
             _ => {}
         }
@@ -715,9 +864,10 @@ fn build_plan(records: &[Record], mapper: &Mapper, threads: Option<usize>, mode:
         };
         workers[w as usize].push(step(Action::Call, deps, pi, fd_in, fd_in2, fd_out, fd_drop));
     }
+    *nworkers = workers.len();
     Plan {
         workers,
-        instances,
+        instances: *instances,
         copies,
         closes,
         outside,
@@ -726,10 +876,54 @@ fn build_plan(records: &[Record], mapper: &Mapper, threads: Option<usize>, mode:
     }
 }
 
+/// Records planned and replayed at a time: a chunk's records and steps are all a replay
+/// holds of the trace (a few tens of MB), whatever its length.
+const CHUNK: usize = 1 << 16;
+
+/// What the chunks of a replay add up to.
+#[derive(Default)]
+struct Totals {
+    records: u64,
+    recorded_end: u64,
+    outside: u64,
+    not_replayable: BTreeMap<String, u64>,
+    workers: usize,
+    replayed: u64,
+    failed_ok: u64,
+    ok_failed: u64,
+    refused: (u64, u64),
+}
+
+impl Totals {
+    fn chunk(&mut self, records: &[Record], plan: &Plan) {
+        self.records += records.len() as u64;
+        let end = records.iter().map(|r| r.start_ns + r.dur_ns).max();
+        self.recorded_end = self.recorded_end.max(end.unwrap_or(0));
+        self.outside += plan.outside;
+        for (k, v) in &plan.not_replayable {
+            *self.not_replayable.entry(k.clone()).or_default() += v;
+        }
+        self.workers = self.workers.max(plan.workers.len());
+    }
+    fn add(&mut self, o: &WorkerOut) {
+        self.replayed += o.replayed;
+        self.failed_ok += o.failed_ok;
+        self.ok_failed += o.ok_failed;
+        self.refused.0 += o.refused.0;
+        self.refused.1 += o.refused.1;
+    }
+}
+
 /// The replay's descriptors, one per instance (-1: not open).
 struct Fds(Vec<std::sync::atomic::AtomicI32>);
 
 impl Fds {
+    /// Slots up to `n` instances (between chunks, when no worker runs).
+    fn grow(&mut self, n: u32) {
+        while self.0.len() < n as usize {
+            self.0.push(std::sync::atomic::AtomicI32::new(-1));
+        }
+    }
     fn get(&self, inst: u32) -> std::io::Result<RawFd> {
         match self.0.get(inst as usize).map(|a| a.load(Ordering::Acquire)) {
             Some(fd) if fd >= 0 => Ok(fd),
@@ -772,13 +966,13 @@ struct Progress(AtomicU32);
 struct Shared<'a> {
     records: &'a [Record],
     plan: &'a Plan,
-    fds: Fds,
+    fds: &'a Fds,
     progress: Vec<Progress>,
     mode: Mode,
     speed: f64,
-    t0: Mutex<Option<Instant>>,
-    mismatches: Mutex<Vec<String>>,
-    refusals: Mutex<Vec<String>>,
+    t0: Instant,
+    mismatches: &'a Mutex<Vec<String>>,
+    refusals: &'a Mutex<Vec<String>>,
     show: usize,
     roots: &'a Roots,
 }
@@ -807,6 +1001,27 @@ fn check(r: libc::c_long) -> std::io::Result<i64> {
 const MAX_IO: usize = 64 << 20;
 
 impl Shared<'_> {
+    /// Run one chunk: a thread for each worker with steps in it, until all are done.
+    fn run_chunk(&self) -> Result<Vec<WorkerOut>> {
+        std::thread::scope(|sc| {
+            let hs: Vec<_> = (0..self.plan.workers.len())
+                .filter(|&w| !self.plan.workers[w].is_empty())
+                .map(|w| {
+                    std::thread::Builder::new()
+                        .name(format!("replay {w}"))
+                        .stack_size(256 << 10)
+                        .spawn_scoped(sc, move || self.run_worker(w))
+                })
+                .collect::<std::io::Result<_>>()?;
+            Ok::<_, std::io::Error>(
+                hs.into_iter()
+                    .map(|h| h.join().expect("replay worker panicked"))
+                    .collect(),
+            )
+        })
+        .context("starting the replay threads")
+    }
+
     fn wait_for(&self, deps: &[(u32, u32)]) {
         for &(w, p) in deps {
             let mut spins = 0u32;
@@ -1127,11 +1342,7 @@ impl Shared<'_> {
         let mut rng = <rand_pcg::Pcg64Mcg as rand::SeedableRng>::seed_from_u64(w as u64 + 1);
         let mut buf = crate::engine::io::AlignedBuf::new(max, &mut rng);
         let clock = stats::clock::global();
-        let t0 = self
-            .t0
-            .lock()
-            .expect("t0")
-            .expect("set before the workers start");
+        let t0 = self.t0;
         let (mut out_replayed, mut out_failed_ok, mut out_ok_failed) = (0u64, 0u64, 0u64);
         let mut out_refused = (0u64, 0u64);
         for (pos, s) in steps.iter().enumerate() {
@@ -1406,7 +1617,6 @@ fn mkdir_beneath(roots: &Roots, p: &Beneath) -> Result<(), CallError> {
 struct Replay<'a> {
     a: &'a ReplayArgs,
     header: Header,
-    records: Vec<Record>,
     roots: Vec<String>,
     threads: Option<usize>,
     parent: PathBuf,
@@ -1485,54 +1695,74 @@ impl Measurement for Replay<'_> {
     fn run_once(&mut self) -> Result<Results> {
         let base = self.rd.as_ref().expect("prepared").path().to_path_buf();
         let mapper = Mapper::new(self.roots.clone(), &base, &self.over);
-        let plan = build_plan(&self.records, &mapper, self.threads, self.a.mode);
         let roots = self.open_roots(false)?;
-        let sh = Shared {
-            records: &self.records,
-            plan: &plan,
-            fds: Fds((0..plan.instances)
-                .map(|_| std::sync::atomic::AtomicI32::new(-1))
-                .collect()),
-            progress: plan.workers.iter().map(|_| Progress::default()).collect(),
-            mode: self.a.mode,
-            speed: self.a.speed,
-            t0: Mutex::new(None),
-            mismatches: Mutex::new(Vec::new()),
-            refusals: Mutex::new(Vec::new()),
-            show: self.a.show_mismatches,
-            roots: &roots,
-        };
-        let started_at = crate::apps::now_epoch();
-        let cpu0 = crate::apps::process_cpu(false);
-        let t0 = Instant::now();
-        *sh.t0.lock().expect("t0") = Some(t0);
-        let outs: Vec<WorkerOut> = std::thread::scope(|sc| {
-            let hs: Vec<_> = (0..plan.workers.len())
-                .map(|w| {
-                    let sh = &sh;
-                    std::thread::Builder::new()
-                        .name(format!("replay {w}"))
-                        .stack_size(256 << 10)
-                        .spawn_scoped(sc, move || sh.run_worker(w))
-                })
-                .collect::<std::io::Result<_>>()?;
-            Ok::<_, std::io::Error>(
-                hs.into_iter()
-                    .map(|h| h.join().expect("replay worker panicked"))
-                    .collect(),
-            )
-        })
-        .context("starting the replay threads")?;
-        let duration_s = t0.elapsed().as_secs_f64();
-        let cpu1 = crate::apps::process_cpu(false);
-        // Close what the traced program left open before the tree is looked at.
-        drop(sh.fds);
+        let trace = &self.a.trace;
+        let mut reader = format::Reader::open(trace)?;
+        let mut planner = Planner::default();
+        let mut fds = Fds(Vec::new());
+        let (mismatches, refusals) = (Mutex::new(Vec::new()), Mutex::new(Vec::new()));
         let mut merged = Recorder::new(Call::ALL.len());
-        for o in &outs {
-            merged.merge(&o.rec);
+        let mut tot = Totals::default();
+        let mut chunk: Vec<Record> = Vec::with_capacity(CHUNK);
+        let started_at = crate::apps::now_epoch();
+        // Only the chunks' replays are timed, not reading and planning between them; the
+        // recorded times of `timed` mode are shifted by those pauses.
+        let mut last: Option<(Instant, Instant)> = None;
+        let (mut run_time, mut cpu) = (Duration::ZERO, (0.0, 0.0));
+        loop {
+            chunk.clear();
+            while chunk.len() < CHUNK {
+                match reader
+                    .next_record()
+                    .map_err(|e| anyhow::anyhow!("trace {}: {e}", trace.display()))?
+                {
+                    Some(r) => chunk.push(r),
+                    None => break,
+                }
+            }
+            if chunk.is_empty() {
+                break;
+            }
+            let plan = planner.plan(&chunk, &mapper, self.threads, self.a.mode);
+            fds.grow(plan.instances);
+            tot.chunk(&chunk, &plan);
+            let cpu0 = crate::apps::process_cpu(false);
+            let start = Instant::now();
+            let t0 = match last {
+                Some((t0, end)) => t0 + (start - end),
+                None => start,
+            };
+            let sh = Shared {
+                records: &chunk,
+                plan: &plan,
+                fds: &fds,
+                progress: plan.workers.iter().map(|_| Progress::default()).collect(),
+                mode: self.a.mode,
+                speed: self.a.speed,
+                t0,
+                mismatches: &mismatches,
+                refusals: &refusals,
+                show: self.a.show_mismatches,
+                roots: &roots,
+            };
+            for o in sh.run_chunk()? {
+                merged.merge(&o.rec);
+                tot.add(&o);
+            }
+            let end = Instant::now();
+            let cpu1 = crate::apps::process_cpu(false);
+            run_time += end - start;
+            cpu = (cpu.0 + cpu1.0 - cpu0.0, cpu.1 + cpu1.1 - cpu0.1);
+            last = Some((t0, end));
+            if crate::engine::interrupted() {
+                break;
+            }
         }
-        merged.cpu_user_s = cpu1.0 - cpu0.0;
-        merged.cpu_sys_s = cpu1.1 - cpu0.1;
+        let duration_s = run_time.as_secs_f64();
+        // Close what the traced program left open before the tree is looked at.
+        drop(fds);
+        merged.cpu_user_s = cpu.0;
+        merged.cpu_sys_s = cpu.1;
         // Only the call types that occur, in Call order.
         let present: Vec<usize> = (0..Call::ALL.len())
             .filter(|&i| merged.ops[i].count + merged.ops[i].errors > 0)
@@ -1548,28 +1778,24 @@ impl Measurement for Replay<'_> {
         }
         sub.cpu_user_s = merged.cpu_user_s;
         sub.cpu_sys_s = merged.cpu_sys_s;
-        let recorded_s = self
-            .records
-            .iter()
-            .map(|r| r.start_ns + r.dur_ns)
-            .max()
-            .unwrap_or(0) as f64
-            / 1e9;
-        let failed_ok: u64 = outs.iter().map(|o| o.failed_ok).sum();
-        let ok_failed: u64 = outs.iter().map(|o| o.ok_failed).sum();
-        let replayed: u64 = outs.iter().map(|o| o.replayed).sum();
-        let refused_escape: u64 = outs.iter().map(|o| o.refused.0).sum();
-        let refused_over: u64 = outs.iter().map(|o| o.refused.1).sum();
+        let recorded_s = tot.recorded_end as f64 / 1e9;
+        let Totals {
+            replayed,
+            failed_ok,
+            ok_failed,
+            refused: (refused_escape, refused_over),
+            ..
+        } = tot;
         let mut notes = vec![
             format!(
                 "replayed {} of {} in {} mode on {}: {} outside the roots, {} not replayed ({})",
                 crate::report::count(replayed, "call"),
-                crate::report::count(self.records.len() as u64, "recorded call"),
+                crate::report::count(tot.records, "recorded call"),
                 self.a.mode.name(),
-                crate::report::count(plan.workers.len() as u64, "thread"),
-                plan.outside,
-                plan.not_replayable.values().sum::<u64>(),
-                plan.not_replayable
+                crate::report::count(tot.workers as u64, "thread"),
+                tot.outside,
+                tot.not_replayable.values().sum::<u64>(),
+                tot.not_replayable
                     .iter()
                     .map(|(k, v)| format!("{k} {v}"))
                     .collect::<Vec<_>>()
@@ -1596,14 +1822,14 @@ impl Measurement for Replay<'_> {
             ),
         ];
         notes.extend(
-            sh.refusals
+            refusals
                 .into_inner()
                 .expect("refusals")
                 .into_iter()
                 .map(|m| format!("refused: {m}")),
         );
         notes.extend(
-            sh.mismatches
+            mismatches
                 .into_inner()
                 .expect("mismatches")
                 .into_iter()
@@ -1623,17 +1849,17 @@ impl Measurement for Replay<'_> {
                 run_dir: &base,
                 started_at,
                 duration_s,
-                threads: plan.workers.len() as u64,
+                threads: tot.workers as u64,
                 notes,
             },
             table,
             &sub,
         );
         r.figures
-            .insert("calls_recorded".into(), self.records.len() as f64);
+            .insert("calls_recorded".into(), tot.records as f64);
         r.figures.insert("calls_replayed".into(), replayed as f64);
         r.figures
-            .insert("calls_outside_roots".into(), plan.outside as f64);
+            .insert("calls_outside_roots".into(), tot.outside as f64);
         r.figures
             .insert("failed_where_recorded_ok".into(), failed_ok as f64);
         r.figures
@@ -1661,8 +1887,7 @@ pub fn main(a: &ReplayArgs) -> Result<()> {
         );
     }
     a.m.check()?;
-    let (header, records) = format::read_all(&a.trace)?;
-    check_thread_count(&a.trace, &records, threads)?;
+    let header = format::Reader::open(&a.trace)?.header;
     let roots: Vec<String> = if a.roots.is_empty() {
         header.roots.clone()
     } else {
@@ -1688,16 +1913,10 @@ pub fn main(a: &ReplayArgs) -> Result<()> {
                 bail!("--over {}: not a directory", d.display());
             }
         }
-        let m = Mapper::new(roots.clone(), Path::new("/"), &a.over);
-        if let Some(r) = first_change_below_roots(&records, &m) {
-            bail!(
-                "--over replays only traces that read below their roots, and {} changes {} ({}); replay it without --over (in a rebuilt copy)",
-                a.trace.display(),
-                r.path.as_deref().or(r.path2.as_deref()).unwrap_or("?"),
-                r.call.name()
-            );
-        }
     }
+    let over_map =
+        (!a.over.is_empty()).then(|| Mapper::new(roots.clone(), Path::new("/"), &a.over));
+    vet(&a.trace, threads, over_map.as_ref())?;
     let over: Vec<PathBuf> = a
         .over
         .iter()
@@ -1717,7 +1936,6 @@ pub fn main(a: &ReplayArgs) -> Result<()> {
     let mut m = Replay {
         a,
         header,
-        records,
         roots,
         threads,
         parent,
@@ -1858,6 +2076,35 @@ mod tests {
             vec![(0, 1)],
             "starts after the clone point only"
         );
+    }
+
+    #[test]
+    fn chunks_carry_descriptors_over_and_reuse_closed_instances() {
+        let m = mapper();
+        let mut open = rec(1, Call::Open, Some("/w/f"), None, 3);
+        open.flags = Some(libc::O_RDONLY as u64);
+        let mut clone = rec(1, Call::Clone, None, None, 2);
+        clone.flags = Some((libc::CLONE_VM | libc::CLONE_FILES | libc::CLONE_THREAD) as u64);
+        let mut pl = Planner::default();
+        let c1 = pl.plan(&[open.clone(), clone], &m, None, Mode::Deps);
+        let inst = c1.workers[0][0].fd_out;
+        // The other thread reads and closes it in the next chunk: the same instance, and no
+        // wait on the previous chunk's positions (it is done by then).
+        let c2 = pl.plan(
+            &[
+                rec(2, Call::Read, None, Some(3), 10),
+                rec(2, Call::Close, None, Some(3), 0),
+            ],
+            &m,
+            None,
+            Mode::Deps,
+        );
+        assert_eq!(c2.workers[1][0].fd_in, inst);
+        assert!(c2.workers[1].iter().all(|s| s.deps.is_empty()));
+        // Closed in chunk 2: used again from chunk 3 on; the table does not grow.
+        let c3 = pl.plan(&[open], &m, None, Mode::Deps);
+        assert_eq!(c3.workers[0][0].fd_out, inst);
+        assert_eq!(c3.instances, 1);
     }
 
     #[test]
