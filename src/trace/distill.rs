@@ -579,8 +579,8 @@ pub fn main(a: &DistillArgs) -> Result<()> {
     }
     let dir = a.dir.as_ref().expect("clap requires --dir with --check");
     let me = std::env::current_exe()?;
-    let run_trace =
-        std::env::temp_dir().join(format!("fsbench-model-{}.trace", std::process::id()));
+    let scratch = super::ScratchDir::new("model").context("a directory for the model's trace")?;
+    let run_trace = scratch.join("model.trace");
     let st = std::process::Command::new(&me)
         .arg("trace")
         .arg("record")
@@ -599,11 +599,10 @@ pub fn main(a: &DistillArgs) -> Result<()> {
         .status()
         .context("running the model under trace record")?;
     if !st.success() {
-        let _ = std::fs::remove_file(&run_trace);
         bail!("the model's traced run failed ({st})");
     }
     let (hb, rb) = format::read_all(&run_trace)?;
-    let _ = std::fs::remove_file(&run_trace);
+    drop(scratch);
     let c = compare((&h, &records), (&hb, &rb));
     print_comparison(&c, &mut std::io::stdout())?;
     let worst_ks = [c.read_size_ks, c.write_size_ks, c.file_size_ks]
