@@ -764,3 +764,32 @@ fn a_long_trace_replays_across_chunks() {
     );
     assert_eq!(figure(&r, "failed_where_recorded_ok"), 0.0, "{out}");
 }
+
+/// A crafted system call name or path is shown as text, never as control sequences.
+#[test]
+fn crafted_names_reach_the_terminal_as_text() {
+    let work = Scratch::new("names");
+    let evil = "open\u{1b}]0;owned\u{7}\u{1b}[2J\nfake line";
+    let h = Header {
+        version: format::VERSION,
+        roots: vec!["/w".into()],
+        source: "test".into(),
+        ..Default::default()
+    };
+    let recs = vec![Record {
+        tid: 1,
+        syscall: evil.into(),
+        call: Call::Other,
+        path: Some(format!("/w/{evil}")),
+        ..Default::default()
+    }];
+    let t = work.path().join("names.trace");
+    format::write_all(&t, &h, &recs).unwrap();
+    for cmd in ["show", "stats"] {
+        let o = run(&["trace", cmd, t.to_str().unwrap()]);
+        assert!(o.status.success(), "{cmd}: {}", text(&o));
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(!out.contains(['\u{1b}', '\u{7}']), "{cmd}: {out:?}");
+        assert!(!out.contains("\nfake line"), "{cmd}: {out:?}");
+    }
+}

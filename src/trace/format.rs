@@ -693,7 +693,8 @@ pub fn render(r: &Record, out: &mut impl Write) -> io::Result<()> {
         r.start_ns as f64 / 1e9,
         format!("{}us", r.dur_ns / 1000),
         r.tid,
-        r.syscall
+        // As text: a crafted name cannot send control sequences to the terminal.
+        r.syscall.escape_debug()
     )?;
     let mut sep = "";
     let mut arg = |out: &mut dyn Write, s: String| -> io::Result<()> {

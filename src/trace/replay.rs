@@ -1461,7 +1461,7 @@ impl Shared<'_> {
         if m.len() < self.show {
             m.push(format!(
                 "{} {} (thread {}, {:.6} s) {what} {detail}",
-                r.syscall,
+                r.syscall.escape_debug(),
                 r.path
                     .as_deref()
                     .map(|p| format!("{p:?}"))
@@ -1475,7 +1475,11 @@ impl Shared<'_> {
 }
 
 fn describe(r: &Record, e: &std::io::Error) -> String {
-    format!("{} {}: {e}", r.syscall, r.path.as_deref().unwrap_or(""))
+    format!(
+        "{} {:?}: {e}",
+        r.syscall.escape_debug(),
+        r.path.as_deref().unwrap_or("")
+    )
 }
 
 /// What rebuilding the initial tree did.

@@ -598,6 +598,8 @@ pub fn print_text(s: &TraceStats, out: &mut impl Write) -> std::io::Result<()> {
     let mut v: Vec<(&String, &CallStat)> = s.syscalls.iter().collect();
     v.sort_by_key(|x| std::cmp::Reverse(x.1.count));
     for (k, c) in v {
+        // As text: a crafted name cannot send control sequences to the terminal.
+        let k = k.escape_debug().to_string();
         writeln!(
             out,
             "{k:<20} {:>9} {:>8} {:>10.1}",
