@@ -496,51 +496,8 @@ impl Planner {
         mode: Mode,
     ) -> Plan {
         self.next_chunk();
-        let Planner {
-            worker_of,
-            table_of,
-            tables,
-            nworkers,
-            start_dep,
-            instances,
-            free,
-            freed,
-            pdeps,
-            ntids,
-        } = self;
-        plan_chunk(
-            records,
-            mapper,
-            threads,
-            mode,
-            ChunkState {
-                worker_of,
-                table_of,
-                tables,
-                nworkers,
-                start_dep,
-                instances,
-                free,
-                freed,
-                pdeps,
-                ntids,
-            },
-        )
+        plan_chunk(records, mapper, threads, mode, self)
     }
-}
-
-/// The planner's state, borrowed for one chunk.
-struct ChunkState<'p> {
-    worker_of: &'p mut HashMap<u32, u32>,
-    table_of: &'p mut HashMap<u32, u32>,
-    tables: &'p mut Vec<PlanTable>,
-    nworkers: &'p mut usize,
-    start_dep: &'p mut HashMap<u32, (u32, u32)>,
-    instances: &'p mut u32,
-    free: &'p mut Vec<u32>,
-    freed: &'p mut Vec<u32>,
-    pdeps: &'p mut HashMap<String, PathDeps>,
-    ntids: &'p mut usize,
 }
 
 fn plan_chunk(
@@ -548,9 +505,9 @@ fn plan_chunk(
     mapper: &Mapper,
     threads: Option<usize>,
     mode: Mode,
-    st: ChunkState<'_>,
+    p: &mut Planner,
 ) -> Plan {
-    let ChunkState {
+    let Planner {
         worker_of,
         table_of,
         tables,
@@ -561,7 +518,7 @@ fn plan_chunk(
         freed,
         pdeps,
         ntids,
-    } = st;
+    } = p;
     let mut workers: Vec<Vec<Step>> = (0..*nworkers).map(|_| Vec::new()).collect();
     let mut outside = 0u64;
     let mut not_replayable: BTreeMap<String, u64> = BTreeMap::new();
