@@ -333,6 +333,7 @@ fn a_hostile_trace_never_reaches_outside_its_root() {
         );
         assert_eq!(figure(&r, "initial_entries_refused"), 3.0, "{mode}");
         assert!(out.contains("would leave the replay root"), "{out}");
+        assert!(out.contains("whose paths leave the replay root"), "{out}");
         // The links that stay inside worked; nothing was planted beside the root.
         assert!(
             r0.join("d/f").is_file(),

@@ -1916,6 +1916,18 @@ pub fn main(a: &ReplayArgs) -> Result<()> {
             crate::report::count(bad as u64, "call")
         );
     }
+    let fig = |k: &str| r.figures.get(k).copied().unwrap_or(0.0) as u64;
+    let (calls, entries) = (
+        fig("calls_refused_outside_root"),
+        fig("initial_entries_refused"),
+    );
+    if calls + entries > 0 {
+        eprintln!(
+            "fsbench: refused {} and {} whose paths leave the replay root: nothing outside it was touched (see the refused notes)",
+            crate::report::count(calls, "call"),
+            crate::report::count(entries, "initial-tree entry"),
+        );
+    }
     Ok(())
 }
 
