@@ -794,3 +794,68 @@ fn crafted_names_reach_the_terminal_as_text() {
         assert!(!out.contains("\nfake line"), "{cmd}: {out:?}");
     }
 }
+
+/// A trace can ask for calls of any size in many threads: the replay's buffers stay within
+/// a bound (256 MiB in all), they do not grow to the sizes asked for.
+#[test]
+fn huge_calls_in_many_threads_stay_within_a_memory_bound() {
+    if !Path::new("/usr/bin/time").exists() {
+        skip("/usr/bin/time is not installed (it measures the replay's peak memory)");
+        return;
+    }
+    let work = Scratch::new("huge");
+    let root = "/w";
+    let mut recs = Vec::new();
+    for t in 0..64u32 {
+        let r = |call: Call, path: Option<String>, fd, size, ret| Record {
+            start_ns: t as u64 * 10 + ret as u64,
+            tid: 100 + t,
+            syscall: call.name().into(),
+            call,
+            path,
+            fd,
+            size,
+            ret,
+            flags: (call == Call::Open).then_some(libc::O_RDONLY as u64),
+            ..Default::default()
+        };
+        recs.push(r(Call::Open, Some(format!("{root}/f")), None, None, 3));
+        recs.push(r(Call::Read, None, Some(3), Some(1 << 30), 4096));
+        recs.push(r(Call::Close, None, Some(3), None, 0));
+    }
+    let h = Header {
+        version: format::VERSION,
+        roots: vec![root.into()],
+        source: "test".into(),
+        initial: vec![
+            entry("", EntryKind::Dir, None),
+            entry("f", EntryKind::File, None),
+        ],
+        ..Default::default()
+    };
+    let tr = work.path().join("huge.trace");
+    format::write_all(&tr, &h, &recs).unwrap();
+    let dir = work.path().join("replay");
+    std::fs::create_dir(&dir).unwrap();
+    let o = Command::new("/usr/bin/time")
+        .args(["-f", "maxrss_kib=%M"])
+        .arg(env!("CARGO_BIN_EXE_fsbench"))
+        .args([
+            "trace",
+            "replay",
+            tr.to_str().unwrap(),
+            "--dir",
+            dir.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    let kib: u64 = err
+        .lines()
+        .find_map(|l| l.strip_prefix("maxrss_kib="))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no maxrss in {err}"));
+    // 64 threads at 64 MiB each would be 4 GiB.
+    assert!(kib < 700 << 10, "peak RSS {kib} KiB\n{}", text(&o));
+}

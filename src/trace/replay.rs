@@ -955,11 +955,17 @@ fn check(r: libc::c_long) -> std::io::Result<i64> {
     }
 }
 
+/// The largest buffer of one replay thread, and of all of them together: a trace can ask
+/// for any size in any number of threads, and a larger call is issued at the buffer's size
+/// (a short read or write, as the kernel may return anyway).
 const MAX_IO: usize = 64 << 20;
+const IO_BUDGET: usize = 256 << 20;
 
 impl Shared<'_> {
     /// Run one chunk: a thread for each worker with steps in it, until all are done.
     fn run_chunk(&self) -> Result<Vec<WorkerOut>> {
+        let active = self.plan.workers.iter().filter(|w| !w.is_empty()).count();
+        let buf_max = (IO_BUDGET / active.max(1)).clamp(4096, MAX_IO);
         std::thread::scope(|sc| {
             let hs: Vec<_> = (0..self.plan.workers.len())
                 .filter(|&w| !self.plan.workers[w].is_empty())
@@ -967,7 +973,7 @@ impl Shared<'_> {
                     std::thread::Builder::new()
                         .name(format!("replay {w}"))
                         .stack_size(256 << 10)
-                        .spawn_scoped(sc, move || self.run_worker(w))
+                        .spawn_scoped(sc, move || self.run_worker(w, buf_max))
                 })
                 .collect::<std::io::Result<_>>()?;
             Ok::<_, std::io::Error>(
@@ -1287,7 +1293,7 @@ impl Shared<'_> {
         Ok(check(n as _).map(|n| (n, n as u64))?)
     }
 
-    fn run_worker(&self, w: usize) -> WorkerOut {
+    fn run_worker(&self, w: usize, buf_max: usize) -> WorkerOut {
         let mut rec = Recorder::new(Call::ALL.len());
         let steps = &self.plan.workers[w];
         let max = steps
@@ -1295,7 +1301,7 @@ impl Shared<'_> {
             .map(|s| self.records[s.rec as usize].size.unwrap_or(0) as usize)
             .max()
             .unwrap_or(0)
-            .clamp(4096, MAX_IO);
+            .clamp(4096, buf_max);
         let mut rng = <rand_pcg::Pcg64Mcg as rand::SeedableRng>::seed_from_u64(w as u64 + 1);
         let mut buf = crate::engine::io::AlignedBuf::new(max, &mut rng);
         let clock = stats::clock::global();
