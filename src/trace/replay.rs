@@ -1445,6 +1445,19 @@ fn describe(r: &Record, e: &std::io::Error) -> String {
     )
 }
 
+/// The roots, once the kernel has shown it can resolve beneath them: without `openat2`
+/// (before Linux 5.6, or refused by a sandbox) no call could be confined, so none is made.
+fn checked(roots: Roots) -> Result<Roots> {
+    match roots.target(&Beneath::new(0, "").expect("no NUL"), true) {
+        Err(CallError::Io(e)) if matches!(e.raw_os_error(), Some(libc::ENOSYS | libc::EPERM)) => {
+            bail!(
+                "trace replay confines every call beneath its directory with openat2, which this kernel refuses ({e}): it needs Linux 5.6 or later, outside a sandbox that blocks openat2"
+            )
+        }
+        _ => Ok(roots),
+    }
+}
+
 /// What rebuilding the initial tree did.
 #[derive(Debug, Default, Clone, Copy)]
 struct Rebuilt {
@@ -1607,7 +1620,7 @@ impl Replay<'_> {
                         .with_context(|| format!("--over {}", d.display()))
                 })
                 .collect::<Result<Vec<_>>>()?;
-            return Ok(Roots::new(dirs, true));
+            return checked(Roots::new(dirs, true));
         }
         let rd = self.rd.as_ref().expect("prepared");
         let base = rd.rundir().fd();
@@ -1621,7 +1634,7 @@ impl Replay<'_> {
             })
             .collect::<std::io::Result<Vec<_>>>()
             .with_context(|| format!("the replay's root directories in {}", rd.path().display()))?;
-        Ok(Roots::new(dirs, false))
+        checked(Roots::new(dirs, false))
     }
 }
 
