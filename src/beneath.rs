@@ -60,11 +60,75 @@ pub fn open_dir_path(dir: RawFd, rel: &[u8]) -> io::Result<OwnedFd> {
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in a path"))?;
     let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW;
     let resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_MAGICLINKS;
-    match openat2(dir, &c, flags, resolve) {
+    match try_openat2(dir, &c, flags, resolve) {
         Some(r) => r,
         // No openat2 (old kernel, or a sandbox refusing it): walk one component at a time.
         None => walk(dir, rel),
     }
+}
+
+/// `openat2(dir, path, flags, mode, resolve)`; `ENOSYS` where the kernel has no `openat2`.
+pub fn openat2(
+    dir: RawFd,
+    path: &CStr,
+    flags: libc::c_int,
+    mode: libc::mode_t,
+    resolve: u64,
+) -> io::Result<OwnedFd> {
+    // The kernel's `struct open_how` (libc's is non-exhaustive).
+    #[repr(C)]
+    struct OpenHow {
+        flags: u64,
+        mode: u64,
+        resolve: u64,
+    }
+    let how = OpenHow {
+        flags: (flags | libc::O_CLOEXEC) as u64,
+        // The kernel refuses a mode without O_CREAT or O_TMPFILE.
+        // (O_TMPFILE holds O_DIRECTORY's bit: all its bits must be there.)
+        mode: if flags & libc::O_CREAT != 0 || flags & libc::O_TMPFILE == libc::O_TMPFILE {
+            (mode & 0o7777) as u64
+        } else {
+            0
+        },
+        resolve,
+    };
+    // SAFETY: path is NUL-terminated; how is a valid open_how of the size passed.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            dir,
+            path.as_ptr(),
+            &how as *const OpenHow,
+            std::mem::size_of::<OpenHow>(),
+        )
+    };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a fresh descriptor from the kernel.
+    Ok(unsafe { OwnedFd::from_raw_fd(r as RawFd) })
+}
+
+/// Open `rel` beneath `dir` as the kernel would resolve it from there, following symbolic
+/// links (the final one too unless `flags` has `O_NOFOLLOW`) as long as every step stays
+/// beneath `dir`: a `..` above it, an absolute path, a link that points out of it (absolute
+/// links always do) fail with `EXDEV`; a magic link (`/proc/PID/fd/N`) fails with `ELOOP`.
+/// No fallback: without `openat2` (Linux before 5.6) this fails with `ENOSYS`.
+pub fn open_beneath(
+    dir: RawFd,
+    rel: &CStr,
+    flags: libc::c_int,
+    mode: libc::mode_t,
+) -> io::Result<OwnedFd> {
+    let rel = if rel.is_empty() { c"." } else { rel };
+    openat2(
+        dir,
+        rel,
+        flags,
+        mode,
+        libc::RESOLVE_BENEATH | libc::RESOLVE_NO_MAGICLINKS,
+    )
 }
 
 fn walk(dir: RawFd, rel: &[u8]) -> io::Result<OwnedFd> {
@@ -136,43 +200,24 @@ fn is_dir(st: &libc::stat) -> bool {
     st.st_mode & libc::S_IFMT == libc::S_IFDIR
 }
 
-/// `openat2(dir, path, flags, resolve)`; `None` when the kernel (or a sandbox) has no openat2.
-fn openat2(
+/// [`openat2`] without a mode; `None` when the kernel (or a sandbox) has no openat2, for the
+/// callers that have a fallback.
+fn try_openat2(
     dir: RawFd,
     path: &CStr,
     flags: libc::c_int,
     resolve: u64,
 ) -> Option<io::Result<OwnedFd>> {
-    // The kernel's `struct open_how` (libc's is non-exhaustive).
-    #[repr(C)]
-    struct OpenHow {
-        flags: u64,
-        mode: u64,
-        resolve: u64,
-    }
-    let how = OpenHow {
-        flags: (flags | libc::O_CLOEXEC) as u64,
-        mode: 0,
-        resolve,
-    };
-    // SAFETY: path is NUL-terminated; how is a valid open_how of the size passed.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_openat2,
-            dir,
-            path.as_ptr(),
-            &how as *const OpenHow,
-            std::mem::size_of::<OpenHow>(),
-        )
-    };
-    if r >= 0 {
-        // SAFETY: a fresh descriptor from the kernel.
-        return Some(Ok(unsafe { OwnedFd::from_raw_fd(r as RawFd) }));
-    }
-    let e = io::Error::last_os_error();
-    match e.raw_os_error() {
-        Some(libc::ENOSYS) | Some(libc::EPERM) | Some(libc::E2BIG) => None,
-        _ => Some(Err(e)),
+    match openat2(dir, path, flags, 0, resolve) {
+        Err(e)
+            if matches!(
+                e.raw_os_error(),
+                Some(libc::ENOSYS) | Some(libc::EPERM) | Some(libc::E2BIG)
+            ) =>
+        {
+            None
+        }
+        r => Some(r),
     }
 }
 
@@ -216,7 +261,7 @@ fn open_dir_same_mount(dir: RawFd, name: &CStr) -> io::Result<OwnedFd> {
         | libc::RESOLVE_NO_MAGICLINKS
         | libc::RESOLVE_NO_XDEV;
     let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW;
-    match openat2(dir, name, flags, resolve) {
+    match try_openat2(dir, name, flags, resolve) {
         Some(Err(e)) if e.raw_os_error() == Some(libc::EXDEV) => Err(mount_inside()),
         Some(r) => r,
         None => {
@@ -475,6 +520,38 @@ mod tests {
         remove_tree_at(fd, c"f").unwrap();
         assert!(outside.join("victim").exists());
         assert!(list_names(fd).unwrap().is_empty());
+        std::fs::remove_dir_all(&base).unwrap();
+        std::fs::remove_dir_all(&outside).unwrap();
+    }
+
+    #[test]
+    fn open_beneath_follows_inner_links_and_refuses_the_way_out() {
+        let base = scratch("obeneath");
+        let outside = scratch("obeneath-outside");
+        std::fs::write(outside.join("victim"), b"precious").unwrap();
+        std::fs::create_dir(base.join("d")).unwrap();
+        std::fs::write(base.join("d/f"), b"in").unwrap();
+        symlink("d", base.join("in")).unwrap();
+        symlink("../d/f", base.join("d/up")).unwrap();
+        symlink(&outside, base.join("abs")).unwrap();
+        symlink("../../../../../../../..", base.join("rel")).unwrap();
+        let d = dirfd(&base);
+        let fd = d.as_raw_fd();
+        let rd = libc::O_RDONLY;
+        assert!(open_beneath(fd, c"in/f", rd, 0).is_ok());
+        assert!(open_beneath(fd, c"d/up", rd, 0).is_ok());
+        assert!(open_beneath(fd, c"", libc::O_PATH, 0).is_ok());
+        for bad in [
+            c"../x",
+            c"d/../../x",
+            c"/etc/passwd",
+            c"abs/victim",
+            c"rel/tmp",
+        ] {
+            let e = open_beneath(fd, bad, libc::O_WRONLY | libc::O_TRUNC, 0).unwrap_err();
+            assert_eq!(e.raw_os_error(), Some(libc::EXDEV), "{bad:?}: {e}");
+        }
+        assert_eq!(std::fs::read(outside.join("victim")).unwrap(), b"precious");
         std::fs::remove_dir_all(&base).unwrap();
         std::fs::remove_dir_all(&outside).unwrap();
     }

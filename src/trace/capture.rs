@@ -1077,19 +1077,12 @@ pub fn record(a: &RecordArgs) -> Result<()> {
         );
     }
     let initial = snapshot(&roots)?;
+    // The log goes to a private directory removed afterwards, unless it is to be kept.
+    let scratch = super::ScratchDir::new("strace").context("a directory for strace's log")?;
     let log_path = match &a.keep_log {
         Some(p) => p.clone(),
-        None => std::env::temp_dir().join(format!("fsbench-strace-{}.log", std::process::id())),
+        None => scratch.join("strace.log"),
     };
-    struct Remove(PathBuf, bool);
-    impl Drop for Remove {
-        fn drop(&mut self) {
-            if self.1 {
-                let _ = std::fs::remove_file(&self.0);
-            }
-        }
-    }
-    let _rm = Remove(log_path.clone(), a.keep_log.is_none());
     let status = std::process::Command::new("strace")
         .args(STRACE_ARGS)
         .arg("-o")

@@ -17,12 +17,12 @@
 //! in a comment at the top, not modelled.
 
 use super::format::{self, Call, Header, Record};
+use super::printer::{self, ident, Attr, Comment, Flowop, Op, Quoted, Value, Workload};
 use super::stats::Tracker;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::path::PathBuf;
 
 #[derive(Args, Debug)]
@@ -79,27 +79,45 @@ fn category(r: &Record) -> Option<&'static str> {
     })
 }
 
+/// A sample of sizes: how many times each value occurred (memory follows the distinct
+/// values, not the sample's size).
+type Sizes = BTreeMap<u64, u64>;
+
+fn push(s: &mut Sizes, v: u64) {
+    *s.entry(v).or_default() += 1;
+}
+
 /// What a window of a trace did, below its roots.
 #[derive(Debug, Default)]
 struct Window {
     mix: BTreeMap<&'static str, u64>,
     other: BTreeMap<String, u64>,
-    read_sizes: Vec<u64>,
-    write_sizes: Vec<u64>,
+    read_sizes: Sizes,
+    write_sizes: Sizes,
     /// Sizes of files when they were opened.
-    open_sizes: Vec<u64>,
+    open_sizes: Sizes,
     calls: u64,
     bytes: u64,
     seconds: f64,
-    sessions: Vec<Session>,
+    /// Sessions by signature: (directory, created, read, written, synced).
+    groups: BTreeMap<(bool, bool, bool, bool, bool), Group>,
     stats: u64,
     unlinks: u64,
-    files: std::collections::HashSet<String>,
+    files: std::collections::BTreeSet<String>,
     created: u64,
     /// Threads with at least a tenth of the calls, and the pauses of over a millisecond
     /// between one call's end and the next one's start in a thread (µs, summed).
     threads: u64,
     gaps_us: f64,
+}
+
+/// The sessions of one signature.
+#[derive(Debug, Default)]
+struct Group {
+    n: u64,
+    reads: u64,
+    writes: u64,
+    fsync: bool,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -111,34 +129,69 @@ struct Session {
     fsyncs: u32,
 }
 
-fn analyse(h: &Header, records: &[Record]) -> Window {
-    let win = super::measured_window(records);
-    let mut tr = Tracker::new(h);
-    for r in &records[..win.start] {
-        tr.apply(r);
+impl Window {
+    fn session(&mut self, s: Session) {
+        let key = (s.dir, s.created, s.reads > 0, s.writes > 0, s.fsyncs > 0);
+        let g = self.groups.entry(key).or_default();
+        g.n += 1;
+        g.reads += s.reads as u64;
+        g.writes += s.writes as u64;
+        g.fsync |= s.fsyncs > 0;
     }
-    let mut w = Window::default();
-    let mut open_sessions: BTreeMap<usize, Session> = BTreeMap::new();
-    let recs = &records[win.clone()];
-    if let (Some(a), Some(b)) = (recs.first(), recs.last()) {
-        w.seconds = (b.start_ns + b.dur_ns).saturating_sub(a.start_ns) as f64 / 1e9;
+}
+
+/// Follows a trace one record at a time and gathers its measured window's [`Window`].
+struct Analyser {
+    tr: Tracker,
+    w: Window,
+    open_sessions: BTreeMap<usize, Session>,
+    /// Per thread: calls, and the end of its last call.
+    per: BTreeMap<u32, (u64, u64)>,
+    span: Option<(u64, u64)>,
+}
+
+impl Analyser {
+    fn new(h: &Header) -> Analyser {
+        Analyser {
+            tr: Tracker::new(h),
+            w: Window::default(),
+            open_sessions: BTreeMap::new(),
+            per: BTreeMap::new(),
+            span: None,
+        }
     }
-    for r in recs {
+
+    /// A record before the window: only followed.
+    fn skip(&mut self, r: &Record) {
+        self.tr.apply(r);
+    }
+
+    /// A record of the window.
+    fn add(&mut self, r: &Record) {
+        let (tr, w) = (&mut self.tr, &mut self.w);
+        let start = self.span.map_or(r.start_ns, |s| s.0);
+        self.span = Some((start, r.start_ns + r.dur_ns));
         let (file, inside) = tr.file_of(r);
         let before = tr.open_of(r.tid, r.fd);
         let size_now = file.as_ref().and_then(|p| tr.sizes.get(p).copied());
         tr.apply(r);
         if !inside {
-            continue;
+            return;
         }
         w.calls += 1;
+        let e = self.per.entry(r.tid).or_insert((0, u64::MAX));
+        e.0 += 1;
+        if e.1 != u64::MAX && r.start_ns > e.1 + 1_000_000 {
+            w.gaps_us += (r.start_ns - e.1) as f64 / 1000.0;
+        }
+        e.1 = r.start_ns + r.dur_ns;
         match category(r) {
             Some(c) => *w.mix.entry(c).or_default() += 1,
             None => {
                 if !matches!(r.call, Call::Clone | Call::Exit | Call::Exec) {
                     *w.other.entry(r.syscall.clone()).or_default() += 1;
                 }
-                continue;
+                return;
             }
         }
         if r.ok() && matches!(r.call, Call::Read | Call::Write) {
@@ -149,7 +202,7 @@ fn analyse(h: &Header, records: &[Record]) -> Window {
                 let o = tr.open_of(r.tid, Some(r.ret as i32));
                 let dir = r.flags.unwrap_or(0) as i32 & libc::O_DIRECTORY != 0
                     || file.as_ref().is_some_and(|f| tr.dirs.contains(f));
-                let created = o.is_some_and(|o| tr.opens[o].created);
+                let created = o.is_some_and(|o| tr.opens.get(&o).is_some_and(|x| x.created));
                 if let Some(f) = &file {
                     if !dir {
                         w.files.insert(f.clone());
@@ -158,27 +211,25 @@ fn analyse(h: &Header, records: &[Record]) -> Window {
                 if created {
                     w.created += 1;
                 } else if !dir {
-                    w.open_sizes.push(size_now.unwrap_or(0));
+                    push(&mut w.open_sizes, size_now.unwrap_or(0));
                 }
                 if let Some(o) = o {
-                    open_sessions.insert(
-                        o,
-                        Session {
-                            created,
-                            dir,
-                            ..Default::default()
-                        },
-                    );
+                    let s = Session {
+                        created,
+                        dir,
+                        ..Default::default()
+                    };
+                    self.open_sessions.insert(o, s);
                 }
             }
             Call::Read | Call::Write | Call::Fsync | Call::Getdents => {
                 if r.call == Call::Read {
-                    w.read_sizes.push(r.size.unwrap_or(0));
+                    push(&mut w.read_sizes, r.size.unwrap_or(0));
                 }
                 if r.call == Call::Write {
-                    w.write_sizes.push(r.size.unwrap_or(0));
+                    push(&mut w.write_sizes, r.size.unwrap_or(0));
                 }
-                if let Some(s) = before.and_then(|o| open_sessions.get_mut(&o)) {
+                if let Some(s) = before.and_then(|o| self.open_sessions.get_mut(&o)) {
                     match r.call {
                         Call::Read => s.reads += 1,
                         Call::Write => s.writes += 1,
@@ -188,8 +239,8 @@ fn analyse(h: &Header, records: &[Record]) -> Window {
                 }
             }
             Call::Close => {
-                if let Some(s) = before.and_then(|o| open_sessions.remove(&o)) {
-                    w.sessions.push(s);
+                if let Some(s) = before.and_then(|o| self.open_sessions.remove(&o)) {
+                    w.session(s);
                 }
             }
             Call::Stat => w.stats += 1,
@@ -197,53 +248,83 @@ fn analyse(h: &Header, records: &[Record]) -> Window {
             _ => {}
         }
     }
-    w.sessions.extend(open_sessions.into_values());
-    let mut per: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
-    let mut tr2 = Tracker::new(h);
-    for r in &records[..win.start] {
-        tr2.apply(r);
-    }
-    for r in recs {
-        let (_, inside) = tr2.file_of(r);
-        tr2.apply(r);
-        if !inside {
-            continue;
+
+    fn finish(mut self) -> Window {
+        for s in std::mem::take(&mut self.open_sessions).into_values() {
+            self.w.session(s);
         }
-        let e = per.entry(r.tid).or_insert((0, u64::MAX));
-        e.0 += 1;
-        if e.1 != u64::MAX && r.start_ns > e.1 + 1_000_000 {
-            w.gaps_us += (r.start_ns - e.1) as f64 / 1000.0;
+        let mut w = self.w;
+        if let Some((a, b)) = self.span {
+            w.seconds = b.saturating_sub(a) as f64 / 1e9;
         }
-        e.1 = r.start_ns + r.dur_ns;
+        w.threads = self
+            .per
+            .values()
+            .filter(|(n, _)| *n * 10 >= w.calls)
+            .count() as u64;
+        w
     }
-    w.threads = per.values().filter(|(n, _)| *n * 10 >= w.calls).count() as u64;
-    w
 }
 
-/// `{{pct, lo, hi}, ...}` of a sample: distinct values when there are few, log2 buckets
-/// otherwise; percentages by largest remainder so that they add up to 100.
-fn randtable(values: &[u64]) -> Option<String> {
-    if values.is_empty() {
-        return None;
+/// The window of records in memory.
+#[cfg(test)]
+fn analyse(h: &Header, records: &[Record]) -> Window {
+    let win = super::measured_window(records);
+    let mut a = Analyser::new(h);
+    records[..win.start].iter().for_each(|r| a.skip(r));
+    records[win].iter().for_each(|r| a.add(r));
+    a.finish()
+}
+
+/// The window of a trace file, read one record at a time (two passes: one finds the
+/// window). Returns its header too.
+fn analyse_file(path: &std::path::Path) -> Result<(Header, Window)> {
+    let win = super::measured_window_of(path)?;
+    let mut rd = format::Reader::open(path)?;
+    let mut a = Analyser::new(&rd.header);
+    let mut i = 0u64;
+    while let Some(r) = rd
+        .next_record()
+        .map_err(|e| anyhow::anyhow!("trace {}: {e}", path.display()))?
+    {
+        if i < win.start {
+            a.skip(&r);
+        } else if i < win.end {
+            a.add(&r);
+        } else {
+            break;
+        }
+        i += 1;
     }
-    let mut distinct: BTreeMap<u64, u64> = BTreeMap::new();
-    for &v in values {
-        *distinct.entry(v).or_default() += 1;
+    Ok((rd.header.clone(), a.finish()))
+}
+
+/// The rows `(pct, lo, hi)` of a tabular randvar of a sample: distinct values when there
+/// are few, quantile bins otherwise; percentages by largest remainder so that they add up
+/// to 100.
+fn randtable(distinct: &Sizes) -> Option<Vec<(u64, u64, u64)>> {
+    if distinct.is_empty() {
+        return None;
     }
     let rows: Vec<(u64, u64, u64)> = if distinct.len() <= 12 {
         distinct.iter().map(|(&v, &n)| (v, v, n)).collect()
     } else {
         // Quantile bins (each about 1/BINS of the sample, from its smallest to its largest
         // value), so a value many calls share stays a point and the rest stays close.
-        const BINS: usize = 25;
-        let mut v = values.to_vec();
-        v.sort_unstable();
-        let n = v.len();
+        const BINS: u64 = 25;
+        // The k-th smallest value (from 0): the first whose cumulative count passes k.
+        let mut cum = Vec::with_capacity(distinct.len());
+        let mut n = 0u64;
+        for (&v, &c) in distinct {
+            n += c;
+            cum.push((v, n));
+        }
+        let nth = |k: u64| cum[cum.partition_point(|&(_, end)| end <= k)].0;
         let mut rows: Vec<(u64, u64, u64)> = Vec::new();
         for b in 0..BINS {
             let (s, e) = (b * n / BINS, ((b + 1) * n / BINS).min(n));
             if e > s {
-                rows.push((v[s], v[e - 1], (e - s) as u64));
+                rows.push((nth(s), nth(e - 1), e - s));
             }
         }
         rows
@@ -267,58 +348,41 @@ fn randtable(values: &[u64]) -> Option<String> {
         pct[i].0 += 1;
         left -= 1;
     }
-    let cells: Vec<String> = pct
-        .iter()
-        .filter(|p| p.0 > 0)
-        .map(|p| format!("{{{}, {}, {}}}", p.0, rows[p.2].0, rows[p.2].1))
-        .collect();
-    Some(format!("{{{}}}", cells.join(", ")))
+    Some(
+        pct.iter()
+            .filter(|p| p.0 > 0)
+            .map(|p| (p.0, rows[p.2].0, rows[p.2].1))
+            .collect(),
+    )
 }
 
-/// The workload text for a trace.
-pub fn distill(h: &Header, records: &[Record]) -> Result<String> {
-    let w = analyse(h, records);
+/// A flowop of a block, named when it is placed in the loop (`prefix` and its position).
+struct Step(Op, &'static str, Vec<Attr>);
+
+/// The workload for a trace's window, as typed values ([`printer::Workload`]).
+fn model(h: &Header, w: &Window) -> Result<Workload> {
     if w.calls == 0 {
         bail!(
             "the trace has no calls below its roots ({}) to model",
             h.roots.join(", ")
         );
     }
-    // Group sessions by signature.
-    #[derive(Default)]
-    struct Group {
-        n: u64,
-        reads: u64,
-        writes: u64,
-        fsync: bool,
-    }
-    let mut groups: BTreeMap<(bool, bool, bool, bool, bool), Group> = BTreeMap::new();
-    for s in &w.sessions {
-        let key = (s.dir, s.created, s.reads > 0, s.writes > 0, s.fsyncs > 0);
-        let g = groups.entry(key).or_default();
-        g.n += 1;
-        g.reads += s.reads as u64;
-        g.writes += s.writes as u64;
-        g.fsync |= s.fsyncs > 0;
-    }
+    let groups = &w.groups;
     // Repetitions: the rarest kept unit appears once; at most ~200 blocks in the loop.
     let total: u64 = groups.values().map(|g| g.n).sum::<u64>() + w.stats + w.unlinks;
     let unit = (total as f64 / 200.0).max(1.0);
     let reps = |n: u64| (n as f64 / unit).round() as u64;
-    let mut body = String::new();
-    let mut k = 0;
     let mut dropped: BTreeMap<String, u64> = w.other.clone();
-    let mut emit = |body: &mut String, line: String| {
-        k += 1;
-        let _ = writeln!(body, "    {}", line.replace("{k}", &k.to_string()));
-    };
     // Files read are those that existed at the window's start; files created (and removed)
     // live in a fileset of their own, so opens never pick a file the loop just created.
-    let fs = "traced";
-    let fsn = "created";
-    // Interleave: one block of each group per round, while any has repetitions left.
-    let mut plan: Vec<(String, u64)> = Vec::new();
-    for (key, g) in &groups {
+    let int = Value::Int;
+    let var = |n: &str| Value::Var(ident(n));
+    let name = |n: &str| Value::Name(ident(n));
+    let fs = || (ident("filesetname"), name("traced"));
+    let fsn = || (ident("filesetname"), name("created"));
+    let fd1 = || (ident("fd"), int(1));
+    let mut plan: Vec<(Vec<Step>, u64)> = Vec::new();
+    for (key, g) in groups {
         let (dir, created, _, _, _) = *key;
         let r = reps(g.n);
         if r == 0 {
@@ -328,43 +392,36 @@ pub fn distill(h: &Header, records: &[Record]) -> Result<String> {
         let mean = |x: u64| ((x as f64 / g.n as f64).round() as u64).max(1);
         let mut block = Vec::new();
         if dir {
-            block.push(format!("flowop listdir name=list{{k}}, filesetname={fs}"));
+            block.push(Step(Op::ListDir, "list", vec![fs()]));
         } else {
             block.push(if created {
-                format!("flowop createfile name=create{{k}}, filesetname={fsn}, fd=1")
+                Step(Op::CreateFile, "create", vec![fsn(), fd1()])
             } else {
-                format!("flowop openfile name=open{{k}}, filesetname={fs}, fd=1")
+                Step(Op::OpenFile, "open", vec![fs(), fd1()])
             });
-            if g.reads > 0 {
-                block.push(format!(
-                    "flowop read name=read{{k}}, fd=1, iosize=$readsize, iters={}",
-                    mean(g.reads)
-                ));
-            }
-            if g.writes > 0 {
-                block.push(format!(
-                    "flowop write name=write{{k}}, fd=1, iosize=$writesize, iters={}",
-                    mean(g.writes)
-                ));
+            for (n, op, name, size) in [
+                (g.reads, Op::Read, "read", "readsize"),
+                (g.writes, Op::Write, "write", "writesize"),
+            ] {
+                if n > 0 {
+                    let iters = (ident("iters"), int(mean(n)));
+                    let a = vec![fd1(), (ident("iosize"), var(size)), iters];
+                    block.push(Step(op, name, a));
+                }
             }
             if g.fsync {
-                block.push("flowop fsync name=fsync{k}, fd=1".to_string());
+                block.push(Step(Op::Fsync, "fsync", vec![fd1()]));
             }
-            block.push("flowop closefile name=close{k}, fd=1".to_string());
+            block.push(Step(Op::CloseFile, "close", vec![fd1()]));
         }
-        plan.push((block.join("\n"), r));
+        plan.push((block, r));
     }
     if reps(w.stats) > 0 {
-        plan.push((
-            format!("flowop statfile name=stat{{k}}, filesetname={fs}"),
-            reps(w.stats),
-        ));
+        plan.push((vec![Step(Op::StatFile, "stat", vec![fs()])], reps(w.stats)));
     }
     if reps(w.unlinks) > 0 {
-        plan.push((
-            format!("flowop deletefile name=delete{{k}}, filesetname={fsn}"),
-            reps(w.unlinks),
-        ));
+        let s = Step(Op::DeleteFile, "delete", vec![fsn()]);
+        plan.push((vec![s], reps(w.unlinks)));
     }
     // Think time: the trace's long pauses (over a millisecond: computation between
     // calls), spread over the loop's blocks.
@@ -378,17 +435,21 @@ pub fn distill(h: &Header, records: &[Record]) -> Result<String> {
     if think_us >= 1.0 {
         let v = think_us.round() as u64;
         for p in plan.iter_mut() {
-            p.0.push_str(&format!("\nflowop think name=think{{k}}, value={v}"));
+            p.0.push(Step(Op::Think, "think", vec![(ident("value"), int(v))]));
         }
     }
+    let mut flowops = Vec::new();
     let rounds = plan.iter().map(|p| p.1).max().unwrap_or(0);
     for round in 0..rounds {
         for (block, r) in &plan {
             // Spread each block's repetitions evenly over the rounds.
             let due = |i: u64| (i * r) / rounds.max(1);
             if due(round + 1) > due(round) {
-                for line in block.lines() {
-                    emit(&mut body, line.to_string());
+                for Step(op, prefix, a) in block {
+                    let n = ident(&format!("{prefix}{}", flowops.len() + 1));
+                    let mut attrs = vec![(ident("name"), Value::Name(n))];
+                    attrs.extend(a.iter().cloned());
+                    flowops.push(Flowop { op: *op, attrs });
                 }
             }
         }
@@ -402,62 +463,71 @@ pub fn distill(h: &Header, records: &[Record]) -> Result<String> {
         .sum();
     let entries = existing.max(10);
     let new_entries = (per_loop * 500).clamp(100, 200_000);
-    let mut text = String::new();
-    let _ = writeln!(
-        text,
-        "# Distilled by fsbench from a trace of: {}",
-        h.command.join(" ")
-    );
-    let _ = writeln!(text, "# ({}; roots {})", h.source, h.roots.join(", "));
-    let _ = writeln!(
-        text,
-        "# {} calls below the roots in {:.3} s: {}",
-        w.calls,
-        w.seconds,
-        w.mix
-            .iter()
-            .map(|(k, v)| format!("{k} {v}"))
+    let list = |m: &mut dyn Iterator<Item = (String, u64)>| {
+        m.map(|(k, v)| format!("{k} {v}"))
             .collect::<Vec<_>>()
             .join(", ")
-    );
-    if !dropped.is_empty() {
-        let _ = writeln!(
-            text,
-            "# Not modelled: {}",
-            dropped
-                .iter()
-                .map(|(k, v)| format!("{k} {v}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-    }
-    let _ = writeln!(text, "\nset $dir=/tmp");
-    let _ = writeln!(text, "set $nthreads={}", w.threads.max(1));
-    let tab = |name: &str, v: &[u64], fallback: u64| -> String {
-        match randtable(v) {
-            Some(t) => format!("set ${name}=randvar(type=tabular, randtable={t})"),
-            None => format!("set ${name}={fallback}"),
-        }
     };
-    let _ = writeln!(text, "{}", tab("readsize", &w.read_sizes, 4096));
-    let _ = writeln!(text, "{}", tab("writesize", &w.write_sizes, 4096));
-    let _ = writeln!(text, "{}", tab("filesize", &w.open_sizes, 4096));
-    let _ = writeln!(
-        text,
-        "\ndefine fileset name={fs}, path=$dir, entries={entries}, dirwidth=20, size=$filesize, prealloc=100"
-    );
-    let _ = writeln!(
-        text,
-        "define fileset name={fsn}, path=$dir, entries={new_entries}, dirwidth=20, size=4k, prealloc=0\n"
-    );
-    let _ = writeln!(text, "define process name=model, instances=1\n{{");
-    let _ = writeln!(
-        text,
-        "  thread name=model, memsize=16m, instances=$nthreads\n  {{"
-    );
-    text.push_str(&body);
-    let _ = writeln!(text, "  }}\n}}\n\nrun 10");
-    Ok(text)
+    let mut comments = vec![
+        // The command line as one comment line: whatever it holds stays text.
+        Comment::new(&format!(
+            "Distilled by fsbench from a trace of: {}",
+            h.command.join(" ")
+        )),
+        Comment::new(&format!("({}; roots {})", h.source, h.roots.join(", "))),
+        Comment::new(&format!(
+            "{} calls below the roots in {:.3} s: {}",
+            w.calls,
+            w.seconds,
+            list(&mut w.mix.iter().map(|(k, v)| (k.to_string(), *v)))
+        )),
+    ];
+    if !dropped.is_empty() {
+        comments.push(Comment::new(&format!(
+            "Not modelled: {}",
+            list(&mut dropped.into_iter())
+        )));
+    }
+    let tab = |v: &Sizes, fallback: u64| randtable(v).map_or(int(fallback), Value::Tabular);
+    let quoted = |s: &str| Value::Quoted(Quoted::new(s).expect("a plain path"));
+    let fileset = |fs: &str, n: u64, size: Value, prealloc: u64| {
+        vec![
+            (ident("name"), name(fs)),
+            (ident("path"), var("dir")),
+            (ident("entries"), int(n)),
+            (ident("dirwidth"), int(20)),
+            (ident("size"), size),
+            (ident("prealloc"), int(prealloc)),
+        ]
+    };
+    Ok(Workload {
+        comments,
+        vars: vec![
+            (ident("dir"), quoted("/tmp")),
+            (ident("nthreads"), int(w.threads.max(1))),
+            (ident("readsize"), tab(&w.read_sizes, 4096)),
+            (ident("writesize"), tab(&w.write_sizes, 4096)),
+            (ident("filesize"), tab(&w.open_sizes, 4096)),
+        ],
+        filesets: vec![
+            fileset("traced", entries, var("filesize"), 100),
+            fileset("created", new_entries, int(4096), 0),
+        ],
+        process: vec![(ident("name"), name("model")), (ident("instances"), int(1))],
+        thread: vec![
+            (ident("name"), name("model")),
+            (ident("memsize"), int(16 << 20)),
+            (ident("instances"), var("nthreads")),
+        ],
+        flowops,
+        run_s: 10,
+    })
+}
+
+/// The workload text for a trace in memory, printed by [`printer::print`].
+#[cfg(test)]
+fn distill(h: &Header, records: &[Record]) -> Result<String> {
+    Ok(printer::print(&model(h, &analyse(h, records))?))
 }
 
 /// How close one trace is to another.
@@ -485,30 +555,27 @@ fn shares(m: &BTreeMap<&'static str, u64>) -> BTreeMap<String, f64> {
         .collect()
 }
 
-/// The Kolmogorov–Smirnov distance of two samples.
-pub fn ks(a: &[u64], b: &[u64]) -> Option<f64> {
-    if a.is_empty() || b.is_empty() {
+/// The Kolmogorov–Smirnov distance of two samples (value counts).
+fn ks(a: &Sizes, b: &Sizes) -> Option<f64> {
+    let (na, nb) = (a.values().sum::<u64>(), b.values().sum::<u64>());
+    if na == 0 || nb == 0 {
         return None;
     }
-    let (mut a, mut b) = (a.to_vec(), b.to_vec());
-    a.sort_unstable();
-    b.sort_unstable();
-    let (mut i, mut j, mut d) = (0usize, 0usize, 0f64);
-    while i < a.len() && j < b.len() {
-        let v = a[i].min(b[j]);
-        while i < a.len() && a[i] == v {
-            i += 1;
+    let values: std::collections::BTreeSet<u64> = a.keys().chain(b.keys()).copied().collect();
+    let (mut i, mut j, mut d) = (0u64, 0u64, 0f64);
+    for v in values {
+        i += a.get(&v).copied().unwrap_or(0);
+        j += b.get(&v).copied().unwrap_or(0);
+        d = d.max((i as f64 / na as f64 - j as f64 / nb as f64).abs());
+        if i == na || j == nb {
+            // One sample is used up: from here on the distance only shrinks.
+            break;
         }
-        while j < b.len() && b[j] == v {
-            j += 1;
-        }
-        d = d.max((i as f64 / a.len() as f64 - j as f64 / b.len() as f64).abs());
     }
     Some(d)
 }
 
-pub fn compare(a: (&Header, &[Record]), b: (&Header, &[Record])) -> Comparison {
-    let (wa, wb) = (analyse(a.0, a.1), analyse(b.0, b.1));
+fn compare(wa: &Window, wb: &Window) -> Comparison {
     let (ma, mb) = (shares(&wa.mix), shares(&wb.mix));
     let keys: std::collections::BTreeSet<&String> = ma.keys().chain(mb.keys()).collect();
     let tvd = 0.5
@@ -522,10 +589,10 @@ pub fn compare(a: (&Header, &[Record]), b: (&Header, &[Record])) -> Comparison {
         read_size_ks: ks(&wa.read_sizes, &wb.read_sizes),
         write_size_ks: ks(&wa.write_sizes, &wb.write_sizes),
         file_size_ks: ks(&wa.open_sizes, &wb.open_sizes),
-        calls_per_s_reference: rate(&wa, wa.calls as f64),
-        calls_per_s_other: rate(&wb, wb.calls as f64),
-        bytes_per_s_reference: rate(&wa, wa.bytes as f64),
-        bytes_per_s_other: rate(&wb, wb.bytes as f64),
+        calls_per_s_reference: rate(wa, wa.calls as f64),
+        calls_per_s_other: rate(wb, wb.calls as f64),
+        bytes_per_s_reference: rate(wa, wa.bytes as f64),
+        bytes_per_s_other: rate(wb, wb.bytes as f64),
         mix_reference: ma,
         mix_other: mb,
     }
@@ -564,8 +631,9 @@ fn print_comparison(c: &Comparison, out: &mut impl std::io::Write) -> std::io::R
 }
 
 pub fn main(a: &DistillArgs) -> Result<()> {
-    let (h, records) = format::read_all(&a.trace)?;
-    let text = distill(&h, &records)?;
+    // Streamed: memory follows the distinct paths and sizes, not the trace's length.
+    let (h, wa) = analyse_file(&a.trace)?;
+    let text = printer::print(&model(&h, &wa)?);
     std::fs::write(&a.output, &text).with_context(|| format!("{}", a.output.display()))?;
     crate::errln!("fsbench: wrote {}", a.output.display());
     if !a.check {
@@ -573,8 +641,8 @@ pub fn main(a: &DistillArgs) -> Result<()> {
     }
     let dir = a.dir.as_ref().expect("clap requires --dir with --check");
     let me = std::env::current_exe()?;
-    let run_trace =
-        std::env::temp_dir().join(format!("fsbench-model-{}.trace", std::process::id()));
+    let scratch = super::ScratchDir::new("model").context("a directory for the model's trace")?;
+    let run_trace = scratch.join("model.trace");
     let st = std::process::Command::new(&me)
         .arg("trace")
         .arg("record")
@@ -593,12 +661,11 @@ pub fn main(a: &DistillArgs) -> Result<()> {
         .status()
         .context("running the model under trace record")?;
     if !st.success() {
-        let _ = std::fs::remove_file(&run_trace);
         bail!("the model's traced run failed ({st})");
     }
-    let (hb, rb) = format::read_all(&run_trace)?;
-    let _ = std::fs::remove_file(&run_trace);
-    let c = compare((&h, &records), (&hb, &rb));
+    let (_, wb) = analyse_file(&run_trace)?;
+    drop(scratch);
+    let c = compare(&wa, &wb);
     print_comparison(&c, &mut crate::console::Stdout)?;
     let worst_ks = [c.read_size_ks, c.write_size_ks, c.file_size_ks]
         .into_iter()
@@ -617,9 +684,9 @@ pub fn main(a: &DistillArgs) -> Result<()> {
 }
 
 pub fn compare_main(a: &CompareArgs) -> Result<()> {
-    let (ha, ra) = format::read_all(&a.reference)?;
-    let (hb, rb) = format::read_all(&a.other)?;
-    let c = compare((&ha, &ra), (&hb, &rb));
+    let (_, wa) = analyse_file(&a.reference)?;
+    let (_, wb) = analyse_file(&a.other)?;
+    let c = compare(&wa, &wb);
     if let Some(j) = &a.json {
         let t = serde_json::to_string_pretty(&c)?;
         if j.as_os_str() == "-" {
@@ -638,34 +705,77 @@ mod tests {
 
     #[test]
     fn randtables_add_up_to_100() {
-        let t = randtable(&[1, 1, 1, 2, 3, 3]).unwrap();
-        assert_eq!(t, "{{50, 1, 1}, {17, 2, 2}, {33, 3, 3}}");
+        let t = randtable(&sizes(&[1, 1, 1, 2, 3, 3])).unwrap();
+        assert_eq!(t, vec![(50, 1, 1), (17, 2, 2), (33, 3, 3)]);
         let many: Vec<u64> = (1..1000).collect();
-        assert_eq!(
-            randtable(&many).unwrap().matches('{').count(),
-            26,
-            "25 bins"
-        );
-        let t = randtable(&many).unwrap();
-        let sum: u64 = t
-            .split("}, {")
-            .map(|c| {
-                c.trim_matches(['{', '}'])
-                    .split(',')
-                    .next()
-                    .unwrap()
-                    .trim()
-                    .parse::<u64>()
-                    .unwrap()
-            })
-            .sum();
-        assert_eq!(sum, 100, "{t}");
+        let t = randtable(&sizes(&many)).unwrap();
+        assert_eq!(t.len(), 25, "25 bins");
+        assert_eq!((t[0].1, t[0].2), (1, 39), "the first 39 of 999 values");
+        assert_eq!((t[24].1, t[24].2), (960, 999), "the last 40");
+        let sum: u64 = t.iter().map(|r| r.0).sum();
+        assert_eq!(sum, 100, "{t:?}");
+        // A value many share stays a point in the bins.
+        let mut skewed: Vec<u64> = (1..=100).collect();
+        skewed.extend(std::iter::repeat_n(4096, 900));
+        let t = randtable(&sizes(&skewed)).unwrap();
+        assert!(t.iter().any(|r| r.1 == 4096 && r.2 == 4096), "{t:?}");
+    }
+
+    fn sizes(v: &[u64]) -> Sizes {
+        let mut s = Sizes::new();
+        v.iter().for_each(|&x| push(&mut s, x));
+        s
     }
 
     #[test]
     fn ks_of_identical_samples_is_zero_and_of_disjoint_one() {
-        assert_eq!(ks(&[1, 2, 3], &[3, 2, 1]), Some(0.0));
-        assert_eq!(ks(&[1, 1], &[5, 5]), Some(1.0));
-        assert_eq!(ks(&[], &[1]), None);
+        assert_eq!(ks(&sizes(&[1, 2, 3]), &sizes(&[3, 2, 1])), Some(0.0));
+        assert_eq!(ks(&sizes(&[1, 1]), &sizes(&[5, 5])), Some(1.0));
+        assert_eq!(ks(&sizes(&[1, 2, 3, 4]), &sizes(&[3, 4])), Some(0.5));
+        assert_eq!(ks(&sizes(&[]), &sizes(&[1])), None);
+    }
+
+    #[test]
+    fn a_trace_file_is_analysed_as_in_memory() {
+        let root = "/w";
+        let h = Header {
+            roots: vec![root.into()],
+            ..Default::default()
+        };
+        let mut recs = Vec::new();
+        for i in 0..300u64 {
+            let r = |call: Call, path: Option<String>, fd, size, ret| Record {
+                start_ns: i * 5_000_000 + ret as u64,
+                tid: 1 + (i % 3) as u32,
+                syscall: call.name().into(),
+                call,
+                path,
+                fd,
+                size,
+                ret,
+                flags: (call == Call::Open && i % 4 == 0).then_some(libc::O_CREAT as u64),
+                ..Default::default()
+            };
+            recs.push(r(
+                Call::Open,
+                Some(format!("{root}/f{}", i % 17)),
+                None,
+                None,
+                3,
+            ));
+            recs.push(r(Call::Read, None, Some(3), Some(1 + i * 37 % 5000), 7));
+            recs.push(r(Call::Write, None, Some(3), Some(512), 512));
+            recs.push(r(Call::Close, None, Some(3), None, 0));
+            recs.push(r(Call::Other, Some(format!("{root}/f1")), None, None, 0));
+        }
+        let f = std::env::temp_dir().join(format!("fsbench-analyse-{}.trace", std::process::id()));
+        format::write_all(&f, &h, &recs).unwrap();
+        let (_, wf) = analyse_file(&f).unwrap();
+        std::fs::remove_file(&f).unwrap();
+        let wm = analyse(&h, &recs);
+        assert_eq!(format!("{wf:?}"), format!("{wm:?}"));
+        let text = distill(&h, &recs).unwrap();
+        assert_eq!(printer::print(&model(&h, &wf).unwrap()), text);
+        assert!(text.contains("randtable="), "{text}");
     }
 }

@@ -21,7 +21,7 @@
 
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
-use std::io::{self, BufRead, Write};
+use std::io::{self, BufRead, Read, Write};
 
 pub const MAGIC: &[u8; 8] = b"FSBTRACE";
 /// The format version: readers refuse newer ones.
@@ -420,17 +420,32 @@ pub struct Reader<R: BufRead> {
 }
 
 impl Reader<io::BufReader<std::fs::File>> {
-    /// Open a trace file.
+    /// Open a trace file. A regular file's size bounds what its header may claim; a pipe's
+    /// header is read as it comes ([`Reader::with_size`]).
     pub fn open(path: &std::path::Path) -> anyhow::Result<Self> {
         let f = std::fs::File::open(path)
             .map_err(|e| anyhow::anyhow!("trace {}: {e}", path.display()))?;
-        Reader::new(io::BufReader::with_capacity(1 << 16, f))
+        let md = f
+            .metadata()
+            .map_err(|e| anyhow::anyhow!("trace {}: {e}", path.display()))?;
+        let size = md.is_file().then_some(md.len());
+        Reader::with_size(io::BufReader::with_capacity(1 << 16, f), size)
             .map_err(|e| anyhow::anyhow!("trace {}: {e}", path.display()))
     }
 }
 
+/// The largest header a trace may have (the initial tree of a few million entries).
+pub const MAX_HEADER: usize = 1 << 30;
+
 impl<R: BufRead> Reader<R> {
-    pub fn new(mut inp: R) -> Result<Reader<R>, FormatError> {
+    pub fn new(inp: R) -> Result<Reader<R>, FormatError> {
+        Reader::with_size(inp, None)
+    }
+
+    /// Read from `inp`, `size` bytes long when known: a header longer than what follows it
+    /// is refused before anything is allocated for it. Unknown, the header is read as it
+    /// comes, so memory follows the bytes really there, not what the length claims.
+    pub fn with_size(mut inp: R, size: Option<u64>) -> Result<Reader<R>, FormatError> {
         let mut magic = [0u8; 8];
         if inp.read_exact(&mut magic).is_err() || &magic != MAGIC {
             return Err(FormatError::NotATrace);
@@ -443,11 +458,27 @@ impl<R: BufRead> Reader<R> {
         }
         inp.read_exact(&mut w)?;
         let len = u32::from_le_bytes(w) as usize;
-        if len > 1 << 30 {
-            return Err(FormatError::Header(format!("header of {len} bytes")));
+        if len > MAX_HEADER {
+            return Err(FormatError::Header(format!(
+                "it claims {len} bytes, more than the {MAX_HEADER} a trace's header may have"
+            )));
         }
-        let mut h = vec![0u8; len];
-        inp.read_exact(&mut h)?;
+        // 16 bytes so far: magic, version, length.
+        if let Some(size) = size {
+            if 16 + len as u64 > size {
+                return Err(FormatError::Header(format!(
+                    "it claims {len} bytes but the file holds {size} bytes in all: the file is cut short or not a trace"
+                )));
+            }
+        }
+        let mut h = Vec::with_capacity(len.min(1 << 16));
+        (&mut inp).take(len as u64).read_to_end(&mut h)?;
+        if h.len() < len {
+            return Err(FormatError::Header(format!(
+                "it claims {len} bytes but only {} follow: the file is cut short",
+                h.len()
+            )));
+        }
         let header: Header =
             serde_json::from_slice(&h).map_err(|e| FormatError::Header(e.to_string()))?;
         Ok(Reader {
@@ -506,10 +537,11 @@ impl<R: BufRead> Reader<R> {
                             format!("string of {len} bytes"),
                         ));
                     }
-                    let mut s = vec![0u8; len];
-                    self.inp
-                        .read_exact(&mut s)
-                        .map_err(|_| FormatError::Truncated(self.count))?;
+                    let mut s = Vec::with_capacity(len.min(1 << 12));
+                    (&mut self.inp).take(len as u64).read_to_end(&mut s)?;
+                    if s.len() < len {
+                        return Err(FormatError::Truncated(self.count));
+                    }
                     self.strings.push(String::from_utf8_lossy(&s).into_owned());
                 }
                 0x02 => {
@@ -661,7 +693,8 @@ pub fn render(r: &Record, out: &mut impl Write) -> io::Result<()> {
         r.start_ns as f64 / 1e9,
         format!("{}us", r.dur_ns / 1000),
         r.tid,
-        r.syscall
+        // As text: a crafted name cannot send control sequences to the terminal.
+        r.syscall.escape_debug()
     )?;
     let mut sep = "";
     let mut arg = |out: &mut dyn Write, s: String| -> io::Result<()> {
@@ -779,6 +812,23 @@ mod tests {
         let back: Vec<Record> = (&mut r).map(|x| x.unwrap()).collect();
         assert_eq!(back, recs);
         assert_eq!(back[2].errno(), Some(2));
+    }
+
+    #[test]
+    fn a_header_longer_than_the_file_is_refused_before_it_is_read() {
+        let mut t = MAGIC.to_vec();
+        t.extend_from_slice(&VERSION.to_le_bytes());
+        t.extend_from_slice(&(1u32 << 30).to_le_bytes());
+        let e = Reader::with_size(io::Cursor::new(&t), Some(16))
+            .err()
+            .expect("refused");
+        assert!(e.to_string().contains("claims 1073741824 bytes"), "{e}");
+        // Without a known size: refused once the bytes run out, having held only those.
+        let e = Reader::new(io::Cursor::new(&t)).err().expect("refused");
+        assert!(e.to_string().contains("only 0 follow"), "{e}");
+        t[12..16].copy_from_slice(&u32::MAX.to_le_bytes());
+        let e = Reader::new(io::Cursor::new(&t)).err().expect("refused");
+        assert!(e.to_string().contains("may have"), "{e}");
     }
 
     #[test]

@@ -5,7 +5,9 @@
 //! Before the measurement the initial tree the trace's header carries is rebuilt below the
 //! run directory (`r0/` for the first root, `r1/` ...), with real, non-zero data of the
 //! recorded sizes. Every traced path below a root maps there; calls on other paths
-//! (libraries, `/proc`, `/dev`) and on descriptors opened on them are not replayed.
+//! (libraries, `/proc`, `/dev`) and on descriptors opened on them are not replayed. The
+//! tree, and every call, reach files only through [`confine::Roots`], beneath the root's
+//! directory: a path that would leave it is refused and counted, never issued.
 //!
 //! Threads: one replay thread per traced thread (`--threads as-recorded`), or the traced
 //! threads spread over N. Descriptors live in per-process tables as in the kernel: threads
@@ -23,10 +25,14 @@
 //!   other threads that created, removed, renamed or wrote it (and a call that changes a path
 //!   for the earlier calls that used it), so cross-thread outcomes stay as recorded.
 //!
+//! The trace is read as the replay goes: [`CHUNK`] records are planned, then replayed, then
+//! the next ones ([`Planner`]), so memory does not grow with the trace's length.
+//!
 //! Fidelity is reported beside the latencies: calls replayed, calls that failed where the
 //! original succeeded (the first ones quoted) and the reverse, replay time against the
 //! recorded time.
 
+use super::confine::{self, Beneath, CallError, Refusal, Roots};
 use super::format::{self, Call, EntryKind, Header, Record};
 use crate::apps::measure::{MeasureArgs, Measurement};
 use crate::apps::{guard::RunDirGuard, AppRun, OpTable};
@@ -37,8 +43,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::CString;
-use std::os::unix::ffi::OsStrExt;
-use std::os::unix::io::RawFd;
+use std::os::fd::{AsRawFd, IntoRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
@@ -166,8 +171,17 @@ struct Plan {
     /// Records not replayed: outside the roots, or a call replay does not issue.
     outside: u64,
     not_replayable: BTreeMap<String, u64>,
-    /// Mapped paths (`path`, `path2`) of the steps that have some ([`Step::paths`]).
-    paths: Vec<(Option<CString>, Option<CString>)>,
+    /// Mapped paths of the steps that have some ([`Step::paths`]).
+    paths: Vec<StepPaths>,
+}
+
+/// A step's paths, mapped beneath their roots.
+#[derive(Debug, Default)]
+struct StepPaths {
+    p1: Option<Beneath>,
+    p2: Option<Beneath>,
+    /// A symbolic link's target, as it is to be stored ([`Beneath::link_target`]).
+    target: Option<CString>,
 }
 
 #[derive(Clone, Default)]
@@ -214,17 +228,21 @@ impl Mapper {
     fn inside(&self, p: &str) -> bool {
         self.root_of(p).is_some()
     }
-    fn map(&self, p: &str) -> Option<PathBuf> {
+    /// Where a traced path maps: beneath the directory of its root. Only the roots' own
+    /// directories are ever named by a path of their own; everything below them is reached
+    /// through [`Roots`], beneath them.
+    fn beneath(&self, p: &str) -> Option<Beneath> {
         let (i, rest) = self.root_of(p)?;
-        let mut out = self.dirs[i].clone();
-        if !rest.is_empty() {
-            out.push(rest);
-        }
-        Some(out)
+        Beneath::new(i as u32, rest)
     }
-    fn cmap(&self, p: &str) -> Option<CString> {
-        self.map(p)
-            .and_then(|p| CString::new(p.as_os_str().as_bytes()).ok())
+    /// The target to store in a symbolic link the trace creates at `link`.
+    fn link_target(&self, link: &Beneath, target: &str) -> CString {
+        let inroot = if target.starts_with('/') {
+            self.beneath(target)
+        } else {
+            None
+        };
+        link.link_target(target, inroot.as_ref())
     }
 }
 
@@ -244,21 +262,25 @@ impl Mapper {
 
 /// The first replayed call that would change something below the roots: a path call that
 /// modifies, or an open for writing (whose writes would land there).
+#[cfg(test)]
 fn first_change_below_roots<'r>(records: &'r [Record], mapper: &Mapper) -> Option<&'r Record> {
-    records.iter().find(|r| {
-        if !replayable(r.call) {
-            return false;
-        }
-        let inside = r.path.as_deref().is_some_and(|p| mapper.inside(p))
-            || r.path2.as_deref().is_some_and(|p| mapper.inside(p));
-        if !inside {
-            return false;
-        }
-        let writes = r.call == Call::Open
-            && r.flags
-                .is_some_and(|f| (f as i32) & libc::O_ACCMODE != libc::O_RDONLY);
-        mutates(r) || writes
-    })
+    records.iter().find(|r| changes_below_roots(r, mapper))
+}
+
+/// Whether replaying `r` would change something below the roots.
+fn changes_below_roots(r: &Record, mapper: &Mapper) -> bool {
+    if !replayable(r.call) {
+        return false;
+    }
+    let inside = r.path.as_deref().is_some_and(|p| mapper.inside(p))
+        || r.path2.as_deref().is_some_and(|p| mapper.inside(p));
+    if !inside {
+        return false;
+    }
+    let writes = r.call == Call::Open
+        && r.flags
+            .is_some_and(|f| (f as i32) & libc::O_ACCMODE != libc::O_RDONLY);
+    mutates(r) || writes
 }
 
 /// A root as given: absolute, without a trailing slash.
@@ -271,14 +293,66 @@ fn normalize_root(r: &str) -> String {
     }
 }
 
+/// The most replay threads: one per traced thread as recorded, or `--threads N`. A trace
+/// names its threads by number and can claim any count; 4096 is well beyond the programs
+/// worth replaying thread for thread (a parallel build of a large project runs hundreds)
+/// and well within what a machine starts. More traced threads fold onto `--threads N`.
+pub const MAX_THREADS: usize = 4096;
+
 fn parse_threads(s: &str) -> Result<Option<usize>> {
     if s == "as-recorded" {
         return Ok(None);
     }
     match s.parse::<usize>() {
+        Ok(n) if n > MAX_THREADS => {
+            bail!("--threads {s}: a replay runs at most {MAX_THREADS} threads")
+        }
         Ok(n) if n > 0 => Ok(Some(n)),
         _ => bail!("--threads {s}: give `as-recorded` or a number of threads (at least 1)"),
     }
+}
+
+/// One streamed pass over the trace before anything is made or run: it must read to its
+/// end (a cut or corrupt trace is refused here, not halfway through a replay), it may not
+/// need more threads than [`MAX_THREADS`] or the machine can start, and with `--over`
+/// (`over` maps the roots) it may not change anything below the roots.
+fn vet(trace: &Path, threads: Option<usize>, over: Option<&Mapper>) -> Result<()> {
+    // Distinct thread ids, counted up to a bound (the count only has to be refused).
+    const COUNTED: usize = 1 << 20;
+    let mut tids = std::collections::HashSet::new();
+    let mut rd = format::Reader::open(trace)?;
+    while let Some(r) = rd
+        .next_record()
+        .map_err(|e| anyhow::anyhow!("trace {}: {e}", trace.display()))?
+    {
+        if tids.len() < COUNTED {
+            tids.insert(r.tid);
+        }
+        if over.is_some_and(|m| changes_below_roots(&r, m)) {
+            bail!(
+                "--over replays only traces that read below their roots, and {} changes {} ({}); replay it without --over (in a rebuilt copy)",
+                trace.display(),
+                r.path.as_deref().or(r.path2.as_deref()).unwrap_or("?"),
+                r.call.name()
+            );
+        }
+    }
+    check_thread_count(trace, tids.len(), threads)
+}
+
+/// The replay threads for `traced` threads: refused beyond [`MAX_THREADS`] and beyond
+/// what the machine can start, before any is.
+fn check_thread_count(trace: &Path, traced: usize, threads: Option<usize>) -> Result<()> {
+    let n = match threads {
+        None if traced > MAX_THREADS => bail!(
+            "trace {} has {traced} threads, and a replay runs at most {MAX_THREADS}: give --threads N (N up to {MAX_THREADS}) to spread the traced threads over N",
+            trace.display()
+        ),
+        None => traced,
+        Some(n) => n.min(traced),
+    };
+    // Each replay thread: its stack and an I/O buffer of at least a page.
+    crate::apps::guard::check_threads(n as u64, (256 << 10) + 4096, "the replay")
 }
 
 fn mutates(r: &Record) -> bool {
@@ -371,31 +445,99 @@ struct PathDeps {
     users: Vec<(u32, u32)>,
 }
 
+/// Plan a whole trace at once.
+#[cfg(test)]
 fn build_plan(records: &[Record], mapper: &Mapper, threads: Option<usize>, mode: Mode) -> Plan {
-    let mut worker_of: HashMap<u32, u32> = HashMap::new();
-    let mut table_of: HashMap<u32, u32> = HashMap::new();
-    let mut tables: Vec<PlanTable> = Vec::new();
-    let mut workers: Vec<Vec<Step>> = Vec::new();
-    let mut start_dep: HashMap<u32, (u32, u32)> = HashMap::new();
+    Planner::default().plan(records, mapper, threads, mode)
+}
+
+/// The static pass, one chunk of records at a time. What it knows of the traced program
+/// (threads, descriptor tables, open files) carries over from chunk to chunk; the
+/// orderings between steps do not: a chunk starts when every step of the previous one is
+/// done, so what it waited for is behind it. Descriptor instances closed in a chunk are
+/// used again from the next one on, so the replay's table is as large as what is open at
+/// once plus one chunk's opens, whatever the trace's length.
+#[derive(Default)]
+struct Planner {
+    worker_of: HashMap<u32, u32>,
+    table_of: HashMap<u32, u32>,
+    tables: Vec<PlanTable>,
+    nworkers: usize,
+    start_dep: HashMap<u32, (u32, u32)>,
+    instances: u32,
+    /// Instances free to be used again, and those closed in the chunk being planned.
+    free: Vec<u32>,
+    freed: Vec<u32>,
+    pdeps: HashMap<String, PathDeps>,
+    ntids: usize,
+}
+
+impl Planner {
+    /// Forget the previous chunk's orderings (it is done when the next one starts).
+    fn next_chunk(&mut self) {
+        self.start_dep.clear();
+        self.pdeps.clear();
+        for f in self
+            .tables
+            .iter_mut()
+            .flat_map(|t| t.0.values_mut().flatten())
+        {
+            f.opener = None;
+            f.users.clear();
+        }
+        self.free.append(&mut self.freed);
+    }
+
+    fn plan(
+        &mut self,
+        records: &[Record],
+        mapper: &Mapper,
+        threads: Option<usize>,
+        mode: Mode,
+    ) -> Plan {
+        self.next_chunk();
+        plan_chunk(records, mapper, threads, mode, self)
+    }
+}
+
+fn plan_chunk(
+    records: &[Record],
+    mapper: &Mapper,
+    threads: Option<usize>,
+    mode: Mode,
+    p: &mut Planner,
+) -> Plan {
+    let Planner {
+        worker_of,
+        table_of,
+        tables,
+        nworkers,
+        start_dep,
+        instances,
+        free,
+        freed,
+        pdeps,
+        ntids,
+    } = p;
+    let mut workers: Vec<Vec<Step>> = (0..*nworkers).map(|_| Vec::new()).collect();
     let mut outside = 0u64;
     let mut not_replayable: BTreeMap<String, u64> = BTreeMap::new();
     let mut paths = Vec::new();
     let mut copies = Vec::new();
     let mut closes = Vec::new();
-    let mut instances = 0u32;
     let mut new_inst = || {
-        instances += 1;
-        instances - 1
+        free.pop().unwrap_or_else(|| {
+            *instances += 1;
+            *instances - 1
+        })
     };
-    let mut pdeps: HashMap<String, PathDeps> = HashMap::new();
-    let mut ntids = 0usize;
     for (ri, r) in records.iter().enumerate() {
         let w = *worker_of.entry(r.tid).or_insert_with(|| {
             let w = match threads {
-                None => ntids,
-                Some(n) => ntids % n,
+                None => *ntids,
+                Some(n) => *ntids % n,
             } as u32;
-            ntids += 1;
+            *ntids += 1;
             if workers.len() <= w as usize {
                 workers.resize_with(w as usize + 1, Vec::new);
             }
@@ -462,6 +604,7 @@ fn build_plan(records: &[Record], mapper: &Mapper, threads: Option<usize>, mode:
                     v.retain(|f| !f.cloexec);
                 }
                 t.0.retain(|_, v| !v.is_empty());
+                freed.extend(gone.iter().copied());
                 closes.push(gone);
                 let a = Action::Exec(closes.len() as u32 - 1);
                 workers[w as usize].push(step(a, deps, NONE, NONE, NONE, NONE, NONE));
@@ -540,11 +683,18 @@ fn build_plan(records: &[Record], mapper: &Mapper, threads: Option<usize>, mode:
                 if r.fd2.is_some() {
                     // dup2/dup3 over an open descriptor closes it, as the kernel does.
                     fd_drop = t.close(r.ret as i32, r.tid).map_or(NONE, |o| o.inst);
+                    if fd_drop != NONE {
+                        freed.push(fd_drop);
+                    }
                 }
                 t.open(r.ret as i32, i);
             }
             Call::Close => {
-                tables[table as usize].close(r.fd.unwrap_or(-1), r.tid);
+                if let Some(f) = tables[table as usize].close(r.fd.unwrap_or(-1), r.tid) {
+                    if f.inst != NONE {
+                        freed.push(f.inst);
+                    }
+                }
             }
             _ => {}
         }
@@ -650,32 +800,31 @@ fn build_plan(records: &[Record], mapper: &Mapper, threads: Option<usize>, mode:
                 true
             }
         });
-        let p1 = r.path.as_deref().and_then(|p| mapper.cmap(p));
-        let p2 = match r.call {
-            Call::Symlink => r.path2.as_deref().map(|t| {
-                let t2 = if t.starts_with('/') {
-                    mapper
-                        .map(t)
-                        .map(|p| p.display().to_string())
-                        .unwrap_or_else(|| t.to_string())
-                } else {
-                    t.to_string()
-                };
-                CString::new(t2).unwrap_or_default()
-            }),
-            _ => r.path2.as_deref().and_then(|p| mapper.cmap(p)),
+        let p1 = r.path.as_deref().and_then(|p| mapper.beneath(p));
+        let sp = match (r.call, &p1) {
+            (Call::Symlink, Some(link)) => StepPaths {
+                target: r.path2.as_deref().map(|t| mapper.link_target(link, t)),
+                p1,
+                p2: None,
+            },
+            _ => StepPaths {
+                p1,
+                p2: r.path2.as_deref().and_then(|p| mapper.beneath(p)),
+                target: None,
+            },
         };
-        let pi = if p1.is_some() || p2.is_some() {
-            paths.push((p1, p2));
+        let pi = if sp.p1.is_some() || sp.p2.is_some() {
+            paths.push(sp);
             paths.len() as u32 - 1
         } else {
             NONE
         };
         workers[w as usize].push(step(Action::Call, deps, pi, fd_in, fd_in2, fd_out, fd_drop));
     }
+    *nworkers = workers.len();
     Plan {
         workers,
-        instances,
+        instances: *instances,
         copies,
         closes,
         outside,
@@ -684,10 +833,54 @@ fn build_plan(records: &[Record], mapper: &Mapper, threads: Option<usize>, mode:
     }
 }
 
+/// Records planned and replayed at a time: a chunk's records and steps are all a replay
+/// holds of the trace (a few tens of MB), whatever its length.
+const CHUNK: usize = 1 << 16;
+
+/// What the chunks of a replay add up to.
+#[derive(Default)]
+struct Totals {
+    records: u64,
+    recorded_end: u64,
+    outside: u64,
+    not_replayable: BTreeMap<String, u64>,
+    workers: usize,
+    replayed: u64,
+    failed_ok: u64,
+    ok_failed: u64,
+    refused: (u64, u64),
+}
+
+impl Totals {
+    fn chunk(&mut self, records: &[Record], plan: &Plan) {
+        self.records += records.len() as u64;
+        let end = records.iter().map(|r| r.start_ns + r.dur_ns).max();
+        self.recorded_end = self.recorded_end.max(end.unwrap_or(0));
+        self.outside += plan.outside;
+        for (k, v) in &plan.not_replayable {
+            *self.not_replayable.entry(k.clone()).or_default() += v;
+        }
+        self.workers = self.workers.max(plan.workers.len());
+    }
+    fn add(&mut self, o: &WorkerOut) {
+        self.replayed += o.replayed;
+        self.failed_ok += o.failed_ok;
+        self.ok_failed += o.ok_failed;
+        self.refused.0 += o.refused.0;
+        self.refused.1 += o.refused.1;
+    }
+}
+
 /// The replay's descriptors, one per instance (-1: not open).
 struct Fds(Vec<std::sync::atomic::AtomicI32>);
 
 impl Fds {
+    /// Slots up to `n` instances (between chunks, when no worker runs).
+    fn grow(&mut self, n: u32) {
+        while self.0.len() < n as usize {
+            self.0.push(std::sync::atomic::AtomicI32::new(-1));
+        }
+    }
     fn get(&self, inst: u32) -> std::io::Result<RawFd> {
         match self.0.get(inst as usize).map(|a| a.load(Ordering::Acquire)) {
             Some(fd) if fd >= 0 => Ok(fd),
@@ -730,13 +923,15 @@ struct Progress(AtomicU32);
 struct Shared<'a> {
     records: &'a [Record],
     plan: &'a Plan,
-    fds: Fds,
+    fds: &'a Fds,
     progress: Vec<Progress>,
     mode: Mode,
     speed: f64,
-    t0: Mutex<Option<Instant>>,
-    mismatches: Mutex<Vec<String>>,
+    t0: Instant,
+    mismatches: &'a Mutex<Vec<String>>,
+    refusals: &'a Mutex<Vec<String>>,
     show: usize,
+    roots: &'a Roots,
 }
 
 struct WorkerOut {
@@ -744,6 +939,8 @@ struct WorkerOut {
     replayed: u64,
     failed_ok: u64,
     ok_failed: u64,
+    /// Calls refused: (leaving the root, changing an `--over` tree).
+    refused: (u64, u64),
 }
 
 fn cerr() -> std::io::Error {
@@ -758,9 +955,36 @@ fn check(r: libc::c_long) -> std::io::Result<i64> {
     }
 }
 
+/// The largest buffer of one replay thread, and of all of them together: a trace can ask
+/// for any size in any number of threads, and a larger call is issued at the buffer's size
+/// (a short read or write, as the kernel may return anyway).
 const MAX_IO: usize = 64 << 20;
+const IO_BUDGET: usize = 256 << 20;
 
 impl Shared<'_> {
+    /// Run one chunk: a thread for each worker with steps in it, until all are done.
+    fn run_chunk(&self) -> Result<Vec<WorkerOut>> {
+        let active = self.plan.workers.iter().filter(|w| !w.is_empty()).count();
+        let buf_max = (IO_BUDGET / active.max(1)).clamp(4096, MAX_IO);
+        std::thread::scope(|sc| {
+            let hs: Vec<_> = (0..self.plan.workers.len())
+                .filter(|&w| !self.plan.workers[w].is_empty())
+                .map(|w| {
+                    std::thread::Builder::new()
+                        .name(format!("replay {w}"))
+                        .stack_size(256 << 10)
+                        .spawn_scoped(sc, move || self.run_worker(w, buf_max))
+                })
+                .collect::<std::io::Result<_>>()?;
+            Ok::<_, std::io::Error>(
+                hs.into_iter()
+                    .map(|h| h.join().expect("replay worker panicked"))
+                    .collect(),
+            )
+        })
+        .context("starting the replay threads")
+    }
+
     fn wait_for(&self, deps: &[(u32, u32)]) {
         for &(w, p) in deps {
             let mut spins = 0u32;
@@ -780,41 +1004,143 @@ impl Shared<'_> {
         }
     }
 
-    /// Issue one call; Ok(bytes) or the error.
-    fn issue(&self, ri: u32, s: &Step, buf: &mut [u8]) -> std::io::Result<(i64, u64)> {
+    /// Issue one call: Ok((result, bytes)), the error, or the refusal.
+    fn issue(&self, ri: u32, s: &Step, buf: &mut [u8]) -> Result<(i64, u64), CallError> {
         let r = &self.records[ri as usize];
-        let (p1, p2) = self
-            .plan
-            .paths
-            .get(s.paths as usize)
-            .map(|(a, b)| (a.as_deref(), b.as_deref()))
-            .unwrap_or((None, None));
-        let fd = || self.fds.get(s.fd_in);
-        let size = (r.size.unwrap_or(0) as usize).min(buf.len());
-        let nopath = || std::io::Error::from_raw_os_error(libc::EINVAL);
-        // SAFETY (all calls below): valid C strings, descriptors owned by the tables, buffers
-        // of at least the length passed.
-        unsafe {
+        let paths = self.plan.paths.get(s.paths as usize);
+        match paths.and_then(|p| p.p1.as_ref()) {
+            Some(p1) => self.issue_path(r, s, p1, paths.expect("some"), buf),
+            None => self.issue_fd(r, s, buf),
+        }
+    }
+
+    /// A call on a path, every one resolved beneath its root by [`Roots`].
+    fn issue_path(
+        &self,
+        r: &Record,
+        s: &Step,
+        p1: &Beneath,
+        paths: &StepPaths,
+        buf: &mut [u8],
+    ) -> Result<(i64, u64), CallError> {
+        let roots = self.roots;
+        let nopath = || CallError::Io(std::io::Error::from_raw_os_error(libc::EINVAL));
+        let nofollow = r.flags.unwrap_or(0) as i32 & libc::AT_SYMLINK_NOFOLLOW != 0;
+        let e = confine::EMPTY.as_ptr();
+        // SAFETY (all calls below): valid C strings, descriptors held for the call's
+        // duration, buffers of at least the length passed.
+        let v = unsafe {
             match r.call {
                 Call::Open => {
-                    let p = p1.ok_or_else(nopath)?;
-                    let flags = (r.flags.unwrap_or(0) as i32) | libc::O_CLOEXEC;
-                    let mode = r.mode.unwrap_or(0o644);
-                    let n = check(libc::open(p.as_ptr(), flags, mode as libc::c_uint) as _)?;
-                    if let Some(stale) = self.fds.take(s.fd_drop) {
-                        libc::close(stale);
-                    }
-                    if s.fd_out != NONE {
-                        self.fds.set(s.fd_out, n as RawFd);
-                    } else {
-                        // Failed when recorded: not kept.
-                        libc::close(n as RawFd);
-                    }
-                    Ok((n, 0))
+                    let flags = r.flags.unwrap_or(0) as i32;
+                    let fd = roots.open(p1, flags, r.mode.unwrap_or(0o644))?;
+                    return Ok(self.opened(s, fd));
                 }
+                Call::Stat
+                    if r.syscall.starts_with("access") || r.syscall.starts_with("faccessat") =>
+                {
+                    let t = roots.target(p1, true)?;
+                    let m = r.mode.unwrap_or(0) as i32;
+                    libc::syscall(
+                        libc::SYS_faccessat2,
+                        t.as_raw_fd(),
+                        e,
+                        m,
+                        libc::AT_EMPTY_PATH,
+                    )
+                }
+                Call::Stat => {
+                    let t = roots.target(p1, !nofollow)?;
+                    let mut st: libc::stat = std::mem::zeroed();
+                    libc::fstatat(t.as_raw_fd(), e, &mut st, libc::AT_EMPTY_PATH) as _
+                }
+                Call::Readlink => {
+                    let t = roots.target(p1, false)?;
+                    let n = buf.len().min(4096);
+                    libc::readlinkat(t.as_raw_fd(), e, buf.as_mut_ptr().cast(), n) as _
+                }
+                Call::Mkdir => {
+                    let (d, n) = roots.entry(p1)?;
+                    libc::mkdirat(d.as_raw_fd(), n.as_ptr(), r.mode.unwrap_or(0o755)) as _
+                }
+                Call::Rmdir | Call::Unlink => {
+                    let (d, n) = roots.entry(p1)?;
+                    let fl = if r.call == Call::Rmdir {
+                        libc::AT_REMOVEDIR
+                    } else {
+                        0
+                    };
+                    libc::unlinkat(d.as_raw_fd(), n.as_ptr(), fl) as _
+                }
+                Call::Rename | Call::Link => {
+                    let p2 = paths.p2.as_ref().ok_or_else(nopath)?;
+                    let ((d1, n1), (d2, n2)) = (roots.entry(p1)?, roots.entry(p2)?);
+                    let (d1, d2) = (d1.as_raw_fd(), d2.as_raw_fd());
+                    if r.call == Call::Rename {
+                        let fl = r.flags.unwrap_or(0) as libc::c_uint;
+                        libc::renameat2(d1, n1.as_ptr(), d2, n2.as_ptr(), fl) as _
+                    } else {
+                        // Never AT_SYMLINK_FOLLOW: a link to a link stays beneath the root.
+                        libc::linkat(d1, n1.as_ptr(), d2, n2.as_ptr(), 0) as _
+                    }
+                }
+                Call::Symlink => {
+                    let t = paths.target.as_ref().ok_or_else(nopath)?;
+                    let (d, n) = roots.entry(p1)?;
+                    libc::symlinkat(t.as_ptr(), d.as_raw_fd(), n.as_ptr()) as _
+                }
+                Call::Truncate => {
+                    let fl = libc::O_WRONLY | libc::O_NONBLOCK;
+                    let f = roots.open(p1, fl, 0)?;
+                    libc::ftruncate(f.as_raw_fd(), r.size.unwrap_or(0) as i64) as _
+                }
+                Call::Chmod => {
+                    roots.may_change()?;
+                    let t = roots.target(p1, true)?;
+                    confine::chmod_fd(t.as_raw_fd(), r.mode.unwrap_or(0o644))?;
+                    0
+                }
+                Call::Utimes => {
+                    roots.may_change()?;
+                    let t = roots.target(p1, !nofollow)?;
+                    let fl = libc::AT_EMPTY_PATH;
+                    libc::utimensat(t.as_raw_fd(), e, std::ptr::null(), fl) as _
+                }
+                _ => return Err(nopath()),
+            }
+        };
+        Ok((check(v)?, 0))
+    }
+
+    /// Keep a descriptor a replayed open returned, in its instance's slot.
+    fn opened(&self, s: &Step, fd: OwnedFd) -> (i64, u64) {
+        let n = fd.into_raw_fd();
+        if let Some(stale) = self.fds.take(s.fd_drop) {
+            // SAFETY: taken out of its slot: nothing else closes it.
+            unsafe { libc::close(stale) };
+        }
+        if s.fd_out != NONE {
+            self.fds.set(s.fd_out, n);
+        } else {
+            // Failed when recorded: not kept.
+            // SAFETY: a descriptor this call opened and nobody else holds.
+            unsafe { libc::close(n) };
+        }
+        (n as i64, 0)
+    }
+
+    /// A call on a descriptor (opened beneath a root by an earlier step).
+    fn issue_fd(&self, r: &Record, s: &Step, buf: &mut [u8]) -> Result<(i64, u64), CallError> {
+        let fd = || self.fds.get(s.fd_in);
+        let size = (r.size.unwrap_or(0) as usize).min(buf.len());
+        let change = || self.roots.may_change();
+        // SAFETY (all calls below): descriptors owned by the tables, buffers of at least the
+        // length passed.
+        let v = unsafe {
+            match r.call {
                 Call::Close => match self.fds.take(s.fd_in) {
-                    Some(f) => check(libc::close(f) as _).map(|v| (v, 0)),
-                    None => Err(std::io::Error::from_raw_os_error(libc::EBADF)),
+                    Some(f) => libc::close(f) as _,
+                    None => return Err(std::io::Error::from_raw_os_error(libc::EBADF).into()),
                 },
                 Call::Read => {
                     let f = fd()?;
@@ -822,207 +1148,152 @@ impl Shared<'_> {
                         Some(o) => libc::pread(f, buf.as_mut_ptr().cast(), size, o as i64),
                         None => libc::read(f, buf.as_mut_ptr().cast(), size),
                     };
-                    check(n as _).map(|n| (n, n as u64))
+                    return check(n as _).map(|n| (n, n as u64)).map_err(Into::into);
                 }
                 Call::Write => {
+                    change()?;
                     let f = fd()?;
                     let n = match r.offset {
                         Some(o) => libc::pwrite(f, buf.as_ptr().cast(), size, o as i64),
                         None => libc::write(f, buf.as_ptr().cast(), size),
                     };
-                    check(n as _).map(|n| (n, n as u64))
+                    return check(n as _).map(|n| (n, n as u64)).map_err(Into::into);
                 }
                 Call::Seek => {
-                    let f = fd()?;
                     let whence = r.flags.unwrap_or(0) as i32;
-                    check(libc::lseek(f, r.offset.unwrap_or(0) as i64, whence) as _).map(|v| (v, 0))
+                    libc::lseek(fd()?, r.offset.unwrap_or(0) as i64, whence) as _
                 }
-                Call::Dup => {
-                    let f = fd()?;
-                    let fl = if r.flags.unwrap_or(0) as i32 & libc::O_CLOEXEC != 0 {
-                        libc::F_DUPFD_CLOEXEC
-                    } else {
-                        libc::F_DUPFD
-                    };
-                    let n = check(libc::fcntl(f, fl, 0) as _)?;
-                    if s.fd_drop != NONE {
-                        // dup2 over an open descriptor closed it, as the kernel does.
-                        if let Some(old) = self.fds.take(s.fd_drop) {
-                            libc::close(old);
-                        }
-                    }
-                    if s.fd_out != NONE {
-                        self.fds.set(s.fd_out, n as RawFd);
-                    } else {
-                        libc::close(n as RawFd);
-                    }
-                    Ok((n, 0))
-                }
+                Call::Dup => return self.dup(r, s),
                 Call::Stat => {
                     let mut st: libc::stat = std::mem::zeroed();
-                    if r.syscall.starts_with("access") || r.syscall.starts_with("faccessat") {
-                        let p = p1.ok_or_else(nopath)?;
-                        return check(libc::access(p.as_ptr(), r.mode.unwrap_or(0) as i32) as _)
-                            .map(|v| (v, 0));
-                    }
-                    match p1 {
-                        Some(p) => {
-                            let fl = r.flags.unwrap_or(0) as i32 & libc::AT_SYMLINK_NOFOLLOW;
-                            check(libc::fstatat(libc::AT_FDCWD, p.as_ptr(), &mut st, fl) as _)
-                        }
-                        None => check(libc::fstat(fd()?, &mut st) as _),
-                    }
-                    .map(|v| (v, 0))
-                }
-                Call::Readlink => {
-                    let p = p1.ok_or_else(nopath)?;
-                    check(
-                        libc::readlink(p.as_ptr(), buf.as_mut_ptr().cast(), buf.len().min(4096))
-                            as _,
-                    )
-                    .map(|v| (v, 0))
-                }
-                Call::Mkdir => {
-                    let p = p1.ok_or_else(nopath)?;
-                    check(libc::mkdir(p.as_ptr(), r.mode.unwrap_or(0o755)) as _).map(|v| (v, 0))
-                }
-                Call::Rmdir => {
-                    let p = p1.ok_or_else(nopath)?;
-                    check(libc::rmdir(p.as_ptr()) as _).map(|v| (v, 0))
-                }
-                Call::Unlink => {
-                    let p = p1.ok_or_else(nopath)?;
-                    check(libc::unlink(p.as_ptr()) as _).map(|v| (v, 0))
-                }
-                Call::Rename => {
-                    let (a, b) = (p1.ok_or_else(nopath)?, p2.ok_or_else(nopath)?);
-                    let fl = r.flags.unwrap_or(0) as libc::c_uint;
-                    check(libc::renameat2(
-                        libc::AT_FDCWD,
-                        a.as_ptr(),
-                        libc::AT_FDCWD,
-                        b.as_ptr(),
-                        fl,
-                    ) as _)
-                    .map(|v| (v, 0))
-                }
-                Call::Link => {
-                    let (a, b) = (p1.ok_or_else(nopath)?, p2.ok_or_else(nopath)?);
-                    check(libc::link(a.as_ptr(), b.as_ptr()) as _).map(|v| (v, 0))
-                }
-                Call::Symlink => {
-                    let (link, target) = (p1.ok_or_else(nopath)?, p2.ok_or_else(nopath)?);
-                    check(libc::symlink(target.as_ptr(), link.as_ptr()) as _).map(|v| (v, 0))
+                    libc::fstat(fd()?, &mut st) as _
                 }
                 Call::Getdents => {
-                    let f = fd()?;
-                    let n =
-                        libc::syscall(libc::SYS_getdents64, f, buf.as_mut_ptr(), size.max(1024));
-                    check(n as _).map(|n| (n, 0))
+                    let n = size.max(1024).min(buf.len());
+                    libc::syscall(libc::SYS_getdents64, fd()?, buf.as_mut_ptr(), n)
                 }
-                Call::Fsync => {
-                    let f = fd()?;
-                    let n = if r.flags == Some(1) {
-                        libc::fdatasync(f)
-                    } else {
-                        libc::fsync(f)
-                    };
-                    check(n as _).map(|v| (v, 0))
-                }
+                Call::Fsync if r.flags == Some(1) => libc::fdatasync(fd()?) as _,
+                Call::Fsync => libc::fsync(fd()?) as _,
                 Call::Truncate => {
-                    let len = r.size.unwrap_or(0) as i64;
-                    match p1 {
-                        Some(p) => check(libc::truncate(p.as_ptr(), len) as _),
-                        None => check(libc::ftruncate(fd()?, len) as _),
-                    }
-                    .map(|v| (v, 0))
+                    change()?;
+                    libc::ftruncate(fd()?, r.size.unwrap_or(0) as i64) as _
                 }
                 Call::Fallocate => {
-                    let f = fd()?;
-                    check(libc::fallocate(
-                        f,
-                        r.flags.unwrap_or(0) as i32,
-                        r.offset.unwrap_or(0) as i64,
-                        r.size.unwrap_or(0) as i64,
-                    ) as _)
-                    .map(|v| (v, 0))
+                    change()?;
+                    let (o, l) = (r.offset.unwrap_or(0) as i64, r.size.unwrap_or(0) as i64);
+                    libc::fallocate(fd()?, r.flags.unwrap_or(0) as i32, o, l) as _
                 }
-                Call::Mmap => {
-                    // Map and unmap: the page faults of the traced program's accesses are
-                    // not in the trace, so none are replayed.
-                    let f = fd()?;
-                    let len = r.size.unwrap_or(0) as usize;
-                    let prot = r.mode.unwrap_or(libc::PROT_READ as u32) as i32
-                        & (libc::PROT_READ | libc::PROT_WRITE);
-                    let fl = if r.flags.unwrap_or(0) as i32 & libc::MAP_SHARED != 0 {
-                        libc::MAP_SHARED
-                    } else {
-                        libc::MAP_PRIVATE
-                    };
-                    let p = libc::mmap(
-                        std::ptr::null_mut(),
-                        len.max(1),
-                        prot,
-                        fl,
-                        f,
-                        r.offset.unwrap_or(0) as i64,
-                    );
-                    if p == libc::MAP_FAILED {
-                        return Err(cerr());
-                    }
-                    libc::munmap(p, len.max(1));
-                    Ok((0, 0))
-                }
-                Call::Sendfile | Call::CopyRange => {
-                    // Either side may be outside the roots (a socket, standard output):
-                    // then only the side below them is replayed, as a read or a write.
-                    let get = |i: u32| self.fds.get(i).ok();
-                    let (inf, outf) = match r.call {
-                        Call::Sendfile => (get(s.fd_in2), get(s.fd_in)),
-                        _ => (get(s.fd_in), get(s.fd_in2)),
-                    };
-                    let n = match (inf, outf) {
-                        (Some(i), Some(o)) => match r.call {
-                            Call::Sendfile => libc::sendfile(o, i, std::ptr::null_mut(), size),
-                            _ => libc::copy_file_range(
-                                i,
-                                std::ptr::null_mut(),
-                                o,
-                                std::ptr::null_mut(),
-                                size,
-                                0,
-                            ),
-                        },
-                        (Some(i), None) => libc::read(i, buf.as_mut_ptr().cast(), size),
-                        (None, Some(o)) => libc::write(o, buf.as_ptr().cast(), size),
-                        (None, None) => return Err(std::io::Error::from_raw_os_error(libc::EBADF)),
-                    };
-                    check(n as _).map(|n| (n, n as u64))
-                }
+                Call::Mmap => return self.map_unmap(r, fd()?),
+                Call::Sendfile | Call::CopyRange => return self.copy(r, s, buf, size),
                 Call::Chmod => {
-                    let m = r.mode.unwrap_or(0o644);
-                    match p1 {
-                        Some(p) => check(libc::chmod(p.as_ptr(), m) as _),
-                        None => check(libc::fchmod(fd()?, m) as _),
-                    }
-                    .map(|v| (v, 0))
+                    change()?;
+                    libc::fchmod(fd()?, r.mode.unwrap_or(0o644)) as _
                 }
-                Call::Utimes => match p1 {
-                    Some(p) => check(libc::utimensat(
-                        libc::AT_FDCWD,
-                        p.as_ptr(),
-                        std::ptr::null(),
-                        r.flags.unwrap_or(0) as i32 & libc::AT_SYMLINK_NOFOLLOW,
-                    ) as _),
-                    None => check(libc::futimens(fd()?, std::ptr::null()) as _),
+                Call::Utimes => {
+                    change()?;
+                    libc::futimens(fd()?, std::ptr::null()) as _
                 }
-                .map(|v| (v, 0)),
-                _ => Err(std::io::Error::from_raw_os_error(libc::ENOSYS)),
+                // A path call whose path did not map (a NUL in it), or a call replay
+                // does not issue.
+                Call::Open
+                | Call::Readlink
+                | Call::Mkdir
+                | Call::Rmdir
+                | Call::Unlink
+                | Call::Rename
+                | Call::Link
+                | Call::Symlink => {
+                    return Err(std::io::Error::from_raw_os_error(libc::EINVAL).into())
+                }
+                _ => return Err(std::io::Error::from_raw_os_error(libc::ENOSYS).into()),
             }
-        }
+        };
+        Ok((check(v)?, 0))
     }
 
-    fn run_worker(&self, w: usize) -> WorkerOut {
+    fn dup(&self, r: &Record, s: &Step) -> Result<(i64, u64), CallError> {
+        let f = self.fds.get(s.fd_in)?;
+        let fl = if r.flags.unwrap_or(0) as i32 & libc::O_CLOEXEC != 0 {
+            libc::F_DUPFD_CLOEXEC
+        } else {
+            libc::F_DUPFD
+        };
+        // SAFETY: a descriptor of this replay.
+        let n = check(unsafe { libc::fcntl(f, fl, 0) } as _)? as RawFd;
+        if s.fd_drop != NONE {
+            // dup2 over an open descriptor closed it, as the kernel does.
+            if let Some(old) = self.fds.take(s.fd_drop) {
+                // SAFETY: taken out of its slot: nothing else closes it.
+                unsafe { libc::close(old) };
+            }
+        }
+        if s.fd_out != NONE {
+            self.fds.set(s.fd_out, n);
+        } else {
+            // SAFETY: the duplicate is ours alone.
+            unsafe { libc::close(n) };
+        }
+        Ok((n as i64, 0))
+    }
+
+    /// Map and unmap: the page faults of the traced program's accesses are not in the
+    /// trace, so none are replayed.
+    fn map_unmap(&self, r: &Record, f: RawFd) -> Result<(i64, u64), CallError> {
+        let len = r.size.unwrap_or(0) as usize;
+        let prot =
+            r.mode.unwrap_or(libc::PROT_READ as u32) as i32 & (libc::PROT_READ | libc::PROT_WRITE);
+        let fl = if r.flags.unwrap_or(0) as i32 & libc::MAP_SHARED != 0 {
+            if prot & libc::PROT_WRITE != 0 {
+                self.roots.may_change()?;
+            }
+            libc::MAP_SHARED
+        } else {
+            libc::MAP_PRIVATE
+        };
+        let off = r.offset.unwrap_or(0) as i64;
+        // SAFETY: a fresh mapping of our own, unmapped at once.
+        unsafe {
+            let p = libc::mmap(std::ptr::null_mut(), len.max(1), prot, fl, f, off);
+            if p == libc::MAP_FAILED {
+                return Err(cerr().into());
+            }
+            libc::munmap(p, len.max(1));
+        }
+        Ok((0, 0))
+    }
+
+    /// sendfile and copy_file_range. Either side may be outside the roots (a socket,
+    /// standard output): then only the side below them is replayed, as a read or a write.
+    fn copy(
+        &self,
+        r: &Record,
+        s: &Step,
+        buf: &mut [u8],
+        size: usize,
+    ) -> Result<(i64, u64), CallError> {
+        let get = |i: u32| self.fds.get(i).ok();
+        let (inf, outf) = match r.call {
+            Call::Sendfile => (get(s.fd_in2), get(s.fd_in)),
+            _ => (get(s.fd_in), get(s.fd_in2)),
+        };
+        if outf.is_some() {
+            self.roots.may_change()?;
+        }
+        let null = std::ptr::null_mut();
+        // SAFETY: descriptors of this replay, a buffer of at least `size` bytes.
+        let n = unsafe {
+            match (inf, outf) {
+                (Some(i), Some(o)) if r.call == Call::Sendfile => libc::sendfile(o, i, null, size),
+                (Some(i), Some(o)) => libc::copy_file_range(i, null, o, null, size, 0),
+                (Some(i), None) => libc::read(i, buf.as_mut_ptr().cast(), size),
+                (None, Some(o)) => libc::write(o, buf.as_ptr().cast(), size),
+                (None, None) => return Err(std::io::Error::from_raw_os_error(libc::EBADF).into()),
+            }
+        };
+        Ok(check(n as _).map(|n| (n, n as u64))?)
+    }
+
+    fn run_worker(&self, w: usize, buf_max: usize) -> WorkerOut {
         let mut rec = Recorder::new(Call::ALL.len());
         let steps = &self.plan.workers[w];
         let max = steps
@@ -1030,16 +1301,13 @@ impl Shared<'_> {
             .map(|s| self.records[s.rec as usize].size.unwrap_or(0) as usize)
             .max()
             .unwrap_or(0)
-            .clamp(4096, MAX_IO);
+            .clamp(4096, buf_max);
         let mut rng = <rand_pcg::Pcg64Mcg as rand::SeedableRng>::seed_from_u64(w as u64 + 1);
         let mut buf = crate::engine::io::AlignedBuf::new(max, &mut rng);
         let clock = stats::clock::global();
-        let t0 = self
-            .t0
-            .lock()
-            .expect("t0")
-            .expect("set before the workers start");
+        let t0 = self.t0;
         let (mut out_replayed, mut out_failed_ok, mut out_ok_failed) = (0u64, 0u64, 0u64);
+        let mut out_refused = (0u64, 0u64);
         for (pos, s) in steps.iter().enumerate() {
             if crate::engine::interrupted() {
                 break;
@@ -1081,8 +1349,21 @@ impl Shared<'_> {
                     let c0 = clock.now();
                     let out = self.issue(s.rec, s, buf.as_mut_slice());
                     let ns = clock.since(c0);
-                    out_replayed += 1;
                     let o: &mut OpRecorder = &mut rec.ops[slot];
+                    let out = match out {
+                        Err(CallError::Refused(why)) => {
+                            match why {
+                                Refusal::Escape => out_refused.0 += 1,
+                                Refusal::ReadOnly => out_refused.1 += 1,
+                            }
+                            self.refusal(r, why);
+                            self.progress[w].0.store(pos as u32 + 1, Ordering::Release);
+                            continue;
+                        }
+                        Err(CallError::Io(e)) => Err(e),
+                        Ok(v) => Ok(v),
+                    };
+                    out_replayed += 1;
                     match (&out, r.ok()) {
                         (Ok((_, bytes)), _) => {
                             o.record(ns, *bytes);
@@ -1113,6 +1394,28 @@ impl Shared<'_> {
             replayed: out_replayed,
             failed_ok: out_failed_ok,
             ok_failed: out_ok_failed,
+            refused: out_refused,
+        }
+    }
+
+    /// Quote a refused call (the first ones).
+    fn refusal(&self, r: &Record, why: Refusal) {
+        let mut m = self.refusals.lock().expect("refusals");
+        if m.len() < self.show.max(1) {
+            let what = match why {
+                Refusal::Escape => "would leave the replay root",
+                Refusal::ReadOnly => "would change an --over tree",
+            };
+            let mut p = format!("{:?}", r.path.as_deref().unwrap_or(""));
+            if let Some(p2) = &r.path2 {
+                p.push_str(&format!(" -> {p2:?}"));
+            }
+            m.push(format!(
+                "{} {p} (thread {}, {:.6} s) {what}: not issued",
+                r.call.name(),
+                r.tid,
+                r.start_ns as f64 / 1e9
+            ));
         }
     }
 
@@ -1121,7 +1424,7 @@ impl Shared<'_> {
         if m.len() < self.show {
             m.push(format!(
                 "{} {} (thread {}, {:.6} s) {what} {detail}",
-                r.syscall,
+                r.syscall.escape_debug(),
                 r.path
                     .as_deref()
                     .map(|p| format!("{p:?}"))
@@ -1135,16 +1438,39 @@ impl Shared<'_> {
 }
 
 fn describe(r: &Record, e: &std::io::Error) -> String {
-    format!("{} {}: {e}", r.syscall, r.path.as_deref().unwrap_or(""))
+    format!(
+        "{} {:?}: {e}",
+        r.syscall.escape_debug(),
+        r.path.as_deref().unwrap_or("")
+    )
 }
 
-/// Rebuild the initial tree below `base` (`r0/`, `r1/` ...): directories, files of the
-/// recorded sizes filled with non-zero data, symbolic links. Returns (entries, bytes).
-fn rebuild(header: &Header, mapper: &Mapper) -> Result<(u64, u64)> {
-    use std::io::Write;
-    for i in 0..mapper.roots.len() {
-        std::fs::create_dir_all(&mapper.dirs[i])?;
+/// The roots, once the kernel has shown it can resolve beneath them: without `openat2`
+/// (before Linux 5.6, or refused by a sandbox) no call could be confined, so none is made.
+fn checked(roots: Roots) -> Result<Roots> {
+    match roots.target(&Beneath::new(0, "").expect("no NUL"), true) {
+        Err(CallError::Io(e)) if matches!(e.raw_os_error(), Some(libc::ENOSYS | libc::EPERM)) => {
+            bail!(
+                "trace replay confines every call beneath its directory with openat2, which this kernel refuses ({e}): it needs Linux 5.6 or later, outside a sandbox that blocks openat2"
+            )
+        }
+        _ => Ok(roots),
     }
+}
+
+/// What rebuilding the initial tree did.
+#[derive(Debug, Default, Clone, Copy)]
+struct Rebuilt {
+    entries: u64,
+    bytes: u64,
+    /// Entries whose path leaves its root (`..`, through a link pointing out): not made.
+    refused: u64,
+}
+
+/// Rebuild the initial tree beneath the roots' directories: directories, files of the
+/// recorded sizes filled with non-zero data, symbolic links. Every entry is made through
+/// [`Roots`], like the replayed calls, so an entry whose path leaves its root is refused.
+fn rebuild(header: &Header, mapper: &Mapper, roots: &Roots) -> Result<Rebuilt> {
     let mut rng = <rand_pcg::Pcg64Mcg as rand::SeedableRng>::seed_from_u64(0x7ace);
     let mut chunk = vec![0u8; 1 << 20];
     rand::RngCore::fill_bytes(&mut rng, &mut chunk);
@@ -1153,7 +1479,7 @@ fn rebuild(header: &Header, mapper: &Mapper) -> Result<(u64, u64)> {
             *b = 1;
         }
     }
-    let (mut n, mut bytes) = (0u64, 0u64);
+    let mut done = Rebuilt::default();
     let mut entries: Vec<&format::Initial> = header.initial.iter().collect();
     // Parents before children.
     entries.sort_by_key(|e| (e.root, e.path.matches('/').count(), e.path.clone()));
@@ -1166,63 +1492,150 @@ fn rebuild(header: &Header, mapper: &Mapper) -> Result<(u64, u64)> {
         } else {
             format!("{}/{}", root.trim_end_matches('/'), e.path)
         };
-        let Some(p) = mapper.map(&traced) else {
+        let Some(p) = mapper.beneath(&traced) else {
             continue;
         };
-        let ctx = || format!("rebuilding {}", p.display());
-        match e.kind {
-            EntryKind::Dir => {
-                if !e.path.is_empty() {
-                    std::fs::create_dir_all(&p).with_context(ctx)?;
+        match make_entry(e, &p, mapper, roots, &chunk) {
+            Ok(true) => {
+                done.entries += 1;
+                if e.kind == EntryKind::File {
+                    done.bytes += e.size;
                 }
             }
-            EntryKind::File => {
-                let mut f = std::fs::File::create(&p).with_context(ctx)?;
-                let mut left = e.size;
-                while left > 0 {
-                    let k = left.min(chunk.len() as u64) as usize;
-                    f.write_all(&chunk[..k]).with_context(ctx)?;
-                    left -= k as u64;
-                }
-                bytes += e.size;
+            Ok(false) => {}
+            Err(CallError::Refused(_)) => done.refused += 1,
+            Err(CallError::Io(err)) => {
+                bail!("rebuilding the initial tree's {traced:?} (in {}): {err}", {
+                    mapper.dirs[p.root as usize].display()
+                })
             }
-            EntryKind::Symlink => {
-                let t = e.target.clone().unwrap_or_default();
-                let t = if t.starts_with('/') {
-                    mapper.map(&t).map(|x| x.display().to_string()).unwrap_or(t)
-                } else {
-                    t
-                };
-                std::os::unix::fs::symlink(&t, &p).with_context(ctx)?;
-            }
-            EntryKind::Other => continue,
         }
-        if e.kind != EntryKind::Symlink && e.mode != 0 {
-            use std::os::unix::fs::PermissionsExt;
-            // Directories stay writable by the owner so the replay can work in them.
-            let mode = if e.kind == EntryKind::Dir {
-                (e.mode & 0o7777) | 0o700
-            } else {
-                e.mode & 0o7777
-            };
-            let _ = std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode));
-        }
-        n += 1;
     }
-    Ok((n, bytes))
+    Ok(done)
+}
+
+/// Make one entry of the initial tree; false when there is nothing to make.
+fn make_entry(
+    e: &format::Initial,
+    p: &Beneath,
+    mapper: &Mapper,
+    roots: &Roots,
+    chunk: &[u8],
+) -> Result<bool, CallError> {
+    use std::io::Write;
+    let is_root = p.rel.as_bytes().iter().all(|b| *b == b'/');
+    let fd = match e.kind {
+        EntryKind::Dir => {
+            if !is_root {
+                mkdir_beneath(roots, p)?;
+            }
+            roots.open(p, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW, 0)?
+        }
+        EntryKind::File => {
+            let fl = libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_NOFOLLOW;
+            let fd = roots.open(p, fl, 0o600)?;
+            let mut f = std::fs::File::from(fd);
+            let mut left = e.size;
+            while left > 0 {
+                let k = left.min(chunk.len() as u64) as usize;
+                f.write_all(&chunk[..k])?;
+                left -= k as u64;
+            }
+            f.into()
+        }
+        EntryKind::Symlink => {
+            let t = mapper.link_target(p, e.target.as_deref().unwrap_or(""));
+            let (d, n) = roots.entry(p)?;
+            // SAFETY: valid C strings and a directory descriptor.
+            if unsafe { libc::symlinkat(t.as_ptr(), d.as_raw_fd(), n.as_ptr()) } != 0 {
+                return Err(cerr().into());
+            }
+            return Ok(true);
+        }
+        EntryKind::Other => return Ok(false),
+    };
+    if e.mode != 0 {
+        // Directories stay writable by the owner so the replay can work in them.
+        let mode = if e.kind == EntryKind::Dir {
+            (e.mode & 0o7777) | 0o700
+        } else {
+            e.mode & 0o7777
+        };
+        // SAFETY: a descriptor just opened on the entry itself.
+        unsafe { libc::fchmod(fd.as_raw_fd(), mode) };
+    }
+    Ok(true)
+}
+
+/// mkdir `p` beneath its root, and its missing parents; an existing one is fine.
+fn mkdir_beneath(roots: &Roots, p: &Beneath) -> Result<(), CallError> {
+    for attempt in 0..2 {
+        let (d, n) = roots.entry(p)?;
+        // SAFETY: valid C string and directory descriptor.
+        if unsafe { libc::mkdirat(d.as_raw_fd(), n.as_ptr(), 0o700) } == 0 {
+            return Ok(());
+        }
+        let e = cerr();
+        match e.raw_os_error() {
+            Some(libc::EEXIST) => return Ok(()),
+            // A parent the header does not list: make it first (a depth's worth of calls).
+            Some(libc::ENOENT) if attempt == 0 => {
+                let b = p.rel.as_bytes();
+                let Some(i) = b.iter().rposition(|c| *c == b'/') else {
+                    return Err(e.into());
+                };
+                let parent = Beneath::new(p.root, &String::from_utf8_lossy(&b[..i]))
+                    .ok_or(CallError::Io(e))?;
+                mkdir_beneath(roots, &parent)?;
+            }
+            _ => return Err(e.into()),
+        }
+    }
+    Ok(())
 }
 
 struct Replay<'a> {
     a: &'a ReplayArgs,
     header: Header,
-    records: Vec<Record>,
     roots: Vec<String>,
     threads: Option<usize>,
     parent: PathBuf,
     rd: Option<RunDirGuard>,
-    rebuilt: (u64, u64),
+    rebuilt: Rebuilt,
     /// `--over` trees, canonical.
     over: Vec<PathBuf>,
+}
+
+impl Replay<'_> {
+    /// The roots' directories, held open for as long as the caller keeps them: `r0/` ...
+    /// in the run directory (made when `make`), or the `--over` trees (read-only).
+    fn open_roots(&self, make: bool) -> Result<Roots> {
+        if !self.over.is_empty() {
+            let dirs = self
+                .over
+                .iter()
+                .map(|d| {
+                    std::fs::File::open(d)
+                        .map(OwnedFd::from)
+                        .with_context(|| format!("--over {}", d.display()))
+                })
+                .collect::<Result<Vec<_>>>()?;
+            return checked(Roots::new(dirs, true));
+        }
+        let rd = self.rd.as_ref().expect("prepared");
+        let base = rd.rundir().fd();
+        let dirs = (0..self.roots.len())
+            .map(|i| {
+                let name = CString::new(format!("r{i}")).expect("no NUL");
+                if make {
+                    crate::beneath::mkdir_at(base, &name, 0o755)?;
+                }
+                crate::beneath::open_dir(base, &name)
+            })
+            .collect::<std::io::Result<Vec<_>>>()
+            .with_context(|| format!("the replay's root directories in {}", rd.path().display()))?;
+        checked(Roots::new(dirs, false))
+    }
 }
 
 impl Measurement for Replay<'_> {
@@ -1243,7 +1656,8 @@ impl Measurement for Replay<'_> {
         let mapper = Mapper::new(self.roots.clone(), rd.path(), &self.over);
         self.rd = Some(rd);
         if self.over.is_empty() {
-            self.rebuilt = rebuild(&self.header, &mapper)?;
+            let roots = self.open_roots(true)?;
+            self.rebuilt = rebuild(&self.header, &mapper, &roots)?;
         }
         Ok(())
     }
@@ -1261,51 +1675,74 @@ impl Measurement for Replay<'_> {
     fn run_once(&mut self) -> Result<Results> {
         let base = self.rd.as_ref().expect("prepared").path().to_path_buf();
         let mapper = Mapper::new(self.roots.clone(), &base, &self.over);
-        let plan = build_plan(&self.records, &mapper, self.threads, self.a.mode);
-        let sh = Shared {
-            records: &self.records,
-            plan: &plan,
-            fds: Fds((0..plan.instances)
-                .map(|_| std::sync::atomic::AtomicI32::new(-1))
-                .collect()),
-            progress: plan.workers.iter().map(|_| Progress::default()).collect(),
-            mode: self.a.mode,
-            speed: self.a.speed,
-            t0: Mutex::new(None),
-            mismatches: Mutex::new(Vec::new()),
-            show: self.a.show_mismatches,
-        };
-        let started_at = crate::apps::now_epoch();
-        let cpu0 = crate::apps::process_cpu(false);
-        let t0 = Instant::now();
-        *sh.t0.lock().expect("t0") = Some(t0);
-        let outs: Vec<WorkerOut> = std::thread::scope(|sc| {
-            let hs: Vec<_> = (0..plan.workers.len())
-                .map(|w| {
-                    let sh = &sh;
-                    std::thread::Builder::new()
-                        .name(format!("replay {w}"))
-                        .stack_size(256 << 10)
-                        .spawn_scoped(sc, move || sh.run_worker(w))
-                })
-                .collect::<std::io::Result<_>>()?;
-            Ok::<_, std::io::Error>(
-                hs.into_iter()
-                    .map(|h| h.join().expect("replay worker panicked"))
-                    .collect(),
-            )
-        })
-        .context("starting the replay threads")?;
-        let duration_s = t0.elapsed().as_secs_f64();
-        let cpu1 = crate::apps::process_cpu(false);
-        // Close what the traced program left open before the tree is looked at.
-        drop(sh.fds);
+        let roots = self.open_roots(false)?;
+        let trace = &self.a.trace;
+        let mut reader = format::Reader::open(trace)?;
+        let mut planner = Planner::default();
+        let mut fds = Fds(Vec::new());
+        let (mismatches, refusals) = (Mutex::new(Vec::new()), Mutex::new(Vec::new()));
         let mut merged = Recorder::new(Call::ALL.len());
-        for o in &outs {
-            merged.merge(&o.rec);
+        let mut tot = Totals::default();
+        let mut chunk: Vec<Record> = Vec::with_capacity(CHUNK);
+        let started_at = crate::apps::now_epoch();
+        // Only the chunks' replays are timed, not reading and planning between them; the
+        // recorded times of `timed` mode are shifted by those pauses.
+        let mut last: Option<(Instant, Instant)> = None;
+        let (mut run_time, mut cpu) = (Duration::ZERO, (0.0, 0.0));
+        loop {
+            chunk.clear();
+            while chunk.len() < CHUNK {
+                match reader
+                    .next_record()
+                    .map_err(|e| anyhow::anyhow!("trace {}: {e}", trace.display()))?
+                {
+                    Some(r) => chunk.push(r),
+                    None => break,
+                }
+            }
+            if chunk.is_empty() {
+                break;
+            }
+            let plan = planner.plan(&chunk, &mapper, self.threads, self.a.mode);
+            fds.grow(plan.instances);
+            tot.chunk(&chunk, &plan);
+            let cpu0 = crate::apps::process_cpu(false);
+            let start = Instant::now();
+            let t0 = match last {
+                Some((t0, end)) => t0 + (start - end),
+                None => start,
+            };
+            let sh = Shared {
+                records: &chunk,
+                plan: &plan,
+                fds: &fds,
+                progress: plan.workers.iter().map(|_| Progress::default()).collect(),
+                mode: self.a.mode,
+                speed: self.a.speed,
+                t0,
+                mismatches: &mismatches,
+                refusals: &refusals,
+                show: self.a.show_mismatches,
+                roots: &roots,
+            };
+            for o in sh.run_chunk()? {
+                merged.merge(&o.rec);
+                tot.add(&o);
+            }
+            let end = Instant::now();
+            let cpu1 = crate::apps::process_cpu(false);
+            run_time += end - start;
+            cpu = (cpu.0 + cpu1.0 - cpu0.0, cpu.1 + cpu1.1 - cpu0.1);
+            last = Some((t0, end));
+            if crate::engine::interrupted() {
+                break;
+            }
         }
-        merged.cpu_user_s = cpu1.0 - cpu0.0;
-        merged.cpu_sys_s = cpu1.1 - cpu0.1;
+        let duration_s = run_time.as_secs_f64();
+        // Close what the traced program left open before the tree is looked at.
+        drop(fds);
+        merged.cpu_user_s = cpu.0;
+        merged.cpu_sys_s = cpu.1;
         // Only the call types that occur, in Call order.
         let present: Vec<usize> = (0..Call::ALL.len())
             .filter(|&i| merged.ops[i].count + merged.ops[i].errors > 0)
@@ -1321,26 +1758,24 @@ impl Measurement for Replay<'_> {
         }
         sub.cpu_user_s = merged.cpu_user_s;
         sub.cpu_sys_s = merged.cpu_sys_s;
-        let recorded_s = self
-            .records
-            .iter()
-            .map(|r| r.start_ns + r.dur_ns)
-            .max()
-            .unwrap_or(0) as f64
-            / 1e9;
-        let failed_ok: u64 = outs.iter().map(|o| o.failed_ok).sum();
-        let ok_failed: u64 = outs.iter().map(|o| o.ok_failed).sum();
-        let replayed: u64 = outs.iter().map(|o| o.replayed).sum();
+        let recorded_s = tot.recorded_end as f64 / 1e9;
+        let Totals {
+            replayed,
+            failed_ok,
+            ok_failed,
+            refused: (refused_escape, refused_over),
+            ..
+        } = tot;
         let mut notes = vec![
             format!(
                 "replayed {} of {} in {} mode on {}: {} outside the roots, {} not replayed ({})",
                 crate::report::count(replayed, "call"),
-                crate::report::count(self.records.len() as u64, "recorded call"),
+                crate::report::count(tot.records, "recorded call"),
                 self.a.mode.name(),
-                crate::report::count(plan.workers.len() as u64, "thread"),
-                plan.outside,
-                plan.not_replayable.values().sum::<u64>(),
-                plan.not_replayable
+                crate::report::count(tot.workers as u64, "thread"),
+                tot.outside,
+                tot.not_replayable.values().sum::<u64>(),
+                tot.not_replayable
                     .iter()
                     .map(|(k, v)| format!("{k} {v}"))
                     .collect::<Vec<_>>()
@@ -1351,13 +1786,30 @@ impl Measurement for Replay<'_> {
                 failed_ok, ok_failed, duration_s, recorded_s
             ),
             format!(
-                "initial tree: {} ({}) rebuilt",
-                crate::report::count(self.rebuilt.0, "entry"),
-                crate::limits::human(self.rebuilt.1 as f64)
+                "initial tree: {} ({}) rebuilt, {} refused (leaving the root)",
+                crate::report::count(self.rebuilt.entries, "entry"),
+                crate::limits::human(self.rebuilt.bytes as f64),
+                self.rebuilt.refused
+            ),
+            format!(
+                "refused: {} that would leave the replay root{}",
+                crate::report::count(refused_escape, "call"),
+                if self.over.is_empty() {
+                    String::new()
+                } else {
+                    format!(", {refused_over} that would change an --over tree")
+                }
             ),
         ];
         notes.extend(
-            sh.mismatches
+            refusals
+                .into_inner()
+                .expect("refusals")
+                .into_iter()
+                .map(|m| format!("refused: {m}")),
+        );
+        notes.extend(
+            mismatches
                 .into_inner()
                 .expect("mismatches")
                 .into_iter()
@@ -1377,21 +1829,29 @@ impl Measurement for Replay<'_> {
                 run_dir: &base,
                 started_at,
                 duration_s,
-                threads: plan.workers.len() as u64,
+                threads: tot.workers as u64,
                 notes,
             },
             table,
             &sub,
         );
         r.figures
-            .insert("calls_recorded".into(), self.records.len() as f64);
+            .insert("calls_recorded".into(), tot.records as f64);
         r.figures.insert("calls_replayed".into(), replayed as f64);
         r.figures
-            .insert("calls_outside_roots".into(), plan.outside as f64);
+            .insert("calls_outside_roots".into(), tot.outside as f64);
         r.figures
             .insert("failed_where_recorded_ok".into(), failed_ok as f64);
         r.figures
             .insert("ok_where_recorded_failed".into(), ok_failed as f64);
+        r.figures
+            .insert("calls_refused_outside_root".into(), refused_escape as f64);
+        r.figures
+            .insert("calls_refused_over".into(), refused_over as f64);
+        r.figures.insert(
+            "initial_entries_refused".into(),
+            self.rebuilt.refused as f64,
+        );
         r.figures.insert("recorded_s".into(), recorded_s);
         r.figures.insert("replay_s".into(), duration_s);
         Ok(r)
@@ -1407,7 +1867,7 @@ pub fn main(a: &ReplayArgs) -> Result<()> {
         );
     }
     a.m.check()?;
-    let (header, records) = format::read_all(&a.trace)?;
+    let header = format::Reader::open(&a.trace)?.header;
     let roots: Vec<String> = if a.roots.is_empty() {
         header.roots.clone()
     } else {
@@ -1433,16 +1893,10 @@ pub fn main(a: &ReplayArgs) -> Result<()> {
                 bail!("--over {}: not a directory", d.display());
             }
         }
-        let m = Mapper::new(roots.clone(), Path::new("/"), &a.over);
-        if let Some(r) = first_change_below_roots(&records, &m) {
-            bail!(
-                "--over replays only traces that read below their roots, and {} changes {} ({}); replay it without --over (in a rebuilt copy)",
-                a.trace.display(),
-                r.path.as_deref().or(r.path2.as_deref()).unwrap_or("?"),
-                r.call.name()
-            );
-        }
     }
+    let over_map =
+        (!a.over.is_empty()).then(|| Mapper::new(roots.clone(), Path::new("/"), &a.over));
+    vet(&a.trace, threads, over_map.as_ref())?;
     let over: Vec<PathBuf> = a
         .over
         .iter()
@@ -1462,12 +1916,11 @@ pub fn main(a: &ReplayArgs) -> Result<()> {
     let mut m = Replay {
         a,
         header,
-        records,
         roots,
         threads,
         parent,
         rd: None,
-        rebuilt: (0, 0),
+        rebuilt: Rebuilt::default(),
         over,
     };
     let r = crate::apps::measure::measure_and_report(&mut m, &a.m)?;
@@ -1480,6 +1933,18 @@ pub fn main(a: &ReplayArgs) -> Result<()> {
         crate::errln!(
             "fsbench: {} failed in the replay where the recording succeeded (see the mismatch notes)",
             crate::report::count(bad as u64, "call")
+        );
+    }
+    let fig = |k: &str| r.figures.get(k).copied().unwrap_or(0.0) as u64;
+    let (calls, entries) = (
+        fig("calls_refused_outside_root"),
+        fig("initial_entries_refused"),
+    );
+    if calls + entries > 0 {
+        eprintln!(
+            "fsbench: refused {} and {} whose paths leave the replay root: nothing outside it was touched (see the refused notes)",
+            crate::report::count(calls, "call"),
+            crate::report::count(entries, "initial-tree entry"),
         );
     }
     Ok(())
@@ -1512,7 +1977,7 @@ mod tests {
             Path::new("/run"),
             &[PathBuf::from("/srv/tree")],
         );
-        assert_eq!(m.map("/w/a/b"), Some(PathBuf::from("/srv/tree/a/b")));
+        assert_eq!(m.beneath("/w/a/b"), Beneath::new(0, "a/b"));
         let mut open_ro = rec(1, Call::Open, Some("/w/a"), None, 3);
         open_ro.flags = Some(libc::O_RDONLY as u64);
         let mut open_out = rec(1, Call::Open, Some("/tmp/out"), None, 4);
@@ -1544,11 +2009,14 @@ mod tests {
     #[test]
     fn paths_map_below_the_longest_root_and_others_stay_outside() {
         let m = mapper();
-        assert_eq!(m.map("/w/a/b"), Some(PathBuf::from("/run/r0/a/b")));
-        assert_eq!(m.map("/w"), Some(PathBuf::from("/run/r0")));
-        assert_eq!(m.map("/w/deep/x"), Some(PathBuf::from("/run/r1/x")));
-        assert_eq!(m.map("/wx/a"), None);
-        assert_eq!(m.map("/usr/lib/libc.so.6"), None);
+        assert_eq!(m.beneath("/w/a/b"), Beneath::new(0, "a/b"));
+        assert_eq!(m.beneath("/w"), Beneath::new(0, ""));
+        assert_eq!(m.beneath("/w//x"), Beneath::new(0, "x"));
+        assert_eq!(m.beneath("/w/deep/x"), Beneath::new(1, "x"));
+        // Kept as recorded: the kernel resolves `..` beneath the root, and refuses it there.
+        assert_eq!(m.beneath("/w/../etc"), Beneath::new(0, "../etc"));
+        assert_eq!(m.beneath("/wx/a"), None);
+        assert_eq!(m.beneath("/usr/lib/libc.so.6"), None);
     }
 
     #[test]
@@ -1600,6 +2068,35 @@ mod tests {
             vec![(0, 1)],
             "starts after the clone point only"
         );
+    }
+
+    #[test]
+    fn chunks_carry_descriptors_over_and_reuse_closed_instances() {
+        let m = mapper();
+        let mut open = rec(1, Call::Open, Some("/w/f"), None, 3);
+        open.flags = Some(libc::O_RDONLY as u64);
+        let mut clone = rec(1, Call::Clone, None, None, 2);
+        clone.flags = Some((libc::CLONE_VM | libc::CLONE_FILES | libc::CLONE_THREAD) as u64);
+        let mut pl = Planner::default();
+        let c1 = pl.plan(&[open.clone(), clone], &m, None, Mode::Deps);
+        let inst = c1.workers[0][0].fd_out;
+        // The other thread reads and closes it in the next chunk: the same instance, and no
+        // wait on the previous chunk's positions (it is done by then).
+        let c2 = pl.plan(
+            &[
+                rec(2, Call::Read, None, Some(3), 10),
+                rec(2, Call::Close, None, Some(3), 0),
+            ],
+            &m,
+            None,
+            Mode::Deps,
+        );
+        assert_eq!(c2.workers[1][0].fd_in, inst);
+        assert!(c2.workers[1].iter().all(|s| s.deps.is_empty()));
+        // Closed in chunk 2: used again from chunk 3 on; the table does not grow.
+        let c3 = pl.plan(&[open], &m, None, Mode::Deps);
+        assert_eq!(c3.workers[0][0].fd_out, inst);
+        assert_eq!(c3.instances, 1);
     }
 
     #[test]

@@ -98,6 +98,8 @@ pub struct Open {
     pub cloexec: bool,
     /// Whether it was created by its open (O_CREAT of a file that did not exist).
     pub created: bool,
+    /// Descriptors naming it: it is forgotten when the last one is closed.
+    refs: u32,
 }
 
 /// Follows descriptors, positions and file sizes through a trace, record by record.
@@ -107,11 +109,16 @@ pub struct Open {
 /// descriptors that name them (dup, fork), so positions are too. File sizes start from the
 /// header's initial tree and follow creates, writes, truncations, renames and unlinks of
 /// files (a renamed directory's files keep their old paths: an approximation).
+///
+/// Memory follows what is open and the distinct paths, not the trace's length: an open
+/// file is forgotten when its last descriptor is closed.
 pub struct Tracker {
     roots: Vec<String>,
     table_of: HashMap<u32, usize>,
     tables: Vec<HashMap<i32, usize>>,
-    pub opens: Vec<Open>,
+    /// Open files by id (ids are never reused).
+    pub opens: HashMap<usize, Open>,
+    next_open: usize,
     pub sizes: HashMap<String, u64>,
     pub dirs: HashSet<String>,
 }
@@ -143,7 +150,8 @@ impl Tracker {
             roots: h.roots.clone(),
             table_of: HashMap::new(),
             tables: Vec::new(),
-            opens: Vec::new(),
+            opens: HashMap::new(),
+            next_open: 0,
             sizes,
             dirs,
         }
@@ -168,6 +176,26 @@ impl Tracker {
         t
     }
 
+    /// Descriptor `fd` of table `t` names open file `o` now (replacing what it named).
+    fn put(&mut self, t: usize, fd: i32, o: usize) {
+        if let Some(x) = self.opens.get_mut(&o) {
+            x.refs += 1;
+        }
+        if let Some(old) = self.tables[t].insert(fd, o) {
+            self.unref(old);
+        }
+    }
+
+    /// A descriptor naming `o` is gone.
+    fn unref(&mut self, o: usize) {
+        if let Some(x) = self.opens.get_mut(&o) {
+            x.refs = x.refs.saturating_sub(1);
+            if x.refs == 0 {
+                self.opens.remove(&o);
+            }
+        }
+    }
+
     /// The open file a descriptor of `tid` names.
     pub fn open_of(&mut self, tid: u32, fd: Option<i32>) -> Option<usize> {
         let t = self.table(tid);
@@ -181,7 +209,10 @@ impl Tracker {
             return (Some(p.clone()), self.inside(p));
         }
         match self.open_of(r.tid, r.fd) {
-            Some(o) => (self.opens[o].path.clone(), self.opens[o].inside),
+            Some(o) => self
+                .opens
+                .get(&o)
+                .map_or((None, false), |x| (x.path.clone(), x.inside)),
             None => (None, false),
         }
     }
@@ -206,24 +237,30 @@ impl Tracker {
                     }
                 }
                 let inside = path.as_deref().is_some_and(|p| self.inside(p));
-                self.opens.push(Open {
-                    path,
-                    inside,
-                    append: f & libc::O_APPEND != 0,
-                    cloexec: f & libc::O_CLOEXEC != 0,
-                    created,
-                    ..Default::default()
-                });
-                let o = self.opens.len() - 1;
-                self.tables[t].insert(r.ret as i32, o);
+                let o = self.next_open;
+                self.next_open += 1;
+                self.opens.insert(
+                    o,
+                    Open {
+                        path,
+                        inside,
+                        append: f & libc::O_APPEND != 0,
+                        cloexec: f & libc::O_CLOEXEC != 0,
+                        created,
+                        ..Default::default()
+                    },
+                );
+                self.put(t, r.ret as i32, o);
             }
             Call::Dup if ok => {
                 if let Some(o) = r.fd.and_then(|fd| self.tables[t].get(&fd).copied()) {
-                    self.tables[t].insert(r.ret as i32, o);
+                    self.put(t, r.ret as i32, o);
                 }
             }
             Call::Close => {
-                self.tables[t].remove(&r.fd.unwrap_or(-1));
+                if let Some(o) = self.tables[t].remove(&r.fd.unwrap_or(-1)) {
+                    self.unref(o);
+                }
             }
             Call::Clone if ok && r.ret > 0 => {
                 let child = r.ret as u32;
@@ -231,6 +268,11 @@ impl Tracker {
                     self.table_of.insert(child, t);
                 } else {
                     let copy = self.tables[t].clone();
+                    for o in copy.values() {
+                        if let Some(x) = self.opens.get_mut(o) {
+                            x.refs += 1;
+                        }
+                    }
                     self.tables.push(copy);
                     let n = self.tables.len() - 1;
                     self.table_of.insert(child, n);
@@ -238,17 +280,27 @@ impl Tracker {
             }
             Call::Exec if ok => {
                 let opens = &self.opens;
-                self.tables[t].retain(|_, o| !opens[*o].cloexec);
+                let gone: Vec<usize> = self.tables[t]
+                    .values()
+                    .copied()
+                    .filter(|o| opens.get(o).is_some_and(|x| x.cloexec))
+                    .collect();
+                self.tables[t].retain(|_, o| !opens.get(o).is_some_and(|x| x.cloexec));
+                for o in gone {
+                    self.unref(o);
+                }
             }
             Call::Read | Call::Write => {
                 let o = r.fd.and_then(|fd| self.tables[t].get(&fd).copied())?;
                 let n = r.ret.max(0) as u64;
-                let file_size = self.opens[o]
+                let file_size = self
+                    .opens
+                    .get(&o)?
                     .path
                     .as_ref()
                     .and_then(|p| self.sizes.get(p).copied())
                     .unwrap_or(0);
-                let open = &mut self.opens[o];
+                let open = self.opens.get_mut(&o)?;
                 let start = match r.offset {
                     Some(off) => off,
                     None if r.call == Call::Write && open.append => file_size,
@@ -277,7 +329,9 @@ impl Tracker {
             }
             Call::Seek if ok => {
                 if let Some(o) = r.fd.and_then(|fd| self.tables[t].get(&fd).copied()) {
-                    self.opens[o].pos = r.ret as u64;
+                    if let Some(x) = self.opens.get_mut(&o) {
+                        x.pos = r.ret as u64;
+                    }
                 }
             }
             Call::CopyRange | Call::Sendfile if ok => {
@@ -285,9 +339,9 @@ impl Tracker {
                     Call::Sendfile => r.fd,
                     _ => r.fd2,
                 };
-                if let Some(o) = out.and_then(|fd| self.tables[t].get(&fd).copied()) {
+                let out = out.and_then(|fd| self.tables[t].get(&fd).copied());
+                if let Some(open) = out.and_then(|o| self.opens.get_mut(&o)) {
                     let n = r.ret.max(0) as u64;
-                    let open = &mut self.opens[o];
                     let start = open.pos;
                     open.pos += n;
                     if let Some(p) = open.path.clone() {
@@ -299,7 +353,7 @@ impl Tracker {
             Call::Truncate if ok => {
                 let p = r.path.clone().or_else(|| {
                     self.open_of(r.tid, r.fd)
-                        .and_then(|o| self.opens[o].path.clone())
+                        .and_then(|o| self.opens.get(&o).and_then(|x| x.path.clone()))
                 });
                 if let Some(p) = p {
                     self.sizes.insert(p, r.size.unwrap_or(0));
@@ -346,52 +400,88 @@ fn to_log2(h: BTreeMap<u64, u64>) -> Log2 {
 
 /// The statistics of `records` (all of them, or those below the roots).
 pub fn compute(h: &Header, records: &[Record], all_paths: bool) -> TraceStats {
-    let mut s = TraceStats {
-        command: h.command.join(" "),
-        records: records.len() as u64,
-        ..Default::default()
-    };
-    let mut tr = Tracker::new(h);
-    let (mut rs, mut ws, mut ia) = (BTreeMap::new(), BTreeMap::new(), BTreeMap::new());
-    let mut last_start: HashMap<u32, u64> = HashMap::new();
-    let mut threads: BTreeMap<u32, ThreadStat> = BTreeMap::new();
-    let (mut files, mut dirs) = (HashSet::new(), HashSet::new());
-    let (mut seq_r, mut seq_w, mut n_r, mut n_w) = (0u64, 0u64, 0u64, 0u64);
-    let (first, last) = (
-        records.first().map_or(0, |r| r.start_ns),
-        records
-            .iter()
-            .map(|r| r.start_ns + r.dur_ns)
-            .max()
-            .unwrap_or(0),
-    );
-    s.duration_s = last.saturating_sub(first) as f64 / 1e9;
+    let mut acc = Acc::new(h, all_paths);
     for r in records {
-        let (file, inside) = tr.file_of(r);
-        let seq = tr.apply(r);
-        let structural = matches!(r.call, Call::Clone | Call::Exit | Call::Exec);
-        if !all_paths && !inside && !structural {
-            s.outside_roots += 1;
-            continue;
+        acc.add(r);
+    }
+    acc.finish()
+}
+
+/// Statistics gathered one record at a time: memory follows the distinct paths, threads
+/// and sizes seen, not the number of records.
+pub struct Acc {
+    s: TraceStats,
+    all_paths: bool,
+    tr: Tracker,
+    rs: BTreeMap<u64, u64>,
+    ws: BTreeMap<u64, u64>,
+    ia: BTreeMap<u64, u64>,
+    last_start: HashMap<u32, u64>,
+    threads: BTreeMap<u32, ThreadStat>,
+    files: HashSet<String>,
+    dirs: HashSet<String>,
+    /// Sequential reads, writes, and all reads and writes with a known start.
+    seq: [u64; 4],
+    span: Option<(u64, u64)>,
+}
+
+impl Acc {
+    pub fn new(h: &Header, all_paths: bool) -> Acc {
+        Acc {
+            s: TraceStats {
+                command: h.command.join(" "),
+                ..Default::default()
+            },
+            all_paths,
+            tr: Tracker::new(h),
+            rs: BTreeMap::new(),
+            ws: BTreeMap::new(),
+            ia: BTreeMap::new(),
+            last_start: HashMap::new(),
+            threads: BTreeMap::new(),
+            files: HashSet::new(),
+            dirs: HashSet::new(),
+            seq: [0; 4],
+            span: None,
         }
-        if !all_paths && structural {
-            continue;
+    }
+
+    pub fn add(&mut self, r: &Record) {
+        let s = &mut self.s;
+        s.records += 1;
+        let end = r.start_ns + r.dur_ns;
+        self.span = Some(match self.span {
+            None => (r.start_ns, end),
+            Some((a, b)) => (a, b.max(end)),
+        });
+        let (file, inside) = self.tr.file_of(r);
+        let seq = self.tr.apply(r);
+        let structural = matches!(r.call, Call::Clone | Call::Exit | Call::Exec);
+        if !self.all_paths && !inside && !structural {
+            s.outside_roots += 1;
+            return;
+        }
+        if !self.all_paths && structural {
+            return;
         }
         s.counted += 1;
         let us = r.dur_ns as f64 / 1000.0;
         for (map, key) in [
-            (&mut s.syscalls, r.syscall.clone()),
-            (&mut s.families, r.call.name().to_string()),
+            (&mut s.syscalls, r.syscall.as_str()),
+            (&mut s.families, r.call.name()),
         ] {
-            let c = map.entry(key).or_default();
+            let c = match map.get_mut(key) {
+                Some(c) => c,
+                None => map.entry(key.to_string()).or_default(),
+            };
             c.count += 1;
             c.failed += (!r.ok()) as u64;
             c.total_us += us;
         }
-        if let Some(prev) = last_start.insert(r.tid, r.start_ns) {
-            log2_push(&mut ia, (r.start_ns - prev.min(r.start_ns)) / 1000);
+        if let Some(prev) = self.last_start.insert(r.tid, r.start_ns) {
+            log2_push(&mut self.ia, (r.start_ns - prev.min(r.start_ns)) / 1000);
         }
-        let t = threads.entry(r.tid).or_insert_with(|| ThreadStat {
+        let t = self.threads.entry(r.tid).or_insert_with(|| ThreadStat {
             tid: r.tid,
             first_s: r.start_ns as f64 / 1e9,
             ..Default::default()
@@ -412,10 +502,10 @@ pub fn compute(h: &Header, records: &[Record], all_paths: bool) -> TraceStats {
             Call::Read => {
                 s.read_calls += 1;
                 s.bytes_read += moved;
-                log2_push(&mut rs, r.size.unwrap_or(0));
+                log2_push(&mut self.rs, r.size.unwrap_or(0));
                 if let Some(q) = seq {
-                    n_r += 1;
-                    seq_r += q;
+                    self.seq[2] += 1;
+                    self.seq[0] += q;
                 }
             }
             Call::Write | Call::Sendfile | Call::CopyRange => {
@@ -426,35 +516,43 @@ pub fn compute(h: &Header, records: &[Record], all_paths: bool) -> TraceStats {
                     Call::Write => r.size.unwrap_or(moved),
                     _ => moved,
                 };
-                log2_push(&mut ws, asked);
+                log2_push(&mut self.ws, asked);
                 if let Some(q) = seq {
-                    n_w += 1;
-                    seq_w += q;
+                    self.seq[3] += 1;
+                    self.seq[1] += q;
                 }
             }
             _ => {}
         }
         if let Some(f) = file {
-            if matches!(r.call, Call::Mkdir | Call::Rmdir | Call::Getdents) || tr.dirs.contains(&f)
+            if matches!(r.call, Call::Mkdir | Call::Rmdir | Call::Getdents)
+                || self.tr.dirs.contains(&f)
             {
-                dirs.insert(f);
+                self.dirs.insert(f);
             } else {
-                files.insert(f);
+                self.files.insert(f);
             }
         }
     }
-    for c in s.syscalls.values_mut().chain(s.families.values_mut()) {
-        c.mean_us = c.total_us / c.count.max(1) as f64;
+
+    pub fn finish(self) -> TraceStats {
+        let mut s = self.s;
+        let (first, last) = self.span.unwrap_or((0, 0));
+        s.duration_s = last.saturating_sub(first) as f64 / 1e9;
+        for c in s.syscalls.values_mut().chain(s.families.values_mut()) {
+            c.mean_us = c.total_us / c.count.max(1) as f64;
+        }
+        s.read_sizes = to_log2(self.rs);
+        s.write_sizes = to_log2(self.ws);
+        s.interarrival_us = to_log2(self.ia);
+        s.files_touched = self.files.len() as u64;
+        s.dirs_touched = self.dirs.len() as u64;
+        let [seq_r, seq_w, n_r, n_w] = self.seq;
+        s.sequential_read_pct = 100.0 * seq_r as f64 / n_r.max(1) as f64;
+        s.sequential_write_pct = 100.0 * seq_w as f64 / n_w.max(1) as f64;
+        s.threads = self.threads.into_values().collect();
+        s
     }
-    s.read_sizes = to_log2(rs);
-    s.write_sizes = to_log2(ws);
-    s.interarrival_us = to_log2(ia);
-    s.files_touched = files.len() as u64;
-    s.dirs_touched = dirs.len() as u64;
-    s.sequential_read_pct = 100.0 * seq_r as f64 / n_r.max(1) as f64;
-    s.sequential_write_pct = 100.0 * seq_w as f64 / n_w.max(1) as f64;
-    s.threads = threads.into_values().collect();
-    s
 }
 
 /// 4096 -> "4K", 1048576 -> "1M".
@@ -500,6 +598,8 @@ pub fn print_text(s: &TraceStats, out: &mut impl Write) -> std::io::Result<()> {
     let mut v: Vec<(&String, &CallStat)> = s.syscalls.iter().collect();
     v.sort_by_key(|x| std::cmp::Reverse(x.1.count));
     for (k, c) in v {
+        // As text: a crafted name cannot send control sequences to the terminal.
+        let k = k.escape_debug().to_string();
         writeln!(
             out,
             "{k:<20} {:>9} {:>8} {:>10.1}",
@@ -540,13 +640,25 @@ pub fn print_text(s: &TraceStats, out: &mut impl Write) -> std::io::Result<()> {
 }
 
 pub fn main(a: &StatsArgs) -> Result<()> {
-    let (h, records) = format::read_all(&a.trace)?;
-    let records = if a.window {
-        records[super::measured_window(&records)].to_vec()
+    // Streamed: one pass to find the measured window when asked, one to count.
+    let window = if a.window {
+        super::measured_window_of(&a.trace)?
     } else {
-        records
+        0..u64::MAX
     };
-    let s = compute(&h, &records, a.all_paths);
+    let mut rd = format::Reader::open(&a.trace)?;
+    let mut acc = Acc::new(&rd.header, a.all_paths);
+    let mut i = 0u64;
+    while let Some(r) = rd
+        .next_record()
+        .map_err(|e| anyhow::anyhow!("trace {}: {e}", a.trace.display()))?
+    {
+        if window.contains(&i) {
+            acc.add(&r);
+        }
+        i += 1;
+    }
+    let s = acc.finish();
     if let Some(j) = &a.json {
         let text = serde_json::to_string_pretty(&s)?;
         if j.as_os_str() == "-" {
