@@ -16,31 +16,7 @@ fn ms(us: f64) -> String {
 impl Exporter for Text {
     fn render(&self, r: &Results) -> String {
         let mut o = String::new();
-        let _ = writeln!(
-            o,
-            "{}: {:.1} s{}, {}, {} on {} ({}){}",
-            r.workload,
-            r.duration_s,
-            if r.repetitions.len() > 1 {
-                format!(" in {} repetitions", r.repetitions.len())
-            } else {
-                String::new()
-            },
-            super::count(r.threads, "thread"),
-            if r.host.fs_type.is_empty() {
-                "?"
-            } else {
-                &r.host.fs_type
-            },
-            if r.host.device.is_empty() {
-                "?"
-            } else {
-                &r.host.device
-            },
-            if r.cold { "cold cache" } else { "warm cache" },
-            if r.interrupted { " (interrupted)" } else { "" }
-        );
-        let _ = writeln!(o, "Per-Operation Breakdown");
+        header(&mut o, r);
         let w = r
             .flowops
             .iter()
@@ -48,35 +24,7 @@ impl Exporter for Text {
             .max()
             .unwrap_or(4)
             .max(10);
-        let _ = writeln!(
-            o,
-            "{:<w$} {:>10} {:>10} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9}",
-            "flowop", "ops", "ops/s", "mb/s", "mean", "p50", "p99", "p99.9", "max", "cpu/op"
-        );
-        for f in &r.flowops {
-            let l = &f.latency_us;
-            let _ = write!(
-                o,
-                "{:<w$} {:>10} {:>10.0} {:>9.1} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7.1}us",
-                f.name,
-                f.ops,
-                f.ops_per_s,
-                f.mb_per_s,
-                ms(l.mean),
-                ms(l.p50),
-                ms(l.p99),
-                ms(l.p99_9),
-                ms(l.max),
-                f.cpu_us_per_op
-            );
-            if f.errors > 0 {
-                let _ = write!(o, "  {} errors", f.errors);
-            }
-            if f.no_resource > 0 {
-                let _ = write!(o, "  {} without a file", f.no_resource);
-            }
-            o.push('\n');
-        }
+        breakdown(&mut o, r, w);
         let s = &r.summary;
         let _ = writeln!(
             o,
@@ -90,35 +38,7 @@ impl Exporter for Text {
             s.cpu_us_per_op
         );
         if r.repetitions.len() > 1 {
-            let ops: Vec<f64> = r.repetitions.iter().map(|p| p.summary.ops_per_s).collect();
-            let mb: Vec<f64> = r.repetitions.iter().map(|p| p.summary.mb_per_s).collect();
-            let lat: Vec<f64> = r
-                .repetitions
-                .iter()
-                .map(|p| p.summary.mean_latency_ms)
-                .collect();
-            let (a, b, c) = (spread(&ops), spread(&mb), spread(&lat));
-            let _ = writeln!(
-                o,
-                "Repetitions: {:.1} ± {:.1} ops/s (CV {:.1}%), {:.1} ± {:.1} mb/s (CV {:.1}%), {:.3} ± {:.3} ms/op (CV {:.1}%), 95% confidence",
-                a.mean, a.ci95, a.cv * 100.0, b.mean, b.ci95, b.cv * 100.0, c.mean, c.ci95, c.cv * 100.0
-            );
-            for (i, f) in r.flowops.iter().enumerate() {
-                let v: Vec<f64> = r
-                    .repetitions
-                    .iter()
-                    .filter_map(|p| p.flowops.get(i).map(|x| x[0]))
-                    .collect();
-                let sp = spread(&v);
-                let _ = writeln!(
-                    o,
-                    "  {:<w$} {:.1} ± {:.1} ops/s (CV {:.1}%)",
-                    f.name,
-                    sp.mean,
-                    sp.ci95,
-                    sp.cv * 100.0
-                );
-            }
+            repetitions(&mut o, r, w);
         }
         let _ = writeln!(
             o,
@@ -157,6 +77,101 @@ impl Exporter for Text {
             let _ = writeln!(o, "{n}");
         }
         o
+    }
+}
+
+/// The first line: workload, duration, threads, file system and device, cache, interruption.
+fn header(o: &mut String, r: &Results) {
+    let _ = writeln!(
+        o,
+        "{}: {:.1} s{}, {}, {} on {} ({}){}",
+        r.workload,
+        r.duration_s,
+        if r.repetitions.len() > 1 {
+            format!(" in {} repetitions", r.repetitions.len())
+        } else {
+            String::new()
+        },
+        super::count(r.threads, "thread"),
+        if r.host.fs_type.is_empty() {
+            "?"
+        } else {
+            &r.host.fs_type
+        },
+        if r.host.device.is_empty() {
+            "?"
+        } else {
+            &r.host.device
+        },
+        if r.cold { "cold cache" } else { "warm cache" },
+        if r.interrupted { " (interrupted)" } else { "" }
+    );
+}
+
+/// Filebench's per-operation breakdown, with percentiles and CPU per operation.
+fn breakdown(o: &mut String, r: &Results, w: usize) {
+    let _ = writeln!(o, "Per-Operation Breakdown");
+    let _ = writeln!(
+        o,
+        "{:<w$} {:>10} {:>10} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9}",
+        "flowop", "ops", "ops/s", "mb/s", "mean", "p50", "p99", "p99.9", "max", "cpu/op"
+    );
+    for f in &r.flowops {
+        let l = &f.latency_us;
+        let _ = write!(
+            o,
+            "{:<w$} {:>10} {:>10.0} {:>9.1} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7.1}us",
+            f.name,
+            f.ops,
+            f.ops_per_s,
+            f.mb_per_s,
+            ms(l.mean),
+            ms(l.p50),
+            ms(l.p99),
+            ms(l.p99_9),
+            ms(l.max),
+            f.cpu_us_per_op
+        );
+        if f.errors > 0 {
+            let _ = write!(o, "  {} errors", f.errors);
+        }
+        if f.no_resource > 0 {
+            let _ = write!(o, "  {} without a file", f.no_resource);
+        }
+        o.push('\n');
+    }
+}
+
+/// Mean ± 95% interval and CV over the repetitions, overall and per flowop.
+fn repetitions(o: &mut String, r: &Results, w: usize) {
+    let ops: Vec<f64> = r.repetitions.iter().map(|p| p.summary.ops_per_s).collect();
+    let mb: Vec<f64> = r.repetitions.iter().map(|p| p.summary.mb_per_s).collect();
+    let lat: Vec<f64> = r
+        .repetitions
+        .iter()
+        .map(|p| p.summary.mean_latency_ms)
+        .collect();
+    let (a, b, c) = (spread(&ops), spread(&mb), spread(&lat));
+    let _ = writeln!(
+        o,
+        "Repetitions: {:.1} ± {:.1} ops/s (CV {:.1}%), {:.1} ± {:.1} mb/s (CV {:.1}%), {:.3} ± {:.3} ms/op (CV {:.1}%), 95% confidence",
+        a.mean, a.ci95, a.cv * 100.0, b.mean, b.ci95, b.cv * 100.0, c.mean, c.ci95, c.cv * 100.0
+    );
+    for (i, f) in r.flowops.iter().enumerate() {
+        let v: Vec<f64> = r
+            .repetitions
+            .iter()
+            .filter_map(|p| p.flowops.get(i).map(|x| x[0]))
+            .collect();
+        let sp = spread(&v);
+        let _ = writeln!(
+            o,
+            "  {:<w$} {:.1} ± {:.1} ops/s (CV {:.1}%)",
+            f.name,
+            sp.mean,
+            sp.ci95,
+            sp.cv * 100.0
+        );
     }
 }
 
