@@ -187,30 +187,7 @@ pub fn scan(
     hash: Option<hash::HashAlgo>,
 ) -> anyhow::Result<ScanSummary> {
     let started = Instant::now();
-    let created_unix = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0);
-    let sink: Option<Sink> = match output {
-        Some(p) => {
-            let f = File::create(p)
-                .with_context(|| format!("cannot create snapshot file {}", p.display()))?;
-            let mut w = BufWriter::with_capacity(1 << 20, f);
-            snapshot::write_header(
-                &mut w,
-                &SnapshotHeader {
-                    root: root.display().to_string(),
-                    created_unix,
-                    cross_mounts: opts.cross_mounts,
-                    tool_version: env!("CARGO_PKG_VERSION").to_string(),
-                    hash: hash.map(|h| h.name().to_string()),
-                },
-            )
-            .with_context(|| format!("cannot write snapshot file {}", p.display()))?;
-            Some(Arc::new(Mutex::new(w)))
-        }
-        None => None,
-    };
+    let sink = open_sink(root, output, opts, hash)?;
     let outcome = walk::walk(root, opts, |_| ScanVisitor {
         stats: TreeStats::default(),
         enc: sink.as_ref().map(|_| RecordEncoder::default()),
@@ -270,9 +247,68 @@ pub fn scan(
             outcome.stats.problem_count - outcome.stats.problems.len() as u64
         );
     }
+    Ok(summary(
+        root,
+        output,
+        opts,
+        top,
+        hash,
+        started,
+        &stats,
+        &outcome.stats,
+        (hashed_bytes, hash_errors),
+    ))
+}
+
+/// The snapshot file's writer, its header written, when `output` asks for one.
+fn open_sink(
+    root: &Path,
+    output: Option<&Path>,
+    opts: &WalkOptions,
+    hash: Option<hash::HashAlgo>,
+) -> anyhow::Result<Option<Sink>> {
+    let created_unix = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    Ok(match output {
+        Some(p) => {
+            let f = File::create(p)
+                .with_context(|| format!("cannot create snapshot file {}", p.display()))?;
+            let mut w = BufWriter::with_capacity(1 << 20, f);
+            snapshot::write_header(
+                &mut w,
+                &SnapshotHeader {
+                    root: root.display().to_string(),
+                    created_unix,
+                    cross_mounts: opts.cross_mounts,
+                    tool_version: env!("CARGO_PKG_VERSION").to_string(),
+                    hash: hash.map(|h| h.name().to_string()),
+                },
+            )
+            .with_context(|| format!("cannot write snapshot file {}", p.display()))?;
+            Some(Arc::new(Mutex::new(w)))
+        }
+        None => None,
+    })
+}
+
+/// The scan's figures from the merged statistics.
+#[allow(clippy::too_many_arguments)]
+fn summary(
+    root: &Path,
+    output: Option<&Path>,
+    opts: &WalkOptions,
+    top: usize,
+    hash: Option<hash::HashAlgo>,
+    started: Instant,
+    stats: &TreeStats,
+    walked: &walk::WalkStats,
+    (hashed_bytes, hash_errors): (u64, u64),
+) -> ScanSummary {
     let elapsed = started.elapsed().as_secs_f64();
     let entries = stats.files + stats.dirs + stats.symlinks + stats.other;
-    Ok(ScanSummary {
+    ScanSummary {
         root: root.display().to_string(),
         snapshot: output.map(|p| p.display().to_string()),
         threads: opts.threads,
@@ -289,8 +325,8 @@ pub fn scan(
         other: stats.other,
         bytes: stats.bytes,
         allocated_bytes: stats.allocated,
-        mount_points_skipped: outcome.stats.mount_points_skipped,
-        errors: outcome.stats.problem_count,
+        mount_points_skipped: walked.mount_points_skipped,
+        errors: walked.problem_count,
         file_size: stats.sizes.rows(),
         depth: stats
             .depth
@@ -313,7 +349,7 @@ pub fn scan(
             0.0
         },
         hash_errors,
-    })
+    }
 }
 
 pub use crate::units::human_bytes_u64 as human_bytes;
