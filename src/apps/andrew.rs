@@ -399,46 +399,7 @@ fn phases(
     merged.cpu_user_s += cu - cc_cpu0.0;
     merged.cpu_sys_s += cs - cc_cpu0.1;
 
-    let mut table = String::new();
-    let _ = writeln!(
-        table,
-        "Andrew benchmark: {} client(s) x {} copies of a {}-file, {} KB tree{}",
-        a.clients,
-        a.copies,
-        files.len(),
-        tree_bytes / 1024,
-        if a.drop_caches_between_phases {
-            "; caches dropped before each phase after mkdir"
-        } else {
-            ""
-        }
-    );
-    let _ = write!(table, "{:<8}", "client");
-    for p in PHASES {
-        let _ = write!(table, " {p:>9}");
-    }
-    let _ = writeln!(table, " {:>9}", "total");
-    let mut wall = [0f64; 5];
-    let mut figures = BTreeMap::new();
-    for (i, (_, ph)) in clients.iter().enumerate() {
-        let _ = write!(table, "{i:<8}");
-        for (k, s) in ph.iter().enumerate() {
-            let _ = write!(table, " {:>8.3}s", s);
-            wall[k] = wall[k].max(*s);
-            figures.insert(format!("client.{i}.{}_s", PHASES[k]), *s);
-        }
-        let _ = writeln!(table, " {:>8.3}s", ph.iter().sum::<f64>());
-        figures.insert(format!("client.{i}.total_s"), ph.iter().sum::<f64>());
-    }
-    let _ = write!(table, "{:<8}", "all");
-    for s in wall {
-        let _ = write!(table, " {s:>8.3}s");
-    }
-    let _ = writeln!(table, " {:>8.3}s", wall.iter().sum::<f64>());
-    for (k, p) in PHASES.iter().enumerate() {
-        figures.insert(format!("{p}_s"), wall[k]);
-    }
-    figures.insert("total_s".into(), wall.iter().sum::<f64>());
+    let (table, figures) = phase_table(a, files.len(), tree_bytes, &clients);
     let mut notes = Vec::new();
     match cc {
         Some(c) => notes.push(format!(
@@ -478,4 +439,55 @@ fn phases(
     );
     r.figures = figures;
     Ok(r)
+}
+
+/// The phase times per client and for all (each phase's slowest client): the printed table
+/// and the figures.
+fn phase_table(
+    a: &AndrewArgs,
+    files: usize,
+    tree_bytes: usize,
+    clients: &[(Recorder, [f64; 5])],
+) -> (String, BTreeMap<String, f64>) {
+    let mut table = String::new();
+    let _ = writeln!(
+        table,
+        "Andrew benchmark: {} client(s) x {} copies of a {}-file, {} KB tree{}",
+        a.clients,
+        a.copies,
+        files,
+        tree_bytes / 1024,
+        if a.drop_caches_between_phases {
+            "; caches dropped before each phase after mkdir"
+        } else {
+            ""
+        }
+    );
+    let _ = write!(table, "{:<8}", "client");
+    for p in PHASES {
+        let _ = write!(table, " {p:>9}");
+    }
+    let _ = writeln!(table, " {:>9}", "total");
+    let mut wall = [0f64; 5];
+    let mut figures = BTreeMap::new();
+    for (i, (_, ph)) in clients.iter().enumerate() {
+        let _ = write!(table, "{i:<8}");
+        for (k, s) in ph.iter().enumerate() {
+            let _ = write!(table, " {:>8.3}s", s);
+            wall[k] = wall[k].max(*s);
+            figures.insert(format!("client.{i}.{}_s", PHASES[k]), *s);
+        }
+        let _ = writeln!(table, " {:>8.3}s", ph.iter().sum::<f64>());
+        figures.insert(format!("client.{i}.total_s"), ph.iter().sum::<f64>());
+    }
+    let _ = write!(table, "{:<8}", "all");
+    for s in wall {
+        let _ = write!(table, " {s:>8.3}s");
+    }
+    let _ = writeln!(table, " {:>8.3}s", wall.iter().sum::<f64>());
+    for (k, p) in PHASES.iter().enumerate() {
+        figures.insert(format!("{p}_s"), wall[k]);
+    }
+    figures.insert("total_s".into(), wall.iter().sum::<f64>());
+    (table, figures)
 }
