@@ -411,68 +411,73 @@ fn aging_distributions(out: &mut String, i: usize, label: &str, v: &serde_json::
         chart_block(out, &format!("aging-{i}-{key}"), &svg, &tbl);
     }
     if has_fragment_rows(v) {
-        // Buckets over both layouts: 1, 2-3, 4-7, ... fragments.
-        let rows_of = |w: &str| -> Vec<(u64, u64, u64)> {
-            v.pointer(&format!("/{w}/fragments_per_file"))
-                .and_then(|r| r.as_array())
-                .map(|r| {
-                    r.iter()
-                        .map(|x| {
-                            let g = |k: &str| x.get(k).and_then(|n| n.as_u64()).unwrap_or(0);
-                            (g("lo"), g("hi"), g("count"))
-                        })
-                        .collect()
-                })
-                .unwrap_or_default()
-        };
-        let (before, after) = (rows_of("layout_before"), rows_of("layout_after"));
-        let mut los: Vec<(u64, u64)> = before
-            .iter()
-            .chain(&after)
-            .map(|&(lo, hi, _)| (lo, hi))
-            .collect();
-        los.sort();
-        los.dedup();
-        let cats: Vec<String> = los
-            .iter()
-            .map(|&(lo, hi)| {
-                if hi <= lo + 1 {
-                    lo.to_string()
-                } else {
-                    format!("{lo}-{}", hi - 1)
-                }
-            })
-            .collect();
-        let count = |rows: &[(u64, u64, u64)], lo: u64| -> f64 {
-            rows.iter().find(|r| r.0 == lo).map_or(0.0, |r| r.2 as f64)
-        };
-        let b: Vec<f64> = los.iter().map(|&(lo, _)| count(&before, lo)).collect();
-        let a: Vec<f64> = los.iter().map(|&(lo, _)| count(&after, lo)).collect();
-        let svg = charts::grouped(
-            &format!("{label}: files by number of fragments"),
-            "fragments per file",
-            "files",
-            &cats,
-            &[
-                ("before aging".into(), b.clone()),
-                ("after aging".into(), a.clone()),
-            ],
-        );
-        let rows: Vec<Vec<String>> = cats
-            .iter()
-            .enumerate()
-            .map(|(k, c)| vec![c.clone(), format!("{:.0}", b[k]), format!("{:.0}", a[k])])
-            .collect();
-        let tbl = table(
-            &[
-                "fragments".into(),
-                "files before".into(),
-                "files after".into(),
-            ],
-            &rows,
-        );
-        chart_block(out, &format!("aging-{i}-fragments-per-file"), &svg, &tbl);
+        fragments_chart(out, i, label, v);
     }
+}
+
+/// Files by number of fragments before and after aging, over the buckets of both layouts
+/// (1, 2-3, 4-7, ... fragments).
+fn fragments_chart(out: &mut String, i: usize, label: &str, v: &serde_json::Value) {
+    let rows_of = |w: &str| -> Vec<(u64, u64, u64)> {
+        v.pointer(&format!("/{w}/fragments_per_file"))
+            .and_then(|r| r.as_array())
+            .map(|r| {
+                r.iter()
+                    .map(|x| {
+                        let g = |k: &str| x.get(k).and_then(|n| n.as_u64()).unwrap_or(0);
+                        (g("lo"), g("hi"), g("count"))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let (before, after) = (rows_of("layout_before"), rows_of("layout_after"));
+    let mut los: Vec<(u64, u64)> = before
+        .iter()
+        .chain(&after)
+        .map(|&(lo, hi, _)| (lo, hi))
+        .collect();
+    los.sort();
+    los.dedup();
+    let cats: Vec<String> = los
+        .iter()
+        .map(|&(lo, hi)| {
+            if hi <= lo + 1 {
+                lo.to_string()
+            } else {
+                format!("{lo}-{}", hi - 1)
+            }
+        })
+        .collect();
+    let count = |rows: &[(u64, u64, u64)], lo: u64| -> f64 {
+        rows.iter().find(|r| r.0 == lo).map_or(0.0, |r| r.2 as f64)
+    };
+    let b: Vec<f64> = los.iter().map(|&(lo, _)| count(&before, lo)).collect();
+    let a: Vec<f64> = los.iter().map(|&(lo, _)| count(&after, lo)).collect();
+    let svg = charts::grouped(
+        &format!("{label}: files by number of fragments"),
+        "fragments per file",
+        "files",
+        &cats,
+        &[
+            ("before aging".into(), b.clone()),
+            ("after aging".into(), a.clone()),
+        ],
+    );
+    let rows: Vec<Vec<String>> = cats
+        .iter()
+        .enumerate()
+        .map(|(k, c)| vec![c.clone(), format!("{:.0}", b[k]), format!("{:.0}", a[k])])
+        .collect();
+    let tbl = table(
+        &[
+            "fragments".into(),
+            "files before".into(),
+            "files after".into(),
+        ],
+        &rows,
+    );
+    chart_block(out, &format!("aging-{i}-fragments-per-file"), &svg, &tbl);
 }
 
 /// The aging section: per aging report, the layout score and fragments before and after,
