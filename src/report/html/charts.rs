@@ -137,28 +137,41 @@ fn draw_bars(
         }
     }
     if let Some(area) = legend_area {
-        let font = ("sans-serif", 12).into_font();
-        let mut y = 40;
-        for (i, lines) in legend_lines.iter().enumerate() {
-            let c = colour(i);
-            area.draw(&Rectangle::new([(4, y - 6), (16, y + 6)], c.filled()))?;
-            if i == 0 {
-                area.draw(&Rectangle::new(
-                    [(4, y - 6), (16, y + 6)],
-                    BLACK.stroke_width(2),
-                ))?;
-            }
-            for (k, line) in lines.iter().enumerate() {
-                area.draw(&Text::new(
-                    line.clone(),
-                    (22, y - 7 + k as i32 * 13),
-                    font.clone(),
-                ))?;
-            }
-            y += lines.len() as i32 * 13 + 5;
-        }
+        draw_legend(&area, &legend_lines)?;
     }
     root.present()?;
+    Ok(())
+}
+
+/// The configurations' legend in a column of its own: a colour box (the baseline's framed)
+/// and the label's lines.
+fn draw_legend<DB: DrawingBackend>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    legend_lines: &[Vec<String>],
+) -> DrawResult<()>
+where
+    DB::ErrorType: 'static,
+{
+    let font = ("sans-serif", 12).into_font();
+    let mut y = 40;
+    for (i, lines) in legend_lines.iter().enumerate() {
+        let c = colour(i);
+        area.draw(&Rectangle::new([(4, y - 6), (16, y + 6)], c.filled()))?;
+        if i == 0 {
+            area.draw(&Rectangle::new(
+                [(4, y - 6), (16, y + 6)],
+                BLACK.stroke_width(2),
+            ))?;
+        }
+        for (k, line) in lines.iter().enumerate() {
+            area.draw(&Text::new(
+                line.clone(),
+                (22, y - 7 + k as i32 * 13),
+                font.clone(),
+            ))?;
+        }
+        y += lines.len() as i32 * 13 + 5;
+    }
     Ok(())
 }
 
