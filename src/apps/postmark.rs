@@ -264,30 +264,7 @@ impl Config {
             }
             "set location" => {
                 need(param)?;
-                let (op, rest) = match param.as_bytes()[0] {
-                    b'+' => ('+', &param[1..]),
-                    b'-' => ('-', &param[1..]),
-                    _ => ('=', param),
-                };
-                // A trailing number is the location's weight, as in PostMark.
-                let (dir, weight) = match rest.rsplit_once(' ') {
-                    Some((d, w)) if op != '-' => match w.parse::<u32>() {
-                        Ok(w) if w > 0 => (d.trim(), w),
-                        _ => bail!("set location: invalid weight `{w}`"),
-                    },
-                    _ => (rest.trim(), 1),
-                };
-                match op {
-                    '+' => self.locations.push((dir.into(), weight)),
-                    '-' => {
-                        let before = self.locations.len();
-                        self.locations.retain(|(d, _)| d != Path::new(dir));
-                        if self.locations.len() == before {
-                            bail!("set location: no location `{dir}` to remove");
-                        }
-                    }
-                    _ => self.locations = vec![(dir.into(), weight)],
-                }
+                self.set_location(param)?;
             }
             "run" => return Ok(Some(Command::Run((!param.is_empty()).then(|| param.into())))),
             "show" => return Ok(Some(Command::Show)),
@@ -297,6 +274,36 @@ impl Config {
             _ => unreachable!(),
         }
         Ok(Some(Command::Set))
+    }
+
+    /// `set location [+|-]DIR [WEIGHT]`: replace, add or remove a location; a trailing
+    /// number is the location's weight, as in PostMark.
+    fn set_location(&mut self, param: &str) -> Result<()> {
+        let (op, rest) = match param.as_bytes()[0] {
+            b'+' => ('+', &param[1..]),
+            b'-' => ('-', &param[1..]),
+            _ => ('=', param),
+        };
+        // A trailing number is the location's weight, as in PostMark.
+        let (dir, weight) = match rest.rsplit_once(' ') {
+            Some((d, w)) if op != '-' => match w.parse::<u32>() {
+                Ok(w) if w > 0 => (d.trim(), w),
+                _ => bail!("set location: invalid weight `{w}`"),
+            },
+            _ => (rest.trim(), 1),
+        };
+        match op {
+            '+' => self.locations.push((dir.into(), weight)),
+            '-' => {
+                let before = self.locations.len();
+                self.locations.retain(|(d, _)| d != Path::new(dir));
+                if self.locations.len() == before {
+                    bail!("set location: no location `{dir}` to remove");
+                }
+            }
+            _ => self.locations = vec![(dir.into(), weight)],
+        }
+        Ok(())
     }
 
     /// Settings given as flags override the configuration file's.
