@@ -394,13 +394,32 @@ pub fn layout(
         }
         stats.merge(v.stats);
     }
+    Ok(report(
+        root,
+        (fs_type, block_size),
+        sync,
+        started.elapsed().as_secs_f64(),
+        stats,
+        errors,
+    ))
+}
+
+/// The report from the merged statistics.
+fn report(
+    root: &Path,
+    (fs_type, block_size): (String, u64),
+    sync: bool,
+    elapsed_s: f64,
+    stats: LayoutStats,
+    errors: u64,
+) -> LayoutReport {
     let t = &stats.total;
-    Ok(LayoutReport {
+    LayoutReport {
         root: root.display().to_string(),
         fs_type,
         block_size,
         sync,
-        elapsed_s: started.elapsed().as_secs_f64(),
+        elapsed_s,
         files: t.files,
         scored_files: t.scored,
         blocks: t.sum.blocks,
@@ -437,7 +456,7 @@ pub fn layout(
             .collect(),
         fragments_per_file: stats.fragments.rows(),
         most_fragmented: stats.top,
-    })
+    }
 }
 
 fn fmt_score(s: Option<f64>) -> String {
@@ -505,6 +524,11 @@ pub fn print_report(r: &LayoutReport, out: &mut impl Write) -> io::Result<()> {
             crate::units::count(r.errors, "file")
         )?;
     }
+    print_tables(r, out)
+}
+
+/// The report's tables: by file size, fragments per file, the most fragmented files.
+fn print_tables(r: &LayoutReport, out: &mut impl Write) -> io::Result<()> {
     writeln!(
         out,
         "\nfile size              files   score   extents/file  fragments/file"
@@ -515,8 +539,8 @@ pub fn print_report(r: &LayoutReport, out: &mut impl Write) -> io::Result<()> {
         } else {
             format!(
                 "{}..{}",
-                crate::scan::human_bytes(s.lo),
-                crate::scan::human_bytes(s.hi)
+                crate::units::human_bytes_u64(s.lo),
+                crate::units::human_bytes_u64(s.hi)
             )
         };
         writeln!(
@@ -548,7 +572,7 @@ pub fn print_report(r: &LayoutReport, out: &mut impl Write) -> io::Result<()> {
                 "  {:>33} {:>7} {:>11}  {}",
                 f.fragments,
                 fmt_score(f.score),
-                crate::scan::human_bytes(f.size),
+                crate::units::human_bytes_u64(f.size),
                 f.path
             )?;
         }
