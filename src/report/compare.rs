@@ -110,42 +110,7 @@ pub fn compare(runs: &[(String, Results)]) -> String {
             if row.is_none() && idx == 3 {
                 continue;
             }
-            let _ = write!(o, "{:<w$}", row.unwrap_or("(summary)"));
-            let base = figure(&runs[0].1, *row, idx);
-            let base_reps = reps(&runs[0].1, *row, idx);
-            for (i, (_, r)) in runs.iter().enumerate() {
-                let v = figure(r, *row, idx);
-                let rv = reps(r, *row, idx);
-                let cell = match v {
-                    Some(_) if rv.len() > 1 => {
-                        let s = spread(&rv);
-                        format!("{:.1}±{:.1}", s.mean, s.ci95)
-                    }
-                    Some(v) => format!("{v:.1}"),
-                    None => "-".into(),
-                };
-                let _ = write!(o, " {cell:>14}");
-                if i > 0 {
-                    let change = match (base, v) {
-                        (Some(b), Some(v)) => {
-                            let bm = if base_reps.len() > 1 {
-                                spread(&base_reps).mean
-                            } else {
-                                b
-                            };
-                            let vm = if rv.len() > 1 { spread(&rv).mean } else { v };
-                            let sig = match welch_significant(&base_reps, &rv) {
-                                Some(true) => "*",
-                                Some(false) => " ",
-                                None => "",
-                            };
-                            format!("{}{sig}", pct(bm, vm))
-                        }
-                        _ => "-".into(),
-                    };
-                    let _ = write!(o, " {change:>9}");
-                }
-            }
+            row_cells(&mut o, runs, *row, idx, w);
             o.push('\n');
         }
     }
@@ -159,6 +124,47 @@ pub fn compare(runs: &[(String, Results)]) -> String {
         );
     }
     o
+}
+
+/// One row of a figure's table: each run's value (mean ± interval over repetitions), and
+/// beside each but the first its change from the first, marked when significant.
+fn row_cells(o: &mut String, runs: &[(String, Results)], row: Option<&str>, idx: usize, w: usize) {
+    let _ = write!(o, "{:<w$}", row.unwrap_or("(summary)"));
+    let base = figure(&runs[0].1, row, idx);
+    let base_reps = reps(&runs[0].1, row, idx);
+    for (i, (_, r)) in runs.iter().enumerate() {
+        let v = figure(r, row, idx);
+        let rv = reps(r, row, idx);
+        let cell = match v {
+            Some(_) if rv.len() > 1 => {
+                let s = spread(&rv);
+                format!("{:.1}±{:.1}", s.mean, s.ci95)
+            }
+            Some(v) => format!("{v:.1}"),
+            None => "-".into(),
+        };
+        let _ = write!(o, " {cell:>14}");
+        if i > 0 {
+            let change = match (base, v) {
+                (Some(b), Some(v)) => {
+                    let bm = if base_reps.len() > 1 {
+                        spread(&base_reps).mean
+                    } else {
+                        b
+                    };
+                    let vm = if rv.len() > 1 { spread(&rv).mean } else { v };
+                    let sig = match welch_significant(&base_reps, &rv) {
+                        Some(true) => "*",
+                        Some(false) => " ",
+                        None => "",
+                    };
+                    format!("{}{sig}", pct(bm, vm))
+                }
+                _ => "-".into(),
+            };
+            let _ = write!(o, " {change:>9}");
+        }
+    }
 }
 
 fn letter(i: usize) -> char {
