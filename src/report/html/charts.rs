@@ -119,14 +119,8 @@ fn draw_bars(
             )))?;
         }
         if b.ci95 > 0.0 {
-            let xm = i as f64 + 0.5;
             let (lo, hi) = ((b.mean - b.ci95).max(0.0), b.mean + b.ci95);
-            let w = 0.12;
-            chart.draw_series([
-                PathElement::new(vec![(xm, lo), (xm, hi)], BLACK.stroke_width(1)),
-                PathElement::new(vec![(xm - w, lo), (xm + w, lo)], BLACK.stroke_width(1)),
-                PathElement::new(vec![(xm - w, hi), (xm + w, hi)], BLACK.stroke_width(1)),
-            ])?;
+            chart.draw_series(whisker(i as f64 + 0.5, lo, hi))?;
         }
         if n <= 24 && !b.note.is_empty() {
             chart.draw_series(std::iter::once(Text::new(
@@ -141,6 +135,16 @@ fn draw_bars(
     }
     root.present()?;
     Ok(())
+}
+
+/// An interval's whisker at `x`: a vertical line from `lo` to `hi` and a cap at each end.
+fn whisker(x: f64, lo: f64, hi: f64) -> [PathElement<(f64, f64)>; 3] {
+    let w = 0.12;
+    [
+        PathElement::new(vec![(x, lo), (x, hi)], BLACK.stroke_width(1)),
+        PathElement::new(vec![(x - w, lo), (x + w, lo)], BLACK.stroke_width(1)),
+        PathElement::new(vec![(x - w, hi), (x + w, hi)], BLACK.stroke_width(1)),
+    ]
 }
 
 /// The configurations' legend in a column of its own: a colour box (the baseline's framed)
