@@ -196,46 +196,58 @@ pub fn figure_bars(
                 }
             })
             .collect();
-        let bars: Vec<Bar> = vals
-            .iter()
-            .enumerate()
-            .map(|(i, f)| Bar {
-                mean: f.0,
-                ci95: f.1,
-                note: if i == 0 {
-                    "baseline".into()
-                } else {
-                    rel_note(&vals[0], f)
-                },
-            })
-            .collect();
-        let svg = charts::bars(&format!("{key} (mean, 95% CI)"), key, labels, &bars);
-        let rows: Vec<Vec<String>> = vals
-            .iter()
-            .zip(&bars)
-            .zip(labels)
-            .map(|((f, b), l)| {
-                vec![
-                    l.clone(),
-                    g4(f.0),
-                    g4(f.1),
-                    f.2.len().to_string(),
-                    b.note.clone(),
-                ]
-            })
-            .collect();
-        let tbl = table(
-            &[
-                "configuration".into(),
-                key.clone(),
-                "95% CI ±".into(),
-                "repetitions".into(),
-                "vs baseline (* significant, Welch 95%)".into(),
-            ],
-            &rows,
-        );
-        chart_block(out, &format!("{prefix}-fig-{j}"), &svg, &tbl);
+        mean_bars(out, &format!("{prefix}-fig-{j}"), (key, key), labels, &vals);
     }
+}
+
+/// A bar chart of one figure across configurations (mean, 95% CI, repetitions), each bar
+/// after the first marked with its difference from the first, and its table.
+fn mean_bars(
+    out: &mut String,
+    id: &str,
+    (title, unit): (&str, &str),
+    labels: &[String],
+    figs: &[(f64, f64, Vec<f64>)],
+) {
+    let bars: Vec<Bar> = figs
+        .iter()
+        .enumerate()
+        .map(|(i, f)| Bar {
+            mean: f.0,
+            ci95: f.1,
+            note: if i == 0 {
+                "baseline".into()
+            } else {
+                rel_note(&figs[0], f)
+            },
+        })
+        .collect();
+    let svg = charts::bars(&format!("{title} (mean, 95% CI)"), unit, labels, &bars);
+    let rows: Vec<Vec<String>> = figs
+        .iter()
+        .zip(&bars)
+        .zip(labels)
+        .map(|((f, b), l)| {
+            vec![
+                l.clone(),
+                g4(f.0),
+                g4(f.1),
+                f.2.len().to_string(),
+                b.note.clone(),
+            ]
+        })
+        .collect();
+    let tbl = table(
+        &[
+            "configuration".into(),
+            unit.to_string(),
+            "95% CI ±".into(),
+            "repetitions".into(),
+            "vs baseline (* significant, Welch 95%)".into(),
+        ],
+        &rows,
+    );
+    chart_block(out, id, &svg, &tbl);
 }
 
 /// Flowops of a group that move data in some configuration (index in the first
@@ -807,45 +819,13 @@ fn key_bars(out: &mut String, gi: usize, g: &Group, labels: &[String]) {
                 figure(&c.results, whole(&c.results), reps)
             })
             .collect();
-        let bars: Vec<Bar> = figs
-            .iter()
-            .enumerate()
-            .map(|(i, f)| Bar {
-                mean: f.0,
-                ci95: f.1,
-                note: if i == 0 {
-                    "baseline".into()
-                } else {
-                    rel_note(&figs[0], f)
-                },
-            })
-            .collect();
-        let svg = charts::bars(&format!("{title} (mean, 95% CI)"), unit, labels, &bars);
-        let rows: Vec<Vec<String>> = figs
-            .iter()
-            .zip(&bars)
-            .zip(labels)
-            .map(|((f, b), l)| {
-                vec![
-                    l.clone(),
-                    g4(f.0),
-                    g4(f.1),
-                    f.2.len().to_string(),
-                    b.note.clone(),
-                ]
-            })
-            .collect();
-        let tbl = table(
-            &[
-                "configuration".into(),
-                unit.to_string(),
-                "95% CI ±".into(),
-                "repetitions".into(),
-                "vs baseline (* significant, Welch 95%)".into(),
-            ],
-            &rows,
+        mean_bars(
+            out,
+            &format!("g{gi}-bar-{key}"),
+            (title, unit),
+            labels,
+            &figs,
         );
-        chart_block(out, &format!("g{gi}-bar-{key}"), &svg, &tbl);
     }
     out.push_str("</div>");
 }
