@@ -84,17 +84,28 @@ impl std::fmt::Display for Undo {
 }
 
 /// Mounts fsbench unmounted and mounted again (`cache = "remount"`) since the journal last
-/// looked: (mount point, old mount id, new mount id). The remount runs in another thread
-/// than the journal's owner; the journal takes these over before saving or undoing.
-static REMOUNTED: Mutex<Vec<(PathBuf, u64, u64)>> = Mutex::new(Vec::new());
+/// looked: (mount point, old mount id, new mount id, new device). The remount runs in
+/// another thread than the journal's owner; the journal takes these over before saving or
+/// undoing.
+type Remount = (PathBuf, u64, u64, String);
+static REMOUNTED: Mutex<Vec<Remount>> = Mutex::new(Vec::new());
 
-/// Note that the mount `old_id` at `point` is now mount `new_id` (same file system, mounted
-/// again by fsbench).
-pub fn note_remount(point: &Path, old_id: u64, new_id: u64) {
-    REMOUNTED
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .push((point.to_path_buf(), old_id, new_id));
+/// Note that the mount `old_id` at `point` is now mount `new_id` on device `majmin` (same
+/// file system, mounted again by fsbench; a file system without a block device, such as an
+/// overlay, gets a new anonymous device number each time it is mounted).
+pub fn note_remount(point: &Path, old_id: u64, new_id: u64, majmin: String) {
+    REMOUNTED.lock().unwrap_or_else(|e| e.into_inner()).push((
+        point.to_path_buf(),
+        old_id,
+        new_id,
+        majmin,
+    ));
+}
+
+/// The device number (`st_dev`) of a mountinfo `major:minor`.
+fn dev_of(majmin: &str) -> Option<u64> {
+    let (a, b) = majmin.split_once(':')?;
+    Some(libc::makedev(a.parse().ok()?, b.parse().ok()?))
 }
 
 /// Whether `p` is an absolute path strictly inside `outdir` without `..` or `.` components.
@@ -562,11 +573,34 @@ impl Journal {
     fn take_remounts(&mut self) {
         let moved: Vec<_> =
             std::mem::take(&mut *REMOUNTED.lock().unwrap_or_else(|e| e.into_inner()));
-        for (point, old, new) in moved {
+        let mut devices = Vec::new();
+        for (point, old, new, majmin) in moved {
             for u in &mut self.steps {
                 if let Undo::Unmount(m) = u {
                     if m.point == point && m.mount_id == old {
                         m.mount_id = new;
+                        if let (Some(a), Some(b)) = (dev_of(&m.majmin), dev_of(&majmin)) {
+                            devices.push((point.clone(), a, b));
+                        }
+                        m.majmin = majmin.clone();
+                    }
+                }
+            }
+        }
+        // What fsbench created on a remounted file system without a block device (an
+        // overlay) is on the new device number now.
+        for (point, old_dev, new_dev) in devices {
+            for u in &mut self.steps {
+                let (path, id) = match u {
+                    Undo::RemoveFile { path, id } | Undo::RemoveEmptyDir { path, id } => {
+                        (&*path, Some(id))
+                    }
+                    Undo::RemoveMarkedTree { dir, id, .. } => (&*dir, id.as_mut()),
+                    _ => continue,
+                };
+                if let Some(id) = id {
+                    if path.starts_with(&point) && *path != point && id.dev == old_dev {
+                        id.dev = new_dev;
                     }
                 }
             }

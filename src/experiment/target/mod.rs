@@ -152,9 +152,9 @@ pub fn remount(set: &[MountSpec]) -> Result<String> {
         m.mount().with_context(|| {
             format!("mounting {} on {} again", m.source, m.mount_point.display())
         })?;
-        let new = crate::disk::owned::mount_at(&m.mount_point).map(|e| e.mount_id);
+        let new = crate::disk::owned::mount_at(&m.mount_point);
         if let (Some(old), Some(new)) = (old, new) {
-            journal::note_remount(&m.mount_point, *old, new);
+            journal::note_remount(&m.mount_point, *old, new.mount_id, new.majmin);
         }
     }
     if let Some(e) = failure {
