@@ -961,7 +961,7 @@ fn errno_of(name: &str) -> i32 {
 
 /// The initial tree below each root, as the header carries it.
 pub fn snapshot(roots: &[String]) -> Result<Vec<Initial>> {
-    use crate::scan::walk::{self, Visitor, WalkEntry, WalkOptions};
+    use crate::walk::{self, Visitor, WalkEntry, WalkOptions};
     struct Collect(Vec<(Vec<u8>, libc::stat, Option<String>)>);
     impl Visitor for Collect {
         type Error = std::convert::Infallible;

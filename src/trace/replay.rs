@@ -34,9 +34,10 @@
 
 use super::confine::{self, Beneath, CallError, Refusal, Roots};
 use super::format::{self, Call, EntryKind, Header, Record};
-use crate::apps::measure::{MeasureArgs, Measurement};
-use crate::apps::{guard::RunDirGuard, AppRun, OpTable};
+use crate::apps::{AppRun, OpTable};
 use crate::engine::rundir::RunDir;
+use crate::measure::guard::RunDirGuard;
+use crate::measure::{MeasureArgs, Measurement};
 use crate::model::FlowopKind;
 use crate::stats::{self, OpRecorder, Recorder, Results};
 use anyhow::{bail, Context, Result};
@@ -352,7 +353,7 @@ fn check_thread_count(trace: &Path, traced: usize, threads: Option<usize>) -> Re
         Some(n) => n.min(traced),
     };
     // Each replay thread: its stack and an I/O buffer of at least a page.
-    crate::apps::guard::check_threads(n as u64, (256 << 10) + 4096, "the replay")
+    crate::measure::guard::check_threads(n as u64, (256 << 10) + 4096, "the replay")
 }
 
 fn mutates(r: &Record) -> bool {
@@ -1303,7 +1304,7 @@ impl Shared<'_> {
             .unwrap_or(0)
             .clamp(4096, buf_max);
         let mut rng = <rand_pcg::Pcg64Mcg as rand::SeedableRng>::seed_from_u64(w as u64 + 1);
-        let mut buf = crate::engine::io::AlignedBuf::new(max, &mut rng);
+        let mut buf = crate::sys::io::AlignedBuf::new(max, &mut rng);
         let clock = stats::clock::global();
         let t0 = self.t0;
         let (mut out_replayed, mut out_failed_ok, mut out_ok_failed) = (0u64, 0u64, 0u64);
@@ -1902,7 +1903,7 @@ pub fn main(a: &ReplayArgs) -> Result<()> {
         .iter()
         .map(|d| d.canonicalize())
         .collect::<std::io::Result<_>>()?;
-    let parent = crate::apps::guard::target_dir(a.dir.as_deref())?;
+    let parent = crate::measure::guard::target_dir(a.dir.as_deref())?;
     // The replay must not work inside a traced root on this machine: it would change the
     // very tree it replays (or the user's files). The run directory is always fresh.
     for r in &roots {
@@ -1923,7 +1924,7 @@ pub fn main(a: &ReplayArgs) -> Result<()> {
         rebuilt: Rebuilt::default(),
         over,
     };
-    let r = crate::apps::measure::measure_and_report(&mut m, &a.m)?;
+    let r = crate::measure::measure_and_report(&mut m, &a.m)?;
     let bad = r
         .figures
         .get("failed_where_recorded_ok")
