@@ -1942,7 +1942,7 @@ pub fn main(a: &ReplayArgs) -> Result<()> {
         fig("initial_entries_refused"),
     );
     if calls + entries > 0 {
-        eprintln!(
+        crate::errln!(
             "fsbench: refused {} and {} whose paths leave the replay root: nothing outside it was touched (see the refused notes)",
             crate::report::count(calls, "call"),
             crate::report::count(entries, "initial-tree entry"),
