@@ -161,22 +161,22 @@ pub(super) fn build_plan(
 /// once plus one chunk's opens, whatever the trace's length.
 #[derive(Default)]
 pub(super) struct Planner {
-    pub(super) worker_of: HashMap<u32, u32>,
-    pub(super) table_of: HashMap<u32, u32>,
-    pub(super) tables: Vec<PlanTable>,
-    pub(super) nworkers: usize,
-    pub(super) start_dep: HashMap<u32, (u32, u32)>,
-    pub(super) instances: u32,
+    worker_of: HashMap<u32, u32>,
+    table_of: HashMap<u32, u32>,
+    tables: Vec<PlanTable>,
+    nworkers: usize,
+    start_dep: HashMap<u32, (u32, u32)>,
+    instances: u32,
     /// Instances free to be used again, and those closed in the chunk being planned.
-    pub(super) free: Vec<u32>,
-    pub(super) freed: Vec<u32>,
-    pub(super) pdeps: HashMap<String, PathDeps>,
-    pub(super) ntids: usize,
+    free: Vec<u32>,
+    freed: Vec<u32>,
+    pdeps: HashMap<String, PathDeps>,
+    ntids: usize,
 }
 
 impl Planner {
     /// Forget the previous chunk's orderings (it is done when the next one starts).
-    pub(super) fn next_chunk(&mut self) {
+    fn next_chunk(&mut self) {
         self.start_dep.clear();
         self.pdeps.clear();
         for f in self
@@ -190,6 +190,7 @@ impl Planner {
         self.free.append(&mut self.freed);
     }
 
+    /// Plan the next chunk of records.
     pub(super) fn plan(
         &mut self,
         records: &[Record],
@@ -198,43 +199,46 @@ impl Planner {
         mode: Mode,
     ) -> Plan {
         self.next_chunk();
-        plan_chunk(records, mapper, threads, mode, self)
+        let mut plan = Plan {
+            workers: (0..self.nworkers).map(|_| Vec::new()).collect(),
+            instances: 0,
+            copies: Vec::new(),
+            closes: Vec::new(),
+            outside: 0,
+            not_replayable: BTreeMap::new(),
+            paths: Vec::new(),
+        };
+        let c = Chunk {
+            mapper,
+            threads,
+            mode,
+        };
+        for (ri, r) in records.iter().enumerate() {
+            self.record(ri as u32, r, &c, &mut plan);
+        }
+        self.nworkers = plan.workers.len();
+        plan.instances = self.instances;
+        plan
     }
-}
 
-pub(super) fn plan_chunk(
-    records: &[Record],
-    mapper: &Mapper,
-    threads: Option<usize>,
-    mode: Mode,
-    p: &mut Planner,
-) -> Plan {
-    let Planner {
-        worker_of,
-        table_of,
-        tables,
-        nworkers,
-        start_dep,
-        instances,
-        free,
-        freed,
-        pdeps,
-        ntids,
-    } = p;
-    let mut workers: Vec<Vec<Step>> = (0..*nworkers).map(|_| Vec::new()).collect();
-    let mut outside = 0u64;
-    let mut not_replayable: BTreeMap<String, u64> = BTreeMap::new();
-    let mut paths = Vec::new();
-    let mut copies = Vec::new();
-    let mut closes = Vec::new();
-    let mut new_inst = || {
-        free.pop().unwrap_or_else(|| {
-            *instances += 1;
-            *instances - 1
+    /// A descriptor instance: one closed in an earlier chunk, else a new one.
+    fn new_inst(&mut self) -> u32 {
+        self.free.pop().unwrap_or_else(|| {
+            self.instances += 1;
+            self.instances - 1
         })
-    };
-    for (ri, r) in records.iter().enumerate() {
-        let w = *worker_of.entry(r.tid).or_insert_with(|| {
+    }
+
+    /// The worker of a traced thread: the next one for a new thread (folded onto
+    /// `--threads N`).
+    fn worker_for(
+        &mut self,
+        tid: u32,
+        threads: Option<usize>,
+        workers: &mut Vec<Vec<Step>>,
+    ) -> u32 {
+        let ntids = &mut self.ntids;
+        *self.worker_of.entry(tid).or_insert_with(|| {
             let w = match threads {
                 None => *ntids,
                 Some(n) => *ntids % n,
@@ -244,119 +248,158 @@ pub(super) fn plan_chunk(
                 workers.resize_with(w as usize + 1, Vec::new);
             }
             w
-        });
-        let table = *table_of.entry(r.tid).or_insert_with(|| {
+        })
+    }
+
+    /// The descriptor table of a traced thread: a new one for a thread not seen created.
+    fn table_for(&mut self, tid: u32) -> u32 {
+        let tables = &mut self.tables;
+        *self.table_of.entry(tid).or_insert_with(|| {
             tables.push(PlanTable::default());
             tables.len() as u32 - 1
-        });
-        let pos = workers[w as usize].len() as u32;
+        })
+    }
+
+    /// Plan one record: a step of its thread's worker, or a record counted as not replayed.
+    fn record(&mut self, ri: u32, r: &Record, c: &Chunk<'_>, plan: &mut Plan) {
+        let w = self.worker_for(r.tid, c.threads, &mut plan.workers);
+        let table = self.table_for(r.tid);
+        let me = (w, plan.workers[w as usize].len() as u32);
         let mut deps: Vec<(u32, u32)> = Vec::new();
-        if let Some(d) = start_dep.remove(&r.tid) {
+        if let Some(d) = self.start_dep.remove(&r.tid) {
             deps.push(d);
         }
-        let me = (w, pos);
-        let step = |action, deps, paths, fd_in, fd_in2, fd_out, fd_drop| Step {
-            rec: ri as u32,
-            action,
+        // Process-level calls: always steps (they keep the tables as the kernel did).
+        let process = match r.call {
+            Call::Clone if r.ok() && r.ret > 0 => Some(self.clone_table(r, table, me, plan)),
+            Call::Exec if r.ok() => Some(self.exec(table, plan)),
+            _ => None,
+        };
+        if let Some(action) = process {
+            plan.workers[w as usize].push(Step::bare(ri, action, deps));
+            return;
+        }
+        if !replayable(r.call) {
+            *plan.not_replayable.entry(r.syscall.clone()).or_default() += 1;
+            self.start_later(r.tid, &deps);
+            return;
+        }
+        let files = self.files(r, table);
+        let inside = files.inside(r, c.mapper);
+        let (fd_in, fd_in2) = files.instances();
+        let (fd_out, fd_drop) = self.keep_table(r, table, me, inside, &files);
+        if !inside {
+            plan.outside += 1;
+            self.start_later(r.tid, &deps);
+            return;
+        }
+        self.descriptor_deps(r, table, me, &files, &mut deps);
+        if c.mode != Mode::Afap {
+            self.path_deps(r, me, &files, &mut deps);
+        }
+        one_wait_per_worker(&mut deps, w);
+        let paths = plan.add_paths(step_paths(r, c.mapper));
+        plan.workers[w as usize].push(Step {
+            rec: ri,
+            action: Action::Call,
             deps,
             paths,
             fd_in,
             fd_in2,
             fd_out,
             fd_drop,
-        };
-        // Process-level calls: always steps (they keep the tables as the kernel did).
-        match r.call {
-            Call::Clone if r.ok() && r.ret > 0 => {
-                let child = r.ret as u32;
-                let shares = r.flags.unwrap_or(0) & libc::CLONE_FILES as u64 != 0;
-                let action = if shares {
-                    table_of.insert(child, table);
-                    Action::Mark
-                } else {
-                    let mut copy = tables[table as usize].clone();
-                    let mut pairs = Vec::new();
-                    for f in copy.0.values_mut().flatten() {
-                        f.opener = Some(me);
-                        f.users.clear();
-                        if f.inst != NONE {
-                            let c = new_inst();
-                            pairs.push((f.inst, c));
-                            f.inst = c;
-                        }
-                    }
-                    tables.push(copy);
-                    table_of.insert(child, tables.len() as u32 - 1);
-                    copies.push(pairs);
-                    Action::Fork(copies.len() as u32 - 1)
-                };
-                start_dep.insert(child, me);
-                workers[w as usize].push(step(action, deps, NONE, NONE, NONE, NONE, NONE));
-                continue;
-            }
-            Call::Exec if r.ok() => {
-                let t = &mut tables[table as usize];
-                let gone: Vec<u32> =
-                    t.0.values()
-                        .flatten()
-                        .filter(|f| f.cloexec && f.inst != NONE)
-                        .map(|f| f.inst)
-                        .collect();
-                for v in t.0.values_mut() {
-                    v.retain(|f| !f.cloexec);
+        });
+    }
+
+    /// A record without a step of its own: what its thread's start waited for passes on to
+    /// the thread's next step.
+    fn start_later(&mut self, tid: u32, deps: &[(u32, u32)]) {
+        if let Some(&d) = deps.first() {
+            self.start_dep.insert(tid, d);
+        }
+    }
+
+    /// A clone: the child shares its parent's table (a mark to start after) or gets a copy
+    /// (a fork step, whose descriptors are new instances). The child starts after it.
+    fn clone_table(&mut self, r: &Record, table: u32, me: (u32, u32), plan: &mut Plan) -> Action {
+        let child = r.ret as u32;
+        let shares = r.flags.unwrap_or(0) & libc::CLONE_FILES as u64 != 0;
+        let action = if shares {
+            self.table_of.insert(child, table);
+            Action::Mark
+        } else {
+            let mut copy = self.tables[table as usize].clone();
+            let mut pairs = Vec::new();
+            for f in copy.0.values_mut().flatten() {
+                f.opener = Some(me);
+                f.users.clear();
+                if f.inst != NONE {
+                    let c = self.new_inst();
+                    pairs.push((f.inst, c));
+                    f.inst = c;
                 }
-                t.0.retain(|_, v| !v.is_empty());
-                freed.extend(gone.iter().copied());
-                closes.push(gone);
-                let a = Action::Exec(closes.len() as u32 - 1);
-                workers[w as usize].push(step(a, deps, NONE, NONE, NONE, NONE, NONE));
-                continue;
             }
-            _ => {}
+            self.tables.push(copy);
+            self.table_of.insert(child, self.tables.len() as u32 - 1);
+            plan.copies.push(pairs);
+            Action::Fork(plan.copies.len() as u32 - 1)
+        };
+        self.start_dep.insert(child, me);
+        action
+    }
+
+    /// An exec: the close-on-exec descriptors close.
+    fn exec(&mut self, table: u32, plan: &mut Plan) -> Action {
+        let t = &mut self.tables[table as usize];
+        let gone: Vec<u32> =
+            t.0.values()
+                .flatten()
+                .filter(|f| f.cloexec && f.inst != NONE)
+                .map(|f| f.inst)
+                .collect();
+        for v in t.0.values_mut() {
+            v.retain(|f| !f.cloexec);
         }
-        if !replayable(r.call) {
-            *not_replayable.entry(r.syscall.clone()).or_default() += 1;
-            if !deps.is_empty() {
-                start_dep.insert(r.tid, deps[0]);
-            }
-            continue;
-        }
-        // Which file the call is on, and whether it is below a root.
-        let fd_info = r.fd.and_then(|fd| {
-            let t = &tables[table as usize];
+        t.0.retain(|_, v| !v.is_empty());
+        self.freed.extend(gone.iter().copied());
+        plan.closes.push(gone);
+        Action::Exec(plan.closes.len() as u32 - 1)
+    }
+
+    /// The open files a call is on, as its process's table has them before the call.
+    fn files(&self, r: &Record, table: u32) -> Files {
+        let t = &self.tables[table as usize];
+        let fd = r.fd.and_then(|fd| {
             if r.call == Call::Close {
                 t.closing(&fd, r.tid).cloned()
             } else {
                 t.get(&fd, r.tid).cloned()
             }
         });
-        let fd2_info = match r.call {
-            Call::Sendfile | Call::CopyRange => r
-                .fd2
-                .and_then(|fd| tables[table as usize].get(&fd, r.tid).cloned()),
+        let fd2 = match r.call {
+            Call::Sendfile | Call::CopyRange => r.fd2.and_then(|fd| t.get(&fd, r.tid).cloned()),
             _ => None,
         };
-        let on_fd = r.path.is_none() && r.fd.is_some();
-        let inside = if on_fd {
-            fd_info.as_ref().is_some_and(|f| f.in_root)
-                || fd2_info.as_ref().is_some_and(|f| f.in_root)
-        } else {
-            r.path.as_deref().is_some_and(|p| mapper.inside(p))
-                && match (r.call, r.path2.as_deref()) {
-                    (Call::Rename | Call::Link, Some(p2)) => mapper.inside(p2),
-                    _ => true,
-                }
-        };
-        let inst_of = |f: &Option<FdInfo>| f.as_ref().map_or(NONE, |f| f.inst);
-        let (fd_in, fd_in2) = (inst_of(&fd_info), inst_of(&fd2_info));
-        // Keep the tables as the kernel did, replayed or not.
+        Files { fd, fd2 }
+    }
+
+    /// Keep the tables as the kernel did, replayed or not: the instance an open or a dup
+    /// creates, and the one a dup2 over an open descriptor closes by the way.
+    fn keep_table(
+        &mut self,
+        r: &Record,
+        table: u32,
+        me: (u32, u32),
+        inside: bool,
+        files: &Files,
+    ) -> (u32, u32) {
         let (mut fd_out, mut fd_drop) = (NONE, NONE);
         match r.call {
             Call::Open if r.ok() => {
                 let f = r.flags.unwrap_or(0) as i32;
-                let inst = if inside { new_inst() } else { NONE };
+                let inst = if inside { self.new_inst() } else { NONE };
                 fd_out = inst;
-                tables[table as usize].open(
+                self.tables[table as usize].open(
                     r.ret as i32,
                     FdInfo {
                         in_root: inside,
@@ -370,45 +413,50 @@ pub(super) fn plan_chunk(
                 );
             }
             Call::Dup if r.ok() => {
-                let mut i = fd_info.clone().unwrap_or_default();
+                let mut i = files.fd.clone().unwrap_or_default();
                 i.opener = Some(me);
                 i.tid = r.tid;
                 i.users.clear();
                 i.cloexec = r.flags.unwrap_or(0) as i32 & libc::O_CLOEXEC != 0;
                 i.inst = if inside && i.inst != NONE {
-                    new_inst()
+                    self.new_inst()
                 } else {
                     NONE
                 };
                 fd_out = i.inst;
-                let t = &mut tables[table as usize];
+                let t = &mut self.tables[table as usize];
                 if r.fd2.is_some() {
                     // dup2/dup3 over an open descriptor closes it, as the kernel does.
                     fd_drop = t.close(r.ret as i32, r.tid).map_or(NONE, |o| o.inst);
                     if fd_drop != NONE {
-                        freed.push(fd_drop);
+                        self.freed.push(fd_drop);
                     }
                 }
                 t.open(r.ret as i32, i);
             }
             Call::Close => {
-                if let Some(f) = tables[table as usize].close(r.fd.unwrap_or(-1), r.tid) {
+                if let Some(f) = self.tables[table as usize].close(r.fd.unwrap_or(-1), r.tid) {
                     if f.inst != NONE {
-                        freed.push(f.inst);
+                        self.freed.push(f.inst);
                     }
                 }
             }
             _ => {}
         }
-        if !inside {
-            outside += 1;
-            if !deps.is_empty() {
-                start_dep.insert(r.tid, deps[0]);
-            }
-            continue;
-        }
-        // Cross-thread ordering on descriptors (all modes).
-        for fi in [&fd_info, &fd2_info].into_iter().flatten() {
+        (fd_out, fd_drop)
+    }
+
+    /// Cross-thread ordering on descriptors (all modes): a call waits for the opens of its
+    /// files, a close for the other workers' latest uses of them.
+    fn descriptor_deps(
+        &mut self,
+        r: &Record,
+        table: u32,
+        me: (u32, u32),
+        files: &Files,
+        deps: &mut Vec<(u32, u32)>,
+    ) {
+        for fi in [&files.fd, &files.fd2].into_iter().flatten() {
             if let Some(o) = fi.opener {
                 deps.push(o);
             }
@@ -418,7 +466,7 @@ pub(super) fn plan_chunk(
         }
         for fd in [r.fd, r.fd2].into_iter().flatten() {
             if r.call != Call::Close {
-                if let Some(fi) = tables[table as usize].get_mut(&fd, r.tid) {
+                if let Some(fi) = self.tables[table as usize].get_mut(&fd, r.tid) {
                     // The latest use per worker is all a close has to wait for.
                     match fi.users.iter_mut().find(|u| u.0 == me.0) {
                         Some(u) => *u = me,
@@ -427,111 +475,177 @@ pub(super) fn plan_chunk(
                 }
             }
         }
-        // Cross-thread ordering on paths (deps mode, and timed mode, whose calls go at their
-        // recorded times but never before what they depended on).
-        if mode != Mode::Afap {
-            let mut touched: Vec<String> = Vec::new();
-            if let Some(p) = r
-                .path
-                .clone()
-                .or_else(|| fd_info.as_ref().and_then(|f| f.path.clone()))
-            {
-                touched.push(p);
-            }
-            if matches!(r.call, Call::Rename | Call::Link) {
-                if let Some(p2) = &r.path2 {
-                    touched.push(p2.clone());
-                }
-            }
-            if let Some(p) = fd2_info.as_ref().and_then(|f| f.path.clone()) {
-                touched.push(p);
-            }
-            let changes = mutates(r);
-            let creates = matches!(
-                r.call,
-                Call::Open
-                    | Call::Mkdir
-                    | Call::Rmdir
-                    | Call::Unlink
-                    | Call::Rename
-                    | Call::Link
-                    | Call::Symlink
-            ) && r.path.is_some();
-            let mut parents = Vec::new();
-            if creates {
-                for p in &touched {
-                    if let Some(d) = parent(p) {
-                        parents.push(d.to_string());
-                    }
-                }
-            }
-            for p in touched.iter().chain(parents.iter()) {
-                let e = pdeps.entry(p.clone()).or_default();
-                if let Some(d) = e.last_change {
-                    deps.push(d);
-                }
-            }
+    }
+
+    /// Cross-thread ordering on paths (deps mode, and timed mode, whose calls go at their
+    /// recorded times but never before what they depended on): a call waits for the last
+    /// change of the paths it touches and of their directories, a change also for the uses
+    /// since.
+    fn path_deps(&mut self, r: &Record, me: (u32, u32), files: &Files, deps: &mut Vec<(u32, u32)>) {
+        let touched = touched_paths(r, files);
+        let changes = mutates(r);
+        let creates = matches!(
+            r.call,
+            Call::Open
+                | Call::Mkdir
+                | Call::Rmdir
+                | Call::Unlink
+                | Call::Rename
+                | Call::Link
+                | Call::Symlink
+        ) && r.path.is_some();
+        let mut parents = Vec::new();
+        if creates {
             for p in &touched {
-                let e = pdeps.entry(p.clone()).or_default();
-                if changes {
-                    deps.extend(e.users.iter().copied());
-                    e.users.clear();
-                    e.last_change = Some(me);
-                } else {
-                    e.users.push(me);
-                    if e.users.len() > 64 {
-                        // Bounded: the oldest readers are long done in practice.
-                        e.users.drain(..32);
-                    }
-                }
-            }
-            for p in &parents {
-                let e = pdeps.entry(p.clone()).or_default();
-                if changes {
-                    // A new or removed entry changes its directory's listing.
-                    e.users.push(me);
+                if let Some(d) = parent(p) {
+                    parents.push(d.to_string());
                 }
             }
         }
-        // Keep the latest position per other worker: one wait each.
-        deps.retain(|d| d.0 != w);
-        deps.sort_unstable();
-        deps.dedup_by(|b, a| {
-            a.0 == b.0 && {
-                a.1 = a.1.max(b.1);
-                true
+        for p in touched.iter().chain(parents.iter()) {
+            let e = self.pdeps.entry(p.clone()).or_default();
+            if let Some(d) = e.last_change {
+                deps.push(d);
             }
-        });
-        let p1 = r.path.as_deref().and_then(|p| mapper.beneath(p));
-        let sp = match (r.call, &p1) {
-            (Call::Symlink, Some(link)) => StepPaths {
-                target: r.path2.as_deref().map(|t| mapper.link_target(link, t)),
-                p1,
-                p2: None,
-            },
-            _ => StepPaths {
-                p1,
-                p2: r.path2.as_deref().and_then(|p| mapper.beneath(p)),
-                target: None,
-            },
-        };
-        let pi = if sp.p1.is_some() || sp.p2.is_some() {
-            paths.push(sp);
-            paths.len() as u32 - 1
+        }
+        for p in &touched {
+            let e = self.pdeps.entry(p.clone()).or_default();
+            if changes {
+                deps.extend(e.users.iter().copied());
+                e.users.clear();
+                e.last_change = Some(me);
+            } else {
+                e.users.push(me);
+                if e.users.len() > 64 {
+                    // Bounded: the oldest readers are long done in practice.
+                    e.users.drain(..32);
+                }
+            }
+        }
+        for p in &parents {
+            let e = self.pdeps.entry(p.clone()).or_default();
+            if changes {
+                // A new or removed entry changes its directory's listing.
+                e.users.push(me);
+            }
+        }
+    }
+}
+
+/// What planning one chunk goes by.
+struct Chunk<'a> {
+    mapper: &'a Mapper,
+    threads: Option<usize>,
+    mode: Mode,
+}
+
+/// The open files a call is on: its descriptor's and, for sendfile and copy_file_range,
+/// its second descriptor's.
+struct Files {
+    fd: Option<FdInfo>,
+    fd2: Option<FdInfo>,
+}
+
+impl Files {
+    /// Whether the call is below a root: on a descriptor, when one of its files is; on
+    /// paths, when its path is (and the second one of a rename or a link).
+    fn inside(&self, r: &Record, mapper: &Mapper) -> bool {
+        let on_fd = r.path.is_none() && r.fd.is_some();
+        if on_fd {
+            self.fd.as_ref().is_some_and(|f| f.in_root)
+                || self.fd2.as_ref().is_some_and(|f| f.in_root)
+        } else {
+            r.path.as_deref().is_some_and(|p| mapper.inside(p))
+                && match (r.call, r.path2.as_deref()) {
+                    (Call::Rename | Call::Link, Some(p2)) => mapper.inside(p2),
+                    _ => true,
+                }
+        }
+    }
+
+    /// The instances of the two files (`NONE` for none).
+    fn instances(&self) -> (u32, u32) {
+        let inst_of = |f: &Option<FdInfo>| f.as_ref().map_or(NONE, |f| f.inst);
+        (inst_of(&self.fd), inst_of(&self.fd2))
+    }
+}
+
+/// The traced paths a call touches: its path (or its file's), the second path of a rename
+/// or a link, the second file's path.
+fn touched_paths(r: &Record, files: &Files) -> Vec<String> {
+    let mut touched: Vec<String> = Vec::new();
+    if let Some(p) = r
+        .path
+        .clone()
+        .or_else(|| files.fd.as_ref().and_then(|f| f.path.clone()))
+    {
+        touched.push(p);
+    }
+    if matches!(r.call, Call::Rename | Call::Link) {
+        if let Some(p2) = &r.path2 {
+            touched.push(p2.clone());
+        }
+    }
+    if let Some(p) = files.fd2.as_ref().and_then(|f| f.path.clone()) {
+        touched.push(p);
+    }
+    touched
+}
+
+/// Keep the latest position per other worker: one wait each.
+fn one_wait_per_worker(deps: &mut Vec<(u32, u32)>, w: u32) {
+    deps.retain(|d| d.0 != w);
+    deps.sort_unstable();
+    deps.dedup_by(|b, a| {
+        a.0 == b.0 && {
+            a.1 = a.1.max(b.1);
+            true
+        }
+    });
+}
+
+/// A step's paths mapped beneath their roots (a symbolic link's target as it is stored).
+fn step_paths(r: &Record, mapper: &Mapper) -> StepPaths {
+    let p1 = r.path.as_deref().and_then(|p| mapper.beneath(p));
+    match (r.call, &p1) {
+        (Call::Symlink, Some(link)) => StepPaths {
+            target: r.path2.as_deref().map(|t| mapper.link_target(link, t)),
+            p1,
+            p2: None,
+        },
+        _ => StepPaths {
+            p1,
+            p2: r.path2.as_deref().and_then(|p| mapper.beneath(p)),
+            target: None,
+        },
+    }
+}
+
+impl Plan {
+    /// Keep a step's mapped paths: their index, or `NONE` when it has none.
+    fn add_paths(&mut self, sp: StepPaths) -> u32 {
+        if sp.p1.is_some() || sp.p2.is_some() {
+            self.paths.push(sp);
+            self.paths.len() as u32 - 1
         } else {
             NONE
-        };
-        workers[w as usize].push(step(Action::Call, deps, pi, fd_in, fd_in2, fd_out, fd_drop));
+        }
     }
-    *nworkers = workers.len();
-    Plan {
-        workers,
-        instances: *instances,
-        copies,
-        closes,
-        outside,
-        not_replayable,
-        paths,
+}
+
+impl Step {
+    /// A step without paths or descriptors (a process-level one).
+    fn bare(rec: u32, action: Action, deps: Vec<(u32, u32)>) -> Step {
+        Step {
+            rec,
+            action,
+            deps,
+            paths: NONE,
+            fd_in: NONE,
+            fd_in2: NONE,
+            fd_out: NONE,
+            fd_drop: NONE,
+        }
     }
 }
 
