@@ -301,7 +301,26 @@ impl Measurement for Replay<'_> {
     }
     fn run_once(&mut self) -> Result<Results> {
         let base = self.rd.as_ref().expect("prepared").path().to_path_buf();
-        let mapper = Mapper::new(self.roots.clone(), &base, &self.over);
+        let played = self.play(&base)?;
+        Ok(self.results(&base, played))
+    }
+}
+
+/// What the chunks of one replay came to.
+struct Played {
+    /// Per call type, in [`Call::ALL`] order, with the CPU times.
+    merged: Recorder,
+    tot: Totals,
+    started_at: f64,
+    duration_s: f64,
+    mismatches: Vec<String>,
+    refusals: Vec<String>,
+}
+
+impl Replay<'_> {
+    /// Read, plan and replay the trace a chunk at a time.
+    fn play(&self, base: &Path) -> Result<Played> {
+        let mapper = Mapper::new(self.roots.clone(), base, &self.over);
         let roots = self.open_roots(false)?;
         let trace = &self.a.trace;
         let mut reader = format::Reader::open(trace)?;
@@ -365,38 +384,74 @@ impl Measurement for Replay<'_> {
                 break;
             }
         }
-        let duration_s = run_time.as_secs_f64();
         // Close what the traced program left open before the tree is looked at.
         drop(fds);
         merged.cpu_user_s = cpu.0;
         merged.cpu_sys_s = cpu.1;
-        // Only the call types that occur, in Call order.
-        let present: Vec<usize> = (0..Call::ALL.len())
-            .filter(|&i| merged.ops[i].count + merged.ops[i].errors > 0)
-            .collect();
-        let table: Vec<(&'static str, FlowopKind)> = present
-            .iter()
-            .map(|&i| (Call::ALL[i].name(), kind_of(Call::ALL[i])))
-            .collect();
-        let table: OpTable = Box::leak(table.into_boxed_slice());
-        let mut sub = Recorder::new(present.len());
-        for (j, &i) in present.iter().enumerate() {
-            sub.ops[j].merge(&merged.ops[i]);
+        Ok(Played {
+            merged,
+            tot,
+            started_at,
+            duration_s: run_time.as_secs_f64(),
+            mismatches: mismatches.into_inner().expect("mismatches"),
+            refusals: refusals.into_inner().expect("refusals"),
+        })
+    }
+
+    /// The replay's results: one "flowop" per call type that occurs, the fidelity in notes
+    /// and figures.
+    fn results(&self, base: &Path, p: Played) -> Results {
+        let (table, sub) = by_call_type(&p.merged);
+        let recorded_s = p.tot.recorded_end as f64 / 1e9;
+        let notes = self.notes(&p, recorded_s);
+        let mut variables = BTreeMap::new();
+        variables.insert("trace".into(), self.a.trace.display().to_string());
+        variables.insert("mode".into(), self.a.mode.name().into());
+        variables.insert("speed".into(), self.a.speed.to_string());
+        variables.insert("threads".into(), self.a.threads.clone());
+        variables.insert("command".into(), self.header.command.join(" "));
+        let tot = &p.tot;
+        let mut r = crate::apps::results(
+            AppRun {
+                name: "trace-replay",
+                variables,
+                seed: 0,
+                run_dir: base,
+                started_at: p.started_at,
+                duration_s: p.duration_s,
+                threads: tot.workers as u64,
+                notes,
+            },
+            table,
+            &sub,
+        );
+        let (refused_escape, refused_over) = tot.refused;
+        for (k, v) in [
+            ("calls_recorded", tot.records as f64),
+            ("calls_replayed", tot.replayed as f64),
+            ("calls_outside_roots", tot.outside as f64),
+            ("failed_where_recorded_ok", tot.failed_ok as f64),
+            ("ok_where_recorded_failed", tot.ok_failed as f64),
+            ("calls_refused_outside_root", refused_escape as f64),
+            ("calls_refused_over", refused_over as f64),
+            ("initial_entries_refused", self.rebuilt.refused as f64),
+            ("recorded_s", recorded_s),
+            ("replay_s", p.duration_s),
+        ] {
+            r.figures.insert(k.into(), v);
         }
-        sub.cpu_user_s = merged.cpu_user_s;
-        sub.cpu_sys_s = merged.cpu_sys_s;
-        let recorded_s = tot.recorded_end as f64 / 1e9;
-        let Totals {
-            replayed,
-            failed_ok,
-            ok_failed,
-            refused: (refused_escape, refused_over),
-            ..
-        } = tot;
+        r
+    }
+
+    /// What was replayed and how faithfully, the initial tree, the refusals; then the
+    /// refused calls and the mismatches quoted.
+    fn notes(&self, p: &Played, recorded_s: f64) -> Vec<String> {
+        let tot = &p.tot;
+        let (refused_escape, refused_over) = tot.refused;
         let mut notes = vec![
             format!(
                 "replayed {} of {} in {} mode on {}: {} outside the roots, {} not replayed ({})",
-                crate::report::count(replayed, "call"),
+                crate::report::count(tot.replayed, "call"),
                 crate::report::count(tot.records, "recorded call"),
                 self.a.mode.name(),
                 crate::report::count(tot.workers as u64, "thread"),
@@ -410,7 +465,7 @@ impl Measurement for Replay<'_> {
             ),
             format!(
                 "fidelity: {} failed where the recording succeeded, {} succeeded where it failed; replay {:.3} s against {:.3} s recorded",
-                failed_ok, ok_failed, duration_s, recorded_s
+                tot.failed_ok, tot.ok_failed, p.duration_s, recorded_s
             ),
             format!(
                 "initial tree: {} ({}) rebuilt, {} refused (leaving the root)",
@@ -428,61 +483,29 @@ impl Measurement for Replay<'_> {
                 }
             ),
         ];
-        notes.extend(
-            refusals
-                .into_inner()
-                .expect("refusals")
-                .into_iter()
-                .map(|m| format!("refused: {m}")),
-        );
-        notes.extend(
-            mismatches
-                .into_inner()
-                .expect("mismatches")
-                .into_iter()
-                .map(|m| format!("mismatch: {m}")),
-        );
-        let mut variables = BTreeMap::new();
-        variables.insert("trace".into(), self.a.trace.display().to_string());
-        variables.insert("mode".into(), self.a.mode.name().into());
-        variables.insert("speed".into(), self.a.speed.to_string());
-        variables.insert("threads".into(), self.a.threads.clone());
-        variables.insert("command".into(), self.header.command.join(" "));
-        let mut r = crate::apps::results(
-            AppRun {
-                name: "trace-replay",
-                variables,
-                seed: 0,
-                run_dir: &base,
-                started_at,
-                duration_s,
-                threads: tot.workers as u64,
-                notes,
-            },
-            table,
-            &sub,
-        );
-        r.figures
-            .insert("calls_recorded".into(), tot.records as f64);
-        r.figures.insert("calls_replayed".into(), replayed as f64);
-        r.figures
-            .insert("calls_outside_roots".into(), tot.outside as f64);
-        r.figures
-            .insert("failed_where_recorded_ok".into(), failed_ok as f64);
-        r.figures
-            .insert("ok_where_recorded_failed".into(), ok_failed as f64);
-        r.figures
-            .insert("calls_refused_outside_root".into(), refused_escape as f64);
-        r.figures
-            .insert("calls_refused_over".into(), refused_over as f64);
-        r.figures.insert(
-            "initial_entries_refused".into(),
-            self.rebuilt.refused as f64,
-        );
-        r.figures.insert("recorded_s".into(), recorded_s);
-        r.figures.insert("replay_s".into(), duration_s);
-        Ok(r)
+        notes.extend(p.refusals.iter().map(|m| format!("refused: {m}")));
+        notes.extend(p.mismatches.iter().map(|m| format!("mismatch: {m}")));
+        notes
     }
+}
+
+/// The call types that occur, in [`Call`] order, and their recorders with the CPU times.
+fn by_call_type(merged: &Recorder) -> (OpTable, Recorder) {
+    let present: Vec<usize> = (0..Call::ALL.len())
+        .filter(|&i| merged.ops[i].count + merged.ops[i].errors > 0)
+        .collect();
+    let table: Vec<(&'static str, FlowopKind)> = present
+        .iter()
+        .map(|&i| (Call::ALL[i].name(), kind_of(Call::ALL[i])))
+        .collect();
+    let table: OpTable = Box::leak(table.into_boxed_slice());
+    let mut sub = Recorder::new(present.len());
+    for (j, &i) in present.iter().enumerate() {
+        sub.ops[j].merge(&merged.ops[i]);
+    }
+    sub.cpu_user_s = merged.cpu_user_s;
+    sub.cpu_sys_s = merged.cpu_sys_s;
+    (table, sub)
 }
 
 pub fn main(a: &ReplayArgs) -> Result<()> {
