@@ -475,7 +475,6 @@ impl Shared<'_> {
     }
 
     pub(super) fn run_worker(&self, w: usize, buf_max: usize) -> WorkerOut {
-        let mut rec = Recorder::new(Call::ALL.len());
         let steps = &self.plan.workers[w];
         let max = steps
             .iter()
@@ -485,10 +484,13 @@ impl Shared<'_> {
             .clamp(4096, buf_max);
         let mut rng = <rand_pcg::Pcg64Mcg as rand::SeedableRng>::seed_from_u64(w as u64 + 1);
         let mut buf = crate::sys::io::AlignedBuf::new(max, &mut rng);
-        let clock = stats::clock::global();
-        let t0 = self.t0;
-        let (mut out_replayed, mut out_failed_ok, mut out_ok_failed) = (0u64, 0u64, 0u64);
-        let mut out_refused = (0u64, 0u64);
+        let mut out = WorkerOut {
+            rec: Recorder::new(Call::ALL.len()),
+            replayed: 0,
+            failed_ok: 0,
+            ok_failed: 0,
+            refused: (0, 0),
+        };
         for (pos, s) in steps.iter().enumerate() {
             if crate::engine::interrupted() {
                 break;
@@ -496,86 +498,89 @@ impl Shared<'_> {
             self.wait_for(&s.deps);
             let r = &self.records[s.rec as usize];
             if self.mode == Mode::Timed {
-                let due = t0 + Duration::from_secs_f64(r.start_ns as f64 / 1e9 / self.speed);
+                let due = self.t0 + Duration::from_secs_f64(r.start_ns as f64 / 1e9 / self.speed);
                 let now = Instant::now();
                 if due > now {
                     std::thread::sleep(due - now);
                 }
             }
             match s.action {
-                Action::Fork(i) => {
-                    // The kernel copies the table without a system call: untimed dups.
-                    for &(from, to) in &self.plan.copies[i as usize] {
-                        if let Ok(f) = self.fds.get(from) {
-                            // SAFETY: an open descriptor of this replay.
-                            let n = unsafe { libc::fcntl(f, libc::F_DUPFD_CLOEXEC, 0) };
-                            if n >= 0 {
-                                self.fds.set(to, n);
-                            }
-                        }
-                    }
-                }
-                Action::Exec(i) => {
-                    for &inst in &self.plan.closes[i as usize] {
-                        if let Some(f) = self.fds.take(inst) {
-                            // SAFETY: taken out of its slot: nothing else closes it.
-                            unsafe { libc::close(f) };
-                        }
-                    }
-                }
+                Action::Fork(i) => self.fork(i),
+                Action::Exec(i) => self.exec(i),
                 Action::Mark => {}
-                Action::Call => {
-                    // Call codes count from 1 in the order of Call::ALL.
-                    let slot = (r.call as usize).saturating_sub(1);
-                    let c0 = clock.now();
-                    let out = self.issue(s.rec, s, buf.as_mut_slice());
-                    let ns = clock.since(c0);
-                    let o: &mut OpRecorder = &mut rec.ops[slot];
-                    let out = match out {
-                        Err(CallError::Refused(why)) => {
-                            match why {
-                                Refusal::Escape => out_refused.0 += 1,
-                                Refusal::ReadOnly => out_refused.1 += 1,
-                            }
-                            self.refusal(r, why);
-                            self.progress[w].0.store(pos as u32 + 1, Ordering::Release);
-                            continue;
-                        }
-                        Err(CallError::Io(e)) => Err(e),
-                        Ok(v) => Ok(v),
-                    };
-                    out_replayed += 1;
-                    match (&out, r.ok()) {
-                        (Ok((_, bytes)), _) => {
-                            o.record(ns, *bytes);
-                            if !r.ok() {
-                                out_ok_failed += 1;
-                                self.note(
-                                    r,
-                                    "succeeded where the recording failed with",
-                                    &format::errno_name(-r.ret as i32),
-                                );
-                            }
-                        }
-                        (Err(_), false) => o.record(ns, 0),
-                        (Err(e), true) => {
-                            out_failed_ok += 1;
-                            o.error(|| describe(r, e));
-                            self.note(r, "failed where the recording succeeded:", &e.to_string());
-                        }
-                    }
-                }
+                Action::Call => self.call(r, s, buf.as_mut_slice(), &mut out),
             }
             self.progress[w].0.store(pos as u32 + 1, Ordering::Release);
         }
         // Anything left undone still counts as done for the others' waits.
         self.progress[w].0.store(u32::MAX, Ordering::Release);
-        WorkerOut {
-            rec,
-            replayed: out_replayed,
-            failed_ok: out_failed_ok,
-            ok_failed: out_ok_failed,
-            refused: out_refused,
+        out
+    }
+
+    /// A fork: the kernel copies the table without a system call, so untimed dups.
+    fn fork(&self, i: u32) {
+        for &(from, to) in &self.plan.copies[i as usize] {
+            if let Ok(f) = self.fds.get(from) {
+                // SAFETY: an open descriptor of this replay.
+                let n = unsafe { libc::fcntl(f, libc::F_DUPFD_CLOEXEC, 0) };
+                if n >= 0 {
+                    self.fds.set(to, n);
+                }
+            }
+        }
+    }
+
+    /// An exec: its close-on-exec descriptors close.
+    fn exec(&self, i: u32) {
+        for &inst in &self.plan.closes[i as usize] {
+            if let Some(f) = self.fds.take(inst) {
+                // SAFETY: taken out of its slot: nothing else closes it.
+                unsafe { libc::close(f) };
+            }
+        }
+    }
+
+    /// Issue a step's call, timed into its call type's recorder, and compare its outcome
+    /// with the recording's.
+    fn call(&self, r: &Record, s: &Step, buf: &mut [u8], out: &mut WorkerOut) {
+        let clock = stats::clock::global();
+        // Call codes count from 1 in the order of Call::ALL.
+        let slot = (r.call as usize).saturating_sub(1);
+        let c0 = clock.now();
+        let res = self.issue(s.rec, s, buf);
+        let ns = clock.since(c0);
+        let res = match res {
+            Err(CallError::Refused(why)) => {
+                match why {
+                    Refusal::Escape => out.refused.0 += 1,
+                    Refusal::ReadOnly => out.refused.1 += 1,
+                }
+                self.refusal(r, why);
+                return;
+            }
+            Err(CallError::Io(e)) => Err(e),
+            Ok(v) => Ok(v),
+        };
+        out.replayed += 1;
+        let o: &mut OpRecorder = &mut out.rec.ops[slot];
+        match (&res, r.ok()) {
+            (Ok((_, bytes)), _) => {
+                o.record(ns, *bytes);
+                if !r.ok() {
+                    out.ok_failed += 1;
+                    self.note(
+                        r,
+                        "succeeded where the recording failed with",
+                        &format::errno_name(-r.ret as i32),
+                    );
+                }
+            }
+            (Err(_), false) => o.record(ns, 0),
+            (Err(e), true) => {
+                out.failed_ok += 1;
+                o.error(|| describe(r, e));
+                self.note(r, "failed where the recording succeeded:", &e.to_string());
+            }
         }
     }
 
