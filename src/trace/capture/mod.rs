@@ -1,8 +1,8 @@
 //! Capturing traces: `fsbench trace record` runs a command under `strace` and converts its
 //! log; `fsbench trace import` converts a log recorded elsewhere with the same options.
 //!
-//! [`strace`] reads the log into records, a call family at a time ([`calls`]), with the
-//! lexical helpers of [`syntax`] (arguments, strings, flags, errno names).
+//! `strace.rs` reads the log into records, a call family at a time (`calls.rs`), with the
+//! lexical helpers of `syntax.rs` (arguments, strings, flags, errno names).
 
 mod calls;
 mod strace;

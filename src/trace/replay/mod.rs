@@ -28,8 +28,8 @@
 //! The trace is read as the replay goes: [`CHUNK`] records are planned, then replayed, then
 //! the next ones ([`Planner`]), so memory does not grow with the trace's length.
 //!
-//! The module's files: [`map`] (where paths go), [`plan`] (the static pass), [`exec`] (the
-//! replay threads), [`rebuild`] (the initial tree).
+//! The module's files: `map.rs` (where paths go), `plan.rs` (the static pass), `exec.rs` (the
+//! replay threads), `rebuild.rs` (the initial tree).
 //!
 //! Fidelity is reported beside the latencies: calls replayed, calls that failed where the
 //! original succeeded (the first ones quoted) and the reverse, replay time against the
@@ -529,21 +529,7 @@ pub fn main(a: &ReplayArgs) -> Result<()> {
             a.trace.display()
         );
     }
-    if !a.over.is_empty() {
-        if a.over.len() != roots.len() {
-            bail!(
-                "--over gives {} tree(s) for {} root(s) ({}): give one per root, in order",
-                a.over.len(),
-                roots.len(),
-                roots.join(", ")
-            );
-        }
-        for d in &a.over {
-            if !d.is_dir() {
-                bail!("--over {}: not a directory", d.display());
-            }
-        }
-    }
+    check_over(&a.over, &roots)?;
     let over_map =
         (!a.over.is_empty()).then(|| Mapper::new(roots.clone(), Path::new("/"), &a.over));
     vet(&a.trace, threads, over_map.as_ref())?;
@@ -574,6 +560,33 @@ pub fn main(a: &ReplayArgs) -> Result<()> {
         over,
     };
     let r = crate::measure::measure_and_report(&mut m, &a.m)?;
+    say_outcome(&r);
+    Ok(())
+}
+
+/// `--over` gives one existing directory per root.
+fn check_over(over: &[PathBuf], roots: &[String]) -> Result<()> {
+    if !over.is_empty() {
+        if over.len() != roots.len() {
+            bail!(
+                "--over gives {} tree(s) for {} root(s) ({}): give one per root, in order",
+                over.len(),
+                roots.len(),
+                roots.join(", ")
+            );
+        }
+        for d in over {
+            if !d.is_dir() {
+                bail!("--over {}: not a directory", d.display());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Say on standard error what a person should not miss in the results: calls that failed
+/// where the recording succeeded, and refusals.
+fn say_outcome(r: &Results) {
     let bad = r
         .figures
         .get("failed_where_recorded_ok")
@@ -597,7 +610,6 @@ pub fn main(a: &ReplayArgs) -> Result<()> {
             crate::report::count(entries, "initial-tree entry"),
         );
     }
-    Ok(())
 }
 
 /// Records and a mapper for the tests of the planner and the mapper.
