@@ -686,8 +686,8 @@ fn print_comparison(c: &Comparison, out: &mut impl std::io::Write) -> std::io::R
         c.calls_per_s_reference,
         c.calls_per_s_other,
         c.calls_per_s_other / c.calls_per_s_reference.max(1e-9),
-        crate::limits::human(c.bytes_per_s_reference),
-        crate::limits::human(c.bytes_per_s_other)
+        crate::units::human_bytes(c.bytes_per_s_reference),
+        crate::units::human_bytes(c.bytes_per_s_other)
     )
 }
 

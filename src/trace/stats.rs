@@ -610,7 +610,7 @@ pub fn print_text(s: &TraceStats, out: &mut impl Write) -> std::io::Result<()> {
         } else {
             &s.command
         },
-        crate::report::count(s.records, "call"),
+        crate::units::count(s.records, "call"),
         s.duration_s,
         s.counted,
         s.outside_roots
@@ -635,9 +635,9 @@ pub fn print_text(s: &TraceStats, out: &mut impl Write) -> std::io::Result<()> {
         out,
         "reads: {} calls, {}; writes: {} calls, {}; read/write {:.2} by bytes, {:.2} by calls",
         s.read_calls,
-        crate::limits::human(s.bytes_read as f64),
+        crate::units::human_bytes(s.bytes_read as f64),
         s.write_calls,
-        crate::limits::human(s.bytes_written as f64),
+        crate::units::human_bytes(s.bytes_written as f64),
         s.bytes_read as f64 / s.bytes_written.max(1) as f64,
         s.read_calls as f64 / s.write_calls.max(1) as f64
     )?;
@@ -656,7 +656,7 @@ pub fn print_text(s: &TraceStats, out: &mut impl Write) -> std::io::Result<()> {
             "  {:>8}  {:>7} calls  {:>10}  {:.3}-{:.3} s",
             t.tid,
             t.calls,
-            crate::limits::human(t.bytes as f64),
+            crate::units::human_bytes(t.bytes as f64),
             t.first_s,
             t.last_s
         )?;

@@ -238,13 +238,13 @@ fn summary(out: &Path, p: &Parsed, n: u64) {
     crate::errln!(
         "fsbench: trace {}: {} from {} over {span:.3} s, {}{}",
         out.display(),
-        crate::report::count(n, "call"),
-        crate::report::count(threads.len() as u64, "thread"),
-        crate::limits::human(bytes as f64),
+        crate::units::count(n, "call"),
+        crate::units::count(threads.len() as u64, "thread"),
+        crate::units::human_bytes(bytes as f64),
         if p.skipped_lines > 0 {
             format!(
                 "; {} of the log could not be used (first: {})",
-                crate::report::count(p.skipped_lines, "line"),
+                crate::units::count(p.skipped_lines, "line"),
                 p.skipped_examples.first().map(String::as_str).unwrap_or("")
             )
         } else {

@@ -165,7 +165,7 @@ impl Shared<'_> {
         for &(w, p) in deps {
             let mut spins = 0u32;
             while self.progress[w as usize].0.load(Ordering::Acquire) <= p {
-                if crate::engine::interrupted() {
+                if crate::cancel::interrupted() {
                     return;
                 }
                 spins += 1;
@@ -492,7 +492,7 @@ impl Shared<'_> {
             refused: (0, 0),
         };
         for (pos, s) in steps.iter().enumerate() {
-            if crate::engine::interrupted() {
+            if crate::cancel::interrupted() {
                 break;
             }
             self.wait_for(&s.deps);

@@ -380,7 +380,7 @@ impl Replay<'_> {
             run_time += end - start;
             cpu = (cpu.0 + cpu1.0 - cpu0.0, cpu.1 + cpu1.1 - cpu0.1);
             last = Some((t0, end));
-            if crate::engine::interrupted() {
+            if crate::cancel::interrupted() {
                 break;
             }
         }
@@ -451,10 +451,10 @@ impl Replay<'_> {
         let mut notes = vec![
             format!(
                 "replayed {} of {} in {} mode on {}: {} outside the roots, {} not replayed ({})",
-                crate::report::count(tot.replayed, "call"),
-                crate::report::count(tot.records, "recorded call"),
+                crate::units::count(tot.replayed, "call"),
+                crate::units::count(tot.records, "recorded call"),
                 self.a.mode.name(),
-                crate::report::count(tot.workers as u64, "thread"),
+                crate::units::count(tot.workers as u64, "thread"),
                 tot.outside,
                 tot.not_replayable.values().sum::<u64>(),
                 tot.not_replayable
@@ -469,13 +469,13 @@ impl Replay<'_> {
             ),
             format!(
                 "initial tree: {} ({}) rebuilt, {} refused (leaving the root)",
-                crate::report::count(self.rebuilt.entries, "entry"),
-                crate::limits::human(self.rebuilt.bytes as f64),
+                crate::units::count(self.rebuilt.entries, "entry"),
+                crate::units::human_bytes(self.rebuilt.bytes as f64),
                 self.rebuilt.refused
             ),
             format!(
                 "refused: {} that would leave the replay root{}",
-                crate::report::count(refused_escape, "call"),
+                crate::units::count(refused_escape, "call"),
                 if self.over.is_empty() {
                     String::new()
                 } else {
@@ -595,7 +595,7 @@ fn say_outcome(r: &Results) {
     if bad > 0.0 {
         crate::errln!(
             "fsbench: {} failed in the replay where the recording succeeded (see the mismatch notes)",
-            crate::report::count(bad as u64, "call")
+            crate::units::count(bad as u64, "call")
         );
     }
     let fig = |k: &str| r.figures.get(k).copied().unwrap_or(0.0) as u64;
@@ -606,8 +606,8 @@ fn say_outcome(r: &Results) {
     if calls + entries > 0 {
         crate::errln!(
             "fsbench: refused {} and {} whose paths leave the replay root: nothing outside it was touched (see the refused notes)",
-            crate::report::count(calls, "call"),
-            crate::report::count(entries, "initial-tree entry"),
+            crate::units::count(calls, "call"),
+            crate::units::count(entries, "initial-tree entry"),
         );
     }
 }
