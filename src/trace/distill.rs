@@ -266,16 +266,6 @@ impl Analyser {
     }
 }
 
-/// The window of records in memory.
-#[cfg(test)]
-fn analyse(h: &Header, records: &[Record]) -> Window {
-    let win = super::measured_window(records);
-    let mut a = Analyser::new(h);
-    records[..win.start].iter().for_each(|r| a.skip(r));
-    records[win].iter().for_each(|r| a.add(r));
-    a.finish()
-}
-
 /// The window of a trace file, read one record at a time (two passes: one finds the
 /// window). Returns its header too.
 fn analyse_file(path: &std::path::Path) -> Result<(Header, Window)> {
@@ -585,12 +575,6 @@ fn workload(w: &Window, s: &Scale, comments: Vec<Comment>, flowops: Vec<Flowop>)
     }
 }
 
-/// The workload text for a trace in memory, printed by [`printer::print`].
-#[cfg(test)]
-fn distill(h: &Header, records: &[Record]) -> Result<String> {
-    Ok(printer::print(&model(h, &analyse(h, records))?))
-}
-
 /// How close one trace is to another.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Comparison {
@@ -763,6 +747,20 @@ pub fn compare_main(a: &CompareArgs) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The workload text for a trace in memory, printed by [`printer::print`].
+    fn distill(h: &Header, records: &[Record]) -> Result<String> {
+        Ok(printer::print(&model(h, &analyse(h, records))?))
+    }
+
+    /// The window of records in memory.
+    fn analyse(h: &Header, records: &[Record]) -> Window {
+        let win = crate::trace::measured_window(records);
+        let mut a = Analyser::new(h);
+        records[..win.start].iter().for_each(|r| a.skip(r));
+        records[win].iter().for_each(|r| a.add(r));
+        a.finish()
+    }
 
     #[test]
     fn randtables_add_up_to_100() {

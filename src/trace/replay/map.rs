@@ -67,16 +67,6 @@ impl Mapper {
     }
 }
 
-/// The first replayed call that would change something below the roots: a path call that
-/// modifies, or an open for writing (whose writes would land there).
-#[cfg(test)]
-pub(super) fn first_change_below_roots<'r>(
-    records: &'r [Record],
-    mapper: &Mapper,
-) -> Option<&'r Record> {
-    records.iter().find(|r| changes_below_roots(r, mapper))
-}
-
 /// Whether replaying `r` would change something below the roots.
 pub(super) fn changes_below_roots(r: &Record, mapper: &Mapper) -> bool {
     if !replayable(r.call) {
@@ -133,6 +123,12 @@ pub(super) fn parent(p: &str) -> Option<&str> {
 mod tests {
     use super::super::testing::{mapper, rec};
     use super::*;
+
+    /// The first replayed call that would change something below the roots: a path call that
+    /// modifies, or an open for writing (whose writes would land there).
+    fn first_change_below_roots<'r>(records: &'r [Record], mapper: &Mapper) -> Option<&'r Record> {
+        records.iter().find(|r| changes_below_roots(r, mapper))
+    }
 
     #[test]
     fn over_maps_roots_onto_trees_and_only_reading_traces_pass() {

@@ -142,17 +142,6 @@ pub(super) struct PathDeps {
     pub(super) users: Vec<(u32, u32)>,
 }
 
-/// Plan a whole trace at once.
-#[cfg(test)]
-pub(super) fn build_plan(
-    records: &[Record],
-    mapper: &Mapper,
-    threads: Option<usize>,
-    mode: Mode,
-) -> Plan {
-    Planner::default().plan(records, mapper, threads, mode)
-}
-
 /// The static pass, one chunk of records at a time. What it knows of the traced program
 /// (threads, descriptor tables, open files) carries over from chunk to chunk; the
 /// orderings between steps do not: a chunk starts when every step of the previous one is
@@ -653,6 +642,11 @@ impl Step {
 mod tests {
     use super::super::testing::{mapper, rec};
     use super::*;
+
+    /// Plan a whole trace at once.
+    fn build_plan(records: &[Record], mapper: &Mapper, threads: Option<usize>, mode: Mode) -> Plan {
+        Planner::default().plan(records, mapper, threads, mode)
+    }
 
     #[test]
     fn descriptors_opened_outside_the_roots_are_not_replayed() {
