@@ -15,9 +15,6 @@ pub mod hpc;
 pub mod postmark;
 pub mod read;
 
-// The harness, under the names the trace replay still uses.
-pub use crate::measure::{self, guard};
-
 use crate::model::FlowopKind;
 use crate::stats::{self, OpRecorder, Recorder, Results};
 use std::collections::BTreeMap;

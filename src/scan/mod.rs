@@ -9,7 +9,6 @@ pub mod diff;
 pub mod hash;
 pub mod snapshot;
 pub mod summary;
-pub use crate::walk; // the walker, under the name the trace capture still uses
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
@@ -20,9 +19,9 @@ use std::time::Instant;
 use anyhow::Context;
 use serde::Serialize;
 
+use crate::walk::{self, Visitor, WalkEntry, WalkOptions};
 use snapshot::{Kind, RecordEncoder, SnapshotHeader};
 use summary::{DepthRow, ExtRow, Log2Row, TreeStats};
-use walk::{Visitor, WalkEntry, WalkOptions};
 
 /// Arguments of `fsbench scan`.
 #[derive(clap::Args, Debug)]

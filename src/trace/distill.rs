@@ -266,16 +266,6 @@ impl Analyser {
     }
 }
 
-/// The window of records in memory.
-#[cfg(test)]
-fn analyse(h: &Header, records: &[Record]) -> Window {
-    let win = super::measured_window(records);
-    let mut a = Analyser::new(h);
-    records[..win.start].iter().for_each(|r| a.skip(r));
-    records[win].iter().for_each(|r| a.add(r));
-    a.finish()
-}
-
 /// The window of a trace file, read one record at a time (two passes: one finds the
 /// window). Returns its header too.
 fn analyse_file(path: &std::path::Path) -> Result<(Header, Window)> {
@@ -367,11 +357,41 @@ fn model(h: &Header, w: &Window) -> Result<Workload> {
             h.roots.join(", ")
         );
     }
-    let groups = &w.groups;
-    // Repetitions: the rarest kept unit appears once; at most ~200 blocks in the loop.
-    let total: u64 = groups.values().map(|g| g.n).sum::<u64>() + w.stats + w.unlinks;
-    let unit = (total as f64 / 200.0).max(1.0);
-    let reps = |n: u64| (n as f64 / unit).round() as u64;
+    let s = Scale::of(w);
+    let (mut plan, dropped) = blocks(w, &s);
+    add_think_time(&mut plan, w, &s);
+    let flowops = interleave(&plan);
+    let comments = comments(h, w, dropped);
+    Ok(workload(w, &s, comments, flowops))
+}
+
+/// Repetitions: the rarest kept unit appears once; at most ~200 blocks in the loop.
+struct Scale {
+    /// Sessions and path calls of the window.
+    total: u64,
+    /// How many of them one repetition stands for.
+    unit: f64,
+}
+
+impl Scale {
+    fn of(w: &Window) -> Scale {
+        let total: u64 = w.groups.values().map(|g| g.n).sum::<u64>() + w.stats + w.unlinks;
+        Scale {
+            total,
+            unit: (total as f64 / 200.0).max(1.0),
+        }
+    }
+    fn reps(&self, n: u64) -> u64 {
+        (n as f64 / self.unit).round() as u64
+    }
+}
+
+/// The loop's blocks, each with its repetitions.
+type Blocks = Vec<(Vec<Step>, u64)>;
+
+/// The loop's blocks and their repetitions: one block per group of sessions, one for the
+/// stats, one for the unlinks; and what was too rare to keep, by kind.
+fn blocks(w: &Window, s: &Scale) -> (Blocks, BTreeMap<String, u64>) {
     let mut dropped: BTreeMap<String, u64> = w.other.clone();
     // Files read are those that existed at the window's start; files created (and removed)
     // live in a fileset of their own, so opens never pick a file the loop just created.
@@ -381,10 +401,10 @@ fn model(h: &Header, w: &Window) -> Result<Workload> {
     let fs = || (ident("filesetname"), name("traced"));
     let fsn = || (ident("filesetname"), name("created"));
     let fd1 = || (ident("fd"), int(1));
-    let mut plan: Vec<(Vec<Step>, u64)> = Vec::new();
-    for (key, g) in groups {
+    let mut plan: Blocks = Vec::new();
+    for (key, g) in &w.groups {
         let (dir, created, _, _, _) = *key;
-        let r = reps(g.n);
+        let r = s.reps(g.n);
         if r == 0 {
             *dropped.entry("rare sessions".into()).or_default() += g.n;
             continue;
@@ -416,15 +436,23 @@ fn model(h: &Header, w: &Window) -> Result<Workload> {
         }
         plan.push((block, r));
     }
-    if reps(w.stats) > 0 {
-        plan.push((vec![Step(Op::StatFile, "stat", vec![fs()])], reps(w.stats)));
+    if s.reps(w.stats) > 0 {
+        plan.push((
+            vec![Step(Op::StatFile, "stat", vec![fs()])],
+            s.reps(w.stats),
+        ));
     }
-    if reps(w.unlinks) > 0 {
-        let s = Step(Op::DeleteFile, "delete", vec![fsn()]);
-        plan.push((vec![s], reps(w.unlinks)));
+    if s.reps(w.unlinks) > 0 {
+        let d = Step(Op::DeleteFile, "delete", vec![fsn()]);
+        plan.push((vec![d], s.reps(w.unlinks)));
     }
-    // Think time: the trace's long pauses (over a millisecond: computation between
-    // calls), spread over the loop's blocks.
+    (plan, dropped)
+}
+
+/// Think time: the trace's long pauses (over a millisecond: computation between calls),
+/// spread over the loop's blocks.
+fn add_think_time(plan: &mut [(Vec<Step>, u64)], w: &Window, s: &Scale) {
+    let (total, unit) = (s.total, s.unit);
     let blocks: u64 = plan.iter().map(|p| p.1).sum();
     let think_us = if blocks > 0 && w.threads > 0 {
         let scale = total as f64 / unit / blocks.max(1) as f64;
@@ -435,13 +463,22 @@ fn model(h: &Header, w: &Window) -> Result<Workload> {
     if think_us >= 1.0 {
         let v = think_us.round() as u64;
         for p in plan.iter_mut() {
-            p.0.push(Step(Op::Think, "think", vec![(ident("value"), int(v))]));
+            p.0.push(Step(
+                Op::Think,
+                "think",
+                vec![(ident("value"), Value::Int(v))],
+            ));
         }
     }
+}
+
+/// The loop's flowops: each block's repetitions spread evenly over the rounds, each flowop
+/// named by its kind and position.
+fn interleave(plan: &[(Vec<Step>, u64)]) -> Vec<Flowop> {
     let mut flowops = Vec::new();
     let rounds = plan.iter().map(|p| p.1).max().unwrap_or(0);
     for round in 0..rounds {
-        for (block, r) in &plan {
+        for (block, r) in plan {
             // Spread each block's repetitions evenly over the rounds.
             let due = |i: u64| (i * r) / rounds.max(1);
             if due(round + 1) > due(round) {
@@ -454,15 +491,11 @@ fn model(h: &Header, w: &Window) -> Result<Workload> {
             }
         }
     }
-    // The fileset: the files touched, with room for those created over many loops.
-    let existing = w.files.len() as u64 - w.created.min(w.files.len() as u64);
-    let per_loop: u64 = groups
-        .iter()
-        .filter(|(k, _)| k.1)
-        .map(|(_, g)| reps(g.n))
-        .sum();
-    let entries = existing.max(10);
-    let new_entries = (per_loop * 500).clamp(100, 200_000);
+    flowops
+}
+
+/// The comments at the top: what was traced, the window's call mix, what was not modelled.
+fn comments(h: &Header, w: &Window, dropped: BTreeMap<String, u64>) -> Vec<Comment> {
     let list = |m: &mut dyn Iterator<Item = (String, u64)>| {
         m.map(|(k, v)| format!("{k} {v}"))
             .collect::<Vec<_>>()
@@ -488,6 +521,24 @@ fn model(h: &Header, w: &Window) -> Result<Workload> {
             list(&mut dropped.into_iter())
         )));
     }
+    comments
+}
+
+/// The workload around the loop: variables of the sizes, the filesets (the files touched,
+/// with room for those created over many loops), one process of `nthreads` threads.
+fn workload(w: &Window, s: &Scale, comments: Vec<Comment>, flowops: Vec<Flowop>) -> Workload {
+    let int = Value::Int;
+    let var = |n: &str| Value::Var(ident(n));
+    let name = |n: &str| Value::Name(ident(n));
+    let existing = w.files.len() as u64 - w.created.min(w.files.len() as u64);
+    let per_loop: u64 = w
+        .groups
+        .iter()
+        .filter(|(k, _)| k.1)
+        .map(|(_, g)| s.reps(g.n))
+        .sum();
+    let entries = existing.max(10);
+    let new_entries = (per_loop * 500).clamp(100, 200_000);
     let tab = |v: &Sizes, fallback: u64| randtable(v).map_or(int(fallback), Value::Tabular);
     let quoted = |s: &str| Value::Quoted(Quoted::new(s).expect("a plain path"));
     let fileset = |fs: &str, n: u64, size: Value, prealloc: u64| {
@@ -500,7 +551,7 @@ fn model(h: &Header, w: &Window) -> Result<Workload> {
             (ident("prealloc"), int(prealloc)),
         ]
     };
-    Ok(Workload {
+    Workload {
         comments,
         vars: vec![
             (ident("dir"), quoted("/tmp")),
@@ -521,13 +572,7 @@ fn model(h: &Header, w: &Window) -> Result<Workload> {
         ],
         flowops,
         run_s: 10,
-    })
-}
-
-/// The workload text for a trace in memory, printed by [`printer::print`].
-#[cfg(test)]
-fn distill(h: &Header, records: &[Record]) -> Result<String> {
-    Ok(printer::print(&model(h, &analyse(h, records))?))
+    }
 }
 
 /// How close one trace is to another.
@@ -625,8 +670,8 @@ fn print_comparison(c: &Comparison, out: &mut impl std::io::Write) -> std::io::R
         c.calls_per_s_reference,
         c.calls_per_s_other,
         c.calls_per_s_other / c.calls_per_s_reference.max(1e-9),
-        crate::limits::human(c.bytes_per_s_reference),
-        crate::limits::human(c.bytes_per_s_other)
+        crate::units::human_bytes(c.bytes_per_s_reference),
+        crate::units::human_bytes(c.bytes_per_s_other)
     )
 }
 
@@ -702,6 +747,20 @@ pub fn compare_main(a: &CompareArgs) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The workload text for a trace in memory, printed by [`printer::print`].
+    fn distill(h: &Header, records: &[Record]) -> Result<String> {
+        Ok(printer::print(&model(h, &analyse(h, records))?))
+    }
+
+    /// The window of records in memory.
+    fn analyse(h: &Header, records: &[Record]) -> Window {
+        let win = crate::trace::measured_window(records);
+        let mut a = Analyser::new(h);
+        records[..win.start].iter().for_each(|r| a.skip(r));
+        records[win].iter().for_each(|r| a.add(r));
+        a.finish()
+    }
 
     #[test]
     fn randtables_add_up_to_100() {

@@ -217,41 +217,14 @@ impl Tracker {
         }
     }
 
-    /// Advance past `r`. Returns, for a read or write, its start offset in the file (when
-    /// known) so sequentiality can be judged.
+    /// Advance past `r`. Returns, for a read or write, whether it is sequential (1 when it
+    /// starts where the open file's previous access ended, or at 0 for the first, else 0).
     pub fn apply(&mut self, r: &Record) -> Option<u64> {
         let t = self.table(r.tid);
         let ok = r.ok();
         match r.call {
-            Call::Open if ok => {
-                let f = r.flags.unwrap_or(0) as i32;
-                let path = r.path.clone();
-                let mut created = false;
-                if let Some(p) = &path {
-                    if f & libc::O_CREAT != 0 && !self.sizes.contains_key(p) {
-                        created = true;
-                        self.sizes.insert(p.clone(), 0);
-                    }
-                    if f & libc::O_TRUNC != 0 && f & libc::O_ACCMODE != libc::O_RDONLY {
-                        self.sizes.insert(p.clone(), 0);
-                    }
-                }
-                let inside = path.as_deref().is_some_and(|p| self.inside(p));
-                let o = self.next_open;
-                self.next_open += 1;
-                self.opens.insert(
-                    o,
-                    Open {
-                        path,
-                        inside,
-                        append: f & libc::O_APPEND != 0,
-                        cloexec: f & libc::O_CLOEXEC != 0,
-                        created,
-                        ..Default::default()
-                    },
-                );
-                self.put(t, r.ret as i32, o);
-            }
+            Call::Read | Call::Write => return self.read_write(t, r),
+            Call::Open if ok => self.open(t, r),
             Call::Dup if ok => {
                 if let Some(o) = r.fd.and_then(|fd| self.tables[t].get(&fd).copied()) {
                     self.put(t, r.ret as i32, o);
@@ -262,71 +235,8 @@ impl Tracker {
                     self.unref(o);
                 }
             }
-            Call::Clone if ok && r.ret > 0 => {
-                let child = r.ret as u32;
-                if r.flags.unwrap_or(0) & libc::CLONE_FILES as u64 != 0 {
-                    self.table_of.insert(child, t);
-                } else {
-                    let copy = self.tables[t].clone();
-                    for o in copy.values() {
-                        if let Some(x) = self.opens.get_mut(o) {
-                            x.refs += 1;
-                        }
-                    }
-                    self.tables.push(copy);
-                    let n = self.tables.len() - 1;
-                    self.table_of.insert(child, n);
-                }
-            }
-            Call::Exec if ok => {
-                let opens = &self.opens;
-                let gone: Vec<usize> = self.tables[t]
-                    .values()
-                    .copied()
-                    .filter(|o| opens.get(o).is_some_and(|x| x.cloexec))
-                    .collect();
-                self.tables[t].retain(|_, o| !opens.get(o).is_some_and(|x| x.cloexec));
-                for o in gone {
-                    self.unref(o);
-                }
-            }
-            Call::Read | Call::Write => {
-                let o = r.fd.and_then(|fd| self.tables[t].get(&fd).copied())?;
-                let n = r.ret.max(0) as u64;
-                let file_size = self
-                    .opens
-                    .get(&o)?
-                    .path
-                    .as_ref()
-                    .and_then(|p| self.sizes.get(p).copied())
-                    .unwrap_or(0);
-                let open = self.opens.get_mut(&o)?;
-                let start = match r.offset {
-                    Some(off) => off,
-                    None if r.call == Call::Write && open.append => file_size,
-                    None => open.pos,
-                };
-                if r.offset.is_none() && ok {
-                    open.pos = start + n;
-                }
-                let was = open.last_end;
-                if ok {
-                    open.last_end = Some(start + n);
-                }
-                if r.call == Call::Write && ok {
-                    if let Some(p) = open.path.clone() {
-                        let s = self.sizes.entry(p).or_default();
-                        *s = (*s).max(start + n);
-                    }
-                }
-                return Some(
-                    if was.is_some_and(|e| e == start) || (was.is_none() && start == 0) {
-                        1
-                    } else {
-                        0
-                    },
-                );
-            }
+            Call::Clone if ok && r.ret > 0 => self.clone_table(t, r),
+            Call::Exec if ok => self.exec(t),
             Call::Seek if ok => {
                 if let Some(o) = r.fd.and_then(|fd| self.tables[t].get(&fd).copied()) {
                     if let Some(x) = self.opens.get_mut(&o) {
@@ -334,23 +244,139 @@ impl Tracker {
                     }
                 }
             }
-            Call::CopyRange | Call::Sendfile if ok => {
-                let out = match r.call {
-                    Call::Sendfile => r.fd,
-                    _ => r.fd2,
-                };
-                let out = out.and_then(|fd| self.tables[t].get(&fd).copied());
-                if let Some(open) = out.and_then(|o| self.opens.get_mut(&o)) {
-                    let n = r.ret.max(0) as u64;
-                    let start = open.pos;
-                    open.pos += n;
-                    if let Some(p) = open.path.clone() {
-                        let s = self.sizes.entry(p).or_default();
-                        *s = (*s).max(start + n);
-                    }
+            Call::CopyRange | Call::Sendfile if ok => self.copy(t, r),
+            _ if ok => self.paths(r),
+            _ => {}
+        }
+        None
+    }
+
+    /// A successful open: a new open file (created, or truncated, sizes 0).
+    fn open(&mut self, t: usize, r: &Record) {
+        let f = r.flags.unwrap_or(0) as i32;
+        let path = r.path.clone();
+        let mut created = false;
+        if let Some(p) = &path {
+            if f & libc::O_CREAT != 0 && !self.sizes.contains_key(p) {
+                created = true;
+                self.sizes.insert(p.clone(), 0);
+            }
+            if f & libc::O_TRUNC != 0 && f & libc::O_ACCMODE != libc::O_RDONLY {
+                self.sizes.insert(p.clone(), 0);
+            }
+        }
+        let inside = path.as_deref().is_some_and(|p| self.inside(p));
+        let o = self.next_open;
+        self.next_open += 1;
+        self.opens.insert(
+            o,
+            Open {
+                path,
+                inside,
+                append: f & libc::O_APPEND != 0,
+                cloexec: f & libc::O_CLOEXEC != 0,
+                created,
+                ..Default::default()
+            },
+        );
+        self.put(t, r.ret as i32, o);
+    }
+
+    /// A successful clone: the child shares the table (`CLONE_FILES`) or gets a copy.
+    fn clone_table(&mut self, t: usize, r: &Record) {
+        let child = r.ret as u32;
+        if r.flags.unwrap_or(0) & libc::CLONE_FILES as u64 != 0 {
+            self.table_of.insert(child, t);
+        } else {
+            let copy = self.tables[t].clone();
+            for o in copy.values() {
+                if let Some(x) = self.opens.get_mut(o) {
+                    x.refs += 1;
                 }
             }
-            Call::Truncate if ok => {
+            self.tables.push(copy);
+            let n = self.tables.len() - 1;
+            self.table_of.insert(child, n);
+        }
+    }
+
+    /// A successful exec: the close-on-exec descriptors close.
+    fn exec(&mut self, t: usize) {
+        let opens = &self.opens;
+        let gone: Vec<usize> = self.tables[t]
+            .values()
+            .copied()
+            .filter(|o| opens.get(o).is_some_and(|x| x.cloexec))
+            .collect();
+        self.tables[t].retain(|_, o| !opens.get(o).is_some_and(|x| x.cloexec));
+        for o in gone {
+            self.unref(o);
+        }
+    }
+
+    /// A read or a write: its open file's position and the file's size move on; whether it
+    /// is sequential (see [`Tracker::apply`]).
+    fn read_write(&mut self, t: usize, r: &Record) -> Option<u64> {
+        let ok = r.ok();
+        let o = r.fd.and_then(|fd| self.tables[t].get(&fd).copied())?;
+        let n = r.ret.max(0) as u64;
+        let file_size = self
+            .opens
+            .get(&o)?
+            .path
+            .as_ref()
+            .and_then(|p| self.sizes.get(p).copied())
+            .unwrap_or(0);
+        let open = self.opens.get_mut(&o)?;
+        let start = match r.offset {
+            Some(off) => off,
+            None if r.call == Call::Write && open.append => file_size,
+            None => open.pos,
+        };
+        if r.offset.is_none() && ok {
+            open.pos = start + n;
+        }
+        let was = open.last_end;
+        if ok {
+            open.last_end = Some(start + n);
+        }
+        if r.call == Call::Write && ok {
+            if let Some(p) = open.path.clone() {
+                let s = self.sizes.entry(p).or_default();
+                *s = (*s).max(start + n);
+            }
+        }
+        Some(
+            if was.is_some_and(|e| e == start) || (was.is_none() && start == 0) {
+                1
+            } else {
+                0
+            },
+        )
+    }
+
+    /// A successful sendfile or copy_file_range: the written file's position and size.
+    fn copy(&mut self, t: usize, r: &Record) {
+        let out = match r.call {
+            Call::Sendfile => r.fd,
+            _ => r.fd2,
+        };
+        let out = out.and_then(|fd| self.tables[t].get(&fd).copied());
+        if let Some(open) = out.and_then(|o| self.opens.get_mut(&o)) {
+            let n = r.ret.max(0) as u64;
+            let start = open.pos;
+            open.pos += n;
+            if let Some(p) = open.path.clone() {
+                let s = self.sizes.entry(p).or_default();
+                *s = (*s).max(start + n);
+            }
+        }
+    }
+
+    /// Another successful call: the sizes and directories that paths change.
+    fn paths(&mut self, r: &Record) {
+        match r.call {
+            Call::Truncate => {
                 let p = r.path.clone().or_else(|| {
                     self.open_of(r.tid, r.fd)
                         .and_then(|o| self.opens.get(&o).and_then(|x| x.path.clone()))
@@ -359,29 +385,29 @@ impl Tracker {
                     self.sizes.insert(p, r.size.unwrap_or(0));
                 }
             }
-            Call::Unlink if ok => {
+            Call::Unlink => {
                 if let Some(p) = &r.path {
                     self.sizes.remove(p);
                 }
             }
-            Call::Mkdir if ok => {
+            Call::Mkdir => {
                 if let Some(p) = &r.path {
                     self.dirs.insert(p.clone());
                 }
             }
-            Call::Rmdir if ok => {
+            Call::Rmdir => {
                 if let Some(p) = &r.path {
                     self.dirs.remove(p);
                 }
             }
-            Call::Rename if ok => {
+            Call::Rename => {
                 if let (Some(a), Some(b)) = (&r.path, &r.path2) {
                     if let Some(s) = self.sizes.remove(a) {
                         self.sizes.insert(b.clone(), s);
                     }
                 }
             }
-            Call::Link if ok => {
+            Call::Link => {
                 if let (Some(a), Some(b)) = (&r.path, &r.path2) {
                     if let Some(&s) = self.sizes.get(a) {
                         self.sizes.insert(b.clone(), s);
@@ -390,7 +416,6 @@ impl Tracker {
             }
             _ => {}
         }
-        None
     }
 }
 
@@ -585,7 +610,7 @@ pub fn print_text(s: &TraceStats, out: &mut impl Write) -> std::io::Result<()> {
         } else {
             &s.command
         },
-        crate::report::count(s.records, "call"),
+        crate::units::count(s.records, "call"),
         s.duration_s,
         s.counted,
         s.outside_roots
@@ -610,9 +635,9 @@ pub fn print_text(s: &TraceStats, out: &mut impl Write) -> std::io::Result<()> {
         out,
         "reads: {} calls, {}; writes: {} calls, {}; read/write {:.2} by bytes, {:.2} by calls",
         s.read_calls,
-        crate::limits::human(s.bytes_read as f64),
+        crate::units::human_bytes(s.bytes_read as f64),
         s.write_calls,
-        crate::limits::human(s.bytes_written as f64),
+        crate::units::human_bytes(s.bytes_written as f64),
         s.bytes_read as f64 / s.bytes_written.max(1) as f64,
         s.read_calls as f64 / s.write_calls.max(1) as f64
     )?;
@@ -631,7 +656,7 @@ pub fn print_text(s: &TraceStats, out: &mut impl Write) -> std::io::Result<()> {
             "  {:>8}  {:>7} calls  {:>10}  {:.3}-{:.3} s",
             t.tid,
             t.calls,
-            crate::limits::human(t.bytes as f64),
+            crate::units::human_bytes(t.bytes as f64),
             t.first_s,
             t.last_s
         )?;
