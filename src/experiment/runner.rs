@@ -695,6 +695,43 @@ fn prepare_outdir(plan: &Plan, o: &Options) -> Result<PathBuf> {
 
 /// `fsbench experiment PLAN`.
 pub fn run(o: &Options) -> Result<()> {
+    let Some((plan, cells)) = checked_plan(o)? else {
+        return Ok(());
+    };
+    let outdir = prepare_outdir(&plan, o)?;
+    let (mut st, exp, cell_ids) = open_store(&plan, &cells, &outdir)?;
+    crate::engine::install_signal_handlers();
+    let mut env = Env {
+        journal: Journal::create(&outdir)?,
+        ready: Vec::new(),
+        up: false,
+        device_base: Default::default(),
+        device_last: Default::default(),
+    };
+    env.journal.verbose = true;
+    let mut session = Session {
+        plan: &plan,
+        cells: &cells,
+        cell_ids,
+        outdir: &outdir,
+        st: &mut st,
+        env: &mut env,
+        generation: 0,
+        failures: 0,
+        progress: Progress::default(),
+    };
+    session.count_todo()?;
+    let result = session.rounds().and_then(|()| session.strict(o, exp));
+    let failures = session.failures;
+    let teardown = env.tear_down();
+    drop(env);
+    result?;
+    teardown?;
+    finish(o, &mut st, exp, &outdir, failures)
+}
+
+/// The plan, validated for this machine, and its cells; `None` after a dry run.
+fn checked_plan(o: &Options) -> Result<Option<(Plan, Vec<Cell>)>> {
     let plan = super::plan::load(&o.plan, o.quick).map_err(|e| anyhow::anyhow!("{e}"))?;
     let planned = planned_cells(&plan);
     if planned > MAX_CELLS {
@@ -712,7 +749,7 @@ pub fn run(o: &Options) -> Result<()> {
     }
     if o.dry_run {
         dry_run(&plan, &cells);
-        return Ok(());
+        return Ok(None);
     }
     let need_root = root_steps(&plan, &cells);
     if !need_root.is_empty() && !crate::engine::is_root() {
@@ -728,8 +765,13 @@ pub fn run(o: &Options) -> Result<()> {
             missing.join(", ")
         );
     }
-    let outdir = prepare_outdir(&plan, o)?;
-    let mut st = Store::open(&outdir)?;
+    Ok(Some((plan, cells)))
+}
+
+/// The results database with the experiment and its cells recorded (found again on
+/// --resume): the store, the experiment's id and each cell's id.
+fn open_store(plan: &Plan, cells: &[Cell], outdir: &Path) -> Result<(Store, i64, Vec<i64>)> {
+    let st = Store::open(outdir)?;
     let baseline: Value = plan
         .baseline
         .iter()
@@ -760,14 +802,9 @@ pub fn run(o: &Options) -> Result<()> {
     };
     let mut cell_ids = Vec::new();
     st.begin()?;
-    for c in &cells {
-        let labels: serde_json::Map<String, Value> = c
-            .labels(&plan)
-            .into_iter()
-            .map(|(k, v)| (k, Value::String(v)))
-            .collect();
+    for c in cells {
         let cmd = command(
-            &plan,
+            plan,
             c,
             Path::new("{target}"),
             Path::new("{json}"),
@@ -780,48 +817,81 @@ pub fn run(o: &Options) -> Result<()> {
             plan.measurements[c.measurement].kind.name(),
             &c.target,
             &c.cache,
-            &Value::Object(labels),
+            &Value::Object(labels_json(plan, c)),
             &json!(cmd),
         )?);
     }
     st.commit()?;
-    crate::engine::install_signal_handlers();
-    let mut env = Env {
-        journal: Journal::create(&outdir)?,
-        ready: Vec::new(),
-        up: false,
-        device_base: Default::default(),
-        device_last: Default::default(),
-    };
-    env.journal.verbose = true;
+    Ok((st, exp, cell_ids))
+}
 
-    let mut todo_total = 0usize;
-    for (i, _) in cells.iter().enumerate() {
-        for r in 0..plan.repetitions {
-            if !st.done(cell_ids[i], r)? {
-                todo_total += 1;
+/// A cell's factor levels as a JSON object.
+fn labels_json(plan: &Plan, cell: &Cell) -> serde_json::Map<String, Value> {
+    cell.labels(plan)
+        .into_iter()
+        .map(|(k, v)| (k, Value::String(v)))
+        .collect()
+}
+
+/// Runs done in this invocation, for the progress line's estimate.
+#[derive(Default)]
+struct Progress {
+    started: Option<Instant>,
+    todo_total: usize,
+    done_now: usize,
+    measured_s: f64,
+}
+
+/// An experiment being run: its plan, cells, store and targets.
+struct Session<'a> {
+    plan: &'a Plan,
+    cells: &'a [Cell],
+    cell_ids: Vec<i64>,
+    outdir: &'a Path,
+    st: &'a mut Store,
+    env: &'a mut Env,
+    /// Set-ups so far (each names its targets' files apart).
+    generation: u32,
+    failures: usize,
+    progress: Progress,
+}
+
+impl Session<'_> {
+    /// Count the runs still to do, and say so when resuming.
+    fn count_todo(&mut self) -> Result<()> {
+        let (plan, cells) = (self.plan, self.cells);
+        let mut todo_total = 0usize;
+        for (i, _) in cells.iter().enumerate() {
+            for r in 0..plan.repetitions {
+                if !self.st.done(self.cell_ids[i], r)? {
+                    todo_total += 1;
+                }
             }
         }
+        let all = cells.len() * plan.repetitions as usize;
+        if todo_total < all {
+            eprintln!(
+                "fsbench: resuming: {} of {} runs stored, {} to go",
+                all - todo_total,
+                all,
+                todo_total
+            );
+        }
+        self.progress = Progress {
+            started: Some(Instant::now()),
+            todo_total,
+            ..Default::default()
+        };
+        Ok(())
     }
-    if todo_total < cells.len() * plan.repetitions as usize {
-        eprintln!(
-            "fsbench: resuming: {} of {} runs stored, {} to go",
-            cells.len() * plan.repetitions as usize - todo_total,
-            cells.len() * plan.repetitions as usize,
-            todo_total
-        );
-    }
-    let started = Instant::now();
-    let mut done_now = 0usize;
-    let mut measured_s = 0.0;
-    let mut generation = 0u32;
-    let mut failures = 0usize;
 
-    let result: Result<()> = (|| {
+    /// Every repetition round, each in its order; stops early on Ctrl-C.
+    fn rounds(&mut self) -> Result<()> {
+        let plan = self.plan;
         for round in 0..plan.repetitions {
-            let todo: Vec<usize> = order(&plan, cells.len(), round)
+            let todo: Vec<usize> = order(plan, self.cells.len(), round)
                 .into_iter()
-                .filter(|&i| !st.done(cell_ids[i], round).unwrap_or(false))
+                .filter(|&i| !self.st.done(self.cell_ids[i], round).unwrap_or(false))
                 .collect();
             if todo.is_empty() {
                 continue;
@@ -829,154 +899,188 @@ pub fn run(o: &Options) -> Result<()> {
             if crate::engine::interrupted() {
                 return Ok(());
             }
-            let fresh = !env.up || plan.fresh == Fresh::Repetition;
-            if fresh {
-                if env.up {
-                    env.tear_down()?;
+            if !self.env.up || plan.fresh == Fresh::Repetition {
+                if self.env.up {
+                    self.env.tear_down()?;
                 }
-                generation += 1;
-                env.set_up(&plan, &cells, &outdir, generation)?;
+                self.set_up()?;
             } else {
-                // Aging per repetition continues on the same targets.
-                for t in plan.targets_in_setup_order() {
-                    if let Some(a) = t.age.as_ref().filter(|a| a.per == AgePer::Repetition) {
-                        eprintln!(
-                            "fsbench: aging target {} for repetition {}",
-                            t.name,
-                            round + 1
-                        );
-                        let idx = env
-                            .ready
-                            .iter()
-                            .position(|r| r.name == t.name)
-                            .expect("set up");
-                        let mut r = env.ready[idx].clone();
-                        target::age::run(
-                            a,
-                            &mut r,
-                            &outdir,
-                            &format!("r{round}"),
-                            &mut env.journal,
-                        )?;
-                        env.ready[idx] = r;
-                    }
-                }
+                self.age_per_repetition(round)?;
             }
             if round == 0 && plan.warmup_runs > 0 {
-                for &i in &todo {
-                    for w in 0..plan.warmup_runs {
-                        if crate::engine::interrupted() {
-                            return Ok(());
-                        }
-                        eprintln!(
-                            "fsbench: warm-up {}/{} of cell {}: {}",
-                            w + 1,
-                            plan.warmup_runs,
-                            i + 1,
-                            cells[i].describe(&plan)
-                        );
-                        run_one(
-                            &plan,
-                            &cells[i],
-                            cell_ids[i],
-                            round,
-                            "warmup",
-                            &mut env,
-                            &outdir,
-                            &mut st,
-                        )?;
-                    }
-                }
+                self.warm_up(&todo)?;
             }
-            for &i in &todo {
-                if crate::engine::interrupted() {
-                    return Ok(());
-                }
-                let elapsed = started.elapsed().as_secs_f64();
-                let eta = if done_now > 0 {
-                    measured_s / done_now as f64 * (todo_total - done_now) as f64
-                } else {
-                    f64::NAN
-                };
-                eprintln!(
-                    "fsbench: [cell {}/{} rep {}/{}] {} | elapsed {}, remaining {}",
-                    i + 1,
-                    cells.len(),
-                    round + 1,
-                    plan.repetitions,
-                    cells[i].describe(&plan),
-                    fmt_secs(elapsed),
-                    if eta.is_nan() {
-                        "?".to_string()
-                    } else {
-                        format!("~{}", fmt_secs(eta))
-                    }
-                );
-                let t0 = Instant::now();
-                let ok = run_one(
-                    &plan,
-                    &cells[i],
-                    cell_ids[i],
-                    round,
-                    "",
-                    &mut env,
-                    &outdir,
-                    &mut st,
-                )?;
-                if !ok && !crate::engine::interrupted() {
-                    failures += 1;
-                }
-                measured_s += t0.elapsed().as_secs_f64();
-                done_now += 1;
-            }
-        }
-        if o.strict && !crate::engine::interrupted() {
-            let disturbed: Vec<(i64, i64, u32)> = {
-                let mut q = st.db.prepare(
-                    "SELECT runs.id, runs.cell_id, runs.repetition FROM runs JOIN cells ON cells.id = runs.cell_id WHERE cells.experiment_id = ?1 AND runs.disturbed = 1 AND runs.superseded = 0 AND runs.status = 'ok'",
-                )?;
-                let rows = q.query_map([exp], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
-                rows.collect::<rusqlite::Result<_>>()?
-            };
-            if !disturbed.is_empty() {
-                eprintln!(
-                    "fsbench: --strict: repeating {} disturbed run(s)",
-                    disturbed.len()
-                );
-                if !env.up {
-                    generation += 1;
-                    env.set_up(&plan, &cells, &outdir, generation)?;
-                }
-                for (run_id, cell_id, rep) in disturbed {
-                    if crate::engine::interrupted() {
-                        return Ok(());
-                    }
-                    let i = cell_ids
-                        .iter()
-                        .position(|&c| c == cell_id)
-                        .expect("cell of this experiment");
-                    eprintln!(
-                        "fsbench: [strict] cell {}/{} rep {}: {}",
-                        i + 1,
-                        cells.len(),
-                        rep + 1,
-                        cells[i].describe(&plan)
-                    );
-                    // The flagged run stays valid until its replacement is stored.
-                    if run_one(
-                        &plan, &cells[i], cell_id, rep, "", &mut env, &outdir, &mut st,
-                    )? {
-                        st.supersede(run_id)?;
-                    }
-                }
+            self.measure_round(round, &todo)?;
+            if crate::engine::interrupted() {
+                return Ok(());
             }
         }
         Ok(())
-    })();
-    let teardown = env.tear_down();
-    drop(env);
-    result?;
-    teardown?;
+    }
+
+    fn set_up(&mut self) -> Result<()> {
+        self.generation += 1;
+        self.env
+            .set_up(self.plan, self.cells, self.outdir, self.generation)
+    }
+
+    /// Aging per repetition continues on the same targets.
+    fn age_per_repetition(&mut self, round: u32) -> Result<()> {
+        let env = &mut *self.env;
+        for t in self.plan.targets_in_setup_order() {
+            if let Some(a) = t.age.as_ref().filter(|a| a.per == AgePer::Repetition) {
+                eprintln!(
+                    "fsbench: aging target {} for repetition {}",
+                    t.name,
+                    round + 1
+                );
+                let idx = env
+                    .ready
+                    .iter()
+                    .position(|r| r.name == t.name)
+                    .expect("set up");
+                let mut r = env.ready[idx].clone();
+                target::age::run(
+                    a,
+                    &mut r,
+                    self.outdir,
+                    &format!("r{round}"),
+                    &mut env.journal,
+                )?;
+                env.ready[idx] = r;
+            }
+        }
+        Ok(())
+    }
+
+    /// The plan's warm-up runs of each cell, stored as such, before the first round.
+    fn warm_up(&mut self, todo: &[usize]) -> Result<()> {
+        let plan = self.plan;
+        for &i in todo {
+            for w in 0..plan.warmup_runs {
+                if crate::engine::interrupted() {
+                    return Ok(());
+                }
+                eprintln!(
+                    "fsbench: warm-up {}/{} of cell {}: {}",
+                    w + 1,
+                    plan.warmup_runs,
+                    i + 1,
+                    self.cells[i].describe(plan)
+                );
+                self.run_one(i, self.cell_ids[i], 0, "warmup")?;
+            }
+        }
+        Ok(())
+    }
+
+    /// One repetition of the cells to do, with a progress line before each.
+    fn measure_round(&mut self, round: u32, todo: &[usize]) -> Result<()> {
+        let plan = self.plan;
+        for &i in todo {
+            if crate::engine::interrupted() {
+                return Ok(());
+            }
+            let p = &self.progress;
+            let elapsed = p.started.map_or(0.0, |s| s.elapsed().as_secs_f64());
+            let eta = if p.done_now > 0 {
+                p.measured_s / p.done_now as f64 * (p.todo_total - p.done_now) as f64
+            } else {
+                f64::NAN
+            };
+            eprintln!(
+                "fsbench: [cell {}/{} rep {}/{}] {} | elapsed {}, remaining {}",
+                i + 1,
+                self.cells.len(),
+                round + 1,
+                plan.repetitions,
+                self.cells[i].describe(plan),
+                fmt_secs(elapsed),
+                if eta.is_nan() {
+                    "?".to_string()
+                } else {
+                    format!("~{}", fmt_secs(eta))
+                }
+            );
+            let t0 = Instant::now();
+            let ok = self.run_one(i, self.cell_ids[i], round, "")?;
+            if !ok && !crate::engine::interrupted() {
+                self.failures += 1;
+            }
+            self.progress.measured_s += t0.elapsed().as_secs_f64();
+            self.progress.done_now += 1;
+        }
+        Ok(())
+    }
+
+    /// --strict: measure the disturbed runs again; each stays valid until its
+    /// replacement is stored.
+    fn strict(&mut self, o: &Options, exp: i64) -> Result<()> {
+        if !o.strict || crate::engine::interrupted() {
+            return Ok(());
+        }
+        let disturbed: Vec<(i64, i64, u32)> = {
+            let mut q = self.st.db.prepare(
+                "SELECT runs.id, runs.cell_id, runs.repetition FROM runs JOIN cells ON cells.id = runs.cell_id WHERE cells.experiment_id = ?1 AND runs.disturbed = 1 AND runs.superseded = 0 AND runs.status = 'ok'",
+            )?;
+            let rows = q.query_map([exp], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+            rows.collect::<rusqlite::Result<_>>()?
+        };
+        if disturbed.is_empty() {
+            return Ok(());
+        }
+        eprintln!(
+            "fsbench: --strict: repeating {} disturbed run(s)",
+            disturbed.len()
+        );
+        if !self.env.up {
+            self.set_up()?;
+        }
+        for (run_id, cell_id, rep) in disturbed {
+            if crate::engine::interrupted() {
+                return Ok(());
+            }
+            let i = self
+                .cell_ids
+                .iter()
+                .position(|&c| c == cell_id)
+                .expect("cell of this experiment");
+            eprintln!(
+                "fsbench: [strict] cell {}/{} rep {}: {}",
+                i + 1,
+                self.cells.len(),
+                rep + 1,
+                self.cells[i].describe(self.plan)
+            );
+            if self.run_one(i, cell_id, rep, "")? {
+                self.st.supersede(run_id)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Run one measurement of cell `i` and store it. Returns whether it succeeded.
+    fn run_one(&mut self, i: usize, cell_id: i64, rep: u32, status_override: &str) -> Result<bool> {
+        let cell = &self.cells[i];
+        self.env.apply_settings(self.plan, cell)?;
+        let r = Run {
+            plan: self.plan,
+            cell,
+            cell_id,
+            rep,
+            status_override,
+            env: self.env,
+            outdir: self.outdir,
+        }
+        .measure_and_store(self.st);
+        // A remount gave the target's mounts new ids: the saved journal follows them.
+        self.env.journal.refresh()?;
+        r
+    }
+}
+
+/// After the last round: the summary, the report, and the exit status.
+fn finish(o: &Options, st: &mut Store, exp: i64, outdir: &Path, failures: usize) -> Result<()> {
     if crate::engine::interrupted() {
         bail!(
             "interrupted: every target is torn down; {} runs stored. Continue with `fsbench experiment {} -o {} --resume{}`",
@@ -989,11 +1093,11 @@ pub fn run(o: &Options) -> Result<()> {
     st.finish(exp)?;
     print!(
         "{}",
-        super::summary::render_text(&super::summary::summarise(&st)?)
+        super::summary::render_text(&super::summary::summarise(st)?)
     );
     eprintln!("fsbench: results in {}", outdir.join(store::FILE).display());
     let page = outdir.join("report.html");
-    match super::report_input::load(&outdir) {
+    match super::report_input::load(outdir) {
         Ok(input) if !input.groups.is_empty() || !input.figure_groups.is_empty() => {
             std::fs::write(&page, crate::report::html::render(&input))
                 .with_context(|| format!("writing {}", page.display()))?;
@@ -1011,131 +1115,190 @@ pub fn run(o: &Options) -> Result<()> {
     Ok(())
 }
 
-/// Run one measurement of a cell and store it. Returns whether it succeeded.
-#[allow(clippy::too_many_arguments)]
-fn run_one(
-    plan: &Plan,
-    cell: &Cell,
+use crate::remote::state::RemoteStats;
+
+/// The remounts a `cache = remount` run made (or asked for), as the child or the runner
+/// logged them.
+type RemountLog = std::sync::Arc<std::sync::Mutex<Vec<String>>>;
+
+/// One measurement of one cell, about to be run and stored.
+struct Run<'a> {
+    plan: &'a Plan,
+    cell: &'a Cell,
     cell_id: i64,
     rep: u32,
-    status_override: &str,
-    env: &mut Env,
-    outdir: &Path,
-    st: &mut Store,
-) -> Result<bool> {
-    env.apply_settings(plan, cell)?;
-    let r = run_measured(plan, cell, cell_id, rep, status_override, env, outdir, st);
-    // A remount gave the target's mounts new ids: the saved journal follows them.
-    env.journal.refresh()?;
-    r
+    /// The status stored instead of "ok" ("warmup" for warm-up runs).
+    status_override: &'a str,
+    env: &'a Env,
+    outdir: &'a Path,
 }
 
-#[allow(clippy::too_many_arguments)]
-fn run_measured(
-    plan: &Plan,
-    cell: &Cell,
-    cell_id: i64,
-    rep: u32,
-    status_override: &str,
-    env: &Env,
-    outdir: &Path,
-    st: &mut Store,
-) -> Result<bool> {
-    let ready = env.ready(&cell.target);
-    let tag = format!(
-        "c{:03}-r{rep:02}{}",
-        cell.idx + 1,
-        if status_override.is_empty() {
-            ""
-        } else {
-            "-warmup"
+impl Run<'_> {
+    fn measure_and_store(&self, st: &mut Store) -> Result<bool> {
+        let (plan, cell, rep) = (self.plan, self.cell, self.rep);
+        let ready = self.env.ready(&cell.target);
+        let tag = format!(
+            "c{:03}-r{rep:02}{}",
+            cell.idx + 1,
+            if self.status_override.is_empty() {
+                ""
+            } else {
+                "-warmup"
+            }
+        );
+        let json_out = self.outdir.join("runs").join(format!("{tag}.json"));
+        let log = self.outdir.join("runs").join(format!("{tag}.log"));
+        let scratch = self.outdir.join("scratch");
+        std::fs::create_dir_all(&scratch)?;
+        let args = command(plan, cell, &ready.dir, &json_out, &scratch);
+        let (remounts, handoff) = self.prepare_caches(ready)?;
+        let server_pids = self.server_pids();
+        let remote_before = target::remote::stats_now(ready);
+        let started_at = store::now();
+        let before = noise::sample();
+        let t0 = Instant::now();
+        let mut outcome = measure(&args, &log, &json_out, plan.time_limit_s, handoff)?;
+        let elapsed = t0.elapsed().as_secs_f64();
+        let after = noise::sample();
+        let other = noise::other_fraction(&before, &after, &server_pids);
+        let mut applied = json!({
+            "target": ready.name,
+            "target_kind": plan.target(&cell.target).kind_name(),
+            "dir": ready.dir.display().to_string(),
+            "settings": ready.applied,
+            "command": args,
+        });
+        if let Some(log) = &remounts {
+            let done = log.lock().unwrap().clone();
+            if matches!(outcome, Outcome::Ok(_)) && !done.iter().any(|d| d.starts_with("remounted"))
+            {
+                outcome = Outcome::Failed(
+                    "cache = remount: the measurement ended without its file system being remounted"
+                        .into(),
+                );
+            }
+            applied["remounts"] = json!(done);
         }
-    );
-    let json_out = outdir.join("runs").join(format!("{tag}.json"));
-    let log = outdir.join("runs").join(format!("{tag}.log"));
-    let scratch = outdir.join("scratch");
-    std::fs::create_dir_all(&scratch)?;
-    let args = command(plan, cell, &ready.dir, &json_out, &scratch);
-    let mut remounts: Option<std::sync::Arc<std::sync::Mutex<Vec<String>>>> = None;
-    let mut handoff = None;
-    if cell.cache == "cold" {
-        crate::engine::drop_caches().map_err(|e| anyhow::anyhow!("{e}"))?;
-    } else if cell.cache == "remount" {
-        let set = target::remount_set(&env.ready, &cell.target);
-        let kind = plan.measurements[cell.measurement].kind;
-        if matches!(kind, Kind::Layout | Kind::Scan) {
-            // These measure a tree as they find it: remount before they start.
-            let what = target::remount(&set)
-                .with_context(|| format!("target {}: cache = remount", cell.target))?;
-            remounts = Some(std::sync::Arc::new(std::sync::Mutex::new(vec![what])));
-        } else {
-            // The others prepare first (layout, a source tree): the child asks for the
-            // remount at the point where a cold run drops the caches.
-            let h = Handoff::new(set)?;
-            remounts = Some(h.log.clone());
-            handoff = Some(h);
+        let mut disturbed = other > plan.noise_threshold;
+        disturbed |= self.disk_lateness(ready, &mut applied);
+        let remote_run = match (&remote_before, target::remote::stats_now(ready)) {
+            (Some(b), Some(a)) => Some(self.remote_traffic(b, &a, &args, &mut applied)),
+            _ => None,
+        };
+        if let Some((_, d)) = &remote_run {
+            disturbed |= *d;
         }
-    } else {
-        // Commit what the previous measurement left (its deletes included): btrfs frees
-        // deleted extents only at a transaction commit, and until then a back-to-back run
-        // finds the space it needs taken.
-        sync_fs(&ready.dir);
-    }
-    // Simulated-disk and remote servers are the measurement's own machinery, not noise.
-    let mut disk_pids: Vec<i32> = env
-        .ready
-        .iter()
-        .filter_map(|r| r.disk.as_ref())
-        .filter_map(|d| crate::disk::state::StateDir::new(d).ok()?.live_pid())
-        .collect();
-    disk_pids.extend(env.ready.iter().filter_map(|r| {
-        let n = r.applied.get("remote")?.as_str()?;
-        crate::remote::state::StateDir::new(n).ok()?.live_pid()
-    }));
-    let remote_before = target::remote::stats_now(ready);
-    let started_at = store::now();
-    let before = noise::sample();
-    let t0 = Instant::now();
-    let mut outcome = measure(&args, &log, &json_out, plan.time_limit_s, handoff)?;
-    let elapsed = t0.elapsed().as_secs_f64();
-    let after = noise::sample();
-    let other = noise::other_fraction(&before, &after, &disk_pids);
-    let mut applied = json!({
-        "target": ready.name,
-        "target_kind": plan.target(&cell.target).kind_name(),
-        "dir": ready.dir.display().to_string(),
-        "settings": ready.applied,
-        "command": args,
-    });
-    if let Some(log) = &remounts {
-        let done = log.lock().unwrap().clone();
-        if matches!(outcome, Outcome::Ok(_)) && !done.iter().any(|d| d.starts_with("remounted")) {
-            outcome = Outcome::Failed(
-                "cache = remount: the measurement ended without its file system being remounted"
-                    .into(),
+        let remote_run = remote_run.map(|(r, _)| r);
+        let noise =
+            json!({"load_avg_1": before.load1, "other_cpu_frac": other, "disturbed": disturbed});
+        let experiment = json!({"name": plan.name, "cell": cell.idx + 1, "repetition": rep + 1, "factors": labels_json(plan, cell), "applied": applied, "noise": noise});
+        let (status, error, results) = self.verdict(outcome, remote_run, experiment);
+        if status == "interrupted" {
+            // Partial measurements are not results: --resume runs the cell again.
+            return Ok(false);
+        }
+        if let Some(e) = &error {
+            eprintln!(
+                "fsbench: cell {} rep {}: {status}: {e}",
+                cell.idx + 1,
+                rep + 1
             );
         }
-        applied["remounts"] = json!(done);
+        st.add_run(&RunRecord {
+            cell_id: self.cell_id,
+            repetition: rep,
+            status,
+            started_at: &started_at,
+            elapsed_s: elapsed,
+            load_avg_1: before.load1,
+            other_cpu_frac: Some(other),
+            disturbed: disturbed && status == "ok",
+            error: error.as_deref(),
+            applied: &applied,
+            results: results.as_ref(),
+        })?;
+        Ok(status == "ok" || status == "warmup")
     }
-    let mut disturbed = other > plan.noise_threshold;
-    if let Some(d) = &ready.disk {
-        if let Some(s) = crate::disk::state::StateDir::new(d)
+
+    /// The cell's cache state: caches dropped, a remount done or handed to the child, or
+    /// (warm) the previous measurement's deletes committed.
+    fn prepare_caches(&self, ready: &Ready) -> Result<(Option<RemountLog>, Option<Handoff>)> {
+        let cell = self.cell;
+        let mut remounts: Option<RemountLog> = None;
+        let mut handoff = None;
+        if cell.cache == "cold" {
+            crate::engine::drop_caches().map_err(|e| anyhow::anyhow!("{e}"))?;
+        } else if cell.cache == "remount" {
+            let set = target::remount_set(&self.env.ready, &cell.target);
+            let kind = self.plan.measurements[cell.measurement].kind;
+            if matches!(kind, Kind::Layout | Kind::Scan) {
+                // These measure a tree as they find it: remount before they start.
+                let what = target::remount(&set)
+                    .with_context(|| format!("target {}: cache = remount", cell.target))?;
+                remounts = Some(std::sync::Arc::new(std::sync::Mutex::new(vec![what])));
+            } else {
+                // The others prepare first (layout, a source tree): the child asks for the
+                // remount at the point where a cold run drops the caches.
+                let h = Handoff::new(set)?;
+                remounts = Some(h.log.clone());
+                handoff = Some(h);
+            }
+        } else {
+            // Commit what the previous measurement left (its deletes included): btrfs frees
+            // deleted extents only at a transaction commit, and until then a back-to-back run
+            // finds the space it needs taken.
+            sync_fs(&ready.dir);
+        }
+        Ok((remounts, handoff))
+    }
+
+    /// Simulated-disk and remote servers are the measurement's own machinery, not noise.
+    fn server_pids(&self) -> Vec<i32> {
+        let ready = &self.env.ready;
+        let mut pids: Vec<i32> = ready
+            .iter()
+            .filter_map(|r| r.disk.as_ref())
+            .filter_map(|d| crate::disk::state::StateDir::new(d).ok()?.live_pid())
+            .collect();
+        pids.extend(ready.iter().filter_map(|r| {
+            let n = r.applied.get("remote")?.as_str()?;
+            crate::remote::state::StateDir::new(n).ok()?.live_pid()
+        }));
+        pids
+    }
+
+    /// A simulated disk's lateness over the run, into `applied`; whether it disturbed the
+    /// measurement.
+    fn disk_lateness(&self, ready: &Ready, applied: &mut Value) -> bool {
+        let Some(d) = &ready.disk else {
+            return false;
+        };
+        let Some(s) = crate::disk::state::StateDir::new(d)
             .ok()
             .and_then(|s| s.read_stats())
-        {
-            let late = if s.service_us.mean > 0.0 {
-                s.server_late_us.mean / s.service_us.mean
-            } else {
-                0.0
-            };
-            applied["disk_late_frac"] = json!(late);
-            applied["disk_requests"] = json!(s.requests);
-            disturbed |= late > plan.noise_threshold;
-        }
+        else {
+            return false;
+        };
+        let late = if s.service_us.mean > 0.0 {
+            s.server_late_us.mean / s.service_us.mean
+        } else {
+            0.0
+        };
+        applied["disk_late_frac"] = json!(late);
+        applied["disk_requests"] = json!(s.requests);
+        late > self.plan.noise_threshold
     }
-    let mut remote_run = None;
-    if let (Some(b), Some(a)) = (&remote_before, target::remote::stats_now(ready)) {
-        let d = a.since(b);
+
+    /// A remote's traffic over the run, into `applied`: the figures and whether they
+    /// show a disturbed measurement.
+    fn remote_traffic(
+        &self,
+        before: &RemoteStats,
+        after: &RemoteStats,
+        args: &[String],
+        applied: &mut Value,
+    ) -> (Value, bool) {
+        let d = after.since(before);
         let late = d.lateness();
         // The child empties the client cache once when it runs cold; any other emptying
         // came from outside (another cold run on this machine) and changed what it measured.
@@ -1155,78 +1318,54 @@ fn run_measured(
             "late_pct": late.pct,
         });
         applied["remote"] = r.clone();
-        disturbed |= late.pct / 100.0 > plan.noise_threshold || foreign > 0;
-        remote_run = Some(r);
+        let disturbed = late.pct / 100.0 > self.plan.noise_threshold || foreign > 0;
+        (r, disturbed)
     }
-    let noise =
-        json!({"load_avg_1": before.load1, "other_cpu_frac": other, "disturbed": disturbed});
-    let factors: serde_json::Map<String, Value> = cell
-        .labels(plan)
-        .into_iter()
-        .map(|(k, v)| (k, Value::String(v)))
-        .collect();
-    let (status, error, results) = match outcome {
-        Outcome::Ok(mut v) => {
-            if v.get("interrupted").and_then(|i| i.as_bool()) == Some(true) {
-                (
-                    "interrupted",
-                    Some("the measurement reports itself interrupted".to_string()),
-                    Some(v),
-                )
-            } else {
-                if let Some(o) = v.as_object_mut() {
-                    if let Some(r) = &remote_run {
-                        o.insert("remote".into(), r.clone());
+
+    /// The status, error and results to store for an outcome; a good result carries the
+    /// remote's figures and the experiment's record of the run.
+    fn verdict(
+        &self,
+        outcome: Outcome,
+        remote_run: Option<Value>,
+        experiment: Value,
+    ) -> (&str, Option<String>, Option<Value>) {
+        let (status, error, results) = match outcome {
+            Outcome::Ok(mut v) => {
+                if v.get("interrupted").and_then(|i| i.as_bool()) == Some(true) {
+                    (
+                        "interrupted",
+                        Some("the measurement reports itself interrupted".to_string()),
+                        Some(v),
+                    )
+                } else {
+                    if let Some(o) = v.as_object_mut() {
+                        if let Some(r) = remote_run {
+                            o.insert("remote".into(), r);
+                        }
+                        o.insert("experiment".into(), experiment);
                     }
-                    o.insert(
-                        "experiment".into(),
-                        json!({"name": plan.name, "cell": cell.idx + 1, "repetition": rep + 1, "factors": factors, "applied": applied, "noise": noise}),
-                    );
+                    ("ok", None, Some(v))
                 }
-                ("ok", None, Some(v))
             }
-        }
-        Outcome::Failed(e) => ("failed", Some(e), None),
-        Outcome::Timeout => (
-            "timeout",
-            Some(format!(
-                "stopped after the time limit of {} s",
-                plan.time_limit_s
-            )),
-            None,
-        ),
-        Outcome::Interrupted => ("interrupted", Some("Ctrl-C".to_string()), None),
-    };
-    let status = if status == "ok" && !status_override.is_empty() {
-        status_override
-    } else {
-        status
-    };
-    if status == "interrupted" {
-        // Partial measurements are not results: --resume runs the cell again.
-        return Ok(false);
+            Outcome::Failed(e) => ("failed", Some(e), None),
+            Outcome::Timeout => (
+                "timeout",
+                Some(format!(
+                    "stopped after the time limit of {} s",
+                    self.plan.time_limit_s
+                )),
+                None,
+            ),
+            Outcome::Interrupted => ("interrupted", Some("Ctrl-C".to_string()), None),
+        };
+        let status = if status == "ok" && !self.status_override.is_empty() {
+            self.status_override
+        } else {
+            status
+        };
+        (status, error, results)
     }
-    if let Some(e) = &error {
-        eprintln!(
-            "fsbench: cell {} rep {}: {status}: {e}",
-            cell.idx + 1,
-            rep + 1
-        );
-    }
-    st.add_run(&RunRecord {
-        cell_id,
-        repetition: rep,
-        status,
-        started_at: &started_at,
-        elapsed_s: elapsed,
-        load_avg_1: before.load1,
-        other_cpu_frac: Some(other),
-        disturbed: disturbed && status == "ok",
-        error: error.as_deref(),
-        applied: &applied,
-        results: results.as_ref(),
-    })?;
-    Ok(status == "ok" || status == "warmup")
 }
 
 /// `fsbench experiment --cleanup OUTDIR`.
