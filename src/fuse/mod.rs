@@ -191,6 +191,29 @@ pub fn reply_err(dev: &File, unique: u64, errno: i32) {
     reply(dev, unique, errno, &[]);
 }
 
+/// A READDIR reply: `fuse_dirent` records (ino, next offset, name length, type, name,
+/// padded to 8 bytes) of `entries` from index `offset`, as many as fit in `size` bytes.
+pub fn dirents<'a>(
+    entries: impl IntoIterator<Item = (u64, &'a [u8], u32)>,
+    offset: u64,
+    size: usize,
+) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (i, (ino, name, typ)) in entries.into_iter().enumerate().skip(offset as usize) {
+        let rec = (24 + name.len()).div_ceil(8) * 8;
+        if out.len() + rec > size {
+            break;
+        }
+        out.extend_from_slice(&ino.to_le_bytes());
+        out.extend_from_slice(&(i as u64 + 1).to_le_bytes());
+        out.extend_from_slice(&(name.len() as u32).to_le_bytes());
+        out.extend_from_slice(&typ.to_le_bytes());
+        out.extend_from_slice(name);
+        out.resize(out.len() + rec - 24 - name.len(), 0);
+    }
+    out
+}
+
 pub fn read_full_at(f: &File, buf: &mut [u8], off: u64) -> io::Result<usize> {
     let mut done = 0;
     while done < buf.len() {
