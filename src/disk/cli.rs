@@ -3,7 +3,7 @@
 use std::fs::{self, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{bail, Context};
 
@@ -550,17 +550,6 @@ fn stats(name: &str, json: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn wait_gone(pid: i32, timeout: Duration) -> bool {
-    let deadline = Instant::now() + timeout;
-    while state::pid_alive(pid) {
-        if Instant::now() > deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    true
-}
-
 fn remove(name: &str, keep: bool) -> anyhow::Result<()> {
     root_required("fsbench disk remove")?;
     let sd = StateDir::new(name)?;
@@ -594,11 +583,11 @@ fn remove(name: &str, keep: bool) -> anyhow::Result<()> {
     if let Some(pid) = sd.live_pid() {
         // SAFETY: sending SIGTERM to the pid the server wrote.
         unsafe { libc::kill(pid, libc::SIGTERM) };
-        if !wait_gone(pid, Duration::from_secs(40)) {
+        if !crate::fuse::state::wait_gone(pid, Duration::from_secs(40)) {
             eprintln!("server {pid} did not stop; killing it");
             // SAFETY: as above.
             unsafe { libc::kill(pid, libc::SIGKILL) };
-            wait_gone(pid, Duration::from_secs(5));
+            crate::fuse::state::wait_gone(pid, Duration::from_secs(5));
         }
         done.push(format!("stopped the disk server (pid {pid})"));
     }

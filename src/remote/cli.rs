@@ -686,17 +686,6 @@ pub fn apply_set(a: &SetArgs) -> anyhow::Result<String> {
     ))
 }
 
-fn wait_gone(pid: i32, timeout: Duration) -> bool {
-    let deadline = Instant::now() + timeout;
-    while state::pid_alive(pid) {
-        if Instant::now() > deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    true
-}
-
 fn remove(name: &str) -> anyhow::Result<()> {
     root_required("fsbench remote remove")?;
     let sd = StateDir::new(name)?;
@@ -713,11 +702,11 @@ fn remove(name: &str) -> anyhow::Result<()> {
     if let Some(pid) = sd.live_pid() {
         // SAFETY: sending SIGTERM to the pid the server wrote.
         unsafe { libc::kill(pid, libc::SIGTERM) };
-        if !wait_gone(pid, Duration::from_secs(15)) {
+        if !crate::fuse::state::wait_gone(pid, Duration::from_secs(15)) {
             eprintln!("server {pid} did not stop; killing it");
             // SAFETY: as above.
             unsafe { libc::kill(pid, libc::SIGKILL) };
-            wait_gone(pid, Duration::from_secs(5));
+            crate::fuse::state::wait_gone(pid, Duration::from_secs(5));
         }
         done.push(format!("stopped the remote server (pid {pid})"));
     }

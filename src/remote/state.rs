@@ -19,7 +19,8 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::disk::state::{check_name, pid_alive, read_json, write_json_atomic, Summary};
+pub use crate::disk::state::{check_name, Summary};
+pub use crate::fuse::state::{pid_alive, read_json, write_json_atomic};
 
 use super::model::Net;
 
