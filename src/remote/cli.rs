@@ -247,6 +247,31 @@ fn state_mounts() -> Vec<PathBuf> {
     crate::disk::state::mount_points()
 }
 
+/// The mount point, canonical: an existing empty directory, outside the server tree and
+/// not a mount point already.
+fn checked_mount(mount_arg: &Path, server_dir: &Path) -> anyhow::Result<PathBuf> {
+    let mnt_md = fs::metadata(mount_arg)
+        .with_context(|| format!("mount point {} does not exist", mount_arg.display()))?;
+    if !mnt_md.is_dir() {
+        bail!("mount point {} is not a directory", mount_arg.display());
+    }
+    let mount = mount_arg.canonicalize()?;
+    if fs::read_dir(&mount)?.next().is_some() {
+        bail!("mount point {} is not empty", mount.display());
+    }
+    if mount.starts_with(server_dir) {
+        bail!(
+            "mount point {} is inside the server tree {}",
+            mount.display(),
+            server_dir.display()
+        );
+    }
+    if listed_as_mounted(&mount) {
+        bail!("{} is already a mount point", mount.display());
+    }
+    Ok(mount)
+}
+
 fn create(a: CreateArgs) -> anyhow::Result<()> {
     root_required("fsbench remote create")?;
     let sd = StateDir::new(&a.name)?;
@@ -273,25 +298,7 @@ fn create(a: CreateArgs) -> anyhow::Result<()> {
         );
     }
     let server_dir = a.server.canonicalize()?;
-    let mnt_md = fs::metadata(&a.mount)
-        .with_context(|| format!("mount point {} does not exist", a.mount.display()))?;
-    if !mnt_md.is_dir() {
-        bail!("mount point {} is not a directory", a.mount.display());
-    }
-    let mount = a.mount.canonicalize()?;
-    if fs::read_dir(&mount)?.next().is_some() {
-        bail!("mount point {} is not empty", mount.display());
-    }
-    if mount.starts_with(&server_dir) {
-        bail!(
-            "mount point {} is inside the server tree {}",
-            mount.display(),
-            server_dir.display()
-        );
-    }
-    if listed_as_mounted(&mount) {
-        bail!("{} is already a mount point", mount.display());
-    }
+    let mount = checked_mount(&a.mount, &server_dir)?;
     let lookaside = lookaside_paths(&a.lookaside, &mount)?;
 
     fs::create_dir_all(&sd.dir).with_context(|| format!("creating {}", sd.dir.display()))?;
@@ -448,81 +455,7 @@ fn stats(name: &str, reset: bool, json: bool) -> anyhow::Result<()> {
         v["lateness"] = serde_json::to_value(&late)?;
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
-        let alive = sd.live_pid().is_some();
-        println!(
-            "{name}: {} on {} ({}), {}, {} protocol",
-            cfg.server.display(),
-            cfg.mount.display(),
-            if alive { "running" } else { "stopped" },
-            describe_net(&cfg.net),
-            cfg.protocol.name()
-        );
-        println!(
-            "requests {}: {}",
-            st.requests,
-            st.requests_by_type
-                .iter()
-                .map(|(k, v)| format!("{k} {v}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-        println!(
-            "round trips {}, fetched {}, sent {}, attribute cache hits {}",
-            st.round_trips,
-            human_bytes(st.bytes_fetched),
-            human_bytes(st.bytes_sent),
-            st.attr_cache_hits
-        );
-        match cfg.protocol {
-            Protocol::WholeFile => println!(
-                "file cache: hits {}, misses {}, evictions {}, holding {}",
-                st.file_cache_hits,
-                st.file_cache_misses,
-                st.cache_evictions,
-                human_bytes(st.cache_bytes)
-            ),
-            Protocol::Block => println!(
-                "chunk cache: hits {}, misses {}, evictions {}, holding {}",
-                st.chunk_cache_hits,
-                st.chunk_cache_misses,
-                st.cache_evictions,
-                human_bytes(st.cache_bytes)
-            ),
-        }
-        if !cfg.lookaside.is_empty() {
-            println!(
-                "lookaside: hits {}, misses {}, {} copied locally",
-                st.lookaside_hits,
-                st.lookaside_misses,
-                human_bytes(st.lookaside_bytes)
-            );
-        }
-        println!(
-            "waited on the modelled network {:.3} s ({} delayed replies)",
-            st.network_wait_s, st.delayed_replies
-        );
-        if st.lost_requests > 0 {
-            println!("lost and sent again: {} requests", st.lost_requests);
-        }
-        if st.delayed_replies > 0 {
-            println!(
-                "server overhead: replies leave {:.1} us (p99 {:.0} us) after the modelled time, \
-                 {:.2}% of the mean modelled delay; server {}, memory {}",
-                late.mean_us,
-                late.p99_us,
-                late.pct,
-                if st.scheduling.is_empty() {
-                    "scheduling unknown"
-                } else {
-                    &st.scheduling
-                },
-                if st.memory_locked.is_empty() {
-                    "unknown"
-                } else {
-                    &st.memory_locked
-                }
-            );
-        }
+        print_stats(name, &cfg, &st, &late, sd.live_pid().is_some());
     }
     if late.pct > WARN_PCT {
         eprintln!(
@@ -544,6 +477,91 @@ fn stats(name: &str, reset: bool, json: bool) -> anyhow::Result<()> {
         state::write_json_atomic(&sd.stats_base(), &raw)?;
     }
     Ok(())
+}
+
+/// `remote stats` for people: the server, the requests, the caches, the network's waits
+/// and the server's own lateness.
+fn print_stats(
+    name: &str,
+    cfg: &RemoteConfig,
+    st: &RemoteStats,
+    late: &state::Lateness,
+    alive: bool,
+) {
+    println!(
+        "{name}: {} on {} ({}), {}, {} protocol",
+        cfg.server.display(),
+        cfg.mount.display(),
+        if alive { "running" } else { "stopped" },
+        describe_net(&cfg.net),
+        cfg.protocol.name()
+    );
+    println!(
+        "requests {}: {}",
+        st.requests,
+        st.requests_by_type
+            .iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    println!(
+        "round trips {}, fetched {}, sent {}, attribute cache hits {}",
+        st.round_trips,
+        human_bytes(st.bytes_fetched),
+        human_bytes(st.bytes_sent),
+        st.attr_cache_hits
+    );
+    match cfg.protocol {
+        Protocol::WholeFile => println!(
+            "file cache: hits {}, misses {}, evictions {}, holding {}",
+            st.file_cache_hits,
+            st.file_cache_misses,
+            st.cache_evictions,
+            human_bytes(st.cache_bytes)
+        ),
+        Protocol::Block => println!(
+            "chunk cache: hits {}, misses {}, evictions {}, holding {}",
+            st.chunk_cache_hits,
+            st.chunk_cache_misses,
+            st.cache_evictions,
+            human_bytes(st.cache_bytes)
+        ),
+    }
+    if !cfg.lookaside.is_empty() {
+        println!(
+            "lookaside: hits {}, misses {}, {} copied locally",
+            st.lookaside_hits,
+            st.lookaside_misses,
+            human_bytes(st.lookaside_bytes)
+        );
+    }
+    println!(
+        "waited on the modelled network {:.3} s ({} delayed replies)",
+        st.network_wait_s, st.delayed_replies
+    );
+    if st.lost_requests > 0 {
+        println!("lost and sent again: {} requests", st.lost_requests);
+    }
+    if st.delayed_replies > 0 {
+        println!(
+            "server overhead: replies leave {:.1} us (p99 {:.0} us) after the modelled time, \
+             {:.2}% of the mean modelled delay; server {}, memory {}",
+            late.mean_us,
+            late.p99_us,
+            late.pct,
+            if st.scheduling.is_empty() {
+                "scheduling unknown"
+            } else {
+                &st.scheduling
+            },
+            if st.memory_locked.is_empty() {
+                "unknown"
+            } else {
+                &st.memory_locked
+            }
+        );
+    }
 }
 
 /// Send a request to the remote's running server and wait until it has been carried out
