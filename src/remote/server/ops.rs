@@ -2,6 +2,8 @@
 //! listings and statfs; each charged its round trips.
 
 use super::*;
+use std::ffi::CString;
+use std::os::fd::OwnedFd;
 
 impl Fs {
     pub(super) fn lookup(&mut self, now: f64, parent: u64, name: &[u8]) -> Out {
@@ -82,31 +84,7 @@ impl Fs {
                 )?)
                 .set_permissions(fs::Permissions::from_mode(mode))?;
             }
-            if valid & (FATTR_UID | FATTR_GID) != 0 {
-                let uid = if valid & FATTR_UID != 0 {
-                    u32_at(body, 76)
-                } else {
-                    u32::MAX
-                };
-                let gid = if valid & FATTR_GID != 0 {
-                    u32_at(body, 80)
-                } else {
-                    u32::MAX
-                };
-                // SAFETY: name is NUL-terminated; -1 (u32::MAX) leaves an id unchanged.
-                let r = unsafe {
-                    libc::fchownat(
-                        dir.as_raw_fd(),
-                        name.as_ptr(),
-                        uid,
-                        gid,
-                        libc::AT_SYMLINK_NOFOLLOW,
-                    )
-                };
-                if r != 0 {
-                    return Err(io::Error::last_os_error());
-                }
-            }
+            set_owner(&dir, &name, valid, body)?;
             if valid & FATTR_SIZE != 0 {
                 let size = u64_at(body, 16);
                 File::from(crate::beneath::open_file(
@@ -124,52 +102,7 @@ impl Fs {
                     c.size = size;
                 }
             }
-            if valid & (FATTR_ATIME | FATTR_MTIME | FATTR_ATIME_NOW | FATTR_MTIME_NOW) != 0 {
-                let ts = |set: u32, now_bit: u32, sec: u64, nsec: u32| {
-                    if valid & now_bit != 0 {
-                        libc::timespec {
-                            tv_sec: 0,
-                            tv_nsec: libc::UTIME_NOW,
-                        }
-                    } else if valid & set != 0 {
-                        libc::timespec {
-                            tv_sec: sec as libc::time_t,
-                            tv_nsec: nsec as libc::c_long,
-                        }
-                    } else {
-                        libc::timespec {
-                            tv_sec: 0,
-                            tv_nsec: libc::UTIME_OMIT,
-                        }
-                    }
-                };
-                let times = [
-                    ts(
-                        FATTR_ATIME,
-                        FATTR_ATIME_NOW,
-                        u64_at(body, 32),
-                        u32_at(body, 56),
-                    ),
-                    ts(
-                        FATTR_MTIME,
-                        FATTR_MTIME_NOW,
-                        u64_at(body, 40),
-                        u32_at(body, 60),
-                    ),
-                ];
-                // SAFETY: valid C string and a two-element timespec array.
-                let r = unsafe {
-                    libc::utimensat(
-                        dir.as_raw_fd(),
-                        name.as_ptr(),
-                        times.as_ptr(),
-                        libc::AT_SYMLINK_NOFOLLOW,
-                    )
-                };
-                if r != 0 {
-                    return Err(io::Error::last_os_error());
-                }
-            }
+            set_times(&dir, &name, valid, body)?;
             Ok(())
         })();
         if let Err(e) = r {
@@ -239,41 +172,10 @@ impl Fs {
                 self.chunk_versions.insert(ino, version(&m));
                 file
             }
-            Protocol::WholeFile => {
-                // The new (or truncated) file's copy is made locally: nothing to fetch.
-                if m.size() > 0 {
-                    let (_, r) = self.whole_file_fetch(now, ino, &path, &m);
-                    if let Err(e) = r {
-                        return Out::at(due, Err(e));
-                    }
-                } else {
-                    if let Some(old) = self.cached.remove(&ino) {
-                        self.cached_bytes -= old.size;
-                    }
-                    let dst = self.cache_dir.join(ino.to_string());
-                    if let Err(e) = File::create(&dst) {
-                        return Out::at(due, Err(errno(&e)));
-                    }
-                    self.tick += 1;
-                    self.cached.insert(
-                        ino,
-                        Cached {
-                            path: dst,
-                            size: 0,
-                            version: version(&m),
-                            last_used: self.tick,
-                            open: 0,
-                            dirty: false,
-                        },
-                    );
-                }
-                let c = self.cached.get_mut(&ino).expect("cached");
-                c.open += 1;
-                match OpenOptions::new().read(true).write(true).open(&c.path) {
-                    Ok(f) => f,
-                    Err(e) => return Out::at(due, Err(errno(&e))),
-                }
-            }
+            Protocol::WholeFile => match self.open_new_copy(now, ino, &path, &m) {
+                Ok(f) => f,
+                Err(e) => return Out::at(due, Err(e)),
+            },
         };
         let fh = self.new_fh();
         self.files.insert(
@@ -288,6 +190,48 @@ impl Fs {
         let mut out = entry_bytes(ino, &attr);
         out.extend_from_slice(&open_bytes(fh));
         Out::at(due, Ok(out))
+    }
+
+    /// A created file's copy in the client cache, opened: made locally (nothing to fetch)
+    /// unless the file existed with content.
+    fn open_new_copy(
+        &mut self,
+        now: f64,
+        ino: u64,
+        path: &Path,
+        m: &fs::Metadata,
+    ) -> Result<File, i32> {
+        if m.size() > 0 {
+            let (_, r) = self.whole_file_fetch(now, ino, path, m);
+            r?;
+        } else {
+            if let Some(old) = self.cached.remove(&ino) {
+                self.cached_bytes -= old.size;
+            }
+            let dst = self.cache_dir.join(ino.to_string());
+            if let Err(e) = File::create(&dst) {
+                return Err(errno(&e));
+            }
+            self.tick += 1;
+            self.cached.insert(
+                ino,
+                Cached {
+                    path: dst,
+                    size: 0,
+                    version: version(m),
+                    last_used: self.tick,
+                    open: 0,
+                    dirty: false,
+                },
+            );
+        }
+        let c = self.cached.get_mut(&ino).expect("cached");
+        c.open += 1;
+        OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&c.path)
+            .map_err(|e| errno(&e))
     }
 
     pub(super) fn mkdir(&mut self, now: f64, parent: u64, body: &[u8]) -> Out {
@@ -524,4 +468,87 @@ impl Fs {
         out.extend_from_slice(&[0u8; 28]);
         Out::now(out)
     }
+}
+
+/// SETATTR's owner change (FATTR_UID, FATTR_GID), of `name` in `dir`.
+fn set_owner(dir: &OwnedFd, name: &CString, valid: u32, body: &[u8]) -> io::Result<()> {
+    if valid & (FATTR_UID | FATTR_GID) == 0 {
+        return Ok(());
+    }
+    let uid = if valid & FATTR_UID != 0 {
+        u32_at(body, 76)
+    } else {
+        u32::MAX
+    };
+    let gid = if valid & FATTR_GID != 0 {
+        u32_at(body, 80)
+    } else {
+        u32::MAX
+    };
+    // SAFETY: name is NUL-terminated; -1 (u32::MAX) leaves an id unchanged.
+    let r = unsafe {
+        libc::fchownat(
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            uid,
+            gid,
+            libc::AT_SYMLINK_NOFOLLOW,
+        )
+    };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// SETATTR's access and modification times (given, or now), of `name` in `dir`.
+fn set_times(dir: &OwnedFd, name: &CString, valid: u32, body: &[u8]) -> io::Result<()> {
+    if valid & (FATTR_ATIME | FATTR_MTIME | FATTR_ATIME_NOW | FATTR_MTIME_NOW) == 0 {
+        return Ok(());
+    }
+    let ts = |set: u32, now_bit: u32, sec: u64, nsec: u32| {
+        if valid & now_bit != 0 {
+            libc::timespec {
+                tv_sec: 0,
+                tv_nsec: libc::UTIME_NOW,
+            }
+        } else if valid & set != 0 {
+            libc::timespec {
+                tv_sec: sec as libc::time_t,
+                tv_nsec: nsec as libc::c_long,
+            }
+        } else {
+            libc::timespec {
+                tv_sec: 0,
+                tv_nsec: libc::UTIME_OMIT,
+            }
+        }
+    };
+    let times = [
+        ts(
+            FATTR_ATIME,
+            FATTR_ATIME_NOW,
+            u64_at(body, 32),
+            u32_at(body, 56),
+        ),
+        ts(
+            FATTR_MTIME,
+            FATTR_MTIME_NOW,
+            u64_at(body, 40),
+            u32_at(body, 60),
+        ),
+    ];
+    // SAFETY: valid C string and a two-element timespec array.
+    let r = unsafe {
+        libc::utimensat(
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            times.as_ptr(),
+            libc::AT_SYMLINK_NOFOLLOW,
+        )
+    };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
