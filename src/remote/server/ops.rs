@@ -118,6 +118,24 @@ impl Fs {
         }
     }
 
+    /// Where a new entry `name` of directory `parent` goes (its path below the tree), with
+    /// the round trip charged; or the error to answer at once.
+    fn new_entry(
+        &mut self,
+        now: f64,
+        parent: u64,
+        name: &[u8],
+    ) -> Result<(Option<f64>, PathBuf), Out> {
+        if !valid_name(name) {
+            return Err(Out::err(libc::EINVAL));
+        }
+        let Ok(prel) = self.path_of(parent) else {
+            return Err(Out::err(libc::ENOENT));
+        };
+        let due = Some(self.round_trip(now));
+        Ok((due, prel.join(OsStr::from_bytes(name))))
+    }
+
     pub(super) fn create(&mut self, now: f64, parent: u64, body: &[u8]) -> Out {
         if !self.writable {
             return Out::err(libc::EROFS);
@@ -126,14 +144,10 @@ impl Fs {
         let mode = u32_at(body, 4);
         let umask = u32_at(body, 8);
         let name = cname(&body[16.min(body.len())..]);
-        if !valid_name(name) {
-            return Out::err(libc::EINVAL);
-        }
-        let Ok(prel) = self.path_of(parent) else {
-            return Out::err(libc::ENOENT);
+        let (due, rel) = match self.new_entry(now, parent, name) {
+            Ok(e) => e,
+            Err(out) => return out,
         };
-        let due = Some(self.round_trip(now));
-        let rel = prel.join(OsStr::from_bytes(name));
         let path = self.abs(&rel);
         let created = self.beneath(&rel).and_then(|(dir, name)| {
             // SAFETY: name is NUL-terminated; the descriptor is owned by the File below.
@@ -241,14 +255,10 @@ impl Fs {
         let mode = u32_at(body, 0);
         let umask = u32_at(body, 4);
         let name = cname(&body[8.min(body.len())..]);
-        if !valid_name(name) {
-            return Out::err(libc::EINVAL);
-        }
-        let Ok(prel) = self.path_of(parent) else {
-            return Out::err(libc::ENOENT);
+        let (due, rel) = match self.new_entry(now, parent, name) {
+            Ok(e) => e,
+            Err(out) => return out,
         };
-        let due = Some(self.round_trip(now));
-        let rel = prel.join(OsStr::from_bytes(name));
         let path = self.abs(&rel);
         let r = self.beneath(&rel).and_then(|(dir, name)| {
             let mode = mode & !umask & 0o7777;
