@@ -14,14 +14,15 @@
 //! The image itself defaults to `/var/lib/fsbench/images/NAME.img` (not under
 //! /run, which is often a small tmpfs).
 
-use std::fs;
 use std::path::PathBuf;
 
 use anyhow::bail;
 use serde::{Deserialize, Serialize};
 
 use super::model::DiskParams;
-pub use crate::fuse::state::{is_mounted, mount_points, pid_alive, read_json, write_json_atomic};
+pub use crate::fuse::state::{
+    is_mounted, mount_points, pid_alive, read_json, write_json_atomic, DaemonDir,
+};
 
 /// Name of the single file the FUSE file system serves.
 pub const FUSE_FILE: &str = "disk";
@@ -58,40 +59,27 @@ pub fn check_name(name: &str) -> anyhow::Result<()> {
 
 /// Paths of one disk's state.
 #[derive(Debug, Clone)]
-pub struct StateDir {
-    pub dir: PathBuf,
+pub struct StateDir(DaemonDir);
+
+impl std::ops::Deref for StateDir {
+    type Target = DaemonDir;
+    fn deref(&self) -> &DaemonDir {
+        &self.0
+    }
 }
 
 impl StateDir {
     pub fn new(name: &str) -> anyhow::Result<StateDir> {
         check_name(name)?;
-        Ok(StateDir {
+        Ok(StateDir(DaemonDir {
             dir: state_root().join(name),
-        })
-    }
-    pub fn config(&self) -> PathBuf {
-        self.dir.join("config.json")
-    }
-    pub fn pid(&self) -> PathBuf {
-        self.dir.join("server.pid")
-    }
-    pub fn ready(&self) -> PathBuf {
-        self.dir.join("ready.json")
-    }
-    pub fn stats(&self) -> PathBuf {
-        self.dir.join("stats.json")
-    }
-    pub fn log(&self) -> PathBuf {
-        self.dir.join("server.log")
+        }))
     }
     pub fn fuse_dir(&self) -> PathBuf {
         self.dir.join("fuse")
     }
     pub fn fuse_file(&self) -> PathBuf {
         self.fuse_dir().join(FUSE_FILE)
-    }
-    pub fn exists(&self) -> bool {
-        self.config().exists()
     }
     pub fn read_config(&self) -> anyhow::Result<DiskConfig> {
         read_json(&self.config())
@@ -101,11 +89,6 @@ impl StateDir {
     }
     pub fn read_stats(&self) -> Option<DiskStats> {
         read_json(&self.stats()).ok()
-    }
-    /// The server's pid if it is running.
-    pub fn live_pid(&self) -> Option<i32> {
-        let pid: i32 = fs::read_to_string(self.pid()).ok()?.trim().parse().ok()?;
-        pid_alive(pid).then_some(pid)
     }
 }
 

@@ -73,3 +73,36 @@ pub fn is_mounted(path: &Path) -> bool {
     let canon = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
     mount_points().iter().any(|m| m == &canon || m == path)
 }
+
+/// A daemon's state directory and the files every one holds: its configuration, pid,
+/// readiness, statistics and log. Simulated disks and remotes add their own beside them.
+#[derive(Debug, Clone)]
+pub struct DaemonDir {
+    pub dir: PathBuf,
+}
+
+impl DaemonDir {
+    pub fn config(&self) -> PathBuf {
+        self.dir.join("config.json")
+    }
+    pub fn pid(&self) -> PathBuf {
+        self.dir.join("server.pid")
+    }
+    pub fn ready(&self) -> PathBuf {
+        self.dir.join("ready.json")
+    }
+    pub fn stats(&self) -> PathBuf {
+        self.dir.join("stats.json")
+    }
+    pub fn log(&self) -> PathBuf {
+        self.dir.join("server.log")
+    }
+    pub fn exists(&self) -> bool {
+        self.config().exists()
+    }
+    /// The server's pid if it is running.
+    pub fn live_pid(&self) -> Option<i32> {
+        let pid: i32 = fs::read_to_string(self.pid()).ok()?.trim().parse().ok()?;
+        pid_alive(pid).then_some(pid)
+    }
+}
