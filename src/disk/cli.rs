@@ -3,7 +3,7 @@
 use std::fs::{self, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{bail, Context};
 
@@ -267,6 +267,64 @@ fn create(a: CreateArgs) -> anyhow::Result<()> {
         );
     }
     let params = params_from(&a)?;
+    let (image, size, existed) = prepare_image(&a, &params)?;
+
+    fs::create_dir_all(&sd.dir).with_context(|| format!("creating {}", sd.dir.display()))?;
+    let cfg = DiskConfig {
+        name: a.name.clone(),
+        image: image.canonicalize()?,
+        size,
+        created_image: !existed,
+        params,
+        mkfs: a.mkfs.clone(),
+        mount: None,
+        mount_record: None,
+    };
+    state::write_json_atomic(&sd.config(), &cfg)?;
+
+    let cleanup = |sd: &StateDir| {
+        let _ = remove(&a.name, !cfg.created_image);
+        let _ = fs::remove_dir_all(&sd.dir);
+    };
+    match start_server(&sd) {
+        Ok(()) => {}
+        Err(e) => {
+            cleanup(&sd);
+            return Err(e);
+        }
+    }
+    let ready = sd.read_ready().context("server gave no ready.json")?;
+    let dev = ready.device.clone();
+    let post = after_start(&a, &sd, &dev);
+    if let Err(e) = post {
+        cleanup(&sd);
+        return Err(e);
+    }
+    let cfg = sd.read_config()?;
+    crate::errln!(
+        "{}: {dev}, {}, {}, {} cylinders, image {}{}{}",
+        a.name,
+        describe(&cfg.params),
+        human_bytes(size),
+        ready.cylinders,
+        cfg.image.display(),
+        if ready.direct_io {
+            ""
+        } else {
+            " (warning: loop direct I/O is off)"
+        },
+        match &cfg.mount {
+            Some(m) => format!(", mounted on {}", m.display()),
+            None => String::new(),
+        }
+    );
+    crate::outln!("{dev}");
+    Ok(())
+}
+
+/// The image: created (sparse) or reused, at the size asked for (or its own); returns it,
+/// its size and whether it existed.
+fn prepare_image(a: &CreateArgs, params: &DiskParams) -> anyhow::Result<(PathBuf, u64, bool)> {
     let image = match &a.image {
         Some(p) => p.clone(),
         None => state::image_root().join(format!("{}.img", a.name)),
@@ -309,90 +367,43 @@ fn create(a: CreateArgs) -> anyhow::Result<()> {
         );
     }
     drop(f);
+    Ok((image, size, existed))
+}
 
-    fs::create_dir_all(&sd.dir).with_context(|| format!("creating {}", sd.dir.display()))?;
-    let cfg = DiskConfig {
-        name: a.name.clone(),
-        image: image.canonicalize()?,
-        size,
-        created_image: !existed,
-        params,
-        mkfs: a.mkfs.clone(),
-        mount: None,
-        mount_record: None,
-    };
-    state::write_json_atomic(&sd.config(), &cfg)?;
-
-    let cleanup = |sd: &StateDir| {
-        let _ = remove(&a.name, !cfg.created_image);
-        let _ = fs::remove_dir_all(&sd.dir);
-    };
-    match start_server(&sd) {
-        Ok(()) => {}
-        Err(e) => {
-            cleanup(&sd);
-            return Err(e);
-        }
+/// What `create` does on the running disk: the scheduler, mkfs, the mount (recorded in
+/// the configuration).
+fn after_start(a: &CreateArgs, sd: &StateDir, dev: &str) -> anyhow::Result<()> {
+    if let Some(s) = &a.scheduler {
+        loopdev::set_queue_attr(dev, "scheduler", s)
+            .with_context(|| format!("setting scheduler {s}"))?;
     }
-    let ready = sd.read_ready().context("server gave no ready.json")?;
-    let dev = ready.device.clone();
-    let post = (|| -> anyhow::Result<()> {
-        if let Some(s) = &a.scheduler {
-            loopdev::set_queue_attr(&dev, "scheduler", s)
-                .with_context(|| format!("setting scheduler {s}"))?;
-        }
-        if let Some(fs_type) = &a.mkfs {
-            let mut cmd = match fs_type.as_str() {
-                // Initialise inode tables and journal now, so no lazy-init
-                // thread writes to the simulated disk during measurements.
-                "ext4" | "ext3" | "ext2" => {
-                    let mut c = Command::new(format!("mkfs.{fs_type}"));
-                    c.args(["-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0"]);
-                    c
-                }
-                "xfs" | "btrfs" => {
-                    let mut c = Command::new(format!("mkfs.{fs_type}"));
-                    c.args(["-q", "-f"]);
-                    c
-                }
-                other => Command::new(format!("mkfs.{other}")),
-            };
-            run_cmd(cmd.arg(&dev))?;
-        }
-        if let Some(m) = &a.mount {
-            fs::create_dir_all(m).with_context(|| format!("creating {}", m.display()))?;
-            run_cmd(Command::new("mount").arg(&dev).arg(m))?;
-            let mut cfg = sd.read_config()?;
-            cfg.mount = Some(m.canonicalize()?);
-            let backing = super::owned::loop_backing(&dev)?;
-            cfg.mount_record = Some(super::owned::MountRecord::capture(m, backing)?);
-            state::write_json_atomic(&sd.config(), &cfg)?;
-        }
-        Ok(())
-    })();
-    if let Err(e) = post {
-        cleanup(&sd);
-        return Err(e);
+    if let Some(fs_type) = &a.mkfs {
+        let mut cmd = match fs_type.as_str() {
+            // Initialise inode tables and journal now, so no lazy-init
+            // thread writes to the simulated disk during measurements.
+            "ext4" | "ext3" | "ext2" => {
+                let mut c = Command::new(format!("mkfs.{fs_type}"));
+                c.args(["-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0"]);
+                c
+            }
+            "xfs" | "btrfs" => {
+                let mut c = Command::new(format!("mkfs.{fs_type}"));
+                c.args(["-q", "-f"]);
+                c
+            }
+            other => Command::new(format!("mkfs.{other}")),
+        };
+        run_cmd(cmd.arg(dev))?;
     }
-    let cfg = sd.read_config()?;
-    crate::errln!(
-        "{}: {dev}, {}, {}, {} cylinders, image {}{}{}",
-        a.name,
-        describe(&cfg.params),
-        human_bytes(size),
-        ready.cylinders,
-        cfg.image.display(),
-        if ready.direct_io {
-            ""
-        } else {
-            " (warning: loop direct I/O is off)"
-        },
-        match &cfg.mount {
-            Some(m) => format!(", mounted on {}", m.display()),
-            None => String::new(),
-        }
-    );
-    crate::outln!("{dev}");
+    if let Some(m) = &a.mount {
+        fs::create_dir_all(m).with_context(|| format!("creating {}", m.display()))?;
+        run_cmd(Command::new("mount").arg(dev).arg(m))?;
+        let mut cfg = sd.read_config()?;
+        cfg.mount = Some(m.canonicalize()?);
+        let backing = super::owned::loop_backing(dev)?;
+        cfg.mount_record = Some(super::owned::MountRecord::capture(m, backing)?);
+        state::write_json_atomic(&sd.config(), &cfg)?;
+    }
     Ok(())
 }
 
@@ -565,17 +576,6 @@ fn stats(name: &str, json: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn wait_gone(pid: i32, timeout: Duration) -> bool {
-    let deadline = Instant::now() + timeout;
-    while state::pid_alive(pid) {
-        if Instant::now() > deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    true
-}
-
 fn remove(name: &str, keep: bool) -> anyhow::Result<()> {
     root_required("fsbench disk remove")?;
     let sd = StateDir::new(name)?;
@@ -609,11 +609,11 @@ fn remove(name: &str, keep: bool) -> anyhow::Result<()> {
     if let Some(pid) = sd.live_pid() {
         // SAFETY: sending SIGTERM to the pid the server wrote.
         unsafe { libc::kill(pid, libc::SIGTERM) };
-        if !wait_gone(pid, Duration::from_secs(40)) {
+        if !crate::fuse::state::wait_gone(pid, Duration::from_secs(40)) {
             crate::errln!("server {pid} did not stop; killing it");
             // SAFETY: as above.
             unsafe { libc::kill(pid, libc::SIGKILL) };
-            wait_gone(pid, Duration::from_secs(5));
+            crate::fuse::state::wait_gone(pid, Duration::from_secs(5));
         }
         done.push(format!("stopped the disk server (pid {pid})"));
     }

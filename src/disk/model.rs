@@ -539,6 +539,87 @@ impl Disk {
         }
     }
 
+    /// A read the cache answers: entirely in a segment (bus transfer only), or continuing
+    /// the stream being read ahead (waiting for the data to pass under the head).
+    fn cached_read(&mut self, off: u64, len: u64, now: f64) -> Option<Service> {
+        let ov = self.params.overhead_ms / 1000.0;
+        let end = off + len;
+        let seg_bytes = self.params.segment_bytes;
+        // 1. Entirely in the cache: bus transfer only.
+        if let Some(i) = self.hit_segment(off, len, now) {
+            self.segments[i].last_used = now;
+            return Some(Service {
+                overhead: ov,
+                transfer: len as f64 / (self.params.bus_rate * 1e6),
+                cache_hit: true,
+                ..Default::default()
+            });
+        }
+        // 2. Continues the stream being read ahead: wait for the data to
+        //    pass under the head, no positioning.
+        if let Some(s) = self.stream {
+            let seg = self.segments[s.seg];
+            if off >= seg.start && off <= s.limit {
+                let done = s.t0 + (end - s.pos0) as f64 / s.rate;
+                let transfer = (done - now - ov).max(0.0);
+                let new_start = seg.start.max(end.saturating_sub(seg_bytes.max(len)));
+                self.segments[s.seg] = Segment {
+                    start: new_start,
+                    end,
+                    last_used: now,
+                };
+                let finish = now + ov + transfer;
+                self.stream = Some(Stream {
+                    seg: s.seg,
+                    t0: finish,
+                    pos0: end,
+                    limit: (new_start + seg_bytes.max(len)).max(end).min(self.capacity),
+                    rate: self.rate_at(end.min(self.capacity.saturating_sub(1))),
+                });
+                return Some(Service {
+                    overhead: ov,
+                    transfer,
+                    streamed: true,
+                    ..Default::default()
+                });
+            }
+        }
+        None
+    }
+
+    /// After a media read: the read lands in a segment (a free one, or the least recently
+    /// used), which the drive goes on filling ahead from `finish`.
+    fn start_read_ahead(&mut self, off: u64, len: u64, now: f64, finish: f64) {
+        let end = off + len;
+        let segs = self.params.cache_segments as usize;
+        let seg_bytes = self.params.segment_bytes;
+        let seg = Segment {
+            start: off,
+            end,
+            last_used: now,
+        };
+        let idx = if self.segments.len() < segs {
+            self.segments.push(seg);
+            self.segments.len() - 1
+        } else {
+            let (i, _) = self
+                .segments
+                .iter()
+                .enumerate()
+                .min_by(|a, b| a.1.last_used.total_cmp(&b.1.last_used))
+                .expect("at least one segment");
+            self.segments[i] = seg;
+            i
+        };
+        self.stream = Some(Stream {
+            seg: idx,
+            t0: finish,
+            pos0: end,
+            limit: (off + seg_bytes.max(len)).min(self.capacity),
+            rate: self.rate_at(end.min(self.capacity.saturating_sub(1))),
+        });
+    }
+
     /// Serve one request starting at time `now` (s since the epoch).
     /// Returns its cost; the disk is busy until `now + total()`.
     pub fn serve(&mut self, op: Op, off: u64, len: u64, now: f64) -> Service {
@@ -547,47 +628,10 @@ impl Disk {
         let ov = self.params.overhead_ms / 1000.0;
         let end = off + len;
         let segs = self.params.cache_segments as usize;
-        let seg_bytes = self.params.segment_bytes;
 
         if op == Op::Read && segs > 0 {
-            // 1. Entirely in the cache: bus transfer only.
-            if let Some(i) = self.hit_segment(off, len, now) {
-                self.segments[i].last_used = now;
-                return Service {
-                    overhead: ov,
-                    transfer: len as f64 / (self.params.bus_rate * 1e6),
-                    cache_hit: true,
-                    ..Default::default()
-                };
-            }
-            // 2. Continues the stream being read ahead: wait for the data to
-            //    pass under the head, no positioning.
-            if let Some(s) = self.stream {
-                let seg = self.segments[s.seg];
-                if off >= seg.start && off <= s.limit {
-                    let done = s.t0 + (end - s.pos0) as f64 / s.rate;
-                    let transfer = (done - now - ov).max(0.0);
-                    let new_start = seg.start.max(end.saturating_sub(seg_bytes.max(len)));
-                    self.segments[s.seg] = Segment {
-                        start: new_start,
-                        end,
-                        last_used: now,
-                    };
-                    let finish = now + ov + transfer;
-                    self.stream = Some(Stream {
-                        seg: s.seg,
-                        t0: finish,
-                        pos0: end,
-                        limit: (new_start + seg_bytes.max(len)).max(end).min(self.capacity),
-                        rate: self.rate_at(end.min(self.capacity.saturating_sub(1))),
-                    });
-                    return Service {
-                        overhead: ov,
-                        transfer,
-                        streamed: true,
-                        ..Default::default()
-                    };
-                }
+            if let Some(svc) = self.cached_read(off, len, now) {
+                return svc;
             }
         }
 
@@ -616,31 +660,7 @@ impl Disk {
         self.last_end = end;
 
         if op == Op::Read && segs > 0 {
-            let seg = Segment {
-                start: off,
-                end,
-                last_used: now,
-            };
-            let idx = if self.segments.len() < segs {
-                self.segments.push(seg);
-                self.segments.len() - 1
-            } else {
-                let (i, _) = self
-                    .segments
-                    .iter()
-                    .enumerate()
-                    .min_by(|a, b| a.1.last_used.total_cmp(&b.1.last_used))
-                    .expect("at least one segment");
-                self.segments[i] = seg;
-                i
-            };
-            self.stream = Some(Stream {
-                seg: idx,
-                t0: finish,
-                pos0: end,
-                limit: (off + seg_bytes.max(len)).min(self.capacity),
-                rate: self.rate_at(end.min(self.capacity.saturating_sub(1))),
-            });
+            self.start_read_ahead(off, len, now, finish);
         }
         Service {
             overhead: ov,

@@ -53,34 +53,15 @@ pub struct MountEntry {
     pub source: String,
 }
 
-/// Decode mountinfo's octal escapes (`\040` for a space).
-fn unescape(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'\\' && i + 4 <= b.len() {
-            if let Ok(v) = u8::from_str_radix(&s[i + 1..i + 4], 8) {
-                out.push(v);
-                i += 4;
-                continue;
-            }
-        }
-        out.push(b[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
 fn parse_line(l: &str) -> Option<MountEntry> {
     let f: Vec<&str> = l.split(' ').collect();
     let dash = f.iter().position(|w| *w == "-")?;
     Some(MountEntry {
         mount_id: f.first()?.parse().ok()?,
         majmin: f.get(2)?.to_string(),
-        point: PathBuf::from(unescape(f.get(4)?)),
+        point: PathBuf::from(crate::fuse::unescape_mount(f.get(4)?)),
         fstype: f.get(dash + 1)?.to_string(),
-        source: unescape(f.get(dash + 2)?),
+        source: crate::fuse::unescape_mount(f.get(dash + 2)?),
     })
 }
 

@@ -251,19 +251,7 @@ fn disk_thread(
         }
         // Pick the next request: FIFO, or the shortest positioning time among
         // the `qd` oldest.
-        let idx = if qd > 1 && pending.len() > 1 {
-            let mut best = (f64::INFINITY, 0);
-            for (i, r) in pending.iter().take(qd).enumerate() {
-                let start = r.arrival.max(prev_done);
-                let t = disk.positioning_estimate(r.op, r.off, r.len as u64, start);
-                if t < best.0 {
-                    best = (t, i);
-                }
-            }
-            best.1
-        } else {
-            0
-        };
+        let idx = pick(&disk, &pending, qd, prev_done);
         let req = pending.remove(idx).expect("index within queue");
         let start = req.arrival.max(prev_done);
         let svc = disk.serve(req.op, req.off, req.len as u64, start);
@@ -271,20 +259,7 @@ fn disk_thread(
 
         // The real I/O happens while the modelled drive is busy.
         let t_io = clock.now();
-        let (errno, n) = match req.op {
-            Op::Read => {
-                let len = (req.len as u64).min(shared.size.saturating_sub(req.off)) as usize;
-                buf.resize(len, 0);
-                match read_full_at(&shared.image, &mut buf, req.off) {
-                    Ok(n) => (0, n),
-                    Err(e) => (e.raw_os_error().unwrap_or(libc::EIO), 0),
-                }
-            }
-            Op::Write => match shared.image.write_all_at(&req.data, req.off) {
-                Ok(()) => (0, req.data.len()),
-                Err(e) => (e.raw_os_error().unwrap_or(libc::EIO), 0),
-            },
-        };
+        let (errno, n) = image_io(&shared, &req, &mut buf);
         let io = clock.now() - t_io;
         sleeper.sleep_until(done);
         let wake = clock.now() - done;
@@ -312,18 +287,87 @@ fn disk_thread(
     write_stats(&rec);
 }
 
+/// The next request to serve: the oldest, or with a queue depth over one the shortest
+/// positioning time among the `qd` oldest.
+fn pick(disk: &Disk, pending: &VecDeque<IoReq>, qd: usize, prev_done: f64) -> usize {
+    if qd > 1 && pending.len() > 1 {
+        let mut best = (f64::INFINITY, 0);
+        for (i, r) in pending.iter().take(qd).enumerate() {
+            let start = r.arrival.max(prev_done);
+            let t = disk.positioning_estimate(r.op, r.off, r.len as u64, start);
+            if t < best.0 {
+                best = (t, i);
+            }
+        }
+        best.1
+    } else {
+        0
+    }
+}
+
+/// The real I/O of a request on the image: (errno, bytes); a read's data lands in `buf`.
+fn image_io(shared: &Shared, req: &IoReq, buf: &mut Vec<u8>) -> (i32, usize) {
+    match req.op {
+        Op::Read => {
+            let len = (req.len as u64).min(shared.size.saturating_sub(req.off)) as usize;
+            buf.resize(len, 0);
+            match read_full_at(&shared.image, buf, req.off) {
+                Ok(n) => (0, n),
+                Err(e) => (e.raw_os_error().unwrap_or(libc::EIO), 0),
+            }
+        }
+        Op::Write => match shared.image.write_all_at(&req.data, req.off) {
+            Ok(()) => (0, req.data.len()),
+            Err(e) => (e.raw_os_error().unwrap_or(libc::EIO), 0),
+        },
+    }
+}
+
 fn reader_thread(shared: Arc<Shared>, tx: mpsc::Sender<IoReq>) {
     let _ = realtime(RT_PRIORITY);
     let mut buf = vec![0u8; MAX_WRITE as usize + 64 * 1024];
-    let dev = &shared.dev;
+    let r = Reader {
+        shared: &shared,
+        dev: &shared.dev,
+        tx,
+    };
     while let Some(n) = next_request(&shared.dev, &mut buf, "disk server") {
         let arrival = shared.clock.now();
         let msg = &buf[..n];
-        let opcode = u32_at(msg, 4);
-        let unique = u64_at(msg, 8);
-        let nodeid = u64_at(msg, 16);
-        let body = &msg[IN_HEADER..];
-        match opcode {
+        let req = Request {
+            opcode: u32_at(msg, 4),
+            unique: u64_at(msg, 8),
+            nodeid: u64_at(msg, 16),
+            body: &msg[IN_HEADER..],
+        };
+        if !r.answer(&req, arrival) {
+            break;
+        }
+    }
+    shared.reader_done.store(true, Ordering::SeqCst);
+}
+
+/// One request read from /dev/fuse.
+struct Request<'a> {
+    opcode: u32,
+    unique: u64,
+    nodeid: u64,
+    body: &'a [u8],
+}
+
+/// The reader's side of the file system: metadata answered at once, I/O passed on to
+/// the disk thread.
+struct Reader<'a> {
+    shared: &'a Shared,
+    dev: &'a File,
+    tx: mpsc::Sender<IoReq>,
+}
+
+impl Reader<'_> {
+    /// Answer (or pass on) one request; false after DESTROY.
+    fn answer(&self, q: &Request, arrival: f64) -> bool {
+        let (dev, unique, body) = (self.dev, q.unique, q.body);
+        match q.opcode {
             FUSE_INIT => {
                 reply_init(
                     dev,
@@ -332,164 +376,166 @@ fn reader_thread(shared: Arc<Shared>, tx: mpsc::Sender<IoReq>) {
                     FUSE_ASYNC_READ | FUSE_BIG_WRITES | FUSE_ASYNC_DIO | FUSE_MAX_PAGES,
                 );
             }
-            FUSE_LOOKUP => {
-                let name = body.split(|&c| c == 0).next().unwrap_or(&[]);
-                if nodeid == ROOT_INO && name == state::FUSE_FILE.as_bytes() {
-                    let mut out = Vec::with_capacity(128);
-                    out.extend_from_slice(&FILE_INO.to_le_bytes());
-                    out.extend_from_slice(&1u64.to_le_bytes()); // generation
-                    out.extend_from_slice(&3600u64.to_le_bytes()); // entry_valid
-                    out.extend_from_slice(&3600u64.to_le_bytes()); // attr_valid
-                    out.extend_from_slice(&[0u8; 8]);
-                    out.extend_from_slice(&attr_bytes(FILE_INO, shared.size));
-                    reply(dev, unique, 0, &[&out]);
-                } else {
-                    reply_err(dev, unique, libc::ENOENT);
-                }
-            }
-            FUSE_GETATTR | FUSE_SETATTR => {
-                if opcode == FUSE_SETATTR
-                    && u32_at(body, 0) & FATTR_SIZE != 0
-                    && u64_at(body, 16) != shared.size
-                {
-                    // The disk has a fixed size.
-                    reply_err(dev, unique, libc::EPERM);
-                    continue;
-                }
-                if nodeid != ROOT_INO && nodeid != FILE_INO {
-                    reply_err(dev, unique, libc::ENOENT);
-                    continue;
-                }
-                let mut out = Vec::with_capacity(104);
-                out.extend_from_slice(&3600u64.to_le_bytes());
-                out.extend_from_slice(&[0u8; 8]);
-                out.extend_from_slice(&attr_bytes(nodeid, shared.size));
-                reply(dev, unique, 0, &[&out]);
-            }
+            FUSE_LOOKUP => self.lookup(q),
+            FUSE_GETATTR | FUSE_SETATTR => self.attr(q),
             FUSE_OPEN | FUSE_OPENDIR => {
                 let mut out = [0u8; 16];
-                if opcode == FUSE_OPEN {
+                if q.opcode == FUSE_OPEN {
                     // Every open bypasses the page cache of the FUSE file:
                     // the model must see every request.
                     out[8..12].copy_from_slice(&FOPEN_DIRECT_IO.to_le_bytes());
                 }
                 reply(dev, unique, 0, &[&out]);
             }
-            FUSE_READ | FUSE_WRITE => {
-                if nodeid != FILE_INO {
-                    reply_err(dev, unique, libc::EISDIR);
-                    continue;
-                }
-                let off = u64_at(body, 8);
-                let len = u32_at(body, 16);
-                let (op, data) = if opcode == FUSE_READ {
-                    (Op::Read, Vec::new())
-                } else {
-                    let data = body.get(40..40 + len as usize).unwrap_or(&[]).to_vec();
-                    if data.len() != len as usize || off + len as u64 > shared.size {
-                        reply_err(
-                            dev,
-                            unique,
-                            if data.len() != len as usize {
-                                libc::EINVAL
-                            } else {
-                                libc::ENOSPC
-                            },
-                        );
-                        continue;
-                    }
-                    (Op::Write, data)
-                };
-                if op == Op::Read && off >= shared.size {
-                    reply(dev, unique, 0, &[]);
-                    continue;
-                }
-                let req = IoReq {
-                    unique,
-                    op,
-                    off,
-                    len,
-                    data,
-                    arrival,
-                };
-                if tx.send(req).is_err() {
-                    reply_err(dev, unique, libc::EIO);
-                }
-            }
-            FUSE_FSYNC | FUSE_FSYNCDIR => {
-                // fsync reaches the image file.
-                let r = if opcode == FUSE_FSYNC {
-                    shared.fsyncs.fetch_add(1, Ordering::Relaxed);
-                    shared.image.sync_data()
-                } else {
-                    Ok(())
-                };
-                match r {
-                    Ok(()) => reply(dev, unique, 0, &[]),
-                    Err(e) => reply_err(dev, unique, e.raw_os_error().unwrap_or(libc::EIO)),
-                }
-            }
+            FUSE_READ | FUSE_WRITE => self.io(q, arrival),
+            FUSE_FSYNC | FUSE_FSYNCDIR => self.fsync(q),
             FUSE_FLUSH | FUSE_RELEASE | FUSE_RELEASEDIR | FUSE_ACCESS => {
                 reply(dev, unique, 0, &[]);
             }
             FUSE_READDIR => {
-                let offset = u64_at(body, 8);
-                let size = u32_at(body, 16) as usize;
                 let entries: [(u64, &[u8], u32); 3] = [
                     (ROOT_INO, b".", libc::DT_DIR as u32),
                     (ROOT_INO, b"..", libc::DT_DIR as u32),
                     (FILE_INO, state::FUSE_FILE.as_bytes(), libc::DT_REG as u32),
                 ];
-                let mut out = Vec::new();
-                for (i, (ino, name, typ)) in entries.iter().enumerate().skip(offset as usize) {
-                    let rec = (24 + name.len()).div_ceil(8) * 8;
-                    if out.len() + rec > size {
-                        break;
-                    }
-                    out.extend_from_slice(&ino.to_le_bytes());
-                    out.extend_from_slice(&(i as u64 + 1).to_le_bytes());
-                    out.extend_from_slice(&(name.len() as u32).to_le_bytes());
-                    out.extend_from_slice(&typ.to_le_bytes());
-                    out.extend_from_slice(name);
-                    out.resize(out.len() + rec - 24 - name.len(), 0);
-                }
+                let out = dirents(entries, u64_at(body, 8), u32_at(body, 16) as usize);
                 reply(dev, unique, 0, &[&out]);
             }
-            FUSE_STATFS => {
-                let mut out = Vec::with_capacity(80);
-                let blocks = shared.size / 4096;
-                for v in [blocks, 0, 0, 2, 0] {
-                    out.extend_from_slice(&v.to_le_bytes());
-                }
-                for v in [4096u32, 255, 4096, 0, 0, 0, 0, 0, 0, 0] {
-                    out.extend_from_slice(&v.to_le_bytes());
-                }
-                reply(dev, unique, 0, &[&out]);
-            }
-            FUSE_FALLOCATE => {
-                // Discard from the loop device: punch the hole in the image
-                // (keeps it sparse); a drive does this without media time.
-                let off = u64_at(body, 8) as i64;
-                let len = u64_at(body, 16) as i64;
-                let mode = u32_at(body, 24) as i32;
-                // SAFETY: plain fallocate on a file descriptor we own.
-                let r = unsafe { libc::fallocate(shared.image.as_raw_fd(), mode, off, len) };
-                if r == 0 {
-                    reply(dev, unique, 0, &[]);
-                } else {
-                    let e = io::Error::last_os_error();
-                    reply_err(dev, unique, e.raw_os_error().unwrap_or(libc::EIO));
-                }
-            }
+            FUSE_STATFS => self.statfs(q),
+            FUSE_FALLOCATE => self.fallocate(q),
             FUSE_FORGET | FUSE_BATCH_FORGET | FUSE_INTERRUPT => {} // no reply
             FUSE_DESTROY => {
                 reply(dev, unique, 0, &[]);
-                break;
+                return false;
             }
             _ => reply_err(dev, unique, libc::ENOSYS),
         }
+        true
     }
-    shared.reader_done.store(true, Ordering::SeqCst);
+
+    fn lookup(&self, q: &Request) {
+        let name = q.body.split(|&c| c == 0).next().unwrap_or(&[]);
+        if q.nodeid == ROOT_INO && name == state::FUSE_FILE.as_bytes() {
+            let mut out = Vec::with_capacity(128);
+            out.extend_from_slice(&FILE_INO.to_le_bytes());
+            out.extend_from_slice(&1u64.to_le_bytes()); // generation
+            out.extend_from_slice(&3600u64.to_le_bytes()); // entry_valid
+            out.extend_from_slice(&3600u64.to_le_bytes()); // attr_valid
+            out.extend_from_slice(&[0u8; 8]);
+            out.extend_from_slice(&attr_bytes(FILE_INO, self.shared.size));
+            reply(self.dev, q.unique, 0, &[&out]);
+        } else {
+            reply_err(self.dev, q.unique, libc::ENOENT);
+        }
+    }
+
+    /// GETATTR, and SETATTR that changes nothing the disk has (its size is fixed).
+    fn attr(&self, q: &Request) {
+        let (dev, unique, size) = (self.dev, q.unique, self.shared.size);
+        if q.opcode == FUSE_SETATTR
+            && u32_at(q.body, 0) & FATTR_SIZE != 0
+            && u64_at(q.body, 16) != size
+        {
+            // The disk has a fixed size.
+            reply_err(dev, unique, libc::EPERM);
+            return;
+        }
+        if q.nodeid != ROOT_INO && q.nodeid != FILE_INO {
+            reply_err(dev, unique, libc::ENOENT);
+            return;
+        }
+        let mut out = Vec::with_capacity(104);
+        out.extend_from_slice(&3600u64.to_le_bytes());
+        out.extend_from_slice(&[0u8; 8]);
+        out.extend_from_slice(&attr_bytes(q.nodeid, size));
+        reply(dev, unique, 0, &[&out]);
+    }
+
+    /// READ and WRITE go to the disk thread, which replies when the drive is done.
+    fn io(&self, q: &Request, arrival: f64) {
+        let (dev, unique, size) = (self.dev, q.unique, self.shared.size);
+        if q.nodeid != FILE_INO {
+            reply_err(dev, unique, libc::EISDIR);
+            return;
+        }
+        let off = u64_at(q.body, 8);
+        let len = u32_at(q.body, 16);
+        let (op, data) = if q.opcode == FUSE_READ {
+            (Op::Read, Vec::new())
+        } else {
+            let data = q.body.get(40..40 + len as usize).unwrap_or(&[]).to_vec();
+            if data.len() != len as usize || off + len as u64 > size {
+                reply_err(
+                    dev,
+                    unique,
+                    if data.len() != len as usize {
+                        libc::EINVAL
+                    } else {
+                        libc::ENOSPC
+                    },
+                );
+                return;
+            }
+            (Op::Write, data)
+        };
+        if op == Op::Read && off >= size {
+            reply(dev, unique, 0, &[]);
+            return;
+        }
+        let req = IoReq {
+            unique,
+            op,
+            off,
+            len,
+            data,
+            arrival,
+        };
+        if self.tx.send(req).is_err() {
+            reply_err(dev, unique, libc::EIO);
+        }
+    }
+
+    /// fsync reaches the image file.
+    fn fsync(&self, q: &Request) {
+        let r = if q.opcode == FUSE_FSYNC {
+            self.shared.fsyncs.fetch_add(1, Ordering::Relaxed);
+            self.shared.image.sync_data()
+        } else {
+            Ok(())
+        };
+        match r {
+            Ok(()) => reply(self.dev, q.unique, 0, &[]),
+            Err(e) => reply_err(self.dev, q.unique, e.raw_os_error().unwrap_or(libc::EIO)),
+        }
+    }
+
+    fn statfs(&self, q: &Request) {
+        let mut out = Vec::with_capacity(80);
+        let blocks = self.shared.size / 4096;
+        for v in [blocks, 0, 0, 2, 0] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        for v in [4096u32, 255, 4096, 0, 0, 0, 0, 0, 0, 0] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        reply(self.dev, q.unique, 0, &[&out]);
+    }
+
+    /// Discard from the loop device: punch the hole in the image (keeps it sparse); a
+    /// drive does this without media time.
+    fn fallocate(&self, q: &Request) {
+        let off = u64_at(q.body, 8) as i64;
+        let len = u64_at(q.body, 16) as i64;
+        let mode = u32_at(q.body, 24) as i32;
+        // SAFETY: plain fallocate on a file descriptor we own.
+        let r = unsafe { libc::fallocate(self.shared.image.as_raw_fd(), mode, off, len) };
+        if r == 0 {
+            reply(self.dev, q.unique, 0, &[]);
+        } else {
+            let e = io::Error::last_os_error();
+            reply_err(self.dev, q.unique, e.raw_os_error().unwrap_or(libc::EIO));
+        }
+    }
 }
 
 /// `fsbench disk serve NAME`: run the server in the foreground (`disk create`
@@ -501,34 +547,10 @@ pub fn serve(name: &str) -> anyhow::Result<()> {
     std::env::set_current_dir("/").ok();
 
     let disk = Disk::new(cfg.params.clone(), cfg.size).map_err(anyhow::Error::msg)?;
-    let image = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(&cfg.image)
-        .with_context(|| format!("opening image {}", cfg.image.display()))?;
-    let size = image.metadata()?.len();
-    if size != cfg.size {
-        bail!(
-            "image {} is {size} bytes, expected {}",
-            cfg.image.display(),
-            cfg.size
-        );
-    }
+    let (image, size) = open_image(&cfg)?;
     std::fs::write(sd.pid(), format!("{}\n", std::process::id()))?;
     let fuse_dir = sd.fuse_dir();
-    std::fs::create_dir_all(&fuse_dir)?;
-    if state::is_mounted(&fuse_dir) {
-        // A previous server's mount, left by a crash; anything else there is not ours.
-        if !super::owned::is_own_fuse(&fuse_dir, "fsbench-disk") {
-            let _ = std::fs::remove_file(sd.pid());
-            bail!(
-                "{} holds a mount that is not a disk server's; not unmounting it",
-                fuse_dir.display()
-            );
-        }
-        lazy_unmount(&fuse_dir).ok();
-    }
-    let dev = mount_fuse(&fuse_dir, "fsbench-disk")?;
+    let dev = mount_own_fuse(&sd, &fuse_dir)?;
     let shared = Arc::new(Shared {
         dev,
         image,
@@ -550,27 +572,7 @@ pub fn serve(name: &str) -> anyhow::Result<()> {
         .name("fuse-reader".into())
         .spawn(move || reader_thread(sh, tx))?;
 
-    let setup = (|| -> anyhow::Result<(loopdev::LoopDevice, super::owned::FileId)> {
-        let fuse_file = sd.fuse_file();
-        let backing = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .custom_flags(libc::O_DIRECT)
-            .open(&fuse_file)
-            .with_context(|| format!("opening {}", fuse_file.display()))?;
-        let backing_id = super::owned::FileId::of(&backing.metadata()?);
-        let lo = loopdev::attach(
-            &backing,
-            loopdev::LO_FLAGS_DIRECT_IO | loopdev::LO_FLAGS_AUTOCLEAR,
-            &cfg.image.to_string_lossy(),
-        )
-        .context("attaching a loop device")?;
-        drop(backing);
-        let path = lo.path();
-        loopdev::set_queue_attr(&path, "rotational", "1")?;
-        Ok((lo, backing_id))
-    })();
-    let (lo, backing_id) = match setup {
+    let (lo, backing_id) = match attach_loop(&sd, &cfg) {
         Ok(lo) => lo,
         Err(e) => {
             lazy_unmount(&fuse_dir).ok();
@@ -594,15 +596,7 @@ pub fn serve(name: &str) -> anyhow::Result<()> {
         if ready.direct_io { "on" } else { "off" }
     );
 
-    // Serve until a signal comes or the FUSE connection goes away.
-    let sig = loop {
-        if shared.reader_done.load(Ordering::SeqCst) {
-            break None;
-        }
-        if let Some(s) = wait_signal(&sigset, Duration::from_millis(500)) {
-            break Some(s);
-        }
-    };
+    let sig = wait_for_stop(&shared, &sigset);
     crate::errln!(
         "fsbench disk server {name}: stopping ({})",
         match sig {
@@ -610,9 +604,100 @@ pub fn serve(name: &str) -> anyhow::Result<()> {
             None => "FUSE connection closed".into(),
         }
     );
+    shut_down(&sd, lo, &fuse_dir, &shared, name, &device);
+    let _ = reader_t.join();
+    let _ = disk_t.join();
+    let _ = std::fs::remove_file(sd.ready());
+    let _ = std::fs::remove_file(sd.pid());
+    crate::errln!("fsbench disk server {name}: stopped");
+    Ok(())
+}
 
-    // Shutdown: our mount (re-read: `create --mount` records it after we
-    // started), the loop device, the FUSE mount.
+/// The image file, checked to have the configured size.
+fn open_image(cfg: &state::DiskConfig) -> anyhow::Result<(File, u64)> {
+    let image = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&cfg.image)
+        .with_context(|| format!("opening image {}", cfg.image.display()))?;
+    let size = image.metadata()?.len();
+    if size != cfg.size {
+        bail!(
+            "image {} is {size} bytes, expected {}",
+            cfg.image.display(),
+            cfg.size
+        );
+    }
+    Ok((image, size))
+}
+
+/// Mount the FUSE file system on `fuse_dir`, after clearing a crashed server's mount
+/// there (and only such a mount).
+fn mount_own_fuse(sd: &StateDir, fuse_dir: &std::path::Path) -> anyhow::Result<File> {
+    std::fs::create_dir_all(fuse_dir)?;
+    if state::is_mounted(fuse_dir) {
+        // A previous server's mount, left by a crash; anything else there is not ours.
+        if !super::owned::is_own_fuse(fuse_dir, "fsbench-disk") {
+            let _ = std::fs::remove_file(sd.pid());
+            bail!(
+                "{} holds a mount that is not a disk server's; not unmounting it",
+                fuse_dir.display()
+            );
+        }
+        lazy_unmount(fuse_dir).ok();
+    }
+    mount_fuse(fuse_dir, "fsbench-disk")
+}
+
+/// Attach the FUSE file (opened with O_DIRECT) to a loop device with direct I/O and
+/// autoclear, marked rotational.
+fn attach_loop(
+    sd: &StateDir,
+    cfg: &state::DiskConfig,
+) -> anyhow::Result<(loopdev::LoopDevice, super::owned::FileId)> {
+    let fuse_file = sd.fuse_file();
+    let backing = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(&fuse_file)
+        .with_context(|| format!("opening {}", fuse_file.display()))?;
+    let backing_id = super::owned::FileId::of(&backing.metadata()?);
+    let lo = loopdev::attach(
+        &backing,
+        loopdev::LO_FLAGS_DIRECT_IO | loopdev::LO_FLAGS_AUTOCLEAR,
+        &cfg.image.to_string_lossy(),
+    )
+    .context("attaching a loop device")?;
+    drop(backing);
+    let path = lo.path();
+    loopdev::set_queue_attr(&path, "rotational", "1")?;
+    Ok((lo, backing_id))
+}
+
+/// Serve until a signal comes (returned) or the FUSE connection goes away.
+fn wait_for_stop(shared: &Shared, sigset: &libc::sigset_t) -> Option<i32> {
+    loop {
+        if shared.reader_done.load(Ordering::SeqCst) {
+            return None;
+        }
+        if let Some(s) = wait_signal(sigset, Duration::from_millis(500)) {
+            return Some(s);
+        }
+    }
+}
+
+/// Shutdown: our mount (re-read: `create --mount` records it after we started), the loop
+/// device, the FUSE mount; then wait up to 30 s for the kernel to close the connection,
+/// and exit at once if it does not.
+fn shut_down(
+    sd: &StateDir,
+    lo: loopdev::LoopDevice,
+    fuse_dir: &std::path::Path,
+    shared: &Shared,
+    name: &str,
+    device: &str,
+) {
     // Only the mount `create` recorded: after a hand-made unmount, whatever was mounted at
     // the same point since is someone else's.
     if let Some(m) = sd.read_config().ok().and_then(|c| c.mount_record) {
@@ -624,7 +709,7 @@ pub fn serve(name: &str) -> anyhow::Result<()> {
         crate::errln!("fsbench disk server: detaching {device}: {e}");
     }
     drop(lo);
-    lazy_unmount(&fuse_dir).ok();
+    lazy_unmount(fuse_dir).ok();
     let deadline = Instant::now() + Duration::from_secs(30);
     while !shared.reader_done.load(Ordering::SeqCst) && Instant::now() < deadline {
         thread::sleep(Duration::from_millis(20));
@@ -638,10 +723,4 @@ pub fn serve(name: &str) -> anyhow::Result<()> {
         let _ = std::fs::remove_file(sd.ready());
         std::process::exit(0);
     }
-    let _ = reader_t.join();
-    let _ = disk_t.join();
-    let _ = std::fs::remove_file(sd.ready());
-    let _ = std::fs::remove_file(sd.pid());
-    crate::errln!("fsbench disk server {name}: stopped");
-    Ok(())
 }

@@ -14,14 +14,15 @@
 //! The image itself defaults to `/var/lib/fsbench/images/NAME.img` (not under
 //! /run, which is often a small tmpfs).
 
-use std::fs;
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use anyhow::{bail, Context};
+use anyhow::bail;
 use serde::{Deserialize, Serialize};
 
 use super::model::DiskParams;
+pub use crate::fuse::state::{
+    is_mounted, mount_points, pid_alive, read_json, write_json_atomic, DaemonDir,
+};
 
 /// Name of the single file the FUSE file system serves.
 pub const FUSE_FILE: &str = "disk";
@@ -58,40 +59,27 @@ pub fn check_name(name: &str) -> anyhow::Result<()> {
 
 /// Paths of one disk's state.
 #[derive(Debug, Clone)]
-pub struct StateDir {
-    pub dir: PathBuf,
+pub struct StateDir(DaemonDir);
+
+impl std::ops::Deref for StateDir {
+    type Target = DaemonDir;
+    fn deref(&self) -> &DaemonDir {
+        &self.0
+    }
 }
 
 impl StateDir {
     pub fn new(name: &str) -> anyhow::Result<StateDir> {
         check_name(name)?;
-        Ok(StateDir {
+        Ok(StateDir(DaemonDir {
             dir: state_root().join(name),
-        })
-    }
-    pub fn config(&self) -> PathBuf {
-        self.dir.join("config.json")
-    }
-    pub fn pid(&self) -> PathBuf {
-        self.dir.join("server.pid")
-    }
-    pub fn ready(&self) -> PathBuf {
-        self.dir.join("ready.json")
-    }
-    pub fn stats(&self) -> PathBuf {
-        self.dir.join("stats.json")
-    }
-    pub fn log(&self) -> PathBuf {
-        self.dir.join("server.log")
+        }))
     }
     pub fn fuse_dir(&self) -> PathBuf {
         self.dir.join("fuse")
     }
     pub fn fuse_file(&self) -> PathBuf {
         self.fuse_dir().join(FUSE_FILE)
-    }
-    pub fn exists(&self) -> bool {
-        self.config().exists()
     }
     pub fn read_config(&self) -> anyhow::Result<DiskConfig> {
         read_json(&self.config())
@@ -101,11 +89,6 @@ impl StateDir {
     }
     pub fn read_stats(&self) -> Option<DiskStats> {
         read_json(&self.stats()).ok()
-    }
-    /// The server's pid if it is running.
-    pub fn live_pid(&self) -> Option<i32> {
-        let pid: i32 = fs::read_to_string(self.pid()).ok()?.trim().parse().ok()?;
-        pid_alive(pid).then_some(pid)
     }
 }
 
@@ -200,75 +183,6 @@ pub struct DiskStats {
     pub memory_locked: String,
 }
 
-pub fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> anyhow::Result<T> {
-    let text = fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
-}
-
-/// Write JSON through a temporary file and rename, so readers never see half.
-pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> anyhow::Result<()> {
-    // A name of its own per call: two threads may write the same file.
-    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let tmp = path.with_extension(format!("json.tmp{}.{n}", std::process::id()));
-    let mut f = fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
-    f.write_all(serde_json::to_string_pretty(value)?.as_bytes())?;
-    f.write_all(b"\n")?;
-    drop(f);
-    fs::rename(&tmp, path).with_context(|| format!("renaming to {}", path.display()))?;
-    Ok(())
-}
-
-/// True if `pid` names a live (non-zombie) process.
-pub fn pid_alive(pid: i32) -> bool {
-    if pid <= 0 {
-        return false;
-    }
-    // SAFETY: kill with signal 0 only checks for existence.
-    if unsafe { libc::kill(pid, 0) } != 0 {
-        return false;
-    }
-    match fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(s) => match s.rfind(')') {
-            Some(i) => !matches!(s[i + 1..].trim_start().chars().next(), Some('Z' | 'X')),
-            None => true,
-        },
-        Err(_) => false,
-    }
-}
-
-/// Mount points (decoded) currently listed in /proc/self/mounts.
-pub fn mount_points() -> Vec<PathBuf> {
-    let text = fs::read_to_string("/proc/self/mounts").unwrap_or_default();
-    text.lines()
-        .filter_map(|l| l.split_whitespace().nth(1))
-        .map(|m| PathBuf::from(unescape_mount(m)))
-        .collect()
-}
-
-fn unescape_mount(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'\\' && i + 4 <= b.len() {
-            if let Ok(v) = u8::from_str_radix(&s[i + 1..i + 4], 8) {
-                out.push(v);
-                i += 4;
-                continue;
-            }
-        }
-        out.push(b[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-pub fn is_mounted(path: &Path) -> bool {
-    let canon = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
-    mount_points().iter().any(|m| m == &canon || m == path)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -281,11 +195,5 @@ mod tests {
         assert!(check_name("../x").is_err());
         assert!(check_name(".hidden").is_err());
         assert!(check_name("a/b").is_err());
-    }
-
-    #[test]
-    fn mount_escapes_are_decoded() {
-        assert_eq!(unescape_mount("/mnt/a\\040b"), "/mnt/a b");
-        assert_eq!(unescape_mount("/plain"), "/plain");
     }
 }

@@ -61,143 +61,180 @@ pub fn summarise(st: &Store) -> Result<Summary> {
         |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?)),
     )?;
     let baseline: BTreeMap<String, String> = serde_json::from_str(&base_json).unwrap_or_default();
-    let mut cells: Vec<(i64, usize, BTreeMap<String, String>)> = Vec::new();
-    {
-        let mut q = st.db.prepare(
-            "SELECT id, idx, factors_json FROM cells WHERE experiment_id = ?1 ORDER BY idx",
-        )?;
-        let rows = q.query_map([exp], |r| {
-            Ok((
-                r.get::<_, i64>(0)?,
-                r.get::<_, i64>(1)?,
-                r.get::<_, String>(2)?,
-            ))
-        })?;
-        for row in rows {
-            let (id, idx, f) = row?;
-            cells.push((
-                id,
-                idx as usize + 1,
-                serde_json::from_str(&f).unwrap_or_default(),
-            ));
-        }
-    }
-    // Values per (cell, flowop, figure), in a stable order.
-    let mut values: BTreeMap<(usize, String, String), Vec<f64>> = BTreeMap::new();
-    let mut disturbed: BTreeMap<usize, usize> = BTreeMap::new();
-    let mut failed: BTreeMap<usize, usize> = BTreeMap::new();
-    let mut order: Vec<(usize, String, String)> = Vec::new();
-    for (id, idx, _) in &cells {
-        let mut q = st.db.prepare(
-            "SELECT runs.status, figures.flowop, figures.figure, figures.value FROM runs LEFT JOIN figures ON figures.run_id = runs.id WHERE runs.cell_id = ?1 AND runs.superseded = 0 AND runs.status != 'warmup' ORDER BY runs.id, figures.rowid",
-        )?;
-        let rows = q.query_map([id], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, Option<String>>(1)?,
-                r.get::<_, Option<String>>(2)?,
-                r.get::<_, Option<f64>>(3)?,
-            ))
-        })?;
-        for row in rows {
-            let (status, flowop, figure, value) = row?;
-            if status != "ok" {
-                if flowop.is_none() {
-                    *failed.entry(*idx).or_default() += 1;
-                }
-                continue;
-            }
-            if let (Some(f), Some(g), Some(v)) = (flowop, figure, value) {
-                let key = (*idx, f, g);
-                if !values.contains_key(&key) {
-                    order.push(key.clone());
-                }
-                values.entry(key).or_default().push(v);
-            }
-        }
-        let d: i64 = st.db.query_row(
-            "SELECT COUNT(*) FROM runs WHERE cell_id = ?1 AND superseded = 0 AND disturbed = 1 AND status = 'ok'",
-            [id],
-            |r| r.get(0),
-        )?;
-        if d > 0 {
-            disturbed.insert(*idx, d as usize);
-        }
-    }
-    let factors_of = |idx: usize| {
-        cells
-            .iter()
-            .find(|c| c.1 == idx)
-            .map(|c| c.2.clone())
-            .unwrap_or_default()
-    };
-    let mut rows = Vec::new();
-    for key in &order {
-        let xs = &values[key];
-        let s = spread(xs);
-        rows.push(Row {
-            cell: key.0,
-            factors: factors_of(key.0),
-            flowop: key.1.clone(),
-            figure: key.2.clone(),
-            n: xs.len(),
-            mean: s.mean,
-            ci95: s.ci95,
-            cv: s.cv,
-            disturbed: disturbed.get(&key.0).copied().unwrap_or(0),
-            failed: failed.get(&key.0).copied().unwrap_or(0),
-        });
-    }
-    // Each cell that differs from another only in a baseline factor, at a non-baseline
-    // level, is compared against that other cell.
-    let mut comparisons = Vec::new();
-    for (factor, base_level) in &baseline {
-        for (_, idx, f) in &cells {
-            let Some(level) = f.get(factor) else { continue };
-            if level == base_level {
-                continue;
-            }
-            let mut want = f.clone();
-            want.insert(factor.clone(), base_level.clone());
-            let Some((_, bidx, _)) = cells.iter().find(|c| c.2 == want) else {
-                continue;
-            };
-            for key in order.iter().filter(|k| k.0 == *idx) {
-                let bkey = (*bidx, key.1.clone(), key.2.clone());
-                let (Some(a), Some(b)) = (values.get(key), values.get(&bkey)) else {
-                    continue;
-                };
-                let (mb, _) = mean_var(b);
-                let (ma, _) = mean_var(a);
-                if mb == 0.0 {
-                    continue;
-                }
-                let w = welch(a, b);
-                comparisons.push(Comparison {
-                    cell: *idx,
-                    baseline_cell: *bidx,
-                    factor: factor.clone(),
-                    level: level.clone(),
-                    baseline: base_level.clone(),
-                    flowop: key.1.clone(),
-                    figure: key.2.clone(),
-                    rel_diff: (ma - mb) / mb,
-                    rel_ci95: w.map_or(f64::NAN, |w| w.ci95 / mb.abs()),
-                    p_value: w.map(|w| w.p_value),
-                });
-            }
-        }
-    }
+    let cells = read_cells(st, exp)?;
+    let figures = Figures::read(st, &cells)?;
     Ok(Summary {
         experiment: name,
         quick,
         repetitions: reps,
         finished: finished.is_some(),
         noise_threshold: thr,
+        rows: figures.rows(&cells),
+        comparisons: figures.comparisons(&cells, &baseline),
         baseline,
-        rows,
-        comparisons,
     })
+}
+
+/// A cell: its id, its number (from 1) and its factor levels.
+type CellRow = (i64, usize, BTreeMap<String, String>);
+
+fn read_cells(st: &Store, exp: i64) -> Result<Vec<CellRow>> {
+    let mut cells: Vec<CellRow> = Vec::new();
+    let mut q = st
+        .db
+        .prepare("SELECT id, idx, factors_json FROM cells WHERE experiment_id = ?1 ORDER BY idx")?;
+    let rows = q.query_map([exp], |r| {
+        Ok((
+            r.get::<_, i64>(0)?,
+            r.get::<_, i64>(1)?,
+            r.get::<_, String>(2)?,
+        ))
+    })?;
+    for row in rows {
+        let (id, idx, f) = row?;
+        cells.push((
+            id,
+            idx as usize + 1,
+            serde_json::from_str(&f).unwrap_or_default(),
+        ));
+    }
+    Ok(cells)
+}
+
+/// The stored figures of the valid runs, and the disturbed and failed runs, per cell.
+struct Figures {
+    /// Values per (cell, flowop, figure).
+    values: BTreeMap<(usize, String, String), Vec<f64>>,
+    disturbed: BTreeMap<usize, usize>,
+    failed: BTreeMap<usize, usize>,
+    /// The keys of `values` in a stable order: as the runs stored them.
+    order: Vec<(usize, String, String)>,
+}
+
+impl Figures {
+    fn read(st: &Store, cells: &[CellRow]) -> Result<Figures> {
+        let mut f = Figures {
+            values: BTreeMap::new(),
+            disturbed: BTreeMap::new(),
+            failed: BTreeMap::new(),
+            order: Vec::new(),
+        };
+        for (id, idx, _) in cells {
+            let mut q = st.db.prepare(
+                "SELECT runs.status, figures.flowop, figures.figure, figures.value FROM runs LEFT JOIN figures ON figures.run_id = runs.id WHERE runs.cell_id = ?1 AND runs.superseded = 0 AND runs.status != 'warmup' ORDER BY runs.id, figures.rowid",
+            )?;
+            let rows = q.query_map([id], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, Option<String>>(1)?,
+                    r.get::<_, Option<String>>(2)?,
+                    r.get::<_, Option<f64>>(3)?,
+                ))
+            })?;
+            for row in rows {
+                let (status, flowop, figure, value) = row?;
+                if status != "ok" {
+                    if flowop.is_none() {
+                        *f.failed.entry(*idx).or_default() += 1;
+                    }
+                    continue;
+                }
+                if let (Some(fl), Some(g), Some(v)) = (flowop, figure, value) {
+                    let key = (*idx, fl, g);
+                    if !f.values.contains_key(&key) {
+                        f.order.push(key.clone());
+                    }
+                    f.values.entry(key).or_default().push(v);
+                }
+            }
+            let d: i64 = st.db.query_row(
+                "SELECT COUNT(*) FROM runs WHERE cell_id = ?1 AND superseded = 0 AND disturbed = 1 AND status = 'ok'",
+                [id],
+                |r| r.get(0),
+            )?;
+            if d > 0 {
+                f.disturbed.insert(*idx, d as usize);
+            }
+        }
+        Ok(f)
+    }
+
+    /// A row per (cell, flowop, figure): the mean and its spread.
+    fn rows(&self, cells: &[CellRow]) -> Vec<Row> {
+        let factors_of = |idx: usize| {
+            cells
+                .iter()
+                .find(|c| c.1 == idx)
+                .map(|c| c.2.clone())
+                .unwrap_or_default()
+        };
+        let mut rows = Vec::new();
+        for key in &self.order {
+            let xs = &self.values[key];
+            let s = spread(xs);
+            rows.push(Row {
+                cell: key.0,
+                factors: factors_of(key.0),
+                flowop: key.1.clone(),
+                figure: key.2.clone(),
+                n: xs.len(),
+                mean: s.mean,
+                ci95: s.ci95,
+                cv: s.cv,
+                disturbed: self.disturbed.get(&key.0).copied().unwrap_or(0),
+                failed: self.failed.get(&key.0).copied().unwrap_or(0),
+            });
+        }
+        rows
+    }
+
+    /// Each cell that differs from another only in a baseline factor, at a non-baseline
+    /// level, is compared against that other cell.
+    fn comparisons(
+        &self,
+        cells: &[CellRow],
+        baseline: &BTreeMap<String, String>,
+    ) -> Vec<Comparison> {
+        let mut comparisons = Vec::new();
+        for (factor, base_level) in baseline {
+            for (_, idx, f) in cells {
+                let Some(level) = f.get(factor) else { continue };
+                if level == base_level {
+                    continue;
+                }
+                let mut want = f.clone();
+                want.insert(factor.clone(), base_level.clone());
+                let Some((_, bidx, _)) = cells.iter().find(|c| c.2 == want) else {
+                    continue;
+                };
+                for key in self.order.iter().filter(|k| k.0 == *idx) {
+                    let bkey = (*bidx, key.1.clone(), key.2.clone());
+                    let (Some(a), Some(b)) = (self.values.get(key), self.values.get(&bkey)) else {
+                        continue;
+                    };
+                    let (mb, _) = mean_var(b);
+                    let (ma, _) = mean_var(a);
+                    if mb == 0.0 {
+                        continue;
+                    }
+                    let w = welch(a, b);
+                    comparisons.push(Comparison {
+                        cell: *idx,
+                        baseline_cell: *bidx,
+                        factor: factor.clone(),
+                        level: level.clone(),
+                        baseline: base_level.clone(),
+                        flowop: key.1.clone(),
+                        figure: key.2.clone(),
+                        rel_diff: (ma - mb) / mb,
+                        rel_ci95: w.map_or(f64::NAN, |w| w.ci95 / mb.abs()),
+                        p_value: w.map(|w| w.p_value),
+                    });
+                }
+            }
+        }
+        comparisons
+    }
 }
 
 fn factor_text(f: &BTreeMap<String, String>) -> String {

@@ -16,6 +16,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 
+pub mod state;
+
 // Opcodes (linux/fuse.h).
 pub const FUSE_LOOKUP: u32 = 1;
 pub const FUSE_FORGET: u32 = 2;
@@ -191,6 +193,29 @@ pub fn reply_err(dev: &File, unique: u64, errno: i32) {
     reply(dev, unique, errno, &[]);
 }
 
+/// A READDIR reply: `fuse_dirent` records (ino, next offset, name length, type, name,
+/// padded to 8 bytes) of `entries` from index `offset`, as many as fit in `size` bytes.
+pub fn dirents<'a>(
+    entries: impl IntoIterator<Item = (u64, &'a [u8], u32)>,
+    offset: u64,
+    size: usize,
+) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (i, (ino, name, typ)) in entries.into_iter().enumerate().skip(offset as usize) {
+        let rec = (24 + name.len()).div_ceil(8) * 8;
+        if out.len() + rec > size {
+            break;
+        }
+        out.extend_from_slice(&ino.to_le_bytes());
+        out.extend_from_slice(&(i as u64 + 1).to_le_bytes());
+        out.extend_from_slice(&(name.len() as u32).to_le_bytes());
+        out.extend_from_slice(&typ.to_le_bytes());
+        out.extend_from_slice(name);
+        out.resize(out.len() + rec - 24 - name.len(), 0);
+    }
+    out
+}
+
 pub fn read_full_at(f: &File, buf: &mut [u8], off: u64) -> io::Result<usize> {
     let mut done = 0;
     while done < buf.len() {
@@ -328,6 +353,25 @@ pub fn mount_fuse(mountpoint: &Path, source: &str) -> anyhow::Result<File> {
     Ok(dev)
 }
 
+/// Decode the octal escapes of /proc/self/mounts and mountinfo (`\040` for a space).
+pub fn unescape_mount(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\' && i + 4 <= b.len() {
+            if let Ok(v) = u8::from_str_radix(&s[i + 1..i + 4], 8) {
+                out.push(v);
+                i += 4;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 /// umount2 with MNT_DETACH (lazy), ignoring "not mounted".
 pub fn lazy_unmount(path: &Path) -> io::Result<()> {
     let c = CString::new(path.as_os_str().as_encoded_bytes())
@@ -463,4 +507,15 @@ pub fn daemon_pre_exec() -> io::Result<()> {
         return Err(io::Error::last_os_error());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mount_escapes_are_decoded() {
+        assert_eq!(unescape_mount("/mnt/a\\040b"), "/mnt/a b");
+        assert_eq!(unescape_mount("/plain"), "/plain");
+    }
 }

@@ -247,6 +247,31 @@ fn state_mounts() -> Vec<PathBuf> {
     crate::disk::state::mount_points()
 }
 
+/// The mount point, canonical: an existing empty directory, outside the server tree and
+/// not a mount point already.
+fn checked_mount(mount_arg: &Path, server_dir: &Path) -> anyhow::Result<PathBuf> {
+    let mnt_md = fs::metadata(mount_arg)
+        .with_context(|| format!("mount point {} does not exist", mount_arg.display()))?;
+    if !mnt_md.is_dir() {
+        bail!("mount point {} is not a directory", mount_arg.display());
+    }
+    let mount = mount_arg.canonicalize()?;
+    if fs::read_dir(&mount)?.next().is_some() {
+        bail!("mount point {} is not empty", mount.display());
+    }
+    if mount.starts_with(server_dir) {
+        bail!(
+            "mount point {} is inside the server tree {}",
+            mount.display(),
+            server_dir.display()
+        );
+    }
+    if listed_as_mounted(&mount) {
+        bail!("{} is already a mount point", mount.display());
+    }
+    Ok(mount)
+}
+
 fn create(a: CreateArgs) -> anyhow::Result<()> {
     root_required("fsbench remote create")?;
     let sd = StateDir::new(&a.name)?;
@@ -273,25 +298,7 @@ fn create(a: CreateArgs) -> anyhow::Result<()> {
         );
     }
     let server_dir = a.server.canonicalize()?;
-    let mnt_md = fs::metadata(&a.mount)
-        .with_context(|| format!("mount point {} does not exist", a.mount.display()))?;
-    if !mnt_md.is_dir() {
-        bail!("mount point {} is not a directory", a.mount.display());
-    }
-    let mount = a.mount.canonicalize()?;
-    if fs::read_dir(&mount)?.next().is_some() {
-        bail!("mount point {} is not empty", mount.display());
-    }
-    if mount.starts_with(&server_dir) {
-        bail!(
-            "mount point {} is inside the server tree {}",
-            mount.display(),
-            server_dir.display()
-        );
-    }
-    if listed_as_mounted(&mount) {
-        bail!("{} is already a mount point", mount.display());
-    }
+    let mount = checked_mount(&a.mount, &server_dir)?;
     let lookaside = lookaside_paths(&a.lookaside, &mount)?;
 
     fs::create_dir_all(&sd.dir).with_context(|| format!("creating {}", sd.dir.display()))?;
@@ -453,82 +460,7 @@ fn stats(name: &str, reset: bool, json: bool) -> anyhow::Result<()> {
         v["lateness"] = serde_json::to_value(&late)?;
         crate::outln!("{}", serde_json::to_string_pretty(&v)?);
     } else {
-        let alive = sd.live_pid().is_some();
-        crate::outln!(
-            "{name}: {} on {} ({}), {}, {} protocol",
-            cfg.server.display(),
-            cfg.mount.display(),
-            if alive { "running" } else { "stopped" },
-            describe_net(&cfg.net),
-            cfg.protocol.name()
-        );
-        crate::outln!(
-            "requests {}: {}",
-            st.requests,
-            st.requests_by_type
-                .iter()
-                .map(|(k, v)| format!("{k} {v}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-        crate::outln!(
-            "round trips {}, fetched {}, sent {}, attribute cache hits {}",
-            st.round_trips,
-            human_bytes(st.bytes_fetched),
-            human_bytes(st.bytes_sent),
-            st.attr_cache_hits
-        );
-        match cfg.protocol {
-            Protocol::WholeFile => crate::outln!(
-                "file cache: hits {}, misses {}, evictions {}, holding {}",
-                st.file_cache_hits,
-                st.file_cache_misses,
-                st.cache_evictions,
-                human_bytes(st.cache_bytes)
-            ),
-            Protocol::Block => crate::outln!(
-                "chunk cache: hits {}, misses {}, evictions {}, holding {}",
-                st.chunk_cache_hits,
-                st.chunk_cache_misses,
-                st.cache_evictions,
-                human_bytes(st.cache_bytes)
-            ),
-        }
-        if !cfg.lookaside.is_empty() {
-            crate::outln!(
-                "lookaside: hits {}, misses {}, {} copied locally",
-                st.lookaside_hits,
-                st.lookaside_misses,
-                human_bytes(st.lookaside_bytes)
-            );
-        }
-        crate::outln!(
-            "waited on the modelled network {:.3} s ({} delayed replies)",
-            st.network_wait_s,
-            st.delayed_replies
-        );
-        if st.lost_requests > 0 {
-            crate::outln!("lost and sent again: {} requests", st.lost_requests);
-        }
-        if st.delayed_replies > 0 {
-            crate::outln!(
-                "server overhead: replies leave {:.1} us (p99 {:.0} us) after the modelled time, \
-                 {:.2}% of the mean modelled delay; server {}, memory {}",
-                late.mean_us,
-                late.p99_us,
-                late.pct,
-                if st.scheduling.is_empty() {
-                    "scheduling unknown"
-                } else {
-                    &st.scheduling
-                },
-                if st.memory_locked.is_empty() {
-                    "unknown"
-                } else {
-                    &st.memory_locked
-                }
-            );
-        }
+        print_stats(name, &cfg, &st, &late, sd.live_pid().is_some());
     }
     if late.pct > WARN_PCT {
         crate::errln!(
@@ -550,6 +482,92 @@ fn stats(name: &str, reset: bool, json: bool) -> anyhow::Result<()> {
         state::write_json_atomic(&sd.stats_base(), &raw)?;
     }
     Ok(())
+}
+
+/// `remote stats` for people: the server, the requests, the caches, the network's waits
+/// and the server's own lateness.
+fn print_stats(
+    name: &str,
+    cfg: &RemoteConfig,
+    st: &RemoteStats,
+    late: &state::Lateness,
+    alive: bool,
+) {
+    crate::outln!(
+        "{name}: {} on {} ({}), {}, {} protocol",
+        cfg.server.display(),
+        cfg.mount.display(),
+        if alive { "running" } else { "stopped" },
+        describe_net(&cfg.net),
+        cfg.protocol.name()
+    );
+    crate::outln!(
+        "requests {}: {}",
+        st.requests,
+        st.requests_by_type
+            .iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    crate::outln!(
+        "round trips {}, fetched {}, sent {}, attribute cache hits {}",
+        st.round_trips,
+        human_bytes(st.bytes_fetched),
+        human_bytes(st.bytes_sent),
+        st.attr_cache_hits
+    );
+    match cfg.protocol {
+        Protocol::WholeFile => crate::outln!(
+            "file cache: hits {}, misses {}, evictions {}, holding {}",
+            st.file_cache_hits,
+            st.file_cache_misses,
+            st.cache_evictions,
+            human_bytes(st.cache_bytes)
+        ),
+        Protocol::Block => crate::outln!(
+            "chunk cache: hits {}, misses {}, evictions {}, holding {}",
+            st.chunk_cache_hits,
+            st.chunk_cache_misses,
+            st.cache_evictions,
+            human_bytes(st.cache_bytes)
+        ),
+    }
+    if !cfg.lookaside.is_empty() {
+        crate::outln!(
+            "lookaside: hits {}, misses {}, {} copied locally",
+            st.lookaside_hits,
+            st.lookaside_misses,
+            human_bytes(st.lookaside_bytes)
+        );
+    }
+    crate::outln!(
+        "waited on the modelled network {:.3} s ({} delayed replies)",
+        st.network_wait_s,
+        st.delayed_replies
+    );
+    if st.lost_requests > 0 {
+        crate::outln!("lost and sent again: {} requests", st.lost_requests);
+    }
+    if st.delayed_replies > 0 {
+        crate::outln!(
+            "server overhead: replies leave {:.1} us (p99 {:.0} us) after the modelled time, \
+             {:.2}% of the mean modelled delay; server {}, memory {}",
+            late.mean_us,
+            late.p99_us,
+            late.pct,
+            if st.scheduling.is_empty() {
+                "scheduling unknown"
+            } else {
+                &st.scheduling
+            },
+            if st.memory_locked.is_empty() {
+                "unknown"
+            } else {
+                &st.memory_locked
+            }
+        );
+    }
 }
 
 /// Send a request to the remote's running server and wait until it has been carried out
@@ -692,17 +710,6 @@ pub fn apply_set(a: &SetArgs) -> anyhow::Result<String> {
     ))
 }
 
-fn wait_gone(pid: i32, timeout: Duration) -> bool {
-    let deadline = Instant::now() + timeout;
-    while state::pid_alive(pid) {
-        if Instant::now() > deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    true
-}
-
 fn remove(name: &str) -> anyhow::Result<()> {
     root_required("fsbench remote remove")?;
     let sd = StateDir::new(name)?;
@@ -719,11 +726,11 @@ fn remove(name: &str) -> anyhow::Result<()> {
     if let Some(pid) = sd.live_pid() {
         // SAFETY: sending SIGTERM to the pid the server wrote.
         unsafe { libc::kill(pid, libc::SIGTERM) };
-        if !wait_gone(pid, Duration::from_secs(15)) {
+        if !crate::fuse::state::wait_gone(pid, Duration::from_secs(15)) {
             crate::errln!("server {pid} did not stop; killing it");
             // SAFETY: as above.
             unsafe { libc::kill(pid, libc::SIGKILL) };
-            wait_gone(pid, Duration::from_secs(5));
+            crate::fuse::state::wait_gone(pid, Duration::from_secs(5));
         }
         done.push(format!("stopped the remote server (pid {pid})"));
     }

@@ -14,12 +14,12 @@
 //! | `cache/`          | server     | the client cache (whole-file copies)               |
 
 use std::collections::BTreeMap;
-use std::fs;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::disk::state::{check_name, pid_alive, read_json, write_json_atomic, Summary};
+pub use crate::disk::state::{check_name, Summary};
+pub use crate::fuse::state::{pid_alive, read_json, write_json_atomic, DaemonDir};
 
 use super::model::Net;
 
@@ -52,37 +52,27 @@ impl Protocol {
 
 /// Paths of one remote's state.
 #[derive(Debug, Clone)]
-pub struct StateDir {
-    pub dir: PathBuf,
+pub struct StateDir(DaemonDir);
+
+impl std::ops::Deref for StateDir {
+    type Target = DaemonDir;
+    fn deref(&self) -> &DaemonDir {
+        &self.0
+    }
 }
 
 impl StateDir {
     pub fn new(name: &str) -> anyhow::Result<StateDir> {
         check_name(name)?;
-        Ok(StateDir {
+        Ok(StateDir(DaemonDir {
             dir: state_root().join(name),
-        })
-    }
-    pub fn config(&self) -> PathBuf {
-        self.dir.join("config.json")
+        }))
     }
     pub fn lookaside(&self) -> PathBuf {
         self.dir.join("lookaside.json")
     }
-    pub fn pid(&self) -> PathBuf {
-        self.dir.join("server.pid")
-    }
-    pub fn ready(&self) -> PathBuf {
-        self.dir.join("ready.json")
-    }
-    pub fn stats(&self) -> PathBuf {
-        self.dir.join("stats.json")
-    }
     pub fn stats_base(&self) -> PathBuf {
         self.dir.join("stats.base.json")
-    }
-    pub fn log(&self) -> PathBuf {
-        self.dir.join("server.log")
     }
     /// A request to the running server ([`Control`]), signalled with SIGUSR1.
     pub fn control(&self) -> PathBuf {
@@ -95,9 +85,6 @@ impl StateDir {
     pub fn cache(&self) -> PathBuf {
         self.dir.join("cache")
     }
-    pub fn exists(&self) -> bool {
-        self.config().exists()
-    }
     pub fn read_config(&self) -> anyhow::Result<RemoteConfig> {
         read_json(&self.config())
     }
@@ -106,11 +93,6 @@ impl StateDir {
     }
     pub fn read_ready(&self) -> Option<Ready> {
         read_json(&self.ready()).ok()
-    }
-    /// The server's pid if it is running.
-    pub fn live_pid(&self) -> Option<i32> {
-        let pid: i32 = fs::read_to_string(self.pid()).ok()?.trim().parse().ok()?;
-        pid_alive(pid).then_some(pid)
     }
 }
 

@@ -98,6 +98,35 @@ pub fn apply_cell(
     })?;
     let q = queue_dir(&dev)?;
     let now = current(&dev)?;
+    set_scheduler(&dev, &q, &now, want, last, j)?;
+    // After the scheduler: selecting one resets the queue depth.
+    let now = current(&dev)?;
+    for (key, w, n) in [
+        ("read_ahead_kb", want.read_ahead_kb, now.read_ahead_kb),
+        ("nr_requests", want.nr_requests, now.nr_requests),
+        (
+            "rotational",
+            want.rotational.map(u64::from),
+            now.rotational.map(u64::from),
+        ),
+    ] {
+        if let Some(v) = w.filter(|v| Some(*v) != n) {
+            set(&q, key, &v.to_string(), j)?;
+        }
+    }
+    read_back(&dev, &q, want, ready)
+}
+
+/// Select the scheduler `want` names (afresh when its tunables change) and write its
+/// tunables.
+fn set_scheduler(
+    dev: &str,
+    q: &Path,
+    now: &Device,
+    want: &Device,
+    last: Option<&Device>,
+    j: &mut Journal,
+) -> Result<()> {
     if let Some(s) = &want.scheduler {
         let avail = read(&q.join("scheduler"))?;
         if !avail
@@ -109,10 +138,10 @@ pub fn apply_cell(
         let same = now.scheduler.as_deref() == Some(s.as_str());
         let tunables_changed = last.is_some_and(|l| l.tunables != want.tunables);
         if same && tunables_changed && s != "none" {
-            set(&q, "scheduler", "none", j)?;
+            set(q, "scheduler", "none", j)?;
         }
         if !same || tunables_changed {
-            set(&q, "scheduler", s, j)?;
+            set(q, "scheduler", s, j)?;
         }
         for (k, v) in &want.tunables {
             let p = q.join("iosched").join(k);
@@ -129,25 +158,16 @@ pub fn apply_cell(
                     have.join(", ")
                 );
             }
-            set(&q, &format!("iosched/{k}"), v, j)?;
+            set(q, &format!("iosched/{k}"), v, j)?;
         }
     }
-    // After the scheduler: selecting one resets the queue depth.
-    let now = current(&dev)?;
-    for (key, w, n) in [
-        ("read_ahead_kb", want.read_ahead_kb, now.read_ahead_kb),
-        ("nr_requests", want.nr_requests, now.nr_requests),
-        (
-            "rotational",
-            want.rotational.map(u64::from),
-            now.rotational.map(u64::from),
-        ),
-    ] {
-        if let Some(v) = w.filter(|v| Some(*v) != n) {
-            set(&q, key, &v.to_string(), j)?;
-        }
-    }
-    let got = current(&dev)?;
+    Ok(())
+}
+
+/// Read every setting back into `ready.applied`, and fail when one asked for did not
+/// take.
+fn read_back(dev: &str, q: &Path, want: &Device, ready: &mut Ready) -> Result<()> {
+    let got = current(dev)?;
     let a = &mut ready.applied;
     a.retain(|k, _| !k.starts_with("iosched/"));
     a.insert(

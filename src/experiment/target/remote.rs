@@ -50,6 +50,36 @@ fn lookaside_levels(t: &Target, ctx: &Ctx) -> Vec<Lookaside> {
     v
 }
 
+/// The lookaside trees of every level the target takes, by level: a next version of the
+/// served tree per share of files in common, or a directory.
+fn lookaside_trees(
+    t: &Target,
+    ctx: &Ctx,
+    served: &Path,
+    base: &Path,
+) -> Result<BTreeMap<String, PathBuf>> {
+    let mut trees: BTreeMap<String, PathBuf> = BTreeMap::new();
+    for la in lookaside_levels(t, ctx) {
+        let dir = match &la {
+            Lookaside::Dir(p) => p
+                .canonicalize()
+                .with_context(|| format!("target {}: lookaside {}", t.name, p.display()))?,
+            Lookaside::Common(keep) => {
+                let r = crate::age::nextver::next_version(served, base, *keep, 0.5, ctx.plan.seed)
+                    .with_context(|| {
+                        format!(
+                            "target {}: making a lookaside tree with {keep} of the files in common",
+                            t.name
+                        )
+                    })?;
+                PathBuf::from(r.out)
+            }
+        };
+        trees.insert(Lookaside::level(Some(&la)), dir);
+    }
+    Ok(trees)
+}
+
 pub fn set_up(t: &Target, ctx: &Ctx, j: &mut Journal) -> Result<Ready> {
     let TargetKind::Remote {
         server,
@@ -81,27 +111,7 @@ pub fn set_up(t: &Target, ctx: &Ctx, j: &mut Journal) -> Result<Ready> {
             root
         }
     };
-    // Lookaside trees: a next version of the served tree per share of files in common.
-    let mut trees: BTreeMap<String, PathBuf> = BTreeMap::new();
-    for la in lookaside_levels(t, ctx) {
-        let dir = match &la {
-            Lookaside::Dir(p) => p
-                .canonicalize()
-                .with_context(|| format!("target {}: lookaside {}", t.name, p.display()))?,
-            Lookaside::Common(keep) => {
-                let r =
-                    crate::age::nextver::next_version(&served, &base, *keep, 0.5, ctx.plan.seed)
-                        .with_context(|| {
-                            format!(
-                            "target {}: making a lookaside tree with {keep} of the files in common",
-                            t.name
-                        )
-                        })?;
-                PathBuf::from(r.out)
-            }
-        };
-        trees.insert(Lookaside::level(Some(&la)), dir);
-    }
+    let trees = lookaside_trees(t, ctx, &served, &base)?;
     let mnt = mount_point(ctx, &t.name, j)?;
     let name = format!("fsbx-{}-{}", t.name, std::process::id());
     let exe = crate::experiment::self_exe()?;

@@ -1,0 +1,81 @@
+//! References to factor levels: the experiment's `baseline` and the `[[exclude]]` tables.
+
+use super::check::{scalar, Ctx};
+use super::{Measurement, PlanError, Value, REMOTE_FACTORS, SETTING_FACTORS};
+use std::collections::BTreeMap;
+use toml::Spanned;
+
+/// Every factor of the plan and its levels.
+pub(super) struct Levels<'a> {
+    pub(super) measurements: &'a [Measurement],
+    pub(super) target: &'a [String],
+    pub(super) cache: &'a [String],
+    pub(super) settings: &'a [(String, Vec<String>)],
+}
+
+impl Levels<'_> {
+    fn of(&self, k: &str) -> Option<Vec<String>> {
+        match k {
+            "measurement" => Some(self.measurements.iter().map(|m| m.name.clone()).collect()),
+            "target" => Some(self.target.to_vec()),
+            "cache" => Some(self.cache.to_vec()),
+            k if SETTING_FACTORS.contains(&k) || REMOTE_FACTORS.contains(&k) => self
+                .settings
+                .iter()
+                .find(|(f, _)| f == k)
+                .map(|(_, l)| l.clone()),
+            _ => {
+                let mut all: Vec<String> = Vec::new();
+                let mut found = false;
+                for m in self.measurements {
+                    if let Some((_, l)) = m.factors.iter().find(|(f, _)| f == k) {
+                        found = true;
+                        all.extend(l.iter().cloned());
+                    }
+                }
+                found.then_some(all)
+            }
+        }
+    }
+
+    fn check(
+        &self,
+        ctx: &Ctx,
+        k: &Spanned<String>,
+        v: &Spanned<toml::Value>,
+        what: &str,
+    ) -> Result<(String, String), PlanError> {
+        let levels = self.of(k.get_ref()).ok_or_else(|| {
+            ctx.err(
+                k.span(),
+                format!("{what}: `{}` is not a factor of this plan", k.get_ref()),
+            )
+        })?;
+        let s = scalar(v.get_ref())
+            .ok_or_else(|| ctx.err(v.span(), "expected a level (number, string or boolean)"))?;
+        if !levels.contains(&s) {
+            return Err(ctx.err(
+                v.span(),
+                format!(
+                    "{what}: {s:?} is not a level of `{}` (levels: {})",
+                    k.get_ref(),
+                    levels.join(", ")
+                ),
+            ));
+        }
+        Ok((k.get_ref().clone(), s))
+    }
+
+    /// A table of factor levels (`baseline` or one `[[exclude]]`), each checked.
+    pub(super) fn cell(
+        &self,
+        ctx: &Ctx,
+        table: &BTreeMap<Spanned<String>, Spanned<toml::Value>>,
+        what: &str,
+    ) -> Result<Vec<(String, Value)>, PlanError> {
+        table
+            .iter()
+            .map(|(k, v)| self.check(ctx, k, v, what))
+            .collect()
+    }
+}

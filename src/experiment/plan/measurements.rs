@@ -1,0 +1,306 @@
+//! The `[[measurement]]` tables: a kind, its parameters (a workload's variables among them),
+//! the quick scale's overrides and the measurement's own factors.
+
+use super::check::{scalar, typed, Ctx};
+use super::schema::RawMeasurement;
+use super::{Arg, Kind, Measurement, PlanError, Ty, REMOTE_FACTORS, SETTING_FACTORS};
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::path::Path;
+use toml::Spanned;
+
+type Factors = Vec<(String, Vec<String>)>;
+
+/// Every measurement of the plan, checked, in the plan's order.
+pub(super) fn measurements(
+    ctx: &Ctx,
+    raw: &[Spanned<RawMeasurement>],
+    base_dir: &Path,
+    quick: bool,
+) -> Result<Vec<Measurement>, PlanError> {
+    if raw.is_empty() {
+        return Err(PlanError(format!(
+            "{}: the plan has no [[measurement]]",
+            ctx.file.display()
+        )));
+    }
+    let mut measurements: Vec<Measurement> = Vec::new();
+    for m in raw {
+        let m_span = m.span();
+        let m = m.get_ref();
+        let mname = m.name.get_ref().clone();
+        if measurements.iter().any(|o| o.name == mname) {
+            return Err(ctx.err(
+                m.name.span(),
+                format!("measurement {mname:?} is defined twice"),
+            ));
+        }
+        let kind = kind_of(ctx, m)?;
+        if kind == Kind::Replay && !m.params.contains_key("trace") {
+            return Err(ctx.err(
+                m_span.clone(),
+                "a replay measurement needs params.trace (a trace file from `fsbench trace record`, relative to the plan)",
+            ));
+        }
+        let cx = MeasurementCx {
+            ctx,
+            kind,
+            workload_vars: workload_vars(ctx, m, &m_span, kind, base_dir)?,
+            base_dir,
+        };
+        let mut params = cx.params(m, quick)?;
+        let factors = cx.factors(m, quick)?;
+        for (k, _) in &factors {
+            if let Some(i) = params.iter().position(|(pk, _)| pk == k) {
+                params.remove(i);
+            }
+        }
+        if kind == Kind::Find
+            && params.iter().any(|(k, _)| k == "tree_dirs")
+            && !params.iter().any(|(k, _)| k == "tree_files")
+        {
+            return Err(ctx.err(m_span.clone(), "find: tree_dirs needs tree_files"));
+        }
+        measurements.push(Measurement {
+            name: mname,
+            kind,
+            params,
+            factors,
+        });
+    }
+    Ok(measurements)
+}
+
+fn kind_of(ctx: &Ctx, m: &RawMeasurement) -> Result<Kind, PlanError> {
+    Kind::ALL
+        .iter()
+        .find(|(n, _)| n == m.kind.get_ref())
+        .map(|(_, k)| *k)
+        .ok_or_else(|| {
+            ctx.err(
+                m.kind.span(),
+                format!(
+                    "measurement kind {:?}: expected one of {}",
+                    m.kind.get_ref(),
+                    Kind::ALL.map(|(n, _)| n).join(", ")
+                ),
+            )
+        })
+}
+
+/// A workload's variables are parameters too; check them against the workload.
+fn workload_vars(
+    ctx: &Ctx,
+    m: &RawMeasurement,
+    m_span: &Range<usize>,
+    kind: Kind,
+    base_dir: &Path,
+) -> Result<Option<Vec<String>>, PlanError> {
+    if kind != Kind::Workload {
+        return Ok(None);
+    }
+    let w = m.params.get("workload").ok_or_else(|| {
+        ctx.err(
+            m_span.clone(),
+            "a workload measurement needs params.workload (a .f file or a built-in name)",
+        )
+    })?;
+    let wname = typed(ctx, w, Ty::Str, "workload")?;
+    let resolved = if crate::workloads::builtin(&wname).is_some() {
+        wname.clone()
+    } else {
+        base_dir.join(&wname).display().to_string()
+    };
+    match crate::workloads::load(&resolved, &crate::model::Overrides::default()) {
+        Ok((wl, _)) => Ok(Some(wl.vars.iter().map(|(k, _)| k.clone()).collect())),
+        Err(e) => Err(ctx.err(w.span(), format!("workload {wname:?}: {e}"))),
+    }
+}
+
+/// One measurement table being read.
+struct MeasurementCx<'a> {
+    ctx: &'a Ctx<'a>,
+    kind: Kind,
+    /// The workload's variables, for a workload measurement.
+    workload_vars: Option<Vec<String>>,
+    base_dir: &'a Path,
+}
+
+impl MeasurementCx<'_> {
+    /// The type a key takes: a parameter of the kind, or a variable of the workload.
+    fn check_key(&self, k: &str, span: Range<usize>) -> Result<Ty, PlanError> {
+        let kind = self.kind;
+        if let Some(p) = kind.param(k) {
+            return Ok(p.3);
+        }
+        let names = || {
+            kind.params()
+                .iter()
+                .map(|p| p.0)
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        if let Some(vars) = &self.workload_vars {
+            if vars.iter().any(|v| v == k) && k != "dir" {
+                return Ok(Ty::Str);
+            }
+            return Err(self.ctx.err(span, format!("`{k}` is neither a parameter of a workload measurement ({}) nor a variable of the workload ({})", names(), vars.iter().filter(|v| *v != "dir").cloned().collect::<Vec<_>>().join(", "))));
+        }
+        Err(self.ctx.err(
+            span,
+            format!(
+                "`{k}` is not a parameter of a {} measurement (it takes: {})",
+                kind.name(),
+                names()
+            ),
+        ))
+    }
+
+    fn scalar_for(&self, k: &str, v: &Spanned<toml::Value>, ty: Ty) -> Result<String, PlanError> {
+        if self.workload_vars.is_some() && self.kind.param(k).is_none() {
+            // A variable: any scalar the language accepts.
+            return scalar(v.get_ref()).ok_or_else(|| {
+                self.ctx.err(
+                    v.span(),
+                    format!("variable `{k}`: expected a number, string or boolean"),
+                )
+            });
+        }
+        typed(self.ctx, v, ty, k)
+    }
+
+    /// Parameters naming a file (a workload that is not built in, PostMark's
+    /// configuration, a trace) are relative to the plan and must exist.
+    fn resolve_file(
+        &self,
+        k: &str,
+        s: &mut String,
+        v: &Spanned<toml::Value>,
+    ) -> Result<(), PlanError> {
+        let kind = self.kind;
+        let names_file = (kind == Kind::Postmark && k == "config")
+            || (kind == Kind::Replay && k == "trace")
+            || (kind == Kind::Workload
+                && k == "workload"
+                && crate::workloads::builtin(s).is_none());
+        if names_file {
+            let p = self.base_dir.join(&*s);
+            if !p.is_file() {
+                return Err(self
+                    .ctx
+                    .err(v.span(), format!("{} is not a file", p.display())));
+            }
+            *s = p.display().to_string();
+        }
+        // Places the runner joins to the target's directory: inside the target only.
+        if matches!(kind.param(k), Some((_, _, Arg::Runner, _)))
+            && ["path", "src", "over"].contains(&k)
+        {
+            let inside = std::path::Path::new(&*s).components().all(|c| {
+                matches!(
+                    c,
+                    std::path::Component::Normal(_) | std::path::Component::CurDir
+                )
+            });
+            if !inside {
+                return Err(self.ctx.err(
+                    v.span(),
+                    format!("{k} {s:?}: a path inside the target, relative to it, without `..`"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The fixed parameters, the quick scale's over the full ones under `quick`.
+    fn params(&self, m: &RawMeasurement, quick: bool) -> Result<Vec<(String, String)>, PlanError> {
+        let mut params: Vec<(String, String)> = Vec::new();
+        for (k, v) in &m.params {
+            let ty = self.check_key(k, v.span())?;
+            let mut s = self.scalar_for(k, v, ty)?;
+            if self.kind == Kind::Replay
+                && k == "mode"
+                && !["timed", "afap", "deps"].contains(&s.as_str())
+            {
+                return Err(self
+                    .ctx
+                    .err(v.span(), "mode: expected \"timed\", \"afap\" or \"deps\""));
+            }
+            self.resolve_file(k, &mut s, v)?;
+            params.push((k.clone(), s));
+        }
+        if quick {
+            for (k, v) in &m.quick {
+                let ty = self.check_key(k, v.span())?;
+                let mut s = self.scalar_for(k, v, ty)?;
+                self.resolve_file(k, &mut s, v)?;
+                match params.iter_mut().find(|(pk, _)| pk == k) {
+                    Some(p) => p.1 = s,
+                    None => params.push((k.clone(), s)),
+                }
+            }
+        } else {
+            for (k, v) in &m.quick {
+                self.check_key(k, v.span())?;
+            }
+        }
+        Ok(params)
+    }
+
+    /// The measurement's own factors, the quick scale's levels over the full ones.
+    fn factors(&self, m: &RawMeasurement, quick: bool) -> Result<Factors, PlanError> {
+        let mut factors = self.read_factors(&m.factors)?;
+        let q = self.read_factors(&m.quick_factors)?;
+        if quick {
+            for (k, levels) in q {
+                match factors.iter_mut().find(|(fk, _)| *fk == k) {
+                    Some(f) => f.1 = levels,
+                    None => factors.push((k, levels)),
+                }
+            }
+        }
+        Ok(factors)
+    }
+
+    fn read_factors(
+        &self,
+        src: &BTreeMap<String, Spanned<Vec<Spanned<toml::Value>>>>,
+    ) -> Result<Factors, PlanError> {
+        let ctx = self.ctx;
+        let mut out = Vec::new();
+        for (k, levels) in src {
+            if ["target", "cache", "measurement"].contains(&k.as_str())
+                || SETTING_FACTORS.contains(&k.as_str())
+                || REMOTE_FACTORS.contains(&k.as_str())
+            {
+                return Err(ctx.err(
+                    levels.span(),
+                    format!("`{k}` is a plan-wide factor: list it under [factors]"),
+                ));
+            }
+            if matches!(
+                self.kind.param(k),
+                Some((_, _, Arg::Positional, _)) | Some((_, _, Arg::Runner, _))
+            ) {
+                return Err(ctx.err(levels.span(), format!("`{k}` cannot be a factor (it chooses what is measured, not how); use a second [[measurement]]")));
+            }
+            let ty = self.check_key(k, levels.span())?;
+            if levels.get_ref().is_empty() {
+                return Err(ctx.err(
+                    levels.span(),
+                    format!("factor `{k}` needs at least one level"),
+                ));
+            }
+            let mut v: Vec<String> = Vec::new();
+            for l in levels.get_ref() {
+                let s = self.scalar_for(k, l, ty)?;
+                if v.contains(&s) {
+                    return Err(ctx.err(l.span(), "level listed twice"));
+                }
+                v.push(s);
+            }
+            out.push((k.clone(), v));
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,625 @@
+//! The experiment plan: a TOML file, typed and validated before anything runs.
+//!
+//! Parsing goes through serde with `deny_unknown_fields` everywhere, so a key this version
+//! does not implement is an error naming the file, line and column, never a setting
+//! silently ignored. Values that need more than their type (a target kind's own keys, a
+//! factor's levels, a workload's variables) are checked afterwards with the spans `toml`
+//! keeps, and refused the same way.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// A plan error with its place in the file.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct PlanError(pub String);
+
+/// Line and column (1-based) of a byte offset.
+pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, col)
+}
+
+mod check;
+mod factors;
+mod header;
+mod kinds;
+mod levels;
+mod measurements;
+mod schema;
+mod targets;
+
+pub use kinds::{Arg, Kind, Param, Ty};
+
+/// Plan-wide factors over a remote target's settings, applied with `fsbench remote set`.
+pub const REMOTE_FACTORS: [&str; 2] = ["network", "lookaside"];
+
+/// Plan-wide factors over device settings, in the order cells list them.
+pub const SETTING_FACTORS: [&str; 5] = [
+    "device",
+    "scheduler",
+    "read_ahead_kb",
+    "nr_requests",
+    "rotational",
+];
+
+/// Order of the cells within each repetition round.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum Order {
+    /// Declaration order, rotated by one cell each round.
+    Interleaved,
+    /// A fresh permutation per round from the plan's seed.
+    Random,
+}
+
+/// When targets are built anew.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum Fresh {
+    /// Set up once, measured in by every repetition.
+    Experiment,
+    /// Torn down and set up again before every repetition round.
+    Repetition,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum AgePer {
+    Target,
+    Repetition,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Age {
+    pub profile: String,
+    pub fill: f64,
+    pub ops: u64,
+    pub seed: u64,
+    pub per: AgePer,
+}
+
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Device {
+    pub scheduler: Option<String>,
+    /// Scheduler tunables, written under queue/iosched/ after the scheduler.
+    pub tunables: Vec<(String, String)>,
+    pub read_ahead_kb: Option<u64>,
+    pub nr_requests: Option<u64>,
+    pub rotational: Option<bool>,
+}
+
+impl Device {
+    pub fn is_empty(&self) -> bool {
+        self.scheduler.is_none()
+            && self.tunables.is_empty()
+            && self.read_ahead_kb.is_none()
+            && self.nr_requests.is_none()
+            && self.rotational.is_none()
+    }
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub enum TargetKind {
+    /// An existing directory: nothing set up, nothing destroyed.
+    Dir { path: PathBuf },
+    /// A loop-mounted image file under OUTDIR.
+    Image {
+        size: u64,
+        fs: String,
+        mkfs_options: Vec<String>,
+        mount_options: String,
+    },
+    /// overlayfs whose lower, upper and work directories live on another target.
+    Overlay { over: String },
+    /// A simulated remote file system (`fsbench remote create`) serving a tree.
+    Remote {
+        server: RemoteServer,
+        /// A preset name or "BANDWIDTH/RTT".
+        network: String,
+        protocol: String,
+        cache_size: u64,
+        lookaside: Option<Lookaside>,
+        writable: bool,
+    },
+    /// A simulated disk (`fsbench disk create`) carrying a file system.
+    Disk {
+        size: u64,
+        fs: String,
+        model: String,
+        /// `fsbench disk create` options (name without `--`, value).
+        params: Vec<(String, String)>,
+        mount_options: String,
+    },
+}
+
+/// What a remote target serves.
+#[derive(Debug, Clone, serde::Serialize)]
+pub enum RemoteServer {
+    /// An existing directory (only read unless the target is writable).
+    Dir(PathBuf),
+    /// A source tree as `fsbench build` generates it, made under OUTDIR at set-up:
+    /// `files`, `dirs`, `headers`, `headers_per_job`, `source_size`, `seed`.
+    Source(Vec<(String, u64)>),
+}
+
+/// A lookaside tree of a remote target.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub enum Lookaside {
+    /// An existing directory.
+    Dir(PathBuf),
+    /// A next version of the served tree (`fsbench age --next-version`) made at set-up,
+    /// with this share of its files unchanged.
+    Common(f64),
+}
+
+impl Lookaside {
+    /// The level's text: "none", a share ("0.5") or a path.
+    pub fn level(l: Option<&Lookaside>) -> String {
+        match l {
+            None => "none".into(),
+            Some(Lookaside::Common(f)) => f.to_string(),
+            Some(Lookaside::Dir(p)) => p.display().to_string(),
+        }
+    }
+
+    /// The lookaside of a level's text (see [`Lookaside::level`]).
+    pub fn from_level(s: &str) -> Option<Lookaside> {
+        if s == "none" {
+            return None;
+        }
+        match s.parse::<f64>() {
+            Ok(f) => Some(Lookaside::Common(f)),
+            Err(_) => Some(Lookaside::Dir(PathBuf::from(s))),
+        }
+    }
+}
+
+/// Keys of a remote target's `source` table (a generated source tree).
+pub const SOURCE_PARAMS: [&str; 6] = [
+    "files",
+    "dirs",
+    "headers",
+    "headers_per_job",
+    "source_size",
+    "seed",
+];
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Target {
+    pub name: String,
+    pub kind: TargetKind,
+    pub device: Device,
+    pub age: Option<Age>,
+}
+
+impl Target {
+    pub fn kind_name(&self) -> &'static str {
+        match self.kind {
+            TargetKind::Dir { .. } => "dir",
+            TargetKind::Image { .. } => "image",
+            TargetKind::Overlay { .. } => "overlay",
+            TargetKind::Disk { .. } => "disk",
+            TargetKind::Remote { .. } => "remote",
+        }
+    }
+}
+
+/// A parameter value, kept in its canonical text form (what the command line gets).
+pub type Value = String;
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Measurement {
+    pub name: String,
+    pub kind: Kind,
+    /// Fixed parameters (after --quick overrides), in the plan's order.
+    pub params: Vec<(String, Value)>,
+    /// Parameters that are factors, each with its levels.
+    pub factors: Vec<(String, Vec<Value>)>,
+}
+
+impl Measurement {
+    /// Seconds one run takes when the plan fixes it (workload `duration`).
+    pub fn fixed_seconds(&self) -> Option<f64> {
+        let d = self
+            .params
+            .iter()
+            .find(|(k, _)| k == "duration")
+            .map(|(_, v)| v.clone());
+        d.and_then(|v| v.parse().ok())
+            .map(|d: f64| d + self.warmup())
+    }
+
+    fn warmup(&self) -> f64 {
+        self.params
+            .iter()
+            .find(|(k, _)| k == "warmup")
+            .and_then(|(_, v)| v.parse().ok())
+            .unwrap_or(0.0)
+    }
+}
+
+/// The validated plan.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Plan {
+    pub file: PathBuf,
+    #[serde(skip)]
+    pub text: String,
+    pub name: String,
+    pub description: String,
+    pub seed: u64,
+    pub repetitions: u32,
+    pub order: Order,
+    pub fresh: Fresh,
+    pub time_limit_s: f64,
+    pub noise_threshold: f64,
+    pub warmup_runs: u32,
+    pub baseline: Vec<(String, Value)>,
+    pub targets: Vec<Target>,
+    pub measurements: Vec<Measurement>,
+    /// Levels of the `target` factor (target names).
+    pub target_levels: Vec<String>,
+    /// Levels of the `cache` factor: "cold", "warm" or "remount".
+    pub cache_levels: Vec<String>,
+    /// Plan-wide factors over device settings ([`SETTING_FACTORS`]), each with its levels.
+    pub setting_levels: Vec<(String, Vec<String>)>,
+    /// The `[devices.NAME]` profiles.
+    pub devices: BTreeMap<String, Device>,
+    pub excludes: Vec<Vec<(String, Value)>>,
+    pub quick: bool,
+}
+
+/// Keys of `fsbench disk create` a disk target may set in its `disk` table.
+pub const DISK_PARAMS: [&str; 13] = [
+    "rpm",
+    "seek_avg",
+    "seek_track",
+    "seek_full",
+    "transfer",
+    "transfer_inner",
+    "zones",
+    "heads",
+    "cache_segments",
+    "segment_size",
+    "bus_rate",
+    "overhead",
+    "queue_depth",
+];
+
+/// Read and validate a plan. `quick` applies the plan's quick scale.
+pub fn load(file: &Path, quick: bool) -> Result<Plan, PlanError> {
+    let text =
+        std::fs::read_to_string(file).map_err(|e| PlanError(format!("{}: {e}", file.display())))?;
+    parse(file, &text, quick)
+}
+
+/// Parse and validate a plan's text, section by section, in the order errors are reported.
+pub fn parse(file: &Path, text: &str, quick: bool) -> Result<Plan, PlanError> {
+    let ctx = check::Ctx { file, text };
+    let raw = header::read(&ctx, quick)?;
+    let base_dir = file.parent().unwrap_or(Path::new(".")).to_path_buf();
+    let head = header::experiment(&ctx, &raw, quick)?;
+    let targets = targets::targets(&ctx, &raw.targets, &base_dir, quick)?;
+    let target_levels = factors::target_levels(&ctx, &raw.factors, &targets)?;
+    let cache_levels = factors::cache_levels(&ctx, &raw.factors, &targets, &target_levels)?;
+    let devices = factors::devices(&ctx, &raw.devices)?;
+    let setting_levels = factors::Settings {
+        ctx: &ctx,
+        f: &raw.factors,
+        devices: &devices,
+        levels: Vec::new(),
+    }
+    .read(&targets, &target_levels, &base_dir)?;
+    let devices: BTreeMap<String, Device> = devices.into_iter().map(|(k, (d, _))| (k, d)).collect();
+    let measurements = measurements::measurements(&ctx, &raw.measurements, &base_dir, quick)?;
+    let levels = levels::Levels {
+        measurements: &measurements,
+        target: &target_levels,
+        cache: &cache_levels,
+        settings: &setting_levels,
+    };
+    let baseline = levels.cell(&ctx, &raw.experiment.baseline, "baseline")?;
+    let excludes = raw
+        .excludes
+        .iter()
+        .map(|e| levels.cell(&ctx, e, "exclude"))
+        .collect::<Result<Vec<_>, _>>()?;
+    let x = &raw.experiment;
+    Ok(Plan {
+        file: file.to_path_buf(),
+        text: text.to_string(),
+        name: head.name,
+        description: x.description.clone(),
+        seed: x.seed,
+        repetitions: head.repetitions,
+        order: head.order,
+        fresh: head.fresh,
+        time_limit_s: head.time_limit_s,
+        noise_threshold: head.noise_threshold,
+        warmup_runs: x.warmup_runs,
+        baseline,
+        targets,
+        measurements,
+        target_levels,
+        cache_levels,
+        setting_levels,
+        devices,
+        excludes,
+        quick,
+    })
+}
+
+impl Plan {
+    pub fn target(&self, name: &str) -> &Target {
+        self.targets
+            .iter()
+            .find(|t| t.name == name)
+            .expect("validated target name")
+    }
+
+    /// The targets to build, dependencies (overlay lower targets) first.
+    pub fn targets_in_setup_order(&self) -> Vec<&Target> {
+        let mut out: Vec<&Target> = Vec::new();
+        fn add<'a>(p: &'a Plan, name: &str, out: &mut Vec<&'a Target>) {
+            if out.iter().any(|t| t.name == name) {
+                return;
+            }
+            let t = p.target(name);
+            if let TargetKind::Overlay { over } = &t.kind {
+                add(p, over, out);
+            }
+            out.push(t);
+        }
+        for n in &self.target_levels {
+            add(self, n, &mut out);
+        }
+        out
+    }
+
+    /// A short stable hash of the plan text and scale, to tell whether --resume continues the
+    /// same experiment.
+    pub fn hash(&self) -> String {
+        // FNV-1a, 64 bits: stable across versions, enough to tell plans apart.
+        let mut h: u64 = 0xcbf29ce484222325;
+        for b in self.text.bytes().chain([self.quick as u8]) {
+            h ^= b as u64;
+            h = h.wrapping_mul(0x100000001b3);
+        }
+        format!("{h:016x}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(text: &str) -> Result<Plan, PlanError> {
+        parse(Path::new("t.toml"), text, false)
+    }
+
+    const OK: &str = r#"
+[experiment]
+name = "t"
+repetitions = 3
+baseline = { target = "a" }
+
+[[target]]
+name = "a"
+kind = "dir"
+path = "/tmp"
+
+[[target]]
+name = "b"
+kind = "overlay"
+over = "a"
+
+[factors]
+target = ["a", "b"]
+cache = ["warm", "cold"]
+
+[[measurement]]
+name = "pm"
+kind = "postmark"
+params = { number = 100, transactions = 200 }
+factors = { instances = [1, 2] }
+quick = { transactions = 50 }
+
+[[exclude]]
+target = "b"
+instances = 2
+"#;
+
+    const REMOTE: &str = r#"
+[experiment]
+name = "r"
+repetitions = 2
+
+[quick]
+factors = { network = ["1mbit"] }
+
+[[target]]
+name = "rem"
+kind = "remote"
+source = { files = 20 }
+quick_source = { files = 4 }
+
+[factors]
+network = ["100mbit", "2mbit/30ms"]
+lookaside = ["none", 1.0, 0.25]
+
+[[measurement]]
+name = "b"
+kind = "build"
+params = { src = "." }
+"#;
+
+    #[test]
+    fn remote_targets_and_their_factors() {
+        let plan = p(REMOTE).unwrap();
+        assert_eq!(
+            plan.setting_levels,
+            [
+                (
+                    "network".to_string(),
+                    vec!["100mbit".to_string(), "2mbit/30ms".into()]
+                ),
+                (
+                    "lookaside".to_string(),
+                    vec!["none".to_string(), "1".into(), "0.25".into()]
+                ),
+            ]
+        );
+        match &plan.targets[0].kind {
+            TargetKind::Remote {
+                server: RemoteServer::Source(s),
+                network,
+                protocol,
+                ..
+            } => {
+                assert_eq!(s, &[("files".to_string(), 20)]);
+                assert_eq!(network, "10mbit");
+                assert_eq!(protocol, "whole-file");
+            }
+            k => panic!("{k:?}"),
+        }
+        let q = parse(Path::new("t.toml"), REMOTE, true).unwrap();
+        assert_eq!(q.setting_levels[0].1, ["1mbit"]);
+        match &q.targets[0].kind {
+            TargetKind::Remote {
+                server: RemoteServer::Source(s),
+                ..
+            } => assert_eq!(s, &[("files".to_string(), 4)]),
+            k => panic!("{k:?}"),
+        }
+        let bad = |from: &str, to: &str, want: &str| {
+            let e = p(&REMOTE.replace(from, to)).unwrap_err().0;
+            assert!(e.contains(want), "{e}");
+            assert!(e.starts_with("t.toml:"), "{e}");
+        };
+        bad(
+            "\"2mbit/30ms\"",
+            "\"fast\"",
+            "network \"fast\": expected a preset",
+        );
+        bad("\"2mbit/30ms\"", "\"2mbit/soon\"", "network \"2mbit/soon\"");
+        bad("0.25]", "1.5]", "a share of files in common");
+        bad("source = { files = 20 }", "", "needs `server`");
+        bad(
+            "source = { files = 20 }",
+            "source = { files = 20, size = 3 }",
+            "source `size`",
+        );
+        bad(
+            "kind = \"remote\"",
+            "kind = \"dir\"\npath = \"/tmp\"",
+            "`source` does not apply",
+        );
+        bad(
+            "[factors]",
+            "[factors]\ncache = [\"remount\"]",
+            "is a remote",
+        );
+        bad(
+            "source = { files = 20 }",
+            "source = { files = 20 }\nprotocol = \"nfs\"",
+            "protocol: expected",
+        );
+        // The factors need remote targets.
+        let e = p(&REMOTE.replace(
+            "[factors]",
+            "[[target]]\nname = \"d\"\nkind = \"dir\"\npath = \"/tmp\"\n\n[factors]\ntarget = [\"rem\", \"d\"]",
+        ))
+        .unwrap_err()
+        .0;
+        assert!(e.contains("apply to remote targets, and target d"), "{e}");
+    }
+
+    #[test]
+    fn parses_and_validates() {
+        let plan = p(OK).unwrap();
+        assert_eq!(plan.repetitions, 3);
+        assert_eq!(plan.target_levels, ["a", "b"]);
+        assert_eq!(
+            plan.measurements[0].factors,
+            [(
+                "instances".to_string(),
+                vec!["1".to_string(), "2".to_string()]
+            )]
+        );
+        assert_eq!(plan.excludes.len(), 1);
+        let order: Vec<_> = plan
+            .targets_in_setup_order()
+            .iter()
+            .map(|t| t.name.clone())
+            .collect();
+        assert_eq!(order, ["a", "b"]);
+        let q = parse(Path::new("t.toml"), OK, true).unwrap();
+        assert!(q.measurements[0]
+            .params
+            .contains(&("transactions".into(), "50".into())));
+    }
+
+    #[test]
+    fn unknown_keys_are_located() {
+        let e = p(&OK.replace("kind = \"postmark\"", "kind = \"postmark\"\nretries = 2"))
+            .unwrap_err()
+            .0;
+        assert!(e.starts_with("t.toml:"), "{e}");
+        assert!(e.contains("retries"), "{e}");
+        let e = p(&OK.replace("transactions = 200", "transaction = 200"))
+            .unwrap_err()
+            .0;
+        assert!(e.contains("t.toml:24:40:"), "{e}");
+        assert!(
+            e.contains("`transaction` is not a parameter of a postmark measurement"),
+            "{e}"
+        );
+        let e = p(&OK.replace("path = \"/tmp\"", "path = \"/tmp\"\nsize = \"1G\""))
+            .unwrap_err()
+            .0;
+        assert!(
+            e.contains("`size` does not apply to a target of kind dir"),
+            "{e}"
+        );
+        let e = p(&OK.replace("kind = \"dir\"", "kind = \"nfs\""))
+            .unwrap_err()
+            .0;
+        assert!(e.contains("t.toml:9:8: target kind \"nfs\""), "{e}");
+        let e = p(&OK.replace("instances = 2\n", "instances = 4\n"))
+            .unwrap_err()
+            .0;
+        assert!(e.contains("\"4\" is not a level of `instances`"), "{e}");
+        let e = p(&OK.replace("over = \"a\"", "over = \"b\""))
+            .unwrap_err()
+            .0;
+        assert!(e.contains("cycle"), "{e}");
+        let e = p(&OK.replace("\"warm\", \"cold\"", "\"remount\""))
+            .unwrap_err()
+            .0;
+        assert!(
+            e.contains("cache \"remount\": target a is an existing directory"),
+            "{e}"
+        );
+        let e = p(&OK.replace("\"warm\", \"cold\"", "\"lukewarm\""))
+            .unwrap_err()
+            .0;
+        assert!(e.contains("cache \"lukewarm\": expected"), "{e}");
+    }
+
+    #[test]
+    fn workload_variables_are_checked() {
+        let w = OK.replace(
+            "kind = \"postmark\"\nparams = { number = 100, transactions = 200 }\nfactors = { instances = [1, 2] }\nquick = { transactions = 50 }",
+            "kind = \"workload\"\nparams = { workload = \"fileserver\", nfiles = 100, duration = 2 }\nfactors = { nthreads = [1, 2] }",
+        ).replace("instances = 2", "nthreads = 2");
+        let plan = p(&w).unwrap();
+        assert_eq!(plan.measurements[0].fixed_seconds(), Some(2.0));
+        let e = p(&w.replace("nfiles = 100", "nfile = 100")).unwrap_err().0;
+        assert!(e.contains("nor a variable of the workload"), "{e}");
+    }
+
+    #[test]
+    fn line_col_counts_from_one() {
+        assert_eq!(line_col("ab\ncd", 0), (1, 1));
+        assert_eq!(line_col("ab\ncd", 4), (2, 2));
+    }
+}

@@ -1,0 +1,143 @@
+//! The TOML schema of a plan: what serde reads, before any check beyond types.
+
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use toml::Spanned;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawPlan {
+    pub(super) experiment: RawExperiment,
+    #[serde(default, rename = "target")]
+    pub(super) targets: Vec<Spanned<RawTarget>>,
+    #[serde(default, rename = "measurement")]
+    pub(super) measurements: Vec<Spanned<RawMeasurement>>,
+    #[serde(default)]
+    pub(super) factors: RawFactors,
+    /// Named device-setting profiles, levels of the `device` factor.
+    #[serde(default)]
+    pub(super) devices: BTreeMap<String, Spanned<RawDevice>>,
+    #[serde(default, rename = "exclude")]
+    pub(super) excludes: Vec<BTreeMap<Spanned<String>, Spanned<toml::Value>>>,
+    #[serde(default)]
+    pub(super) quick: RawQuick,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawExperiment {
+    pub(super) name: Spanned<String>,
+    #[serde(default)]
+    pub(super) description: String,
+    #[serde(default = "one")]
+    pub(super) seed: u64,
+    pub(super) repetitions: Spanned<u32>,
+    #[serde(default)]
+    pub(super) order: Option<Spanned<String>>,
+    #[serde(default)]
+    pub(super) fresh: Option<Spanned<String>>,
+    #[serde(default)]
+    pub(super) time_limit: Option<Spanned<f64>>,
+    #[serde(default)]
+    pub(super) noise_threshold: Option<Spanned<f64>>,
+    #[serde(default)]
+    pub(super) warmup_runs: u32,
+    #[serde(default)]
+    pub(super) baseline: BTreeMap<Spanned<String>, Spanned<toml::Value>>,
+}
+
+fn one() -> u64 {
+    1
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawQuick {
+    pub(super) repetitions: Option<Spanned<u32>>,
+    pub(super) time_limit: Option<Spanned<f64>>,
+    /// Plan-wide factor levels under --quick (each replaces the full scale's levels).
+    pub(super) factors: Option<RawFactors>,
+}
+
+#[derive(Deserialize, Default, Clone)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawFactors {
+    pub(super) target: Option<Spanned<Vec<Spanned<String>>>>,
+    pub(super) cache: Option<Spanned<Vec<Spanned<String>>>>,
+    /// Device settings as factors: named `[devices.NAME]` profiles, or single settings.
+    pub(super) device: Option<Spanned<Vec<Spanned<String>>>>,
+    pub(super) scheduler: Option<Spanned<Vec<Spanned<String>>>>,
+    pub(super) read_ahead_kb: Option<Spanned<Vec<Spanned<u64>>>>,
+    pub(super) nr_requests: Option<Spanned<Vec<Spanned<u64>>>>,
+    pub(super) rotational: Option<Spanned<Vec<Spanned<bool>>>>,
+    /// Remote settings as factors: the network, the lookaside tree.
+    pub(super) network: Option<Spanned<Vec<Spanned<String>>>>,
+    pub(super) lookaside: Option<Spanned<Vec<Spanned<toml::Value>>>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawTarget {
+    pub(super) name: Spanned<String>,
+    pub(super) kind: Spanned<String>,
+    pub(super) path: Option<Spanned<String>>,
+    pub(super) size: Option<Spanned<String>>,
+    /// The size at --quick scale.
+    pub(super) quick_size: Option<Spanned<String>>,
+    pub(super) fs: Option<Spanned<String>>,
+    pub(super) mkfs_options: Option<Spanned<Vec<Spanned<String>>>>,
+    pub(super) mount_options: Option<Spanned<String>>,
+    pub(super) over: Option<Spanned<String>>,
+    pub(super) model: Option<Spanned<String>>,
+    pub(super) disk: Option<Spanned<BTreeMap<String, Spanned<toml::Value>>>>,
+    pub(super) device: Option<Spanned<RawDevice>>,
+    pub(super) age: Option<Spanned<RawAge>>,
+    // Remote targets.
+    pub(super) server: Option<Spanned<String>>,
+    pub(super) source: Option<Spanned<BTreeMap<String, Spanned<toml::Value>>>>,
+    pub(super) quick_source: Option<Spanned<BTreeMap<String, Spanned<toml::Value>>>>,
+    pub(super) network: Option<Spanned<String>>,
+    pub(super) protocol: Option<Spanned<String>>,
+    pub(super) cache_size: Option<Spanned<String>>,
+    pub(super) lookaside: Option<Spanned<toml::Value>>,
+    pub(super) writable: Option<Spanned<bool>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawDevice {
+    pub(super) scheduler: Option<Spanned<String>>,
+    #[serde(default)]
+    pub(super) tunables: BTreeMap<String, Spanned<toml::Value>>,
+    pub(super) read_ahead_kb: Option<Spanned<u64>>,
+    pub(super) nr_requests: Option<Spanned<u64>>,
+    pub(super) rotational: Option<Spanned<bool>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawAge {
+    #[serde(default)]
+    pub(super) profile: Option<String>,
+    pub(super) fill: Option<Spanned<f64>>,
+    pub(super) ops: Option<Spanned<u64>>,
+    pub(super) quick_ops: Option<Spanned<u64>>,
+    #[serde(default = "one")]
+    pub(super) seed: u64,
+    pub(super) per: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawMeasurement {
+    pub(super) name: Spanned<String>,
+    pub(super) kind: Spanned<String>,
+    #[serde(default)]
+    pub(super) params: BTreeMap<String, Spanned<toml::Value>>,
+    #[serde(default)]
+    pub(super) quick: BTreeMap<String, Spanned<toml::Value>>,
+    #[serde(default)]
+    pub(super) factors: BTreeMap<String, Spanned<Vec<Spanned<toml::Value>>>>,
+    #[serde(default)]
+    pub(super) quick_factors: BTreeMap<String, Spanned<Vec<Spanned<toml::Value>>>>,
+}

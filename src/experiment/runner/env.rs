@@ -1,0 +1,185 @@
+//! The targets as set up for a round of cells, their device settings, and the trees
+//! `find` cells walk.
+
+use super::*;
+use crate::experiment::target;
+
+/// The targets as set up, with the journal that tears them down.
+pub(super) struct Env {
+    pub(super) journal: Journal,
+    pub(super) ready: Vec<Ready>,
+    pub(super) up: bool,
+    /// With device settings as factors: each target's device settings as set up (the
+    /// values cells vary from), and what the last cell asked of each device.
+    pub(super) device_base: std::collections::BTreeMap<String, Device>,
+    pub(super) device_last: std::collections::BTreeMap<String, Device>,
+}
+
+impl Env {
+    pub(super) fn set_up(
+        &mut self,
+        plan: &Plan,
+        cells: &[Cell],
+        outdir: &Path,
+        generation: u32,
+    ) -> Result<()> {
+        self.ready.clear();
+        for t in plan.targets_in_setup_order() {
+            crate::errln!("fsbench: setting up target {} ({})", t.name, t.kind_name());
+            let ctx = target::Ctx {
+                outdir,
+                plan,
+                ready: &self.ready,
+                generation,
+            };
+            let mut r = target::set_up(t, &ctx, &mut self.journal)
+                .with_context(|| format!("setting up target {}", t.name))?;
+            if let Some(a) = &t.age {
+                crate::errln!("fsbench: aging target {} ({} operations)", t.name, a.ops);
+                target::age::run(
+                    a,
+                    &mut r,
+                    outdir,
+                    &format!("g{generation}"),
+                    &mut self.journal,
+                )?;
+            }
+            self.ready.push(r);
+        }
+        // Trees for `find` cells, made once per set-up.
+        for c in cells {
+            let m = &plan.measurements[c.measurement];
+            let Some(files) = m
+                .params
+                .iter()
+                .find(|(k, _)| k == "tree_files")
+                .map(|(_, v)| v.parse::<u64>().unwrap_or(0))
+            else {
+                continue;
+            };
+            let dirs = m
+                .params
+                .iter()
+                .find(|(k, _)| k == "tree_dirs")
+                .map_or(10, |(_, v)| v.parse::<u64>().unwrap_or(10));
+            let r = self
+                .ready
+                .iter()
+                .find(|r| r.name == c.target)
+                .expect("target set up");
+            let tree = r.dir.join(tree_dir_name(&m.name));
+            if tree.exists() {
+                continue;
+            }
+            make_tree(&tree, files, dirs.max(1), &mut self.journal)?;
+        }
+        self.device_base.clear();
+        self.device_last.clear();
+        if plan
+            .setting_levels
+            .iter()
+            .any(|(k, _)| SETTING_FACTORS.contains(&k.as_str()))
+        {
+            for tn in &plan.target_levels {
+                let r = self.ready(tn);
+                let dev = r.device.clone().with_context(|| {
+                    format!(
+                        "target {tn}: {} is on no block device, and the plan varies device settings",
+                        r.dir.display()
+                    )
+                })?;
+                let mut base = target::device::current(&dev)?;
+                let t = plan.target(tn);
+                if t.device.scheduler.is_some() && t.device.scheduler == base.scheduler {
+                    base.tunables = t.device.tunables.clone();
+                }
+                self.device_base.insert(tn.clone(), base);
+            }
+        }
+        self.up = true;
+        Ok(())
+    }
+
+    /// Bring the cell's target device to the cell's settings (device-setting factors).
+    pub(super) fn apply_settings(&mut self, plan: &Plan, cell: &Cell) -> Result<()> {
+        let t = plan.target(&cell.target);
+        if matches!(t.kind, crate::experiment::plan::TargetKind::Remote { .. }) {
+            let r = self
+                .ready
+                .iter_mut()
+                .find(|r| r.name == cell.target)
+                .expect("target set up");
+            return target::remote::apply_cell(t, &cell.settings, r);
+        }
+        let device_settings: Vec<(String, String)> = cell
+            .settings
+            .iter()
+            .filter(|(k, _)| SETTING_FACTORS.contains(&k.as_str()))
+            .cloned()
+            .collect();
+        if device_settings.is_empty() {
+            return Ok(());
+        }
+        let base = &self.device_base[&cell.target];
+        let want = target::device::for_cell(base, &device_settings, &plan.devices);
+        let idx = self
+            .ready
+            .iter()
+            .position(|r| r.name == cell.target)
+            .expect("target set up");
+        let dev = self.ready[idx].device.clone().unwrap_or_default();
+        let last = self.device_last.get(&dev).cloned();
+        target::device::apply_cell(
+            &want,
+            last.as_ref(),
+            &mut self.ready[idx],
+            &mut self.journal,
+        )
+        .with_context(|| {
+            format!(
+                "target {}: device settings {}",
+                cell.target,
+                cell.settings
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            )
+        })?;
+        self.device_last.insert(dev, want);
+        Ok(())
+    }
+
+    pub(super) fn tear_down(&mut self) -> Result<()> {
+        self.up = false;
+        self.ready.clear();
+        self.journal.undo_to(0)
+    }
+
+    pub(super) fn ready(&self, name: &str) -> &Ready {
+        self.ready
+            .iter()
+            .find(|r| r.name == name)
+            .expect("target set up")
+    }
+}
+
+/// A tree of `files` small files (1-8 KiB) over `dirs` directories, two levels deep.
+fn make_tree(dir: &Path, files: u64, dirs: u64, j: &mut Journal) -> Result<()> {
+    target::make_marked_dir(dir, j)?;
+    let per_top = (dirs as f64).sqrt().ceil().max(1.0) as u64;
+    let buf = vec![b'x'; 8192];
+    for d in 0..dirs {
+        std::fs::create_dir_all(dir.join(format!("d{}", d / per_top)).join(format!("d{d}")))?;
+    }
+    for f in 0..files {
+        let d = f % dirs;
+        let p = dir
+            .join(format!("d{}", d / per_top))
+            .join(format!("d{d}"))
+            .join(format!("f{f}"));
+        let size = 1024 * (1 + (f * 2654435761 % 8) as usize);
+        std::fs::write(&p, &buf[..size]).with_context(|| format!("writing {}", p.display()))?;
+    }
+    Ok(())
+}

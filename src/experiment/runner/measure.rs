@@ -1,0 +1,347 @@
+//! One measurement: the child process with its time limit, and what the runner
+//! records around it (caches, servers, noise) and stores.
+
+use super::env::Env;
+use super::session::labels_json;
+use super::*;
+use crate::experiment::handoff::Handoff;
+use crate::experiment::noise;
+use crate::experiment::store::{self, RunRecord, Store};
+use crate::experiment::target;
+use crate::remote::state::RemoteStats;
+
+enum Outcome {
+    Ok(Value),
+    Failed(String),
+    Timeout,
+    Interrupted,
+}
+
+fn measure(
+    args: &[String],
+    log: &Path,
+    json_out: &Path,
+    limit: f64,
+    handoff: Option<Handoff>,
+) -> Result<Outcome> {
+    let exe = crate::experiment::self_exe()?;
+    let logf = std::fs::File::create(log).with_context(|| format!("creating {}", log.display()))?;
+    let _ = std::fs::remove_file(json_out);
+    let mut cmd = Command::new(exe);
+    cmd.args(args)
+        .stdin(Stdio::null())
+        .stdout(logf.try_clone()?)
+        .stderr(logf);
+    if let Some(h) = &handoff {
+        h.attach(&mut cmd);
+    }
+    let mut child = cmd.spawn().context("starting the measurement")?;
+    if let Some(h) = handoff {
+        h.serve();
+    }
+    let start = Instant::now();
+    let mut stop_sent: Option<(Instant, bool)> = None;
+    let mut timed_out = false;
+    let status = loop {
+        if let Some(s) = child.try_wait()? {
+            break s;
+        }
+        let interrupted = crate::engine::interrupted();
+        if stop_sent.is_none() && (interrupted || start.elapsed().as_secs_f64() > limit) {
+            timed_out = !interrupted;
+            // SAFETY: signalling our own child by pid.
+            unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+            stop_sent = Some((Instant::now(), false));
+        }
+        if let Some((at, killed)) = stop_sent {
+            if !killed && at.elapsed() > Duration::from_secs(15) {
+                let _ = child.kill();
+                stop_sent = Some((at, true));
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    if crate::engine::interrupted() {
+        return Ok(Outcome::Interrupted);
+    }
+    if timed_out {
+        return Ok(Outcome::Timeout);
+    }
+    if !status.success() {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        let tail: Vec<&str> = text.lines().rev().take(5).collect();
+        let tail: Vec<&str> = tail.into_iter().rev().collect();
+        return Ok(Outcome::Failed(format!(
+            "exit {status}: {}",
+            tail.join(" | ")
+        )));
+    }
+    let text = std::fs::read_to_string(json_out)
+        .with_context(|| format!("the measurement wrote no {}", json_out.display()))?;
+    let v: Value =
+        serde_json::from_str(&text).with_context(|| format!("parsing {}", json_out.display()))?;
+    Ok(Outcome::Ok(v))
+}
+
+/// The remounts a `cache = remount` run made (or asked for), as the child or the runner
+/// logged them.
+type RemountLog = std::sync::Arc<std::sync::Mutex<Vec<String>>>;
+
+/// One measurement of one cell, about to be run and stored.
+pub(super) struct Run<'a> {
+    pub(super) plan: &'a Plan,
+    pub(super) cell: &'a Cell,
+    pub(super) cell_id: i64,
+    pub(super) rep: u32,
+    /// The status stored instead of "ok" ("warmup" for warm-up runs).
+    pub(super) status_override: &'a str,
+    pub(super) env: &'a Env,
+    pub(super) outdir: &'a Path,
+}
+
+impl Run<'_> {
+    pub(super) fn measure_and_store(&self, st: &mut Store) -> Result<bool> {
+        let (plan, cell, rep) = (self.plan, self.cell, self.rep);
+        let ready = self.env.ready(&cell.target);
+        let tag = format!(
+            "c{:03}-r{rep:02}{}",
+            cell.idx + 1,
+            if self.status_override.is_empty() {
+                ""
+            } else {
+                "-warmup"
+            }
+        );
+        let json_out = self.outdir.join("runs").join(format!("{tag}.json"));
+        let log = self.outdir.join("runs").join(format!("{tag}.log"));
+        let scratch = self.outdir.join("scratch");
+        std::fs::create_dir_all(&scratch)?;
+        let args = command(plan, cell, &ready.dir, &json_out, &scratch);
+        let (remounts, handoff) = self.prepare_caches(ready)?;
+        let server_pids = self.server_pids();
+        let remote_before = target::remote::stats_now(ready);
+        let started_at = store::now();
+        let before = noise::sample();
+        let t0 = Instant::now();
+        let mut outcome = measure(&args, &log, &json_out, plan.time_limit_s, handoff)?;
+        let elapsed = t0.elapsed().as_secs_f64();
+        let after = noise::sample();
+        let other = noise::other_fraction(&before, &after, &server_pids);
+        let mut applied = json!({
+            "target": ready.name,
+            "target_kind": plan.target(&cell.target).kind_name(),
+            "dir": ready.dir.display().to_string(),
+            "settings": ready.applied,
+            "command": args,
+        });
+        if let Some(log) = &remounts {
+            let done = log.lock().unwrap().clone();
+            if matches!(outcome, Outcome::Ok(_)) && !done.iter().any(|d| d.starts_with("remounted"))
+            {
+                outcome = Outcome::Failed(
+                    "cache = remount: the measurement ended without its file system being remounted"
+                        .into(),
+                );
+            }
+            applied["remounts"] = json!(done);
+        }
+        let mut disturbed = other > plan.noise_threshold;
+        disturbed |= self.disk_lateness(ready, &mut applied);
+        let remote_run = match (&remote_before, target::remote::stats_now(ready)) {
+            (Some(b), Some(a)) => Some(self.remote_traffic(b, &a, &args, &mut applied)),
+            _ => None,
+        };
+        if let Some((_, d)) = &remote_run {
+            disturbed |= *d;
+        }
+        let remote_run = remote_run.map(|(r, _)| r);
+        let noise =
+            json!({"load_avg_1": before.load1, "other_cpu_frac": other, "disturbed": disturbed});
+        let experiment = json!({"name": plan.name, "cell": cell.idx + 1, "repetition": rep + 1, "factors": labels_json(plan, cell), "applied": applied, "noise": noise});
+        let (status, error, results) = self.verdict(outcome, remote_run, experiment);
+        if status == "interrupted" {
+            // Partial measurements are not results: --resume runs the cell again.
+            return Ok(false);
+        }
+        if let Some(e) = &error {
+            crate::errln!(
+                "fsbench: cell {} rep {}: {status}: {e}",
+                cell.idx + 1,
+                rep + 1
+            );
+        }
+        st.add_run(&RunRecord {
+            cell_id: self.cell_id,
+            repetition: rep,
+            status,
+            started_at: &started_at,
+            elapsed_s: elapsed,
+            load_avg_1: before.load1,
+            other_cpu_frac: Some(other),
+            disturbed: disturbed && status == "ok",
+            error: error.as_deref(),
+            applied: &applied,
+            results: results.as_ref(),
+        })?;
+        Ok(status == "ok" || status == "warmup")
+    }
+
+    /// The cell's cache state: caches dropped, a remount done or handed to the child, or
+    /// (warm) the previous measurement's deletes committed.
+    fn prepare_caches(&self, ready: &Ready) -> Result<(Option<RemountLog>, Option<Handoff>)> {
+        let cell = self.cell;
+        let mut remounts: Option<RemountLog> = None;
+        let mut handoff = None;
+        if cell.cache == "cold" {
+            crate::engine::drop_caches().map_err(|e| anyhow::anyhow!("{e}"))?;
+        } else if cell.cache == "remount" {
+            let set = target::remount_set(&self.env.ready, &cell.target);
+            let kind = self.plan.measurements[cell.measurement].kind;
+            if matches!(kind, Kind::Layout | Kind::Scan) {
+                // These measure a tree as they find it: remount before they start.
+                let what = target::remount(&set)
+                    .with_context(|| format!("target {}: cache = remount", cell.target))?;
+                remounts = Some(std::sync::Arc::new(std::sync::Mutex::new(vec![what])));
+            } else {
+                // The others prepare first (layout, a source tree): the child asks for the
+                // remount at the point where a cold run drops the caches.
+                let h = Handoff::new(set)?;
+                remounts = Some(h.log.clone());
+                handoff = Some(h);
+            }
+        } else {
+            // Commit what the previous measurement left (its deletes included): btrfs frees
+            // deleted extents only at a transaction commit, and until then a back-to-back run
+            // finds the space it needs taken.
+            sync_fs(&ready.dir);
+        }
+        Ok((remounts, handoff))
+    }
+
+    /// Simulated-disk and remote servers are the measurement's own machinery, not noise.
+    fn server_pids(&self) -> Vec<i32> {
+        let ready = &self.env.ready;
+        let mut pids: Vec<i32> = ready
+            .iter()
+            .filter_map(|r| r.disk.as_ref())
+            .filter_map(|d| crate::disk::state::StateDir::new(d).ok()?.live_pid())
+            .collect();
+        pids.extend(ready.iter().filter_map(|r| {
+            let n = r.applied.get("remote")?.as_str()?;
+            crate::remote::state::StateDir::new(n).ok()?.live_pid()
+        }));
+        pids
+    }
+
+    /// A simulated disk's lateness over the run, into `applied`; whether it disturbed the
+    /// measurement.
+    fn disk_lateness(&self, ready: &Ready, applied: &mut Value) -> bool {
+        let Some(d) = &ready.disk else {
+            return false;
+        };
+        let Some(s) = crate::disk::state::StateDir::new(d)
+            .ok()
+            .and_then(|s| s.read_stats())
+        else {
+            return false;
+        };
+        let late = if s.service_us.mean > 0.0 {
+            s.server_late_us.mean / s.service_us.mean
+        } else {
+            0.0
+        };
+        applied["disk_late_frac"] = json!(late);
+        applied["disk_requests"] = json!(s.requests);
+        late > self.plan.noise_threshold
+    }
+
+    /// A remote's traffic over the run, into `applied`: the figures and whether they
+    /// show a disturbed measurement.
+    fn remote_traffic(
+        &self,
+        before: &RemoteStats,
+        after: &RemoteStats,
+        args: &[String],
+        applied: &mut Value,
+    ) -> (Value, bool) {
+        let d = after.since(before);
+        let late = d.lateness();
+        // The child empties the client cache once when it runs cold; any other emptying
+        // came from outside (another cold run on this machine) and changed what it measured.
+        let own = args.iter().any(|a| a == "--cold") as u64;
+        let foreign = d.cache_drops.saturating_sub(own);
+        let r = json!({
+            "requests": d.requests,
+            "round_trips": d.round_trips,
+            "bytes_fetched": d.bytes_fetched,
+            "bytes_sent": d.bytes_sent,
+            "lookaside_hits": d.lookaside_hits,
+            "lookaside_misses": d.lookaside_misses,
+            "lookaside_bytes": d.lookaside_bytes,
+            "network_wait_s": d.network_wait_s,
+            "lost_requests": d.lost_requests,
+            "foreign_cache_drops": foreign,
+            "late_pct": late.pct,
+        });
+        applied["remote"] = r.clone();
+        let disturbed = late.pct / 100.0 > self.plan.noise_threshold || foreign > 0;
+        (r, disturbed)
+    }
+
+    /// The status, error and results to store for an outcome; a good result carries the
+    /// remote's figures and the experiment's record of the run.
+    fn verdict(
+        &self,
+        outcome: Outcome,
+        remote_run: Option<Value>,
+        experiment: Value,
+    ) -> (&str, Option<String>, Option<Value>) {
+        let (status, error, results) = match outcome {
+            Outcome::Ok(mut v) => {
+                if v.get("interrupted").and_then(|i| i.as_bool()) == Some(true) {
+                    (
+                        "interrupted",
+                        Some("the measurement reports itself interrupted".to_string()),
+                        Some(v),
+                    )
+                } else {
+                    if let Some(o) = v.as_object_mut() {
+                        if let Some(r) = remote_run {
+                            o.insert("remote".into(), r);
+                        }
+                        o.insert("experiment".into(), experiment);
+                    }
+                    ("ok", None, Some(v))
+                }
+            }
+            Outcome::Failed(e) => ("failed", Some(e), None),
+            Outcome::Timeout => (
+                "timeout",
+                Some(format!(
+                    "stopped after the time limit of {} s",
+                    self.plan.time_limit_s
+                )),
+                None,
+            ),
+            Outcome::Interrupted => ("interrupted", Some("Ctrl-C".to_string()), None),
+        };
+        let status = if status == "ok" && !self.status_override.is_empty() {
+            self.status_override
+        } else {
+            status
+        };
+        (status, error, results)
+    }
+}
+
+/// `syncfs` the file system holding `dir`, twice (btrfs releases the extents a commit
+/// unpinned at the next one). Errors are ignored: this only makes free space accurate.
+fn sync_fs(dir: &Path) {
+    use std::os::fd::AsRawFd;
+    if let Ok(f) = std::fs::File::open(dir) {
+        for _ in 0..2 {
+            // SAFETY: syncfs on a descriptor we own.
+            unsafe { libc::syncfs(f.as_raw_fd()) };
+        }
+    }
+}

@@ -1,0 +1,505 @@
+//! The matrix and its execution: cells, order, set-up, cold caches, time limits, progress,
+//! resume, and the noise guard.
+//!
+//! Each measurement runs as a child `fsbench` process with `--json FILE`: every kind keeps
+//! one contract (the JSON it already writes), cells are isolated from each other, and a
+//! stuck or interrupted measurement can be stopped without taking the runner down.
+
+use anyhow::{bail, Context, Result};
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::plan::{AgePer, Arg, Device, Fresh, Kind, Order, Plan, SETTING_FACTORS};
+use super::target::{self, Journal, Ready};
+
+mod env;
+mod measure;
+mod session;
+
+pub use session::run;
+
+/// One combination of factor levels.
+#[derive(Debug, Clone)]
+pub struct Cell {
+    pub idx: usize,
+    pub measurement: usize,
+    pub target: String,
+    pub cache: String,
+    /// The plan-wide device-setting factors and their levels in this cell.
+    pub settings: Vec<(String, String)>,
+    /// The measurement's parameter factors and their levels in this cell.
+    pub factors: Vec<(String, String)>,
+}
+
+impl Cell {
+    /// Every factor of the cell, plan-wide ones first.
+    pub fn labels(&self, plan: &Plan) -> Vec<(String, String)> {
+        let mut v = vec![
+            (
+                "measurement".to_string(),
+                plan.measurements[self.measurement].name.clone(),
+            ),
+            ("target".to_string(), self.target.clone()),
+            ("cache".to_string(), self.cache.clone()),
+        ];
+        v.extend(self.settings.iter().cloned());
+        v.extend(self.factors.iter().cloned());
+        v
+    }
+
+    pub fn describe(&self, plan: &Plan) -> String {
+        self.labels(plan)
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// The cartesian product of the factors, per measurement, less the excluded combinations.
+/// Indices are stable for a given plan, which is what --resume relies on.
+fn product(factors: &[(String, Vec<String>)]) -> Vec<Vec<(String, String)>> {
+    let mut combos: Vec<Vec<(String, String)>> = vec![Vec::new()];
+    for (k, levels) in factors {
+        combos = combos
+            .into_iter()
+            .flat_map(|c| {
+                levels.iter().map(move |l| {
+                    let mut c = c.clone();
+                    c.push((k.clone(), l.clone()));
+                    c
+                })
+            })
+            .collect();
+    }
+    combos
+}
+
+/// The most cells a plan may have. Each cell is measured at least once per repetition, for
+/// a second or more: a plan past this bound is a mistake in its factors (an extra level
+/// list, a range meant as two values), not an experiment that could finish.
+pub const MAX_CELLS: usize = 100_000;
+
+/// How many cells the plan's factors make before exclusions (saturating), counted without
+/// making them.
+pub fn planned_cells(plan: &Plan) -> usize {
+    let count =
+        |f: &[(String, Vec<String>)]| f.iter().fold(1usize, |n, (_, l)| n.saturating_mul(l.len()));
+    let per = plan
+        .target_levels
+        .len()
+        .saturating_mul(plan.cache_levels.len())
+        .saturating_mul(count(&plan.setting_levels));
+    plan.measurements.iter().fold(0usize, |n, m| {
+        n.saturating_add(per.saturating_mul(count(&m.factors)))
+    })
+}
+
+pub fn cells(plan: &Plan) -> Vec<Cell> {
+    let mut out = Vec::new();
+    let settings = product(&plan.setting_levels);
+    for (mi, m) in plan.measurements.iter().enumerate() {
+        let combos = product(&m.factors);
+        for t in &plan.target_levels {
+            for cache in &plan.cache_levels {
+                for sv in &settings {
+                    for f in &combos {
+                        let cell = Cell {
+                            idx: 0,
+                            measurement: mi,
+                            target: t.clone(),
+                            cache: cache.clone(),
+                            settings: sv.clone(),
+                            factors: f.clone(),
+                        };
+                        let labels = cell.labels(plan);
+                        let excluded = plan.excludes.iter().any(|ex| {
+                            ex.iter()
+                                .all(|(k, v)| labels.iter().any(|(lk, lv)| lk == k && lv == v))
+                        });
+                        if !excluded {
+                            out.push(cell);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    for (i, c) in out.iter_mut().enumerate() {
+        c.idx = i;
+    }
+    out
+}
+
+/// The order of the cells in repetition round `round`: never all repetitions of one cell
+/// before the next. Interleaved rotates the declaration order by one cell per round;
+/// random draws a permutation per round from the plan's seed.
+pub fn order(plan: &Plan, n: usize, round: u32) -> Vec<usize> {
+    let mut v: Vec<usize> = (0..n).collect();
+    match plan.order {
+        Order::Interleaved => {
+            if n > 0 {
+                v.rotate_left(round as usize % n);
+            }
+        }
+        Order::Random => {
+            let mut rng = rand_pcg::Pcg64::seed_from_u64(
+                plan.seed ^ (round as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15),
+            );
+            v.shuffle(&mut rng);
+        }
+    }
+    v
+}
+
+/// Where a `find`, `layout` or `scan` cell looks, relative to the target.
+fn walk_path(plan: &Plan, cell: &Cell) -> Option<String> {
+    let m = &plan.measurements[cell.measurement];
+    if let Some((_, p)) = m.params.iter().find(|(k, _)| k == "path") {
+        return Some(p.clone());
+    }
+    if m.kind == Kind::Find && m.params.iter().any(|(k, _)| k == "tree_files") {
+        return Some(tree_dir_name(&m.name));
+    }
+    None
+}
+
+fn tree_dir_name(measurement: &str) -> String {
+    format!("fsbench-tree-{measurement}")
+}
+
+/// The child's command line (after the binary), measuring in `dir`, writing `json`;
+/// `scratch` is the experiment's local directory for what a measurement writes beside a
+/// target it only reads (a build with `src`).
+pub fn command(
+    plan: &Plan,
+    cell: &Cell,
+    dir: &Path,
+    json_out: &Path,
+    scratch: &Path,
+) -> Vec<String> {
+    let m = &plan.measurements[cell.measurement];
+    let mut values: Vec<(String, String)> = m.params.clone();
+    values.extend(cell.factors.iter().cloned());
+    let mut args = vec![m.kind.subcommand().to_string()];
+    let pos = values
+        .iter()
+        .find(|(k, _)| matches!(m.kind.param(k), Some((_, _, Arg::Positional, _))))
+        .map(|(_, v)| v.clone());
+    match m.kind {
+        Kind::Workload | Kind::Postmark => {
+            if let Some(p) = pos {
+                args.push(p);
+            }
+            args.extend(["--dir".into(), dir.display().to_string()]);
+        }
+        Kind::Build => match values.iter().find(|(k, _)| k == "src") {
+            // The target's tree is built; objects and output go to the local scratch.
+            Some((_, src)) => args.extend([
+                "--src".into(),
+                if src == "." {
+                    dir.display().to_string()
+                } else {
+                    dir.join(src).display().to_string()
+                },
+                "--dir".into(),
+                scratch.display().to_string(),
+            ]),
+            None => args.extend(["--dir".into(), dir.display().to_string()]),
+        },
+        Kind::Andrew => args.extend(["--dir".into(), dir.display().to_string()]),
+        Kind::Replay => {
+            args.push("replay".into());
+            if let Some(p) = pos {
+                args.push(p);
+            }
+            match values.iter().find(|(k, _)| k == "over") {
+                // Over the target's own files; the (empty) run directory goes to scratch.
+                Some((_, over)) => args.extend([
+                    "--over".into(),
+                    if over == "." {
+                        dir.display().to_string()
+                    } else {
+                        dir.join(over).display().to_string()
+                    },
+                    "--dir".into(),
+                    scratch.display().to_string(),
+                ]),
+                None => args.extend(["--dir".into(), dir.display().to_string()]),
+            }
+        }
+        Kind::Find | Kind::Layout | Kind::Scan => {
+            let d = match walk_path(plan, cell) {
+                Some(p) => dir.join(p),
+                None => dir.to_path_buf(),
+            };
+            args.push(d.display().to_string());
+        }
+    }
+    args.extend(["--json".into(), json_out.display().to_string()]);
+    for (k, v) in &values {
+        match m.kind.param(k) {
+            Some((_, flag, Arg::Value, _)) => args.extend([flag.to_string(), v.clone()]),
+            Some((_, flag, Arg::Switch, _)) => {
+                if v == "true" {
+                    args.push(flag.to_string());
+                }
+            }
+            Some(_) => {}
+            None => args.extend(["-s".into(), format!("{k}={v}")]),
+        }
+    }
+    if matches!(m.kind, Kind::Build | Kind::Replay) && cell.cache == "cold" {
+        // As for workloads: cold again after the tree is written or listed.
+        args.push("--cold".into());
+    }
+    if m.kind == Kind::Workload {
+        args.push("-q".into());
+        if cell.cache == "cold" {
+            // The runner drops caches before the child starts; `run --cold` drops them
+            // again after laying out the filesets, so the measurement itself starts cold.
+            args.push("--cold".into());
+        }
+    }
+    args
+}
+
+/// Options of `fsbench experiment`.
+pub struct Options {
+    pub plan: PathBuf,
+    pub outdir: Option<PathBuf>,
+    pub quick: bool,
+    pub dry_run: bool,
+    pub resume: bool,
+    pub strict: bool,
+}
+
+/// Steps that need root, across the plan's targets and protocol.
+pub fn root_steps(plan: &Plan, cells: &[Cell]) -> Vec<String> {
+    let mut v = Vec::new();
+    for t in plan.targets_in_setup_order() {
+        for (s, root) in target::steps(t) {
+            if root {
+                v.push(format!("target {}: {s}", t.name));
+            }
+        }
+    }
+    if cells.iter().any(|c| c.cache == "cold") {
+        v.push("cache = cold: sync and drop the page cache before each measurement".into());
+    }
+    for (k, levels) in &plan.setting_levels {
+        if SETTING_FACTORS.contains(&k.as_str()) {
+            v.push(format!(
+                "factor {k} ({}): write the device's settings under /sys/block/DEV/queue before each measurement",
+                levels.join(", ")
+            ));
+        }
+    }
+    if cells.iter().any(|c| c.cache == "remount") {
+        v.push(
+            "cache = remount: unmount and mount the target's file system before each measurement"
+                .into(),
+        );
+    }
+    v
+}
+
+/// Programs the plan's set-up runs that are not on PATH.
+pub fn missing_tools(plan: &Plan) -> Vec<String> {
+    let mut need: Vec<String> = Vec::new();
+    for t in plan.targets_in_setup_order() {
+        match &t.kind {
+            super::plan::TargetKind::Image { fs, .. } => {
+                need.extend([format!("mkfs.{fs}"), "mount".into(), "umount".into()])
+            }
+            super::plan::TargetKind::Disk { fs, .. } => need.push(format!("mkfs.{fs}")),
+            super::plan::TargetKind::Overlay { .. } => {
+                need.extend(["mount".into(), "umount".into()])
+            }
+            super::plan::TargetKind::Dir { .. } | super::plan::TargetKind::Remote { .. } => {}
+        }
+    }
+    need.sort();
+    need.dedup();
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    need.into_iter()
+        .filter(|p| {
+            !std::env::split_paths(&path)
+                .chain([PathBuf::from("/sbin"), PathBuf::from("/usr/sbin")])
+                .any(|d| d.join(p).is_file())
+        })
+        .collect()
+}
+
+const OUT_MARKER: &str = ".fsbench-experiment";
+
+fn fmt_secs(s: f64) -> String {
+    let s = s.max(0.0).round() as u64;
+    if s >= 3600 {
+        format!("{}h{:02}m{:02}s", s / 3600, s % 3600 / 60, s % 60)
+    } else if s >= 60 {
+        format!("{}m{:02}s", s / 60, s % 60)
+    } else {
+        format!("{s}s")
+    }
+}
+
+fn dry_run(plan: &Plan, cells: &[Cell]) {
+    crate::outln!(
+        "experiment {} ({}): {} cells x {} repetitions = {} runs, order {:?}, fresh targets per {:?}{}",
+        plan.name,
+        if plan.quick { "quick scale" } else { "full scale" },
+        cells.len(),
+        plan.repetitions,
+        cells.len() as u64 * plan.repetitions as u64,
+        plan.order,
+        plan.fresh,
+        if plan.warmup_runs > 0 { format!(", {} warm-up run(s) per cell", plan.warmup_runs) } else { String::new() }
+    );
+    crate::outln!("\nset-up steps:");
+    for t in plan.targets_in_setup_order() {
+        for (s, root) in target::steps(t) {
+            crate::outln!("  {:<12} {s}{}", t.name, if root { "  [root]" } else { "" });
+        }
+    }
+    crate::outln!("\ncells:");
+    let dummy = Path::new("TARGET");
+    for c in cells {
+        let args = command(
+            plan,
+            c,
+            dummy,
+            Path::new("RUN.json"),
+            Path::new("OUTDIR/scratch"),
+        );
+        crate::outln!(
+            "  {:>3}  {}\n       fsbench {}",
+            c.idx + 1,
+            c.describe(plan),
+            args.join(" ")
+        );
+    }
+    let runs = (plan.repetitions + plan.warmup_runs) as f64;
+    let mut known = 0.0;
+    let mut unknown = 0usize;
+    for c in cells {
+        match plan.measurements[c.measurement].fixed_seconds() {
+            Some(s) => known += s * runs,
+            None => unknown += 1,
+        }
+    }
+    crate::out!(
+        "\nestimated time: {} for the runs with a fixed duration",
+        fmt_secs(known)
+    );
+    if unknown > 0 {
+        crate::out!(
+            "; {} cells have no fixed duration ({} runs, each at most the time limit of {})",
+            unknown,
+            unknown as f64 * runs,
+            fmt_secs(plan.time_limit_s)
+        );
+    }
+    crate::outln!();
+}
+
+/// `fsbench experiment --cleanup OUTDIR`.
+pub fn cleanup(outdir: &Path) -> Result<()> {
+    if !outdir.join(OUT_MARKER).exists() {
+        bail!(
+            "{} is not an experiment's output directory (no {OUT_MARKER})",
+            outdir.display()
+        );
+    }
+    let n = Journal::cleanup(outdir)?;
+    crate::errln!(
+        "fsbench: cleanup: {n} step(s) undone in {}",
+        outdir.display()
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(order: &str) -> Plan {
+        let text = format!(
+            r#"
+[experiment]
+name = "t"
+repetitions = 3
+order = "{order}"
+[[target]]
+name = "a"
+kind = "dir"
+path = "/tmp"
+[[target]]
+name = "b"
+kind = "dir"
+path = "/tmp"
+[factors]
+target = ["a", "b"]
+[[measurement]]
+name = "pm"
+kind = "postmark"
+params = {{ number = 10 }}
+factors = {{ instances = [1, 2, 4] }}
+[[exclude]]
+target = "b"
+instances = 4
+"#
+        );
+        super::super::plan::parse(Path::new("t.toml"), &text, false).unwrap()
+    }
+
+    #[test]
+    fn product_less_exclusions() {
+        let p = plan("random");
+        let c = cells(&p);
+        assert_eq!(c.len(), 5);
+        assert!(c
+            .iter()
+            .all(|c| !(c.target == "b" && c.factors[0].1 == "4")));
+        let args = command(
+            &p,
+            &c[1],
+            Path::new("/x"),
+            Path::new("/j.json"),
+            Path::new("/s"),
+        );
+        assert_eq!(
+            args,
+            [
+                "postmark",
+                "--dir",
+                "/x",
+                "--json",
+                "/j.json",
+                "--number",
+                "10",
+                "--instances",
+                "2"
+            ]
+        );
+    }
+
+    #[test]
+    fn orders_interleave() {
+        let p = plan("interleaved");
+        assert_eq!(order(&p, 4, 0), [0, 1, 2, 3]);
+        assert_eq!(order(&p, 4, 1), [1, 2, 3, 0]);
+        let r = plan("random");
+        let a = order(&r, 8, 0);
+        let b = order(&r, 8, 1);
+        assert_ne!(a, b, "a new permutation each round");
+        assert_eq!(a, order(&r, 8, 0), "reproducible from the seed");
+        let mut s = a.clone();
+        s.sort();
+        assert_eq!(s, (0..8).collect::<Vec<_>>());
+    }
+}

@@ -1,0 +1,467 @@
+//! An experiment's run: the output directory, the store, the rounds of cells with their
+//! warm-ups and --strict repeats, and the summary and report at the end.
+
+use super::env::Env;
+use super::measure::Run;
+use super::*;
+use crate::experiment::store::{self, Store};
+use crate::experiment::target;
+
+fn prepare_outdir(plan: &Plan, o: &Options) -> Result<PathBuf> {
+    let outdir = o
+        .outdir
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("fsbench-{}", plan.name)));
+    if o.resume {
+        if !outdir.join(OUT_MARKER).exists() || !outdir.join(store::FILE).exists() {
+            bail!(
+                "--resume: {} holds no experiment to continue",
+                outdir.display()
+            );
+        }
+    } else if outdir.exists() {
+        let empty = std::fs::read_dir(&outdir)?.next().is_none();
+        if outdir.join(OUT_MARKER).exists() {
+            bail!(
+                "{} holds an experiment already: continue it with --resume, or choose another -o",
+                outdir.display()
+            );
+        }
+        if !empty {
+            bail!(
+                "{} exists and is not empty; choose another -o",
+                outdir.display()
+            );
+        }
+    }
+    std::fs::create_dir_all(outdir.join("runs"))
+        .with_context(|| format!("creating {}", outdir.display()))?;
+    std::fs::write(
+        outdir.join(OUT_MARKER),
+        format!("fsbench experiment {}\n", plan.name),
+    )?;
+    outdir.canonicalize().context("output directory")
+}
+
+/// `fsbench experiment PLAN`.
+pub fn run(o: &Options) -> Result<()> {
+    let Some((plan, cells)) = checked_plan(o)? else {
+        return Ok(());
+    };
+    let outdir = prepare_outdir(&plan, o)?;
+    let (mut st, exp, cell_ids) = open_store(&plan, &cells, &outdir)?;
+    crate::engine::install_signal_handlers();
+    let mut env = Env {
+        journal: Journal::create(&outdir)?,
+        ready: Vec::new(),
+        up: false,
+        device_base: Default::default(),
+        device_last: Default::default(),
+    };
+    env.journal.verbose = true;
+    let mut session = Session {
+        plan: &plan,
+        cells: &cells,
+        cell_ids,
+        outdir: &outdir,
+        st: &mut st,
+        env: &mut env,
+        generation: 0,
+        failures: 0,
+        progress: Progress::default(),
+    };
+    session.count_todo()?;
+    let result = session.rounds().and_then(|()| session.strict(o, exp));
+    let failures = session.failures;
+    let teardown = env.tear_down();
+    drop(env);
+    result?;
+    teardown?;
+    finish(o, &mut st, exp, &outdir, failures)
+}
+
+/// The plan, validated for this machine, and its cells; `None` after a dry run.
+fn checked_plan(o: &Options) -> Result<Option<(Plan, Vec<Cell>)>> {
+    let plan =
+        crate::experiment::plan::load(&o.plan, o.quick).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let planned = planned_cells(&plan);
+    if planned > MAX_CELLS {
+        bail!(
+            "{}: the factors make {planned} cells (before exclusions), more than the {MAX_CELLS} a plan may have; fewer levels, or split the plan",
+            o.plan.display()
+        );
+    }
+    let cells = cells(&plan);
+    if cells.is_empty() {
+        bail!(
+            "{}: every combination is excluded; nothing to measure",
+            o.plan.display()
+        );
+    }
+    if o.dry_run {
+        dry_run(&plan, &cells);
+        return Ok(None);
+    }
+    let need_root = root_steps(&plan, &cells);
+    if !need_root.is_empty() && !crate::engine::is_root() {
+        bail!(
+            "this plan needs root for:\n  {}\nrun it as root, or measure in existing directories (kind = \"dir\") with warm caches",
+            need_root.join("\n  ")
+        );
+    }
+    let missing = missing_tools(&plan);
+    if !missing.is_empty() {
+        bail!(
+            "this plan needs programs that are not installed: {}",
+            missing.join(", ")
+        );
+    }
+    Ok(Some((plan, cells)))
+}
+
+/// The results database with the experiment and its cells recorded (found again on
+/// --resume): the store, the experiment's id and each cell's id.
+fn open_store(plan: &Plan, cells: &[Cell], outdir: &Path) -> Result<(Store, i64, Vec<i64>)> {
+    let st = Store::open(outdir)?;
+    let baseline: Value = plan
+        .baseline
+        .iter()
+        .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+        .collect::<serde_json::Map<_, _>>()
+        .into();
+    let exp = match st.experiment()? {
+        Some((id, hash)) => {
+            if hash != plan.hash() {
+                bail!(
+                    "--resume: {} was started with a different plan (or scale); the plan must be unchanged to continue",
+                    outdir.display()
+                );
+            }
+            id
+        }
+        None => st.new_experiment(
+            &plan.name,
+            &plan.file.display().to_string(),
+            &plan.text,
+            &plan.hash(),
+            plan.quick,
+            plan.seed,
+            plan.repetitions,
+            plan.noise_threshold,
+            &baseline,
+        )?,
+    };
+    let mut cell_ids = Vec::new();
+    st.begin()?;
+    for c in cells {
+        let cmd = command(
+            plan,
+            c,
+            Path::new("{target}"),
+            Path::new("{json}"),
+            Path::new("{scratch}"),
+        );
+        cell_ids.push(st.cell(
+            exp,
+            c.idx,
+            &plan.measurements[c.measurement].name,
+            plan.measurements[c.measurement].kind.name(),
+            &c.target,
+            &c.cache,
+            &Value::Object(labels_json(plan, c)),
+            &json!(cmd),
+        )?);
+    }
+    st.commit()?;
+    Ok((st, exp, cell_ids))
+}
+
+/// A cell's factor levels as a JSON object.
+pub(super) fn labels_json(plan: &Plan, cell: &Cell) -> serde_json::Map<String, Value> {
+    cell.labels(plan)
+        .into_iter()
+        .map(|(k, v)| (k, Value::String(v)))
+        .collect()
+}
+
+/// Runs done in this invocation, for the progress line's estimate.
+#[derive(Default)]
+struct Progress {
+    started: Option<Instant>,
+    todo_total: usize,
+    done_now: usize,
+    measured_s: f64,
+}
+
+/// An experiment being run: its plan, cells, store and targets.
+struct Session<'a> {
+    plan: &'a Plan,
+    cells: &'a [Cell],
+    cell_ids: Vec<i64>,
+    outdir: &'a Path,
+    st: &'a mut Store,
+    env: &'a mut Env,
+    /// Set-ups so far (each names its targets' files apart).
+    generation: u32,
+    failures: usize,
+    progress: Progress,
+}
+
+impl Session<'_> {
+    /// Count the runs still to do, and say so when resuming.
+    fn count_todo(&mut self) -> Result<()> {
+        let (plan, cells) = (self.plan, self.cells);
+        let mut todo_total = 0usize;
+        for (i, _) in cells.iter().enumerate() {
+            for r in 0..plan.repetitions {
+                if !self.st.done(self.cell_ids[i], r)? {
+                    todo_total += 1;
+                }
+            }
+        }
+        let all = cells.len() * plan.repetitions as usize;
+        if todo_total < all {
+            crate::errln!(
+                "fsbench: resuming: {} of {} runs stored, {} to go",
+                all - todo_total,
+                all,
+                todo_total
+            );
+        }
+        self.progress = Progress {
+            started: Some(Instant::now()),
+            todo_total,
+            ..Default::default()
+        };
+        Ok(())
+    }
+
+    /// Every repetition round, each in its order; stops early on Ctrl-C.
+    fn rounds(&mut self) -> Result<()> {
+        let plan = self.plan;
+        for round in 0..plan.repetitions {
+            let todo: Vec<usize> = order(plan, self.cells.len(), round)
+                .into_iter()
+                .filter(|&i| !self.st.done(self.cell_ids[i], round).unwrap_or(false))
+                .collect();
+            if todo.is_empty() {
+                continue;
+            }
+            if crate::engine::interrupted() {
+                return Ok(());
+            }
+            if !self.env.up || plan.fresh == Fresh::Repetition {
+                if self.env.up {
+                    self.env.tear_down()?;
+                }
+                self.set_up()?;
+            } else {
+                self.age_per_repetition(round)?;
+            }
+            if round == 0 && plan.warmup_runs > 0 {
+                self.warm_up(&todo)?;
+            }
+            self.measure_round(round, &todo)?;
+            if crate::engine::interrupted() {
+                return Ok(());
+            }
+        }
+        Ok(())
+    }
+
+    fn set_up(&mut self) -> Result<()> {
+        self.generation += 1;
+        self.env
+            .set_up(self.plan, self.cells, self.outdir, self.generation)
+    }
+
+    /// Aging per repetition continues on the same targets.
+    fn age_per_repetition(&mut self, round: u32) -> Result<()> {
+        let env = &mut *self.env;
+        for t in self.plan.targets_in_setup_order() {
+            if let Some(a) = t.age.as_ref().filter(|a| a.per == AgePer::Repetition) {
+                crate::errln!(
+                    "fsbench: aging target {} for repetition {}",
+                    t.name,
+                    round + 1
+                );
+                let idx = env
+                    .ready
+                    .iter()
+                    .position(|r| r.name == t.name)
+                    .expect("set up");
+                let mut r = env.ready[idx].clone();
+                target::age::run(
+                    a,
+                    &mut r,
+                    self.outdir,
+                    &format!("r{round}"),
+                    &mut env.journal,
+                )?;
+                env.ready[idx] = r;
+            }
+        }
+        Ok(())
+    }
+
+    /// The plan's warm-up runs of each cell, stored as such, before the first round.
+    fn warm_up(&mut self, todo: &[usize]) -> Result<()> {
+        let plan = self.plan;
+        for &i in todo {
+            for w in 0..plan.warmup_runs {
+                if crate::engine::interrupted() {
+                    return Ok(());
+                }
+                crate::errln!(
+                    "fsbench: warm-up {}/{} of cell {}: {}",
+                    w + 1,
+                    plan.warmup_runs,
+                    i + 1,
+                    self.cells[i].describe(plan)
+                );
+                self.run_one(i, self.cell_ids[i], 0, "warmup")?;
+            }
+        }
+        Ok(())
+    }
+
+    /// One repetition of the cells to do, with a progress line before each.
+    fn measure_round(&mut self, round: u32, todo: &[usize]) -> Result<()> {
+        let plan = self.plan;
+        for &i in todo {
+            if crate::engine::interrupted() {
+                return Ok(());
+            }
+            let p = &self.progress;
+            let elapsed = p.started.map_or(0.0, |s| s.elapsed().as_secs_f64());
+            let eta = if p.done_now > 0 {
+                p.measured_s / p.done_now as f64 * (p.todo_total - p.done_now) as f64
+            } else {
+                f64::NAN
+            };
+            crate::errln!(
+                "fsbench: [cell {}/{} rep {}/{}] {} | elapsed {}, remaining {}",
+                i + 1,
+                self.cells.len(),
+                round + 1,
+                plan.repetitions,
+                self.cells[i].describe(plan),
+                fmt_secs(elapsed),
+                if eta.is_nan() {
+                    "?".to_string()
+                } else {
+                    format!("~{}", fmt_secs(eta))
+                }
+            );
+            let t0 = Instant::now();
+            let ok = self.run_one(i, self.cell_ids[i], round, "")?;
+            if !ok && !crate::engine::interrupted() {
+                self.failures += 1;
+            }
+            self.progress.measured_s += t0.elapsed().as_secs_f64();
+            self.progress.done_now += 1;
+        }
+        Ok(())
+    }
+
+    /// --strict: measure the disturbed runs again; each stays valid until its
+    /// replacement is stored.
+    fn strict(&mut self, o: &Options, exp: i64) -> Result<()> {
+        if !o.strict || crate::engine::interrupted() {
+            return Ok(());
+        }
+        let disturbed: Vec<(i64, i64, u32)> = {
+            let mut q = self.st.db.prepare(
+                "SELECT runs.id, runs.cell_id, runs.repetition FROM runs JOIN cells ON cells.id = runs.cell_id WHERE cells.experiment_id = ?1 AND runs.disturbed = 1 AND runs.superseded = 0 AND runs.status = 'ok'",
+            )?;
+            let rows = q.query_map([exp], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+            rows.collect::<rusqlite::Result<_>>()?
+        };
+        if disturbed.is_empty() {
+            return Ok(());
+        }
+        crate::errln!(
+            "fsbench: --strict: repeating {} disturbed run(s)",
+            disturbed.len()
+        );
+        if !self.env.up {
+            self.set_up()?;
+        }
+        for (run_id, cell_id, rep) in disturbed {
+            if crate::engine::interrupted() {
+                return Ok(());
+            }
+            let i = self
+                .cell_ids
+                .iter()
+                .position(|&c| c == cell_id)
+                .expect("cell of this experiment");
+            crate::errln!(
+                "fsbench: [strict] cell {}/{} rep {}: {}",
+                i + 1,
+                self.cells.len(),
+                rep + 1,
+                self.cells[i].describe(self.plan)
+            );
+            if self.run_one(i, cell_id, rep, "")? {
+                self.st.supersede(run_id)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Run one measurement of cell `i` and store it. Returns whether it succeeded.
+    fn run_one(&mut self, i: usize, cell_id: i64, rep: u32, status_override: &str) -> Result<bool> {
+        let cell = &self.cells[i];
+        self.env.apply_settings(self.plan, cell)?;
+        let r = Run {
+            plan: self.plan,
+            cell,
+            cell_id,
+            rep,
+            status_override,
+            env: self.env,
+            outdir: self.outdir,
+        }
+        .measure_and_store(self.st);
+        // A remount gave the target's mounts new ids: the saved journal follows them.
+        self.env.journal.refresh()?;
+        r
+    }
+}
+
+/// After the last round: the summary, the report, and the exit status.
+fn finish(o: &Options, st: &mut Store, exp: i64, outdir: &Path, failures: usize) -> Result<()> {
+    if crate::engine::interrupted() {
+        bail!(
+            "interrupted: every target is torn down; {} runs stored. Continue with `fsbench experiment {} -o {} --resume{}`",
+            st.db.query_row("SELECT COUNT(*) FROM runs WHERE status = 'ok'", [], |r| r.get::<_, i64>(0))?,
+            o.plan.display(),
+            outdir.display(),
+            if o.quick { " --quick" } else { "" }
+        );
+    }
+    st.finish(exp)?;
+    crate::out!(
+        "{}",
+        crate::experiment::summary::render_text(&crate::experiment::summary::summarise(st)?)
+    );
+    crate::errln!("fsbench: results in {}", outdir.join(store::FILE).display());
+    let page = outdir.join("report.html");
+    match crate::experiment::report_input::load(outdir) {
+        Ok(input) if !input.groups.is_empty() || !input.figure_groups.is_empty() => {
+            std::fs::write(&page, crate::report::html::render(&input))
+                .with_context(|| format!("writing {}", page.display()))?;
+            crate::errln!("fsbench: report in {}", page.display());
+        }
+        Ok(_) => crate::errln!("fsbench: no workload results to plot, so no report.html"),
+        Err(e) => crate::errln!("fsbench: could not write the report: {e:#}"),
+    }
+    if failures > 0 {
+        bail!(
+            "{failures} run(s) failed; see the logs in {}",
+            outdir.join("runs").display()
+        );
+    }
+    Ok(())
+}

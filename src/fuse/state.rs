@@ -1,0 +1,108 @@
+//! What the FUSE daemons (simulated disks and remotes) and their command lines share
+//! about a daemon's state: JSON files written whole, whether its pid lives, waiting for
+//! it to go, and the mount table.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+
+pub fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> anyhow::Result<T> {
+    let text = fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
+}
+
+/// Write JSON through a temporary file and rename, so readers never see half.
+pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> anyhow::Result<()> {
+    // A name of its own per call: two threads may write the same file.
+    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = path.with_extension(format!("json.tmp{}.{n}", std::process::id()));
+    let mut f = fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+    f.write_all(serde_json::to_string_pretty(value)?.as_bytes())?;
+    f.write_all(b"\n")?;
+    drop(f);
+    fs::rename(&tmp, path).with_context(|| format!("renaming to {}", path.display()))?;
+    Ok(())
+}
+
+/// True if `pid` names a live (non-zombie) process.
+pub fn pid_alive(pid: i32) -> bool {
+    if pid <= 0 {
+        return false;
+    }
+    // SAFETY: kill with signal 0 only checks for existence.
+    if unsafe { libc::kill(pid, 0) } != 0 {
+        return false;
+    }
+    match fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(s) => match s.rfind(')') {
+            Some(i) => !matches!(s[i + 1..].trim_start().chars().next(), Some('Z' | 'X')),
+            None => true,
+        },
+        Err(_) => false,
+    }
+}
+
+/// Wait up to `timeout` for process `pid` to be gone; whether it went.
+pub fn wait_gone(pid: i32, timeout: Duration) -> bool {
+    let deadline = Instant::now() + timeout;
+    while pid_alive(pid) {
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    true
+}
+
+/// Mount points (decoded) currently listed in /proc/self/mounts.
+pub fn mount_points() -> Vec<PathBuf> {
+    let text = fs::read_to_string("/proc/self/mounts").unwrap_or_default();
+    text.lines()
+        .filter_map(|l| l.split_whitespace().nth(1))
+        .map(|m| PathBuf::from(super::unescape_mount(m)))
+        .collect()
+}
+
+/// Whether `path` (or its canonical form) is a mount point now.
+pub fn is_mounted(path: &Path) -> bool {
+    let canon = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+    mount_points().iter().any(|m| m == &canon || m == path)
+}
+
+/// A daemon's state directory and the files every one holds: its configuration, pid,
+/// readiness, statistics and log. Simulated disks and remotes add their own beside them.
+#[derive(Debug, Clone)]
+pub struct DaemonDir {
+    pub dir: PathBuf,
+}
+
+impl DaemonDir {
+    pub fn config(&self) -> PathBuf {
+        self.dir.join("config.json")
+    }
+    pub fn pid(&self) -> PathBuf {
+        self.dir.join("server.pid")
+    }
+    pub fn ready(&self) -> PathBuf {
+        self.dir.join("ready.json")
+    }
+    pub fn stats(&self) -> PathBuf {
+        self.dir.join("stats.json")
+    }
+    pub fn log(&self) -> PathBuf {
+        self.dir.join("server.log")
+    }
+    pub fn exists(&self) -> bool {
+        self.config().exists()
+    }
+    /// The server's pid if it is running.
+    pub fn live_pid(&self) -> Option<i32> {
+        let pid: i32 = fs::read_to_string(self.pid()).ok()?.trim().parse().ok()?;
+        pid_alive(pid).then_some(pid)
+    }
+}
