@@ -99,37 +99,10 @@ pub fn build(
     script: &ast::Script,
     overrides: &Overrides,
 ) -> Result<Workload, Diagnostics> {
-    let mut b = Builder {
-        src: src.clone(),
-        vars: BTreeMap::new(),
-        overridden: HashSet::new(),
-        randvars: Vec::new(),
-        errors: Collected::default(),
-        warnings: Collected::default(),
-        fileset_decls: Vec::new(),
-        process_decls: Vec::new(),
-        composites: HashMap::new(),
-        stat_names: Vec::new(),
-        stat_index: HashMap::new(),
-        expanded: 0,
-        prefix: Vec::new(),
-    };
-    for (k, v) in &overrides.0 {
-        b.vars.insert(k.clone(), Val::from_text(v));
-        b.overridden.insert(k.clone());
-    }
-    let mut defined: HashSet<String> = HashSet::new();
-    let mut actions = Vec::new();
-    let mut mode = QuitMode::Timeout;
-    let mut run_seconds = None;
-    let mut has_run = false;
-    let mut psrun_period = None;
-    let mut eventgen_rate = None;
-    let mut lathist = false;
-    let mut nousestats = false;
-
+    let mut b = Builder::new(src, overrides);
+    let mut s = ScriptState::default();
     for st in &script.statements {
-        if has_run {
+        if s.has_run {
             b.warnings.push(Diagnostic::warning(
                 src,
                 st.span,
@@ -137,191 +110,11 @@ pub fn build(
             ));
             break;
         }
-        match &st.stmt {
-            Stmt::Set {
-                var,
-                var_span,
-                value,
-            } => {
-                defined.insert(var.clone());
-                if b.overridden.contains(var) {
-                    continue;
-                }
-                if let Some(v) = b.set_value(var, *var_span, value) {
-                    b.vars.insert(var.clone(), v);
-                }
-            }
-            Stmt::DefineRandvar { attrs, table } => {
-                // Legacy `define randvar name=$v, ...`: the same as `set $v = randvar(...)`.
-                let name_attr = attrs.iter().find(|a| a.name == "name");
-                match name_attr.and_then(|a| a.value.as_ref()) {
-                    Some(ValueNode {
-                        value: Value::Var(v),
-                        ..
-                    }) => {
-                        defined.insert(v.clone());
-                        let rest: Vec<Attr> =
-                            attrs.iter().filter(|a| a.name != "name").cloned().collect();
-                        if !b.overridden.contains(v) {
-                            if let Some(i) = b.randvar(v, &rest, table.as_deref(), st.span) {
-                                b.vars.insert(v.clone(), Val::Rand(i));
-                            }
-                        }
-                        b.warnings.push(
-                            Diagnostic::warning(src, st.span, "`define randvar` is legacy syntax")
-                                .with_help(format!("write `set ${v} = randvar(...)`")),
-                        );
-                    }
-                    _ => b.errors.push(
-                        Diagnostic::error(src, st.span, "`define randvar` needs `name=$variable`")
-                            .with_help("better: `set $name = randvar(type=..., ...)`"),
-                    ),
-                }
-            }
-            Stmt::SetModeQuit(m) => {
-                mode = match m.as_str() {
-                    "alldone" => QuitMode::AllDone,
-                    "firstdone" => QuitMode::FirstDone,
-                    _ => QuitMode::Timeout,
-                }
-            }
-            Stmt::SetModeNoUseStats => nousestats = true,
-            Stmt::DefineFileset { file, attrs } => {
-                b.fileset_decls.push((*file, attrs.clone(), st.span))
-            }
-            Stmt::DefineProcess { attrs, threads } => {
-                b.process_decls
-                    .push((attrs.clone(), threads.clone(), st.span))
-            }
-            Stmt::DefineFlowop {
-                attrs,
-                params,
-                flowops,
-            } => {
-                let name = attrs.iter().find(|a| a.name == "name");
-                let Some(nm) = name.and_then(|a| b.attr_str(a)) else {
-                    b.errors.push(Diagnostic::error(
-                        src,
-                        st.span,
-                        "a composite flowop needs `name=...`",
-                    ));
-                    continue;
-                };
-                for a in attrs {
-                    if a.name != "name" && a.name != "iters" {
-                        b.errors.push(b.unknown_attr(
-                            a,
-                            "a composite flowop definition",
-                            &["name", "iters"],
-                        ));
-                    }
-                }
-                if FlowopKind::from_name(&nm).is_some() {
-                    b.errors.push(Diagnostic::error(
-                        src,
-                        name.unwrap().span(),
-                        format!("`{nm}` is a built-in flowop type; choose another name"),
-                    ));
-                }
-                b.composites
-                    .insert(nm, (params.clone(), flowops.clone(), st.span));
-            }
-            Stmt::CreateFiles => actions.push(Action::CreateFiles),
-            Stmt::Run(v) => {
-                has_run = true;
-                if let Some(v) = v {
-                    run_seconds = b.positive_int(v, "the run time").map(|x| x as u64);
-                }
-                actions.push(Action::Run);
-            }
-            Stmt::Psrun { period, runtime } => {
-                has_run = true;
-                if let Some(p) = period {
-                    psrun_period = b.int_value(p).filter(|p| *p != 0);
-                    if psrun_period.is_none() {
-                        b.errors.push(Diagnostic::error(
-                            src,
-                            p.span,
-                            "psrun period must be a non-zero number of seconds",
-                        ));
-                    }
-                } else {
-                    psrun_period = Some(10);
-                }
-                if let Some(r) = runtime {
-                    run_seconds = b.positive_int(r, "the run time").map(|x| x as u64);
-                }
-                actions.push(Action::Run);
-            }
-            Stmt::Eventgen(attrs) => {
-                for a in attrs {
-                    if a.name == "rate" {
-                        eventgen_rate = b.num_attr(a, false);
-                    } else {
-                        b.errors.push(b.unknown_attr(a, "eventgen", &["rate"]));
-                    }
-                }
-            }
-            Stmt::Echo(s) => {
-                if !s.is_empty() {
-                    actions.push(Action::Echo(b.interpolate(s)))
-                }
-            }
-            Stmt::System(s) => actions.push(Action::System(b.interpolate(s))),
-            Stmt::Sleep(v) => {
-                if let Some(s) = b.int_value(v) {
-                    if s < 0 {
-                        b.errors.push(Diagnostic::error(
-                            src,
-                            v.span,
-                            "sleep takes a non-negative number of seconds",
-                        ));
-                    } else {
-                        actions.push(Action::Sleep(s as u64));
-                    }
-                }
-            }
-            Stmt::List(w) => actions.push(match w.as_deref() {
-                Some("flowop") | Some("flowops") => Action::ListFlowops,
-                _ => Action::ListFilesets,
-            }),
-            Stmt::Debug(_) => {}
-            Stmt::Version => actions.push(Action::Version),
-            Stmt::Quit => break,
-            Stmt::EnableLathist => lathist = true,
-            Stmt::EnableMulti(_) | Stmt::DoMultiSync(_) => b.errors.push(
-                Diagnostic::error(src, st.span, "multi-client runs are not supported yet")
-                    .with_help("remove `enable multi`/`domultisync` to run on this machine alone"),
-            ),
+        if !b.statement(st, &mut s) {
+            break;
         }
     }
-
-    for (k, _) in &overrides.0 {
-        if !defined.contains(k) {
-            let mut names: Vec<&str> = defined.iter().map(|s| s.as_str()).collect();
-            names.sort();
-            // Located on the command line, not in the workload.
-            let cmdline = SourceFile::new("<command line>", format!("-s {k}=..."));
-            b.errors.push(
-                Diagnostic::error(
-                    &cmdline,
-                    Span::new(3, 3 + k.len()),
-                    format!("-s {k}: the workload {} has no variable `${k}`", src.name),
-                )
-                .with_help(format!(
-                    "{}its variables: {}",
-                    suggest(k, names.iter().copied())
-                        .map(|n| format!("did you mean `{n}`? "))
-                        .unwrap_or_default(),
-                    names
-                        .iter()
-                        .map(|n| format!("${n}"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )),
-            );
-        }
-    }
+    b.check_overrides(overrides, &s.defined);
 
     let filesets = b.filesets();
     let processes = b.processes(&filesets);
@@ -330,7 +123,7 @@ pub fn build(
     if !b.errors.is_empty() {
         return Err(Diagnostics(b.errors.into_vec()));
     }
-    if !has_run && !actions.iter().any(|a| matches!(a, Action::CreateFiles)) {
+    if !s.has_run && !s.actions.iter().any(|a| matches!(a, Action::CreateFiles)) {
         // Point at the workload's last line of text (where a `run` would go), not at the
         // blank end of the file.
         let text = src.text.trim_end();
@@ -344,7 +137,7 @@ pub fn build(
     let vars = b
         .vars
         .iter()
-        .filter(|(k, _)| defined.contains(*k))
+        .filter(|(k, _)| s.defined.contains(*k))
         .map(|(k, v)| (k.clone(), b.val_text(v)))
         .collect();
     Ok(Workload {
@@ -354,17 +147,46 @@ pub fn build(
         randvars: b.randvars,
         filesets,
         processes,
-        actions,
-        mode,
-        run_seconds,
-        has_run,
-        psrun_period,
-        eventgen_rate,
-        lathist,
-        nousestats,
+        actions: s.actions,
+        mode: s.mode,
+        run_seconds: s.run_seconds,
+        has_run: s.has_run,
+        psrun_period: s.psrun_period,
+        eventgen_rate: s.eventgen_rate,
+        lathist: s.lathist,
+        nousestats: s.nousestats,
         stat_names: b.stat_names,
         warnings: b.warnings.into_vec(),
     })
+}
+
+/// What the script's commands set, read statement by statement.
+struct ScriptState {
+    defined: HashSet<String>,
+    actions: Vec<Action>,
+    mode: QuitMode,
+    run_seconds: Option<u64>,
+    has_run: bool,
+    psrun_period: Option<i64>,
+    eventgen_rate: Option<Num>,
+    lathist: bool,
+    nousestats: bool,
+}
+
+impl Default for ScriptState {
+    fn default() -> ScriptState {
+        ScriptState {
+            defined: HashSet::new(),
+            actions: Vec::new(),
+            mode: QuitMode::Timeout,
+            run_seconds: None,
+            has_run: false,
+            psrun_period: None,
+            eventgen_rate: None,
+            lathist: false,
+            nousestats: false,
+        }
+    }
 }
 
 /// Edit distance, for "did you mean" suggestions.
@@ -391,10 +213,412 @@ fn suggest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Opt
         .map(|(_, c)| c)
 }
 
+/// The attributes of `randvar(...)` as written (Filebench's defaults: gamma, shape 1.5).
+struct RandvarAttrs {
+    kind: String,
+    min: f64,
+    min_given: bool,
+    mean: Option<f64>,
+    /// The gamma shape written x1000.
+    gamma: f64,
+    round: Option<f64>,
+    seed: Option<u64>,
+    /// False when an attribute was wrong (reported); the randvar is then not made.
+    ok: bool,
+}
+
+/// The attributes of `define file`.
+const FILE_ATTRS: &[&str] = &[
+    "name",
+    "path",
+    "size",
+    "filesize",
+    "prealloc",
+    "paralloc",
+    "reuse",
+    "trusttree",
+    "readonly",
+    "writeonly",
+    "cached",
+    "compress",
+    "dedupe",
+    "content",
+];
+
+/// The attributes of `define fileset`.
+const FILESET_ATTRS: &[&str] = &[
+    "name",
+    "path",
+    "entries",
+    "size",
+    "filesize",
+    "dirwidth",
+    "dirgamma",
+    "dirdepthrv",
+    "leafdirs",
+    "prealloc",
+    "paralloc",
+    "reuse",
+    "trusttree",
+    "readonly",
+    "writeonly",
+    "cached",
+    "filesizegamma",
+    "compress",
+    "dedupe",
+    "content",
+];
+
+/// A file (`is_file`) or fileset with every attribute at its default.
+fn blank_fileset(is_file: bool, span: Span) -> Fileset {
+    Fileset {
+        name: String::new(),
+        span,
+        path: String::new(),
+        is_file,
+        entries: if is_file { 1 } else { 0 },
+        leafdirs: 0,
+        dirwidth: if is_file { 10 } else { 0 },
+        dirgamma: 1.5,
+        widthgamma: 1.5,
+        dirdepthrv: None,
+        size: Num::Const(1024),
+        prealloc: 0,
+        paralloc: false,
+        reuse: false,
+        trusttree: false,
+        readonly: false,
+        writeonly: false,
+        content: crate::content::Content::RANDOM,
+    }
+}
+
+/// A flowop of `kind` with every attribute at its default.
+fn blank_flowop(kind: FlowopKind, span: Span) -> Flowop {
+    Flowop {
+        name: String::new(),
+        kind,
+        span,
+        stat: 0,
+        iters: Num::Const(1),
+        fileset: None,
+        fd: None,
+        srcfd: None,
+        opennext: false,
+        indexed: None,
+        iosize: Num::Const(0),
+        workingset: Num::Const(0),
+        random: false,
+        dsync: false,
+        directio: false,
+        noreadahead: false,
+        mmap: false,
+        stride: Num::Const(0),
+        sameoffset: false,
+        verify: false,
+        content: None,
+        value: Num::Const(0),
+        target: None,
+        blocking: false,
+        highwater: Num::Const(1),
+        children: Vec::new(),
+    }
+}
+
+/// The field of a flowop's true-or-false attribute `name`, if it is one.
+fn flowop_flag<'a>(f: &'a mut Flowop, name: &str) -> Option<&'a mut bool> {
+    Some(match name {
+        "opennext" => &mut f.opennext,
+        "random" => &mut f.random,
+        "dsync" => &mut f.dsync,
+        "directio" => &mut f.directio,
+        "noreadahead" => &mut f.noreadahead,
+        "mmap" => &mut f.mmap,
+        "sameoffset" => &mut f.sameoffset,
+        "verify" => &mut f.verify,
+        "blocking" => &mut f.blocking,
+        _ => return None,
+    })
+}
+
+/// The `compress=`, `dedupe=` and `content=` attributes of a fileset or a flowop: `content=`
+/// gives both shares; an explicit `compress=`/`dedupe=` wins, in any order.
+#[derive(Default)]
+struct ContentAttrs {
+    compress: Option<u8>,
+    dedupe: Option<u8>,
+    named: Option<crate::content::Content>,
+}
+
+impl ContentAttrs {
+    fn read(&mut self, b: &mut Builder, a: &Attr) {
+        match a.name.as_str() {
+            "compress" => self.compress = b.percent_attr(a),
+            "dedupe" => self.dedupe = b.percent_attr(a),
+            "content" => self.named = b.content_attr(a),
+            _ => unreachable!("only content attributes are read here"),
+        }
+    }
+
+    fn given(&self) -> bool {
+        self.compress.is_some() || self.dedupe.is_some() || self.named.is_some()
+    }
+
+    fn resolve(&self) -> crate::content::Content {
+        let base = self.named.unwrap_or(crate::content::Content::RANDOM);
+        crate::content::Content {
+            compress: self.compress.unwrap_or(base.compress),
+            dedupe: self.dedupe.unwrap_or(base.dedupe),
+        }
+    }
+}
+
 /// Variables in scope while resolving one flowop: a composite's locals, then the globals.
 type Locals = HashMap<String, (Val, Span)>;
 
 impl Builder {
+    fn new(src: &Arc<SourceFile>, overrides: &Overrides) -> Builder {
+        let mut b = Builder {
+            src: src.clone(),
+            vars: BTreeMap::new(),
+            overridden: HashSet::new(),
+            randvars: Vec::new(),
+            errors: Collected::default(),
+            warnings: Collected::default(),
+            fileset_decls: Vec::new(),
+            process_decls: Vec::new(),
+            composites: HashMap::new(),
+            stat_names: Vec::new(),
+            stat_index: HashMap::new(),
+            expanded: 0,
+            prefix: Vec::new(),
+        };
+        for (k, v) in &overrides.0 {
+            b.vars.insert(k.clone(), Val::from_text(v));
+            b.overridden.insert(k.clone());
+        }
+        b
+    }
+
+    /// One command of the script; false when it ends the script (`quit`).
+    fn statement(&mut self, st: &ast::Statement, s: &mut ScriptState) -> bool {
+        let src = self.src.clone();
+        match &st.stmt {
+            Stmt::Set {
+                var,
+                var_span,
+                value,
+            } => {
+                s.defined.insert(var.clone());
+                if !self.overridden.contains(var) {
+                    if let Some(v) = self.set_value(var, *var_span, value) {
+                        self.vars.insert(var.clone(), v);
+                    }
+                }
+            }
+            Stmt::DefineRandvar { attrs, table } => {
+                self.define_randvar(attrs, table.as_deref(), st.span, s)
+            }
+            Stmt::SetModeQuit(m) => {
+                s.mode = match m.as_str() {
+                    "alldone" => QuitMode::AllDone,
+                    "firstdone" => QuitMode::FirstDone,
+                    _ => QuitMode::Timeout,
+                }
+            }
+            Stmt::SetModeNoUseStats => s.nousestats = true,
+            Stmt::DefineFileset { file, attrs } => {
+                self.fileset_decls.push((*file, attrs.clone(), st.span))
+            }
+            Stmt::DefineProcess { attrs, threads } => {
+                self.process_decls
+                    .push((attrs.clone(), threads.clone(), st.span))
+            }
+            Stmt::DefineFlowop {
+                attrs,
+                params,
+                flowops,
+            } => self.define_flowop(attrs, params, flowops, st.span),
+            Stmt::CreateFiles => s.actions.push(Action::CreateFiles),
+            Stmt::Run(v) => {
+                s.has_run = true;
+                if let Some(v) = v {
+                    s.run_seconds = self.positive_int(v, "the run time").map(|x| x as u64);
+                }
+                s.actions.push(Action::Run);
+            }
+            Stmt::Psrun { period, runtime } => self.psrun(period, runtime, s),
+            Stmt::Eventgen(attrs) => {
+                for a in attrs {
+                    if a.name == "rate" {
+                        s.eventgen_rate = self.num_attr(a, false);
+                    } else {
+                        self.errors
+                            .push(self.unknown_attr(a, "eventgen", &["rate"]));
+                    }
+                }
+            }
+            Stmt::Echo(text) => {
+                if !text.is_empty() {
+                    s.actions.push(Action::Echo(self.interpolate(text)))
+                }
+            }
+            Stmt::System(text) => s.actions.push(Action::System(self.interpolate(text))),
+            Stmt::Sleep(v) => {
+                if let Some(secs) = self.int_value(v) {
+                    if secs < 0 {
+                        self.errors.push(Diagnostic::error(
+                            &src,
+                            v.span,
+                            "sleep takes a non-negative number of seconds",
+                        ));
+                    } else {
+                        s.actions.push(Action::Sleep(secs as u64));
+                    }
+                }
+            }
+            Stmt::List(w) => s.actions.push(match w.as_deref() {
+                Some("flowop") | Some("flowops") => Action::ListFlowops,
+                _ => Action::ListFilesets,
+            }),
+            Stmt::Debug(_) => {}
+            Stmt::Version => s.actions.push(Action::Version),
+            Stmt::Quit => return false,
+            Stmt::EnableLathist => s.lathist = true,
+            Stmt::EnableMulti(_) | Stmt::DoMultiSync(_) => self.errors.push(
+                Diagnostic::error(&src, st.span, "multi-client runs are not supported yet")
+                    .with_help("remove `enable multi`/`domultisync` to run on this machine alone"),
+            ),
+        }
+        true
+    }
+
+    /// Legacy `define randvar name=$v, ...`: the same as `set $v = randvar(...)`.
+    fn define_randvar(
+        &mut self,
+        attrs: &[Attr],
+        table: Option<&[ast::TableRow]>,
+        span: Span,
+        s: &mut ScriptState,
+    ) {
+        let name_attr = attrs.iter().find(|a| a.name == "name");
+        match name_attr.and_then(|a| a.value.as_ref()) {
+            Some(ValueNode {
+                value: Value::Var(v),
+                ..
+            }) => {
+                s.defined.insert(v.clone());
+                let rest: Vec<Attr> = attrs.iter().filter(|a| a.name != "name").cloned().collect();
+                if !self.overridden.contains(v) {
+                    if let Some(i) = self.randvar(v, &rest, table, span) {
+                        self.vars.insert(v.clone(), Val::Rand(i));
+                    }
+                }
+                self.warnings.push(
+                    Diagnostic::warning(&self.src, span, "`define randvar` is legacy syntax")
+                        .with_help(format!("write `set ${v} = randvar(...)`")),
+                );
+            }
+            _ => self.errors.push(
+                Diagnostic::error(&self.src, span, "`define randvar` needs `name=$variable`")
+                    .with_help("better: `set $name = randvar(type=..., ...)`"),
+            ),
+        }
+    }
+
+    /// `define flowop name=...`: a composite flowop, expanded where it is used.
+    fn define_flowop(
+        &mut self,
+        attrs: &[Attr],
+        params: &[LocalVar],
+        flowops: &[FlowopDecl],
+        span: Span,
+    ) {
+        let name = attrs.iter().find(|a| a.name == "name");
+        let Some(nm) = name.and_then(|a| self.attr_str(a)) else {
+            self.errors.push(Diagnostic::error(
+                &self.src,
+                span,
+                "a composite flowop needs `name=...`",
+            ));
+            return;
+        };
+        for a in attrs {
+            if a.name != "name" && a.name != "iters" {
+                self.errors.push(self.unknown_attr(
+                    a,
+                    "a composite flowop definition",
+                    &["name", "iters"],
+                ));
+            }
+        }
+        if FlowopKind::from_name(&nm).is_some() {
+            self.errors.push(Diagnostic::error(
+                &self.src,
+                name.unwrap().span(),
+                format!("`{nm}` is a built-in flowop type; choose another name"),
+            ));
+        }
+        self.composites
+            .insert(nm, (params.to_vec(), flowops.to_vec(), span));
+    }
+
+    /// `psrun [-period] [runtime]`: a run that samples every `period` seconds (10 by default).
+    fn psrun(
+        &mut self,
+        period: &Option<ValueNode>,
+        runtime: &Option<ValueNode>,
+        s: &mut ScriptState,
+    ) {
+        s.has_run = true;
+        if let Some(p) = period {
+            s.psrun_period = self.int_value(p).filter(|p| *p != 0);
+            if s.psrun_period.is_none() {
+                self.err(p.span, "psrun period must be a non-zero number of seconds");
+            }
+        } else {
+            s.psrun_period = Some(10);
+        }
+        if let Some(r) = runtime {
+            s.run_seconds = self.positive_int(r, "the run time").map(|x| x as u64);
+        }
+        s.actions.push(Action::Run);
+    }
+
+    /// Every `-s name=value` must name a variable the script defines.
+    fn check_overrides(&mut self, overrides: &Overrides, defined: &HashSet<String>) {
+        for (k, _) in &overrides.0 {
+            if defined.contains(k) {
+                continue;
+            }
+            let mut names: Vec<&str> = defined.iter().map(|s| s.as_str()).collect();
+            names.sort();
+            // Located on the command line, not in the workload.
+            let cmdline = SourceFile::new("<command line>", format!("-s {k}=..."));
+            self.errors.push(
+                Diagnostic::error(
+                    &cmdline,
+                    Span::new(3, 3 + k.len()),
+                    format!(
+                        "-s {k}: the workload {} has no variable `${k}`",
+                        self.src.name
+                    ),
+                )
+                .with_help(format!(
+                    "{}its variables: {}",
+                    suggest(k, names.iter().copied())
+                        .map(|n| format!("did you mean `{n}`? "))
+                        .unwrap_or_default(),
+                    names
+                        .iter()
+                        .map(|n| format!("${n}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )),
+            );
+        }
+    }
+
     /// One warning for every `useism`, at the first, naming the lines of the others.
     fn warn_useism(&mut self, span: Span) {
         let line = self.src.line_col(span.start).0;
@@ -573,10 +797,88 @@ impl Builder {
         table: Option<&[ast::TableRow]>,
         span: Span,
     ) -> Option<usize> {
-        let mut kind = "gamma".to_string();
-        let (mut min, mut mean, mut gamma, mut round, mut seed) = (0.0, None, 1500.0, None, None);
-        let mut min_given = false;
-        let mut ok = true;
+        let r = self.randvar_attrs(attrs)?;
+        let dist = match r.kind.as_str() {
+            "tabular" => {
+                let Some(rows) = table else {
+                    self.errors.push(Diagnostic::error(
+                        &self.src,
+                        span,
+                        "a tabular randvar needs `randtable={{percent, min, max}, ...}`",
+                    ));
+                    return None;
+                };
+                Dist::Tabular {
+                    rows: self.randtable(rows)?,
+                    min: r.min_given.then_some(r.min),
+                }
+            }
+            _ if table.is_some() => {
+                self.err(span, "`randtable` belongs to `type=tabular`");
+                return None;
+            }
+            "uniform" => Dist::Uniform {
+                min: r.min,
+                mean: r.mean.unwrap_or(r.min),
+            },
+            _ => {
+                // Without `mean`, Filebench takes the shape itself as the mean.
+                let mean = r.mean.unwrap_or(r.gamma / 1000.0);
+                if r.gamma <= 0.0 {
+                    self.err(
+                        span,
+                        "gamma must be positive (written x1000: 1500 means 1.5)",
+                    );
+                    return None;
+                }
+                if mean < r.min {
+                    self.err(span, "the mean must not be below min");
+                    return None;
+                }
+                Dist::Gamma {
+                    min: r.min,
+                    mean,
+                    shape: r.gamma / 1000.0,
+                }
+            }
+        };
+        if !r.ok {
+            return None;
+        }
+        if let Err(e) = dist.validate() {
+            self.errors.push(Diagnostic::error(
+                &self.src,
+                span,
+                format!("randvar `${var}`: {e}"),
+            ));
+            return None;
+        }
+        let rv = RandVar {
+            dist,
+            min: None,
+            max: None,
+            round: r.round,
+        };
+        self.randvars.push(RandVarDef {
+            name: var.to_string(),
+            rv,
+            seed: r.seed,
+        });
+        Some(self.randvars.len() - 1)
+    }
+
+    /// The attributes of `randvar(...)`; None at the first number that cannot be read.
+    fn randvar_attrs(&mut self, attrs: &[Attr]) -> Option<RandvarAttrs> {
+        let mut r = RandvarAttrs {
+            kind: "gamma".to_string(),
+            min: 0.0,
+            min_given: false,
+            mean: None,
+            gamma: 1500.0,
+            round: None,
+            seed: None,
+            ok: true,
+        };
         for a in attrs {
             match a.name.as_str() {
                 "type" => match a
@@ -589,25 +891,25 @@ impl Builder {
                         span,
                     }) => {
                         if matches!(s.as_str(), "uniform" | "gamma" | "tabular") {
-                            kind = s
+                            r.kind = s
                         } else {
                             self.errors.push(Diagnostic::error(&self.src, span, format!("unknown randvar type `{s}`")).with_help("randvar types are uniform, gamma and tabular; for other distributions use cvar(type=...)"));
-                            ok = false;
+                            r.ok = false;
                         }
                     }
                     _ => {
                         self.err(a.span(), "`type` needs uniform, gamma or tabular");
-                        ok = false
+                        r.ok = false
                     }
                 },
                 "min" => {
-                    min = self.number_f64(a)?;
-                    min_given = true;
+                    r.min = self.number_f64(a)?;
+                    r.min_given = true;
                 }
-                "mean" => mean = Some(self.number_f64(a)?),
-                "gamma" => gamma = self.number_f64(a)?,
-                "round" => round = Some(self.number_f64(a)?),
-                "seed" => seed = Some(self.number_f64(a)? as u64),
+                "mean" => r.mean = Some(self.number_f64(a)?),
+                "gamma" => r.gamma = self.number_f64(a)?,
+                "round" => r.round = Some(self.number_f64(a)?),
+                "seed" => r.seed = Some(self.number_f64(a)? as u64),
                 "randsrc" | "name" => {}
                 _ => {
                     let d = self.unknown_attr(
@@ -625,100 +927,39 @@ impl Builder {
                         ],
                     );
                     self.errors.push(d);
-                    ok = false;
+                    r.ok = false;
                 }
             }
         }
-        let dist = match kind.as_str() {
-            "tabular" => {
-                let Some(rows) = table else {
-                    self.errors.push(Diagnostic::error(
-                        &self.src,
-                        span,
-                        "a tabular randvar needs `randtable={{percent, min, max}, ...}`",
-                    ));
-                    return None;
-                };
-                let mut out = Vec::new();
-                for r in rows {
-                    let pct = self.int_value(&r.pct)?;
-                    let lo = self.int_value(&r.lo)?;
-                    let hi = self.int_value(&r.hi)?;
-                    if hi < lo || pct < 0 {
-                        self.err(r.span, "a randtable row is {percent >= 0, min, max >= min}");
-                        return None;
-                    }
-                    out.push(TableRow {
-                        pct: pct as f64,
-                        lo: lo as f64,
-                        hi: hi as f64,
-                    });
-                }
-                let total: f64 = out.iter().map(|r| r.pct).sum();
-                if (total - 100.0).abs() > 0.5 {
-                    self.err(
-                        rows[0].span,
-                        format!("the randtable's percentages add up to {total}, not 100"),
-                    );
-                    return None;
-                }
-                Dist::Tabular {
-                    rows: out,
-                    min: min_given.then_some(min),
-                }
-            }
-            _ if table.is_some() => {
-                self.err(span, "`randtable` belongs to `type=tabular`");
+        Some(r)
+    }
+
+    /// The rows of a `randtable`, whose percentages add up to 100.
+    fn randtable(&mut self, rows: &[ast::TableRow]) -> Option<Vec<TableRow>> {
+        let mut out = Vec::new();
+        for r in rows {
+            let pct = self.int_value(&r.pct)?;
+            let lo = self.int_value(&r.lo)?;
+            let hi = self.int_value(&r.hi)?;
+            if hi < lo || pct < 0 {
+                self.err(r.span, "a randtable row is {percent >= 0, min, max >= min}");
                 return None;
             }
-            "uniform" => Dist::Uniform {
-                min,
-                mean: mean.unwrap_or(min),
-            },
-            _ => {
-                // Without `mean`, Filebench takes the shape itself as the mean.
-                let mean = mean.unwrap_or(gamma / 1000.0);
-                if gamma <= 0.0 {
-                    self.err(
-                        span,
-                        "gamma must be positive (written x1000: 1500 means 1.5)",
-                    );
-                    return None;
-                }
-                if mean < min {
-                    self.err(span, "the mean must not be below min");
-                    return None;
-                }
-                Dist::Gamma {
-                    min,
-                    mean,
-                    shape: gamma / 1000.0,
-                }
-            }
-        };
-        if !ok {
+            out.push(TableRow {
+                pct: pct as f64,
+                lo: lo as f64,
+                hi: hi as f64,
+            });
+        }
+        let total: f64 = out.iter().map(|r| r.pct).sum();
+        if (total - 100.0).abs() > 0.5 {
+            self.err(
+                rows[0].span,
+                format!("the randtable's percentages add up to {total}, not 100"),
+            );
             return None;
         }
-        if let Err(e) = dist.validate() {
-            self.errors.push(Diagnostic::error(
-                &self.src,
-                span,
-                format!("randvar `${var}`: {e}"),
-            ));
-            return None;
-        }
-        let rv = RandVar {
-            dist,
-            min: None,
-            max: None,
-            round,
-        };
-        self.randvars.push(RandVarDef {
-            name: var.to_string(),
-            rv,
-            seed,
-        });
-        Some(self.randvars.len() - 1)
+        Some(out)
     }
 
     fn cvar(&mut self, var: &str, attrs: &[Attr], span: Span) -> Option<usize> {
@@ -957,193 +1198,8 @@ impl Builder {
             } else {
                 "define fileset"
             };
-            let allowed: &[&str] = if is_file {
-                &[
-                    "name",
-                    "path",
-                    "size",
-                    "filesize",
-                    "prealloc",
-                    "paralloc",
-                    "reuse",
-                    "trusttree",
-                    "readonly",
-                    "writeonly",
-                    "cached",
-                    "compress",
-                    "dedupe",
-                    "content",
-                ]
-            } else {
-                &[
-                    "name",
-                    "path",
-                    "entries",
-                    "size",
-                    "filesize",
-                    "dirwidth",
-                    "dirgamma",
-                    "dirdepthrv",
-                    "leafdirs",
-                    "prealloc",
-                    "paralloc",
-                    "reuse",
-                    "trusttree",
-                    "readonly",
-                    "writeonly",
-                    "cached",
-                    "filesizegamma",
-                    "compress",
-                    "dedupe",
-                    "content",
-                ]
-            };
-            let mut fs = Fileset {
-                name: String::new(),
-                span,
-                path: String::new(),
-                is_file,
-                entries: if is_file { 1 } else { 0 },
-                leafdirs: 0,
-                dirwidth: if is_file { 10 } else { 0 },
-                dirgamma: 1.5,
-                widthgamma: 1.5,
-                dirdepthrv: None,
-                size: Num::Const(1024),
-                prealloc: 0,
-                paralloc: false,
-                reuse: false,
-                trusttree: false,
-                readonly: false,
-                writeonly: false,
-                content: crate::content::Content::RANDOM,
-            };
-            let (mut compress, mut dedupe, mut named) = (None, None, None);
-            let mut sizegamma = None;
-            let mut dirwidth_given = is_file;
-            for a in &attrs {
-                let n = a.name.as_str();
-                if !allowed.contains(&n) {
-                    let d = self.unknown_attr(a, what, allowed);
-                    self.errors.push(d);
-                    continue;
-                }
-                match n {
-                    "name" => fs.name = self.attr_str(a).unwrap_or_default(),
-                    "path" => fs.path = self.attr_str(a).unwrap_or_default(),
-                    "entries" => fs.entries = self.const_attr(a, 0).unwrap_or(0) as u64,
-                    "leafdirs" => fs.leafdirs = self.const_attr(a, 0).unwrap_or(0) as u64,
-                    "dirwidth" => {
-                        dirwidth_given = true;
-                        fs.dirwidth = self.const_attr(a, 0).unwrap_or(0) as u64
-                    }
-                    "dirgamma" => {
-                        fs.dirgamma = self.const_attr(a, 0).unwrap_or(1500) as f64 / 1000.0
-                    }
-                    "dirdepthrv" => match self.num_attr(a, true) {
-                        Some(Num::Rand(i)) => fs.dirdepthrv = Some(i),
-                        Some(Num::Const(_)) => {
-                            self.err(a.span(), "`dirdepthrv` takes a random variable")
-                        }
-                        None => {}
-                    },
-                    "size" | "filesize" => {
-                        if let Some(s) = self.num_attr(a, true) {
-                            if let Num::Const(c) = s {
-                                if c < 0 {
-                                    self.err(a.span(), "a file size cannot be negative");
-                                }
-                            }
-                            fs.size = s;
-                        }
-                    }
-                    "prealloc" => {
-                        fs.prealloc = match &a.value {
-                            None => 100,
-                            Some(_) => match self.attr_val(a, &Locals::new()) {
-                                Some(AVal {
-                                    val: Val::Bool(b), ..
-                                }) => u32::from(b) * 100,
-                                Some(AVal {
-                                    val: Val::Int(i),
-                                    span,
-                                }) => {
-                                    if !(0..=100).contains(&i) {
-                                        self.err(
-                                            span,
-                                            format!("prealloc is a percentage (0-100), found {i}"),
-                                        );
-                                    }
-                                    i.clamp(0, 100) as u32
-                                }
-                                Some(AVal { span, .. }) => {
-                                    self.err(span, "prealloc takes a percentage (0-100)");
-                                    0
-                                }
-                                None => 0,
-                            },
-                        }
-                    }
-                    "paralloc" => fs.paralloc = self.bool_attr(a, &Locals::new()).unwrap_or(false),
-                    "reuse" => fs.reuse = self.bool_attr(a, &Locals::new()).unwrap_or(false),
-                    "trusttree" => {
-                        fs.trusttree = self.bool_attr(a, &Locals::new()).unwrap_or(false)
-                    }
-                    "readonly" => fs.readonly = self.bool_attr(a, &Locals::new()).unwrap_or(false),
-                    "writeonly" => {
-                        fs.writeonly = self.bool_attr(a, &Locals::new()).unwrap_or(false)
-                    }
-                    "cached" => self.warnings.push(
-                        Diagnostic::warning(
-                            &self.src,
-                            a.span(),
-                            "`cached` is legacy syntax and is ignored",
-                        )
-                        .with_help(
-                            "use `fsbench run --cold` to start each run with a cold page cache",
-                        ),
-                    ),
-                    "filesizegamma" => sizegamma = self.const_attr(a, 0).map(|g| (g, a.span())),
-                    "compress" => compress = self.percent_attr(a),
-                    "dedupe" => dedupe = self.percent_attr(a),
-                    "content" => named = self.content_attr(a),
-                    _ => unreachable!("attribute list checked above"),
-                }
-            }
-            // `content=` gives both shares; an explicit `compress=`/`dedupe=` wins, in any order.
-            let base = named.unwrap_or(crate::content::Content::RANDOM);
-            fs.content = crate::content::Content {
-                compress: compress.unwrap_or(base.compress),
-                dedupe: dedupe.unwrap_or(base.dedupe),
-            };
-            if let Some((g, gspan)) = sizegamma {
-                self.warnings.push(
-                    Diagnostic::warning(&self.src, gspan, "`filesizegamma` is legacy syntax")
-                        .with_help(
-                        "write `size=$v` with `set $v = randvar(type=gamma, mean=..., gamma=...)`",
-                    ),
-                );
-                fs.widthgamma = g as f64 / 1000.0;
-                if g > 0 {
-                    if let Num::Const(mean) = fs.size {
-                        self.randvars.push(RandVarDef {
-                            name: format!("{}.size", fs.name),
-                            rv: RandVar {
-                                dist: Dist::Gamma {
-                                    min: 0.0,
-                                    mean: mean as f64,
-                                    shape: g as f64 / 1000.0,
-                                },
-                                min: None,
-                                max: None,
-                                round: None,
-                            },
-                            seed: None,
-                        });
-                        fs.size = Num::Rand(self.randvars.len() - 1);
-                    }
-                }
-            }
+            let mut fs = blank_fileset(is_file, span);
+            let dirwidth_given = self.fileset_attrs(&mut fs, &attrs, what);
             if fs.name.is_empty() {
                 self.errors.push(Diagnostic::error(
                     &self.src,
@@ -1152,74 +1208,217 @@ impl Builder {
                 ));
                 continue;
             }
-            if !fs
-                .name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
-                || fs.name.starts_with('.')
-            {
-                self.errors.push(Diagnostic::error(
-                    &self.src,
-                    span,
-                    format!(
-                        "fileset name `{}` must be a plain file name (letters, digits, . _ -)",
-                        fs.name
-                    ),
-                ));
-            }
-            if fs.path.is_empty() {
-                self.errors.push(
-                    Diagnostic::error(&self.src, span, format!("`{what}` needs `path=...`"))
-                        .with_help(
-                        "usually `path=$dir`; fsbench places every fileset in its run directory",
-                    ),
-                );
-            }
-            if !dirwidth_given {
-                self.errors.push(
-                    Diagnostic::error(
-                        &self.src,
-                        span,
-                        format!("fileset `{}` needs `dirwidth=`", fs.name),
-                    )
-                    .with_help("the mean number of entries per directory, e.g. dirwidth=20"),
-                );
-            } else if fs.dirwidth == 1 && fs.entries + fs.leafdirs > 1 {
-                self.errors.push(
-                    Diagnostic::error(
-                        &self.src,
-                        span,
-                        format!("fileset `{}`: dirwidth=1 makes an endless tree", fs.name),
-                    )
-                    .with_help("use dirwidth >= 2"),
-                );
-            } else if fs.dirwidth == 0 && fs.entries + fs.leafdirs > 0 {
-                self.errors.push(Diagnostic::error(
-                    &self.src,
-                    span,
-                    format!("fileset `{}`: dirwidth must be at least 2", fs.name),
-                ));
-            }
-            if fs.readonly && fs.writeonly {
-                self.errors.push(Diagnostic::error(
-                    &self.src,
-                    span,
-                    format!(
-                        "fileset `{}` cannot be both readonly and writeonly",
-                        fs.name
-                    ),
-                ));
-            }
-            if out.iter().any(|o| o.name == fs.name) {
-                self.errors.push(Diagnostic::error(
-                    &self.src,
-                    span,
-                    format!("a fileset named `{}` is already defined", fs.name),
-                ));
-            }
+            self.check_fileset(&fs, what, dirwidth_given, &out);
             out.push(fs);
         }
         out
+    }
+
+    /// Reads a fileset's attributes into `fs`; true when `dirwidth` was given (or is implied,
+    /// for a single file).
+    fn fileset_attrs(&mut self, fs: &mut Fileset, attrs: &[Attr], what: &str) -> bool {
+        let allowed = if fs.is_file {
+            FILE_ATTRS
+        } else {
+            FILESET_ATTRS
+        };
+        let mut content = ContentAttrs::default();
+        let mut sizegamma = None;
+        let mut dirwidth_given = fs.is_file;
+        for a in attrs {
+            let n = a.name.as_str();
+            if !allowed.contains(&n) {
+                let d = self.unknown_attr(a, what, allowed);
+                self.errors.push(d);
+                continue;
+            }
+            match n {
+                "dirwidth" => {
+                    dirwidth_given = true;
+                    fs.dirwidth = self.const_attr(a, 0).unwrap_or(0) as u64
+                }
+                "filesizegamma" => sizegamma = self.const_attr(a, 0).map(|g| (g, a.span())),
+                "compress" | "dedupe" | "content" => content.read(self, a),
+                _ => self.fileset_attr(fs, a),
+            }
+        }
+        fs.content = content.resolve();
+        if let Some((g, gspan)) = sizegamma {
+            self.legacy_size_gamma(fs, g, gspan);
+        }
+        dirwidth_given
+    }
+
+    /// One attribute of a fileset other than `dirwidth`, `filesizegamma` and its content.
+    fn fileset_attr(&mut self, fs: &mut Fileset, a: &Attr) {
+        match a.name.as_str() {
+            "name" => fs.name = self.attr_str(a).unwrap_or_default(),
+            "path" => fs.path = self.attr_str(a).unwrap_or_default(),
+            "entries" => fs.entries = self.const_attr(a, 0).unwrap_or(0) as u64,
+            "leafdirs" => fs.leafdirs = self.const_attr(a, 0).unwrap_or(0) as u64,
+            "dirgamma" => fs.dirgamma = self.const_attr(a, 0).unwrap_or(1500) as f64 / 1000.0,
+            "dirdepthrv" => match self.num_attr(a, true) {
+                Some(Num::Rand(i)) => fs.dirdepthrv = Some(i),
+                Some(Num::Const(_)) => self.err(a.span(), "`dirdepthrv` takes a random variable"),
+                None => {}
+            },
+            "size" | "filesize" => {
+                if let Some(s) = self.num_attr(a, true) {
+                    if let Num::Const(c) = s {
+                        if c < 0 {
+                            self.err(a.span(), "a file size cannot be negative");
+                        }
+                    }
+                    fs.size = s;
+                }
+            }
+            "prealloc" => fs.prealloc = self.prealloc_attr(a),
+            "paralloc" => fs.paralloc = self.bool_attr(a, &Locals::new()).unwrap_or(false),
+            "reuse" => fs.reuse = self.bool_attr(a, &Locals::new()).unwrap_or(false),
+            "trusttree" => fs.trusttree = self.bool_attr(a, &Locals::new()).unwrap_or(false),
+            "readonly" => fs.readonly = self.bool_attr(a, &Locals::new()).unwrap_or(false),
+            "writeonly" => fs.writeonly = self.bool_attr(a, &Locals::new()).unwrap_or(false),
+            "cached" => self.warnings.push(
+                Diagnostic::warning(
+                    &self.src,
+                    a.span(),
+                    "`cached` is legacy syntax and is ignored",
+                )
+                .with_help("use `fsbench run --cold` to start each run with a cold page cache"),
+            ),
+            _ => unreachable!("attribute list checked above"),
+        }
+    }
+
+    /// `prealloc`: a percentage of the files, or all of them when given alone or as true.
+    fn prealloc_attr(&mut self, a: &Attr) -> u32 {
+        if a.value.is_none() {
+            return 100;
+        }
+        match self.attr_val(a, &Locals::new()) {
+            Some(AVal {
+                val: Val::Bool(b), ..
+            }) => u32::from(b) * 100,
+            Some(AVal {
+                val: Val::Int(i),
+                span,
+            }) => {
+                if !(0..=100).contains(&i) {
+                    self.err(span, format!("prealloc is a percentage (0-100), found {i}"));
+                }
+                i.clamp(0, 100) as u32
+            }
+            Some(AVal { span, .. }) => {
+                self.err(span, "prealloc takes a percentage (0-100)");
+                0
+            }
+            None => 0,
+        }
+    }
+
+    /// Legacy `filesizegamma=g`: a gamma-distributed size around the constant `size`.
+    fn legacy_size_gamma(&mut self, fs: &mut Fileset, g: i64, gspan: Span) {
+        self.warnings.push(
+            Diagnostic::warning(&self.src, gspan, "`filesizegamma` is legacy syntax").with_help(
+                "write `size=$v` with `set $v = randvar(type=gamma, mean=..., gamma=...)`",
+            ),
+        );
+        fs.widthgamma = g as f64 / 1000.0;
+        if g > 0 {
+            if let Num::Const(mean) = fs.size {
+                self.randvars.push(RandVarDef {
+                    name: format!("{}.size", fs.name),
+                    rv: RandVar {
+                        dist: Dist::Gamma {
+                            min: 0.0,
+                            mean: mean as f64,
+                            shape: g as f64 / 1000.0,
+                        },
+                        min: None,
+                        max: None,
+                        round: None,
+                    },
+                    seed: None,
+                });
+                fs.size = Num::Rand(self.randvars.len() - 1);
+            }
+        }
+    }
+
+    /// What a named fileset must satisfy: a plain name, a path, a tree that ends, a
+    /// consistent access mode and a name not used before (in `earlier`).
+    fn check_fileset(
+        &mut self,
+        fs: &Fileset,
+        what: &str,
+        dirwidth_given: bool,
+        earlier: &[Fileset],
+    ) {
+        let span = fs.span;
+        if !fs
+            .name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+            || fs.name.starts_with('.')
+        {
+            self.errors.push(Diagnostic::error(
+                &self.src,
+                span,
+                format!(
+                    "fileset name `{}` must be a plain file name (letters, digits, . _ -)",
+                    fs.name
+                ),
+            ));
+        }
+        if fs.path.is_empty() {
+            self.errors.push(
+                Diagnostic::error(&self.src, span, format!("`{what}` needs `path=...`")).with_help(
+                    "usually `path=$dir`; fsbench places every fileset in its run directory",
+                ),
+            );
+        }
+        if !dirwidth_given {
+            self.errors.push(
+                Diagnostic::error(
+                    &self.src,
+                    span,
+                    format!("fileset `{}` needs `dirwidth=`", fs.name),
+                )
+                .with_help("the mean number of entries per directory, e.g. dirwidth=20"),
+            );
+        } else if fs.dirwidth == 1 && fs.entries + fs.leafdirs > 1 {
+            self.errors.push(
+                Diagnostic::error(
+                    &self.src,
+                    span,
+                    format!("fileset `{}`: dirwidth=1 makes an endless tree", fs.name),
+                )
+                .with_help("use dirwidth >= 2"),
+            );
+        } else if fs.dirwidth == 0 && fs.entries + fs.leafdirs > 0 {
+            self.errors.push(Diagnostic::error(
+                &self.src,
+                span,
+                format!("fileset `{}`: dirwidth must be at least 2", fs.name),
+            ));
+        }
+        if fs.readonly && fs.writeonly {
+            self.errors.push(Diagnostic::error(
+                &self.src,
+                span,
+                format!(
+                    "fileset `{}` cannot be both readonly and writeonly",
+                    fs.name
+                ),
+            ));
+        }
+        if earlier.iter().any(|o| o.name == fs.name) {
+            self.errors.push(Diagnostic::error(
+                &self.src,
+                span,
+                format!("a fileset named `{}` is already defined", fs.name),
+            ));
+        }
     }
 
     fn processes(&mut self, filesets: &[Fileset]) -> Vec<Process> {
@@ -1260,65 +1459,7 @@ impl Builder {
                 ));
             }
             for td in &threads {
-                let mut t = Thread {
-                    name: String::new(),
-                    span: td.span,
-                    instances: 1,
-                    memsize: 0,
-                    useism: false,
-                    ioprio: None,
-                    flowops: Vec::new(),
-                };
-                for a in &td.attrs {
-                    match a.name.as_str() {
-                        "name" => t.name = self.attr_str(a).unwrap_or_default(),
-                        "instances" => t.instances = self.count_attr(a),
-                        "memsize" => t.memsize = self.const_attr(a, 0).unwrap_or(0) as u64,
-                        "useism" => {
-                            t.useism = self.bool_attr(a, &Locals::new()).unwrap_or(false);
-                            if t.useism {
-                                self.warn_useism(a.span());
-                            }
-                        }
-                        "ioprio" => match self.const_attr(a, 0) {
-                            Some(v) if v <= 7 => t.ioprio = Some(v as u32),
-                            Some(8) => {}
-                            Some(v) => self.err(
-                                a.span(),
-                                format!("ioprio is 0 (highest) to 7 (lowest), found {v}"),
-                            ),
-                            None => {}
-                        },
-                        _ => {
-                            let d = self.unknown_attr(
-                                a,
-                                "thread",
-                                &["name", "instances", "memsize", "useism", "ioprio"],
-                            );
-                            self.errors.push(d)
-                        }
-                    }
-                }
-                if t.name.is_empty() {
-                    self.errors.push(Diagnostic::error(
-                        &self.src,
-                        td.span,
-                        "`thread` needs `name=...`",
-                    ));
-                }
-                if td.flowops.is_empty() {
-                    self.errors.push(Diagnostic::error(
-                        &self.src,
-                        td.span,
-                        format!("thread `{}` has no flowops", t.name),
-                    ));
-                }
-                for fd in &td.flowops {
-                    if let Some(f) = self.flowop(fd, filesets, &Locals::new(), 0) {
-                        t.flowops.push(f);
-                    }
-                }
-                self.check_fds(&t);
+                let t = self.thread(td, filesets);
                 p.threads.push(t);
             }
             if out.iter().any(|o| o.name == p.name) {
@@ -1333,6 +1474,70 @@ impl Builder {
         out
     }
 
+    /// One `thread` of a process, with its flowops.
+    fn thread(&mut self, td: &ast::ThreadDecl, filesets: &[Fileset]) -> Thread {
+        let mut t = Thread {
+            name: String::new(),
+            span: td.span,
+            instances: 1,
+            memsize: 0,
+            useism: false,
+            ioprio: None,
+            flowops: Vec::new(),
+        };
+        for a in &td.attrs {
+            match a.name.as_str() {
+                "name" => t.name = self.attr_str(a).unwrap_or_default(),
+                "instances" => t.instances = self.count_attr(a),
+                "memsize" => t.memsize = self.const_attr(a, 0).unwrap_or(0) as u64,
+                "useism" => {
+                    t.useism = self.bool_attr(a, &Locals::new()).unwrap_or(false);
+                    if t.useism {
+                        self.warn_useism(a.span());
+                    }
+                }
+                "ioprio" => match self.const_attr(a, 0) {
+                    Some(v) if v <= 7 => t.ioprio = Some(v as u32),
+                    Some(8) => {}
+                    Some(v) => self.err(
+                        a.span(),
+                        format!("ioprio is 0 (highest) to 7 (lowest), found {v}"),
+                    ),
+                    None => {}
+                },
+                _ => {
+                    let d = self.unknown_attr(
+                        a,
+                        "thread",
+                        &["name", "instances", "memsize", "useism", "ioprio"],
+                    );
+                    self.errors.push(d)
+                }
+            }
+        }
+        if t.name.is_empty() {
+            self.errors.push(Diagnostic::error(
+                &self.src,
+                td.span,
+                "`thread` needs `name=...`",
+            ));
+        }
+        if td.flowops.is_empty() {
+            self.errors.push(Diagnostic::error(
+                &self.src,
+                td.span,
+                format!("thread `{}` has no flowops", t.name),
+            ));
+        }
+        for fd in &td.flowops {
+            if let Some(f) = self.flowop(fd, filesets, &Locals::new(), 0) {
+                t.flowops.push(f);
+            }
+        }
+        self.check_fds(&t);
+        t
+    }
+
     fn stat_id(&mut self, name: &str, kind: FlowopKind) -> usize {
         if let Some(&i) = self.stat_index.get(name) {
             return i;
@@ -1343,16 +1548,11 @@ impl Builder {
         i
     }
 
-    fn flowop(
-        &mut self,
-        d: &FlowopDecl,
-        filesets: &[Fileset],
-        locals: &Locals,
-        depth: usize,
-    ) -> Option<Flowop> {
-        let kind = match FlowopKind::from_name(&d.kind) {
-            Some(k) => k,
-            None if self.composites.contains_key(&d.kind) => FlowopKind::Composite,
+    /// The kind of a flowop declaration: a built-in type or a composite defined earlier.
+    fn flowop_kind(&mut self, d: &FlowopDecl) -> Option<FlowopKind> {
+        match FlowopKind::from_name(&d.kind) {
+            Some(k) => Some(k),
+            None if self.composites.contains_key(&d.kind) => Some(FlowopKind::Composite),
             None => {
                 let mut names: Vec<&str> = FlowopKind::ALL.iter().map(|k| k.name()).collect();
                 let comps: Vec<String> = self.composites.keys().cloned().collect();
@@ -1369,150 +1569,21 @@ impl Builder {
                     ),
                 };
                 self.errors.push(diag);
-                return None;
-            }
-        };
-        let mut f = Flowop {
-            name: String::new(),
-            kind,
-            span: d.span,
-            stat: 0,
-            iters: Num::Const(1),
-            fileset: None,
-            fd: None,
-            srcfd: None,
-            opennext: false,
-            indexed: None,
-            iosize: Num::Const(0),
-            workingset: Num::Const(0),
-            random: false,
-            dsync: false,
-            directio: false,
-            noreadahead: false,
-            mmap: false,
-            stride: Num::Const(0),
-            sameoffset: false,
-            verify: false,
-            content: None,
-            value: Num::Const(0),
-            target: None,
-            blocking: false,
-            highwater: Num::Const(1),
-            children: Vec::new(),
-        };
-        let allowed: Vec<&str> = COMMON_ATTRS.iter().chain(kind.attrs()).copied().collect();
-        let mut bad_fileset = false;
-        let (mut compress, mut dedupe, mut named) = (None, None, None);
-        for a in &d.attrs {
-            let n = a.name.as_str();
-            if !allowed.contains(&n) {
-                let what = format!("flowop `{}`", d.kind);
-                let mut diag = self.unknown_attr(a, &what, &allowed);
-                if all_flowop_attrs().contains(&n) {
-                    diag.message = format!("flowop `{}` does not take `{n}`", d.kind);
-                }
-                self.errors.push(diag);
-                continue;
-            }
-            match n {
-                "name" => f.name = self.attr_str_in(a, locals).unwrap_or_default(),
-                "iters" => {
-                    if let Some(v) = self.num_attr_in(a, true, locals) {
-                        if let Num::Const(c) = v {
-                            if c < 0 {
-                                self.err(a.span(), format!("iters cannot be negative, found {c}"));
-                            }
-                        }
-                        f.iters = v
-                    }
-                }
-                "filesetname" | "filename" => {
-                    if let Some(s) = self.attr_str_in(a, locals) {
-                        match filesets.iter().position(|fs| fs.name == s) {
-                            Some(i) => f.fileset = Some(i),
-                            None => {
-                                let mut diag = Diagnostic::error(
-                                    &self.src,
-                                    a.span(),
-                                    format!("no fileset named `{s}`"),
-                                );
-                                diag = match suggest(&s, filesets.iter().map(|f| f.name.as_str())) {
-                                    Some(c) => diag.with_help(format!("did you mean `{c}`?")),
-                                    None => diag.with_help(format!(
-                                        "defined filesets: {}",
-                                        filesets
-                                            .iter()
-                                            .map(|f| f.name.as_str())
-                                            .collect::<Vec<_>>()
-                                            .join(", ")
-                                    )),
-                                };
-                                self.errors.push(diag);
-                                bad_fileset = true;
-                            }
-                        }
-                    }
-                }
-                "fd" | "srcfd" => {
-                    if let Some(v) = self.num_attr_in(a, false, locals) {
-                        match v {
-                            Num::Const(i) if (0..128).contains(&i) => {
-                                if n == "fd" {
-                                    f.fd = Some(i as usize)
-                                } else {
-                                    f.srcfd = Some(i as usize)
-                                }
-                            }
-                            _ => self.err(
-                                a.span(),
-                                format!("`{n}` is a file descriptor slot from 0 to 127"),
-                            ),
-                        }
-                    }
-                }
-                "opennext" => f.opennext = self.bool_attr(a, locals).unwrap_or(false),
-                "indexed" => f.indexed = self.num_attr_in(a, true, locals),
-                "iosize" => {
-                    if let Some(v) = self.num_attr_in(a, true, locals) {
-                        if let Num::Const(c) = v {
-                            if c < 0 {
-                                self.err(a.span(), "iosize cannot be negative");
-                            }
-                        }
-                        f.iosize = v
-                    }
-                }
-                "workingset" => {
-                    f.workingset = self.num_attr_in(a, true, locals).unwrap_or(Num::Const(0))
-                }
-                "random" => f.random = self.bool_attr(a, locals).unwrap_or(false),
-                "dsync" => f.dsync = self.bool_attr(a, locals).unwrap_or(false),
-                "directio" => f.directio = self.bool_attr(a, locals).unwrap_or(false),
-                "noreadahead" => f.noreadahead = self.bool_attr(a, locals).unwrap_or(false),
-                "mmap" => f.mmap = self.bool_attr(a, locals).unwrap_or(false),
-                "stride" => f.stride = self.num_attr_in(a, true, locals).unwrap_or(Num::Const(0)),
-                "sameoffset" => f.sameoffset = self.bool_attr(a, locals).unwrap_or(false),
-                "verify" => f.verify = self.bool_attr(a, locals).unwrap_or(false),
-                "compress" => compress = self.percent_attr(a),
-                "dedupe" => dedupe = self.percent_attr(a),
-                "content" => named = self.content_attr(a),
-                "value" => f.value = self.num_attr_in(a, true, locals).unwrap_or(Num::Const(0)),
-                "highwater" => {
-                    f.highwater = self.num_attr_in(a, false, locals).unwrap_or(Num::Const(1))
-                }
-                "blocking" => f.blocking = self.bool_attr(a, locals).unwrap_or(false),
-                "target" => f.target = self.attr_str_in(a, locals),
-                _ => unreachable!("attribute checked against the flowop's list"),
+                None
             }
         }
-        if compress.is_some() || dedupe.is_some() || named.is_some() {
-            // As on filesets: `content=` gives both shares, `compress=`/`dedupe=` win.
-            let base = named.unwrap_or(crate::content::Content::RANDOM);
-            f.content = Some(crate::content::Content {
-                compress: compress.unwrap_or(base.compress),
-                dedupe: dedupe.unwrap_or(base.dedupe),
-            });
-        }
+    }
+
+    fn flowop(
+        &mut self,
+        d: &FlowopDecl,
+        filesets: &[Fileset],
+        locals: &Locals,
+        depth: usize,
+    ) -> Option<Flowop> {
+        let kind = self.flowop_kind(d)?;
+        let mut f = blank_flowop(kind, d.span);
+        let bad_fileset = self.flowop_attrs(d, &mut f, filesets, locals);
         if f.name.is_empty() {
             self.errors.push(Diagnostic::error(
                 &self.src,
@@ -1525,8 +1596,153 @@ impl Builder {
             // Reported above; checks that depend on the fileset would only add noise.
             return None;
         }
-        // Requirements that the attribute list alone cannot express.
+        self.check_flowop_needs(d, &f);
+        self.check_flowop_io(d, &f, filesets);
+        if kind == FlowopKind::Composite {
+            self.expand_composite(d, &mut f, filesets, locals, depth)?;
+        } else if !d.locals.is_empty() {
+            self.err(
+                d.locals[0].span,
+                format!("built-in flowop `{}` takes no `$local` variables", d.kind),
+            );
+        }
+        let reported = if self.prefix.is_empty() {
+            f.name.clone()
+        } else {
+            format!("{}.{}", self.prefix.join("."), f.name)
+        };
+        f.stat = self.stat_id(&reported, kind);
+        self.expanded += 1;
+        Some(f)
+    }
+
+    /// Reads a flowop's attributes into `f`; true when it names a fileset that does not exist.
+    fn flowop_attrs(
+        &mut self,
+        d: &FlowopDecl,
+        f: &mut Flowop,
+        filesets: &[Fileset],
+        locals: &Locals,
+    ) -> bool {
+        let allowed: Vec<&str> = COMMON_ATTRS.iter().chain(f.kind.attrs()).copied().collect();
+        let mut bad_fileset = false;
+        let mut content = ContentAttrs::default();
+        for a in &d.attrs {
+            let n = a.name.as_str();
+            if !allowed.contains(&n) {
+                let what = format!("flowop `{}`", d.kind);
+                let mut diag = self.unknown_attr(a, &what, &allowed);
+                if all_flowop_attrs().contains(&n) {
+                    diag.message = format!("flowop `{}` does not take `{n}`", d.kind);
+                }
+                self.errors.push(diag);
+                continue;
+            }
+            match n {
+                "filesetname" | "filename" => {
+                    if let Some(s) = self.attr_str_in(a, locals) {
+                        match self.fileset_index(&s, a, filesets) {
+                            Some(i) => f.fileset = Some(i),
+                            None => bad_fileset = true,
+                        }
+                    }
+                }
+                "compress" | "dedupe" | "content" => content.read(self, a),
+                _ => self.flowop_attr(a, f, locals),
+            }
+        }
+        if content.given() {
+            // As on filesets: `content=` gives both shares, `compress=`/`dedupe=` win.
+            f.content = Some(content.resolve());
+        }
+        bad_fileset
+    }
+
+    /// The position of fileset `name`, or an error (with a suggestion) at `a`.
+    fn fileset_index(&mut self, name: &str, a: &Attr, filesets: &[Fileset]) -> Option<usize> {
+        if let Some(i) = filesets.iter().position(|fs| fs.name == name) {
+            return Some(i);
+        }
+        let mut diag = Diagnostic::error(&self.src, a.span(), format!("no fileset named `{name}`"));
+        diag = match suggest(name, filesets.iter().map(|f| f.name.as_str())) {
+            Some(c) => diag.with_help(format!("did you mean `{c}`?")),
+            None => diag.with_help(format!(
+                "defined filesets: {}",
+                filesets
+                    .iter()
+                    .map(|f| f.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        };
+        self.errors.push(diag);
+        None
+    }
+
+    /// One attribute of a flowop other than its fileset and its content.
+    fn flowop_attr(&mut self, a: &Attr, f: &mut Flowop, locals: &Locals) {
+        let n = a.name.as_str();
+        if let Some(flag) = flowop_flag(f, n) {
+            *flag = self.bool_attr(a, locals).unwrap_or(false);
+            return;
+        }
+        match n {
+            "name" => f.name = self.attr_str_in(a, locals).unwrap_or_default(),
+            "iters" => {
+                if let Some(v) = self.num_attr_in(a, true, locals) {
+                    if let Num::Const(c) = v {
+                        if c < 0 {
+                            self.err(a.span(), format!("iters cannot be negative, found {c}"));
+                        }
+                    }
+                    f.iters = v
+                }
+            }
+            "fd" | "srcfd" => {
+                if let Some(v) = self.num_attr_in(a, false, locals) {
+                    match v {
+                        Num::Const(i) if (0..128).contains(&i) => {
+                            if n == "fd" {
+                                f.fd = Some(i as usize)
+                            } else {
+                                f.srcfd = Some(i as usize)
+                            }
+                        }
+                        _ => self.err(
+                            a.span(),
+                            format!("`{n}` is a file descriptor slot from 0 to 127"),
+                        ),
+                    }
+                }
+            }
+            "indexed" => f.indexed = self.num_attr_in(a, true, locals),
+            "iosize" => {
+                if let Some(v) = self.num_attr_in(a, true, locals) {
+                    if let Num::Const(c) = v {
+                        if c < 0 {
+                            self.err(a.span(), "iosize cannot be negative");
+                        }
+                    }
+                    f.iosize = v
+                }
+            }
+            "workingset" => {
+                f.workingset = self.num_attr_in(a, true, locals).unwrap_or(Num::Const(0))
+            }
+            "stride" => f.stride = self.num_attr_in(a, true, locals).unwrap_or(Num::Const(0)),
+            "value" => f.value = self.num_attr_in(a, true, locals).unwrap_or(Num::Const(0)),
+            "highwater" => {
+                f.highwater = self.num_attr_in(a, false, locals).unwrap_or(Num::Const(1))
+            }
+            "target" => f.target = self.attr_str_in(a, locals),
+            _ => unreachable!("attribute checked against the flowop's list"),
+        }
+    }
+
+    /// Requirements of a flowop's kind that the attribute list alone cannot express.
+    fn check_flowop_needs(&mut self, d: &FlowopDecl, f: &Flowop) {
         use FlowopKind::*;
+        let kind = f.kind;
         let named_fileset = d
             .attrs
             .iter()
@@ -1580,6 +1796,11 @@ impl Builder {
             }
             _ => {}
         }
+    }
+
+    /// Combinations of I/O modes that cannot work: `directio` sizes, `opennext` slots,
+    /// `mmap` with `directio`.
+    fn check_flowop_io(&mut self, d: &FlowopDecl, f: &Flowop, filesets: &[Fileset]) {
         if let (true, Num::Const(n)) = (f.directio, f.iosize) {
             if n > 0 && n & 511 != 0 {
                 self.err(
@@ -1616,7 +1837,7 @@ impl Builder {
                 }
             }
         }
-        if f.directio && kind == AppendFileRand {
+        if f.directio && f.kind == FlowopKind::AppendFileRand {
             self.err(
                 d.span,
                 format!("flowop `{}`: appendfilerand writes random sizes at the file's end, which O_DIRECT refuses; drop `directio`", f.name),
@@ -1631,99 +1852,111 @@ impl Builder {
                 ),
             );
         }
-        if kind == Composite {
-            if depth > MAX_NESTING {
-                // Caught at the outermost call by `too_deep`; kept so expansion can never
-                // recurse without end.
-                self.err(
-                    d.span,
-                    format!(
-                        "composite flowop `{}` nests more than {MAX_NESTING} levels (does it call itself?)",
-                        d.kind
-                    ),
-                );
-                return None;
-            }
-            if depth == 0 && self.too_deep(&d.kind, &mut HashMap::new(), &mut Vec::new()) {
-                // Said once, at the call, before anything is expanded: found at every
-                // innermost call instead, it was said 2^17 times for 17 levels of two calls.
-                self.err(
-                    d.span,
-                    format!(
-                        "composite flowop `{}` nests composite flowops more than {MAX_NESTING} levels deep (does one call itself?)",
-                        d.kind
-                    ),
-                );
-                return None;
-            }
-            if depth == 0 {
-                // Count what the whole call will expand to before expanding any of it: a few
-                // lines of nested composites can describe billions of flowops.
-                let n = self.expansion_size(&d.kind, &mut HashMap::new(), 0);
-                if self.expanded.saturating_add(n) > MAX_EXPANDED {
-                    self.err(
-                        d.span,
-                        format!(
-                            "composite flowop `{}` expands to {n} flowops ({} already in the workload); at most {MAX_EXPANDED} are allowed",
-                            d.kind, self.expanded
-                        ),
-                    );
-                    return None;
-                }
-            }
-            let (params, body, _) = self.composites.get(&d.kind).cloned().unwrap();
-            let mut inner = Locals::new();
-            for lv in &d.locals {
-                if !params.iter().any(|p| p.name == lv.name) {
-                    self.errors.push(
-                        Diagnostic::error(
-                            &self.src,
-                            lv.span,
-                            format!(
-                                "composite flowop `{}` has no parameter `${}`",
-                                d.kind, lv.name
-                            ),
-                        )
-                        .with_help(format!(
-                            "its parameters: {}",
-                            params
-                                .iter()
-                                .map(|p| format!("${}", p.name))
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        )),
-                    );
-                    continue;
-                }
-                let Some(v) = &lv.value else {
-                    self.err(lv.span, format!("pass a value: `${}=...`", lv.name));
-                    continue;
-                };
-                if let Some(av) = self.resolve(v, locals) {
-                    inner.insert(lv.name.clone(), (av.val, lv.span));
-                }
-            }
-            self.prefix.push(f.name.clone());
-            for b in &body {
-                if let Some(c) = self.flowop(b, filesets, &inner, depth + 1) {
-                    f.children.push(c);
-                }
-            }
-            self.prefix.pop();
-        } else if !d.locals.is_empty() {
-            self.err(
-                d.locals[0].span,
-                format!("built-in flowop `{}` takes no `$local` variables", d.kind),
-            );
+    }
+
+    /// Expands a composite call into `f.children`; None when it nests or expands too far.
+    fn expand_composite(
+        &mut self,
+        d: &FlowopDecl,
+        f: &mut Flowop,
+        filesets: &[Fileset],
+        locals: &Locals,
+        depth: usize,
+    ) -> Option<()> {
+        if !self.composite_fits(d, depth) {
+            return None;
         }
-        let reported = if self.prefix.is_empty() {
-            f.name.clone()
-        } else {
-            format!("{}.{}", self.prefix.join("."), f.name)
-        };
-        f.stat = self.stat_id(&reported, kind);
-        self.expanded += 1;
-        Some(f)
+        let (params, body, _) = self.composites.get(&d.kind).cloned().unwrap();
+        let inner = self.composite_locals(d, &params, locals);
+        self.prefix.push(f.name.clone());
+        for b in &body {
+            if let Some(c) = self.flowop(b, filesets, &inner, depth + 1) {
+                f.children.push(c);
+            }
+        }
+        self.prefix.pop();
+        Some(())
+    }
+
+    /// Whether a composite call stays within [`MAX_NESTING`] and [`MAX_EXPANDED`]; the
+    /// error when it does not.
+    fn composite_fits(&mut self, d: &FlowopDecl, depth: usize) -> bool {
+        if depth > MAX_NESTING {
+            // Caught at the outermost call by `too_deep`; kept so expansion can never
+            // recurse without end.
+            self.err(
+                d.span,
+                format!(
+                    "composite flowop `{}` nests more than {MAX_NESTING} levels (does it call itself?)",
+                    d.kind
+                ),
+            );
+            return false;
+        }
+        if depth == 0 && self.too_deep(&d.kind, &mut HashMap::new(), &mut Vec::new()) {
+            // Said once, at the call, before anything is expanded: found at every
+            // innermost call instead, it was said 2^17 times for 17 levels of two calls.
+            self.err(
+                d.span,
+                format!(
+                    "composite flowop `{}` nests composite flowops more than {MAX_NESTING} levels deep (does one call itself?)",
+                    d.kind
+                ),
+            );
+            return false;
+        }
+        if depth == 0 {
+            // Count what the whole call will expand to before expanding any of it: a few
+            // lines of nested composites can describe billions of flowops.
+            let n = self.expansion_size(&d.kind, &mut HashMap::new(), 0);
+            if self.expanded.saturating_add(n) > MAX_EXPANDED {
+                self.err(
+                    d.span,
+                    format!(
+                        "composite flowop `{}` expands to {n} flowops ({} already in the workload); at most {MAX_EXPANDED} are allowed",
+                        d.kind, self.expanded
+                    ),
+                );
+                return false;
+            }
+        }
+        true
+    }
+
+    /// The `$local=value` arguments of a composite call, checked against its parameters.
+    fn composite_locals(&mut self, d: &FlowopDecl, params: &[LocalVar], locals: &Locals) -> Locals {
+        let mut inner = Locals::new();
+        for lv in &d.locals {
+            if !params.iter().any(|p| p.name == lv.name) {
+                self.errors.push(
+                    Diagnostic::error(
+                        &self.src,
+                        lv.span,
+                        format!(
+                            "composite flowop `{}` has no parameter `${}`",
+                            d.kind, lv.name
+                        ),
+                    )
+                    .with_help(format!(
+                        "its parameters: {}",
+                        params
+                            .iter()
+                            .map(|p| format!("${}", p.name))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )),
+                );
+                continue;
+            }
+            let Some(v) = &lv.value else {
+                self.err(lv.span, format!("pass a value: `${}=...`", lv.name));
+                continue;
+            };
+            if let Some(av) = self.resolve(v, locals) {
+                inner.insert(lv.name.clone(), (av.val, lv.span));
+            }
+        }
+        inner
     }
 
     /// Whether a call of composite `name` at the top of a thread reaches a composite call
