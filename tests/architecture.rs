@@ -571,5 +571,5 @@ fn functions_and_files_do_not_grow_longer() {
     assert!(over(100) <= 48, "{} functions over 100 lines", over(100));
     assert!(over(150) <= 13, "{} functions over 150 lines", over(150));
     let big = s.file_lines.iter().filter(|f| f.1 > 1200).count();
-    assert!(big <= 4, "{big} files over 1,200 lines of code");
+    assert!(big <= 3, "{big} files over 1,200 lines of code");
 }
