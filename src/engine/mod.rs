@@ -389,9 +389,125 @@ fn run_in(
     plans: &[Plan],
 ) -> Result<Results, EngineError> {
     check_space(wl, plans, &rd.path)?;
-    let mut laid: Option<Laid> = None;
     let seconds = run_seconds(wl, opts);
-    let mut measured = None;
+    let laid = run_actions(wl, opts, rd, plans)?;
+    let mut laid = match laid {
+        Some(l) => l,
+        None => lay_out(wl, opts, rd, plans)?,
+    };
+    if interrupted() {
+        return Err(EngineError::Interrupted);
+    }
+    // As Filebench: a script that creates its files and has no `run` lays out and ends;
+    // nothing runs (an explicit --duration still runs it).
+    let create_only = !wl.has_run
+        && opts.duration.is_none()
+        && wl.actions.iter().any(|a| matches!(a, Action::CreateFiles));
+    if create_only {
+        if !opts.quiet {
+            crate::errln!("fsbench: `create files` and no `run`: laid out, nothing to measure");
+        }
+        let rec = Recorder::new(wl.stat_names.len());
+        let (flowops, summary) = stats::summarize(&wl.stat_names, &rec, 0.0);
+        return Ok(Results {
+            layout: laid.layout,
+            flowops,
+            summary,
+            notes: vec!["the workload creates its files and has no `run`: nothing was run".into()],
+            host: stats::host::collect(&rd.path),
+            ..run_results(wl, opts, rd)
+        });
+    }
+    announce(wl, opts, seconds);
+    if opts.cold {
+        if !opts.quiet {
+            crate::errln!("fsbench: sync and drop caches");
+        }
+        drop_caches()?;
+    }
+    let remounted = if crate::remount::requested() {
+        Some(remount_between(rd, &mut laid.filesets)?)
+    } else {
+        None
+    };
+    let calibration = stats::clock::Calibration::measure(stats::clock::global());
+    let host = stats::host::collect(&rd.path);
+    let disk_probe = hooks::probe(&rd.path);
+    let mut m = measure(
+        wl,
+        &laid.filesets,
+        opts.seed,
+        MeasureOptions {
+            seconds,
+            warmup: opts.warmup,
+            interval: opts.interval,
+            progress: opts.progress,
+            continue_when_exhausted: opts.continue_when_exhausted,
+            continue_on_enospc: opts.continue_on_enospc,
+        },
+    )?;
+    if let Some(what) = remounted {
+        m.notes.insert(0, format!("cache: {what} after the layout"));
+    }
+    // On a simulated disk: how late its replies were during this run.
+    let disk = disk_probe.and_then(|p| p.record(&mut m.notes));
+    let (flowops, summary) = stats::summarize(&wl.stat_names, &m.rec, m.duration);
+    Ok(Results {
+        started_at: m.started_at,
+        duration_s: m.duration,
+        interrupted: m.interrupted,
+        threads: wl.thread_count(),
+        layout: laid.layout,
+        flowops,
+        summary,
+        notes: m.notes,
+        warmup_s: opts.warmup,
+        host,
+        calibration,
+        series: m.series,
+        disk,
+        ..run_results(wl, opts, rd)
+    })
+}
+
+/// What every `fsbench run` result carries: the workload, its variables and text hash, the
+/// seed, the run directory and how it was sampled.
+fn run_results(wl: &Workload, opts: &RunOptions, rd: &RunDir) -> Results {
+    Results {
+        variables: wl.vars.iter().cloned().collect(),
+        workload_hash: stats::text_hash(&wl.source.text),
+        interval_s: opts.interval,
+        cold: opts.cold,
+        ..Results::new(&wl.name, &wl.source.name, opts.seed, &rd.path)
+    }
+}
+
+/// What the run is about to do, on standard error.
+fn announce(wl: &Workload, opts: &RunOptions, seconds: f64) {
+    if opts.quiet {
+        return;
+    }
+    crate::errln!(
+        "fsbench: running {} for {seconds} s ({:?} mode)",
+        crate::units::count(wl.thread_count(), "thread"),
+        wl.mode
+    );
+    if opts.warmup > 0.0 {
+        crate::errln!(
+            "fsbench: warming up for {} s first (not measured; statistics start afterwards)",
+            opts.warmup
+        );
+    }
+}
+
+/// The script's commands before its `run`, in order; the layout when `create files` made it.
+fn run_actions(
+    wl: &Workload,
+    opts: &RunOptions,
+    rd: &mut RunDir,
+    plans: &[Plan],
+) -> Result<Option<Laid>, EngineError> {
+    let mut laid: Option<Laid> = None;
     for a in &wl.actions {
         if interrupted() {
             return Err(EngineError::Interrupted);
@@ -402,27 +518,7 @@ fn run_in(
                     crate::say!("{s}");
                 }
             }
-            Action::System(cmd) => {
-                if opts.allow_system {
-                    if !opts.quiet {
-                        crate::errln!("fsbench: system \"{cmd}\"");
-                    }
-                    let st = std::process::Command::new("sh")
-                        .arg("-c")
-                        .arg(cmd)
-                        .current_dir(&rd.path)
-                        .status();
-                    if let Ok(st) = st {
-                        if !st.success() && !opts.quiet {
-                            crate::errln!("fsbench: warning: `{cmd}` exited with {st}");
-                        }
-                    }
-                } else if !opts.quiet {
-                    crate::errln!(
-                        "fsbench: not running system \"{cmd}\" (pass --allow-system to run it)"
-                    );
-                }
-            }
+            Action::System(cmd) => system(cmd, opts, &rd.path),
             Action::Sleep(s) => {
                 let end = Instant::now()
                     .checked_add(Duration::from_secs(*s))
@@ -455,131 +551,28 @@ fn run_in(
             Action::Run => break,
         }
     }
-    if laid.is_none() {
-        laid = Some(lay_out(wl, opts, rd, plans)?);
-    }
-    let mut laid = laid.expect("laid out above");
-    if interrupted() {
-        return Err(EngineError::Interrupted);
-    }
-    // As Filebench: a script that creates its files and has no `run` lays out and ends;
-    // nothing runs (an explicit --duration still runs it).
-    let create_only = !wl.has_run
-        && opts.duration.is_none()
-        && wl.actions.iter().any(|a| matches!(a, Action::CreateFiles));
-    if create_only {
+    Ok(laid)
+}
+
+/// A `system "..."` command: run in the run directory with --allow-system, else named.
+fn system(cmd: &str, opts: &RunOptions, dir: &Path) {
+    if !opts.allow_system {
         if !opts.quiet {
-            crate::errln!("fsbench: `create files` and no `run`: laid out, nothing to measure");
+            crate::errln!("fsbench: not running system \"{cmd}\" (pass --allow-system to run it)");
         }
-        let rec = Recorder::new(wl.stat_names.len());
-        let (flowops, summary) = stats::summarize(&wl.stat_names, &rec, 0.0);
-        return Ok(Results {
-            build: stats::build_info::BuildInfo::current(),
-            schema_version: stats::SCHEMA_VERSION,
-            fsbench_version: env!("CARGO_PKG_VERSION").to_string(),
-            workload: wl.name.clone(),
-            workload_source: wl.source.name.clone(),
-            variables: wl.vars.iter().cloned().collect(),
-            seed: opts.seed,
-            run_dir: rd.path.display().to_string(),
-            started_at: 0.0,
-            duration_s: 0.0,
-            interrupted: false,
-            threads: 0,
-            layout: laid.layout,
-            flowops,
-            summary,
-            notes: vec!["the workload creates its files and has no `run`: nothing was run".into()],
-            workload_hash: stats::text_hash(&wl.source.text),
-            warmup_s: 0.0,
-            interval_s: opts.interval,
-            cold: opts.cold,
-            host: stats::host::collect(&rd.path),
-            calibration: Default::default(),
-            series: Vec::new(),
-            repetitions: Vec::new(),
-            figures: Default::default(),
-            disk: None,
-            ranks: Vec::new(),
-            hosts: Vec::new(),
-        });
+        return;
     }
     if !opts.quiet {
-        crate::errln!(
-            "fsbench: running {} for {seconds} s ({:?} mode)",
-            crate::units::count(wl.thread_count(), "thread"),
-            wl.mode
-        );
-        if opts.warmup > 0.0 {
-            crate::errln!(
-                "fsbench: warming up for {} s first (not measured; statistics start afterwards)",
-                opts.warmup
-            );
+        crate::errln!("fsbench: system \"{cmd}\"");
+    }
+    let st = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(cmd)
+        .current_dir(dir)
+        .status();
+    if let Ok(st) = st {
+        if !st.success() && !opts.quiet {
+            crate::errln!("fsbench: warning: `{cmd}` exited with {st}");
         }
     }
-    if opts.cold {
-        if !opts.quiet {
-            crate::errln!("fsbench: sync and drop caches");
-        }
-        drop_caches()?;
-    }
-    let remounted = if crate::remount::requested() {
-        Some(remount_between(rd, &mut laid.filesets)?)
-    } else {
-        None
-    };
-    let calibration = stats::clock::Calibration::measure(stats::clock::global());
-    let host = stats::host::collect(&rd.path);
-    let disk_probe = hooks::probe(&rd.path);
-    let m = measure(
-        wl,
-        &laid.filesets,
-        opts.seed,
-        MeasureOptions {
-            seconds,
-            warmup: opts.warmup,
-            interval: opts.interval,
-            progress: opts.progress,
-            continue_when_exhausted: opts.continue_when_exhausted,
-            continue_on_enospc: opts.continue_on_enospc,
-        },
-    )?;
-    measured.get_or_insert(m);
-    let mut m = measured.expect("set above");
-    if let Some(what) = remounted {
-        m.notes.insert(0, format!("cache: {what} after the layout"));
-    }
-    // On a simulated disk: how late its replies were during this run.
-    let disk = disk_probe.and_then(|p| p.record(&mut m.notes));
-    let (flowops, summary) = stats::summarize(&wl.stat_names, &m.rec, m.duration);
-    Ok(Results {
-        build: stats::build_info::BuildInfo::current(),
-        schema_version: stats::SCHEMA_VERSION,
-        fsbench_version: env!("CARGO_PKG_VERSION").to_string(),
-        workload: wl.name.clone(),
-        workload_source: wl.source.name.clone(),
-        variables: wl.vars.iter().cloned().collect(),
-        seed: opts.seed,
-        run_dir: rd.path.display().to_string(),
-        started_at: m.started_at,
-        duration_s: m.duration,
-        interrupted: m.interrupted,
-        threads: wl.thread_count(),
-        layout: laid.layout,
-        flowops,
-        summary,
-        notes: m.notes,
-        workload_hash: stats::text_hash(&wl.source.text),
-        warmup_s: opts.warmup,
-        interval_s: opts.interval,
-        cold: opts.cold,
-        host,
-        calibration,
-        series: m.series,
-        repetitions: Vec::new(),
-        figures: Default::default(),
-        disk,
-        ranks: Vec::new(),
-        hosts: Vec::new(),
-    })
 }
