@@ -607,68 +607,17 @@ fn run_collect(a: &RunArgs) -> Result<Option<(fsbench::stats::Results, bool)>> {
         workload: a.w.workload.clone(),
         set: a.w.set.clone(),
     };
-    let (probe, origin) = match workloads::load(&wa.workload, &Overrides(wa.set.clone())) {
-        Ok(x) => x,
-        Err(_) => {
-            load(&wa)?;
-            unreachable!("load reports the error")
-        }
-    };
-    let parent = match &a.dir {
-        Some(d) => d.clone(),
-        None => default_parent(&probe, &origin),
-    };
-    let parent = parent
-        .canonicalize()
-        .with_context(|| format!("target directory {}", parent.display()))?;
-    // The workload's $dir follows the target directory, so echo and paths agree.
-    if probe.vars.iter().any(|(k, _)| k == "dir") && !wa.set.iter().any(|(k, _)| k == "dir") {
-        wa.set.push(("dir".into(), parent.display().to_string()));
-    }
-    // Not kept through the run: a workload of many flowops is tens of megabytes.
-    drop(probe);
+    let parent = target_dir(a, &mut wa)?;
     let wl = load_with(&wa, a.duration.is_some())?;
     if a.repeat == 0 {
         bail!("--repeat must be at least 1");
     }
-    // Bounded so that every time computation stays in range (a year is plenty).
-    const MAX_S: f64 = 366.0 * 86400.0;
-    for (name, v, min_exclusive) in [
-        ("--interval", Some(a.interval), true),
-        ("--duration", a.duration, true),
-        ("--warmup", Some(a.warmup), false),
-    ] {
-        if let Some(v) = v {
-            if !v.is_finite() || !(0.0..=MAX_S).contains(&v) || (min_exclusive && v == 0.0) {
-                bail!(
-                    "{name} {v}: expected {} number of seconds up to {MAX_S}",
-                    if min_exclusive {
-                        "a positive"
-                    } else {
-                        "a non-negative"
-                    }
-                );
-            }
-        }
-    }
+    check_times(a)?;
     if a.cold && !fsbench::engine::is_root() {
         bail!("--cold drops the page cache, which needs root; run as root or leave out --cold");
     }
     if a.verify_only {
-        if !wl.filesets.iter().any(|f| f.reuse) {
-            bail!(
-                "--verify-only checks the fileset a run kept, and workload {} keeps none: give its fileset `reuse` (-s reuse=true where the workload offers it), run it with --verify, then --verify-only; or check a --keep directory with `fsbench verify DIR`",
-                wl.name
-            );
-        }
-        let stable = fsbench::engine::rundir::RunDir::stable_path(&parent, &wl.name);
-        let dirs: Vec<PathBuf> = wl
-            .filesets
-            .iter()
-            .filter(|f| f.reuse)
-            .map(|f| stable.join(&f.name))
-            .collect();
-        cmd_verify(&dirs, a.json.as_deref())?;
+        verify_kept(a, &wl, &parent)?;
         return Ok(None);
     }
     // `--verify` checks every read; a flowop's `verify` attribute checks its own reads. Either
@@ -689,8 +638,83 @@ fn run_collect(a: &RunArgs) -> Result<Option<(fsbench::stats::Results, bool)>> {
         a.csv.as_deref(),
         a.markdown.as_deref(),
     ]);
+    let opts = run_options(a, parent);
+    let runs = repeat_runs(a, &wl, &opts)?;
+    Ok(Some((fsbench::stats::repeat::combine(runs), verify)))
+}
+
+/// The directory the run directory goes in (`--dir` or the workload's default); the
+/// workload's `$dir` set to it when the workload has one.
+fn target_dir(a: &RunArgs, wa: &mut WorkloadArgs) -> Result<PathBuf> {
+    let (probe, origin) = match workloads::load(&wa.workload, &Overrides(wa.set.clone())) {
+        Ok(x) => x,
+        Err(_) => {
+            load(wa)?;
+            unreachable!("load reports the error")
+        }
+    };
+    let parent = match &a.dir {
+        Some(d) => d.clone(),
+        None => default_parent(&probe, &origin),
+    };
+    let parent = parent
+        .canonicalize()
+        .with_context(|| format!("target directory {}", parent.display()))?;
+    // The workload's $dir follows the target directory, so echo and paths agree.
+    if probe.vars.iter().any(|(k, _)| k == "dir") && !wa.set.iter().any(|(k, _)| k == "dir") {
+        wa.set.push(("dir".into(), parent.display().to_string()));
+    }
+    // Not kept through the run: a workload of many flowops is tens of megabytes.
+    drop(probe);
+    Ok(parent)
+}
+
+/// `--interval`, `--duration` and `--warmup` within range.
+fn check_times(a: &RunArgs) -> Result<()> {
+    // Bounded so that every time computation stays in range (a year is plenty).
+    const MAX_S: f64 = 366.0 * 86400.0;
+    for (name, v, min_exclusive) in [
+        ("--interval", Some(a.interval), true),
+        ("--duration", a.duration, true),
+        ("--warmup", Some(a.warmup), false),
+    ] {
+        if let Some(v) = v {
+            if !v.is_finite() || !(0.0..=MAX_S).contains(&v) || (min_exclusive && v == 0.0) {
+                bail!(
+                    "{name} {v}: expected {} number of seconds up to {MAX_S}",
+                    if min_exclusive {
+                        "a positive"
+                    } else {
+                        "a non-negative"
+                    }
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `--verify-only`: check the filesets an earlier run kept.
+fn verify_kept(a: &RunArgs, wl: &fsbench::model::Workload, parent: &std::path::Path) -> Result<()> {
+    if !wl.filesets.iter().any(|f| f.reuse) {
+        bail!(
+            "--verify-only checks the fileset a run kept, and workload {} keeps none: give its fileset `reuse` (-s reuse=true where the workload offers it), run it with --verify, then --verify-only; or check a --keep directory with `fsbench verify DIR`",
+            wl.name
+        );
+    }
+    let stable = fsbench::engine::rundir::RunDir::stable_path(parent, &wl.name);
+    let dirs: Vec<PathBuf> = wl
+        .filesets
+        .iter()
+        .filter(|f| f.reuse)
+        .map(|f| stable.join(&f.name))
+        .collect();
+    cmd_verify(&dirs, a.json.as_deref())
+}
+
+fn run_options(a: &RunArgs, parent: PathBuf) -> fsbench::engine::RunOptions {
     use std::io::IsTerminal;
-    let opts = fsbench::engine::RunOptions {
+    fsbench::engine::RunOptions {
         parent,
         duration: a.duration,
         seed: a.seed,
@@ -703,13 +727,21 @@ fn run_collect(a: &RunArgs) -> Result<Option<(fsbench::stats::Results, bool)>> {
         cold: a.cold,
         continue_when_exhausted: a.continue_when_exhausted,
         continue_on_enospc: a.continue_on_enospc,
-    };
+    }
+}
+
+/// The run, `--repeat` times or until one is interrupted.
+fn repeat_runs(
+    a: &RunArgs,
+    wl: &fsbench::model::Workload,
+    opts: &fsbench::engine::RunOptions,
+) -> Result<Vec<fsbench::stats::Results>> {
     let mut runs = Vec::new();
     for i in 0..a.repeat {
         if a.repeat > 1 && !a.quiet {
             fsbench::errln!("fsbench: repetition {} of {}", i + 1, a.repeat);
         }
-        let r = fsbench::engine::run(&wl, &opts)?;
+        let r = fsbench::engine::run(wl, opts)?;
         if !a.quiet {
             say_what_is_left(std::path::Path::new(&r.run_dir));
         }
@@ -719,7 +751,7 @@ fn run_collect(a: &RunArgs) -> Result<Option<(fsbench::stats::Results, bool)>> {
             break;
         }
     }
-    Ok(Some((fsbench::stats::repeat::combine(runs), verify)))
+    Ok(runs)
 }
 
 /// After a run with verification: one line of totals, the first mismatches, and an error
