@@ -436,42 +436,7 @@ fn cmd_run_mpi(a: &RunArgs) -> Result<()> {
     // location) and the shared run directory.
     let mut made: Option<fsbench::engine::rundir::RunDir> = None;
     let setup: std::result::Result<MpiSetup, String> = if rank == 0 {
-        (|| -> Result<MpiSetup> {
-            let wl = load_with(&a.w, a.duration.is_some())?;
-            fsbench::mpirun::warn_binding(wl.thread_count() as usize);
-            let path = std::path::Path::new(&a.w.workload);
-            let text = if path.is_file() {
-                Some(
-                    fsbench::input::read_text_capped(
-                        path,
-                        fsbench::input::WORKLOAD_MAX,
-                        "workload file",
-                    )
-                    .with_context(|| format!("{}", path.display()))?,
-                )
-            } else {
-                None
-            };
-            let parent = fsbench::measure::guard::target_dir(a.dir.as_deref())?;
-            let name = path
-                .file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_else(|| a.w.workload.clone());
-            let rd =
-                fsbench::engine::rundir::RunDir::create(&parent, &format!("mpi-{name}"), false)?;
-            for r in 0..size {
-                std::fs::create_dir(rd.path.join(format!("rank{r}")))?;
-            }
-            let p = rd.path.display().to_string();
-            made = Some(rd);
-            Ok(MpiSetup {
-                workload: a.w.workload.clone(),
-                text,
-                set: a.w.set.clone(),
-                parent: p,
-            })
-        })()
-        .map_err(|e| format!("{e:#}"))
+        mpi_setup(a, size, &mut made).map_err(|e| format!("{e:#}"))
     } else {
         Err(String::new())
     };
@@ -494,37 +459,7 @@ fn cmd_run_mpi(a: &RunArgs) -> Result<()> {
     };
     // This rank's run: the workload (from rank 0's text when it was a file), in rank<N>/.
     let mut tmp_wl = None;
-    let outcome: Result<Option<(fsbench::stats::Results, bool)>> = (|| {
-        let mut ra = a.clone();
-        if let Some(text) = &setup.text {
-            if rank != 0 {
-                let f = std::env::temp_dir().join(format!(
-                    "fsbench-rank{rank}-{}-{}",
-                    std::process::id(),
-                    std::path::Path::new(&setup.workload)
-                        .file_name()
-                        .map(|s| s.to_string_lossy().into_owned())
-                        .unwrap_or_else(|| "workload.f".into())
-                ));
-                std::fs::write(&f, text)?;
-                ra.w.workload = f.display().to_string();
-                tmp_wl = Some(f);
-            }
-        }
-        ra.w.set = setup.set.clone();
-        ra.dir = Some(std::path::Path::new(&setup.parent).join(format!("rank{rank}")));
-        // Each rank draws its own random choices (as PostMark's instances do).
-        ra.seed = a.seed.wrapping_add(rank as u64);
-        ra.json = None;
-        ra.csv = None;
-        ra.markdown = None;
-        ra.quiet = a.quiet || rank != 0;
-        // Fault injection for the tests of failure handling: this rank fails before its run.
-        if std::env::var("FSBENCH_TEST_FAIL_RANK").ok() == Some(rank.to_string()) {
-            bail!("injected failure (FSBENCH_TEST_FAIL_RANK={rank})");
-        }
-        run_collect(&ra)
-    })();
+    let outcome = rank_run(a, &setup, rank, &mut tmp_wl);
     if let Some(f) = tmp_wl {
         let _ = std::fs::remove_file(f);
     }
@@ -563,6 +498,84 @@ fn cmd_run_mpi(a: &RunArgs) -> Result<()> {
     }
     session.finish();
     r
+}
+
+/// Rank 0 of a multi-client run: the workload checked, its text when it is a file, and the
+/// shared run directory with one `rank<N>/` per rank (kept in `made`).
+#[cfg(feature = "mpi")]
+fn mpi_setup(
+    a: &RunArgs,
+    size: usize,
+    made: &mut Option<fsbench::engine::rundir::RunDir>,
+) -> Result<MpiSetup> {
+    let wl = load_with(&a.w, a.duration.is_some())?;
+    fsbench::mpirun::warn_binding(wl.thread_count() as usize);
+    let path = std::path::Path::new(&a.w.workload);
+    let text = if path.is_file() {
+        Some(
+            fsbench::input::read_text_capped(path, fsbench::input::WORKLOAD_MAX, "workload file")
+                .with_context(|| format!("{}", path.display()))?,
+        )
+    } else {
+        None
+    };
+    let parent = fsbench::measure::guard::target_dir(a.dir.as_deref())?;
+    let name = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| a.w.workload.clone());
+    let rd = fsbench::engine::rundir::RunDir::create(&parent, &format!("mpi-{name}"), false)?;
+    for r in 0..size {
+        std::fs::create_dir(rd.path.join(format!("rank{r}")))?;
+    }
+    let p = rd.path.display().to_string();
+    *made = Some(rd);
+    Ok(MpiSetup {
+        workload: a.w.workload.clone(),
+        text,
+        set: a.w.set.clone(),
+        parent: p,
+    })
+}
+
+/// One rank's run: the workload (from rank 0's text when it was a file, written to `tmp_wl`),
+/// in `rank<N>/` of the shared directory, with its own seed and no exports.
+#[cfg(feature = "mpi")]
+fn rank_run(
+    a: &RunArgs,
+    setup: &MpiSetup,
+    rank: usize,
+    tmp_wl: &mut Option<PathBuf>,
+) -> Result<Option<(fsbench::stats::Results, bool)>> {
+    let mut ra = a.clone();
+    if let Some(text) = &setup.text {
+        if rank != 0 {
+            let f = std::env::temp_dir().join(format!(
+                "fsbench-rank{rank}-{}-{}",
+                std::process::id(),
+                std::path::Path::new(&setup.workload)
+                    .file_name()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| "workload.f".into())
+            ));
+            std::fs::write(&f, text)?;
+            ra.w.workload = f.display().to_string();
+            *tmp_wl = Some(f);
+        }
+    }
+    ra.w.set = setup.set.clone();
+    ra.dir = Some(std::path::Path::new(&setup.parent).join(format!("rank{rank}")));
+    // Each rank draws its own random choices (as PostMark's instances do).
+    ra.seed = a.seed.wrapping_add(rank as u64);
+    ra.json = None;
+    ra.csv = None;
+    ra.markdown = None;
+    ra.quiet = a.quiet || rank != 0;
+    // Fault injection for the tests of failure handling: this rank fails before its run.
+    if std::env::var("FSBENCH_TEST_FAIL_RANK").ok() == Some(rank.to_string()) {
+        bail!("injected failure (FSBENCH_TEST_FAIL_RANK={rank})");
+    }
+    run_collect(&ra)
 }
 
 /// Rank 0 at the end of a multi-client run: remove the run directory, merge, report.
