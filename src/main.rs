@@ -436,42 +436,7 @@ fn cmd_run_mpi(a: &RunArgs) -> Result<()> {
     // location) and the shared run directory.
     let mut made: Option<fsbench::engine::rundir::RunDir> = None;
     let setup: std::result::Result<MpiSetup, String> = if rank == 0 {
-        (|| -> Result<MpiSetup> {
-            let wl = load_with(&a.w, a.duration.is_some())?;
-            fsbench::mpirun::warn_binding(wl.thread_count() as usize);
-            let path = std::path::Path::new(&a.w.workload);
-            let text = if path.is_file() {
-                Some(
-                    fsbench::input::read_text_capped(
-                        path,
-                        fsbench::input::WORKLOAD_MAX,
-                        "workload file",
-                    )
-                    .with_context(|| format!("{}", path.display()))?,
-                )
-            } else {
-                None
-            };
-            let parent = fsbench::measure::guard::target_dir(a.dir.as_deref())?;
-            let name = path
-                .file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_else(|| a.w.workload.clone());
-            let rd =
-                fsbench::engine::rundir::RunDir::create(&parent, &format!("mpi-{name}"), false)?;
-            for r in 0..size {
-                std::fs::create_dir(rd.path.join(format!("rank{r}")))?;
-            }
-            let p = rd.path.display().to_string();
-            made = Some(rd);
-            Ok(MpiSetup {
-                workload: a.w.workload.clone(),
-                text,
-                set: a.w.set.clone(),
-                parent: p,
-            })
-        })()
-        .map_err(|e| format!("{e:#}"))
+        mpi_setup(a, size, &mut made).map_err(|e| format!("{e:#}"))
     } else {
         Err(String::new())
     };
@@ -494,37 +459,7 @@ fn cmd_run_mpi(a: &RunArgs) -> Result<()> {
     };
     // This rank's run: the workload (from rank 0's text when it was a file), in rank<N>/.
     let mut tmp_wl = None;
-    let outcome: Result<Option<(fsbench::stats::Results, bool)>> = (|| {
-        let mut ra = a.clone();
-        if let Some(text) = &setup.text {
-            if rank != 0 {
-                let f = std::env::temp_dir().join(format!(
-                    "fsbench-rank{rank}-{}-{}",
-                    std::process::id(),
-                    std::path::Path::new(&setup.workload)
-                        .file_name()
-                        .map(|s| s.to_string_lossy().into_owned())
-                        .unwrap_or_else(|| "workload.f".into())
-                ));
-                std::fs::write(&f, text)?;
-                ra.w.workload = f.display().to_string();
-                tmp_wl = Some(f);
-            }
-        }
-        ra.w.set = setup.set.clone();
-        ra.dir = Some(std::path::Path::new(&setup.parent).join(format!("rank{rank}")));
-        // Each rank draws its own random choices (as PostMark's instances do).
-        ra.seed = a.seed.wrapping_add(rank as u64);
-        ra.json = None;
-        ra.csv = None;
-        ra.markdown = None;
-        ra.quiet = a.quiet || rank != 0;
-        // Fault injection for the tests of failure handling: this rank fails before its run.
-        if std::env::var("FSBENCH_TEST_FAIL_RANK").ok() == Some(rank.to_string()) {
-            bail!("injected failure (FSBENCH_TEST_FAIL_RANK={rank})");
-        }
-        run_collect(&ra)
-    })();
+    let outcome = rank_run(a, &setup, rank, &mut tmp_wl);
     if let Some(f) = tmp_wl {
         let _ = std::fs::remove_file(f);
     }
@@ -563,6 +498,84 @@ fn cmd_run_mpi(a: &RunArgs) -> Result<()> {
     }
     session.finish();
     r
+}
+
+/// Rank 0 of a multi-client run: the workload checked, its text when it is a file, and the
+/// shared run directory with one `rank<N>/` per rank (kept in `made`).
+#[cfg(feature = "mpi")]
+fn mpi_setup(
+    a: &RunArgs,
+    size: usize,
+    made: &mut Option<fsbench::engine::rundir::RunDir>,
+) -> Result<MpiSetup> {
+    let wl = load_with(&a.w, a.duration.is_some())?;
+    fsbench::mpirun::warn_binding(wl.thread_count() as usize);
+    let path = std::path::Path::new(&a.w.workload);
+    let text = if path.is_file() {
+        Some(
+            fsbench::input::read_text_capped(path, fsbench::input::WORKLOAD_MAX, "workload file")
+                .with_context(|| format!("{}", path.display()))?,
+        )
+    } else {
+        None
+    };
+    let parent = fsbench::measure::guard::target_dir(a.dir.as_deref())?;
+    let name = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| a.w.workload.clone());
+    let rd = fsbench::engine::rundir::RunDir::create(&parent, &format!("mpi-{name}"), false)?;
+    for r in 0..size {
+        std::fs::create_dir(rd.path.join(format!("rank{r}")))?;
+    }
+    let p = rd.path.display().to_string();
+    *made = Some(rd);
+    Ok(MpiSetup {
+        workload: a.w.workload.clone(),
+        text,
+        set: a.w.set.clone(),
+        parent: p,
+    })
+}
+
+/// One rank's run: the workload (from rank 0's text when it was a file, written to `tmp_wl`),
+/// in `rank<N>/` of the shared directory, with its own seed and no exports.
+#[cfg(feature = "mpi")]
+fn rank_run(
+    a: &RunArgs,
+    setup: &MpiSetup,
+    rank: usize,
+    tmp_wl: &mut Option<PathBuf>,
+) -> Result<Option<(fsbench::stats::Results, bool)>> {
+    let mut ra = a.clone();
+    if let Some(text) = &setup.text {
+        if rank != 0 {
+            let f = std::env::temp_dir().join(format!(
+                "fsbench-rank{rank}-{}-{}",
+                std::process::id(),
+                std::path::Path::new(&setup.workload)
+                    .file_name()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| "workload.f".into())
+            ));
+            std::fs::write(&f, text)?;
+            ra.w.workload = f.display().to_string();
+            *tmp_wl = Some(f);
+        }
+    }
+    ra.w.set = setup.set.clone();
+    ra.dir = Some(std::path::Path::new(&setup.parent).join(format!("rank{rank}")));
+    // Each rank draws its own random choices (as PostMark's instances do).
+    ra.seed = a.seed.wrapping_add(rank as u64);
+    ra.json = None;
+    ra.csv = None;
+    ra.markdown = None;
+    ra.quiet = a.quiet || rank != 0;
+    // Fault injection for the tests of failure handling: this rank fails before its run.
+    if std::env::var("FSBENCH_TEST_FAIL_RANK").ok() == Some(rank.to_string()) {
+        bail!("injected failure (FSBENCH_TEST_FAIL_RANK={rank})");
+    }
+    run_collect(&ra)
 }
 
 /// Rank 0 at the end of a multi-client run: remove the run directory, merge, report.
@@ -607,68 +620,17 @@ fn run_collect(a: &RunArgs) -> Result<Option<(fsbench::stats::Results, bool)>> {
         workload: a.w.workload.clone(),
         set: a.w.set.clone(),
     };
-    let (probe, origin) = match workloads::load(&wa.workload, &Overrides(wa.set.clone())) {
-        Ok(x) => x,
-        Err(_) => {
-            load(&wa)?;
-            unreachable!("load reports the error")
-        }
-    };
-    let parent = match &a.dir {
-        Some(d) => d.clone(),
-        None => default_parent(&probe, &origin),
-    };
-    let parent = parent
-        .canonicalize()
-        .with_context(|| format!("target directory {}", parent.display()))?;
-    // The workload's $dir follows the target directory, so echo and paths agree.
-    if probe.vars.iter().any(|(k, _)| k == "dir") && !wa.set.iter().any(|(k, _)| k == "dir") {
-        wa.set.push(("dir".into(), parent.display().to_string()));
-    }
-    // Not kept through the run: a workload of many flowops is tens of megabytes.
-    drop(probe);
+    let parent = target_dir(a, &mut wa)?;
     let wl = load_with(&wa, a.duration.is_some())?;
     if a.repeat == 0 {
         bail!("--repeat must be at least 1");
     }
-    // Bounded so that every time computation stays in range (a year is plenty).
-    const MAX_S: f64 = 366.0 * 86400.0;
-    for (name, v, min_exclusive) in [
-        ("--interval", Some(a.interval), true),
-        ("--duration", a.duration, true),
-        ("--warmup", Some(a.warmup), false),
-    ] {
-        if let Some(v) = v {
-            if !v.is_finite() || !(0.0..=MAX_S).contains(&v) || (min_exclusive && v == 0.0) {
-                bail!(
-                    "{name} {v}: expected {} number of seconds up to {MAX_S}",
-                    if min_exclusive {
-                        "a positive"
-                    } else {
-                        "a non-negative"
-                    }
-                );
-            }
-        }
-    }
+    check_times(a)?;
     if a.cold && !fsbench::engine::is_root() {
         bail!("--cold drops the page cache, which needs root; run as root or leave out --cold");
     }
     if a.verify_only {
-        if !wl.filesets.iter().any(|f| f.reuse) {
-            bail!(
-                "--verify-only checks the fileset a run kept, and workload {} keeps none: give its fileset `reuse` (-s reuse=true where the workload offers it), run it with --verify, then --verify-only; or check a --keep directory with `fsbench verify DIR`",
-                wl.name
-            );
-        }
-        let stable = fsbench::engine::rundir::RunDir::stable_path(&parent, &wl.name);
-        let dirs: Vec<PathBuf> = wl
-            .filesets
-            .iter()
-            .filter(|f| f.reuse)
-            .map(|f| stable.join(&f.name))
-            .collect();
-        cmd_verify(&dirs, a.json.as_deref())?;
+        verify_kept(a, &wl, &parent)?;
         return Ok(None);
     }
     // `--verify` checks every read; a flowop's `verify` attribute checks its own reads. Either
@@ -689,8 +651,83 @@ fn run_collect(a: &RunArgs) -> Result<Option<(fsbench::stats::Results, bool)>> {
         a.csv.as_deref(),
         a.markdown.as_deref(),
     ]);
+    let opts = run_options(a, parent);
+    let runs = repeat_runs(a, &wl, &opts)?;
+    Ok(Some((fsbench::stats::repeat::combine(runs), verify)))
+}
+
+/// The directory the run directory goes in (`--dir` or the workload's default); the
+/// workload's `$dir` set to it when the workload has one.
+fn target_dir(a: &RunArgs, wa: &mut WorkloadArgs) -> Result<PathBuf> {
+    let (probe, origin) = match workloads::load(&wa.workload, &Overrides(wa.set.clone())) {
+        Ok(x) => x,
+        Err(_) => {
+            load(wa)?;
+            unreachable!("load reports the error")
+        }
+    };
+    let parent = match &a.dir {
+        Some(d) => d.clone(),
+        None => default_parent(&probe, &origin),
+    };
+    let parent = parent
+        .canonicalize()
+        .with_context(|| format!("target directory {}", parent.display()))?;
+    // The workload's $dir follows the target directory, so echo and paths agree.
+    if probe.vars.iter().any(|(k, _)| k == "dir") && !wa.set.iter().any(|(k, _)| k == "dir") {
+        wa.set.push(("dir".into(), parent.display().to_string()));
+    }
+    // Not kept through the run: a workload of many flowops is tens of megabytes.
+    drop(probe);
+    Ok(parent)
+}
+
+/// `--interval`, `--duration` and `--warmup` within range.
+fn check_times(a: &RunArgs) -> Result<()> {
+    // Bounded so that every time computation stays in range (a year is plenty).
+    const MAX_S: f64 = 366.0 * 86400.0;
+    for (name, v, min_exclusive) in [
+        ("--interval", Some(a.interval), true),
+        ("--duration", a.duration, true),
+        ("--warmup", Some(a.warmup), false),
+    ] {
+        if let Some(v) = v {
+            if !v.is_finite() || !(0.0..=MAX_S).contains(&v) || (min_exclusive && v == 0.0) {
+                bail!(
+                    "{name} {v}: expected {} number of seconds up to {MAX_S}",
+                    if min_exclusive {
+                        "a positive"
+                    } else {
+                        "a non-negative"
+                    }
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `--verify-only`: check the filesets an earlier run kept.
+fn verify_kept(a: &RunArgs, wl: &fsbench::model::Workload, parent: &std::path::Path) -> Result<()> {
+    if !wl.filesets.iter().any(|f| f.reuse) {
+        bail!(
+            "--verify-only checks the fileset a run kept, and workload {} keeps none: give its fileset `reuse` (-s reuse=true where the workload offers it), run it with --verify, then --verify-only; or check a --keep directory with `fsbench verify DIR`",
+            wl.name
+        );
+    }
+    let stable = fsbench::engine::rundir::RunDir::stable_path(parent, &wl.name);
+    let dirs: Vec<PathBuf> = wl
+        .filesets
+        .iter()
+        .filter(|f| f.reuse)
+        .map(|f| stable.join(&f.name))
+        .collect();
+    cmd_verify(&dirs, a.json.as_deref())
+}
+
+fn run_options(a: &RunArgs, parent: PathBuf) -> fsbench::engine::RunOptions {
     use std::io::IsTerminal;
-    let opts = fsbench::engine::RunOptions {
+    fsbench::engine::RunOptions {
         parent,
         duration: a.duration,
         seed: a.seed,
@@ -703,13 +740,21 @@ fn run_collect(a: &RunArgs) -> Result<Option<(fsbench::stats::Results, bool)>> {
         cold: a.cold,
         continue_when_exhausted: a.continue_when_exhausted,
         continue_on_enospc: a.continue_on_enospc,
-    };
+    }
+}
+
+/// The run, `--repeat` times or until one is interrupted.
+fn repeat_runs(
+    a: &RunArgs,
+    wl: &fsbench::model::Workload,
+    opts: &fsbench::engine::RunOptions,
+) -> Result<Vec<fsbench::stats::Results>> {
     let mut runs = Vec::new();
     for i in 0..a.repeat {
         if a.repeat > 1 && !a.quiet {
             fsbench::errln!("fsbench: repetition {} of {}", i + 1, a.repeat);
         }
-        let r = fsbench::engine::run(&wl, &opts)?;
+        let r = fsbench::engine::run(wl, opts)?;
         if !a.quiet {
             say_what_is_left(std::path::Path::new(&r.run_dir));
         }
@@ -719,7 +764,7 @@ fn run_collect(a: &RunArgs) -> Result<Option<(fsbench::stats::Results, bool)>> {
             break;
         }
     }
-    Ok(Some((fsbench::stats::repeat::combine(runs), verify)))
+    Ok(runs)
 }
 
 /// After a run with verification: one line of totals, the first mismatches, and an error

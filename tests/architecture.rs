@@ -568,8 +568,8 @@ fn every_module_stands_in_a_layer_and_uses_none_above_it() {
 fn functions_and_files_do_not_grow_longer() {
     let s = measure();
     let over = |n| s.functions.iter().filter(|f| f.lines > n).count();
-    assert!(over(100) <= 19, "{} functions over 100 lines", over(100));
-    assert!(over(150) <= 7, "{} functions over 150 lines", over(150));
+    assert!(over(100) <= 1, "{} functions over 100 lines", over(100));
+    assert!(over(150) == 0, "{} functions over 150 lines", over(150));
     let big = s.file_lines.iter().filter(|f| f.1 > 1200).count();
-    assert!(big <= 1, "{big} files over 1,200 lines of code");
+    assert!(big == 0, "{big} files over 1,200 lines of code");
 }

@@ -387,7 +387,39 @@ fn age_profile(
     used0: u64,
     cap: u64,
 ) -> anyhow::Result<()> {
-    let profile = match &args.from_snapshot {
+    let profile = load_profile(args)?;
+    report.profile = Some(profile.name.clone());
+    let state_path = root.join(STATE_FILE);
+    let state: State = match std::fs::read(&state_path) {
+        Ok(b) => serde_json::from_slice(&b).unwrap_or_default(),
+        Err(_) => State::default(),
+    };
+    let mut pl = planner_on(args, root, &profile, state.clock, used0, cap)?;
+    let (done, churn) = age_loop(args, root, ex, report, &mut pl)?;
+    let d = pl.distances();
+    report.converged |= pl.phase == Phase::Churn && d.max_tv() < args.threshold;
+    report.distances = Some(d);
+    report.distributions = Some(pl.distributions());
+    report.ops = done;
+    report.churn_ops = churn;
+    report.phase = pl.phase;
+    report.live_files = pl.live_files() as u64;
+    report.live_bytes = pl.live_bytes();
+    report.model_used_bytes = pl.used;
+    report.target_used_bytes = pl.budget;
+    let st = State {
+        clock: pl.clock,
+        seed: args.seed,
+        profile: profile.name.clone(),
+    };
+    std::fs::write(&state_path, serde_json::to_vec_pretty(&st)?)
+        .with_context(|| format!("writing {}", state_path.display()))?;
+    Ok(())
+}
+
+/// The profile to age towards: a snapshot's (`--from-snapshot`) or a built-in one.
+fn load_profile(args: &AgeArgs) -> anyhow::Result<Profile> {
+    Ok(match &args.from_snapshot {
         Some(p) => {
             let name = p
                 .file_name()
@@ -398,13 +430,19 @@ fn age_profile(
             Profile::from_snapshot(&name, stream)?
         }
         None => Profile::builtin(&args.profile)?,
-    };
-    report.profile = Some(profile.name.clone());
-    let state_path = root.join(STATE_FILE);
-    let state: State = match std::fs::read(&state_path) {
-        Ok(b) => serde_json::from_slice(&b).unwrap_or_default(),
-        Err(_) => State::default(),
-    };
+    })
+}
+
+/// A planner for `profile` that owns what an earlier aging left in `root`: its
+/// directories and files are adopted, what they occupy counted as its own.
+fn planner_on(
+    args: &AgeArgs,
+    root: &Path,
+    profile: &Profile,
+    clock: u64,
+    used0: u64,
+    cap: u64,
+) -> anyhow::Result<Planner> {
     let existing = read_existing(root).context("reading the aged directory")?;
     if existing.foreign > 0 {
         crate::errln!(
@@ -421,11 +459,11 @@ fn age_profile(
         .sum::<u64>()
         + existing.dirs.len() as u64 * block;
     let budget = (args.fill * cap as f64) as u64;
-    let targets = Targets::from_profile(&profile);
+    let targets = Targets::from_profile(profile);
     let mut pl = Planner::new(
         targets,
         args.seed,
-        state.clock,
+        clock,
         used0.saturating_sub(ours),
         budget,
         block,
@@ -440,11 +478,23 @@ fn age_profile(
     if pl.used >= pl.budget {
         pl.phase = Phase::Churn;
     }
+    Ok(pl)
+}
+
+/// Fill, then churn until `--ops`, convergence or an interrupt; the operations done and
+/// how many of them churned.
+fn age_loop(
+    args: &AgeArgs,
+    root: &Path,
+    ex: &mut Exec,
+    report: &mut AgeReport,
+    pl: &mut Planner,
+) -> anyhow::Result<(u64, u64)> {
     let max_churn = match (args.ops, args.until_converged) {
         (Some(n), _) => n,
         (None, _) => {
             // Until converged, but never forever: fifty population turnovers.
-            let n = 50 * (budget as f64 / pl.targets.mean_size()).max(100.0) as u64;
+            let n = 50 * (pl.budget as f64 / pl.targets.mean_size()).max(100.0) as u64;
             if !args.until_converged && !args.quiet {
                 crate::errln!(
                     "age: no --ops given: churning until converged (at most {n} operations)"
@@ -486,7 +536,7 @@ fn age_profile(
         }
         done += 1;
         for op in &ops {
-            let r = apply(&mut pl, ex, op, clock, &mut rel);
+            let r = apply(pl, ex, op, clock, &mut rel);
             if let Err(e) = r {
                 ex.counts.errors += 1;
                 first_errors += 1;
@@ -511,25 +561,7 @@ fn age_profile(
             );
         }
     }
-    let d = pl.distances();
-    report.converged |= pl.phase == Phase::Churn && d.max_tv() < args.threshold;
-    report.distances = Some(d);
-    report.distributions = Some(pl.distributions());
-    report.ops = done;
-    report.churn_ops = churn;
-    report.phase = pl.phase;
-    report.live_files = pl.live_files() as u64;
-    report.live_bytes = pl.live_bytes();
-    report.model_used_bytes = pl.used;
-    report.target_used_bytes = pl.budget;
-    let st = State {
-        clock: pl.clock,
-        seed: args.seed,
-        profile: profile.name.clone(),
-    };
-    std::fs::write(&state_path, serde_json::to_vec_pretty(&st)?)
-        .with_context(|| format!("writing {}", state_path.display()))?;
-    Ok(())
+    Ok((done, churn))
 }
 
 /// Apply one planned operation, logging it.

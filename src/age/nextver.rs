@@ -113,25 +113,7 @@ pub fn next_version(
     edit_share: f64,
     seed: u64,
 ) -> anyhow::Result<NextVersionReport> {
-    if !(0.0..=1.0).contains(&keep) {
-        bail!("--keep {keep} is outside 0..1 (the share of files kept unchanged)");
-    }
-    if !(0.0..=1.0).contains(&edit_share) {
-        bail!("--edit-share {edit_share} is outside 0..1 (the share of changed files edited rather than replaced)");
-    }
-    let src = src
-        .canonicalize()
-        .with_context(|| format!("source tree {}", src.display()))?;
-    let parent = parent
-        .canonicalize()
-        .with_context(|| format!("target directory {}", parent.display()))?;
-    if parent.starts_with(&src) {
-        bail!(
-            "the output directory {} is inside the source tree {}: choose a directory outside it",
-            parent.display(),
-            src.display()
-        );
-    }
+    let (src, parent) = check_args(src, parent, keep, edit_share)?;
     let (dirs, files) = list(&src)?;
     if files.is_empty() {
         bail!(
@@ -141,24 +123,7 @@ pub fn next_version(
     }
     let mut rng = rand_pcg::Pcg64::seed_from_u64(seed);
     let n = files.len();
-    let kept_n = (keep * n as f64).round() as usize;
-    let edited_n = ((n - kept_n) as f64 * edit_share).round() as usize;
-    // Random choice of roles: shuffle indices (Fisher-Yates).
-    let mut order: Vec<usize> = (0..n).collect();
-    for i in (1..n).rev() {
-        let j = rng.random_range(0..=i);
-        order.swap(i, j);
-    }
-    let mut role = vec![0u8; n]; // 0 kept, 1 edited, 2 removed
-    for (k, &i) in order.iter().enumerate() {
-        role[i] = if k < kept_n {
-            0
-        } else if k < kept_n + edited_n {
-            1
-        } else {
-            2
-        };
-    }
+    let role = roles(n, keep, edit_share, &mut rng);
 
     let rd = RunDir::create(&parent, "next-version", false)?;
     let tree_name = c"tree";
@@ -187,6 +152,76 @@ pub fn next_version(
         files_same_pct: 0.0,
         bytes_same_pct: 0.0,
     };
+    copy_and_edit(&src, &files, &role, &tree, &mut rng, &mut r)?;
+    add_files(&files, &tree, &mut rng, &mut r)?;
+    let new_files = r.kept + r.edited + r.added;
+    let new_bytes = r.kept_bytes + r.edited_bytes + r.added_bytes;
+    r.files_same_pct = 100.0 * r.kept as f64 / new_files.max(1) as f64;
+    r.bytes_same_pct = 100.0 * r.kept_bytes as f64 / new_bytes.max(1) as f64;
+    Ok(r)
+}
+
+/// The shares in range, and the source and target directories, canonical and apart.
+fn check_args(
+    src: &Path,
+    parent: &Path,
+    keep: f64,
+    edit_share: f64,
+) -> anyhow::Result<(PathBuf, PathBuf)> {
+    if !(0.0..=1.0).contains(&keep) {
+        bail!("--keep {keep} is outside 0..1 (the share of files kept unchanged)");
+    }
+    if !(0.0..=1.0).contains(&edit_share) {
+        bail!("--edit-share {edit_share} is outside 0..1 (the share of changed files edited rather than replaced)");
+    }
+    let src = src
+        .canonicalize()
+        .with_context(|| format!("source tree {}", src.display()))?;
+    let parent = parent
+        .canonicalize()
+        .with_context(|| format!("target directory {}", parent.display()))?;
+    if parent.starts_with(&src) {
+        bail!(
+            "the output directory {} is inside the source tree {}: choose a directory outside it",
+            parent.display(),
+            src.display()
+        );
+    }
+    Ok((src, parent))
+}
+
+/// Each file's role, chosen at random: 0 kept, 1 edited, 2 removed.
+fn roles(n: usize, keep: f64, edit_share: f64, rng: &mut rand_pcg::Pcg64) -> Vec<u8> {
+    let kept_n = (keep * n as f64).round() as usize;
+    let edited_n = ((n - kept_n) as f64 * edit_share).round() as usize;
+    // Random choice of roles: shuffle indices (Fisher-Yates).
+    let mut order: Vec<usize> = (0..n).collect();
+    for i in (1..n).rev() {
+        let j = rng.random_range(0..=i);
+        order.swap(i, j);
+    }
+    let mut role = vec![0u8; n]; // 0 kept, 1 edited, 2 removed
+    for (k, &i) in order.iter().enumerate() {
+        role[i] = if k < kept_n {
+            0
+        } else if k < kept_n + edited_n {
+            1
+        } else {
+            2
+        };
+    }
+    role
+}
+
+/// The kept and edited files written into the new tree; the removed ones counted.
+fn copy_and_edit(
+    src: &Path,
+    files: &[(PathBuf, u64)],
+    role: &[u8],
+    tree: &OwnedFd,
+    rng: &mut rand_pcg::Pcg64,
+    r: &mut NextVersionReport,
+) -> anyhow::Result<()> {
     for (i, (rel, _)) in files.iter().enumerate() {
         if role[i] == 2 {
             r.removed += 1;
@@ -214,23 +249,29 @@ pub fn next_version(
             r.kept += 1;
             r.kept_bytes += data.len() as u64;
         }
-        write_new(&tree, rel, &data)?;
+        write_new(tree, rel, &data)?;
     }
-    // As many new files as were removed, in random existing directories, with sizes
-    // drawn from SRC's files (at least 64 bytes of random content, so never a copy).
+    Ok(())
+}
+
+/// As many new files as were removed, in random existing directories, with sizes drawn
+/// from the source's files (at least 64 bytes of random content, so never a copy).
+fn add_files(
+    files: &[(PathBuf, u64)],
+    tree: &OwnedFd,
+    rng: &mut rand_pcg::Pcg64,
+    r: &mut NextVersionReport,
+) -> anyhow::Result<()> {
+    let n = files.len();
     for a in 0..r.removed {
         let (like, size) = &files[rng.random_range(0..n)];
         let dir = like.parent().unwrap_or(Path::new(""));
         let rel = dir.join(format!("fsbench-added-{a}"));
         let mut data = vec![0u8; (*size as usize).max(64)];
         rng.fill_bytes(&mut data);
-        write_new(&tree, &rel, &data)?;
+        write_new(tree, &rel, &data)?;
         r.added += 1;
         r.added_bytes += data.len() as u64;
     }
-    let new_files = r.kept + r.edited + r.added;
-    let new_bytes = r.kept_bytes + r.edited_bytes + r.added_bytes;
-    r.files_same_pct = 100.0 * r.kept as f64 / new_files.max(1) as f64;
-    r.bytes_same_pct = 100.0 * r.kept_bytes as f64 / new_bytes.max(1) as f64;
-    Ok(r)
+    Ok(())
 }

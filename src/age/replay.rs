@@ -117,6 +117,33 @@ pub fn diff(old: &Tree, new: &Tree, short_lived: u64, interval: usize, seed: u64
         }
     }
     // C: creates and changes in mtime order, deletes spread among them.
+    let (merged, late) = changes(old, new, &mut rng);
+    // Short-lived files: created at a random point, deleted at a later one,
+    // beside (and as large as) a file created in this interval.
+    let mut at = short_lived_files(&merged, short_lived, interval, &mut rng);
+    for (i, s) in merged.into_iter().enumerate() {
+        if let Some(extra) = at.remove(&i) {
+            out.extend(extra);
+        }
+        out.push(s);
+    }
+    for (_, extra) in at {
+        out.extend(extra);
+    }
+    // D: directories that went away, children first.
+    for (p, o) in old.iter().rev() {
+        if o.dir && !new.get(p).is_some_and(|n| n.dir) {
+            out.push(Step::Rmdir(p.clone()));
+        }
+    }
+    // E: files where a directory was.
+    out.extend(late);
+    out
+}
+
+/// Creates and changes of `new` over `old` in mtime order, with the deletes spread among
+/// them at random; and the files to create last, where a directory was.
+fn changes(old: &Tree, new: &Tree, rng: &mut crate::dist::Rng) -> (Vec<Step>, Vec<Step>) {
     let mut changes: Vec<(&(i64, u32), &Vec<u8>, Step)> = Vec::new();
     let mut late = Vec::new();
     for (p, n) in new {
@@ -159,8 +186,17 @@ pub fn diff(old: &Tree, new: &Tree, short_lived: u64, interval: usize, seed: u64
             nc -= 1;
         }
     }
-    // Short-lived files: created at a random point, deleted at a later one,
-    // beside (and as large as) a file created in this interval.
+    (merged, late)
+}
+
+/// Short-lived files around the steps of `merged`: at each position, what to do before
+/// its step (the key `merged.len()` for after the last).
+fn short_lived_files(
+    merged: &[Step],
+    short_lived: u64,
+    interval: usize,
+    rng: &mut crate::dist::Rng,
+) -> BTreeMap<usize, Vec<Step>> {
     let created: Vec<(&[u8], u64)> = merged
         .iter()
         .filter_map(|s| match s {
@@ -189,24 +225,7 @@ pub fn diff(old: &Tree, new: &Tree, short_lived: u64, interval: usize, seed: u64
         // Deletes after creates at the same point: key b, pushed later for a == b.
         at.entry(b).or_default().push(Step::Delete(name));
     }
-    for (i, s) in merged.into_iter().enumerate() {
-        if let Some(extra) = at.remove(&i) {
-            out.extend(extra);
-        }
-        out.push(s);
-    }
-    for (_, extra) in at {
-        out.extend(extra);
-    }
-    // D: directories that went away, children first.
-    for (p, o) in old.iter().rev() {
-        if o.dir && !new.get(p).is_some_and(|n| n.dir) {
-            out.push(Step::Rmdir(p.clone()));
-        }
-    }
-    // E: files where a directory was.
-    out.extend(late);
-    out
+    at
 }
 
 /// Replay `args.replay_snapshots` into the aged directory `root`.

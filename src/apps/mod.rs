@@ -74,34 +74,21 @@ pub fn results(run: AppRun<'_>, ops: OpTable, merged: &Recorder) -> Results {
     let names: Vec<(String, FlowopKind)> = ops.iter().map(|(n, k)| (n.to_string(), *k)).collect();
     let (flowops, summary) = stats::summarize(&names, merged, run.duration_s);
     Results {
-        build: stats::build_info::BuildInfo::current(),
-        schema_version: stats::SCHEMA_VERSION,
-        fsbench_version: env!("CARGO_PKG_VERSION").to_string(),
-        workload: run.name.to_string(),
-        workload_source: format!("app:{}", run.name),
         variables: run.variables,
-        seed: run.seed,
-        run_dir: run.run_dir.display().to_string(),
         started_at: run.started_at,
         duration_s: run.duration_s,
         interrupted: crate::engine::interrupted(),
         threads: run.threads,
-        layout: Default::default(),
         flowops,
         summary,
         notes: run.notes,
-        workload_hash: String::new(),
-        warmup_s: 0.0,
-        interval_s: 0.0,
-        cold: false,
         host: stats::host::collect(run.run_dir),
-        calibration: stats::clock::Calibration::default(),
-        series: Vec::new(),
-        repetitions: Vec::new(),
-        figures: Default::default(),
-        disk: None,
-        ranks: Vec::new(),
-        hosts: Vec::new(),
+        ..Results::new(
+            run.name,
+            &format!("app:{}", run.name),
+            run.seed,
+            run.run_dir,
+        )
     }
 }
 

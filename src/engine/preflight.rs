@@ -81,8 +81,27 @@ pub struct Estimate {
 /// Check the workload against memory, threads and the free space of `parent`.
 pub fn check(wl: &Workload, parent: &Path) -> Result<Estimate, EngineError> {
     let m = Machine::probe();
-    let refuse = |msg: String| EngineError::TooLarge(msg);
     let mut est = Estimate::default();
+    let files_total = check_filesets(wl, &m, &mut est)?;
+    // The workload itself, and what a run keeps per flowop.
+    let nstats = wl.stat_names.len() as u64;
+    est.flowops = wl.all_flowops().len() as u64;
+    est.workload_bytes = BASE
+        .saturating_add(est.flowops.saturating_mul(PER_FLOWOP))
+        .saturating_add(nstats.saturating_mul(PER_STAT));
+    check_threads(wl, &m, &mut est)?;
+    check_memory(&m, &est)?;
+    check_free_space(wl, parent, &est, files_total)?;
+    Ok(est)
+}
+
+fn refuse(msg: String) -> EngineError {
+    EngineError::TooLarge(msg)
+}
+
+/// What the filesets' plans hold in memory and their files on disk; the number of
+/// preallocated files.
+fn check_filesets(wl: &Workload, m: &Machine, est: &mut Estimate) -> Result<f64, EngineError> {
     let mut files_total: f64 = 0.0;
     for fs in &wl.filesets {
         let n = fs.entries.saturating_add(fs.leafdirs);
@@ -117,13 +136,12 @@ pub fn check(wl: &Workload, parent: &Path) -> Result<Estimate, EngineError> {
             .layout_bytes
             .saturating_add((files * fs.size.mean(&wl.randvars).max(0.0)) as u64);
     }
-    // The workload itself, and what a run keeps per flowop.
+    Ok(files_total)
+}
+
+/// Threads: what the machine can start and what each holds.
+fn check_threads(wl: &Workload, m: &Machine, est: &mut Estimate) -> Result<(), EngineError> {
     let nstats = wl.stat_names.len() as u64;
-    est.flowops = wl.all_flowops().len() as u64;
-    est.workload_bytes = BASE
-        .saturating_add(est.flowops.saturating_mul(PER_FLOWOP))
-        .saturating_add(nstats.saturating_mul(PER_STAT));
-    // Threads: what the machine can start and what each holds.
     for p in &wl.processes {
         for t in &p.threads {
             let n = p.instances as u64 * t.instances as u64;
@@ -148,6 +166,11 @@ pub fn check(wl: &Workload, parent: &Path) -> Result<Estimate, EngineError> {
             est.threads, m.threads_left, m.threads_reason
         )));
     }
+    Ok(())
+}
+
+/// All the memory the run would hold, against what the machine has.
+fn check_memory(m: &Machine, est: &Estimate) -> Result<(), EngineError> {
     let total = est.total();
     if total > m.memory_budget() {
         return Err(refuse(format!(
@@ -162,7 +185,16 @@ pub fn check(wl: &Workload, parent: &Path) -> Result<Estimate, EngineError> {
             m.mem_source
         )));
     }
-    // Free space, from the mean size, before any plan exists (the exact check follows the plan).
+    Ok(())
+}
+
+/// Free space, from the mean size, before any plan exists (the exact check follows the plan).
+fn check_free_space(
+    wl: &Workload,
+    parent: &Path,
+    est: &Estimate,
+    files_total: f64,
+) -> Result<(), EngineError> {
     if let Some(free) = super::statvfs_free(parent) {
         // A rerun of a workload with `reuse` filesets reuses the files it left.
         let free = free.saturating_add(if wl.filesets.iter().any(|f| f.reuse) {
@@ -193,7 +225,7 @@ pub fn check(wl: &Workload, parent: &Path) -> Result<Estimate, EngineError> {
             )));
         }
     }
-    Ok(est)
+    Ok(())
 }
 
 impl Estimate {

@@ -128,7 +128,7 @@ pub fn create(
         Err(e) => return Err(io_err(&root, e)),
     }
     let root_fd = beneath::open_dir(run_dir, &name).map_err(|e| io_err(&root, not_ours(e)))?;
-    let rt = FilesetRt::new(
+    let mut rt = FilesetRt::new(
         &fs.name,
         root.clone(),
         root_fd,
@@ -137,17 +137,38 @@ pub fn create(
         fs.readonly,
         fs.writeonly,
     );
-    let mut rt = rt;
     rt.content = fs.content;
     rt.content_seed = seed ^ plan.index as u64;
-    let mut stats = LayoutStats::default();
+    let dirs = make_dirs(plan, fs, &mut rt)?;
+    make_leafdirs(plan, fs, &rt)?;
+    let gen = Generator::new(fs.content, seed ^ plan.index as u64);
+    let tally = write_files(plan, fs, &rt, &gen)?;
+    if fs.reuse {
+        drop_shared_links(&rt, plan)?;
+    }
+    let stats = LayoutStats {
+        dirs,
+        files_written: tally.written.into_inner(),
+        bytes_written: tally.bytes.into_inner(),
+        files_reused: tally.reused.into_inner(),
+        seconds: t0.elapsed().as_secs_f64(),
+        content: Some(sample_content(plan, fs, &gen)),
+    };
+    rt.recount();
+    Ok((rt, stats))
+}
+
+/// The fileset's directory tree, each directory opened (and its handle cached) as it is
+/// made; the number made (with reuse, those that existed are not counted).
+fn make_dirs(plan: &Plan, fs: &Fileset, rt: &mut FilesetRt) -> Result<u64, LayoutError> {
+    let mut made = 0;
     let mut buf = Vec::new();
     for (d, dir) in plan.tree.dirs.iter().enumerate().skip(1) {
         let path = || rt.dir_pathbuf(d as u32);
         let parent = rt.dir_handle(dir.parent).map_err(|e| io_err(&path(), e))?;
         let n = dir_name(dir.name, &mut buf);
         match beneath::mkdir_at(parent.fd(), n, 0o755) {
-            Ok(()) => stats.dirs += 1,
+            Ok(()) => made += 1,
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists && fs.reuse => {}
             Err(e) => return Err(io_err(&path(), e)),
         }
@@ -155,6 +176,12 @@ pub fn create(
         let h = beneath::open_dir(parent.fd(), n).map_err(|e| io_err(&path(), not_ours(e)))?;
         rt.dirs.offer(d as u32, h);
     }
+    Ok(made)
+}
+
+/// The preallocated leaf directories.
+fn make_leafdirs(plan: &Plan, fs: &Fileset, rt: &FilesetRt) -> Result<(), LayoutError> {
+    let mut buf = Vec::new();
     for (i, pre) in plan.prealloc_leafdirs.iter().enumerate() {
         if *pre {
             let (dir, n) = rt
@@ -172,18 +199,30 @@ pub fn create(
             rt.leafdirs[i].state.store(EXISTS, Ordering::Relaxed);
         }
     }
+    Ok(())
+}
 
-    // Files: a shared cursor over the preallocated ones, one or more writer threads.
+/// The preallocated files' shared cursor and what their writers did.
+#[derive(Default)]
+struct Tally {
+    cursor: AtomicUsize,
+    written: AtomicU64,
+    bytes: AtomicU64,
+    reused: AtomicU64,
+    failure: Mutex<Option<LayoutError>>,
+}
+
+/// Files: a shared cursor over the preallocated ones, one or more writer threads.
+fn write_files(
+    plan: &Plan,
+    fs: &Fileset,
+    rt: &FilesetRt,
+    gen: &Generator,
+) -> Result<Tally, LayoutError> {
     let todo: Vec<usize> = (0..rt.files.len())
         .filter(|i| plan.prealloc_files[*i])
         .collect();
-    let cursor = AtomicUsize::new(0);
-    let written = AtomicU64::new(0);
-    let bytes = AtomicU64::new(0);
-    let reused = AtomicU64::new(0);
-    let failure: Mutex<Option<LayoutError>> = Mutex::new(None);
-    let gen = Generator::new(fs.content, seed ^ plan.index as u64);
-    let gen = &gen;
+    let tally = Tally::default();
     let threads = if fs.paralloc {
         std::thread::available_parallelism()
             .map_or(2, |n| n.get())
@@ -193,71 +232,75 @@ pub fn create(
     };
     std::thread::scope(|s| {
         for _ in 0..threads {
-            let (rt, todo, cursor, written, bytes, reused, failure) =
-                (&rt, &todo, &cursor, &written, &bytes, &reused, &failure);
-            s.spawn(move || {
-                let mut data = vec![0u8; 1 << 20];
-                let mut name = Vec::new();
-                loop {
-                    if crate::cancel::interrupted() {
-                        failure
-                            .lock()
-                            .unwrap()
-                            .get_or_insert(LayoutError::Interrupted);
-                        return;
-                    }
-                    let k = cursor.fetch_add(1, Ordering::Relaxed);
-                    let Some(&i) = todo.get(k) else { return };
-                    let size = rt.files[i].size;
-                    let r = rt.entry_at(List::Files, i, &mut name).and_then(|(dir, n)| {
-                        write_file(
-                            dir.fd(),
-                            n,
-                            size,
-                            (gen, i as u64),
-                            &mut data,
-                            fs.reuse,
-                            fs.trusttree,
-                            rt.verify.get(i).map(|st| {
-                                (st, crate::verify::file_id(plan.index as u32, i as u32))
-                            }),
-                        )
-                    });
-                    match r {
-                        Ok(Some(n)) => {
-                            written.fetch_add(1, Ordering::Relaxed);
-                            bytes.fetch_add(n, Ordering::Relaxed);
-                        }
-                        Ok(None) => {
-                            reused.fetch_add(1, Ordering::Relaxed);
-                        }
-                        Err(e) => {
-                            let path = rt.entry_pathbuf(List::Files, i);
-                            failure
-                                .lock()
-                                .unwrap()
-                                .get_or_insert(io_err(&path, not_ours(e)));
-                            return;
-                        }
-                    }
-                    rt.files[i].state.store(EXISTS, Ordering::Relaxed);
-                }
-            });
+            let (todo, tally) = (&todo, &tally);
+            s.spawn(move || file_writer(plan, fs, rt, gen, todo, tally));
         }
     });
-    if let Some(e) = failure.into_inner().unwrap() {
+    let mut tally = tally;
+    if let Some(e) = tally.failure.get_mut().unwrap().take() {
         return Err(e);
     }
-    if fs.reuse {
-        drop_shared_links(&rt, plan)?;
+    Ok(tally)
+}
+
+/// One writer thread: take the next file off the cursor and write it, until none is left,
+/// one fails or the run is interrupted.
+fn file_writer(
+    plan: &Plan,
+    fs: &Fileset,
+    rt: &FilesetRt,
+    gen: &Generator,
+    todo: &[usize],
+    tally: &Tally,
+) {
+    let mut data = vec![0u8; 1 << 20];
+    let mut name = Vec::new();
+    loop {
+        if crate::cancel::interrupted() {
+            tally
+                .failure
+                .lock()
+                .unwrap()
+                .get_or_insert(LayoutError::Interrupted);
+            return;
+        }
+        let k = tally.cursor.fetch_add(1, Ordering::Relaxed);
+        let Some(&i) = todo.get(k) else { return };
+        let size = rt.files[i].size;
+        let r = rt.entry_at(List::Files, i, &mut name).and_then(|(dir, n)| {
+            write_file(
+                dir.fd(),
+                n,
+                size,
+                (gen, i as u64),
+                &mut data,
+                fs.reuse,
+                fs.trusttree,
+                rt.verify
+                    .get(i)
+                    .map(|st| (st, crate::verify::file_id(plan.index as u32, i as u32))),
+            )
+        });
+        match r {
+            Ok(Some(n)) => {
+                tally.written.fetch_add(1, Ordering::Relaxed);
+                tally.bytes.fetch_add(n, Ordering::Relaxed);
+            }
+            Ok(None) => {
+                tally.reused.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(e) => {
+                let path = rt.entry_pathbuf(List::Files, i);
+                tally
+                    .failure
+                    .lock()
+                    .unwrap()
+                    .get_or_insert(io_err(&path, not_ours(e)));
+                return;
+            }
+        }
+        rt.files[i].state.store(EXISTS, Ordering::Relaxed);
     }
-    stats.files_written = written.into_inner();
-    stats.bytes_written = bytes.into_inner();
-    stats.files_reused = reused.into_inner();
-    stats.seconds = t0.elapsed().as_secs_f64();
-    stats.content = Some(sample_content(plan, fs, gen));
-    rt.recount();
-    Ok((rt, stats))
 }
 
 /// Measure the content of (up to 4 MiB of) what layout wrote: the blocks of the preallocated

@@ -112,25 +112,9 @@ impl Parser {
         let stmt = match kw.as_str() {
             "define" => self.define()?,
             "set" => self.set()?,
-            "create" => {
-                let (w, s) = self.expect_word("`files` after `create`")?;
-                if w != "files" && w != "fileset" && w != "filesets" {
-                    return Err(self
-                        .err(s, format!("expected `files` after `create`, found `{w}`"))
-                        .with_help("write `create files` to lay out every fileset now"));
-                }
-                Stmt::CreateFiles
-            }
+            "create" => self.create_files()?,
             "run" => Stmt::Run(self.opt_number_or_var()),
-            "psrun" => {
-                let period = self.opt_number_or_var();
-                let runtime = if period.is_some() {
-                    self.opt_number_or_var()
-                } else {
-                    None
-                };
-                Stmt::Psrun { period, runtime }
-            }
+            "psrun" => self.psrun(),
             "eventgen" => Stmt::Eventgen(self.attr_list(false)?.0),
             "echo" => Stmt::Echo(self.quoted("a quoted string after `echo`")?),
             "usage" => {
@@ -143,68 +127,94 @@ impl Parser {
                 self.opt_number_or_var()
                     .ok_or_else(|| self.unexpected("a number of seconds after `sleep`"))?,
             ),
-            "list" => {
-                let what = match self.peek().clone() {
-                    Tok::Word(w)
-                        if matches!(w.as_str(), "fileset" | "filesets" | "flowop" | "flowops") =>
-                    {
-                        self.bump();
-                        Some(w)
-                    }
-                    _ => None,
-                };
-                Stmt::List(what)
-            }
+            "list" => self.list(),
             "debug" => Stmt::Debug(
                 self.opt_number_or_var()
                     .ok_or_else(|| self.unexpected("a debug level after `debug`"))?,
             ),
             "version" => Stmt::Version,
             "quit" => Stmt::Quit,
-            "enable" => {
-                let (w, s) = self.expect_word("`lathist` or `multi` after `enable`")?;
-                match w.as_str() {
-                    "lathist" => Stmt::EnableLathist,
-                    "multi" => Stmt::EnableMulti(self.attr_list(false)?.0),
-                    _ => {
-                        return Err(self.err(
-                            s,
-                            format!("expected `lathist` or `multi` after `enable`, found `{w}`"),
-                        ))
-                    }
-                }
-            }
+            "enable" => self.enable()?,
             "domultisync" => Stmt::DoMultiSync(self.attr_list(false)?.0),
-            other => {
-                if let Some((_, help)) = REMOVED.iter().find(|(n, _)| *n == other) {
-                    return Err(self
-                        .err(
-                            kw_span,
-                            format!("`{other}` is not part of the workload language any more"),
-                        )
-                        .with_help(*help));
-                }
-                if other == "flowop" || other == "thread" {
-                    return Err(self
-                        .err(kw_span, format!("`{other}` outside of a definition"))
-                        .with_help(if other == "flowop" {
-                            "flowops belong inside `thread ... { }` within `define process`"
-                        } else {
-                            "threads belong inside `define process name=... { }`"
-                        }));
-                }
-                return Err(self
-                    .err(kw_span, format!("unknown command `{other}`"))
-                    .with_help(
-                    "commands are define, set, create files, run, psrun, eventgen, echo, system, \
-                     sleep, list, debug, version, quit, enable",
-                ));
-            }
+            other => return Err(self.unknown_command(other, kw_span)),
         };
         Ok(Statement {
             stmt,
             span: start.to(self.prev_span()),
         })
+    }
+
+    /// `create files` (or `fileset`/`filesets`).
+    fn create_files(&mut self) -> PResult<Stmt> {
+        let (w, s) = self.expect_word("`files` after `create`")?;
+        if w != "files" && w != "fileset" && w != "filesets" {
+            return Err(self
+                .err(s, format!("expected `files` after `create`, found `{w}`"))
+                .with_help("write `create files` to lay out every fileset now"));
+        }
+        Ok(Stmt::CreateFiles)
+    }
+
+    /// `psrun [period [runtime]]`.
+    fn psrun(&mut self) -> Stmt {
+        let period = self.opt_number_or_var();
+        let runtime = if period.is_some() {
+            self.opt_number_or_var()
+        } else {
+            None
+        };
+        Stmt::Psrun { period, runtime }
+    }
+
+    /// `list [fileset|filesets|flowop|flowops]`.
+    fn list(&mut self) -> Stmt {
+        let what = match self.peek().clone() {
+            Tok::Word(w) if matches!(w.as_str(), "fileset" | "filesets" | "flowop" | "flowops") => {
+                self.bump();
+                Some(w)
+            }
+            _ => None,
+        };
+        Stmt::List(what)
+    }
+
+    /// `enable lathist` or `enable multi ...`.
+    fn enable(&mut self) -> PResult<Stmt> {
+        let (w, s) = self.expect_word("`lathist` or `multi` after `enable`")?;
+        match w.as_str() {
+            "lathist" => Ok(Stmt::EnableLathist),
+            "multi" => Ok(Stmt::EnableMulti(self.attr_list(false)?.0)),
+            _ => Err(self.err(
+                s,
+                format!("expected `lathist` or `multi` after `enable`, found `{w}`"),
+            )),
+        }
+    }
+
+    /// The error for a word that is no command: removed, misplaced or unknown.
+    fn unknown_command(&self, other: &str, kw_span: Span) -> Diagnostic {
+        if let Some((_, help)) = REMOVED.iter().find(|(n, _)| *n == other) {
+            return self
+                .err(
+                    kw_span,
+                    format!("`{other}` is not part of the workload language any more"),
+                )
+                .with_help(*help);
+        }
+        if other == "flowop" || other == "thread" {
+            return self
+                .err(kw_span, format!("`{other}` outside of a definition"))
+                .with_help(if other == "flowop" {
+                    "flowops belong inside `thread ... { }` within `define process`"
+                } else {
+                    "threads belong inside `define process name=... { }`"
+                });
+        }
+        self.err(kw_span, format!("unknown command `{other}`"))
+            .with_help(
+                "commands are define, set, create files, run, psrun, eventgen, echo, system, \
+                 sleep, list, debug, version, quit, enable",
+            )
     }
 
     fn quoted(&mut self, what: &str) -> PResult<String> {

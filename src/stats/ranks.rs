@@ -90,18 +90,7 @@ pub fn merge(mut ranks: Vec<(u32, String, Results)>) -> Result<Results, String> 
             )
         })
         .collect();
-    for (rank, _, r) in &ranks {
-        let theirs: Vec<&str> = r.flowops.iter().map(|f| f.name.as_str()).collect();
-        let ours: Vec<&str> = names.iter().map(|(n, _)| n.as_str()).collect();
-        if theirs != ours {
-            return Err(format!(
-                "rank {rank} ran other flowops ({}) than rank {} ({})",
-                theirs.join(", "),
-                ranks[0].0,
-                ours.join(", ")
-            ));
-        }
-    }
+    same_flowops(&ranks, &names)?;
     // The window every rank measured in: from the first start to the last end.
     let start = ranks
         .iter()
@@ -129,27 +118,7 @@ pub fn merge(mut ranks: Vec<(u32, String, Results)>) -> Result<Results, String> 
     out.interrupted = ranks.iter().any(|r| r.2.interrupted);
     out.series.clear();
     out.repetitions.clear();
-    out.ranks = ranks
-        .iter()
-        .map(|(rank, host, r)| RankResult {
-            rank: *rank,
-            host: host.clone(),
-            started_at: r.started_at,
-            duration_s: r.duration_s,
-            ops: r.summary.ops,
-            ops_per_s: r.summary.ops_per_s,
-            mb_per_s: r.summary.mb_per_s,
-            p99_us: summary_p99(r),
-            errors: r.summary.errors,
-            run_dir: r.run_dir.clone(),
-            notes: r
-                .notes
-                .iter()
-                .filter(|n| n.contains("ended"))
-                .cloned()
-                .collect(),
-        })
-        .collect();
+    out.ranks = ranks.iter().map(rank_row).collect();
     let mut hosts: Vec<String> = Vec::new();
     for (_, h, _) in &ranks {
         if !hosts.contains(h) {
@@ -171,25 +140,7 @@ pub fn merge(mut ranks: Vec<(u32, String, Results)>) -> Result<Results, String> 
         .map(|r| r.2.started_at)
         .fold(f64::NEG_INFINITY, f64::max)
         - start;
-    // A benchmark's own figures: times (`*_s`) are the slowest rank's, shares and means
-    // (`*pct*`, `*ratio*`, `*mean*`, `*score*`) the mean over ranks, and counts and rates
-    // (everything else) add up.
-    for (k, v) in out.figures.iter_mut() {
-        let each: Vec<f64> = ranks
-            .iter()
-            .filter_map(|r| r.2.figures.get(k).copied())
-            .collect();
-        if k.ends_with("_s") && !k.ends_with("_per_s") {
-            *v = each.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        } else if ["pct", "ratio", "mean", "score"]
-            .iter()
-            .any(|w| k.contains(w))
-        {
-            *v = each.iter().sum::<f64>() / each.len().max(1) as f64;
-        } else {
-            *v = each.iter().sum();
-        }
-    }
+    merge_figures(&mut out.figures, &ranks);
     out.figures.insert("ranks".into(), ranks.len() as f64);
     out.figures.insert("slowest_rank".into(), slowest as f64);
     out.figures.insert("rank_ops_per_s_min".into(), lo);
@@ -209,6 +160,74 @@ pub fn merge(mut ranks: Vec<(u32, String, Results)>) -> Result<Results, String> 
         ),
     );
     Ok(out)
+}
+
+/// Every rank must have run the flowops of the first (`names`), in the same order.
+fn same_flowops(
+    ranks: &[(u32, String, Results)],
+    names: &[(String, FlowopKind)],
+) -> Result<(), String> {
+    for (rank, _, r) in ranks {
+        let theirs: Vec<&str> = r.flowops.iter().map(|f| f.name.as_str()).collect();
+        let ours: Vec<&str> = names.iter().map(|(n, _)| n.as_str()).collect();
+        if theirs != ours {
+            return Err(format!(
+                "rank {rank} ran other flowops ({}) than rank {} ({})",
+                theirs.join(", "),
+                ranks[0].0,
+                ours.join(", ")
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// One rank's row of the merged results.
+fn rank_row((rank, host, r): &(u32, String, Results)) -> RankResult {
+    RankResult {
+        rank: *rank,
+        host: host.clone(),
+        started_at: r.started_at,
+        duration_s: r.duration_s,
+        ops: r.summary.ops,
+        ops_per_s: r.summary.ops_per_s,
+        mb_per_s: r.summary.mb_per_s,
+        p99_us: summary_p99(r),
+        errors: r.summary.errors,
+        run_dir: r.run_dir.clone(),
+        notes: r
+            .notes
+            .iter()
+            .filter(|n| n.contains("ended"))
+            .cloned()
+            .collect(),
+    }
+}
+
+/// A benchmark's own figures merged over the ranks.
+fn merge_figures(
+    figures: &mut std::collections::BTreeMap<String, f64>,
+    ranks: &[(u32, String, Results)],
+) {
+    // A benchmark's own figures: times (`*_s`) are the slowest rank's, shares and means
+    // (`*pct*`, `*ratio*`, `*mean*`, `*score*`) the mean over ranks, and counts and rates
+    // (everything else) add up.
+    for (k, v) in figures.iter_mut() {
+        let each: Vec<f64> = ranks
+            .iter()
+            .filter_map(|r| r.2.figures.get(k).copied())
+            .collect();
+        if k.ends_with("_s") && !k.ends_with("_per_s") {
+            *v = each.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        } else if ["pct", "ratio", "mean", "score"]
+            .iter()
+            .any(|w| k.contains(w))
+        {
+            *v = each.iter().sum::<f64>() / each.len().max(1) as f64;
+        } else {
+            *v = each.iter().sum();
+        }
+    }
 }
 
 #[cfg(test)]

@@ -154,112 +154,16 @@ pub fn combine(runs: Vec<Results>) -> Results {
     let all: Vec<&Results> = std::iter::once(&first).chain(rest.iter()).collect();
     let duration: f64 = all.iter().map(|r| r.duration_s).sum();
     let d = duration.max(1e-9);
-    let mut flowops = Vec::new();
-    for (i, f0) in first.flowops.iter().enumerate() {
-        let fs: Vec<&FlowopResult> = all.iter().filter_map(|r| r.flowops.get(i)).collect();
-        let ops: u64 = fs.iter().map(|f| f.ops).sum();
-        let bytes: u64 = fs.iter().map(|f| f.bytes).sum();
-        let mut h = hdrhistogram::Histogram::<u64>::new(3).expect("valid");
-        for f in &fs {
-            let _ = h.add(hist_from(&f.histogram_ns));
-        }
-        let mean = if ops > 0 {
-            fs.iter()
-                .map(|f| f.latency_us.mean * f.ops as f64)
-                .sum::<f64>()
-                / ops as f64
-        } else {
-            0.0
-        };
-        let cpu = if ops > 0 {
-            fs.iter()
-                .map(|f| f.cpu_us_per_op * f.ops as f64)
-                .sum::<f64>()
-                / ops as f64
-        } else {
-            0.0
-        };
-        flowops.push(FlowopResult {
-            name: f0.name.clone(),
-            kind: f0.kind.clone(),
-            io_class: f0.io_class.clone(),
-            ops,
-            ops_per_s: ops as f64 / d,
-            bytes,
-            mb_per_s: bytes as f64 / d / (1024.0 * 1024.0),
-            latency_us: latency_from(&h, mean),
-            errors: fs.iter().map(|f| f.errors).sum(),
-            no_resource: fs.iter().map(|f| f.no_resource).sum(),
-            first_error: fs.iter().find_map(|f| f.first_error.clone()),
-            cpu_us_per_op: cpu,
-            histogram_ns: h
-                .iter_recorded()
-                .map(|v| [v.value_iterated_to(), v.count_at_value()])
-                .collect(),
-            aio: f0.aio.as_ref().map(|_| {
-                let n: u64 = fs
-                    .iter()
-                    .filter_map(|f| f.aio.as_ref())
-                    .map(|a| a.completions)
-                    .sum();
-                let sum: f64 = fs
-                    .iter()
-                    .filter_map(|f| f.aio.as_ref())
-                    .map(|a| a.completion_mean_us * a.completions as f64)
-                    .sum();
-                super::AioCompletions {
-                    completions: n,
-                    completion_mean_us: if n > 0 { sum / n as f64 } else { 0.0 },
-                }
-            }),
-            content: f0.content.clone(),
-            verify: f0.verify.as_ref().map(|_| {
-                let vs = || fs.iter().filter_map(|f| f.verify.as_ref());
-                crate::verify::VerifyResult {
-                    blocks_checked: vs().map(|v| v.blocks_checked).sum(),
-                    mismatches: vs().map(|v| v.mismatches).sum(),
-                    reads_skipped: vs().map(|v| v.reads_skipped).sum(),
-                    first: vs()
-                        .flat_map(|v| v.first.iter().cloned())
-                        .take(crate::verify::KEEP)
-                        .collect(),
-                }
-            }),
-        });
-    }
-    let ops: u64 = all.iter().map(|r| r.summary.ops).sum();
-    let sum = |g: fn(&Summary) -> f64| {
-        all.iter()
-            .map(|r| g(&r.summary) * r.duration_s)
-            .sum::<f64>()
-            / d
-    };
-    let summary = Summary {
-        ops,
-        ops_per_s: ops as f64 / d,
-        read_ops_per_s: sum(|s| s.read_ops_per_s),
-        write_ops_per_s: sum(|s| s.write_ops_per_s),
-        mb_per_s: sum(|s| s.mb_per_s),
-        mean_latency_ms: if ops > 0 {
-            all.iter()
-                .map(|r| r.summary.mean_latency_ms * r.summary.ops as f64)
-                .sum::<f64>()
-                / ops as f64
-        } else {
-            0.0
-        },
-        errors: all.iter().map(|r| r.summary.errors).sum(),
-        cpu_user_s: all.iter().map(|r| r.summary.cpu_user_s).sum(),
-        cpu_sys_s: all.iter().map(|r| r.summary.cpu_sys_s).sum(),
-        cpu_us_per_op: if ops > 0 {
-            all.iter()
-                .map(|r| (r.summary.cpu_user_s + r.summary.cpu_sys_s) * 1e6)
-                .sum::<f64>()
-                / ops as f64
-        } else {
-            0.0
-        },
-    };
+    let flowops = first
+        .flowops
+        .iter()
+        .enumerate()
+        .map(|(i, f0)| {
+            let fs: Vec<&FlowopResult> = all.iter().filter_map(|r| r.flowops.get(i)).collect();
+            combine_flowop(f0, &fs, d)
+        })
+        .collect();
+    let summary = combine_summary(&all, d);
     let repetitions = all.iter().map(|r| repetition_of(r)).collect();
     let interrupted = all.iter().any(|r| r.interrupted);
     // Named figures: the mean over the repetitions that have them.
@@ -287,6 +191,116 @@ pub fn combine(runs: Vec<Results>) -> Results {
         summary,
         repetitions,
         ..first
+    }
+}
+
+/// One flowop over the repetitions (`fs`, the first `f0`), rates over `d` seconds.
+fn combine_flowop(f0: &FlowopResult, fs: &[&FlowopResult], d: f64) -> FlowopResult {
+    let ops: u64 = fs.iter().map(|f| f.ops).sum();
+    let bytes: u64 = fs.iter().map(|f| f.bytes).sum();
+    let mut h = hdrhistogram::Histogram::<u64>::new(3).expect("valid");
+    for f in fs {
+        let _ = h.add(hist_from(&f.histogram_ns));
+    }
+    let mean = if ops > 0 {
+        fs.iter()
+            .map(|f| f.latency_us.mean * f.ops as f64)
+            .sum::<f64>()
+            / ops as f64
+    } else {
+        0.0
+    };
+    let cpu = if ops > 0 {
+        fs.iter()
+            .map(|f| f.cpu_us_per_op * f.ops as f64)
+            .sum::<f64>()
+            / ops as f64
+    } else {
+        0.0
+    };
+    FlowopResult {
+        name: f0.name.clone(),
+        kind: f0.kind.clone(),
+        io_class: f0.io_class.clone(),
+        ops,
+        ops_per_s: ops as f64 / d,
+        bytes,
+        mb_per_s: bytes as f64 / d / (1024.0 * 1024.0),
+        latency_us: latency_from(&h, mean),
+        errors: fs.iter().map(|f| f.errors).sum(),
+        no_resource: fs.iter().map(|f| f.no_resource).sum(),
+        first_error: fs.iter().find_map(|f| f.first_error.clone()),
+        cpu_us_per_op: cpu,
+        histogram_ns: h
+            .iter_recorded()
+            .map(|v| [v.value_iterated_to(), v.count_at_value()])
+            .collect(),
+        aio: f0.aio.as_ref().map(|_| {
+            let n: u64 = fs
+                .iter()
+                .filter_map(|f| f.aio.as_ref())
+                .map(|a| a.completions)
+                .sum();
+            let sum: f64 = fs
+                .iter()
+                .filter_map(|f| f.aio.as_ref())
+                .map(|a| a.completion_mean_us * a.completions as f64)
+                .sum();
+            super::AioCompletions {
+                completions: n,
+                completion_mean_us: if n > 0 { sum / n as f64 } else { 0.0 },
+            }
+        }),
+        content: f0.content.clone(),
+        verify: f0.verify.as_ref().map(|_| {
+            let vs = || fs.iter().filter_map(|f| f.verify.as_ref());
+            crate::verify::VerifyResult {
+                blocks_checked: vs().map(|v| v.blocks_checked).sum(),
+                mismatches: vs().map(|v| v.mismatches).sum(),
+                reads_skipped: vs().map(|v| v.reads_skipped).sum(),
+                first: vs()
+                    .flat_map(|v| v.first.iter().cloned())
+                    .take(crate::verify::KEEP)
+                    .collect(),
+            }
+        }),
+    }
+}
+
+/// The summaries of the repetitions, rates over `d` seconds.
+fn combine_summary(all: &[&Results], d: f64) -> Summary {
+    let ops: u64 = all.iter().map(|r| r.summary.ops).sum();
+    let sum = |g: fn(&Summary) -> f64| {
+        all.iter()
+            .map(|r| g(&r.summary) * r.duration_s)
+            .sum::<f64>()
+            / d
+    };
+    Summary {
+        ops,
+        ops_per_s: ops as f64 / d,
+        read_ops_per_s: sum(|s| s.read_ops_per_s),
+        write_ops_per_s: sum(|s| s.write_ops_per_s),
+        mb_per_s: sum(|s| s.mb_per_s),
+        mean_latency_ms: if ops > 0 {
+            all.iter()
+                .map(|r| r.summary.mean_latency_ms * r.summary.ops as f64)
+                .sum::<f64>()
+                / ops as f64
+        } else {
+            0.0
+        },
+        errors: all.iter().map(|r| r.summary.errors).sum(),
+        cpu_user_s: all.iter().map(|r| r.summary.cpu_user_s).sum(),
+        cpu_sys_s: all.iter().map(|r| r.summary.cpu_sys_s).sum(),
+        cpu_us_per_op: if ops > 0 {
+            all.iter()
+                .map(|r| (r.summary.cpu_user_s + r.summary.cpu_sys_s) * 1e6)
+                .sum::<f64>()
+                / ops as f64
+        } else {
+            0.0
+        },
     }
 }
 

@@ -269,6 +269,49 @@ pub struct Results {
     pub hosts: Vec<String>,
 }
 
+impl Results {
+    /// The results of one run, identified by its workload, where that came from, its seed
+    /// and its run directory; the build, schema and version filled in, every figure empty
+    /// or zero for the caller to set (`Results { flowops, summary, .. Results::new(...) }`).
+    pub fn new(
+        workload: &str,
+        workload_source: &str,
+        seed: u64,
+        run_dir: &std::path::Path,
+    ) -> Results {
+        Results {
+            build: super::build_info::BuildInfo::current(),
+            schema_version: SCHEMA_VERSION,
+            fsbench_version: env!("CARGO_PKG_VERSION").to_string(),
+            workload: workload.to_string(),
+            workload_source: workload_source.to_string(),
+            variables: BTreeMap::new(),
+            seed,
+            run_dir: run_dir.display().to_string(),
+            started_at: 0.0,
+            duration_s: 0.0,
+            interrupted: false,
+            threads: 0,
+            layout: LayoutResult::default(),
+            flowops: Vec::new(),
+            summary: Summary::default(),
+            notes: Vec::new(),
+            workload_hash: String::new(),
+            warmup_s: 0.0,
+            interval_s: 0.0,
+            cold: false,
+            host: Host::default(),
+            calibration: super::clock::Calibration::default(),
+            series: Vec::new(),
+            repetitions: Vec::new(),
+            figures: BTreeMap::new(),
+            disk: None,
+            ranks: Vec::new(),
+            hosts: Vec::new(),
+        }
+    }
+}
+
 /// A simulated disk's reply lateness during one measurement.
 #[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
 pub struct DiskLateness {

@@ -3,6 +3,18 @@
 use super::*;
 use FlowopKind::*;
 
+/// Where one read or write goes: the slot and its descriptor, the file offset, the part of
+/// the worker's buffer, and the working set the offset advances within.
+#[derive(Clone, Copy)]
+struct At {
+    slot: usize,
+    fd: RawFd,
+    off: u64,
+    boff: usize,
+    len: usize,
+    wss: u64,
+}
+
 impl Worker<'_> {
     pub(super) fn op_read(&mut self, f: &Flowop) -> Result<Flow, Fail> {
         let iosize = self.num(&f.iosize).max(0) as usize;
@@ -36,58 +48,19 @@ impl Worker<'_> {
                     f.name
                 )));
         }
+        let at = At {
+            slot,
+            fd,
+            off,
+            boff,
+            len,
+            wss,
+        };
         if f.kind == AioWrite {
-            if self.aio.is_none() {
-                self.aio = Some(Aio::setup());
-            }
-            self.shape(f, slot, off, boff, len);
-            // With --verify the write goes from its own stamped copy (this buffer is reused
-            // while it is in flight); the file's state counts it in flight until it lands.
-            let verified = self.vstate(slot).map(|(st, id)| {
-                let mut data = self.buf.as_slice()[boff..boff + len].to_vec();
-                let gen = st.begin_write_at(off, off + len as u64);
-                crate::verify::stamp(gen, id, off, &mut data);
-                crate::engine::aio::Verified {
-                    data,
-                    state: st,
-                    gen,
-                    off,
-                    done: false,
-                }
-            });
-            let ptr = self.buf.as_slice()[boff..].as_ptr();
-            let aio = self.aio.as_mut().expect("set above");
-            // SAFETY: the worker's buffer is only replaced after draining (buffer())
-            // and is dropped after `aio`, which drains on drop.
-            let t0 = self.clock.now();
-            let r = unsafe { aio.write(fd, ptr, len, off, f.stat, verified) };
-            let ns = self.clock.since(t0);
-            self.record_aio();
-            self.advance(f, slot, off, len as u64, wss);
-            return match r {
-                // As Filebench: the submission is the operation, with its bytes.
-                Ok(()) => {
-                    self.done(f, ns, len as u64);
-                    Ok(Flow::Continue)
-                }
-                Err(e) => Err(Fail::Error(format!("aiowrite at offset {off}: {e}"))),
-            };
+            return self.aio_write(f, at);
         }
         if f.mmap && f.kind == Read {
-            let map = self
-                .mapping(slot, fd, off + len as u64)
-                .map_err(|e| Fail::Error(format!("mmap: {e}")))?;
-            let v = self.vstate(slot);
-            let snap = v.map(|v| v.0.snapshot(off, len as u64));
-            let t0 = self.clock.now();
-            let n = self.copy_from_map(map, off, boff, len);
-            let ns = self.clock.since(t0);
-            if let (Some(v), Some(s)) = (v, &snap) {
-                self.vcheck(f, slot, v, s, off, len as u64, boff, n);
-            }
-            self.done(f, ns, n as u64);
-            self.advance(f, slot, off, n as u64, wss);
-            return Ok(Flow::Continue);
+            return self.mmap_read(f, at);
         }
         if f.kind != Read {
             self.shape(f, slot, off, boff, len);
@@ -121,6 +94,79 @@ impl Worker<'_> {
             }
             Err(e) => Err(self.rw_error(f, slot, off, e)),
         }
+    }
+
+    /// `aiowrite`: submit the write; the submission is what is timed.
+    fn aio_write(&mut self, f: &Flowop, at: At) -> Result<Flow, Fail> {
+        let At {
+            slot,
+            fd,
+            off,
+            boff,
+            len,
+            wss,
+        } = at;
+        if self.aio.is_none() {
+            self.aio = Some(Aio::setup());
+        }
+        self.shape(f, slot, off, boff, len);
+        // With --verify the write goes from its own stamped copy (this buffer is reused
+        // while it is in flight); the file's state counts it in flight until it lands.
+        let verified = self.vstate(slot).map(|(st, id)| {
+            let mut data = self.buf.as_slice()[boff..boff + len].to_vec();
+            let gen = st.begin_write_at(off, off + len as u64);
+            crate::verify::stamp(gen, id, off, &mut data);
+            crate::engine::aio::Verified {
+                data,
+                state: st,
+                gen,
+                off,
+                done: false,
+            }
+        });
+        let ptr = self.buf.as_slice()[boff..].as_ptr();
+        let aio = self.aio.as_mut().expect("set above");
+        // SAFETY: the worker's buffer is only replaced after draining (buffer())
+        // and is dropped after `aio`, which drains on drop.
+        let t0 = self.clock.now();
+        let r = unsafe { aio.write(fd, ptr, len, off, f.stat, verified) };
+        let ns = self.clock.since(t0);
+        self.record_aio();
+        self.advance(f, slot, off, len as u64, wss);
+        match r {
+            // As Filebench: the submission is the operation, with its bytes.
+            Ok(()) => {
+                self.done(f, ns, len as u64);
+                Ok(Flow::Continue)
+            }
+            Err(e) => Err(Fail::Error(format!("aiowrite at offset {off}: {e}"))),
+        }
+    }
+
+    /// `read` with `mmap`: copy from the file's mapping.
+    fn mmap_read(&mut self, f: &Flowop, at: At) -> Result<Flow, Fail> {
+        let At {
+            slot,
+            fd,
+            off,
+            boff,
+            len,
+            wss,
+        } = at;
+        let map = self
+            .mapping(slot, fd, off + len as u64)
+            .map_err(|e| Fail::Error(format!("mmap: {e}")))?;
+        let v = self.vstate(slot);
+        let snap = v.map(|v| v.0.snapshot(off, len as u64));
+        let t0 = self.clock.now();
+        let n = self.copy_from_map(map, off, boff, len);
+        let ns = self.clock.since(t0);
+        if let (Some(v), Some(s)) = (v, &snap) {
+            self.vcheck(f, slot, v, s, off, len as u64, boff, n);
+        }
+        self.done(f, ns, n as u64);
+        self.advance(f, slot, off, n as u64, wss);
+        Ok(Flow::Continue)
     }
 
     /// The error of a read or write of `f` at `off` through `slot`.
