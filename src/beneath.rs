@@ -299,8 +299,12 @@ impl Removal {
     fn fail(&mut self, e: &io::Error) {
         self.count += 1;
         if self.failed.len() < 5 {
-            self.failed
-                .push(format!("{}: {e}", String::from_utf8_lossy(&self.rel)));
+            let at = if self.rel.is_empty() {
+                ".".into()
+            } else {
+                String::from_utf8_lossy(&self.rel)
+            };
+            self.failed.push(format!("{at}: {e}"));
         }
     }
 

@@ -8,24 +8,8 @@ fn read(p: &str) -> String {
     std::fs::read_to_string(p).unwrap_or_default()
 }
 
-/// Unescape the octal escapes (`\040` for space) of /proc/self/mountinfo.
-fn unescape(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'\\' && i + 3 < b.len() {
-            if let Ok(v) = u8::from_str_radix(&s[i + 1..(i + 4).min(s.len())], 8) {
-                out.push(v);
-                i += 4;
-                continue;
-            }
-        }
-        out.push(b[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
+/// Mount points in /proc/self/mountinfo have their spaces and tabs escaped (`\040`).
+use crate::fuse::unescape_mount as unescape;
 
 /// (mount point, fs type, options, source) of the mount holding `dir`.
 pub fn mount_of(dir: &Path) -> Option<(String, String, String, String)> {

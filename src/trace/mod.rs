@@ -65,7 +65,9 @@ pub struct ScratchDir(std::path::PathBuf);
 impl ScratchDir {
     pub fn new(tag: &str) -> std::io::Result<ScratchDir> {
         use std::os::unix::ffi::OsStrExt;
-        let t = std::env::temp_dir().join(format!("fsbench-{tag}-XXXXXX"));
+        // mkdtemp's template: the last six characters, all `X`, become a unique suffix.
+        let template = format!("fsbench-{tag}-{}", "X".repeat(6));
+        let t = std::env::temp_dir().join(template);
         let mut b = std::ffi::CString::new(t.as_os_str().as_bytes())
             .map_err(std::io::Error::other)?
             .into_bytes_with_nul();

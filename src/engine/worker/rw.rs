@@ -97,15 +97,18 @@ impl Worker<'_> {
     }
 
     /// `aiowrite`: submit the write; the submission is what is timed.
-    fn aio_write(&mut self, f: &Flowop, at: At) -> Result<Flow, Fail> {
-        let At {
+    fn aio_write(
+        &mut self,
+        f: &Flowop,
+        At {
             slot,
             fd,
             off,
             boff,
             len,
             wss,
-        } = at;
+        }: At,
+    ) -> Result<Flow, Fail> {
         if self.aio.is_none() {
             self.aio = Some(Aio::setup());
         }
@@ -144,15 +147,18 @@ impl Worker<'_> {
     }
 
     /// `read` with `mmap`: copy from the file's mapping.
-    fn mmap_read(&mut self, f: &Flowop, at: At) -> Result<Flow, Fail> {
-        let At {
+    fn mmap_read(
+        &mut self,
+        f: &Flowop,
+        At {
             slot,
             fd,
             off,
             boff,
             len,
             wss,
-        } = at;
+        }: At,
+    ) -> Result<Flow, Fail> {
         let map = self
             .mapping(slot, fd, off + len as u64)
             .map_err(|e| Fail::Error(format!("mmap: {e}")))?;
