@@ -21,8 +21,9 @@ const BASE: u64 = 16 << 20;
 /// Per flowop of the workload (composites' children included): its parsed and checked form.
 const PER_FLOWOP: u64 = 2 << 10;
 /// Per flowop name, once per run: the run's latency counts (allocated per range of latencies
-/// met), the flowop's results and report line.
-const PER_STAT: u64 = 5 << 9;
+/// met: a flowop whose latencies spread from microseconds to milliseconds fills several
+/// chunks of 512 bytes), the flowop's results and report line.
+const PER_STAT: u64 = 4 << 10;
 /// Per flowop name, per thread: counters, the interval histograms (grown to the largest
 /// latency met) and the batch of latencies not yet counted.
 const PER_STAT_THREAD: u64 = 3 << 9;
