@@ -526,13 +526,18 @@ fn shipped_plan_lookaside_at_quick_scale() {
                 );
             }
         }
-        // Over the slow link every fetched file costs its transfer; a hit costs a round trip.
-        let none = remote_figure(out, "build", "1mbit", "none", "duration_s");
-        let same = remote_figure(out, "build", "1mbit", "1", "duration_s");
-        assert!(
-            same < none,
-            "1mbit: lookaside {same:.3} s, none {none:.3} s"
-        );
+        // What the identical tree saved is counted as hits, never as time: how much faster
+        // the slow link makes the build is the study's figure (with its interval), not a
+        // check a busy machine could fail.
+        for net in ["100mbit", "1mbit"] {
+            let hits = remote_figure(out, "build", net, "1", "remote.lookaside_hits");
+            let none = remote_figure(out, "build", net, "none", "remote.lookaside_hits");
+            assert!(
+                hits > 0.0,
+                "{net}: no lookaside hits with an identical tree"
+            );
+            assert_eq!(none, 0.0, "{net}: lookaside hits without a lookaside tree");
+        }
     });
 }
 

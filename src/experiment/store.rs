@@ -49,7 +49,8 @@ CREATE TABLE IF NOT EXISTS runs (
     superseded INTEGER NOT NULL DEFAULT 0,
     error TEXT,
     applied_json TEXT NOT NULL,
-    results_json TEXT
+    results_json TEXT,
+    flags_json TEXT NOT NULL DEFAULT '{}'
 );
 CREATE TABLE IF NOT EXISTS figures (
     run_id INTEGER NOT NULL REFERENCES runs(id),
@@ -91,6 +92,41 @@ pub struct RunRecord<'a> {
     pub error: Option<&'a str>,
     pub applied: &'a Value,
     pub results: Option<&'a Value>,
+    pub flags: &'a RunFlags,
+}
+
+/// What the runner learned about a run beyond its figures: whether it measured what its cell
+/// says. Stored as `runs.flags_json`; `results` and the report count and exclude flagged runs.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct RunFlags {
+    /// Why the run ended before its duration (fileset exhausted, finish flowop, error), when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_early: Option<String>,
+    /// The device served less than the stated share of the bytes the measurement read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_served: Option<CacheServed>,
+    /// A warm cell's unmeasured pass ran right before this run.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub warmed: bool,
+    /// A cold cell's caches were dropped right before this run (what, when).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cold: Option<String>,
+}
+
+/// The device's own account of a run's reads against what the measurement read.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct CacheServed {
+    pub device_read_bytes: u64,
+    pub measured_read_bytes: u64,
+    /// The share below which a run is flagged.
+    pub threshold: f64,
+}
+
+impl RunFlags {
+    /// Flagged runs are left out of comparisons unless asked for.
+    pub fn flagged(&self) -> bool {
+        self.ended_early.is_some() || self.cache_served.is_some()
+    }
 }
 
 impl Store {
@@ -99,6 +135,12 @@ impl Store {
         let db = Connection::open(&path).with_context(|| format!("opening {}", path.display()))?;
         db.execute_batch(SCHEMA)
             .with_context(|| format!("creating the schema in {}", path.display()))?;
+        // A database from before run flags existed: add the column, every run unflagged.
+        let has_flags = db.prepare("SELECT flags_json FROM runs LIMIT 0").is_ok();
+        if !has_flags {
+            db.execute_batch("ALTER TABLE runs ADD COLUMN flags_json TEXT NOT NULL DEFAULT '{}'")
+                .with_context(|| format!("adding run flags to {}", path.display()))?;
+        }
         Ok(Store { db })
     }
 
@@ -209,7 +251,7 @@ impl Store {
     pub fn add_run(&mut self, r: &RunRecord) -> Result<i64> {
         let tx = self.db.transaction()?;
         tx.execute(
-            "INSERT INTO runs (cell_id, repetition, status, started_at, elapsed_s, load_avg_1, other_cpu_frac, disturbed, error, applied_json, results_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+            "INSERT INTO runs (cell_id, repetition, status, started_at, elapsed_s, load_avg_1, other_cpu_frac, disturbed, error, applied_json, results_json, flags_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
             params![
                 r.cell_id,
                 r.repetition,
@@ -222,6 +264,7 @@ impl Store {
                 r.error,
                 r.applied.to_string(),
                 r.results.map(|v| v.to_string()),
+                serde_json::to_string(r.flags)?,
             ],
         )?;
         let run_id = tx.last_insert_rowid();
@@ -445,6 +488,7 @@ mod tests {
             error: None,
             applied: &Value::Null,
             results: Some(&res),
+            flags: &RunFlags::default(),
         })
         .unwrap();
         assert!(s.done(c, 0).unwrap());

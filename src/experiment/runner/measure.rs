@@ -6,7 +6,7 @@ use super::session::labels_json;
 use super::*;
 use crate::experiment::handoff::Handoff;
 use crate::experiment::noise;
-use crate::experiment::store::{self, RunRecord, Store};
+use crate::experiment::store::{self, RunFlags, RunRecord, Store};
 use crate::experiment::target;
 use crate::remote::state::RemoteStats;
 
@@ -182,6 +182,7 @@ impl Run<'_> {
             error: error.as_deref(),
             applied: &applied,
             results: results.as_ref(),
+            flags: &RunFlags::default(),
         })?;
         Ok(status == "ok" || status == "warmup")
     }
