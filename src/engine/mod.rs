@@ -203,10 +203,7 @@ fn human(n: f64) -> String {
 /// Check that the planned filesets fit, with a little room for metadata.
 pub fn check_space(wl: &Workload, plans: &[Plan], dir: &Path) -> Result<(), EngineError> {
     let need: u64 = plans.iter().map(|p| p.bytes()).sum();
-    let files: usize = plans
-        .iter()
-        .map(|p| p.prealloc_files.iter().filter(|x| **x).count())
-        .sum();
+    let files: usize = plans.iter().map(|p| p.prealloc_files.count()).sum();
     let Some(free) = statvfs_free(dir) else {
         return Ok(());
     };
@@ -247,7 +244,7 @@ fn lay_out(
     wl: &Workload,
     opts: &RunOptions,
     rd: &RunDir,
-    plans: &[Plan],
+    plans: Vec<Plan>,
 ) -> Result<Laid, EngineError> {
     let mut out = Vec::new();
     let mut total = LayoutResult::default();
@@ -271,10 +268,7 @@ fn lay_out(
             crate::errln!(
                 "fsbench: laying out fileset {} ({}, {})",
                 fs.name,
-                crate::units::count(
-                    plan.prealloc_files.iter().filter(|x| **x).count() as u64,
-                    "file"
-                ),
+                crate::units::count(plan.prealloc_files.count() as u64, "file"),
                 human(plan.bytes() as f64)
             );
         }
@@ -340,7 +334,7 @@ pub fn run(wl: &Workload, opts: &RunOptions) -> Result<Results, EngineError> {
     }
     // A panic anywhere below still removes what this run created, then goes on unwinding.
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        run_in(wl, opts, &mut rd, &plans)
+        run_in(wl, opts, &mut rd, plans)
     }));
     let result = match result {
         Ok(r) => r,
@@ -386,14 +380,16 @@ fn run_in(
     wl: &Workload,
     opts: &RunOptions,
     rd: &mut RunDir,
-    plans: &[Plan],
+    plans: Vec<Plan>,
 ) -> Result<Results, EngineError> {
-    check_space(wl, plans, &rd.path)?;
+    check_space(wl, &plans, &rd.path)?;
     let seconds = run_seconds(wl, opts);
-    let laid = run_actions(wl, opts, rd, plans)?;
-    let mut laid = match laid {
-        Some(l) => l,
-        None => lay_out(wl, opts, rd, plans)?,
+    let mut plans = Some(plans);
+    let laid = run_actions(wl, opts, rd, &mut plans)?;
+    let mut laid = match (laid, plans) {
+        (Some(l), _) => l,
+        (None, Some(plans)) => lay_out(wl, opts, rd, plans)?,
+        (None, None) => unreachable!("the plans are used only by the layout"),
     };
     if interrupted() {
         return Err(EngineError::Interrupted);
@@ -505,7 +501,7 @@ fn run_actions(
     wl: &Workload,
     opts: &RunOptions,
     rd: &mut RunDir,
-    plans: &[Plan],
+    plans: &mut Option<Vec<Plan>>,
 ) -> Result<Option<Laid>, EngineError> {
     let mut laid: Option<Laid> = None;
     for a in &wl.actions {
@@ -528,7 +524,7 @@ fn run_actions(
                 }
             }
             Action::CreateFiles => {
-                if laid.is_none() {
+                if let Some(plans) = plans.take() {
                     laid = Some(lay_out(wl, opts, rd, plans)?);
                 }
             }

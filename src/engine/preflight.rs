@@ -8,9 +8,10 @@ use crate::limits::{human, Machine};
 use crate::model::{Flowop, Num, Thread, Workload};
 use std::path::Path;
 
-/// Bytes per file or leaf directory while planning and running: the planned leaf (8), its
-/// size (8) and preallocation flag (1), the run-time entry (24), and vector growth slack.
-const BYTES_PER_ENTRY: u64 = 56;
+/// Bytes per file or leaf directory while planning and running: the entry (20: planned in
+/// place, sized there and moved into the run; the vector is reserved exactly) and its
+/// preallocation bit. Measured: 100 million entries held 1.97 GB in all.
+const BYTES_PER_ENTRY: u64 = 20;
 /// Bytes per directory: the planned directory (12), its path string and the listing index.
 const BYTES_PER_DIR: u64 = 112;
 /// A thread's directory-listing buffer.

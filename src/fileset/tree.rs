@@ -9,6 +9,7 @@
 //! directory index and name number. Names are eight-digit numbers, unique within a fileset, so
 //! leaf directories and files never collide (they do in Filebench when a fileset has both).
 
+use super::Entry;
 use crate::dist::{gamma_with_mean, Rng};
 
 /// Safety bound on depth, far beyond anything the mean-depth formula produces.
@@ -22,19 +23,14 @@ pub struct Dir {
     pub name: u32,
 }
 
-/// Where an entry (a file or a leaf directory) lives.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Leaf {
-    pub dir: u32,
-    pub name: u32,
-}
-
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 pub struct Tree {
     /// `dirs[0]` is the fileset's root directory.
     pub dirs: Vec<Dir>,
-    pub files: Vec<Leaf>,
-    pub leafdirs: Vec<Leaf>,
+    /// Files and leaf directories as the run keeps them: planned here, sized and moved into
+    /// the run without a copy.
+    pub files: Vec<Entry>,
+    pub leafdirs: Vec<Entry>,
 }
 
 /// Parameters of a tree.
@@ -116,7 +112,7 @@ impl Builder<'_> {
             let n = width.min(self.remaining(what));
             for _ in 0..n {
                 let name = self.name();
-                let leaf = Leaf { dir, name };
+                let leaf = Entry::new(dir, name);
                 match what {
                     What::Files => self.tree.files.push(leaf),
                     What::LeafDirs => self.tree.leafdirs.push(leaf),
@@ -137,8 +133,14 @@ impl Builder<'_> {
 impl Tree {
     /// Build a tree for `shape` with the given generator.
     pub fn build(shape: Shape, rng: &mut Rng) -> Tree {
+        // Exactly as many entries as planned: no growth that holds twice the list at once.
+        let mut tree = Tree::default();
+        tree.files
+            .reserve_exact(usize::try_from(shape.entries).unwrap_or(usize::MAX));
+        tree.leafdirs
+            .reserve_exact(usize::try_from(shape.leafdirs).unwrap_or(usize::MAX));
         let mut b = Builder {
-            tree: Tree::default(),
+            tree,
             shape,
             mean_depth: shape.mean_depth(),
             next_name: 0,
@@ -178,17 +180,15 @@ impl Tree {
         out
     }
 
-    /// Directories that hold at least one file or leaf directory.
+    /// Directories that hold at least one file or leaf directory, in order.
     pub fn leaf_parents(&self) -> Vec<u32> {
-        let mut v: Vec<u32> = self
-            .files
-            .iter()
-            .chain(&self.leafdirs)
-            .map(|l| l.dir)
-            .collect();
-        v.sort_unstable();
-        v.dedup();
-        v
+        let mut holds = vec![false; self.dirs.len()];
+        for l in self.files.iter().chain(&self.leafdirs) {
+            holds[l.dir as usize] = true;
+        }
+        (0..self.dirs.len() as u32)
+            .filter(|d| holds[*d as usize])
+            .collect()
     }
 }
 

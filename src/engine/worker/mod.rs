@@ -216,7 +216,7 @@ fn whole_file_buffer(t: &Thread, filesets: &[FilesetRt]) -> u64 {
         );
         if whole && matches!(f.iosize, Num::Const(0)) && matches!(f.workingset, Num::Const(0)) {
             if let Some(fs) = f.fileset.and_then(|i| filesets.get(i)) {
-                let largest = fs.files.iter().map(|e| e.size).max().unwrap_or(0);
+                let largest = fs.files.iter().map(|e| e.size()).max().unwrap_or(0);
                 *m = (*m).max(largest.min(WHOLE_FILE_PRESIZE_CAP));
             }
         }
@@ -702,7 +702,7 @@ impl<'a> Worker<'a> {
                     fd,
                     entry: Some((fsi as u32, e as u32)),
                     last: Some((fsi as u32, e as u32)),
-                    size: fs.files[e].size,
+                    size: fs.files[e].size(),
                     off: 0,
                     last_off: 0,
                     starved: false,

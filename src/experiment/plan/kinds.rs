@@ -9,10 +9,57 @@ use clap::{Args, Command};
 use std::any::TypeId;
 use std::sync::OnceLock;
 
+/// The plan type of a flag's value, from the type its parser yields.
+fn value_type(a: &clap::Arg) -> Ty {
+    let t = a.get_value_parser().type_id();
+    let ints = [
+        TypeId::of::<u8>(),
+        TypeId::of::<u16>(),
+        TypeId::of::<u32>(),
+        TypeId::of::<u64>(),
+        TypeId::of::<usize>(),
+        TypeId::of::<i32>(),
+        TypeId::of::<i64>(),
+    ];
+    if ints.iter().any(|i| t == *i) {
+        Ty::Int
+    } else if t == TypeId::of::<f64>() || t == TypeId::of::<f32>() {
+        Ty::Float
+    } else if t == TypeId::of::<bool>() {
+        Ty::Bool
+    } else {
+        Ty::Str
+    }
+}
+
 /// A subcommand's command line as clap defines it.
 fn cmd<A: Args>() -> Command {
     A::augment_args(Command::new("plan"))
 }
+
+/// Flags the runner sets from the cell (place, output, repetitions, cache state), never
+/// a plan.
+const RUNNER_FLAGS: &[&str] = &[
+    "dir",
+    "location",
+    "force_location",
+    "report",
+    "keep",
+    "json",
+    "csv",
+    "markdown",
+    "repeat",
+    "warmup",
+    "cold",
+    "output",
+    "one_file_system",
+    "cross_mounts",
+    "top",
+    "hash",
+    "roots",
+    "over",
+    "show_mismatches",
+];
 
 /// What a measurement runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -91,29 +138,6 @@ impl Kind {
     fn build_params(self) -> Vec<Param> {
         use Arg::*;
         use Ty::*;
-        // Set by the runner from the cell (place, output, repetitions, cache state), never
-        // by a plan.
-        const RUNNER_FLAGS: &[&str] = &[
-            "dir",
-            "location",
-            "force_location",
-            "report",
-            "keep",
-            "json",
-            "csv",
-            "markdown",
-            "repeat",
-            "warmup",
-            "cold",
-            "output",
-            "one_file_system",
-            "cross_mounts",
-            "top",
-            "hash",
-            "roots",
-            "over",
-            "show_mismatches",
-        ];
         let (cmd, positional, runner): (Option<Command>, &[&str], &[(&str, Ty)]) = match self {
             // `fsbench run`'s options live with the binary: its plan parameters are these.
             Kind::Workload => {
@@ -160,27 +184,7 @@ impl Kind {
             if !matches!(a.get_action(), clap::ArgAction::Set) {
                 continue;
             }
-            let t = a.get_value_parser().type_id();
-            let ty = if [
-                TypeId::of::<u8>(),
-                TypeId::of::<u16>(),
-                TypeId::of::<u32>(),
-                TypeId::of::<u64>(),
-                TypeId::of::<usize>(),
-                TypeId::of::<i32>(),
-                TypeId::of::<i64>(),
-            ]
-            .iter()
-            .any(|i| t == *i)
-            {
-                Int
-            } else if t == TypeId::of::<f64>() || t == TypeId::of::<f32>() {
-                Float
-            } else if t == TypeId::of::<bool>() {
-                Bool
-            } else {
-                Str
-            };
+            let ty = value_type(a);
             out.push((name, flag, Value, ty));
         }
         for (name, ty) in runner {
