@@ -79,7 +79,7 @@ enum Command {
     Report(fsbench::report::html::cli::ReportArgs),
     /// Benchmarks of fsbench itself.
     #[command(
-        after_help = "Examples:\n  fsbench selftest overhead\n  fsbench selftest overhead --seconds 2 --rounds 7 --dir /dev/shm"
+        after_help = "Examples:\n  fsbench selftest overhead\n  fsbench selftest overhead --seconds 2 --rounds 7 --dir /dev/shm\n  fsbench selftest layout --files 100000 --dir /mnt/test"
     )]
     Selftest(SelftestArgs),
     /// PostMark 1.5 (as Debian packages it): reads its configuration files, same transactions.
@@ -227,6 +227,11 @@ struct RunArgs {
     /// (Filebench, and the default, end the run there).
     #[arg(long)]
     continue_on_enospc: bool,
+    /// Write the preallocated files with N threads (default: 1, or one per core up to 16
+    /// for filesets with `paralloc`, as Filebench). The files, their sizes and content are
+    /// the same whatever N; only the order they are created in differs.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
+    layout_threads: Option<u16>,
     /// Verify data: every 4 KiB block written carries a header (file, offset, generation,
     /// checksum) that reads check; mismatches are reported per flowop and make the run fail.
     #[arg(long)]
@@ -281,6 +286,22 @@ enum SelftestWhat {
         /// so the default is the size of `randomread`-like runs users make.
         #[arg(long, default_value = "256M", value_parser = parse_size_arg)]
         size: u64,
+    },
+    /// Measure how fast fsbench lays a fileset out against a bare loop creating the same
+    /// files (one writer, and one per core).
+    Layout {
+        /// Files per round.
+        #[arg(long, default_value_t = 20_000)]
+        files: u64,
+        /// Size of each file (K, M, G).
+        #[arg(long, default_value = "16K", value_parser = parse_size_arg)]
+        size: u64,
+        /// Rounds per case (the cases alternate).
+        #[arg(long, default_value_t = 5)]
+        rounds: u32,
+        /// Directory to lay out in (default: the system's temporary directory).
+        #[arg(long)]
+        dir: Option<PathBuf>,
     },
     /// Measure how fast the data generator fills buffers (GB/s on one core) per content kind.
     Content {
@@ -740,6 +761,7 @@ fn run_options(a: &RunArgs, parent: PathBuf) -> fsbench::engine::RunOptions {
         cold: a.cold,
         continue_when_exhausted: a.continue_when_exhausted,
         continue_on_enospc: a.continue_on_enospc,
+        layout_threads: a.layout_threads.map(usize::from),
     }
 }
 
@@ -929,6 +951,17 @@ fn cmd_selftest(a: &SelftestArgs) -> Result<()> {
         } => {
             let dir = dir.clone().unwrap_or_else(|| PathBuf::from("/dev/shm"));
             let report = fsbench::engine::selftest::overhead(&dir, *seconds, *rounds, *size)?;
+            fsbench::out!("{report}");
+            Ok(())
+        }
+        SelftestWhat::Layout {
+            files,
+            size,
+            rounds,
+            dir,
+        } => {
+            let dir = dir.clone().unwrap_or_else(std::env::temp_dir);
+            let report = fsbench::engine::selftest_layout::layout(&dir, *files, *size, *rounds)?;
             fsbench::out!("{report}");
             Ok(())
         }

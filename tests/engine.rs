@@ -668,3 +668,47 @@ fn short_path_does_what_the_general_path_does() {
     let other = run_once("6", true);
     assert!(other.0 != short.0, "another seed left the same file");
 }
+
+/// Writers split the preallocated files between them; the files, their sizes and their
+/// content are those one writer makes.
+#[test]
+fn layout_with_several_writers_makes_the_same_files() {
+    let dir = Scratch::new("layout-threads");
+    let wl = dir.path().join("lay.f");
+    std::fs::write(
+        &wl,
+        "define fileset name=fs,path=/tmp,entries=700,dirwidth=20,size=12k,prealloc=60\n\
+         define process name=p { thread name=t { flowop statfile name=s,filesetname=fs } }\n\
+         run 1\n",
+    )
+    .unwrap();
+    let (mut trees, mut written) = (Vec::new(), Vec::new());
+    for threads in ["1", "3"] {
+        let o = run(&[
+            "run",
+            wl.to_str().unwrap(),
+            "--dir",
+            dir.s(),
+            "--duration",
+            "0.2",
+            "--keep",
+            "--layout-threads",
+            threads,
+            "--json",
+            "-",
+        ]);
+        assert!(o.status.success(), "{}", text(&o));
+        let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        written.push(r["layout"]["files_written"].as_u64().unwrap());
+        trees.push(format!("{}/fs", r["run_dir"].as_str().unwrap()));
+    }
+    // prealloc=60: about 60% of the 700, the same ones for the same seed.
+    assert!((380..=460).contains(&written[0]), "{written:?}");
+    assert_eq!(written[0], written[1]);
+    let o = run(&["diff", &trees[0], &trees[1], "--json", "-"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["identical"]["files"].as_u64(), Some(written[0]), "{v}");
+    assert_eq!(v["changed"]["files"].as_u64(), Some(0), "{v}");
+    assert_eq!(v["new_files"].as_u64(), Some(written[0]), "{v}");
+}

@@ -11,6 +11,7 @@ pub mod preflight;
 pub mod psrun;
 pub mod rundir;
 pub mod selftest;
+pub mod selftest_layout;
 pub mod sync;
 pub mod worker;
 
@@ -110,6 +111,9 @@ pub struct RunOptions {
     pub continue_when_exhausted: bool,
     /// Count ENOSPC/EDQUOT errors and go on instead of ending the run there.
     pub continue_on_enospc: bool,
+    /// Threads writing the preallocated files (`None`: Filebench's rule, see
+    /// [`fileset::layout::threads`]).
+    pub layout_threads: Option<usize>,
 }
 
 impl RunOptions {
@@ -127,6 +131,7 @@ impl RunOptions {
             cold: false,
             continue_when_exhausted: false,
             continue_on_enospc: false,
+            layout_threads: None,
         }
     }
 }
@@ -273,13 +278,14 @@ fn lay_out(
             );
         }
         let (rt, st) =
-            fileset::layout::create(plan, fs, rd.fd(), root, opts.seed).map_err(|e| match e {
-                LayoutError::Interrupted => EngineError::Interrupted,
-                other => EngineError::Layout {
-                    fileset: fs.name.clone(),
-                    source: other,
-                },
-            })?;
+            fileset::layout::create(plan, fs, rd.fd(), root, opts.seed, opts.layout_threads)
+                .map_err(|e| match e {
+                    LayoutError::Interrupted => EngineError::Interrupted,
+                    other => EngineError::Layout {
+                        fileset: fs.name.clone(),
+                        source: other,
+                    },
+                })?;
         total.dirs += st.dirs;
         total.files_written += st.files_written;
         total.files_reused += st.files_reused;

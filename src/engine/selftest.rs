@@ -39,7 +39,7 @@ impl Prepared {
         for (i, fs) in wl.filesets.iter().enumerate() {
             let plan = fileset::plan(i, fs, &wl.randvars, 1);
             let root = rd.path.join(&fs.name);
-            let (rt, _) = fileset::layout::create(plan, fs, rd.fd(), root, 1)?;
+            let (rt, _) = fileset::layout::create(plan, fs, rd.fd(), root, 1, None)?;
             rts.push(rt);
         }
         Ok(Prepared { wl, rts })

@@ -117,6 +117,7 @@ pub fn create(
     run_dir: RawFd,
     root: PathBuf,
     seed: u64,
+    threads: Option<usize>,
 ) -> Result<(FilesetRt, LayoutStats), LayoutError> {
     let t0 = std::time::Instant::now();
     let name = beneath::component(OsStr::new(&fs.name)).map_err(|e| io_err(&root, e))?;
@@ -141,7 +142,8 @@ pub fn create(
     drop(tree);
     make_leafdirs(&prealloc_leafdirs, fs, &rt)?;
     let gen = Generator::new(fs.content, seed ^ index as u64);
-    let tally = write_files(&prealloc_files, index, fs, &rt, &gen)?;
+    let threads = threads.unwrap_or_else(|| self::threads(fs));
+    let tally = write_files(&prealloc_files, index, threads, fs, &rt, &gen)?;
     if fs.reuse {
         drop_shared_links(&rt, &prealloc_files)?;
     }
@@ -210,21 +212,28 @@ struct Tally {
 }
 
 /// Files: a shared cursor over the preallocated ones, one or more writer threads.
-fn write_files(
-    prealloc: &Bits,
-    index: usize,
-    fs: &Fileset,
-    rt: &FilesetRt,
-    gen: &Generator,
-) -> Result<Tally, LayoutError> {
-    let tally = Tally::default();
-    let threads = if fs.paralloc {
+/// Filebench's rule for the writers of a fileset: one, or several with `paralloc` (here one
+/// per core, between 2 and 16).
+pub fn threads(fs: &Fileset) -> usize {
+    if fs.paralloc {
         std::thread::available_parallelism()
             .map_or(2, |n| n.get())
             .clamp(2, 16)
     } else {
         1
-    };
+    }
+}
+
+fn write_files(
+    prealloc: &Bits,
+    index: usize,
+    threads: usize,
+    fs: &Fileset,
+    rt: &FilesetRt,
+    gen: &Generator,
+) -> Result<Tally, LayoutError> {
+    let tally = Tally::default();
+    let threads = threads.clamp(1, prealloc.count().div_ceil(CHUNK).max(1));
     std::thread::scope(|s| {
         for _ in 0..threads {
             let tally = &tally;
@@ -238,8 +247,12 @@ fn write_files(
     Ok(tally)
 }
 
-/// One writer thread: take the next file off the cursor and write it when it is
-/// preallocated, until none is left, one fails or the run is interrupted.
+/// Preallocated files a writer takes at once: consecutive files share directories, so
+/// writers mostly work in different ones (a directory's creates serialise on its lock).
+const CHUNK: usize = 64;
+
+/// One writer thread: take the next chunk of preallocated files off the cursor and write
+/// them, until none is left, one fails or the run is interrupted.
 fn file_writer(
     prealloc: &Bits,
     index: usize,
@@ -252,58 +265,69 @@ fn file_writer(
     let mut name = Vec::new();
     let mut last = (0usize, 0usize);
     loop {
-        if crate::cancel::interrupted() {
-            tally
-                .failure
-                .lock()
-                .unwrap()
-                .get_or_insert(LayoutError::Interrupted);
-            return;
-        }
-        // The cursor counts preallocated files; each writer finds the k-th by skipping
-        // from where it found its last (clear runs of the bit set are skipped a word at once).
-        let k = tally.cursor.fetch_add(1, Ordering::Relaxed);
-        if k >= prealloc.count() {
-            return;
-        }
-        let Some(i) = nth_set(prealloc, k, &mut last) else {
-            return;
-        };
-        let size = rt.files[i].size();
-        let r = rt.entry_at(List::Files, i, &mut name).and_then(|(dir, n)| {
-            write_file(
-                dir.fd(),
-                n,
-                size,
-                (gen, i as u64),
-                &mut data,
-                fs.reuse,
-                fs.trusttree,
-                rt.verify
-                    .get(i)
-                    .map(|st| (st, crate::verify::file_id(index as u32, i as u32))),
-            )
-        });
-        match r {
-            Ok(Some(n)) => {
-                tally.written.fetch_add(1, Ordering::Relaxed);
-                tally.bytes.fetch_add(n, Ordering::Relaxed);
-            }
-            Ok(None) => {
-                tally.reused.fetch_add(1, Ordering::Relaxed);
-            }
-            Err(e) => {
-                let path = rt.entry_pathbuf(List::Files, i);
+        // The cursor counts chunks of preallocated files; each writer finds the k-th file by
+        // skipping from where it found its last (clear runs of the bit set a word at once).
+        let first = tally.cursor.fetch_add(1, Ordering::Relaxed) * CHUNK;
+        for k in first..(first + CHUNK).min(prealloc.count()) {
+            if crate::cancel::interrupted() {
                 tally
                     .failure
                     .lock()
                     .unwrap()
-                    .get_or_insert(io_err(&path, not_ours(e)));
+                    .get_or_insert(LayoutError::Interrupted);
+                return;
+            }
+            let Some(i) = nth_set(prealloc, k, &mut last) else {
+                return;
+            };
+            if let Err(e) = write_one(i, index, fs, rt, gen, tally, (&mut data, &mut name)) {
+                tally.failure.lock().unwrap().get_or_insert(e);
                 return;
             }
         }
-        rt.files[i].state.store(EXISTS, Ordering::Relaxed);
+        if first + CHUNK >= prealloc.count() {
+            return;
+        }
     }
+}
+
+/// Write preallocated file `i` and count it.
+fn write_one(
+    i: usize,
+    index: usize,
+    fs: &Fileset,
+    rt: &FilesetRt,
+    gen: &Generator,
+    tally: &Tally,
+    (data, name): (&mut [u8], &mut Vec<u8>),
+) -> Result<(), LayoutError> {
+    let size = rt.files[i].size();
+    let r = rt.entry_at(List::Files, i, name).and_then(|(dir, n)| {
+        write_file(
+            dir.fd(),
+            n,
+            size,
+            (gen, i as u64),
+            data,
+            fs.reuse,
+            fs.trusttree,
+            rt.verify
+                .get(i)
+                .map(|st| (st, crate::verify::file_id(index as u32, i as u32))),
+        )
+    });
+    match r {
+        Ok(Some(n)) => {
+            tally.written.fetch_add(1, Ordering::Relaxed);
+            tally.bytes.fetch_add(n, Ordering::Relaxed);
+        }
+        Ok(None) => {
+            tally.reused.fetch_add(1, Ordering::Relaxed);
+        }
+        Err(e) => return Err(io_err(&rt.entry_pathbuf(List::Files, i), not_ours(e))),
+    }
+    rt.files[i].state.store(EXISTS, Ordering::Relaxed);
+    Ok(())
 }
 
 /// The index of the `k`-th set bit, counting on from `last` (the rank and index of the last one
