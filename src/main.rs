@@ -79,7 +79,7 @@ enum Command {
     Report(fsbench::report::html::cli::ReportArgs),
     /// Benchmarks of fsbench itself.
     #[command(
-        after_help = "Examples:\n  fsbench selftest overhead\n  fsbench selftest overhead --seconds 2 --rounds 7 --dir /dev/shm\n  fsbench selftest layout --files 100000 --dir /mnt/test"
+        after_help = "Examples:\n  fsbench selftest overhead\n  fsbench selftest overhead --seconds 2 --rounds 7 --dir /dev/shm\n  fsbench selftest layout --files 100000 --dir /mnt/test\n  fsbench selftest scan --entries 200000 --dir /dev/shm"
     )]
     Selftest(SelftestArgs),
     /// PostMark 1.5 (as Debian packages it): reads its configuration files, same transactions.
@@ -300,6 +300,21 @@ enum SelftestWhat {
         #[arg(long, default_value_t = 5)]
         rounds: u32,
         /// Directory to lay out in (default: the system's temporary directory).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
+    /// Measure how fast `fsbench scan` walks a generated tree against `find -printf`.
+    Scan {
+        /// Entries of the generated tree.
+        #[arg(long, default_value_t = 200_000)]
+        entries: u64,
+        /// Rounds per tool (they alternate).
+        #[arg(long, default_value_t = 5)]
+        rounds: u32,
+        /// Drop the kernel's caches before every round (root).
+        #[arg(long)]
+        cold: bool,
+        /// Directory to make the tree in (default: the system's temporary directory).
         #[arg(long)]
         dir: Option<PathBuf>,
     },
@@ -962,6 +977,17 @@ fn cmd_selftest(a: &SelftestArgs) -> Result<()> {
         } => {
             let dir = dir.clone().unwrap_or_else(std::env::temp_dir);
             let report = fsbench::engine::selftest_layout::layout(&dir, *files, *size, *rounds)?;
+            fsbench::out!("{report}");
+            Ok(())
+        }
+        SelftestWhat::Scan {
+            entries,
+            rounds,
+            cold,
+            dir,
+        } => {
+            let dir = dir.clone().unwrap_or_else(std::env::temp_dir);
+            let report = fsbench::engine::selftest_scan::scan(&dir, *entries, *rounds, *cold)?;
             fsbench::out!("{report}");
             Ok(())
         }

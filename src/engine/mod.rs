@@ -12,6 +12,7 @@ pub mod psrun;
 pub mod rundir;
 pub mod selftest;
 pub mod selftest_layout;
+pub mod selftest_scan;
 pub mod sync;
 pub mod worker;
 
