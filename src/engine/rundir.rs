@@ -28,6 +28,12 @@ const MARKER_HEADER: &str = "fsbench run directory";
 pub enum RunDirError {
     #[error("the target directory {0} does not exist")]
     NoParent(PathBuf),
+    #[error(
+        "the target directory {path} is not a directory (it is {what}); give --dir a directory"
+    )]
+    NotADir { path: PathBuf, what: &'static str },
+    #[error("cannot open the target directory {path}: {source}")]
+    Parent { path: PathBuf, source: io::Error },
     #[error("{0} exists and was not created by fsbench; refusing to use it (choose another --dir or remove it yourself)")]
     Foreign(PathBuf),
     #[error("{path} is a symbolic link, not a directory fsbench created; fsbench never follows links where it writes (remove the link yourself)")]
@@ -142,8 +148,24 @@ fn open_parent(parent: &Path) -> Result<OwnedFd, RunDirError> {
         }
     }
     match fs::File::open(parent) {
-        Ok(f) if f.metadata().is_ok_and(|m| m.is_dir()) => Ok(f.into()),
-        _ => Err(RunDirError::NoParent(parent.to_path_buf())),
+        Ok(f) => match f.metadata() {
+            Ok(m) if m.is_dir() => Ok(f.into()),
+            Ok(m) => Err(RunDirError::NotADir {
+                path: parent.to_path_buf(),
+                what: crate::input::file_kind(&m),
+            }),
+            Err(source) => Err(RunDirError::Parent {
+                path: parent.to_path_buf(),
+                source,
+            }),
+        },
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            Err(RunDirError::NoParent(parent.to_path_buf()))
+        }
+        Err(source) => Err(RunDirError::Parent {
+            path: parent.to_path_buf(),
+            source,
+        }),
     }
 }
 
