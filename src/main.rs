@@ -174,8 +174,9 @@ struct VerifyArgs {
 #[derive(Args)]
 struct CleanArgs {
     /// Directory to look in (default: $TMPDIR, where runs go unless given --dir).
+    #[arg(value_hint = clap::ValueHint::DirPath)]
     dir: Option<PathBuf>,
-    /// Only list what would be removed.
+    /// Only list what would be removed, and why the rest would be kept.
     #[arg(long, short = 'n')]
     dry_run: bool,
 }

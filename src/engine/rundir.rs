@@ -397,6 +397,35 @@ impl RunDir {
         Self::adopt(pfd, c, path)
     }
 
+    /// The checks [`RunDir::adopt_existing`] makes, without taking the lock or creating
+    /// anything (for `fsbench clean --dry-run`): why `parent/name` would be refused, if it
+    /// would.
+    pub fn check_adoptable(parent: &Path, name: &str) -> Result<(), RunDirError> {
+        let pfd = open_parent(parent)?;
+        let path = parent.join(name);
+        let c = component(std::ffi::OsStr::new(name)).map_err(|source| RunDirError::Create {
+            path: path.clone(),
+            source,
+        })?;
+        let dir = Self::open_checked(pfd.as_raw_fd(), &c, &path)?;
+        if !marker_ok(dir.as_raw_fd()) {
+            return Err(RunDirError::Foreign(path));
+        }
+        let m = open_file(dir.as_raw_fd(), &marker_c(), libc::O_RDONLY).map_err(|source| {
+            RunDirError::Create {
+                path: path.clone(),
+                source,
+            }
+        })?;
+        if fstat(m.as_raw_fd()).is_ok_and(|st| st.st_uid != beneath::euid()) {
+            return Err(RunDirError::Untrusted {
+                path,
+                why: "its marker belongs to another user".into(),
+            });
+        }
+        Ok(())
+    }
+
     /// The open run directory, from which everything inside is reached.
     pub fn fd(&self) -> RawFd {
         self.held().dir.as_raw_fd()
