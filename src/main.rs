@@ -1045,11 +1045,9 @@ fn dispatch(cli: Cli) -> Result<()> {
         Command::Results(a) => fsbench::experiment::cli::results(a),
         Command::Completions { shell } => {
             use clap::CommandFactory;
-            let mut cmd = Cli::command();
             // Generated into memory: the generator panics when its writer fails.
-            let mut script = Vec::new();
-            clap_complete::generate(shell, &mut cmd, "fsbench", &mut script);
-            fsbench::console::out_bytes(&script);
+            let script = fsbench::complete::script(shell, Cli::command(), "fsbench");
+            fsbench::console::out_bytes(script.as_bytes());
             Ok(())
         }
         Command::Man { dir } => {
