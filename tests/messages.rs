@@ -182,6 +182,29 @@ fn disk_image_must_be_a_regular_file_and_sizes_must_fit() {
         1,
     );
     has(&err, &["a FIFO, not a regular file"]);
+    // A block device node (made here; if a regression opened it, its loop minor is unbound).
+    if is_root() {
+        let blk = d.path().join("blk.img");
+        let c = std::ffi::CString::new(blk.to_str().unwrap()).unwrap();
+        // SAFETY: a valid C string.
+        let made = unsafe { libc::mknod(c.as_ptr(), libc::S_IFBLK | 0o600, libc::makedev(7, 250)) };
+        assert_eq!(made, 0);
+        let err = fails(
+            &[
+                "disk",
+                "create",
+                "msgtest",
+                "--image",
+                blk.to_str().unwrap(),
+                "--size",
+                "32M",
+            ],
+            1,
+        );
+        has(&err, &["a block device, not a regular file"]);
+    } else {
+        skip("needs root to make a block device node (the /dev/null and FIFO cases ran)");
+    }
     let err = fails(&["disk", "create", "msgtest", "--size", "16777216T"], 2);
     has(&err, &["--size", "too large", "18446744073709551615"]);
     assert!(!err.contains("at least 1 MiB"), "{err}");
@@ -376,4 +399,58 @@ fn markdown_names_cannot_break_the_table() {
     let cells = |l: &str| l.replace("\\|", "").matches('|').count();
     let header = out.lines().find(|l| l.starts_with("| flowop")).unwrap();
     assert_eq!(cells(row), cells(header), "{out}");
+}
+
+/// A database from before run flags (no `runs.flags_json`) is read as it is: `results`
+/// and `report` work and leave it byte for byte (the migration is for runs that write).
+#[test]
+fn results_and_report_read_an_older_database_without_changing_it() {
+    let d = Scratch::new("msg-olddb");
+    let target = d.path().join("target");
+    std::fs::create_dir(&target).unwrap();
+    let plan = d.path().join("p.toml");
+    std::fs::write(
+        &plan,
+        format!(
+            "[experiment]\nname = \"old\"\nrepetitions = 1\n\n[[target]]\nname = \"here\"\nkind = \"dir\"\npath = \"{}\"\n\n[[measurement]]\nname = \"walk\"\nkind = \"find\"\nparams = {{ tree_files = 20, tree_dirs = 2 }}\n",
+            target.display()
+        ),
+    )
+    .unwrap();
+    let out = d.path().join("out");
+    let o = run(&[
+        "experiment",
+        plan.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let db = out.join("results.db");
+    {
+        let c = rusqlite::Connection::open(&db).unwrap();
+        c.execute_batch("ALTER TABLE runs DROP COLUMN flags_json")
+            .unwrap();
+    }
+    let before = bytes(&db);
+    let o = run(&["results", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("walk"),
+        "{}",
+        text(&o)
+    );
+    let html = d.path().join("r.html");
+    let o = run(&[
+        "report",
+        out.to_str().unwrap(),
+        "-o",
+        html.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(bytes(&db), before, "results or report changed the database");
+    let c = rusqlite::Connection::open(&db).unwrap();
+    assert!(
+        c.prepare("SELECT flags_json FROM runs").is_err(),
+        "the column was added"
+    );
 }
