@@ -208,6 +208,40 @@ fn disk_image_must_be_a_regular_file_and_sizes_must_fit() {
     let err = fails(&["disk", "create", "msgtest", "--size", "16777216T"], 2);
     has(&err, &["--size", "too large", "18446744073709551615"]);
     assert!(!err.contains("at least 1 MiB"), "{err}");
+    // Sizes that parse but no file can have: refused with --size, no image left behind.
+    let img = d.path().join("big.img");
+    let i = img.to_str().unwrap();
+    let err = fails(
+        &[
+            "disk",
+            "create",
+            "msgtest",
+            "--image",
+            i,
+            "--size",
+            "16777215T",
+        ],
+        1,
+    );
+    has(&err, &["--size", "too large", "9223372036854775807"]);
+    // ext4 holds files of at most 16 TiB (elsewhere such a sparse file may be made, and
+    // the disk with it: not tried there).
+    let c = std::ffi::CString::new(d.s()).unwrap();
+    // SAFETY: a valid C string and a zeroed statfs to fill.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    let ext4 = unsafe { libc::statfs(c.as_ptr(), &mut st) } == 0 && st.f_type == 0xEF53;
+    if ext4 {
+        let err = fails(
+            &[
+                "disk", "create", "msgtest", "--image", i, "--size", "1000000T",
+            ],
+            1,
+        );
+        has(&err, &["--size", i, "cannot be that large"]);
+        assert!(!img.exists(), "the image it created is removed again");
+    } else {
+        skip("the scratch directory is not on ext4 (a 1 EiB sparse image is tried only there)");
+    }
 }
 
 #[test]

@@ -355,6 +355,13 @@ fn prepare_image(a: &CreateArgs, params: &DiskParams) -> anyhow::Result<(PathBuf
     if size < (1 << 20) || size % 512 != 0 {
         bail!("--size {size}: a disk is at least 1 MiB and a multiple of 512 bytes");
     }
+    // A file's size is a signed 64-bit offset.
+    if size > i64::MAX as u64 {
+        bail!(
+            "--size {size} is too large: an image file holds at most {} bytes (8 EiB), and its file system usually far less",
+            i64::MAX
+        );
+    }
     Disk::new(params.clone(), size).map_err(anyhow::Error::msg)?;
 
     if let Some(parent) = image.parent() {
@@ -370,7 +377,18 @@ fn prepare_image(a: &CreateArgs, params: &DiskParams) -> anyhow::Result<(PathBuf
         .with_context(|| format!("creating image {}", image.display()))?;
     let cur = f.metadata()?.len();
     if cur < size {
-        f.set_len(size)?; // sparse
+        // Sparse. A size the file system cannot hold (EFBIG) is said with the flag, and an
+        // image this call created is removed again.
+        if let Err(e) = f.set_len(size) {
+            drop(f);
+            if !existed {
+                let _ = fs::remove_file(&image);
+            }
+            bail!(
+                "--size {size}: the image {} cannot be that large: {e}",
+                image.display()
+            );
+        }
     } else if cur > size {
         bail!(
             "image {} is larger ({cur} bytes) than --size {size}",
