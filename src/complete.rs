@@ -222,12 +222,18 @@ fn fish(base: &str, names: &[&str], bin: &str) -> String {
             cond("run check show")
         );
     }
+    // fish's __fish_complete_suffix offers every other file after the matching ones.
     let _ = writeln!(
         o,
-        "complete -c {bin} -n \"{}\" -a '(__fish_complete_suffix .f)'",
+        "function __fish_{bin}_workload_files --description 'Workload files and directories'\n    set -l tok (commandline -ct)\n    for p in $tok*.f $tok*/\n        echo $p\n    end\nend"
+    );
+    let _ = writeln!(
+        o,
+        "complete -c {bin} -n \"{}\" -a '(__fish_{bin}_workload_files)'",
         cond("run check")
     );
-    let _ = writeln!(o, "complete -c {bin} -n \"{}\" -f", cond("show"));
+    // Only those: no other file is a workload (options taking files keep theirs, -F).
+    let _ = writeln!(o, "complete -c {bin} -n \"{}\" -f", cond("run check show"));
     let _ = writeln!(
         o,
         "complete -c {bin} -n \"{}\" -f -a '(__fish_complete_directories)'",

@@ -1,7 +1,7 @@
 //! Shell completion scripts: the workload of `run`, `check` and `show` completes with the
 //! built-in names (and `.f` files for `run` and `check`), `--dir` and `clean DIR` with
-//! directories. Bash's script is run for real; zsh's and fish's are checked for the
-//! completers they name (and run when the shell is installed).
+//! directories. The bash and fish scripts are run for real (fish when installed); zsh's is
+//! checked for the completers it names (and its syntax, when zsh is installed).
 
 mod common;
 use common::*;
@@ -144,7 +144,8 @@ fn zsh_script_completes_workloads_and_directories() {
 #[test]
 fn fish_script_completes_workloads_and_directories() {
     let s = script("fish");
-    for n in builtins() {
+    let names = builtins();
+    for n in &names {
         assert!(
             s.contains(&format!(
                 "-n \"__fish_fsbench_using_subcommand run check show\" -f -a '{n}'"
@@ -152,23 +153,49 @@ fn fish_script_completes_workloads_and_directories() {
             "fish offers {n}"
         );
     }
-    assert!(
-        s.contains("__fish_fsbench_using_subcommand run check\" -a '(__fish_complete_suffix .f)'")
-    );
+    assert!(s.contains(
+        "__fish_fsbench_using_subcommand run check\" -a '(__fish_fsbench_workload_files)'"
+    ));
     let dir = s
         .lines()
         .find(|l| l.contains("using_subcommand run\"") && l.contains("-l dir"))
         .unwrap();
     assert!(dir.contains("__fish_complete_directories"), "{dir}");
-    if Command::new("fish").arg("--version").output().is_ok() {
+    if Command::new("fish").arg("--version").output().is_err() {
+        return skip("fish is not installed, so the script is not run");
+    }
+    // Run for real: `complete -C LINE` prints what fish offers for LINE.
+    let d = Scratch::new("complete-fish");
+    std::fs::write(d.path().join("mine.f"), "run 1\n").unwrap();
+    std::fs::write(d.path().join("notes.txt"), "").unwrap();
+    std::fs::create_dir(d.path().join("sub")).unwrap();
+    std::fs::write(d.path().join("c.fish"), &s).unwrap();
+    let offers = |line: &str| -> Vec<String> {
         let o = Command::new("fish")
-            .arg("-n")
             .arg("-c")
-            .arg(&s)
+            .arg(format!("source c.fish; complete -C '{line}'"))
+            .current_dir(d.path())
             .output()
             .unwrap();
-        assert!(o.status.success(), "fish -n: {}", text(&o));
-    } else {
-        skip("fish is not installed, so the script's syntax is not checked");
+        assert!(o.status.success(), "{}", text(&o));
+        let mut v: Vec<String> = String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .map(|l| l.split('\t').next().unwrap().to_string())
+            .collect();
+        v.sort();
+        v
+    };
+    let got = offers("fsbench run ");
+    for n in &names {
+        assert!(got.contains(n), "`run <TAB>` offers {n}: {got:?}");
     }
+    assert!(
+        got.contains(&"mine.f".to_string()) && got.contains(&"sub/".to_string()),
+        "{got:?}"
+    );
+    assert!(!got.contains(&"notes.txt".to_string()), "{got:?}");
+    assert_eq!(offers("fsbench show ").len(), names.len());
+    assert_eq!(offers("fsbench run --dir "), ["sub/"]);
+    assert_eq!(offers("fsbench clean "), ["sub/"]);
+    assert!(offers("fsbench run --json ").contains(&"notes.txt".to_string()));
 }
