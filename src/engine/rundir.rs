@@ -326,6 +326,28 @@ impl RunDir {
         Ok(dir)
     }
 
+    /// An existing run directory opened with the checks of [`RunDir::open_checked`], and
+    /// carrying fsbench's marker, owned by this user.
+    fn open_marked(pfd: RawFd, name: &CStr, path: &Path) -> Result<OwnedFd, RunDirError> {
+        let dir = Self::open_checked(pfd, name, path)?;
+        if !marker_ok(dir.as_raw_fd()) {
+            return Err(RunDirError::Foreign(path.to_path_buf()));
+        }
+        let m = open_file(dir.as_raw_fd(), &marker_c(), libc::O_RDONLY).map_err(|source| {
+            RunDirError::Create {
+                path: path.to_path_buf(),
+                source,
+            }
+        })?;
+        if fstat(m.as_raw_fd()).is_ok_and(|st| st.st_uid != beneath::euid()) {
+            return Err(RunDirError::Untrusted {
+                path: path.to_path_buf(),
+                why: "its marker belongs to another user".into(),
+            });
+        }
+        Ok(dir)
+    }
+
     /// A directory this call just made: open it, mark it, lock it.
     fn make(pfd: OwnedFd, name: CString, path: PathBuf) -> Result<RunDir, RunDirError> {
         let dir = Self::open_checked(pfd.as_raw_fd(), &name, &path)?;
@@ -359,22 +381,7 @@ impl RunDir {
     /// An existing directory: adopt it only when it is a trusted, marked directory no other
     /// run holds.
     fn adopt(pfd: OwnedFd, name: CString, path: PathBuf) -> Result<RunDir, RunDirError> {
-        let dir = Self::open_checked(pfd.as_raw_fd(), &name, &path)?;
-        if !marker_ok(dir.as_raw_fd()) {
-            return Err(RunDirError::Foreign(path));
-        }
-        let m = open_file(dir.as_raw_fd(), &marker_c(), libc::O_RDONLY).map_err(|source| {
-            RunDirError::Create {
-                path: path.clone(),
-                source,
-            }
-        })?;
-        if fstat(m.as_raw_fd()).is_ok_and(|st| st.st_uid != beneath::euid()) {
-            return Err(RunDirError::Untrusted {
-                path,
-                why: "its marker belongs to another user".into(),
-            });
-        }
+        let dir = Self::open_marked(pfd.as_raw_fd(), &name, &path)?;
         let lock = lock(dir.as_raw_fd(), &path)?;
         Ok(RunDir {
             path,
@@ -407,22 +414,7 @@ impl RunDir {
             path: path.clone(),
             source,
         })?;
-        let dir = Self::open_checked(pfd.as_raw_fd(), &c, &path)?;
-        if !marker_ok(dir.as_raw_fd()) {
-            return Err(RunDirError::Foreign(path));
-        }
-        let m = open_file(dir.as_raw_fd(), &marker_c(), libc::O_RDONLY).map_err(|source| {
-            RunDirError::Create {
-                path: path.clone(),
-                source,
-            }
-        })?;
-        if fstat(m.as_raw_fd()).is_ok_and(|st| st.st_uid != beneath::euid()) {
-            return Err(RunDirError::Untrusted {
-                path,
-                why: "its marker belongs to another user".into(),
-            });
-        }
+        Self::open_marked(pfd.as_raw_fd(), &c, &path)?;
         Ok(())
     }
 
