@@ -174,8 +174,9 @@ struct VerifyArgs {
 #[derive(Args)]
 struct CleanArgs {
     /// Directory to look in (default: $TMPDIR, where runs go unless given --dir).
+    #[arg(value_hint = clap::ValueHint::DirPath)]
     dir: Option<PathBuf>,
-    /// Only list what would be removed.
+    /// Only list what would be removed, and why the rest would be kept.
     #[arg(long, short = 'n')]
     dry_run: bool,
 }
@@ -1103,11 +1104,9 @@ fn dispatch(cli: Cli) -> Result<()> {
         Command::Results(a) => fsbench::experiment::cli::results(a),
         Command::Completions { shell } => {
             use clap::CommandFactory;
-            let mut cmd = Cli::command();
             // Generated into memory: the generator panics when its writer fails.
-            let mut script = Vec::new();
-            clap_complete::generate(shell, &mut cmd, "fsbench", &mut script);
-            fsbench::console::out_bytes(&script);
+            let script = fsbench::complete::script(shell, Cli::command(), "fsbench");
+            fsbench::console::out_bytes(script.as_bytes());
             Ok(())
         }
         Command::Man { dir } => {

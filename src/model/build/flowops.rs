@@ -35,6 +35,11 @@ pub(super) fn blank_flowop(kind: FlowopKind, span: Span) -> Flowop {
 }
 
 /// The field of a flowop's true-or-false attribute `name`, if it is one.
+/// Flowops for which `iosize=0` (or none) means the whole file in one I/O.
+fn whole_file(kind: FlowopKind) -> bool {
+    matches!(kind, FlowopKind::ReadWholeFile | FlowopKind::WriteWholeFile)
+}
+
 pub(super) fn flowop_flag<'a>(f: &'a mut Flowop, name: &str) -> Option<&'a mut bool> {
     Some(match name {
         "opennext" => &mut f.opennext,
@@ -211,6 +216,11 @@ impl Builder {
                     if let Num::Const(c) = v {
                         if c < 0 {
                             self.err(a.span(), format!("iters cannot be negative, found {c}"));
+                        } else if c == 0 {
+                            self.err(
+                                a.span(),
+                                "iters=0: the flowop would never run, and a thread of such flowops spins doing nothing; give 1 or more, or remove the flowop",
+                            );
                         }
                     }
                     f.iters = v
@@ -239,6 +249,14 @@ impl Builder {
                     if let Num::Const(c) = v {
                         if c < 0 {
                             self.err(a.span(), "iosize cannot be negative");
+                        } else if c == 0 && !whole_file(f.kind) {
+                            self.err(
+                                a.span(),
+                                format!(
+                                    "iosize=0: a {} of 0 bytes fails every time it runs; give the bytes per I/O, e.g. iosize=8k",
+                                    f.kind.name()
+                                ),
+                            );
                         }
                     }
                     f.iosize = v
@@ -291,6 +309,18 @@ impl Builder {
                     d.span,
                     format!(
                         "flowop `{}` ({}) needs `filesetname=` or `fd=`",
+                        f.name,
+                        kind.name()
+                    ),
+                )
+            }
+            Read | Write | AioWrite | AppendFileRand
+                if d.attrs.iter().all(|a| a.name != "iosize") =>
+            {
+                self.err(
+                    d.span,
+                    format!(
+                        "flowop `{}` ({}) needs `iosize=`: without it every I/O is of 0 bytes and fails",
                         f.name,
                         kind.name()
                     ),
