@@ -408,3 +408,35 @@ run 30
     // The target `read1` is the first flowop of that name (rw1's): 20 reads end the run.
     assert_eq!(flowop(&v, "rw1.read1")["ops"], 20, "{v}");
 }
+
+#[test]
+fn opennext_rotates_over_all_128_slots_of_a_thread() {
+    // Filebench (flowop_library.c flowoplib_fdnum): a rotating-fd flowop cycles through
+    // all THREADFLOW_MAXFD (128) slots of its thread whatever the fileset's size, and a
+    // read on an empty slot first opens a file into it (a zero-byte operation of the read).
+    // On a 10-file fileset each thread opens 128 times, then only reads; a fileset of more
+    // than 128 files runs the same way.
+    let dir = Scratch::new("opennext");
+    for entries in [10, 200] {
+        let body = format!(
+            "define fileset name=f,path=\"/tmp\",entries={entries},dirwidth=1000,size=16k,prealloc
+define process name=p {{
+  thread name=t,instances=2 {{
+    flowop read name=r,filesetname=f,iosize=4k,random,opennext
+  }}
+}}
+run 1
+"
+        );
+        let (v, _) = run_wl(&dir, &body, &[]);
+        let r = flowop(&v, "r");
+        let (ops, bytes) = (r["ops"].as_u64().unwrap(), r["bytes"].as_u64().unwrap());
+        assert!(bytes / 4096 > 256, "too few reads to fill the slots: {v}");
+        assert_eq!(
+            ops - bytes / 4096,
+            2 * 128,
+            "opens on {entries} entries: {v}"
+        );
+        assert_eq!(r["errors"].as_u64().unwrap_or(0), 0, "{v}");
+    }
+}
