@@ -440,3 +440,71 @@ run 1
         assert_eq!(r["errors"].as_u64().unwrap_or(0), 0, "{v}");
     }
 }
+
+/// Directories under the kept fileset `name` (anywhere below `root`) and how many files each
+/// holds, deepest paths included; the fileset's own root is left out.
+fn tree_under(root: &std::path::Path, name: &str) -> Vec<(std::path::PathBuf, usize)> {
+    fn find(p: &std::path::Path, name: &str) -> Option<std::path::PathBuf> {
+        for e in std::fs::read_dir(p).ok()?.flatten() {
+            let q = e.path();
+            if e.file_type().ok()?.is_dir() {
+                if e.file_name() == name {
+                    return Some(q);
+                }
+                if let Some(r) = find(&q, name) {
+                    return Some(r);
+                }
+            }
+        }
+        None
+    }
+    fn walk(p: &std::path::Path, out: &mut Vec<(std::path::PathBuf, usize)>) {
+        let mut files = 0;
+        for e in std::fs::read_dir(p).unwrap().flatten() {
+            if e.file_type().unwrap().is_dir() {
+                walk(&e.path(), out);
+            } else {
+                files += 1;
+            }
+        }
+        out.push((p.to_path_buf(), files));
+    }
+    let top = find(root, name).unwrap_or_else(|| panic!("no fileset {name} under {root:?}"));
+    let mut out = Vec::new();
+    walk(&top, &mut out);
+    out.retain(|(p, _)| *p != top);
+    out
+}
+
+#[test]
+fn dirgamma_zero_makes_exact_widths() {
+    // Filebench (fileset.c fileset_populate_subdir): with dirgamma=0 every directory's depth
+    // threshold is (int)meandepth and its width exactly dirwidth (`i < ranwidth + 1`).
+    // createdelete-swing's tree (1,000 files, dirwidth 1,000): mean depth 1, one directory
+    // holding all the files. 100 files, dirwidth 10: mean depth 2, ten directories of ten.
+    for (entries, width, dirs) in [(1000, 1000, 1), (100, 10, 10)] {
+        let dir = Scratch::new("dirgamma0");
+        let body = format!(
+            "define fileset name=f,path=\"/tmp\",entries={entries},dirwidth={width},dirgamma=0,size=0,prealloc
+define process name=p {{
+  thread name=t {{
+    flowop statfile name=s,filesetname=f
+  }}
+}}
+create files
+quit
+"
+        );
+        let (v, _) = run_wl(&dir, &body, &["--keep"]);
+        assert_eq!(v["layout"]["files_written"], entries, "{v}");
+        let tree = tree_under(dir.path(), "f");
+        assert_eq!(
+            tree.len(),
+            dirs,
+            "{entries} files, dirwidth {width}: {tree:?}"
+        );
+        for (p, n) in &tree {
+            assert_eq!(*n, entries / dirs, "{p:?} in {tree:?}");
+        }
+    }
+}

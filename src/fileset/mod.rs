@@ -390,7 +390,6 @@ mod tests {
                 leafdirs: 2,
                 dirwidth: 4,
                 dirgamma: 0.0,
-                widthgamma: 0.0,
             },
             &mut rng(1, 1),
         );
