@@ -508,3 +508,39 @@ quit
         }
     }
 }
+
+#[test]
+fn listdir_rotates_over_every_directory_root_included() {
+    // Filebench (flowop_library.c flowoplib_listdir, fileset.c fileset_pick with
+    // FILESET_PICKDIR): listdir rotates over fs_dirs, every directory of the fileset in the
+    // order it was made, its root first, whether it holds files or not. Each listing counts
+    // strlen(d_name) + sizeof(struct dirent) - 1 per entry read, "." and ".." included.
+    // 125 files at dirwidth 5 with dirgamma=0 (mean depth 3) and prealloc=0: the root holds
+    // five directories, each of those five leaf directories, and the 25 leaves are empty.
+    let dir = Scratch::new("listdir-all");
+    let body =
+        "define fileset name=f,path=\"/tmp\",entries=125,dirwidth=5,dirgamma=0,size=0,prealloc=0
+define process name=p {
+  thread name=t {
+    flowop listdir name=l,filesetname=f
+  }
+}
+run 1
+";
+    let (v, _) = run_wl(&dir, body, &[]);
+    let per = std::mem::size_of::<libc::dirent>() as u64 - 1;
+    // "." and "..": 3 bytes of names; five 8-digit names more in a directory of directories.
+    let full = 3 + 40 + 7 * per;
+    let empty = 3 + 2 * per;
+    let mut order = vec![full];
+    for _ in 0..5 {
+        order.push(full);
+        order.extend(std::iter::repeat_n(empty, 5));
+    }
+    assert_eq!(v["layout"]["dirs"], 30, "{v}");
+    let l = flowop(&v, "l");
+    let ops = l["ops"].as_u64().unwrap();
+    assert!(ops > 31, "{v}");
+    let want: u64 = (0..ops).map(|i| order[(i % 31) as usize]).sum();
+    assert_eq!(l["bytes"].as_u64().unwrap(), want, "{ops} listdirs: {v}");
+}

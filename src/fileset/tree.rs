@@ -178,6 +178,7 @@ impl Tree {
     }
 
     /// Directories that hold at least one file or leaf directory.
+    #[cfg(test)]
     pub fn leaf_parents(&self) -> Vec<u32> {
         let mut v: Vec<u32> = self
             .files
