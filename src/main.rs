@@ -227,6 +227,12 @@ struct RunArgs {
     /// (Filebench, and the default, end the run there).
     #[arg(long)]
     continue_on_enospc: bool,
+    /// A `finishoncount`/`finishonbytes` that is done ends the whole run in every quit mode,
+    /// as Filebench 1.5-alpha3 did. By default it ends its own thread, as Filebench's
+    /// current source does: the run ends with it in the default and `firstdone` modes, and
+    /// goes on until the other threads finish in `alldone` mode.
+    #[arg(long)]
+    finish_ends_run: bool,
     /// Verify data: every 4 KiB block written carries a header (file, offset, generation,
     /// checksum) that reads check; mismatches are reported per flowop and make the run fail.
     #[arg(long)]
@@ -740,6 +746,7 @@ fn run_options(a: &RunArgs, parent: PathBuf) -> fsbench::engine::RunOptions {
         cold: a.cold,
         continue_when_exhausted: a.continue_when_exhausted,
         continue_on_enospc: a.continue_on_enospc,
+        finish_ends_run: a.finish_ends_run,
     }
 }
 

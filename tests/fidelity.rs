@@ -130,32 +130,68 @@ run 30
     assert_eq!(flowop(&v, "a")["bytes"], 255 * 1024, "{v}");
 }
 
-#[test]
-fn a_finish_flowop_ends_the_run_in_every_mode() {
-    // Filebench (flowop.c): a flowop returning FILEBENCH_DONE sets shm_f_abort whatever
-    // the quit mode, and every thread stops before its next flowop. In `alldone` mode a
-    // second process that would loop for ever ends with the first one's finish flowop;
-    // only an exhausted fileset ends no more than its own thread there.
-    let dir = Scratch::new("finish-ends-run");
-    let body = "set mode quit alldone
+/// Thread `t` finishes after 50 stats; thread `u` after `other` stats of its own.
+fn finish_two_threads(mode: &str, other: u64) -> String {
+    format!(
+        "set mode quit {mode}
 define fileset name=f,path=\"/tmp\",entries=4,dirwidth=4,filesize=1k,prealloc=100
-define process name=p {
-  thread name=t {
+define process name=p {{
+  thread name=t {{
     flowop statfile name=s,filesetname=f
     flowop finishoncount name=fin,value=50,target=s
-  }
-}
-define process name=q {
-  thread name=forever {
+  }}
+}}
+define process name=q {{
+  thread name=u {{
     flowop statfile name=s2,filesetname=f
-  }
+    flowop finishoncount name=fin2,value={other},target=s2
+  }}
+}}
+run 60
+"
+    )
 }
-run 30
-";
-    let (v, _) = run_wl(&dir, body, &[]);
+
+#[test]
+fn a_finish_flowop_in_alldone_mode_ends_only_its_thread() {
+    // Filebench's current source (flowop_library.c since August 2016): a finish flowop
+    // that is done returns FILEBENCH_NORSC, which ends its thread; in `alldone` mode
+    // (flowop.c) the run goes on until every thread is done. Thread t is done after 50
+    // stats, thread u after 20,000: u runs to its own end.
+    let dir = Scratch::new("finish-alldone");
+    let (v, _) = run_wl(&dir, &finish_two_threads("alldone", 20_000), &[]);
     assert_eq!(flowop(&v, "s")["ops"], 50, "{v}");
-    let d = v["duration_s"].as_f64().unwrap();
-    assert!(d < 10.0, "the finish flowop did not end the run ({d} s)");
+    assert_eq!(flowop(&v, "s2")["ops"], 20_000, "{v}");
+    assert!(v["duration_s"].as_f64().unwrap() < 55.0, "{v}");
+    assert!(!v["notes"].to_string().contains("ended early"), "{v}");
+}
+
+#[test]
+fn a_finish_flowop_ends_the_run_outside_alldone_mode_or_with_the_option() {
+    // flowop.c: FILEBENCH_NORSC in firstdone mode ends the run; in the default (timeout)
+    // mode it ends it too, with Filebench's "Run stopped early" warning (a note here).
+    // --finish-ends-run restores the 1.5-alpha3 tag, where FILEBENCH_DONE ended the run in
+    // every mode, alldone included. Thread u would run for ever (value far out of reach).
+    let dir = Scratch::new("finish-ends-run");
+    for (mode, extra, note) in [
+        ("timeout", &[][..], true),
+        ("firstdone", &[][..], false),
+        ("alldone", &["--finish-ends-run"][..], false),
+    ] {
+        let (v, _) = run_wl(&dir, &finish_two_threads(mode, u64::MAX / 2), extra);
+        assert_eq!(flowop(&v, "s")["ops"], 50, "{mode}: {v}");
+        let d = v["duration_s"].as_f64().unwrap();
+        assert!(
+            d < 30.0,
+            "{mode}: the finish flowop did not end the run ({d} s)"
+        );
+        let notes = v["notes"].to_string();
+        assert_eq!(
+            notes.contains("finish flowop fin is done"),
+            note,
+            "{mode}: {notes}"
+        );
+    }
 }
 
 #[test]

@@ -129,6 +129,8 @@ pub struct Shared<'a> {
     /// Count fileset exhaustion and go on instead of ending the thread.
     pub continue_when_exhausted: bool,
     pub continue_on_enospc: bool,
+    /// A finish flowop that is done ends the run in every mode (`--finish-ends-run`).
+    pub finish_ends_run: bool,
     pub clock: Clock,
     /// One slot per worker where it publishes cumulative counters at each sampling epoch.
     pub samples: &'a [std::sync::Mutex<Sample>],
@@ -194,6 +196,8 @@ pub struct Worker<'a> {
     /// Per fileset: this thread's own rotor for `opennext` picks (Filebench's
     /// `fs_file_exrotor[tf_utid]`: a rotating-fd open picks in rotation per thread).
     own_rotor: Vec<usize>,
+    /// The statistic of the finish flowop that was done (the thread's end), for the notes.
+    finished_by: Option<usize>,
     /// How many slots share another slot's descriptor (see `share_fd`); 0 spares closes the
     /// scan for a sharer.
     shared_fds: usize,
@@ -290,6 +294,7 @@ impl<'a> Worker<'a> {
             rotor: 0,
             own_rotor: vec![0; sh.filesets.len()],
             shared_fds: 0,
+            finished_by: None,
             buf,
             memsize,
             path: Vec::with_capacity(256),
@@ -418,6 +423,11 @@ impl<'a> Worker<'a> {
                 }
             }
         }
+    }
+
+    /// The name of the finish flowop whose end ended this thread, if one did.
+    pub fn done_by(&self) -> Option<String> {
+        self.finished_by.map(|s| self.sh.wl.stat_names[s].0.clone())
     }
 
     /// Close every open slot (at the end of the run, not measured).
