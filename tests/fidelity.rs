@@ -162,7 +162,8 @@ fn a_finish_flowop_in_alldone_mode_ends_only_its_thread() {
     let (v, _) = run_wl(&dir, &finish_two_threads("alldone", 20_000), &[]);
     assert_eq!(flowop(&v, "s")["ops"], 50, "{v}");
     assert_eq!(flowop(&v, "s2")["ops"], 20_000, "{v}");
-    assert!(v["duration_s"].as_f64().unwrap() < 55.0, "{v}");
+    // It ended when both were done, not at the run's 60 s.
+    assert!(v["duration_s"].as_f64().unwrap() < 59.0, "{v}");
     assert!(!v["notes"].to_string().contains("ended early"), "{v}");
 }
 
@@ -181,10 +182,7 @@ fn a_finish_flowop_ends_the_run_outside_alldone_mode_or_with_the_option() {
         let (v, _) = run_wl(&dir, &finish_two_threads(mode, u64::MAX / 2), extra);
         assert_eq!(flowop(&v, "s")["ops"], 50, "{mode}: {v}");
         let d = v["duration_s"].as_f64().unwrap();
-        assert!(
-            d < 30.0,
-            "{mode}: the finish flowop did not end the run ({d} s)"
-        );
+        assert!(d < 59.0, "{mode}: the run went to its 60 s ({d} s)");
         let notes = v["notes"].to_string();
         assert_eq!(
             notes.contains("finish flowop fin is done"),
