@@ -233,6 +233,12 @@ struct RunArgs {
     /// the same whatever N; only the order they are created in differs.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
     layout_threads: Option<u16>,
+    /// A `finishoncount`/`finishonbytes` that is done ends the whole run in every quit mode,
+    /// as Filebench 1.5-alpha3 did. By default it ends its own thread, as Filebench's
+    /// current source does: the run ends with it in the default and `firstdone` modes, and
+    /// goes on until the other threads finish in `alldone` mode.
+    #[arg(long)]
+    finish_ends_run: bool,
     /// Verify data: every 4 KiB block written carries a header (file, offset, generation,
     /// checksum) that reads check; mismatches are reported per flowop and make the run fail.
     #[arg(long)]
@@ -778,6 +784,7 @@ fn run_options(a: &RunArgs, parent: PathBuf) -> fsbench::engine::RunOptions {
         continue_when_exhausted: a.continue_when_exhausted,
         continue_on_enospc: a.continue_on_enospc,
         layout_threads: a.layout_threads.map(usize::from),
+        finish_ends_run: a.finish_ends_run,
     }
 }
 

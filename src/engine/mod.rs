@@ -39,6 +39,9 @@ pub struct Control {
     finished: AtomicUsize,
     /// The first flowop that found its fileset exhausted (ends the run, as in Filebench).
     exhausted: Mutex<Option<String>>,
+    /// The first finish flowop that was done in the default (timeout) mode, where it ends
+    /// the run (Filebench warns "Run stopped early").
+    finish_done: Mutex<Option<String>>,
     /// The first flowop whose file system was full, and its error (ends the run too).
     no_space: Mutex<Option<String>>,
     /// The measuring thread, woken when a worker ends the run.
@@ -115,6 +118,9 @@ pub struct RunOptions {
     /// Threads writing the preallocated files (`None`: Filebench's rule, see
     /// [`fileset::layout::threads`]).
     pub layout_threads: Option<usize>,
+    /// A finish flowop that is done ends the run in every quit mode (Filebench's 1.5-alpha3
+    /// tag) instead of ending its thread (Filebench's current source).
+    pub finish_ends_run: bool,
 }
 
 impl RunOptions {
@@ -133,6 +139,7 @@ impl RunOptions {
             continue_when_exhausted: false,
             continue_on_enospc: false,
             layout_threads: None,
+            finish_ends_run: false,
         }
     }
 }
@@ -447,6 +454,7 @@ fn run_in(
             progress: opts.progress,
             continue_when_exhausted: opts.continue_when_exhausted,
             continue_on_enospc: opts.continue_on_enospc,
+            finish_ends_run: opts.finish_ends_run,
         },
     )?;
     if let Some(what) = remounted {

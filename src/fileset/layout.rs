@@ -52,7 +52,6 @@ pub fn plan(index: usize, fs: &Fileset, randvars: &[RandVarDef], seed: u64) -> P
             leafdirs: fs.leafdirs,
             dirwidth: fs.dirwidth,
             dirgamma: fs.dirgamma,
-            widthgamma: fs.widthgamma,
         },
         &mut r,
     );

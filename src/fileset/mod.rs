@@ -172,8 +172,6 @@ pub struct FilesetRt {
     pub dir_paths: Vec<String>,
     pub files: Vec<Entry>,
     pub leafdirs: Vec<Entry>,
-    /// Directories holding entries, for `listdir`.
-    pub listable: Vec<u32>,
     /// The fileset's data content and the seed its generator uses (writes during the run
     /// follow it when it is not plain random, or when a flowop sets its own).
     pub content: crate::content::Content,
@@ -252,7 +250,6 @@ impl FilesetRt {
         tree: &mut Tree,
     ) -> FilesetRt {
         let dir_paths = tree.dir_paths();
-        let listable = tree.leaf_parents();
         let files = std::mem::take(&mut tree.files);
         let leafdirs = std::mem::take(&mut tree.leafdirs);
         FilesetRt {
@@ -267,7 +264,6 @@ impl FilesetRt {
             },
             files,
             leafdirs,
-            listable,
             content: crate::content::Content::RANDOM,
             content_seed: 0,
             readonly: false,
@@ -373,13 +369,16 @@ impl FilesetRt {
         }
     }
 
-    /// Next directory for `listdir`, round-robin.
+    /// Next directory for `listdir`, round-robin over every directory of the fileset in
+    /// the order the tree made them, its root first: Filebench's `FILESET_PICKDIR` rotates
+    /// over `fs_dirs`, which holds every directory entry (fileset.c
+    /// `fileset_populate_subdir`), whether it holds files, only directories, or nothing.
     pub fn pick_dir(&self) -> Option<u32> {
-        if self.listable.is_empty() {
+        let n = self.dir_paths.len();
+        if n == 0 {
             return None;
         }
-        let i = self.rotor_dirs.fetch_add(1, Ordering::Relaxed) % self.listable.len();
-        Some(self.listable[i])
+        Some((self.rotor_dirs.fetch_add(1, Ordering::Relaxed) % n) as u32)
     }
 
     /// The handle of entry `i`'s parent directory and, in `buf`, the entry's NUL-terminated
@@ -479,7 +478,6 @@ mod tests {
                 leafdirs: 2,
                 dirwidth: 4,
                 dirgamma: 0.0,
-                widthgamma: 0.0,
             },
             &mut rng(1, 1),
         );

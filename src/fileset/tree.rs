@@ -39,11 +39,10 @@ pub struct Shape {
     pub entries: u64,
     pub leafdirs: u64,
     pub dirwidth: u64,
-    /// Gamma shape for depth; 0 means every directory gets exactly the mean depth.
+    /// Gamma shape for depth and width (fileset.c `fileset_populate_subdir` draws both
+    /// with `dirgamma`); 0 means every directory gets exactly the mean depth and exactly
+    /// `dirwidth` entries.
     pub dirgamma: f64,
-    /// Gamma shape for width (Filebench uses its size gamma, 1.5, unless the legacy
-    /// `filesizegamma` changes it); 0 means every directory gets exactly `dirwidth`.
-    pub widthgamma: f64,
 }
 
 impl Shape {
@@ -105,7 +104,7 @@ impl Builder<'_> {
         // counted with the fileset root at depth one; the width is rounded up.
         let threshold = (self.sample(self.shape.dirgamma, self.mean_depth) as u32).max(1);
         let width = self
-            .sample(self.shape.widthgamma, self.shape.dirwidth as f64)
+            .sample(self.shape.dirgamma, self.shape.dirwidth as f64)
             .ceil()
             .max(1.0) as u64;
         if depth + 1 >= threshold || depth >= MAX_DEPTH {
@@ -180,7 +179,8 @@ impl Tree {
         out
     }
 
-    /// Directories that hold at least one file or leaf directory, in order.
+    /// Directories that hold at least one file or leaf directory.
+    #[cfg(test)]
     pub fn leaf_parents(&self) -> Vec<u32> {
         let mut holds = vec![false; self.dirs.len()];
         for l in self.files.iter().chain(&self.leafdirs) {
@@ -215,7 +215,6 @@ mod tests {
             leafdirs: 0,
             dirwidth: 20,
             dirgamma: 1.5,
-            widthgamma: 1.5,
         };
         let a = Tree::build(shape, &mut rng(7, 0));
         let b = Tree::build(shape, &mut rng(7, 0));
@@ -241,7 +240,6 @@ mod tests {
             leafdirs: 0,
             dirwidth: 10,
             dirgamma: 0.0,
-            widthgamma: 0.0,
         };
         let t = Tree::build(shape, &mut rng(1, 0));
         // Mean depth ln(1000)/ln(10) is 2.9999... in floating point, truncated to 2 with the
@@ -256,7 +254,6 @@ mod tests {
                 leafdirs: 0,
                 dirwidth: 8,
                 dirgamma: 0.0,
-                widthgamma: 0.0,
             },
             &mut rng(1, 0),
         );
@@ -272,7 +269,6 @@ mod tests {
             leafdirs: 200,
             dirwidth: 8,
             dirgamma: 1.5,
-            widthgamma: 1.5,
         };
         let t = Tree::build(shape, &mut rng(3, 0));
         assert_eq!(t.files.len(), 300);

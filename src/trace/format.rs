@@ -145,10 +145,14 @@ pub enum Call {
     /// Any other traced call on a path or descriptor (kept for statistics, not replayed).
     #[default]
     Other,
+    /// wait4, waitid: ret = the id of the child waited for (waitid: its `si_pid`); 0 or
+    /// less when none. Not replayed: a replay orders by it (a parent's later calls wait for
+    /// the child's last one).
+    Wait,
 }
 
 impl Call {
-    pub const ALL: [Call; 29] = [
+    pub const ALL: [Call; 30] = [
         Call::Open,
         Call::Close,
         Call::Read,
@@ -178,6 +182,7 @@ impl Call {
         Call::Chmod,
         Call::Utimes,
         Call::Other,
+        Call::Wait,
     ];
 
     pub fn name(self) -> &'static str {
@@ -211,6 +216,7 @@ impl Call {
             Call::Chmod => "chmod",
             Call::Utimes => "utimes",
             Call::Other => "other",
+            Call::Wait => "wait",
         }
     }
 

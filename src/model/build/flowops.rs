@@ -115,7 +115,7 @@ impl Builder {
             return None;
         }
         self.check_flowop_needs(d, &f);
-        self.check_flowop_io(d, &f, filesets);
+        self.check_flowop_io(d, &f);
         if kind == FlowopKind::Composite {
             self.expand_composite(d, &mut f, filesets, locals, depth)?;
         } else if !d.locals.is_empty() {
@@ -346,9 +346,8 @@ impl Builder {
         }
     }
 
-    /// Combinations of I/O modes that cannot work: `directio` sizes, `opennext` slots,
-    /// `mmap` with `directio`.
-    pub(super) fn check_flowop_io(&mut self, d: &FlowopDecl, f: &Flowop, filesets: &[Fileset]) {
+    /// Combinations of I/O modes that cannot work: `directio` sizes, `mmap` with `directio`.
+    pub(super) fn check_flowop_io(&mut self, d: &FlowopDecl, f: &Flowop) {
         if let (true, Num::Const(n)) = (f.directio, f.iosize) {
             if n > 0 && n & 511 != 0 {
                 self.err(
@@ -370,19 +369,6 @@ impl Builder {
                         f.name
                     ),
                 ));
-            }
-        }
-        if f.opennext {
-            if let Some(fs) = f.fileset.map(|i| &filesets[i]) {
-                if fs.entries > 64 {
-                    self.err(
-                        d.span,
-                        format!(
-                            "flowop `{}`: opennext keeps one fd slot per file, at most 64, but fileset `{}` has {} entries",
-                            f.name, fs.name, fs.entries
-                        ),
-                    );
-                }
             }
         }
         if f.directio && f.kind == FlowopKind::AppendFileRand {
