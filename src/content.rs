@@ -93,20 +93,41 @@ fn mix(mut z: u64) -> u64 {
 /// Never produces an all-zero block for a non-empty `out` with overwhelming probability;
 /// the first byte of every 512 is forced odd as well, so random data is never a hole.
 pub fn fill_random(key: u64, out: &mut [u8]) {
-    let mut s = key;
-    let mut next = || {
-        s = s.wrapping_add(0xa076_1d64_78bd_642f);
+    const STEP: u64 = 0xa076_1d64_78bd_642f;
+    #[inline(always)]
+    fn word(s: u64) -> u64 {
         let t = (s as u128).wrapping_mul((s ^ 0xe703_7ed1_a0b4_28db) as u128);
-        (((t >> 64) as u64) ^ (t as u64)).to_le_bytes()
+        ((t >> 64) as u64) ^ (t as u64)
+    }
+    // The i-th word is word(key + (i + 1) * STEP): four independent multiplies per round.
+    let mut s = key;
+    let mut quads = out.chunks_exact_mut(32);
+    for q in &mut quads {
+        let (a, b, c, d) = (
+            s.wrapping_add(STEP),
+            s.wrapping_add(STEP.wrapping_mul(2)),
+            s.wrapping_add(STEP.wrapping_mul(3)),
+            s.wrapping_add(STEP.wrapping_mul(4)),
+        );
+        q[0..8].copy_from_slice(&word(a).to_le_bytes());
+        q[8..16].copy_from_slice(&word(b).to_le_bytes());
+        q[16..24].copy_from_slice(&word(c).to_le_bytes());
+        q[24..32].copy_from_slice(&word(d).to_le_bytes());
+        s = d;
+    }
+    let rest = quads.into_remainder();
+    let mut next = || {
+        s = s.wrapping_add(STEP);
+        word(s).to_le_bytes()
     };
-    let mut chunks = out.chunks_exact_mut(8);
+    let mut chunks = rest.chunks_exact_mut(8);
     for c in &mut chunks {
         c.copy_from_slice(&next());
     }
-    let rest = chunks.into_remainder();
-    if !rest.is_empty() {
-        let n = rest.len();
-        rest.copy_from_slice(&next()[..n]);
+    let tail = chunks.into_remainder();
+    if !tail.is_empty() {
+        let n = tail.len();
+        tail.copy_from_slice(&next()[..n]);
     }
     for b in out.iter_mut().step_by(512) {
         *b |= 1;
@@ -392,6 +413,28 @@ mod tests {
         assert_eq!(Content::named("compressible").unwrap().compress, 50);
         assert_eq!(Content::named("dedupable").unwrap().dedupe, 50);
         assert!(Content::named("lumpy").is_none());
+    }
+
+    #[test]
+    fn random_fill_is_the_serial_wyrand_sequence() {
+        // The unrolled fill gives the bytes of one multiply per eight bytes in order.
+        let key = 0x1234_5678_9abc_def0u64;
+        for len in [0, 1, 7, 8, 31, 32, 33, 100, 4096, 4099] {
+            let mut want = vec![0u8; len];
+            let mut s = key;
+            for c in want.chunks_mut(8) {
+                s = s.wrapping_add(0xa076_1d64_78bd_642f);
+                let t = (s as u128).wrapping_mul((s ^ 0xe703_7ed1_a0b4_28db) as u128);
+                let w = (((t >> 64) as u64) ^ (t as u64)).to_le_bytes();
+                c.copy_from_slice(&w[..c.len()]);
+            }
+            for b in want.iter_mut().step_by(512) {
+                *b |= 1;
+            }
+            let mut got = vec![0u8; len];
+            fill_random(key, &mut got);
+            assert_eq!(got, want, "{len}");
+        }
     }
 
     #[test]
