@@ -164,13 +164,7 @@ fn figure_keys<'a>(
 
 /// 99th percentile latency (ms) over the IO-summary flowops, from the merged histograms.
 fn summary_p99_ms(r: &Results) -> Option<f64> {
-    let mut h = hdrhistogram::Histogram::<u64>::new(3).ok()?;
-    for f in r.flowops.iter().filter(|f| f.io_class != "none") {
-        for [v, c] in &f.histogram_ns {
-            let _ = h.record_n(*v, *c);
-        }
-    }
-    (!h.is_empty()).then(|| h.value_at_quantile(0.99) as f64 / 1e6)
+    r.summary_p99_ms()
 }
 
 /// Bar charts of named figures across configurations: mean and 95% CI over repetitions,
