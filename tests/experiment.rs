@@ -961,3 +961,85 @@ factors = {{ nthreads = [{}], nfiles = [{}], filesize = [{}] }}
     );
     assert!(!out.join("results.db").exists());
 }
+
+#[test]
+fn adaptive_repetitions_stop_within_ci_or_at_max() {
+    // Two find measurements: one judged by its entry count (the same every run, so within
+    // any ci after the minimum), one by its elapsed time against a ci no run meets (so it
+    // goes on to max).
+    let s = Scratch::new("exp-adaptive");
+    let target = s.path().join("target");
+    std::fs::create_dir(&target).unwrap();
+    let plan = format!(
+        r#"
+[experiment]
+name = "adaptive"
+repetitions = {{ min = 2, max = 4, ci = 0.05 }}
+
+[[target]]
+name = "here"
+kind = "dir"
+path = "{}"
+
+[[measurement]]
+name = "count"
+kind = "find"
+params = {{ tree_files = 30, tree_dirs = 3 }}
+figures = ["entries"]
+
+[[measurement]]
+name = "time"
+kind = "find"
+params = {{ tree_files = 30, tree_dirs = 3 }}
+figures = ["elapsed_s"]
+"#,
+        target.display()
+    );
+    // A ci the elapsed time of a 33-entry walk does not reach: 0.01% of its mean.
+    let plan = plan.replace("ci = 0.05", "ci = 0.0001");
+    let p = write_plan(s.path(), "p.toml", &plan);
+    let dry = run(&["experiment", &p, "--dry-run"]);
+    assert!(dry.status.success(), "{}", text(&dry));
+    assert!(
+        text(&dry).contains("adaptive repetitions: after 2 rounds"),
+        "{}",
+        text(&dry)
+    );
+    let out = s.path().join("out");
+    let o = run(&["experiment", &p, "-o", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let db = rusqlite::Connection::open(out.join("results.db")).unwrap();
+    let runs = |m: &str| -> i64 {
+        db.query_row(
+            "SELECT COUNT(*) FROM runs JOIN cells ON cells.id = runs.cell_id WHERE cells.measurement = ?1 AND runs.status = 'ok'",
+            [m],
+            |r| r.get(0),
+        )
+        .unwrap()
+    };
+    assert_eq!(runs("count"), 2, "the converged cell ran past its minimum");
+    assert_eq!(runs("time"), 4, "the unconverged cell did not stop at max");
+    let r = run(&["results", out.to_str().unwrap(), "--json", "-"]);
+    let v: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+    assert_eq!(v["adaptive"]["reached"], serde_json::json!([1]), "{v}");
+    assert_eq!(v["adaptive"]["not_reached"], serde_json::json!([2]), "{v}");
+    let r = run(&["results", out.to_str().unwrap()]);
+    assert!(
+        text(&r).contains("1 of 2 cells reached ±0.01% (cells 1); not within 4 rounds: cells 2"),
+        "{}",
+        text(&r)
+    );
+    // Bad settings name the plan's line and column.
+    let bad = write_plan(
+        s.path(),
+        "bad.toml",
+        &plan.replace("ci = 0.0001", "ci = 1.5"),
+    );
+    let o = run(&["experiment", &bad, "--dry-run"]);
+    assert!(!o.status.success());
+    assert!(
+        text(&o).contains("bad.toml:4:15: repetitions.ci = 1.5"),
+        "{}",
+        text(&o)
+    );
+}

@@ -5,14 +5,7 @@
 
 use toml::Value;
 
-/// `repetitions = { min, max, ci }`.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
-pub struct Adaptive {
-    pub min: u32,
-    pub max: u32,
-    /// The largest 95% half-width, as a share of the mean, that ends the rounds.
-    pub ci: f64,
-}
+pub use crate::experiment::plan::Adaptive;
 
 #[derive(Debug, Default, Clone)]
 pub struct PlanChoices {
