@@ -2,7 +2,7 @@
 //! configuration per cell. The report knows nothing of experiments; this is where their
 //! database is read for it.
 
-use crate::report::html::{Config, FigureGroup, Group, ReportInput};
+use crate::report::html::{ComparisonChart, Config, FigureGroup, Group, RatioRow, ReportInput};
 use crate::stats::Results;
 use anyhow::{Context, Result};
 use std::collections::BTreeMap;
@@ -10,12 +10,20 @@ use std::path::Path;
 
 /// Load an experiment's output directory: one group per measurement, one configuration
 /// per cell (its repetitions combined), labelled by the factors that vary within the
-/// measurement. The first cell of a measurement is its baseline.
+/// measurement. Each measurement opens with the comparisons of its headline figures against
+/// the plan's baselines. Runs flagged ended early or served from cache are left out.
 pub fn load(outdir: &Path) -> Result<ReportInput> {
+    load_with(outdir, false)
+}
+
+/// [`load`]; `include_flagged` keeps the flagged runs (`--include-flagged`).
+pub fn load_with(outdir: &Path, include_flagged: bool) -> Result<ReportInput> {
     let st = super::store::Store::open_existing(outdir)?;
     let (exp, mut input) = header(&st, outdir)?;
     let mut cells: Vec<Cell> = Vec::new();
     let mut figure_factors: Vec<(String, BTreeMap<String, String>)> = Vec::new();
+    let mut targets: Vec<(String, String)> = Vec::new();
+    let mut flagged = 0;
     let mut q = st.db.prepare(
         "SELECT id, idx, measurement, factors_json FROM cells WHERE experiment_id = ?1 ORDER BY idx",
     )?;
@@ -25,7 +33,7 @@ pub fn load(outdir: &Path) -> Result<ReportInput> {
     for (id, idx, measurement, f) in rows {
         let mut factors: BTreeMap<String, String> = serde_json::from_str(&f).unwrap_or_default();
         factors.remove("measurement");
-        let runs = cell_runs(&st, id)?;
+        let runs = cell_runs(&st, id, include_flagged)?;
         let what = format!("cell {} ({measurement}{})", idx + 1, factor_text(&factors));
         if runs.failed > 0 {
             input.warnings.push(format!(
@@ -39,6 +47,15 @@ pub fn load(outdir: &Path) -> Result<ReportInput> {
                 runs.disturbed
             ));
         }
+        flagged += runs.flagged;
+        if runs.flagged > 0 {
+            input.warnings.push(format!(
+                "{what}: {} run(s) flagged (ended early or served from cache), {}",
+                runs.flagged,
+                if include_flagged { "kept" } else { "left out" }
+            ));
+        }
+        note_target(&mut targets, &factors, &runs.ok);
         if runs.other > 0 && runs.ok.is_empty() && !runs.named.is_empty() {
             add_figure_config(&mut input, &measurement, &factors, runs.named);
             figure_factors.push((measurement.clone(), factors.clone()));
@@ -56,7 +73,103 @@ pub fn load(outdir: &Path) -> Result<ReportInput> {
     label_configs(&mut input);
     label_figure_groups(&mut input, &figure_factors);
     aging_reports(&mut input, outdir);
+    let summary = super::summary::summarise_with(&st, include_flagged)?;
+    input.comparisons = comparison_charts(&summary);
+    input.targets = targets
+        .into_iter()
+        .map(|(n, d)| format!("{n}: {d}"))
+        .collect();
+    if flagged > 0 {
+        input.flag_note = Some(format!(
+            "{flagged} run(s) flagged ended early or served from cache are {} (fsbench results shows them per cell)",
+            if include_flagged {
+                "kept in the means and comparisons (--include-flagged)"
+            } else {
+                "left out of the means and comparisons (--include-flagged keeps them)"
+            }
+        ));
+    }
     Ok(input)
+}
+
+/// A target's file system, device and mount options, from the first result measured in it.
+fn note_target(
+    targets: &mut Vec<(String, String)>,
+    factors: &BTreeMap<String, String>,
+    runs: &[Results],
+) {
+    let (Some(name), Some(r)) = (factors.get("target"), runs.first()) else {
+        return;
+    };
+    if targets.iter().any(|(n, _)| n == name) {
+        return;
+    }
+    let h = &r.host;
+    targets.push((
+        name.clone(),
+        format!(
+            "{} on {} at {} ({}), scheduler {}",
+            h.fs_type, h.device, h.mount_point, h.mount_options, h.io_scheduler
+        ),
+    ));
+}
+
+/// The summary's comparisons of headline figures, one chart per (measurement, factor,
+/// baseline, figure).
+fn comparison_charts(s: &super::summary::Summary) -> Vec<ComparisonChart> {
+    let mut out: Vec<ComparisonChart> = Vec::new();
+    for c in s
+        .comparisons
+        .iter()
+        .filter(|c| c.headline && c.flowop.is_empty())
+    {
+        let measurement = c.at.get("measurement").cloned().unwrap_or_default();
+        // The other factors that vary within the measurement (one-level factors say
+        // nothing about where a ratio stands).
+        let at: BTreeMap<&String, &String> =
+            c.at.iter()
+                .filter(|(k, v)| {
+                    s.comparisons.iter().any(|o| {
+                        o.factor == c.factor
+                            && o.at.get("measurement") == c.at.get("measurement")
+                            && o.at.get(*k) != Some(*v)
+                    })
+                })
+                .collect();
+        let row = RatioRow {
+            level: c.level.clone(),
+            at: at
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            ratio: c.ratio,
+            ci_low: c.ci_low,
+            ci_high: c.ci_high,
+            p_value: c.p_value,
+            significant: c.significant,
+            n: c.n,
+            n_baseline: c.n_baseline,
+        };
+        let same = |x: &ComparisonChart| {
+            x.measurement == measurement
+                && x.factor == c.factor
+                && x.baseline == c.baseline
+                && x.figure == c.figure
+        };
+        match out.iter_mut().find(|x| same(x)) {
+            Some(x) => x.rows.push(row),
+            None => out.push(ComparisonChart {
+                measurement,
+                factor: c.factor.clone(),
+                baseline: c.baseline.clone(),
+                figure: c.figure.clone(),
+                method: "ratio of means; 95% interval by Fieller's method (Welch–Satterthwaite degrees of freedom); p from Welch's t-test; flagged runs excluded unless --include-flagged".into(),
+                rows: vec![row],
+            }),
+        }
+    }
+    out
 }
 
 /// One cell's stored runs, combined later.
@@ -101,20 +214,32 @@ struct CellRuns {
     failed: usize,
     disturbed: usize,
     other: usize,
+    /// Runs flagged ended early or served from cache.
+    flagged: usize,
 }
 
-fn cell_runs(st: &super::store::Store, cell: i64) -> Result<CellRuns> {
+fn cell_runs(st: &super::store::Store, cell: i64, include_flagged: bool) -> Result<CellRuns> {
     let mut q = st.db.prepare(
-        "SELECT id, status, disturbed, results_json FROM runs WHERE cell_id = ?1 AND superseded = 0 AND status != 'warmup' ORDER BY repetition, id",
+        "SELECT id, status, disturbed, results_json, flags_json FROM runs WHERE cell_id = ?1 AND superseded = 0 AND status != 'warmup' ORDER BY repetition, id",
     )?;
-    let runs: Vec<(i64, String, bool, Option<String>)> = q
-        .query_map([cell], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+    type RunRow = (i64, String, bool, Option<String>, String);
+    let runs: Vec<RunRow> = q
+        .query_map([cell], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+        })?
         .collect::<rusqlite::Result<_>>()?;
     let mut out = CellRuns::default();
-    for (run_id, status, dist, json) in runs {
+    for (run_id, status, dist, json, flags) in runs {
         if status != "ok" {
             out.failed += 1;
             continue;
+        }
+        let flags: super::store::RunFlags = serde_json::from_str(&flags).unwrap_or_default();
+        if flags.flagged() {
+            out.flagged += 1;
+            if !include_flagged {
+                continue;
+            }
         }
         out.disturbed += dist as usize;
         match json.and_then(|j| serde_json::from_str::<Results>(&j).ok()) {

@@ -206,9 +206,20 @@ fn ci_text(c: &Comparison) -> String {
     }
 }
 
-fn at_text(c: &Comparison) -> String {
-    let mut at = c.at.clone();
-    at.remove("measurement");
+/// The other factors' levels that vary among the comparisons of the same factor and
+/// measurement in `all`.
+fn at_text(c: &Comparison, all: &[Comparison]) -> String {
+    let at: BTreeMap<String, String> =
+        c.at.iter()
+            .filter(|(k, v)| {
+                all.iter().any(|o| {
+                    o.factor == c.factor
+                        && o.at.get("measurement") == c.at.get("measurement")
+                        && o.at.get(*k) != Some(*v)
+                })
+            })
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
     if at.is_empty() {
         String::new()
     } else {
@@ -239,7 +250,7 @@ fn comparisons_text(out: &mut String, comparisons: &[Comparison]) {
             out,
             "    {:<24} {:<30} {:>9} {:>+8.1}% {:<24} {:>10} n={}/{}",
             format!("{} ÷ {}", c.level, c.baseline),
-            at_text(c),
+            at_text(c, comparisons),
             g4(c.ratio),
             (c.ratio - 1.0) * 100.0,
             format!("{}{}", ci_text(c), if c.significant { " *" } else { "" }),
@@ -284,7 +295,7 @@ pub fn render_csv(s: &Summary) -> String {
                 c.factor,
                 c.level,
                 c.baseline,
-                at_text(c)
+                at_text(c, &s.comparisons)
             )),
             q(&c.flowop),
             c.figure,
