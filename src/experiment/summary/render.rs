@@ -89,9 +89,21 @@ fn flags_text(r: &Row, s: &Summary) -> String {
     flags
 }
 
-/// The text summary of whole-run figures.
+/// The text summary of whole-run figures, with the comparisons of the headline figures
+/// (`--all` gives every figure's).
 pub fn render_text(s: &Summary) -> String {
-    render_text_all(&super::filter(s, false))
+    let mut s = super::filter(s, false);
+    let others = s.comparisons.iter().filter(|c| !c.headline).count();
+    s.comparisons.retain(|c| c.headline);
+    let mut out = render_text_all(&s);
+    if others > 0 {
+        let _ = writeln!(
+            out,
+            "
+({others} comparisons of other figures: fsbench results --all, or --json)"
+        );
+    }
+    out
 }
 
 /// The text summary of the figures in `s` as they are.

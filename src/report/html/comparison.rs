@@ -118,10 +118,10 @@ fn forest(c: &ComparisonChart, rows: &[&super::RatioRow]) -> String {
     let (lo, hi) = ((lo - pad).max(0.0), hi + pad);
     let x = |v: f64| left + (v.clamp(lo, hi) - lo) / (hi - lo) * (w - left - right);
     let mut s = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {w} {h}\" role=img><text x=\"8\" y=\"18\" font-size=\"14\" font-weight=\"600\">{} ÷ {} ({}), 95% interval</text>",
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {w} {h}\" role=img><text x=\"8\" y=\"18\" font-size=\"14\" font-weight=\"600\">{}: ratio to {} = {}, 95% interval</text>",
         esc(&c.figure),
-        esc(&c.baseline),
-        esc(&c.factor)
+        esc(&c.factor),
+        esc(&c.baseline)
     );
     let (x1, y0, y1) = (x(1.0), top - 6.0, top + row_h * rows.len() as f64);
     let _ = write!(
