@@ -455,3 +455,111 @@ fn label_of(
         parts.join(", ")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::store::{now, RunFlags, RunRecord, Store};
+    use serde_json::{json, Value};
+
+    /// An output directory with two targets' workload cells, one run of `b` ended early.
+    fn outdir(tag: &str) -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!("fsbench-rinput-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        let mut st = Store::open(&d).unwrap();
+        let e = st
+            .new_experiment(
+                "x",
+                "p.toml",
+                "",
+                "h",
+                false,
+                1,
+                3,
+                0.05,
+                &json!({"target": "a"}),
+            )
+            .unwrap();
+        for (i, (t, base)) in [("a", 100.0), ("b", 50.0)].iter().enumerate() {
+            let f = json!({"measurement": "w", "target": t});
+            let c = st
+                .cell(e, i, "w", "workload", t, "warm", &f, &Value::Null)
+                .unwrap();
+            for rep in 0..4u32 {
+                let flags = RunFlags {
+                    ended_early: (*t == "b" && rep == 3).then(|| "fileset exhausted".into()),
+                    ..Default::default()
+                };
+                let mut r = Results::new("w", "builtin:w", 1, Path::new("/x"));
+                r.summary.ops_per_s = if flags.ended_early.is_some() {
+                    5.0
+                } else {
+                    base + rep as f64
+                };
+                r.host.fs_type = "ext4".into();
+                r.host.device = format!("/dev/loop{i}");
+                r.host.mount_options = "rw,relatime".into();
+                let v = serde_json::to_value(&r).unwrap();
+                st.add_run(&RunRecord {
+                    cell_id: c,
+                    repetition: rep,
+                    status: "ok",
+                    started_at: &now(),
+                    elapsed_s: 1.0,
+                    load_avg_1: None,
+                    other_cpu_frac: Some(0.0),
+                    disturbed: false,
+                    error: None,
+                    applied: &Value::Null,
+                    results: Some(&v),
+                    flags: &flags,
+                })
+                .unwrap();
+            }
+        }
+        d
+    }
+
+    #[test]
+    fn comparisons_targets_and_flagged_runs_reach_the_report() {
+        let d = outdir("flags");
+        let input = load(&d).unwrap();
+        let c = input
+            .comparisons
+            .iter()
+            .find(|c| c.figure == "ops_per_s")
+            .unwrap();
+        assert_eq!((c.factor.as_str(), c.baseline.as_str()), ("target", "a"));
+        assert_eq!(c.rows.len(), 1);
+        // b's three kept runs (50, 51, 52) against a's four (100..103).
+        assert!(
+            (c.rows[0].ratio - 51.0 / 101.5).abs() < 1e-12,
+            "{}",
+            c.rows[0].ratio
+        );
+        assert_eq!((c.rows[0].n, c.rows[0].n_baseline), (3, 4));
+        assert_eq!(input.groups[0].configs[1].results.repetitions.len(), 3);
+        assert!(input
+            .flag_note
+            .as_ref()
+            .unwrap()
+            .contains("1 run(s) flagged"));
+        assert!(input.warnings.iter().any(|w| w.contains("left out")));
+        assert_eq!(input.targets.len(), 2);
+        assert!(
+            input.targets[1].starts_with("b: ext4 on /dev/loop1"),
+            "{:?}",
+            input.targets
+        );
+        let kept = load_with(&d, true).unwrap();
+        let c = kept
+            .comparisons
+            .iter()
+            .find(|c| c.figure == "ops_per_s")
+            .unwrap();
+        assert_eq!(c.rows[0].n, 4);
+        assert_eq!(kept.groups[0].configs[1].results.repetitions.len(), 4);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+}
