@@ -75,6 +75,14 @@ pub fn load_with(outdir: &Path, include_flagged: bool) -> Result<ReportInput> {
     aging_reports(&mut input, outdir);
     let summary = super::summary::summarise_with(&st, include_flagged)?;
     input.comparisons = comparison_charts(&summary);
+    for r in summary.rows.iter().filter(|r| r.headline) {
+        let m = r.factors.get("measurement").cloned().unwrap_or_default();
+        match input.headline.iter_mut().find(|(x, _)| *x == m) {
+            Some((_, h)) if !h.contains(&r.figure) => h.push(r.figure.clone()),
+            Some(_) => {}
+            None => input.headline.push((m, vec![r.figure.clone()])),
+        }
+    }
     input.targets = targets
         .into_iter()
         .map(|(n, d)| format!("{n}: {d}"))

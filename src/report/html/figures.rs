@@ -73,7 +73,10 @@ fn mean_of(f: &BTreeMap<String, Vec<f64>>, key: &str) -> (f64, f64, usize) {
 /// The figure names of a set of configurations in a stable order, split into those whose
 /// mean differs between configurations (charted, at most [`MAX_FIGURES`]) and those that
 /// do not (tabled). With one configuration every figure is constant.
-pub(super) fn figure_keys(figs: &[BTreeMap<String, Vec<f64>>]) -> (Vec<String>, Vec<String>) {
+pub(super) fn figure_keys(
+    figs: &[BTreeMap<String, Vec<f64>>],
+    lead: &[String],
+) -> (Vec<String>, Vec<String>) {
     let mut keys: Vec<String> = Vec::new();
     for f in figs {
         for k in f.keys() {
@@ -82,6 +85,8 @@ pub(super) fn figure_keys(figs: &[BTreeMap<String, Vec<f64>>]) -> (Vec<String>, 
             }
         }
     }
+    // The headline figures first, in their order; the rest as found.
+    keys.sort_by_key(|k| lead.iter().position(|h| h == k).unwrap_or(usize::MAX));
     let (mut varying, constant): (Vec<String>, Vec<String>) = keys.into_iter().partition(|k| {
         let first = mean_of(&figs[0], k).0;
         figs.iter().any(|f| mean_of(f, k).0 != first)
@@ -91,19 +96,19 @@ pub(super) fn figure_keys(figs: &[BTreeMap<String, Vec<f64>>]) -> (Vec<String>, 
 }
 
 /// Bar charts of the named figures that vary across configurations (mean and 95% CI over
-/// repetitions; with `relative`, the difference against the first), and one table of those
-/// that do not.
+/// repetitions; with `relative`, the difference against the first), the figures in `lead`
+/// first, and one table of those that do not.
 pub(super) fn figure_bars(
     out: &mut String,
     prefix: &str,
     labels: &[String],
-    figs: &[BTreeMap<String, Vec<f64>>],
+    (figs, lead): (&[BTreeMap<String, Vec<f64>>], &[String]),
     relative: bool,
 ) {
     if figs.is_empty() {
         return;
     }
-    let (varying, constant) = figure_keys(figs);
+    let (varying, constant) = figure_keys(figs, lead);
     for (j, key) in varying.iter().enumerate() {
         let vals: Vec<(f64, f64, Vec<f64>)> = figs
             .iter()
@@ -208,7 +213,7 @@ mod tests {
                 ("elapsed_s".to_string(), vec![t, t + 0.1]),
             ])
         };
-        let (v, c) = figure_keys(&[f(0.0, 1.0), f(0.0, 2.0)]);
+        let (v, c) = figure_keys(&[f(0.0, 1.0), f(0.0, 2.0)], &[]);
         assert_eq!(
             (v, c.clone()),
             (vec!["elapsed_s".to_string()], vec!["errors_s".to_string()])
@@ -218,13 +223,18 @@ mod tests {
             &mut out,
             "g0",
             &["a".into(), "b".into()],
-            &[f(0.0, 1.0), f(0.0, 2.0)],
+            (&[f(0.0, 1.0), f(0.0, 2.0)], &[]),
             true,
         );
         assert!(out.contains("id=\"g0-fig-0\"") && !out.contains("g0-fig-1"));
         assert!(out.contains("<td>errors_s</td><td>0</td>"), "{out}");
         // One configuration: nothing varies, so a table and no one-bar chart.
-        let (v, _) = figure_keys(&[f(0.0, 1.0)]);
+        let (v, _) = figure_keys(&[f(0.0, 1.0)], &[]);
         assert!(v.is_empty());
+        // Headline figures lead.
+        let g =
+            |a: f64| BTreeMap::from([("a_s".to_string(), vec![a]), ("z_s".to_string(), vec![a])]);
+        let (v, _) = figure_keys(&[g(1.0), g(2.0)], &["z_s".to_string()]);
+        assert_eq!(v, ["z_s", "a_s"]);
     }
 }

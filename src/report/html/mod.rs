@@ -143,7 +143,7 @@ pub fn chart_ids(input: &ReportInput) -> Vec<String> {
             .iter()
             .map(|c| named_figures(&c.results))
             .collect();
-        for j in 0..figure_keys(&figs).0.len() {
+        for j in 0..figure_keys(&figs, &[]).0.len() {
             ids.push(format!("g{gi}-fig-{j}"));
         }
         if transfer_flowops(g).len() >= 2 {
@@ -170,7 +170,7 @@ pub fn chart_ids(input: &ReportInput) -> Vec<String> {
     }
     for (fi, f) in input.figure_groups.iter().enumerate() {
         let figs: Vec<_> = f.configs.iter().map(|c| c.1.clone()).collect();
-        for j in 0..figure_keys(&figs).0.len() {
+        for j in 0..figure_keys(&figs, &[]).0.len() {
             ids.push(format!("f{fi}-fig-{j}"));
         }
     }
@@ -625,7 +625,8 @@ fn group_section(out: &mut String, gi: usize, g: &Group, input: &ReportInput) {
         .iter()
         .map(|c| named_figures(&c.results))
         .collect();
-    figure_bars(out, &format!("g{gi}"), &labels, &figs, relative);
+    let lead = input.headline_of(&g.workload);
+    figure_bars(out, &format!("g{gi}"), &labels, (&figs, lead), relative);
     flowop_throughput(out, gi, g);
     out.push_str("</div>");
     latency_cdfs(out, gi, g);
@@ -1049,7 +1050,14 @@ pub fn render(input: &ReportInput) -> String {
         let labels: Vec<String> = f.configs.iter().map(|c| c.0.clone()).collect();
         let figs: Vec<_> = f.configs.iter().map(|c| c.1.clone()).collect();
         let relative = input.comparisons.is_empty();
-        figure_bars(&mut out, &format!("f{fi}"), &labels, &figs, relative);
+        let lead = input.headline_of(&f.measurement);
+        figure_bars(
+            &mut out,
+            &format!("f{fi}"),
+            &labels,
+            (&figs, lead),
+            relative,
+        );
         out.push_str("</div></section>\n");
     }
     out.push_str(if input.comparisons.is_empty() {

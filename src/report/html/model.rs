@@ -82,6 +82,18 @@ pub struct ReportInput {
     pub targets: Vec<String>,
     /// Runs left out of the means (flagged ended early or served from cache), for the header.
     pub flag_note: Option<String>,
+    /// Each measurement's headline figures: its named-figure charts lead with them.
+    pub headline: Vec<(String, Vec<String>)>,
+}
+
+impl ReportInput {
+    /// The headline figures of `measurement` (none for result files).
+    pub fn headline_of(&self, measurement: &str) -> &[String] {
+        self.headline
+            .iter()
+            .find(|(m, _)| m == measurement)
+            .map_or(&[], |(_, h)| h.as_slice())
+    }
 }
 
 impl ReportInput {
@@ -132,6 +144,7 @@ impl ReportInput {
                 input.aging.extend(e.aging);
                 input.comparisons.extend(e.comparisons);
                 input.targets.extend(e.targets);
+                input.headline.extend(e.headline);
                 if input.flag_note.is_none() {
                     input.flag_note = e.flag_note;
                 }
