@@ -1043,3 +1043,24 @@ figures = ["elapsed_s"]
         text(&o)
     );
 }
+
+#[test]
+fn results_and_report_refuse_a_database_without_an_experiment() {
+    let s = Scratch::new("exp-emptydb");
+    let db = s.path().join("results.db");
+    std::fs::write(&db, b"").unwrap();
+    for args in [
+        vec!["results", s.s()],
+        vec!["report", s.s(), "-o", "/dev/null"],
+    ] {
+        let o = run(&args);
+        assert!(!o.status.success(), "{args:?}: {}", text(&o));
+        assert!(
+            text(&o).contains("results.db holds no experiment"),
+            "{args:?}: {}",
+            text(&o)
+        );
+    }
+    // Nothing was written into it.
+    assert_eq!(std::fs::metadata(&db).unwrap().len(), 0);
+}

@@ -146,7 +146,8 @@ impl Store {
         Ok(Store { db })
     }
 
-    /// Open an existing database read-only in spirit (for `fsbench results`).
+    /// Open an existing database read-only in spirit (for `fsbench results` and `report`):
+    /// a file that holds no experiment is refused before anything is written into it.
     pub fn open_existing(outdir: &Path) -> Result<Store> {
         let path = outdir.join(FILE);
         if !path.is_file() {
@@ -155,6 +156,27 @@ impl Store {
                 outdir.display()
             );
         }
+        let db = Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .with_context(|| format!("opening {}", path.display()))?;
+        let experiments: i64 = db
+            .query_row(
+                "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'experiments'",
+                [],
+                |r| r.get(0),
+            )
+            .with_context(|| format!("{} is not an SQLite database", path.display()))?;
+        let any = experiments > 0
+            && db.query_row("SELECT COUNT(*) FROM experiments", [], |r| {
+                r.get::<_, i64>(0)
+            })? > 0;
+        if !any {
+            anyhow::bail!(
+                "{} holds no experiment (an empty or foreign database); run `fsbench experiment PLAN -o {}` first",
+                path.display(),
+                outdir.display()
+            );
+        }
+        drop(db);
         Self::open(outdir)
     }
 

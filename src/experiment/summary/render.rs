@@ -379,3 +379,11 @@ pub fn render_markdown(s: &Summary) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn markdown_cells_escape_pipes_angles_and_newlines() {
+        assert_eq!(super::md("a|b<c>\nd"), "a\\|b&lt;c> d");
+    }
+}
