@@ -17,23 +17,17 @@ struct Db {
 
 impl Db {
     fn new(tag: &str) -> Db {
+        Db::with_baseline(tag, json!({"target": "ext4"}))
+    }
+
+    fn with_baseline(tag: &str, baseline: Value) -> Db {
         let dir =
             std::env::temp_dir().join(format!("fsbench-summary-{tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let st = Store::open(&dir).unwrap();
         let exp = st
-            .new_experiment(
-                "x",
-                "p.toml",
-                PLAN,
-                "h",
-                false,
-                1,
-                2,
-                0.05,
-                &json!({"target": "ext4"}),
-            )
+            .new_experiment("x", "p.toml", PLAN, "h", false, 1, 2, 0.05, &baseline)
             .unwrap();
         Db { dir, st, exp }
     }
@@ -199,4 +193,53 @@ fn bimodal_cells_and_adaptive_convergence_are_reported() {
     assert_eq!(a.reached, [2]);
     assert_eq!(a.not_reached, [1]);
     assert!(render_text(&s).contains("1 of 2 cells reached ±5%"));
+}
+
+#[test]
+fn several_baseline_factors_give_a_comparison_each() {
+    let mut db = Db::with_baseline("two", json!({"target": "ext4", "instances": "1"}));
+    let cells = [
+        ("ext4", "1"),
+        ("overlay", "1"),
+        ("ext4", "8"),
+        ("overlay", "8"),
+    ];
+    for (i, (t, n)) in cells.iter().enumerate() {
+        let c = db.cell(i, t, n);
+        for r in 0..2 {
+            db.run(c, r, 100.0 * (i + 1) as f64 + r as f64, RunFlags::default());
+        }
+    }
+    let s = summarise(&db.st).unwrap();
+    let tps: Vec<(&str, &str, &str)> = s
+        .comparisons
+        .iter()
+        .filter(|c| c.figure == "transactions_per_s")
+        .map(|c| {
+            let other = if c.factor == "target" {
+                "instances"
+            } else {
+                "target"
+            };
+            (c.factor.as_str(), c.level.as_str(), c.at[other].as_str())
+        })
+        .collect();
+    // instances 8 ÷ 1 on each target; overlay ÷ ext4 at each instance count.
+    assert_eq!(tps.len(), 4, "{tps:?}");
+    for want in [
+        ("instances", "8", "ext4"),
+        ("instances", "8", "overlay"),
+        ("target", "overlay", "1"),
+        ("target", "overlay", "8"),
+    ] {
+        assert!(tps.contains(&want), "{want:?} not in {tps:?}");
+    }
+    let t: Vec<&Comparison> = s
+        .comparisons
+        .iter()
+        .filter(|c| c.factor == "target" && c.figure == "transactions_per_s")
+        .collect();
+    assert_eq!(t.len(), 2);
+    assert!(render_text(&s).contains("compared with instances = 1"));
+    assert!(render_text(&s).contains("compared with target = ext4"));
 }
