@@ -95,6 +95,19 @@ pub struct Summary {
     pub adaptive: Option<Convergence>,
     pub rows: Vec<Row>,
     pub comparisons: Vec<Comparison>,
+    /// Cells that have no figures to show: every run failed or was left out as flagged.
+    pub empty_cells: Vec<EmptyCell>,
+}
+
+/// A cell without figures, and why.
+#[derive(Debug, Clone, Serialize)]
+pub struct EmptyCell {
+    pub cell: usize,
+    pub factors: BTreeMap<String, String>,
+    pub failed: usize,
+    pub ended_early: usize,
+    pub cache_served: usize,
+    pub excluded: usize,
 }
 
 /// The summary with flagged runs left out.
@@ -123,6 +136,21 @@ pub fn summarise_with(st: &Store, include_flagged: bool) -> Result<Summary> {
     let cells = read_cells(st, exp, &choices)?;
     let figures = Figures::read(st, &cells, include_flagged)?;
     let rows = figures.rows(&cells);
+    let empty_cells = cells
+        .iter()
+        .filter(|c| !rows.iter().any(|r| r.cell == c.idx))
+        .filter_map(|c| {
+            let f = figures.flags.get(&c.idx)?;
+            (f.failed + f.excluded > 0).then(|| EmptyCell {
+                cell: c.idx,
+                factors: c.factors.clone(),
+                failed: f.failed,
+                ended_early: f.ended_early,
+                cache_served: f.cache_served,
+                excluded: f.excluded,
+            })
+        })
+        .collect();
     let adaptive = choices.adaptive.map(|a| convergence(&a, &rows, &cells));
     Ok(Summary {
         experiment: name,
@@ -132,6 +160,7 @@ pub fn summarise_with(st: &Store, include_flagged: bool) -> Result<Summary> {
         noise_threshold: thr,
         include_flagged,
         comparisons: figures.comparisons(&cells, &baseline),
+        empty_cells,
         rows,
         baseline,
         adaptive,

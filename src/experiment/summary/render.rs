@@ -205,6 +205,19 @@ fn cells_text(out: &mut String, s: &Summary) {
             modes_text(&r.bimodal)
         );
     }
+    for c in &s.empty_cells {
+        let _ = writeln!(
+            out,
+            "\ncell {}: {}  no figures: {} run(s) failed, {} left out as flagged ({} ended early, {} served from cache){}",
+            c.cell,
+            factor_text(&c.factors),
+            c.failed,
+            c.excluded,
+            c.ended_early,
+            c.cache_served,
+            if c.excluded > 0 { "; --include-flagged keeps them" } else { "" }
+        );
+    }
     if !s.rows.is_empty() {
         let _ = writeln!(out, "\n(* headline figure)");
     }

@@ -161,6 +161,24 @@ fn each_level_is_compared_with_the_cell_differing_only_in_its_factor() {
         .unwrap();
     assert_eq!(cmp.n, 4);
     assert!(cmp.ratio < 0.5);
+    // A cell whose every run is flagged still shows, with why it has no figures.
+    let c = db.cell(4, "btrfs", "1");
+    db.run(
+        c,
+        0,
+        10.0,
+        RunFlags {
+            ended_early: Some("fileset exhausted".into()),
+            ..Default::default()
+        },
+    );
+    let s = summarise(&db.st).unwrap();
+    assert_eq!(s.empty_cells.len(), 1);
+    assert_eq!(
+        (s.empty_cells[0].cell, s.empty_cells[0].ended_early),
+        (5, 1)
+    );
+    assert!(render_text(&s).contains("cell 5: measurement=pm target=btrfs instances=1  no figures: 0 run(s) failed, 1 left out as flagged (1 ended early"));
 }
 
 #[test]
