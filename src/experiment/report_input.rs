@@ -116,8 +116,16 @@ fn note_target(
     targets.push((
         name.clone(),
         format!(
-            "{} on {} at {} ({}), scheduler {}",
-            h.fs_type, h.device, h.mount_point, h.mount_options, h.io_scheduler
+            "{} on {} at {} ({}){}",
+            h.fs_type,
+            h.device,
+            h.mount_point,
+            h.mount_options,
+            if h.io_scheduler.is_empty() {
+                String::new()
+            } else {
+                format!(", scheduler {}", h.io_scheduler)
+            }
         ),
     ));
 }
