@@ -1064,3 +1064,67 @@ fn results_and_report_refuse_a_database_without_an_experiment() {
     // Nothing was written into it.
     assert_eq!(std::fs::metadata(&db).unwrap().len(), 0);
 }
+
+#[test]
+fn strict_reruns_the_disturbed_runs() {
+    // A noise threshold of 0 and a thread of this test spinning beside the runs: every run
+    // sees other CPU, so the noise guard flags it, and --strict measures it again.
+    let s = Scratch::new("exp-strict");
+    let target = s.path().join("target");
+    std::fs::create_dir(&target).unwrap();
+    let plan = format!(
+        r#"
+[experiment]
+name = "strict"
+repetitions = 2
+noise_threshold = 0.0
+
+[[target]]
+name = "here"
+kind = "dir"
+path = "{}"
+
+[[measurement]]
+name = "walk"
+kind = "find"
+params = {{ tree_files = 200, tree_dirs = 4 }}
+"#,
+        target.display()
+    );
+    let p = write_plan(s.path(), "p.toml", &plan);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let spin = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut x = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+                std::hint::black_box(x);
+            }
+        })
+    };
+    let out = s.path().join("out");
+    let o = run(&["experiment", &p, "-o", out.to_str().unwrap(), "--strict"]);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    spin.join().unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("--strict: repeating 2 disturbed run(s)"),
+        "{}",
+        text(&o)
+    );
+    let db = rusqlite::Connection::open(out.join("results.db")).unwrap();
+    // Each superseded run has a later run of the same repetition that is not.
+    let (superseded, replaced): (i64, i64) = db
+        .query_row(
+            "SELECT COUNT(*), SUM(EXISTS (SELECT 1 FROM runs b WHERE b.cell_id = a.cell_id AND b.repetition = a.repetition AND b.id > a.id AND b.superseded = 0 AND b.status = 'ok')) FROM runs a WHERE a.superseded = 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!((superseded, replaced), (2, 2));
+    // The summary reads the reruns only: two runs, not four.
+    let r = run(&["results", out.to_str().unwrap(), "--json", "-"]);
+    let v: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+    assert_eq!(v["rows"][0]["n"], 2, "{v}");
+}
