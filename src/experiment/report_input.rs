@@ -206,6 +206,7 @@ fn header(st: &super::store::Store, outdir: &Path) -> Result<(i64, ReportInput)>
         )
         .with_context(|| format!("{} holds no experiment", outdir.display()))?;
     let mut input = ReportInput {
+        experiment: true,
         title: Some(format!(
             "Experiment {name}{}, {reps} repetition(s) per cell, from {}",
             if quick { " (--quick scale)" } else { "" },

@@ -599,7 +599,7 @@ fn fmt_time(epoch: f64) -> String {
 
 fn group_section(out: &mut String, gi: usize, g: &Group, input: &ReportInput) {
     let labels: Vec<String> = g.configs.iter().map(|c| c.label.clone()).collect();
-    let relative = input.comparisons.is_empty();
+    let relative = input.relative();
     let _ = write!(out, "<section><h2>{}</h2>", esc(&g.workload));
     comparison::sections(out, &format!("g{gi}"), &g.workload, &input.comparisons);
     if !relative {
@@ -1049,7 +1049,7 @@ pub fn render(input: &ReportInput) -> String {
         );
         let labels: Vec<String> = f.configs.iter().map(|c| c.0.clone()).collect();
         let figs: Vec<_> = f.configs.iter().map(|c| c.1.clone()).collect();
-        let relative = input.comparisons.is_empty();
+        let relative = input.relative();
         let lead = input.headline_of(&f.measurement);
         figure_bars(
             &mut out,
@@ -1060,7 +1060,7 @@ pub fn render(input: &ReportInput) -> String {
         );
         out.push_str("</div></section>\n");
     }
-    out.push_str(if input.comparisons.is_empty() {
+    out.push_str(if input.relative() {
         "<footer><p class=vars>Bars: mean over repetitions (or the single run), whiskers the 95% confidence interval (Student t); the outlined bar is the baseline; percentages are against it, * where Welch's t-test finds the difference significant at 95%.</p></footer>"
     } else {
         "<footer><p class=vars>Comparisons: ratio of means (level ÷ baseline, in the cell that differs only in the compared factor), 95% interval by Fieller's method with Welch–Satterthwaite degrees of freedom, p from Welch's t-test. Bars: mean over repetitions, whiskers the 95% confidence interval (Student t).</p></footer>"

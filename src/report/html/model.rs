@@ -84,9 +84,17 @@ pub struct ReportInput {
     pub flag_note: Option<String>,
     /// Each measurement's headline figures: its named-figure charts lead with them.
     pub headline: Vec<(String, Vec<String>)>,
+    /// The input holds an experiment's cells: differences are the comparisons' (against
+    /// the cell that differs only in the compared factor), never against a first bar.
+    pub experiment: bool,
 }
 
 impl ReportInput {
+    /// Whether bars carry their difference from the first configuration: result files only.
+    pub fn relative(&self) -> bool {
+        !self.experiment && self.comparisons.is_empty()
+    }
+
     /// The headline figures of `measurement` (none for result files).
     pub fn headline_of(&self, measurement: &str) -> &[String] {
         self.headline
@@ -145,6 +153,7 @@ impl ReportInput {
                 input.comparisons.extend(e.comparisons);
                 input.targets.extend(e.targets);
                 input.headline.extend(e.headline);
+                input.experiment |= e.experiment;
                 if input.flag_note.is_none() {
                     input.flag_note = e.flag_note;
                 }
