@@ -1096,7 +1096,10 @@ fn dispatch(cli: Cli) -> Result<()> {
         Command::Remote(a) => fsbench::remote::cli::run(a),
         Command::Compare(a) => cmd_compare(&a),
         Command::Report(a) => {
-            fsbench::report::html::cli::run(&a, &fsbench::experiment::report_input::load)
+            let flagged = a.include_flagged;
+            fsbench::report::html::cli::run(&a, &|p: &std::path::Path| {
+                fsbench::experiment::report_input::load_with(p, flagged)
+            })
         }
         Command::Selftest(a) => cmd_selftest(&a),
         Command::Postmark(a) => fsbench::apps::postmark::main(&a),

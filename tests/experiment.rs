@@ -961,3 +961,170 @@ factors = {{ nthreads = [{}], nfiles = [{}], filesize = [{}] }}
     );
     assert!(!out.join("results.db").exists());
 }
+
+#[test]
+fn adaptive_repetitions_stop_within_ci_or_at_max() {
+    // Two find measurements: one judged by its entry count (the same every run, so within
+    // any ci after the minimum), one by its elapsed time against a ci no run meets (so it
+    // goes on to max).
+    let s = Scratch::new("exp-adaptive");
+    let target = s.path().join("target");
+    std::fs::create_dir(&target).unwrap();
+    let plan = format!(
+        r#"
+[experiment]
+name = "adaptive"
+repetitions = {{ min = 2, max = 4, ci = 0.05 }}
+
+[[target]]
+name = "here"
+kind = "dir"
+path = "{}"
+
+[[measurement]]
+name = "count"
+kind = "find"
+params = {{ tree_files = 30, tree_dirs = 3 }}
+figures = ["entries"]
+
+[[measurement]]
+name = "time"
+kind = "find"
+params = {{ tree_files = 30, tree_dirs = 3 }}
+figures = ["elapsed_s"]
+"#,
+        target.display()
+    );
+    // A ci the elapsed time of a 33-entry walk does not reach: 0.01% of its mean.
+    let plan = plan.replace("ci = 0.05", "ci = 0.0001");
+    let p = write_plan(s.path(), "p.toml", &plan);
+    let dry = run(&["experiment", &p, "--dry-run"]);
+    assert!(dry.status.success(), "{}", text(&dry));
+    assert!(
+        text(&dry).contains("adaptive repetitions: after 2 rounds"),
+        "{}",
+        text(&dry)
+    );
+    let out = s.path().join("out");
+    let o = run(&["experiment", &p, "-o", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let db = rusqlite::Connection::open(out.join("results.db")).unwrap();
+    let runs = |m: &str| -> i64 {
+        db.query_row(
+            "SELECT COUNT(*) FROM runs JOIN cells ON cells.id = runs.cell_id WHERE cells.measurement = ?1 AND runs.status = 'ok'",
+            [m],
+            |r| r.get(0),
+        )
+        .unwrap()
+    };
+    assert_eq!(runs("count"), 2, "the converged cell ran past its minimum");
+    assert_eq!(runs("time"), 4, "the unconverged cell did not stop at max");
+    let r = run(&["results", out.to_str().unwrap(), "--json", "-"]);
+    let v: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+    assert_eq!(v["adaptive"]["reached"], serde_json::json!([1]), "{v}");
+    assert_eq!(v["adaptive"]["not_reached"], serde_json::json!([2]), "{v}");
+    let r = run(&["results", out.to_str().unwrap()]);
+    assert!(
+        text(&r).contains("1 of 2 cells reached ±0.01% (cells 1); not within 4 rounds: cells 2"),
+        "{}",
+        text(&r)
+    );
+    // Bad settings name the plan's line and column.
+    let bad = write_plan(
+        s.path(),
+        "bad.toml",
+        &plan.replace("ci = 0.0001", "ci = 1.5"),
+    );
+    let o = run(&["experiment", &bad, "--dry-run"]);
+    assert!(!o.status.success());
+    assert!(
+        text(&o).contains("bad.toml:4:15: repetitions.ci = 1.5"),
+        "{}",
+        text(&o)
+    );
+}
+
+#[test]
+fn results_and_report_refuse_a_database_without_an_experiment() {
+    let s = Scratch::new("exp-emptydb");
+    let db = s.path().join("results.db");
+    std::fs::write(&db, b"").unwrap();
+    for args in [
+        vec!["results", s.s()],
+        vec!["report", s.s(), "-o", "/dev/null"],
+    ] {
+        let o = run(&args);
+        assert!(!o.status.success(), "{args:?}: {}", text(&o));
+        assert!(
+            text(&o).contains("results.db holds no experiment"),
+            "{args:?}: {}",
+            text(&o)
+        );
+    }
+    // Nothing was written into it.
+    assert_eq!(std::fs::metadata(&db).unwrap().len(), 0);
+}
+
+#[test]
+fn strict_reruns_the_disturbed_runs() {
+    // A noise threshold of 0 and a thread of this test spinning beside the runs: every run
+    // sees other CPU, so the noise guard flags it, and --strict measures it again.
+    let s = Scratch::new("exp-strict");
+    let target = s.path().join("target");
+    std::fs::create_dir(&target).unwrap();
+    let plan = format!(
+        r#"
+[experiment]
+name = "strict"
+repetitions = 2
+noise_threshold = 0.0
+
+[[target]]
+name = "here"
+kind = "dir"
+path = "{}"
+
+[[measurement]]
+name = "walk"
+kind = "find"
+params = {{ tree_files = 200, tree_dirs = 4 }}
+"#,
+        target.display()
+    );
+    let p = write_plan(s.path(), "p.toml", &plan);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let spin = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut x = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+                std::hint::black_box(x);
+            }
+        })
+    };
+    let out = s.path().join("out");
+    let o = run(&["experiment", &p, "-o", out.to_str().unwrap(), "--strict"]);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    spin.join().unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("--strict: repeating 2 disturbed run(s)"),
+        "{}",
+        text(&o)
+    );
+    let db = rusqlite::Connection::open(out.join("results.db")).unwrap();
+    // Each superseded run has a later run of the same repetition that is not.
+    let (superseded, replaced): (i64, i64) = db
+        .query_row(
+            "SELECT COUNT(*), SUM(EXISTS (SELECT 1 FROM runs b WHERE b.cell_id = a.cell_id AND b.repetition = a.repetition AND b.id > a.id AND b.superseded = 0 AND b.status = 'ok')) FROM runs a WHERE a.superseded = 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!((superseded, replaced), (2, 2));
+    // The summary reads the reruns only: two runs, not four.
+    let r = run(&["results", out.to_str().unwrap(), "--json", "-"]);
+    let v: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+    assert_eq!(v["rows"][0]["n"], 2, "{v}");
+}

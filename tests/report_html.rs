@@ -110,10 +110,10 @@ fn report_renders_in_a_browser() {
 
 /// Open the page in headless Chromium: its script ran to the end and counted `ids.len()`
 /// charts, each expected chart draws something, and a screenshot is not blank.
-fn check_in_browser(dir: &Scratch, html: &Path, ids: &[String]) {
+fn check_in_browser(dir: &Scratch, html: &Path, ids: &[String]) -> Option<String> {
     let Some(br) = browser() else {
         skip("skipping the browser checks: no chromium installed (apt-get install chromium)");
-        return;
+        return None;
     };
     let url = format!("file://{}", html.display());
     let dom = Command::new(&br)
@@ -161,6 +161,7 @@ fn check_in_browser(dir: &Scratch, html: &Path, ids: &[String]) {
         .unwrap();
     assert!(shot.status.success(), "{}", text(&shot));
     assert_not_blank(&png);
+    Some(dom.to_string())
 }
 
 /// Decodes the PNG and checks the pixels vary (a blank or failed page is uniform).
@@ -196,11 +197,13 @@ fn assert_not_blank(png: &Path) {
 
 #[test]
 fn experiment_report_renders_in_a_browser() {
-    // An experiment writes its report itself: a workload with a numeric factor, an
-    // application benchmark's named figures and a layout measurement's figures.
+    // An experiment writes its report itself: a workload with a numeric factor crossed with
+    // a two-level target factor compared against its baseline, an application benchmark's
+    // named figures and a layout measurement's figures.
     let dir = Scratch::new("report-exp");
-    let target = dir.path().join("target");
-    std::fs::create_dir_all(&target).unwrap();
+    let (here, there) = (dir.path().join("here"), dir.path().join("there"));
+    std::fs::create_dir_all(&here).unwrap();
+    std::fs::create_dir_all(&there).unwrap();
     let plan = dir.path().join("p.toml");
     std::fs::write(
         &plan,
@@ -208,11 +211,20 @@ fn experiment_report_renders_in_a_browser() {
             r#"[experiment]
 name = "r"
 repetitions = 2
+baseline = {{ target = "here" }}
 
 [[target]]
 name = "here"
 kind = "dir"
 path = "{}"
+
+[[target]]
+name = "there"
+kind = "dir"
+path = "{}"
+
+[factors]
+target = ["here", "there"]
 
 [[measurement]]
 name = "fs"
@@ -229,7 +241,8 @@ params = {{ tree_files = 40, tree_dirs = 4 }}
 name = "lay"
 kind = "layout"
 "#,
-            target.display()
+            here.display(),
+            there.display()
         ),
     )
     .unwrap();
@@ -248,11 +261,82 @@ kind = "layout"
         .skip(1)
         .map(|s| s[..s.find('"').unwrap()].to_string())
         .collect();
-    for want in ["g0-factor", "g0-bar-p99", "g1-fig-0", "f0-fig-0"] {
+    for want in ["g0-factor", "g0-bar-p99", "g1-fig-0"] {
         assert!(ids.iter().any(|i| i == want), "no chart {want} in {ids:?}");
     }
     assert!(page.contains("<h2>lay</h2>") && page.contains("nthreads=2"));
-    check_in_browser(&dir, &html, &ids);
+    // The header names every target; figures that are the same in every cell (a layout's
+    // error count) are a table, not one-bar charts.
+    assert!(
+        page.contains("here: ") && page.contains("there: "),
+        "targets missing from the header"
+    );
+    let lay = &page[page.find("<h2>lay</h2>").unwrap()..];
+    let constants = &lay[lay
+        .find("class=constants")
+        .expect("no table of constant figures")..];
+    assert!(constants[..constants.find("</table>").unwrap()].contains("<td>errors</td>"));
+    // The workload opens with the comparisons: one chart per headline figure, one ratio
+    // per level of the other factor (nthreads), equal to the ratio of the two cells' means.
+    let fs = &page[page.find("<h2>fs</h2>").unwrap()..page.find("<h2>walk</h2>").unwrap()];
+    let first_cmp = fs
+        .find("<figure class=\"comparison\"")
+        .expect("no comparison in fs");
+    assert!(
+        first_cmp < fs.find("<figure class=chart").unwrap(),
+        "comparisons do not lead"
+    );
+    for figure in ["ops_per_s", "mb_per_s", "p99_ms"] {
+        let tag = "<figure class=\"comparison\" id=\"g0-cmp-0-";
+        let at = fs
+            .match_indices(tag)
+            .map(|(i, _)| &fs[i..])
+            .find(|f| f[..f.find('>').unwrap()].contains(&format!("data-figure=\"{figure}\"")))
+            .unwrap_or_else(|| panic!("no comparison chart of {figure}"));
+        let fig = &at[..at.find("</figure>").unwrap()];
+        assert!(
+            fig.contains("data-factor=\"target\" data-baseline=\"here\""),
+            "{fig}"
+        );
+        assert_eq!(fig.matches("<td>there ÷ here</td>").count(), 2, "{fig}");
+        for n in ["1", "2"] {
+            let want = cell_mean(&out, "there", n, figure) / cell_mean(&out, "here", n, figure);
+            let row = format!("<td>there ÷ here</td><td>nthreads={n}</td><td>{want:.4}</td>");
+            assert!(fig.contains(&row), "{row} not in {fig}");
+        }
+    }
+    let dom = check_in_browser(&dir, &html, &ids);
+    if let Some(dom) = dom {
+        let n = page.matches("<figure class=\"comparison\"").count();
+        assert!(n >= 3 * 2, "{n} comparison charts");
+        let drawn = dom
+            .split("<figure class=\"comparison\"")
+            .skip(1)
+            .filter(|f| {
+                let f = &f[..f.find("</figure>").unwrap()];
+                f.contains("<svg") && f.contains("<rect")
+            })
+            .count();
+        assert_eq!(
+            drawn, n,
+            "comparison charts that draw nothing in the browser"
+        );
+    }
+}
+
+/// The mean of a whole-run figure over a fileserver cell's stored runs, straight from the
+/// database.
+fn cell_mean(out: &Path, target: &str, nthreads: &str, figure: &str) -> f64 {
+    let db = rusqlite::Connection::open(out.join("results.db")).unwrap();
+    db.query_row(
+        "SELECT AVG(figures.value) FROM figures JOIN runs ON runs.id = figures.run_id JOIN cells ON cells.id = runs.cell_id \
+         WHERE cells.measurement = 'fs' AND json_extract(cells.factors_json, '$.target') = ?1 \
+         AND json_extract(cells.factors_json, '$.nthreads') = ?2 AND figures.flowop = '' AND figures.figure = ?3 \
+         AND runs.status = 'ok' AND runs.superseded = 0",
+        [target, nthreads, figure],
+        |r| r.get(0),
+    )
+    .unwrap()
 }
 
 #[test]

@@ -49,6 +49,10 @@ pub struct ResultsArgs {
     /// Write the summary as Markdown tables to FILE (`-` for standard output).
     #[arg(long, value_name = "FILE")]
     pub markdown: Option<PathBuf>,
+    /// Keep runs flagged as ended early or served from cache in the means and comparisons
+    /// (they are counted per cell either way).
+    #[arg(long)]
+    pub include_flagged: bool,
 }
 
 pub fn experiment(a: ExperimentArgs) -> Result<()> {
@@ -104,7 +108,7 @@ fn check_outdir(dir: &Path, flag: &str) -> Result<()> {
 
 pub fn results(a: ResultsArgs) -> Result<()> {
     let st = super::store::Store::open_existing(&a.outdir)?;
-    let full = super::summary::summarise(&st)?;
+    let full = super::summary::summarise_with(&st, a.include_flagged)?;
     let s = super::summary::filter(&full, a.all);
     let mut to_stdout = false;
     for (path, text) in [

@@ -13,6 +13,7 @@
 
 pub mod cli;
 pub mod handoff;
+pub mod headline;
 pub mod noise;
 pub mod options;
 pub mod plan;

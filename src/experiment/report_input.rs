@@ -2,7 +2,7 @@
 //! configuration per cell. The report knows nothing of experiments; this is where their
 //! database is read for it.
 
-use crate::report::html::{Config, FigureGroup, Group, ReportInput};
+use crate::report::html::{ComparisonChart, Config, FigureGroup, Group, RatioRow, ReportInput};
 use crate::stats::Results;
 use anyhow::{Context, Result};
 use std::collections::BTreeMap;
@@ -10,12 +10,20 @@ use std::path::Path;
 
 /// Load an experiment's output directory: one group per measurement, one configuration
 /// per cell (its repetitions combined), labelled by the factors that vary within the
-/// measurement. The first cell of a measurement is its baseline.
+/// measurement. Each measurement opens with the comparisons of its headline figures against
+/// the plan's baselines. Runs flagged ended early or served from cache are left out.
 pub fn load(outdir: &Path) -> Result<ReportInput> {
+    load_with(outdir, false)
+}
+
+/// [`load`]; `include_flagged` keeps the flagged runs (`--include-flagged`).
+pub fn load_with(outdir: &Path, include_flagged: bool) -> Result<ReportInput> {
     let st = super::store::Store::open_existing(outdir)?;
     let (exp, mut input) = header(&st, outdir)?;
     let mut cells: Vec<Cell> = Vec::new();
     let mut figure_factors: Vec<(String, BTreeMap<String, String>)> = Vec::new();
+    let mut targets: Vec<(String, String)> = Vec::new();
+    let mut flagged = 0;
     let mut q = st.db.prepare(
         "SELECT id, idx, measurement, factors_json FROM cells WHERE experiment_id = ?1 ORDER BY idx",
     )?;
@@ -25,7 +33,7 @@ pub fn load(outdir: &Path) -> Result<ReportInput> {
     for (id, idx, measurement, f) in rows {
         let mut factors: BTreeMap<String, String> = serde_json::from_str(&f).unwrap_or_default();
         factors.remove("measurement");
-        let runs = cell_runs(&st, id)?;
+        let runs = cell_runs(&st, id, include_flagged)?;
         let what = format!("cell {} ({measurement}{})", idx + 1, factor_text(&factors));
         if runs.failed > 0 {
             input.warnings.push(format!(
@@ -39,6 +47,15 @@ pub fn load(outdir: &Path) -> Result<ReportInput> {
                 runs.disturbed
             ));
         }
+        flagged += runs.flagged;
+        if runs.flagged > 0 {
+            input.warnings.push(format!(
+                "{what}: {} run(s) flagged (ended early or served from cache), {}",
+                runs.flagged,
+                if include_flagged { "kept" } else { "left out" }
+            ));
+        }
+        note_target(&mut targets, &factors, &runs.ok);
         if runs.other > 0 && runs.ok.is_empty() && !runs.named.is_empty() {
             add_figure_config(&mut input, &measurement, &factors, runs.named);
             figure_factors.push((measurement.clone(), factors.clone()));
@@ -56,7 +73,119 @@ pub fn load(outdir: &Path) -> Result<ReportInput> {
     label_configs(&mut input);
     label_figure_groups(&mut input, &figure_factors);
     aging_reports(&mut input, outdir);
+    let summary = super::summary::summarise_with(&st, include_flagged)?;
+    input.comparisons = comparison_charts(&summary);
+    for r in summary.rows.iter().filter(|r| r.headline) {
+        let m = r.factors.get("measurement").cloned().unwrap_or_default();
+        match input.headline.iter_mut().find(|(x, _)| *x == m) {
+            Some((_, h)) if !h.contains(&r.figure) => h.push(r.figure.clone()),
+            Some(_) => {}
+            None => input.headline.push((m, vec![r.figure.clone()])),
+        }
+    }
+    input.targets = targets
+        .into_iter()
+        .map(|(n, d)| format!("{n}: {d}"))
+        .collect();
+    if flagged > 0 {
+        input.flag_note = Some(format!(
+            "{flagged} run(s) flagged ended early or served from cache are {} (fsbench results shows them per cell)",
+            if include_flagged {
+                "kept in the means and comparisons (--include-flagged)"
+            } else {
+                "left out of the means and comparisons (--include-flagged keeps them)"
+            }
+        ));
+    }
     Ok(input)
+}
+
+/// A target's file system, device and mount options, from the first result measured in it.
+fn note_target(
+    targets: &mut Vec<(String, String)>,
+    factors: &BTreeMap<String, String>,
+    runs: &[Results],
+) {
+    let (Some(name), Some(r)) = (factors.get("target"), runs.first()) else {
+        return;
+    };
+    if targets.iter().any(|(n, _)| n == name) {
+        return;
+    }
+    let h = &r.host;
+    targets.push((
+        name.clone(),
+        format!(
+            "{} on {} at {} ({}){}",
+            h.fs_type,
+            h.device,
+            h.mount_point,
+            h.mount_options,
+            if h.io_scheduler.is_empty() {
+                String::new()
+            } else {
+                format!(", scheduler {}", h.io_scheduler)
+            }
+        ),
+    ));
+}
+
+/// The summary's comparisons of headline figures, one chart per (measurement, factor,
+/// baseline, figure).
+fn comparison_charts(s: &super::summary::Summary) -> Vec<ComparisonChart> {
+    let mut out: Vec<ComparisonChart> = Vec::new();
+    for c in s
+        .comparisons
+        .iter()
+        .filter(|c| c.headline && c.flowop.is_empty())
+    {
+        let measurement = c.at.get("measurement").cloned().unwrap_or_default();
+        // The other factors that vary within the measurement (one-level factors say
+        // nothing about where a ratio stands).
+        let at: BTreeMap<&String, &String> =
+            c.at.iter()
+                .filter(|(k, v)| {
+                    s.comparisons.iter().any(|o| {
+                        o.factor == c.factor
+                            && o.at.get("measurement") == c.at.get("measurement")
+                            && o.at.get(*k) != Some(*v)
+                    })
+                })
+                .collect();
+        let row = RatioRow {
+            level: c.level.clone(),
+            at: at
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            ratio: c.ratio,
+            ci_low: c.ci_low,
+            ci_high: c.ci_high,
+            p_value: c.p_value,
+            significant: c.significant,
+            n: c.n,
+            n_baseline: c.n_baseline,
+        };
+        let same = |x: &ComparisonChart| {
+            x.measurement == measurement
+                && x.factor == c.factor
+                && x.baseline == c.baseline
+                && x.figure == c.figure
+        };
+        match out.iter_mut().find(|x| same(x)) {
+            Some(x) => x.rows.push(row),
+            None => out.push(ComparisonChart {
+                measurement,
+                factor: c.factor.clone(),
+                baseline: c.baseline.clone(),
+                figure: c.figure.clone(),
+                method: "ratio of means; 95% interval by Fieller's method (Welch–Satterthwaite degrees of freedom); p from Welch's t-test; flagged runs excluded unless --include-flagged".into(),
+                rows: vec![row],
+            }),
+        }
+    }
+    out
 }
 
 /// One cell's stored runs, combined later.
@@ -77,6 +206,7 @@ fn header(st: &super::store::Store, outdir: &Path) -> Result<(i64, ReportInput)>
         )
         .with_context(|| format!("{} holds no experiment", outdir.display()))?;
     let mut input = ReportInput {
+        experiment: true,
         title: Some(format!(
             "Experiment {name}{}, {reps} repetition(s) per cell, from {}",
             if quick { " (--quick scale)" } else { "" },
@@ -101,20 +231,32 @@ struct CellRuns {
     failed: usize,
     disturbed: usize,
     other: usize,
+    /// Runs flagged ended early or served from cache.
+    flagged: usize,
 }
 
-fn cell_runs(st: &super::store::Store, cell: i64) -> Result<CellRuns> {
+fn cell_runs(st: &super::store::Store, cell: i64, include_flagged: bool) -> Result<CellRuns> {
     let mut q = st.db.prepare(
-        "SELECT id, status, disturbed, results_json FROM runs WHERE cell_id = ?1 AND superseded = 0 AND status != 'warmup' ORDER BY repetition, id",
+        "SELECT id, status, disturbed, results_json, flags_json FROM runs WHERE cell_id = ?1 AND superseded = 0 AND status != 'warmup' ORDER BY repetition, id",
     )?;
-    let runs: Vec<(i64, String, bool, Option<String>)> = q
-        .query_map([cell], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+    type RunRow = (i64, String, bool, Option<String>, String);
+    let runs: Vec<RunRow> = q
+        .query_map([cell], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+        })?
         .collect::<rusqlite::Result<_>>()?;
     let mut out = CellRuns::default();
-    for (run_id, status, dist, json) in runs {
+    for (run_id, status, dist, json, flags) in runs {
         if status != "ok" {
             out.failed += 1;
             continue;
+        }
+        let flags: super::store::RunFlags = serde_json::from_str(&flags).unwrap_or_default();
+        if flags.flagged() {
+            out.flagged += 1;
+            if !include_flagged {
+                continue;
+            }
         }
         out.disturbed += dist as usize;
         match json.and_then(|j| serde_json::from_str::<Results>(&j).ok()) {
@@ -328,5 +470,113 @@ fn label_of(
             .unwrap_or_else(|| fallback.to_string())
     } else {
         parts.join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::store::{now, RunFlags, RunRecord, Store};
+    use serde_json::{json, Value};
+
+    /// An output directory with two targets' workload cells, one run of `b` ended early.
+    fn outdir(tag: &str) -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!("fsbench-rinput-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        let mut st = Store::open(&d).unwrap();
+        let e = st
+            .new_experiment(
+                "x",
+                "p.toml",
+                "",
+                "h",
+                false,
+                1,
+                3,
+                0.05,
+                &json!({"target": "a"}),
+            )
+            .unwrap();
+        for (i, (t, base)) in [("a", 100.0), ("b", 50.0)].iter().enumerate() {
+            let f = json!({"measurement": "w", "target": t});
+            let c = st
+                .cell(e, i, "w", "workload", t, "warm", &f, &Value::Null)
+                .unwrap();
+            for rep in 0..4u32 {
+                let flags = RunFlags {
+                    ended_early: (*t == "b" && rep == 3).then(|| "fileset exhausted".into()),
+                    ..Default::default()
+                };
+                let mut r = Results::new("w", "builtin:w", 1, Path::new("/x"));
+                r.summary.ops_per_s = if flags.ended_early.is_some() {
+                    5.0
+                } else {
+                    base + rep as f64
+                };
+                r.host.fs_type = "ext4".into();
+                r.host.device = format!("/dev/loop{i}");
+                r.host.mount_options = "rw,relatime".into();
+                let v = serde_json::to_value(&r).unwrap();
+                st.add_run(&RunRecord {
+                    cell_id: c,
+                    repetition: rep,
+                    status: "ok",
+                    started_at: &now(),
+                    elapsed_s: 1.0,
+                    load_avg_1: None,
+                    other_cpu_frac: Some(0.0),
+                    disturbed: false,
+                    error: None,
+                    applied: &Value::Null,
+                    results: Some(&v),
+                    flags: &flags,
+                })
+                .unwrap();
+            }
+        }
+        d
+    }
+
+    #[test]
+    fn comparisons_targets_and_flagged_runs_reach_the_report() {
+        let d = outdir("flags");
+        let input = load(&d).unwrap();
+        let c = input
+            .comparisons
+            .iter()
+            .find(|c| c.figure == "ops_per_s")
+            .unwrap();
+        assert_eq!((c.factor.as_str(), c.baseline.as_str()), ("target", "a"));
+        assert_eq!(c.rows.len(), 1);
+        // b's three kept runs (50, 51, 52) against a's four (100..103).
+        assert!(
+            (c.rows[0].ratio - 51.0 / 101.5).abs() < 1e-12,
+            "{}",
+            c.rows[0].ratio
+        );
+        assert_eq!((c.rows[0].n, c.rows[0].n_baseline), (3, 4));
+        assert_eq!(input.groups[0].configs[1].results.repetitions.len(), 3);
+        assert!(input
+            .flag_note
+            .as_ref()
+            .unwrap()
+            .contains("1 run(s) flagged"));
+        assert!(input.warnings.iter().any(|w| w.contains("left out")));
+        assert_eq!(input.targets.len(), 2);
+        assert!(
+            input.targets[1].starts_with("b: ext4 on /dev/loop1"),
+            "{:?}",
+            input.targets
+        );
+        let kept = load_with(&d, true).unwrap();
+        let c = kept
+            .comparisons
+            .iter()
+            .find(|c| c.figure == "ops_per_s")
+            .unwrap();
+        assert_eq!(c.rows[0].n, 4);
+        assert_eq!(kept.groups[0].configs[1].results.repetitions.len(), 4);
+        std::fs::remove_dir_all(&d).unwrap();
     }
 }

@@ -1,8 +1,10 @@
 //! The results database: one SQLite file, `OUTDIR/results.db`, that users can query with
 //! plain SQL. The schema is documented in docs/experiments.md; `SCHEMA` below is the source.
 
+use crate::stats::Results;
 use anyhow::{Context, Result};
 use rusqlite::{params, Connection, OptionalExtension};
+use serde::Deserialize;
 use serde_json::Value;
 use std::path::Path;
 
@@ -321,30 +323,22 @@ impl Store {
                 let mut ins = tx.prepare(
                     "INSERT INTO flowops (run_id, name, type, ops, ops_per_s, mb_per_s, mean_us, p50_us, p99_us, max_us, errors) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
                 )?;
-                for f in res
-                    .get("flowops")
-                    .and_then(|v| v.as_array())
-                    .into_iter()
-                    .flatten()
-                {
-                    let n = |k: &str| f.get(k).and_then(|v| v.as_f64());
-                    let l = |k: &str| {
-                        f.get("latency_us")
-                            .and_then(|l| l.get(k))
-                            .and_then(|v| v.as_f64())
-                    };
+                let flowops = Results::deserialize(res)
+                    .map(|r| r.flowops)
+                    .unwrap_or_default();
+                for f in &flowops {
                     ins.execute(params![
                         run_id,
-                        f.get("name").and_then(|v| v.as_str()).unwrap_or(""),
-                        f.get("type").and_then(|v| v.as_str()),
-                        f.get("ops").and_then(|v| v.as_i64()),
-                        n("ops_per_s"),
-                        n("mb_per_s"),
-                        l("mean"),
-                        l("p50"),
-                        l("p99"),
-                        l("max"),
-                        f.get("errors").and_then(|v| v.as_i64()),
+                        f.name,
+                        f.kind,
+                        f.ops as i64,
+                        f.ops_per_s,
+                        f.mb_per_s,
+                        f.latency_us.mean,
+                        f.latency_us.p50,
+                        f.latency_us.p99,
+                        f.latency_us.max,
+                        f.errors as i64,
                     ])?;
                 }
             }
@@ -365,56 +359,72 @@ impl Store {
 
 /// The figures of one result, as (flowop, figure, value); flowop "" for the whole run.
 ///
-/// A result shaped like `fsbench run --json` (with `summary` and `flowops`) gives its summary
-/// rates and latency and each flowop's rate, bandwidth, mean and p99 latency. Any other JSON
-/// (`layout`, `scan`) gives its top-level numbers and those one object deep (`a.b`).
+/// A run's results (`fsbench run/postmark/andrew/find/build/read --json`, read as
+/// [`Results`]) give the summary's rates, latency (mean and p99 over the I/O flowops) and
+/// CPU seconds, the benchmark's named figures (PostMark's transactions per second, Andrew's
+/// phase times, ...; a named figure replaces a summary one of the same name), what crossed a
+/// simulated remote's network, and each flowop's rate, bandwidth, mean and p99 latency. Any
+/// other JSON (`layout`, `scan`) gives its top-level numbers and those one object deep
+/// (`a.b`).
 pub fn figures(res: &Value) -> Vec<(String, String, f64)> {
-    let mut out = Vec::new();
-    if let (Some(s), Some(fl)) = (
-        res.get("summary"),
-        res.get("flowops").and_then(|f| f.as_array()),
-    ) {
-        for k in [
-            "ops_per_s",
-            "mb_per_s",
-            "mean_latency_ms",
-            "read_ops_per_s",
-            "write_ops_per_s",
-        ] {
-            if let Some(v) = s.get(k).and_then(|v| v.as_f64()) {
-                out.push((String::new(), k.to_string(), v));
-            }
-        }
-        if let Some(v) = res.get("duration_s").and_then(|v| v.as_f64()) {
-            out.push((String::new(), "duration_s".into(), v));
-        }
-        // A run on a simulated remote: what crossed the modelled network.
-        if let Some(r) = res.get("remote").and_then(|r| r.as_object()) {
-            for (k, v) in r {
-                if let Some(v) = v.as_f64() {
-                    out.push((String::new(), format!("remote.{k}"), v));
-                }
-            }
-        }
-        for f in fl {
-            let name = f
-                .get("name")
-                .and_then(|v| v.as_str())
-                .unwrap_or("")
-                .to_string();
-            for (k, v) in [
-                ("ops_per_s", f.get("ops_per_s")),
-                ("mb_per_s", f.get("mb_per_s")),
-                ("mean_us", f.get("latency_us").and_then(|l| l.get("mean"))),
-                ("p99_us", f.get("latency_us").and_then(|l| l.get("p99"))),
-            ] {
-                if let Some(v) = v.and_then(|v| v.as_f64()) {
-                    out.push((name.clone(), k.to_string(), v));
-                }
-            }
-        }
-        return out;
+    match Results::deserialize(res) {
+        Ok(r) => run_figures(&r, res),
+        Err(_) => other_figures(res),
     }
+}
+
+fn run_figures(r: &Results, res: &Value) -> Vec<(String, String, f64)> {
+    let s = &r.summary;
+    let mut whole: Vec<(String, f64)> = vec![
+        ("ops_per_s".into(), s.ops_per_s),
+        ("mb_per_s".into(), s.mb_per_s),
+        ("mean_latency_ms".into(), s.mean_latency_ms),
+    ];
+    if let Some(p) = r.summary_p99_ms() {
+        whole.push(("p99_ms".into(), p));
+    }
+    whole.extend([
+        ("read_ops_per_s".into(), s.read_ops_per_s),
+        ("write_ops_per_s".into(), s.write_ops_per_s),
+        ("cpu_user_s".into(), s.cpu_user_s),
+        ("cpu_sys_s".into(), s.cpu_sys_s),
+        ("errors".into(), s.errors as f64),
+        ("duration_s".into(), r.duration_s),
+    ]);
+    for (k, v) in &r.figures {
+        match whole.iter_mut().find(|(n, _)| n == k) {
+            Some(w) => w.1 = *v,
+            None => whole.push((k.clone(), *v)),
+        }
+    }
+    // A run on a simulated remote: what crossed the modelled network (beside the Results
+    // the child writes).
+    if let Some(rem) = res.get("remote").and_then(|r| r.as_object()) {
+        for (k, v) in rem {
+            if let Some(v) = v.as_f64() {
+                whole.push((format!("remote.{k}"), v));
+            }
+        }
+    }
+    let mut out: Vec<(String, String, f64)> = whole
+        .into_iter()
+        .map(|(k, v)| (String::new(), k, v))
+        .collect();
+    for f in &r.flowops {
+        for (k, v) in [
+            ("ops_per_s", f.ops_per_s),
+            ("mb_per_s", f.mb_per_s),
+            ("mean_us", f.latency_us.mean),
+            ("p99_us", f.latency_us.p99),
+        ] {
+            out.push((f.name.clone(), k.to_string(), v));
+        }
+    }
+    out
+}
+
+fn other_figures(res: &Value) -> Vec<(String, String, f64)> {
+    let mut out = Vec::new();
     if let Some(o) = res.as_object() {
         for (k, v) in o {
             if k == "experiment" {
@@ -467,14 +477,41 @@ mod tests {
 
     #[test]
     fn figures_of_run_and_other_json() {
-        let r: Value = serde_json::json!({
-            "duration_s": 2.0,
-            "summary": {"ops_per_s": 100.0, "mb_per_s": 1.5, "mean_latency_ms": 0.2},
-            "flowops": [{"name": "read1", "ops_per_s": 50.0, "mb_per_s": 1.0, "latency_us": {"mean": 3.0, "p99": 9.0}}]
-        });
-        let f = figures(&r);
-        assert!(f.contains(&(String::new(), "ops_per_s".into(), 100.0)));
-        assert!(f.contains(&("read1".into(), "p99_us".into(), 9.0)));
+        // A real result's JSON, read back as `Results`: summary, named and flowop figures.
+        let mut r = Results::new("postmark", "builtin:postmark", 1, Path::new("/x"));
+        r.duration_s = 2.0;
+        r.summary.ops_per_s = 100.0;
+        r.summary.mb_per_s = 1.5;
+        r.summary.cpu_user_s = 0.25;
+        r.figures.insert("transactions_per_s".into(), 40.0);
+        r.figures.insert("mb_per_s".into(), 1.25);
+        let f: crate::stats::FlowopResult = serde_json::from_value(serde_json::json!({
+            "name": "read1", "type": "read", "io_class": "read", "ops": 100, "ops_per_s": 50.0,
+            "bytes": 0, "mb_per_s": 0.0, "errors": 0, "no_resource": 0,
+            "latency_us": {"mean": 1.0, "min": 1.0, "p50": 1.0, "p90": 1.0, "p95": 1.0,
+                "p99": 9.0, "p99_9": 9.0, "p99_99": 9.0, "max": 9.0},
+            "histogram_ns": [[1_000_000, 99], [5_000_000, 1]]
+        }))
+        .unwrap();
+        r.flowops.push(f);
+        let v = serde_json::to_value(&r).unwrap();
+        let f = figures(&v);
+        let get = |fl: &str, k: &str| f.iter().find(|x| x.0 == fl && x.1 == k).map(|x| x.2);
+        assert_eq!(get("", "ops_per_s"), Some(100.0));
+        assert_eq!(get("", "transactions_per_s"), Some(40.0));
+        assert_eq!(get("", "cpu_user_s"), Some(0.25));
+        assert_eq!(get("", "duration_s"), Some(2.0));
+        // The benchmark's own figure replaces the summary's of the same name, once.
+        assert_eq!(get("", "mb_per_s"), Some(1.25));
+        assert_eq!(
+            f.iter()
+                .filter(|x| x.1 == "mb_per_s" && x.0.is_empty())
+                .count(),
+            1
+        );
+        let p99 = get("", "p99_ms").unwrap();
+        assert!((0.99..=1.01).contains(&p99), "{p99}");
+        assert_eq!(get("read1", "p99_us"), Some(9.0));
         let l: Value =
             serde_json::json!({"score": 0.9, "files": 10, "name": "x", "totals": {"blocks": 5}});
         let f = figures(&l);
@@ -516,7 +553,13 @@ mod tests {
             .unwrap(),
             c
         );
-        let res = serde_json::json!({"summary": {"ops_per_s": 1.0}, "flowops": [{"name": "a", "ops_per_s": 1.0}]});
+        let mut res = serde_json::to_value(Results::new("w", "w", 1, Path::new("/x"))).unwrap();
+        res["flowops"] = serde_json::json!([{
+            "name": "a", "type": "read", "io_class": "read", "ops": 1, "ops_per_s": 1.0,
+            "bytes": 0, "mb_per_s": 0.0, "errors": 0, "no_resource": 0,
+            "latency_us": {"mean": 1.0, "min": 1.0, "p50": 1.0, "p90": 1.0, "p95": 1.0,
+                "p99": 1.0, "p99_9": 1.0, "p99_99": 1.0, "max": 1.0}
+        }]);
         assert!(!s.done(c, 0).unwrap());
         s.add_run(&RunRecord {
             cell_id: c,

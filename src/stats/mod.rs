@@ -9,7 +9,9 @@ pub mod build_info;
 pub mod clock;
 pub mod host;
 pub mod loghist;
+pub mod modes;
 pub mod ranks;
+pub mod ratio;
 pub mod repeat;
 pub mod results;
 

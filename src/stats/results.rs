@@ -270,6 +270,18 @@ pub struct Results {
 }
 
 impl Results {
+    /// The 99th percentile latency (ms) over the flowops that count as I/O, from their merged
+    /// histograms; `None` without any.
+    pub fn summary_p99_ms(&self) -> Option<f64> {
+        let mut h = hdrhistogram::Histogram::<u64>::new(3).ok()?;
+        for f in self.flowops.iter().filter(|f| f.io_class != "none") {
+            for [v, c] in &f.histogram_ns {
+                let _ = h.record_n(*v, *c);
+            }
+        }
+        (!h.is_empty()).then(|| h.value_at_quantile(0.99) as f64 / 1e6)
+    }
+
     /// The results of one run, identified by its workload, where that came from, its seed
     /// and its run directory; the build, schema and version filled in, every figure empty
     /// or zero for the caller to set (`Results { flowops, summary, .. Results::new(...) }`).

@@ -2,12 +2,13 @@
 
 use super::check::Ctx;
 use super::schema::RawPlan;
-use super::{Fresh, Order, PlanError};
+use super::{Adaptive, Fresh, Order, PlanError};
 
 /// The `[experiment]` settings, checked, at the scale asked for.
 pub(super) struct Header {
     pub(super) name: String,
     pub(super) repetitions: u32,
+    pub(super) adaptive: Option<Adaptive>,
     pub(super) time_limit_s: f64,
     pub(super) order: Order,
     pub(super) fresh: Fresh,
@@ -55,7 +56,7 @@ pub(super) fn experiment(ctx: &Ctx, raw: &RawPlan, quick: bool) -> Result<Header
             "experiment name: use letters, digits, '-', '_' and '.'",
         ));
     }
-    let mut repetitions = *x.repetitions.get_ref();
+    let (mut repetitions, mut adaptive) = repetitions(ctx, &x.repetitions)?;
     let mut time_limit = x.time_limit.as_ref().map_or(3600.0, |t| *t.get_ref());
     if let Some(t) = &x.time_limit {
         if !t.get_ref().is_finite() || *t.get_ref() <= 0.0 {
@@ -67,7 +68,9 @@ pub(super) fn experiment(ctx: &Ctx, raw: &RawPlan, quick: bool) -> Result<Header
     }
     if quick {
         if let Some(r) = &raw.quick.repetitions {
+            // The quick scale's count replaces adaptive repetitions.
             repetitions = *r.get_ref();
+            adaptive = None;
         }
         if let Some(t) = &raw.quick.time_limit {
             time_limit = *t.get_ref();
@@ -86,6 +89,7 @@ pub(super) fn experiment(ctx: &Ctx, raw: &RawPlan, quick: bool) -> Result<Header
     Ok(Header {
         name,
         repetitions,
+        adaptive,
         time_limit_s: time_limit,
         order,
         fresh,
@@ -121,4 +125,66 @@ fn fresh(ctx: &Ctx, raw: &RawPlan) -> Result<Fresh, PlanError> {
             }
         },
     )
+}
+
+/// `repetitions = N`, or `{ min = N, max = M, ci = F }`: the rounds to run at least (the
+/// count), and the adaptive settings.
+fn repetitions(
+    ctx: &Ctx,
+    v: &toml::Spanned<toml::Value>,
+) -> Result<(u32, Option<Adaptive>), PlanError> {
+    let err = |m: String| ctx.err(v.span(), m);
+    let count = |k: &str, x: &toml::Value| match x.as_integer() {
+        Some(i) if (1..=1_000_000).contains(&i) => Ok(i as u32),
+        _ => Err(err(format!(
+            "repetitions{k}: expected a whole number from 1 to 1000000, found {x}"
+        ))),
+    };
+    let t = match v.get_ref() {
+        toml::Value::Table(t) => t,
+        x @ toml::Value::Integer(_) => return Ok((count("", x)?, None)),
+        x => {
+            return Err(err(format!(
+                "repetitions: expected a count or {{ min = 3, max = 30, ci = 0.05 }}, found {x}"
+            )))
+        }
+    };
+    if let Some(k) = t
+        .keys()
+        .find(|k| !["min", "max", "ci"].contains(&k.as_str()))
+    {
+        return Err(err(format!(
+            "repetitions: unknown key `{k}` (adaptive repetitions take min, max and ci)"
+        )));
+    }
+    let need = |k: &str| {
+        t.get(k).ok_or_else(|| {
+            err(format!(
+                "repetitions: adaptive repetitions need `{k}` ({{ min = 3, max = 30, ci = 0.05 }})"
+            ))
+        })
+    };
+    let min = count(".min", need("min")?)?;
+    let max = count(".max", need("max")?)?;
+    let ci = match need("ci")? {
+        toml::Value::Float(f) => *f,
+        toml::Value::Integer(i) => *i as f64,
+        x => return Err(err(format!("repetitions.ci: expected a number, found {x}"))),
+    };
+    if !(ci > 0.0 && ci < 1.0) {
+        return Err(err(format!(
+            "repetitions.ci = {ci}: expected a share of the mean between 0 and 1 (0.05 for ±5%)"
+        )));
+    }
+    if min < 2 {
+        return Err(err(format!(
+            "repetitions.min = {min}: an interval needs at least 2 repetitions"
+        )));
+    }
+    if min > max {
+        return Err(err(format!(
+            "repetitions: min = {min} is more than max = {max}"
+        )));
+    }
+    Ok((min, Some(Adaptive { min, max, ci })))
 }

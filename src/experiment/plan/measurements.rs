@@ -66,9 +66,38 @@ pub(super) fn measurements(
             kind,
             params,
             factors,
+            figures: figures(ctx, m, kind)?,
         });
     }
     Ok(measurements)
+}
+
+/// The plan's headline figures, each one the kind produces.
+fn figures(ctx: &Ctx, m: &RawMeasurement, kind: Kind) -> Result<Vec<String>, PlanError> {
+    use crate::experiment::headline;
+    let Some(fs) = &m.figures else {
+        return Ok(Vec::new());
+    };
+    if fs.get_ref().is_empty() {
+        return Err(ctx.err(
+            fs.span(),
+            "figures: name at least one figure, or leave `figures` out for the kind's headline figures",
+        ));
+    }
+    for f in fs.get_ref() {
+        if !headline::known(kind.name(), f.get_ref()) {
+            return Err(ctx.err(
+                f.span(),
+                format!(
+                    "figure {:?} is not one a {} measurement produces; it produces: {}",
+                    f.get_ref(),
+                    kind.name(),
+                    headline::known_list(kind.name())
+                ),
+            ));
+        }
+    }
+    Ok(fs.get_ref().iter().map(|f| f.get_ref().clone()).collect())
 }
 
 fn kind_of(ctx: &Ctx, m: &RawMeasurement) -> Result<Kind, PlanError> {

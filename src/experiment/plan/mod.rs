@@ -45,6 +45,16 @@ pub const SETTING_FACTORS: [&str; 5] = [
     "rotational",
 ];
 
+/// Adaptive repetitions (`repetitions = { min, max, ci }`): rounds go on past `min` until
+/// every cell's first headline figure has a 95% half-width within `ci` of its mean, or `max`
+/// rounds have run.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct Adaptive {
+    pub min: u32,
+    pub max: u32,
+    pub ci: f64,
+}
+
 /// Order of the cells within each repetition round.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub enum Order {
@@ -215,6 +225,9 @@ pub struct Measurement {
     pub params: Vec<(String, Value)>,
     /// Parameters that are factors, each with its levels.
     pub factors: Vec<(String, Vec<Value>)>,
+    /// The plan's headline figures (`figures = [...]`); empty for the kind's own
+    /// (`experiment::headline`).
+    pub figures: Vec<String>,
 }
 
 impl Measurement {
@@ -247,7 +260,9 @@ pub struct Plan {
     pub name: String,
     pub description: String,
     pub seed: u64,
+    /// Rounds to run (at least, with `adaptive`).
     pub repetitions: u32,
+    pub adaptive: Option<Adaptive>,
     pub order: Order,
     pub fresh: Fresh,
     pub time_limit_s: f64,
@@ -331,6 +346,7 @@ pub fn parse(file: &Path, text: &str, quick: bool) -> Result<Plan, PlanError> {
         description: x.description.clone(),
         seed: x.seed,
         repetitions: head.repetitions,
+        adaptive: head.adaptive,
         order: head.order,
         fresh: head.fresh,
         time_limit_s: head.time_limit_s,
@@ -615,6 +631,68 @@ params = { src = "." }
         assert_eq!(plan.measurements[0].fixed_seconds(), Some(2.0));
         let e = p(&w.replace("nfiles = 100", "nfile = 100")).unwrap_err().0;
         assert!(e.contains("nor a variable of the workload"), "{e}");
+    }
+
+    #[test]
+    fn headline_figures_and_adaptive_repetitions_are_checked() {
+        let plan = p(&OK.replace(
+            "quick = { transactions = 50 }",
+            "quick = { transactions = 50 }\nfigures = [\"total_s\", \"transactions_per_s\"]",
+        ))
+        .unwrap();
+        assert_eq!(
+            plan.measurements[0].figures,
+            ["total_s", "transactions_per_s"]
+        );
+        let e = p(&OK.replace(
+            "quick = { transactions = 50 }",
+            "quick = { transactions = 50 }\nfigures = [\"total_s\", \"tps\"]",
+        ))
+        .unwrap_err()
+        .0;
+        assert!(e.contains("t.toml:27:23: figure \"tps\" is not one a postmark measurement produces; it produces: transactions_per_s"), "{e}");
+        let a = p(&OK.replace(
+            "repetitions = 3",
+            "repetitions = { min = 3, max = 30, ci = 0.05 }",
+        ))
+        .unwrap();
+        assert_eq!(a.repetitions, 3);
+        assert_eq!(
+            a.adaptive,
+            Some(Adaptive {
+                min: 3,
+                max: 30,
+                ci: 0.05
+            })
+        );
+        let bad = |to: &str, want: &str| {
+            let e = p(&OK.replace("repetitions = 3", to)).unwrap_err().0;
+            assert!(e.contains(want), "{e}");
+            assert!(e.starts_with("t.toml:4:15: "), "{e}");
+        };
+        bad(
+            "repetitions = { min = 3, max = 30, ci = 1.5 }",
+            "repetitions.ci = 1.5: expected a share of the mean between 0 and 1",
+        );
+        bad(
+            "repetitions = { min = 3, max = 30, ci = 0 }",
+            "repetitions.ci = 0:",
+        );
+        bad(
+            "repetitions = { min = 5, max = 3, ci = 0.1 }",
+            "min = 5 is more than max = 3",
+        );
+        bad("repetitions = { min = 3, ci = 0.1 }", "need `max`");
+        bad(
+            "repetitions = { min = 3, max = 4, ci = 0.1, until = 2 }",
+            "unknown key `until`",
+        );
+        bad(
+            "repetitions = { min = 1, max = 4, ci = 0.1 }",
+            "at least 2 repetitions",
+        );
+        bad("repetitions = 0", "expected a whole number from 1");
+        bad("repetitions = \"many\"", "expected a count or");
     }
 
     #[test]

@@ -31,7 +31,8 @@ pub(super) struct RawExperiment {
     pub(super) description: String,
     #[serde(default = "one")]
     pub(super) seed: u64,
-    pub(super) repetitions: Spanned<u32>,
+    /// A count, or `{ min, max, ci }` (adaptive).
+    pub(super) repetitions: Spanned<toml::Value>,
     #[serde(default)]
     pub(super) order: Option<Spanned<String>>,
     #[serde(default)]
@@ -140,4 +141,7 @@ pub(super) struct RawMeasurement {
     pub(super) factors: BTreeMap<String, Spanned<Vec<Spanned<toml::Value>>>>,
     #[serde(default)]
     pub(super) quick_factors: BTreeMap<String, Spanned<Vec<Spanned<toml::Value>>>>,
+    /// The headline figures, instead of the kind's.
+    #[serde(default)]
+    pub(super) figures: Option<Spanned<Vec<Spanned<String>>>>,
 }

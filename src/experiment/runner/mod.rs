@@ -360,6 +360,15 @@ fn dry_run(plan: &Plan, cells: &[Cell]) {
         plan.fresh,
         if plan.warmup_runs > 0 { format!(", {} warm-up run(s) per cell", plan.warmup_runs) } else { String::new() }
     );
+    if let Some(a) = plan.adaptive {
+        crate::outln!(
+            "adaptive repetitions: after {} rounds, more rounds of the cells whose first headline figure's 95% interval is wider than ±{}% of its mean, up to {} rounds ({} runs at most)",
+            a.min,
+            a.ci * 100.0,
+            a.max,
+            cells.len() as u64 * a.max as u64
+        );
+    }
     crate::outln!("\nset-up steps:");
     for t in plan.targets_in_setup_order() {
         for (s, root) in target::steps(t) {

@@ -236,14 +236,28 @@ impl Session<'_> {
         Ok(())
     }
 
-    /// Every repetition round, each in its order; stops early on Ctrl-C.
+    /// Every repetition round, each in its order; stops early on Ctrl-C. With adaptive
+    /// repetitions, the rounds past the minimum measure only the cells not yet within the
+    /// plan's `ci`, and stop when none is left.
     fn rounds(&mut self) -> Result<()> {
         let plan = self.plan;
-        for round in 0..plan.repetitions {
-            let todo: Vec<usize> = order(plan, self.cells.len(), round)
+        for round in 0..rounds_at_most(plan) {
+            let mut todo: Vec<usize> = order(plan, self.cells.len(), round)
                 .into_iter()
                 .filter(|&i| !self.st.done(self.cell_ids[i], round).unwrap_or(false))
                 .collect();
+            if round >= plan.repetitions {
+                let short = self.short_of_ci()?;
+                if short.is_empty() {
+                    crate::errln!(
+                        "fsbench: adaptive repetitions: every cell is within its ci after {round} rounds"
+                    );
+                    return Ok(());
+                }
+                todo.retain(|i| short.contains(i));
+                // Runs beyond the minimum were not in the count of runs to do.
+                self.progress.todo_total += todo.len();
+            }
             if todo.is_empty() {
                 continue;
             }
@@ -267,6 +281,16 @@ impl Session<'_> {
             }
         }
         Ok(())
+    }
+
+    /// The cells (indices into `cells`) whose first headline figure is not yet within the
+    /// plan's `ci` (adaptive repetitions), as `fsbench results` judges it.
+    fn short_of_ci(&self) -> Result<Vec<usize>> {
+        let s = crate::experiment::summary::summarise(self.st)?;
+        let not = s.adaptive.map(|a| a.not_reached).unwrap_or_default();
+        Ok((0..self.cells.len())
+            .filter(|&i| not.contains(&(self.cells[i].idx + 1)))
+            .collect())
     }
 
     fn set_up(&mut self) -> Result<()> {
@@ -344,7 +368,7 @@ impl Session<'_> {
                 i + 1,
                 self.cells.len(),
                 round + 1,
-                plan.repetitions,
+                rounds_at_most(plan),
                 self.cells[i].describe(plan),
                 fmt_secs(elapsed),
                 if eta.is_nan() {
@@ -428,6 +452,11 @@ impl Session<'_> {
         self.env.journal.refresh()?;
         r
     }
+}
+
+/// The most rounds the plan runs: its count, or an adaptive plan's `max`.
+fn rounds_at_most(plan: &Plan) -> u32 {
+    plan.adaptive.map_or(plan.repetitions, |a| a.max)
 }
 
 /// After the last round: the summary, the report, and the exit status.

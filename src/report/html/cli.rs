@@ -16,6 +16,10 @@ pub struct ReportArgs {
     /// name without `.json`). Repeat for each file.
     #[arg(long = "label", value_name = "NAME")]
     pub labels: Vec<String>,
+    /// Keep an experiment's runs flagged as ended early or served from cache in the charts
+    /// and comparisons (they are left out by default).
+    #[arg(long)]
+    pub include_flagged: bool,
     /// Where to write the HTML page.
     #[arg(short = 'o', long, value_name = "FILE", default_value = "report.html")]
     pub output: PathBuf,

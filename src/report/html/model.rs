@@ -35,6 +35,34 @@ pub struct FigureGroup {
     pub configs: Vec<(String, BTreeMap<String, Vec<f64>>)>,
 }
 
+/// One comparison's row: a level against the baseline where the other factors are `at`.
+#[derive(Debug, Clone)]
+pub struct RatioRow {
+    pub level: String,
+    /// The other factors' levels, as text ("instances=8").
+    pub at: String,
+    pub ratio: f64,
+    pub ci_low: Option<f64>,
+    pub ci_high: Option<f64>,
+    pub p_value: Option<f64>,
+    pub significant: bool,
+    pub n: usize,
+    pub n_baseline: usize,
+}
+
+/// The ratios of one figure of a measurement: each level of `factor` against `baseline`
+/// in the cell that differs only in that factor.
+#[derive(Debug, Clone)]
+pub struct ComparisonChart {
+    pub measurement: String,
+    pub factor: String,
+    pub baseline: String,
+    pub figure: String,
+    /// How the interval was computed, for the caption.
+    pub method: String,
+    pub rows: Vec<RatioRow>,
+}
+
 /// Everything a report shows.
 #[derive(Debug, Clone, Default)]
 pub struct ReportInput {
@@ -46,6 +74,34 @@ pub struct ReportInput {
     pub title: Option<String>,
     /// Warnings shown in the header (failed or disturbed runs, skipped measurements).
     pub warnings: Vec<String>,
+    /// The comparisons each measurement opens with (an experiment's baselines). When there
+    /// are any, the raw per-configuration charts carry no percentage against their first bar.
+    pub comparisons: Vec<ComparisonChart>,
+    /// Every target measured in: its name, file system, device and mount options (an
+    /// experiment's header); empty for result files, whose first result's host is shown.
+    pub targets: Vec<String>,
+    /// Runs left out of the means (flagged ended early or served from cache), for the header.
+    pub flag_note: Option<String>,
+    /// Each measurement's headline figures: its named-figure charts lead with them.
+    pub headline: Vec<(String, Vec<String>)>,
+    /// The input holds an experiment's cells: differences are the comparisons' (against
+    /// the cell that differs only in the compared factor), never against a first bar.
+    pub experiment: bool,
+}
+
+impl ReportInput {
+    /// Whether bars carry their difference from the first configuration: result files only.
+    pub fn relative(&self) -> bool {
+        !self.experiment && self.comparisons.is_empty()
+    }
+
+    /// The headline figures of `measurement` (none for result files).
+    pub fn headline_of(&self, measurement: &str) -> &[String] {
+        self.headline
+            .iter()
+            .find(|(m, _)| m == measurement)
+            .map_or(&[], |(_, h)| h.as_slice())
+    }
 }
 
 impl ReportInput {
@@ -94,6 +150,13 @@ impl ReportInput {
                 input.groups.extend(e.groups);
                 input.figure_groups.extend(e.figure_groups);
                 input.aging.extend(e.aging);
+                input.comparisons.extend(e.comparisons);
+                input.targets.extend(e.targets);
+                input.headline.extend(e.headline);
+                input.experiment |= e.experiment;
+                if input.flag_note.is_none() {
+                    input.flag_note = e.flag_note;
+                }
             } else {
                 files.push(p);
             }

@@ -1,0 +1,173 @@
+//! The headline figures of each measurement kind: what `fsbench results`, the summary and
+//! the report lead with, and what an adaptive plan's repetitions converge on (the first).
+//! A plan may choose others per measurement (`figures = [...]`), from what the kind
+//! produces ([`produces`]).
+
+/// The headline figures of a kind (its name in a plan), most important first.
+pub fn headline(kind: &str) -> &'static [&'static str] {
+    match kind {
+        "postmark" => &["transactions_per_s", "total_s"],
+        "andrew" => &[
+            "total_s",
+            "cpu_user_s",
+            "cpu_sys_s",
+            "mkdir_s",
+            "copy_s",
+            "stat_s",
+            "scan_s",
+            "compile_s",
+        ],
+        "build" => &["elapsed_s", "user_s", "system_s", "compile_s", "link_s"],
+        "find" => &["elapsed_s", "entries_per_s"],
+        "read" => &["elapsed_s", "mb_per_s"],
+        "layout" => &["score", "fragments"],
+        "scan" => &["elapsed_s", "entries_per_s"],
+        // Workloads and trace replays: Filebench's own summary figures.
+        _ => &["ops_per_s", "mb_per_s", "p99_ms"],
+    }
+}
+
+/// Whole-run figures of every run's results (`fsbench ... --json`, read as `Results`).
+pub const RUN_FIGURES: [&str; 10] = [
+    "ops_per_s",
+    "mb_per_s",
+    "mean_latency_ms",
+    "p99_ms",
+    "read_ops_per_s",
+    "write_ops_per_s",
+    "cpu_user_s",
+    "cpu_sys_s",
+    "duration_s",
+    "errors",
+];
+
+/// The whole-run figures a kind produces beyond [`RUN_FIGURES`] (its named `figures`, or for
+/// layout and scan their JSON's numbers).
+pub fn produces(kind: &str) -> &'static [&'static str] {
+    match kind {
+        "postmark" => &[
+            "transactions_per_s",
+            "transactions",
+            "transactions_s",
+            "total_s",
+            "create_s",
+            "delete_s",
+            "created",
+            "created_per_s",
+            "created_alone",
+            "created_alone_per_s",
+            "created_mixed",
+            "created_mixed_per_s",
+            "deleted",
+            "deleted_per_s",
+            "deleted_alone",
+            "deleted_alone_per_s",
+            "deleted_mixed",
+            "deleted_mixed_per_s",
+            "read",
+            "read_per_s",
+            "appended",
+            "appended_per_s",
+            "bytes_read",
+            "bytes_written",
+            "read_mb_per_s",
+            "written_mb_per_s",
+        ],
+        "andrew" => &[
+            "total_s",
+            "mkdir_s",
+            "copy_s",
+            "stat_s",
+            "scan_s",
+            "compile_s",
+        ],
+        "build" => &[
+            "elapsed_s",
+            "user_s",
+            "system_s",
+            "compile_s",
+            "link_s",
+            "sources",
+        ],
+        "find" => &["elapsed_s", "entries", "entries_per_s", "files", "dirs"],
+        "read" => &["elapsed_s", "bytes", "files", "files_per_s", "mb_per_s"],
+        "layout" => &[
+            "elapsed_s",
+            "files",
+            "scored_files",
+            "blocks",
+            "contiguous",
+            "pairs",
+            "score",
+            "extents",
+            "fragments",
+            "unwritten_extents",
+            "errors",
+        ],
+        "scan" => &[
+            "elapsed_s",
+            "entries",
+            "entries_per_s",
+            "files",
+            "dirs",
+            "symlinks",
+            "bytes",
+            "allocated_bytes",
+            "errors",
+        ],
+        _ => &[],
+    }
+}
+
+/// Whether `kind` produces the whole-run figure `name`.
+pub fn known(kind: &str, name: &str) -> bool {
+    let run_json = !matches!(kind, "layout" | "scan");
+    produces(kind).contains(&name) || (run_json && RUN_FIGURES.contains(&name))
+}
+
+/// Every figure name `kind` produces, for an error message.
+pub fn known_list(kind: &str) -> String {
+    let mut v: Vec<&str> = produces(kind).to_vec();
+    if !matches!(kind, "layout" | "scan") {
+        for f in RUN_FIGURES {
+            if !v.contains(&f) {
+                v.push(f);
+            }
+        }
+    }
+    v.join(", ")
+}
+
+/// Order figure names: the headline ones first, in their order, then the rest as given.
+pub fn lead<'a>(headline: &[String], names: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut all: Vec<&str> = names.collect();
+    all.sort_by_key(|n| headline.iter().position(|h| h == n).unwrap_or(usize::MAX));
+    all
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_headline_figure_is_produced() {
+        for k in [
+            "workload", "replay", "postmark", "andrew", "build", "find", "read", "layout", "scan",
+        ] {
+            for h in headline(k) {
+                assert!(known(k, h), "{k}: {h}");
+            }
+        }
+        assert!(!known("layout", "ops_per_s"));
+        assert!(known_list("find").contains("entries_per_s"));
+    }
+
+    #[test]
+    fn headline_figures_lead() {
+        let h = vec!["b".to_string(), "a".to_string()];
+        assert_eq!(
+            lead(&h, ["x", "a", "y", "b"].into_iter()),
+            ["b", "a", "x", "y"]
+        );
+    }
+}

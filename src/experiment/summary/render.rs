@@ -1,0 +1,402 @@
+//! The summary as text, CSV and Markdown.
+
+use super::{Comparison, Row, Summary};
+use crate::stats::modes::Modality;
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+fn factor_text(f: &BTreeMap<String, String>) -> String {
+    // measurement and target first, the rest in name order.
+    let first = ["measurement", "target", "cache"];
+    let mut v: Vec<String> = Vec::new();
+    for k in first {
+        if let Some(x) = f.get(k) {
+            v.push(format!("{k}={x}"));
+        }
+    }
+    for (k, x) in f {
+        if !first.contains(&k.as_str()) {
+            v.push(format!("{k}={x}"));
+        }
+    }
+    v.join(" ")
+}
+
+fn fig_name(flowop: &str, figure: &str) -> String {
+    if flowop.is_empty() {
+        figure.to_string()
+    } else {
+        format!("{flowop}.{figure}")
+    }
+}
+
+/// The modality of a row in a few words.
+pub fn modes_text(m: &Modality) -> String {
+    match m {
+        Modality::TooFew => "too few".into(),
+        Modality::OneMode => "one mode".into(),
+        Modality::Bimodal(m) => format!(
+            "bimodal: {} (n={}) | {} (n={})",
+            g4(m.low_mean),
+            m.low_n,
+            g4(m.high_mean),
+            m.high_n
+        ),
+        Modality::Outlier(m) => {
+            let (out, rest) = if m.low_n == 1 {
+                (m.low_mean, m.high_mean)
+            } else {
+                (m.high_mean, m.low_mean)
+            };
+            format!("outlier {} (rest {})", g4(out), g4(rest))
+        }
+    }
+}
+
+fn g4(v: f64) -> String {
+    if v != 0.0 && (v.abs() >= 1e6 || v.abs() < 1e-3) {
+        format!("{v:.3e}")
+    } else {
+        format!("{v:.4}")
+    }
+}
+
+/// A cell's flags in brackets.
+fn flags_text(r: &Row, s: &Summary) -> String {
+    let mut flags = String::new();
+    if r.disturbed > 0 {
+        let _ = write!(
+            flags,
+            "  [DISTURBED: {} run(s) over {:.0}% other CPU]",
+            r.disturbed,
+            s.noise_threshold * 100.0
+        );
+    }
+    if r.failed > 0 {
+        let _ = write!(flags, "  [{} run(s) failed]", r.failed);
+    }
+    let kept = if s.include_flagged {
+        "kept"
+    } else {
+        "left out"
+    };
+    if r.ended_early > 0 {
+        let _ = write!(flags, "  [ENDED EARLY: {} run(s), {kept}]", r.ended_early);
+    }
+    if r.cache_served > 0 {
+        let _ = write!(flags, "  [CACHE SERVED: {} run(s), {kept}]", r.cache_served);
+    }
+    flags
+}
+
+/// The text summary of whole-run figures, with the comparisons of the headline figures
+/// (`--all` gives every figure's).
+pub fn render_text(s: &Summary) -> String {
+    let mut s = super::filter(s, false);
+    let others = s.comparisons.iter().filter(|c| !c.headline).count();
+    s.comparisons.retain(|c| c.headline);
+    let mut out = render_text_all(&s);
+    if others > 0 {
+        let _ = writeln!(
+            out,
+            "
+({others} comparisons of other figures: fsbench results --all, or --json)"
+        );
+    }
+    out
+}
+
+/// The text summary of the figures in `s` as they are.
+pub fn render_text_all(s: &Summary) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "experiment {}{}: {}{}",
+        s.experiment,
+        if s.quick { " (quick)" } else { "" },
+        match &s.adaptive {
+            Some(a) => format!(
+                "adaptive repetitions ({} to {}, until the 95% interval is within {}% of the mean)",
+                a.min,
+                a.max,
+                a.ci * 100.0
+            ),
+            None => format!("{} repetitions", s.repetitions),
+        },
+        if s.finished {
+            ""
+        } else {
+            " (unfinished: continue with --resume)"
+        }
+    );
+    let _ = writeln!(
+        out,
+        "{}",
+        if s.include_flagged {
+            "runs flagged ended early or served from cache are kept (--include-flagged)"
+        } else {
+            "runs flagged ended early or served from cache are left out (--include-flagged keeps them)"
+        }
+    );
+    cells_text(&mut out, s);
+    if let Some(a) = &s.adaptive {
+        let list = |v: &[usize]| {
+            v.iter()
+                .map(|c| c.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let _ = writeln!(
+            out,
+            "\nadaptive repetitions: {} of {} cells reached ±{}% (cells {}){}",
+            a.reached.len(),
+            a.reached.len() + a.not_reached.len(),
+            a.ci * 100.0,
+            if a.reached.is_empty() {
+                "none".into()
+            } else {
+                list(&a.reached)
+            },
+            if a.not_reached.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; not within {} rounds: cells {}",
+                    a.max,
+                    list(&a.not_reached)
+                )
+            }
+        );
+    }
+    comparisons_text(&mut out, &s.comparisons);
+    out
+}
+
+fn cells_text(out: &mut String, s: &Summary) {
+    let mut cur = 0;
+    for r in &s.rows {
+        if r.cell != cur {
+            cur = r.cell;
+            let _ = writeln!(
+                out,
+                "\ncell {}: {}{}",
+                r.cell,
+                factor_text(&r.factors),
+                flags_text(r, s)
+            );
+            let _ = writeln!(
+                out,
+                "  {:<28} {:>14} {:>12} {:>7} {:>3}  repetitions",
+                "figure", "mean", "±95% CI", "CV", "n"
+            );
+        }
+        let _ = writeln!(
+            out,
+            "  {:<28} {:>14.4} {:>12.4} {:>6.1}% {:>3}  {}",
+            format!(
+                "{}{}",
+                fig_name(&r.flowop, &r.figure),
+                if r.headline { " *" } else { "" }
+            ),
+            r.mean,
+            r.ci95,
+            r.cv * 100.0,
+            r.n,
+            modes_text(&r.bimodal)
+        );
+    }
+    for c in &s.empty_cells {
+        let _ = writeln!(
+            out,
+            "\ncell {}: {}  no figures: {} run(s) failed, {} left out as flagged ({} ended early, {} served from cache){}",
+            c.cell,
+            factor_text(&c.factors),
+            c.failed,
+            c.excluded,
+            c.ended_early,
+            c.cache_served,
+            if c.excluded > 0 { "; --include-flagged keeps them" } else { "" }
+        );
+    }
+    if !s.rows.is_empty() {
+        let _ = writeln!(out, "\n(* headline figure)");
+    }
+}
+
+/// The interval as text.
+fn ci_text(c: &Comparison) -> String {
+    match (c.ci_low, c.ci_high) {
+        (Some(l), Some(h)) => format!("[{}, {}]", g4(l), g4(h)),
+        _ => "[unbounded]".into(),
+    }
+}
+
+/// The other factors' levels that vary among the comparisons of the same factor and
+/// measurement in `all`.
+fn at_text(c: &Comparison, all: &[Comparison]) -> String {
+    let at: BTreeMap<String, String> =
+        c.at.iter()
+            .filter(|(k, v)| {
+                all.iter().any(|o| {
+                    o.factor == c.factor
+                        && o.at.get("measurement") == c.at.get("measurement")
+                        && o.at.get(*k) != Some(*v)
+                })
+            })
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+    if at.is_empty() {
+        String::new()
+    } else {
+        format!("at {}", factor_text(&at))
+    }
+}
+
+fn comparisons_text(out: &mut String, comparisons: &[Comparison]) {
+    let mut head = (String::new(), String::new());
+    let mut group = (String::new(), String::new());
+    for c in comparisons {
+        if (c.factor.clone(), c.baseline.clone()) != head {
+            head = (c.factor.clone(), c.baseline.clone());
+            group = Default::default();
+            let _ = writeln!(
+                out,
+                "\ncompared with {} = {} (ratio = mean ÷ the baseline's mean in the cell that differs only in {}; 95% Fieller interval; Welch's p; * significant):",
+                c.factor, c.baseline, c.factor
+            );
+        }
+        let m = c.at.get("measurement").cloned().unwrap_or_default();
+        let fig = fig_name(&c.flowop, &c.figure);
+        if (m.clone(), fig.clone()) != group {
+            group = (m.clone(), fig.clone());
+            let _ = writeln!(out, "  {m}: {fig}");
+        }
+        let _ = writeln!(
+            out,
+            "    {:<24} {:<30} {:>9} {:>+8.1}% {:<24} {:>10} n={}/{}",
+            format!("{} ÷ {}", c.level, c.baseline),
+            at_text(c, comparisons),
+            g4(c.ratio),
+            (c.ratio - 1.0) * 100.0,
+            format!("{}{}", ci_text(c), if c.significant { " *" } else { "" }),
+            c.p_value.map_or("p=-".to_string(), |p| format!("p={p:.4}")),
+            c.n,
+            c.n_baseline
+        );
+    }
+}
+
+pub fn render_csv(s: &Summary) -> String {
+    let mut out = String::from("cell,factors,flowop,figure,n,mean,ci95,cv,disturbed,failed,ended_early,cache_served,excluded,bimodal,baseline_cell,ratio,ci_low,ci_high,p_value\n");
+    let q = |s: &str| format!("\"{}\"", s.replace('"', "\"\""));
+    let o = |v: Option<f64>| v.map_or(String::new(), |v| v.to_string());
+    for r in &s.rows {
+        let _ = writeln!(
+            out,
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},,,,,",
+            r.cell,
+            q(&factor_text(&r.factors)),
+            q(&r.flowop),
+            r.figure,
+            r.n,
+            r.mean,
+            r.ci95,
+            r.cv,
+            r.disturbed,
+            r.failed,
+            r.ended_early,
+            r.cache_served,
+            r.excluded,
+            q(&modes_text(&r.bimodal)),
+        );
+    }
+    for c in &s.comparisons {
+        let _ = writeln!(
+            out,
+            "{},{},{},{},{},,,,,,,,,,{},{},{},{},{}",
+            c.cell,
+            q(&format!(
+                "{}={} vs {} {}",
+                c.factor,
+                c.level,
+                c.baseline,
+                at_text(c, &s.comparisons)
+            )),
+            q(&c.flowop),
+            c.figure,
+            c.n,
+            c.baseline_cell,
+            c.ratio,
+            o(c.ci_low),
+            o(c.ci_high),
+            o(c.p_value)
+        );
+    }
+    out
+}
+
+/// A Markdown table cell: `|` escaped, `<` as an entity, newlines as spaces.
+fn md(s: &str) -> String {
+    s.replace('|', "\\|")
+        .replace('<', "&lt;")
+        .replace('\n', " ")
+}
+
+pub fn render_markdown(s: &Summary) -> String {
+    let mut out = format!("## {}\n\n| cell | factors | figure | mean | ±95% CI | CV | n | repetitions |\n|---|---|---|---:|---:|---:|---:|---|\n", md(&s.experiment));
+    for r in &s.rows {
+        let mut flags = String::new();
+        if r.disturbed > 0 {
+            flags.push_str(" ⚠");
+        }
+        if r.ended_early > 0 {
+            let _ = write!(flags, " ({} ended early)", r.ended_early);
+        }
+        if r.cache_served > 0 {
+            let _ = write!(flags, " ({} cache served)", r.cache_served);
+        }
+        let _ = writeln!(
+            out,
+            "| {}{} | {} | {}{} | {:.4} | {:.4} | {:.1}% | {} | {} |",
+            r.cell,
+            flags,
+            md(&factor_text(&r.factors)),
+            md(&fig_name(&r.flowop, &r.figure)),
+            if r.headline { " *" } else { "" },
+            r.mean,
+            r.ci95,
+            r.cv * 100.0,
+            r.n,
+            md(&modes_text(&r.bimodal))
+        );
+    }
+    if !s.comparisons.is_empty() {
+        out.push_str("\n| factor | level ÷ baseline | at | figure | ratio | 95% CI | p | n |\n|---|---|---|---|---:|---:|---:|---:|\n");
+        for c in &s.comparisons {
+            let _ = writeln!(
+                out,
+                "| {} | {} ÷ {} | {} | {} | {}{} | {} | {} | {}/{} |",
+                md(&c.factor),
+                md(&c.level),
+                md(&c.baseline),
+                md(&factor_text(&c.at)),
+                md(&fig_name(&c.flowop, &c.figure)),
+                g4(c.ratio),
+                if c.significant { " *" } else { "" },
+                ci_text(c),
+                c.p_value.map_or("-".to_string(), |p| format!("{p:.4}")),
+                c.n,
+                c.n_baseline
+            );
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn markdown_cells_escape_pipes_angles_and_newlines() {
+        assert_eq!(super::md("a|b<c>\nd"), "a\\|b&lt;c> d");
+    }
+}
