@@ -224,3 +224,29 @@ fn scans_layouts_and_replays_keep_their_fields() {
         ),
     );
 }
+
+#[test]
+fn aging_keeps_its_fields() {
+    let img = match LoopExt4::new("json-age", 64) {
+        Ok(i) => i,
+        Err(why) => return skip(&format!("aging's fields are not checked: {why}")),
+    };
+    let j = img.scratch.path().join("age.json");
+    check(
+        "age",
+        &keys_of(
+            &[
+                "age",
+                img.path().to_str().unwrap(),
+                "--fill",
+                "0.3",
+                "--ops",
+                "200",
+                "--seed",
+                "3",
+                "--quiet",
+            ],
+            &j,
+        ),
+    );
+}
