@@ -67,7 +67,14 @@ pub struct Exec {
     log: Option<BufWriter<File>>,
     pub counts: ExecCounts,
     since_sync: u64,
+    /// Directories below the aged one, opened beneath it once and kept by relative path
+    /// (a bounded set; emptied when full), so an operation costs its own system calls and not
+    /// an open and close of its parent as well.
+    dirs: std::collections::HashMap<Vec<u8>, OwnedFd>,
 }
+
+/// Directory handles kept at most.
+const DIR_CACHE: usize = 4096;
 
 impl Exec {
     pub fn new(root: &Path, seed: u64, fsync: FsyncPolicy, log: Option<&Path>) -> io::Result<Exec> {
@@ -90,6 +97,7 @@ impl Exec {
             log,
             counts: ExecCounts::default(),
             since_sync: 0,
+            dirs: std::collections::HashMap::new(),
         })
     }
 
@@ -97,31 +105,33 @@ impl Exec {
         PathBuf::from(std::ffi::OsStr::from_bytes(&self.root))
     }
 
-    /// The parent directory of `rel` (opened beneath the aged directory, following no link)
-    /// and `rel`'s last component.
-    fn at(&self, rel: &[u8]) -> io::Result<(Option<OwnedFd>, CString)> {
+    /// The parent directory of `rel` (opened beneath the aged directory, following no link,
+    /// and kept) and `rel`'s last component.
+    fn at(&mut self, rel: &[u8]) -> io::Result<(RawFd, CString)> {
         let (parent, name) = match rel.iter().rposition(|b| *b == b'/') {
             Some(i) => (&rel[..i], &rel[i + 1..]),
             None => (&rel[..0], rel),
         };
         let name = beneath::component(std::ffi::OsStr::from_bytes(name))?;
         if parent.is_empty() {
-            return Ok((None, name));
+            return Ok((self.dir.as_raw_fd(), name));
         }
-        Ok((
-            Some(beneath::open_dir_path(self.dir.as_raw_fd(), parent)?),
-            name,
-        ))
-    }
-
-    fn dirfd(&self, d: &Option<OwnedFd>) -> RawFd {
-        d.as_ref().map_or(self.dir.as_raw_fd(), |f| f.as_raw_fd())
+        if let Some(fd) = self.dirs.get(parent) {
+            return Ok((fd.as_raw_fd(), name));
+        }
+        let fd = beneath::open_dir_path(self.dir.as_raw_fd(), parent)?;
+        if self.dirs.len() >= DIR_CACHE {
+            self.dirs.clear();
+        }
+        let raw = fd.as_raw_fd();
+        self.dirs.insert(parent.to_vec(), fd);
+        Ok((raw, name))
     }
 
     /// Open `rel` (never through a link).
-    fn open(&self, rel: &[u8], how: OpenHow) -> io::Result<RawFd> {
+    fn open(&mut self, rel: &[u8], how: OpenHow) -> io::Result<RawFd> {
         let (d, name) = self.at(rel)?;
-        sys::open_at(self.dirfd(&d), &name, how)
+        sys::open_at(d, &name, how)
     }
 
     fn err(&self, rel: &[u8], e: io::Error) -> io::Error {
@@ -213,9 +223,7 @@ impl Exec {
     }
 
     pub fn mkdir(&mut self, rel: &[u8]) -> io::Result<()> {
-        let r = self
-            .at(rel)
-            .and_then(|(d, n)| sys::mkdir_at(self.dirfd(&d), &n));
+        let r = self.at(rel).and_then(|(d, n)| sys::mkdir_at(d, &n));
         match r {
             Ok(()) => {
                 self.counts.mkdirs += 1;
@@ -226,11 +234,11 @@ impl Exec {
     }
 
     pub fn rmdir(&mut self, rel: &[u8]) -> io::Result<()> {
-        let r = self
-            .at(rel)
-            .and_then(|(d, n)| sys::rmdir_at(self.dirfd(&d), &n));
+        let r = self.at(rel).and_then(|(d, n)| sys::rmdir_at(d, &n));
         match r {
             Ok(()) => {
+                // Its handle (if kept) names a directory that is gone.
+                self.dirs.remove(rel);
                 self.counts.rmdirs += 1;
                 Ok(())
             }
@@ -301,9 +309,7 @@ impl Exec {
     }
 
     pub fn delete(&mut self, rel: &[u8]) -> io::Result<()> {
-        let r = self
-            .at(rel)
-            .and_then(|(d, n)| sys::unlink_at(self.dirfd(&d), &n));
+        let r = self.at(rel).and_then(|(d, n)| sys::unlink_at(d, &n));
         match r {
             Ok(()) => {
                 self.counts.deletes += 1;
