@@ -104,6 +104,9 @@ pub struct Measured {
     pub interrupted: bool,
     pub notes: Vec<String>,
     pub series: Vec<SeriesPoint>,
+    /// Why the run ended before its duration (a full file system, an exhausted fileset, its
+    /// threads finishing), when it did; `None` when it ran its time or was interrupted.
+    pub ended_early: Option<String>,
 }
 
 /// How to measure.
@@ -356,6 +359,8 @@ struct Outcome {
     ended_in_warmup: bool,
     cluster_failed: bool,
     stonewalled: bool,
+    /// The measured window ran to its duration.
+    reached_limit: bool,
 }
 
 impl Outcome {
@@ -371,6 +376,7 @@ impl Outcome {
             ended_in_warmup: false,
             cluster_failed: false,
             stonewalled: false,
+            reached_limit: false,
         }
     }
 
@@ -438,13 +444,18 @@ impl Outcome {
                 }
             )));
         }
+        let mut ended_early = None;
         if let Some(what) = ctl.no_space.lock().ok().and_then(|mut x| x.take()) {
+            ended_early = Some(format!("the file system is full ({what})"));
             self.notes.push(format!(
                 "run ended early: the file system is full ({what}); --continue-on-enospc counts \
                  such errors and goes on"
             ));
         }
         if let Some(who) = ctl.exhausted.lock().ok().and_then(|mut x| x.take()) {
+            ended_early.get_or_insert(format!(
+                "fileset exhausted: flowop {who} could not obtain a file"
+            ));
             self.notes.push(format!(
                 "run ended early: flowop {who} could not obtain a file (fileset exhausted); \
                  --continue-when-exhausted counts this and goes on"
@@ -455,7 +466,16 @@ impl Outcome {
         for (o, h) in self.merged.ops.iter_mut().zip(hists.into_hists(generation)) {
             o.hist = h;
         }
+        let ended_early = if self.reached_limit || self.interrupted || self.stonewalled {
+            None
+        } else {
+            Some(ended_early.unwrap_or_else(|| {
+                "the workload's threads finished (a finish flowop, or the first thread in firstdone mode)".into()
+            }))
+        }
+        .map(|why| format!("{why}, after {:.3} s of {} s", self.duration, mo.seconds));
         Ok(Measured {
+            ended_early,
             rec: self.merged,
             duration: self.duration,
             started_at: self.started_at,
@@ -561,6 +581,7 @@ impl<'a> Timeline<'a> {
     ) -> bool {
         let (ctl, wl) = (self.sh.ctl, self.sh.wl);
         if !self.warming && elapsed >= self.limit {
+            out.reached_limit = true;
             return true;
         }
         if interrupted() {

@@ -131,6 +131,9 @@ impl RunOptions {
     }
 }
 
+/// What a cold run drops, as its notes and an experiment's flags say it.
+pub const COLD_DROP: &str = "sync, then the page, dentry and inode caches dropped (echo 3 > /proc/sys/vm/drop_caches; a simulated remote's client cache emptied)";
+
 /// `sync`, then drop the page cache, dentries and inodes, and empty the client cache of
 /// every running simulated remote (`fsbench remote`, through [`hooks`]).
 pub fn drop_caches() -> Result<(), EngineError> {
@@ -419,12 +422,17 @@ fn run_in(
         });
     }
     announce(wl, opts, seconds);
-    if opts.cold {
+    let cold_note = if opts.cold {
         if !opts.quiet {
             crate::errln!("fsbench: sync and drop caches");
         }
         drop_caches()?;
-    }
+        Some(format!(
+            "cache: cold: {COLD_DROP} after the layout, right before the measurement"
+        ))
+    } else {
+        None
+    };
     let remounted = if crate::remount::requested() {
         Some(remount_between(rd, &mut laid.filesets)?)
     } else {
@@ -433,6 +441,7 @@ fn run_in(
     let calibration = stats::clock::Calibration::measure(stats::clock::global());
     let host = stats::host::collect(&rd.path);
     let disk_probe = hooks::probe(&rd.path);
+    let dev_before = crate::sys::blockstat::device_read_bytes(&rd.path);
     let mut m = measure(
         wl,
         &laid.filesets,
@@ -449,6 +458,11 @@ fn run_in(
     if let Some(what) = remounted {
         m.notes.insert(0, format!("cache: {what} after the layout"));
     }
+    if let Some(note) = cold_note {
+        m.notes.insert(0, note);
+    }
+    let device_read_bytes = dev_before
+        .and_then(|b| Some(crate::sys::blockstat::device_read_bytes(&rd.path)?.saturating_sub(b)));
     // On a simulated disk: how late its replies were during this run.
     let disk = disk_probe.and_then(|p| p.record(&mut m.notes));
     let (flowops, summary) = stats::summarize(&wl.stat_names, &m.rec, m.duration);
@@ -456,6 +470,8 @@ fn run_in(
         started_at: m.started_at,
         duration_s: m.duration,
         interrupted: m.interrupted,
+        ended_early: m.ended_early,
+        device_read_bytes,
         threads: wl.thread_count(),
         layout: laid.layout,
         flowops,

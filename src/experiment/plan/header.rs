@@ -35,7 +35,8 @@ pub(super) fn read(ctx: &Ctx, quick: bool) -> Result<RawPlan, PlanError> {
                 nr_requests,
                 rotational,
                 network,
-                lookaside
+                lookaside,
+                memory
             );
         }
     }

@@ -12,6 +12,7 @@ pub enum Kind {
     Layout,
     Scan,
     Replay,
+    Read,
 }
 
 /// How a parameter becomes command-line arguments.
@@ -38,8 +39,12 @@ pub enum Ty {
 /// One parameter a kind accepts: name in the plan, command-line flag, how, type.
 pub type Param = (&'static str, &'static str, Arg, Ty);
 
+/// Every kind's `memory` parameter: the measured child's memory limit (a size, or "none"),
+/// applied by the runner through a memory cgroup.
+pub const MEMORY: Param = ("memory", "", Arg::Runner, Ty::Str);
+
 impl Kind {
-    pub const ALL: [(&'static str, Kind); 8] = [
+    pub const ALL: [(&'static str, Kind); 9] = [
         ("workload", Kind::Workload),
         ("postmark", Kind::Postmark),
         ("andrew", Kind::Andrew),
@@ -48,6 +53,7 @@ impl Kind {
         ("layout", Kind::Layout),
         ("scan", Kind::Scan),
         ("replay", Kind::Replay),
+        ("read", Kind::Read),
     ];
 
     pub fn name(self) -> &'static str {
@@ -63,9 +69,25 @@ impl Kind {
         }
     }
 
-    /// The parameters this kind accepts. A workload also takes its own variables
-    /// (checked against the workload itself).
+    /// The parameters this kind accepts, [`MEMORY`] among them. A workload also takes its
+    /// own variables (checked against the workload itself).
     pub fn params(self) -> &'static [Param] {
+        self.own_params()
+    }
+
+    /// Whether the kind's child takes `--cold` and `--warmup` (the measurement harness's
+    /// options, or `fsbench run`'s): layout and scan take neither, and the runner drops the
+    /// caches and runs their warm-up pass itself.
+    pub fn takes_cold(self) -> bool {
+        !matches!(self, Kind::Layout | Kind::Scan)
+    }
+
+    /// Whether a kind walks a tree the runner can make (`tree_files`).
+    pub fn makes_tree(self) -> bool {
+        matches!(self, Kind::Find | Kind::Read)
+    }
+
+    fn own_params(self) -> &'static [Param] {
         use Arg::*;
         use Ty::*;
         match self {
@@ -74,6 +96,7 @@ impl Kind {
                 ("duration", "--duration", Value, Float),
                 ("warmup", "--warmup", Value, Float),
                 ("seed", "--seed", Value, Int),
+                MEMORY,
             ],
             Kind::Postmark => &[
                 ("config", "", Positional, Str),
@@ -88,6 +111,7 @@ impl Kind {
                 ("buffering", "--buffering", Value, Bool),
                 ("seed", "--seed", Value, Int),
                 ("instances", "--instances", Value, Int),
+                MEMORY,
             ],
             Kind::Andrew => &[
                 ("copies", "--copies", Value, Int),
@@ -95,12 +119,26 @@ impl Kind {
                 ("no_compile", "--no-compile", Switch, Bool),
                 ("cc", "--cc", Value, Str),
                 ("seed", "--seed", Value, Int),
+                MEMORY,
             ],
             Kind::Find => &[
                 ("path", "", Runner, Str),
                 ("threads", "--threads", Value, Int),
                 ("tree_files", "", Runner, Int),
                 ("tree_dirs", "", Runner, Int),
+                ("tree_file_size", "", Runner, Str),
+                MEMORY,
+            ],
+            Kind::Read => &[
+                ("path", "", Runner, Str),
+                ("jobs", "--jobs", Value, Int),
+                ("order", "--order", Value, Str),
+                ("block", "--block", Value, Int),
+                ("seed", "--seed", Value, Int),
+                ("tree_files", "", Runner, Int),
+                ("tree_dirs", "", Runner, Int),
+                ("tree_file_size", "", Runner, Str),
+                MEMORY,
             ],
             Kind::Build => &[
                 ("src", "", Runner, Str),
@@ -113,18 +151,25 @@ impl Kind {
                 ("cpu_ms", "--cpu-ms", Value, Int),
                 ("temps", "--temps", Value, Int),
                 ("seed", "--seed", Value, Int),
+                MEMORY,
             ],
-            Kind::Layout => &[("path", "", Runner, Str), ("sync", "--sync", Switch, Bool)],
+            Kind::Layout => &[
+                ("path", "", Runner, Str),
+                ("sync", "--sync", Switch, Bool),
+                MEMORY,
+            ],
             Kind::Replay => &[
                 ("trace", "", Positional, Str),
                 ("mode", "--mode", Value, Str),
                 ("speed", "--speed", Value, Float),
                 ("threads", "--threads", Value, Str),
                 ("over", "", Runner, Str),
+                MEMORY,
             ],
             Kind::Scan => &[
                 ("path", "", Runner, Str),
                 ("threads", "--threads", Value, Int),
+                MEMORY,
             ],
         }
     }

@@ -99,7 +99,11 @@ fn checked_plan(o: &Options) -> Result<Option<(Plan, Vec<Cell>)>> {
         );
     }
     if o.dry_run {
-        dry_run(&plan, &cells);
+        let outdir = o
+            .outdir
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(format!("fsbench-{}", plan.name)));
+        super::dryrun::print(&plan, &cells, &outdir);
         return Ok(None);
     }
     let need_root = root_steps(&plan, &cells);
@@ -107,6 +111,11 @@ fn checked_plan(o: &Options) -> Result<Option<(Plan, Vec<Cell>)>> {
         bail!(
             "this plan needs root for:\n  {}\nrun it as root, or measure in existing directories (kind = \"dir\") with warm caches",
             need_root.join("\n  ")
+        );
+    }
+    if let (Some(at), Some(why)) = (&plan.memory_at, super::cgroup::unavailable()) {
+        bail!(
+            "{at}: a memory limit runs the measured child in a memory cgroup, and this machine cannot make one: {why}"
         );
     }
     let missing = missing_tools(&plan);
