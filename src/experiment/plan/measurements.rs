@@ -50,13 +50,16 @@ pub(super) fn measurements(
         };
         let mut params = cx.params(m, quick)?;
         if let Some(v) = &m.memory {
-            if params.iter().any(|(k, _)| k == "memory") {
+            if m.params.contains_key("memory") {
                 return Err(ctx.err(v.span(), "memory is set here and in params: set it once"));
             }
-            params.push((
-                "memory".into(),
-                super::check::scalar(v.get_ref()).unwrap_or_default(),
-            ));
+            // The quick scale's `memory` (in `quick`) replaces the measurement's own.
+            if !params.iter().any(|(k, _)| k == "memory") {
+                params.push((
+                    "memory".into(),
+                    super::check::scalar(v.get_ref()).unwrap_or_default(),
+                ));
+            }
         }
         let factors = cx.factors(m, quick)?;
         for (k, _) in &factors {
