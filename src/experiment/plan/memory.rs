@@ -65,21 +65,36 @@ pub(super) fn check(
     measurements: &[Measurement],
     target_levels: &[String],
 ) -> Result<Option<String>, PlanError> {
+    // Which value a cell uses: the plan-wide factor's, else the measurement's (its factor
+    // or parameter), else the target's; a value overridden everywhere is only checked as a
+    // size.
+    let plan_factor = raw.factors.memory.is_some();
+    let own = |m: &Measurement| {
+        m.params.iter().any(|(k, _)| k == "memory") || m.factors.iter().any(|(k, _)| k == "memory")
+    };
     let all: Vec<usize> = (0..measurements.len()).collect();
+    let unowned: Vec<usize> = if plan_factor {
+        Vec::new()
+    } else {
+        all.iter()
+            .copied()
+            .filter(|&i| !own(&measurements[i]))
+            .collect()
+    };
     let mut specs: Vec<Spec> = Vec::new();
     for t in &raw.targets {
         if let Some(v) = &t.get_ref().memory {
             if target_levels.contains(t.get_ref().name.get_ref()) {
                 specs.push(Spec {
                     value: v,
-                    applies: all.clone(),
+                    applies: unowned.clone(),
                 });
             }
         }
     }
     for (i, m) in raw.measurements.iter().enumerate() {
         let m = m.get_ref();
-        let own = m
+        let own_values = m
             .memory
             .iter()
             .chain(m.params.get("memory"))
@@ -88,10 +103,10 @@ pub(super) fn check(
             .into_iter()
             .flatten()
             .flat_map(|l| l.get_ref().iter());
-        for v in own.chain(levels) {
+        for v in own_values.chain(levels) {
             specs.push(Spec {
                 value: v,
-                applies: vec![i],
+                applies: if plan_factor { Vec::new() } else { vec![i] },
             });
         }
     }
