@@ -117,15 +117,7 @@ impl Run<'_> {
     pub(super) fn measure_and_store(&self, st: &mut Store) -> Result<bool> {
         let (plan, cell, rep) = (self.plan, self.cell, self.rep);
         let ready = self.env.ready(&cell.target);
-        let tag = format!(
-            "c{:03}-r{rep:02}{}",
-            cell.idx + 1,
-            if self.status_override.is_empty() {
-                ""
-            } else {
-                "-warmup"
-            }
-        );
+        let tag = self.tag();
         let json_out = self.outdir.join("runs").join(format!("{tag}.json"));
         let log = self.outdir.join("runs").join(format!("{tag}.log"));
         let scratch = self.outdir.join("scratch");
@@ -158,25 +150,7 @@ impl Run<'_> {
         });
         let after = noise::sample();
         let other = noise::other_fraction(&before, &after, &server_pids);
-        let mut applied = json!({
-            "target": ready.name,
-            "target_kind": plan.target(&cell.target).kind_name(),
-            "dir": ready.dir.display().to_string(),
-            "settings": ready.applied,
-            "command": args,
-        });
-        if let Some(p) = &warm_pass {
-            applied["warm_pass"] = p.clone();
-        }
-        if let Some(cg) = cgroup {
-            applied["memory"] = json!({
-                "limit_bytes": cg.limit,
-                "cgroup": cg.path().display().to_string(),
-                "cgroup_version": cg.version,
-                "peak_bytes": cg.peak(),
-            });
-            cg.remove()?;
-        }
+        let mut applied = self.applied(ready, &args, warm_pass, cgroup)?;
         if let Some(log) = &remounts {
             let done = log.lock().unwrap().clone();
             if matches!(outcome, Outcome::Ok(_)) && !done.iter().any(|d| d.starts_with("remounted"))
@@ -232,6 +206,51 @@ impl Run<'_> {
             flags: &flags,
         })?;
         Ok(status == "ok" || status == "warmup")
+    }
+
+    /// What was applied to the run: the target and its settings, the command, the warm-up
+    /// pass and the memory cgroup (removed here, its child having exited).
+    fn applied(
+        &self,
+        ready: &Ready,
+        args: &[String],
+        warm_pass: Option<Value>,
+        cgroup: Option<MemoryCgroup>,
+    ) -> Result<Value> {
+        let mut applied = json!({
+            "target": ready.name,
+            "target_kind": self.plan.target(&self.cell.target).kind_name(),
+            "dir": ready.dir.display().to_string(),
+            "settings": ready.applied,
+            "command": args,
+        });
+        if let Some(p) = warm_pass {
+            applied["warm_pass"] = p;
+        }
+        if let Some(cg) = cgroup {
+            applied["memory"] = json!({
+                "limit_bytes": cg.limit,
+                "cgroup": cg.path().display().to_string(),
+                "cgroup_version": cg.version,
+                "peak_bytes": cg.peak(),
+            });
+            cg.remove()?;
+        }
+        Ok(applied)
+    }
+
+    /// The run's name in OUTDIR/runs: cell, repetition, and whether a stored warm-up.
+    fn tag(&self) -> String {
+        format!(
+            "c{:03}-r{:02}{}",
+            self.cell.idx + 1,
+            self.rep,
+            if self.status_override.is_empty() {
+                ""
+            } else {
+                "-warmup"
+            }
+        )
     }
 
     /// What the flags of this cell's run are judged from.
