@@ -465,7 +465,9 @@ instances = 4
                 "--number",
                 "10",
                 "--instances",
-                "2"
+                "2",
+                "--warmup",
+                "1"
             ]
         );
     }
