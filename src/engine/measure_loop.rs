@@ -107,6 +107,8 @@ pub struct Measured {
     /// Why the run ended before its duration (a full file system, an exhausted fileset, its
     /// threads finishing), when it did; `None` when it ran its time or was interrupted.
     pub ended_early: Option<String>,
+    /// What [`MeasureOptions::device`] read over the measured window (after any warm-up).
+    pub device_read_bytes: Option<u64>,
 }
 
 /// How to measure.
@@ -122,6 +124,8 @@ pub struct MeasureOptions {
     /// Count fileset exhaustion and go on instead of ending the run there.
     pub continue_when_exhausted: bool,
     pub continue_on_enospc: bool,
+    /// The block device (major, minor) whose reads over the measured window are reported.
+    pub device: Option<(u32, u32)>,
 }
 
 /// Sum what the workers published for the current epoch and turn the difference from the
@@ -256,6 +260,9 @@ pub fn measure(
         // threads than cores) the instant every rank agreed on, not when the scheduler
         // next lets this thread run after waking its workers.
         let mut tl = Timeline::start(&shared, mo);
+        if !tl.warming {
+            out.device_at_start = mo.device.and_then(crate::sys::blockstat::read_bytes);
+        }
         pacing.start();
         crate::sys::mark::mark(crate::sys::mark::MARK_START);
         gate.open();
@@ -361,6 +368,9 @@ struct Outcome {
     stonewalled: bool,
     /// The measured window ran to its duration.
     reached_limit: bool,
+    /// The device's read count when the measured window began, and what it read in it.
+    device_at_start: Option<u64>,
+    device_read_bytes: Option<u64>,
 }
 
 impl Outcome {
@@ -377,6 +387,8 @@ impl Outcome {
             cluster_failed: false,
             stonewalled: false,
             reached_limit: false,
+            device_at_start: None,
+            device_read_bytes: None,
         }
     }
 
@@ -476,6 +488,7 @@ impl Outcome {
         .map(|why| format!("{why}, after {:.3} s of {} s", self.duration, mo.seconds));
         Ok(Measured {
             ended_early,
+            device_read_bytes: self.device_read_bytes,
             rec: self.merged,
             duration: self.duration,
             started_at: self.started_at,
@@ -566,6 +579,7 @@ impl<'a> Timeline<'a> {
         }
         self.sh.ctl.next_generation();
         self.generation += 1;
+        out.device_at_start = self.mo.device.and_then(crate::sys::blockstat::read_bytes);
         self.t0 = now;
         self.next_tick = self.t0 + self.interval;
         self.sampler.reset(0.0);
@@ -668,6 +682,11 @@ impl<'a> Timeline<'a> {
             crate::err!("\r\x1b[2K");
         }
         out.duration = self.t0.elapsed().as_secs_f64();
+        if !self.warming {
+            out.device_read_bytes = out.device_at_start.and_then(|b| {
+                Some(crate::sys::blockstat::read_bytes(self.mo.device?)?.saturating_sub(b))
+            });
+        }
         out.started_at = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_secs_f64() - out.duration)

@@ -441,7 +441,6 @@ fn run_in(
     let calibration = stats::clock::Calibration::measure(stats::clock::global());
     let host = stats::host::collect(&rd.path);
     let disk_probe = hooks::probe(&rd.path);
-    let dev_before = crate::sys::blockstat::device_read_bytes(&rd.path);
     let mut m = measure(
         wl,
         &laid.filesets,
@@ -453,6 +452,7 @@ fn run_in(
             progress: opts.progress,
             continue_when_exhausted: opts.continue_when_exhausted,
             continue_on_enospc: opts.continue_on_enospc,
+            device: crate::sys::blockstat::device_of(&rd.path),
         },
     )?;
     if let Some(what) = remounted {
@@ -461,8 +461,7 @@ fn run_in(
     if let Some(note) = cold_note {
         m.notes.insert(0, note);
     }
-    let device_read_bytes = dev_before
-        .and_then(|b| Some(crate::sys::blockstat::device_read_bytes(&rd.path)?.saturating_sub(b)));
+    let device_read_bytes = m.device_read_bytes;
     // On a simulated disk: how late its replies were during this run.
     let disk = disk_probe.and_then(|p| p.record(&mut m.notes));
     let (flowops, summary) = stats::summarize(&wl.stat_names, &m.rec, m.duration);

@@ -227,7 +227,7 @@ pub struct Results {
     pub ended_early: Option<String>,
     /// What the block device under the measured directory read during the measurement
     /// (its sector count in /sys/block/DEV/stat, × 512); absent when there is no block
-    /// device (tmpfs, overlay, a remote). For a workload, from the start of its warm-up.
+    /// device (tmpfs, overlay, a remote). For a workload, its measured window after the warm-up.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device_read_bytes: Option<u64>,
     pub threads: u64,

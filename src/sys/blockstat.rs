@@ -12,12 +12,21 @@ fn read_bytes_of(sysfs: &Path) -> Option<u64> {
     Some(sectors * 512)
 }
 
-/// Bytes read so far by the block device that holds `path`'s file system; `None` when it
-/// is on none (tmpfs, an overlay, FUSE, NFS).
-pub fn device_read_bytes(path: &Path) -> Option<u64> {
+/// The device number (major, minor) of the file system holding `path`.
+pub fn device_of(path: &Path) -> Option<(u32, u32)> {
     let dev = std::fs::metadata(path).ok()?.dev();
-    let (maj, min) = (libc::major(dev), libc::minor(dev));
-    read_bytes_of(Path::new(&format!("/sys/dev/block/{maj}:{min}")))
+    Some((libc::major(dev), libc::minor(dev)))
+}
+
+/// Bytes read so far by the block device numbered `dev`; `None` when it is no block device
+/// (tmpfs, an overlay, FUSE and NFS have anonymous device numbers).
+pub fn read_bytes(dev: (u32, u32)) -> Option<u64> {
+    read_bytes_of(Path::new(&format!("/sys/dev/block/{}:{}", dev.0, dev.1)))
+}
+
+/// Bytes read so far by the block device that holds `path`'s file system.
+pub fn device_read_bytes(path: &Path) -> Option<u64> {
+    read_bytes(device_of(path)?)
 }
 
 /// Bytes read so far by the block device `dev` (`/dev/loop3`, `sdb`).
