@@ -174,6 +174,35 @@ pub const DEFAULT_CACHE_SERVED_SHARE: f64 = 0.5;
 mod tests {
     use super::*;
 
+    fn plan(measurement: &str, quick: bool) -> Result<super::super::Plan, PlanError> {
+        let text = format!(
+            "[experiment]\nname = \"t\"\nrepetitions = 1\n[[target]]\nname = \"a\"\nkind = \"dir\"\npath = \"/tmp\"\nmemory = \"512M\"\n[[measurement]]\nname = \"w\"\nkind = \"find\"\n{measurement}\n"
+        );
+        super::super::parse(std::path::Path::new("t.toml"), &text, quick)
+    }
+
+    #[test]
+    fn a_measurement_memory_and_its_quick_scale() {
+        let p = plan("memory = \"64M\"\nquick = { memory = \"32M\" }", false).unwrap();
+        assert!(p.measurements[0]
+            .params
+            .contains(&("memory".into(), "64M".into())));
+        assert_eq!(p.targets[0].memory, Some(512 << 20));
+        assert_eq!(p.memory_at.as_deref(), Some("t.toml:8:10"));
+        let q = plan("memory = \"64M\"\nquick = { memory = \"32M\" }", true).unwrap();
+        assert!(q.measurements[0]
+            .params
+            .contains(&("memory".into(), "32M".into())));
+        let e = plan("memory = \"64M\"\nparams = { memory = \"32M\" }", false).unwrap_err();
+        assert!(
+            e.0.contains("t.toml:12:10: memory is set here and in params"),
+            "{e}"
+        );
+        let e = plan("factors = { memory = [\"none\", \"4M\"] }", false).unwrap_err();
+        assert!(e.0.contains("t.toml:12:31: memory \"4M\" is below"), "{e}");
+        assert_eq!(plan("", false).unwrap().cache_served_share, 0.5);
+    }
+
     #[test]
     fn levels() {
         assert_eq!(parse_level("none").unwrap(), None);
