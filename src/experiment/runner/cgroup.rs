@@ -107,10 +107,17 @@ pub fn unavailable() -> Option<String> {
 }
 
 impl MemoryCgroup {
-    /// Make `fsbench-PID-TAG` with `limit` bytes.
-    pub fn create(tag: &str, limit: u64) -> Result<MemoryCgroup> {
+    /// Where `fsbench-PID-TAG` would be made, and in which cgroup version.
+    pub fn planned(tag: &str) -> Result<(PathBuf, u8)> {
         let (parent, version) = parent().map_err(|why| anyhow::anyhow!("memory limit: {why}"))?;
-        let dir = parent.join(format!("fsbench-{}-{tag}", std::process::id()));
+        Ok((
+            parent.join(format!("fsbench-{}-{tag}", std::process::id())),
+            version,
+        ))
+    }
+
+    /// Make the cgroup [`MemoryCgroup::planned`] gave, with `limit` bytes.
+    pub fn create((dir, version): (PathBuf, u8), limit: u64) -> Result<MemoryCgroup> {
         std::fs::create_dir(&dir)
             .with_context(|| format!("memory limit: creating the cgroup {}", dir.display()))?;
         let cg = MemoryCgroup {

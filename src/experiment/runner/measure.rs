@@ -111,22 +111,21 @@ pub(super) struct Run<'a> {
     pub(super) status_override: &'a str,
     pub(super) env: &'a Env,
     pub(super) outdir: &'a Path,
+    /// The memory cgroup the measured child runs in, when the cell has a memory limit.
+    pub(super) cgroup: Option<MemoryCgroup>,
 }
 
 impl Run<'_> {
-    pub(super) fn measure_and_store(&self, st: &mut Store) -> Result<bool> {
+    pub(super) fn measure_and_store(mut self, st: &mut Store) -> Result<bool> {
         let (plan, cell, rep) = (self.plan, self.cell, self.rep);
         let ready = self.env.ready(&cell.target);
-        let tag = self.tag();
+        let tag = run_tag(cell, rep, self.status_override);
         let json_out = self.outdir.join("runs").join(format!("{tag}.json"));
         let log = self.outdir.join("runs").join(format!("{tag}.log"));
         let scratch = self.outdir.join("scratch");
         std::fs::create_dir_all(&scratch)?;
         let args = command(plan, cell, &ready.dir, &json_out, &scratch);
-        let cgroup = match memory_limit(plan, cell) {
-            Some(limit) => Some(MemoryCgroup::create(&tag, limit)?),
-            None => None,
-        };
+        let cgroup = self.cgroup.take();
         let warm_pass = self.warm_pass(&args, &tag, cgroup.as_ref())?;
         let (remounts, handoff) = self.prepare_caches(ready)?;
         let server_pids = self.server_pids();
@@ -237,20 +236,6 @@ impl Run<'_> {
             cg.remove()?;
         }
         Ok(applied)
-    }
-
-    /// The run's name in OUTDIR/runs: cell, repetition, and whether a stored warm-up.
-    fn tag(&self) -> String {
-        format!(
-            "c{:03}-r{:02}{}",
-            self.cell.idx + 1,
-            self.rep,
-            if self.status_override.is_empty() {
-                ""
-            } else {
-                "-warmup"
-            }
-        )
     }
 
     /// What the flags of this cell's run are judged from.
@@ -500,4 +485,36 @@ pub(super) fn memory_limit(plan: &Plan, cell: &Cell) -> Option<u64> {
             .flatten(),
         None => plan.target(&cell.target).memory,
     }
+}
+
+/// A run's name in OUTDIR/runs (and its memory cgroup's): cell, repetition, and whether a
+/// stored warm-up.
+pub(super) fn run_tag(cell: &Cell, rep: u32, status_override: &str) -> String {
+    format!(
+        "c{:03}-r{rep:02}{}",
+        cell.idx + 1,
+        if status_override.is_empty() {
+            ""
+        } else {
+            "-warmup"
+        }
+    )
+}
+
+/// The cell's memory cgroup, registered in the journal before it is made (a crash leaves
+/// it to `--cleanup`); `None` without a memory limit.
+pub(super) fn memory_cgroup(
+    plan: &Plan,
+    cell: &Cell,
+    tag: &str,
+    journal: &mut Journal,
+) -> Result<Option<MemoryCgroup>> {
+    let Some(limit) = memory_limit(plan, cell) else {
+        return Ok(None);
+    };
+    let planned = MemoryCgroup::planned(tag)?;
+    journal.push(target::Undo::RemoveCgroup {
+        path: planned.0.clone(),
+    })?;
+    MemoryCgroup::create(planned, limit).map(Some)
 }

@@ -423,6 +423,9 @@ impl Session<'_> {
     fn run_one(&mut self, i: usize, cell_id: i64, rep: u32, status_override: &str) -> Result<bool> {
         let cell = &self.cells[i];
         self.env.apply_settings(self.plan, cell)?;
+        let mark = self.env.journal.len();
+        let tag = super::measure::run_tag(cell, rep, status_override);
+        let cgroup = super::measure::memory_cgroup(self.plan, cell, &tag, &mut self.env.journal)?;
         let r = Run {
             plan: self.plan,
             cell,
@@ -431,8 +434,11 @@ impl Session<'_> {
             status_override,
             env: self.env,
             outdir: self.outdir,
+            cgroup,
         }
         .measure_and_store(self.st);
+        // The run removed its cgroup (or dropping it did): its journal entry goes.
+        self.env.journal.forget_to(mark)?;
         // A remount gave the target's mounts new ids: the saved journal follows them.
         self.env.journal.refresh()?;
         r
