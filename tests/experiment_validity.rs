@@ -454,3 +454,28 @@ memory = "64M"
     }
     assert!(!t.contains("have no fixed duration"), "{t}");
 }
+
+#[test]
+fn a_run_that_runs_its_time_reports_no_early_end() {
+    let dir = Scratch::new("fulltime");
+    let j = dir.path().join("r.json");
+    let o = run(&[
+        "run",
+        "webserver",
+        "--dir",
+        dir.s(),
+        "-s",
+        "nfiles=50",
+        "-s",
+        "filesize=4k",
+        "--duration",
+        "0.5",
+        "-q",
+        "--json",
+        j.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&j).unwrap()).unwrap();
+    assert!(v.get("ended_early").is_none(), "{v}");
+    assert!(v["duration_s"].as_f64().unwrap() >= 0.5);
+}
