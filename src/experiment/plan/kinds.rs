@@ -82,6 +82,15 @@ impl Kind {
         !matches!(self, Kind::Layout | Kind::Scan)
     }
 
+    /// Whether the bytes a kind reads are judged against its device's reads (`cache_served`):
+    /// a workload's, `read`'s and a replay's reads are of data that was there before they
+    /// started; PostMark, Andrew and the build read mostly what they wrote in the same run,
+    /// which the page cache serves on any machine, and `find`, `layout` and `scan` read
+    /// metadata only.
+    pub fn judges_device_reads(self) -> bool {
+        matches!(self, Kind::Workload | Kind::Read | Kind::Replay)
+    }
+
     /// Whether a kind walks a tree the runner can make (`tree_files`).
     pub fn makes_tree(self) -> bool {
         matches!(self, Kind::Find | Kind::Read)

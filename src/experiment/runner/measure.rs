@@ -262,7 +262,8 @@ impl Run<'_> {
             } else {
                 None
             },
-            judge_device: cell.cache == "cold" || kind == "image" || kind == "disk",
+            judge_device: m.kind.judges_device_reads()
+                && (cell.cache == "cold" || kind == "image" || kind == "disk"),
             device_read_bytes,
             share: plan.cache_served_share,
         }
