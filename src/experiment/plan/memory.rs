@@ -154,14 +154,15 @@ pub(super) fn check(
     }))
 }
 
-/// `cache_served_share` of `[experiment]`: a share in (0, 1], 0.5 when not set.
+/// `cache_served_share` of `[experiment]`: a share in [0, 1] (0: no run is flagged), 0.5
+/// when not set.
 pub(super) fn cache_served_share(ctx: &Ctx, raw: &RawPlan) -> Result<f64, PlanError> {
     match &raw.experiment.cache_served_share {
         None => Ok(DEFAULT_CACHE_SERVED_SHARE),
-        Some(v) if *v.get_ref() > 0.0 && *v.get_ref() <= 1.0 => Ok(*v.get_ref()),
+        Some(v) if (0.0..=1.0).contains(v.get_ref()) => Ok(*v.get_ref()),
         Some(v) => Err(ctx.err(
             v.span(),
-            "cache_served_share: a share of the bytes read, above 0 and at most 1",
+            "cache_served_share: a share of the bytes read, from 0 (no run is flagged) to 1",
         )),
     }
 }
