@@ -223,12 +223,19 @@ impl RandVar {
         self.dist.mean()
     }
 
-    /// Short human text, e.g. `gamma(mean=131072, shape=1.5) round=512`.
+    /// Short human text, e.g. `gamma(mean=131072, shape=1.5, round=512)`: the clamps and
+    /// the rounding are the random variable's own attributes, so they go inside its
+    /// parentheses (beside others, a bare ` round=512` read like a variable of its own).
     pub fn describe(&self) -> String {
         let mut s = self.dist.describe();
-        for (name, v) in [("min", self.min), ("max", self.max), ("round", self.round)] {
-            if let Some(v) = v {
-                s.push_str(&format!(" {name}={v}"));
+        let own: Vec<String> = [("min", self.min), ("max", self.max), ("round", self.round)]
+            .into_iter()
+            .filter_map(|(name, v)| v.map(|v| format!("{name}={v}")))
+            .collect();
+        if !own.is_empty() {
+            match s.strip_suffix(')') {
+                Some(head) => s = format!("{head}, {})", own.join(", ")),
+                None => s = format!("{s}({})", own.join(", ")),
             }
         }
         s
@@ -1368,7 +1375,7 @@ mod tests {
         assert!(RandVar::new(d.clone(), None, None, Some(-1.0)).is_err());
         assert!(RandVar::new(Dist::Exponential { mean: -1.0 }, None, None, None).is_err());
         let v = RandVar::new(d, Some(1.0), None, Some(512.0)).unwrap();
-        assert_eq!(v.describe(), "exponential(mean=1) min=1 round=512");
+        assert_eq!(v.describe(), "exponential(mean=1, min=1, round=512)");
     }
 
     #[test]

@@ -53,6 +53,16 @@ fn pseudo_fs_name(magic: i64) -> Option<&'static str> {
     })
 }
 
+/// What a file is, for messages: "a regular file", "a directory", "a block device" ...
+pub fn file_kind(m: &std::fs::Metadata) -> &'static str {
+    use std::os::unix::fs::MetadataExt;
+    if m.is_file() {
+        "a regular file"
+    } else {
+        kind(m.mode())
+    }
+}
+
 /// What a non-regular file is, for messages.
 fn kind(mode: u32) -> &'static str {
     match mode & libc::S_IFMT {

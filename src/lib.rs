@@ -15,6 +15,7 @@
 //! the code to the layers written here (one `// layer NAME` line, then its modules).
 
 // layer commands: what the binary's subcommands call (main.rs is here too)
+pub mod complete;
 pub mod experiment;
 
 // layer benchmarks: producers of work for the engine, consumers of its Results

@@ -79,7 +79,7 @@ enum Command {
     Report(fsbench::report::html::cli::ReportArgs),
     /// Benchmarks of fsbench itself.
     #[command(
-        after_help = "Examples:\n  fsbench selftest overhead\n  fsbench selftest overhead --seconds 2 --rounds 7 --dir /dev/shm"
+        after_help = "Examples:\n  fsbench selftest overhead\n  fsbench selftest overhead --seconds 2 --rounds 7 --dir /dev/shm\n  fsbench selftest layout --files 100000 --dir /mnt/test\n  fsbench selftest scan --entries 200000 --dir /dev/shm"
     )]
     Selftest(SelftestArgs),
     /// PostMark 1.5 (as Debian packages it): reads its configuration files, same transactions.
@@ -174,8 +174,9 @@ struct VerifyArgs {
 #[derive(Args)]
 struct CleanArgs {
     /// Directory to look in (default: $TMPDIR, where runs go unless given --dir).
+    #[arg(value_hint = clap::ValueHint::DirPath)]
     dir: Option<PathBuf>,
-    /// Only list what would be removed.
+    /// Only list what would be removed, and why the rest would be kept.
     #[arg(long, short = 'n')]
     dry_run: bool,
 }
@@ -227,6 +228,17 @@ struct RunArgs {
     /// (Filebench, and the default, end the run there).
     #[arg(long)]
     continue_on_enospc: bool,
+    /// Write the preallocated files with N threads (default: 1, or one per core up to 16
+    /// for filesets with `paralloc`, as Filebench). The files, their sizes and content are
+    /// the same whatever N; only the order they are created in differs.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
+    layout_threads: Option<u16>,
+    /// A `finishoncount`/`finishonbytes` that is done ends the whole run in every quit mode,
+    /// as Filebench 1.5-alpha3 did. By default it ends its own thread, as Filebench's
+    /// current source does: the run ends with it in the default and `firstdone` modes, and
+    /// goes on until the other threads finish in `alldone` mode.
+    #[arg(long)]
+    finish_ends_run: bool,
     /// Verify data: every 4 KiB block written carries a header (file, offset, generation,
     /// checksum) that reads check; mismatches are reported per flowop and make the run fail.
     #[arg(long)]
@@ -281,6 +293,37 @@ enum SelftestWhat {
         /// so the default is the size of `randomread`-like runs users make.
         #[arg(long, default_value = "256M", value_parser = parse_size_arg)]
         size: u64,
+    },
+    /// Measure how fast fsbench lays a fileset out against a bare loop creating the same
+    /// files (one writer, and one per core).
+    Layout {
+        /// Files per round.
+        #[arg(long, default_value_t = 20_000)]
+        files: u64,
+        /// Size of each file (K, M, G).
+        #[arg(long, default_value = "16K", value_parser = parse_size_arg)]
+        size: u64,
+        /// Rounds per case (the cases alternate).
+        #[arg(long, default_value_t = 5)]
+        rounds: u32,
+        /// Directory to lay out in (default: the system's temporary directory).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
+    /// Measure how fast `fsbench scan` walks a generated tree against `find -printf`.
+    Scan {
+        /// Entries of the generated tree.
+        #[arg(long, default_value_t = 200_000)]
+        entries: u64,
+        /// Rounds per tool (they alternate).
+        #[arg(long, default_value_t = 5)]
+        rounds: u32,
+        /// Drop the kernel's caches before every round (root).
+        #[arg(long)]
+        cold: bool,
+        /// Directory to make the tree in (default: the system's temporary directory).
+        #[arg(long)]
+        dir: Option<PathBuf>,
     },
     /// Measure how fast the data generator fills buffers (GB/s on one core) per content kind.
     Content {
@@ -740,6 +783,8 @@ fn run_options(a: &RunArgs, parent: PathBuf) -> fsbench::engine::RunOptions {
         cold: a.cold,
         continue_when_exhausted: a.continue_when_exhausted,
         continue_on_enospc: a.continue_on_enospc,
+        layout_threads: a.layout_threads.map(usize::from),
+        finish_ends_run: a.finish_ends_run,
     }
 }
 
@@ -932,6 +977,28 @@ fn cmd_selftest(a: &SelftestArgs) -> Result<()> {
             fsbench::out!("{report}");
             Ok(())
         }
+        SelftestWhat::Layout {
+            files,
+            size,
+            rounds,
+            dir,
+        } => {
+            let dir = dir.clone().unwrap_or_else(std::env::temp_dir);
+            let report = fsbench::engine::selftest_layout::layout(&dir, *files, *size, *rounds)?;
+            fsbench::out!("{report}");
+            Ok(())
+        }
+        SelftestWhat::Scan {
+            entries,
+            rounds,
+            cold,
+            dir,
+        } => {
+            let dir = dir.clone().unwrap_or_else(std::env::temp_dir);
+            let report = fsbench::engine::selftest_scan::scan(&dir, *entries, *rounds, *cold)?;
+            fsbench::out!("{report}");
+            Ok(())
+        }
         SelftestWhat::Content { mib } => {
             fsbench::out!("{}", fsbench::content::speed_report(*mib << 20));
             Ok(())
@@ -1044,11 +1111,9 @@ fn dispatch(cli: Cli) -> Result<()> {
         Command::Results(a) => fsbench::experiment::cli::results(a),
         Command::Completions { shell } => {
             use clap::CommandFactory;
-            let mut cmd = Cli::command();
             // Generated into memory: the generator panics when its writer fails.
-            let mut script = Vec::new();
-            clap_complete::generate(shell, &mut cmd, "fsbench", &mut script);
-            fsbench::console::out_bytes(&script);
+            let script = fsbench::complete::script(shell, Cli::command(), "fsbench");
+            fsbench::console::out_bytes(script.as_bytes());
             Ok(())
         }
         Command::Man { dir } => {

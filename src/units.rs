@@ -69,7 +69,15 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         "t" | "tb" | "tib" => 1 << 40,
         _ => return Err(format!("bad size unit in {s:?} (use K, M, G, T)")),
     };
-    Ok((v * mul as f64).round() as u64)
+    let bytes = (v * mul as f64).round();
+    // 2^64 and above do not fit: `as` would saturate them into a different size.
+    if bytes >= 18_446_744_073_709_551_616.0 {
+        return Err(format!(
+            "size {s:?} is too large: the largest is {} bytes (16 EiB, just under 16777216T)",
+            u64::MAX
+        ));
+    }
+    Ok(bytes as u64)
 }
 
 /// Parse a duration into milliseconds: "5.2ms", "500us", "0.01s", "5.2" (ms).
@@ -138,6 +146,12 @@ mod tests {
         assert_eq!(parse_size("4k").unwrap(), 4096);
         assert_eq!(parse_size("1.5M").unwrap(), 1572864);
         assert!(parse_size("4q").is_err());
+        let e = parse_size("16777216T").unwrap_err();
+        assert!(
+            e.contains("too large") && e.contains("18446744073709551615"),
+            "{e}"
+        );
+        assert_eq!(parse_size("16777215T").unwrap(), 16777215 << 40);
         assert_eq!(parse_ms("500us").unwrap(), 0.5);
         assert_eq!(human_bps(1e8), "100 Mbit/s");
     }

@@ -515,8 +515,9 @@ const FS4: &str =
 
 #[test]
 fn runs_end_and_clean_up_whatever_the_workload_does() {
-    // A thread whose flowops all run zero times still sees the stop.
-    let (o, out) = run_bounded(&format!("{FS4}define process name=p {{ thread name=t {{ flowop hog name=h,value=1,iters=0 }} }}\nrun 1\n"), &[], 15);
+    // A thread whose flowops all run zero times still sees the stop (`iters=0` itself is
+    // refused at check time; a random variable can still draw 0 every time).
+    let (o, out) = run_bounded(&format!("{FS4}set $z=randvar(type=uniform, min=0, mean=0)\ndefine process name=p {{ thread name=t {{ flowop hog name=h,value=1,iters=$z }} }}\nrun 1\n"), &[], 15);
     assert!(o.status.success(), "{out}");
     // A huge hog is cut short by the stop.
     let (o, out) = run_bounded(&format!("{FS4}define process name=p {{ thread name=t {{ flowop hog name=h,value=1000000000000 }} }}\nrun 1\n"), &[], 15);
@@ -667,4 +668,48 @@ fn short_path_does_what_the_general_path_does() {
     assert!(general.0 == short.0, "the two paths left different files");
     let other = run_once("6", true);
     assert!(other.0 != short.0, "another seed left the same file");
+}
+
+/// Writers split the preallocated files between them; the files, their sizes and their
+/// content are those one writer makes.
+#[test]
+fn layout_with_several_writers_makes_the_same_files() {
+    let dir = Scratch::new("layout-threads");
+    let wl = dir.path().join("lay.f");
+    std::fs::write(
+        &wl,
+        "define fileset name=fs,path=/tmp,entries=700,dirwidth=20,size=12k,prealloc=60\n\
+         define process name=p { thread name=t { flowop statfile name=s,filesetname=fs } }\n\
+         run 1\n",
+    )
+    .unwrap();
+    let (mut trees, mut written) = (Vec::new(), Vec::new());
+    for threads in ["1", "3"] {
+        let o = run(&[
+            "run",
+            wl.to_str().unwrap(),
+            "--dir",
+            dir.s(),
+            "--duration",
+            "0.2",
+            "--keep",
+            "--layout-threads",
+            threads,
+            "--json",
+            "-",
+        ]);
+        assert!(o.status.success(), "{}", text(&o));
+        let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        written.push(r["layout"]["files_written"].as_u64().unwrap());
+        trees.push(format!("{}/fs", r["run_dir"].as_str().unwrap()));
+    }
+    // prealloc=60: about 60% of the 700, the same ones for the same seed.
+    assert!((380..=460).contains(&written[0]), "{written:?}");
+    assert_eq!(written[0], written[1]);
+    let o = run(&["diff", &trees[0], &trees[1], "--json", "-"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["identical"]["files"].as_u64(), Some(written[0]), "{v}");
+    assert_eq!(v["changed"]["files"].as_u64(), Some(0), "{v}");
+    assert_eq!(v["new_files"].as_u64(), Some(written[0]), "{v}");
 }

@@ -130,32 +130,66 @@ run 30
     assert_eq!(flowop(&v, "a")["bytes"], 255 * 1024, "{v}");
 }
 
-#[test]
-fn a_finish_flowop_ends_the_run_in_every_mode() {
-    // Filebench (flowop.c): a flowop returning FILEBENCH_DONE sets shm_f_abort whatever
-    // the quit mode, and every thread stops before its next flowop. In `alldone` mode a
-    // second process that would loop for ever ends with the first one's finish flowop;
-    // only an exhausted fileset ends no more than its own thread there.
-    let dir = Scratch::new("finish-ends-run");
-    let body = "set mode quit alldone
+/// Thread `t` finishes after 50 stats; thread `u` after `other` stats of its own.
+fn finish_two_threads(mode: &str, other: u64) -> String {
+    format!(
+        "set mode quit {mode}
 define fileset name=f,path=\"/tmp\",entries=4,dirwidth=4,filesize=1k,prealloc=100
-define process name=p {
-  thread name=t {
+define process name=p {{
+  thread name=t {{
     flowop statfile name=s,filesetname=f
     flowop finishoncount name=fin,value=50,target=s
-  }
-}
-define process name=q {
-  thread name=forever {
+  }}
+}}
+define process name=q {{
+  thread name=u {{
     flowop statfile name=s2,filesetname=f
-  }
+    flowop finishoncount name=fin2,value={other},target=s2
+  }}
+}}
+run 60
+"
+    )
 }
-run 30
-";
-    let (v, _) = run_wl(&dir, body, &[]);
+
+#[test]
+fn a_finish_flowop_in_alldone_mode_ends_only_its_thread() {
+    // Filebench's current source (flowop_library.c since August 2016): a finish flowop
+    // that is done returns FILEBENCH_NORSC, which ends its thread; in `alldone` mode
+    // (flowop.c) the run goes on until every thread is done. Thread t is done after 50
+    // stats, thread u after 20,000: u runs to its own end.
+    let dir = Scratch::new("finish-alldone");
+    let (v, _) = run_wl(&dir, &finish_two_threads("alldone", 20_000), &[]);
     assert_eq!(flowop(&v, "s")["ops"], 50, "{v}");
-    let d = v["duration_s"].as_f64().unwrap();
-    assert!(d < 10.0, "the finish flowop did not end the run ({d} s)");
+    assert_eq!(flowop(&v, "s2")["ops"], 20_000, "{v}");
+    // It ended when both were done, not at the run's 60 s.
+    assert!(v["duration_s"].as_f64().unwrap() < 59.0, "{v}");
+    assert!(!v["notes"].to_string().contains("ended early"), "{v}");
+}
+
+#[test]
+fn a_finish_flowop_ends_the_run_outside_alldone_mode_or_with_the_option() {
+    // flowop.c: FILEBENCH_NORSC in firstdone mode ends the run; in the default (timeout)
+    // mode it ends it too, with Filebench's "Run stopped early" warning (a note here).
+    // --finish-ends-run restores the 1.5-alpha3 tag, where FILEBENCH_DONE ended the run in
+    // every mode, alldone included. Thread u would run for ever (value far out of reach).
+    let dir = Scratch::new("finish-ends-run");
+    for (mode, extra, note) in [
+        ("timeout", &[][..], true),
+        ("firstdone", &[][..], false),
+        ("alldone", &["--finish-ends-run"][..], false),
+    ] {
+        let (v, _) = run_wl(&dir, &finish_two_threads(mode, u64::MAX / 2), extra);
+        assert_eq!(flowop(&v, "s")["ops"], 50, "{mode}: {v}");
+        let d = v["duration_s"].as_f64().unwrap();
+        assert!(d < 59.0, "{mode}: the run went to its 60 s ({d} s)");
+        let notes = v["notes"].to_string();
+        assert_eq!(
+            notes.contains("finish flowop fin is done"),
+            note,
+            "{mode}: {notes}"
+        );
+    }
 }
 
 #[test]
@@ -407,4 +441,140 @@ run 30
     }
     // The target `read1` is the first flowop of that name (rw1's): 20 reads end the run.
     assert_eq!(flowop(&v, "rw1.read1")["ops"], 20, "{v}");
+}
+
+#[test]
+fn opennext_rotates_over_all_128_slots_of_a_thread() {
+    // Filebench (flowop_library.c flowoplib_fdnum): a rotating-fd flowop cycles through
+    // all THREADFLOW_MAXFD (128) slots of its thread whatever the fileset's size, and a
+    // read on an empty slot first opens a file into it (a zero-byte operation of the read).
+    // On a 10-file fileset each thread opens 128 times, then only reads; a fileset of more
+    // than 128 files runs the same way.
+    let dir = Scratch::new("opennext");
+    for entries in [10, 200] {
+        let body = format!(
+            "define fileset name=f,path=\"/tmp\",entries={entries},dirwidth=1000,size=16k,prealloc
+define process name=p {{
+  thread name=t,instances=2 {{
+    flowop read name=r,filesetname=f,iosize=4k,random,opennext
+  }}
+}}
+run 1
+"
+        );
+        let (v, _) = run_wl(&dir, &body, &[]);
+        let r = flowop(&v, "r");
+        let (ops, bytes) = (r["ops"].as_u64().unwrap(), r["bytes"].as_u64().unwrap());
+        assert!(bytes / 4096 > 256, "too few reads to fill the slots: {v}");
+        assert_eq!(
+            ops - bytes / 4096,
+            2 * 128,
+            "opens on {entries} entries: {v}"
+        );
+        assert_eq!(r["errors"].as_u64().unwrap_or(0), 0, "{v}");
+    }
+}
+
+/// Directories under the kept fileset `name` (anywhere below `root`) and how many files each
+/// holds, deepest paths included; the fileset's own root is left out.
+fn tree_under(root: &std::path::Path, name: &str) -> Vec<(std::path::PathBuf, usize)> {
+    fn find(p: &std::path::Path, name: &str) -> Option<std::path::PathBuf> {
+        for e in std::fs::read_dir(p).ok()?.flatten() {
+            let q = e.path();
+            if e.file_type().ok()?.is_dir() {
+                if e.file_name() == name {
+                    return Some(q);
+                }
+                if let Some(r) = find(&q, name) {
+                    return Some(r);
+                }
+            }
+        }
+        None
+    }
+    fn walk(p: &std::path::Path, out: &mut Vec<(std::path::PathBuf, usize)>) {
+        let mut files = 0;
+        for e in std::fs::read_dir(p).unwrap().flatten() {
+            if e.file_type().unwrap().is_dir() {
+                walk(&e.path(), out);
+            } else {
+                files += 1;
+            }
+        }
+        out.push((p.to_path_buf(), files));
+    }
+    let top = find(root, name).unwrap_or_else(|| panic!("no fileset {name} under {root:?}"));
+    let mut out = Vec::new();
+    walk(&top, &mut out);
+    out.retain(|(p, _)| *p != top);
+    out
+}
+
+#[test]
+fn dirgamma_zero_makes_exact_widths() {
+    // Filebench (fileset.c fileset_populate_subdir): with dirgamma=0 every directory's depth
+    // threshold is (int)meandepth and its width exactly dirwidth (`i < ranwidth + 1`).
+    // createdelete-swing's tree (1,000 files, dirwidth 1,000): mean depth 1, one directory
+    // holding all the files. 100 files, dirwidth 10: mean depth 2, ten directories of ten.
+    for (entries, width, dirs) in [(1000, 1000, 1), (100, 10, 10)] {
+        let dir = Scratch::new("dirgamma0");
+        let body = format!(
+            "define fileset name=f,path=\"/tmp\",entries={entries},dirwidth={width},dirgamma=0,size=0,prealloc
+define process name=p {{
+  thread name=t {{
+    flowop statfile name=s,filesetname=f
+  }}
+}}
+create files
+quit
+"
+        );
+        let (v, _) = run_wl(&dir, &body, &["--keep"]);
+        assert_eq!(v["layout"]["files_written"], entries, "{v}");
+        let tree = tree_under(dir.path(), "f");
+        assert_eq!(
+            tree.len(),
+            dirs,
+            "{entries} files, dirwidth {width}: {tree:?}"
+        );
+        for (p, n) in &tree {
+            assert_eq!(*n, entries / dirs, "{p:?} in {tree:?}");
+        }
+    }
+}
+
+#[test]
+fn listdir_rotates_over_every_directory_root_included() {
+    // Filebench (flowop_library.c flowoplib_listdir, fileset.c fileset_pick with
+    // FILESET_PICKDIR): listdir rotates over fs_dirs, every directory of the fileset in the
+    // order it was made, its root first, whether it holds files or not. Each listing counts
+    // strlen(d_name) + sizeof(struct dirent) - 1 per entry read, "." and ".." included.
+    // 125 files at dirwidth 5 with dirgamma=0 (mean depth 3) and prealloc=0: the root holds
+    // five directories, each of those five leaf directories, and the 25 leaves are empty.
+    let dir = Scratch::new("listdir-all");
+    let body =
+        "define fileset name=f,path=\"/tmp\",entries=125,dirwidth=5,dirgamma=0,size=0,prealloc=0
+define process name=p {
+  thread name=t {
+    flowop listdir name=l,filesetname=f
+  }
+}
+run 1
+";
+    let (v, _) = run_wl(&dir, body, &[]);
+    let per = std::mem::size_of::<libc::dirent>() as u64 - 1;
+    // "." and "..": 3 bytes of names; five 8-digit names more in a directory of directories.
+    let full = 3 + 40 + 7 * per;
+    let empty = 3 + 2 * per;
+    let mut order = vec![full];
+    for _ in 0..5 {
+        order.push(full);
+        order.extend(std::iter::repeat_n(empty, 5));
+    }
+    assert_eq!(v["layout"]["dirs"], 30, "{v}");
+    let l = flowop(&v, "l");
+    let ops = l["ops"].as_u64().unwrap();
+    assert!(ops > 31, "{v}");
+    let want: u64 = (0..ops).map(|i| order[(i % 31) as usize]).sum();
+    assert_eq!(l["bytes"].as_u64().unwrap(), want, "{ops} listdirs: {v}");
 }

@@ -374,6 +374,14 @@ fn clean_never_deletes_across_a_mount_inside_a_run_directory() {
     {
         // The same file system bound in (same device: only the mount id tells), deep inside.
         let _bind = Bind::new(&tree, &run_dir.join("data/mnt"));
+        // The dry run says it would keep the directory, and why.
+        let o = run(&["clean", target.s(), "--dry-run"]);
+        let t = text(&o);
+        assert!(o.status.success(), "{t}");
+        assert!(
+            !t.contains("would remove") && t.contains("would keep") && t.contains("data/mnt"),
+            "{t}"
+        );
         let o = run(&["clean", target.s()]);
         let t = text(&o);
         assert!(

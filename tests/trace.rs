@@ -461,3 +461,45 @@ fn fsbench_build_recorded_replays_with_its_threads() {
         text(&o)
     );
 }
+
+#[test]
+fn a_shell_pipeline_replays_afap_in_its_own_process_order() {
+    // The shell waits for each command (wait4) before it starts the next or expands
+    // `gen2/d1/*`: afap keeps that order (a parent's calls after a wait come after the
+    // child's last call; a thread starts after the clone that made it; a vfork parent goes
+    // on after its child's exec), though it drops the orderings only the data imply.
+    if !have("strace") {
+        skip("needs strace (apt install strace)");
+        return;
+    }
+    let s = tmpfs_scratch("trace-sh");
+    let root = s.path().join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    for d in 0..4 {
+        let dir = root.join("gen").join(format!("d{d}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        for f in 0..15 {
+            std::fs::write(dir.join(format!("f{f}")), vec![b'x'; 1000 * (f + 1)]).unwrap();
+        }
+    }
+    let o = Command::new("tar")
+        .args(["-cf", "A.tar", "gen"])
+        .current_dir(&root)
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    std::fs::remove_dir_all(root.join("gen")).unwrap();
+    let out = s.path().join("traces");
+    std::fs::create_dir(&out).unwrap();
+    let cmd = "tar -xf A.tar && cp -r gen gen2 && cat gen2/d1/* > /dev/null";
+    let tr = record(&root, &out, &["sh", "-c", cmd]);
+    let rec = format::read_all(&tr).unwrap().1;
+    assert!(
+        rec.iter().any(|r| r.call == Call::Wait && r.ret > 0),
+        "the recording has the shell's waits"
+    );
+    let want = tree_listing(&root);
+    with_targets("trace-sh", |dirs| {
+        replay_everywhere(&tr, &want, dirs, &["afap", "deps"]);
+    });
+}

@@ -266,16 +266,21 @@ pub fn main(a: &BuildArgs) -> Result<()> {
     let parent = crate::measure::guard::target_dir(a.dir.as_deref())?;
     // Sources are up to 1.5 x --source-size; each job holds a source and its object, the link
     // holds every object, and the disk holds sources, objects and the program.
+    // The jobs first: -j alone can ask for more threads than the machine starts.
+    crate::measure::guard::check_threads(a.jobs as u64, 0, &format!("-j {}", a.jobs))?;
     let hi_size = a.source_size.saturating_add(a.source_size / 2).max(65);
     let per_job = hi_size.saturating_mul(2);
     let link = hi_size.saturating_mul(a.files as u64);
+    let jobs_need = per_job.saturating_mul(a.jobs as u64);
+    // Named by what asks for most of the memory: the jobs' buffers or the link's.
+    let what = if jobs_need > link {
+        format!("-j {} with --source-size {}", a.jobs, a.source_size)
+    } else {
+        format!("--source-size {} with --files {}", a.source_size, a.files)
+    };
     crate::limits::Machine::probe()
-        .check_memory(
-            link.saturating_add(per_job.saturating_mul(a.jobs as u64)),
-            &format!("--source-size {} with --files {}", a.source_size, a.files),
-        )
+        .check_memory(link.saturating_add(jobs_need), &what)
         .map_err(anyhow::Error::msg)?;
-    crate::measure::guard::check_threads(a.jobs as u64, 0, &format!("-j {}", a.jobs))?;
     if let Some(free) = crate::engine::free_space(&parent) {
         let disk = link.saturating_mul(3);
         if disk > free {

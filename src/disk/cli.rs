@@ -330,6 +330,17 @@ fn prepare_image(a: &CreateArgs, params: &DiskParams) -> anyhow::Result<(PathBuf
         None => state::image_root().join(format!("{}.img", a.name)),
     };
     let existed = image.exists();
+    // An existing image must be a regular file: a device or anything else is not fsbench's
+    // to resize or write (and the loop device set up on it would be on someone's data).
+    if let Ok(m) = fs::metadata(&image) {
+        if !m.is_file() {
+            bail!(
+                "--image {} is {}, not a regular file; fsbench creates or reuses image files only and does not touch it (give a path for a new or existing image file)",
+                image.display(),
+                crate::input::file_kind(&m)
+            );
+        }
+    }
     if existed && a.image.is_none() {
         bail!(
             "{} already exists: pass it with --image to reuse it, or delete it",
@@ -342,7 +353,14 @@ fn prepare_image(a: &CreateArgs, params: &DiskParams) -> anyhow::Result<(PathBuf
         (None, false) => 4 << 30,
     };
     if size < (1 << 20) || size % 512 != 0 {
-        bail!("size must be a multiple of 512 bytes and at least 1 MiB");
+        bail!("--size {size}: a disk is at least 1 MiB and a multiple of 512 bytes");
+    }
+    // A file's size is a signed 64-bit offset.
+    if size > i64::MAX as u64 {
+        bail!(
+            "--size {size} is too large: an image file holds at most {} bytes (8 EiB), and its file system usually far less",
+            i64::MAX
+        );
     }
     Disk::new(params.clone(), size).map_err(anyhow::Error::msg)?;
 
@@ -359,7 +377,18 @@ fn prepare_image(a: &CreateArgs, params: &DiskParams) -> anyhow::Result<(PathBuf
         .with_context(|| format!("creating image {}", image.display()))?;
     let cur = f.metadata()?.len();
     if cur < size {
-        f.set_len(size)?; // sparse
+        // Sparse. A size the file system cannot hold (EFBIG) is said with the flag, and an
+        // image this call created is removed again.
+        if let Err(e) = f.set_len(size) {
+            drop(f);
+            if !existed {
+                let _ = fs::remove_file(&image);
+            }
+            bail!(
+                "--size {size}: the image {} cannot be that large: {e}",
+                image.display()
+            );
+        }
     } else if cur > size {
         bail!(
             "image {} is larger ({cur} bytes) than --size {size}",

@@ -65,6 +65,26 @@ pub fn find(dir: &Path) -> Result<Vec<Kept>> {
     Ok(out)
 }
 
+/// Why `clean` would not remove `k` (the checks of adopting it, and mounts inside it), or
+/// None when it would.
+fn would_keep(k: &Kept, parent: &Path, name: &str) -> Option<String> {
+    if let Err(e) = RunDir::check_adoptable(parent, name) {
+        return Some(e.to_string());
+    }
+    let at = k.path.canonicalize().unwrap_or_else(|_| k.path.clone());
+    let inside: Vec<PathBuf> = crate::fuse::state::mount_points()
+        .into_iter()
+        .filter(|m| m.starts_with(&at) && *m != at)
+        .collect();
+    if let Some(m) = inside.first() {
+        return Some(format!(
+            "{} is mounted inside it (unmount it first; fsbench never unmounts what it did not mount)",
+            m.display()
+        ));
+    }
+    None
+}
+
 /// What `fsbench clean` did: its report, and how many directories it meant to remove and
 /// could not (the command then fails).
 pub struct Cleaned {
@@ -99,14 +119,21 @@ pub fn clean(dir: &Path, dry_run: bool) -> Result<Cleaned> {
             ));
             continue;
         }
-        if dry_run {
-            report.push_str(&format!("would remove {} ({size})\n", k.path.display()));
-            continue;
-        }
-        // Adopting it takes the lock and checks ownership and the marker again.
         let parent = k.path.parent().unwrap_or(Path::new("/"));
         let name = k.path.file_name().unwrap_or_default().to_string_lossy();
         let workload = name.strip_prefix("fsbench-").unwrap_or(&name);
+        if dry_run {
+            // The checks the removal makes, so that the list holds only what it removes.
+            match would_keep(k, parent, &name) {
+                None => report.push_str(&format!("would remove {} ({size})\n", k.path.display())),
+                Some(why) => report.push_str(&format!(
+                    "would keep {} ({workload}, {size}): {why}\n",
+                    k.path.display()
+                )),
+            }
+            continue;
+        }
+        // Adopting it takes the lock and checks ownership and the marker again.
         match RunDir::adopt_existing(parent, &name).and_then(|rd| rd.remove()) {
             Ok(()) => {
                 freed += k.bytes;

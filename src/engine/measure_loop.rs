@@ -126,6 +126,9 @@ pub struct MeasureOptions {
     pub continue_on_enospc: bool,
     /// The block device (major, minor) whose reads over the measured window are reported.
     pub device: Option<(u32, u32)>,
+    /// A finish flowop that is done ends the run in every quit mode (Filebench's
+    /// 1.5-alpha3 tag), not only its own thread (its current source).
+    pub finish_ends_run: bool,
 }
 
 /// Sum what the workers published for the current epoch and turn the difference from the
@@ -229,6 +232,7 @@ pub fn measure(
         count_procs,
         continue_when_exhausted: mo.continue_when_exhausted,
         continue_on_enospc: mo.continue_on_enospc,
+        finish_ends_run: mo.finish_ends_run,
         clock: *stats::clock::global(),
         samples: &samples,
         pacing: &pacing,
@@ -330,12 +334,22 @@ fn worker_main(
     gate.wait_open();
     w.begin();
     let flow = w.run();
-    // As Filebench (flowop.c): a finish flowop that is done ends the
-    // run in every mode; a flowop without a file ends it except in
-    // `alldone` mode; a full file system ends it always. The others
-    // stop before their next flowop.
+    // As Filebench's current source (flowop.c; flowop_library.c since August 2016, where
+    // a finish flowop that is done returns FILEBENCH_NORSC): a finish flowop that is done,
+    // like a flowop without a file, ends its thread, and the run except in `alldone` mode;
+    // with --finish-ends-run (the 1.5-alpha3 tag's FILEBENCH_DONE) a finish ends the run in
+    // every mode. A full file system ends it always. The others stop before their next
+    // flowop.
     let ends_run = match flow {
-        Flow::Done => true,
+        Flow::Done => {
+            let ends = shared.finish_ends_run || shared.wl.mode != QuitMode::AllDone;
+            if ends && !shared.finish_ends_run && shared.wl.mode == QuitMode::Timeout {
+                if let (Ok(mut x), Some(name)) = (shared.ctl.finish_done.lock(), w.done_by()) {
+                    x.get_or_insert(name);
+                }
+            }
+            ends
+        }
         Flow::Exhausted => {
             shared.wl.mode != QuitMode::AllDone
                 || shared.ctl.no_space.lock().is_ok_and(|x| x.is_some())
@@ -462,6 +476,14 @@ impl Outcome {
             self.notes.push(format!(
                 "run ended early: the file system is full ({what}); --continue-on-enospc counts \
                  such errors and goes on"
+            ));
+        }
+        if let Some(who) = ctl.finish_done.lock().ok().and_then(|mut x| x.take()) {
+            ended_early.get_or_insert(format!("finish flowop {who} is done"));
+            self.notes.push(format!(
+                "run ended early: finish flowop {who} is done, which in the default (timeout) \
+                 mode ends the run as Filebench does (with its warning \"Run stopped early\"); \
+                 `set mode quit alldone` lets the other threads go on"
             ));
         }
         if let Some(who) = ctl.exhausted.lock().ok().and_then(|mut x| x.take()) {

@@ -11,6 +11,8 @@ pub mod preflight;
 pub mod psrun;
 pub mod rundir;
 pub mod selftest;
+pub mod selftest_layout;
+pub mod selftest_scan;
 pub mod sync;
 pub mod worker;
 
@@ -37,6 +39,9 @@ pub struct Control {
     finished: AtomicUsize,
     /// The first flowop that found its fileset exhausted (ends the run, as in Filebench).
     exhausted: Mutex<Option<String>>,
+    /// The first finish flowop that was done in the default (timeout) mode, where it ends
+    /// the run (Filebench warns "Run stopped early").
+    finish_done: Mutex<Option<String>>,
     /// The first flowop whose file system was full, and its error (ends the run too).
     no_space: Mutex<Option<String>>,
     /// The measuring thread, woken when a worker ends the run.
@@ -110,6 +115,12 @@ pub struct RunOptions {
     pub continue_when_exhausted: bool,
     /// Count ENOSPC/EDQUOT errors and go on instead of ending the run there.
     pub continue_on_enospc: bool,
+    /// Threads writing the preallocated files (`None`: Filebench's rule, see
+    /// [`fileset::layout::threads`]).
+    pub layout_threads: Option<usize>,
+    /// A finish flowop that is done ends the run in every quit mode (Filebench's 1.5-alpha3
+    /// tag) instead of ending its thread (Filebench's current source).
+    pub finish_ends_run: bool,
 }
 
 impl RunOptions {
@@ -127,6 +138,8 @@ impl RunOptions {
             cold: false,
             continue_when_exhausted: false,
             continue_on_enospc: false,
+            layout_threads: None,
+            finish_ends_run: false,
         }
     }
 }
@@ -206,10 +219,7 @@ fn human(n: f64) -> String {
 /// Check that the planned filesets fit, with a little room for metadata.
 pub fn check_space(wl: &Workload, plans: &[Plan], dir: &Path) -> Result<(), EngineError> {
     let need: u64 = plans.iter().map(|p| p.bytes()).sum();
-    let files: usize = plans
-        .iter()
-        .map(|p| p.prealloc_files.iter().filter(|x| **x).count())
-        .sum();
+    let files: usize = plans.iter().map(|p| p.prealloc_files.count()).sum();
     let Some(free) = statvfs_free(dir) else {
         return Ok(());
     };
@@ -250,7 +260,7 @@ fn lay_out(
     wl: &Workload,
     opts: &RunOptions,
     rd: &RunDir,
-    plans: &[Plan],
+    plans: Vec<Plan>,
 ) -> Result<Laid, EngineError> {
     let mut out = Vec::new();
     let mut total = LayoutResult::default();
@@ -274,21 +284,19 @@ fn lay_out(
             crate::errln!(
                 "fsbench: laying out fileset {} ({}, {})",
                 fs.name,
-                crate::units::count(
-                    plan.prealloc_files.iter().filter(|x| **x).count() as u64,
-                    "file"
-                ),
+                crate::units::count(plan.prealloc_files.count() as u64, "file"),
                 human(plan.bytes() as f64)
             );
         }
         let (rt, st) =
-            fileset::layout::create(plan, fs, rd.fd(), root, opts.seed).map_err(|e| match e {
-                LayoutError::Interrupted => EngineError::Interrupted,
-                other => EngineError::Layout {
-                    fileset: fs.name.clone(),
-                    source: other,
-                },
-            })?;
+            fileset::layout::create(plan, fs, rd.fd(), root, opts.seed, opts.layout_threads)
+                .map_err(|e| match e {
+                    LayoutError::Interrupted => EngineError::Interrupted,
+                    other => EngineError::Layout {
+                        fileset: fs.name.clone(),
+                        source: other,
+                    },
+                })?;
         total.dirs += st.dirs;
         total.files_written += st.files_written;
         total.files_reused += st.files_reused;
@@ -343,7 +351,7 @@ pub fn run(wl: &Workload, opts: &RunOptions) -> Result<Results, EngineError> {
     }
     // A panic anywhere below still removes what this run created, then goes on unwinding.
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        run_in(wl, opts, &mut rd, &plans)
+        run_in(wl, opts, &mut rd, plans)
     }));
     let result = match result {
         Ok(r) => r,
@@ -389,14 +397,16 @@ fn run_in(
     wl: &Workload,
     opts: &RunOptions,
     rd: &mut RunDir,
-    plans: &[Plan],
+    plans: Vec<Plan>,
 ) -> Result<Results, EngineError> {
-    check_space(wl, plans, &rd.path)?;
+    check_space(wl, &plans, &rd.path)?;
     let seconds = run_seconds(wl, opts);
-    let laid = run_actions(wl, opts, rd, plans)?;
-    let mut laid = match laid {
-        Some(l) => l,
-        None => lay_out(wl, opts, rd, plans)?,
+    let mut plans = Some(plans);
+    let laid = run_actions(wl, opts, rd, &mut plans)?;
+    let mut laid = match (laid, plans) {
+        (Some(l), _) => l,
+        (None, Some(plans)) => lay_out(wl, opts, rd, plans)?,
+        (None, None) => unreachable!("the plans are used only by the layout"),
     };
     if interrupted() {
         return Err(EngineError::Interrupted);
@@ -453,6 +463,7 @@ fn run_in(
             continue_when_exhausted: opts.continue_when_exhausted,
             continue_on_enospc: opts.continue_on_enospc,
             device: crate::sys::blockstat::device_of(&rd.path),
+            finish_ends_run: opts.finish_ends_run,
         },
     )?;
     if let Some(what) = remounted {
@@ -520,7 +531,7 @@ fn run_actions(
     wl: &Workload,
     opts: &RunOptions,
     rd: &mut RunDir,
-    plans: &[Plan],
+    plans: &mut Option<Vec<Plan>>,
 ) -> Result<Option<Laid>, EngineError> {
     let mut laid: Option<Laid> = None;
     for a in &wl.actions {
@@ -543,7 +554,7 @@ fn run_actions(
                 }
             }
             Action::CreateFiles => {
-                if laid.is_none() {
+                if let Some(plans) = plans.take() {
                     laid = Some(lay_out(wl, opts, rd, plans)?);
                 }
             }

@@ -28,6 +28,12 @@ const MARKER_HEADER: &str = "fsbench run directory";
 pub enum RunDirError {
     #[error("the target directory {0} does not exist")]
     NoParent(PathBuf),
+    #[error(
+        "the target directory {path} is not a directory (it is {what}); give --dir a directory"
+    )]
+    NotADir { path: PathBuf, what: &'static str },
+    #[error("cannot open the target directory {path}: {source}")]
+    Parent { path: PathBuf, source: io::Error },
     #[error("{0} exists and was not created by fsbench; refusing to use it (choose another --dir or remove it yourself)")]
     Foreign(PathBuf),
     #[error("{path} is a symbolic link, not a directory fsbench created; fsbench never follows links where it writes (remove the link yourself)")]
@@ -142,8 +148,24 @@ fn open_parent(parent: &Path) -> Result<OwnedFd, RunDirError> {
         }
     }
     match fs::File::open(parent) {
-        Ok(f) if f.metadata().is_ok_and(|m| m.is_dir()) => Ok(f.into()),
-        _ => Err(RunDirError::NoParent(parent.to_path_buf())),
+        Ok(f) => match f.metadata() {
+            Ok(m) if m.is_dir() => Ok(f.into()),
+            Ok(m) => Err(RunDirError::NotADir {
+                path: parent.to_path_buf(),
+                what: crate::input::file_kind(&m),
+            }),
+            Err(source) => Err(RunDirError::Parent {
+                path: parent.to_path_buf(),
+                source,
+            }),
+        },
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            Err(RunDirError::NoParent(parent.to_path_buf()))
+        }
+        Err(source) => Err(RunDirError::Parent {
+            path: parent.to_path_buf(),
+            source,
+        }),
     }
 }
 
@@ -304,6 +326,28 @@ impl RunDir {
         Ok(dir)
     }
 
+    /// An existing run directory opened with the checks of [`RunDir::open_checked`], and
+    /// carrying fsbench's marker, owned by this user.
+    fn open_marked(pfd: RawFd, name: &CStr, path: &Path) -> Result<OwnedFd, RunDirError> {
+        let dir = Self::open_checked(pfd, name, path)?;
+        if !marker_ok(dir.as_raw_fd()) {
+            return Err(RunDirError::Foreign(path.to_path_buf()));
+        }
+        let m = open_file(dir.as_raw_fd(), &marker_c(), libc::O_RDONLY).map_err(|source| {
+            RunDirError::Create {
+                path: path.to_path_buf(),
+                source,
+            }
+        })?;
+        if fstat(m.as_raw_fd()).is_ok_and(|st| st.st_uid != beneath::euid()) {
+            return Err(RunDirError::Untrusted {
+                path: path.to_path_buf(),
+                why: "its marker belongs to another user".into(),
+            });
+        }
+        Ok(dir)
+    }
+
     /// A directory this call just made: open it, mark it, lock it.
     fn make(pfd: OwnedFd, name: CString, path: PathBuf) -> Result<RunDir, RunDirError> {
         let dir = Self::open_checked(pfd.as_raw_fd(), &name, &path)?;
@@ -337,22 +381,7 @@ impl RunDir {
     /// An existing directory: adopt it only when it is a trusted, marked directory no other
     /// run holds.
     fn adopt(pfd: OwnedFd, name: CString, path: PathBuf) -> Result<RunDir, RunDirError> {
-        let dir = Self::open_checked(pfd.as_raw_fd(), &name, &path)?;
-        if !marker_ok(dir.as_raw_fd()) {
-            return Err(RunDirError::Foreign(path));
-        }
-        let m = open_file(dir.as_raw_fd(), &marker_c(), libc::O_RDONLY).map_err(|source| {
-            RunDirError::Create {
-                path: path.clone(),
-                source,
-            }
-        })?;
-        if fstat(m.as_raw_fd()).is_ok_and(|st| st.st_uid != beneath::euid()) {
-            return Err(RunDirError::Untrusted {
-                path,
-                why: "its marker belongs to another user".into(),
-            });
-        }
+        let dir = Self::open_marked(pfd.as_raw_fd(), &name, &path)?;
         let lock = lock(dir.as_raw_fd(), &path)?;
         Ok(RunDir {
             path,
@@ -373,6 +402,20 @@ impl RunDir {
             source,
         })?;
         Self::adopt(pfd, c, path)
+    }
+
+    /// The checks [`RunDir::adopt_existing`] makes, without taking the lock or creating
+    /// anything (for `fsbench clean --dry-run`): why `parent/name` would be refused, if it
+    /// would.
+    pub fn check_adoptable(parent: &Path, name: &str) -> Result<(), RunDirError> {
+        let pfd = open_parent(parent)?;
+        let path = parent.join(name);
+        let c = component(std::ffi::OsStr::new(name)).map_err(|source| RunDirError::Create {
+            path: path.clone(),
+            source,
+        })?;
+        Self::open_marked(pfd.as_raw_fd(), &c, &path)?;
+        Ok(())
     }
 
     /// The open run directory, from which everything inside is reached.

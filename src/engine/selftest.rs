@@ -39,7 +39,7 @@ impl Prepared {
         for (i, fs) in wl.filesets.iter().enumerate() {
             let plan = fileset::plan(i, fs, &wl.randvars, 1);
             let root = rd.path.join(&fs.name);
-            let (rt, _) = fileset::layout::create(&plan, fs, rd.fd(), root, 1)?;
+            let (rt, _) = fileset::layout::create(plan, fs, rd.fd(), root, 1, None)?;
             rts.push(rt);
         }
         Ok(Prepared { wl, rts })
@@ -59,6 +59,7 @@ impl Prepared {
                 continue_when_exhausted: false,
                 continue_on_enospc: false,
                 device: None,
+                finish_ends_run: false,
             },
         )?;
         let i = self

@@ -2,7 +2,7 @@
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// `fsbench experiment PLAN.toml`.
 #[derive(Args, Debug)]
@@ -53,11 +53,15 @@ pub struct ResultsArgs {
 
 pub fn experiment(a: ExperimentArgs) -> Result<()> {
     if let Some(dir) = &a.cleanup {
+        check_outdir(dir, "--cleanup")?;
         return super::runner::cleanup(dir);
     }
     let Some(plan) = a.plan else {
         bail!("give a plan file, or --cleanup OUTDIR");
     };
+    if let Some(dir) = &a.output {
+        check_outdir(dir, "-o")?;
+    }
     super::runner::run(&super::runner::Options {
         plan,
         outdir: a.output,
@@ -66,6 +70,36 @@ pub fn experiment(a: ExperimentArgs) -> Result<()> {
         resume: a.resume,
         strict: a.strict,
     })
+}
+
+/// An output directory given as `flag DIR` is a directory, or can be made one: it and its
+/// nearest existing ancestor are not files (the system's "Not a directory" names neither).
+fn check_outdir(dir: &Path, flag: &str) -> Result<()> {
+    for p in dir.ancestors().filter(|p| !p.as_os_str().is_empty()) {
+        match std::fs::metadata(p) {
+            Ok(m) if m.is_dir() => return Ok(()),
+            Ok(m) if p == dir => bail!(
+                "{flag} {}: it is {}, not a directory; give the experiment's output directory (created if missing)",
+                dir.display(),
+                crate::input::file_kind(&m)
+            ),
+            Ok(m) => bail!(
+                "{flag} {}: cannot be created, because {} is {}, not a directory",
+                dir.display(),
+                p.display(),
+                crate::input::file_kind(&m)
+            ),
+            // Missing, or below a file (ENOTDIR): the ancestor says which.
+            Err(e)
+                if e.kind() == std::io::ErrorKind::NotFound
+                    || e.raw_os_error() == Some(libc::ENOTDIR) =>
+            {
+                continue
+            }
+            Err(e) => bail!("{flag} {}: {}: {e}", dir.display(), p.display()),
+        }
+    }
+    Ok(())
 }
 
 pub fn results(a: ResultsArgs) -> Result<()> {

@@ -144,8 +144,12 @@ impl Store {
         Ok(Store { db })
     }
 
-    /// Open an existing database read-only in spirit (for `fsbench results`).
+    /// Open an existing database read-only (for `fsbench results` and `report`): nothing is
+    /// written to it, no schema and no migration. One that holds no experiment (empty, or
+    /// another program's) is refused with what it holds instead. A database from before
+    /// run flags sees every run unflagged, through a temporary view (in memory, not in it).
     pub fn open_existing(outdir: &Path) -> Result<Store> {
+        use rusqlite::OpenFlags;
         let path = outdir.join(FILE);
         if !path.is_file() {
             anyhow::bail!(
@@ -153,7 +157,45 @@ impl Store {
                 outdir.display()
             );
         }
-        Self::open(outdir)
+        let db = Connection::open_with_flags(
+            &path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .with_context(|| format!("opening {} read-only", path.display()))?;
+        let tables: Vec<String> = db
+            .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+            .and_then(|mut q| {
+                q.query_map([], |r| r.get(0))?
+                    .collect::<rusqlite::Result<Vec<String>>>()
+            })
+            .with_context(|| format!("{} is not an SQLite database", path.display()))?;
+        let ours = ["cells", "experiments", "figures", "flowops", "runs"];
+        if let Some(missing) = ours.iter().find(|t| !tables.iter().any(|x| x == *t)) {
+            anyhow::bail!(
+                "{} holds no experiment: it has no `{missing}` table ({}); it was not written by `fsbench experiment`, and is left as it is",
+                path.display(),
+                if tables.is_empty() {
+                    "it is empty".to_string()
+                } else {
+                    format!("its tables: {}", tables.join(", "))
+                }
+            );
+        }
+        let n: i64 = db.query_row("SELECT COUNT(*) FROM experiments", [], |r| r.get(0))?;
+        if n == 0 {
+            anyhow::bail!(
+                "{} holds no experiment yet (its experiment was never started); run `fsbench experiment PLAN -o {}`",
+                path.display(),
+                outdir.display()
+            );
+        }
+        if db.prepare("SELECT flags_json FROM runs LIMIT 0").is_err() {
+            db.execute_batch(
+                "CREATE TEMP VIEW runs AS SELECT *, '{}' AS flags_json FROM main.runs",
+            )
+            .with_context(|| format!("reading {}", path.display()))?;
+        }
+        Ok(Store { db })
     }
 
     pub fn experiment(&self) -> Result<Option<(i64, String)>> {

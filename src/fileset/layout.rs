@@ -3,7 +3,8 @@
 //! (optionally on several threads). With `reuse`, files already of the right size are kept,
 //! larger ones truncated and smaller ones rewritten.
 
-use super::{FilesetRt, List, Shape, Tree, EXISTS};
+use super::tree::Dir;
+use super::{Bits, FilesetRt, List, Shape, Tree, EXISTS};
 use crate::beneath;
 use crate::content::{self, ContentReport, Generator, BLOCK};
 use crate::dist::{rng, Rng};
@@ -21,21 +22,22 @@ use std::sync::Mutex;
 #[derive(Debug)]
 pub struct Plan {
     pub index: usize,
+    /// The tree, its files already sized.
     pub tree: Tree,
-    pub sizes: Vec<u64>,
     /// Which files and leaf directories exist before the run.
-    pub prealloc_files: Vec<bool>,
-    pub prealloc_leafdirs: Vec<bool>,
+    pub prealloc_files: Bits,
+    pub prealloc_leafdirs: Bits,
 }
 
 impl Plan {
     /// Bytes the preallocated files will hold.
     pub fn bytes(&self) -> u64 {
-        self.sizes
+        self.tree
+            .files
             .iter()
-            .zip(&self.prealloc_files)
-            .filter(|(_, p)| **p)
-            .map(|(s, _)| *s)
+            .enumerate()
+            .filter(|(i, _)| self.prealloc_files.get(*i))
+            .map(|(_, e)| e.size())
             .sum()
     }
 }
@@ -44,13 +46,12 @@ impl Plan {
 pub fn plan(index: usize, fs: &Fileset, randvars: &[RandVarDef], seed: u64) -> Plan {
     let stream = 0x1000 + index as u64;
     let mut r = rng(seed, stream);
-    let tree = Tree::build(
+    let mut tree = Tree::build(
         Shape {
             entries: fs.entries,
             leafdirs: fs.leafdirs,
             dirwidth: fs.dirwidth,
             dirgamma: fs.dirgamma,
-            widthgamma: fs.widthgamma,
         },
         &mut r,
     );
@@ -59,24 +60,20 @@ pub fn plan(index: usize, fs: &Fileset, randvars: &[RandVarDef], seed: u64) -> P
         .collect();
     // Millions of sizes take a while: stop at Ctrl-C (the caller checks before using the
     // plan, so a short one is never laid out).
-    let sizes = (0..tree.files.len())
-        .map_while(|i| {
-            (i % 65_536 != 0 || !crate::cancel::interrupted())
-                .then(|| fs.size.get(randvars, &mut rngs).max(0) as u64)
-        })
-        .collect();
+    for (i, e) in tree.files.iter_mut().enumerate() {
+        if i % 65_536 == 0 && crate::cancel::interrupted() {
+            break;
+        }
+        e.set_size(fs.size.get(randvars, &mut rngs).max(0) as u64);
+    }
     let p = fs.prealloc as f64 / 100.0;
-    let mut pick = |n: usize| -> Vec<bool> {
-        (0..n)
-            .map(|_| p >= 1.0 || (p > 0.0 && r.random::<f64>() < p))
-            .collect()
-    };
+    let mut pick =
+        |n: usize| -> Bits { Bits::from_fn(n, |_| p >= 1.0 || (p > 0.0 && r.random::<f64>() < p)) };
     let prealloc_files = pick(tree.files.len());
     let prealloc_leafdirs = pick(tree.leafdirs.len());
     Plan {
         index,
         tree,
-        sizes,
         prealloc_files,
         prealloc_leafdirs,
     }
@@ -112,13 +109,14 @@ fn io_err(path: &Path, source: io::Error) -> LayoutError {
 
 /// Create the fileset's directories and preallocated files in `<run dir>/<fileset name>`,
 /// reached from the run directory's open descriptor `run_dir` without following any link.
-/// `root` is that path, for messages.
+/// `root` is that path, for messages. The plan's entries become the run's.
 pub fn create(
-    plan: &Plan,
+    plan: Plan,
     fs: &Fileset,
     run_dir: RawFd,
     root: PathBuf,
     seed: u64,
+    threads: Option<usize>,
 ) -> Result<(FilesetRt, LayoutStats), LayoutError> {
     let t0 = std::time::Instant::now();
     let name = beneath::component(OsStr::new(&fs.name)).map_err(|e| io_err(&root, e))?;
@@ -128,23 +126,25 @@ pub fn create(
         Err(e) => return Err(io_err(&root, e)),
     }
     let root_fd = beneath::open_dir(run_dir, &name).map_err(|e| io_err(&root, not_ours(e)))?;
-    let mut rt = FilesetRt::new(
-        &fs.name,
-        root.clone(),
-        root_fd,
-        &plan.tree,
-        &plan.sizes,
-        fs.readonly,
-        fs.writeonly,
-    );
+    let Plan {
+        index,
+        mut tree,
+        prealloc_files,
+        prealloc_leafdirs,
+    } = plan;
+    let mut rt = FilesetRt::new(&fs.name, root.clone(), root_fd, &mut tree);
+    rt.readonly = fs.readonly;
+    rt.writeonly = fs.writeonly;
     rt.content = fs.content;
-    rt.content_seed = seed ^ plan.index as u64;
-    let dirs = make_dirs(plan, fs, &mut rt)?;
-    make_leafdirs(plan, fs, &rt)?;
-    let gen = Generator::new(fs.content, seed ^ plan.index as u64);
-    let tally = write_files(plan, fs, &rt, &gen)?;
+    rt.content_seed = seed ^ index as u64;
+    let dirs = make_dirs(&tree.dirs, fs, &mut rt)?;
+    drop(tree);
+    make_leafdirs(&prealloc_leafdirs, fs, &rt)?;
+    let gen = Generator::new(fs.content, seed ^ index as u64);
+    let threads = threads.unwrap_or_else(|| self::threads(fs));
+    let tally = write_files(&prealloc_files, index, threads, fs, &rt, &gen)?;
     if fs.reuse {
-        drop_shared_links(&rt, plan)?;
+        drop_shared_links(&rt, &prealloc_files)?;
     }
     let stats = LayoutStats {
         dirs,
@@ -152,7 +152,7 @@ pub fn create(
         bytes_written: tally.bytes.into_inner(),
         files_reused: tally.reused.into_inner(),
         seconds: t0.elapsed().as_secs_f64(),
-        content: Some(sample_content(plan, fs, &gen)),
+        content: Some(sample_content(&rt, &prealloc_files, fs, &gen)),
     };
     rt.recount();
     Ok((rt, stats))
@@ -160,10 +160,10 @@ pub fn create(
 
 /// The fileset's directory tree, each directory opened (and its handle cached) as it is
 /// made; the number made (with reuse, those that existed are not counted).
-fn make_dirs(plan: &Plan, fs: &Fileset, rt: &mut FilesetRt) -> Result<u64, LayoutError> {
+fn make_dirs(planned: &[Dir], fs: &Fileset, rt: &mut FilesetRt) -> Result<u64, LayoutError> {
     let mut made = 0;
     let mut buf = Vec::new();
-    for (d, dir) in plan.tree.dirs.iter().enumerate().skip(1) {
+    for (d, dir) in planned.iter().enumerate().skip(1) {
         let path = || rt.dir_pathbuf(d as u32);
         let parent = rt.dir_handle(dir.parent).map_err(|e| io_err(&path(), e))?;
         let n = dir_name(dir.name, &mut buf);
@@ -180,24 +180,22 @@ fn make_dirs(plan: &Plan, fs: &Fileset, rt: &mut FilesetRt) -> Result<u64, Layou
 }
 
 /// The preallocated leaf directories.
-fn make_leafdirs(plan: &Plan, fs: &Fileset, rt: &FilesetRt) -> Result<(), LayoutError> {
+fn make_leafdirs(prealloc: &Bits, fs: &Fileset, rt: &FilesetRt) -> Result<(), LayoutError> {
     let mut buf = Vec::new();
-    for (i, pre) in plan.prealloc_leafdirs.iter().enumerate() {
-        if *pre {
-            let (dir, n) = rt
-                .entry_at(List::LeafDirs, i, &mut buf)
-                .map_err(|e| io_err(&rt.entry_pathbuf(List::LeafDirs, i), e))?;
-            match beneath::mkdir_at(dir.fd(), n, 0o755) {
-                Ok(()) => {}
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists && fs.reuse => {
-                    // Must be a directory, not a link planted in its place.
-                    beneath::open_dir(dir.fd(), n)
-                        .map_err(|e| io_err(&rt.entry_pathbuf(List::LeafDirs, i), not_ours(e)))?;
-                }
-                Err(e) => return Err(io_err(&rt.entry_pathbuf(List::LeafDirs, i), e)),
+    for i in (0..prealloc.len()).filter(|i| prealloc.get(*i)) {
+        let (dir, n) = rt
+            .entry_at(List::LeafDirs, i, &mut buf)
+            .map_err(|e| io_err(&rt.entry_pathbuf(List::LeafDirs, i), e))?;
+        match beneath::mkdir_at(dir.fd(), n, 0o755) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && fs.reuse => {
+                // Must be a directory, not a link planted in its place.
+                beneath::open_dir(dir.fd(), n)
+                    .map_err(|e| io_err(&rt.entry_pathbuf(List::LeafDirs, i), not_ours(e)))?;
             }
-            rt.leafdirs[i].state.store(EXISTS, Ordering::Relaxed);
+            Err(e) => return Err(io_err(&rt.entry_pathbuf(List::LeafDirs, i), e)),
         }
+        rt.leafdirs[i].state.store(EXISTS, Ordering::Relaxed);
     }
     Ok(())
 }
@@ -213,27 +211,32 @@ struct Tally {
 }
 
 /// Files: a shared cursor over the preallocated ones, one or more writer threads.
-fn write_files(
-    plan: &Plan,
-    fs: &Fileset,
-    rt: &FilesetRt,
-    gen: &Generator,
-) -> Result<Tally, LayoutError> {
-    let todo: Vec<usize> = (0..rt.files.len())
-        .filter(|i| plan.prealloc_files[*i])
-        .collect();
-    let tally = Tally::default();
-    let threads = if fs.paralloc {
+/// Filebench's rule for the writers of a fileset: one, or several with `paralloc` (here one
+/// per core, between 2 and 16).
+pub fn threads(fs: &Fileset) -> usize {
+    if fs.paralloc {
         std::thread::available_parallelism()
             .map_or(2, |n| n.get())
             .clamp(2, 16)
     } else {
         1
-    };
+    }
+}
+
+fn write_files(
+    prealloc: &Bits,
+    index: usize,
+    threads: usize,
+    fs: &Fileset,
+    rt: &FilesetRt,
+    gen: &Generator,
+) -> Result<Tally, LayoutError> {
+    let tally = Tally::default();
+    let threads = threads.clamp(1, prealloc.count().div_ceil(CHUNK).max(1));
     std::thread::scope(|s| {
         for _ in 0..threads {
-            let (todo, tally) = (&todo, &tally);
-            s.spawn(move || file_writer(plan, fs, rt, gen, todo, tally));
+            let tally = &tally;
+            s.spawn(move || file_writer(prealloc, index, fs, rt, gen, tally));
         }
     });
     let mut tally = tally;
@@ -243,76 +246,115 @@ fn write_files(
     Ok(tally)
 }
 
-/// One writer thread: take the next file off the cursor and write it, until none is left,
-/// one fails or the run is interrupted.
+/// Preallocated files a writer takes at once: consecutive files share directories, so
+/// writers mostly work in different ones (a directory's creates serialise on its lock).
+const CHUNK: usize = 64;
+
+/// One writer thread: take the next chunk of preallocated files off the cursor and write
+/// them, until none is left, one fails or the run is interrupted.
 fn file_writer(
-    plan: &Plan,
+    prealloc: &Bits,
+    index: usize,
     fs: &Fileset,
     rt: &FilesetRt,
     gen: &Generator,
-    todo: &[usize],
     tally: &Tally,
 ) {
     let mut data = vec![0u8; 1 << 20];
     let mut name = Vec::new();
+    let mut last = (0usize, 0usize);
     loop {
-        if crate::cancel::interrupted() {
-            tally
-                .failure
-                .lock()
-                .unwrap()
-                .get_or_insert(LayoutError::Interrupted);
-            return;
-        }
-        let k = tally.cursor.fetch_add(1, Ordering::Relaxed);
-        let Some(&i) = todo.get(k) else { return };
-        let size = rt.files[i].size;
-        let r = rt.entry_at(List::Files, i, &mut name).and_then(|(dir, n)| {
-            write_file(
-                dir.fd(),
-                n,
-                size,
-                (gen, i as u64),
-                &mut data,
-                fs.reuse,
-                fs.trusttree,
-                rt.verify
-                    .get(i)
-                    .map(|st| (st, crate::verify::file_id(plan.index as u32, i as u32))),
-            )
-        });
-        match r {
-            Ok(Some(n)) => {
-                tally.written.fetch_add(1, Ordering::Relaxed);
-                tally.bytes.fetch_add(n, Ordering::Relaxed);
-            }
-            Ok(None) => {
-                tally.reused.fetch_add(1, Ordering::Relaxed);
-            }
-            Err(e) => {
-                let path = rt.entry_pathbuf(List::Files, i);
+        // The cursor counts chunks of preallocated files; each writer finds the k-th file by
+        // skipping from where it found its last (clear runs of the bit set a word at once).
+        let first = tally.cursor.fetch_add(1, Ordering::Relaxed) * CHUNK;
+        for k in first..(first + CHUNK).min(prealloc.count()) {
+            if crate::cancel::interrupted() {
                 tally
                     .failure
                     .lock()
                     .unwrap()
-                    .get_or_insert(io_err(&path, not_ours(e)));
+                    .get_or_insert(LayoutError::Interrupted);
+                return;
+            }
+            let Some(i) = nth_set(prealloc, k, &mut last) else {
+                return;
+            };
+            if let Err(e) = write_one(i, index, fs, rt, gen, tally, (&mut data, &mut name)) {
+                tally.failure.lock().unwrap().get_or_insert(e);
                 return;
             }
         }
-        rt.files[i].state.store(EXISTS, Ordering::Relaxed);
+        if first + CHUNK >= prealloc.count() {
+            return;
+        }
     }
+}
+
+/// Write preallocated file `i` and count it.
+fn write_one(
+    i: usize,
+    index: usize,
+    fs: &Fileset,
+    rt: &FilesetRt,
+    gen: &Generator,
+    tally: &Tally,
+    (data, name): (&mut [u8], &mut Vec<u8>),
+) -> Result<(), LayoutError> {
+    let size = rt.files[i].size();
+    let r = rt.entry_at(List::Files, i, name).and_then(|(dir, n)| {
+        write_file(
+            dir.fd(),
+            n,
+            size,
+            (gen, i as u64),
+            data,
+            fs.reuse,
+            fs.trusttree,
+            rt.verify
+                .get(i)
+                .map(|st| (st, crate::verify::file_id(index as u32, i as u32))),
+        )
+    });
+    match r {
+        Ok(Some(n)) => {
+            tally.written.fetch_add(1, Ordering::Relaxed);
+            tally.bytes.fetch_add(n, Ordering::Relaxed);
+        }
+        Ok(None) => {
+            tally.reused.fetch_add(1, Ordering::Relaxed);
+        }
+        Err(e) => return Err(io_err(&rt.entry_pathbuf(List::Files, i), not_ours(e))),
+    }
+    rt.files[i].state.store(EXISTS, Ordering::Relaxed);
+    Ok(())
+}
+
+/// The index of the `k`-th set bit, counting on from `last` (the rank and index of the last one
+/// found) when `k` is beyond it: writers take increasing ranks, so each walk is short.
+fn nth_set(bits: &Bits, k: usize, last: &mut (usize, usize)) -> Option<usize> {
+    let (mut rank, mut at) = if k >= last.0 && (last.0 > 0 || bits.get(last.1)) {
+        *last
+    } else {
+        (0, bits.next_set(0)?)
+    };
+    while rank < k {
+        at = bits.next_set(at + 1)?;
+        rank += 1;
+    }
+    *last = (rank, at);
+    Some(at)
 }
 
 /// Measure the content of (up to 4 MiB of) what layout wrote: the blocks of the preallocated
 /// files in order, at most 64 blocks from each file so the sample spans many files.
-fn sample_content(plan: &Plan, fs: &Fileset, gen: &Generator) -> ContentReport {
+fn sample_content(rt: &FilesetRt, prealloc: &Bits, fs: &Fileset, gen: &Generator) -> ContentReport {
     const SAMPLE: usize = 4 << 20;
     let mut sample = Vec::with_capacity(SAMPLE);
-    for (i, size) in plan.sizes.iter().enumerate() {
-        if !plan.prealloc_files[i] {
+    for (i, e) in rt.files.iter().enumerate() {
+        if !prealloc.get(i) {
             continue;
         }
-        let take = (*size).min(64 * BLOCK as u64) as usize;
+        let take = e.size().min(64 * BLOCK as u64) as usize;
         let take = take.min(SAMPLE - sample.len());
         let at = sample.len();
         sample.resize(at + take, 0);
@@ -394,9 +436,9 @@ fn write_file(
 /// In a reuse directory, the entries not preallocated that an earlier run left as files:
 /// those that share their data with another link, or belong to another user, are removed
 /// (they are fsbench's names in fsbench's directory), so no flowop writes through them.
-fn drop_shared_links(rt: &FilesetRt, plan: &Plan) -> Result<(), LayoutError> {
+fn drop_shared_links(rt: &FilesetRt, prealloc: &Bits) -> Result<(), LayoutError> {
     let mut name = Vec::new();
-    for i in (0..rt.files.len()).filter(|i| !plan.prealloc_files[*i]) {
+    for i in (0..rt.files.len()).filter(|i| !prealloc.get(*i)) {
         let path = || rt.entry_pathbuf(List::Files, i);
         let (dir, n) = rt
             .entry_at(List::Files, i, &mut name)
@@ -466,4 +508,27 @@ fn fill(
         vs.laid_out(size);
     }
     Ok(Some(size))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_kth_preallocated_file_is_found_in_order_and_out_of_order() {
+        let bits = Bits::from_fn(1000, |i| i % 7 == 3);
+        let want: Vec<usize> = (0..1000).filter(|i| i % 7 == 3).collect();
+        let mut last = (0, 0);
+        for (k, w) in want.iter().enumerate() {
+            assert_eq!(nth_set(&bits, k, &mut last), Some(*w));
+        }
+        assert_eq!(nth_set(&bits, want.len(), &mut last), None);
+        // Another writer took some ranks in between: still the k-th.
+        let mut last = (0, 0);
+        for k in [0, 3, 4, 9, 2, 50] {
+            assert_eq!(nth_set(&bits, k, &mut last), Some(want[k]));
+        }
+        let none = Bits::from_fn(100, |_| false);
+        assert_eq!(nth_set(&none, 0, &mut (0, 0)), None);
+    }
 }

@@ -1,9 +1,10 @@
 //! Filesets at run time: the tree shape, per-entry state shared by the worker threads, picking
 //! entries round-robin (or by index), and laying the tree out on disk.
 //!
-//! Per-entry state is compact (24 bytes: directory index, name number, planned size, state
-//! bits and an open count); names and paths are derived from indices, never stored, so a
-//! fileset of ten million files needs about 240 MB.
+//! Per-entry state is compact (20 bytes: directory index, name number, planned size, state
+//! bits and an open count), planned in place and moved, never copied, into the run; names and
+//! paths are derived from indices, never stored, so a fileset of ten million files needs
+//! about 200 MB.
 
 pub mod dirs;
 pub mod layout;
@@ -38,20 +39,117 @@ pub const EXISTS: u8 = 1;
 /// A thread is creating, deleting or opening the entry right now.
 pub const BUSY: u8 = 2;
 
-/// One file or leaf directory of a fileset.
+/// One file or leaf directory of a fileset: 20 bytes, so that a hundred million entries fit
+/// in about 2 GB.
 #[derive(Debug)]
 pub struct Entry {
     pub dir: u32,
     pub name: u32,
-    /// Planned size, sampled once at layout (Filebench's `fse_size`).
-    pub size: u64,
+    /// Planned size (Filebench's `fse_size`), sampled once when the fileset is planned: the
+    /// low 32 bits and the next 16 (sizes up to 256 TiB, past any file system's limit).
+    size_lo: u32,
+    size_hi: u16,
     pub state: AtomicU8,
     pub opens: AtomicU32,
 }
 
+/// The largest planned size an entry holds (2^48 - 1 bytes).
+pub const MAX_SIZE: u64 = (1 << 48) - 1;
+
 impl Entry {
+    pub fn new(dir: u32, name: u32) -> Entry {
+        Entry {
+            dir,
+            name,
+            size_lo: 0,
+            size_hi: 0,
+            state: AtomicU8::new(0),
+            opens: AtomicU32::new(0),
+        }
+    }
+
     pub fn exists(&self) -> bool {
         self.state.load(Ordering::Acquire) & EXISTS != 0
+    }
+
+    /// The planned size.
+    #[inline]
+    pub fn size(&self) -> u64 {
+        self.size_lo as u64 | (self.size_hi as u64) << 32
+    }
+
+    /// Plan the size (capped at [`MAX_SIZE`]).
+    pub fn set_size(&mut self, size: u64) {
+        let s = size.min(MAX_SIZE);
+        self.size_lo = s as u32;
+        self.size_hi = (s >> 32) as u16;
+    }
+}
+
+impl PartialEq for Entry {
+    /// Same place, same planned size (state and opens are run-time, not plan).
+    fn eq(&self, o: &Entry) -> bool {
+        (self.dir, self.name, self.size()) == (o.dir, o.name, o.size())
+    }
+}
+
+/// One bit per entry: which entries a plan preallocates.
+#[derive(Debug, Clone, Default)]
+pub struct Bits {
+    words: Vec<u64>,
+    len: usize,
+    ones: usize,
+}
+
+impl Bits {
+    pub fn from_fn(len: usize, mut f: impl FnMut(usize) -> bool) -> Bits {
+        let mut words = vec![0u64; len.div_ceil(64)];
+        let mut ones = 0;
+        for i in 0..len {
+            if f(i) {
+                words[i / 64] |= 1 << (i % 64);
+                ones += 1;
+            }
+        }
+        Bits { words, len, ones }
+    }
+
+    #[inline]
+    pub fn get(&self, i: usize) -> bool {
+        i < self.len && self.words[i / 64] >> (i % 64) & 1 != 0
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// How many bits are set.
+    pub fn count(&self) -> usize {
+        self.ones
+    }
+
+    /// The first set bit at or after `i`, skipping clear words whole.
+    pub fn next_set(&self, i: usize) -> Option<usize> {
+        if i >= self.len {
+            return None;
+        }
+        let mut w = i / 64;
+        let mut word = self.words[w] & (!0u64 << (i % 64));
+        loop {
+            if word != 0 {
+                let at = w * 64 + word.trailing_zeros() as usize;
+                return (at < self.len).then_some(at);
+            }
+            w += 1;
+            if w >= self.words.len() {
+                return None;
+            }
+            word = self.words[w];
+        }
     }
 }
 
@@ -74,8 +172,6 @@ pub struct FilesetRt {
     pub dir_paths: Vec<String>,
     pub files: Vec<Entry>,
     pub leafdirs: Vec<Entry>,
-    /// Directories holding entries, for `listdir`.
-    pub listable: Vec<u32>,
     /// The fileset's data content and the seed its generator uses (writes during the run
     /// follow it when it is not plain random, or when a flowop sets its own).
     pub content: crate::content::Content,
@@ -145,44 +241,33 @@ fn claim(e: &Entry, want: Want) -> Claim {
 }
 
 impl FilesetRt {
+    /// The run-time fileset over a planned tree, taking its entries (not copying them); the
+    /// tree keeps its directories.
     pub fn new(
         name: &str,
         root: PathBuf,
         root_fd: std::os::fd::OwnedFd,
-        tree: &Tree,
-        sizes: &[u64],
-        readonly: bool,
-        writeonly: bool,
+        tree: &mut Tree,
     ) -> FilesetRt {
-        let mk = |l: &tree::Leaf, size: u64| Entry {
-            dir: l.dir,
-            name: l.name,
-            size,
-            state: AtomicU8::new(0),
-            opens: AtomicU32::new(0),
-        };
+        let dir_paths = tree.dir_paths();
+        let files = std::mem::take(&mut tree.files);
+        let leafdirs = std::mem::take(&mut tree.leafdirs);
         FilesetRt {
             name: name.to_string(),
             root,
             dirs: DirTable::new(root_fd, tree.dirs.len()),
-            dir_paths: tree.dir_paths(),
-            files: tree
-                .files
-                .iter()
-                .zip(sizes)
-                .map(|(l, s)| mk(l, *s))
-                .collect(),
-            leafdirs: tree.leafdirs.iter().map(|l| mk(l, 0)).collect(),
-            listable: tree.leaf_parents(),
-            content: crate::content::Content::RANDOM,
-            content_seed: 0,
+            dir_paths,
             verify: if crate::verify::enabled() {
-                (0..tree.files.len()).map(|_| Default::default()).collect()
+                (0..files.len()).map(|_| Default::default()).collect()
             } else {
                 Vec::new()
             },
-            readonly,
-            writeonly,
+            files,
+            leafdirs,
+            content: crate::content::Content::RANDOM,
+            content_seed: 0,
+            readonly: false,
+            writeonly: false,
             rotors: Default::default(),
             existing: Default::default(),
             rotor_dirs: AtomicUsize::new(0),
@@ -284,13 +369,16 @@ impl FilesetRt {
         }
     }
 
-    /// Next directory for `listdir`, round-robin.
+    /// Next directory for `listdir`, round-robin over every directory of the fileset in
+    /// the order the tree made them, its root first: Filebench's `FILESET_PICKDIR` rotates
+    /// over `fs_dirs`, which holds every directory entry (fileset.c
+    /// `fileset_populate_subdir`), whether it holds files, only directories, or nothing.
     pub fn pick_dir(&self) -> Option<u32> {
-        if self.listable.is_empty() {
+        let n = self.dir_paths.len();
+        if n == 0 {
             return None;
         }
-        let i = self.rotor_dirs.fetch_add(1, Ordering::Relaxed) % self.listable.len();
-        Some(self.listable[i])
+        Some((self.rotor_dirs.fetch_add(1, Ordering::Relaxed) % n) as u32)
     }
 
     /// The handle of entry `i`'s parent directory and, in `buf`, the entry's NUL-terminated
@@ -390,20 +478,15 @@ mod tests {
                 leafdirs: 2,
                 dirwidth: 4,
                 dirgamma: 0.0,
-                widthgamma: 0.0,
             },
             &mut rng(1, 1),
         );
+        let mut tree = tree;
+        for e in &mut tree.files {
+            e.set_size(100);
+        }
         let root: std::os::fd::OwnedFd = std::fs::File::open(std::env::temp_dir()).unwrap().into();
-        FilesetRt::new(
-            "fs",
-            PathBuf::from("/r"),
-            root,
-            &tree,
-            &[100; 10],
-            false,
-            false,
-        )
+        FilesetRt::new("fs", PathBuf::from("/r"), root, &mut tree)
     }
 
     #[test]
@@ -467,6 +550,32 @@ mod tests {
             n += 1;
         }
         assert_eq!(n, 8);
+    }
+
+    #[test]
+    fn entries_are_twenty_bytes_and_keep_large_sizes() {
+        assert_eq!(std::mem::size_of::<Entry>(), 20);
+        let mut e = Entry::new(1, 2);
+        for s in [0, 1, u32::MAX as u64, 5 << 40, MAX_SIZE] {
+            e.set_size(s);
+            assert_eq!(e.size(), s);
+        }
+        e.set_size(u64::MAX);
+        assert_eq!(e.size(), MAX_SIZE);
+    }
+
+    #[test]
+    fn bits_count_and_read_back() {
+        let b = Bits::from_fn(130, |i| i % 3 == 0);
+        assert_eq!(b.len(), 130);
+        assert_eq!(b.count(), 44);
+        assert!(b.get(0) && b.get(129) && !b.get(128) && !b.get(130));
+        assert_eq!(b.next_set(1), Some(3));
+        assert_eq!(b.next_set(129), Some(129));
+        assert_eq!(b.next_set(130), None);
+        let sparse = Bits::from_fn(1000, |i| i == 700);
+        assert_eq!(sparse.next_set(0), Some(700));
+        assert_eq!(sparse.next_set(701), None);
     }
 
     #[test]

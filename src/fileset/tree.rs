@@ -9,6 +9,7 @@
 //! directory index and name number. Names are eight-digit numbers, unique within a fileset, so
 //! leaf directories and files never collide (they do in Filebench when a fileset has both).
 
+use super::Entry;
 use crate::dist::{gamma_with_mean, Rng};
 
 /// Safety bound on depth, far beyond anything the mean-depth formula produces.
@@ -22,19 +23,14 @@ pub struct Dir {
     pub name: u32,
 }
 
-/// Where an entry (a file or a leaf directory) lives.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Leaf {
-    pub dir: u32,
-    pub name: u32,
-}
-
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 pub struct Tree {
     /// `dirs[0]` is the fileset's root directory.
     pub dirs: Vec<Dir>,
-    pub files: Vec<Leaf>,
-    pub leafdirs: Vec<Leaf>,
+    /// Files and leaf directories as the run keeps them: planned here, sized and moved into
+    /// the run without a copy.
+    pub files: Vec<Entry>,
+    pub leafdirs: Vec<Entry>,
 }
 
 /// Parameters of a tree.
@@ -43,11 +39,10 @@ pub struct Shape {
     pub entries: u64,
     pub leafdirs: u64,
     pub dirwidth: u64,
-    /// Gamma shape for depth; 0 means every directory gets exactly the mean depth.
+    /// Gamma shape for depth and width (fileset.c `fileset_populate_subdir` draws both
+    /// with `dirgamma`); 0 means every directory gets exactly the mean depth and exactly
+    /// `dirwidth` entries.
     pub dirgamma: f64,
-    /// Gamma shape for width (Filebench uses its size gamma, 1.5, unless the legacy
-    /// `filesizegamma` changes it); 0 means every directory gets exactly `dirwidth`.
-    pub widthgamma: f64,
 }
 
 impl Shape {
@@ -109,14 +104,14 @@ impl Builder<'_> {
         // counted with the fileset root at depth one; the width is rounded up.
         let threshold = (self.sample(self.shape.dirgamma, self.mean_depth) as u32).max(1);
         let width = self
-            .sample(self.shape.widthgamma, self.shape.dirwidth as f64)
+            .sample(self.shape.dirgamma, self.shape.dirwidth as f64)
             .ceil()
             .max(1.0) as u64;
         if depth + 1 >= threshold || depth >= MAX_DEPTH {
             let n = width.min(self.remaining(what));
             for _ in 0..n {
                 let name = self.name();
-                let leaf = Leaf { dir, name };
+                let leaf = Entry::new(dir, name);
                 match what {
                     What::Files => self.tree.files.push(leaf),
                     What::LeafDirs => self.tree.leafdirs.push(leaf),
@@ -137,8 +132,14 @@ impl Builder<'_> {
 impl Tree {
     /// Build a tree for `shape` with the given generator.
     pub fn build(shape: Shape, rng: &mut Rng) -> Tree {
+        // Exactly as many entries as planned: no growth that holds twice the list at once.
+        let mut tree = Tree::default();
+        tree.files
+            .reserve_exact(usize::try_from(shape.entries).unwrap_or(usize::MAX));
+        tree.leafdirs
+            .reserve_exact(usize::try_from(shape.leafdirs).unwrap_or(usize::MAX));
         let mut b = Builder {
-            tree: Tree::default(),
+            tree,
             shape,
             mean_depth: shape.mean_depth(),
             next_name: 0,
@@ -179,16 +180,15 @@ impl Tree {
     }
 
     /// Directories that hold at least one file or leaf directory.
+    #[cfg(test)]
     pub fn leaf_parents(&self) -> Vec<u32> {
-        let mut v: Vec<u32> = self
-            .files
-            .iter()
-            .chain(&self.leafdirs)
-            .map(|l| l.dir)
-            .collect();
-        v.sort_unstable();
-        v.dedup();
-        v
+        let mut holds = vec![false; self.dirs.len()];
+        for l in self.files.iter().chain(&self.leafdirs) {
+            holds[l.dir as usize] = true;
+        }
+        (0..self.dirs.len() as u32)
+            .filter(|d| holds[*d as usize])
+            .collect()
     }
 }
 
@@ -215,7 +215,6 @@ mod tests {
             leafdirs: 0,
             dirwidth: 20,
             dirgamma: 1.5,
-            widthgamma: 1.5,
         };
         let a = Tree::build(shape, &mut rng(7, 0));
         let b = Tree::build(shape, &mut rng(7, 0));
@@ -241,7 +240,6 @@ mod tests {
             leafdirs: 0,
             dirwidth: 10,
             dirgamma: 0.0,
-            widthgamma: 0.0,
         };
         let t = Tree::build(shape, &mut rng(1, 0));
         // Mean depth ln(1000)/ln(10) is 2.9999... in floating point, truncated to 2 with the
@@ -256,7 +254,6 @@ mod tests {
                 leafdirs: 0,
                 dirwidth: 8,
                 dirgamma: 0.0,
-                widthgamma: 0.0,
             },
             &mut rng(1, 0),
         );
@@ -272,7 +269,6 @@ mod tests {
             leafdirs: 200,
             dirwidth: 8,
             dirgamma: 1.5,
-            widthgamma: 1.5,
         };
         let t = Tree::build(shape, &mut rng(3, 0));
         assert_eq!(t.files.len(), 300);

@@ -360,8 +360,46 @@ impl Parser {
             if !self.eat(&Tok::Comma) {
                 break;
             }
+            if self.list_ended() {
+                return Err(self
+                    .err(self.prev_span(), "attribute list ends with a comma")
+                    .with_help(format!(
+                        "remove this `,` or add the attribute it was meant to introduce (what follows it is {})",
+                        self.peek().describe()
+                    )));
+            }
         }
         Ok((attrs, lvars))
+    }
+
+    /// After a `,` in an attribute list: whether what follows cannot be an attribute but
+    /// starts something else (a command, a flowop, a brace, the end), so the comma is stray.
+    fn list_ended(&self) -> bool {
+        const STARTS: &[&str] = &[
+            "flowop",
+            "thread",
+            "define",
+            "set",
+            "run",
+            "psrun",
+            "create",
+            "echo",
+            "usage",
+            "system",
+            "sleep",
+            "list",
+            "debug",
+            "version",
+            "quit",
+            "enable",
+            "eventgen",
+            "domultisync",
+        ];
+        match self.peek() {
+            Tok::RBrace | Tok::LBrace | Tok::Eof => true,
+            Tok::Word(w) => STARTS.contains(&w.as_str()) && *self.peek_at(1) != Tok::Eq,
+            _ => false,
+        }
     }
 
     fn attr(&mut self) -> PResult<Attr> {
@@ -599,7 +637,8 @@ mod tests {
         assert_eq!(e.line_col(), (4, 3));
         assert!(e.message.contains("`thread`"), "{}", e.message);
         let e = perr("define fileset name=a,\n");
-        assert_eq!(e.line_col(), (2, 1));
+        assert_eq!(e.line_col(), (1, 22));
+        assert!(e.message.contains("ends with a comma"), "{}", e.message);
         let e = perr("stats clear");
         assert!(e.to_string().contains("not part of the workload language"));
         let e = perr("set mode quit sometimes");
@@ -608,5 +647,18 @@ mod tests {
         assert!(e.message.contains("`,`"), "{}", e.message);
         let e = perr("define process name=p { thread name=t { flowop read name=r }");
         assert!(e.message.contains("end of file"), "{}", e.message);
+    }
+
+    /// A stray comma at the end of a flowop's line: the error is at the comma, not at the
+    /// next line's flowop type; an attribute list continued on the next line still parses.
+    #[test]
+    fn a_stray_comma_is_pointed_at() {
+        let e = perr("define process name=p {\n thread name=t {\n  flowop write name=w,fd=1,\n  flowop appendfilerand name=a,fd=1\n }\n}\n");
+        assert_eq!(e.line_col(), (3, 27));
+        assert_eq!(e.message, "attribute list ends with a comma");
+        let e = perr("define process name=p {\n thread name=t {\n  flowop write name=w,\n }\n}\n");
+        assert_eq!(e.line_col(), (3, 22));
+        let s = p("define fileset name=a,\n  path=/tmp, prealloc\nrun 1\n");
+        assert_eq!(s.statements.len(), 2);
     }
 }

@@ -66,7 +66,11 @@ pub fn target_dir(dir: Option<&Path>) -> Result<PathBuf> {
         .unwrap_or_else(std::env::temp_dir);
     match std::fs::metadata(&d) {
         Ok(m) if m.is_dir() => Ok(d.canonicalize()?),
-        Ok(_) => bail!("target directory {} is not a directory", d.display()),
+        Ok(m) => bail!(
+            "target directory {} is not a directory (it is {}); give --dir a directory",
+            d.display(),
+            crate::input::file_kind(&m)
+        ),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             bail!("target directory {} does not exist", d.display())
         }

@@ -86,8 +86,6 @@ pub struct Fileset {
     pub dirwidth: u64,
     /// Gamma shape for depth and width (dirgamma/1000); 0 means deterministic.
     pub dirgamma: f64,
-    /// Gamma shape for directory width (1.5 unless the legacy `filesizegamma` sets it).
-    pub widthgamma: f64,
     pub dirdepthrv: Option<usize>,
     /// File size, sampled once per file at layout.
     pub size: Num,

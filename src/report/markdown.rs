@@ -12,11 +12,11 @@ impl Exporter for Markdown {
         let _ = writeln!(
             o,
             "### {} ({:.1} s, {}, {} on {})\n",
-            r.workload,
+            text(&r.workload),
             r.duration_s,
             super::count(r.threads, "thread"),
-            r.host.fs_type,
-            r.host.device
+            text(&r.host.fs_type),
+            text(&r.host.device)
         );
         let _ = writeln!(o, "| flowop | type | ops/s | MB/s | mean µs | p50 µs | p99 µs | p99.9 µs | max µs | CPU µs/op | errors |");
         let _ = writeln!(o, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
@@ -25,8 +25,8 @@ impl Exporter for Markdown {
             let _ = writeln!(
                 o,
                 "| {} | {} | {:.0} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {} |",
-                f.name,
-                f.kind,
+                cell(&f.name),
+                cell(&f.kind),
                 f.ops_per_s,
                 f.mb_per_s,
                 l.mean,
@@ -56,16 +56,65 @@ impl Exporter for Markdown {
                     let sp = crate::stats::repeat::spread(&reps);
                     let _ = writeln!(
                         o,
-                        "| {k} | {:.4} | {:.4} | {:.1}% |",
+                        "| {} | {:.4} | {:.4} | {:.1}% |",
+                        cell(k),
                         sp.mean,
                         sp.ci95,
                         sp.cv * 100.0
                     );
                 } else {
-                    let _ = writeln!(o, "| {k} | {v:.4} | | |");
+                    let _ = writeln!(o, "| {} | {v:.4} | | |", cell(k));
                 }
             }
         }
         o
+    }
+}
+
+/// Text for a line of Markdown (a heading): backslashes, `|`, `*`, backquotes, `<`, `>` and
+/// `&` escaped, line breaks made spaces, so that a name shows as
+/// written and cannot open an HTML tag or end the line early.
+pub fn text(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' | '`' | '*' | '|' => {
+                o.push('\\');
+                o.push(c);
+            }
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '&' => o.push_str("&amp;"),
+            '\r' => {
+                if chars.peek() != Some(&'\n') {
+                    o.push(' ');
+                }
+            }
+            '\n' => o.push(' '),
+            c if c.is_control() => o.push(' '),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+/// Text for a table cell: as [`text`] (a `|` escaped cannot end the cell, a line break
+/// cannot end the row).
+pub fn cell(s: &str) -> String {
+    text(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_cannot_break_the_table() {
+        assert_eq!(cell("a|b"), "a\\|b");
+        assert_eq!(cell("<script>x</script>"), "&lt;script&gt;x&lt;/script&gt;");
+        assert_eq!(cell("two\nlines\r\nhere"), "two lines here");
+        assert_eq!(cell("read_file*1"), "read_file\\*1");
+        assert_eq!(cell("a\\|b"), "a\\\\\\|b");
     }
 }

@@ -188,7 +188,7 @@ impl Analyser {
         match category(r) {
             Some(c) => *w.mix.entry(c).or_default() += 1,
             None => {
-                if !matches!(r.call, Call::Clone | Call::Exit | Call::Exec) {
+                if !matches!(r.call, Call::Clone | Call::Exit | Call::Exec | Call::Wait) {
                     *w.other.entry(r.syscall.clone()).or_default() += 1;
                 }
                 return;

@@ -145,10 +145,14 @@ pub enum Call {
     /// Any other traced call on a path or descriptor (kept for statistics, not replayed).
     #[default]
     Other,
+    /// wait4, waitid: ret = the id of the child waited for (waitid: its `si_pid`); 0 or
+    /// less when none. Not replayed: a replay orders by it (a parent's later calls wait for
+    /// the child's last one).
+    Wait,
 }
 
 impl Call {
-    pub const ALL: [Call; 29] = [
+    pub const ALL: [Call; 30] = [
         Call::Open,
         Call::Close,
         Call::Read,
@@ -178,6 +182,7 @@ impl Call {
         Call::Chmod,
         Call::Utimes,
         Call::Other,
+        Call::Wait,
     ];
 
     pub fn name(self) -> &'static str {
@@ -211,6 +216,7 @@ impl Call {
             Call::Chmod => "chmod",
             Call::Utimes => "utimes",
             Call::Other => "other",
+            Call::Wait => "wait",
         }
     }
 
@@ -271,8 +277,8 @@ pub enum FormatError {
     Newer(u32),
     #[error("trace header: {0}")]
     Header(String),
-    #[error("the trace is cut short after {0} records (no end frame): the recording was interrupted or the file truncated")]
-    Truncated(u64),
+    #[error("the trace is cut short at byte {at}, after {records} records (no end frame): the recording was interrupted or the file truncated")]
+    Truncated { records: u64, at: u64 },
     #[error("corrupt trace at record {0}: {1}")]
     Corrupt(u64, String),
 }
@@ -417,6 +423,8 @@ pub struct Reader<R: BufRead> {
     last_start: u64,
     count: u64,
     done: bool,
+    /// Bytes read so far (where a cut-short file ends).
+    pos: u64,
 }
 
 impl Reader<io::BufReader<std::fs::File>> {
@@ -451,12 +459,20 @@ impl<R: BufRead> Reader<R> {
             return Err(FormatError::NotATrace);
         }
         let mut w = [0u8; 4];
-        inp.read_exact(&mut w)?;
+        let cut = |e: io::Error, at: u64| {
+            match e.kind() {
+            io::ErrorKind::UnexpectedEof => FormatError::Header(format!(
+                "the file ends before byte {at}, inside the 16 bytes that start a trace (magic, version, header length): it is cut short"
+            )),
+            _ => e.into(),
+        }
+        };
+        inp.read_exact(&mut w).map_err(|e| cut(e, 12))?;
         let version = u32::from_le_bytes(w);
         if version > VERSION {
             return Err(FormatError::Newer(version));
         }
-        inp.read_exact(&mut w)?;
+        inp.read_exact(&mut w).map_err(|e| cut(e, 16))?;
         let len = u32::from_le_bytes(w) as usize;
         if len > MAX_HEADER {
             return Err(FormatError::Header(format!(
@@ -488,16 +504,21 @@ impl<R: BufRead> Reader<R> {
             last_start: 0,
             count: 0,
             done: false,
+            pos: 16 + len as u64,
         })
     }
 
     fn byte(&mut self) -> Result<u8, FormatError> {
         let mut b = [0u8; 1];
         match self.inp.read_exact(&mut b) {
-            Ok(()) => Ok(b[0]),
-            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
-                Err(FormatError::Truncated(self.count))
+            Ok(()) => {
+                self.pos += 1;
+                Ok(b[0])
             }
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => Err(FormatError::Truncated {
+                records: self.count,
+                at: self.pos,
+            }),
             Err(e) => Err(e.into()),
         }
     }
@@ -539,8 +560,12 @@ impl<R: BufRead> Reader<R> {
                     }
                     let mut s = Vec::with_capacity(len.min(1 << 12));
                     (&mut self.inp).take(len as u64).read_to_end(&mut s)?;
+                    self.pos += s.len() as u64;
                     if s.len() < len {
-                        return Err(FormatError::Truncated(self.count));
+                        return Err(FormatError::Truncated {
+                            records: self.count,
+                            at: self.pos,
+                        });
                     }
                     self.strings.push(String::from_utf8_lossy(&s).into_owned());
                 }
@@ -843,10 +868,15 @@ mod tests {
         buf.truncate(buf.len() - 2);
         let r = Reader::new(io::Cursor::new(&buf)).unwrap();
         let err = r.collect::<Result<Vec<_>, _>>().unwrap_err();
+        let at = buf.len();
         assert!(
-            err.to_string().contains("cut short after 3 records"),
+            err.to_string()
+                .contains(&format!("cut short at byte {at}, after 3 records")),
             "{err}"
         );
+        // Cut inside the 16 bytes that start a trace: said so, not an I/O error's text.
+        let e = Reader::new(io::Cursor::new(&buf[..10])).err().unwrap();
+        assert!(e.to_string().contains("cut short"), "{e}");
         assert!(matches!(
             Reader::new(io::Cursor::new(b"not a trace at all")),
             Err(FormatError::NotATrace)

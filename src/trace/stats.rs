@@ -481,7 +481,7 @@ impl Acc {
         });
         let (file, inside) = self.tr.file_of(r);
         let seq = self.tr.apply(r);
-        let structural = matches!(r.call, Call::Clone | Call::Exit | Call::Exec);
+        let structural = matches!(r.call, Call::Clone | Call::Exit | Call::Exec | Call::Wait);
         if !self.all_paths && !inside && !structural {
             s.outside_roots += 1;
             return;

@@ -57,8 +57,13 @@ pub enum Command {
 }
 
 fn positive(param: &str, what: &str) -> Result<u32> {
-    match param.split_whitespace().next().map(str::parse::<u32>) {
-        Some(Ok(v)) if v > 0 => Ok(v),
+    let word = param.split_whitespace().next().unwrap_or("");
+    match word.parse::<u32>() {
+        Ok(v) if v > 0 => Ok(v),
+        // PostMark keeps its settings in 32 bits; a longer number is too large, not wrong.
+        Err(e) if *e.kind() == std::num::IntErrorKind::PosOverflow => {
+            bail!("{what}: {word} is too large; the largest is {}", u32::MAX)
+        }
         _ => bail!("{what}: expected a positive integer, got `{param}`"),
     }
 }

@@ -861,5 +861,11 @@ mod tests {
         assert_eq!(c.apply_line("quit").unwrap(), Some(Command::Quit));
         assert!(c.apply_line("set nonsense 3").is_err());
         assert!(c.apply_line("set number 0").is_err());
+        let e = c.apply_line("set number 99999999999999").unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("too large; the largest is 4294967295"),
+            "{e}"
+        );
     }
 }

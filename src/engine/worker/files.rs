@@ -17,8 +17,10 @@ impl Worker<'_> {
         if s.fd < 0 {
             return Err(self.closed(slot, "closefile"));
         }
+        // A descriptor another slot shares (`opennext` onto one file) stays open for it.
+        let shared = self.fd_shared(slot);
         let t0 = self.clock.now();
-        let r = io::close(s.fd);
+        let r = if shared { Ok(()) } else { io::close(s.fd) };
         let ns = self.clock.since(t0);
         self.forget_open(slot);
         match r {

@@ -87,7 +87,11 @@ impl Worker<'_> {
         // As Filebench: every call, the last one included, is an operation of its own
         // (and, without a target, counts toward the process's total it compares against).
         self.done(f, 0, 0);
-        Ok(if finished { Flow::Done } else { Flow::Continue })
+        if finished {
+            self.finished_by = Some(f.stat);
+            return Ok(Flow::Done);
+        }
+        Ok(Flow::Continue)
     }
 }
 

@@ -41,6 +41,9 @@ pub struct ProcCounters {
 #[derive(Debug, Clone, Copy)]
 struct Slot {
     fd: RawFd,
+    /// How the descriptor was opened (slots rotating onto one file share a descriptor
+    /// opened the same way).
+    how: OpenHow,
     /// The open file (fileset, entry), whose open count this slot holds.
     entry: Option<(u32, u32)>,
     /// The file the slot was last opened on; kept after close, as Filebench keeps it, so a
@@ -71,6 +74,13 @@ impl Slot {
 
 const EMPTY: Slot = Slot {
     fd: -1,
+    how: OpenHow {
+        create: false,
+        readonly: false,
+        writeonly: false,
+        dsync: false,
+        directio: false,
+    },
     entry: None,
     last: None,
     size: 0,
@@ -119,6 +129,8 @@ pub struct Shared<'a> {
     /// Count fileset exhaustion and go on instead of ending the thread.
     pub continue_when_exhausted: bool,
     pub continue_on_enospc: bool,
+    /// A finish flowop that is done ends the run in every mode (`--finish-ends-run`).
+    pub finish_ends_run: bool,
     pub clock: Clock,
     /// One slot per worker where it publishes cumulative counters at each sampling epoch.
     pub samples: &'a [std::sync::Mutex<Sample>],
@@ -181,6 +193,14 @@ pub struct Worker<'a> {
     rng: Rng,
     slots: Vec<Slot>,
     rotor: usize,
+    /// Per fileset: this thread's own rotor for `opennext` picks (Filebench's
+    /// `fs_file_exrotor[tf_utid]`: a rotating-fd open picks in rotation per thread).
+    own_rotor: Vec<usize>,
+    /// The statistic of the finish flowop that was done (the thread's end), for the notes.
+    finished_by: Option<usize>,
+    /// How many slots share another slot's descriptor (see `share_fd`); 0 spares closes the
+    /// scan for a sharer.
+    shared_fds: usize,
     buf: AlignedBuf,
     memsize: usize,
     path: Vec<u8>,
@@ -216,7 +236,7 @@ fn whole_file_buffer(t: &Thread, filesets: &[FilesetRt]) -> u64 {
         );
         if whole && matches!(f.iosize, Num::Const(0)) && matches!(f.workingset, Num::Const(0)) {
             if let Some(fs) = f.fileset.and_then(|i| filesets.get(i)) {
-                let largest = fs.files.iter().map(|e| e.size).max().unwrap_or(0);
+                let largest = fs.files.iter().map(|e| e.size()).max().unwrap_or(0);
                 *m = (*m).max(largest.min(WHOLE_FILE_PRESIZE_CAP));
             }
         }
@@ -272,6 +292,9 @@ impl<'a> Worker<'a> {
             rng: r,
             slots: vec![EMPTY; MAX_FD],
             rotor: 0,
+            own_rotor: vec![0; sh.filesets.len()],
+            shared_fds: 0,
+            finished_by: None,
             buf,
             memsize,
             path: Vec::with_capacity(256),
@@ -400,6 +423,11 @@ impl<'a> Worker<'a> {
                 }
             }
         }
+    }
+
+    /// The name of the finish flowop whose end ended this thread, if one did.
+    pub fn done_by(&self) -> Option<String> {
+        self.finished_by.map(|s| self.sh.wl.stat_names[s].0.clone())
     }
 
     /// Close every open slot (at the end of the run, not measured).
@@ -603,17 +631,14 @@ impl<'a> Worker<'a> {
         }
     }
 
-    /// The slot a flowop uses: `fd=N`, a rotating slot with `opennext`, or slot 0.
+    /// The slot a flowop uses: `fd=N`, a rotating slot with `opennext`, or slot 0. As
+    /// Filebench's `flowoplib_fdnum`, the rotation runs over all `MAX_FD` slots of the
+    /// thread, from the last down to 0 and round again, whatever the fileset's size.
     fn fdnum(&mut self, f: &Flowop) -> usize {
         match f.fd {
             Some(n) if n > 0 => n,
             _ if f.opennext => {
-                let entries = f
-                    .fileset
-                    .map(|i| self.sh.filesets[i].files.len())
-                    .unwrap_or(MAX_FD / 2)
-                    .clamp(1, MAX_FD / 2);
-                if self.rotor == 0 || MAX_FD - self.rotor >= entries {
+                if self.rotor == 0 {
                     self.rotor = MAX_FD;
                 }
                 self.rotor -= 1;
@@ -661,10 +686,20 @@ impl<'a> Worker<'a> {
             return Err(self.closed(slot, f.kind.name()));
         };
         let fs = &self.sh.filesets[fsi];
-        let idx = self.index(f, fs.files.len());
+        let n = fs.files.len();
+        let mut idx = self.index(f, n);
+        let own = idx.is_none() && f.opennext && n > 0;
+        if own {
+            idx = Some(self.own_rotor[fsi] % n);
+        }
         let want = if create { Want::Absent } else { Want::Exists };
         let e = match fs.pick(List::Files, want, idx) {
-            Ok(e) => e,
+            Ok(e) => {
+                if own {
+                    self.own_rotor[fsi] = e + 1;
+                }
+                e
+            }
             Err(miss) => {
                 if self.slots[slot].fd >= 0 {
                     self.release_slot(slot);
@@ -698,11 +733,17 @@ impl<'a> Worker<'a> {
                 }
                 fs.files[e].opens.fetch_add(1, Ordering::Relaxed);
                 fs.release(List::Files, e, true);
+                let fd = if f.opennext {
+                    self.share_fd(slot, (fsi as u32, e as u32), how, fd)
+                } else {
+                    fd
+                };
                 self.slots[slot] = Slot {
+                    how,
                     fd,
                     entry: Some((fsi as u32, e as u32)),
                     last: Some((fsi as u32, e as u32)),
-                    size: fs.files[e].size,
+                    size: fs.files[e].size(),
                     off: 0,
                     last_off: 0,
                     starved: false,
@@ -720,9 +761,50 @@ impl<'a> Worker<'a> {
     fn release_slot(&mut self, slot: usize) {
         let s = self.slots[slot];
         if s.fd >= 0 {
-            let _ = io::close(s.fd);
+            if !self.fd_shared(slot) {
+                let _ = io::close(s.fd);
+            }
             self.forget_open(slot);
         }
+    }
+
+    /// A rotating open (`opennext`) of a file another slot of this thread holds open the
+    /// same way: the open was made and timed; keep the other slot's descriptor and close the
+    /// new one (not measured). Filebench holds 128 descriptors per thread, one per slot, in
+    /// a process per `define process` instance; here every thread shares one process's
+    /// descriptor table, and oltp's 211 threads would need 27,008.
+    fn share_fd(&mut self, slot: usize, entry: (u32, u32), how: OpenHow, fd: RawFd) -> RawFd {
+        let other = self
+            .slots
+            .iter()
+            .enumerate()
+            .find(|(j, s)| *j != slot && s.fd >= 0 && s.entry == Some(entry) && s.how == how);
+        match other {
+            Some((_, s)) => {
+                let keep = s.fd;
+                let _ = io::close(fd);
+                self.shared_fds += 1;
+                keep
+            }
+            None => fd,
+        }
+    }
+
+    /// Whether another slot holds `slot`'s descriptor (then closing `slot` leaves it open).
+    fn fd_shared(&mut self, slot: usize) -> bool {
+        if self.shared_fds == 0 {
+            return false;
+        }
+        let fd = self.slots[slot].fd;
+        let shared = self
+            .slots
+            .iter()
+            .enumerate()
+            .any(|(j, s)| j != slot && s.fd == fd);
+        if shared {
+            self.shared_fds -= 1;
+        }
+        shared
     }
 
     /// The slot no longer holds its file open: give back its open count.

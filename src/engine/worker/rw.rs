@@ -323,7 +323,7 @@ impl Worker<'_> {
         let mut wss = self.wss(f, slot);
         if let Some(src) = f.srcfd {
             match self.slots[src].last {
-                Some((fs, e)) => wss = self.sh.filesets[fs as usize].files[e as usize].size,
+                Some((fs, e)) => wss = self.sh.filesets[fs as usize].files[e as usize].size(),
                 None => return Err(self.closed(src, "writewholefile srcfd")),
             }
         }

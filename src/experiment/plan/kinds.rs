@@ -1,6 +1,66 @@
 //! What a measurement kind is and the parameters each takes, with the command-line flag
 //! each parameter becomes.
 
+use crate::apps::cli::{AndrewArgs, BuildArgs, FindArgs, PostmarkArgs, ReadArgs};
+use crate::layout::LayoutArgs;
+use crate::scan::ScanArgs;
+use crate::trace::replay::ReplayArgs;
+use clap::{Args, Command};
+use std::any::TypeId;
+use std::sync::OnceLock;
+
+/// The plan type of a flag's value, from the type its parser yields.
+fn value_type(a: &clap::Arg) -> Ty {
+    let t = a.get_value_parser().type_id();
+    let ints = [
+        TypeId::of::<u8>(),
+        TypeId::of::<u16>(),
+        TypeId::of::<u32>(),
+        TypeId::of::<u64>(),
+        TypeId::of::<usize>(),
+        TypeId::of::<i32>(),
+        TypeId::of::<i64>(),
+    ];
+    if ints.iter().any(|i| t == *i) {
+        Ty::Int
+    } else if t == TypeId::of::<f64>() || t == TypeId::of::<f32>() {
+        Ty::Float
+    } else if t == TypeId::of::<bool>() {
+        Ty::Bool
+    } else {
+        Ty::Str
+    }
+}
+
+/// A subcommand's command line as clap defines it.
+fn cmd<A: Args>() -> Command {
+    A::augment_args(Command::new("plan"))
+}
+
+/// Flags the runner sets from the cell (place, output, repetitions, cache state), never
+/// a plan.
+const RUNNER_FLAGS: &[&str] = &[
+    "dir",
+    "location",
+    "force_location",
+    "report",
+    "keep",
+    "json",
+    "csv",
+    "markdown",
+    "repeat",
+    "warmup",
+    "cold",
+    "output",
+    "one_file_system",
+    "cross_mounts",
+    "top",
+    "hash",
+    "roots",
+    "over",
+    "show_mismatches",
+];
+
 /// What a measurement runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub enum Kind {
@@ -69,12 +129,6 @@ impl Kind {
         }
     }
 
-    /// The parameters this kind accepts, [`MEMORY`] among them. A workload also takes its
-    /// own variables (checked against the workload itself).
-    pub fn params(self) -> &'static [Param] {
-        self.own_params()
-    }
-
     /// Whether the kind's child takes `--cold` and `--warmup` (the measurement harness's
     /// options, or `fsbench run`'s): layout and scan take neither, and the runner drops the
     /// caches and runs their warm-up pass itself.
@@ -96,94 +150,156 @@ impl Kind {
         matches!(self, Kind::Find | Kind::Read)
     }
 
-    fn own_params(self) -> &'static [Param] {
+    /// The parameters this kind accepts: every flag of its subcommand's command line (the
+    /// same clap definitions, so a new flag is a plan parameter too), less the ones the runner
+    /// sets itself, plus what the runner turns into a place or a generated tree, and
+    /// [`MEMORY`]. A workload also takes its own variables (checked against the workload
+    /// itself).
+    pub fn params(self) -> &'static [Param] {
+        static TABLES: OnceLock<Vec<Vec<Param>>> = OnceLock::new();
+        let tables =
+            TABLES.get_or_init(|| Kind::ALL.iter().map(|(_, k)| k.build_params()).collect());
+        let i = Kind::ALL.iter().position(|(_, k)| *k == self).unwrap();
+        &tables[i]
+    }
+
+    fn build_params(self) -> Vec<Param> {
         use Arg::*;
         use Ty::*;
-        match self {
-            Kind::Workload => &[
-                ("workload", "", Positional, Str),
-                ("duration", "--duration", Value, Float),
-                ("warmup", "--warmup", Value, Float),
-                ("seed", "--seed", Value, Int),
-                MEMORY,
-            ],
-            Kind::Postmark => &[
-                ("config", "", Positional, Str),
-                ("number", "--number", Value, Int),
-                ("size", "--size", Value, Str),
-                ("transactions", "--transactions", Value, Int),
-                ("read", "--read", Value, Int),
-                ("write", "--write", Value, Int),
-                ("bias_read", "--bias-read", Value, Int),
-                ("bias_create", "--bias-create", Value, Int),
-                ("subdirectories", "--subdirectories", Value, Int),
-                ("buffering", "--buffering", Value, Bool),
-                ("seed", "--seed", Value, Int),
-                ("instances", "--instances", Value, Int),
-                MEMORY,
-            ],
-            Kind::Andrew => &[
-                ("copies", "--copies", Value, Int),
-                ("clients", "--clients", Value, Int),
-                ("no_compile", "--no-compile", Switch, Bool),
-                ("cc", "--cc", Value, Str),
-                ("seed", "--seed", Value, Int),
-                MEMORY,
-            ],
-            Kind::Find => &[
-                ("path", "", Runner, Str),
-                ("threads", "--threads", Value, Int),
-                ("tree_files", "", Runner, Int),
-                ("tree_dirs", "", Runner, Int),
-                ("tree_file_size", "", Runner, Str),
-                MEMORY,
-            ],
-            Kind::Read => &[
-                ("path", "", Runner, Str),
-                ("jobs", "--jobs", Value, Int),
-                ("order", "--order", Value, Str),
-                ("block", "--block", Value, Int),
-                ("seed", "--seed", Value, Int),
-                ("tree_files", "", Runner, Int),
-                ("tree_dirs", "", Runner, Int),
-                ("tree_file_size", "", Runner, Str),
-                MEMORY,
-            ],
-            Kind::Build => &[
-                ("src", "", Runner, Str),
-                ("files", "--files", Value, Int),
-                ("dirs", "--dirs", Value, Int),
-                ("jobs", "--jobs", Value, Int),
-                ("headers", "--headers", Value, Int),
-                ("headers_per_job", "--headers-per-job", Value, Int),
-                ("source_size", "--source-size", Value, Int),
-                ("cpu_ms", "--cpu-ms", Value, Int),
-                ("temps", "--temps", Value, Int),
-                ("seed", "--seed", Value, Int),
-                MEMORY,
-            ],
-            Kind::Layout => &[
-                ("path", "", Runner, Str),
-                ("sync", "--sync", Switch, Bool),
-                MEMORY,
-            ],
-            Kind::Replay => &[
-                ("trace", "", Positional, Str),
-                ("mode", "--mode", Value, Str),
-                ("speed", "--speed", Value, Float),
-                ("threads", "--threads", Value, Str),
-                ("over", "", Runner, Str),
-                MEMORY,
-            ],
-            Kind::Scan => &[
-                ("path", "", Runner, Str),
-                ("threads", "--threads", Value, Int),
-                MEMORY,
-            ],
+        let (cmd, positional, runner): (Option<Command>, &[&str], &[(&str, Ty)]) = match self {
+            // `fsbench run`'s options live with the binary: its plan parameters are these.
+            Kind::Workload => {
+                return vec![
+                    ("workload", "", Positional, Str),
+                    ("duration", "--duration", Value, Float),
+                    ("warmup", "--warmup", Value, Float),
+                    ("seed", "--seed", Value, Int),
+                    MEMORY,
+                ]
+            }
+            Kind::Postmark => (Some(cmd::<PostmarkArgs>()), &["config"], &[]),
+            Kind::Andrew => (Some(cmd::<AndrewArgs>()), &[], &[]),
+            Kind::Find => (
+                Some(cmd::<FindArgs>()),
+                &[],
+                &[
+                    ("path", Str),
+                    ("tree_files", Int),
+                    ("tree_dirs", Int),
+                    ("tree_file_size", Str),
+                ],
+            ),
+            Kind::Read => (
+                Some(cmd::<ReadArgs>()),
+                &[],
+                &[
+                    ("path", Str),
+                    ("tree_files", Int),
+                    ("tree_dirs", Int),
+                    ("tree_file_size", Str),
+                ],
+            ),
+            Kind::Build => (Some(cmd::<BuildArgs>()), &[], &[("src", Str)]),
+            Kind::Layout => (Some(cmd::<LayoutArgs>()), &[], &[("path", Str)]),
+            Kind::Replay => (Some(cmd::<ReplayArgs>()), &["trace"], &[("over", Str)]),
+            Kind::Scan => (Some(cmd::<ScanArgs>()), &[], &[("path", Str)]),
+        };
+        let mut out: Vec<Param> = Vec::new();
+        let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
+        for a in cmd.iter().flat_map(|c| c.get_arguments()) {
+            let id = a.get_id().as_str();
+            if a.is_positional() {
+                if positional.contains(&id) {
+                    out.push((leak(id.to_string()), "", Positional, Str));
+                }
+                continue;
+            }
+            let Some(long) = a.get_long() else { continue };
+            if RUNNER_FLAGS.contains(&id) || a.is_hide_set() || id == "help" {
+                continue;
+            }
+            let flag = leak(format!("--{long}"));
+            let name = leak(long.replace('-', "_"));
+            let switch = matches!(a.get_action(), clap::ArgAction::SetTrue);
+            if switch {
+                out.push((name, flag, Switch, Bool));
+                continue;
+            }
+            if !matches!(a.get_action(), clap::ArgAction::Set) {
+                continue;
+            }
+            let ty = value_type(a);
+            out.push((name, flag, Value, ty));
         }
+        for (name, ty) in runner {
+            out.retain(|p| p.0 != *name);
+            out.push((name, "", Runner, *ty));
+        }
+        out.push(MEMORY);
+        out
+    }
+
+    /// The values a string parameter takes, when its flag lists them (`--mode timed|afap|deps`).
+    pub fn choices(self, name: &str) -> Option<Vec<String>> {
+        let cmd = match self {
+            Kind::Postmark => cmd::<PostmarkArgs>(),
+            Kind::Andrew => cmd::<AndrewArgs>(),
+            Kind::Find => cmd::<FindArgs>(),
+            Kind::Build => cmd::<BuildArgs>(),
+            Kind::Layout => cmd::<LayoutArgs>(),
+            Kind::Replay => cmd::<ReplayArgs>(),
+            Kind::Scan => cmd::<ScanArgs>(),
+            Kind::Read => cmd::<ReadArgs>(),
+            Kind::Workload => return None,
+        };
+        let a = cmd
+            .get_arguments()
+            .find(|a| a.get_long().map(|l| l.replace('-', "_")).as_deref() == Some(name))?;
+        let v: Vec<String> = a
+            .get_possible_values()
+            .iter()
+            .filter(|p| !p.is_hide_set())
+            .map(|p| p.get_name().to_string())
+            .collect();
+        (!v.is_empty()).then_some(v)
     }
 
     pub fn param(self, name: &str) -> Option<&'static Param> {
         self.params().iter().find(|p| p.0 == name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parameters_come_from_the_subcommands_flags() {
+        let p = Kind::Build.param("source_size").unwrap();
+        assert_eq!((p.1, p.2, p.3), ("--source-size", Arg::Value, Ty::Int));
+        let p = Kind::Andrew.param("no_compile").unwrap();
+        assert_eq!((p.1, p.2, p.3), ("--no-compile", Arg::Switch, Ty::Bool));
+        let p = Kind::Postmark.param("buffering").unwrap();
+        assert_eq!((p.2, p.3), (Arg::Value, Ty::Bool));
+        assert_eq!(Kind::Postmark.param("config").unwrap().2, Arg::Positional);
+        assert_eq!(Kind::Replay.param("speed").unwrap().3, Ty::Float);
+        assert_eq!(Kind::Replay.param("over").unwrap().2, Arg::Runner);
+        assert_eq!(Kind::Find.param("path").unwrap().2, Arg::Runner);
+    }
+
+    #[test]
+    fn runner_flags_are_not_plan_parameters() {
+        for (_, k) in Kind::ALL {
+            for f in ["dir", "json", "keep", "cold", "repeat", "location", "csv"] {
+                assert!(k.param(f).is_none(), "{} takes {f}", k.name());
+            }
+        }
+    }
+
+    #[test]
+    fn enumerated_flags_give_their_choices() {
+        let c = Kind::Replay.choices("mode").unwrap();
+        assert_eq!(c, ["timed", "afap", "deps"]);
+        assert!(Kind::Build.choices("jobs").is_none());
     }
 }

@@ -241,13 +241,17 @@ impl MeasurementCx<'_> {
         for (k, v) in &m.params {
             let ty = self.check_key(k, v.span())?;
             let mut s = self.scalar_for(k, v, ty)?;
-            if self.kind == Kind::Replay
-                && k == "mode"
-                && !["timed", "afap", "deps"].contains(&s.as_str())
-            {
-                return Err(self
-                    .ctx
-                    .err(v.span(), "mode: expected \"timed\", \"afap\" or \"deps\""));
+            if let Some(choices) = self.kind.choices(k) {
+                if !choices.contains(&s) {
+                    let list = choices
+                        .iter()
+                        .map(|c| format!("{c:?}"))
+                        .collect::<Vec<_>>()
+                        .join(", ");
+                    return Err(self
+                        .ctx
+                        .err(v.span(), format!("{k}: expected one of {list}")));
+                }
             }
             self.resolve_file(k, &mut s, v)?;
             params.push((k.clone(), s));

@@ -55,7 +55,6 @@ pub(super) fn blank_fileset(is_file: bool, span: Span) -> Fileset {
         leafdirs: 0,
         dirwidth: if is_file { 10 } else { 0 },
         dirgamma: 1.5,
-        widthgamma: 1.5,
         dirdepthrv: None,
         size: Num::Const(1024),
         prealloc: 0,
@@ -203,7 +202,6 @@ impl Builder {
                 "write `size=$v` with `set $v = randvar(type=gamma, mean=..., gamma=...)`",
             ),
         );
-        fs.widthgamma = g as f64 / 1000.0;
         if g > 0 {
             if let Num::Const(mean) = fs.size {
                 self.randvars.push(RandVarDef {

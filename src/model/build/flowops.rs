@@ -35,6 +35,11 @@ pub(super) fn blank_flowop(kind: FlowopKind, span: Span) -> Flowop {
 }
 
 /// The field of a flowop's true-or-false attribute `name`, if it is one.
+/// Flowops for which `iosize=0` (or none) means the whole file in one I/O.
+fn whole_file(kind: FlowopKind) -> bool {
+    matches!(kind, FlowopKind::ReadWholeFile | FlowopKind::WriteWholeFile)
+}
+
 pub(super) fn flowop_flag<'a>(f: &'a mut Flowop, name: &str) -> Option<&'a mut bool> {
     Some(match name {
         "opennext" => &mut f.opennext,
@@ -110,7 +115,7 @@ impl Builder {
             return None;
         }
         self.check_flowop_needs(d, &f);
-        self.check_flowop_io(d, &f, filesets);
+        self.check_flowop_io(d, &f);
         if kind == FlowopKind::Composite {
             self.expand_composite(d, &mut f, filesets, locals, depth)?;
         } else if !d.locals.is_empty() {
@@ -211,6 +216,11 @@ impl Builder {
                     if let Num::Const(c) = v {
                         if c < 0 {
                             self.err(a.span(), format!("iters cannot be negative, found {c}"));
+                        } else if c == 0 {
+                            self.err(
+                                a.span(),
+                                "iters=0: the flowop would never run, and a thread of such flowops spins doing nothing; give 1 or more, or remove the flowop",
+                            );
                         }
                     }
                     f.iters = v
@@ -239,6 +249,14 @@ impl Builder {
                     if let Num::Const(c) = v {
                         if c < 0 {
                             self.err(a.span(), "iosize cannot be negative");
+                        } else if c == 0 && !whole_file(f.kind) {
+                            self.err(
+                                a.span(),
+                                format!(
+                                    "iosize=0: a {} of 0 bytes fails every time it runs; give the bytes per I/O, e.g. iosize=8k",
+                                    f.kind.name()
+                                ),
+                            );
                         }
                     }
                     f.iosize = v
@@ -296,6 +314,18 @@ impl Builder {
                     ),
                 )
             }
+            Read | Write | AioWrite | AppendFileRand
+                if d.attrs.iter().all(|a| a.name != "iosize") =>
+            {
+                self.err(
+                    d.span,
+                    format!(
+                        "flowop `{}` ({}) needs `iosize=`: without it every I/O is of 0 bytes and fails",
+                        f.name,
+                        kind.name()
+                    ),
+                )
+            }
             Wakeup | SemPost if f.target.is_none() => self.err(
                 d.span,
                 format!(
@@ -316,9 +346,8 @@ impl Builder {
         }
     }
 
-    /// Combinations of I/O modes that cannot work: `directio` sizes, `opennext` slots,
-    /// `mmap` with `directio`.
-    pub(super) fn check_flowop_io(&mut self, d: &FlowopDecl, f: &Flowop, filesets: &[Fileset]) {
+    /// Combinations of I/O modes that cannot work: `directio` sizes, `mmap` with `directio`.
+    pub(super) fn check_flowop_io(&mut self, d: &FlowopDecl, f: &Flowop) {
         if let (true, Num::Const(n)) = (f.directio, f.iosize) {
             if n > 0 && n & 511 != 0 {
                 self.err(
@@ -340,19 +369,6 @@ impl Builder {
                         f.name
                     ),
                 ));
-            }
-        }
-        if f.opennext {
-            if let Some(fs) = f.fileset.map(|i| &filesets[i]) {
-                if fs.entries > 64 {
-                    self.err(
-                        d.span,
-                        format!(
-                            "flowop `{}`: opennext keeps one fd slot per file, at most 64, but fileset `{}` has {} entries",
-                            f.name, fs.name, fs.entries
-                        ),
-                    );
-                }
             }
         }
         if f.directio && f.kind == FlowopKind::AppendFileRand {

@@ -547,7 +547,19 @@ impl Builder {
                 let mut acc: i64 = 1;
                 for p in parts {
                     match self.resolve(p, locals)?.val {
-                        Val::Int(i) => acc = acc.saturating_mul(i),
+                        Val::Int(i) => match acc.checked_mul(i) {
+                            Some(x) => acc = x,
+                            None => {
+                                self.err(
+                                    v.span,
+                                    format!(
+                                        "this product overflows: {acc} * {i} is beyond {}, the largest whole number a workload holds",
+                                        i64::MAX
+                                    ),
+                                );
+                                return None;
+                            }
+                        },
                         _ => {
                             self.err(p.span, "only whole numbers can be multiplied");
                             return None;
@@ -742,5 +754,34 @@ mod tests {
             .warnings
             .iter()
             .any(|d| d.message.contains("after the first `run`")));
+    }
+
+    /// `iosize=0` and `iters=0` are refused where they are written; a read or write with no
+    /// iosize at its flowop; whole-file flowops keep 0 as "the whole file".
+    #[test]
+    fn zero_iosize_and_iters_are_refused_at_their_attribute() {
+        let e = first_err(&format!("{BASE}define process name=p {{ thread name=t {{\n flowop read name=r,filesetname=fs,iosize=0 }} }}\n"));
+        assert_eq!(e.line_col(), (5, 36), "{e}");
+        assert!(e.message.contains("iosize=0"), "{e}");
+        let e = first_err(&format!("{BASE}define process name=p {{ thread name=t {{\n flowop statfile name=s,filesetname=fs,iters=0 }} }}\n"));
+        assert_eq!(e.line_col(), (5, 40), "{e}");
+        assert!(e.message.contains("iters=0"), "{e}");
+        let e = first_err(&format!("{BASE}define process name=p {{ thread name=t {{\n flowop write name=w,filesetname=fs }} }}\n"));
+        assert!(e.message.contains("needs `iosize=`"), "{e}");
+        wl(&format!("{BASE}define process name=p {{ thread name=t {{\n flowop readwholefile name=r,filesetname=fs,iosize=0 }} }}\n")).unwrap();
+    }
+
+    /// Legacy products that do not fit in 64 bits are an error at the product, not a
+    /// silently saturated number.
+    #[test]
+    fn an_overflowing_product_is_an_error() {
+        let e = first_err("set $a=4294967296\nset $b = $a * $a\n");
+        assert_eq!(e.line_col(), (2, 10), "{e}");
+        assert!(e.message.contains("overflows"), "{e}");
+        let w = wl("set $a=3037000499\nset $b = $a * $a\n").unwrap();
+        assert_eq!(
+            w.vars.iter().find(|(k, _)| k == "b").unwrap().1,
+            "9223372030926249001"
+        );
     }
 }

@@ -28,7 +28,7 @@ pub const STRACE_ARGS: &[&str] = &[
     "-e",
     "signal=none",
     "-e",
-    "trace=%file,%desc,mmap,munmap,clone,clone3,fork,vfork,execve,execveat,chdir,fchdir",
+    "trace=%file,%desc,mmap,munmap,clone,clone3,fork,vfork,execve,execveat,chdir,fchdir,wait4,waitid",
 ];
 
 #[derive(Args, Debug)]
@@ -51,7 +51,7 @@ pub struct RecordArgs {
 
 #[derive(Args, Debug)]
 #[command(
-    after_long_help = "The log must have been written by\n  strace -f -ttt -T -yy -s 0 -qq -e signal=none -e trace=%file,%desc,mmap,munmap,clone,clone3,fork,vfork,execve,execveat,chdir,fchdir -o LOG -- COMMAND"
+    after_long_help = "The log must have been written by\n  strace -f -ttt -T -yy -s 0 -qq -e signal=none -e trace=%file,%desc,mmap,munmap,clone,clone3,fork,vfork,execve,execveat,chdir,fchdir,wait4,waitid -o LOG -- COMMAND\n(wait4 and waitid may be left out: a replay in afap mode then cannot keep a parent's calls after its children's)"
 )]
 pub struct ImportArgs {
     /// The strace log.

@@ -204,8 +204,8 @@ impl Reader {
         Some(())
     }
 
-    /// chdir, fchdir, the clones and exec: the calls that change a process's working
-    /// directory or make a process. None when `c` is not one of them.
+    /// chdir, fchdir, the clones, exec and the waits: the calls that change a process's
+    /// working directory, make a process or wait for one. None when `c` is not one of them.
     fn processes(&mut self, c: &CallArgs<'_>, r: &mut Record) -> Option<bool> {
         let (name, a) = (c.name, |i| c.a(i));
         let ok = r.ret >= 0;
@@ -253,6 +253,19 @@ impl Reader {
             "execveat" => {
                 r.call = Call::Exec;
                 r.path = c.at(a(0), a(1));
+            }
+            "wait4" => r.call = Call::Wait,
+            "waitid" => {
+                r.call = Call::Wait;
+                // waitid returns 0; the child is the `si_pid` of the siginfo it fills.
+                if r.ret == 0 {
+                    r.ret = c
+                        .args
+                        .iter()
+                        .find_map(|x| struct_field(x, "si_pid"))
+                        .and_then(|p| p.trim().parse().ok())
+                        .unwrap_or(0);
+                }
             }
             "exit" | "exit_group" => return Some(false),
             _ => return None,
@@ -397,5 +410,23 @@ mod tests {
         assert!(p.records.windows(2).all(|w| w[0].start_ns <= w[1].start_ns));
         assert_eq!(p.records[0].start_ns, 0);
         assert_eq!(p.records[0].syscall, "vfork");
+    }
+
+    #[test]
+    fn waits_keep_the_child_they_waited_for() {
+        let log = r#"100 1795583549.000001 wait4(-1, [{WIFEXITED(s) && WEXITSTATUS(s) == 0}], 0, NULL) = 101 <0.000500>
+100 1795583549.000002 waitid(P_ALL, 0, {si_signo=SIGCHLD, si_code=CLD_EXITED, si_pid=102, si_uid=0, si_status=0, si_utime=0, si_stime=0}, WEXITED, NULL) = 0 <0.000100>
+100 1795583549.000003 wait4(-1, 0x7ffd, WNOHANG, NULL) = -1 ECHILD (No child processes) <0.000010>
+"#;
+        let p = parse(log.as_bytes(), "/tmp").unwrap();
+        let w: Vec<(Call, i64)> = p.records.iter().map(|r| (r.call, r.ret)).collect();
+        assert_eq!(
+            w,
+            vec![
+                (Call::Wait, 101),
+                (Call::Wait, 102),
+                (Call::Wait, -(libc::ECHILD as i64))
+            ]
+        );
     }
 }

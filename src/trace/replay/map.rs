@@ -110,7 +110,13 @@ pub(super) fn mutates(r: &Record) -> bool {
 pub(super) fn replayable(c: Call) -> bool {
     !matches!(
         c,
-        Call::Other | Call::Munmap | Call::Chdir | Call::Exit | Call::Clone | Call::Exec
+        Call::Other
+            | Call::Munmap
+            | Call::Chdir
+            | Call::Exit
+            | Call::Clone
+            | Call::Exec
+            | Call::Wait
     )
 }
 

@@ -18,9 +18,11 @@
 //! - `timed`: each call starts at its recorded time (divided by `--speed`), or as soon as
 //!   its thread is free when late, and never before the calls of other threads it depends
 //!   on (as in `deps`: a late thread delays those that wait for it);
-//! - `afap`: each thread issues its calls back to back; a thread starts after the call that
-//!   created it, and a call on a descriptor another thread opened waits for that open (and
-//!   a close for the other threads' calls on it) — nothing else is ordered across threads;
+//! - `afap`: each thread issues its calls back to back, in the program's own process order
+//!   (a thread starts after the call that created it, a parent's calls after a wait come
+//!   after the child's last call, a vfork parent goes on after its child's exec), and a
+//!   call on a descriptor another thread opened waits for that open (and a close for the
+//!   other threads' calls on it) — nothing else is ordered across threads;
 //! - `deps`: as fast as possible, but a call on a path also waits for the earlier calls of
 //!   other threads that created, removed, renamed or wrote it (and a call that changes a path
 //!   for the earlier calls that used it), so cross-thread outcomes stay as recorded.

@@ -161,6 +161,88 @@ pub(super) struct Planner {
     freed: Vec<u32>,
     pdeps: HashMap<String, PathDeps>,
     ntids: usize,
+    /// The program's own process order (afap mode): see [`ProcOrder`].
+    procs: ProcOrder,
+}
+
+/// The orderings a program's processes impose on themselves, which `afap` keeps though it
+/// drops the ones its data imply: a parent that waited for a child (wait4, waitid) goes on
+/// after the child's last call; a vfork parent goes on after its child's exec; an exec by
+/// a thread other than its process's first hands the process on to the first thread's id
+/// (as the kernel does), whose next call comes after it.
+#[derive(Default)]
+struct ProcOrder {
+    /// The process (thread group) of each traced thread seen created.
+    tgid_of: HashMap<u32, u32>,
+    /// The threads of each process.
+    threads_of: HashMap<u32, Vec<u32>>,
+    /// Each thread's last step in the chunk being planned.
+    last_step: HashMap<u32, (u32, u32)>,
+    /// Per thread: the children it waited for, whose last steps its next step waits for.
+    waited: HashMap<u32, Vec<u32>>,
+    /// Per thread: steps its next step waits for.
+    pending: HashMap<u32, Vec<(u32, u32)>>,
+    /// vfork children not yet exec'd, and their parents.
+    vforked: HashMap<u32, u32>,
+}
+
+impl ProcOrder {
+    fn tgid(&self, tid: u32) -> u32 {
+        self.tgid_of.get(&tid).copied().unwrap_or(tid)
+    }
+
+    /// A thread or process `child` made by `tid` (`flags`: the clone's).
+    fn cloned(&mut self, tid: u32, child: u32, flags: u64) {
+        let tgid = if flags & libc::CLONE_THREAD as u64 != 0 {
+            self.tgid(tid)
+        } else {
+            child
+        };
+        self.tgid_of.insert(child, tgid);
+        let threads = self.threads_of.entry(tgid).or_default();
+        if threads.is_empty() && tgid != child {
+            threads.push(tgid);
+        }
+        threads.push(child);
+        if flags & libc::CLONE_VFORK as u64 != 0 {
+            self.vforked.insert(child, tid);
+        }
+    }
+
+    /// `tid` waited for `child` (a wait's result).
+    fn waited_for(&mut self, tid: u32, child: i64) {
+        if child > 0 {
+            self.waited.entry(tid).or_default().push(child as u32);
+        }
+    }
+
+    /// `tid` exec'd at step `me`.
+    fn exec(&mut self, tid: u32, me: (u32, u32)) {
+        if let Some(parent) = self.vforked.remove(&tid) {
+            self.pending.entry(parent).or_default().push(me);
+        }
+        let tgid = self.tgid(tid);
+        if tgid != tid {
+            // The other threads are gone; the process goes on under its first thread's id.
+            self.pending.entry(tgid).or_default().push(me);
+            self.threads_of.insert(tgid, vec![tgid]);
+        }
+    }
+
+    /// What `tid`'s next step waits for: the last steps of the children it waited for (of
+    /// every thread of theirs), and the steps handed on to it.
+    fn take(&mut self, tid: u32) -> Vec<(u32, u32)> {
+        let mut deps = self.pending.remove(&tid).unwrap_or_default();
+        for child in self.waited.remove(&tid).unwrap_or_default() {
+            let threads = self.threads_of.get(&child).map_or(&[][..], |v| &v[..]);
+            for t in threads.iter().chain(std::iter::once(&child)) {
+                if let Some(&s) = self.last_step.get(t) {
+                    deps.push(s);
+                }
+            }
+        }
+        deps
+    }
 }
 
 impl Planner {
@@ -168,6 +250,9 @@ impl Planner {
     fn next_chunk(&mut self) {
         self.start_dep.clear();
         self.pdeps.clear();
+        // Steps of an earlier chunk are done before this one starts.
+        self.procs.last_step.clear();
+        self.procs.pending.clear();
         for f in self
             .tables
             .iter_mut()
@@ -265,10 +350,22 @@ impl Planner {
             _ => None,
         };
         if let Some(action) = process {
+            if c.mode == Mode::Afap {
+                deps.extend(self.procs.take(r.tid));
+                match r.call {
+                    Call::Clone => self.procs.cloned(r.tid, r.ret as u32, r.flags.unwrap_or(0)),
+                    _ => self.procs.exec(r.tid, me),
+                }
+                self.procs.last_step.insert(r.tid, me);
+                one_wait_per_worker(&mut deps, w);
+            }
             plan.workers[w as usize].push(Step::bare(ri, action, deps));
             return;
         }
         if !replayable(r.call) {
+            if c.mode == Mode::Afap && r.call == Call::Wait {
+                self.procs.waited_for(r.tid, r.ret);
+            }
             *plan.not_replayable.entry(r.syscall.clone()).or_default() += 1;
             self.start_later(r.tid, &deps);
             return;
@@ -285,6 +382,9 @@ impl Planner {
         self.descriptor_deps(r, table, me, &files, &mut deps);
         if c.mode != Mode::Afap {
             self.path_deps(r, me, &files, &mut deps);
+        } else {
+            deps.extend(self.procs.take(r.tid));
+            self.procs.last_step.insert(r.tid, me);
         }
         one_wait_per_worker(&mut deps, w);
         let paths = plan.add_paths(step_paths(r, c.mapper));
@@ -736,5 +836,33 @@ mod tests {
         let p = build_plan(&recs, &mapper(), Some(2), Mode::Afap);
         assert_eq!(p.workers.len(), 2);
         assert_eq!(p.workers[0].len(), 3);
+    }
+
+    #[test]
+    fn afap_keeps_the_waits_of_a_parent_for_its_children() {
+        // sh (1) vforks 2, which execs and writes /w/out; sh waits for it and reads it.
+        let mut vfork = rec(1, Call::Clone, None, None, 2);
+        vfork.flags = Some((libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD) as u64);
+        let mut create = rec(2, Call::Open, Some("/w/out"), None, 3);
+        create.flags = Some((libc::O_CREAT | libc::O_WRONLY) as u64);
+        let recs = vec![
+            vfork,
+            rec(2, Call::Exec, Some("/bin/cp"), None, 0),
+            rec(1, Call::Stat, Some("/w"), None, 0),
+            create,
+            rec(1, Call::Wait, None, None, 2),
+            rec(2, Call::Write, None, Some(3), 10),
+            rec(2, Call::Close, None, Some(3), 0),
+            rec(1, Call::Stat, Some("/w/out"), None, 0),
+        ];
+        let p = build_plan(&recs, &mapper(), None, Mode::Afap);
+        let parent = &p.workers[0];
+        // The stat after the exec waits for it (vfork), the one after the wait for the
+        // child's close, its last call.
+        assert_eq!(parent[1].deps, vec![(1, 0)], "{:?}", parent[1]);
+        assert_eq!(parent[2].deps, vec![(1, 3)], "{:?}", parent[2]);
+        // deps mode orders by paths only, as before.
+        let p = build_plan(&recs, &mapper(), None, Mode::Deps);
+        assert!(p.workers[0][1].deps.is_empty(), "{:?}", p.workers[0][1]);
     }
 }

@@ -1,0 +1,136 @@
+//! `fsbench selftest layout`: how fast fsbench lays a fileset out against a bare loop that
+//! creates the same number of files of the same size in directories of the same width, one
+//! thread, writing one fixed buffer. Rounds alternate (fsbench with one writer, fsbench with
+//! one writer per core, the bare loop), each on a fresh tree, with `sync` between them; the
+//! report gives each case's median files per second and its ratio to the bare loop.
+
+use super::rundir::RunDir;
+use crate::beneath;
+use crate::fileset;
+use crate::lang::{parse, SourceFile};
+use crate::model::{build, Overrides};
+use std::ffi::CString;
+use std::fmt::Write;
+use std::os::fd::AsRawFd;
+use std::path::Path;
+use std::time::Instant;
+
+/// Files per directory, in fsbench's fileset and the bare loop alike.
+const WIDTH: u64 = 100;
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v.get(v.len() / 2).copied().unwrap_or(0.0)
+}
+
+fn cname(s: &str) -> CString {
+    CString::new(s).expect("no NUL in a generated name")
+}
+
+/// Lay out `files` files of `size` bytes with `threads` writers; files per second.
+fn engine_round(rd: &RunDir, files: u64, size: u64, threads: usize) -> anyhow::Result<f64> {
+    let text = format!(
+        "define fileset name=lay,path={},entries={files},dirwidth={WIDTH},dirgamma=0,size={size},prealloc\n\
+         define process name=p {{ thread name=t {{ flowop statfile name=s,filesetname=lay }} }}\n",
+        rd.path.display()
+    );
+    let src = SourceFile::new("selftest-layout", &text);
+    let script = parse(&src).map_err(|d| anyhow::anyhow!("{d}"))?;
+    let wl = build("selftest-layout", &src, &script, &Overrides::default())
+        .map_err(|d| anyhow::anyhow!("{d}"))?;
+    let fs = &wl.filesets[0];
+    let plan = fileset::plan(0, fs, &wl.randvars, 1);
+    let t0 = Instant::now();
+    let (rt, stats) =
+        fileset::layout::create(plan, fs, rd.fd(), rd.path.join(&fs.name), 1, Some(threads))?;
+    let secs = t0.elapsed().as_secs_f64();
+    anyhow::ensure!(
+        stats.files_written == files,
+        "laid out {} files of {files}",
+        stats.files_written
+    );
+    drop(rt);
+    beneath::remove_tree_at(rd.fd(), &cname(&fs.name))?;
+    Ok(files as f64 / secs)
+}
+
+/// The bare loop: directories of `WIDTH` files, each file created, written from one buffer
+/// and closed; files per second.
+fn bare_round(rd: &RunDir, files: u64, size: u64) -> anyhow::Result<f64> {
+    let top = cname("bare");
+    let buf = vec![0x5au8; size.min(1 << 20) as usize];
+    let t0 = Instant::now();
+    beneath::mkdir_at(rd.fd(), &top, 0o755)?;
+    let top_fd = beneath::open_dir(rd.fd(), &top)?;
+    let mut made = 0u64;
+    let mut d = 0u64;
+    while made < files {
+        let dn = cname(&format!("{d:08}"));
+        beneath::mkdir_at(top_fd.as_raw_fd(), &dn, 0o755)?;
+        let dir = beneath::open_dir(top_fd.as_raw_fd(), &dn)?;
+        for f in 0..WIDTH.min(files - made) {
+            let name = cname(&format!("{f:08}"));
+            let fd = beneath::open_file(
+                dir.as_raw_fd(),
+                &name,
+                libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC,
+            )?;
+            let mut left = size;
+            while left > 0 {
+                let n = left.min(buf.len() as u64) as usize;
+                // SAFETY: writes from a live buffer of at least n bytes.
+                let w = unsafe { libc::write(fd.as_raw_fd(), buf.as_ptr().cast(), n) };
+                anyhow::ensure!(w > 0, "write: {}", std::io::Error::last_os_error());
+                left -= w as u64;
+            }
+            made += 1;
+        }
+        d += 1;
+    }
+    let secs = t0.elapsed().as_secs_f64();
+    drop(top_fd);
+    beneath::remove_tree_at(rd.fd(), &top)?;
+    Ok(files as f64 / secs)
+}
+
+/// Run the three cases in alternating rounds and describe the ratios.
+pub fn layout(dir: &Path, files: u64, size: u64, rounds: u32) -> anyhow::Result<String> {
+    let rd = RunDir::create(dir, "selftest-layout", false)?;
+    let cores = crate::walk::default_threads().clamp(1, 16);
+    let result = (|| -> anyhow::Result<String> {
+        let (mut one, mut many, mut bare) = (Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..rounds {
+            // SAFETY: sync(2) takes no arguments and cannot fail.
+            unsafe { libc::sync() };
+            one.push(engine_round(&rd, files, size, 1)?);
+            unsafe { libc::sync() };
+            many.push(engine_round(&rd, files, size, cores)?);
+            unsafe { libc::sync() };
+            bare.push(bare_round(&rd, files, size)?);
+        }
+        let (one, many, bare) = (median(one), median(many), median(bare));
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "layout of {files} files of {size} bytes in directories of {WIDTH} on {} ({}), {rounds} rounds, cases alternating",
+            dir.display(),
+            crate::stats::host::mount_of(dir).map(|m| m.1).unwrap_or_default()
+        );
+        let _ = writeln!(out, "  bare loop, 1 thread:  {bare:.0} files/s");
+        let _ = writeln!(
+            out,
+            "  fsbench, 1 writer:    {one:.0} files/s, ratio {:.3}",
+            one / bare
+        );
+        let _ = writeln!(
+            out,
+            "  fsbench, {cores} writers:   {many:.0} files/s, ratio {:.3} (--layout-threads {cores})",
+            many / bare
+        );
+        Ok(out)
+    })();
+    if let Err(e) = rd.remove() {
+        crate::exit::left_behind(e.to_string());
+    }
+    result
+}
