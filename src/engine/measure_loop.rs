@@ -435,6 +435,46 @@ impl Outcome {
         }
     }
 
+    /// Why the run ended before its duration, if it did (with the notes that say so): a
+    /// full file system, a finish flowop, an exhausted fileset, its threads finishing.
+    fn early_end(&mut self, ctl: &Control, mo: &MeasureOptions) -> Option<String> {
+        let mut ended_early = None;
+        if let Some(what) = ctl.no_space.lock().ok().and_then(|mut x| x.take()) {
+            ended_early = Some(format!("the file system is full ({what})"));
+            self.notes.push(format!(
+                "run ended early: the file system is full ({what}); --continue-on-enospc counts \
+                 such errors and goes on"
+            ));
+        }
+        if let Some(who) = ctl.finish_done.lock().ok().and_then(|mut x| x.take()) {
+            ended_early.get_or_insert(format!("finish flowop {who} is done"));
+            self.notes.push(format!(
+                "run ended early: finish flowop {who} is done, which in the default (timeout) \
+                 mode ends the run as Filebench does (with its warning \"Run stopped early\"); \
+                 `set mode quit alldone` lets the other threads go on"
+            ));
+        }
+        if let Some(who) = ctl.exhausted.lock().ok().and_then(|mut x| x.take()) {
+            ended_early.get_or_insert(format!(
+                "fileset exhausted: flowop {who} could not obtain a file"
+            ));
+            self.notes.push(format!(
+                "run ended early: flowop {who} could not obtain a file (fileset exhausted); \
+                 --continue-when-exhausted counts this and goes on"
+            ));
+        }
+        if self.reached_limit || self.interrupted || self.stonewalled {
+            return None;
+        }
+        let why = ended_early.unwrap_or_else(|| {
+            "the workload's threads finished (a finish flowop, or the first thread in firstdone mode)".into()
+        });
+        Some(format!(
+            "{why}, after {:.3} s of {} s",
+            self.duration, mo.seconds
+        ))
+    }
+
     /// The run's error, or its results with the notes on how it ended.
     fn conclude(
         mut self,
@@ -470,44 +510,12 @@ impl Outcome {
                 }
             )));
         }
-        let mut ended_early = None;
-        if let Some(what) = ctl.no_space.lock().ok().and_then(|mut x| x.take()) {
-            ended_early = Some(format!("the file system is full ({what})"));
-            self.notes.push(format!(
-                "run ended early: the file system is full ({what}); --continue-on-enospc counts \
-                 such errors and goes on"
-            ));
-        }
-        if let Some(who) = ctl.finish_done.lock().ok().and_then(|mut x| x.take()) {
-            ended_early.get_or_insert(format!("finish flowop {who} is done"));
-            self.notes.push(format!(
-                "run ended early: finish flowop {who} is done, which in the default (timeout) \
-                 mode ends the run as Filebench does (with its warning \"Run stopped early\"); \
-                 `set mode quit alldone` lets the other threads go on"
-            ));
-        }
-        if let Some(who) = ctl.exhausted.lock().ok().and_then(|mut x| x.take()) {
-            ended_early.get_or_insert(format!(
-                "fileset exhausted: flowop {who} could not obtain a file"
-            ));
-            self.notes.push(format!(
-                "run ended early: flowop {who} could not obtain a file (fileset exhausted); \
-                 --continue-when-exhausted counts this and goes on"
-            ));
-        }
+        let ended_early = self.early_end(ctl, mo);
         // The latency counts of the measured generation (workers count, the run histograms).
         let generation = generation(ctl.word.load(Ordering::SeqCst));
         for (o, h) in self.merged.ops.iter_mut().zip(hists.into_hists(generation)) {
             o.hist = h;
         }
-        let ended_early = if self.reached_limit || self.interrupted || self.stonewalled {
-            None
-        } else {
-            Some(ended_early.unwrap_or_else(|| {
-                "the workload's threads finished (a finish flowop, or the first thread in firstdone mode)".into()
-            }))
-        }
-        .map(|why| format!("{why}, after {:.3} s of {} s", self.duration, mo.seconds));
         Ok(Measured {
             ended_early,
             device_read_bytes: self.device_read_bytes,

@@ -432,17 +432,7 @@ fn run_in(
         });
     }
     announce(wl, opts, seconds);
-    let cold_note = if opts.cold {
-        if !opts.quiet {
-            crate::errln!("fsbench: sync and drop caches");
-        }
-        drop_caches()?;
-        Some(format!(
-            "cache: cold: {COLD_DROP} after the layout, right before the measurement"
-        ))
-    } else {
-        None
-    };
+    let cold_note = go_cold(opts)?;
     let remounted = if crate::remount::requested() {
         Some(remount_between(rd, &mut laid.filesets)?)
     } else {
@@ -494,6 +484,20 @@ fn run_in(
         disk,
         ..run_results(wl, opts, rd)
     })
+}
+
+/// `--cold`: sync and drop the caches after the layout; the note that says so.
+fn go_cold(opts: &RunOptions) -> Result<Option<String>, EngineError> {
+    if !opts.cold {
+        return Ok(None);
+    }
+    if !opts.quiet {
+        crate::errln!("fsbench: sync and drop caches");
+    }
+    drop_caches()?;
+    Ok(Some(format!(
+        "cache: cold: {COLD_DROP} after the layout, right before the measurement"
+    )))
 }
 
 /// What every `fsbench run` result carries: the workload, its variables and text hash, the
