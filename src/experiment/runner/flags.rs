@@ -7,9 +7,15 @@ use crate::experiment::store::{CacheServed, RunFlags};
 /// Why the run ended before its duration: the engine's own account (`ended_early`), or for
 /// results written without it, a duration more than 2% short of the one asked for (with
 /// the note that says why, when there is one).
+///
+/// A workload that ends as it is written to (a finish flowop, its threads finishing) in a
+/// measurement that sets no `duration` is not flagged: its own run time is only a bound
+/// (the aging plan's read-once reads each file once, under `run 600`).
 pub(super) fn ended_early(results: &Value, asked_s: Option<f64>) -> Option<String> {
     if let Some(why) = results.get("ended_early").and_then(|v| v.as_str()) {
-        return Some(why.to_string());
+        let by_design =
+            why.starts_with("finish flowop") || why.starts_with("the workload's threads finished");
+        return (asked_s.is_some() || !by_design).then(|| why.to_string());
     }
     let ran = results.get("duration_s").and_then(|d| d.as_f64())?;
     let asked = asked_s?;
@@ -133,6 +139,18 @@ mod tests {
         );
         assert_eq!(ended_early(&json!({"duration_s": 1.99}), Some(2.0)), None);
         assert_eq!(ended_early(&json!({"duration_s": 0.3}), None), None);
+        let fin = json!({"ended_early": "finish flowop f is done, after 0.4 s of 600 s"});
+        assert_eq!(
+            ended_early(&fin, None),
+            None,
+            "the workload ends as written"
+        );
+        assert!(
+            ended_early(&fin, Some(2.0)).is_some(),
+            "the plan asked for 2 s"
+        );
+        let ex = json!({"ended_early": "fileset exhausted: flowop c, after 0.4 s of 600 s"});
+        assert!(ended_early(&ex, None).is_some());
     }
 
     #[test]
