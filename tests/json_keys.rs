@@ -65,6 +65,9 @@ const OPTIONAL: &[&str] = &[
     "repetitions",
     "ranks",
     "hosts",
+    // Only when a timed run ended before its duration, and only on a block device.
+    "ended_early",
+    "device_read_bytes",
 ];
 
 fn optional(path: &str) -> bool {

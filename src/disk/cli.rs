@@ -399,6 +399,17 @@ fn prepare_image(a: &CreateArgs, params: &DiskParams) -> anyhow::Result<(PathBuf
     Ok((image, size, existed))
 }
 
+/// The options `create --mkfs TYPE` gives `mkfs.TYPE` before the device: quiet, overwrite
+/// without asking, and for ext2/3/4 inode tables and journal initialised now, so no lazy-init
+/// thread writes to the simulated disk during measurements.
+pub fn mkfs_args(fs_type: &str) -> &'static [&'static str] {
+    match fs_type {
+        "ext4" | "ext3" | "ext2" => &["-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0"],
+        "xfs" | "btrfs" => &["-q", "-f"],
+        _ => &[],
+    }
+}
+
 /// What `create` does on the running disk: the scheduler, mkfs, the mount (recorded in
 /// the configuration).
 fn after_start(a: &CreateArgs, sd: &StateDir, dev: &str) -> anyhow::Result<()> {
@@ -407,21 +418,8 @@ fn after_start(a: &CreateArgs, sd: &StateDir, dev: &str) -> anyhow::Result<()> {
             .with_context(|| format!("setting scheduler {s}"))?;
     }
     if let Some(fs_type) = &a.mkfs {
-        let mut cmd = match fs_type.as_str() {
-            // Initialise inode tables and journal now, so no lazy-init
-            // thread writes to the simulated disk during measurements.
-            "ext4" | "ext3" | "ext2" => {
-                let mut c = Command::new(format!("mkfs.{fs_type}"));
-                c.args(["-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0"]);
-                c
-            }
-            "xfs" | "btrfs" => {
-                let mut c = Command::new(format!("mkfs.{fs_type}"));
-                c.args(["-q", "-f"]);
-                c
-            }
-            other => Command::new(format!("mkfs.{other}")),
-        };
+        let mut cmd = Command::new(format!("mkfs.{fs_type}"));
+        cmd.args(mkfs_args(fs_type));
         run_cmd(cmd.arg(dev))?;
     }
     if let Some(m) = &a.mount {

@@ -104,6 +104,11 @@ pub struct Measured {
     pub interrupted: bool,
     pub notes: Vec<String>,
     pub series: Vec<SeriesPoint>,
+    /// Why the run ended before its duration (a full file system, an exhausted fileset, its
+    /// threads finishing), when it did; `None` when it ran its time or was interrupted.
+    pub ended_early: Option<String>,
+    /// What [`MeasureOptions::device`] read over the measured window (after any warm-up).
+    pub device_read_bytes: Option<u64>,
 }
 
 /// How to measure.
@@ -119,6 +124,8 @@ pub struct MeasureOptions {
     /// Count fileset exhaustion and go on instead of ending the run there.
     pub continue_when_exhausted: bool,
     pub continue_on_enospc: bool,
+    /// The block device (major, minor) whose reads over the measured window are reported.
+    pub device: Option<(u32, u32)>,
     /// A finish flowop that is done ends the run in every quit mode (Filebench's
     /// 1.5-alpha3 tag), not only its own thread (its current source).
     pub finish_ends_run: bool,
@@ -257,6 +264,9 @@ pub fn measure(
         // threads than cores) the instant every rank agreed on, not when the scheduler
         // next lets this thread run after waking its workers.
         let mut tl = Timeline::start(&shared, mo);
+        if !tl.warming {
+            out.device_at_start = mo.device.and_then(crate::sys::blockstat::read_bytes);
+        }
         pacing.start();
         crate::sys::mark::mark(crate::sys::mark::MARK_START);
         gate.open();
@@ -370,6 +380,11 @@ struct Outcome {
     ended_in_warmup: bool,
     cluster_failed: bool,
     stonewalled: bool,
+    /// The measured window ran to its duration.
+    reached_limit: bool,
+    /// The device's read count when the measured window began, and what it read in it.
+    device_at_start: Option<u64>,
+    device_read_bytes: Option<u64>,
 }
 
 impl Outcome {
@@ -385,6 +400,9 @@ impl Outcome {
             ended_in_warmup: false,
             cluster_failed: false,
             stonewalled: false,
+            reached_limit: false,
+            device_at_start: None,
+            device_read_bytes: None,
         }
     }
 
@@ -415,6 +433,46 @@ impl Outcome {
                 }
             }
         }
+    }
+
+    /// Why the run ended before its duration, if it did (with the notes that say so): a
+    /// full file system, a finish flowop, an exhausted fileset, its threads finishing.
+    fn early_end(&mut self, ctl: &Control, mo: &MeasureOptions) -> Option<String> {
+        let mut ended_early = None;
+        if let Some(what) = ctl.no_space.lock().ok().and_then(|mut x| x.take()) {
+            ended_early = Some(format!("the file system is full ({what})"));
+            self.notes.push(format!(
+                "run ended early: the file system is full ({what}); --continue-on-enospc counts \
+                 such errors and goes on"
+            ));
+        }
+        if let Some(who) = ctl.finish_done.lock().ok().and_then(|mut x| x.take()) {
+            ended_early.get_or_insert(format!("finish flowop {who} is done"));
+            self.notes.push(format!(
+                "run ended early: finish flowop {who} is done, which in the default (timeout) \
+                 mode ends the run as Filebench does (with its warning \"Run stopped early\"); \
+                 `set mode quit alldone` lets the other threads go on"
+            ));
+        }
+        if let Some(who) = ctl.exhausted.lock().ok().and_then(|mut x| x.take()) {
+            ended_early.get_or_insert(format!(
+                "fileset exhausted: flowop {who} could not obtain a file"
+            ));
+            self.notes.push(format!(
+                "run ended early: flowop {who} could not obtain a file (fileset exhausted); \
+                 --continue-when-exhausted counts this and goes on"
+            ));
+        }
+        if self.reached_limit || self.interrupted || self.stonewalled {
+            return None;
+        }
+        let why = ended_early.unwrap_or_else(|| {
+            "the workload's threads finished (a finish flowop, or the first thread in firstdone mode)".into()
+        });
+        Some(format!(
+            "{why}, after {:.3} s of {} s",
+            self.duration, mo.seconds
+        ))
     }
 
     /// The run's error, or its results with the notes on how it ended.
@@ -452,31 +510,15 @@ impl Outcome {
                 }
             )));
         }
-        if let Some(what) = ctl.no_space.lock().ok().and_then(|mut x| x.take()) {
-            self.notes.push(format!(
-                "run ended early: the file system is full ({what}); --continue-on-enospc counts \
-                 such errors and goes on"
-            ));
-        }
-        if let Some(who) = ctl.finish_done.lock().ok().and_then(|mut x| x.take()) {
-            self.notes.push(format!(
-                "run ended early: finish flowop {who} is done, which in the default (timeout) \
-                 mode ends the run as Filebench does (with its warning \"Run stopped early\"); \
-                 `set mode quit alldone` lets the other threads go on"
-            ));
-        }
-        if let Some(who) = ctl.exhausted.lock().ok().and_then(|mut x| x.take()) {
-            self.notes.push(format!(
-                "run ended early: flowop {who} could not obtain a file (fileset exhausted); \
-                 --continue-when-exhausted counts this and goes on"
-            ));
-        }
+        let ended_early = self.early_end(ctl, mo);
         // The latency counts of the measured generation (workers count, the run histograms).
         let generation = generation(ctl.word.load(Ordering::SeqCst));
         for (o, h) in self.merged.ops.iter_mut().zip(hists.into_hists(generation)) {
             o.hist = h;
         }
         Ok(Measured {
+            ended_early,
+            device_read_bytes: self.device_read_bytes,
             rec: self.merged,
             duration: self.duration,
             started_at: self.started_at,
@@ -567,6 +609,7 @@ impl<'a> Timeline<'a> {
         }
         self.sh.ctl.next_generation();
         self.generation += 1;
+        out.device_at_start = self.mo.device.and_then(crate::sys::blockstat::read_bytes);
         self.t0 = now;
         self.next_tick = self.t0 + self.interval;
         self.sampler.reset(0.0);
@@ -582,6 +625,7 @@ impl<'a> Timeline<'a> {
     ) -> bool {
         let (ctl, wl) = (self.sh.ctl, self.sh.wl);
         if !self.warming && elapsed >= self.limit {
+            out.reached_limit = true;
             return true;
         }
         if interrupted() {
@@ -668,6 +712,11 @@ impl<'a> Timeline<'a> {
             crate::err!("\r\x1b[2K");
         }
         out.duration = self.t0.elapsed().as_secs_f64();
+        if !self.warming {
+            out.device_read_bytes = out.device_at_start.and_then(|b| {
+                Some(crate::sys::blockstat::read_bytes(self.mo.device?)?.saturating_sub(b))
+            });
+        }
         out.started_at = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_secs_f64() - out.duration)

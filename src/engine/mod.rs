@@ -144,6 +144,9 @@ impl RunOptions {
     }
 }
 
+/// What a cold run drops, as its notes and an experiment's flags say it.
+pub const COLD_DROP: &str = "sync, then the page, dentry and inode caches dropped (echo 3 > /proc/sys/vm/drop_caches; a simulated remote's client cache emptied)";
+
 /// `sync`, then drop the page cache, dentries and inodes, and empty the client cache of
 /// every running simulated remote (`fsbench remote`, through [`hooks`]).
 pub fn drop_caches() -> Result<(), EngineError> {
@@ -429,12 +432,7 @@ fn run_in(
         });
     }
     announce(wl, opts, seconds);
-    if opts.cold {
-        if !opts.quiet {
-            crate::errln!("fsbench: sync and drop caches");
-        }
-        drop_caches()?;
-    }
+    let cold_note = go_cold(opts)?;
     let remounted = if crate::remount::requested() {
         Some(remount_between(rd, &mut laid.filesets)?)
     } else {
@@ -454,12 +452,17 @@ fn run_in(
             progress: opts.progress,
             continue_when_exhausted: opts.continue_when_exhausted,
             continue_on_enospc: opts.continue_on_enospc,
+            device: crate::sys::blockstat::device_of(&rd.path),
             finish_ends_run: opts.finish_ends_run,
         },
     )?;
     if let Some(what) = remounted {
         m.notes.insert(0, format!("cache: {what} after the layout"));
     }
+    if let Some(note) = cold_note {
+        m.notes.insert(0, note);
+    }
+    let device_read_bytes = m.device_read_bytes;
     // On a simulated disk: how late its replies were during this run.
     let disk = disk_probe.and_then(|p| p.record(&mut m.notes));
     let (flowops, summary) = stats::summarize(&wl.stat_names, &m.rec, m.duration);
@@ -467,6 +470,8 @@ fn run_in(
         started_at: m.started_at,
         duration_s: m.duration,
         interrupted: m.interrupted,
+        ended_early: m.ended_early,
+        device_read_bytes,
         threads: wl.thread_count(),
         layout: laid.layout,
         flowops,
@@ -479,6 +484,20 @@ fn run_in(
         disk,
         ..run_results(wl, opts, rd)
     })
+}
+
+/// `--cold`: sync and drop the caches after the layout; the note that says so.
+fn go_cold(opts: &RunOptions) -> Result<Option<String>, EngineError> {
+    if !opts.cold {
+        return Ok(None);
+    }
+    if !opts.quiet {
+        crate::errln!("fsbench: sync and drop caches");
+    }
+    drop_caches()?;
+    Ok(Some(format!(
+        "cache: cold: {COLD_DROP} after the layout, right before the measurement"
+    )))
 }
 
 /// What every `fsbench run` result carries: the workload, its variables and text hash, the

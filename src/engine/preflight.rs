@@ -98,6 +98,37 @@ pub fn check(wl: &Workload, parent: &Path) -> Result<Estimate, EngineError> {
     Ok(est)
 }
 
+/// The memory a run of `wl` holds, as [`check`] estimates it, without checking it against
+/// this machine (an experiment compares it with a cell's memory limit).
+pub fn estimate(wl: &Workload) -> Estimate {
+    let mut est = Estimate::default();
+    for fs in &wl.filesets {
+        let n = fs.entries.saturating_add(fs.leafdirs);
+        est.plan_bytes = est.plan_bytes.saturating_add(
+            n.saturating_mul(BYTES_PER_ENTRY)
+                .saturating_add(dirs_for(n, fs.dirwidth).saturating_mul(BYTES_PER_DIR)),
+        );
+    }
+    let nstats = wl.stat_names.len() as u64;
+    est.flowops = wl.all_flowops().len() as u64;
+    est.workload_bytes = BASE
+        .saturating_add(est.flowops.saturating_mul(PER_FLOWOP))
+        .saturating_add(nstats.saturating_mul(PER_STAT));
+    for p in &wl.processes {
+        for t in &p.threads {
+            let n = p.instances as u64 * t.instances as u64;
+            let per = initial_buffer(t) + DIRBUF + nstats.saturating_mul(PER_STAT_THREAD);
+            est.threads += n;
+            est.thread_bytes = est.thread_bytes.saturating_add(n.saturating_mul(per));
+        }
+    }
+    est
+}
+
+/// What an application benchmark (PostMark, Andrew, find, read, build, replay) or a layout
+/// or scan holds when it starts: the program (the resident size of `fsbench find` or
+/// `fsbench postmark` at start is about 17 MiB) with room for its first buffers.
+pub const APP_START_BYTES: u64 = BASE + (8 << 20);
 /// The descriptors `opennext` slots hold at once: per thread, one per distinct file its
 /// rotation reaches, at most the 128 slots (slots on one file share a descriptor).
 fn opennext_descriptors(wl: &Workload) -> u64 {

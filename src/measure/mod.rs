@@ -153,14 +153,28 @@ pub fn drive(m: &mut dyn Measurement, a: &MeasureArgs) -> Result<Results> {
             if !crate::cluster::barrier() {
                 return Err(crate::cluster::failed_elsewhere());
             }
+            let dev_dir = existing_ancestor(&m.target());
+            let dev_before = crate::sys::blockstat::device_read_bytes(&dev_dir);
             crate::sys::mark::mark(crate::sys::mark::MARK_START);
             let r = m.run_once();
             crate::sys::mark::mark(crate::sys::mark::MARK_END);
             let mut r = r?;
+            r.device_read_bytes = dev_before.and_then(|b| {
+                Some(crate::sys::blockstat::device_read_bytes(&dev_dir)?.saturating_sub(b))
+            });
             if let Some(p) = probe {
                 r.disk = p.record(&mut r.notes);
             }
             r.cold = a.cold;
+            if a.cold {
+                r.notes.insert(
+                    0,
+                    format!(
+                        "cache: cold: {} after the preparation, right before the measurement",
+                        crate::engine::COLD_DROP
+                    ),
+                );
+            }
             if let Some(what) = remounted {
                 r.notes
                     .insert(0, format!("cache: {what} before the measurement"));

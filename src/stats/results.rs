@@ -221,6 +221,15 @@ pub struct Results {
     pub duration_s: f64,
     /// True when the run was stopped early by Ctrl-C.
     pub interrupted: bool,
+    /// Why a timed run ended before its duration (a full file system, an exhausted
+    /// fileset, its threads finishing), with the time it ran; absent when it ran its time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_early: Option<String>,
+    /// What the block device under the measured directory read during the measurement
+    /// (its sector count in /sys/block/DEV/stat, × 512); absent when there is no block
+    /// device (tmpfs, overlay, a remote). For a workload, its measured window after the warm-up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_read_bytes: Option<u64>,
     pub threads: u64,
     pub layout: LayoutResult,
     pub flowops: Vec<FlowopResult>,
@@ -303,6 +312,8 @@ impl Results {
             started_at: 0.0,
             duration_s: 0.0,
             interrupted: false,
+            ended_early: None,
+            device_read_bytes: None,
             threads: 0,
             layout: LayoutResult::default(),
             flowops: Vec::new(),

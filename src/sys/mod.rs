@@ -1,5 +1,6 @@
 //! System-level helpers that depend on nothing else of fsbench.
 
+pub mod blockstat;
 pub mod fsmagic;
 pub mod io;
 pub mod mark;

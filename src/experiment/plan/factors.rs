@@ -125,6 +125,21 @@ impl Settings<'_> {
     ) -> Result<Vec<(String, Vec<String>)>, PlanError> {
         self.device_levels()?;
         self.remote_levels(targets, target_levels, base_dir)?;
+        if let Some(l) = &self.f.memory {
+            // Values are checked against each measurement's start estimate later
+            // (super::memory::check); here they become the factor's levels.
+            let v = l
+                .get_ref()
+                .iter()
+                .map(|x| {
+                    (
+                        super::check::scalar(x.get_ref()).unwrap_or_default(),
+                        x.span(),
+                    )
+                })
+                .collect();
+            self.add("memory", l.span(), v)?;
+        }
         self.varied_once()?;
         Ok(self.levels)
     }

@@ -36,7 +36,8 @@ pub(super) fn read(ctx: &Ctx, quick: bool) -> Result<RawPlan, PlanError> {
                 nr_requests,
                 rotational,
                 network,
-                lookaside
+                lookaside,
+                memory
             );
         }
     }

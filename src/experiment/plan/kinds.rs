@@ -1,7 +1,7 @@
 //! What a measurement kind is and the parameters each takes, with the command-line flag
 //! each parameter becomes.
 
-use crate::apps::cli::{AndrewArgs, BuildArgs, FindArgs, PostmarkArgs};
+use crate::apps::cli::{AndrewArgs, BuildArgs, FindArgs, PostmarkArgs, ReadArgs};
 use crate::layout::LayoutArgs;
 use crate::scan::ScanArgs;
 use crate::trace::replay::ReplayArgs;
@@ -72,6 +72,7 @@ pub enum Kind {
     Layout,
     Scan,
     Replay,
+    Read,
 }
 
 /// How a parameter becomes command-line arguments.
@@ -98,8 +99,12 @@ pub enum Ty {
 /// One parameter a kind accepts: name in the plan, command-line flag, how, type.
 pub type Param = (&'static str, &'static str, Arg, Ty);
 
+/// Every kind's `memory` parameter: the measured child's memory limit (a size, or "none"),
+/// applied by the runner through a memory cgroup.
+pub const MEMORY: Param = ("memory", "", Arg::Runner, Ty::Str);
+
 impl Kind {
-    pub const ALL: [(&'static str, Kind); 8] = [
+    pub const ALL: [(&'static str, Kind); 9] = [
         ("workload", Kind::Workload),
         ("postmark", Kind::Postmark),
         ("andrew", Kind::Andrew),
@@ -108,6 +113,7 @@ impl Kind {
         ("layout", Kind::Layout),
         ("scan", Kind::Scan),
         ("replay", Kind::Replay),
+        ("read", Kind::Read),
     ];
 
     pub fn name(self) -> &'static str {
@@ -123,10 +129,32 @@ impl Kind {
         }
     }
 
+    /// Whether the kind's child takes `--cold` and `--warmup` (the measurement harness's
+    /// options, or `fsbench run`'s): layout and scan take neither, and the runner drops the
+    /// caches and runs their warm-up pass itself.
+    pub fn takes_cold(self) -> bool {
+        !matches!(self, Kind::Layout | Kind::Scan)
+    }
+
+    /// Whether the bytes a kind reads are judged against its device's reads (`cache_served`):
+    /// a workload's, `read`'s and a replay's reads are of data that was there before they
+    /// started; PostMark, Andrew and the build read mostly what they wrote in the same run,
+    /// which the page cache serves on any machine, and `find`, `layout` and `scan` read
+    /// metadata only.
+    pub fn judges_device_reads(self) -> bool {
+        matches!(self, Kind::Workload | Kind::Read | Kind::Replay)
+    }
+
+    /// Whether a kind walks a tree the runner can make (`tree_files`).
+    pub fn makes_tree(self) -> bool {
+        matches!(self, Kind::Find | Kind::Read)
+    }
+
     /// The parameters this kind accepts: every flag of its subcommand's command line (the
     /// same clap definitions, so a new flag is a plan parameter too), less the ones the runner
-    /// sets itself, plus what the runner turns into a place or a generated tree. A workload
-    /// also takes its own variables (checked against the workload itself).
+    /// sets itself, plus what the runner turns into a place or a generated tree, and
+    /// [`MEMORY`]. A workload also takes its own variables (checked against the workload
+    /// itself).
     pub fn params(self) -> &'static [Param] {
         static TABLES: OnceLock<Vec<Vec<Param>>> = OnceLock::new();
         let tables =
@@ -146,6 +174,7 @@ impl Kind {
                     ("duration", "--duration", Value, Float),
                     ("warmup", "--warmup", Value, Float),
                     ("seed", "--seed", Value, Int),
+                    MEMORY,
                 ]
             }
             Kind::Postmark => (Some(cmd::<PostmarkArgs>()), &["config"], &[]),
@@ -153,7 +182,22 @@ impl Kind {
             Kind::Find => (
                 Some(cmd::<FindArgs>()),
                 &[],
-                &[("path", Str), ("tree_files", Int), ("tree_dirs", Int)],
+                &[
+                    ("path", Str),
+                    ("tree_files", Int),
+                    ("tree_dirs", Int),
+                    ("tree_file_size", Str),
+                ],
+            ),
+            Kind::Read => (
+                Some(cmd::<ReadArgs>()),
+                &[],
+                &[
+                    ("path", Str),
+                    ("tree_files", Int),
+                    ("tree_dirs", Int),
+                    ("tree_file_size", Str),
+                ],
             ),
             Kind::Build => (Some(cmd::<BuildArgs>()), &[], &[("src", Str)]),
             Kind::Layout => (Some(cmd::<LayoutArgs>()), &[], &[("path", Str)]),
@@ -191,6 +235,7 @@ impl Kind {
             out.retain(|p| p.0 != *name);
             out.push((name, "", Runner, *ty));
         }
+        out.push(MEMORY);
         out
     }
 
@@ -204,6 +249,7 @@ impl Kind {
             Kind::Layout => cmd::<LayoutArgs>(),
             Kind::Replay => cmd::<ReplayArgs>(),
             Kind::Scan => cmd::<ScanArgs>(),
+            Kind::Read => cmd::<ReadArgs>(),
             Kind::Workload => return None,
         };
         let a = cmd

@@ -19,11 +19,15 @@ impl Levels<'_> {
             "measurement" => Some(self.measurements.iter().map(|m| m.name.clone()).collect()),
             "target" => Some(self.target.to_vec()),
             "cache" => Some(self.cache.to_vec()),
-            k if SETTING_FACTORS.contains(&k) || REMOTE_FACTORS.contains(&k) => self
-                .settings
-                .iter()
-                .find(|(f, _)| f == k)
-                .map(|(_, l)| l.clone()),
+            k if SETTING_FACTORS.contains(&k)
+                || REMOTE_FACTORS.contains(&k)
+                || (k == "memory" && self.settings.iter().any(|(f, _)| f == k)) =>
+            {
+                self.settings
+                    .iter()
+                    .find(|(f, _)| f == k)
+                    .map(|(_, l)| l.clone())
+            }
             _ => {
                 let mut all: Vec<String> = Vec::new();
                 let mut found = false;

@@ -49,6 +49,18 @@ pub(super) fn measurements(
             base_dir,
         };
         let mut params = cx.params(m, quick)?;
+        if let Some(v) = &m.memory {
+            if m.params.contains_key("memory") {
+                return Err(ctx.err(v.span(), "memory is set here and in params: set it once"));
+            }
+            // The quick scale's `memory` (in `quick`) replaces the measurement's own.
+            if !params.iter().any(|(k, _)| k == "memory") {
+                params.push((
+                    "memory".into(),
+                    super::check::scalar(v.get_ref()).unwrap_or_default(),
+                ));
+            }
+        }
         let factors = cx.factors(m, quick)?;
         for (k, _) in &factors {
             if let Some(i) = params.iter().position(|(pk, _)| pk == k) {
@@ -60,6 +72,17 @@ pub(super) fn measurements(
             && !params.iter().any(|(k, _)| k == "tree_files")
         {
             return Err(ctx.err(m_span.clone(), "find: tree_dirs needs tree_files"));
+        }
+        if let Some(v) = m.params.get("tree_file_size") {
+            let ok = super::check::scalar(v.get_ref())
+                .and_then(|s| crate::units::parse_size(&s).ok())
+                .is_some_and(|b| (1..=(64 << 20)).contains(&b));
+            if !ok || !params.iter().any(|(k, _)| k == "tree_files") {
+                return Err(ctx.err(
+                    v.span(),
+                    "tree_file_size: a size from 1 byte to 64M, with tree_files",
+                ));
+            }
         }
         measurements.push(Measurement {
             name: mname,
@@ -311,10 +334,12 @@ impl MeasurementCx<'_> {
                     format!("`{k}` is a plan-wide factor: list it under [factors]"),
                 ));
             }
-            if matches!(
-                self.kind.param(k),
-                Some((_, _, Arg::Positional, _)) | Some((_, _, Arg::Runner, _))
-            ) {
+            if k != "memory"
+                && matches!(
+                    self.kind.param(k),
+                    Some((_, _, Arg::Positional, _)) | Some((_, _, Arg::Runner, _))
+                )
+            {
                 return Err(ctx.err(levels.span(), format!("`{k}` cannot be a factor (it chooses what is measured, not how); use a second [[measurement]]")));
             }
             let ty = self.check_key(k, levels.span())?;

@@ -28,6 +28,7 @@ mod header;
 mod kinds;
 mod levels;
 mod measurements;
+pub mod memory;
 mod schema;
 mod targets;
 
@@ -200,6 +201,8 @@ pub struct Target {
     pub kind: TargetKind,
     pub device: Device,
     pub age: Option<Age>,
+    /// The measured child's memory limit on this target, in bytes (`memory`).
+    pub memory: Option<u64>,
 }
 
 impl Target {
@@ -281,6 +284,11 @@ pub struct Plan {
     pub devices: BTreeMap<String, Device>,
     pub excludes: Vec<Vec<(String, Value)>>,
     pub quick: bool,
+    /// Where the plan first sets a memory limit (`file:line:col`), if it does.
+    pub memory_at: Option<String>,
+    /// A cold or device run whose device served less than this share of the bytes it read
+    /// is flagged `cache_served`.
+    pub cache_served_share: f64,
 }
 
 /// Keys of `fsbench disk create` a disk target may set in its `disk` table.
@@ -326,6 +334,8 @@ pub fn parse(file: &Path, text: &str, quick: bool) -> Result<Plan, PlanError> {
     .read(&targets, &target_levels, &base_dir)?;
     let devices: BTreeMap<String, Device> = devices.into_iter().map(|(k, (d, _))| (k, d)).collect();
     let measurements = measurements::measurements(&ctx, &raw.measurements, &base_dir, quick)?;
+    let memory_at = memory::check(&ctx, &raw, &measurements, &target_levels)?;
+    let cache_served_share = memory::cache_served_share(&ctx, &raw)?;
     let levels = levels::Levels {
         measurements: &measurements,
         target: &target_levels,
@@ -361,6 +371,8 @@ pub fn parse(file: &Path, text: &str, quick: bool) -> Result<Plan, PlanError> {
         devices,
         excludes,
         quick,
+        memory_at,
+        cache_served_share,
     })
 }
 

@@ -45,6 +45,10 @@ pub(super) struct RawExperiment {
     pub(super) warmup_runs: u32,
     #[serde(default)]
     pub(super) baseline: BTreeMap<Spanned<String>, Spanned<toml::Value>>,
+    /// The share of the bytes a measurement read that its device must serve, below which a
+    /// cold or device run is flagged `cache_served`.
+    #[serde(default)]
+    pub(super) cache_served_share: Option<Spanned<f64>>,
 }
 
 fn one() -> u64 {
@@ -74,6 +78,8 @@ pub(super) struct RawFactors {
     /// Remote settings as factors: the network, the lookaside tree.
     pub(super) network: Option<Spanned<Vec<Spanned<String>>>>,
     pub(super) lookaside: Option<Spanned<Vec<Spanned<toml::Value>>>>,
+    /// The measured child's memory limit as a factor (sizes, or "none").
+    pub(super) memory: Option<Spanned<Vec<Spanned<toml::Value>>>>,
 }
 
 #[derive(Deserialize)]
@@ -102,6 +108,8 @@ pub(super) struct RawTarget {
     pub(super) cache_size: Option<Spanned<String>>,
     pub(super) lookaside: Option<Spanned<toml::Value>>,
     pub(super) writable: Option<Spanned<bool>>,
+    /// The measured child's memory limit on this target (a size, or "none").
+    pub(super) memory: Option<Spanned<toml::Value>>,
 }
 
 #[derive(Deserialize)]
@@ -144,4 +152,6 @@ pub(super) struct RawMeasurement {
     /// The headline figures, instead of the kind's.
     #[serde(default)]
     pub(super) figures: Option<Spanned<Vec<Spanned<String>>>>,
+    /// The measured child's memory limit (a size, or "none"); as `params.memory`.
+    pub(super) memory: Option<Spanned<toml::Value>>,
 }

@@ -168,11 +168,17 @@ fn target(
         None => None,
         Some(a) => Some(age_of(ctx, a, quick)?),
     };
+    // Checked with the plan's other memory values (super::memory::check).
+    let memory = match t.memory.as_ref().map(|v| v.get_ref()) {
+        Some(toml::Value::String(s)) => super::memory::parse_level(s).ok().flatten(),
+        _ => None,
+    };
     Ok(Target {
         name: tname,
         kind,
         device,
         age,
+        memory,
     })
 }
 

@@ -62,6 +62,13 @@ impl Env {
                 .iter()
                 .find(|(k, _)| k == "tree_dirs")
                 .map_or(10, |(_, v)| v.parse::<u64>().unwrap_or(10));
+            let file_size = match m.params.iter().find(|(k, _)| k == "tree_file_size") {
+                Some((_, v)) => Some(
+                    crate::units::parse_size(v)
+                        .map_err(|e| anyhow::anyhow!("{}: tree_file_size: {e}", m.name))?,
+                ),
+                None => None,
+            };
             let r = self
                 .ready
                 .iter()
@@ -71,7 +78,7 @@ impl Env {
             if tree.exists() {
                 continue;
             }
-            make_tree(&tree, files, dirs.max(1), &mut self.journal)?;
+            make_tree(&tree, files, dirs.max(1), file_size, &mut self.journal)?;
         }
         self.device_base.clear();
         self.device_last.clear();
@@ -164,11 +171,18 @@ impl Env {
     }
 }
 
-/// A tree of `files` small files (1-8 KiB) over `dirs` directories, two levels deep.
-fn make_tree(dir: &Path, files: u64, dirs: u64, j: &mut Journal) -> Result<()> {
+/// A tree of `files` files over `dirs` directories, two levels deep: small files (1-8 KiB),
+/// or each of `file_size` bytes.
+fn make_tree(
+    dir: &Path,
+    files: u64,
+    dirs: u64,
+    file_size: Option<u64>,
+    j: &mut Journal,
+) -> Result<()> {
     target::make_marked_dir(dir, j)?;
     let per_top = (dirs as f64).sqrt().ceil().max(1.0) as u64;
-    let buf = vec![b'x'; 8192];
+    let buf = vec![b'x'; file_size.unwrap_or(8192) as usize];
     for d in 0..dirs {
         std::fs::create_dir_all(dir.join(format!("d{}", d / per_top)).join(format!("d{d}")))?;
     }
@@ -178,7 +192,10 @@ fn make_tree(dir: &Path, files: u64, dirs: u64, j: &mut Journal) -> Result<()> {
             .join(format!("d{}", d / per_top))
             .join(format!("d{d}"))
             .join(format!("f{f}"));
-        let size = 1024 * (1 + (f * 2654435761 % 8) as usize);
+        let size = match file_size {
+            Some(s) => s as usize,
+            None => 1024 * (1 + (f * 2654435761 % 8) as usize),
+        };
         std::fs::write(&p, &buf[..size]).with_context(|| format!("writing {}", p.display()))?;
     }
     Ok(())

@@ -1,7 +1,9 @@
 //! One measurement: the child process with its time limit, and what the runner
 //! records around it (caches, servers, noise) and stores.
 
+use super::cgroup::MemoryCgroup;
 use super::env::Env;
+use super::flags::Facts;
 use super::session::labels_json;
 use super::*;
 use crate::experiment::handoff::Handoff;
@@ -9,6 +11,7 @@ use crate::experiment::noise;
 use crate::experiment::store::{self, RunFlags, RunRecord, Store};
 use crate::experiment::target;
 use crate::remote::state::RemoteStats;
+use std::time::SystemTime;
 
 enum Outcome {
     Ok(Value),
@@ -23,6 +26,7 @@ fn measure(
     json_out: &Path,
     limit: f64,
     handoff: Option<Handoff>,
+    cgroup: Option<&MemoryCgroup>,
 ) -> Result<Outcome> {
     let exe = crate::experiment::self_exe()?;
     let logf = std::fs::File::create(log).with_context(|| format!("creating {}", log.display()))?;
@@ -34,6 +38,9 @@ fn measure(
         .stderr(logf);
     if let Some(h) = &handoff {
         h.attach(&mut cmd);
+    }
+    if let Some(cg) = cgroup {
+        cg.attach(&mut cmd)?;
     }
     let mut child = cmd.spawn().context("starting the measurement")?;
     if let Some(h) = handoff {
@@ -71,8 +78,15 @@ fn measure(
         let text = std::fs::read_to_string(log).unwrap_or_default();
         let tail: Vec<&str> = text.lines().rev().take(5).collect();
         let tail: Vec<&str> = tail.into_iter().rev().collect();
+        let oom = match cgroup {
+            Some(cg) if cg.oom_killed() => format!(
+                " (killed for want of memory: the cell's memory limit is {})",
+                crate::limits::human(cg.limit as f64)
+            ),
+            _ => String::new(),
+        };
         return Ok(Outcome::Failed(format!(
-            "exit {status}: {}",
+            "exit {status}{oom}: {}",
             tail.join(" | ")
         )));
     }
@@ -97,43 +111,45 @@ pub(super) struct Run<'a> {
     pub(super) status_override: &'a str,
     pub(super) env: &'a Env,
     pub(super) outdir: &'a Path,
+    /// The memory cgroup the measured child runs in, when the cell has a memory limit.
+    pub(super) cgroup: Option<MemoryCgroup>,
 }
 
 impl Run<'_> {
-    pub(super) fn measure_and_store(&self, st: &mut Store) -> Result<bool> {
+    pub(super) fn measure_and_store(mut self, st: &mut Store) -> Result<bool> {
         let (plan, cell, rep) = (self.plan, self.cell, self.rep);
         let ready = self.env.ready(&cell.target);
-        let tag = format!(
-            "c{:03}-r{rep:02}{}",
-            cell.idx + 1,
-            if self.status_override.is_empty() {
-                ""
-            } else {
-                "-warmup"
-            }
-        );
+        let tag = run_tag(cell, rep, self.status_override);
         let json_out = self.outdir.join("runs").join(format!("{tag}.json"));
         let log = self.outdir.join("runs").join(format!("{tag}.log"));
         let scratch = self.outdir.join("scratch");
         std::fs::create_dir_all(&scratch)?;
         let args = command(plan, cell, &ready.dir, &json_out, &scratch);
+        let cgroup = self.cgroup.take();
+        let warm_pass = self.warm_pass(&args, &tag, cgroup.as_ref())?;
         let (remounts, handoff) = self.prepare_caches(ready)?;
         let server_pids = self.server_pids();
         let remote_before = target::remote::stats_now(ready);
         let started_at = store::now();
         let before = noise::sample();
+        let dev = ready.device.as_deref();
+        let dev_before = dev.and_then(crate::sys::blockstat::named_device_read_bytes);
         let t0 = Instant::now();
-        let mut outcome = measure(&args, &log, &json_out, plan.time_limit_s, handoff)?;
+        let mut outcome = measure(
+            &args,
+            &log,
+            &json_out,
+            plan.time_limit_s,
+            handoff,
+            cgroup.as_ref(),
+        )?;
         let elapsed = t0.elapsed().as_secs_f64();
+        let dev_read = dev_before.and_then(|b| {
+            Some(crate::sys::blockstat::named_device_read_bytes(dev?)?.saturating_sub(b))
+        });
         let after = noise::sample();
         let other = noise::other_fraction(&before, &after, &server_pids);
-        let mut applied = json!({
-            "target": ready.name,
-            "target_kind": plan.target(&cell.target).kind_name(),
-            "dir": ready.dir.display().to_string(),
-            "settings": ready.applied,
-            "command": args,
-        });
+        let mut applied = self.applied(ready, &args, warm_pass, cgroup)?;
         if let Some(log) = &remounts {
             let done = log.lock().unwrap().clone();
             if matches!(outcome, Outcome::Ok(_)) && !done.iter().any(|d| d.starts_with("remounted"))
@@ -170,6 +186,10 @@ impl Run<'_> {
                 rep + 1
             );
         }
+        let flags = match &results {
+            Some(r) => self.facts(&args, dev_read).flags(r),
+            None => RunFlags::default(),
+        };
         st.add_run(&RunRecord {
             cell_id: self.cell_id,
             repetition: rep,
@@ -182,9 +202,110 @@ impl Run<'_> {
             error: error.as_deref(),
             applied: &applied,
             results: results.as_ref(),
-            flags: &RunFlags::default(),
+            flags: &flags,
         })?;
         Ok(status == "ok" || status == "warmup")
+    }
+
+    /// What was applied to the run: the target and its settings, the command, the warm-up
+    /// pass and the memory cgroup (removed here, its child having exited).
+    fn applied(
+        &self,
+        ready: &Ready,
+        args: &[String],
+        warm_pass: Option<Value>,
+        cgroup: Option<MemoryCgroup>,
+    ) -> Result<Value> {
+        let mut applied = json!({
+            "target": ready.name,
+            "target_kind": self.plan.target(&self.cell.target).kind_name(),
+            "dir": ready.dir.display().to_string(),
+            "settings": ready.applied,
+            "command": args,
+        });
+        if let Some(p) = warm_pass {
+            applied["warm_pass"] = p;
+        }
+        if let Some(cg) = cgroup {
+            applied["memory"] = json!({
+                "limit_bytes": cg.limit,
+                "cgroup": cg.path().display().to_string(),
+                "cgroup_version": cg.version,
+                "peak_bytes": cg.peak(),
+            });
+            cg.remove()?;
+        }
+        Ok(applied)
+    }
+
+    /// What the flags of this cell's run are judged from.
+    fn facts(&self, args: &[String], device_read_bytes: Option<u64>) -> Facts<'_> {
+        let (plan, cell) = (self.plan, self.cell);
+        let m = &plan.measurements[cell.measurement];
+        let value = |k: &str| {
+            cell.factors
+                .iter()
+                .chain(m.params.iter())
+                .find(|(pk, _)| pk == k)
+                .map(|(_, v)| v.clone())
+        };
+        let kind = plan.target(&cell.target).kind_name();
+        Facts {
+            kind: m.kind,
+            cache: &cell.cache,
+            // The child's own warm-up (`--warmup`), or the runner's pass before it.
+            warmed: args.iter().any(|a| a == "--warmup")
+                || !m.kind.takes_cold()
+                || value("warmup").is_some_and(|w| w.parse::<f64>().is_ok_and(|w| w > 0.0)),
+            asked_s: if m.kind == Kind::Workload {
+                value("duration").and_then(|d| d.parse().ok())
+            } else {
+                None
+            },
+            judge_device: m.kind.judges_device_reads()
+                && (cell.cache == "cold" || kind == "image" || kind == "disk"),
+            device_read_bytes,
+            share: plan.cache_served_share,
+        }
+    }
+
+    /// A warm layout or scan cell: the runner's unmeasured pass of the same command right
+    /// before the measured one (the other kinds' children run theirs with `--warmup`).
+    fn warm_pass(
+        &self,
+        args: &[String],
+        tag: &str,
+        cgroup: Option<&MemoryCgroup>,
+    ) -> Result<Option<Value>> {
+        let kind = self.plan.measurements[self.cell.measurement].kind;
+        if self.cell.cache != "warm" || kind.takes_cold() {
+            return Ok(None);
+        }
+        let runs = self.outdir.join("runs");
+        let json_out = runs.join(format!("{tag}-warm.json"));
+        let log = runs.join(format!("{tag}-warm.log"));
+        let mut args = args.to_vec();
+        if let Some(i) = args.iter().position(|a| a == "--json") {
+            args[i + 1] = json_out.display().to_string();
+        }
+        let at = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64());
+        let t0 = Instant::now();
+        let outcome = measure(&args, &log, &json_out, self.plan.time_limit_s, None, cgroup)?;
+        let ok = matches!(outcome, Outcome::Ok(_));
+        if !ok {
+            bail!(
+                "cell {}: the warm-up pass before the measurement failed; see {}",
+                self.cell.idx + 1,
+                log.display()
+            );
+        }
+        Ok(Some(json!({
+            "command": args,
+            "started_at": at,
+            "elapsed_s": t0.elapsed().as_secs_f64(),
+        })))
     }
 
     /// The cell's cache state: caches dropped, a remount done or handed to the child, or
@@ -193,11 +314,12 @@ impl Run<'_> {
         let cell = self.cell;
         let mut remounts: Option<RemountLog> = None;
         let mut handoff = None;
-        if cell.cache == "cold" {
+        let kind = self.plan.measurements[cell.measurement].kind;
+        if cell.cache == "cold" && !kind.takes_cold() {
+            // Layout and scan take no --cold: the runner drops the caches for them.
             crate::engine::drop_caches().map_err(|e| anyhow::anyhow!("{e}"))?;
         } else if cell.cache == "remount" {
             let set = target::remount_set(&self.env.ready, &cell.target);
-            let kind = self.plan.measurements[cell.measurement].kind;
             if matches!(kind, Kind::Layout | Kind::Scan) {
                 // These measure a tree as they find it: remount before they start.
                 let what = target::remount(&set)
@@ -345,4 +467,55 @@ fn sync_fs(dir: &Path) {
             unsafe { libc::syncfs(f.as_raw_fd()) };
         }
     }
+}
+
+/// The cell's memory limit in bytes: the plan-wide factor's level, the measurement's (its
+/// factor or parameter), or the target's; "none" for no limit.
+pub(super) fn memory_limit(plan: &Plan, cell: &Cell) -> Option<u64> {
+    let m = &plan.measurements[cell.measurement];
+    let level = cell
+        .settings
+        .iter()
+        .chain(cell.factors.iter())
+        .chain(m.params.iter())
+        .find(|(k, _)| k == "memory")
+        .map(|(_, v)| v.as_str());
+    match level {
+        Some(l) => crate::experiment::plan::memory::parse_level(l)
+            .ok()
+            .flatten(),
+        None => plan.target(&cell.target).memory,
+    }
+}
+
+/// A run's name in OUTDIR/runs (and its memory cgroup's): cell, repetition, and whether a
+/// stored warm-up.
+pub(super) fn run_tag(cell: &Cell, rep: u32, status_override: &str) -> String {
+    format!(
+        "c{:03}-r{rep:02}{}",
+        cell.idx + 1,
+        if status_override.is_empty() {
+            ""
+        } else {
+            "-warmup"
+        }
+    )
+}
+
+/// The cell's memory cgroup, registered in the journal before it is made (a crash leaves
+/// it to `--cleanup`); `None` without a memory limit.
+pub(super) fn memory_cgroup(
+    plan: &Plan,
+    cell: &Cell,
+    tag: &str,
+    journal: &mut Journal,
+) -> Result<Option<MemoryCgroup>> {
+    let Some(limit) = memory_limit(plan, cell) else {
+        return Ok(None);
+    };
+    let planned = MemoryCgroup::planned(tag)?;
+    journal.push(target::Undo::RemoveCgroup {
+        path: planned.0.clone(),
+    })?;
+    MemoryCgroup::create(planned, limit).map(Some)
 }

@@ -16,7 +16,10 @@ use std::time::{Duration, Instant};
 use super::plan::{AgePer, Arg, Device, Fresh, Kind, Order, Plan, SETTING_FACTORS};
 use super::target::{self, Journal, Ready};
 
+mod cgroup;
+mod dryrun;
 mod env;
+mod flags;
 mod measure;
 mod session;
 
@@ -162,7 +165,7 @@ fn walk_path(plan: &Plan, cell: &Cell) -> Option<String> {
     if let Some((_, p)) = m.params.iter().find(|(k, _)| k == "path") {
         return Some(p.clone());
     }
-    if m.kind == Kind::Find && m.params.iter().any(|(k, _)| k == "tree_files") {
+    if m.kind.makes_tree() && m.params.iter().any(|(k, _)| k == "tree_files") {
         return Some(tree_dir_name(&m.name));
     }
     None
@@ -232,7 +235,7 @@ pub fn command(
                 None => args.extend(["--dir".into(), dir.display().to_string()]),
             }
         }
-        Kind::Find | Kind::Layout | Kind::Scan => {
+        Kind::Find | Kind::Read | Kind::Layout | Kind::Scan => {
             let d = match walk_path(plan, cell) {
                 Some(p) => dir.join(p),
                 None => dir.to_path_buf(),
@@ -253,19 +256,54 @@ pub fn command(
             None => args.extend(["-s".into(), format!("{k}={v}")]),
         }
     }
-    if matches!(m.kind, Kind::Build | Kind::Replay) && cell.cache == "cold" {
-        // As for workloads: cold again after the tree is written or listed.
-        args.push("--cold".into());
-    }
     if m.kind == Kind::Workload {
         args.push("-q".into());
-        if cell.cache == "cold" {
-            // The runner drops caches before the child starts; `run --cold` drops them
-            // again after laying out the filesets, so the measurement itself starts cold.
-            args.push("--cold".into());
-        }
     }
+    args.extend(cache_args(m, &values, &cell.cache));
     args
+}
+
+/// The child's own cache options: a cold cell's child drops the caches itself (`--cold`,
+/// after its preparation: the layout, the source tree, the listing) so that its results say
+/// so; a warm cell's child runs the measurement once unmeasured first (`--warmup 1`, a
+/// workload's layout and then [`workload_warmup_s`] of its run). Layout and scan take
+/// neither: the runner drops the caches and runs their warm-up pass itself.
+fn cache_args(
+    m: &super::plan::Measurement,
+    values: &[(String, String)],
+    cache: &str,
+) -> Vec<String> {
+    if !m.kind.takes_cold() {
+        return Vec::new();
+    }
+    match cache {
+        "cold" => vec!["--cold".into()],
+        "warm" if m.kind == Kind::Workload => {
+            if values.iter().any(|(k, _)| k == "warmup") {
+                // The plan chose the warm-up itself.
+                return Vec::new();
+            }
+            let duration = values
+                .iter()
+                .find(|(k, _)| k == "duration")
+                .and_then(|(_, v)| v.parse::<f64>().ok());
+            vec!["--warmup".into(), units_secs(workload_warmup_s(duration))]
+        }
+        "warm" => vec!["--warmup".into(), "1".into()],
+        _ => Vec::new(),
+    }
+}
+
+/// A warm workload cell's warm-up after its layout: a quarter of its duration, at most 5 s
+/// (5 s when the plan does not fix the duration). Short enough that a workload which runs out
+/// of files still reaches its measured window, long enough to read back what it touches.
+pub fn workload_warmup_s(duration: Option<f64>) -> f64 {
+    duration.map_or(5.0, |d| (d / 4.0).min(5.0))
+}
+
+fn units_secs(s: f64) -> String {
+    let t = format!("{s:.3}");
+    t.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 /// Options of `fsbench experiment`.
@@ -298,6 +336,9 @@ pub fn root_steps(plan: &Plan, cells: &[Cell]) -> Vec<String> {
                 levels.join(", ")
             ));
         }
+    }
+    if plan.memory_at.is_some() {
+        v.push("memory: make a memory cgroup for each measured run with a limit".into());
     }
     if cells.iter().any(|c| c.cache == "remount") {
         v.push(
@@ -346,74 +387,6 @@ fn fmt_secs(s: f64) -> String {
     } else {
         format!("{s}s")
     }
-}
-
-fn dry_run(plan: &Plan, cells: &[Cell]) {
-    crate::outln!(
-        "experiment {} ({}): {} cells x {} repetitions = {} runs, order {:?}, fresh targets per {:?}{}",
-        plan.name,
-        if plan.quick { "quick scale" } else { "full scale" },
-        cells.len(),
-        plan.repetitions,
-        cells.len() as u64 * plan.repetitions as u64,
-        plan.order,
-        plan.fresh,
-        if plan.warmup_runs > 0 { format!(", {} warm-up run(s) per cell", plan.warmup_runs) } else { String::new() }
-    );
-    if let Some(a) = plan.adaptive {
-        crate::outln!(
-            "adaptive repetitions: after {} rounds, more rounds of the cells whose first headline figure's 95% interval is wider than ±{}% of its mean, up to {} rounds ({} runs at most)",
-            a.min,
-            a.ci * 100.0,
-            a.max,
-            cells.len() as u64 * a.max as u64
-        );
-    }
-    crate::outln!("\nset-up steps:");
-    for t in plan.targets_in_setup_order() {
-        for (s, root) in target::steps(t) {
-            crate::outln!("  {:<12} {s}{}", t.name, if root { "  [root]" } else { "" });
-        }
-    }
-    crate::outln!("\ncells:");
-    let dummy = Path::new("TARGET");
-    for c in cells {
-        let args = command(
-            plan,
-            c,
-            dummy,
-            Path::new("RUN.json"),
-            Path::new("OUTDIR/scratch"),
-        );
-        crate::outln!(
-            "  {:>3}  {}\n       fsbench {}",
-            c.idx + 1,
-            c.describe(plan),
-            args.join(" ")
-        );
-    }
-    let runs = (plan.repetitions + plan.warmup_runs) as f64;
-    let mut known = 0.0;
-    let mut unknown = 0usize;
-    for c in cells {
-        match plan.measurements[c.measurement].fixed_seconds() {
-            Some(s) => known += s * runs,
-            None => unknown += 1,
-        }
-    }
-    crate::out!(
-        "\nestimated time: {} for the runs with a fixed duration",
-        fmt_secs(known)
-    );
-    if unknown > 0 {
-        crate::out!(
-            "; {} cells have no fixed duration ({} runs, each at most the time limit of {})",
-            unknown,
-            unknown as f64 * runs,
-            fmt_secs(plan.time_limit_s)
-        );
-    }
-    crate::outln!();
 }
 
 /// `fsbench experiment --cleanup OUTDIR`.
@@ -492,7 +465,9 @@ instances = 4
                 "--number",
                 "10",
                 "--instances",
-                "2"
+                "2",
+                "--warmup",
+                "1"
             ]
         );
     }

@@ -99,7 +99,11 @@ fn checked_plan(o: &Options) -> Result<Option<(Plan, Vec<Cell>)>> {
         );
     }
     if o.dry_run {
-        dry_run(&plan, &cells);
+        let outdir = o
+            .outdir
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(format!("fsbench-{}", plan.name)));
+        super::dryrun::print(&plan, &cells, &outdir);
         return Ok(None);
     }
     let need_root = root_steps(&plan, &cells);
@@ -107,6 +111,11 @@ fn checked_plan(o: &Options) -> Result<Option<(Plan, Vec<Cell>)>> {
         bail!(
             "this plan needs root for:\n  {}\nrun it as root, or measure in existing directories (kind = \"dir\") with warm caches",
             need_root.join("\n  ")
+        );
+    }
+    if let (Some(at), Some(why)) = (&plan.memory_at, super::cgroup::unavailable()) {
+        bail!(
+            "{at}: a memory limit runs the measured child in a memory cgroup, and this machine cannot make one: {why}"
         );
     }
     let missing = missing_tools(&plan);
@@ -438,6 +447,9 @@ impl Session<'_> {
     fn run_one(&mut self, i: usize, cell_id: i64, rep: u32, status_override: &str) -> Result<bool> {
         let cell = &self.cells[i];
         self.env.apply_settings(self.plan, cell)?;
+        let mark = self.env.journal.len();
+        let tag = super::measure::run_tag(cell, rep, status_override);
+        let cgroup = super::measure::memory_cgroup(self.plan, cell, &tag, &mut self.env.journal)?;
         let r = Run {
             plan: self.plan,
             cell,
@@ -446,8 +458,11 @@ impl Session<'_> {
             status_override,
             env: self.env,
             outdir: self.outdir,
+            cgroup,
         }
         .measure_and_store(self.st);
+        // The run removed its cgroup (or dropping it did): its journal entry goes.
+        self.env.journal.forget_to(mark)?;
         // A remount gave the target's mounts new ids: the saved journal follows them.
         self.env.journal.refresh()?;
         r

@@ -43,7 +43,7 @@ pub fn set_up(t: &Target, ctx: &Ctx, j: &mut Journal) -> Result<Ready> {
     let f = super::create_file(&img, j)?;
     f.set_len(*size)
         .with_context(|| format!("sizing {} to {size} bytes", img.display()))?;
-    let (dev, backing) = attach_loop(&f, &img, j)?;
+    let (dev, backing, direct_io) = attach_loop(&f, &img, j)?;
     drop(f);
     // Checked when the plan was read; again here, right before they reach mkfs.
     crate::experiment::options::check_mkfs(fs, mkfs_options)
@@ -62,6 +62,8 @@ pub fn set_up(t: &Target, ctx: &Ctx, j: &mut Journal) -> Result<Ready> {
     applied.insert("image".into(), img.display().to_string().into());
     applied.insert("image_bytes".into(), (*size).into());
     applied.insert("loop_device".into(), dev.clone().into());
+    // Read back from sysfs: a backing file system without O_DIRECT (tmpfs) leaves it off.
+    applied.insert("loop_direct_io".into(), direct_io.into());
     applied.insert(
         "mkfs".into(),
         format!("{mkfs} {}", args[..args.len() - 1].join(" ")).into(),
@@ -84,10 +86,24 @@ pub fn set_up(t: &Target, ctx: &Ctx, j: &mut Journal) -> Result<Ready> {
 
 /// Attach `f` (the image `img`) to a free loop device, registering its detachment with the
 /// identity of the image, which is checked again before the device is ever detached.
-pub fn attach_loop(f: &std::fs::File, img: &Path, j: &mut Journal) -> Result<(String, FileId)> {
+///
+/// The loop device does direct I/O on its backing file (as `losetup --direct-io=on`), so
+/// what the image's file system reads reaches the host's disk instead of the host's page
+/// cache of the image file: a cold cell's reads are the device's, not the cache's. Returns
+/// the device, the image's identity and whether the kernel kept direct I/O on.
+pub fn attach_loop(
+    f: &std::fs::File,
+    img: &Path,
+    j: &mut Journal,
+) -> Result<(String, FileId, bool)> {
     let backing = FileId::of(&f.metadata()?);
-    let lo = crate::disk::loopdev::attach(f, 0, &img.to_string_lossy())
-        .with_context(|| format!("attaching {} to a loop device", img.display()))?;
+    let lo = crate::disk::loopdev::attach(
+        f,
+        crate::disk::loopdev::LO_FLAGS_DIRECT_IO,
+        &img.to_string_lossy(),
+    )
+    .with_context(|| format!("attaching {} to a loop device", img.display()))?;
+    let direct_io = lo.direct_io();
     let dev = lo.path();
     j.push(Undo::DetachLoop {
         dev: dev.clone(),
@@ -101,7 +117,7 @@ pub fn attach_loop(f: &std::fs::File, img: &Path, j: &mut Journal) -> Result<(St
             img.display()
         );
     }
-    Ok((dev, backing))
+    Ok((dev, backing, direct_io))
 }
 
 pub fn mount(fs: &str, dev: &str, mnt: &Path, options: &str) -> Result<()> {

@@ -66,6 +66,9 @@ pub enum Undo {
     RemoveDisk { name: String, mount: PathBuf },
     /// `fsbench remote remove NAME` of a remote fsbench created, mounted at `mount` in OUTDIR.
     RemoveRemote { name: String, mount: PathBuf },
+    /// Remove a memory cgroup fsbench made for a measured run (`fsbench-PID-...`, in a
+    /// cgroup file system); a no-op once the run removed it.
+    RemoveCgroup { path: PathBuf },
 }
 
 impl std::fmt::Display for Undo {
@@ -79,6 +82,7 @@ impl std::fmt::Display for Undo {
             Undo::Restore(q) => write!(f, "restore {} {} = {}", q.disk, q.knob, q.value),
             Undo::RemoveDisk { name, .. } => write!(f, "remove simulated disk {name}"),
             Undo::RemoveRemote { name, .. } => write!(f, "remove simulated remote {name}"),
+            Undo::RemoveCgroup { path } => write!(f, "remove cgroup {}", path.display()),
         }
     }
 }
@@ -199,6 +203,8 @@ impl Undo {
                     outside(mount)
                 }
             }
+            Undo::RemoveCgroup { path } => (!is_own_cgroup(path))
+                .then(|| format!("{} is not a cgroup fsbench makes", path.display())),
         }
     }
 
@@ -246,8 +252,37 @@ impl Undo {
             Undo::RemoveRemote { name, mount } => {
                 remove_server("remote", name, mount, "no remote named")
             }
+            Undo::RemoveCgroup { path } => {
+                if !is_own_cgroup(path) {
+                    bail!("{} is not a cgroup fsbench makes; left alone", path.display());
+                }
+                // rmdir removes an empty cgroup only: one still holding a process stays.
+                gone_ok(std::fs::remove_dir(path))
+                    .with_context(|| format!("removing the cgroup {}", path.display()))
+            }
         }
     }
+}
+
+/// A directory named `fsbench-...` in a cgroup file system (v1 or v2), by an absolute path.
+fn is_own_cgroup(p: &Path) -> bool {
+    let named = p
+        .file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.starts_with("fsbench-"));
+    let plain = p.is_absolute() && !p.components().any(|c| matches!(c, Component::ParentDir));
+    let in_cgroupfs = p.parent().is_some_and(|parent| {
+        let Ok(c) = std::ffi::CString::new(parent.as_os_str().as_encoded_bytes()) else {
+            return false;
+        };
+        // SAFETY: a zeroed statfs is a valid value; statfs fills it from a NUL-terminated
+        // path.
+        let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+        let r = unsafe { libc::statfs(c.as_ptr(), &mut st) };
+        // CGROUP2_SUPER_MAGIC, CGROUP_SUPER_MAGIC
+        r == 0 && [0x6367_7270_i64, 0x0027_e0eb].contains(&(st.f_type as i64))
+    });
+    named && plain && (in_cgroupfs || !p.exists())
 }
 
 /// Remove the tree `p` if it is still the directory fsbench created (by `id` when known)
@@ -690,6 +725,14 @@ impl Journal {
         self.steps.len()
     }
 
+    /// Drop the steps past `mark` without running them: what they undo is undone already
+    /// (a measured run's memory cgroup, removed when its child exited).
+    pub fn forget_to(&mut self, mark: usize) -> Result<()> {
+        self.take_remounts();
+        self.steps.truncate(mark);
+        self.save()
+    }
+
     pub fn is_empty(&self) -> bool {
         self.steps.is_empty()
     }
@@ -928,6 +971,16 @@ mod tests {
         };
         assert!(dl("/dev/loop3").refuse(out).is_none());
         assert!(dl("/dev/sda").refuse(out).is_some());
+        let cg = |p: &str| Undo::RemoveCgroup { path: p.into() };
+        // An existing directory that is no cgroup, or one not named as fsbench names them.
+        assert!(cg("/etc").refuse(out).is_some());
+        assert!(cg("/tmp").refuse(out).is_some());
+        assert!(cg("/sys/fs/cgroup/user.slice").refuse(out).is_some());
+        assert!(cg("fsbench-1-c001-r00").refuse(out).is_some());
+        // Gone already: nothing to remove, accepted.
+        assert!(cg("/sys/fs/cgroup/fsbench-1-c001-r00")
+            .refuse(out)
+            .is_none());
         let rd = Undo::RemoveDisk {
             name: "mydisk".into(),
             mount: "/o/out/mnt/d".into(),

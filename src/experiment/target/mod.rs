@@ -196,13 +196,19 @@ pub fn steps(t: &Target) -> Vec<(String, bool)> {
         TargetKind::Dir { path } => vec![(format!("measure in the existing directory {}", path.display()), false)],
         TargetKind::Image { size, fs, mkfs_options, mount_options } => vec![
             (format!("create a {} MiB image under OUTDIR/images", size >> 20), false),
-            (format!("mkfs.{fs} {}", mkfs_options.join(" ")), false),
-            ("attach it to a free loop device".into(), true),
+            ("attach it to a free loop device with direct I/O on the image (as losetup --direct-io=on)".into(), true),
+            (format!("mkfs.{fs} {} LOOPDEV", image::mkfs_force(fs).iter().map(|s| s.to_string()).chain(mkfs_options.iter().cloned()).collect::<Vec<_>>().join(" ")), true),
             (format!("mount it under OUTDIR/mnt (options: {})", if mount_options.is_empty() { "defaults" } else { mount_options }), true),
         ],
         TargetKind::Overlay { over } => vec![(format!("mount overlayfs with lower, upper and work directories on target {over}"), true)],
-        TargetKind::Disk { size, fs, model, .. } => vec![(
-            format!("create a simulated disk ({model}, {} MiB) with {fs}, mounted under OUTDIR/mnt (fsbench disk)", size >> 20),
+        TargetKind::Disk { size, fs, model, params, .. } => vec![(
+            format!(
+                "fsbench disk create fsbx-{name}-PID --model {model} --size {size} --image OUTDIR/images/{name}.img --mkfs {fs} --mount OUTDIR/mnt/{name}{} (a simulated disk of {} MiB under a loop device with direct I/O; it runs mkfs.{fs} {} LOOPDEV)",
+                params.iter().map(|(k, v)| format!(" --{} {v}", k.replace('_', "-"))).collect::<String>(),
+                size >> 20,
+                crate::disk::cli::mkfs_args(fs).join(" "),
+                name = t.name
+            ),
             true,
         )],
         TargetKind::Remote { server, network, protocol, lookaside, writable, .. } => {

@@ -1,0 +1,223 @@
+//! A cell's memory limit: a memory cgroup made for one measured child and removed after it.
+//!
+//! The child enters the cgroup between fork and exec (it writes `0`, itself, to the cgroup's
+//! `cgroup.procs`), so everything it allocates and every page it brings into the page cache
+//! is charged to it from its first instruction; the target's set-up (mkfs, trees, aging) ran
+//! before, outside it. cgroup v2 (`memory.max`) is used where its memory controller is
+//! available; a machine whose memory controller is bound to a cgroup v1 hierarchy gets
+//! `memory.limit_in_bytes` there, which limits the page cache the same way. fsbench removes
+//! only the cgroup directory it made (named `fsbench-PID-...`, created with `mkdir`, which
+//! fails if it exists).
+
+use anyhow::{bail, Context, Result};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+
+/// A memory cgroup this process made.
+#[derive(Debug)]
+pub struct MemoryCgroup {
+    dir: PathBuf,
+    /// 2 or 1.
+    pub version: u8,
+    pub limit: u64,
+}
+
+/// Where memory cgroups can be made: the parent directory and the hierarchy's version.
+fn parent() -> Result<(PathBuf, u8), String> {
+    let info = std::fs::read_to_string("/proc/self/mountinfo").map_err(|e| e.to_string())?;
+    let mut v2: Option<PathBuf> = None;
+    let mut v1: Option<PathBuf> = None;
+    for l in info.lines() {
+        let Some((left, right)) = l.split_once(" - ") else {
+            continue;
+        };
+        let mp = left.split(' ').nth(4).unwrap_or("");
+        let mut r = right.split(' ');
+        let fstype = r.next().unwrap_or("");
+        let opts = r.nth(1).unwrap_or("");
+        if fstype == "cgroup2" && v2.is_none() {
+            v2 = Some(PathBuf::from(mp));
+        } else if fstype == "cgroup" && opts.split(',').any(|o| o == "memory") {
+            v1 = Some(PathBuf::from(mp));
+        }
+    }
+    let mut why = Vec::new();
+    if let Some(root) = &v2 {
+        let controllers =
+            std::fs::read_to_string(root.join("cgroup.controllers")).unwrap_or_default();
+        if controllers.split_whitespace().any(|c| c == "memory") {
+            return enable_v2(root).map(|()| (root.clone(), 2));
+        }
+        why.push(format!(
+            "cgroup v2 at {} has no memory controller (cgroup.controllers: {})",
+            root.display(),
+            controllers.trim()
+        ));
+    } else {
+        why.push("no cgroup v2 file system is mounted".into());
+    }
+    if let Some(root) = v1 {
+        // Our own group in the memory hierarchy: a child of it stays within its limits.
+        let own = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+        let path = own
+            .lines()
+            .filter_map(|l| {
+                let mut f = l.splitn(3, ':').skip(1);
+                f.next().zip(f.next())
+            })
+            .find(|(c, _)| c.split(',').any(|c| c == "memory"))
+            .map(|(_, p)| p.trim_start_matches('/').to_string())
+            .unwrap_or_default();
+        let dir = root.join(path);
+        if dir.join("memory.limit_in_bytes").exists() {
+            return Ok((dir, 1));
+        }
+        why.push(format!(
+            "the cgroup v1 memory group {} is not usable",
+            dir.display()
+        ));
+    } else {
+        why.push("no cgroup v1 memory hierarchy is mounted either".into());
+    }
+    Err(why.join("; "))
+}
+
+/// The v2 root's children get the memory controller (the root cgroup may hold processes
+/// and still delegate controllers).
+fn enable_v2(root: &Path) -> Result<(), String> {
+    let sub = root.join("cgroup.subtree_control");
+    let have = std::fs::read_to_string(&sub).unwrap_or_default();
+    if have.split_whitespace().any(|c| c == "memory") {
+        return Ok(());
+    }
+    std::fs::write(&sub, "+memory").map_err(|e| {
+        format!(
+            "cannot enable the memory controller in {}: {e}",
+            sub.display()
+        )
+    })
+}
+
+/// Why memory limits cannot be applied on this machine, if they cannot.
+pub fn unavailable() -> Option<String> {
+    if !crate::engine::is_root() {
+        return Some("making a memory cgroup needs root".into());
+    }
+    parent().err()
+}
+
+impl MemoryCgroup {
+    /// Where `fsbench-PID-TAG` would be made, and in which cgroup version.
+    pub fn planned(tag: &str) -> Result<(PathBuf, u8)> {
+        let (parent, version) = parent().map_err(|why| anyhow::anyhow!("memory limit: {why}"))?;
+        Ok((
+            parent.join(format!("fsbench-{}-{tag}", std::process::id())),
+            version,
+        ))
+    }
+
+    /// Make the cgroup [`MemoryCgroup::planned`] gave, with `limit` bytes.
+    pub fn create((dir, version): (PathBuf, u8), limit: u64) -> Result<MemoryCgroup> {
+        std::fs::create_dir(&dir)
+            .with_context(|| format!("memory limit: creating the cgroup {}", dir.display()))?;
+        let cg = MemoryCgroup {
+            dir,
+            version,
+            limit,
+        };
+        let file = if version == 2 {
+            "memory.max"
+        } else {
+            "memory.limit_in_bytes"
+        };
+        std::fs::write(cg.dir.join(file), limit.to_string()).with_context(|| {
+            format!(
+                "memory limit: writing {limit} to {}",
+                cg.dir.join(file).display()
+            )
+        })?;
+        if version == 2 {
+            // Without swap the limit holds the page cache to it, not only what is swappable.
+            let _ = std::fs::write(cg.dir.join("memory.swap.max"), "0");
+        }
+        Ok(cg)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Make `cmd`'s process join the cgroup before it executes anything.
+    pub fn attach(&self, cmd: &mut std::process::Command) -> Result<()> {
+        let procs = std::fs::OpenOptions::new()
+            .write(true)
+            .open(self.dir.join("cgroup.procs"))
+            .with_context(|| format!("opening {}/cgroup.procs", self.dir.display()))?;
+        // SAFETY: between fork and exec the closure only calls write(2) on a descriptor
+        // opened above (kept open by the closure), which is async-signal-safe.
+        unsafe {
+            cmd.pre_exec(move || {
+                use std::os::fd::AsRawFd;
+                if libc::write(procs.as_raw_fd(), b"0".as_ptr().cast(), 1) != 1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        Ok(())
+    }
+
+    /// The most memory the group held (page cache included).
+    pub fn peak(&self) -> Option<u64> {
+        let f = if self.version == 2 {
+            "memory.peak"
+        } else {
+            "memory.max_usage_in_bytes"
+        };
+        std::fs::read_to_string(self.dir.join(f))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    }
+
+    /// Whether the kernel killed a process of the group for want of memory.
+    pub fn oom_killed(&self) -> bool {
+        if self.version == 2 {
+            let ev = std::fs::read_to_string(self.dir.join("memory.events")).unwrap_or_default();
+            ev.lines()
+                .any(|l| l.strip_prefix("oom_kill ").is_some_and(|n| n.trim() != "0"))
+        } else {
+            let c =
+                std::fs::read_to_string(self.dir.join("memory.oom_control")).unwrap_or_default();
+            c.lines()
+                .any(|l| l.strip_prefix("oom_kill ").is_some_and(|n| n.trim() != "0"))
+        }
+    }
+
+    /// Remove the cgroup (its process has exited). Retried briefly: the kernel may still be
+    /// releasing the exited process.
+    pub fn remove(self) -> Result<()> {
+        let dir = self.dir.clone();
+        let mut last = None;
+        for _ in 0..50 {
+            match std::fs::remove_dir(&dir) {
+                Ok(()) => return Ok(()),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+                Err(e) => last = Some(e),
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        bail!(
+            "removing the cgroup {}: {}",
+            dir.display(),
+            last.map(|e| e.to_string()).unwrap_or_default()
+        )
+    }
+}
+
+impl Drop for MemoryCgroup {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}

@@ -1,0 +1,194 @@
+//! `fsbench experiment --dry-run`: the set-up steps and every cell's real command (its
+//! `--cold`, its warm-up pass, its memory cgroup), and how long the runs should take.
+
+use super::measure::memory_limit;
+use super::*;
+
+pub(super) fn print(plan: &Plan, cells: &[Cell], outdir: &Path) {
+    crate::outln!(
+        "experiment {} ({}): {} cells x {} repetitions = {} runs, order {:?}, fresh targets per {:?}{}",
+        plan.name,
+        if plan.quick { "quick scale" } else { "full scale" },
+        cells.len(),
+        plan.repetitions,
+        cells.len() as u64 * plan.repetitions as u64,
+        plan.order,
+        plan.fresh,
+        if plan.warmup_runs > 0 { format!(", {} warm-up run(s) per cell", plan.warmup_runs) } else { String::new() }
+    );
+    if let Some(a) = plan.adaptive {
+        crate::outln!(
+            "adaptive repetitions: after {} rounds, more rounds of the cells whose first headline figure's 95% interval is wider than ±{}% of its mean, up to {} rounds ({} runs at most)",
+            a.min,
+            a.ci * 100.0,
+            a.max,
+            cells.len() as u64 * a.max as u64
+        );
+    }
+    crate::outln!("\nset-up steps:");
+    for t in plan.targets_in_setup_order() {
+        for (s, root) in target::steps(t) {
+            crate::outln!("  {:<12} {s}{}", t.name, if root { "  [root]" } else { "" });
+        }
+    }
+    crate::outln!("\ncells:");
+    for c in cells {
+        crate::outln!("  {:>3}  {}", c.idx + 1, c.describe(plan));
+        for line in cell_lines(plan, c) {
+            crate::outln!("       {line}");
+        }
+    }
+    estimate(plan, cells, outdir);
+}
+
+/// What the runner does for one run of a cell, in order.
+fn cell_lines(plan: &Plan, c: &Cell) -> Vec<String> {
+    let kind = plan.measurements[c.measurement].kind;
+    let args = command(
+        plan,
+        c,
+        Path::new("TARGET"),
+        Path::new("RUN.json"),
+        Path::new("OUTDIR/scratch"),
+    );
+    let cmd = format!("fsbench {}", args.join(" "));
+    let mut v = Vec::new();
+    let cg = memory_limit(plan, c).map(|l| {
+        format!(
+            " (in a memory cgroup limited to {})",
+            crate::limits::human(l as f64)
+        )
+    });
+    let cg = cg.unwrap_or_default();
+    match c.cache.as_str() {
+        "warm" if !kind.takes_cold() => {
+            v.push(format!("warm-up pass (unmeasured): {cmd}{cg}"));
+            v.push(format!("measured: {cmd}{cg}"));
+        }
+        "warm" if kind == Kind::Workload && args.iter().any(|a| a == "--warmup") => {
+            v.push(format!("{cmd}{cg}"));
+            v.push("  (the child lays out its filesets, then runs --warmup seconds unmeasured before the measured window)".into());
+        }
+        "warm" => {
+            v.push(format!("{cmd}{cg}"));
+            v.push("  (the child runs the measurement once unmeasured first: --warmup 1)".into());
+        }
+        "cold" if !kind.takes_cold() => {
+            v.push("sync; echo 3 > /proc/sys/vm/drop_caches (the runner)".into());
+            v.push(format!("{cmd}{cg}"));
+        }
+        "cold" => {
+            v.push(format!("{cmd}{cg}"));
+            v.push("  (--cold: the child syncs and drops the caches after its preparation, right before measuring)".into());
+        }
+        _ => v.push(format!("{cmd}{cg}")),
+    }
+    v
+}
+
+/// Seconds per run of each cell: from runs stored earlier in `outdir` for the same plan, or
+/// from the measurement's parameters.
+fn estimate(plan: &Plan, cells: &[Cell], outdir: &Path) {
+    let stored = stored_means(plan, outdir);
+    let runs = (plan.repetitions + plan.warmup_runs) as f64;
+    let (mut total, mut from_store, mut from_params, mut unknown) = (0.0, 0, 0, 0);
+    for c in cells {
+        if let Some(s) = stored.get(&c.idx) {
+            total += s * runs;
+            from_store += 1;
+        } else if let Some(s) = from_parameters(plan, c) {
+            total += s * runs;
+            from_params += 1;
+        } else {
+            total += plan.time_limit_s * runs;
+            unknown += 1;
+        }
+    }
+    crate::outln!("\nestimated time: {}", fmt_secs(total));
+    if from_store > 0 {
+        crate::outln!(
+            "  {from_store} cells from the mean of their runs stored in {}",
+            outdir.join(crate::experiment::store::FILE).display()
+        );
+    }
+    if from_params > 0 {
+        crate::outln!("  {from_params} cells from their parameters (a workload's duration and warm-up; the others at rough rates of this machine class: PostMark 2,000 files or transactions/s, find 20,000 entries/s, read 200 MB/s, build and Andrew from their file counts and CPU time; twice for a warm cell's unmeasured pass)");
+    }
+    if unknown > 0 {
+        crate::outln!(
+            "  {unknown} cells at the time limit of {} per run (nothing to go by)",
+            fmt_secs(plan.time_limit_s)
+        );
+    }
+}
+
+/// Mean seconds of the successful runs of each cell, stored by an earlier run of the same
+/// plan (same text and scale) in `outdir`.
+fn stored_means(plan: &Plan, outdir: &Path) -> std::collections::BTreeMap<usize, f64> {
+    let mut out = std::collections::BTreeMap::new();
+    let path = outdir.join(crate::experiment::store::FILE);
+    if !path.is_file() {
+        return out;
+    }
+    let Ok(db) =
+        rusqlite::Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+    else {
+        return out;
+    };
+    let Ok(mut q) = db.prepare(
+        "SELECT cells.idx, AVG(runs.elapsed_s) FROM runs JOIN cells ON cells.id = runs.cell_id \
+         JOIN experiments ON experiments.id = cells.experiment_id \
+         WHERE experiments.plan_hash = ?1 AND runs.status = 'ok' GROUP BY cells.idx",
+    ) else {
+        return out;
+    };
+    if let Ok(rows) = q.query_map([plan.hash()], |r| {
+        Ok((r.get::<_, i64>(0)?, r.get::<_, f64>(1)?))
+    }) {
+        for (i, s) in rows.flatten() {
+            out.insert(i as usize, s);
+        }
+    }
+    out
+}
+
+/// A rough duration of one run of `c` from its parameters, when there is a basis for one.
+fn from_parameters(plan: &Plan, c: &Cell) -> Option<f64> {
+    let m = &plan.measurements[c.measurement];
+    let get = |k: &str| -> Option<f64> {
+        c.factors
+            .iter()
+            .chain(m.params.iter())
+            .find(|(pk, _)| pk == k)
+            .and_then(|(_, v)| crate::units::parse_size(v).ok().map(|b| b as f64))
+    };
+    let warm = if c.cache == "warm" { 2.0 } else { 1.0 };
+    let s = match m.kind {
+        Kind::Workload => {
+            let d = get("duration")?;
+            let w = match get("warmup") {
+                Some(w) => w,
+                None if c.cache == "warm" => workload_warmup_s(Some(d)),
+                None => 0.0,
+            };
+            return Some(d + w);
+        }
+        Kind::Postmark => {
+            let per = get("number").unwrap_or(500.0) + get("transactions").unwrap_or(500.0);
+            per * get("instances").unwrap_or(1.0).max(1.0) / 2000.0
+        }
+        Kind::Find => get("tree_files")? / 20_000.0,
+        Kind::Read => {
+            let files = get("tree_files")?;
+            files * get("tree_file_size").unwrap_or(4608.0) / 200e6 + files / 20_000.0
+        }
+        Kind::Build => {
+            let files = get("files").unwrap_or(200.0);
+            files * get("cpu_ms").unwrap_or(5.0) / 1000.0 / get("jobs").unwrap_or(2.0).max(1.0)
+                + files / 2000.0
+        }
+        Kind::Andrew => 5.0 * get("copies").unwrap_or(1.0) * get("clients").unwrap_or(1.0),
+        Kind::Layout | Kind::Scan | Kind::Replay => return None,
+    };
+    Some(s * warm + 0.5)
+}
