@@ -119,6 +119,8 @@ pub struct MeasureOptions {
     /// Count fileset exhaustion and go on instead of ending the run there.
     pub continue_when_exhausted: bool,
     pub continue_on_enospc: bool,
+    /// The run directory, for `stream` flowops (fio jobs) to open their files in.
+    pub stream_dir: Option<std::os::fd::RawFd>,
 }
 
 /// Sum what the workers published for the current epoch and turn the difference from the
@@ -225,6 +227,7 @@ pub fn measure(
         clock: *stats::clock::global(),
         samples: &samples,
         pacing: &pacing,
+        stream_dir: mo.stream_dir,
     };
     let gate = Gate::default();
     let mut out = Outcome::new(nstats);
@@ -336,7 +339,7 @@ fn worker_main(
         shared.ctl.end_run();
     }
     w.finish();
-    if flow == Flow::Done || flow == Flow::Exhausted {
+    if matches!(flow, Flow::Done | Flow::Exhausted | Flow::Finished) {
         shared.ctl.finished.fetch_add(1, Ordering::SeqCst);
     }
     w.close_all();

@@ -11,6 +11,7 @@ pub mod preflight;
 pub mod psrun;
 pub mod rundir;
 pub mod selftest;
+pub mod streamfiles;
 pub mod sync;
 pub mod worker;
 
@@ -395,6 +396,18 @@ fn run_in(
         Some(l) => l,
         None => lay_out(wl, opts, rd, plans)?,
     };
+    let streamed = streamfiles::lay_out(wl, rd.fd(), opts.quiet).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::Interrupted {
+            EngineError::Interrupted
+        } else {
+            EngineError::Worker(format!(
+                "laying out the files of {}: {e}",
+                rd.path.display()
+            ))
+        }
+    })?;
+    laid.layout.files_written += streamed.files;
+    laid.layout.bytes_written += streamed.bytes_written;
     if interrupted() {
         return Err(EngineError::Interrupted);
     }
@@ -444,6 +457,7 @@ fn run_in(
             progress: opts.progress,
             continue_when_exhausted: opts.continue_when_exhausted,
             continue_on_enospc: opts.continue_on_enospc,
+            stream_dir: Some(rd.fd()),
         },
     )?;
     if let Some(what) = remounted {

@@ -58,6 +58,7 @@ impl Prepared {
                 progress: false,
                 continue_when_exhausted: false,
                 continue_on_enospc: false,
+                stream_dir: None,
             },
         )?;
         let i = self

@@ -153,6 +153,20 @@ pub fn write(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
     cvt_size(unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) })
 }
 
+pub fn read(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
+    // SAFETY: buf is valid for writes of buf.len() bytes.
+    cvt_size(unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) })
+}
+
+/// `lseek(fd, off, SEEK_SET)`.
+pub fn seek_to(fd: RawFd, off: u64) -> io::Result<()> {
+    // SAFETY: plain lseek on an fd we own.
+    if unsafe { libc::lseek(fd, off as libc::off_t, libc::SEEK_SET) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 pub fn seek_end(fd: RawFd) -> io::Result<u64> {
     // SAFETY: plain lseek on an fd we own.
     let r = unsafe { libc::lseek(fd, 0, libc::SEEK_END) };

@@ -12,6 +12,7 @@ mod misc;
 mod pace;
 mod plain;
 mod rw;
+mod stream;
 
 use super::aio::Aio;
 use super::sync::Pacing;
@@ -83,8 +84,11 @@ const EMPTY: Slot = Slot {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Flow {
     Continue,
-    /// `finishoncount`/`finishonbytes` reached: this thread is done.
+    /// `finishoncount`/`finishonbytes` reached: this thread is done, and the run with it.
     Done,
+    /// This thread's work is over (a `stream` has done its passes); the run goes on until
+    /// every thread's is (fio's jobs end one by one).
+    Finished,
     /// The run is stopping.
     Stop,
     /// A flowop found no file to work on: this thread ends (and the run, except in
@@ -126,6 +130,8 @@ pub struct Shared<'a> {
     pub pacing: &'a Pacing,
     /// The run's latency histograms, one per flowop.
     pub hists: &'a crate::stats::SharedHists,
+    /// The run directory, where `stream` flowops find their files.
+    pub stream_dir: Option<RawFd>,
 }
 
 /// What a worker publishes at each sampling epoch: its cumulative counts and bytes per
@@ -202,6 +208,8 @@ pub struct Worker<'a> {
     span_div: (u64, u64, u64),
     /// Thread CPU (user, system) when the current statistics generation began.
     cpu0: (f64, f64),
+    /// The open files and progress of this thread's `stream` flowop.
+    stream: Option<Box<stream::StreamState>>,
 }
 
 /// The largest whole-file request a thread can make: whole-file flowops without an `iosize`
@@ -306,6 +314,7 @@ impl<'a> Worker<'a> {
             cpu0: (0.0, 0.0),
             plain: plain::Plain::for_thread(sh, thread),
             span_div: (0, 1, 0),
+            stream: None,
         })
     }
 
@@ -411,6 +420,7 @@ impl<'a> Worker<'a> {
         for i in 0..MAX_FD {
             self.release_slot(i);
         }
+        self.stream_close();
     }
 
     fn num(&mut self, n: &crate::model::Num) -> i64 {
@@ -958,6 +968,7 @@ impl<'a> Worker<'a> {
             EventLimit => self.op_eventlimit(f),
             IopsLimit | OpsLimit | BwLimit => self.op_iopslimit(f),
             Think => self.op_think(f),
+            Stream => self.op_stream(f),
             Composite => unreachable!("composites are expanded by run_flowop"),
         }
     }

@@ -1,0 +1,419 @@
+//! The `stream` flowop: a block-I/O stream ([`crate::model::stream::Stream`], what a fio
+//! job does), one read, write or sync per call, with fio's rules (`backend.c`, `io_u.c`):
+//!
+//! - the next I/O goes to the next file not yet done in this pass (round robin);
+//! - a mixed job draws its direction 1..=100 against the read percentage, and after a
+//!   switch keeps it for (I/Os so far in the old direction × the new one's share / 100);
+//! - sequential I/O moves on from where the direction's last I/O on the file ended (plus
+//!   the `:N` skip); random offsets are block numbers drawn uniformly, a taken one
+//!   replaced by the next free block when the pass keeps a map, so each block is done once;
+//! - a pass ends when its bytes (reads and writes together) are done, its number of I/Os,
+//!   or when every file is exhausted; passes repeat `loops` times, or until the run time
+//!   ends when time based;
+//! - an fsync (fdatasync) goes after every Nth write, on the file the write went to.
+
+use super::*;
+use crate::model::stream::{Sizes, Stream};
+
+/// One file of the stream, open.
+struct OpenFile {
+    fd: RawFd,
+    /// Next sequential position per direction, relative to the file's offset.
+    pos: [u64; 2],
+    /// Done for this pass.
+    done: bool,
+    /// Random map: one bit per `unit` bytes.
+    map: Vec<u64>,
+    blocks: u64,
+}
+
+pub(super) struct StreamState {
+    files: Vec<OpenFile>,
+    next_file: usize,
+    pass: u64,
+    pass_bytes: u64,
+    pass_ios: u64,
+    /// I/Os issued per direction (in the stream's whole life: fio's io_issues).
+    issues: [u64; 2],
+    mix_dir: usize,
+    mix_issues: u64,
+    last_write_file: Option<usize>,
+    last_was_write: bool,
+    unit: u64,
+    rng: Rng,
+    started: Instant,
+    since_think: u64,
+}
+
+impl Worker<'_> {
+    fn stream_open(&mut self, s: &Stream) -> Result<StreamState, Fail> {
+        let Some(dir) = self.sh.stream_dir else {
+            return Err(Fail::Error(
+                "a stream flowop without its run directory".into(),
+            ));
+        };
+        let unit = s.bs[0].min().min(s.bs[1].min()).max(1);
+        let mut files = Vec::with_capacity(s.files.len());
+        for f in &s.files {
+            let how = OpenHow {
+                create: false,
+                readonly: !s.writes,
+                writeonly: false,
+                dsync: s.dsync,
+                directio: s.direct,
+            };
+            let name = std::ffi::CString::new(f.name.as_bytes())
+                .map_err(|_| Fail::Error(format!("file name {:?} holds a NUL", f.name)))?;
+            let flags_extra = if s.osync { libc::O_SYNC } else { 0 };
+            let fd = if flags_extra != 0 {
+                crate::beneath::open_file(dir, &name, how.flags() | flags_extra)
+                    .map(std::os::fd::IntoRawFd::into_raw_fd)
+            } else {
+                io::open_at(dir, &name, how)
+            }
+            .map_err(|e| Fail::Error(format!("open {}: {e}", f.name)))?;
+            let blocks = f.len / unit;
+            files.push(OpenFile {
+                fd,
+                pos: [0, 0],
+                done: false,
+                map: if s.random && s.random_map {
+                    vec![0; blocks.div_ceil(64) as usize]
+                } else {
+                    Vec::new()
+                },
+                blocks,
+            });
+        }
+        let seed = s.seed.unwrap_or_else(|| self.rng.random());
+        let mut rng = crate::dist::rng(seed, 0x5157);
+        let first = if s.reads && s.writes {
+            usize::from(rng.random_range(1..=100u32) > s.read_pct)
+        } else {
+            usize::from(!s.reads)
+        };
+        Ok(StreamState {
+            files,
+            next_file: 0,
+            pass: 0,
+            pass_bytes: 0,
+            pass_ios: 0,
+            issues: [0, 0],
+            mix_dir: first,
+            mix_issues: 0,
+            last_write_file: None,
+            last_was_write: false,
+            unit,
+            rng,
+            started: Instant::now(),
+            since_think: 0,
+        })
+    }
+
+    pub(super) fn op_stream(&mut self, f: &Flowop) -> Result<Flow, Fail> {
+        let s = f
+            .stream
+            .as_ref()
+            .expect("a stream flowop carries its stream")
+            .clone();
+        if self.stream.is_none() {
+            let st = self.stream_open(&s)?;
+            self.stream = Some(Box::new(st));
+        }
+        if s.runtime_ns > 0 {
+            let st = self.stream.as_ref().expect("set above");
+            if st.started.elapsed().as_nanos() as u64 >= s.runtime_ns {
+                return self.stream_end(&s);
+            }
+        }
+        if self.stream_pass_over(&s) {
+            self.stream_close_pass(&s)?;
+            let st = self.stream.as_mut().expect("set above");
+            st.pass += 1;
+            if st.pass >= s.passes && !s.time_based {
+                return self.stream_end(&s);
+            }
+            st.pass_bytes = 0;
+            st.pass_ios = 0;
+            for of in &mut st.files {
+                of.pos = [0, 0];
+                of.done = false;
+                of.map.iter_mut().for_each(|w| *w = 0);
+            }
+        }
+        if let Some(r) = self.stream_sync_due(&s) {
+            return r;
+        }
+        let dir = self.stream_dir(&s);
+        let Some((fi, off, len)) = self.stream_place(&s, dir) else {
+            // Every file is exhausted: the pass is over (checked at the next call).
+            let st = self.stream.as_mut().expect("set above");
+            st.files.iter_mut().for_each(|f| f.done = true);
+            return Ok(Flow::Continue);
+        };
+        self.stream_io(&s, dir, fi, off, len)
+    }
+
+    fn stream_pass_over(&self, s: &Stream) -> bool {
+        let st = self.stream.as_ref().expect("set");
+        st.pass_bytes >= s.pass_bytes
+            || (s.number_ios > 0 && st.pass_ios >= s.number_ios)
+            || st.files.iter().all(|f| f.done)
+    }
+
+    /// fio's `get_rw_ddir` for a mixed stream; the one direction otherwise.
+    fn stream_dir(&mut self, s: &Stream) -> usize {
+        let st = self.stream.as_mut().expect("set");
+        if !(s.reads && s.writes) {
+            return usize::from(!s.reads);
+        }
+        if st.issues[st.mix_dir] >= st.mix_issues {
+            let d = usize::from(st.rng.random_range(1..=100u32) > s.read_pct);
+            if d != st.mix_dir {
+                let share = if d == 0 { s.read_pct } else { 100 - s.read_pct } as u64;
+                st.mix_issues = st.issues[st.mix_dir] * share / 100;
+            }
+            st.mix_dir = d;
+        }
+        st.mix_dir
+    }
+
+    /// The block size of the next I/O in direction `dir`.
+    fn stream_bs(st: &mut StreamState, sizes: &Sizes) -> u64 {
+        match sizes {
+            Sizes::Fixed(b) => *b,
+            Sizes::Range(lo, hi) => {
+                let n = st.rng.random_range(*lo..=*hi);
+                (n / lo).max(1) * lo
+            }
+            Sizes::Split(parts) => {
+                let r = st.rng.random_range(1..=100u32);
+                let mut sum = 0;
+                for (b, p) in parts {
+                    sum += p;
+                    if r <= sum {
+                        return *b;
+                    }
+                }
+                parts.last().map_or(4096, |x| x.0)
+            }
+        }
+    }
+
+    /// The file, offset and length of the next I/O; `None` when every file is exhausted.
+    fn stream_place(&mut self, s: &Stream, dir: usize) -> Option<(usize, u64, u64)> {
+        let st = self.stream.as_mut().expect("set");
+        let n = st.files.len();
+        let bs = Self::stream_bs(st, &s.bs[dir]);
+        for _ in 0..n {
+            let fi = st.next_file % n;
+            st.next_file = (fi + 1) % n;
+            if st.files[fi].done {
+                continue;
+            }
+            let len = s.files[fi].len;
+            let got = if s.random {
+                Self::stream_random(st, fi, s.random_map, len, bs)
+            } else {
+                let pos = st.files[fi].pos[dir];
+                (pos < len).then(|| (pos, bs.min(len - pos)))
+            };
+            match got {
+                Some((rel, l)) => return Some((fi, s.files[fi].offset + rel, l)),
+                None => st.files[fi].done = true,
+            }
+        }
+        None
+    }
+
+    /// A random block of file `fi`: uniform, and with the map the next free one after a
+    /// taken one (fio's `axmap_next_free`, wrapping); `None` when the map is full.
+    fn stream_random(
+        st: &mut StreamState,
+        fi: usize,
+        map: bool,
+        len: u64,
+        bs: u64,
+    ) -> Option<(u64, u64)> {
+        let unit = st.unit;
+        let blocks = st.files[fi].blocks;
+        if blocks == 0 {
+            return None;
+        }
+        let mut b = st.rng.random_range(0..blocks);
+        if map {
+            let f = &st.files[fi];
+            let taken = |b: u64| f.map[(b / 64) as usize] & (1 << (b % 64)) != 0;
+            if taken(b) {
+                let mut found = None;
+                for k in 1..blocks {
+                    let c = (b + k) % blocks;
+                    if !taken(c) {
+                        found = Some(c);
+                        break;
+                    }
+                }
+                b = found?;
+            }
+        }
+        let off = b * unit;
+        let l = bs.min(len - off);
+        if map {
+            let f = &mut st.files[fi];
+            let last = ((off + l).div_ceil(unit)).min(blocks);
+            for c in b..last.max(b + 1) {
+                f.map[(c / 64) as usize] |= 1 << (c % 64);
+            }
+        }
+        Some((off, l))
+    }
+
+    fn stream_io(
+        &mut self,
+        s: &Stream,
+        dir: usize,
+        fi: usize,
+        off: u64,
+        len: u64,
+    ) -> Result<Flow, Fail> {
+        let (boff, len) = self.buffer(len as usize)?;
+        let fd = self.stream.as_ref().expect("set").files[fi].fd;
+        let t0 = self.clock.now();
+        let r = if s.lseek {
+            if let Err(e) = io::seek_to(fd, off) {
+                Err(e)
+            } else if dir == 0 {
+                io::read(fd, &mut self.buf.as_mut_slice()[boff..boff + len])
+            } else {
+                io::write(fd, &self.buf.as_slice()[boff..boff + len])
+            }
+        } else if dir == 0 {
+            io::pread(fd, &mut self.buf.as_mut_slice()[boff..boff + len], off)
+        } else {
+            io::pwrite(fd, &self.buf.as_slice()[boff..boff + len], off)
+        };
+        let ns = self.clock.since(t0);
+        let n = r.map_err(|e| {
+            Fail::Error(format!(
+                "{} {} at offset {off}: {e}",
+                if dir == 0 { "read" } else { "write" },
+                s.files[fi].name
+            ))
+        })? as u64;
+        let (stat, kind) = if dir == 0 {
+            (s.stat_read, FlowopKind::Read)
+        } else {
+            (s.stat_write, FlowopKind::Write)
+        };
+        self.done_stat(stat, kind, ns, n);
+        let st = self.stream.as_mut().expect("set");
+        st.issues[dir] += 1;
+        st.pass_ios += 1;
+        st.pass_bytes += n;
+        if !s.random {
+            st.files[fi].pos[dir] = off - s.files[fi].offset + len as u64 + s.seq_skip;
+        }
+        st.last_was_write = dir == 1;
+        if dir == 1 {
+            st.last_write_file = Some(fi);
+        }
+        if n == 0 {
+            // The file ended early (it shrank): nothing more to do in it this pass.
+            st.files[fi].done = true;
+        }
+        st.since_think += 1;
+        if s.think_us > 0 && st.since_think >= s.think_blocks {
+            st.since_think = 0;
+            if !self.sleep(Duration::from_micros(s.think_us)) {
+                return Ok(Flow::Stop);
+            }
+        }
+        Ok(Flow::Continue)
+    }
+
+    /// fio's check before each I/O: after the Nth write, an fsync (or fdatasync) first.
+    fn stream_sync_due(&mut self, s: &Stream) -> Option<Result<Flow, Fail>> {
+        let st = self.stream.as_mut().expect("set");
+        if !st.last_was_write {
+            return None;
+        }
+        let w = st.issues[1];
+        let data = if s.fsync_every > 0 && w.is_multiple_of(s.fsync_every) {
+            false
+        } else if s.fdatasync_every > 0 && w.is_multiple_of(s.fdatasync_every) {
+            true
+        } else {
+            return None;
+        };
+        st.last_was_write = false;
+        let fi = st.last_write_file?;
+        let fd = st.files[fi].fd;
+        Some(self.stream_sync(s, fd, data))
+    }
+
+    fn stream_sync(&mut self, s: &Stream, fd: RawFd, data: bool) -> Result<Flow, Fail> {
+        let t0 = self.clock.now();
+        // SAFETY: fsync/fdatasync on a descriptor this worker owns.
+        let rc = unsafe {
+            if data {
+                libc::fdatasync(fd)
+            } else {
+                libc::fsync(fd)
+            }
+        };
+        let ns = self.clock.since(t0);
+        if rc != 0 {
+            return Err(Fail::Error(format!(
+                "fsync: {}",
+                std::io::Error::last_os_error()
+            )));
+        }
+        self.done_stat(s.stat_sync, FlowopKind::Fsync, ns, 0);
+        Ok(Flow::Continue)
+    }
+
+    /// At the end of a pass: `fsync_on_close` syncs every file written.
+    fn stream_close_pass(&mut self, s: &Stream) -> Result<(), Fail> {
+        if s.fsync_on_close && s.writes {
+            let fds: Vec<RawFd> = self
+                .stream
+                .as_ref()
+                .expect("set")
+                .files
+                .iter()
+                .map(|f| f.fd)
+                .collect();
+            for fd in fds {
+                self.stream_sync(s, fd, false)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The stream is over: `end_fsync` syncs every file, then this thread is done.
+    fn stream_end(&mut self, s: &Stream) -> Result<Flow, Fail> {
+        if s.end_fsync && s.writes {
+            let fds: Vec<RawFd> = self
+                .stream
+                .as_ref()
+                .expect("set")
+                .files
+                .iter()
+                .map(|f| f.fd)
+                .collect();
+            for fd in fds {
+                self.stream_sync(s, fd, false)?;
+            }
+        }
+        Ok(Flow::Finished)
+    }
+
+    /// Close the stream's files (at the end of the run, not measured).
+    pub(super) fn stream_close(&mut self) {
+        if let Some(st) = self.stream.take() {
+            for f in st.files {
+                let _ = io::close(f.fd);
+            }
+        }
+    }
+}

@@ -1,0 +1,324 @@
+//! fio jobs onto the engine: each job clone (`numjobs`) is a process with one thread whose
+//! one flowop is a [`Stream`] over the clone's files, laid out in the run directory under
+//! fio's names (`jobname.jobnum.filenum`, or the `filename=` names). What fio would do
+//! differently from what the engine can do is refused here, with the option's place.
+
+use super::job::{Bs, Engine, Falloc, Job, SyncMode};
+use crate::lang::{Diagnostic, Diagnostics, SourceFile};
+use crate::model::stream::{Prealloc, Sizes, Stream, StreamFile};
+use crate::model::{FlowopKind, Process, QuitMode, Thread, Workload};
+use std::sync::Arc;
+
+/// A job file mapped: the workload the engine runs, and what `run`, `show` and `check`
+/// say about it.
+#[derive(Debug, Clone)]
+pub struct Mapped {
+    pub workload: Workload,
+    pub jobs: Vec<Job>,
+    /// `directory=`, when the jobs give one: where the run directory goes by default.
+    pub directory: Option<String>,
+    /// `ramp_time` in seconds: the warm-up, when the jobs are time based.
+    pub ramp_s: f64,
+    /// What the run should say about how the jobs were mapped.
+    pub notes: Vec<String>,
+}
+
+/// A year: the run time of jobs bounded by their bytes, not by time.
+pub const UNBOUNDED_S: u64 = 365 * 86_400;
+
+fn sizes(b: &Bs) -> Sizes {
+    match b {
+        Bs::Fixed(v) => Sizes::Fixed(*v),
+        Bs::Range(lo, hi) => Sizes::Range(*lo, *hi),
+        Bs::Split(p) => Sizes::Split(p.clone()),
+    }
+}
+
+fn at(job: &Job, key: &str, msg: String) -> Diagnostic {
+    match job.place(key) {
+        Some((span, src)) => Diagnostic::error(src, span, msg),
+        None => Diagnostic::error(&job.src, job.span, msg),
+    }
+}
+
+/// Refuse what the engine cannot run as fio would.
+fn check(job: &Job, first: bool, errors: &mut Vec<Diagnostic>) {
+    for key in ["stonewall", "new_group"] {
+        if job.has(key) && !first {
+            errors.push(at(
+                job,
+                key,
+                format!("`{key}`: running job groups one after another is not supported by fsbench yet; run them as separate job files"),
+            ));
+        }
+    }
+    if job.ramp_time_us > 0 && !job.time_based {
+        errors.push(at(
+            job,
+            "ramp_time",
+            "`ramp_time` without `time_based` (fio then counts the ramp's I/O against size=) is not supported by fsbench".into(),
+        ));
+    }
+    if job.time_based && job.runtime_us == 0 {
+        errors.push(at(
+            job,
+            "time_based",
+            "`time_based` needs `runtime=`".into(),
+        ));
+    }
+    if job.size.is_none() && job.filesize.is_none() {
+        errors.push(Diagnostic::error(
+            &job.src,
+            job.span,
+            format!(
+                "job `{}`: no `size=` (or `filesize=`): fio needs one to know how much to do",
+                job.name
+            ),
+        ));
+    }
+    if let Some((name, span, src)) = &job.filename {
+        for part in name.split(':') {
+            if part.is_empty() || part.contains('/') || part == "." || part == ".." {
+                errors.push(
+                    Diagnostic::error(src, *span, format!("filename `{part}`: fsbench writes only inside the run directory it creates; give plain file names"))
+                        .with_help("choose where the run directory goes with `directory=` or `--dir`"),
+                );
+            }
+        }
+    }
+    let min_bs = job.bs[0].min().min(job.bs[1].min());
+    if job.direct && !min_bs.is_multiple_of(512) {
+        errors.push(at(
+            job,
+            "direct",
+            format!("`direct=1` with a block size of {min_bs} bytes: O_DIRECT needs multiples of the logical block size"),
+        ));
+    }
+}
+
+/// The names and lengths of clone `k`'s files.
+fn clone_files(job: &Job, k: u32) -> Vec<StreamFile> {
+    let names: Vec<String> = match &job.filename {
+        Some((n, _, _)) => n.split(':').map(str::to_string).collect(),
+        None => (0..job.nrfiles)
+            .map(|i| format!("{}.{k}.{i}", job.name))
+            .collect(),
+    };
+    let nr = names.len() as u64;
+    let offset = job.offset + job.offset_increment * k as u64;
+    let min_bs = job.bs[0].min().min(job.bs[1].min()).max(1);
+    let size = job.size.unwrap_or(0);
+    // fio's setup_files: size / nrfiles each, the first files a block larger while the
+    // remainder lasts.
+    let each = size / nr;
+    let mut extra = (size - each * nr) / min_bs;
+    let prealloc = match job.fallocate {
+        Falloc::None => Prealloc::None,
+        Falloc::Native => Prealloc::Native,
+        Falloc::Posix => Prealloc::Posix,
+        Falloc::Keep => Prealloc::KeepSize,
+    };
+    names
+        .into_iter()
+        .map(|name| {
+            let len = match job.filesize {
+                Some((fs, _)) => fs.saturating_sub(offset),
+                None => {
+                    let mut l = each;
+                    if extra > 0 {
+                        extra -= 1;
+                        l += min_bs;
+                    }
+                    l
+                }
+            };
+            StreamFile {
+                name,
+                offset,
+                len,
+                prealloc,
+                fill: job.read,
+                fill_bs: job.bs[1].max(),
+            }
+        })
+        .collect()
+}
+
+/// The statistics names of a job's clone: the job's name, the clone's number after it
+/// when clones are reported apart, the first job's name for all under `group_reporting`.
+fn report_name(jobs: &[Job], j: usize, k: u32) -> String {
+    let grouped = jobs.iter().any(|x| x.group_reporting);
+    if grouped {
+        return jobs[0].name.clone();
+    }
+    let job = &jobs[j];
+    let dup = jobs.iter().filter(|x| x.name == job.name).count() > 1;
+    if job.numjobs > 1 || dup {
+        format!("{}.{}", job.name, job_number(jobs, j) + k as usize)
+    } else {
+        job.name.clone()
+    }
+}
+
+/// fio numbers jobs (clones included) from 0 in the order it starts them.
+fn job_number(jobs: &[Job], j: usize) -> usize {
+    jobs[..j].iter().map(|x| x.numjobs as usize).sum()
+}
+
+struct Stats {
+    names: Vec<(String, FlowopKind)>,
+}
+
+impl Stats {
+    fn id(&mut self, name: String, kind: FlowopKind) -> usize {
+        if let Some(i) = self.names.iter().position(|(n, _)| *n == name) {
+            return i;
+        }
+        self.names.push((name, kind));
+        self.names.len() - 1
+    }
+}
+
+fn stream_of(job: &Job, j: usize, k: u32, stats: &mut Stats, report: &str) -> Stream {
+    let files = clone_files(job, k);
+    let total: u64 = files.iter().map(|f| f.len).sum();
+    let size = job.size.map_or(total, |s| s.min(total));
+    let syncs = job.fsync > 0 || job.fdatasync > 0 || job.end_fsync || job.fsync_on_close;
+    // Read first, then write, then sync: the order a report lists them.
+    let stat_read = if job.read {
+        stats.id(format!("{report} read"), FlowopKind::Read)
+    } else {
+        0
+    };
+    let stat_write = if job.write {
+        stats.id(format!("{report} write"), FlowopKind::Write)
+    } else {
+        0
+    };
+    let stat_sync = if syncs && job.write {
+        stats.id(format!("{report} sync"), FlowopKind::Fsync)
+    } else {
+        0
+    };
+    Stream {
+        files,
+        reads: job.read,
+        writes: job.write,
+        read_pct: job.rwmixread,
+        random: job.random,
+        seq_skip: job.seq_skip,
+        bs: [sizes(&job.bs[0]), sizes(&job.bs[1])],
+        pass_bytes: job.io_size.unwrap_or(size),
+        passes: job.loops,
+        number_ios: job.number_ios,
+        time_based: job.time_based,
+        runtime_ns: job.runtime_us.saturating_mul(1000),
+        random_map: !job.norandommap,
+        seed: job
+            .randrepeat
+            .then_some(job.randseed ^ ((j as u64) << 32) ^ k as u64),
+        fsync_every: job.fsync,
+        fdatasync_every: job.fdatasync,
+        end_fsync: job.end_fsync,
+        fsync_on_close: job.fsync_on_close,
+        direct: job.direct,
+        osync: job.sync == SyncMode::Sync,
+        dsync: job.sync == SyncMode::Dsync,
+        lseek: job.engine == Engine::Sync,
+        think_us: job.thinktime_us,
+        think_blocks: job.thinktime_blocks,
+        stat_read,
+        stat_write,
+        stat_sync,
+    }
+}
+
+/// Map the jobs of a file onto a workload named `name`.
+pub fn map(name: &str, src: &Arc<SourceFile>, jobs: Vec<Job>) -> Result<Mapped, Diagnostics> {
+    let mut errors = Vec::new();
+    for (i, j) in jobs.iter().enumerate() {
+        check(j, i == 0, &mut errors);
+    }
+    let dirs: Vec<&String> = jobs.iter().filter_map(|j| j.directory.as_ref()).collect();
+    if let Some(d) = dirs.iter().find(|d| **d != dirs[0]) {
+        let j = jobs
+            .iter()
+            .find(|j| j.directory.as_ref() == Some(*d))
+            .expect("found above");
+        errors.push(at(
+            j,
+            "directory",
+            format!("jobs in different directories (`{}` and `{d}`): fsbench runs a job file in one run directory", dirs[0]),
+        ));
+    }
+    if !errors.is_empty() {
+        return Err(Diagnostics(errors));
+    }
+    let mut stats = Stats { names: Vec::new() };
+    let mut processes = Vec::new();
+    for (j, job) in jobs.iter().enumerate() {
+        for k in 0..job.numjobs {
+            let report = report_name(&jobs, j, k);
+            let stream = stream_of(job, j, k, &mut stats, &report);
+            let mut f = crate::model::build::stream_flowop(job.span);
+            f.name = report.clone();
+            f.stat = if job.read {
+                stream.stat_read
+            } else {
+                stream.stat_write
+            };
+            let memsize = stream.max_bs();
+            f.stream = Some(Arc::new(stream));
+            processes.push(Process {
+                name: report.clone(),
+                span: job.span,
+                instances: 1,
+                nice: None,
+                threads: vec![Thread {
+                    name: report,
+                    span: job.span,
+                    instances: 1,
+                    memsize,
+                    useism: false,
+                    ioprio: None,
+                    flowops: vec![f],
+                }],
+            });
+        }
+    }
+    let bounded = jobs.iter().all(|j| j.runtime_us > 0);
+    let run_seconds = if bounded {
+        jobs.iter()
+            .map(|j| j.runtime_us.div_ceil(1_000_000))
+            .max()
+            .unwrap_or(0)
+    } else {
+        UNBOUNDED_S
+    };
+    let ramp_s = jobs.iter().map(|j| j.ramp_time_us).max().unwrap_or(0) as f64 / 1e6;
+    let workload = Workload {
+        name: name.to_string(),
+        source: src.clone(),
+        vars: Vec::new(),
+        randvars: Vec::new(),
+        filesets: Vec::new(),
+        processes,
+        actions: vec![crate::model::Action::Run],
+        mode: QuitMode::AllDone,
+        run_seconds: Some(run_seconds),
+        has_run: true,
+        psrun_period: None,
+        eventgen_rate: None,
+        lathist: false,
+        nousestats: false,
+        stat_names: stats.names,
+        warnings: Vec::new(),
+    };
+    Ok(Mapped {
+        directory: dirs.first().map(|d| d.to_string()),
+        notes: Vec::new(),
+        ramp_s,
+        jobs,
+        workload,
+    })
+}
