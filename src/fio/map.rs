@@ -183,7 +183,6 @@ fn stream_of(job: &Job, j: usize, k: u32, stats: &mut Stats, report: &str) -> St
     let files = clone_files(job, k);
     let total: u64 = files.iter().map(|f| f.len).sum();
     let size = job.size.map_or(total, |s| s.min(total));
-    let syncs = job.fsync > 0 || job.fdatasync > 0 || job.end_fsync || job.fsync_on_close;
     // Read first, then write, then sync: the order a report lists them.
     let stat_read = if job.read {
         stats.id(format!("{report} read"), FlowopKind::Read)
@@ -195,11 +194,19 @@ fn stream_of(job: &Job, j: usize, k: u32, stats: &mut Stats, report: &str) -> St
     } else {
         0
     };
-    let stat_sync = if syncs && job.write {
-        stats.id(format!("{report} sync"), FlowopKind::Fsync)
-    } else {
-        0
+    // fio's JSON counts only the fsyncs every N writes as `sync`; the others apart.
+    let mut sync_stat = |on: bool, what: &str| {
+        if on && job.write {
+            stats.id(format!("{report} {what}"), FlowopKind::Fsync)
+        } else {
+            0
+        }
     };
+    let stat_sync = sync_stat(job.fsync > 0, "sync");
+    let stat_datasync = sync_stat(job.fdatasync > 0, "datasync");
+    let stat_end_sync = sync_stat(job.end_fsync || job.fsync_on_close, "end-sync");
+    let pass_bytes = job.io_size.unwrap_or(size);
+    let nfiles = files.len();
     Stream {
         files,
         reads: job.read,
@@ -208,7 +215,8 @@ fn stream_of(job: &Job, j: usize, k: u32, stats: &mut Stats, report: &str) -> St
         random: job.random,
         seq_skip: job.seq_skip,
         bs: [sizes(&job.bs[0]), sizes(&job.bs[1])],
-        pass_bytes: job.io_size.unwrap_or(size),
+        pass_bytes,
+        seq_wrap: (job.time_based && nfiles == 1) || (job.write && pass_bytes > size),
         passes: job.loops,
         number_ios: job.number_ios,
         time_based: job.time_based,
@@ -230,6 +238,8 @@ fn stream_of(job: &Job, j: usize, k: u32, stats: &mut Stats, report: &str) -> St
         stat_read,
         stat_write,
         stat_sync,
+        stat_datasync,
+        stat_end_sync,
     }
 }
 

@@ -81,6 +81,9 @@ pub struct Stream {
     pub random: bool,
     /// Bytes skipped after each sequential I/O.
     pub seq_skip: u64,
+    /// Sequential I/O starts the file over at its end (fio: time based on one file, or a
+    /// writing job with more to do than the file holds); otherwise the file is done.
+    pub seq_wrap: bool,
     /// Read and write block sizes.
     pub bs: [Sizes; 2],
     /// Bytes a pass moves (reads and writes together), and how many passes.
@@ -108,10 +111,13 @@ pub struct Stream {
     /// Sleep this many µs after every `think_blocks` I/Os.
     pub think_us: u64,
     pub think_blocks: u64,
-    /// Statistics of its reads, writes and syncs.
+    /// Statistics of its reads, writes, fsyncs every N writes, fdatasyncs every N writes,
+    /// and the syncs at the end (`end_fsync`, `fsync_on_close`).
     pub stat_read: usize,
     pub stat_write: usize,
     pub stat_sync: usize,
+    pub stat_datasync: usize,
+    pub stat_end_sync: usize,
 }
 
 impl Stream {

@@ -27,6 +27,15 @@ struct OpenFile {
     blocks: u64,
 }
 
+impl OpenFile {
+    fn taken(&self, b: u64) -> bool {
+        self.map[(b / 64) as usize] & (1 << (b % 64)) != 0
+    }
+    fn set(&mut self, b: u64) {
+        self.map[(b / 64) as usize] |= 1 << (b % 64);
+    }
+}
+
 pub(super) struct StreamState {
     files: Vec<OpenFile>,
     next_file: usize,
@@ -178,24 +187,40 @@ impl Worker<'_> {
         st.mix_dir
     }
 
-    /// The block size of the next I/O in direction `dir`.
-    fn stream_bs(st: &mut StreamState, sizes: &Sizes) -> u64 {
-        match sizes {
-            Sizes::Fixed(b) => *b,
-            Sizes::Range(lo, hi) => {
-                let n = st.rng.random_range(*lo..=*hi);
-                (n / lo).max(1) * lo
-            }
-            Sizes::Split(parts) => {
-                let r = st.rng.random_range(1..=100u32);
-                let mut sum = 0;
-                for (b, p) in parts {
-                    sum += p;
-                    if r <= sum {
-                        return *b;
+    /// fio's `get_next_buflen`: the next block size of `sizes` that fits in the `room`
+    /// bytes from the offset to the end of the file's range (`None` when not even the
+    /// smallest does). A range draws `lo + hi × U`, a split the first part whose running
+    /// share reaches `U` and that fits (else the last part); then aligned down to the
+    /// smallest size and capped at the largest, drawn again until it fits.
+    fn stream_bs(st: &mut StreamState, sizes: &Sizes, room: u64) -> Option<u64> {
+        let (lo, hi) = (sizes.min().max(1), sizes.max());
+        if lo == hi {
+            return (lo <= room).then_some(lo);
+        }
+        if lo > room {
+            return None;
+        }
+        loop {
+            let u: f64 = st.rng.random();
+            let mut b = match sizes {
+                Sizes::Split(parts) => {
+                    let mut sum = 0.0;
+                    let mut pick = lo;
+                    for (size, pct) in parts.iter().filter(|p| p.1 > 0) {
+                        pick = *size;
+                        sum += *pct as f64;
+                        if u * 100.0 <= sum && *size <= room {
+                            break;
+                        }
                     }
+                    pick
                 }
-                parts.last().map_or(4096, |x| x.0)
+                _ => lo + (hi as f64 * u) as u64,
+            };
+            b -= b % lo;
+            b = b.min(hi);
+            if b <= room {
+                return Some(b);
             }
         }
     }
@@ -204,7 +229,6 @@ impl Worker<'_> {
     fn stream_place(&mut self, s: &Stream, dir: usize) -> Option<(usize, u64, u64)> {
         let st = self.stream.as_mut().expect("set");
         let n = st.files.len();
-        let bs = Self::stream_bs(st, &s.bs[dir]);
         for _ in 0..n {
             let fi = st.next_file % n;
             st.next_file = (fi + 1) % n;
@@ -213,10 +237,9 @@ impl Worker<'_> {
             }
             let len = s.files[fi].len;
             let got = if s.random {
-                Self::stream_random(st, fi, s.random_map, len, bs)
+                Self::stream_random(st, fi, s, dir, len)
             } else {
-                let pos = st.files[fi].pos[dir];
-                (pos < len).then(|| (pos, bs.min(len - pos)))
+                Self::stream_seq(st, fi, s, dir, len)
             };
             match got {
                 Some((rel, l)) => return Some((fi, s.files[fi].offset + rel, l)),
@@ -226,14 +249,44 @@ impl Worker<'_> {
         None
     }
 
-    /// A random block of file `fi`: uniform, and with the map the next free one after a
-    /// taken one (fio's `axmap_next_free`, wrapping); `None` when the map is full.
+    /// fio's `get_next_seq_offset`: on from where the direction's last I/O ended, plus the
+    /// `:N` skip (wrapping to the start past the end); at the end, over again only when
+    /// the stream wraps (time based on one file, or writing more than the file holds).
+    fn stream_seq(
+        st: &mut StreamState,
+        fi: usize,
+        s: &Stream,
+        dir: usize,
+        len: u64,
+    ) -> Option<(u64, u64)> {
+        let f = &mut st.files[fi];
+        if f.pos[dir] >= len && s.seq_wrap {
+            f.pos[dir] = 0;
+        }
+        let last = f.pos[dir];
+        if last >= len {
+            return None;
+        }
+        let mut pos = last;
+        if pos > 0 && s.seq_skip > 0 {
+            pos += s.seq_skip;
+            if pos >= len {
+                pos = 0;
+            }
+        }
+        let b = Self::stream_bs(st, &s.bs[dir], len - pos)?;
+        Some((pos, b))
+    }
+
+    /// fio's random offset: a block drawn uniformly, and with the map the next free one
+    /// after a taken one (`axmap_next_free`, wrapping; `None` when the map is full); the
+    /// I/O then covers only the free blocks from there (`mark_random_map`).
     fn stream_random(
         st: &mut StreamState,
         fi: usize,
-        map: bool,
+        s: &Stream,
+        dir: usize,
         len: u64,
-        bs: u64,
     ) -> Option<(u64, u64)> {
         let unit = st.unit;
         let blocks = st.files[fi].blocks;
@@ -241,29 +294,26 @@ impl Worker<'_> {
             return None;
         }
         let mut b = st.rng.random_range(0..blocks);
+        let map = s.random_map;
         if map {
             let f = &st.files[fi];
-            let taken = |b: u64| f.map[(b / 64) as usize] & (1 << (b % 64)) != 0;
-            if taken(b) {
-                let mut found = None;
-                for k in 1..blocks {
-                    let c = (b + k) % blocks;
-                    if !taken(c) {
-                        found = Some(c);
-                        break;
-                    }
-                }
-                b = found?;
+            if f.taken(b) {
+                b = (1..blocks)
+                    .map(|k| (b + k) % blocks)
+                    .find(|c| !f.taken(*c))?;
             }
         }
         let off = b * unit;
-        let l = bs.min(len - off);
+        let mut l = Self::stream_bs(st, &s.bs[dir], len - off)?;
         if map {
             let f = &mut st.files[fi];
-            let last = ((off + l).div_ceil(unit)).min(blocks);
-            for c in b..last.max(b + 1) {
-                f.map[(c / 64) as usize] |= 1 << (c % 64);
+            let want = l.div_ceil(unit);
+            let mut got = 0;
+            while got < want && b + got < blocks && !f.taken(b + got) {
+                f.set(b + got);
+                got += 1;
             }
+            l = l.min(got * unit);
         }
         Some((off, l))
     }
@@ -311,7 +361,7 @@ impl Worker<'_> {
         st.pass_ios += 1;
         st.pass_bytes += n;
         if !s.random {
-            st.files[fi].pos[dir] = off - s.files[fi].offset + len as u64 + s.seq_skip;
+            st.files[fi].pos[dir] = off - s.files[fi].offset + len as u64;
         }
         st.last_was_write = dir == 1;
         if dir == 1 {
@@ -348,10 +398,11 @@ impl Worker<'_> {
         st.last_was_write = false;
         let fi = st.last_write_file?;
         let fd = st.files[fi].fd;
-        Some(self.stream_sync(s, fd, data))
+        let stat = if data { s.stat_datasync } else { s.stat_sync };
+        Some(self.stream_sync(stat, fd, data))
     }
 
-    fn stream_sync(&mut self, s: &Stream, fd: RawFd, data: bool) -> Result<Flow, Fail> {
+    fn stream_sync(&mut self, stat: usize, fd: RawFd, data: bool) -> Result<Flow, Fail> {
         let t0 = self.clock.now();
         // SAFETY: fsync/fdatasync on a descriptor this worker owns.
         let rc = unsafe {
@@ -368,7 +419,7 @@ impl Worker<'_> {
                 std::io::Error::last_os_error()
             )));
         }
-        self.done_stat(s.stat_sync, FlowopKind::Fsync, ns, 0);
+        self.done_stat(stat, FlowopKind::Fsync, ns, 0);
         Ok(Flow::Continue)
     }
 
@@ -384,7 +435,7 @@ impl Worker<'_> {
                 .map(|f| f.fd)
                 .collect();
             for fd in fds {
-                self.stream_sync(s, fd, false)?;
+                self.stream_sync(s.stat_end_sync, fd, false)?;
             }
         }
         Ok(())
@@ -402,7 +453,7 @@ impl Worker<'_> {
                 .map(|f| f.fd)
                 .collect();
             for fd in fds {
-                self.stream_sync(s, fd, false)?;
+                self.stream_sync(s.stat_end_sync, fd, false)?;
             }
         }
         Ok(Flow::Finished)

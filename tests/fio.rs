@@ -1,0 +1,345 @@
+//! fio job files through the real binary: what each option makes fsbench read and write
+//! (files, names, sizes, operation and byte counts, checked against what fio does for the
+//! same job), fio's output shapes, and every refused option or malformed line naming its
+//! file, line and column.
+
+mod common;
+use common::*;
+use serde_json::Value;
+use std::path::Path;
+
+/// Run `job` (a job file's text) in a scratch directory, keeping the run directory;
+/// returns the results JSON and the files the run directory holds (name, size).
+fn run_job(tag: &str, job: &str, extra: &[&str]) -> (Value, Vec<(String, u64)>, Scratch) {
+    let d = Scratch::new(tag);
+    let f = d.path().join(format!("{tag}.fio"));
+    std::fs::write(&f, job).unwrap();
+    let json = d.path().join("r.json");
+    let mut args = vec![
+        "run",
+        f.to_str().unwrap(),
+        "--dir",
+        d.s(),
+        "--keep",
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let o = run(&args);
+    assert!(o.status.success(), "{tag}: {}", text(&o));
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let rundir = Path::new(r["run_dir"].as_str().unwrap()).to_path_buf();
+    let mut files: Vec<(String, u64)> = std::fs::read_dir(&rundir)
+        .unwrap()
+        .map(|e| e.unwrap())
+        .filter(|e| !e.file_name().to_string_lossy().starts_with(".fsbench"))
+        .map(|e| {
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                e.metadata().unwrap().len(),
+            )
+        })
+        .collect();
+    files.sort();
+    (r, files, d)
+}
+
+/// (ops, bytes) of the statistic `name`; (0, 0) when the run has none.
+fn counted(r: &Value, name: &str) -> (u64, u64) {
+    r["flowops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == name)
+        .map_or((0, 0), |f| {
+            (f["ops"].as_u64().unwrap(), f["bytes"].as_u64().unwrap())
+        })
+}
+
+fn files(list: &[(&str, u64)]) -> Vec<(String, u64)> {
+    list.iter().map(|(n, s)| (n.to_string(), *s)).collect()
+}
+
+#[test]
+fn a_job_file_runs_end_to_end_with_fios_counts_and_file_names() {
+    let job = "; two jobs at once\n[global]\nioengine=psync\n\n[seq]\nrw=read\nbs=4k\nsize=256k\nnrfiles=2\n\n[rand]\nrw=randwrite\nbs=8k\nsize=128k\nfsync=4\n";
+    let (r, f, _d) = run_job("e2e", job, &[]);
+    // fio: each file size/nrfiles, named job.clone.file, read ones written whole first.
+    assert_eq!(
+        f,
+        files(&[
+            ("rand.0.0", 128 << 10),
+            ("seq.0.0", 128 << 10),
+            ("seq.0.1", 128 << 10)
+        ])
+    );
+    assert_eq!(counted(&r, "seq read"), (64, 256 << 10));
+    assert_eq!(counted(&r, "rand write"), (16, 128 << 10));
+    // An fsync after the 4th, 8th and 12th write; after the 16th the job is done (fio: 3).
+    assert_eq!(counted(&r, "rand sync").0, 3);
+    assert_eq!(r["layout"]["bytes_written"], 256 << 10);
+}
+
+#[test]
+fn output_format_json_is_fios_shape_and_text_is_fios_summary() {
+    let d = Scratch::new("fiojson");
+    let o = run(&[
+        "run",
+        "--fio",
+        "rw=randread bs=4k size=64k",
+        "--dir",
+        d.s(),
+        "--output-format",
+        "json",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).expect("fio JSON alone on stdout");
+    let job = &v["jobs"][0];
+    assert_eq!(job["jobname"], "fio");
+    assert_eq!(job["read"]["total_ios"], 16);
+    assert_eq!(job["read"]["io_bytes"], 65536);
+    assert_eq!(job["write"]["total_ios"], 0);
+    assert!(job["read"]["iops"].as_f64().unwrap() > 0.0);
+    let pct = &job["read"]["clat_ns"]["percentile"];
+    assert!(pct["50.000000"].as_u64().unwrap() > 0, "{pct}");
+    assert!(pct["99.990000"].as_u64().unwrap() >= pct["50.000000"].as_u64().unwrap());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("read: IOPS="), "{err}");
+    assert!(err.contains("clat percentiles (usec):"), "{err}");
+}
+
+#[test]
+fn each_option_reads_and_writes_what_fio_does() {
+    // (job, statistic, ops, bytes): the counts fio 3.33 gives for the same job.
+    let cases: &[(&str, &str, u64, u64)] = &[
+        // rw=read:4k skips 4 KiB after each read and wraps at the end until size= is done.
+        (
+            "[j]\nrw=read:4k\nbs=4k\nsize=128k\n",
+            "j read",
+            32,
+            128 << 10,
+        ),
+        (
+            "[j]\nrw=write\nbs=4k\nsize=64k\nio_size=192k\n",
+            "j write",
+            48,
+            192 << 10,
+        ),
+        (
+            "[j]\nrw=randread\nbs=4k\nsize=64k\nloops=3\n",
+            "j read",
+            48,
+            192 << 10,
+        ),
+        (
+            "[j]\nrw=read\nbs=4k\nsize=64k\nnumber_ios=5\n",
+            "j read",
+            5,
+            20 << 10,
+        ),
+        (
+            "[j]\nrw=randread\nbs=4k\nsize=64k\nnorandommap\n",
+            "j read",
+            16,
+            64 << 10,
+        ),
+        (
+            "[j]\nrw=read\nbs=4k\nfilesize=32k\nnrfiles=3\n",
+            "j read",
+            24,
+            96 << 10,
+        ),
+        (
+            "[j]\nreadwrite=randread\nblocksize=16k\nsize=64k\n",
+            "j read",
+            4,
+            64 << 10,
+        ),
+        (
+            "[j]\nrw=read\nbs=4k,8k\nsize=64k\nkb_base=1000\n",
+            "j read",
+            16,
+            64000,
+        ),
+        (
+            "[j]\nrw=write\nbs=4k\nsize=64k\nsync=dsync\nioengine=sync\n",
+            "j write",
+            16,
+            64 << 10,
+        ),
+    ];
+    for (i, (job, stat, ops, bytes)) in cases.iter().enumerate() {
+        let (r, _, _d) = run_job(&format!("opt{i}"), job, &[]);
+        assert_eq!(counted(&r, stat), (*ops, *bytes), "{job}");
+    }
+    // Random block sizes: the bytes of a pass exactly, in blocks of the sizes given.
+    for job in [
+        "[j]\nrw=randwrite\nbssplit=4k/50:16k/50\nsize=256k\n",
+        "[j]\nrw=read\nbsrange=4k-16k\nsize=256k\n",
+    ] {
+        let (r, _, _d) = run_job("split", job, &[]);
+        let stat = if job.contains("write") {
+            "j write"
+        } else {
+            "j read"
+        };
+        let (ops, bytes) = counted(&r, stat);
+        assert_eq!(bytes, 256 << 10, "{job}");
+        assert!((16..=64).contains(&ops), "{job}: {ops} ops");
+    }
+    // A mix: the total of a pass, shared between reads and writes.
+    let (r, _, _d) = run_job(
+        "mix",
+        "[j]\nrw=randrw\nrwmixread=70\nbs=4k\nsize=400k\n",
+        &[],
+    );
+    let (rd, wr) = (counted(&r, "j read"), counted(&r, "j write"));
+    assert_eq!(rd.0 + wr.0, 100);
+    assert!(rd.0 > wr.0, "{rd:?} {wr:?}");
+    // fdatasync every 4 writes and end_fsync are counted apart from fsync.
+    let (r, _, _d) = run_job(
+        "dsync",
+        "[j]\nrw=write\nbs=4k\nsize=64k\nfdatasync=4\nend_fsync=1\n",
+        &[],
+    );
+    assert_eq!(counted(&r, "j datasync").0, 3);
+    assert_eq!(counted(&r, "j end-sync").0, 1);
+    assert_eq!(counted(&r, "j sync").0, 0);
+}
+
+#[test]
+fn files_are_laid_out_where_and_as_fio_lays_them_out() {
+    // offset: the file holds offset + size; offset_increment moves each clone on.
+    let (r, f, _d) = run_job("off", "[j]\nrw=read\nbs=4k\nsize=64k\noffset=32k\n", &[]);
+    assert_eq!(f, files(&[("j.0.0", 96 << 10)]));
+    assert_eq!(counted(&r, "j read"), (16, 64 << 10));
+    let job = "[j]\nrw=write\nbs=4k\nsize=16k\noffset_increment=64k\nnumjobs=2\nfilename=shared\n";
+    let (r, f, _d) = run_job("offinc", job, &[]);
+    assert_eq!(f, files(&[("shared", 80 << 10)]));
+    assert_eq!(counted(&r, "j.0 write"), (4, 16 << 10));
+    assert_eq!(counted(&r, "j.1 write"), (4, 16 << 10));
+    // filename= with `:` names several files; numjobs clones get files of their own.
+    let (_, f, _d) = run_job("names", "[j]\nrw=randread\nsize=64k\nfilename=a:b\n", &[]);
+    assert_eq!(f, files(&[("a", 32 << 10), ("b", 32 << 10)]));
+    let job = "[j]\nrw=read\nsize=16k\nnumjobs=3\ngroup_reporting\n";
+    let (r, f, _d) = run_job("clones", job, &[]);
+    assert_eq!(
+        f,
+        files(&[
+            ("j.0.0", 16 << 10),
+            ("j.1.0", 16 << 10),
+            ("j.2.0", 16 << 10)
+        ])
+    );
+    // group_reporting: the clones report as one.
+    assert_eq!(counted(&r, "j read"), (12, 48 << 10));
+    // fallocate=none and a write job: the file is created empty, then written.
+    let (_, f, _d) = run_job("falloc", "[j]\nrw=write\nsize=16k\nfallocate=none\n", &[]);
+    assert_eq!(f, files(&[("j.0.0", 16 << 10)]));
+}
+
+#[test]
+fn direct_io_runs_where_the_file_system_takes_it() {
+    let d = Scratch::new("direct");
+    let f = d.path().join("d.fio");
+    std::fs::write(&f, "[d]\nrw=randread\nbs=4k\nsize=64k\ndirect=1\n").unwrap();
+    let o = run(&["run", f.to_str().unwrap(), "--dir", d.s(), "-q"]);
+    let t = text(&o);
+    if !o.status.success() && t.contains("Invalid argument") {
+        skip("direct_io_runs_where_the_file_system_takes_it: the temporary directory's file system refuses O_DIRECT");
+        return;
+    }
+    assert!(o.status.success(), "{t}");
+    assert!(t.contains("d read"), "{t}");
+}
+
+/// A job file's error: the run fails and the message names `place` and `what`.
+fn refused(job: &str, place: &str, what: &str) {
+    let d = Scratch::new("refused");
+    let f = d.path().join("bad.fio");
+    std::fs::write(&f, job).unwrap();
+    for args in [vec!["check"], vec!["run", "--dir", d.s()]] {
+        let mut args = args.clone();
+        args.push(f.to_str().unwrap());
+        let o = run(&args);
+        assert!(!o.status.success(), "{job}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains(&format!("bad.fio:{place}")),
+            "{job}: want {place}\n{err}"
+        );
+        assert!(err.contains(what), "{job}: want {what}\n{err}");
+    }
+    let left: Vec<_> = std::fs::read_dir(d.path()).unwrap().collect();
+    assert_eq!(left.len(), 1, "nothing but the job file: {left:?}");
+}
+
+#[test]
+fn refused_options_and_malformed_lines_name_file_line_and_column() {
+    refused(
+        "[j]\nsize=1m\n  verify=md5\n",
+        "3:3",
+        "`verify` is not supported",
+    );
+    refused("[j]\nsize=1m\nbogus_option=1\n", "3:1", "`bogus_option`");
+    refused("[j]\nsize=1m\nrw=trim\n", "3:4", "trims are not supported");
+    refused("[j]\nsize=1m\nrw=sideways\n", "3:4", "not an I/O pattern");
+    refused("[j]\nsize=1m\niodepth=32\n", "3:9", "iodepth");
+    refused("[j]\nsize=1m\nioengine=libaio\n", "3:10", "libaio");
+    refused("[j]\nsize=1m\nbs=4q\n", "3:4", "unknown size suffix");
+    refused("[j]\nsize=1m\ndirect=yes\n", "3:8", "not a boolean");
+    refused("[j]\nsize=1m\nruntime=10sec\n", "3:9", "unknown time unit");
+    refused(
+        "[j]\nsize=1m\nrandom_distribution=zipf:1.1\n",
+        "3:21",
+        "zipf",
+    );
+    refused("size=1m\n[j]\n", "1:1", "outside of a [] job section");
+    refused("[j\nsize=1m\n", "1:1", "closing `]`");
+    refused(
+        "[j]\nsize=1m\ninclude nowhere.fio\n",
+        "3:9",
+        "cannot read include file",
+    );
+    refused(
+        "[j]\nsize=1m\nfilename=/etc/passwd\n",
+        "3:10",
+        "only inside the run directory",
+    );
+    refused(
+        "[a]\nsize=1m\n[b]\nsize=1m\nstonewall\n",
+        "5:1",
+        "one after another",
+    );
+    refused("[j]\nrw=read\n", "1:1", "no `size=`");
+    refused("[j]\nsize=1m\ntime_based\n", "3:1", "needs `runtime=`");
+    refused("[global]\nsize=1m\n", "1:1", "no job section");
+}
+
+#[test]
+fn check_and_show_explain_a_job_and_set_variables_are_refused() {
+    let d = Scratch::new("explain");
+    let f = d.path().join("x.job");
+    std::fs::write(&f, "[w]\nrw=write\nbs=64k\nsize=1m\nfsync=8\nruntime=30\n").unwrap();
+    let o = run(&["check", f.to_str().unwrap(), "--format", "fio"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(out.contains("sequential writes"), "{out}");
+    assert!(out.contains("fsync after every 8 writes"), "{out}");
+    assert!(out.contains("file w.0.0: 1.0 MiB"), "{out}");
+    assert!(out.contains("or 30 s, whichever ends first"), "{out}");
+    let o = run(&["show", &format!("fio:{}", f.display())]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.starts_with("[w]\nrw=write"), "{out}");
+    assert!(
+        out.contains("# job w (section [w]): sequential writes"),
+        "{out}"
+    );
+    // Without --format fio, `.job` is not a fio file.
+    let o = run(&["check", f.to_str().unwrap()]);
+    assert!(!o.status.success());
+    let o = run(&["check", "--fio", "rw=read size=1m", "-s", "nfiles=2"]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("takes no -s variables"));
+}
