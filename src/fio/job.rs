@@ -116,6 +116,8 @@ pub struct Job {
     pub randrepeat: bool,
     pub randseed: u64,
     pub norandommap: bool,
+    pub invalidate: bool,
+    pub fadvise_hint: bool,
     pub offset: u64,
     pub offset_increment: u64,
     pub fallocate: Falloc,
@@ -166,6 +168,8 @@ impl Job {
             randrepeat: true,
             randseed: 0x89,
             norandommap: false,
+            invalidate: true,
+            fadvise_hint: true,
             offset: 0,
             offset_increment: 0,
             fallocate: Falloc::Native,
@@ -624,6 +628,18 @@ fn apply_misc(job: &mut Job, key: &str, o: &Opt) -> Option<R> {
                     )),
                     _ => Err(format!("`{v}` is not a distribution")),
                 }
+            }
+            "fadvise_hint" => {
+                job.fadvise_hint = match need(o)? {
+                    "0" => false,
+                    "1" => true,
+                    v => return Err(format!("`{v}`: fsbench takes 0 or 1 (the pattern's hint)")),
+                };
+                Ok(())
+            }
+            "invalidate" => {
+                job.invalidate = value::boolean(need(o)?)?;
+                Ok(())
             }
             "norandommap" => {
                 job.norandommap = set(o)?;

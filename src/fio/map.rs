@@ -222,6 +222,8 @@ fn stream_of(job: &Job, j: usize, k: u32, stats: &mut Stats, report: &str) -> St
         time_based: job.time_based,
         runtime_ns: job.runtime_us.saturating_mul(1000),
         random_map: !job.norandommap,
+        invalidate: job.invalidate,
+        fadvise_hint: job.fadvise_hint,
         seed: job
             .randrepeat
             .then_some(job.randseed ^ ((j as u64) << 32) ^ k as u64),

@@ -95,6 +95,10 @@ pub struct Stream {
     pub time_based: bool,
     /// This stream's own time limit in ns (0: the run's).
     pub runtime_ns: u64,
+    /// Drop the files' cached pages when a pass opens them (fio's `invalidate`).
+    pub invalidate: bool,
+    /// Advise the kernel of the pattern (random: no readahead) at open (`fadvise_hint`).
+    pub fadvise_hint: bool,
     /// Random offsets cover each block once per pass (fio's random map).
     pub random_map: bool,
     /// The seed of the offsets, sizes and directions; `None`: from the run seed.

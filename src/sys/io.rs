@@ -216,6 +216,34 @@ pub fn fadvise_random(fd: RawFd) {
     }
 }
 
+/// Tell the kernel how the file will be read: `POSIX_FADV_RANDOM` (no readahead) or
+/// `POSIX_FADV_SEQUENTIAL`.
+pub fn fadvise_pattern(fd: RawFd, random: bool) {
+    let advice = if random {
+        libc::POSIX_FADV_RANDOM
+    } else {
+        libc::POSIX_FADV_SEQUENTIAL
+    };
+    // SAFETY: advisory only.
+    unsafe {
+        libc::posix_fadvise(fd, 0, 0, advice);
+    }
+}
+
+/// Drop the cached pages of `len` bytes at `off` of the file (`posix_fadvise` DONTNEED;
+/// dirty pages stay until written back).
+pub fn fadvise_dontneed(fd: RawFd, off: u64, len: u64) {
+    // SAFETY: advisory only.
+    unsafe {
+        libc::posix_fadvise(
+            fd,
+            off as libc::off_t,
+            len as libc::off_t,
+            libc::POSIX_FADV_DONTNEED,
+        );
+    }
+}
+
 /// Read a whole directory with getdents64 into `buf`; returns (entries, name bytes).
 pub fn list_dir(path: &CStr, buf: &mut [u8]) -> io::Result<(u64, u64)> {
     // SAFETY: path is NUL-terminated; getdents64 writes at most buf.len() bytes.

@@ -82,6 +82,13 @@ impl Worker<'_> {
             }
             .map_err(|e| Fail::Error(format!("open {}: {e}", f.name)))?;
             let blocks = f.len / unit;
+            if s.invalidate {
+                io::fadvise_dontneed(fd, f.offset, f.len);
+            }
+            // fio's fadvise_hint=1 (its default): the pattern's hint at each open.
+            if s.fadvise_hint {
+                io::fadvise_pattern(fd, s.random);
+            }
             files.push(OpenFile {
                 fd,
                 pos: [0, 0],
@@ -144,7 +151,11 @@ impl Worker<'_> {
             }
             st.pass_bytes = 0;
             st.pass_ios = 0;
-            for of in &mut st.files {
+            for (of, sf) in st.files.iter_mut().zip(&s.files) {
+                // fio reopens the files for each pass, dropping their cached pages.
+                if s.invalidate {
+                    io::fadvise_dontneed(of.fd, sf.offset, sf.len);
+                }
                 of.pos = [0, 0];
                 of.done = false;
                 of.map.iter_mut().for_each(|w| *w = 0);
@@ -262,6 +273,10 @@ impl Worker<'_> {
         let f = &mut st.files[fi];
         if f.pos[dir] >= len && s.seq_wrap {
             f.pos[dir] = 0;
+            // fio's loop_cache_invalidate, when time based and not O_DIRECT.
+            if s.invalidate && s.time_based && !s.direct {
+                io::fadvise_dontneed(f.fd, s.files[fi].offset, len);
+            }
         }
         let last = f.pos[dir];
         if last >= len {
