@@ -240,6 +240,37 @@ fn files_are_laid_out_where_and_as_fio_lays_them_out() {
 }
 
 #[test]
+fn rates_pace_unlink_removes_and_iodepth_changes_nothing_with_sync_engines() {
+    // 16 reads at 100 a second: the 16th waits until 150 ms after the start (fio's linear
+    // pacing), whatever the device's speed.
+    let (r, _, _d) = run_job(
+        "rate",
+        "[j]\nrw=randread\nbs=4k\nsize=64k\nrate_iops=100\n",
+        &[],
+    );
+    assert_eq!(counted(&r, "j read"), (16, 64 << 10));
+    assert!(
+        r["duration_s"].as_f64().unwrap() >= 0.15,
+        "{}",
+        r["duration_s"]
+    );
+    let (r, _, _d) = run_job("rateb", "[j]\nrw=write\nbs=4k\nsize=32k\nrate=,80k\n", &[]);
+    assert_eq!(counted(&r, "j write"), (8, 32 << 10));
+    // 28 KiB issued before the last write: 350 ms at 80 KiB/s.
+    assert!(
+        r["duration_s"].as_f64().unwrap() >= 0.35,
+        "{}",
+        r["duration_s"]
+    );
+    let (r, f, _d) = run_job("unlink", "[j]\nrw=write\nbs=4k\nsize=32k\nunlink=1\n", &[]);
+    assert_eq!(counted(&r, "j write"), (8, 32 << 10));
+    assert!(f.is_empty(), "{f:?}");
+    let job = "[j]\nrw=randread\nbs=4k\nsize=32k\nioengine=psync\niodepth=32\n";
+    let (r, _, _d) = run_job("depth", job, &[]);
+    assert_eq!(counted(&r, "j read"), (8, 32 << 10));
+}
+
+#[test]
 fn direct_io_runs_where_the_file_system_takes_it() {
     let d = Scratch::new("direct");
     let f = d.path().join("d.fio");
@@ -285,7 +316,18 @@ fn refused_options_and_malformed_lines_name_file_line_and_column() {
     refused("[j]\nsize=1m\nbogus_option=1\n", "3:1", "`bogus_option`");
     refused("[j]\nsize=1m\nrw=trim\n", "3:4", "trims are not supported");
     refused("[j]\nsize=1m\nrw=sideways\n", "3:4", "not an I/O pattern");
-    refused("[j]\nsize=1m\niodepth=32\n", "3:9", "iodepth");
+    refused("[j]\nsize=1m\nioengine=io_uring\n", "3:10", "io_uring");
+    refused(
+        "[j]\nsize=1m\nrw=randrw\nrate=1m\n",
+        "4:1",
+        "reads and writes",
+    );
+    refused(
+        "[j]\nsize=1m\nrate_iops=0\n",
+        "3:1",
+        "rate lower than supported",
+    );
+    refused("[j]\nsize=1m\nrate_process=poisson\n", "3:14", "linearly");
     refused("[j]\nsize=1m\nioengine=libaio\n", "3:10", "libaio");
     refused("[j]\nsize=1m\nbs=4q\n", "3:4", "unknown size suffix");
     refused("[j]\nsize=1m\ndirect=yes\n", "3:8", "not a boolean");

@@ -171,6 +171,27 @@ fn explain_bounds(o: &mut String, job: &super::job::Job, s: &crate::model::strea
     if s.end_fsync {
         let _ = writeln!(o, "  fsync of every file at the end");
     }
+    for (d, p) in ["reads", "writes"].iter().zip(s.pace) {
+        match p {
+            crate::model::stream::Pace::None => {}
+            crate::model::stream::Pace::Bytes(b) => {
+                let _ = writeln!(o, "  {d} paced at {}/s", h(b));
+            }
+            crate::model::stream::Pace::PerIo(us) => {
+                let _ = writeln!(o, "  {d} paced at one I/O every {us} µs");
+            }
+        }
+    }
+    if s.unlink {
+        let _ = writeln!(o, "  its files removed when it ends (unlink)");
+    }
+    if job.iodepth > 1 {
+        let _ = writeln!(
+            o,
+            "  iodepth {} changes nothing with a synchronous engine (as in fio)",
+            job.iodepth
+        );
+    }
     if s.think_us > 0 {
         let _ = writeln!(
             o,

@@ -66,6 +66,13 @@ pub enum Engine {
     Sync,
 }
 
+/// `rate=` (bytes per second) or `rate_iops=` of one direction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rate {
+    Bytes(u64),
+    Iops(u64),
+}
+
 /// `fallocate=`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Falloc {
@@ -113,6 +120,8 @@ pub struct Job {
     pub io_size: Option<u64>,
     pub thinktime_us: u64,
     pub thinktime_blocks: u64,
+    pub rate: [Option<Rate>; 2],
+    pub unlink: bool,
     pub randrepeat: bool,
     pub randseed: u64,
     pub norandommap: bool,
@@ -165,6 +174,8 @@ impl Job {
             io_size: None,
             thinktime_us: 0,
             thinktime_blocks: 1,
+            rate: [None, None],
+            unlink: false,
             randrepeat: true,
             randseed: 0x89,
             norandommap: false,
@@ -406,13 +417,13 @@ fn apply_engine(job: &mut Job, key: &str, o: &Opt) -> Option<R> {
                 Ok(())
             }
             "iodepth" => {
+                // The synchronous engines complete each I/O as they issue it: fio runs them
+                // at depth 1 whatever iodepth says, and so does fsbench.
                 let d = value::int(need(o)?, kb)?;
-                if d != 1 {
-                    return Err(format!(
-                        "{d}: fsbench runs fio jobs with one I/O in flight (iodepth=1); deeper queues are not supported yet"
-                    ));
+                if d == 0 || d > 65536 {
+                    return Err(format!("{d} (1 to 65536)"));
                 }
-                job.iodepth = 1;
+                job.iodepth = d as u32;
                 Ok(())
             }
             "direct" => {
@@ -436,6 +447,28 @@ fn apply_engine(job: &mut Job, key: &str, o: &Opt) -> Option<R> {
                 job.fsync = value::int(need(o)?, kb)?;
                 Ok(())
             }
+            "rate" => {
+                let (r, w) = value::per_ddir(need(o)?)?;
+                for (i, p) in [(0, r), (1, w)] {
+                    if let Some(p) = p {
+                        job.rate[i] = Some(Rate::Bytes(value::size(p, kb)?));
+                    }
+                }
+                Ok(())
+            }
+            "rate_iops" => {
+                let (r, w) = value::per_ddir(need(o)?)?;
+                for (i, p) in [(0, r), (1, w)] {
+                    if let Some(p) = p {
+                        job.rate[i] = Some(Rate::Iops(value::int(p, kb)?));
+                    }
+                }
+                Ok(())
+            }
+            "rate_process" => match need(o)? {
+                "linear" => Ok(()),
+                v => Err(format!("`{v}`: fsbench paces linearly only")),
+            },
             "fdatasync" => {
                 job.fdatasync = value::int(need(o)?, kb)?;
                 Ok(())
@@ -522,6 +555,10 @@ fn apply_files(job: &mut Job, key: &str, o: &Opt) -> Option<R> {
             }
             "io_size" => {
                 job.io_size = Some(value::size(need(o)?, kb)?);
+                Ok(())
+            }
+            "unlink" => {
+                job.unlink = value::boolean(need(o)?)?;
                 Ok(())
             }
             "fallocate" => {
@@ -727,7 +764,7 @@ mod tests {
         assert!(e[1].message.contains("`bogus`"));
         let e = read("[a]\nioengine=libaio\n").unwrap_err();
         assert_eq!(e[0].location(), "j.fio:2:10");
-        let e = read("[a]\niodepth=32\n").unwrap_err();
+        let e = read("[a]\niodepth=0\n").unwrap_err();
         assert!(e[0].message.contains("iodepth"));
         let e = read("[a]\nbs=4q\n").unwrap_err();
         assert_eq!(e[0].location(), "j.fio:2:4");

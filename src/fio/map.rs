@@ -3,9 +3,9 @@
 //! fio's names (`jobname.jobnum.filenum`, or the `filename=` names). What fio would do
 //! differently from what the engine can do is refused here, with the option's place.
 
-use super::job::{Bs, Engine, Falloc, Job, SyncMode};
+use super::job::{Bs, Engine, Falloc, Job, Rate, SyncMode};
 use crate::lang::{Diagnostic, Diagnostics, SourceFile};
-use crate::model::stream::{Prealloc, Sizes, Stream, StreamFile};
+use crate::model::stream::{Pace, Prealloc, Sizes, Stream, StreamFile};
 use crate::model::{FlowopKind, Process, QuitMode, Thread, Workload};
 use std::sync::Arc;
 
@@ -86,6 +86,24 @@ fn check(job: &Job, first: bool, errors: &mut Vec<Diagnostic>) {
             }
         }
     }
+    if job.read && job.write && job.rate.iter().any(Option::is_some) {
+        let key = if job.has("rate") { "rate" } else { "rate_iops" };
+        errors.push(at(
+            job,
+            key,
+            format!("`{key}` on a job that reads and writes (fio then moves I/O between the directions to keep both rates) is not supported by fsbench"),
+        ));
+    }
+    for r in &job.rate {
+        if *r == Some(Rate::Bytes(0)) || *r == Some(Rate::Iops(0)) {
+            let key = if job.has("rate") { "rate" } else { "rate_iops" };
+            errors.push(at(
+                job,
+                key,
+                format!("`{key}` of 0 (fio: rate lower than supported)"),
+            ));
+        }
+    }
     let min_bs = job.bs[0].min().min(job.bs[1].min());
     if job.direct && !min_bs.is_multiple_of(512) {
         errors.push(at(
@@ -142,6 +160,19 @@ fn clone_files(job: &Job, k: u32) -> Vec<StreamFile> {
             }
         })
         .collect()
+}
+
+/// fio's rate of direction `d` (`__setup_rate`, `usec_for_io`): bytes per second, or
+/// (`rate_iops` with `bssplit`) a fixed time per I/O.
+fn pace(job: &Job, d: usize) -> Pace {
+    match job.rate[d] {
+        None => Pace::None,
+        Some(Rate::Bytes(b)) => Pace::Bytes(b),
+        Some(Rate::Iops(n)) => match &job.bs[d] {
+            Bs::Split(_) => Pace::PerIo(1_000_000 / n.max(1)),
+            b => Pace::Bytes(n * b.min()),
+        },
+    }
 }
 
 /// The statistics names of a job's clone: the job's name, the clone's number after it
@@ -235,6 +266,8 @@ fn stream_of(job: &Job, j: usize, k: u32, stats: &mut Stats, report: &str) -> St
         osync: job.sync == SyncMode::Sync,
         dsync: job.sync == SyncMode::Dsync,
         lseek: job.engine == Engine::Sync,
+        pace: [0, 1].map(|d| pace(job, d)),
+        unlink: job.unlink,
         think_us: job.thinktime_us,
         think_blocks: job.thinktime_blocks,
         stat_read,

@@ -69,6 +69,17 @@ impl StreamFile {
     }
 }
 
+/// How fast a direction may go: fio's `rate` and `rate_iops` (linear pacing: the next I/O
+/// waits until the bytes issued so far would have taken their time at the rate).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pace {
+    None,
+    /// Bytes per second.
+    Bytes(u64),
+    /// Microseconds per I/O.
+    PerIo(u64),
+}
+
 /// What a stream is.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Stream {
@@ -112,6 +123,10 @@ pub struct Stream {
     pub dsync: bool,
     /// `lseek` then `read`/`write` instead of `pread`/`pwrite`.
     pub lseek: bool,
+    /// Pacing of reads and writes.
+    pub pace: [Pace; 2],
+    /// Remove the files when the stream ends (fio's `unlink`).
+    pub unlink: bool,
     /// Sleep this many µs after every `think_blocks` I/Os.
     pub think_us: u64,
     pub think_blocks: u64,

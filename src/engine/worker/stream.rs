@@ -13,7 +13,7 @@
 //! - an fsync (fdatasync) goes after every Nth write, on the file the write went to.
 
 use super::*;
-use crate::model::stream::{Sizes, Stream};
+use crate::model::stream::{Pace, Sizes, Stream};
 
 /// One file of the stream, open.
 struct OpenFile {
@@ -52,6 +52,8 @@ pub(super) struct StreamState {
     rng: Rng,
     started: Instant,
     since_think: u64,
+    /// Bytes and I/Os issued per direction, for pacing.
+    paced: [(u64, u64); 2],
 }
 
 impl Worker<'_> {
@@ -123,6 +125,7 @@ impl Worker<'_> {
             rng,
             started: Instant::now(),
             since_think: 0,
+            paced: [(0, 0); 2],
         })
     }
 
@@ -165,6 +168,9 @@ impl Worker<'_> {
             return r;
         }
         let dir = self.stream_dir(&s);
+        if !self.stream_pace(&s, dir) {
+            return Ok(Flow::Stop);
+        }
         let Some((fi, off, len)) = self.stream_place(&s, dir) else {
             // Every file is exhausted: the pass is over (checked at the next call).
             let st = self.stream.as_mut().expect("set above");
@@ -179,6 +185,21 @@ impl Worker<'_> {
         st.pass_bytes >= s.pass_bytes
             || (s.number_ios > 0 && st.pass_ios >= s.number_ios)
             || st.files.iter().all(|f| f.done)
+    }
+
+    /// fio's linear rate: wait until the time the I/Os issued so far in direction `dir`
+    /// take at the rate. False when the run stopped meanwhile.
+    fn stream_pace(&mut self, s: &Stream, dir: usize) -> bool {
+        let st = self.stream.as_ref().expect("set");
+        let (bytes, ios) = st.paced[dir];
+        let due_us = match s.pace[dir] {
+            Pace::None => return true,
+            Pace::Bytes(bps) => (bytes as u128 * 1_000_000 / bps.max(1) as u128) as u64,
+            Pace::PerIo(us) => ios.saturating_mul(us),
+        };
+        let due = st.started + Duration::from_micros(due_us);
+        let now = Instant::now();
+        due <= now || self.sleep(due - now)
     }
 
     /// fio's `get_rw_ddir` for a mixed stream; the one direction otherwise.
@@ -373,6 +394,8 @@ impl Worker<'_> {
         self.done_stat(stat, kind, ns, n);
         let st = self.stream.as_mut().expect("set");
         st.issues[dir] += 1;
+        st.paced[dir].0 += len as u64;
+        st.paced[dir].1 += 1;
         st.pass_ios += 1;
         st.pass_bytes += n;
         if !s.random {
@@ -456,7 +479,8 @@ impl Worker<'_> {
         Ok(())
     }
 
-    /// The stream is over: `end_fsync` syncs every file, then this thread is done.
+    /// The stream is over: `end_fsync` syncs every file, `unlink` removes them, then this
+    /// thread is done.
     fn stream_end(&mut self, s: &Stream) -> Result<Flow, Fail> {
         if s.end_fsync && s.writes {
             let fds: Vec<RawFd> = self
@@ -471,7 +495,29 @@ impl Worker<'_> {
                 self.stream_sync(s.stat_end_sync, fd, false)?;
             }
         }
+        if s.unlink {
+            self.stream_unlink(s)?;
+        }
         Ok(Flow::Finished)
+    }
+
+    /// fio's `unlink`: close the files and remove them from the run directory (a file
+    /// another stream removed first is not an error).
+    fn stream_unlink(&mut self, s: &Stream) -> Result<(), Fail> {
+        self.stream_close();
+        let Some(dir) = self.sh.stream_dir else {
+            return Ok(());
+        };
+        for f in &s.files {
+            let name = crate::beneath::component(std::ffi::OsStr::new(&f.name))
+                .map_err(|e| Fail::Error(format!("unlink {}: {e}", f.name)))?;
+            match crate::beneath::unlink_at(dir, &name, 0) {
+                Ok(()) => {}
+                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
+                Err(e) => return Err(Fail::Error(format!("unlink {}: {e}", f.name))),
+            }
+        }
+        Ok(())
     }
 
     /// Close the stream's files (at the end of the run, not measured).
