@@ -145,6 +145,18 @@ fn each_option_reads_and_writes_what_fio_does() {
             64 << 10,
         ),
         (
+            "[j]\nrw=randread\nbs=4k\nsize=64k\nrandom_distribution=zipf:1.2\n",
+            "j read",
+            16,
+            64 << 10,
+        ),
+        (
+            "[j]\nrw=randwrite\nbs=4k\nsize=64k\nrandom_distribution=pareto:0.3:0.5\n",
+            "j write",
+            16,
+            64 << 10,
+        ),
+        (
             "[j]\nrw=read\nbs=4k\nfilesize=32k\nnrfiles=3\n",
             "j read",
             24,
@@ -333,9 +345,19 @@ fn refused_options_and_malformed_lines_name_file_line_and_column() {
     refused("[j]\nsize=1m\ndirect=yes\n", "3:8", "not a boolean");
     refused("[j]\nsize=1m\nruntime=10sec\n", "3:9", "unknown time unit");
     refused(
-        "[j]\nsize=1m\nrandom_distribution=zipf:1.1\n",
+        "[j]\nsize=1m\nrandom_distribution=normal:10\n",
         "3:21",
-        "zipf",
+        "`normal` offsets",
+    );
+    refused(
+        "[j]\nsize=1m\nrandom_distribution=zipf:1\n",
+        "3:21",
+        "not 1",
+    );
+    refused(
+        "[j]\nsize=1m\nrandom_distribution=pareto:1.5\n",
+        "3:21",
+        "out of range",
     );
     refused("size=1m\n[j]\n", "1:1", "outside of a [] job section");
     refused("[j\nsize=1m\n", "1:1", "closing `]`");

@@ -90,15 +90,22 @@ fn explain_job(
         let _ = writeln!(o, "  {} skipped after each I/O", h(s.seq_skip));
     }
     if s.random {
-        let _ = writeln!(
-            o,
-            "  offsets: uniform, {}",
-            if s.random_map {
-                "each block once per pass (random map)"
-            } else {
-                "blocks may repeat (norandommap)"
+        use crate::model::stream::Skew;
+        let center = |c: Option<f64>| c.map_or(String::new(), |c| format!(", centred at {c}"));
+        let how = match s.skew {
+            Skew::Uniform if s.random_map => {
+                "uniform, each block once per pass (random map)".to_string()
             }
-        );
+            Skew::Uniform => "uniform, blocks may repeat (norandommap)".to_string(),
+            Skew::Zipf { theta, center: c } => format!(
+                "zipf, theta {theta}{}, scattered as fio scatters them",
+                center(c)
+            ),
+            Skew::Pareto { h, center: c } => {
+                format!("pareto, h {h}{}, scattered as fio scatters them", center(c))
+            }
+        };
+        let _ = writeln!(o, "  offsets: {how}");
     }
     for f in &s.files {
         let _ = writeln!(

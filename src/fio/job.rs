@@ -6,6 +6,7 @@
 use super::ini::{Opt, Section};
 use super::value;
 use crate::lang::{Diagnostic, SourceFile, Span};
+use crate::model::stream::Skew;
 use std::sync::Arc;
 
 /// Block sizes of one direction.
@@ -64,6 +65,59 @@ pub enum Engine {
     Psync,
     /// `lseek` then `read`/`write` (fio's `sync`).
     Sync,
+}
+
+/// `random_distribution=`: fsbench runs `random`, `zipf[:theta[:center]]` and
+/// `pareto[:h[:center]]` (fio's defaults: theta 1.1, h 0.2).
+fn distribution(v: &str) -> Result<Skew, String> {
+    let (kind, rest) = match v.split_once(':') {
+        Some((k, r)) => (k.trim(), Some(r.trim())),
+        None => (v.trim(), None),
+    };
+    if matches!(kind, "normal" | "zoned" | "zoned_abs") {
+        return Err(format!(
+            "`{kind}` offsets are not supported by fsbench yet (random, zipf and pareto are)"
+        ));
+    }
+    let (val, center) = match rest {
+        None => (None, None),
+        Some(r) => {
+            let (a, c) = match r.split_once(':') {
+                Some((a, c)) => (a, Some(c)),
+                None => (r, None),
+            };
+            let num = |t: &str| {
+                t.trim()
+                    .parse::<f64>()
+                    .map_err(|_| format!("`{t}` is not a number"))
+            };
+            let center = c.map(num).transpose()?;
+            if let Some(c) = center {
+                if !(0.0..=1.0).contains(&c) {
+                    return Err(format!("center {c} out of range (0 to 1)"));
+                }
+            }
+            (Some(num(a)?), center)
+        }
+    };
+    match kind {
+        "random" => Ok(Skew::Uniform),
+        "zipf" => {
+            let theta = val.unwrap_or(1.1);
+            if theta == 1.0 || theta <= 0.0 {
+                return Err(format!("zipf theta {theta}: must be above 0 and not 1"));
+            }
+            Ok(Skew::Zipf { theta, center })
+        }
+        "pareto" => {
+            let h = val.unwrap_or(0.2);
+            if !(h > 0.0 && h < 1.0) {
+                return Err(format!("pareto {h}: out of range (0 < h < 1)"));
+            }
+            Ok(Skew::Pareto { h, center })
+        }
+        _ => Err(format!("`{v}` is not a distribution")),
+    }
 }
 
 /// `rate=` (bytes per second) or `rate_iops=` of one direction.
@@ -125,6 +179,7 @@ pub struct Job {
     pub randrepeat: bool,
     pub randseed: u64,
     pub norandommap: bool,
+    pub distribution: Skew,
     pub invalidate: bool,
     pub fadvise_hint: bool,
     pub offset: u64,
@@ -179,6 +234,7 @@ impl Job {
             randrepeat: true,
             randseed: 0x89,
             norandommap: false,
+            distribution: Skew::Uniform,
             invalidate: true,
             fadvise_hint: true,
             offset: 0,
@@ -656,15 +712,8 @@ fn apply_misc(job: &mut Job, key: &str, o: &Opt) -> Option<R> {
                 Ok(())
             }
             "random_distribution" => {
-                let v = need(o)?;
-                let kind = v.split(':').next().unwrap_or("").trim();
-                match kind {
-                    "random" => Ok(()),
-                    "zipf" | "pareto" | "normal" | "zoned" | "zoned_abs" => Err(format!(
-                        "`{kind}`: non-uniform offset distributions are not supported by fsbench yet"
-                    )),
-                    _ => Err(format!("`{v}` is not a distribution")),
-                }
+                job.distribution = distribution(need(o)?)?;
+                Ok(())
             }
             "fadvise_hint" => {
                 job.fadvise_hint = match need(o)? {
@@ -771,8 +820,24 @@ mod tests {
         assert!(e[0].message.contains("unknown size suffix"));
         let e = read("[a]\ndirect=yes\n").unwrap_err();
         assert!(e[0].message.contains("not a boolean"));
-        let e = read("[a]\nrandom_distribution=zipf:1.2\n").unwrap_err();
-        assert!(e[0].message.contains("zipf"));
+        let e = read("[a]\nrandom_distribution=zoned:50/10\n").unwrap_err();
+        assert!(e[0].message.contains("zoned"));
+        let j = read("[a]\nrandom_distribution=zipf\n[b]\nrandom_distribution=pareto:0.3:0.5\n")
+            .unwrap();
+        assert_eq!(
+            j[0].distribution,
+            Skew::Zipf {
+                theta: 1.1,
+                center: None
+            }
+        );
+        assert_eq!(
+            j[1].distribution,
+            Skew::Pareto {
+                h: 0.3,
+                center: Some(0.5)
+            }
+        );
         let e = read("[global]\nbs=4k\n").unwrap_err();
         assert!(e[0].message.contains("no job section"));
     }

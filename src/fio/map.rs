@@ -5,7 +5,7 @@
 
 use super::job::{Bs, Engine, Falloc, Job, Rate, SyncMode};
 use crate::lang::{Diagnostic, Diagnostics, SourceFile};
-use crate::model::stream::{Pace, Prealloc, Sizes, Stream, StreamFile};
+use crate::model::stream::{Pace, Prealloc, Sizes, Skew, Stream, StreamFile};
 use crate::model::{FlowopKind, Process, QuitMode, Thread, Workload};
 use std::sync::Arc;
 
@@ -252,7 +252,8 @@ fn stream_of(job: &Job, j: usize, k: u32, stats: &mut Stats, report: &str) -> St
         number_ios: job.number_ios,
         time_based: job.time_based,
         runtime_ns: job.runtime_us.saturating_mul(1000),
-        random_map: !job.norandommap,
+        random_map: !job.norandommap && job.distribution == Skew::Uniform,
+        skew: job.distribution,
         invalidate: job.invalidate,
         fadvise_hint: job.fadvise_hint,
         seed: job

@@ -32,6 +32,25 @@ impl Sizes {
     }
 }
 
+/// How random offsets are drawn (fio's `random_distribution`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Skew {
+    Uniform,
+    /// Block ranks from a Zipf distribution of exponent `theta` (Gray et al.'s method, as
+    /// fio), scattered over the file by a multiplicative hash, shifted by a random or
+    /// given (`center`, a fraction of the file) offset.
+    Zipf {
+        theta: f64,
+        center: Option<f64>,
+    },
+    /// Pareto with parameter `h` (`h` of the blocks take `1 - h` of the I/O), scattered
+    /// the same way.
+    Pareto {
+        h: f64,
+        center: Option<f64>,
+    },
+}
+
 /// How a file's blocks are reserved before it is filled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Prealloc {
@@ -110,6 +129,8 @@ pub struct Stream {
     pub invalidate: bool,
     /// Advise the kernel of the pattern (random: no readahead) at open (`fadvise_hint`).
     pub fadvise_hint: bool,
+    /// How random offsets are drawn; a skewed one keeps no random map (as fio).
+    pub skew: Skew,
     /// Random offsets cover each block once per pass (fio's random map).
     pub random_map: bool,
     /// The seed of the offsets, sizes and directions; `None`: from the run seed.
