@@ -62,6 +62,16 @@ pub fn report(spec: &str, r: &crate::stats::Results, format: Option<&str>) -> Re
         }
         return Ok(());
     }
+    if let Some(m) = mapped(spec) {
+        for j in &m.jobs {
+            if matches!(j.ioengine_name.as_str(), "libaio" | "posixaio") {
+                crate::console::human(&format!(
+                    "note: job {} (ioengine={}) ran through io_uring\n",
+                    j.name, j.ioengine_name
+                ));
+            }
+        }
+    }
     crate::console::human(&crate::report::fio::text(r));
     if format == Some("json") {
         use std::io::Write;

@@ -283,6 +283,48 @@ fn rates_pace_unlink_removes_and_iodepth_changes_nothing_with_sync_engines() {
 }
 
 #[test]
+fn async_engines_keep_iodepth_in_flight_through_io_uring() {
+    let d = Scratch::new("uring");
+    let f = d.path().join("u.fio");
+    let json = d.path().join("r.json");
+    std::fs::write(
+        &f,
+        "[u]\nrw=randread\nbs=4k\nsize=256k\nioengine=libaio\niodepth=8\n[w]\nrw=write\nbs=8k\nsize=128k\nioengine=io_uring\niodepth=4\nend_fsync=1\n",
+    )
+    .unwrap();
+    let o = run(&[
+        "run",
+        f.to_str().unwrap(),
+        "--dir",
+        d.s(),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let t = text(&o);
+    if !o.status.success() && t.contains("io_uring is not available") {
+        skip(
+            "async_engines_keep_iodepth_in_flight_through_io_uring: io_uring is not available here",
+        );
+        return;
+    }
+    assert!(o.status.success(), "{t}");
+    assert!(
+        t.contains("note: job u (ioengine=libaio) ran through io_uring"),
+        "{t}"
+    );
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(counted(&r, "u read"), (64, 256 << 10));
+    assert_eq!(counted(&r, "w write"), (16, 128 << 10));
+    assert_eq!(counted(&r, "w end-sync").0, 1);
+    let o = run(&["check", f.to_str().unwrap()]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("ioengine libaio (io_uring: fsbench runs it through io_uring), iodepth 8"),
+        "{out}"
+    );
+}
+
+#[test]
 fn direct_io_runs_where_the_file_system_takes_it() {
     let d = Scratch::new("direct");
     let f = d.path().join("d.fio");
@@ -328,7 +370,12 @@ fn refused_options_and_malformed_lines_name_file_line_and_column() {
     refused("[j]\nsize=1m\nbogus_option=1\n", "3:1", "`bogus_option`");
     refused("[j]\nsize=1m\nrw=trim\n", "3:4", "trims are not supported");
     refused("[j]\nsize=1m\nrw=sideways\n", "3:4", "not an I/O pattern");
-    refused("[j]\nsize=1m\nioengine=io_uring\n", "3:10", "io_uring");
+    refused("[j]\nsize=1m\nioengine=mmap\n", "3:10", "mmap");
+    refused(
+        "[j]\nrw=write\nsize=1m\nioengine=libaio\nfsync=8\n",
+        "5:1",
+        "every N writes with ioengine=libaio",
+    );
     refused(
         "[j]\nsize=1m\nrw=randrw\nrate=1m\n",
         "4:1",
@@ -340,7 +387,6 @@ fn refused_options_and_malformed_lines_name_file_line_and_column() {
         "rate lower than supported",
     );
     refused("[j]\nsize=1m\nrate_process=poisson\n", "3:14", "linearly");
-    refused("[j]\nsize=1m\nioengine=libaio\n", "3:10", "libaio");
     refused("[j]\nsize=1m\nbs=4q\n", "3:4", "unknown size suffix");
     refused("[j]\nsize=1m\ndirect=yes\n", "3:8", "not a boolean");
     refused("[j]\nsize=1m\nruntime=10sec\n", "3:9", "unknown time unit");

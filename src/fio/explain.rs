@@ -149,6 +149,7 @@ fn explain_bounds(o: &mut String, job: &super::job::Job, s: &crate::model::strea
     let engine = match job.engine {
         Engine::Psync => "pread/pwrite",
         Engine::Sync => "lseek + read/write",
+        Engine::Uring => "io_uring",
     };
     let mut flags = Vec::new();
     if s.direct {
@@ -161,8 +162,14 @@ fn explain_bounds(o: &mut String, job: &super::job::Job, s: &crate::model::strea
     }
     let _ = writeln!(
         o,
-        "  ioengine {} ({engine}), iodepth 1{}",
+        "  ioengine {} ({engine}{}), iodepth {}{}",
         job.ioengine_name,
+        if matches!(job.ioengine_name.as_str(), "libaio" | "posixaio") {
+            ": fsbench runs it through io_uring"
+        } else {
+            ""
+        },
+        s.depth.max(1),
         if flags.is_empty() {
             String::new()
         } else {
@@ -192,7 +199,7 @@ fn explain_bounds(o: &mut String, job: &super::job::Job, s: &crate::model::strea
     if s.unlink {
         let _ = writeln!(o, "  its files removed when it ends (unlink)");
     }
-    if job.iodepth > 1 {
+    if job.iodepth > 1 && s.depth == 0 {
         let _ = writeln!(
             o,
             "  iodepth {} changes nothing with a synchronous engine (as in fio)",

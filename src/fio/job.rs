@@ -65,6 +65,8 @@ pub enum Engine {
     Psync,
     /// `lseek` then `read`/`write` (fio's `sync`).
     Sync,
+    /// io_uring with `iodepth` in flight (`io_uring`; `libaio` and `posixaio` run so too).
+    Uring,
 }
 
 /// `random_distribution=`: fsbench runs `random`, `zipf[:theta[:center]]` and
@@ -462,9 +464,10 @@ fn apply_engine(job: &mut Job, key: &str, o: &Opt) -> Option<R> {
                 job.engine = match v {
                     "psync" | "pvsync" | "pvsync2" => Engine::Psync,
                     "sync" => Engine::Sync,
-                    "libaio" | "posixaio" | "io_uring" | "mmap" => {
+                    "io_uring" | "libaio" | "posixaio" => Engine::Uring,
+                    "mmap" => {
                         return Err(format!(
-                            "`{v}` is not supported by fsbench yet (psync, sync, pvsync and pvsync2 are)"
+                            "`{v}` is not supported by fsbench yet (psync, sync, pvsync, pvsync2, io_uring, libaio and posixaio are)"
                         ))
                     }
                     _ => return Err(format!("`{v}` is not an I/O engine fsbench runs")),
@@ -811,7 +814,7 @@ mod tests {
         assert!(e[0].message.contains("`verify`"), "{}", e[0].message);
         assert_eq!(e[1].location(), "j.fio:4:1");
         assert!(e[1].message.contains("`bogus`"));
-        let e = read("[a]\nioengine=libaio\n").unwrap_err();
+        let e = read("[a]\nioengine=mmap\n").unwrap_err();
         assert_eq!(e[0].location(), "j.fio:2:10");
         let e = read("[a]\niodepth=0\n").unwrap_err();
         assert!(e[0].message.contains("iodepth"));

@@ -104,6 +104,17 @@ fn check(job: &Job, first: bool, errors: &mut Vec<Diagnostic>) {
             ));
         }
     }
+    if job.engine == Engine::Uring {
+        for key in ["fsync", "fdatasync"] {
+            if job.has(key) && (job.fsync > 0 || job.fdatasync > 0) {
+                errors.push(at(
+                    job,
+                    key,
+                    format!("`{key}` every N writes with ioengine={} is not supported by fsbench (use a synchronous engine, or end_fsync)", job.ioengine_name),
+                ));
+            }
+        }
+    }
     let min_bs = job.bs[0].min().min(job.bs[1].min());
     if job.direct && !min_bs.is_multiple_of(512) {
         errors.push(at(
@@ -267,6 +278,11 @@ fn stream_of(job: &Job, j: usize, k: u32, stats: &mut Stats, report: &str) -> St
         osync: job.sync == SyncMode::Sync,
         dsync: job.sync == SyncMode::Dsync,
         lseek: job.engine == Engine::Sync,
+        depth: if job.engine == Engine::Uring {
+            job.iodepth
+        } else {
+            0
+        },
         pace: [0, 1].map(|d| pace(job, d)),
         unlink: job.unlink,
         think_us: job.thinktime_us,

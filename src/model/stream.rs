@@ -144,6 +144,8 @@ pub struct Stream {
     pub dsync: bool,
     /// `lseek` then `read`/`write` instead of `pread`/`pwrite`.
     pub lseek: bool,
+    /// Through io_uring with up to this many I/Os in flight (0: synchronous calls).
+    pub depth: u32,
     /// Pacing of reads and writes.
     pub pace: [Pace; 2],
     /// Remove the files when the stream ends (fio's `unlink`).

@@ -16,8 +16,8 @@ use super::*;
 use crate::model::stream::{Pace, Sizes, Skew, Stream};
 
 /// One file of the stream, open.
-struct OpenFile {
-    fd: RawFd,
+pub(super) struct OpenFile {
+    pub(super) fd: RawFd,
     /// Next sequential position per direction, relative to the file's offset.
     pos: [u64; 2],
     /// Done for this pass.
@@ -113,7 +113,7 @@ impl OpenFile {
 }
 
 pub(super) struct StreamState {
-    files: Vec<OpenFile>,
+    pub(super) files: Vec<OpenFile>,
     next_file: usize,
     pass: u64,
     pass_bytes: u64,
@@ -130,6 +130,8 @@ pub(super) struct StreamState {
     since_think: u64,
     /// Bytes and I/Os issued per direction, for pacing.
     paced: [(u64, u64); 2],
+    /// The ring of an asynchronous stream.
+    pub(super) ring: Option<super::stream_uring::Ring>,
 }
 
 impl Worker<'_> {
@@ -205,6 +207,14 @@ impl Worker<'_> {
             started: Instant::now(),
             since_think: 0,
             paced: [(0, 0); 2],
+            ring: if s.depth > 0 {
+                Some(
+                    super::stream_uring::Ring::new(s.depth, s.max_bs(), &mut self.rng)
+                        .map_err(Fail::Error)?,
+                )
+            } else {
+                None
+            },
         })
     }
 
@@ -225,6 +235,14 @@ impl Worker<'_> {
             }
         }
         if self.stream_pass_over(&s) {
+            if s.depth > 0 {
+                let inflight = self
+                    .stream
+                    .as_ref()
+                    .and_then(|st| st.ring.as_ref())
+                    .map_or(0, |r| r.inflight());
+                self.uring_reap(&s, inflight)?;
+            }
             self.stream_close_pass(&s)?;
             let st = self.stream.as_mut().expect("set above");
             st.pass += 1;
@@ -448,6 +466,12 @@ impl Worker<'_> {
         off: u64,
         len: u64,
     ) -> Result<Flow, Fail> {
+        if s.depth > 0 {
+            // Asynchronous: counted when issued, as fio counts a pass's bytes.
+            self.stream_account(s, dir, fi, off, len, len);
+            let r = self.uring_issue(s, dir, fi, off, len)?;
+            return Ok(self.stream_think(s).unwrap_or(r));
+        }
         let (boff, len) = self.buffer(len as usize)?;
         let fd = self.stream.as_ref().expect("set").files[fi].fd;
         let t0 = self.clock.now();
@@ -478,14 +502,21 @@ impl Worker<'_> {
             (s.stat_write, FlowopKind::Write)
         };
         self.done_stat(stat, kind, ns, n);
+        self.stream_account(s, dir, fi, off, len as u64, n);
+        Ok(self.stream_think(s).unwrap_or(Flow::Continue))
+    }
+
+    /// Count an I/O of `len` bytes at `off` that moved `n` bytes: the pass, the pacing,
+    /// the position, the last write.
+    fn stream_account(&mut self, s: &Stream, dir: usize, fi: usize, off: u64, len: u64, n: u64) {
         let st = self.stream.as_mut().expect("set");
         st.issues[dir] += 1;
-        st.paced[dir].0 += len as u64;
+        st.paced[dir].0 += len;
         st.paced[dir].1 += 1;
         st.pass_ios += 1;
         st.pass_bytes += n;
         if !s.random {
-            st.files[fi].pos[dir] = off - s.files[fi].offset + len as u64;
+            st.files[fi].pos[dir] = off - s.files[fi].offset + len;
         }
         st.last_was_write = dir == 1;
         if dir == 1 {
@@ -495,14 +526,19 @@ impl Worker<'_> {
             // The file ended early (it shrank): nothing more to do in it this pass.
             st.files[fi].done = true;
         }
+    }
+
+    /// `thinktime` after every `thinktime_blocks` I/Os; `Some(Stop)` when the run stopped.
+    fn stream_think(&mut self, s: &Stream) -> Option<Flow> {
+        let st = self.stream.as_mut().expect("set");
         st.since_think += 1;
         if s.think_us > 0 && st.since_think >= s.think_blocks {
             st.since_think = 0;
             if !self.sleep(Duration::from_micros(s.think_us)) {
-                return Ok(Flow::Stop);
+                return Some(Flow::Stop);
             }
         }
-        Ok(Flow::Continue)
+        None
     }
 
     /// fio's check before each I/O: after the Nth write, an fsync (or fdatasync) first.
@@ -568,6 +604,15 @@ impl Worker<'_> {
     /// The stream is over: `end_fsync` syncs every file, `unlink` removes them, then this
     /// thread is done.
     fn stream_end(&mut self, s: &Stream) -> Result<Flow, Fail> {
+        if s.depth > 0 {
+            // What is in flight completes and counts, as fio reaps it at the end.
+            let inflight = self
+                .stream
+                .as_ref()
+                .and_then(|st| st.ring.as_ref())
+                .map_or(0, |r| r.inflight());
+            self.uring_reap(s, inflight)?;
+        }
         if s.end_fsync && s.writes {
             let fds: Vec<RawFd> = self
                 .stream
@@ -608,7 +653,11 @@ impl Worker<'_> {
 
     /// Close the stream's files (at the end of the run, not measured).
     pub(super) fn stream_close(&mut self) {
-        if let Some(st) = self.stream.take() {
+        if let Some(mut st) = self.stream.take() {
+            // What is in flight lands before its buffers and files go.
+            if let Some(mut r) = st.ring.take() {
+                r.drain();
+            }
             for f in st.files {
                 let _ = io::close(f.fd);
             }
