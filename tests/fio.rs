@@ -453,3 +453,38 @@ fn check_and_show_explain_a_job_and_set_variables_are_refused() {
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("takes no -s variables"));
 }
+
+#[test]
+fn experiments_run_fio_job_files_as_workloads() {
+    let d = Scratch::new("fioexp");
+    let target = d.path().join("t");
+    std::fs::create_dir(&target).unwrap();
+    std::fs::write(
+        d.path().join("j.fio"),
+        "[j]\nrw=randread\nbs=4k\nsize=64k\n",
+    )
+    .unwrap();
+    let plan = d.path().join("plan.toml");
+    std::fs::write(
+        &plan,
+        format!(
+            "[experiment]\nname = \"fioexp\"\nrepetitions = 1\n\n[[target]]\nname = \"here\"\nkind = \"dir\"\npath = \"{}\"\n\n[[measurement]]\nname = \"fio\"\nkind = \"workload\"\nparams = {{ workload = \"{}\" }}\n",
+            target.display(),
+            d.path().join("j.fio").display()
+        ),
+    )
+    .unwrap();
+    let out = d.path().join("out");
+    let o = run(&[
+        "experiment",
+        plan.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(out.join("results.db").is_file(), "{t}");
+    assert!(t.contains("read_ops_per_s"), "{t}");
+    // Nothing left in the target but what was there.
+    assert_eq!(std::fs::read_dir(&target).unwrap().count(), 0);
+}

@@ -262,7 +262,8 @@ fn stream_of(job: &Job, j: usize, k: u32, stats: &mut Stats, report: &str) -> St
         passes: job.loops,
         number_ios: job.number_ios,
         time_based: job.time_based,
-        runtime_ns: job.runtime_us.saturating_mul(1000),
+        // fio's runtime starts after the ramp (the run's warm-up here).
+        runtime_ns: (job.runtime_us + job.ramp_time_us).saturating_mul(1000),
         random_map: !job.norandommap && job.distribution == Skew::Uniform,
         skew: job.distribution,
         invalidate: job.invalidate,
