@@ -479,8 +479,8 @@ fn apply_engine(job: &mut Job, key: &str, o: &Opt) -> Option<R> {
                 // The synchronous engines complete each I/O as they issue it: fio runs them
                 // at depth 1 whatever iodepth says, and so does fsbench.
                 let d = value::int(need(o)?, kb)?;
-                if d == 0 || d > 65536 {
-                    return Err(format!("{d} (1 to 65536)"));
+                if d == 0 || d > 16384 {
+                    return Err(format!("{d} (1 to 16384)"));
                 }
                 job.iodepth = d as u32;
                 Ok(())

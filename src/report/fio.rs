@@ -16,11 +16,15 @@ pub const PERCENTILES: [f64; 17] = [
     99.99,
 ];
 
-const DIRS: [&str; 3] = ["read", "write", "sync"];
+/// A job's statistics: `JOB read`, `JOB write`, and its syncs (fio's JSON lists only
+/// `sync`, the fsyncs every N writes).
+const DIRS: [&str; 5] = ["read", "write", "sync", "datasync", "end-sync"];
+
+type Dirs<'a> = [Option<&'a FlowopResult>; 5];
 
 /// The jobs in order of first appearance, each with its read, write and sync results.
-fn jobs(r: &Results) -> Vec<(String, [Option<&FlowopResult>; 3])> {
-    let mut out: Vec<(String, [Option<&FlowopResult>; 3])> = Vec::new();
+fn jobs(r: &Results) -> Vec<(String, Dirs<'_>)> {
+    let mut out: Vec<(String, Dirs<'_>)> = Vec::new();
     for f in &r.flowops {
         let Some((job, dir)) = f.name.rsplit_once(' ') else {
             continue;
@@ -31,7 +35,7 @@ fn jobs(r: &Results) -> Vec<(String, [Option<&FlowopResult>; 3])> {
         match out.iter_mut().find(|(n, _)| n == job) {
             Some((_, v)) => v[d] = Some(f),
             None => {
-                let mut v = [None, None, None];
+                let mut v = [None; 5];
                 v[d] = Some(f);
                 out.push((job.to_string(), v));
             }
@@ -91,9 +95,14 @@ pub fn text(r: &Results) -> String {
         o.push_str(&format!("{job}: (groupid=0): err= 0\n"));
         for (d, f) in DIRS.iter().zip(dirs.iter()) {
             let Some(f) = f else { continue };
-            if *d == "sync" {
+            if !matches!(*d, "read" | "write") {
+                let what = match *d {
+                    "sync" => "fsync",
+                    "datasync" => "fdatasync",
+                    _ => "end fsync",
+                };
                 o.push_str(&format!(
-                    "  fsync/fdatasync: {} syncs, avg={:.2}usec, max={:.2}usec\n",
+                    "  {what}: {} syncs, avg={:.2}usec, max={:.2}usec\n",
                     f.ops, f.latency_us.mean, f.latency_us.max
                 ));
                 continue;

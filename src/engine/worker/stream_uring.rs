@@ -24,7 +24,9 @@ pub(super) struct Ring {
 
 impl Ring {
     pub(super) fn new(depth: u32, max_bs: u64, rng: &mut Rng) -> Result<Ring, String> {
-        let ring = IoUring::new(depth.next_power_of_two().max(2))
+        // Submitted one at a time: the submission queue need not hold them all; the
+        // completion queue (twice as long) must.
+        let ring = IoUring::new(depth.next_power_of_two().clamp(2, 16384))
             .map_err(|e| format!("io_uring is not available here ({e}): use ioengine=psync"))?;
         let mut slots = Vec::with_capacity(depth as usize);
         for _ in 0..depth {
