@@ -249,6 +249,12 @@ fn files_are_laid_out_where_and_as_fio_lays_them_out() {
     // fallocate=none and a write job: the file is created empty, then written.
     let (_, f, _d) = run_job("falloc", "[j]\nrw=write\nsize=16k\nfallocate=none\n", &[]);
     assert_eq!(f, files(&[("j.0.0", 16 << 10)]));
+    // create_on_open: not laid out; the job creates it and writes it.
+    let job = "[j]\nrw=write\nbs=4k\nsize=16k\ncreate_on_open=1\n";
+    let (r, f, _d) = run_job("coo", job, &[]);
+    assert_eq!(f, files(&[("j.0.0", 16 << 10)]));
+    assert_eq!(counted(&r, "j write"), (4, 16 << 10));
+    assert_eq!(r["layout"]["files_written"], 0);
 }
 
 #[test]

@@ -110,14 +110,16 @@ fn explain_job(
     for f in &s.files {
         let _ = writeln!(
             o,
-            "  file {}: {} from offset {}, laid out {}",
+            "  file {}: {} from offset {}, {}",
             f.name,
             h(f.len),
             f.offset,
-            if f.fill {
-                format!("written whole ({} requests)", h(f.fill_bs))
+            if f.create_on_open {
+                "not laid out: created when the job opens it (create_on_open)".to_string()
+            } else if f.fill {
+                format!("laid out written whole ({} requests)", h(f.fill_bs))
             } else {
-                "empty (a write job creates its file anew)".into()
+                "laid out empty (a write job creates its file anew)".into()
             }
         );
     }

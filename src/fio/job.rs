@@ -178,6 +178,7 @@ pub struct Job {
     pub thinktime_blocks: u64,
     pub rate: [Option<Rate>; 2],
     pub unlink: bool,
+    pub create_on_open: bool,
     pub randrepeat: bool,
     pub randseed: u64,
     pub norandommap: bool,
@@ -233,6 +234,7 @@ impl Job {
             thinktime_blocks: 1,
             rate: [None, None],
             unlink: false,
+            create_on_open: false,
             randrepeat: true,
             randseed: 0x89,
             norandommap: false,
@@ -614,6 +616,10 @@ fn apply_files(job: &mut Job, key: &str, o: &Opt) -> Option<R> {
             }
             "io_size" => {
                 job.io_size = Some(value::size(need(o)?, kb)?);
+                Ok(())
+            }
+            "create_on_open" => {
+                job.create_on_open = value::boolean(need(o)?)?;
                 Ok(())
             }
             "unlink" => {

@@ -168,6 +168,7 @@ fn clone_files(job: &Job, k: u32) -> Vec<StreamFile> {
                 prealloc,
                 fill: job.read,
                 fill_bs: job.bs[1].max(),
+                create_on_open: job.create_on_open,
             }
         })
         .collect()

@@ -76,11 +76,17 @@ pub struct StreamFile {
     pub prealloc: Prealloc,
     pub fill: bool,
     pub fill_bs: u64,
+    /// Not laid out: the stream creates the file when it opens it (fio's
+    /// `create_on_open`).
+    pub create_on_open: bool,
 }
 
 impl StreamFile {
     /// The file's size once laid out (before the stream writes it).
     pub fn laid_size(&self) -> u64 {
+        if self.create_on_open {
+            return 0;
+        }
         match (self.fill, self.prealloc) {
             (true, _) | (false, Prealloc::Native | Prealloc::Posix) => self.offset + self.len,
             _ => 0,

@@ -146,7 +146,7 @@ impl Worker<'_> {
         let mut files = Vec::with_capacity(s.files.len());
         for f in &s.files {
             let how = OpenHow {
-                create: false,
+                create: f.create_on_open,
                 readonly: !s.writes,
                 writeonly: false,
                 dsync: s.dsync,
