@@ -306,7 +306,7 @@ struct WorkloadArgs {
     #[arg(long, conflicts_with = "format")]
     fio: bool,
     /// Read the workload file as `fio` job file, whatever its name (`.fio` files are).
-    #[arg(long, value_name = "FORMAT", value_parser = ["fio", "filebench"])]
+    #[arg(long, value_name = "FORMAT", value_parser = ["fio"])]
     format: Option<String>,
 }
 
