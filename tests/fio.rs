@@ -79,6 +79,10 @@ fn a_job_file_runs_end_to_end_with_fios_counts_and_file_names() {
     // An fsync after the 4th, 8th and 12th write; after the 16th the job is done (fio: 3).
     assert_eq!(counted(&r, "rand sync").0, 3);
     assert_eq!(r["layout"]["bytes_written"], 256 << 10);
+    // The options each job ran with, [global]'s included, are the results' variables.
+    assert_eq!(r["variables"]["seq.bs"], "4k");
+    assert_eq!(r["variables"]["rand.ioengine"], "psync");
+    assert_eq!(r["variables"]["rand.fsync"], "4");
 }
 
 #[test]
@@ -429,6 +433,7 @@ fn refused_options_and_malformed_lines_name_file_line_and_column() {
         "one after another",
     );
     refused("[j]\nrw=read\n", "1:1", "no `size=`");
+    refused("[j]\nbs=8k\nsize=4k\n", "3:1", "size too small");
     refused("[j]\nsize=1m\ntime_based\n", "3:1", "needs `runtime=`");
     refused("[global]\nsize=1m\n", "1:1", "no job section");
 }

@@ -193,6 +193,8 @@ pub struct Job {
     pub description: Option<String>,
     /// Options given, with where (for `show`/`check` and for refusing combinations).
     pub given: Vec<(String, Span, Arc<SourceFile>)>,
+    /// Each option as it was read (expanded), in order: the run's record of the job.
+    pub values: Vec<(String, String)>,
 }
 
 impl Job {
@@ -248,6 +250,7 @@ impl Job {
             new_group: false,
             description: None,
             given: Vec::new(),
+            values: Vec::new(),
         }
     }
 
@@ -336,6 +339,11 @@ pub fn apply(job: &mut Job, o: &Opt) -> Result<(), Diagnostic> {
     match known {
         Some(Ok(())) => {
             job.given.push((key.to_string(), o.key_span, o.src.clone()));
+            let v = o.value.clone().unwrap_or_else(|| "1".into());
+            match job.values.iter_mut().find(|(k, _)| k == key) {
+                Some(slot) => slot.1 = v,
+                None => job.values.push((key.to_string(), v)),
+            }
             Ok(())
         }
         Some(Err(msg)) => Err(o.value_error(format!("{}: {msg}", o.key))),

@@ -116,6 +116,15 @@ fn check(job: &Job, first: bool, errors: &mut Vec<Diagnostic>) {
         }
     }
     let min_bs = job.bs[0].min().min(job.bs[1].min());
+    if let Some(size) = job.size {
+        if size < min_bs {
+            errors.push(at(
+                job,
+                "size",
+                format!("size {size} is less than the smallest block size {min_bs} (fio: size too small)"),
+            ));
+        }
+    }
     if job.direct && !min_bs.is_multiple_of(512) {
         errors.push(at(
             job,
@@ -363,7 +372,15 @@ pub fn map(name: &str, src: &Arc<SourceFile>, jobs: Vec<Job>) -> Result<Mapped, 
     let workload = Workload {
         name: name.to_string(),
         source: src.clone(),
-        vars: Vec::new(),
+        // The options each job ran with, as the results' variables (`JOB.option`).
+        vars: jobs
+            .iter()
+            .flat_map(|j| {
+                j.values
+                    .iter()
+                    .map(move |(k, v)| (format!("{}.{k}", j.name), v.clone()))
+            })
+            .collect(),
         randvars: Vec::new(),
         filesets: Vec::new(),
         processes,
