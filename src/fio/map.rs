@@ -43,14 +43,12 @@ fn at(job: &Job, key: &str, msg: String) -> Diagnostic {
 
 /// Refuse what the engine cannot run as fio would.
 fn check(job: &Job, first: bool, errors: &mut Vec<Diagnostic>) {
-    for key in ["stonewall", "new_group"] {
-        if job.has(key) && !first {
-            errors.push(at(
-                job,
-                key,
-                format!("`{key}`: running job groups one after another is not supported by fsbench yet; run them as separate job files"),
-            ));
-        }
+    if job.stonewall && !first {
+        errors.push(at(
+            job,
+            "stonewall",
+            "`stonewall`: running job groups one after another is not supported by fsbench yet; run them as separate job files (`new_group` alone, which only groups the reports, is)".into(),
+        ));
     }
     if job.ramp_time_us > 0 && !job.time_based {
         errors.push(at(
@@ -196,25 +194,46 @@ fn pace(job: &Job, d: usize) -> Pace {
     }
 }
 
-/// The statistics names of a job's clone: the job's name, the clone's number after it
-/// when clones are reported apart, the first job's name for all under `group_reporting`.
-fn report_name(jobs: &[Job], j: usize, k: u32) -> String {
-    let grouped = jobs.iter().any(|x| x.group_reporting);
-    if grouped {
-        return jobs[0].name.clone();
+/// The statistics name of every job clone, as fio's `stat.c` groups them: clones in
+/// order, each starting a report of its own unless it has `group_reporting` and is in
+/// the same group (`new_group` starts one) as the clone before it; a report is named after
+/// its first clone's job, with that clone's number after it when two reports would share
+/// a name.
+fn report_names(jobs: &[Job]) -> Vec<Vec<String>> {
+    let mut group = 0;
+    let mut last_group = None;
+    // (job name, number of the first clone) per report; report index per clone.
+    let mut reports: Vec<(String, usize)> = Vec::new();
+    let mut of: Vec<Vec<usize>> = Vec::new();
+    let mut n = 0;
+    for (j, job) in jobs.iter().enumerate() {
+        if (job.stonewall || job.new_group) && j > 0 {
+            group += 1;
+        }
+        let mut mine = Vec::new();
+        for _ in 0..job.numjobs {
+            if reports.is_empty() || !job.group_reporting || last_group != Some(group) {
+                reports.push((job.name.clone(), n));
+            }
+            last_group = Some(group);
+            mine.push(reports.len() - 1);
+            n += 1;
+        }
+        of.push(mine);
     }
-    let job = &jobs[j];
-    let dup = jobs.iter().filter(|x| x.name == job.name).count() > 1;
-    if job.numjobs > 1 || dup {
-        format!("{}.{}", job.name, job_number(jobs, j) + k as usize)
-    } else {
-        job.name.clone()
-    }
-}
-
-/// fio numbers jobs (clones included) from 0 in the order it starts them.
-fn job_number(jobs: &[Job], j: usize) -> usize {
-    jobs[..j].iter().map(|x| x.numjobs as usize).sum()
+    let names: Vec<String> = reports
+        .iter()
+        .map(|(name, first)| {
+            if reports.iter().filter(|(o, _)| o == name).count() > 1 {
+                format!("{name}.{first}")
+            } else {
+                name.clone()
+            }
+        })
+        .collect();
+    of.into_iter()
+        .map(|v| v.into_iter().map(|r| names[r].clone()).collect())
+        .collect()
 }
 
 struct Stats {
@@ -329,9 +348,10 @@ pub fn map(name: &str, src: &Arc<SourceFile>, jobs: Vec<Job>) -> Result<Mapped, 
     }
     let mut stats = Stats { names: Vec::new() };
     let mut processes = Vec::new();
+    let names = report_names(&jobs);
     for (j, job) in jobs.iter().enumerate() {
         for k in 0..job.numjobs {
-            let report = report_name(&jobs, j, k);
+            let report = names[j][k as usize].clone();
             let stream = stream_of(job, j, k, &mut stats, &report);
             let mut f = crate::model::build::stream_flowop(job.span);
             f.name = report.clone();
@@ -402,4 +422,57 @@ pub fn map(name: &str, src: &Arc<SourceFile>, jobs: Vec<Job>) -> Result<Mapped, 
         jobs,
         workload,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::ini::{parse, Expand, Keywords};
+    use super::*;
+
+    fn names(text: &str) -> Vec<Vec<String>> {
+        let x = Expand {
+            keywords: Keywords {
+                ncpus: 2,
+                pagesize: 4096,
+                mb_memory: 100,
+            },
+            env: &|_| None,
+        };
+        let s = parse(&SourceFile::new("m.fio", text), &x).unwrap();
+        report_names(&super::super::job::jobs(&s).unwrap())
+    }
+
+    #[test]
+    fn reports_are_grouped_as_fios_stat_c_groups_them() {
+        // Clones apart, each numbered.
+        assert_eq!(names("[a]\nnumjobs=2\n"), [["a.0", "a.1"]]);
+        // group_reporting joins a clone to the report before it, within its group.
+        let n = names("[global]\ngroup_reporting\n[a]\nnumjobs=2\n[b]\n[c]\nnew_group\n");
+        assert_eq!(n, vec![vec!["a", "a"], vec!["a"], vec!["c"]]);
+        // Without it on the second job, that job reports alone.
+        let n = names("[a]\nnumjobs=2\ngroup_reporting\n[b]\n");
+        assert_eq!(n, vec![vec!["a", "a"], vec!["b"]]);
+        // Two jobs of one name: numbered by their first clone.
+        let n = names("[a]\n[a]\n");
+        assert_eq!(n, vec![vec!["a.0"], vec!["a.1"]]);
+    }
+
+    #[test]
+    fn stonewall_after_the_first_job_is_refused_new_group_is_not() {
+        let x = Expand {
+            keywords: Keywords {
+                ncpus: 2,
+                pagesize: 4096,
+                mb_memory: 100,
+            },
+            env: &|_| None,
+        };
+        let src = SourceFile::new("m.fio", "[a]\nsize=1m\n[b]\nsize=1m\nstonewall\n");
+        let jobs = super::super::job::jobs(&parse(&src, &x).unwrap()).unwrap();
+        let e = map("m", &src, jobs).unwrap_err();
+        assert_eq!(e.0[0].location(), "m.fio:5:1");
+        let src = SourceFile::new("m.fio", "[a]\nsize=1m\n[b]\nsize=1m\nnew_group\n");
+        let jobs = super::super::job::jobs(&parse(&src, &x).unwrap()).unwrap();
+        assert!(map("m", &src, jobs).is_ok());
+    }
 }
