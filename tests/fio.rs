@@ -271,6 +271,20 @@ fn rates_pace_unlink_removes_and_iodepth_changes_nothing_with_sync_engines() {
         &[],
     );
     assert_eq!(counted(&r, "j read"), (16, 64 << 10));
+    // The job's runtime is recorded: one sample, not an I/O.
+    let rt = r["flowops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == "j runtime")
+        .expect("the job's runtime statistic")
+        .clone();
+    assert_eq!(rt["ops"], 1);
+    assert!(
+        rt["latency_us"]["max"].as_f64().unwrap() >= 150_000.0,
+        "{rt}"
+    );
+    assert_eq!(rt["io_class"], "none");
     assert!(
         r["duration_s"].as_f64().unwrap() >= 0.15,
         "{}",

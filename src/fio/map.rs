@@ -276,6 +276,8 @@ fn stream_of(job: &Job, j: usize, k: u32, stats: &mut Stats, report: &str) -> St
     let stat_sync = sync_stat(job.fsync > 0, "sync");
     let stat_datasync = sync_stat(job.fdatasync > 0, "datasync");
     let stat_end_sync = sync_stat(job.end_fsync || job.fsync_on_close, "end-sync");
+    // How long the job ran (fio's per-job runtime), one sample per clone.
+    let stat_time = stats.id(format!("{report} runtime"), FlowopKind::Stream);
     let pass_bytes = job.io_size.unwrap_or(size);
     let nfiles = files.len();
     Stream {
@@ -322,6 +324,8 @@ fn stream_of(job: &Job, j: usize, k: u32, stats: &mut Stats, report: &str) -> St
         stat_sync,
         stat_datasync,
         stat_end_sync,
+        stat_time,
+        ramp_ns: job.ramp_time_us.saturating_mul(1000),
     }
 }
 

@@ -166,6 +166,10 @@ pub struct Stream {
     pub stat_sync: usize,
     pub stat_datasync: usize,
     pub stat_end_sync: usize,
+    /// How long the stream ran, from its first I/O to its end, less its ramp: one sample
+    /// per thread (not an I/O; reports in fio's shape take it as the job's runtime).
+    pub stat_time: usize,
+    pub ramp_ns: u64,
 }
 
 impl Stream {

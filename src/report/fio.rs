@@ -18,9 +18,9 @@ pub const PERCENTILES: [f64; 17] = [
 
 /// A job's statistics: `JOB read`, `JOB write`, and its syncs (fio's JSON lists only
 /// `sync`, the fsyncs every N writes).
-const DIRS: [&str; 5] = ["read", "write", "sync", "datasync", "end-sync"];
+const DIRS: [&str; 6] = ["read", "write", "sync", "datasync", "end-sync", "runtime"];
 
-type Dirs<'a> = [Option<&'a FlowopResult>; 5];
+type Dirs<'a> = [Option<&'a FlowopResult>; 6];
 
 /// The jobs in order of first appearance, each with its read, write and sync results.
 fn jobs(r: &Results) -> Vec<(String, Dirs<'_>)> {
@@ -35,7 +35,7 @@ fn jobs(r: &Results) -> Vec<(String, Dirs<'_>)> {
         match out.iter_mut().find(|(n, _)| n == job) {
             Some((_, v)) => v[d] = Some(f),
             None => {
-                let mut v = [None; 5];
+                let mut v = [None; 6];
                 v[d] = Some(f);
                 out.push((job.to_string(), v));
             }
@@ -87,14 +87,27 @@ fn mib(bytes_per_s: f64) -> String {
     )
 }
 
-/// The text summary, one block per job as fio prints them.
+/// A job's runtime in seconds, as fio takes it: the longest of its clones' (the `JOB
+/// runtime` statistic), else the run's.
+fn runtime_s(r: &Results, dirs: &Dirs<'_>) -> f64 {
+    match dirs[5] {
+        Some(t) if t.ops > 0 && t.latency_us.max > 0.0 => t.latency_us.max / 1e6,
+        _ => r.duration_s,
+    }
+}
+
+/// The text summary, one block per job as fio prints them: rates over the job's runtime.
 pub fn text(r: &Results) -> String {
-    let ms = (r.duration_s * 1000.0).round() as u64;
     let mut o = String::new();
     for (job, dirs) in jobs(r) {
+        let secs = runtime_s(r, &dirs).max(1e-9);
+        let ms = (secs * 1000.0).round() as u64;
         o.push_str(&format!("{job}: (groupid=0): err= 0\n"));
         for (d, f) in DIRS.iter().zip(dirs.iter()) {
             let Some(f) = f else { continue };
+            if *d == "runtime" {
+                continue;
+            }
             if !matches!(*d, "read" | "write") {
                 let what = match *d {
                     "sync" => "fsync",
@@ -109,8 +122,8 @@ pub fn text(r: &Results) -> String {
             }
             o.push_str(&format!(
                 "  {d}: IOPS={}, BW={}({}/{ms}msec)\n",
-                num(f.ops_per_s),
-                mib(f.bytes as f64 / r.duration_s.max(1e-9)),
+                num(f.ops as f64 / secs),
+                mib(f.bytes as f64 / secs),
                 crate::units::human_bytes(f.bytes as f64).replace(' ', "")
             ));
             let l = &f.latency_us;
@@ -134,7 +147,7 @@ pub fn text(r: &Results) -> String {
         o.push_str(&format!(
             "  cpu          : usr={:.2}%, sys={:.2}%\n",
             100.0 * cpu.cpu_user_s / r.duration_s.max(1e-9),
-            100.0 * cpu.cpu_sys_s / r.duration_s.max(1e-9)
+            100.0 * cpu.cpu_sys_s / r.duration_s.max(1e-9),
         ));
     }
     o
@@ -159,7 +172,7 @@ fn dir_json(f: Option<&FlowopResult>, runtime_ms: u64, secs: f64) -> Value {
         "io_kbytes": f.bytes / 1024,
         "bw_bytes": bw_bytes,
         "bw": bw_bytes / 1024,
-        "iops": f.ops_per_s,
+        "iops": f.ops as f64 / secs.max(1e-9),
         "runtime": runtime_ms,
         "total_ios": f.ops,
         "clat_ns": {
@@ -174,10 +187,11 @@ fn dir_json(f: Option<&FlowopResult>, runtime_ms: u64, secs: f64) -> Value {
 
 /// The subset of fio's JSON output.
 pub fn json(r: &Results) -> Value {
-    let ms = (r.duration_s * 1000.0).round() as u64;
     let jobs: Vec<Value> = jobs(r)
         .into_iter()
         .map(|(name, d)| {
+            let secs = runtime_s(r, &d);
+            let ms = (secs * 1000.0).round() as u64;
             let sync = d[2].map(|f| {
                 json!({
                     "total_ios": f.ops,
@@ -193,8 +207,8 @@ pub fn json(r: &Results) -> Value {
                 "jobname": name,
                 "groupid": 0,
                 "error": 0,
-                "read": dir_json(d[0], ms, r.duration_s),
-                "write": dir_json(d[1], ms, r.duration_s),
+                "read": dir_json(d[0], ms, secs),
+                "write": dir_json(d[1], ms, secs),
                 "sync": sync.unwrap_or_else(|| json!({"total_ios": 0})),
                 "job_runtime": ms,
                 "usr_cpu": 100.0 * r.summary.cpu_user_s / r.duration_s.max(1e-9),

@@ -376,6 +376,8 @@ impl<'a> Worker<'a> {
     /// Stop measuring: CPU used since the baseline, apportioned to flowops by their share of
     /// this thread's measured time.
     pub fn finish(&mut self) {
+        // A stream the run stopped records how long it ran.
+        self.stream_timed();
         for stat in 0..self.lat.len() {
             self.flush_lat(stat);
         }
@@ -383,10 +385,18 @@ impl<'a> Worker<'a> {
         self.rec.cpu_user_s = u1 - self.cpu0.0;
         self.rec.cpu_sys_s = s1 - self.cpu0.1;
         let cpu_ns = (self.rec.cpu_user_s + self.rec.cpu_sys_s) * 1e9;
-        let total: u64 = self.rec.ops.iter().map(|o| o.lat_sum_ns).sum();
+        // A stream's runtime statistic is a span of time, not an operation: no CPU share.
+        let names = &self.sh.wl.stat_names;
+        let counts = |i: usize| names.get(i).is_none_or(|n| n.1 != FlowopKind::Stream);
+        let total: u64 = (self.rec.ops.iter().enumerate())
+            .filter(|(i, _)| counts(*i))
+            .map(|(_, o)| o.lat_sum_ns)
+            .sum();
         if total > 0 {
-            for o in &mut self.rec.ops {
-                o.cpu_ns = cpu_ns * o.lat_sum_ns as f64 / total as f64;
+            for (i, o) in self.rec.ops.iter_mut().enumerate() {
+                if counts(i) {
+                    o.cpu_ns = cpu_ns * o.lat_sum_ns as f64 / total as f64;
+                }
             }
         }
     }

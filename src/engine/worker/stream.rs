@@ -130,6 +130,8 @@ pub(super) struct StreamState {
     since_think: u64,
     /// Bytes and I/Os issued per direction, for pacing.
     paced: [(u64, u64); 2],
+    /// Its runtime is recorded.
+    timed: bool,
     /// The ring of an asynchronous stream.
     pub(super) ring: Option<super::stream_uring::Ring>,
 }
@@ -207,6 +209,7 @@ impl Worker<'_> {
             started: Instant::now(),
             since_think: 0,
             paced: [(0, 0); 2],
+            timed: false,
             ring: if s.depth > 0 {
                 Some(
                     super::stream_uring::Ring::new(s.depth, s.max_bs(), &mut self.rng)
@@ -626,6 +629,7 @@ impl Worker<'_> {
                 self.stream_sync(s.stat_end_sync, fd, false)?;
             }
         }
+        self.stream_timed();
         if s.unlink {
             self.stream_unlink(s)?;
         }
@@ -649,6 +653,24 @@ impl Worker<'_> {
             }
         }
         Ok(())
+    }
+
+    /// Record how long the stream ran (once: at its end, or when the run stops it).
+    pub(super) fn stream_timed(&mut self) {
+        let Some(st) = self.stream.as_mut() else {
+            return;
+        };
+        if st.timed {
+            return;
+        }
+        st.timed = true;
+        let ns = st.started.elapsed().as_nanos() as u64;
+        // The stream's statistic sits on its flowop.
+        let Some(s) = self.thread.flowops.iter().find_map(|f| f.stream.as_deref()) else {
+            return;
+        };
+        let (stat, ramp) = (s.stat_time, s.ramp_ns);
+        self.done_stat(stat, FlowopKind::Stream, ns.saturating_sub(ramp), 0);
     }
 
     /// Close the stream's files (at the end of the run, not measured).
