@@ -349,6 +349,30 @@ fn async_engines_keep_iodepth_in_flight_through_io_uring() {
 }
 
 #[test]
+fn stonewall_and_wait_for_start_jobs_after_others_end() {
+    // Ten paced reads take at least 90 ms; run one after the other, the three jobs take at
+    // least 270 ms, where together they would take 90.
+    let job = "[global]\nrw=randread\nbs=4k\nsize=40k\nrate_iops=100\n[a]\n[b]\nstonewall\n[c]\nwait_for=b\n";
+    let (r, f, _d) = run_job("stonewall", job, &[]);
+    for j in ["a", "b", "c"] {
+        assert_eq!(counted(&r, &format!("{j} read")), (10, 40 << 10));
+    }
+    assert_eq!(f.len(), 3);
+    assert!(
+        r["duration_s"].as_f64().unwrap() >= 0.27,
+        "{}",
+        r["duration_s"]
+    );
+    let d = Scratch::new("stonewall-check");
+    let p = d.path().join("s.fio");
+    std::fs::write(&p, job).unwrap();
+    let o = run(&["check", p.to_str().unwrap()]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("starts when a has ended"), "{out}");
+    assert!(out.contains("starts when a, b have ended"), "{out}");
+}
+
+#[test]
 fn direct_io_runs_where_the_file_system_takes_it() {
     let d = Scratch::new("direct");
     let f = d.path().join("d.fio");
@@ -442,9 +466,14 @@ fn refused_options_and_malformed_lines_name_file_line_and_column() {
         "only inside the run directory",
     );
     refused(
-        "[a]\nsize=1m\n[b]\nsize=1m\nstonewall\n",
+        "[a]\nsize=1m\n[b]\nsize=1m\nwait_for=x\n",
         "5:1",
-        "one after another",
+        "no job of that name before",
+    );
+    refused(
+        "[a]\nsize=1m\n[b]\nsize=1m\nstonewall\ntime_based\nruntime=1\nramp_time=1\n",
+        "8:1",
+        "waits for others",
     );
     refused("[j]\nrw=read\n", "1:1", "no `size=`");
     refused("[j]\nbs=8k\nsize=4k\n", "3:1", "size too small");

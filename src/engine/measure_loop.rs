@@ -215,6 +215,14 @@ pub fn measure(
         .map(|_| Mutex::new(Sample::default()))
         .collect();
     let hists = stats::SharedHists::new(nstats);
+    let jobs = wl
+        .all_flowops()
+        .iter()
+        .filter_map(|f| f.stream.as_ref().map(|s| s.job + 1))
+        .max()
+        .unwrap_or(0);
+    let streams_ended: Vec<std::sync::atomic::AtomicU64> =
+        (0..jobs).map(|_| Default::default()).collect();
     let shared = Shared {
         hists: &hists,
         wl,
@@ -228,6 +236,7 @@ pub fn measure(
         samples: &samples,
         pacing: &pacing,
         stream_dir: mo.stream_dir,
+        streams_ended: &streams_ended,
     };
     let gate = Gate::default();
     let mut out = Outcome::new(nstats);

@@ -42,6 +42,19 @@ pub fn explain(m: &Mapped) -> String {
     for (p, job) in wl.processes.iter().zip(job_of_process(m)) {
         if let Some(s) = p.threads[0].flowops[0].stream.as_deref() {
             explain_job(&mut o, &p.name, job, s);
+            if !s.wait.is_empty() {
+                let names: Vec<&str> = s
+                    .wait
+                    .iter()
+                    .map(|(i, _)| m.jobs[*i].name.as_str())
+                    .collect();
+                let _ = writeln!(
+                    o,
+                    "  starts when {} ha{} ended (stonewall, wait_for)",
+                    names.join(", "),
+                    if names.len() == 1 { "s" } else { "ve" }
+                );
+            }
         }
     }
     let secs = wl.run_seconds.unwrap_or(0);

@@ -189,6 +189,8 @@ pub struct Job {
     pub offset_increment: u64,
     pub fallocate: Falloc,
     pub stonewall: bool,
+    /// `wait_for=NAME`: start when every clone of that job has ended.
+    pub wait_for: Option<String>,
     pub new_group: bool,
     pub description: Option<String>,
     /// Options given, with where (for `show`/`check` and for refusing combinations).
@@ -247,6 +249,7 @@ impl Job {
             offset_increment: 0,
             fallocate: Falloc::Native,
             stonewall: false,
+            wait_for: None,
             new_group: false,
             description: None,
             given: Vec::new(),
@@ -750,6 +753,10 @@ fn apply_misc(job: &mut Job, key: &str, o: &Opt) -> Option<R> {
             }
             "stonewall" => {
                 job.stonewall = set(o)?;
+                Ok(())
+            }
+            "wait_for" => {
+                job.wait_for = Some(need(o)?.to_string());
                 Ok(())
             }
             "new_group" => {

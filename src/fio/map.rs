@@ -23,6 +23,56 @@ pub struct Mapped {
     pub notes: Vec<String>,
 }
 
+/// What each job waits for before it starts: (job index, clones) of every job in an
+/// earlier `stonewall` group, and of its `wait_for` job. Errors for a `wait_for` naming no
+/// earlier job.
+fn waits(jobs: &[Job]) -> Result<Vec<Vec<(usize, u32)>>, Vec<Diagnostic>> {
+    let mut group = vec![0usize; jobs.len()];
+    for j in 1..jobs.len() {
+        group[j] = group[j - 1] + usize::from(jobs[j].stonewall);
+    }
+    let mut errors = Vec::new();
+    let mut out = Vec::new();
+    for (j, job) in jobs.iter().enumerate() {
+        let mut w: Vec<(usize, u32)> = (0..j)
+            .filter(|&i| group[i] < group[j])
+            .map(|i| (i, jobs[i].numjobs))
+            .collect();
+        if let Some(name) = &job.wait_for {
+            match jobs[..j].iter().position(|x| &x.name == name) {
+                Some(i) if !w.iter().any(|x| x.0 == i) => w.push((i, jobs[i].numjobs)),
+                Some(_) => {}
+                None => errors.push(at(
+                    job,
+                    "wait_for",
+                    format!("`wait_for={name}`: no job of that name before this one"),
+                )),
+            }
+        }
+        out.push(w);
+    }
+    if errors.is_empty() {
+        Ok(out)
+    } else {
+        Err(errors)
+    }
+}
+
+/// The run's time limit: the jobs' runtimes, one group after another (each group as long
+/// as its longest job); a year when a job is bounded by its bytes only.
+fn run_limit(jobs: &[Job], waits: &[Vec<(usize, u32)>]) -> u64 {
+    if !jobs.iter().all(|j| j.runtime_us > 0) {
+        return UNBOUNDED_S;
+    }
+    // When each job may end at the latest: its runtime after the latest of its waits.
+    let mut end = vec![0u64; jobs.len()];
+    for (j, job) in jobs.iter().enumerate() {
+        let start = waits[j].iter().map(|(i, _)| end[*i]).max().unwrap_or(0);
+        end[j] = start + job.runtime_us + job.ramp_time_us;
+    }
+    end.iter().max().unwrap_or(&0).div_ceil(1_000_000)
+}
+
 /// A year: the run time of jobs bounded by their bytes, not by time.
 pub const UNBOUNDED_S: u64 = 365 * 86_400;
 
@@ -43,11 +93,11 @@ fn at(job: &Job, key: &str, msg: String) -> Diagnostic {
 
 /// Refuse what the engine cannot run as fio would.
 fn check(job: &Job, first: bool, errors: &mut Vec<Diagnostic>) {
-    if job.stonewall && !first {
+    if job.ramp_time_us > 0 && (job.stonewall || job.wait_for.is_some()) && !first {
         errors.push(at(
             job,
-            "stonewall",
-            "`stonewall`: running job groups one after another is not supported by fsbench yet; run them as separate job files (`new_group` alone, which only groups the reports, is)".into(),
+            "ramp_time",
+            "`ramp_time` on a job that waits for others (the run's warm-up is at its start) is not supported by fsbench".into(),
         ));
     }
     if job.ramp_time_us > 0 && !job.time_based {
@@ -326,6 +376,8 @@ fn stream_of(job: &Job, j: usize, k: u32, stats: &mut Stats, report: &str) -> St
         stat_end_sync,
         stat_time,
         ramp_ns: job.ramp_time_us.saturating_mul(1000),
+        job: j,
+        wait: Vec::new(),
     }
 }
 
@@ -347,6 +399,13 @@ pub fn map(name: &str, src: &Arc<SourceFile>, jobs: Vec<Job>) -> Result<Mapped, 
             format!("jobs in different directories (`{}` and `{d}`): fsbench runs a job file in one run directory", dirs[0]),
         ));
     }
+    let waits = match waits(&jobs) {
+        Ok(w) => w,
+        Err(e) => {
+            errors.extend(e);
+            Vec::new()
+        }
+    };
     if !errors.is_empty() {
         return Err(Diagnostics(errors));
     }
@@ -356,7 +415,9 @@ pub fn map(name: &str, src: &Arc<SourceFile>, jobs: Vec<Job>) -> Result<Mapped, 
     for (j, job) in jobs.iter().enumerate() {
         for k in 0..job.numjobs {
             let report = names[j][k as usize].clone();
-            let stream = stream_of(job, j, k, &mut stats, &report);
+            let mut stream = stream_of(job, j, k, &mut stats, &report);
+            stream.job = j;
+            stream.wait = waits[j].clone();
             let mut f = crate::model::build::stream_flowop(job.span);
             f.name = report.clone();
             f.stat = if job.read {
@@ -383,15 +444,7 @@ pub fn map(name: &str, src: &Arc<SourceFile>, jobs: Vec<Job>) -> Result<Mapped, 
             });
         }
     }
-    let bounded = jobs.iter().all(|j| j.runtime_us > 0);
-    let run_seconds = if bounded {
-        jobs.iter()
-            .map(|j| j.runtime_us.div_ceil(1_000_000))
-            .max()
-            .unwrap_or(0)
-    } else {
-        UNBOUNDED_S
-    };
+    let run_seconds = run_limit(&jobs, &waits);
     let ramp_s = jobs.iter().map(|j| j.ramp_time_us).max().unwrap_or(0) as f64 / 1e6;
     let workload = Workload {
         name: name.to_string(),
@@ -462,7 +515,7 @@ mod tests {
     }
 
     #[test]
-    fn stonewall_after_the_first_job_is_refused_new_group_is_not() {
+    fn jobs_wait_for_earlier_groups_and_named_jobs() {
         let x = Expand {
             keywords: Keywords {
                 ncpus: 2,
@@ -471,12 +524,27 @@ mod tests {
             },
             env: &|_| None,
         };
-        let src = SourceFile::new("m.fio", "[a]\nsize=1m\n[b]\nsize=1m\nstonewall\n");
+        let text = "[global]\nsize=1m\n[a]\nnumjobs=2\n[b]\nstonewall\n[c]\n[d]\nwait_for=c\n";
+        let src = SourceFile::new("m.fio", text);
+        let jobs = super::super::job::jobs(&parse(&src, &x).unwrap()).unwrap();
+        let w = waits(&jobs).unwrap();
+        assert_eq!(w[0], []);
+        assert_eq!(w[1], [(0, 2)]);
+        assert_eq!(w[2], [(0, 2)]);
+        assert_eq!(w[3], [(0, 2), (2, 1)]);
+        let src = SourceFile::new("m.fio", "[a]\nsize=1m\n[b]\nsize=1m\nwait_for=z\n");
         let jobs = super::super::job::jobs(&parse(&src, &x).unwrap()).unwrap();
         let e = map("m", &src, jobs).unwrap_err();
         assert_eq!(e.0[0].location(), "m.fio:5:1");
-        let src = SourceFile::new("m.fio", "[a]\nsize=1m\n[b]\nsize=1m\nnew_group\n");
-        let jobs = super::super::job::jobs(&parse(&src, &x).unwrap()).unwrap();
-        assert!(map("m", &src, jobs).is_ok());
+        // Runtimes add up group after group.
+        let text = "[a]\nsize=1m\nruntime=2\n[b]\nsize=1m\nruntime=3\nstonewall\n[c]\nsize=1m\nruntime=1\n";
+        let src = SourceFile::new("m.fio", text);
+        let m = map(
+            "m",
+            &src,
+            super::super::job::jobs(&parse(&src, &x).unwrap()).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(m.workload.run_seconds, Some(5));
     }
 }

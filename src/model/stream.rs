@@ -170,6 +170,10 @@ pub struct Stream {
     /// per thread (not an I/O; reports in fio's shape take it as the job's runtime).
     pub stat_time: usize,
     pub ramp_ns: u64,
+    /// The job this stream is a clone of (its index in the job file), and what it waits
+    /// for before it starts: (job, clones) whose every clone must have ended.
+    pub job: usize,
+    pub wait: Vec<(usize, u32)>,
 }
 
 impl Stream {

@@ -133,6 +133,8 @@ pub struct Shared<'a> {
     pub hists: &'a crate::stats::SharedHists,
     /// The run directory, where `stream` flowops find their files.
     pub stream_dir: Option<RawFd>,
+    /// Per fio job: its clones whose stream has ended (for the jobs that wait for it).
+    pub streams_ended: &'a [AtomicU64],
 }
 
 /// What a worker publishes at each sampling epoch: its cumulative counts and bytes per

@@ -228,6 +228,14 @@ impl Worker<'_> {
             .expect("a stream flowop carries its stream")
             .clone();
         if self.stream.is_none() {
+            // A job after a stonewall, or with wait_for, starts when its waits have ended.
+            for &(job, clones) in &s.wait {
+                while self.sh.streams_ended[job].load(Ordering::Acquire) < clones as u64 {
+                    if !self.sleep(Duration::from_millis(1)) {
+                        return Ok(Flow::Stop);
+                    }
+                }
+            }
             let st = self.stream_open(&s)?;
             self.stream = Some(Box::new(st));
         }
@@ -607,6 +615,16 @@ impl Worker<'_> {
     /// The stream is over: `end_fsync` syncs every file, `unlink` removes them, then this
     /// thread is done.
     fn stream_end(&mut self, s: &Stream) -> Result<Flow, Fail> {
+        // Whatever fails at the end is counted, and the stream ends all the same: the jobs
+        // waiting for it must not wait for ever.
+        if let Err(Fail::Error(msg)) = self.stream_end_work(s) {
+            self.rec.ops[s.stat_time].error(|| msg);
+        }
+        self.sh.streams_ended[s.job].fetch_add(1, Ordering::Release);
+        Ok(Flow::Finished)
+    }
+
+    fn stream_end_work(&mut self, s: &Stream) -> Result<(), Fail> {
         if s.depth > 0 {
             // What is in flight completes and counts, as fio reaps it at the end.
             let inflight = self
@@ -633,7 +651,7 @@ impl Worker<'_> {
         if s.unlink {
             self.stream_unlink(s)?;
         }
-        Ok(Flow::Finished)
+        Ok(())
     }
 
     /// fio's `unlink`: close the files and remove them from the run directory (a file
