@@ -370,6 +370,15 @@ fn stonewall_and_wait_for_start_jobs_after_others_end() {
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("starts when a has ended"), "{out}");
     assert!(out.contains("starts when a, b have ended"), "{out}");
+    // startdelay: the job starts late, and its runtime starts then.
+    let job = "[d]\nrw=read\nbs=4k\nsize=16k\nstartdelay=200ms\n";
+    let (r, _, _d) = run_job("startdelay", job, &[]);
+    assert_eq!(counted(&r, "d read"), (4, 16 << 10));
+    assert!(
+        r["duration_s"].as_f64().unwrap() >= 0.2,
+        "{}",
+        r["duration_s"]
+    );
 }
 
 #[test]

@@ -42,6 +42,13 @@ pub fn explain(m: &Mapped) -> String {
     for (p, job) in wl.processes.iter().zip(job_of_process(m)) {
         if let Some(s) = p.threads[0].flowops[0].stream.as_deref() {
             explain_job(&mut o, &p.name, job, s);
+            if s.start_delay_ns > 0 {
+                let _ = writeln!(
+                    o,
+                    "  starts {} s late (startdelay)",
+                    s.start_delay_ns as f64 / 1e9
+                );
+            }
             if !s.wait.is_empty() {
                 let names: Vec<&str> = s
                     .wait

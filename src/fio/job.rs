@@ -171,6 +171,7 @@ pub struct Job {
     pub runtime_us: u64,
     pub time_based: bool,
     pub ramp_time_us: u64,
+    pub startdelay_us: u64,
     pub loops: u64,
     pub number_ios: u64,
     pub io_size: Option<u64>,
@@ -231,6 +232,7 @@ impl Job {
             runtime_us: 0,
             time_based: false,
             ramp_time_us: 0,
+            startdelay_us: 0,
             loops: 1,
             number_ios: 0,
             io_size: None,
@@ -663,6 +665,10 @@ fn apply_time(job: &mut Job, key: &str, o: &Opt) -> Option<R> {
             }
             "time_based" => {
                 job.time_based = set(o)?;
+                Ok(())
+            }
+            "startdelay" => {
+                job.startdelay_us = value::time_us(need(o)?, true)?;
                 Ok(())
             }
             "ramp_time" => {

@@ -68,7 +68,7 @@ fn run_limit(jobs: &[Job], waits: &[Vec<(usize, u32)>]) -> u64 {
     let mut end = vec![0u64; jobs.len()];
     for (j, job) in jobs.iter().enumerate() {
         let start = waits[j].iter().map(|(i, _)| end[*i]).max().unwrap_or(0);
-        end[j] = start + job.runtime_us + job.ramp_time_us;
+        end[j] = start + job.startdelay_us + job.runtime_us + job.ramp_time_us;
     }
     end.iter().max().unwrap_or(&0).div_ceil(1_000_000)
 }
@@ -93,6 +93,13 @@ fn at(job: &Job, key: &str, msg: String) -> Diagnostic {
 
 /// Refuse what the engine cannot run as fio would.
 fn check(job: &Job, first: bool, errors: &mut Vec<Diagnostic>) {
+    if job.ramp_time_us > 0 && job.startdelay_us > 0 {
+        errors.push(at(
+            job,
+            "startdelay",
+            "`startdelay` with `ramp_time` (the run's warm-up is at its start) is not supported by fsbench".into(),
+        ));
+    }
     if job.ramp_time_us > 0 && (job.stonewall || job.wait_for.is_some()) && !first {
         errors.push(at(
             job,
@@ -376,6 +383,7 @@ fn stream_of(job: &Job, j: usize, k: u32, stats: &mut Stats, report: &str) -> St
         stat_end_sync,
         stat_time,
         ramp_ns: job.ramp_time_us.saturating_mul(1000),
+        start_delay_ns: job.startdelay_us.saturating_mul(1000),
         job: j,
         wait: Vec::new(),
     }

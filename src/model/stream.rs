@@ -170,6 +170,8 @@ pub struct Stream {
     /// per thread (not an I/O; reports in fio's shape take it as the job's runtime).
     pub stat_time: usize,
     pub ramp_ns: u64,
+    /// Wait this long (after what it waits for) before starting (fio's `startdelay`).
+    pub start_delay_ns: u64,
     /// The job this stream is a clone of (its index in the job file), and what it waits
     /// for before it starts: (job, clones) whose every clone must have ended.
     pub job: usize,

@@ -236,6 +236,9 @@ impl Worker<'_> {
                     }
                 }
             }
+            if s.start_delay_ns > 0 && !self.sleep(Duration::from_nanos(s.start_delay_ns)) {
+                return Ok(Flow::Stop);
+            }
             let st = self.stream_open(&s)?;
             self.stream = Some(Box::new(st));
         }
