@@ -17,6 +17,7 @@
 // layer commands: what the binary's subcommands call (main.rs is here too)
 pub mod complete;
 pub mod experiment;
+pub mod fiocmd;
 
 // layer benchmarks: producers of work for the engine, consumers of its Results
 pub mod age;
@@ -43,6 +44,7 @@ pub mod stats;
 // layer model: the workload language and what it resolves to
 pub mod content;
 pub mod dist;
+pub mod fio;
 pub mod lang;
 pub mod model;
 pub mod verify;

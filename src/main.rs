@@ -261,6 +261,10 @@ struct RunArgs {
     /// per line) or `none` (left out; the result can then not be merged).
     #[arg(long, value_enum, default_value_t = fsbench::report::json::Histograms::Compact)]
     histograms: fsbench::report::json::Histograms,
+    /// For a fio job: `json` writes fio's JSON (a subset: jobs[].read/write with iops, bw,
+    /// clat_ns percentiles) to standard output, the text report going to standard error.
+    #[arg(long = "output-format", value_name = "FORMAT", value_parser = ["normal", "json"])]
+    output_format: Option<String>,
 }
 
 #[derive(Args)]
@@ -335,11 +339,25 @@ enum SelftestWhat {
 
 #[derive(Args, Clone)]
 struct WorkloadArgs {
-    /// A workload file (.f) or the name of a built-in personality (see `fsbench list`).
+    /// A workload file (.f), a fio job file (.fio), or the name of a built-in personality
+    /// (see `fsbench list`).
     workload: String,
     /// Set a variable before the script runs (repeatable): -s nfiles=500
     #[arg(short = 's', long = "set", value_name = "NAME=VALUE", value_parser = parse_override)]
     set: Vec<(String, String)>,
+    /// The workload argument is a one-line fio job: --fio 'rw=randread bs=4k size=1g'.
+    #[arg(long, conflicts_with = "format")]
+    fio: bool,
+    /// Read the workload file as `fio` job file, whatever its name (`.fio` files are).
+    #[arg(long, value_name = "FORMAT", value_parser = ["fio"])]
+    format: Option<String>,
+}
+
+impl WorkloadArgs {
+    /// The workload spec the library reads (`fio:`/`fio-line:` for fio jobs).
+    fn spec(&self) -> String {
+        fsbench::fiocmd::spec(&self.workload, self.fio, self.format.as_deref())
+    }
 }
 
 fn parse_override(s: &str) -> Result<(String, String), String> {
@@ -357,7 +375,7 @@ struct CheckArgs {
 
 #[derive(Args)]
 struct ShowArgs {
-    /// Built-in personality name.
+    /// Built-in personality name, or a fio job file (.fio) to explain.
     name: String,
 }
 
@@ -367,7 +385,7 @@ fn load(w: &WorkloadArgs) -> Result<Workload> {
 
 /// Load and print warnings; `duration_given` leaves out the missing-`run` warning.
 fn load_with(w: &WorkloadArgs, duration_given: bool) -> Result<Workload> {
-    match workloads::load(&w.workload, &Overrides(w.set.clone())) {
+    match workloads::load(&w.spec(), &Overrides(w.set.clone())) {
         Ok((wl, _)) => {
             for warn in &wl.warnings {
                 if duration_given && warn.message == fsbench::model::build::NO_RUN_WARNING {
@@ -394,7 +412,10 @@ fn cmd_check(a: &CheckArgs) -> Result<()> {
     let wl = load(&a.w)?;
     let unsupported = wl.unsupported();
     if !a.quiet {
-        fsbench::out!("{}", fsbench::model::explain::explain(&wl));
+        match fsbench::fiocmd::explain(&a.w.spec())? {
+            Some(text) => fsbench::out!("{text}"),
+            None => fsbench::out!("{}", fsbench::model::explain::explain(&wl)),
+        }
     }
     if !unsupported.is_empty() {
         for d in &unsupported {
@@ -443,6 +464,7 @@ fn cmd_run(a: &RunArgs) -> Result<()> {
         ],
         a.histograms,
     )?;
+    fsbench::fiocmd::report(&a.w.spec(), &results, a.output_format.as_deref())?;
     if verify {
         verify_summary(&results)?;
     }
@@ -659,10 +681,7 @@ fn report_mpi(
 /// results and whether data was verified, or None when nothing was measured (e.g.
 /// `--verify-only`, which reports by itself).
 fn run_collect(a: &RunArgs) -> Result<Option<(fsbench::stats::Results, bool)>> {
-    let mut wa = WorkloadArgs {
-        workload: a.w.workload.clone(),
-        set: a.w.set.clone(),
-    };
+    let mut wa = a.w.clone();
     let parent = target_dir(a, &mut wa)?;
     let wl = load_with(&wa, a.duration.is_some())?;
     if a.repeat == 0 {
@@ -694,7 +713,10 @@ fn run_collect(a: &RunArgs) -> Result<Option<(fsbench::stats::Results, bool)>> {
         a.csv.as_deref(),
         a.markdown.as_deref(),
     ]);
-    let opts = run_options(a, parent);
+    let mut opts = run_options(a, parent);
+    if a.warmup == 0.0 {
+        opts.warmup = fsbench::fiocmd::ramp_s(&a.w.spec());
+    }
     let runs = repeat_runs(a, &wl, &opts)?;
     Ok(Some((fsbench::stats::repeat::combine(runs), verify)))
 }
@@ -702,16 +724,17 @@ fn run_collect(a: &RunArgs) -> Result<Option<(fsbench::stats::Results, bool)>> {
 /// The directory the run directory goes in (`--dir` or the workload's default); the
 /// workload's `$dir` set to it when the workload has one.
 fn target_dir(a: &RunArgs, wa: &mut WorkloadArgs) -> Result<PathBuf> {
-    let (probe, origin) = match workloads::load(&wa.workload, &Overrides(wa.set.clone())) {
+    let (probe, origin) = match workloads::load(&wa.spec(), &Overrides(wa.set.clone())) {
         Ok(x) => x,
         Err(_) => {
             load(wa)?;
             unreachable!("load reports the error")
         }
     };
-    let parent = match &a.dir {
-        Some(d) => d.clone(),
-        None => default_parent(&probe, &origin),
+    let parent = match (&a.dir, fsbench::fiocmd::directory(&wa.spec())) {
+        (Some(d), _) => d.clone(),
+        (None, Some(d)) => d,
+        (None, None) => default_parent(&probe, &origin),
     };
     let parent = parent
         .canonicalize()
@@ -1026,6 +1049,10 @@ fn cmd_list() -> Result<()> {
 }
 
 fn cmd_show(a: &ShowArgs) -> Result<()> {
+    if let Some(text) = fsbench::fiocmd::show(&a.name)? {
+        fsbench::out!("{text}");
+        return Ok(());
+    }
     let text = workloads::builtin(&a.name).with_context(|| {
         format!(
             "no built-in personality named `{}` (see `fsbench list`)",

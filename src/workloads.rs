@@ -37,6 +37,9 @@ pub enum LoadError {
     },
     #[error("{0}")]
     Invalid(Diagnostics),
+    /// A request that does not apply to this workload.
+    #[error("{0}")]
+    Refused(String),
     #[error(
         "{path}:{line}:{column}: not UTF-8 text (byte 0x{byte:02x}); a workload is a text file"
     )]
@@ -101,8 +104,67 @@ pub fn read_source(spec: &str) -> Result<(std::sync::Arc<SourceFile>, Origin, St
     }
 }
 
-/// Parse and build a workload with overrides.
+/// A fio job named by a workload spec: `fio:PATH` (a job file whatever its name), a path
+/// ending in `.fio`, or `fio-line:OPTIONS` (a one-line job, `fsbench run --fio`).
+pub enum FioSpec<'a> {
+    File(&'a str),
+    Line(&'a str),
+}
+
+/// Prefix of a spec that reads a job file as fio's whatever its name.
+pub const FIO_FILE_PREFIX: &str = "fio:";
+/// Prefix of a spec that is a one-line fio job.
+pub const FIO_LINE_PREFIX: &str = "fio-line:";
+
+pub fn fio_spec(spec: &str) -> Option<FioSpec<'_>> {
+    if let Some(line) = spec.strip_prefix(FIO_LINE_PREFIX) {
+        Some(FioSpec::Line(line))
+    } else if let Some(path) = spec.strip_prefix(FIO_FILE_PREFIX) {
+        Some(FioSpec::File(path))
+    } else if crate::fio::is_job_file(spec) && builtin(spec).is_none() {
+        Some(FioSpec::File(spec))
+    } else {
+        None
+    }
+}
+
+/// Load a fio job (see [`fio_spec`]); `None` when `spec` names none.
+pub fn load_fio(spec: &str) -> Result<Option<(crate::fio::Mapped, Origin)>, LoadError> {
+    let (src, origin, name) = match fio_spec(spec) {
+        None => return Ok(None),
+        Some(FioSpec::Line(line)) => (
+            SourceFile::new("--fio", crate::fio::one_line_job(line)),
+            Origin::Builtin,
+            "fio".to_string(),
+        ),
+        Some(FioSpec::File(path)) => {
+            if !Path::new(path).is_file() {
+                return Err(LoadError::Io {
+                    path: path.to_string(),
+                    source: std::io::Error::new(
+                        std::io::ErrorKind::NotFound,
+                        "no such fio job file",
+                    ),
+                });
+            }
+            read_source(path)?
+        }
+    };
+    let m = crate::fio::load_source(&name, &src).map_err(LoadError::Invalid)?;
+    Ok(Some((m, origin)))
+}
+
+/// Parse and build a workload with overrides (a fio job's options are its own: `-s`
+/// does not apply to one).
 pub fn load(spec: &str, overrides: &Overrides) -> Result<(Workload, Origin), LoadError> {
+    if let Some((m, origin)) = load_fio(spec)? {
+        if let Some((k, _)) = overrides.0.first() {
+            return Err(LoadError::Refused(format!(
+                "{spec}: -s {k}=...: a fio job takes no -s variables (edit its options, or use ${{ENV}} in the job file)"
+            )));
+        }
+        return Ok((m.workload, origin));
+    }
     let (src, origin, name) = read_source(spec)?;
     let script = lang::parse(&src).map_err(|d| LoadError::Invalid(d.into()))?;
     let w = model::build(&name, &src, &script, overrides).map_err(LoadError::Invalid)?;

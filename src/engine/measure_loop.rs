@@ -129,6 +129,8 @@ pub struct MeasureOptions {
     /// A finish flowop that is done ends the run in every quit mode (Filebench's
     /// 1.5-alpha3 tag), not only its own thread (its current source).
     pub finish_ends_run: bool,
+    /// The run directory, for `stream` flowops (fio jobs) to open their files in.
+    pub stream_dir: Option<std::os::fd::RawFd>,
 }
 
 /// Sum what the workers published for the current epoch and turn the difference from the
@@ -223,6 +225,14 @@ pub fn measure(
         .map(|_| Mutex::new(Sample::default()))
         .collect();
     let hists = stats::SharedHists::new(nstats);
+    let jobs = wl
+        .all_flowops()
+        .iter()
+        .filter_map(|f| f.stream.as_ref().map(|s| s.job + 1))
+        .max()
+        .unwrap_or(0);
+    let streams_ended: Vec<std::sync::atomic::AtomicU64> =
+        (0..jobs).map(|_| Default::default()).collect();
     let shared = Shared {
         hists: &hists,
         wl,
@@ -236,6 +246,8 @@ pub fn measure(
         clock: *stats::clock::global(),
         samples: &samples,
         pacing: &pacing,
+        stream_dir: mo.stream_dir,
+        streams_ended: &streams_ended,
     };
     let gate = Gate::default();
     let mut out = Outcome::new(nstats);
@@ -360,7 +372,7 @@ fn worker_main(
         shared.ctl.end_run();
     }
     w.finish();
-    if flow == Flow::Done || flow == Flow::Exhausted {
+    if matches!(flow, Flow::Done | Flow::Exhausted | Flow::Finished) {
         shared.ctl.finished.fetch_add(1, Ordering::SeqCst);
     }
     w.close_all();

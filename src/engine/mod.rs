@@ -13,6 +13,7 @@ pub mod rundir;
 pub mod selftest;
 pub mod selftest_layout;
 pub mod selftest_scan;
+pub mod streamfiles;
 pub mod sync;
 pub mod worker;
 
@@ -408,6 +409,18 @@ fn run_in(
         (None, Some(plans)) => lay_out(wl, opts, rd, plans)?,
         (None, None) => unreachable!("the plans are used only by the layout"),
     };
+    let streamed = streamfiles::lay_out(wl, rd.fd(), opts.quiet).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::Interrupted {
+            EngineError::Interrupted
+        } else {
+            EngineError::Worker(format!(
+                "laying out the files of {}: {e}",
+                rd.path.display()
+            ))
+        }
+    })?;
+    laid.layout.files_written += streamed.files;
+    laid.layout.bytes_written += streamed.bytes_written;
     if interrupted() {
         return Err(EngineError::Interrupted);
     }
@@ -454,6 +467,7 @@ fn run_in(
             continue_on_enospc: opts.continue_on_enospc,
             device: crate::sys::blockstat::device_of(&rd.path),
             finish_ends_run: opts.finish_ends_run,
+            stream_dir: Some(rd.fd()),
         },
     )?;
     if let Some(what) = remounted {

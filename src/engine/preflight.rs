@@ -59,6 +59,16 @@ pub fn initial_buffer(t: &Thread) -> u64 {
     m.max(t.memsize.min(MEMSIZE_CAP))
 }
 
+/// The buffers of a `stream` flowop's io_uring queue: one of the largest block size for
+/// each I/O in flight.
+fn ring_buffers(t: &Thread) -> u64 {
+    t.flowops
+        .iter()
+        .filter_map(|f| f.stream.as_deref())
+        .map(|s| (s.depth as u64).saturating_mul(s.max_bs()))
+        .sum()
+}
+
 /// Estimated directories of a tree of `n` leaves with mean width `w`.
 fn dirs_for(n: u64, w: u64) -> u64 {
     if n == 0 {
@@ -224,7 +234,10 @@ fn check_threads(wl: &Workload, m: &Machine, est: &mut Estimate) -> Result<(), E
     for p in &wl.processes {
         for t in &p.threads {
             let n = p.instances as u64 * t.instances as u64;
-            let per = initial_buffer(t) + DIRBUF + nstats.saturating_mul(PER_STAT_THREAD);
+            let per = initial_buffer(t)
+                + ring_buffers(t)
+                + DIRBUF
+                + nstats.saturating_mul(PER_STAT_THREAD);
             est.threads += n;
             est.thread_bytes = est.thread_bytes.saturating_add(n.saturating_mul(per));
             if let Err(e) = m.check_threads(

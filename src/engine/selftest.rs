@@ -60,6 +60,7 @@ impl Prepared {
                 continue_on_enospc: false,
                 device: None,
                 finish_ends_run: false,
+                stream_dir: None,
             },
         )?;
         let i = self

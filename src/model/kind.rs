@@ -42,6 +42,9 @@ pub enum FlowopKind {
     Think,
     /// A user-defined composite flowop (`define flowop`).
     Composite,
+    /// A block-I/O stream (a fio job, [`crate::model::stream::Stream`]); not a name the
+    /// workload language knows.
+    Stream,
 }
 
 /// How a flowop counts in the IO summary (Filebench's FLOW_ATTR_READ / FLOW_ATTR_WRITE).
@@ -147,6 +150,7 @@ impl FlowopKind {
             TestRandVar => "testrandvar",
             Think => "think",
             Composite => "composite",
+            Stream => "stream",
         }
     }
 
@@ -278,7 +282,7 @@ impl FlowopKind {
             EventLimit => &[],
             IopsLimit | OpsLimit | BwLimit => &["target"],
             FinishOnCount | FinishOnBytes => &["value", "target"],
-            Composite => &[],
+            Composite | Stream => &[],
         }
     }
 

@@ -5,6 +5,7 @@
 pub mod build;
 pub mod explain;
 pub mod kind;
+pub mod stream;
 
 pub use build::{build, Overrides};
 pub use kind::{FlowopKind, IoClass};
@@ -159,6 +160,8 @@ pub struct Flowop {
     pub highwater: Num,
     /// The body of a composite flowop, with its local variables bound.
     pub children: Vec<Flowop>,
+    /// What a `stream` flowop (a fio job) does.
+    pub stream: Option<Arc<stream::Stream>>,
 }
 
 /// Things the script does in order, up to and including the first `run`.

@@ -2,6 +2,7 @@
 
 pub mod compare;
 pub mod csv;
+pub mod fio;
 pub mod html;
 pub mod json;
 pub mod markdown;

@@ -26,12 +26,18 @@ fn export_to_stdout<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> bool {
         .map(|a| a.as_ref().to_str().unwrap_or(""))
         .collect();
     let end = args.iter().position(|a| *a == "--").unwrap_or(args.len());
-    args[..end].iter().enumerate().any(|(i, a)| {
-        EXPORTS.iter().any(|e| {
-            (a == e && args.get(i + 1) == Some(&"-"))
-                || a.strip_prefix(e).and_then(|r| r.strip_prefix('=')) == Some("-")
+    // fio's JSON (`--output-format json`, for a fio job) goes to standard output too.
+    let fio_json = args[..end].iter().enumerate().any(|(i, a)| {
+        (*a == "--output-format" && args.get(i + 1) == Some(&"json"))
+            || *a == "--output-format=json"
+    });
+    fio_json
+        || args[..end].iter().enumerate().any(|(i, a)| {
+            EXPORTS.iter().any(|e| {
+                (a == e && args.get(i + 1) == Some(&"-"))
+                    || a.strip_prefix(e).and_then(|r| r.strip_prefix('=')) == Some("-")
+            })
         })
-    })
 }
 
 /// Print the text report (see [`human`]) and write each requested export, `-` meaning
@@ -73,5 +79,17 @@ mod tests {
         assert!(!export_to_stdout(&["run", "x", "--json"]));
         assert!(!export_to_stdout(&["run", "x", "--", "--json", "-"]));
         assert!(!export_to_stdout(&["run", "-", "--jsonx=-"]));
+        assert!(export_to_stdout(&[
+            "run",
+            "j.fio",
+            "--output-format",
+            "json"
+        ]));
+        assert!(export_to_stdout(&["run", "j.fio", "--output-format=json"]));
+        assert!(!export_to_stdout(&[
+            "run",
+            "j.fio",
+            "--output-format=normal"
+        ]));
     }
 }

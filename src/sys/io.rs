@@ -153,6 +153,20 @@ pub fn write(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
     cvt_size(unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) })
 }
 
+pub fn read(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
+    // SAFETY: buf is valid for writes of buf.len() bytes.
+    cvt_size(unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) })
+}
+
+/// `lseek(fd, off, SEEK_SET)`.
+pub fn seek_to(fd: RawFd, off: u64) -> io::Result<()> {
+    // SAFETY: plain lseek on an fd we own.
+    if unsafe { libc::lseek(fd, off as libc::off_t, libc::SEEK_SET) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 pub fn seek_end(fd: RawFd) -> io::Result<u64> {
     // SAFETY: plain lseek on an fd we own.
     let r = unsafe { libc::lseek(fd, 0, libc::SEEK_END) };
@@ -199,6 +213,34 @@ pub fn fadvise_random(fd: RawFd) {
     // SAFETY: advisory only.
     unsafe {
         libc::posix_fadvise(fd, 0, 0, libc::POSIX_FADV_RANDOM);
+    }
+}
+
+/// Tell the kernel how the file will be read: `POSIX_FADV_RANDOM` (no readahead) or
+/// `POSIX_FADV_SEQUENTIAL`.
+pub fn fadvise_pattern(fd: RawFd, random: bool) {
+    let advice = if random {
+        libc::POSIX_FADV_RANDOM
+    } else {
+        libc::POSIX_FADV_SEQUENTIAL
+    };
+    // SAFETY: advisory only.
+    unsafe {
+        libc::posix_fadvise(fd, 0, 0, advice);
+    }
+}
+
+/// Drop the cached pages of `len` bytes at `off` of the file (`posix_fadvise` DONTNEED;
+/// dirty pages stay until written back).
+pub fn fadvise_dontneed(fd: RawFd, off: u64, len: u64) {
+    // SAFETY: advisory only.
+    unsafe {
+        libc::posix_fadvise(
+            fd,
+            off as libc::off_t,
+            len as libc::off_t,
+            libc::POSIX_FADV_DONTNEED,
+        );
     }
 }
 

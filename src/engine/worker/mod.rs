@@ -12,6 +12,8 @@ mod misc;
 mod pace;
 mod plain;
 mod rw;
+mod stream;
+mod stream_uring;
 
 use super::aio::Aio;
 use super::sync::Pacing;
@@ -93,8 +95,11 @@ const EMPTY: Slot = Slot {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Flow {
     Continue,
-    /// `finishoncount`/`finishonbytes` reached: this thread is done.
+    /// `finishoncount`/`finishonbytes` reached: this thread is done, and the run with it.
     Done,
+    /// This thread's work is over (a `stream` has done its passes); the run goes on until
+    /// every thread's is (fio's jobs end one by one).
+    Finished,
     /// The run is stopping.
     Stop,
     /// A flowop found no file to work on: this thread ends (and the run, except in
@@ -138,6 +143,10 @@ pub struct Shared<'a> {
     pub pacing: &'a Pacing,
     /// The run's latency histograms, one per flowop.
     pub hists: &'a crate::stats::SharedHists,
+    /// The run directory, where `stream` flowops find their files.
+    pub stream_dir: Option<RawFd>,
+    /// Per fio job: its clones whose stream has ended (for the jobs that wait for it).
+    pub streams_ended: &'a [AtomicU64],
 }
 
 /// What a worker publishes at each sampling epoch: its cumulative counts and bytes per
@@ -222,6 +231,8 @@ pub struct Worker<'a> {
     span_div: (u64, u64, u64),
     /// Thread CPU (user, system) when the current statistics generation began.
     cpu0: (f64, f64),
+    /// The open files and progress of this thread's `stream` flowop.
+    stream: Option<Box<stream::StreamState>>,
 }
 
 /// The largest whole-file request a thread can make: whole-file flowops without an `iosize`
@@ -329,6 +340,7 @@ impl<'a> Worker<'a> {
             cpu0: (0.0, 0.0),
             plain: plain::Plain::for_thread(sh, thread),
             span_div: (0, 1, 0),
+            stream: None,
         })
     }
 
@@ -389,6 +401,8 @@ impl<'a> Worker<'a> {
     /// Stop measuring: CPU used since the baseline, apportioned to flowops by their share of
     /// this thread's measured time.
     pub fn finish(&mut self) {
+        // A stream the run stopped records how long it ran.
+        self.stream_timed();
         for stat in 0..self.lat.len() {
             self.flush_lat(stat);
         }
@@ -396,10 +410,18 @@ impl<'a> Worker<'a> {
         self.rec.cpu_user_s = u1 - self.cpu0.0;
         self.rec.cpu_sys_s = s1 - self.cpu0.1;
         let cpu_ns = (self.rec.cpu_user_s + self.rec.cpu_sys_s) * 1e9;
-        let total: u64 = self.rec.ops.iter().map(|o| o.lat_sum_ns).sum();
+        // A stream's runtime statistic is a span of time, not an operation: no CPU share.
+        let names = &self.sh.wl.stat_names;
+        let counts = |i: usize| names.get(i).is_none_or(|n| n.1 != FlowopKind::Stream);
+        let total: u64 = (self.rec.ops.iter().enumerate())
+            .filter(|(i, _)| counts(*i))
+            .map(|(_, o)| o.lat_sum_ns)
+            .sum();
         if total > 0 {
-            for o in &mut self.rec.ops {
-                o.cpu_ns = cpu_ns * o.lat_sum_ns as f64 / total as f64;
+            for (i, o) in self.rec.ops.iter_mut().enumerate() {
+                if counts(i) {
+                    o.cpu_ns = cpu_ns * o.lat_sum_ns as f64 / total as f64;
+                }
             }
         }
     }
@@ -439,6 +461,7 @@ impl<'a> Worker<'a> {
         for i in 0..MAX_FD {
             self.release_slot(i);
         }
+        self.stream_close();
     }
 
     fn num(&mut self, n: &crate::model::Num) -> i64 {
@@ -1040,6 +1063,7 @@ impl<'a> Worker<'a> {
             EventLimit => self.op_eventlimit(f),
             IopsLimit | OpsLimit | BwLimit => self.op_iopslimit(f),
             Think => self.op_think(f),
+            Stream => self.op_stream(f),
             Composite => unreachable!("composites are expanded by run_flowop"),
         }
     }

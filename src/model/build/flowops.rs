@@ -31,7 +31,13 @@ pub(super) fn blank_flowop(kind: FlowopKind, span: Span) -> Flowop {
         blocking: false,
         highwater: Num::Const(1),
         children: Vec::new(),
+        stream: None,
     }
+}
+
+/// A `stream` flowop (a fio job) at `span`, its stream to be set by the caller.
+pub fn stream_flowop(span: Span) -> Flowop {
+    blank_flowop(FlowopKind::Stream, span)
 }
 
 /// The field of a flowop's true-or-false attribute `name`, if it is one.

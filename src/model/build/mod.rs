@@ -17,6 +17,8 @@ mod flowops;
 mod processes;
 mod randvars;
 
+pub use flowops::stream_flowop;
+
 use attrs::ContentAttrs;
 
 /// The warning for a workload without `run`; `fsbench run --duration` leaves it out, since the

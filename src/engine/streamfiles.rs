@@ -1,0 +1,156 @@
+//! Laying out the files of `stream` flowops (fio jobs) in the run directory, before the
+//! measurement and outside it, as fio's `extend_file` does: the file is created anew,
+//! its blocks reserved (`fallocate=`), and for a job that reads it is extended to its size
+//! and written whole in requests of the largest write block size. A file several jobs
+//! name is laid out once, the first time, and filled if any of them reads it.
+
+use crate::model::stream::{Prealloc, StreamFile};
+use crate::model::{FlowopKind, Workload};
+use crate::sys::io;
+use std::os::fd::{AsRawFd, RawFd};
+
+/// What the stream files' layout did.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Laid {
+    pub files: u64,
+    pub bytes_written: u64,
+}
+
+/// Every stream file of the workload once, filled when any stream that names it reads.
+pub fn files(wl: &Workload) -> Vec<StreamFile> {
+    let mut out: Vec<StreamFile> = Vec::new();
+    for f in wl.all_flowops() {
+        if f.kind != FlowopKind::Stream {
+            continue;
+        }
+        let Some(s) = &f.stream else { continue };
+        for sf in s.files.iter().filter(|f| !f.create_on_open) {
+            match out.iter_mut().find(|o| o.name == sf.name) {
+                Some(o) => {
+                    // One file of the largest size any of them needs.
+                    let end = (o.offset + o.len).max(sf.offset + sf.len);
+                    o.fill |= sf.fill;
+                    o.fill_bs = o.fill_bs.max(sf.fill_bs);
+                    o.offset = 0;
+                    o.len = end;
+                }
+                None => out.push(sf.clone()),
+            }
+        }
+    }
+    out
+}
+
+/// Lay the stream files out in `dir` (the run directory's descriptor).
+pub fn lay_out(wl: &Workload, dir: RawFd, quiet: bool) -> std::io::Result<Laid> {
+    let list = files(wl);
+    let mut laid = Laid::default();
+    if list.is_empty() {
+        return Ok(laid);
+    }
+    let total: u64 = list
+        .iter()
+        .filter(|f| f.fill)
+        .map(|f| f.offset + f.len)
+        .sum();
+    if !quiet {
+        crate::errln!(
+            "fsbench: laying out {} ({} written)",
+            crate::units::count(list.len() as u64, "file"),
+            crate::units::human_bytes_u64(total)
+        );
+    }
+    let mut rng = crate::dist::rng(0x5eed, 0xf10);
+    let mut buf = io::AlignedBuf::try_new(4096, &mut rng).map_err(std::io::Error::other)?;
+    for f in &list {
+        if crate::cancel::interrupted() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::Interrupted,
+                "interrupted",
+            ));
+        }
+        let name = crate::beneath::component(std::ffi::OsStr::new(&f.name))?;
+        let fd =
+            crate::beneath::open_file(dir, &name, libc::O_CREAT | libc::O_TRUNC | libc::O_WRONLY)
+                .map_err(|e| std::io::Error::new(e.kind(), format!("create {}: {e}", f.name)))?;
+        let size = f.offset + f.len;
+        prealloc(fd.as_raw_fd(), f.prealloc, size)
+            .map_err(|e| std::io::Error::new(e.kind(), format!("fallocate {}: {e}", f.name)))?;
+        if f.fill {
+            fill(fd.as_raw_fd(), size, f.fill_bs, &mut buf, &mut rng)
+                .map_err(|e| std::io::Error::new(e.kind(), format!("write {}: {e}", f.name)))?;
+            laid.bytes_written += size;
+        }
+        laid.files += 1;
+    }
+    Ok(laid)
+}
+
+fn prealloc(fd: RawFd, how: Prealloc, size: u64) -> std::io::Result<()> {
+    if size == 0 {
+        return Ok(());
+    }
+    // SAFETY: fallocate on a descriptor we own.
+    let rc = unsafe {
+        match how {
+            Prealloc::None => return Ok(()),
+            Prealloc::Native => libc::fallocate(fd, 0, 0, size as libc::off_t),
+            Prealloc::KeepSize => {
+                libc::fallocate(fd, libc::FALLOC_FL_KEEP_SIZE, 0, size as libc::off_t)
+            }
+            Prealloc::Posix => {
+                let e = libc::posix_fallocate(fd, 0, size as libc::off_t);
+                if e != 0 {
+                    return Err(std::io::Error::from_raw_os_error(e));
+                }
+                0
+            }
+        }
+    };
+    if rc != 0 {
+        let e = std::io::Error::last_os_error();
+        // As fio: a file system without fallocate is not an error for `native`.
+        if matches!(
+            e.raw_os_error(),
+            Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS)
+        ) {
+            return Ok(());
+        }
+        return Err(e);
+    }
+    Ok(())
+}
+
+/// fio's layout write: `ftruncate` to the size, then the whole file in `bs` requests.
+fn fill(
+    fd: RawFd,
+    size: u64,
+    bs: u64,
+    buf: &mut io::AlignedBuf,
+    rng: &mut crate::dist::Rng,
+) -> std::io::Result<()> {
+    // SAFETY: ftruncate on a descriptor we own.
+    if unsafe { libc::ftruncate(fd, size as libc::off_t) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let bs = bs.clamp(1, 64 << 20).min(size.max(1)) as usize;
+    if buf.len() < bs {
+        *buf = io::AlignedBuf::try_new(bs, rng).map_err(std::io::Error::other)?;
+    }
+    let mut left = size;
+    while left > 0 {
+        if crate::cancel::interrupted() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::Interrupted,
+                "interrupted",
+            ));
+        }
+        let n = (left.min(bs as u64)) as usize;
+        let w = io::write(fd, &buf.as_slice()[..n])?;
+        if w == 0 {
+            return Err(std::io::Error::other("wrote 0 bytes"));
+        }
+        left -= w as u64;
+    }
+    Ok(())
+}

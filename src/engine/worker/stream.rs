@@ -1,0 +1,783 @@
+//! The `stream` flowop: a block-I/O stream ([`crate::model::stream::Stream`], what a fio
+//! job does), one read, write or sync per call, with fio's rules (`backend.c`, `io_u.c`):
+//!
+//! - the next I/O goes to the next file not yet done in this pass (round robin);
+//! - a mixed job draws its direction 1..=100 against the read percentage, and after a
+//!   switch keeps it for (I/Os so far in the old direction × the new one's share / 100);
+//! - sequential I/O moves on from where the direction's last I/O on the file ended (plus
+//!   the `:N` skip); random offsets are block numbers drawn uniformly, a taken one
+//!   replaced by the next free block when the pass keeps a map, so each block is done once;
+//! - a pass ends when its bytes (reads and writes together) are done, its number of I/Os,
+//!   or when every file is exhausted; passes repeat `loops` times, or until the run time
+//!   ends when time based;
+//! - an fsync (fdatasync) goes after every Nth write, on the file the write went to.
+
+use super::*;
+use crate::model::stream::{Pace, Sizes, Skew, Stream};
+
+/// One file of the stream, open.
+pub(super) struct OpenFile {
+    pub(super) fd: RawFd,
+    /// Next sequential position per direction, relative to the file's offset.
+    pos: [u64; 2],
+    /// Done for this pass.
+    done: bool,
+    /// Random map: one bit per `unit` bytes.
+    map: Vec<u64>,
+    blocks: u64,
+    /// A skewed distribution's state (fio keeps one per file).
+    skew: Option<SkewState>,
+}
+
+/// fio's `zipf_state` (`lib/zipf.c`): ranges of the smallest block size, the Zipf sum
+/// over them (up to 10 million, as fio caps it), and the draw's random offset.
+struct SkewState {
+    nranges: u64,
+    zipf: bool,
+    theta: f64,
+    zetan: f64,
+    zeta2: f64,
+    pareto_pow: f64,
+    rand_off: u64,
+    rng: Rng,
+}
+
+/// The multiplier of fio's `__hash_u64` (the golden ratio's, as Linux's `hash_64`).
+const GOLDEN_RATIO_64: u64 = 0x61C8_8646_80B5_83EB;
+
+impl SkewState {
+    fn new(skew: Skew, len: u64, unit: u64, seed: u64) -> Option<SkewState> {
+        let nranges = len.div_ceil(unit).max(1);
+        let mut rng = crate::dist::rng(seed, 0x21bf);
+        let (zipf, theta, h, center) = match skew {
+            Skew::Uniform => return None,
+            Skew::Zipf { theta, center } => (true, theta, 0.0, center),
+            Skew::Pareto { h, center } => (false, 0.0, h, center),
+        };
+        let rand_off = match center {
+            Some(c) => (nranges as f64 * c) as u64,
+            None => rng.random::<u32>() as u64,
+        };
+        let zetan = if zipf {
+            (0..nranges.min(10_000_000))
+                .map(|i| (1.0 / (i + 1) as f64).powf(theta))
+                .sum()
+        } else {
+            0.0
+        };
+        Some(SkewState {
+            nranges,
+            zipf,
+            theta,
+            zetan,
+            zeta2: 1.0 + 0.5f64.powf(theta),
+            pareto_pow: if zipf { 0.0 } else { h.ln() / (1.0 - h).ln() },
+            rand_off,
+            rng,
+        })
+    }
+
+    /// fio's `zipf_next` / `pareto_next`: a range number.
+    fn next(&mut self) -> u64 {
+        let u = self.rng.random::<u32>() as f64 / u32::MAX as f64;
+        let n = self.nranges;
+        let val = if self.zipf {
+            let alpha = 1.0 / (1.0 - self.theta);
+            let eta =
+                (1.0 - (2.0 / n as f64).powf(1.0 - self.theta)) / (1.0 - self.zeta2 / self.zetan);
+            let z = u * self.zetan;
+            let v = if z < 1.0 {
+                1
+            } else if z < 1.0 + 0.5f64.powf(self.theta) {
+                2
+            } else {
+                1 + (n as f64 * (eta * u - eta + 1.0).powf(alpha)) as u64
+            };
+            v - 1
+        } else {
+            ((n - 1) as f64 * u.powf(self.pareto_pow)) as u64
+        };
+        val.wrapping_mul(GOLDEN_RATIO_64)
+            .wrapping_add(self.rand_off)
+            % n
+    }
+}
+
+impl OpenFile {
+    fn taken(&self, b: u64) -> bool {
+        self.map[(b / 64) as usize] & (1 << (b % 64)) != 0
+    }
+    fn set(&mut self, b: u64) {
+        self.map[(b / 64) as usize] |= 1 << (b % 64);
+    }
+}
+
+pub(super) struct StreamState {
+    pub(super) files: Vec<OpenFile>,
+    next_file: usize,
+    pass: u64,
+    pass_bytes: u64,
+    pass_ios: u64,
+    /// I/Os issued per direction (in the stream's whole life: fio's io_issues).
+    issues: [u64; 2],
+    mix_dir: usize,
+    mix_issues: u64,
+    last_write_file: Option<usize>,
+    last_was_write: bool,
+    unit: u64,
+    rng: Rng,
+    started: Instant,
+    since_think: u64,
+    /// Bytes and I/Os issued per direction, for pacing.
+    paced: [(u64, u64); 2],
+    /// Its runtime is recorded.
+    timed: bool,
+    /// The ring of an asynchronous stream.
+    pub(super) ring: Option<super::stream_uring::Ring>,
+}
+
+impl Worker<'_> {
+    fn stream_open(&mut self, s: &Stream) -> Result<StreamState, Fail> {
+        let Some(dir) = self.sh.stream_dir else {
+            return Err(Fail::Error(
+                "a stream flowop without its run directory".into(),
+            ));
+        };
+        let unit = s.bs[0].min().min(s.bs[1].min()).max(1);
+        let rng_seed = s.seed.unwrap_or_else(|| self.rng.random());
+        let mut files = Vec::with_capacity(s.files.len());
+        for f in &s.files {
+            let how = OpenHow {
+                create: f.create_on_open,
+                readonly: !s.writes,
+                writeonly: false,
+                dsync: s.dsync,
+                directio: s.direct,
+            };
+            let name = std::ffi::CString::new(f.name.as_bytes())
+                .map_err(|_| Fail::Error(format!("file name {:?} holds a NUL", f.name)))?;
+            let flags_extra = if s.osync { libc::O_SYNC } else { 0 };
+            let fd = if flags_extra != 0 {
+                crate::beneath::open_file(dir, &name, how.flags() | flags_extra)
+                    .map(std::os::fd::IntoRawFd::into_raw_fd)
+            } else {
+                io::open_at(dir, &name, how)
+            }
+            .map_err(|e| Fail::Error(format!("open {}: {e}", f.name)))?;
+            let blocks = f.len / unit;
+            if s.invalidate {
+                io::fadvise_dontneed(fd, f.offset, f.len);
+            }
+            // fio's fadvise_hint=1 (its default): the pattern's hint at each open.
+            if s.fadvise_hint {
+                io::fadvise_pattern(fd, s.random);
+            }
+            let skew = SkewState::new(s.skew, f.len, unit, rng_seed ^ ((files.len() as u64) << 40));
+            files.push(OpenFile {
+                fd,
+                pos: [0, 0],
+                done: false,
+                map: if s.random && s.random_map {
+                    vec![0; blocks.div_ceil(64) as usize]
+                } else {
+                    Vec::new()
+                },
+                blocks,
+                skew,
+            });
+        }
+        let seed = rng_seed;
+        let mut rng = crate::dist::rng(seed, 0x5157);
+        let first = if s.reads && s.writes {
+            usize::from(rng.random_range(1..=100u32) > s.read_pct)
+        } else {
+            usize::from(!s.reads)
+        };
+        Ok(StreamState {
+            files,
+            next_file: 0,
+            pass: 0,
+            pass_bytes: 0,
+            pass_ios: 0,
+            issues: [0, 0],
+            mix_dir: first,
+            mix_issues: 0,
+            last_write_file: None,
+            last_was_write: false,
+            unit,
+            rng,
+            started: Instant::now(),
+            since_think: 0,
+            paced: [(0, 0); 2],
+            timed: false,
+            ring: if s.depth > 0 {
+                Some(
+                    super::stream_uring::Ring::new(s.depth, s.max_bs(), &mut self.rng)
+                        .map_err(Fail::Error)?,
+                )
+            } else {
+                None
+            },
+        })
+    }
+
+    pub(super) fn op_stream(&mut self, f: &Flowop) -> Result<Flow, Fail> {
+        let s = f
+            .stream
+            .as_ref()
+            .expect("a stream flowop carries its stream")
+            .clone();
+        if self.stream.is_none() {
+            // A job after a stonewall, or with wait_for, starts when its waits have ended.
+            for &(job, clones) in &s.wait {
+                while self.sh.streams_ended[job].load(Ordering::Acquire) < clones as u64 {
+                    if !self.sleep(Duration::from_millis(1)) {
+                        return Ok(Flow::Stop);
+                    }
+                }
+            }
+            if s.start_delay_ns > 0 && !self.sleep(Duration::from_nanos(s.start_delay_ns)) {
+                return Ok(Flow::Stop);
+            }
+            let st = self.stream_open(&s)?;
+            self.stream = Some(Box::new(st));
+        }
+        if s.runtime_ns > 0 {
+            let st = self.stream.as_ref().expect("set above");
+            if st.started.elapsed().as_nanos() as u64 >= s.runtime_ns {
+                return self.stream_end(&s);
+            }
+        }
+        if self.stream_pass_over(&s) {
+            if s.depth > 0 {
+                let inflight = self
+                    .stream
+                    .as_ref()
+                    .and_then(|st| st.ring.as_ref())
+                    .map_or(0, |r| r.inflight());
+                self.uring_reap(&s, inflight)?;
+            }
+            self.stream_close_pass(&s)?;
+            let st = self.stream.as_mut().expect("set above");
+            st.pass += 1;
+            if st.pass >= s.passes && !s.time_based {
+                return self.stream_end(&s);
+            }
+            st.pass_bytes = 0;
+            st.pass_ios = 0;
+            for (of, sf) in st.files.iter_mut().zip(&s.files) {
+                // fio reopens the files for each pass, dropping their cached pages.
+                if s.invalidate {
+                    io::fadvise_dontneed(of.fd, sf.offset, sf.len);
+                }
+                of.pos = [0, 0];
+                of.done = false;
+                of.map.iter_mut().for_each(|w| *w = 0);
+            }
+        }
+        if let Some(r) = self.stream_sync_due(&s) {
+            return r;
+        }
+        let dir = self.stream_dir(&s);
+        if !self.stream_pace(&s, dir) {
+            return Ok(Flow::Stop);
+        }
+        let Some((fi, off, len)) = self.stream_place(&s, dir) else {
+            // Every file is exhausted: the pass is over (checked at the next call).
+            let st = self.stream.as_mut().expect("set above");
+            st.files.iter_mut().for_each(|f| f.done = true);
+            return Ok(Flow::Continue);
+        };
+        self.stream_io(&s, dir, fi, off, len)
+    }
+
+    fn stream_pass_over(&self, s: &Stream) -> bool {
+        let st = self.stream.as_ref().expect("set");
+        st.pass_bytes >= s.pass_bytes
+            || (s.number_ios > 0 && st.pass_ios >= s.number_ios)
+            || st.files.iter().all(|f| f.done)
+    }
+
+    /// fio's linear rate: wait until the time the I/Os issued so far in direction `dir`
+    /// take at the rate. False when the run stopped meanwhile.
+    fn stream_pace(&mut self, s: &Stream, dir: usize) -> bool {
+        let st = self.stream.as_ref().expect("set");
+        let (bytes, ios) = st.paced[dir];
+        let due_us = match s.pace[dir] {
+            Pace::None => return true,
+            Pace::Bytes(bps) => (bytes as u128 * 1_000_000 / bps.max(1) as u128) as u64,
+            Pace::PerIo(us) => ios.saturating_mul(us),
+        };
+        let due = st.started + Duration::from_micros(due_us);
+        let now = Instant::now();
+        due <= now || self.sleep(due - now)
+    }
+
+    /// fio's `get_rw_ddir` for a mixed stream; the one direction otherwise.
+    fn stream_dir(&mut self, s: &Stream) -> usize {
+        let st = self.stream.as_mut().expect("set");
+        if !(s.reads && s.writes) {
+            return usize::from(!s.reads);
+        }
+        if st.issues[st.mix_dir] >= st.mix_issues {
+            let d = usize::from(st.rng.random_range(1..=100u32) > s.read_pct);
+            if d != st.mix_dir {
+                let share = if d == 0 { s.read_pct } else { 100 - s.read_pct } as u64;
+                st.mix_issues = st.issues[st.mix_dir] * share / 100;
+            }
+            st.mix_dir = d;
+        }
+        st.mix_dir
+    }
+
+    /// fio's `get_next_buflen`: the next block size of `sizes` that fits in the `room`
+    /// bytes from the offset to the end of the file's range (`None` when not even the
+    /// smallest does). A range draws `lo + hi × U`, a split the first part whose running
+    /// share reaches `U` and that fits (else the last part); then aligned down to the
+    /// smallest size and capped at the largest, drawn again until it fits.
+    fn stream_bs(st: &mut StreamState, sizes: &Sizes, room: u64) -> Option<u64> {
+        let (lo, hi) = (sizes.min().max(1), sizes.max());
+        if lo == hi {
+            return (lo <= room).then_some(lo);
+        }
+        if lo > room {
+            return None;
+        }
+        loop {
+            let u: f64 = st.rng.random();
+            let mut b = match sizes {
+                Sizes::Split(parts) => {
+                    let mut sum = 0.0;
+                    let mut pick = lo;
+                    for (size, pct) in parts.iter().filter(|p| p.1 > 0) {
+                        pick = *size;
+                        sum += *pct as f64;
+                        if u * 100.0 <= sum && *size <= room {
+                            break;
+                        }
+                    }
+                    pick
+                }
+                _ => lo + (hi as f64 * u) as u64,
+            };
+            b -= b % lo;
+            b = b.min(hi);
+            if b <= room {
+                return Some(b);
+            }
+        }
+    }
+
+    /// The file, offset and length of the next I/O; `None` when every file is exhausted.
+    fn stream_place(&mut self, s: &Stream, dir: usize) -> Option<(usize, u64, u64)> {
+        let st = self.stream.as_mut().expect("set");
+        let n = st.files.len();
+        for _ in 0..n {
+            let fi = st.next_file % n;
+            st.next_file = (fi + 1) % n;
+            if st.files[fi].done {
+                continue;
+            }
+            let len = s.files[fi].len;
+            let got = if s.random {
+                Self::stream_random(st, fi, s, dir, len)
+            } else {
+                Self::stream_seq(st, fi, s, dir, len)
+            };
+            match got {
+                Some((rel, l)) => return Some((fi, s.files[fi].offset + rel, l)),
+                None => st.files[fi].done = true,
+            }
+        }
+        None
+    }
+
+    /// fio's `get_next_seq_offset`: on from where the direction's last I/O ended, plus the
+    /// `:N` skip (wrapping to the start past the end); at the end, over again only when
+    /// the stream wraps (time based on one file, or writing more than the file holds).
+    fn stream_seq(
+        st: &mut StreamState,
+        fi: usize,
+        s: &Stream,
+        dir: usize,
+        len: u64,
+    ) -> Option<(u64, u64)> {
+        let f = &mut st.files[fi];
+        if f.pos[dir] >= len && s.seq_wrap {
+            f.pos[dir] = 0;
+            // fio's loop_cache_invalidate, when time based and not O_DIRECT.
+            if s.invalidate && s.time_based && !s.direct {
+                io::fadvise_dontneed(f.fd, s.files[fi].offset, len);
+            }
+        }
+        let last = f.pos[dir];
+        if last >= len {
+            return None;
+        }
+        let mut pos = last;
+        if pos > 0 && s.seq_skip > 0 {
+            pos += s.seq_skip;
+            if pos >= len {
+                pos = 0;
+            }
+        }
+        let b = Self::stream_bs(st, &s.bs[dir], len - pos)?;
+        Some((pos, b))
+    }
+
+    /// fio's random offset: a block drawn uniformly, and with the map the next free one
+    /// after a taken one (`axmap_next_free`, wrapping; `None` when the map is full); the
+    /// I/O then covers only the free blocks from there (`mark_random_map`).
+    fn stream_random(
+        st: &mut StreamState,
+        fi: usize,
+        s: &Stream,
+        dir: usize,
+        len: u64,
+    ) -> Option<(u64, u64)> {
+        let unit = st.unit;
+        let blocks = st.files[fi].blocks;
+        if blocks == 0 {
+            return None;
+        }
+        let mut b = match &mut st.files[fi].skew {
+            Some(sk) => sk.next(),
+            None => st.rng.random_range(0..blocks),
+        };
+        if b >= blocks {
+            // The last, partial range of a skewed draw: no whole block there.
+            return None;
+        }
+        let map = s.random_map;
+        if map {
+            let f = &st.files[fi];
+            if f.taken(b) {
+                b = (1..blocks)
+                    .map(|k| (b + k) % blocks)
+                    .find(|c| !f.taken(*c))?;
+            }
+        }
+        let off = b * unit;
+        let mut l = Self::stream_bs(st, &s.bs[dir], len - off)?;
+        if map {
+            let f = &mut st.files[fi];
+            let want = l.div_ceil(unit);
+            let mut got = 0;
+            while got < want && b + got < blocks && !f.taken(b + got) {
+                f.set(b + got);
+                got += 1;
+            }
+            l = l.min(got * unit);
+        }
+        Some((off, l))
+    }
+
+    fn stream_io(
+        &mut self,
+        s: &Stream,
+        dir: usize,
+        fi: usize,
+        off: u64,
+        len: u64,
+    ) -> Result<Flow, Fail> {
+        if s.depth > 0 {
+            // Asynchronous: counted when issued, as fio counts a pass's bytes.
+            self.stream_account(s, dir, fi, off, len, len);
+            let r = self.uring_issue(s, dir, fi, off, len)?;
+            return Ok(self.stream_think(s).unwrap_or(r));
+        }
+        let (boff, len) = self.buffer(len as usize)?;
+        let fd = self.stream.as_ref().expect("set").files[fi].fd;
+        let t0 = self.clock.now();
+        let r = if s.lseek {
+            if let Err(e) = io::seek_to(fd, off) {
+                Err(e)
+            } else if dir == 0 {
+                io::read(fd, &mut self.buf.as_mut_slice()[boff..boff + len])
+            } else {
+                io::write(fd, &self.buf.as_slice()[boff..boff + len])
+            }
+        } else if dir == 0 {
+            io::pread(fd, &mut self.buf.as_mut_slice()[boff..boff + len], off)
+        } else {
+            io::pwrite(fd, &self.buf.as_slice()[boff..boff + len], off)
+        };
+        let ns = self.clock.since(t0);
+        let n = r.map_err(|e| {
+            Fail::Error(format!(
+                "{} {} at offset {off}: {e}",
+                if dir == 0 { "read" } else { "write" },
+                s.files[fi].name
+            ))
+        })? as u64;
+        let (stat, kind) = if dir == 0 {
+            (s.stat_read, FlowopKind::Read)
+        } else {
+            (s.stat_write, FlowopKind::Write)
+        };
+        self.done_stat(stat, kind, ns, n);
+        self.stream_account(s, dir, fi, off, len as u64, n);
+        Ok(self.stream_think(s).unwrap_or(Flow::Continue))
+    }
+
+    /// Count an I/O of `len` bytes at `off` that moved `n` bytes: the pass, the pacing,
+    /// the position, the last write.
+    fn stream_account(&mut self, s: &Stream, dir: usize, fi: usize, off: u64, len: u64, n: u64) {
+        let st = self.stream.as_mut().expect("set");
+        st.issues[dir] += 1;
+        st.paced[dir].0 += len;
+        st.paced[dir].1 += 1;
+        st.pass_ios += 1;
+        st.pass_bytes += n;
+        if !s.random {
+            st.files[fi].pos[dir] = off - s.files[fi].offset + len;
+        }
+        st.last_was_write = dir == 1;
+        if dir == 1 {
+            st.last_write_file = Some(fi);
+        }
+        if n == 0 {
+            // The file ended early (it shrank): nothing more to do in it this pass.
+            st.files[fi].done = true;
+        }
+    }
+
+    /// `thinktime` after every `thinktime_blocks` I/Os; `Some(Stop)` when the run stopped.
+    fn stream_think(&mut self, s: &Stream) -> Option<Flow> {
+        let st = self.stream.as_mut().expect("set");
+        st.since_think += 1;
+        if s.think_us > 0 && st.since_think >= s.think_blocks {
+            st.since_think = 0;
+            if !self.sleep(Duration::from_micros(s.think_us)) {
+                return Some(Flow::Stop);
+            }
+        }
+        None
+    }
+
+    /// fio's check before each I/O: after the Nth write, an fsync (or fdatasync) first.
+    fn stream_sync_due(&mut self, s: &Stream) -> Option<Result<Flow, Fail>> {
+        let st = self.stream.as_mut().expect("set");
+        if !st.last_was_write {
+            return None;
+        }
+        let w = st.issues[1];
+        let data = if s.fsync_every > 0 && w.is_multiple_of(s.fsync_every) {
+            false
+        } else if s.fdatasync_every > 0 && w.is_multiple_of(s.fdatasync_every) {
+            true
+        } else {
+            return None;
+        };
+        st.last_was_write = false;
+        let fi = st.last_write_file?;
+        let fd = st.files[fi].fd;
+        let stat = if data { s.stat_datasync } else { s.stat_sync };
+        Some(self.stream_sync(stat, fd, data))
+    }
+
+    fn stream_sync(&mut self, stat: usize, fd: RawFd, data: bool) -> Result<Flow, Fail> {
+        let t0 = self.clock.now();
+        // SAFETY: fsync/fdatasync on a descriptor this worker owns.
+        let rc = unsafe {
+            if data {
+                libc::fdatasync(fd)
+            } else {
+                libc::fsync(fd)
+            }
+        };
+        let ns = self.clock.since(t0);
+        if rc != 0 {
+            return Err(Fail::Error(format!(
+                "fsync: {}",
+                std::io::Error::last_os_error()
+            )));
+        }
+        self.done_stat(stat, FlowopKind::Fsync, ns, 0);
+        Ok(Flow::Continue)
+    }
+
+    /// At the end of a pass: `fsync_on_close` syncs every file written.
+    fn stream_close_pass(&mut self, s: &Stream) -> Result<(), Fail> {
+        if s.fsync_on_close && s.writes {
+            let fds: Vec<RawFd> = self
+                .stream
+                .as_ref()
+                .expect("set")
+                .files
+                .iter()
+                .map(|f| f.fd)
+                .collect();
+            for fd in fds {
+                self.stream_sync(s.stat_end_sync, fd, false)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The stream is over: `end_fsync` syncs every file, `unlink` removes them, then this
+    /// thread is done.
+    fn stream_end(&mut self, s: &Stream) -> Result<Flow, Fail> {
+        // Whatever fails at the end is counted, and the stream ends all the same: the jobs
+        // waiting for it must not wait for ever.
+        if let Err(Fail::Error(msg)) = self.stream_end_work(s) {
+            self.rec.ops[s.stat_time].error(|| msg);
+        }
+        self.sh.streams_ended[s.job].fetch_add(1, Ordering::Release);
+        Ok(Flow::Finished)
+    }
+
+    fn stream_end_work(&mut self, s: &Stream) -> Result<(), Fail> {
+        if s.depth > 0 {
+            // What is in flight completes and counts, as fio reaps it at the end.
+            let inflight = self
+                .stream
+                .as_ref()
+                .and_then(|st| st.ring.as_ref())
+                .map_or(0, |r| r.inflight());
+            self.uring_reap(s, inflight)?;
+        }
+        if s.end_fsync && s.writes {
+            let fds: Vec<RawFd> = self
+                .stream
+                .as_ref()
+                .expect("set")
+                .files
+                .iter()
+                .map(|f| f.fd)
+                .collect();
+            for fd in fds {
+                self.stream_sync(s.stat_end_sync, fd, false)?;
+            }
+        }
+        self.stream_timed();
+        if s.unlink {
+            self.stream_unlink(s)?;
+        }
+        Ok(())
+    }
+
+    /// fio's `unlink`: close the files and remove them from the run directory (a file
+    /// another stream removed first is not an error).
+    fn stream_unlink(&mut self, s: &Stream) -> Result<(), Fail> {
+        self.stream_close();
+        let Some(dir) = self.sh.stream_dir else {
+            return Ok(());
+        };
+        for f in &s.files {
+            let name = crate::beneath::component(std::ffi::OsStr::new(&f.name))
+                .map_err(|e| Fail::Error(format!("unlink {}: {e}", f.name)))?;
+            match crate::beneath::unlink_at(dir, &name, 0) {
+                Ok(()) => {}
+                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
+                Err(e) => return Err(Fail::Error(format!("unlink {}: {e}", f.name))),
+            }
+        }
+        Ok(())
+    }
+
+    /// Record how long the stream ran (once: at its end, or when the run stops it).
+    pub(super) fn stream_timed(&mut self) {
+        let Some(st) = self.stream.as_mut() else {
+            return;
+        };
+        if st.timed {
+            return;
+        }
+        st.timed = true;
+        let ns = st.started.elapsed().as_nanos() as u64;
+        // The stream's statistic sits on its flowop.
+        let Some(s) = self.thread.flowops.iter().find_map(|f| f.stream.as_deref()) else {
+            return;
+        };
+        let (stat, ramp) = (s.stat_time, s.ramp_ns);
+        self.done_stat(stat, FlowopKind::Stream, ns.saturating_sub(ramp), 0);
+    }
+
+    /// Close the stream's files (at the end of the run, not measured).
+    pub(super) fn stream_close(&mut self) {
+        if let Some(mut st) = self.stream.take() {
+            // What is in flight lands before its buffers and files go.
+            if let Some(mut r) = st.ring.take() {
+                r.drain();
+            }
+            for f in st.files {
+                let _ = io::close(f.fd);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Draws per range, most drawn first.
+    fn spread(skew: Skew, n: u64, draws: usize) -> Vec<usize> {
+        let mut s = SkewState::new(skew, n * 4096, 4096, 7).unwrap();
+        let mut hits = vec![0usize; n as usize];
+        for _ in 0..draws {
+            let v = s.next();
+            assert!(v < n);
+            hits[v as usize] += 1;
+        }
+        hits.sort_unstable_by(|a, b| b.cmp(a));
+        hits
+    }
+
+    #[test]
+    fn zipf_ranks_follow_the_exponent_and_are_scattered() {
+        // theta 1.2 over 1000 ranges: the first rank has 1 / sum(i^-1.2) of the draws,
+        // about 23%.
+        let hits = spread(
+            Skew::Zipf {
+                theta: 1.2,
+                center: None,
+            },
+            1024,
+            100_000,
+        );
+        let top = hits[0] as f64 / 100_000.0;
+        assert!((0.21..0.25).contains(&top), "{top}");
+        // The most drawn ranges are not the first ones of the file (the hash scatters).
+        let mut s = SkewState::new(
+            Skew::Zipf {
+                theta: 1.2,
+                center: Some(0.0),
+            },
+            1000 * 4096,
+            4096,
+            1,
+        )
+        .unwrap();
+        let first = (0..1000).map(|_| s.next()).filter(|v| *v < 10).count();
+        assert!(first < 500, "{first}");
+    }
+
+    #[test]
+    fn pareto_gives_most_draws_to_few_ranges() {
+        // h = 0.2: about 80% of the draws in 20% of the ranges. (A power of two of ranges:
+        // fio's multiplicative scatter maps other counts onto fewer ranges, as here.)
+        let hits = spread(
+            Skew::Pareto {
+                h: 0.2,
+                center: None,
+            },
+            1024,
+            100_000,
+        );
+        let top: usize = hits[..205].iter().sum();
+        assert!(top > 70_000, "{top}");
+        // h = 0.5 draws uniformly.
+        let uniform = spread(
+            Skew::Pareto {
+                h: 0.5,
+                center: None,
+            },
+            1024,
+            100_000,
+        );
+        let top: usize = uniform[..205].iter().sum();
+        assert!(top < 25_000, "{top}");
+    }
+}

@@ -1,0 +1,246 @@
+//! What a fio job file does, in words: `fsbench show` and `fsbench check` print this.
+
+use super::job::{Engine, SyncMode};
+use super::map::{Mapped, UNBOUNDED_S};
+use crate::model::stream::Sizes;
+use crate::units::human_bytes_u64 as h;
+use std::fmt::Write;
+
+fn sizes(s: &Sizes) -> String {
+    match s {
+        Sizes::Fixed(b) => h(*b),
+        Sizes::Range(lo, hi) => format!("{} to {} (multiples of {})", h(*lo), h(*hi), h(*lo)),
+        Sizes::Split(p) => p
+            .iter()
+            .map(|(b, pc)| format!("{} {pc}%", h(*b)))
+            .collect::<Vec<_>>()
+            .join(", "),
+    }
+}
+
+/// Describe every job clone: files, pattern, sizes, bounds, syncs.
+pub fn explain(m: &Mapped) -> String {
+    let mut o = String::new();
+    let wl = &m.workload;
+    let _ = writeln!(
+        o,
+        "fio job file {}: {} run by fsbench's engine, all at once",
+        wl.source.name,
+        crate::units::count(wl.processes.len() as u64, "job"),
+    );
+    match &m.directory {
+        Some(d) => {
+            let _ = writeln!(o, "files in a run directory made in {d} (directory=)");
+        }
+        None => {
+            let _ = writeln!(
+                o,
+                "files in a run directory made in --dir (default $TMPDIR)"
+            );
+        }
+    }
+    for (p, job) in wl.processes.iter().zip(job_of_process(m)) {
+        if let Some(s) = p.threads[0].flowops[0].stream.as_deref() {
+            explain_job(&mut o, &p.name, job, s);
+            if s.start_delay_ns > 0 {
+                let _ = writeln!(
+                    o,
+                    "  starts {} s late (startdelay)",
+                    s.start_delay_ns as f64 / 1e9
+                );
+            }
+            if !s.wait.is_empty() {
+                let names: Vec<&str> = s
+                    .wait
+                    .iter()
+                    .map(|(i, _)| m.jobs[*i].name.as_str())
+                    .collect();
+                let _ = writeln!(
+                    o,
+                    "  starts when {} ha{} ended (stonewall, wait_for)",
+                    names.join(", "),
+                    if names.len() == 1 { "s" } else { "ve" }
+                );
+            }
+        }
+    }
+    let secs = wl.run_seconds.unwrap_or(0);
+    if secs >= UNBOUNDED_S {
+        let _ = writeln!(o, "\nthe run ends when every job is done");
+    } else {
+        let _ = writeln!(
+            o,
+            "\nthe run ends when every job is done, after {secs} s at most"
+        );
+    }
+    if m.ramp_s > 0.0 {
+        let _ = writeln!(o, "the first {} s are not measured (ramp_time)", m.ramp_s);
+    }
+    o
+}
+
+/// One job clone: its pattern, sizes, files and bounds.
+fn explain_job(
+    o: &mut String,
+    name: &str,
+    job: &super::job::Job,
+    s: &crate::model::stream::Stream,
+) {
+    let pattern = match (s.reads, s.writes, s.random) {
+        (true, false, false) => "sequential reads".to_string(),
+        (true, false, true) => "random reads".to_string(),
+        (false, true, false) => "sequential writes".to_string(),
+        (false, true, true) => "random writes".to_string(),
+        (_, _, r) => format!(
+            "{} reads and writes, {}% reads",
+            if r { "random" } else { "sequential" },
+            s.read_pct
+        ),
+    };
+    let _ = writeln!(o, "\njob {name} (section [{}]): {pattern}", job.name);
+    let bs = if s.bs[0] == s.bs[1] || !s.writes {
+        sizes(&s.bs[0])
+    } else if !s.reads {
+        sizes(&s.bs[1])
+    } else {
+        format!("reads {}, writes {}", sizes(&s.bs[0]), sizes(&s.bs[1]))
+    };
+    let _ = writeln!(o, "  block size: {bs}");
+    if s.seq_skip > 0 {
+        let _ = writeln!(o, "  {} skipped after each I/O", h(s.seq_skip));
+    }
+    if s.random {
+        use crate::model::stream::Skew;
+        let center = |c: Option<f64>| c.map_or(String::new(), |c| format!(", centred at {c}"));
+        let how = match s.skew {
+            Skew::Uniform if s.random_map => {
+                "uniform, each block once per pass (random map)".to_string()
+            }
+            Skew::Uniform => "uniform, blocks may repeat (norandommap)".to_string(),
+            Skew::Zipf { theta, center: c } => format!(
+                "zipf, theta {theta}{}, scattered as fio scatters them",
+                center(c)
+            ),
+            Skew::Pareto { h, center: c } => {
+                format!("pareto, h {h}{}, scattered as fio scatters them", center(c))
+            }
+        };
+        let _ = writeln!(o, "  offsets: {how}");
+    }
+    for f in &s.files {
+        let _ = writeln!(
+            o,
+            "  file {}: {} from offset {}, {}",
+            f.name,
+            h(f.len),
+            f.offset,
+            if f.create_on_open {
+                "not laid out: created when the job opens it (create_on_open)".to_string()
+            } else if f.fill {
+                format!("laid out written whole ({} requests)", h(f.fill_bs))
+            } else {
+                "laid out empty (a write job creates its file anew)".into()
+            }
+        );
+    }
+    explain_bounds(o, job, s);
+}
+
+/// How a job clone ends, its engine and open flags, its syncs and think time.
+fn explain_bounds(o: &mut String, job: &super::job::Job, s: &crate::model::stream::Stream) {
+    let mut bound = format!("{} a pass", h(s.pass_bytes));
+    if s.passes > 1 {
+        let _ = write!(bound, ", {} passes", s.passes);
+    }
+    if s.number_ios > 0 {
+        let _ = write!(bound, ", at most {} I/Os a pass", s.number_ios);
+    }
+    if s.time_based {
+        bound = format!(
+            "passes repeated for {} s (time_based)",
+            s.runtime_ns / 1_000_000_000
+        );
+    } else if s.runtime_ns > 0 {
+        let _ = write!(
+            bound,
+            ", or {} s, whichever ends first",
+            s.runtime_ns / 1_000_000_000
+        );
+    }
+    let _ = writeln!(o, "  ends after: {bound}");
+    let engine = match job.engine {
+        Engine::Psync => "pread/pwrite",
+        Engine::Sync => "lseek + read/write",
+        Engine::Uring => "io_uring",
+    };
+    let mut flags = Vec::new();
+    if s.direct {
+        flags.push("O_DIRECT");
+    }
+    match job.sync {
+        SyncMode::Sync => flags.push("O_SYNC"),
+        SyncMode::Dsync => flags.push("O_DSYNC"),
+        SyncMode::None => {}
+    }
+    let _ = writeln!(
+        o,
+        "  ioengine {} ({engine}{}), iodepth {}{}",
+        job.ioengine_name,
+        if matches!(job.ioengine_name.as_str(), "libaio" | "posixaio") {
+            ": fsbench runs it through io_uring"
+        } else {
+            ""
+        },
+        s.depth.max(1),
+        if flags.is_empty() {
+            String::new()
+        } else {
+            format!(", opened {}", flags.join(" | "))
+        }
+    );
+    if s.fsync_every > 0 {
+        let _ = writeln!(o, "  fsync after every {} writes", s.fsync_every);
+    }
+    if s.fdatasync_every > 0 {
+        let _ = writeln!(o, "  fdatasync after every {} writes", s.fdatasync_every);
+    }
+    if s.end_fsync {
+        let _ = writeln!(o, "  fsync of every file at the end");
+    }
+    for (d, p) in ["reads", "writes"].iter().zip(s.pace) {
+        match p {
+            crate::model::stream::Pace::None => {}
+            crate::model::stream::Pace::Bytes(b) => {
+                let _ = writeln!(o, "  {d} paced at {}/s", h(b));
+            }
+            crate::model::stream::Pace::PerIo(us) => {
+                let _ = writeln!(o, "  {d} paced at one I/O every {us} µs");
+            }
+        }
+    }
+    if s.unlink {
+        let _ = writeln!(o, "  its files removed when it ends (unlink)");
+    }
+    if job.iodepth > 1 && s.depth == 0 {
+        let _ = writeln!(
+            o,
+            "  iodepth {} changes nothing with a synchronous engine (as in fio)",
+            job.iodepth
+        );
+    }
+    if s.think_us > 0 {
+        let _ = writeln!(
+            o,
+            "  {} µs think time after every {} I/Os",
+            s.think_us, s.think_blocks
+        );
+    }
+}
+
+/// The job section of each process, in order (clones repeat their job).
+fn job_of_process(m: &Mapped) -> Vec<&super::job::Job> {
+    m.jobs
+        .iter()
+        .flat_map(|j| std::iter::repeat_n(j, j.numjobs as usize))
+        .collect()
+}

@@ -1,0 +1,884 @@
+//! fio's options, read into one typed [`Job`] per job section: `[global]` first (each
+//! `[global]` section adds to the defaults of the jobs after it), then the job's own lines
+//! in order, the later line winning, as in fio. Every option fsbench reads is in
+//! [`apply`]; any other is refused with its place and name, never ignored.
+
+use super::ini::{Opt, Section};
+use super::value;
+use crate::lang::{Diagnostic, SourceFile, Span};
+use crate::model::stream::Skew;
+use std::sync::Arc;
+
+/// Block sizes of one direction.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Bs {
+    Fixed(u64),
+    /// `bsrange`: a random multiple of `lo` in `lo..=hi` (fio's default `bs_unaligned=0`).
+    Range(u64, u64),
+    /// `bssplit`: (size, percent) parts.
+    Split(Vec<(u64, u32)>),
+}
+
+impl Bs {
+    pub fn min(&self) -> u64 {
+        match self {
+            Bs::Fixed(b) => *b,
+            Bs::Range(lo, _) => *lo,
+            Bs::Split(p) => p.iter().map(|x| x.0).min().unwrap_or(0),
+        }
+    }
+    pub fn max(&self) -> u64 {
+        match self {
+            Bs::Fixed(b) => *b,
+            Bs::Range(_, hi) => *hi,
+            Bs::Split(p) => p.iter().map(|x| x.0).max().unwrap_or(0),
+        }
+    }
+    pub fn describe(&self) -> String {
+        let h = |b: u64| crate::units::human_bytes_u64(b);
+        match self {
+            Bs::Fixed(b) => h(*b),
+            Bs::Range(lo, hi) => format!("{}-{}", h(*lo), h(*hi)),
+            Bs::Split(p) => p
+                .iter()
+                .map(|(b, pc)| format!("{}/{pc}", h(*b)))
+                .collect::<Vec<_>>()
+                .join(":"),
+        }
+    }
+}
+
+/// `sync=`: how writes reach the device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SyncMode {
+    None,
+    /// `O_SYNC` (fio's `sync=1` / `sync=sync`).
+    Sync,
+    /// `O_DSYNC`.
+    Dsync,
+}
+
+/// `ioengine=`, the ones fsbench runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Engine {
+    /// `pread`/`pwrite` (psync, pvsync, pvsync2 with one buffer: the same system calls).
+    Psync,
+    /// `lseek` then `read`/`write` (fio's `sync`).
+    Sync,
+    /// io_uring with `iodepth` in flight (`io_uring`; `libaio` and `posixaio` run so too).
+    Uring,
+}
+
+/// `random_distribution=`: fsbench runs `random`, `zipf[:theta[:center]]` and
+/// `pareto[:h[:center]]` (fio's defaults: theta 1.1, h 0.2).
+fn distribution(v: &str) -> Result<Skew, String> {
+    let (kind, rest) = match v.split_once(':') {
+        Some((k, r)) => (k.trim(), Some(r.trim())),
+        None => (v.trim(), None),
+    };
+    if matches!(kind, "normal" | "zoned" | "zoned_abs") {
+        return Err(format!(
+            "`{kind}` offsets are not supported by fsbench yet (random, zipf and pareto are)"
+        ));
+    }
+    let (val, center) = match rest {
+        None => (None, None),
+        Some(r) => {
+            let (a, c) = match r.split_once(':') {
+                Some((a, c)) => (a, Some(c)),
+                None => (r, None),
+            };
+            let num = |t: &str| {
+                t.trim()
+                    .parse::<f64>()
+                    .map_err(|_| format!("`{t}` is not a number"))
+            };
+            let center = c.map(num).transpose()?;
+            if let Some(c) = center {
+                if !(0.0..=1.0).contains(&c) {
+                    return Err(format!("center {c} out of range (0 to 1)"));
+                }
+            }
+            (Some(num(a)?), center)
+        }
+    };
+    match kind {
+        "random" => Ok(Skew::Uniform),
+        "zipf" => {
+            let theta = val.unwrap_or(1.1);
+            if theta == 1.0 || theta <= 0.0 {
+                return Err(format!("zipf theta {theta}: must be above 0 and not 1"));
+            }
+            Ok(Skew::Zipf { theta, center })
+        }
+        "pareto" => {
+            let h = val.unwrap_or(0.2);
+            if !(h > 0.0 && h < 1.0) {
+                return Err(format!("pareto {h}: out of range (0 < h < 1)"));
+            }
+            Ok(Skew::Pareto { h, center })
+        }
+        _ => Err(format!("`{v}` is not a distribution")),
+    }
+}
+
+/// `rate=` (bytes per second) or `rate_iops=` of one direction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rate {
+    Bytes(u64),
+    Iops(u64),
+}
+
+/// `fallocate=`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Falloc {
+    None,
+    Native,
+    Posix,
+    Keep,
+}
+
+/// A job as fio's options describe it (one section, before `numjobs` makes clones).
+#[derive(Debug, Clone)]
+pub struct Job {
+    pub name: String,
+    pub src: Arc<SourceFile>,
+    pub span: Span,
+    pub kb_base: u64,
+    pub read: bool,
+    pub write: bool,
+    pub random: bool,
+    /// The `:N` of `rw=read:N`: bytes skipped after each sequential I/O.
+    pub seq_skip: u64,
+    pub rwmixread: u32,
+    pub bs: [Bs; 2],
+    pub size: Option<u64>,
+    pub filesize: Option<(u64, u64)>,
+    pub nrfiles: u64,
+    pub filename: Option<(String, Span, Arc<SourceFile>)>,
+    pub directory: Option<String>,
+    pub numjobs: u32,
+    pub group_reporting: bool,
+    pub engine: Engine,
+    pub ioengine_name: String,
+    pub iodepth: u32,
+    pub direct: bool,
+    pub sync: SyncMode,
+    pub fsync: u64,
+    pub fdatasync: u64,
+    pub end_fsync: bool,
+    pub fsync_on_close: bool,
+    pub runtime_us: u64,
+    pub time_based: bool,
+    pub ramp_time_us: u64,
+    pub startdelay_us: u64,
+    pub loops: u64,
+    pub number_ios: u64,
+    pub io_size: Option<u64>,
+    pub thinktime_us: u64,
+    pub thinktime_blocks: u64,
+    pub rate: [Option<Rate>; 2],
+    pub unlink: bool,
+    pub create_on_open: bool,
+    pub randrepeat: bool,
+    pub randseed: u64,
+    pub norandommap: bool,
+    pub distribution: Skew,
+    pub invalidate: bool,
+    pub fadvise_hint: bool,
+    pub offset: u64,
+    pub offset_increment: u64,
+    pub fallocate: Falloc,
+    pub stonewall: bool,
+    /// `wait_for=NAME`: start when every clone of that job has ended.
+    pub wait_for: Option<String>,
+    pub new_group: bool,
+    pub description: Option<String>,
+    /// Options given, with where (for `show`/`check` and for refusing combinations).
+    pub given: Vec<(String, Span, Arc<SourceFile>)>,
+    /// Each option as it was read (expanded), in order: the run's record of the job.
+    pub values: Vec<(String, String)>,
+}
+
+impl Job {
+    fn new(name: &str, src: &Arc<SourceFile>, span: Span) -> Job {
+        Job {
+            name: name.to_string(),
+            src: src.clone(),
+            span,
+            kb_base: 1024,
+            read: true,
+            write: false,
+            random: false,
+            seq_skip: 0,
+            rwmixread: 50,
+            bs: [Bs::Fixed(4096), Bs::Fixed(4096)],
+            size: None,
+            filesize: None,
+            nrfiles: 1,
+            filename: None,
+            directory: None,
+            numjobs: 1,
+            group_reporting: false,
+            engine: Engine::Psync,
+            ioengine_name: "psync".into(),
+            iodepth: 1,
+            direct: false,
+            sync: SyncMode::None,
+            fsync: 0,
+            fdatasync: 0,
+            end_fsync: false,
+            fsync_on_close: false,
+            runtime_us: 0,
+            time_based: false,
+            ramp_time_us: 0,
+            startdelay_us: 0,
+            loops: 1,
+            number_ios: 0,
+            io_size: None,
+            thinktime_us: 0,
+            thinktime_blocks: 1,
+            rate: [None, None],
+            unlink: false,
+            create_on_open: false,
+            randrepeat: true,
+            randseed: 0x89,
+            norandommap: false,
+            distribution: Skew::Uniform,
+            invalidate: true,
+            fadvise_hint: true,
+            offset: 0,
+            offset_increment: 0,
+            fallocate: Falloc::Native,
+            stonewall: false,
+            wait_for: None,
+            new_group: false,
+            description: None,
+            given: Vec::new(),
+            values: Vec::new(),
+        }
+    }
+
+    /// Whether `key` was given for this job (its global sections included).
+    pub fn has(&self, key: &str) -> bool {
+        self.given.iter().any(|g| g.0 == key)
+    }
+
+    /// Where `key` was given last.
+    pub fn place(&self, key: &str) -> Option<(Span, &Arc<SourceFile>)> {
+        self.given
+            .iter()
+            .rev()
+            .find(|g| g.0 == key)
+            .map(|g| (g.1, &g.2))
+    }
+}
+
+/// The jobs of a file: each job section over the `[global]` sections before it.
+pub fn jobs(sections: &[Section]) -> Result<Vec<Job>, Vec<Diagnostic>> {
+    let mut errors = Vec::new();
+    let mut global: Vec<&Opt> = Vec::new();
+    let mut out = Vec::new();
+    for s in sections {
+        if s.is_global() {
+            global.extend(s.opts.iter());
+            continue;
+        }
+        let mut job = Job::new(&s.name, &s.src, s.span);
+        let all: Vec<&Opt> = global.iter().copied().chain(s.opts.iter()).collect();
+        // kb_base decides how every size reads: fio applies it first (its priority).
+        for o in all.iter().filter(|o| o.key == "kb_base") {
+            if let Err(d) = apply(&mut job, o) {
+                errors.push(d);
+            }
+        }
+        for o in all.iter().filter(|o| o.key != "kb_base") {
+            if let Err(d) = apply(&mut job, o) {
+                errors.push(d);
+            }
+        }
+        out.push(job);
+    }
+    if out.is_empty() && errors.is_empty() {
+        if let Some(s) = sections.first() {
+            errors.push(Diagnostic::error(
+                &s.src,
+                s.span,
+                "no job section: a job file needs a section other than [global]",
+            ));
+        }
+    }
+    if errors.is_empty() {
+        Ok(out)
+    } else {
+        Err(errors)
+    }
+}
+
+/// Canonical names of the aliases fsbench reads.
+fn canonical(key: &str) -> &str {
+    match key {
+        "readwrite" => "rw",
+        "blocksize" => "bs",
+        "blocksize_range" => "bsrange",
+        "nr_files" => "nrfiles",
+        "timeout" => "runtime",
+        "io_limit" => "io_size",
+        "fileoffset" => "offset",
+        "allrandrepeat" => "randrepeat",
+        "wait_for_previous" => "stonewall",
+        other => other,
+    }
+}
+
+type R = Result<(), String>;
+
+/// Read one option into `job`.
+pub fn apply(job: &mut Job, o: &Opt) -> Result<(), Diagnostic> {
+    let key = canonical(&o.key);
+    let known = apply_io(job, key, o)
+        .or_else(|| apply_engine(job, key, o))
+        .or_else(|| apply_files(job, key, o))
+        .or_else(|| apply_time(job, key, o))
+        .or_else(|| apply_misc(job, key, o));
+    match known {
+        Some(Ok(())) => {
+            job.given.push((key.to_string(), o.key_span, o.src.clone()));
+            let v = o.value.clone().unwrap_or_else(|| "1".into());
+            match job.values.iter_mut().find(|(k, _)| k == key) {
+                Some(slot) => slot.1 = v,
+                None => job.values.push((key.to_string(), v)),
+            }
+            Ok(())
+        }
+        Some(Err(msg)) => Err(o.value_error(format!("{}: {msg}", o.key))),
+        None => Err(o
+            .error(format!(
+                "fio option `{}` is not supported by fsbench",
+                o.key
+            ))
+            .with_help(
+                "fsbench refuses the options it does not run rather than ignore them; docs/fio.md lists the ones it runs",
+            )),
+    }
+}
+
+fn need(o: &Opt) -> Result<&str, String> {
+    o.value
+        .as_deref()
+        .ok_or_else(|| "needs a value".to_string())
+}
+
+/// A `STR_SET` option: bare, or 0/1.
+fn set(o: &Opt) -> Result<bool, String> {
+    match o.value.as_deref() {
+        None => Ok(true),
+        Some(v) => value::boolean(v),
+    }
+}
+
+fn pct(o: &Opt, kb: u64) -> Result<u32, String> {
+    let v = value::int(need(o)?, kb)?;
+    if v > 100 {
+        return Err(format!("{v} is over 100"));
+    }
+    Ok(v as u32)
+}
+
+fn apply_rw(job: &mut Job, v: &str) -> R {
+    let (mode, suffix) = match v.split_once(':') {
+        Some((m, s)) => (m.trim(), Some(s.trim())),
+        None => (v.trim(), None),
+    };
+    let (r, w, rand) = match mode {
+        "read" => (true, false, false),
+        "write" => (false, true, false),
+        "randread" => (true, false, true),
+        "randwrite" => (false, true, true),
+        "rw" | "readwrite" => (true, true, false),
+        "randrw" => (true, true, true),
+        "trim" | "randtrim" | "trimwrite" | "randtrimwrite" => {
+            return Err(format!("`{mode}`: trims are not supported by fsbench"))
+        }
+        _ => {
+            return Err(format!(
+                "`{mode}` is not an I/O pattern (read, write, randread, randwrite, rw, readwrite, randrw)"
+            ))
+        }
+    };
+    job.read = r;
+    job.write = w;
+    job.random = rand;
+    job.seq_skip = 0;
+    if let Some(s) = suffix {
+        let n = value::size(s, job.kb_base)?;
+        if rand {
+            return Err(format!(
+                "`{v}`: the `:N` suffix of random patterns (a new random offset every N I/Os) is not supported by fsbench"
+            ));
+        }
+        job.seq_skip = n;
+    }
+    Ok(())
+}
+
+fn apply_io(job: &mut Job, key: &str, o: &Opt) -> Option<R> {
+    let kb = job.kb_base;
+    let r = (|| -> R {
+        match key {
+            "rw" => apply_rw(job, need(o)?),
+            "rwmixread" => {
+                job.rwmixread = pct(o, kb)?;
+                Ok(())
+            }
+            "rwmixwrite" => {
+                job.rwmixread = 100 - pct(o, kb)?;
+                Ok(())
+            }
+            "bs" => {
+                let (r, w) = value::per_ddir(need(o)?)?;
+                if let Some(r) = r {
+                    job.bs[0] = Bs::Fixed(nonzero(value::size(r, kb)?)?);
+                }
+                if let Some(w) = w {
+                    job.bs[1] = Bs::Fixed(nonzero(value::size(w, kb)?)?);
+                }
+                Ok(())
+            }
+            "bsrange" => {
+                let (r, w) = value::per_ddir(need(o)?)?;
+                for (i, p) in [(0, r), (1, w)] {
+                    if let Some(p) = p {
+                        let (lo, hi) = value::range(p, kb)?;
+                        job.bs[i] = Bs::Range(nonzero(lo)?, hi);
+                    }
+                }
+                Ok(())
+            }
+            "bssplit" => {
+                let (r, w) = value::per_ddir(need(o)?)?;
+                for (i, p) in [(0, r), (1, w)] {
+                    if let Some(p) = p {
+                        job.bs[i] = Bs::Split(value::bssplit(p, kb)?);
+                    }
+                }
+                Ok(())
+            }
+            _ => Err(String::from("\0")),
+        }
+    })();
+    unknown_is_none(r)
+}
+
+fn apply_engine(job: &mut Job, key: &str, o: &Opt) -> Option<R> {
+    let kb = job.kb_base;
+    let r = (|| -> R {
+        match key {
+            "ioengine" => {
+                let v = need(o)?;
+                job.engine = match v {
+                    "psync" | "pvsync" | "pvsync2" => Engine::Psync,
+                    "sync" => Engine::Sync,
+                    "io_uring" | "libaio" | "posixaio" => Engine::Uring,
+                    "mmap" => {
+                        return Err(format!(
+                            "`{v}` is not supported by fsbench yet (psync, sync, pvsync, pvsync2, io_uring, libaio and posixaio are)"
+                        ))
+                    }
+                    _ => return Err(format!("`{v}` is not an I/O engine fsbench runs")),
+                };
+                job.ioengine_name = v.to_string();
+                Ok(())
+            }
+            "iodepth" => {
+                // The synchronous engines complete each I/O as they issue it: fio runs them
+                // at depth 1 whatever iodepth says, and so does fsbench.
+                let d = value::int(need(o)?, kb)?;
+                if d == 0 || d > 16384 {
+                    return Err(format!("{d} (1 to 16384)"));
+                }
+                job.iodepth = d as u32;
+                Ok(())
+            }
+            "direct" => {
+                job.direct = value::boolean(need(o)?)?;
+                Ok(())
+            }
+            "buffered" => {
+                job.direct = !value::boolean(need(o)?)?;
+                Ok(())
+            }
+            "sync" => {
+                job.sync = match need(o)? {
+                    "0" | "none" => SyncMode::None,
+                    "1" | "sync" => SyncMode::Sync,
+                    "dsync" => SyncMode::Dsync,
+                    v => return Err(format!("`{v}` (none, sync or dsync; 0 or 1)")),
+                };
+                Ok(())
+            }
+            "fsync" => {
+                job.fsync = value::int(need(o)?, kb)?;
+                Ok(())
+            }
+            "rate" => {
+                let (r, w) = value::per_ddir(need(o)?)?;
+                for (i, p) in [(0, r), (1, w)] {
+                    if let Some(p) = p {
+                        job.rate[i] = Some(Rate::Bytes(value::size(p, kb)?));
+                    }
+                }
+                Ok(())
+            }
+            "rate_iops" => {
+                let (r, w) = value::per_ddir(need(o)?)?;
+                for (i, p) in [(0, r), (1, w)] {
+                    if let Some(p) = p {
+                        job.rate[i] = Some(Rate::Iops(value::int(p, kb)?));
+                    }
+                }
+                Ok(())
+            }
+            "rate_process" => match need(o)? {
+                "linear" => Ok(()),
+                v => Err(format!("`{v}`: fsbench paces linearly only")),
+            },
+            "fdatasync" => {
+                job.fdatasync = value::int(need(o)?, kb)?;
+                Ok(())
+            }
+            "end_fsync" => {
+                job.end_fsync = value::boolean(need(o)?)?;
+                Ok(())
+            }
+            "fsync_on_close" => {
+                job.fsync_on_close = value::boolean(need(o)?)?;
+                Ok(())
+            }
+            _ => Err(String::from("\0")),
+        }
+    })();
+    unknown_is_none(r)
+}
+
+fn nonzero(v: u64) -> Result<u64, String> {
+    if v == 0 {
+        Err("a block size of 0".into())
+    } else {
+        Ok(v)
+    }
+}
+
+/// The closures above answer `\0` for a key that is not theirs.
+fn unknown_is_none(r: R) -> Option<R> {
+    match r {
+        Err(e) if e == "\0" => None,
+        other => Some(other),
+    }
+}
+
+fn apply_files(job: &mut Job, key: &str, o: &Opt) -> Option<R> {
+    let kb = job.kb_base;
+    let r = (|| -> R {
+        match key {
+            "size" => {
+                job.size = Some(value::size(need(o)?, kb)?);
+                Ok(())
+            }
+            "filesize" => {
+                let v = need(o)?;
+                let (lo, hi) = if v.trim_start()[1..].contains(['-', ':']) {
+                    value::range(v, kb)?
+                } else {
+                    let s = value::size(v, kb)?;
+                    (s, s)
+                };
+                if lo != hi {
+                    return Err(format!(
+                        "`{v}`: a range of file sizes is not supported by fsbench yet"
+                    ));
+                }
+                job.filesize = Some((lo, hi));
+                Ok(())
+            }
+            "nrfiles" => {
+                job.nrfiles = value::int(need(o)?, kb)?.max(1);
+                Ok(())
+            }
+            "filename" => {
+                job.filename = Some((need(o)?.to_string(), o.val_span, o.src.clone()));
+                Ok(())
+            }
+            "directory" => {
+                let v = need(o)?;
+                if v.contains(':') {
+                    return Err(format!(
+                        "`{v}`: several directories (`:`-separated) are not supported by fsbench"
+                    ));
+                }
+                job.directory = Some(v.to_string());
+                Ok(())
+            }
+            "offset" => {
+                job.offset = value::size(need(o)?, kb)?;
+                Ok(())
+            }
+            "offset_increment" => {
+                job.offset_increment = value::size(need(o)?, kb)?;
+                Ok(())
+            }
+            "io_size" => {
+                job.io_size = Some(value::size(need(o)?, kb)?);
+                Ok(())
+            }
+            "create_on_open" => {
+                job.create_on_open = value::boolean(need(o)?)?;
+                Ok(())
+            }
+            "unlink" => {
+                job.unlink = value::boolean(need(o)?)?;
+                Ok(())
+            }
+            "fallocate" => {
+                job.fallocate = match need(o)? {
+                    "none" | "0" => Falloc::None,
+                    "native" => Falloc::Native,
+                    "posix" | "1" => Falloc::Posix,
+                    "keep" => Falloc::Keep,
+                    v => return Err(format!("`{v}` (none, native, posix, keep, 0 or 1)")),
+                };
+                Ok(())
+            }
+            _ => Err(String::from("\0")),
+        }
+    })();
+    unknown_is_none(r)
+}
+
+fn apply_time(job: &mut Job, key: &str, o: &Opt) -> Option<R> {
+    let kb = job.kb_base;
+    let r = (|| -> R {
+        match key {
+            "runtime" => {
+                job.runtime_us = value::time_us(need(o)?, true)?;
+                Ok(())
+            }
+            "time_based" => {
+                job.time_based = set(o)?;
+                Ok(())
+            }
+            "startdelay" => {
+                job.startdelay_us = value::time_us(need(o)?, true)?;
+                Ok(())
+            }
+            "ramp_time" => {
+                job.ramp_time_us = value::time_us(need(o)?, true)?;
+                Ok(())
+            }
+            "loops" => {
+                job.loops = value::int(need(o)?, kb)?.max(1);
+                Ok(())
+            }
+            "number_ios" => {
+                job.number_ios = value::int(need(o)?, kb)?;
+                Ok(())
+            }
+            "thinktime" => {
+                job.thinktime_us = value::time_us(need(o)?, false)?;
+                Ok(())
+            }
+            "thinktime_blocks" => {
+                job.thinktime_blocks = value::int(need(o)?, kb)?.max(1);
+                Ok(())
+            }
+            _ => Err(String::from("\0")),
+        }
+    })();
+    unknown_is_none(r)
+}
+
+fn apply_misc(job: &mut Job, key: &str, o: &Opt) -> Option<R> {
+    let kb = job.kb_base;
+    let r = (|| -> R {
+        match key {
+            "kb_base" => {
+                job.kb_base = match need(o)? {
+                    "1024" => 1024,
+                    "1000" => 1000,
+                    v => return Err(format!("`{v}` (1000 or 1024)")),
+                };
+                Ok(())
+            }
+            "name" => {
+                job.name = need(o)?.to_string();
+                Ok(())
+            }
+            "description" => {
+                job.description = Some(need(o)?.to_string());
+                Ok(())
+            }
+            "numjobs" => {
+                let n = value::int(need(o)?, kb)?;
+                if n == 0 || n > 4096 {
+                    return Err(format!("{n} (1 to 4096)"));
+                }
+                job.numjobs = n as u32;
+                Ok(())
+            }
+            "group_reporting" => {
+                job.group_reporting = set(o)?;
+                Ok(())
+            }
+            "randrepeat" => {
+                job.randrepeat = value::boolean(need(o)?)?;
+                Ok(())
+            }
+            "randseed" => {
+                job.randseed = value::int(need(o)?, kb)?;
+                Ok(())
+            }
+            "random_distribution" => {
+                job.distribution = distribution(need(o)?)?;
+                Ok(())
+            }
+            "fadvise_hint" => {
+                job.fadvise_hint = match need(o)? {
+                    "0" => false,
+                    "1" => true,
+                    v => return Err(format!("`{v}`: fsbench takes 0 or 1 (the pattern's hint)")),
+                };
+                Ok(())
+            }
+            "invalidate" => {
+                job.invalidate = value::boolean(need(o)?)?;
+                Ok(())
+            }
+            "norandommap" => {
+                job.norandommap = set(o)?;
+                Ok(())
+            }
+            "stonewall" => {
+                job.stonewall = set(o)?;
+                Ok(())
+            }
+            "wait_for" => {
+                job.wait_for = Some(need(o)?.to_string());
+                Ok(())
+            }
+            "new_group" => {
+                job.new_group = set(o)?;
+                Ok(())
+            }
+            _ => Err(String::from("\0")),
+        }
+    })();
+    unknown_is_none(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::ini::{parse, Expand, Keywords};
+    use super::*;
+
+    fn read(text: &str) -> Result<Vec<Job>, Vec<Diagnostic>> {
+        let x = Expand {
+            keywords: Keywords {
+                ncpus: 2,
+                pagesize: 4096,
+                mb_memory: 100,
+            },
+            env: &|_| None,
+        };
+        let s = parse(&SourceFile::new("j.fio", text), &x).map_err(|d| d.0)?;
+        jobs(&s)
+    }
+
+    #[test]
+    fn globals_apply_to_later_jobs_and_jobs_override() {
+        let j = read("[global]\nbs=8k\nrw=randread\n[a]\n[b]\nbs=16k\n[global]\nsize=1m\n[c]\n")
+            .unwrap();
+        assert_eq!(j.len(), 3);
+        assert_eq!(j[0].bs[0], Bs::Fixed(8192));
+        assert!(j[0].random && j[0].read && !j[0].write);
+        assert_eq!(j[1].bs[1], Bs::Fixed(16384));
+        assert_eq!(j[0].size, None);
+        assert_eq!(j[2].size, Some(1 << 20));
+    }
+
+    #[test]
+    fn kb_base_applies_to_the_whole_section() {
+        let j = read("[a]\nsize=4k\nkb_base=1000\n").unwrap();
+        assert_eq!(j[0].size, Some(4000));
+    }
+
+    #[test]
+    fn rw_patterns_mixes_and_suffixes() {
+        let j = read("[a]\nrw=randrw\nrwmixwrite=30\n[b]\nreadwrite=read:8k\n").unwrap();
+        assert!(j[0].read && j[0].write && j[0].random);
+        assert_eq!(j[0].rwmixread, 70);
+        assert_eq!(j[1].seq_skip, 8192);
+        let e = read("[a]\nrw=trim\n").unwrap_err();
+        assert_eq!(e[0].location(), "j.fio:2:4");
+        assert!(e[0].message.contains("trims are not supported"));
+        let e = read("[a]\nrw=randread:4\n").unwrap_err();
+        assert!(e[0].message.contains(":N"));
+    }
+
+    #[test]
+    fn block_sizes_per_direction() {
+        let j = read("[a]\nbs=4k,64k\n[b]\nbsrange=1k-8k\n[c]\nbssplit=4k/50:8k/50,16k\n").unwrap();
+        assert_eq!(j[0].bs, [Bs::Fixed(4096), Bs::Fixed(65536)]);
+        assert_eq!(j[1].bs[0], Bs::Range(1024, 8192));
+        assert_eq!(j[2].bs[0], Bs::Split(vec![(4096, 50), (8192, 50)]));
+        assert_eq!(j[2].bs[1], Bs::Split(vec![(16384, 100)]));
+    }
+
+    #[test]
+    fn unknown_and_unsupported_options_are_refused_with_their_place() {
+        let e = read("[a]\nrw=read\n  verify=md5\nbogus\n").unwrap_err();
+        assert_eq!(e.len(), 2);
+        assert_eq!(e[0].location(), "j.fio:3:3");
+        assert!(e[0].message.contains("`verify`"), "{}", e[0].message);
+        assert_eq!(e[1].location(), "j.fio:4:1");
+        assert!(e[1].message.contains("`bogus`"));
+        let e = read("[a]\nioengine=mmap\n").unwrap_err();
+        assert_eq!(e[0].location(), "j.fio:2:10");
+        let e = read("[a]\niodepth=0\n").unwrap_err();
+        assert!(e[0].message.contains("iodepth"));
+        let e = read("[a]\nbs=4q\n").unwrap_err();
+        assert_eq!(e[0].location(), "j.fio:2:4");
+        assert!(e[0].message.contains("unknown size suffix"));
+        let e = read("[a]\ndirect=yes\n").unwrap_err();
+        assert!(e[0].message.contains("not a boolean"));
+        let e = read("[a]\nrandom_distribution=zoned:50/10\n").unwrap_err();
+        assert!(e[0].message.contains("zoned"));
+        let j = read("[a]\nrandom_distribution=zipf\n[b]\nrandom_distribution=pareto:0.3:0.5\n")
+            .unwrap();
+        assert_eq!(
+            j[0].distribution,
+            Skew::Zipf {
+                theta: 1.1,
+                center: None
+            }
+        );
+        assert_eq!(
+            j[1].distribution,
+            Skew::Pareto {
+                h: 0.3,
+                center: Some(0.5)
+            }
+        );
+        let e = read("[global]\nbs=4k\n").unwrap_err();
+        assert!(e[0].message.contains("no job section"));
+    }
+
+    #[test]
+    fn booleans_and_set_options() {
+        let j = read("[a]\ntime_based\ngroup_reporting=1\ndirect=1\nnorandommap\n").unwrap();
+        assert!(j[0].time_based && j[0].group_reporting && j[0].direct && j[0].norandommap);
+        let j = read("[a]\nbuffered=0\nsync=dsync\nruntime=2m\n").unwrap();
+        assert!(j[0].direct);
+        assert_eq!(j[0].sync, SyncMode::Dsync);
+        assert_eq!(j[0].runtime_us, 120_000_000);
+    }
+}

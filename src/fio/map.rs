@@ -1,0 +1,558 @@
+//! fio jobs onto the engine: each job clone (`numjobs`) is a process with one thread whose
+//! one flowop is a [`Stream`] over the clone's files, laid out in the run directory under
+//! fio's names (`jobname.jobnum.filenum`, or the `filename=` names). What fio would do
+//! differently from what the engine can do is refused here, with the option's place.
+
+use super::job::{Bs, Engine, Falloc, Job, Rate, SyncMode};
+use crate::lang::{Diagnostic, Diagnostics, SourceFile};
+use crate::model::stream::{Pace, Prealloc, Sizes, Skew, Stream, StreamFile};
+use crate::model::{FlowopKind, Process, QuitMode, Thread, Workload};
+use std::sync::Arc;
+
+/// A job file mapped: the workload the engine runs, and what `run`, `show` and `check`
+/// say about it.
+#[derive(Debug, Clone)]
+pub struct Mapped {
+    pub workload: Workload,
+    pub jobs: Vec<Job>,
+    /// `directory=`, when the jobs give one: where the run directory goes by default.
+    pub directory: Option<String>,
+    /// `ramp_time` in seconds: the warm-up, when the jobs are time based.
+    pub ramp_s: f64,
+    /// What the run should say about how the jobs were mapped.
+    pub notes: Vec<String>,
+}
+
+/// What each job waits for before it starts: (job index, clones) of every job in an
+/// earlier `stonewall` group, and of its `wait_for` job. Errors for a `wait_for` naming no
+/// earlier job.
+fn waits(jobs: &[Job]) -> Result<Vec<Vec<(usize, u32)>>, Vec<Diagnostic>> {
+    let mut group = vec![0usize; jobs.len()];
+    for j in 1..jobs.len() {
+        group[j] = group[j - 1] + usize::from(jobs[j].stonewall);
+    }
+    let mut errors = Vec::new();
+    let mut out = Vec::new();
+    for (j, job) in jobs.iter().enumerate() {
+        let mut w: Vec<(usize, u32)> = (0..j)
+            .filter(|&i| group[i] < group[j])
+            .map(|i| (i, jobs[i].numjobs))
+            .collect();
+        if let Some(name) = &job.wait_for {
+            match jobs[..j].iter().position(|x| &x.name == name) {
+                Some(i) if !w.iter().any(|x| x.0 == i) => w.push((i, jobs[i].numjobs)),
+                Some(_) => {}
+                None => errors.push(at(
+                    job,
+                    "wait_for",
+                    format!("`wait_for={name}`: no job of that name before this one"),
+                )),
+            }
+        }
+        out.push(w);
+    }
+    if errors.is_empty() {
+        Ok(out)
+    } else {
+        Err(errors)
+    }
+}
+
+/// The run's time limit: the jobs' runtimes, one group after another (each group as long
+/// as its longest job); a year when a job is bounded by its bytes only.
+fn run_limit(jobs: &[Job], waits: &[Vec<(usize, u32)>]) -> u64 {
+    if !jobs.iter().all(|j| j.runtime_us > 0) {
+        return UNBOUNDED_S;
+    }
+    // When each job may end at the latest: its runtime after the latest of its waits.
+    let mut end = vec![0u64; jobs.len()];
+    for (j, job) in jobs.iter().enumerate() {
+        let start = waits[j].iter().map(|(i, _)| end[*i]).max().unwrap_or(0);
+        end[j] = start + job.startdelay_us + job.runtime_us + job.ramp_time_us;
+    }
+    end.iter().max().unwrap_or(&0).div_ceil(1_000_000)
+}
+
+/// A year: the run time of jobs bounded by their bytes, not by time.
+pub const UNBOUNDED_S: u64 = 365 * 86_400;
+
+fn sizes(b: &Bs) -> Sizes {
+    match b {
+        Bs::Fixed(v) => Sizes::Fixed(*v),
+        Bs::Range(lo, hi) => Sizes::Range(*lo, *hi),
+        Bs::Split(p) => Sizes::Split(p.clone()),
+    }
+}
+
+fn at(job: &Job, key: &str, msg: String) -> Diagnostic {
+    match job.place(key) {
+        Some((span, src)) => Diagnostic::error(src, span, msg),
+        None => Diagnostic::error(&job.src, job.span, msg),
+    }
+}
+
+/// Refuse what the engine cannot run as fio would.
+fn check(job: &Job, first: bool, errors: &mut Vec<Diagnostic>) {
+    if job.ramp_time_us > 0 && job.startdelay_us > 0 {
+        errors.push(at(
+            job,
+            "startdelay",
+            "`startdelay` with `ramp_time` (the run's warm-up is at its start) is not supported by fsbench".into(),
+        ));
+    }
+    if job.ramp_time_us > 0 && (job.stonewall || job.wait_for.is_some()) && !first {
+        errors.push(at(
+            job,
+            "ramp_time",
+            "`ramp_time` on a job that waits for others (the run's warm-up is at its start) is not supported by fsbench".into(),
+        ));
+    }
+    if job.ramp_time_us > 0 && !job.time_based {
+        errors.push(at(
+            job,
+            "ramp_time",
+            "`ramp_time` without `time_based` (fio then counts the ramp's I/O against size=) is not supported by fsbench".into(),
+        ));
+    }
+    if job.time_based && job.runtime_us == 0 {
+        errors.push(at(
+            job,
+            "time_based",
+            "`time_based` needs `runtime=`".into(),
+        ));
+    }
+    if job.size.is_none() && job.filesize.is_none() {
+        errors.push(Diagnostic::error(
+            &job.src,
+            job.span,
+            format!(
+                "job `{}`: no `size=` (or `filesize=`): fio needs one to know how much to do",
+                job.name
+            ),
+        ));
+    }
+    if let Some((name, span, src)) = &job.filename {
+        for part in name.split(':') {
+            if part.is_empty() || part.contains('/') || part == "." || part == ".." {
+                errors.push(
+                    Diagnostic::error(src, *span, format!("filename `{part}`: fsbench writes only inside the run directory it creates; give plain file names"))
+                        .with_help("choose where the run directory goes with `directory=` or `--dir`"),
+                );
+            }
+        }
+    }
+    if job.read && job.write && job.rate.iter().any(Option::is_some) {
+        let key = if job.has("rate") { "rate" } else { "rate_iops" };
+        errors.push(at(
+            job,
+            key,
+            format!("`{key}` on a job that reads and writes (fio then moves I/O between the directions to keep both rates) is not supported by fsbench"),
+        ));
+    }
+    for r in &job.rate {
+        if *r == Some(Rate::Bytes(0)) || *r == Some(Rate::Iops(0)) {
+            let key = if job.has("rate") { "rate" } else { "rate_iops" };
+            errors.push(at(
+                job,
+                key,
+                format!("`{key}` of 0 (fio: rate lower than supported)"),
+            ));
+        }
+    }
+    if job.engine == Engine::Uring {
+        for key in ["fsync", "fdatasync"] {
+            if job.has(key) && (job.fsync > 0 || job.fdatasync > 0) {
+                errors.push(at(
+                    job,
+                    key,
+                    format!("`{key}` every N writes with ioengine={} is not supported by fsbench (use a synchronous engine, or end_fsync)", job.ioengine_name),
+                ));
+            }
+        }
+    }
+    let min_bs = job.bs[0].min().min(job.bs[1].min());
+    if let Some(size) = job.size {
+        if size < min_bs {
+            errors.push(at(
+                job,
+                "size",
+                format!("size {size} is less than the smallest block size {min_bs} (fio: size too small)"),
+            ));
+        }
+    }
+    if job.direct && !min_bs.is_multiple_of(512) {
+        errors.push(at(
+            job,
+            "direct",
+            format!("`direct=1` with a block size of {min_bs} bytes: O_DIRECT needs multiples of the logical block size"),
+        ));
+    }
+}
+
+/// The names and lengths of clone `k`'s files.
+fn clone_files(job: &Job, k: u32) -> Vec<StreamFile> {
+    let names: Vec<String> = match &job.filename {
+        Some((n, _, _)) => n.split(':').map(str::to_string).collect(),
+        None => (0..job.nrfiles)
+            .map(|i| format!("{}.{k}.{i}", job.name))
+            .collect(),
+    };
+    let nr = names.len() as u64;
+    let offset = job.offset + job.offset_increment * k as u64;
+    let min_bs = job.bs[0].min().min(job.bs[1].min()).max(1);
+    let size = job.size.unwrap_or(0);
+    // fio's setup_files: size / nrfiles each, the first files a block larger while the
+    // remainder lasts.
+    let each = size / nr;
+    let mut extra = (size - each * nr) / min_bs;
+    let prealloc = match job.fallocate {
+        Falloc::None => Prealloc::None,
+        Falloc::Native => Prealloc::Native,
+        Falloc::Posix => Prealloc::Posix,
+        Falloc::Keep => Prealloc::KeepSize,
+    };
+    names
+        .into_iter()
+        .map(|name| {
+            let len = match job.filesize {
+                Some((fs, _)) => fs.saturating_sub(offset),
+                None => {
+                    let mut l = each;
+                    if extra > 0 {
+                        extra -= 1;
+                        l += min_bs;
+                    }
+                    l
+                }
+            };
+            StreamFile {
+                name,
+                offset,
+                len,
+                prealloc,
+                fill: job.read,
+                fill_bs: job.bs[1].max(),
+                create_on_open: job.create_on_open,
+            }
+        })
+        .collect()
+}
+
+/// fio's rate of direction `d` (`__setup_rate`, `usec_for_io`): bytes per second, or
+/// (`rate_iops` with `bssplit`) a fixed time per I/O.
+fn pace(job: &Job, d: usize) -> Pace {
+    match job.rate[d] {
+        None => Pace::None,
+        Some(Rate::Bytes(b)) => Pace::Bytes(b),
+        Some(Rate::Iops(n)) => match &job.bs[d] {
+            Bs::Split(_) => Pace::PerIo(1_000_000 / n.max(1)),
+            b => Pace::Bytes(n * b.min()),
+        },
+    }
+}
+
+/// The statistics name of every job clone, as fio's `stat.c` groups them: clones in
+/// order, each starting a report of its own unless it has `group_reporting` and is in
+/// the same group (`new_group` starts one) as the clone before it; a report is named after
+/// its first clone's job, with that clone's number after it when two reports would share
+/// a name.
+fn report_names(jobs: &[Job]) -> Vec<Vec<String>> {
+    let mut group = 0;
+    let mut last_group = None;
+    // (job name, number of the first clone) per report; report index per clone.
+    let mut reports: Vec<(String, usize)> = Vec::new();
+    let mut of: Vec<Vec<usize>> = Vec::new();
+    let mut n = 0;
+    for (j, job) in jobs.iter().enumerate() {
+        if (job.stonewall || job.new_group) && j > 0 {
+            group += 1;
+        }
+        let mut mine = Vec::new();
+        for _ in 0..job.numjobs {
+            if reports.is_empty() || !job.group_reporting || last_group != Some(group) {
+                reports.push((job.name.clone(), n));
+            }
+            last_group = Some(group);
+            mine.push(reports.len() - 1);
+            n += 1;
+        }
+        of.push(mine);
+    }
+    let names: Vec<String> = reports
+        .iter()
+        .map(|(name, first)| {
+            if reports.iter().filter(|(o, _)| o == name).count() > 1 {
+                format!("{name}.{first}")
+            } else {
+                name.clone()
+            }
+        })
+        .collect();
+    of.into_iter()
+        .map(|v| v.into_iter().map(|r| names[r].clone()).collect())
+        .collect()
+}
+
+struct Stats {
+    names: Vec<(String, FlowopKind)>,
+}
+
+impl Stats {
+    fn id(&mut self, name: String, kind: FlowopKind) -> usize {
+        if let Some(i) = self.names.iter().position(|(n, _)| *n == name) {
+            return i;
+        }
+        self.names.push((name, kind));
+        self.names.len() - 1
+    }
+}
+
+fn stream_of(job: &Job, j: usize, k: u32, stats: &mut Stats, report: &str) -> Stream {
+    let files = clone_files(job, k);
+    let total: u64 = files.iter().map(|f| f.len).sum();
+    let size = job.size.map_or(total, |s| s.min(total));
+    // Read first, then write, then sync: the order a report lists them.
+    let stat_read = if job.read {
+        stats.id(format!("{report} read"), FlowopKind::Read)
+    } else {
+        0
+    };
+    let stat_write = if job.write {
+        stats.id(format!("{report} write"), FlowopKind::Write)
+    } else {
+        0
+    };
+    // fio's JSON counts only the fsyncs every N writes as `sync`; the others apart.
+    let mut sync_stat = |on: bool, what: &str| {
+        if on && job.write {
+            stats.id(format!("{report} {what}"), FlowopKind::Fsync)
+        } else {
+            0
+        }
+    };
+    let stat_sync = sync_stat(job.fsync > 0, "sync");
+    let stat_datasync = sync_stat(job.fdatasync > 0, "datasync");
+    let stat_end_sync = sync_stat(job.end_fsync || job.fsync_on_close, "end-sync");
+    // How long the job ran (fio's per-job runtime), one sample per clone.
+    let stat_time = stats.id(format!("{report} runtime"), FlowopKind::Stream);
+    let pass_bytes = job.io_size.unwrap_or(size);
+    let nfiles = files.len();
+    Stream {
+        files,
+        reads: job.read,
+        writes: job.write,
+        read_pct: job.rwmixread,
+        random: job.random,
+        seq_skip: job.seq_skip,
+        bs: [sizes(&job.bs[0]), sizes(&job.bs[1])],
+        pass_bytes,
+        seq_wrap: (job.time_based && nfiles == 1) || (job.write && pass_bytes > size),
+        passes: job.loops,
+        number_ios: job.number_ios,
+        time_based: job.time_based,
+        // fio's runtime starts after the ramp (the run's warm-up here).
+        runtime_ns: (job.runtime_us + job.ramp_time_us).saturating_mul(1000),
+        random_map: !job.norandommap && job.distribution == Skew::Uniform,
+        skew: job.distribution,
+        invalidate: job.invalidate,
+        fadvise_hint: job.fadvise_hint,
+        seed: job
+            .randrepeat
+            .then_some(job.randseed ^ ((j as u64) << 32) ^ k as u64),
+        fsync_every: job.fsync,
+        fdatasync_every: job.fdatasync,
+        end_fsync: job.end_fsync,
+        fsync_on_close: job.fsync_on_close,
+        direct: job.direct,
+        osync: job.sync == SyncMode::Sync,
+        dsync: job.sync == SyncMode::Dsync,
+        lseek: job.engine == Engine::Sync,
+        depth: if job.engine == Engine::Uring {
+            job.iodepth
+        } else {
+            0
+        },
+        pace: [0, 1].map(|d| pace(job, d)),
+        unlink: job.unlink,
+        think_us: job.thinktime_us,
+        think_blocks: job.thinktime_blocks,
+        stat_read,
+        stat_write,
+        stat_sync,
+        stat_datasync,
+        stat_end_sync,
+        stat_time,
+        ramp_ns: job.ramp_time_us.saturating_mul(1000),
+        start_delay_ns: job.startdelay_us.saturating_mul(1000),
+        job: j,
+        wait: Vec::new(),
+    }
+}
+
+/// Map the jobs of a file onto a workload named `name`.
+pub fn map(name: &str, src: &Arc<SourceFile>, jobs: Vec<Job>) -> Result<Mapped, Diagnostics> {
+    let mut errors = Vec::new();
+    for (i, j) in jobs.iter().enumerate() {
+        check(j, i == 0, &mut errors);
+    }
+    let dirs: Vec<&String> = jobs.iter().filter_map(|j| j.directory.as_ref()).collect();
+    if let Some(d) = dirs.iter().find(|d| **d != dirs[0]) {
+        let j = jobs
+            .iter()
+            .find(|j| j.directory.as_ref() == Some(*d))
+            .expect("found above");
+        errors.push(at(
+            j,
+            "directory",
+            format!("jobs in different directories (`{}` and `{d}`): fsbench runs a job file in one run directory", dirs[0]),
+        ));
+    }
+    let waits = match waits(&jobs) {
+        Ok(w) => w,
+        Err(e) => {
+            errors.extend(e);
+            Vec::new()
+        }
+    };
+    if !errors.is_empty() {
+        return Err(Diagnostics(errors));
+    }
+    let mut stats = Stats { names: Vec::new() };
+    let mut processes = Vec::new();
+    let names = report_names(&jobs);
+    for (j, job) in jobs.iter().enumerate() {
+        for k in 0..job.numjobs {
+            let report = names[j][k as usize].clone();
+            let mut stream = stream_of(job, j, k, &mut stats, &report);
+            stream.job = j;
+            stream.wait = waits[j].clone();
+            let mut f = crate::model::build::stream_flowop(job.span);
+            f.name = report.clone();
+            f.stat = if job.read {
+                stream.stat_read
+            } else {
+                stream.stat_write
+            };
+            let memsize = stream.max_bs();
+            f.stream = Some(Arc::new(stream));
+            processes.push(Process {
+                name: report.clone(),
+                span: job.span,
+                instances: 1,
+                nice: None,
+                threads: vec![Thread {
+                    name: report,
+                    span: job.span,
+                    instances: 1,
+                    memsize,
+                    useism: false,
+                    ioprio: None,
+                    flowops: vec![f],
+                }],
+            });
+        }
+    }
+    let run_seconds = run_limit(&jobs, &waits);
+    let ramp_s = jobs.iter().map(|j| j.ramp_time_us).max().unwrap_or(0) as f64 / 1e6;
+    let workload = Workload {
+        name: name.to_string(),
+        source: src.clone(),
+        // The options each job ran with, as the results' variables (`JOB.option`).
+        vars: jobs
+            .iter()
+            .flat_map(|j| {
+                j.values
+                    .iter()
+                    .map(move |(k, v)| (format!("{}.{k}", j.name), v.clone()))
+            })
+            .collect(),
+        randvars: Vec::new(),
+        filesets: Vec::new(),
+        processes,
+        actions: vec![crate::model::Action::Run],
+        mode: QuitMode::AllDone,
+        run_seconds: Some(run_seconds),
+        has_run: true,
+        psrun_period: None,
+        eventgen_rate: None,
+        lathist: false,
+        nousestats: false,
+        stat_names: stats.names,
+        warnings: Vec::new(),
+    };
+    Ok(Mapped {
+        directory: dirs.first().map(|d| d.to_string()),
+        notes: Vec::new(),
+        ramp_s,
+        jobs,
+        workload,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::ini::{parse, Expand, Keywords};
+    use super::*;
+
+    fn names(text: &str) -> Vec<Vec<String>> {
+        let x = Expand {
+            keywords: Keywords {
+                ncpus: 2,
+                pagesize: 4096,
+                mb_memory: 100,
+            },
+            env: &|_| None,
+        };
+        let s = parse(&SourceFile::new("m.fio", text), &x).unwrap();
+        report_names(&super::super::job::jobs(&s).unwrap())
+    }
+
+    #[test]
+    fn reports_are_grouped_as_fios_stat_c_groups_them() {
+        // Clones apart, each numbered.
+        assert_eq!(names("[a]\nnumjobs=2\n"), [["a.0", "a.1"]]);
+        // group_reporting joins a clone to the report before it, within its group.
+        let n = names("[global]\ngroup_reporting\n[a]\nnumjobs=2\n[b]\n[c]\nnew_group\n");
+        assert_eq!(n, vec![vec!["a", "a"], vec!["a"], vec!["c"]]);
+        // Without it on the second job, that job reports alone.
+        let n = names("[a]\nnumjobs=2\ngroup_reporting\n[b]\n");
+        assert_eq!(n, vec![vec!["a", "a"], vec!["b"]]);
+        // Two jobs of one name: numbered by their first clone.
+        let n = names("[a]\n[a]\n");
+        assert_eq!(n, vec![vec!["a.0"], vec!["a.1"]]);
+    }
+
+    #[test]
+    fn jobs_wait_for_earlier_groups_and_named_jobs() {
+        let x = Expand {
+            keywords: Keywords {
+                ncpus: 2,
+                pagesize: 4096,
+                mb_memory: 100,
+            },
+            env: &|_| None,
+        };
+        let text = "[global]\nsize=1m\n[a]\nnumjobs=2\n[b]\nstonewall\n[c]\n[d]\nwait_for=c\n";
+        let src = SourceFile::new("m.fio", text);
+        let jobs = super::super::job::jobs(&parse(&src, &x).unwrap()).unwrap();
+        let w = waits(&jobs).unwrap();
+        assert_eq!(w[0], []);
+        assert_eq!(w[1], [(0, 2)]);
+        assert_eq!(w[2], [(0, 2)]);
+        assert_eq!(w[3], [(0, 2), (2, 1)]);
+        let src = SourceFile::new("m.fio", "[a]\nsize=1m\n[b]\nsize=1m\nwait_for=z\n");
+        let jobs = super::super::job::jobs(&parse(&src, &x).unwrap()).unwrap();
+        let e = map("m", &src, jobs).unwrap_err();
+        assert_eq!(e.0[0].location(), "m.fio:5:1");
+        // Runtimes add up group after group.
+        let text = "[a]\nsize=1m\nruntime=2\n[b]\nsize=1m\nruntime=3\nstonewall\n[c]\nsize=1m\nruntime=1\n";
+        let src = SourceFile::new("m.fio", text);
+        let m = map(
+            "m",
+            &src,
+            super::super::job::jobs(&parse(&src, &x).unwrap()).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(m.workload.run_seconds, Some(5));
+    }
+}

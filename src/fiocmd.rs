@@ -1,0 +1,85 @@
+//! What `fsbench run`, `check` and `show` add for fio jobs: the spec a command line
+//! names, the job's `directory=` and `ramp_time`, its explanation, and its results in
+//! fio's shapes after the usual report.
+
+use crate::workloads::{self, FIO_FILE_PREFIX, FIO_LINE_PREFIX};
+use anyhow::Result;
+use std::path::PathBuf;
+
+/// The spec of a workload argument: a one-line job with `--fio`, a job file with
+/// `--format fio`, else as given.
+pub fn spec(workload: &str, one_line: bool, format: Option<&str>) -> String {
+    if one_line {
+        format!("{FIO_LINE_PREFIX}{workload}")
+    } else if format == Some("fio") && workloads::fio_spec(workload).is_none() {
+        format!("{FIO_FILE_PREFIX}{workload}")
+    } else {
+        workload.to_string()
+    }
+}
+
+fn mapped(spec: &str) -> Option<crate::fio::Mapped> {
+    workloads::load_fio(spec).ok().flatten().map(|(m, _)| m)
+}
+
+/// The jobs' `directory=`, where the run directory goes unless `--dir`.
+pub fn directory(spec: &str) -> Option<PathBuf> {
+    mapped(spec).and_then(|m| m.directory).map(PathBuf::from)
+}
+
+/// The jobs' `ramp_time`, in seconds: the run's warm-up unless `--warmup`.
+pub fn ramp_s(spec: &str) -> f64 {
+    mapped(spec).map_or(0.0, |m| m.ramp_s)
+}
+
+/// `fsbench check`'s explanation of a fio job; `None` for other workloads.
+pub fn explain(spec: &str) -> Result<Option<String>> {
+    Ok(workloads::load_fio(spec)?.map(|(m, _)| crate::fio::explain::explain(&m)))
+}
+
+/// `fsbench show JOB.fio`: the job file's text, then what fsbench makes of it.
+pub fn show(spec: &str) -> Result<Option<String>> {
+    let Some((m, _)) = workloads::load_fio(spec)? else {
+        return Ok(None);
+    };
+    let mut text = m.workload.source.text.clone();
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text.push('\n');
+    for line in crate::fio::explain::explain(&m).lines() {
+        text.push_str(&format!("# {line}\n").replace("# \n", "#\n"));
+    }
+    Ok(Some(text))
+}
+
+/// After a fio job's run: its summary in fio's shape, and fio's JSON on standard output
+/// with `--output-format json`.
+pub fn report(spec: &str, r: &crate::stats::Results, format: Option<&str>) -> Result<()> {
+    if workloads::fio_spec(spec).is_none() {
+        if format.is_some() {
+            anyhow::bail!("--output-format is for fio jobs (a .fio file, --format fio or --fio)");
+        }
+        return Ok(());
+    }
+    if let Some(m) = mapped(spec) {
+        for j in &m.jobs {
+            if matches!(j.ioengine_name.as_str(), "libaio" | "posixaio") {
+                crate::console::human(&format!(
+                    "note: job {} (ioengine={}) ran through io_uring\n",
+                    j.name, j.ioengine_name
+                ));
+            }
+        }
+    }
+    crate::console::human(&crate::report::fio::text(r));
+    if format == Some("json") {
+        use std::io::Write;
+        let mut o = crate::console::Stdout;
+        let text = serde_json::to_string_pretty(&crate::report::fio::json(r))?;
+        o.write_all(text.as_bytes())
+            .and_then(|_| o.write_all(b"\n"))
+            .and_then(|_| o.flush())?;
+    }
+    Ok(())
+}

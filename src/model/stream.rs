@@ -1,0 +1,186 @@
+//! A block-I/O stream: reads and writes over a few named files, in fixed, ranged or split
+//! block sizes, sequential or random (each block once per pass, or not), bounded by bytes,
+//! passes, a count of I/Os or a time, with syncs every N writes. It is what a fio job
+//! does; `fio::` maps a job onto one, and the engine runs it as one flowop
+//! ([`super::FlowopKind::Stream`]) whose I/Os count under read, write and sync statistics.
+
+/// Block sizes of one direction.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Sizes {
+    Fixed(u64),
+    /// A random multiple of `lo` in `lo..=hi`.
+    Range(u64, u64),
+    /// (size, percent) parts, drawn as fio draws them: a number 1..=100, the first part
+    /// whose running sum of percentages reaches it, else the last part.
+    Split(Vec<(u64, u32)>),
+}
+
+impl Sizes {
+    pub fn max(&self) -> u64 {
+        match self {
+            Sizes::Fixed(b) => *b,
+            Sizes::Range(_, hi) => *hi,
+            Sizes::Split(p) => p.iter().map(|x| x.0).max().unwrap_or(0),
+        }
+    }
+    pub fn min(&self) -> u64 {
+        match self {
+            Sizes::Fixed(b) => *b,
+            Sizes::Range(lo, _) => *lo,
+            Sizes::Split(p) => p.iter().map(|x| x.0).min().unwrap_or(0),
+        }
+    }
+}
+
+/// How random offsets are drawn (fio's `random_distribution`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Skew {
+    Uniform,
+    /// Block ranks from a Zipf distribution of exponent `theta` (Gray et al.'s method, as
+    /// fio), scattered over the file by a multiplicative hash, shifted by a random or
+    /// given (`center`, a fraction of the file) offset.
+    Zipf {
+        theta: f64,
+        center: Option<f64>,
+    },
+    /// Pareto with parameter `h` (`h` of the blocks take `1 - h` of the I/O), scattered
+    /// the same way.
+    Pareto {
+        h: f64,
+        center: Option<f64>,
+    },
+}
+
+/// How a file's blocks are reserved before it is filled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Prealloc {
+    None,
+    /// `fallocate(fd, 0, 0, size)`: the size is set, the blocks allocated unwritten.
+    Native,
+    /// `posix_fallocate`.
+    Posix,
+    /// `fallocate` with `FALLOC_FL_KEEP_SIZE`.
+    KeepSize,
+}
+
+/// One file of a stream, in the run directory under `name`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StreamFile {
+    pub name: String,
+    /// Where the stream's I/O starts in the file, and how many bytes it covers.
+    pub offset: u64,
+    pub len: u64,
+    /// How it is laid out before the measurement: created (an existing one removed),
+    /// blocks reserved, and, when `fill`, extended to `offset + len` and written in
+    /// `fill_bs` requests.
+    pub prealloc: Prealloc,
+    pub fill: bool,
+    pub fill_bs: u64,
+    /// Not laid out: the stream creates the file when it opens it (fio's
+    /// `create_on_open`).
+    pub create_on_open: bool,
+}
+
+impl StreamFile {
+    /// The file's size once laid out (before the stream writes it).
+    pub fn laid_size(&self) -> u64 {
+        if self.create_on_open {
+            return 0;
+        }
+        match (self.fill, self.prealloc) {
+            (true, _) | (false, Prealloc::Native | Prealloc::Posix) => self.offset + self.len,
+            _ => 0,
+        }
+    }
+}
+
+/// How fast a direction may go: fio's `rate` and `rate_iops` (linear pacing: the next I/O
+/// waits until the bytes issued so far would have taken their time at the rate).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pace {
+    None,
+    /// Bytes per second.
+    Bytes(u64),
+    /// Microseconds per I/O.
+    PerIo(u64),
+}
+
+/// What a stream is.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stream {
+    /// The files, served in turn: the next I/O goes to the next file (fio's round robin).
+    pub files: Vec<StreamFile>,
+    pub reads: bool,
+    pub writes: bool,
+    /// With both: the percentage of reads.
+    pub read_pct: u32,
+    pub random: bool,
+    /// Bytes skipped after each sequential I/O.
+    pub seq_skip: u64,
+    /// Sequential I/O starts the file over at its end (fio: time based on one file, or a
+    /// writing job with more to do than the file holds); otherwise the file is done.
+    pub seq_wrap: bool,
+    /// Read and write block sizes.
+    pub bs: [Sizes; 2],
+    /// Bytes a pass moves (reads and writes together), and how many passes.
+    pub pass_bytes: u64,
+    pub passes: u64,
+    /// Stop after this many reads and writes per pass (0: no such bound).
+    pub number_ios: u64,
+    /// Go on until the run time ends, starting passes over as needed.
+    pub time_based: bool,
+    /// This stream's own time limit in ns (0: the run's).
+    pub runtime_ns: u64,
+    /// Drop the files' cached pages when a pass opens them (fio's `invalidate`).
+    pub invalidate: bool,
+    /// Advise the kernel of the pattern (random: no readahead) at open (`fadvise_hint`).
+    pub fadvise_hint: bool,
+    /// How random offsets are drawn; a skewed one keeps no random map (as fio).
+    pub skew: Skew,
+    /// Random offsets cover each block once per pass (fio's random map).
+    pub random_map: bool,
+    /// The seed of the offsets, sizes and directions; `None`: from the run seed.
+    pub seed: Option<u64>,
+    pub fsync_every: u64,
+    pub fdatasync_every: u64,
+    pub end_fsync: bool,
+    pub fsync_on_close: bool,
+    pub direct: bool,
+    pub osync: bool,
+    pub dsync: bool,
+    /// `lseek` then `read`/`write` instead of `pread`/`pwrite`.
+    pub lseek: bool,
+    /// Through io_uring with up to this many I/Os in flight (0: synchronous calls).
+    pub depth: u32,
+    /// Pacing of reads and writes.
+    pub pace: [Pace; 2],
+    /// Remove the files when the stream ends (fio's `unlink`).
+    pub unlink: bool,
+    /// Sleep this many µs after every `think_blocks` I/Os.
+    pub think_us: u64,
+    pub think_blocks: u64,
+    /// Statistics of its reads, writes, fsyncs every N writes, fdatasyncs every N writes,
+    /// and the syncs at the end (`end_fsync`, `fsync_on_close`).
+    pub stat_read: usize,
+    pub stat_write: usize,
+    pub stat_sync: usize,
+    pub stat_datasync: usize,
+    pub stat_end_sync: usize,
+    /// How long the stream ran, from its first I/O to its end, less its ramp: one sample
+    /// per thread (not an I/O; reports in fio's shape take it as the job's runtime).
+    pub stat_time: usize,
+    pub ramp_ns: u64,
+    /// Wait this long (after what it waits for) before starting (fio's `startdelay`).
+    pub start_delay_ns: u64,
+    /// The job this stream is a clone of (its index in the job file), and what it waits
+    /// for before it starts: (job, clones) whose every clone must have ended.
+    pub job: usize,
+    pub wait: Vec<(usize, u32)>,
+}
+
+impl Stream {
+    /// The largest block either direction uses.
+    pub fn max_bs(&self) -> u64 {
+        self.bs[0].max().max(self.bs[1].max())
+    }
+}

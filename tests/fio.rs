@@ -1,0 +1,553 @@
+//! fio job files through the real binary: what each option makes fsbench read and write
+//! (files, names, sizes, operation and byte counts, checked against what fio does for the
+//! same job), fio's output shapes, and every refused option or malformed line naming its
+//! file, line and column.
+
+mod common;
+use common::*;
+use serde_json::Value;
+use std::path::Path;
+
+/// Run `job` (a job file's text) in a scratch directory, keeping the run directory;
+/// returns the results JSON and the files the run directory holds (name, size).
+fn run_job(tag: &str, job: &str, extra: &[&str]) -> (Value, Vec<(String, u64)>, Scratch) {
+    let d = Scratch::new(tag);
+    let f = d.path().join(format!("{tag}.fio"));
+    std::fs::write(&f, job).unwrap();
+    let json = d.path().join("r.json");
+    let mut args = vec![
+        "run",
+        f.to_str().unwrap(),
+        "--dir",
+        d.s(),
+        "--keep",
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let o = run(&args);
+    assert!(o.status.success(), "{tag}: {}", text(&o));
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let rundir = Path::new(r["run_dir"].as_str().unwrap()).to_path_buf();
+    let mut files: Vec<(String, u64)> = std::fs::read_dir(&rundir)
+        .unwrap()
+        .map(|e| e.unwrap())
+        .filter(|e| !e.file_name().to_string_lossy().starts_with(".fsbench"))
+        .map(|e| {
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                e.metadata().unwrap().len(),
+            )
+        })
+        .collect();
+    files.sort();
+    (r, files, d)
+}
+
+/// (ops, bytes) of the statistic `name`; (0, 0) when the run has none.
+fn counted(r: &Value, name: &str) -> (u64, u64) {
+    r["flowops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == name)
+        .map_or((0, 0), |f| {
+            (f["ops"].as_u64().unwrap(), f["bytes"].as_u64().unwrap())
+        })
+}
+
+fn files(list: &[(&str, u64)]) -> Vec<(String, u64)> {
+    list.iter().map(|(n, s)| (n.to_string(), *s)).collect()
+}
+
+#[test]
+fn a_job_file_runs_end_to_end_with_fios_counts_and_file_names() {
+    let job = "; two jobs at once\n[global]\nioengine=psync\n\n[seq]\nrw=read\nbs=4k\nsize=256k\nnrfiles=2\n\n[rand]\nrw=randwrite\nbs=8k\nsize=128k\nfsync=4\n";
+    let (r, f, _d) = run_job("e2e", job, &[]);
+    // fio: each file size/nrfiles, named job.clone.file, read ones written whole first.
+    assert_eq!(
+        f,
+        files(&[
+            ("rand.0.0", 128 << 10),
+            ("seq.0.0", 128 << 10),
+            ("seq.0.1", 128 << 10)
+        ])
+    );
+    assert_eq!(counted(&r, "seq read"), (64, 256 << 10));
+    assert_eq!(counted(&r, "rand write"), (16, 128 << 10));
+    // An fsync after the 4th, 8th and 12th write; after the 16th the job is done (fio: 3).
+    assert_eq!(counted(&r, "rand sync").0, 3);
+    assert_eq!(r["layout"]["bytes_written"], 256 << 10);
+    // The options each job ran with, [global]'s included, are the results' variables.
+    assert_eq!(r["variables"]["seq.bs"], "4k");
+    assert_eq!(r["variables"]["rand.ioengine"], "psync");
+    assert_eq!(r["variables"]["rand.fsync"], "4");
+}
+
+#[test]
+fn output_format_json_is_fios_shape_and_text_is_fios_summary() {
+    let d = Scratch::new("fiojson");
+    let o = run(&[
+        "run",
+        "--fio",
+        "rw=randread bs=4k size=64k",
+        "--dir",
+        d.s(),
+        "--output-format",
+        "json",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).expect("fio JSON alone on stdout");
+    let job = &v["jobs"][0];
+    assert_eq!(job["jobname"], "fio");
+    assert_eq!(job["read"]["total_ios"], 16);
+    assert_eq!(job["read"]["io_bytes"], 65536);
+    assert_eq!(job["write"]["total_ios"], 0);
+    assert!(job["read"]["iops"].as_f64().unwrap() > 0.0);
+    let pct = &job["read"]["clat_ns"]["percentile"];
+    assert!(pct["50.000000"].as_u64().unwrap() > 0, "{pct}");
+    assert!(pct["99.990000"].as_u64().unwrap() >= pct["50.000000"].as_u64().unwrap());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("read: IOPS="), "{err}");
+    assert!(err.contains("clat percentiles (usec):"), "{err}");
+}
+
+#[test]
+fn each_option_reads_and_writes_what_fio_does() {
+    // (job, statistic, ops, bytes): the counts fio 3.33 gives for the same job.
+    let cases: &[(&str, &str, u64, u64)] = &[
+        // rw=read:4k skips 4 KiB after each read and wraps at the end until size= is done.
+        (
+            "[j]\nrw=read:4k\nbs=4k\nsize=128k\n",
+            "j read",
+            32,
+            128 << 10,
+        ),
+        (
+            "[j]\nrw=write\nbs=4k\nsize=64k\nio_size=192k\n",
+            "j write",
+            48,
+            192 << 10,
+        ),
+        (
+            "[j]\nrw=randread\nbs=4k\nsize=64k\nloops=3\n",
+            "j read",
+            48,
+            192 << 10,
+        ),
+        (
+            "[j]\nrw=read\nbs=4k\nsize=64k\nnumber_ios=5\n",
+            "j read",
+            5,
+            20 << 10,
+        ),
+        (
+            "[j]\nrw=randread\nbs=4k\nsize=64k\nnorandommap\n",
+            "j read",
+            16,
+            64 << 10,
+        ),
+        (
+            "[j]\nrw=randread\nbs=4k\nsize=64k\nrandom_distribution=zipf:1.2\n",
+            "j read",
+            16,
+            64 << 10,
+        ),
+        (
+            "[j]\nrw=randwrite\nbs=4k\nsize=64k\nrandom_distribution=pareto:0.3:0.5\n",
+            "j write",
+            16,
+            64 << 10,
+        ),
+        (
+            "[j]\nrw=read\nbs=4k\nfilesize=32k\nnrfiles=3\n",
+            "j read",
+            24,
+            96 << 10,
+        ),
+        (
+            "[j]\nreadwrite=randread\nblocksize=16k\nsize=64k\n",
+            "j read",
+            4,
+            64 << 10,
+        ),
+        (
+            "[j]\nrw=read\nbs=4k,8k\nsize=64k\nkb_base=1000\n",
+            "j read",
+            16,
+            64000,
+        ),
+        (
+            "[j]\nrw=write\nbs=4k\nsize=64k\nsync=dsync\nioengine=sync\n",
+            "j write",
+            16,
+            64 << 10,
+        ),
+    ];
+    for (i, (job, stat, ops, bytes)) in cases.iter().enumerate() {
+        let (r, _, _d) = run_job(&format!("opt{i}"), job, &[]);
+        assert_eq!(counted(&r, stat), (*ops, *bytes), "{job}");
+    }
+    // Random block sizes: the bytes of a pass exactly, in blocks of the sizes given.
+    for job in [
+        "[j]\nrw=randwrite\nbssplit=4k/50:16k/50\nsize=256k\n",
+        "[j]\nrw=read\nbsrange=4k-16k\nsize=256k\n",
+    ] {
+        let (r, _, _d) = run_job("split", job, &[]);
+        let stat = if job.contains("write") {
+            "j write"
+        } else {
+            "j read"
+        };
+        let (ops, bytes) = counted(&r, stat);
+        assert_eq!(bytes, 256 << 10, "{job}");
+        assert!((16..=64).contains(&ops), "{job}: {ops} ops");
+    }
+    // A mix: the total of a pass, shared between reads and writes.
+    let (r, _, _d) = run_job(
+        "mix",
+        "[j]\nrw=randrw\nrwmixread=70\nbs=4k\nsize=400k\n",
+        &[],
+    );
+    let (rd, wr) = (counted(&r, "j read"), counted(&r, "j write"));
+    assert_eq!(rd.0 + wr.0, 100);
+    assert!(rd.0 > wr.0, "{rd:?} {wr:?}");
+    // fdatasync every 4 writes and end_fsync are counted apart from fsync.
+    let (r, _, _d) = run_job(
+        "dsync",
+        "[j]\nrw=write\nbs=4k\nsize=64k\nfdatasync=4\nend_fsync=1\n",
+        &[],
+    );
+    assert_eq!(counted(&r, "j datasync").0, 3);
+    assert_eq!(counted(&r, "j end-sync").0, 1);
+    assert_eq!(counted(&r, "j sync").0, 0);
+}
+
+#[test]
+fn files_are_laid_out_where_and_as_fio_lays_them_out() {
+    // offset: the file holds offset + size; offset_increment moves each clone on.
+    let (r, f, _d) = run_job("off", "[j]\nrw=read\nbs=4k\nsize=64k\noffset=32k\n", &[]);
+    assert_eq!(f, files(&[("j.0.0", 96 << 10)]));
+    assert_eq!(counted(&r, "j read"), (16, 64 << 10));
+    let job = "[j]\nrw=write\nbs=4k\nsize=16k\noffset_increment=64k\nnumjobs=2\nfilename=shared\n";
+    let (r, f, _d) = run_job("offinc", job, &[]);
+    assert_eq!(f, files(&[("shared", 80 << 10)]));
+    assert_eq!(counted(&r, "j.0 write"), (4, 16 << 10));
+    assert_eq!(counted(&r, "j.1 write"), (4, 16 << 10));
+    // filename= with `:` names several files; numjobs clones get files of their own.
+    let (_, f, _d) = run_job("names", "[j]\nrw=randread\nsize=64k\nfilename=a:b\n", &[]);
+    assert_eq!(f, files(&[("a", 32 << 10), ("b", 32 << 10)]));
+    let job = "[j]\nrw=read\nsize=16k\nnumjobs=3\ngroup_reporting\n";
+    let (r, f, _d) = run_job("clones", job, &[]);
+    assert_eq!(
+        f,
+        files(&[
+            ("j.0.0", 16 << 10),
+            ("j.1.0", 16 << 10),
+            ("j.2.0", 16 << 10)
+        ])
+    );
+    // group_reporting: the clones report as one.
+    assert_eq!(counted(&r, "j read"), (12, 48 << 10));
+    // fallocate=none and a write job: the file is created empty, then written.
+    let (_, f, _d) = run_job("falloc", "[j]\nrw=write\nsize=16k\nfallocate=none\n", &[]);
+    assert_eq!(f, files(&[("j.0.0", 16 << 10)]));
+    // create_on_open: not laid out; the job creates it and writes it.
+    let job = "[j]\nrw=write\nbs=4k\nsize=16k\ncreate_on_open=1\n";
+    let (r, f, _d) = run_job("coo", job, &[]);
+    assert_eq!(f, files(&[("j.0.0", 16 << 10)]));
+    assert_eq!(counted(&r, "j write"), (4, 16 << 10));
+    assert_eq!(r["layout"]["files_written"], 0);
+}
+
+#[test]
+fn rates_pace_unlink_removes_and_iodepth_changes_nothing_with_sync_engines() {
+    // 16 reads at 100 a second: the 16th waits until 150 ms after the start (fio's linear
+    // pacing), whatever the device's speed.
+    let (r, _, _d) = run_job(
+        "rate",
+        "[j]\nrw=randread\nbs=4k\nsize=64k\nrate_iops=100\n",
+        &[],
+    );
+    assert_eq!(counted(&r, "j read"), (16, 64 << 10));
+    // The job's runtime is recorded: one sample, not an I/O.
+    let rt = r["flowops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == "j runtime")
+        .expect("the job's runtime statistic")
+        .clone();
+    assert_eq!(rt["ops"], 1);
+    assert!(
+        rt["latency_us"]["max"].as_f64().unwrap() >= 150_000.0,
+        "{rt}"
+    );
+    assert_eq!(rt["io_class"], "none");
+    assert!(
+        r["duration_s"].as_f64().unwrap() >= 0.15,
+        "{}",
+        r["duration_s"]
+    );
+    let (r, _, _d) = run_job("rateb", "[j]\nrw=write\nbs=4k\nsize=32k\nrate=,80k\n", &[]);
+    assert_eq!(counted(&r, "j write"), (8, 32 << 10));
+    // 28 KiB issued before the last write: 350 ms at 80 KiB/s.
+    assert!(
+        r["duration_s"].as_f64().unwrap() >= 0.35,
+        "{}",
+        r["duration_s"]
+    );
+    let (r, f, _d) = run_job("unlink", "[j]\nrw=write\nbs=4k\nsize=32k\nunlink=1\n", &[]);
+    assert_eq!(counted(&r, "j write"), (8, 32 << 10));
+    assert!(f.is_empty(), "{f:?}");
+    let job = "[j]\nrw=randread\nbs=4k\nsize=32k\nioengine=psync\niodepth=32\n";
+    let (r, _, _d) = run_job("depth", job, &[]);
+    assert_eq!(counted(&r, "j read"), (8, 32 << 10));
+}
+
+#[test]
+fn async_engines_keep_iodepth_in_flight_through_io_uring() {
+    let d = Scratch::new("uring");
+    let f = d.path().join("u.fio");
+    let json = d.path().join("r.json");
+    std::fs::write(
+        &f,
+        "[u]\nrw=randread\nbs=4k\nsize=256k\nioengine=libaio\niodepth=8\n[w]\nrw=write\nbs=8k\nsize=128k\nioengine=io_uring\niodepth=4\nend_fsync=1\n",
+    )
+    .unwrap();
+    let o = run(&[
+        "run",
+        f.to_str().unwrap(),
+        "--dir",
+        d.s(),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let t = text(&o);
+    if !o.status.success() && t.contains("io_uring is not available") {
+        skip(
+            "async_engines_keep_iodepth_in_flight_through_io_uring: io_uring is not available here",
+        );
+        return;
+    }
+    assert!(o.status.success(), "{t}");
+    assert!(
+        t.contains("note: job u (ioengine=libaio) ran through io_uring"),
+        "{t}"
+    );
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(counted(&r, "u read"), (64, 256 << 10));
+    assert_eq!(counted(&r, "w write"), (16, 128 << 10));
+    assert_eq!(counted(&r, "w end-sync").0, 1);
+    let o = run(&["check", f.to_str().unwrap()]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("ioengine libaio (io_uring: fsbench runs it through io_uring), iodepth 8"),
+        "{out}"
+    );
+}
+
+#[test]
+fn stonewall_and_wait_for_start_jobs_after_others_end() {
+    // Ten paced reads take at least 90 ms; run one after the other, the three jobs take at
+    // least 270 ms, where together they would take 90.
+    let job = "[global]\nrw=randread\nbs=4k\nsize=40k\nrate_iops=100\n[a]\n[b]\nstonewall\n[c]\nwait_for=b\n";
+    let (r, f, _d) = run_job("stonewall", job, &[]);
+    for j in ["a", "b", "c"] {
+        assert_eq!(counted(&r, &format!("{j} read")), (10, 40 << 10));
+    }
+    assert_eq!(f.len(), 3);
+    assert!(
+        r["duration_s"].as_f64().unwrap() >= 0.27,
+        "{}",
+        r["duration_s"]
+    );
+    let d = Scratch::new("stonewall-check");
+    let p = d.path().join("s.fio");
+    std::fs::write(&p, job).unwrap();
+    let o = run(&["check", p.to_str().unwrap()]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("starts when a has ended"), "{out}");
+    assert!(out.contains("starts when a, b have ended"), "{out}");
+    // startdelay: the job starts late, and its runtime starts then.
+    let job = "[d]\nrw=read\nbs=4k\nsize=16k\nstartdelay=200ms\n";
+    let (r, _, _d) = run_job("startdelay", job, &[]);
+    assert_eq!(counted(&r, "d read"), (4, 16 << 10));
+    assert!(
+        r["duration_s"].as_f64().unwrap() >= 0.2,
+        "{}",
+        r["duration_s"]
+    );
+}
+
+#[test]
+fn direct_io_runs_where_the_file_system_takes_it() {
+    let d = Scratch::new("direct");
+    let f = d.path().join("d.fio");
+    std::fs::write(&f, "[d]\nrw=randread\nbs=4k\nsize=64k\ndirect=1\n").unwrap();
+    let o = run(&["run", f.to_str().unwrap(), "--dir", d.s(), "-q"]);
+    let t = text(&o);
+    if !o.status.success() && t.contains("Invalid argument") {
+        skip("direct_io_runs_where_the_file_system_takes_it: the temporary directory's file system refuses O_DIRECT");
+        return;
+    }
+    assert!(o.status.success(), "{t}");
+    assert!(t.contains("d read"), "{t}");
+}
+
+/// A job file's error: the run fails and the message names `place` and `what`.
+fn refused(job: &str, place: &str, what: &str) {
+    let d = Scratch::new("refused");
+    let f = d.path().join("bad.fio");
+    std::fs::write(&f, job).unwrap();
+    for args in [vec!["check"], vec!["run", "--dir", d.s()]] {
+        let mut args = args.clone();
+        args.push(f.to_str().unwrap());
+        let o = run(&args);
+        assert!(!o.status.success(), "{job}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains(&format!("bad.fio:{place}")),
+            "{job}: want {place}\n{err}"
+        );
+        assert!(err.contains(what), "{job}: want {what}\n{err}");
+    }
+    let left: Vec<_> = std::fs::read_dir(d.path()).unwrap().collect();
+    assert_eq!(left.len(), 1, "nothing but the job file: {left:?}");
+}
+
+#[test]
+fn refused_options_and_malformed_lines_name_file_line_and_column() {
+    refused(
+        "[j]\nsize=1m\n  verify=md5\n",
+        "3:3",
+        "`verify` is not supported",
+    );
+    refused("[j]\nsize=1m\nbogus_option=1\n", "3:1", "`bogus_option`");
+    refused("[j]\nsize=1m\nrw=trim\n", "3:4", "trims are not supported");
+    refused("[j]\nsize=1m\nrw=sideways\n", "3:4", "not an I/O pattern");
+    refused("[j]\nsize=1m\nioengine=mmap\n", "3:10", "mmap");
+    refused(
+        "[j]\nrw=write\nsize=1m\nioengine=libaio\nfsync=8\n",
+        "5:1",
+        "every N writes with ioengine=libaio",
+    );
+    refused(
+        "[j]\nsize=1m\nrw=randrw\nrate=1m\n",
+        "4:1",
+        "reads and writes",
+    );
+    refused(
+        "[j]\nsize=1m\nrate_iops=0\n",
+        "3:1",
+        "rate lower than supported",
+    );
+    refused("[j]\nsize=1m\nrate_process=poisson\n", "3:14", "linearly");
+    refused("[j]\nsize=1m\nbs=4q\n", "3:4", "unknown size suffix");
+    refused("[j]\nsize=1m\ndirect=yes\n", "3:8", "not a boolean");
+    refused("[j]\nsize=1m\nruntime=10sec\n", "3:9", "unknown time unit");
+    refused(
+        "[j]\nsize=1m\nrandom_distribution=normal:10\n",
+        "3:21",
+        "`normal` offsets",
+    );
+    refused(
+        "[j]\nsize=1m\nrandom_distribution=zipf:1\n",
+        "3:21",
+        "not 1",
+    );
+    refused(
+        "[j]\nsize=1m\nrandom_distribution=pareto:1.5\n",
+        "3:21",
+        "out of range",
+    );
+    refused("size=1m\n[j]\n", "1:1", "outside of a [] job section");
+    refused("[j\nsize=1m\n", "1:1", "closing `]`");
+    refused(
+        "[j]\nsize=1m\ninclude nowhere.fio\n",
+        "3:9",
+        "cannot read include file",
+    );
+    refused(
+        "[j]\nsize=1m\nfilename=/etc/passwd\n",
+        "3:10",
+        "only inside the run directory",
+    );
+    refused(
+        "[a]\nsize=1m\n[b]\nsize=1m\nwait_for=x\n",
+        "5:1",
+        "no job of that name before",
+    );
+    refused(
+        "[a]\nsize=1m\n[b]\nsize=1m\nstonewall\ntime_based\nruntime=1\nramp_time=1\n",
+        "8:1",
+        "waits for others",
+    );
+    refused("[j]\nrw=read\n", "1:1", "no `size=`");
+    refused("[j]\nbs=8k\nsize=4k\n", "3:1", "size too small");
+    refused("[j]\nsize=1m\ntime_based\n", "3:1", "needs `runtime=`");
+    refused("[global]\nsize=1m\n", "1:1", "no job section");
+}
+
+#[test]
+fn check_and_show_explain_a_job_and_set_variables_are_refused() {
+    let d = Scratch::new("explain");
+    let f = d.path().join("x.job");
+    std::fs::write(&f, "[w]\nrw=write\nbs=64k\nsize=1m\nfsync=8\nruntime=30\n").unwrap();
+    let o = run(&["check", f.to_str().unwrap(), "--format", "fio"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(out.contains("sequential writes"), "{out}");
+    assert!(out.contains("fsync after every 8 writes"), "{out}");
+    assert!(out.contains("file w.0.0: 1.0 MiB"), "{out}");
+    assert!(out.contains("or 30 s, whichever ends first"), "{out}");
+    let o = run(&["show", &format!("fio:{}", f.display())]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.starts_with("[w]\nrw=write"), "{out}");
+    assert!(
+        out.contains("# job w (section [w]): sequential writes"),
+        "{out}"
+    );
+    // Without --format fio, `.job` is not a fio file.
+    let o = run(&["check", f.to_str().unwrap()]);
+    assert!(!o.status.success());
+    let o = run(&["check", "--fio", "rw=read size=1m", "-s", "nfiles=2"]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("takes no -s variables"));
+}
+
+#[test]
+fn experiments_run_fio_job_files_as_workloads() {
+    let d = Scratch::new("fioexp");
+    let target = d.path().join("t");
+    std::fs::create_dir(&target).unwrap();
+    std::fs::write(
+        d.path().join("j.fio"),
+        "[j]\nrw=randread\nbs=4k\nsize=64k\n",
+    )
+    .unwrap();
+    let plan = d.path().join("plan.toml");
+    std::fs::write(
+        &plan,
+        format!(
+            "[experiment]\nname = \"fioexp\"\nrepetitions = 1\n\n[[target]]\nname = \"here\"\nkind = \"dir\"\npath = \"{}\"\n\n[[measurement]]\nname = \"fio\"\nkind = \"workload\"\nparams = {{ workload = \"{}\" }}\n",
+            target.display(),
+            d.path().join("j.fio").display()
+        ),
+    )
+    .unwrap();
+    let out = d.path().join("out");
+    let o = run(&[
+        "experiment",
+        plan.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(out.join("results.db").is_file(), "{t}");
+    assert!(t.contains("read_ops_per_s"), "{t}");
+    // Nothing left in the target but what was there.
+    assert_eq!(std::fs::read_dir(&target).unwrap().count(), 0);
+}
