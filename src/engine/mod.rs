@@ -402,25 +402,7 @@ fn run_in(
 ) -> Result<Results, EngineError> {
     check_space(wl, &plans, &rd.path)?;
     let seconds = run_seconds(wl, opts);
-    let mut plans = Some(plans);
-    let laid = run_actions(wl, opts, rd, &mut plans)?;
-    let mut laid = match (laid, plans) {
-        (Some(l), _) => l,
-        (None, Some(plans)) => lay_out(wl, opts, rd, plans)?,
-        (None, None) => unreachable!("the plans are used only by the layout"),
-    };
-    let streamed = streamfiles::lay_out(wl, rd.fd(), opts.quiet).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::Interrupted {
-            EngineError::Interrupted
-        } else {
-            EngineError::Worker(format!(
-                "laying out the files of {}: {e}",
-                rd.path.display()
-            ))
-        }
-    })?;
-    laid.layout.files_written += streamed.files;
-    laid.layout.bytes_written += streamed.bytes_written;
+    let mut laid = prepare(wl, opts, rd, plans)?;
     if interrupted() {
         return Err(EngineError::Interrupted);
     }
@@ -498,6 +480,36 @@ fn run_in(
         disk,
         ..run_results(wl, opts, rd)
     })
+}
+
+/// The script's commands before `run`, the filesets' layout (by `create files` or now) and
+/// the files of `stream` flowops (fio jobs).
+fn prepare(
+    wl: &Workload,
+    opts: &RunOptions,
+    rd: &mut RunDir,
+    plans: Vec<Plan>,
+) -> Result<Laid, EngineError> {
+    let mut plans = Some(plans);
+    let laid = run_actions(wl, opts, rd, &mut plans)?;
+    let mut laid = match (laid, plans) {
+        (Some(l), _) => l,
+        (None, Some(plans)) => lay_out(wl, opts, rd, plans)?,
+        (None, None) => unreachable!("the plans are used only by the layout"),
+    };
+    let streamed = streamfiles::lay_out(wl, rd.fd(), opts.quiet).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::Interrupted {
+            EngineError::Interrupted
+        } else {
+            EngineError::Worker(format!(
+                "laying out the files of {}: {e}",
+                rd.path.display()
+            ))
+        }
+    })?;
+    laid.layout.files_written += streamed.files;
+    laid.layout.bytes_written += streamed.bytes_written;
+    Ok(laid)
 }
 
 /// `--cold`: sync and drop the caches after the layout; the note that says so.

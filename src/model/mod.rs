@@ -179,6 +179,22 @@ pub enum Action {
 }
 
 impl Workload {
+    /// Whether the run can end before its time by itself: a finish flowop (`finishoncount`,
+    /// `finishonbytes`), or a fio job that is not `time_based`. A warm-up inside such a run
+    /// would use up what the measured window is to count.
+    pub fn ends_by_itself(&self) -> bool {
+        fn any(fs: &[Flowop]) -> bool {
+            fs.iter().any(|f| {
+                matches!(f.kind, FlowopKind::FinishOnCount | FlowopKind::FinishOnBytes)
+                    || f.stream.as_ref().is_some_and(|s| !s.time_based)
+                    || any(&f.children)
+            })
+        }
+        self.processes
+            .iter()
+            .any(|p| p.threads.iter().any(|t| any(&t.flowops)))
+    }
+
     /// Whether a read flowop asks to verify (the `verify` attribute), composites included.
     pub fn has_verify_flowop(&self) -> bool {
         fn any(fs: &[Flowop]) -> bool {

@@ -45,8 +45,14 @@ pub(super) fn measurements(
         let cx = MeasurementCx {
             ctx,
             kind,
-            workload_vars: workload_vars(ctx, m, &m_span, kind, base_dir)?,
+            workload_vars: None,
             base_dir,
+        };
+        let loaded = workload_vars(ctx, m, &m_span, kind, base_dir)?;
+        let ends_by_itself = loaded.as_ref().is_some_and(|l| l.1);
+        let cx = MeasurementCx {
+            workload_vars: loaded.map(|l| l.0),
+            ..cx
         };
         let mut params = cx.params(m, quick)?;
         if let Some(v) = &m.memory {
@@ -90,6 +96,7 @@ pub(super) fn measurements(
             params,
             factors,
             figures: figures(ctx, m, kind)?,
+            ends_by_itself,
         });
     }
     Ok(measurements)
@@ -140,14 +147,15 @@ fn kind_of(ctx: &Ctx, m: &RawMeasurement) -> Result<Kind, PlanError> {
         })
 }
 
-/// A workload's variables are parameters too; check them against the workload.
+/// A workload's variables are parameters too; check them against the workload. With them,
+/// whether the workload can end by itself ([`crate::model::Workload::ends_by_itself`]).
 fn workload_vars(
     ctx: &Ctx,
     m: &RawMeasurement,
     m_span: &Range<usize>,
     kind: Kind,
     base_dir: &Path,
-) -> Result<Option<Vec<String>>, PlanError> {
+) -> Result<Option<(Vec<String>, bool)>, PlanError> {
     if kind != Kind::Workload {
         return Ok(None);
     }
@@ -164,7 +172,10 @@ fn workload_vars(
         base_dir.join(&wname).display().to_string()
     };
     match crate::workloads::load(&resolved, &crate::model::Overrides::default()) {
-        Ok((wl, _)) => Ok(Some(wl.vars.iter().map(|(k, _)| k.clone()).collect())),
+        Ok((wl, _)) => Ok(Some((
+            wl.vars.iter().map(|(k, _)| k.clone()).collect(),
+            wl.ends_by_itself(),
+        ))),
         Err(e) => Err(ctx.err(w.span(), format!("workload {wname:?}: {e}"))),
     }
 }

@@ -231,6 +231,9 @@ pub struct Measurement {
     /// The plan's headline figures (`figures = [...]`); empty for the kind's own
     /// (`experiment::headline`).
     pub figures: Vec<String>,
+    /// A workload that can end before its time by itself (finish flowops, a fio job that is
+    /// not time based): its warm cells get no warm-up inside the run.
+    pub ends_by_itself: bool,
 }
 
 impl Measurement {

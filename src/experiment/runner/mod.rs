@@ -266,7 +266,8 @@ pub fn command(
 /// The child's own cache options: a cold cell's child drops the caches itself (`--cold`,
 /// after its preparation: the layout, the source tree, the listing) so that its results say
 /// so; a warm cell's child runs the measurement once unmeasured first (`--warmup 1`, a
-/// workload's layout and then [`workload_warmup_s`] of its run). Layout and scan take
+/// workload's layout and then [`workload_warmup_s`] of its run, or only its layout when it
+/// ends by itself). Layout and scan take
 /// neither: the runner drops the caches and runs their warm-up pass itself.
 fn cache_args(
     m: &super::plan::Measurement,
@@ -279,8 +280,10 @@ fn cache_args(
     match cache {
         "cold" => vec!["--cold".into()],
         "warm" if m.kind == Kind::Workload => {
-            if values.iter().any(|(k, _)| k == "warmup") {
-                // The plan chose the warm-up itself.
+            if values.iter().any(|(k, _)| k == "warmup") || m.ends_by_itself {
+                // The plan chose the warm-up itself; or the workload counts its way to its end,
+                // and a warm-up would use up its counts: its layout, just written, is its
+                // warm state.
                 return Vec::new();
             }
             let duration = values
