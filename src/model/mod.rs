@@ -185,8 +185,10 @@ impl Workload {
     pub fn ends_by_itself(&self) -> bool {
         fn any(fs: &[Flowop]) -> bool {
             fs.iter().any(|f| {
-                matches!(f.kind, FlowopKind::FinishOnCount | FlowopKind::FinishOnBytes)
-                    || f.stream.as_ref().is_some_and(|s| !s.time_based)
+                matches!(
+                    f.kind,
+                    FlowopKind::FinishOnCount | FlowopKind::FinishOnBytes
+                ) || f.stream.as_ref().is_some_and(|s| !s.time_based)
                     || any(&f.children)
             })
         }
