@@ -14,13 +14,19 @@ use std::fmt::Write;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-fn median(mut v: Vec<f64>) -> f64 {
+/// The middle of a selftest's rounds.
+pub(super) fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
     if v.is_empty() {
         0.0
     } else {
         v[v.len() / 2]
     }
+}
+
+/// A generated name as a C string (digits and letters, never a NUL).
+pub(super) fn cname(s: &str) -> CString {
+    CString::new(s).expect("no NUL in a generated name")
 }
 
 /// A workload laid out once in `rd`; every round measures on the same files.

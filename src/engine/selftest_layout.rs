@@ -5,11 +5,11 @@
 //! report gives each case's median files per second and its ratio to the bare loop.
 
 use super::rundir::RunDir;
+use super::selftest::{cname, median};
 use crate::beneath;
 use crate::fileset;
 use crate::lang::{parse, SourceFile};
 use crate::model::{build, Overrides};
-use std::ffi::CString;
 use std::fmt::Write;
 use std::os::fd::AsRawFd;
 use std::path::Path;
@@ -17,15 +17,6 @@ use std::time::Instant;
 
 /// Files per directory, in fsbench's fileset and the bare loop alike.
 const WIDTH: u64 = 100;
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    v.get(v.len() / 2).copied().unwrap_or(0.0)
-}
-
-fn cname(s: &str) -> CString {
-    CString::new(s).expect("no NUL in a generated name")
-}
 
 /// Lay out `files` files of `size` bytes with `threads` writers; files per second.
 fn engine_round(rd: &RunDir, files: u64, size: u64, threads: usize) -> anyhow::Result<f64> {

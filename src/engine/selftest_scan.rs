@@ -4,9 +4,9 @@
 //! dropped before every round; root only).
 
 use super::rundir::RunDir;
+use super::selftest::{cname, median};
 use crate::beneath;
 use crate::walk::WalkOptions;
-use std::ffi::CString;
 use std::fmt::Write;
 use std::os::fd::AsRawFd;
 use std::path::Path;
@@ -15,15 +15,6 @@ use std::time::Instant;
 
 /// Entries per directory of the generated tree.
 const WIDTH: u64 = 100;
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    v.get(v.len() / 2).copied().unwrap_or(0.0)
-}
-
-fn cname(s: &str) -> CString {
-    CString::new(s).expect("no NUL in a generated name")
-}
 
 /// `entries` empty files in directories of `WIDTH`, ten directories to a parent.
 fn make_tree(rd: &RunDir, entries: u64) -> anyhow::Result<()> {

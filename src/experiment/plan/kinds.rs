@@ -177,10 +177,10 @@ impl Kind {
                     MEMORY,
                 ]
             }
-            Kind::Postmark => (Some(cmd::<PostmarkArgs>()), &["config"], &[]),
-            Kind::Andrew => (Some(cmd::<AndrewArgs>()), &[], &[]),
+            Kind::Postmark => (self.command(), &["config"], &[]),
+            Kind::Andrew => (self.command(), &[], &[]),
             Kind::Find => (
-                Some(cmd::<FindArgs>()),
+                self.command(),
                 &[],
                 &[
                     ("path", Str),
@@ -190,7 +190,7 @@ impl Kind {
                 ],
             ),
             Kind::Read => (
-                Some(cmd::<ReadArgs>()),
+                self.command(),
                 &[],
                 &[
                     ("path", Str),
@@ -199,10 +199,10 @@ impl Kind {
                     ("tree_file_size", Str),
                 ],
             ),
-            Kind::Build => (Some(cmd::<BuildArgs>()), &[], &[("src", Str)]),
-            Kind::Layout => (Some(cmd::<LayoutArgs>()), &[], &[("path", Str)]),
-            Kind::Replay => (Some(cmd::<ReplayArgs>()), &["trace"], &[("over", Str)]),
-            Kind::Scan => (Some(cmd::<ScanArgs>()), &[], &[("path", Str)]),
+            Kind::Build => (self.command(), &[], &[("src", Str)]),
+            Kind::Layout => (self.command(), &[], &[("path", Str)]),
+            Kind::Replay => (self.command(), &["trace"], &[("over", Str)]),
+            Kind::Scan => (self.command(), &[], &[("path", Str)]),
         };
         let mut out: Vec<Param> = Vec::new();
         let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
@@ -239,9 +239,10 @@ impl Kind {
         out
     }
 
-    /// The values a string parameter takes, when its flag lists them (`--mode timed|afap|deps`).
-    pub fn choices(self, name: &str) -> Option<Vec<String>> {
-        let cmd = match self {
+    /// The command line of the subcommand that measures this kind, as clap defines it (`run`'s
+    /// lives with the binary: none).
+    fn command(self) -> Option<Command> {
+        Some(match self {
             Kind::Postmark => cmd::<PostmarkArgs>(),
             Kind::Andrew => cmd::<AndrewArgs>(),
             Kind::Find => cmd::<FindArgs>(),
@@ -251,7 +252,12 @@ impl Kind {
             Kind::Scan => cmd::<ScanArgs>(),
             Kind::Read => cmd::<ReadArgs>(),
             Kind::Workload => return None,
-        };
+        })
+    }
+
+    /// The values a string parameter takes, when its flag lists them (`--mode timed|afap|deps`).
+    pub fn choices(self, name: &str) -> Option<Vec<String>> {
+        let cmd = self.command()?;
         let a = cmd
             .get_arguments()
             .find(|a| a.get_long().map(|l| l.replace('-', "_")).as_deref() == Some(name))?;
