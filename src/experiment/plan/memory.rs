@@ -64,6 +64,7 @@ pub(super) fn check(
     raw: &RawPlan,
     measurements: &[Measurement],
     target_levels: &[String],
+    quick: bool,
 ) -> Result<Option<String>, PlanError> {
     // Which value a cell uses: the plan-wide factor's, else the measurement's (its factor
     // or parameter), else the target's; a value overridden everywhere is only checked as a
@@ -94,20 +95,39 @@ pub(super) fn check(
     }
     for (i, m) in raw.measurements.iter().enumerate() {
         let m = m.get_ref();
-        let own_values = m
-            .memory
-            .iter()
-            .chain(m.params.get("memory"))
-            .chain(m.quick.get("memory"));
-        let levels = [m.factors.get("memory"), m.quick_factors.get("memory")]
-            .into_iter()
-            .flatten()
-            .flat_map(|l| l.get_ref().iter());
-        for v in own_values.chain(levels) {
-            specs.push(Spec {
-                value: v,
-                applies: if plan_factor { Vec::new() } else { vec![i] },
-            });
+        // A value of the other scale is only checked as a size: the measurement's
+        // parameters at this scale are not the ones it will start with.
+        let quick_value = m.quick.get("memory");
+        let quick_levels = m.quick_factors.get("memory");
+        let full_values = m.memory.iter().chain(m.params.get("memory"));
+        let full_levels = m.factors.get("memory").map(|l| l.get_ref().iter());
+        let quick_levels_iter = quick_levels.map(|l| l.get_ref().iter());
+        let at_this_scale =
+            |is_quick: bool, overridden: bool| !plan_factor && is_quick == quick && !overridden;
+        let full_overridden = quick && quick_value.is_some();
+        let levels_overridden = quick && quick_levels.is_some();
+        let groups: [(Vec<&Spanned<toml::Value>>, bool); 4] = [
+            (full_values.collect(), at_this_scale(false, full_overridden)),
+            (
+                quick_value.into_iter().collect(),
+                at_this_scale(true, false),
+            ),
+            (
+                full_levels.into_iter().flatten().collect(),
+                at_this_scale(false, levels_overridden),
+            ),
+            (
+                quick_levels_iter.into_iter().flatten().collect(),
+                at_this_scale(true, false),
+            ),
+        ];
+        for (values, applies) in groups {
+            for v in values {
+                specs.push(Spec {
+                    value: v,
+                    applies: if applies { vec![i] } else { Vec::new() },
+                });
+            }
         }
     }
     if let Some(l) = &raw.factors.memory {
@@ -202,6 +222,30 @@ mod tests {
         let e = plan("factors = { memory = [\"none\", \"4M\"] }", false).unwrap_err();
         assert!(e.0.contains("t.toml:12:31: memory \"4M\" is below"), "{e}");
         assert_eq!(plan("", false).unwrap().cache_served_share, 0.5);
+    }
+
+    #[test]
+    fn each_scale_checks_its_own_memory_against_its_own_start() {
+        // A workload whose full-scale fileset needs more than its quick-scale limit.
+        let plan = |m: &str, quick: bool| {
+            let text = format!(
+                "[experiment]\nname = \"t\"\nrepetitions = 1\n[[target]]\nname = \"a\"\nkind = \"dir\"\npath = \"/tmp\"\n[[measurement]]\nname = \"w\"\n{m}\n"
+            );
+            super::super::parse(std::path::Path::new("t.toml"), &text, quick)
+        };
+        let m = |quick_memory: &str| {
+            format!(
+                "kind = \"workload\"\nmemory = \"2G\"\nparams = {{ workload = \"fileserver\", nfiles = 5000000 }}\nquick = {{ nfiles = 100, memory = \"{quick_memory}\" }}"
+            )
+        };
+        let full = plan(&m("96M"), false).unwrap();
+        assert!(full.measurements[0]
+            .params
+            .contains(&("memory".into(), "2G".into())));
+        plan(&m("96M"), true).unwrap();
+        let e = plan(&m("1M"), true).unwrap_err();
+        assert!(e.0.contains("memory \"1M\" is below"), "{e}");
+        plan(&m("1M"), false).unwrap();
     }
 
     #[test]

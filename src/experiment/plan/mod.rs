@@ -337,7 +337,7 @@ pub fn parse(file: &Path, text: &str, quick: bool) -> Result<Plan, PlanError> {
     .read(&targets, &target_levels, &base_dir)?;
     let devices: BTreeMap<String, Device> = devices.into_iter().map(|(k, (d, _))| (k, d)).collect();
     let measurements = measurements::measurements(&ctx, &raw.measurements, &base_dir, quick)?;
-    let memory_at = memory::check(&ctx, &raw, &measurements, &target_levels)?;
+    let memory_at = memory::check(&ctx, &raw, &measurements, &target_levels, quick)?;
     let cache_served_share = memory::cache_served_share(&ctx, &raw)?;
     let levels = levels::Levels {
         measurements: &measurements,
