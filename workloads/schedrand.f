@@ -7,7 +7,7 @@
 # Each reads random aligned chunks of its file.
 #
 # Scale with -s: filesize, iosize, runtime; usemmap, burst, thinkmin, thinkmean
-# (think2min, think2mean for reader 2 alone)
+# (think2min, think2mean for reader 2 alone), ioprio1, ioprio2
 # for the read-versus-mmap and think-time variants. fsbench replaces $dir with
 # its run directory.
 
@@ -31,13 +31,19 @@ set $think=randvar(type=uniform, min=$thinkmin, mean=$thinkmean)
 set $think2min=$thinkmin
 set $think2mean=$thinkmean
 set $think2=randvar(type=uniform, min=$think2min, mean=$think2mean)
+# Each reader's I/O priority: a best-effort level, 0 (highest) to 7; 8 leaves the thread's
+# own (Filebench's default). BFQ gives a queue the weight (8 - level) x 10, so the study's
+# proportional share 1:2 is -s ioprio1=6 -s ioprio2=4 (weights 20 and 40); the run's
+# "Shares of the bytes" line (process.NAME.share in an experiment) says what each got.
+set $ioprio1=8
+set $ioprio2=8
 
 define file name=reader1file, path=$dir, size=$filesize, prealloc, reuse
 define file name=reader2file, path=$dir, size=$filesize, prealloc, reuse
 
 define process name=reader1, instances=1
 {
-  thread name=reader1, memsize=1m, instances=1
+  thread name=reader1, memsize=1m, instances=1, ioprio=$ioprio1
   {
     flowop read name=read1, filename=reader1file, iosize=$iosize, random, mmap=$usemmap, iters=$burst
     flowop think name=think1, value=$think
@@ -46,7 +52,7 @@ define process name=reader1, instances=1
 
 define process name=reader2, instances=1
 {
-  thread name=reader2, memsize=1m, instances=1
+  thread name=reader2, memsize=1m, instances=1, ioprio=$ioprio2
   {
     flowop read name=read2, filename=reader2file, iosize=$iosize, random, mmap=$usemmap, iters=$burst
     flowop think name=think2, value=$think2
