@@ -487,8 +487,12 @@ fn micro_personalities_run() {
         "schedalt",
         "schedrand",
         "linker",
+        "linker2",
         "tpcb",
+        "tpcb2",
         "tpcbselect",
+        "tpcbselect2",
+        "webserver-di",
     ] {
         assert!(list.contains(&format!("  {name} ")), "{name} not listed");
         let s = Scratch::new("micro");
@@ -508,8 +512,11 @@ fn micro_personalities_run() {
             j.to_str().unwrap(),
             "-q",
         ];
-        if name == "linker" {
+        if name.starts_with("linker") {
             args.extend(["-s", "nfiles=60", "-s", "hogiters=1000"]);
+        }
+        if name == "webserver-di" {
+            args.extend(["-s", "nfiles=60", "-s", "nthreads=4", "-s", "usemmap=true"]);
         }
         ok(&args);
         let v = json(&j);

@@ -7,7 +7,7 @@
 # Each reads random aligned chunks of its file.
 #
 # Scale with -s: filesize, iosize, runtime; usemmap, burst, thinkmin, thinkmean
-# (think2min, think2mean for reader 2 alone), ioprio1, ioprio2
+# (think2min, think2mean for reader 2 alone), thinktime, ioprio1, ioprio2
 # for the read-versus-mmap and think-time variants. fsbench replaces $dir with
 # its run directory.
 
@@ -20,10 +20,14 @@ set $usemmap=false
 # Think time after every $burst requests, in microseconds, uniform in
 # [$thinkmin, 2*$thinkmean - $thinkmin]: fixed when thinkmin = thinkmean, none when
 # both are 0. The study's adversary: -s burst=N with a pause just over the
-# scheduler's anticipation threshold (e.g. -s thinkmin=7000 -s thinkmean=7000).
+# scheduler's anticipation threshold (-s thinktime=idle+1ms).
 set $burst=1
-set $thinkmin=0
-set $thinkmean=0
+# A fixed think time for both readers in one variable: -s thinktime=6000 sets thinkmin and
+# thinkmean (and so reader 2's) to 6 ms. -s thinktime=idle+1ms is the adversary's wait, just
+# past the idle window of the scheduler of the disk under the run (read from sysfs).
+set $thinktime=0
+set $thinkmin=$thinktime
+set $thinkmean=$thinktime
 set $think=randvar(type=uniform, min=$thinkmin, mean=$thinkmean)
 # Reader 2's think time: the same as reader 1's unless set apart. The study's
 # asymmetric case, one reader thinking and the other not:
