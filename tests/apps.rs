@@ -452,6 +452,13 @@ fn scheduler_readers_think_apart() {
             2,
             "{name}:\n{out}"
         );
+        // `thinktime` fixes both readers' think time in one variable.
+        let out = ok(&["check", name, "-s", "thinktime=5000"]);
+        assert_eq!(
+            out.matches("uniform(min=5000, mean=5000)").count(),
+            2,
+            "{name}:\n{out}"
+        );
         // ... and the asymmetric case sets it apart.
         let out = ok(&[
             "check",
