@@ -682,7 +682,18 @@ fn report_mpi(
 /// `--verify-only`, which reports by itself).
 fn run_collect(a: &RunArgs) -> Result<Option<(fsbench::stats::Results, bool)>> {
     let mut wa = a.w.clone();
+    // `-s think=idle+1ms`: the idle window of the scheduler of the disk under the run (read
+    // before the workload is loaded when --dir names the place).
+    let idle = |set: &mut Vec<(String, String)>, dir: &std::path::Path| {
+        fsbench::sys::iosched::resolve_sets(set, || fsbench::sys::iosched::idle_window(dir))
+            .map_err(anyhow::Error::msg)
+    };
+    let mut idle_notes = match &a.dir {
+        Some(d) => idle(&mut wa.set, d)?,
+        None => Vec::new(),
+    };
     let parent = target_dir(a, &mut wa)?;
+    idle_notes.extend(idle(&mut wa.set, &parent)?);
     let wl = load_with(&wa, a.duration.is_some())?;
     if a.repeat == 0 {
         bail!("--repeat must be at least 1");
@@ -718,16 +729,21 @@ fn run_collect(a: &RunArgs) -> Result<Option<(fsbench::stats::Results, bool)>> {
         opts.warmup = fsbench::fiocmd::ramp_s(&a.w.spec());
     }
     let runs = repeat_runs(a, &wl, &opts)?;
-    Ok(Some((fsbench::stats::repeat::combine(runs), verify)))
+    let mut results = fsbench::stats::repeat::combine(runs);
+    results.notes.splice(0..0, idle_notes);
+    Ok(Some((results, verify)))
 }
 
 /// The directory the run directory goes in (`--dir` or the workload's default); the
 /// workload's `$dir` set to it when the workload has one.
 fn target_dir(a: &RunArgs, wa: &mut WorkloadArgs) -> Result<PathBuf> {
-    let (probe, origin) = match workloads::load(&wa.spec(), &Overrides(wa.set.clone())) {
+    let set_placeholders = fsbench::sys::iosched::placeholders;
+    let (probe, origin) = match workloads::load(&wa.spec(), &Overrides(set_placeholders(&wa.set))) {
         Ok(x) => x,
         Err(_) => {
-            load(wa)?;
+            let mut shown = wa.clone();
+            shown.set = set_placeholders(&wa.set);
+            load(&shown)?;
             unreachable!("load reports the error")
         }
     };

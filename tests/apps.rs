@@ -452,6 +452,13 @@ fn scheduler_readers_think_apart() {
             2,
             "{name}:\n{out}"
         );
+        // `thinktime` fixes both readers' think time in one variable.
+        let out = ok(&["check", name, "-s", "thinktime=5000"]);
+        assert_eq!(
+            out.matches("uniform(min=5000, mean=5000)").count(),
+            2,
+            "{name}:\n{out}"
+        );
         // ... and the asymmetric case sets it apart.
         let out = ok(&[
             "check",
@@ -487,8 +494,12 @@ fn micro_personalities_run() {
         "schedalt",
         "schedrand",
         "linker",
+        "linker2",
         "tpcb",
+        "tpcb2",
         "tpcbselect",
+        "tpcbselect2",
+        "webserver-di",
     ] {
         assert!(list.contains(&format!("  {name} ")), "{name} not listed");
         let s = Scratch::new("micro");
@@ -508,8 +519,11 @@ fn micro_personalities_run() {
             j.to_str().unwrap(),
             "-q",
         ];
-        if name == "linker" {
+        if name.starts_with("linker") {
             args.extend(["-s", "nfiles=60", "-s", "hogiters=1000"]);
+        }
+        if name == "webserver-di" {
+            args.extend(["-s", "nfiles=60", "-s", "nthreads=4", "-s", "usemmap=true"]);
         }
         ok(&args);
         let v = json(&j);

@@ -481,7 +481,53 @@ fn shipped_plan_filesystems_at_quick_scale() {
 
 #[test]
 fn shipped_plan_deceptive_idleness_at_quick_scale() {
-    shipped_plan_runs_at_quick_scale("deceptive-idleness", &["/dev/fuse"]);
+    shipped_plan_checked_at_quick_scale("deceptive-idleness", &["/dev/fuse"], |out| {
+        let db = rusqlite::Connection::open(out.join("results.db")).unwrap();
+        let figure = |m: &str, t: &str, f: &str| -> Option<f64> {
+            db.query_row(
+                "SELECT f.value FROM figures f JOIN runs r ON r.id = f.run_id \
+                 JOIN cells c ON c.id = r.cell_id \
+                 WHERE c.measurement = ?1 AND c.target = ?2 AND f.flowop = '' AND f.figure = ?3",
+                [m, t, f],
+                |r| r.get(0),
+            )
+            .ok()
+        };
+        for t in ["bfq", "deadline"] {
+            // Every run on a simulated disk has its busy time beside its throughput.
+            let util = figure("webserver", t, "device_util").expect("device_util");
+            assert!(util > 0.0 && util < 1.1, "{t}: device_util {util}");
+            // Two readers (and two linkers): each one's share, the shares adding up to 1.
+            for (m, p) in [("shares", "reader"), ("linker-2", "linker")] {
+                let a = figure(m, t, &format!("process.{p}1.share")).expect("share");
+                let b = figure(m, t, &format!("process.{p}2.share")).expect("share");
+                assert!((a + b - 1.0).abs() < 1e-6, "{m} {t}: {a} + {b}");
+            }
+        }
+        // The adversary's wait was read from each disk's scheduler.
+        let notes: Vec<String> = db
+            .prepare(
+                "SELECT json_extract(r.results_json, '$.notes') FROM runs r \
+                 JOIN cells c ON c.id = r.cell_id WHERE c.measurement = 'adversary' \
+                 ORDER BY c.target",
+            )
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        assert!(
+            notes[0].contains("runs bfq: iosched/slice_idle_us"),
+            "{}",
+            notes[0]
+        );
+        assert!(
+            notes[1].contains("runs mq-deadline, which does not idle"),
+            "{}",
+            notes[1]
+        );
+    });
 }
 
 #[test]

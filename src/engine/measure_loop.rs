@@ -4,8 +4,10 @@
 use super::*;
 use crate::model::Thread;
 
-/// Apply a process's `nice` and a thread's `ioprio` to the calling thread.
-fn apply_priorities(nice: Option<i32>, ioprio: Option<u32>) {
+/// Apply a process's `nice` and a thread's `ioprio` to the calling thread. A thread's
+/// `ioprio` is the best-effort level its I/O is scheduled at (BFQ turns it into the queue's
+/// weight: (8 - level) × 10), so a refusal is an error rather than a run at another share.
+fn apply_priorities(nice: Option<i32>, ioprio: Option<u32>) -> Result<(), String> {
     // SAFETY: plain system calls on the calling thread's id.
     unsafe {
         let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
@@ -15,14 +17,21 @@ fn apply_priorities(nice: Option<i32>, ioprio: Option<u32>) {
         if let Some(p) = ioprio {
             const IOPRIO_CLASS_BE: u32 = 2;
             const IOPRIO_WHO_PROCESS: libc::c_int = 1;
-            libc::syscall(
+            let rc = libc::syscall(
                 libc::SYS_ioprio_set,
                 IOPRIO_WHO_PROCESS,
                 tid as libc::c_int,
                 (IOPRIO_CLASS_BE << 13) | p,
             );
+            if rc != 0 {
+                return Err(format!(
+                    "ioprio={p}: ioprio_set(best-effort, level {p}) failed: {}",
+                    std::io::Error::last_os_error()
+                ));
+            }
         }
     }
+    Ok(())
 }
 
 /// Start gate: workers set themselves up, report ready, and wait for the go (or an abort).
@@ -109,6 +118,8 @@ pub struct Measured {
     pub ended_early: Option<String>,
     /// What [`MeasureOptions::device`] read over the measured window (after any warm-up).
     pub device_read_bytes: Option<u64>,
+    /// The seconds that device was busy over the measured window (its `io_ticks`).
+    pub device_busy_s: Option<f64>,
 }
 
 /// How to measure.
@@ -277,7 +288,7 @@ pub fn measure(
         // next lets this thread run after waking its workers.
         let mut tl = Timeline::start(&shared, mo);
         if !tl.warming {
-            out.device_at_start = mo.device.and_then(crate::sys::blockstat::read_bytes);
+            out.device_at_start = mo.device.and_then(crate::sys::blockstat::counters);
         }
         pacing.start();
         crate::sys::mark::mark(crate::sys::mark::MARK_START);
@@ -340,7 +351,7 @@ fn worker_main(
     seed: u64,
 ) -> WorkerResult {
     let mut ready = ReadyOnDrop(gate, false);
-    apply_priorities(nice, t.ioprio);
+    apply_priorities(nice, t.ioprio).map_err(|e| format!("thread {}: {e}", t.name))?;
     let mut w = Worker::new(shared, t, pidx, idx, seed)?;
     ready.ready();
     gate.wait_open();
@@ -394,9 +405,11 @@ struct Outcome {
     stonewalled: bool,
     /// The measured window ran to its duration.
     reached_limit: bool,
-    /// The device's read count when the measured window began, and what it read in it.
-    device_at_start: Option<u64>,
+    /// The device's counters when the measured window began, what it read in it and how
+    /// long it was busy.
+    device_at_start: Option<crate::sys::blockstat::Counters>,
     device_read_bytes: Option<u64>,
+    device_busy_s: Option<f64>,
 }
 
 impl Outcome {
@@ -415,6 +428,7 @@ impl Outcome {
             reached_limit: false,
             device_at_start: None,
             device_read_bytes: None,
+            device_busy_s: None,
         }
     }
 
@@ -531,6 +545,7 @@ impl Outcome {
         Ok(Measured {
             ended_early,
             device_read_bytes: self.device_read_bytes,
+            device_busy_s: self.device_busy_s,
             rec: self.merged,
             duration: self.duration,
             started_at: self.started_at,
@@ -621,7 +636,7 @@ impl<'a> Timeline<'a> {
         }
         self.sh.ctl.next_generation();
         self.generation += 1;
-        out.device_at_start = self.mo.device.and_then(crate::sys::blockstat::read_bytes);
+        out.device_at_start = self.mo.device.and_then(crate::sys::blockstat::counters);
         self.t0 = now;
         self.next_tick = self.t0 + self.interval;
         self.sampler.reset(0.0);
@@ -725,9 +740,11 @@ impl<'a> Timeline<'a> {
         }
         out.duration = self.t0.elapsed().as_secs_f64();
         if !self.warming {
-            out.device_read_bytes = out.device_at_start.and_then(|b| {
-                Some(crate::sys::blockstat::read_bytes(self.mo.device?)?.saturating_sub(b))
-            });
+            let done = out
+                .device_at_start
+                .and_then(|b| Some(crate::sys::blockstat::counters(self.mo.device?)?.since(b)));
+            out.device_read_bytes = done.map(|d| d.0);
+            out.device_busy_s = done.map(|d| d.1);
         }
         out.started_at = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)

@@ -459,15 +459,19 @@ fn run_in(
         m.notes.insert(0, note);
     }
     let device_read_bytes = m.device_read_bytes;
+    let device_busy_s = m.device_busy_s;
     // On a simulated disk: how late its replies were during this run.
     let disk = disk_probe.and_then(|p| p.record(&mut m.notes));
     let (flowops, summary) = stats::summarize(&wl.stat_names, &m.rec, m.duration);
+    let processes = stats::shares::process_shares(wl, &flowops, m.duration);
     Ok(Results {
         started_at: m.started_at,
         duration_s: m.duration,
         interrupted: m.interrupted,
         ended_early: m.ended_early,
         device_read_bytes,
+        device_busy_s,
+        processes,
         threads: wl.thread_count(),
         layout: laid.layout,
         flowops,

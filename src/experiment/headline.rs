@@ -28,7 +28,8 @@ pub fn headline(kind: &str) -> &'static [&'static str] {
 }
 
 /// Whole-run figures of every run's results (`fsbench ... --json`, read as `Results`).
-pub const RUN_FIGURES: [&str; 10] = [
+/// `device_busy_s` and `device_util` come with runs on a block device.
+pub const RUN_FIGURES: [&str; 12] = [
     "ops_per_s",
     "mb_per_s",
     "mean_latency_ms",
@@ -39,6 +40,8 @@ pub const RUN_FIGURES: [&str; 10] = [
     "cpu_sys_s",
     "duration_s",
     "errors",
+    "device_busy_s",
+    "device_util",
 ];
 
 /// The whole-run figures a kind produces beyond [`RUN_FIGURES`] (its named `figures`, or for
@@ -119,10 +122,17 @@ pub fn produces(kind: &str) -> &'static [&'static str] {
     }
 }
 
-/// Whether `kind` produces the whole-run figure `name`.
+/// Whether `kind` produces the whole-run figure `name`. A workload of several processes
+/// also produces `process.NAME.mb_per_s` and `process.NAME.share` for each.
 pub fn known(kind: &str, name: &str) -> bool {
     let run_json = !matches!(kind, "layout" | "scan");
-    produces(kind).contains(&name) || (run_json && RUN_FIGURES.contains(&name))
+    let process = kind == "workload"
+        && name.strip_prefix("process.").is_some_and(|r| {
+            r.strip_suffix(".mb_per_s")
+                .or(r.strip_suffix(".share"))
+                .is_some_and(|n| !n.is_empty())
+        });
+    process || produces(kind).contains(&name) || (run_json && RUN_FIGURES.contains(&name))
 }
 
 /// Every figure name `kind` produces, for an error message.
@@ -159,6 +169,11 @@ mod tests {
             }
         }
         assert!(!known("layout", "ops_per_s"));
+        assert!(known("workload", "process.reader1.share"));
+        assert!(known("workload", "process.reader2.mb_per_s"));
+        assert!(!known("workload", "process..share"));
+        assert!(!known("postmark", "process.reader1.share"));
+        assert!(known("workload", "device_util"));
         assert!(known_list("find").contains("entries_per_s"));
     }
 

@@ -391,6 +391,18 @@ fn run_figures(r: &Results, res: &Value) -> Vec<(String, String, f64)> {
         ("errors".into(), s.errors as f64),
         ("duration_s".into(), r.duration_s),
     ]);
+    // The disk's utilisation beside its throughput: busy time over the measured window.
+    if let Some(busy) = r.device_busy_s {
+        whole.push(("device_busy_s".into(), busy));
+        if r.duration_s > 0.0 {
+            whole.push(("device_util".into(), busy / r.duration_s));
+        }
+    }
+    // Each process's bandwidth and share of the bytes (two readers at weights 1:2).
+    for p in &r.processes {
+        whole.push((format!("process.{}.mb_per_s", p.name), p.mb_per_s));
+        whole.push((format!("process.{}.share", p.name), p.share));
+    }
     for (k, v) in &r.figures {
         match whole.iter_mut().find(|(n, _)| n == k) {
             Some(w) => w.1 = *v,
@@ -480,6 +492,7 @@ mod tests {
         // A real result's JSON, read back as `Results`: summary, named and flowop figures.
         let mut r = Results::new("postmark", "builtin:postmark", 1, Path::new("/x"));
         r.duration_s = 2.0;
+        r.device_busy_s = Some(1.5);
         r.summary.ops_per_s = 100.0;
         r.summary.mb_per_s = 1.5;
         r.summary.cpu_user_s = 0.25;
@@ -501,6 +514,8 @@ mod tests {
         assert_eq!(get("", "transactions_per_s"), Some(40.0));
         assert_eq!(get("", "cpu_user_s"), Some(0.25));
         assert_eq!(get("", "duration_s"), Some(2.0));
+        assert_eq!(get("", "device_busy_s"), Some(1.5));
+        assert_eq!(get("", "device_util"), Some(0.75));
         // The benchmark's own figure replaces the summary's of the same name, once.
         assert_eq!(get("", "mb_per_s"), Some(1.25));
         assert_eq!(

@@ -154,14 +154,16 @@ pub fn drive(m: &mut dyn Measurement, a: &MeasureArgs) -> Result<Results> {
                 return Err(crate::cluster::failed_elsewhere());
             }
             let dev_dir = existing_ancestor(&m.target());
-            let dev_before = crate::sys::blockstat::device_read_bytes(&dev_dir);
+            let dev = crate::sys::blockstat::device_of(&dev_dir);
+            let dev_before = dev.and_then(crate::sys::blockstat::counters);
             crate::sys::mark::mark(crate::sys::mark::MARK_START);
             let r = m.run_once();
             crate::sys::mark::mark(crate::sys::mark::MARK_END);
             let mut r = r?;
-            r.device_read_bytes = dev_before.and_then(|b| {
-                Some(crate::sys::blockstat::device_read_bytes(&dev_dir)?.saturating_sub(b))
-            });
+            let done =
+                dev_before.and_then(|b| Some(crate::sys::blockstat::counters(dev?)?.since(b)));
+            r.device_read_bytes = done.map(|d| d.0);
+            r.device_busy_s = done.map(|d| d.1);
             if let Some(p) = probe {
                 r.disk = p.record(&mut r.notes);
             }

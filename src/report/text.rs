@@ -71,6 +71,7 @@ impl Exporter for Text {
                 c.sample_bytes / 1024
             );
         }
+        device_and_shares(&mut o, r);
         figures(&mut o, r);
         ranks(&mut o, r);
         for n in &r.notes {
@@ -171,6 +172,38 @@ fn repetitions(o: &mut String, r: &Results, w: usize) {
             sp.mean,
             sp.ci95,
             sp.cv * 100.0
+        );
+    }
+}
+
+/// The device's busy time beside the throughput, and each process's share of the bytes.
+fn device_and_shares(o: &mut String, r: &Results) {
+    if let Some(busy) = r.device_busy_s {
+        let _ = writeln!(
+            o,
+            "Device: busy {busy:.2} s of {:.2} s ({:.1}% utilised){}",
+            r.duration_s,
+            if r.duration_s > 0.0 {
+                busy / r.duration_s * 100.0
+            } else {
+                0.0
+            },
+            r.device_read_bytes
+                .map(|b| format!(", read {}", crate::units::human_bytes_u64(b)))
+                .unwrap_or_default()
+        );
+    }
+    if !r.processes.is_empty() {
+        let parts: Vec<String> = r
+            .processes
+            .iter()
+            .map(|p| format!("{} {:.1}mb/s ({:.1}%)", p.name, p.mb_per_s, p.share * 100.0))
+            .collect();
+        let total: f64 = r.processes.iter().map(|p| p.mb_per_s).sum();
+        let _ = writeln!(
+            o,
+            "Shares of the bytes: {}; together {total:.1}mb/s",
+            parts.join(", ")
         );
     }
 }

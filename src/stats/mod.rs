@@ -14,6 +14,7 @@ pub mod ranks;
 pub mod ratio;
 pub mod repeat;
 pub mod results;
+pub mod shares;
 
 pub use results::*;
 

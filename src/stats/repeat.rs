@@ -180,8 +180,17 @@ pub fn combine(runs: Vec<Results>) -> Results {
         .iter()
         .filter_map(|r| r.disk.clone())
         .max_by(|a, b| a.late_pct.total_cmp(&b.late_pct));
+    // The device's reads and busy time: over every repetition, as the duration is.
+    let device_read_bytes = all.iter().map(|r| r.device_read_bytes).sum();
+    let device_busy_s = all.iter().map(|r| r.device_busy_s).sum();
+    let shares: Vec<&[super::shares::ProcessShare]> =
+        all.iter().map(|r| r.processes.as_slice()).collect();
+    let processes = super::shares::combine(&shares, d);
     Results {
         duration_s: duration,
+        device_read_bytes,
+        device_busy_s,
+        processes,
         disk,
         ranks: Vec::new(),
         hosts: Vec::new(),

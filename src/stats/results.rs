@@ -230,6 +230,15 @@ pub struct Results {
     /// device (tmpfs, overlay, a remote). For a workload, its measured window after the warm-up.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device_read_bytes: Option<u64>,
+    /// The seconds the same device was busy over the same window (`io_ticks`, the tenth
+    /// field of its `stat`: time with at least one request in flight); divided by
+    /// `duration_s` it is the disk's utilisation, the figure `device_util`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_busy_s: Option<f64>,
+    /// With two or more processes: each one's bytes, bandwidth and share of the bytes
+    /// (see [`super::shares`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub processes: Vec<super::shares::ProcessShare>,
     pub threads: u64,
     pub layout: LayoutResult,
     pub flowops: Vec<FlowopResult>,
@@ -314,6 +323,8 @@ impl Results {
             interrupted: false,
             ended_early: None,
             device_read_bytes: None,
+            device_busy_s: None,
+            processes: Vec::new(),
             threads: 0,
             layout: LayoutResult::default(),
             flowops: Vec::new(),

@@ -1,5 +1,7 @@
 //! A block device's own count of what it read (`/sys/block/DEV/stat`, sectors of 512 bytes),
-//! so that a measurement can tell the reads its device served from those the page cache did.
+//! so that a measurement can tell the reads its device served from those the page cache did,
+//! and of the time it was busy (`io_ticks`), so that throughput can be shown beside the
+//! disk's utilisation.
 
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
@@ -10,6 +12,47 @@ fn read_bytes_of(sysfs: &Path) -> Option<u64> {
     let text = std::fs::read_to_string(sysfs.join("stat")).ok()?;
     let sectors: u64 = text.split_whitespace().nth(2)?.parse().ok()?;
     Some(sectors * 512)
+}
+
+/// What a block device's `stat` file counts, read at one moment: bytes read (the third
+/// field, sectors of 512 bytes) and the milliseconds the device had I/O in flight (the
+/// tenth, `io_ticks`: the time it was busy, whatever the number of requests).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Counters {
+    pub read_bytes: u64,
+    pub busy_ms: u64,
+}
+
+impl Counters {
+    /// What the device did between `self` and a later reading: bytes read and seconds busy.
+    pub fn since(self, earlier: Counters) -> (u64, f64) {
+        (
+            self.read_bytes.saturating_sub(earlier.read_bytes),
+            self.busy_ms.saturating_sub(earlier.busy_ms) as f64 / 1000.0,
+        )
+    }
+}
+
+fn counters_of(sysfs: &Path) -> Option<Counters> {
+    let text = std::fs::read_to_string(sysfs.join("stat")).ok()?;
+    let fields: Vec<&str> = text.split_whitespace().collect();
+    let sectors: u64 = fields.get(2)?.parse().ok()?;
+    let busy_ms: u64 = fields.get(9)?.parse().ok()?;
+    Some(Counters {
+        read_bytes: sectors * 512,
+        busy_ms,
+    })
+}
+
+/// The counters of the block device numbered `dev`; `None` when it is no block device.
+pub fn counters(dev: (u32, u32)) -> Option<Counters> {
+    counters_of(Path::new(&format!("/sys/dev/block/{}:{}", dev.0, dev.1)))
+}
+
+/// The counters of the block device `dev` (`/dev/loop3`, `sdb`).
+pub fn named_counters(dev: &str) -> Option<Counters> {
+    let name = dev.trim_start_matches("/dev/");
+    counters_of(&Path::new("/sys/class/block").join(name))
 }
 
 /// The device number (major, minor) of the file system holding `path`.
@@ -45,8 +88,24 @@ mod tests {
         std::fs::create_dir_all(&d).unwrap();
         std::fs::write(d.join("stat"), "  10 0 24 5 0 0 0 0 0 0 0\n").unwrap();
         assert_eq!(read_bytes_of(&d), Some(24 * 512));
+        assert_eq!(
+            counters_of(&d),
+            Some(Counters {
+                read_bytes: 24 * 512,
+                busy_ms: 0
+            })
+        );
+        std::fs::write(d.join("stat"), " 10 0 24 5 0 0 0 0 2 7350 9 0 0 0 0\n").unwrap();
+        let later = counters_of(&d).unwrap();
+        assert_eq!(later.busy_ms, 7350);
+        let (bytes, busy) = later.since(Counters {
+            read_bytes: 8 * 512,
+            busy_ms: 350,
+        });
+        assert_eq!((bytes, busy), (16 * 512, 7.0));
         std::fs::write(d.join("stat"), "garbage").unwrap();
         assert_eq!(read_bytes_of(&d), None);
+        assert_eq!(counters_of(&d), None);
         std::fs::remove_dir_all(&d).unwrap();
     }
 }

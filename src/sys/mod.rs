@@ -3,4 +3,5 @@
 pub mod blockstat;
 pub mod fsmagic;
 pub mod io;
+pub mod iosched;
 pub mod mark;

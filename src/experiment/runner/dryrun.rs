@@ -187,7 +187,21 @@ fn from_parameters(plan: &Plan, c: &Cell) -> Option<f64> {
             files * get("cpu_ms").unwrap_or(5.0) / 1000.0 / get("jobs").unwrap_or(2.0).max(1.0)
                 + files / 2000.0
         }
-        Kind::Andrew => 5.0 * get("copies").unwrap_or(1.0) * get("clients").unwrap_or(1.0),
+        Kind::Andrew => {
+            // Compiling is most of a copy's time; without it the copy, stat and scan of a
+            // copy take a fraction of a second per `scale`.
+            let compiles = !c
+                .factors
+                .iter()
+                .chain(m.params.iter())
+                .any(|(k, v)| k == "no_compile" && v == "true");
+            let per_copy = if compiles {
+                5.0
+            } else {
+                0.05 * get("scale").unwrap_or(1.0)
+            };
+            per_copy * get("copies").unwrap_or(1.0) * get("clients").unwrap_or(1.0)
+        }
         Kind::Layout | Kind::Scan | Kind::Replay => return None,
     };
     Some(s * warm + 0.5)
