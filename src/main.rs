@@ -700,25 +700,22 @@ fn run_collect(a: &RunArgs) -> Result<Option<(fsbench::stats::Results, bool)>> {
     let verify = a.verify || wl.has_verify_flowop();
     fsbench::verify::ENABLED.store(verify, std::sync::atomic::Ordering::Relaxed);
     fsbench::verify::ALL_READS.store(a.verify, std::sync::atomic::Ordering::Relaxed);
-    for (flag, path) in [
-        ("--json", &a.json),
-        ("--csv", &a.csv),
-        ("--markdown", &a.markdown),
-    ] {
-        fsbench::limits::check_output(path.as_deref(), flag).map_err(anyhow::Error::msg)?;
-    }
-    fsbench::engine::install_signal_handlers();
-    fsbench::report::out::reserve_stdout_for([
-        a.json.as_deref(),
-        a.csv.as_deref(),
-        a.markdown.as_deref(),
-    ]);
     let mut opts = run_options(a, parent);
     if a.warmup == 0.0 {
         opts.warmup = fsbench::fiocmd::ramp_s(&a.w.spec());
     }
-    let runs = repeat_runs(a, &wl, &opts)?;
-    Ok(Some((fsbench::stats::repeat::combine(runs), verify)))
+    // The workload's warm-up is seconds inside each run, not runs of its own.
+    let measure = fsbench::measure::MeasureArgs {
+        repeat: a.repeat,
+        warmup: 0,
+        cold: a.cold,
+        json: a.json.clone(),
+        csv: a.csv.clone(),
+        markdown: a.markdown.clone(),
+    };
+    let mut run = fsbench::workload_run::WorkloadRun::new(&wl, opts);
+    let results = fsbench::measure::drive(&mut run, &measure)?;
+    Ok(Some((results, verify)))
 }
 
 /// The directory the run directory goes in (`--dir` or the workload's default); the
@@ -809,30 +806,6 @@ fn run_options(a: &RunArgs, parent: PathBuf) -> fsbench::engine::RunOptions {
         layout_threads: a.layout_threads.map(usize::from),
         finish_ends_run: a.finish_ends_run,
     }
-}
-
-/// The run, `--repeat` times or until one is interrupted.
-fn repeat_runs(
-    a: &RunArgs,
-    wl: &fsbench::model::Workload,
-    opts: &fsbench::engine::RunOptions,
-) -> Result<Vec<fsbench::stats::Results>> {
-    let mut runs = Vec::new();
-    for i in 0..a.repeat {
-        if a.repeat > 1 && !a.quiet {
-            fsbench::errln!("fsbench: repetition {} of {}", i + 1, a.repeat);
-        }
-        let r = fsbench::engine::run(wl, opts)?;
-        if !a.quiet {
-            say_what_is_left(std::path::Path::new(&r.run_dir));
-        }
-        let stop = r.interrupted;
-        runs.push(r);
-        if stop {
-            break;
-        }
-    }
-    Ok(runs)
 }
 
 /// After a run with verification: one line of totals, the first mismatches, and an error
@@ -949,25 +922,6 @@ fn cmd_verify(dirs: &[PathBuf], json: Option<&std::path::Path>) -> Result<()> {
         );
     }
     Ok(())
-}
-
-/// After a run: whether its directory was removed, or kept (reuse, --keep) and how big it is,
-/// so nothing is left behind unnoticed.
-fn say_what_is_left(dir: &std::path::Path) {
-    if dir.as_os_str().is_empty() {
-        return;
-    }
-    if dir.exists() {
-        let b = fsbench::engine::clean::size_of(dir) as f64;
-        fsbench::errln!(
-            "fsbench: left {} ({}) on disk for later runs; `fsbench clean {}` removes it",
-            dir.display(),
-            fsbench::model::explain::human_bytes(b),
-            dir.parent().unwrap_or(dir).display()
-        );
-    } else {
-        fsbench::errln!("fsbench: removed {}", dir.display());
-    }
 }
 
 fn cmd_compare(a: &CompareArgs) -> Result<()> {
