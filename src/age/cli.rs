@@ -251,7 +251,7 @@ pub fn run(args: AgeArgs) -> anyhow::Result<()> {
     if let (Some(src), Some(keep)) = (&args.next_version, args.keep) {
         let r = super::nextver::next_version(src, &args.dir, keep, args.edit_share, args.seed)?;
         if let Some(j) = &args.json {
-            crate::scan::write_json(j, &r)?;
+            crate::report::out::write_json(j, &r)?;
         }
         if args.json.as_deref() != Some(Path::new("-")) {
             crate::outln!(
@@ -366,13 +366,7 @@ fn age_in(args: &AgeArgs, rd: &RunDir) -> anyhow::Result<()> {
     if let Err(note) = layout_before {
         report.layout_note.get_or_insert(note);
     }
-    let to_stdout = args.json.as_deref() == Some(Path::new("-"));
-    if !to_stdout {
-        crate::scan::stdout_result(print_report(&report, &mut crate::console::Stdout))?;
-    }
-    if let Some(j) = &args.json {
-        crate::scan::write_json(j, &report)?;
-    }
+    crate::report::out::emit_report(&report, args.json.as_deref())?;
     if report.interrupted {
         bail!("interrupted after {} operations", report.ops);
     }
@@ -629,6 +623,12 @@ fn short(
 
 fn fmt_score(s: Option<f64>) -> String {
     s.map(|v| format!("{v:.4}")).unwrap_or_else(|| "-".into())
+}
+
+impl crate::report::out::Report for AgeReport {
+    fn write_text(&self, mut out: &mut dyn Write) -> io::Result<()> {
+        print_report(self, &mut out)
+    }
 }
 
 /// Print the report as text.

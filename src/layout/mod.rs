@@ -587,14 +587,13 @@ pub fn run(args: LayoutArgs) -> anyhow::Result<()> {
         threads: args.threads.unwrap_or_else(walk::default_threads).max(1),
     };
     let report = layout(&args.dir, &opts, args.sync, args.top)?;
-    let to_stdout = args.json.as_deref() == Some(Path::new("-"));
-    if !to_stdout {
-        crate::scan::stdout_result(print_report(&report, &mut crate::console::Stdout))?;
+    crate::report::out::emit_report(&report, args.json.as_deref())
+}
+
+impl crate::report::out::Report for LayoutReport {
+    fn write_text(&self, mut out: &mut dyn Write) -> io::Result<()> {
+        print_report(self, &mut out)
     }
-    if let Some(j) = &args.json {
-        crate::scan::write_json(j, &report)?;
-    }
-    Ok(())
 }
 
 #[cfg(test)]
