@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use anyhow::Context;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::walk::{self, Visitor, WalkEntry, WalkOptions};
 use snapshot::{Kind, RecordEncoder, SnapshotHeader};
@@ -53,7 +53,7 @@ pub struct ScanArgs {
 }
 
 /// The summary of one scan.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct ScanSummary {
     pub root: String,
     pub snapshot: Option<String>,
