@@ -102,3 +102,40 @@ fn say_what_is_left(dir: &Path) {
         crate::errln!("fsbench: removed {}", dir.display());
     }
 }
+
+/// After a run with verification: one line of totals, the first mismatches, and an error
+/// when any block failed its check.
+pub fn verify_summary(results: &Results) -> Result<()> {
+    let (mut blocks, mut bad, mut skipped) = (0, 0, 0);
+    let mut first = Vec::new();
+    for f in &results.flowops {
+        if let Some(v) = &f.verify {
+            blocks += v.blocks_checked;
+            bad += v.mismatches;
+            skipped += v.reads_skipped;
+            first.extend(v.first.iter().map(|m| (f.name.clone(), m.clone())));
+        }
+    }
+    crate::errln!(
+        "fsbench: verify: {} checked, {}, {} not checked (a write to the same file ran meanwhile)",
+        crate::units::count(blocks, "block"),
+        crate::units::count(bad, "mismatch"),
+        crate::units::count(skipped, "read"),
+    );
+    for (name, m) in first.iter().take(5) {
+        crate::errln!(
+            "fsbench: verify: {name}: {} at offset {}: expected {}, found {}",
+            m.path,
+            m.offset,
+            m.expected,
+            m.found
+        );
+    }
+    if bad > 0 {
+        anyhow::bail!(
+            "verify: {} (all are in the JSON results)",
+            crate::units::count(bad, "mismatch")
+        );
+    }
+    Ok(())
+}
