@@ -486,7 +486,30 @@ fn shipped_plan_deceptive_idleness_at_quick_scale() {
 
 #[test]
 fn shipped_plan_aging_at_quick_scale() {
-    shipped_plan_runs_at_quick_scale("aging", &["/dev/fuse"]);
+    shipped_plan_checked_at_quick_scale("aging", &["/dev/fuse"], |out| {
+        // Every run on an aged target carries what its aging report said.
+        let db = rusqlite::Connection::open(out.join("results.db")).unwrap();
+        let mut q = db
+            .prepare("SELECT applied_json FROM runs WHERE status = 'ok'")
+            .unwrap();
+        let applied: Vec<String> = q
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .map(|r| r.unwrap())
+            .collect();
+        let aged: Vec<serde_json::Value> = applied
+            .iter()
+            .map(|a| serde_json::from_str::<serde_json::Value>(a).unwrap())
+            .filter_map(|a| a["settings"].get("age").cloned())
+            .collect();
+        assert!(!aged.is_empty(), "no run on an aged target");
+        for a in aged {
+            assert!(a["ops"].as_u64().unwrap() > 0, "{a}");
+            assert!(a["converged"].is_boolean(), "{a}");
+            assert!(a["fullness_end"].as_f64().unwrap() > 0.0, "{a}");
+            assert!(a["report"].as_str().unwrap().ends_with(".json"), "{a}");
+        }
+    });
 }
 
 /// Mean of a whole-run figure over a cell's ok runs, by its measurement, network and

@@ -89,7 +89,7 @@ pub struct AgeArgs {
 }
 
 /// Layout facts before or after aging.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LayoutFacts {
     pub files: u64,
     pub scored_files: u64,
@@ -115,7 +115,7 @@ impl From<&LayoutReport> for LayoutFacts {
 }
 
 /// The report of one `fsbench age` run.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct AgeReport {
     pub schema_version: u32,
     pub fsbench_version: String,
