@@ -25,6 +25,7 @@ pub mod apps;
 pub mod disk;
 pub mod remote;
 pub mod trace;
+pub mod workload_run;
 
 // layer harness: the one measurement driver and the ranks of a multi-client run
 pub mod measure;

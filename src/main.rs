@@ -466,7 +466,7 @@ fn cmd_run(a: &RunArgs) -> Result<()> {
     )?;
     fsbench::fiocmd::report(&a.w.spec(), &results, a.output_format.as_deref())?;
     if verify {
-        verify_summary(&results)?;
+        fsbench::workload_run::verify_summary(&results)?;
     }
     if results.interrupted {
         bail!(
@@ -711,25 +711,21 @@ fn run_collect(a: &RunArgs) -> Result<Option<(fsbench::stats::Results, bool)>> {
     let verify = a.verify || wl.has_verify_flowop();
     fsbench::verify::ENABLED.store(verify, std::sync::atomic::Ordering::Relaxed);
     fsbench::verify::ALL_READS.store(a.verify, std::sync::atomic::Ordering::Relaxed);
-    for (flag, path) in [
-        ("--json", &a.json),
-        ("--csv", &a.csv),
-        ("--markdown", &a.markdown),
-    ] {
-        fsbench::limits::check_output(path.as_deref(), flag).map_err(anyhow::Error::msg)?;
-    }
-    fsbench::engine::install_signal_handlers();
-    fsbench::report::out::reserve_stdout_for([
-        a.json.as_deref(),
-        a.csv.as_deref(),
-        a.markdown.as_deref(),
-    ]);
     let mut opts = run_options(a, parent);
     if a.warmup == 0.0 {
         opts.warmup = fsbench::fiocmd::ramp_s(&a.w.spec());
     }
-    let runs = repeat_runs(a, &wl, &opts)?;
-    let mut results = fsbench::stats::repeat::combine(runs);
+    // The workload's warm-up is seconds inside each run, not runs of its own.
+    let measure = fsbench::measure::MeasureArgs {
+        repeat: a.repeat,
+        warmup: 0,
+        cold: a.cold,
+        json: a.json.clone(),
+        csv: a.csv.clone(),
+        markdown: a.markdown.clone(),
+    };
+    let mut run = fsbench::workload_run::WorkloadRun::new(&wl, opts);
+    let mut results = fsbench::measure::drive(&mut run, &measure)?;
     results.notes.splice(0..0, idle_notes);
     Ok(Some((results, verify)))
 }
@@ -804,7 +800,7 @@ fn verify_kept(a: &RunArgs, wl: &fsbench::model::Workload, parent: &std::path::P
         .filter(|f| f.reuse)
         .map(|f| stable.join(&f.name))
         .collect();
-    cmd_verify(&dirs, a.json.as_deref())
+    fsbench::verify::check_dirs(&dirs, a.json.as_deref())
 }
 
 fn run_options(a: &RunArgs, parent: PathBuf) -> fsbench::engine::RunOptions {
@@ -824,165 +820,6 @@ fn run_options(a: &RunArgs, parent: PathBuf) -> fsbench::engine::RunOptions {
         continue_on_enospc: a.continue_on_enospc,
         layout_threads: a.layout_threads.map(usize::from),
         finish_ends_run: a.finish_ends_run,
-    }
-}
-
-/// The run, `--repeat` times or until one is interrupted.
-fn repeat_runs(
-    a: &RunArgs,
-    wl: &fsbench::model::Workload,
-    opts: &fsbench::engine::RunOptions,
-) -> Result<Vec<fsbench::stats::Results>> {
-    let mut runs = Vec::new();
-    for i in 0..a.repeat {
-        if a.repeat > 1 && !a.quiet {
-            fsbench::errln!("fsbench: repetition {} of {}", i + 1, a.repeat);
-        }
-        let r = fsbench::engine::run(wl, opts)?;
-        if !a.quiet {
-            say_what_is_left(std::path::Path::new(&r.run_dir));
-        }
-        let stop = r.interrupted;
-        runs.push(r);
-        if stop {
-            break;
-        }
-    }
-    Ok(runs)
-}
-
-/// After a run with verification: one line of totals, the first mismatches, and an error
-/// when any block failed its check.
-fn verify_summary(results: &fsbench::stats::Results) -> Result<()> {
-    let (mut blocks, mut bad, mut skipped) = (0, 0, 0);
-    let mut first = Vec::new();
-    for f in &results.flowops {
-        if let Some(v) = &f.verify {
-            blocks += v.blocks_checked;
-            bad += v.mismatches;
-            skipped += v.reads_skipped;
-            first.extend(v.first.iter().map(|m| (f.name.clone(), m.clone())));
-        }
-    }
-    fsbench::errln!(
-        "fsbench: verify: {} checked, {}, {} not checked (a write to the same file ran meanwhile)",
-        fsbench::report::count(blocks, "block"),
-        fsbench::report::count(bad, "mismatch"),
-        fsbench::report::count(skipped, "read"),
-    );
-    for (name, m) in first.iter().take(5) {
-        fsbench::errln!(
-            "fsbench: verify: {name}: {} at offset {}: expected {}, found {}",
-            m.path,
-            m.offset,
-            m.expected,
-            m.found
-        );
-    }
-    if bad > 0 {
-        bail!(
-            "verify: {} (all are in the JSON results)",
-            fsbench::report::count(bad, "mismatch")
-        );
-    }
-    Ok(())
-}
-
-/// `fsbench verify DIR` and `run --verify-only`: check every regular file below the
-/// directories (no link followed) on its own.
-fn cmd_verify(dirs: &[PathBuf], json: Option<&std::path::Path>) -> Result<()> {
-    let mut files = 0u64;
-    let mut blocks = 0u64;
-    let mut found: Vec<fsbench::verify::Mismatch> = Vec::new();
-    let mut count = 0u64;
-    let mut stack: Vec<PathBuf> = Vec::new();
-    for d in dirs {
-        let m = std::fs::symlink_metadata(d).with_context(|| format!("{}", d.display()))?;
-        if m.file_type().is_symlink() {
-            bail!("{} is a symbolic link; not following it", d.display());
-        }
-        stack.push(d.clone());
-    }
-    while let Some(p) = stack.pop() {
-        let m = std::fs::symlink_metadata(&p).with_context(|| format!("{}", p.display()))?;
-        if m.is_dir() {
-            let mut entries: Vec<PathBuf> = std::fs::read_dir(&p)
-                .with_context(|| format!("listing {}", p.display()))?
-                .flatten()
-                .map(|e| e.path())
-                .collect();
-            entries.sort();
-            stack.extend(entries.into_iter().rev());
-        } else if m.is_file() {
-            let name = p
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            if name.starts_with(".fsbench") {
-                continue;
-            }
-            files += 1;
-            blocks += fsbench::verify::check_file(&p, &mut |mm| {
-                count += 1;
-                if found.len() < 10_000 {
-                    found.push(mm);
-                }
-            })
-            .with_context(|| format!("reading {}", p.display()))?;
-        }
-    }
-    fsbench::errln!(
-        "fsbench: verify: {} checked, {} in {}",
-        fsbench::report::count(blocks, "block"),
-        fsbench::report::count(count, "mismatch"),
-        fsbench::report::count(files, "file"),
-    );
-    for m in found.iter().take(5) {
-        fsbench::errln!(
-            "fsbench: verify: {} at offset {}: expected {}, found {}",
-            m.path,
-            m.offset,
-            m.expected,
-            m.found
-        );
-    }
-    if let Some(j) = json {
-        let v = serde_json::json!({"files": files, "blocks_checked": blocks, "mismatches": count, "first": found});
-        let text = serde_json::to_string_pretty(&v)?;
-        if j == std::path::Path::new("-") {
-            fsbench::outln!("{text}");
-        } else {
-            std::fs::write(j, text + "\n").with_context(|| format!("writing {}", j.display()))?;
-        }
-    }
-    if count > 0 {
-        bail!("verify: {}", fsbench::report::count(count, "mismatch"));
-    }
-    if blocks == 0 && files > 0 {
-        bail!(
-            "verify: none of the {} carries fsbench's block headers (written without --verify?)",
-            fsbench::report::count(files, "file")
-        );
-    }
-    Ok(())
-}
-
-/// After a run: whether its directory was removed, or kept (reuse, --keep) and how big it is,
-/// so nothing is left behind unnoticed.
-fn say_what_is_left(dir: &std::path::Path) {
-    if dir.as_os_str().is_empty() {
-        return;
-    }
-    if dir.exists() {
-        let b = fsbench::engine::clean::size_of(dir) as f64;
-        fsbench::errln!(
-            "fsbench: left {} ({}) on disk for later runs; `fsbench clean {}` removes it",
-            dir.display(),
-            fsbench::model::explain::human_bytes(b),
-            dir.parent().unwrap_or(dir).display()
-        );
-    } else {
-        fsbench::errln!("fsbench: removed {}", dir.display());
     }
 }
 
@@ -1170,7 +1007,9 @@ fn dispatch(cli: Cli) -> Result<()> {
             fsbench::outln!("wrote man pages into {}", dir.display());
             Ok(())
         }
-        Command::Verify(a) => cmd_verify(std::slice::from_ref(&a.dir), a.json.as_deref()),
+        Command::Verify(a) => {
+            fsbench::verify::check_dirs(std::slice::from_ref(&a.dir), a.json.as_deref())
+        }
         Command::Clean(a) => {
             let dir = a.dir.clone().unwrap_or_else(std::env::temp_dir);
             let done = fsbench::engine::clean::clean(&dir, a.dry_run)?;

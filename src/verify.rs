@@ -16,6 +16,8 @@
 //! leave it checkable. Asynchronous writes stamp a copy of their data and count as in flight
 //! (a read of their bytes is not judged) until they are reaped.
 
+use anyhow::Context;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 
@@ -518,6 +520,85 @@ pub fn check_file(path: &std::path::Path, out: &mut dyn FnMut(Mismatch)) -> std:
         }
     }
     Ok(blocks)
+}
+
+/// `fsbench verify DIR` and `run --verify-only`: check every regular file below the
+/// directories (no link followed) on its own.
+pub fn check_dirs(dirs: &[PathBuf], json: Option<&Path>) -> anyhow::Result<()> {
+    let mut files = 0u64;
+    let mut blocks = 0u64;
+    let mut found: Vec<Mismatch> = Vec::new();
+    let mut count = 0u64;
+    let mut stack: Vec<PathBuf> = Vec::new();
+    for d in dirs {
+        let m = std::fs::symlink_metadata(d).with_context(|| format!("{}", d.display()))?;
+        if m.file_type().is_symlink() {
+            anyhow::bail!("{} is a symbolic link; not following it", d.display());
+        }
+        stack.push(d.clone());
+    }
+    while let Some(p) = stack.pop() {
+        let m = std::fs::symlink_metadata(&p).with_context(|| format!("{}", p.display()))?;
+        if m.is_dir() {
+            let mut entries: Vec<PathBuf> = std::fs::read_dir(&p)
+                .with_context(|| format!("listing {}", p.display()))?
+                .flatten()
+                .map(|e| e.path())
+                .collect();
+            entries.sort();
+            stack.extend(entries.into_iter().rev());
+        } else if m.is_file() {
+            let name = p
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            if name.starts_with(".fsbench") {
+                continue;
+            }
+            files += 1;
+            blocks += check_file(&p, &mut |mm| {
+                count += 1;
+                if found.len() < 10_000 {
+                    found.push(mm);
+                }
+            })
+            .with_context(|| format!("reading {}", p.display()))?;
+        }
+    }
+    crate::errln!(
+        "fsbench: verify: {} checked, {} in {}",
+        crate::units::count(blocks, "block"),
+        crate::units::count(count, "mismatch"),
+        crate::units::count(files, "file"),
+    );
+    for m in found.iter().take(5) {
+        crate::errln!(
+            "fsbench: verify: {} at offset {}: expected {}, found {}",
+            m.path,
+            m.offset,
+            m.expected,
+            m.found
+        );
+    }
+    if let Some(j) = json {
+        let v = serde_json::json!({"files": files, "blocks_checked": blocks, "mismatches": count, "first": found});
+        let text = serde_json::to_string_pretty(&v)?;
+        if j == Path::new("-") {
+            crate::outln!("{text}");
+        } else {
+            std::fs::write(j, text + "\n").with_context(|| format!("writing {}", j.display()))?;
+        }
+    }
+    if count > 0 {
+        anyhow::bail!("verify: {}", crate::units::count(count, "mismatch"));
+    }
+    if blocks == 0 && files > 0 {
+        anyhow::bail!(
+            "verify: none of the {} carries fsbench's block headers (written without --verify?)",
+            crate::units::count(files, "file")
+        );
+    }
+    Ok(())
 }
 
 #[cfg(test)]

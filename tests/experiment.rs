@@ -532,7 +532,30 @@ fn shipped_plan_deceptive_idleness_at_quick_scale() {
 
 #[test]
 fn shipped_plan_aging_at_quick_scale() {
-    shipped_plan_runs_at_quick_scale("aging", &["/dev/fuse"]);
+    shipped_plan_checked_at_quick_scale("aging", &["/dev/fuse"], |out| {
+        // Every run on an aged target carries what its aging report said.
+        let db = rusqlite::Connection::open(out.join("results.db")).unwrap();
+        let mut q = db
+            .prepare("SELECT applied_json FROM runs WHERE status = 'ok'")
+            .unwrap();
+        let applied: Vec<String> = q
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .map(|r| r.unwrap())
+            .collect();
+        let aged: Vec<serde_json::Value> = applied
+            .iter()
+            .map(|a| serde_json::from_str::<serde_json::Value>(a).unwrap())
+            .filter_map(|a| a["settings"].get("age").cloned())
+            .collect();
+        assert!(!aged.is_empty(), "no run on an aged target");
+        for a in aged {
+            assert!(a["ops"].as_u64().unwrap() > 0, "{a}");
+            assert!(a["converged"].is_boolean(), "{a}");
+            assert!(a["fullness_end"].as_f64().unwrap() > 0.0, "{a}");
+            assert!(a["report"].as_str().unwrap().ends_with(".json"), "{a}");
+        }
+    });
 }
 
 /// Mean of a whole-run figure over a cell's ok runs, by its measurement, network and
@@ -779,10 +802,18 @@ kind = "scan"
         if m != "scan" {
             // The child asked for it at its cold point and says so.
             let notes = r["notes"].as_array().unwrap();
+            // `fsbench run` remounts after its layout; the application benchmarks after
+            // their preparation, "before the measurement".
+            let when = if m == "fs" {
+                "after the layout"
+            } else {
+                "before the measurement"
+            };
             assert!(
-                notes
-                    .iter()
-                    .any(|n| n.as_str().unwrap().starts_with("cache: remounted")),
+                notes.iter().any(|n| {
+                    let n = n.as_str().unwrap();
+                    n.starts_with("cache: remounted") && n.ends_with(when)
+                }),
                 "{m} on {t}: {notes:?}"
             );
         }

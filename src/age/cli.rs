@@ -89,7 +89,7 @@ pub struct AgeArgs {
 }
 
 /// Layout facts before or after aging.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LayoutFacts {
     pub files: u64,
     pub scored_files: u64,
@@ -115,7 +115,7 @@ impl From<&LayoutReport> for LayoutFacts {
 }
 
 /// The report of one `fsbench age` run.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct AgeReport {
     pub schema_version: u32,
     pub fsbench_version: String,
@@ -251,7 +251,7 @@ pub fn run(args: AgeArgs) -> anyhow::Result<()> {
     if let (Some(src), Some(keep)) = (&args.next_version, args.keep) {
         let r = super::nextver::next_version(src, &args.dir, keep, args.edit_share, args.seed)?;
         if let Some(j) = &args.json {
-            crate::scan::write_json(j, &r)?;
+            crate::report::out::write_json(j, &r)?;
         }
         if args.json.as_deref() != Some(Path::new("-")) {
             crate::outln!(
@@ -366,13 +366,7 @@ fn age_in(args: &AgeArgs, rd: &RunDir) -> anyhow::Result<()> {
     if let Err(note) = layout_before {
         report.layout_note.get_or_insert(note);
     }
-    let to_stdout = args.json.as_deref() == Some(Path::new("-"));
-    if !to_stdout {
-        crate::scan::stdout_result(print_report(&report, &mut crate::console::Stdout))?;
-    }
-    if let Some(j) = &args.json {
-        crate::scan::write_json(j, &report)?;
-    }
+    crate::report::out::emit_report(&report, args.json.as_deref())?;
     if report.interrupted {
         bail!("interrupted after {} operations", report.ops);
     }
@@ -631,6 +625,12 @@ fn fmt_score(s: Option<f64>) -> String {
     s.map(|v| format!("{v:.4}")).unwrap_or_else(|| "-".into())
 }
 
+impl crate::report::out::Report for AgeReport {
+    fn write_text(&self, mut out: &mut dyn Write) -> io::Result<()> {
+        print_report(self, &mut out)
+    }
+}
+
 /// Print the report as text.
 pub fn print_report(r: &AgeReport, out: &mut impl Write) -> io::Result<()> {
     writeln!(out, "aged {} ({})", r.dir, r.mode)?;
@@ -708,4 +708,109 @@ pub fn print_report(r: &AgeReport, out: &mut impl Write) -> io::Result<()> {
         writeln!(out, "  note               {n}")?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod report_tests {
+    use super::*;
+    use crate::age::distance::Distance;
+    use crate::age::plan::{Distribution, Distributions};
+    use crate::scan::summary::Log2Row;
+
+    /// The HTML report reads aging reports into its own `report::html::Aging` (it stands
+    /// below this module): what it reads must be what this report writes.
+    #[test]
+    fn the_report_reads_what_an_aging_report_writes() {
+        let facts = |score: Option<f64>, fragments: u64| LayoutFacts {
+            files: 3,
+            scored_files: 2,
+            blocks: 9,
+            fragments,
+            score,
+            fragments_per_file: vec![Log2Row {
+                lo: 1,
+                hi: 2,
+                count: 3,
+                sum: 3,
+            }],
+        };
+        let dist = |n: &str| Distribution {
+            buckets: vec![n.into(), "2".into()],
+            target: vec![0.25, 0.75],
+            actual: vec![0.5, 0.5],
+            counts: vec![4, 4],
+        };
+        let d = |tv: f64| Distance { tv, ks: tv / 2.0 };
+        let r = AgeReport {
+            schema_version: 1,
+            fsbench_version: "0".into(),
+            dir: "/x".into(),
+            mode: "profile".into(),
+            profile: Some("agrawal".into()),
+            seed: 1,
+            fsync: FsyncPolicy::None,
+            target_fill: 0.5,
+            continued: false,
+            elapsed_s: 1.5,
+            ops: 300,
+            ops_per_s: 200.0,
+            churn_ops: 100,
+            phase: Phase::Churn,
+            counts: Default::default(),
+            bytes_written: 1,
+            live_files: 8,
+            live_bytes: 1,
+            model_used_bytes: 1,
+            target_used_bytes: 1,
+            fullness_start: 0.1,
+            fullness_end: 0.45,
+            capacity_bytes: 1,
+            distances: Some(crate::age::plan::Distances {
+                size: d(0.1),
+                depth: d(0.2),
+                age: None,
+            }),
+            distributions: Some(Distributions {
+                size: dist("1K"),
+                depth: dist("0"),
+                age: None,
+            }),
+            threshold: 0.1,
+            converged: true,
+            interrupted: false,
+            layout_before: None,
+            layout_after: Some(facts(Some(0.9), 12)),
+            layout_note: None,
+        };
+        let text = serde_json::to_string(&r).unwrap();
+        let a = crate::report::html::Aging::parse(&text).expect("read as an aging report");
+        assert_eq!(a.profile.as_deref(), Some("agrawal"));
+        assert_eq!(
+            (a.fullness_start, a.fullness_end, a.target_fill),
+            (Some(0.1), Some(0.45), Some(Some(0.5)))
+        );
+        assert_eq!(
+            (a.ops, a.elapsed_s, a.converged),
+            (Some(300.0), Some(1.5), Some(true))
+        );
+        let ds = a.distances.unwrap();
+        assert_eq!(
+            (ds.size.unwrap().tv, ds.depth.unwrap().tv),
+            (Some(0.1), Some(0.2))
+        );
+        assert!(ds.age.is_none());
+        let size = a.distributions.unwrap().size.unwrap();
+        assert_eq!(size.buckets, ["1K", "2"]);
+        assert_eq!(size.target, [Some(0.25), Some(0.75)]);
+        assert_eq!(size.actual, [Some(0.5), Some(0.5)]);
+        assert_eq!(size.counts, [4, 4]);
+        assert!(a.layout_before.is_none());
+        let after = a.layout_after.flatten().unwrap();
+        assert_eq!((after.score, after.fragments), (Some(0.9), Some(12.0)));
+        let row = &after.fragments_per_file[0];
+        assert_eq!((row.lo, row.hi, row.count), (1, 2, 3));
+        // And the report reads back into the aging code's own type.
+        let back: AgeReport = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.ops, 300);
+    }
 }

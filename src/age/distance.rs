@@ -14,10 +14,10 @@
 //! explodes on buckets with tiny expected counts (published profiles have
 //! weights of 1 in 500), which is why it is not used here.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Distances of one dimension.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Distance {
     /// Total variation distance, in [0, 1].
     pub tv: f64,

@@ -17,7 +17,7 @@ use crate::beneath;
 use crate::sys::io::{self as sys, AlignedBuf, OpenHow};
 
 /// When aging syncs what it wrote.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum FsyncPolicy {
     /// Never: the kernel writes back when it likes (delayed allocation sees
@@ -34,7 +34,7 @@ pub enum FsyncPolicy {
 pub const BATCH: u64 = 1000;
 
 /// What the executor did.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, serde::Deserialize)]
 pub struct ExecCounts {
     pub creates: u64,
     pub appends: u64,

@@ -47,7 +47,7 @@ const PIECEWISE_ABOVE: u64 = 64 << 10;
 const CREATE_SHARE: f64 = 0.4;
 
 /// Which phase the planner is in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Phase {
     Fill,
@@ -211,7 +211,7 @@ impl Targets {
 }
 
 /// One dimension of the live population against its target.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Distribution {
     /// Bucket labels: size upper bounds, depths below the aged directory, or age upper
     /// bounds in operations.
@@ -225,7 +225,7 @@ pub struct Distribution {
 }
 
 /// The live population against the profile in each dimension.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Distributions {
     pub size: Distribution,
     pub depth: Distribution,
@@ -234,7 +234,7 @@ pub struct Distributions {
 }
 
 /// Distances of the live population from the targets.
-#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Distances {
     pub size: Distance,
     pub depth: Distance,

@@ -229,11 +229,7 @@ fn describe(p: &DiskParams) -> String {
 }
 
 fn root_required(what: &str) -> anyhow::Result<()> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        bail!("{what} needs root (FUSE mount and loop devices)");
-    }
-    Ok(())
+    crate::fuse::state::require_root(what, "FUSE mount and loop devices")
 }
 
 fn run_cmd(cmd: &mut Command) -> anyhow::Result<()> {
@@ -450,11 +446,7 @@ fn list(json: bool) -> anyhow::Result<()> {
         let Ok(cfg) = sd.read_config() else { continue };
         let ready = sd.read_ready();
         let alive = sd.live_pid().is_some();
-        let st = match (alive, &ready) {
-            (true, Some(_)) => "running",
-            (true, None) => "starting",
-            (false, _) => "stopped",
-        };
+        let st = crate::fuse::state::state_word(alive, ready.is_some());
         let stats = sd.read_stats();
         rows.push(serde_json::json!({
             "name": name,
@@ -467,15 +459,11 @@ fn list(json: bool) -> anyhow::Result<()> {
             "image": cfg.image,
         }));
     }
-    if json {
-        crate::outln!("{}", serde_json::to_string_pretty(&rows)?);
-        return Ok(());
-    }
-    if rows.is_empty() {
-        crate::errln!(
-            "no simulated disks (state in {})",
-            state::state_root().display()
-        );
+    let none = format!(
+        "no simulated disks (state in {})",
+        state::state_root().display()
+    );
+    if !crate::fuse::state::list_rows(&rows, json, &none)? {
         return Ok(());
     }
     crate::outln!(

@@ -312,9 +312,24 @@ fn lay_out(
     })
 }
 
-/// Run a workload end to end: run directory, actions in script order, layout, measurement,
-/// clean-up. The run directory is removed afterwards unless `keep` or a fileset has `reuse`.
-pub fn run(wl: &Workload, opts: &RunOptions) -> Result<Results, EngineError> {
+/// A workload laid out in its marked run directory, ready to be measured: what
+/// [`prepare`] makes and `fsbench run`'s measurement holds between its preparation and its
+/// measurement. Dropped without [`Prepared::finish`] (a panic on the way), it removes the
+/// run directory unless it is kept.
+pub struct Prepared {
+    rd: Option<RunDir>,
+    laid: Laid,
+    /// Kept afterwards (`--keep`, or a fileset with `reuse`).
+    keep: bool,
+    /// A script that lays out and has no `run`: nothing to measure.
+    create_only: bool,
+    seconds: f64,
+}
+
+/// Check, plan and lay out a workload: the run directory, the script's commands before its
+/// `run` in order, the filesets (by `create files` or now) and what the run is about to do.
+/// On an error the run directory is removed (unless kept) before returning.
+pub fn prepare(wl: &Workload, opts: &RunOptions) -> Result<Prepared, EngineError> {
     if opts.cold && !is_root() {
         return Err(EngineError::Cold(
             "--cold drops the page cache, which needs root; run as root or leave out --cold".into(),
@@ -350,145 +365,196 @@ pub fn run(wl: &Workload, opts: &RunOptions) -> Result<Results, EngineError> {
     if !opts.quiet {
         crate::errln!("fsbench: run directory {}", rd.path.display());
     }
+    let keep = opts.keep || stable;
     // A panic anywhere below still removes what this run created, then goes on unwinding.
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        run_in(wl, opts, &mut rd, plans)
+    let laid = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        lay_out_all(wl, opts, &mut rd, plans)
     }));
-    let result = match result {
-        Ok(r) => r,
+    let laid = match laid {
+        Ok(Ok(laid)) => laid,
+        Ok(Err(e)) => {
+            finish_dir(rd, keep, opts.quiet);
+            return Err(e);
+        }
         Err(p) => {
-            if !(opts.keep || stable) {
+            if !keep {
                 let _ = rd.remove();
             }
             std::panic::resume_unwind(p);
         }
     };
-    let keep = opts.keep || stable;
-    if keep {
-        if !opts.quiet {
-            crate::errln!("fsbench: kept {}", rd.path.display());
-        }
-    } else if let Err(e) = rd.remove() {
-        crate::exit::left_behind(e.to_string());
-    }
-    result
-}
-
-/// Have the experiment remount the file system between layout and measurement: close
-/// every descriptor on it (run directory, fileset roots, cached directories), wait for the
-/// remount, open them again.
-fn remount_between(rd: &mut RunDir, filesets: &mut [FilesetRt]) -> Result<String, EngineError> {
-    let id = rd.id();
-    for f in filesets.iter_mut() {
-        f.dirs.release();
-    }
-    rd.release();
-    let what = crate::remount::remount().map_err(EngineError::Cold)?;
-    rd.reopen(id)?;
-    for f in filesets.iter_mut() {
-        let name = crate::beneath::component(std::ffi::OsStr::new(&f.name))
-            .and_then(|n| crate::beneath::open_dir(rd.fd(), &n))
-            .map_err(|e| EngineError::Cold(format!("{}: {e}", f.root.display())))?;
-        f.dirs.reopen(name);
-    }
-    Ok(what)
-}
-
-fn run_in(
-    wl: &Workload,
-    opts: &RunOptions,
-    rd: &mut RunDir,
-    plans: Vec<Plan>,
-) -> Result<Results, EngineError> {
-    check_space(wl, &plans, &rd.path)?;
-    let seconds = run_seconds(wl, opts);
-    let mut laid = prepare(wl, opts, rd, plans)?;
-    if interrupted() {
-        return Err(EngineError::Interrupted);
-    }
     // As Filebench: a script that creates its files and has no `run` lays out and ends;
     // nothing runs (an explicit --duration still runs it).
     let create_only = !wl.has_run
         && opts.duration.is_none()
         && wl.actions.iter().any(|a| matches!(a, Action::CreateFiles));
+    let seconds = run_seconds(wl, opts);
     if create_only {
         if !opts.quiet {
             crate::errln!("fsbench: `create files` and no `run`: laid out, nothing to measure");
         }
-        let rec = Recorder::new(wl.stat_names.len());
-        let (flowops, summary) = stats::summarize(&wl.stat_names, &rec, 0.0);
-        return Ok(Results {
-            layout: laid.layout,
+    } else {
+        announce(wl, opts, seconds);
+    }
+    Ok(Prepared {
+        rd: Some(rd),
+        laid,
+        keep,
+        create_only,
+        seconds,
+    })
+}
+
+/// The run is over (or failed): remove the run directory unless it is kept, and say so.
+fn finish_dir(rd: RunDir, keep: bool, quiet: bool) {
+    if keep {
+        if !quiet {
+            crate::errln!("fsbench: kept {}", rd.path.display());
+        }
+    } else if let Err(e) = rd.remove() {
+        crate::exit::left_behind(e.to_string());
+    }
+}
+
+/// The space check, the script's commands and the layout.
+fn lay_out_all(
+    wl: &Workload,
+    opts: &RunOptions,
+    rd: &mut RunDir,
+    plans: Vec<Plan>,
+) -> Result<Laid, EngineError> {
+    check_space(wl, &plans, &rd.path)?;
+    let laid = prepare_filesets(wl, opts, rd, plans)?;
+    if interrupted() {
+        return Err(EngineError::Interrupted);
+    }
+    Ok(laid)
+}
+
+impl Prepared {
+    fn rd(&self) -> &RunDir {
+        self.rd.as_ref().expect("held until finish")
+    }
+
+    /// The run directory.
+    pub fn path(&self) -> &Path {
+        &self.rd().path
+    }
+
+    /// False for a script that lays out and has no `run`: nothing is measured.
+    pub fn measures(&self) -> bool {
+        !self.create_only
+    }
+
+    /// Close every descriptor on the file system (run directory, fileset roots, cached
+    /// directories) for a remount; [`Prepared::reopen`] opens them again.
+    pub fn release(&mut self) -> (u64, u64) {
+        let rd = self.rd.as_mut().expect("held until finish");
+        let id = rd.id();
+        for f in self.laid.filesets.iter_mut() {
+            f.dirs.release();
+        }
+        rd.release();
+        id
+    }
+
+    /// After a remount: the run directory (checked to be the one released) and the
+    /// filesets' roots opened again.
+    pub fn reopen(&mut self, id: (u64, u64)) -> Result<(), EngineError> {
+        let rd = self.rd.as_mut().expect("held until finish");
+        rd.reopen(id)?;
+        for f in self.laid.filesets.iter_mut() {
+            let name = crate::beneath::component(std::ffi::OsStr::new(&f.name))
+                .and_then(|n| crate::beneath::open_dir(rd.fd(), &n))
+                .map_err(|e| EngineError::Cold(format!("{}: {e}", f.root.display())))?;
+            f.dirs.reopen(name);
+        }
+        Ok(())
+    }
+
+    /// Measure the laid-out workload: its host facts at the start, the workers from the
+    /// barrier and start mark to the end mark (after the in-run warm-up), its results. A
+    /// script without `run` gets the results of its layout.
+    pub fn measure(&mut self, wl: &Workload, opts: &RunOptions) -> Result<Results, EngineError> {
+        let rd = self.rd.as_ref().expect("held until finish");
+        let layout = std::mem::take(&mut self.laid.layout);
+        if self.create_only {
+            let rec = Recorder::new(wl.stat_names.len());
+            let (flowops, summary) = stats::summarize(&wl.stat_names, &rec, 0.0);
+            return Ok(Results {
+                layout,
+                flowops,
+                summary,
+                notes: vec![
+                    "the workload creates its files and has no `run`: nothing was run".into(),
+                ],
+                host: stats::host::collect(&rd.path),
+                ..run_results(wl, opts, rd)
+            });
+        }
+        let host = stats::host::collect(&rd.path);
+        let m = measure(
+            wl,
+            &self.laid.filesets,
+            opts.seed,
+            MeasureOptions {
+                seconds: self.seconds,
+                warmup: opts.warmup,
+                interval: opts.interval,
+                progress: opts.progress,
+                continue_when_exhausted: opts.continue_when_exhausted,
+                continue_on_enospc: opts.continue_on_enospc,
+                device: crate::sys::blockstat::device_of(&rd.path),
+                finish_ends_run: opts.finish_ends_run,
+                stream_dir: Some(rd.fd()),
+            },
+        )?;
+        let (flowops, summary) = stats::summarize(&wl.stat_names, &m.rec, m.duration);
+        let processes = stats::shares::process_shares(wl, &flowops, m.duration);
+        Ok(Results {
+            started_at: m.started_at,
+            duration_s: m.duration,
+            interrupted: m.interrupted,
+            ended_early: m.ended_early,
+            device_read_bytes: m.device_read_bytes,
+            device_busy_s: m.device_busy_s,
+            processes,
+            threads: wl.thread_count(),
+            layout,
             flowops,
             summary,
-            notes: vec!["the workload creates its files and has no `run`: nothing was run".into()],
-            host: stats::host::collect(&rd.path),
+            notes: m.notes,
+            warmup_s: opts.warmup,
+            host,
+            series: m.series,
             ..run_results(wl, opts, rd)
-        });
+        })
     }
-    announce(wl, opts, seconds);
-    let cold_note = go_cold(opts)?;
-    let remounted = if crate::remount::requested() {
-        Some(remount_between(rd, &mut laid.filesets)?)
-    } else {
-        None
-    };
-    let calibration = stats::clock::Calibration::measure(stats::clock::global());
-    let host = stats::host::collect(&rd.path);
-    let disk_probe = hooks::probe(&rd.path);
-    let mut m = measure(
-        wl,
-        &laid.filesets,
-        opts.seed,
-        MeasureOptions {
-            seconds,
-            warmup: opts.warmup,
-            interval: opts.interval,
-            progress: opts.progress,
-            continue_when_exhausted: opts.continue_when_exhausted,
-            continue_on_enospc: opts.continue_on_enospc,
-            device: crate::sys::blockstat::device_of(&rd.path),
-            finish_ends_run: opts.finish_ends_run,
-            stream_dir: Some(rd.fd()),
-        },
-    )?;
-    if let Some(what) = remounted {
-        m.notes.insert(0, format!("cache: {what} after the layout"));
+
+    /// Remove the run directory unless it is kept (saying so unless `quiet`).
+    pub fn finish(mut self, quiet: bool) {
+        // The filesets' descriptors are closed before their directory is removed.
+        self.laid.filesets.clear();
+        if let Some(rd) = self.rd.take() {
+            finish_dir(rd, self.keep, quiet);
+        }
     }
-    if let Some(note) = cold_note {
-        m.notes.insert(0, note);
+}
+
+impl Drop for Prepared {
+    fn drop(&mut self) {
+        self.laid.filesets.clear();
+        if let Some(rd) = self.rd.take() {
+            if !self.keep {
+                let _ = rd.remove();
+            }
+        }
     }
-    let device_read_bytes = m.device_read_bytes;
-    let device_busy_s = m.device_busy_s;
-    // On a simulated disk: how late its replies were during this run.
-    let disk = disk_probe.and_then(|p| p.record(&mut m.notes));
-    let (flowops, summary) = stats::summarize(&wl.stat_names, &m.rec, m.duration);
-    let processes = stats::shares::process_shares(wl, &flowops, m.duration);
-    Ok(Results {
-        started_at: m.started_at,
-        duration_s: m.duration,
-        interrupted: m.interrupted,
-        ended_early: m.ended_early,
-        device_read_bytes,
-        device_busy_s,
-        processes,
-        threads: wl.thread_count(),
-        layout: laid.layout,
-        flowops,
-        summary,
-        notes: m.notes,
-        warmup_s: opts.warmup,
-        host,
-        calibration,
-        series: m.series,
-        disk,
-        ..run_results(wl, opts, rd)
-    })
 }
 
 /// The script's commands before `run`, the filesets' layout (by `create files` or now) and
 /// the files of `stream` flowops (fio jobs).
-fn prepare(
+fn prepare_filesets(
     wl: &Workload,
     opts: &RunOptions,
     rd: &mut RunDir,
@@ -514,20 +580,6 @@ fn prepare(
     laid.layout.files_written += streamed.files;
     laid.layout.bytes_written += streamed.bytes_written;
     Ok(laid)
-}
-
-/// `--cold`: sync and drop the caches after the layout; the note that says so.
-fn go_cold(opts: &RunOptions) -> Result<Option<String>, EngineError> {
-    if !opts.cold {
-        return Ok(None);
-    }
-    if !opts.quiet {
-        crate::errln!("fsbench: sync and drop caches");
-    }
-    drop_caches()?;
-    Ok(Some(format!(
-        "cache: cold: {COLD_DROP} after the layout, right before the measurement"
-    )))
 }
 
 /// What every `fsbench run` result carries: the workload, its variables and text hash, the

@@ -16,6 +16,7 @@ pub mod handoff;
 pub mod headline;
 pub mod noise;
 pub mod options;
+pub mod output;
 pub mod plan;
 pub mod report_input;
 pub mod runner;

@@ -414,13 +414,11 @@ fn aging_reports(input: &mut ReportInput, outdir: &Path) {
         .collect();
     paths.sort();
     for p in paths {
-        let Ok(v) = crate::input::read_text_capped(&p, crate::input::RESULTS_MAX, "result file")
-            .map_err(anyhow::Error::from)
-            .and_then(|t| Ok(serde_json::from_str::<serde_json::Value>(&t)?))
+        let Ok(text) = crate::input::read_text_capped(&p, crate::input::RESULTS_MAX, "result file")
         else {
             continue;
         };
-        if v.get("layout_after").is_some() && v.get("target_fill").is_some() {
+        if let Some(v) = crate::report::html::Aging::parse(&text) {
             let label = p
                 .file_stem()
                 .map(|n| format!("aging {}", n.to_string_lossy()))
@@ -529,7 +527,13 @@ mod tests {
                     disturbed: false,
                     error: None,
                     applied: &Value::Null,
-                    results: Some(&v),
+                    results: Some(
+                        &crate::experiment::output::ChildOutput::read(
+                            crate::experiment::plan::Kind::Workload,
+                            v,
+                        )
+                        .unwrap(),
+                    ),
                     flags: &flags,
                 })
                 .unwrap();
@@ -577,6 +581,24 @@ mod tests {
             .unwrap();
         assert_eq!(c.rows[0].n, 4);
         assert_eq!(kept.groups[0].configs[1].results.repetitions.len(), 4);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn the_aging_steps_reports_reach_the_report() {
+        let d = outdir("aging");
+        std::fs::create_dir_all(d.join("age")).unwrap();
+        std::fs::write(
+            d.join("age").join("t1.json"),
+            r#"{"profile": "agrawal", "target_fill": 0.5, "ops": 10, "layout_after": null}"#,
+        )
+        .unwrap();
+        // Not an aging report: no layout_after.
+        std::fs::write(d.join("age").join("other.json"), r#"{"target_fill": 0.5}"#).unwrap();
+        let input = load(&d).unwrap();
+        assert_eq!(input.aging.len(), 1);
+        assert_eq!(input.aging[0].0, "aging t1");
+        assert_eq!(input.aging[0].1.ops, Some(10.0));
         std::fs::remove_dir_all(&d).unwrap();
     }
 }

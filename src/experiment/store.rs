@@ -1,10 +1,10 @@
 //! The results database: one SQLite file, `OUTDIR/results.db`, that users can query with
 //! plain SQL. The schema is documented in docs/experiments.md; `SCHEMA` below is the source.
 
+use crate::experiment::output::{ChildOutput, Output, RemoteTraffic};
 use crate::stats::Results;
 use anyhow::{Context, Result};
 use rusqlite::{params, Connection, OptionalExtension};
-use serde::Deserialize;
 use serde_json::Value;
 use std::path::Path;
 
@@ -93,7 +93,7 @@ pub struct RunRecord<'a> {
     pub disturbed: bool,
     pub error: Option<&'a str>,
     pub applied: &'a Value,
-    pub results: Option<&'a Value>,
+    pub results: Option<&'a ChildOutput>,
     pub flags: &'a RunFlags,
 }
 
@@ -307,7 +307,7 @@ impl Store {
                 r.disturbed,
                 r.error,
                 r.applied.to_string(),
-                r.results.map(|v| v.to_string()),
+                r.results.map(|c| c.json.to_string()),
                 serde_json::to_string(r.flags)?,
             ],
         )?;
@@ -323,10 +323,8 @@ impl Store {
                 let mut ins = tx.prepare(
                     "INSERT INTO flowops (run_id, name, type, ops, ops_per_s, mb_per_s, mean_us, p50_us, p99_us, max_us, errors) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
                 )?;
-                let flowops = Results::deserialize(res)
-                    .map(|r| r.flowops)
-                    .unwrap_or_default();
-                for f in &flowops {
+                let flowops = res.output.results().map(|r| r.flowops.as_slice());
+                for f in flowops.unwrap_or_default() {
                     ins.execute(params![
                         run_id,
                         f.name,
@@ -359,21 +357,33 @@ impl Store {
 
 /// The figures of one result, as (flowop, figure, value); flowop "" for the whole run.
 ///
-/// A run's results (`fsbench run/postmark/andrew/find/build/read --json`, read as
-/// [`Results`]) give the summary's rates, latency (mean and p99 over the I/O flowops) and
-/// CPU seconds, the benchmark's named figures (PostMark's transactions per second, Andrew's
-/// phase times, ...; a named figure replaces a summary one of the same name), what crossed a
-/// simulated remote's network, and each flowop's rate, bandwidth, mean and p99 latency. Any
-/// other JSON (`layout`, `scan`) gives its top-level numbers and those one object deep
-/// (`a.b`).
-pub fn figures(res: &Value) -> Vec<(String, String, f64)> {
-    match Results::deserialize(res) {
-        Ok(r) => run_figures(&r, res),
-        Err(_) => other_figures(res),
+/// A run's results (`fsbench run/postmark/andrew/find/build/read --json`) give the summary's
+/// rates, latency (mean and p99 over the I/O flowops) and CPU seconds, the benchmark's named
+/// figures (PostMark's transactions per second, Andrew's phase times, ...; a named figure
+/// replaces a summary one of the same name), what crossed a simulated remote's network, and
+/// each flowop's rate, bandwidth, mean and p99 latency. A layout's or a scan's give their
+/// numbers by field name, and the remote's traffic.
+pub fn figures(res: &ChildOutput) -> Vec<(String, String, f64)> {
+    let remote = res.remote.as_ref();
+    match &res.output {
+        Output::Run(r) => run_figures(r, remote),
+        tree => {
+            let mut whole: Vec<(String, f64)> = tree
+                .tree_figures()
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .chain(remote.map(RemoteTraffic::figures).unwrap_or_default())
+                .collect();
+            whole.sort_by(|a, b| a.0.cmp(&b.0));
+            whole
+                .into_iter()
+                .map(|(k, v)| (String::new(), k, v))
+                .collect()
+        }
     }
 }
 
-fn run_figures(r: &Results, res: &Value) -> Vec<(String, String, f64)> {
+fn run_figures(r: &Results, remote: Option<&RemoteTraffic>) -> Vec<(String, String, f64)> {
     let s = &r.summary;
     let mut whole: Vec<(String, f64)> = vec![
         ("ops_per_s".into(), s.ops_per_s),
@@ -409,15 +419,8 @@ fn run_figures(r: &Results, res: &Value) -> Vec<(String, String, f64)> {
             None => whole.push((k.clone(), *v)),
         }
     }
-    // A run on a simulated remote: what crossed the modelled network (beside the Results
-    // the child writes).
-    if let Some(rem) = res.get("remote").and_then(|r| r.as_object()) {
-        for (k, v) in rem {
-            if let Some(v) = v.as_f64() {
-                whole.push((format!("remote.{k}"), v));
-            }
-        }
-    }
+    // A run on a simulated remote: what crossed the modelled network.
+    whole.extend(remote.map(RemoteTraffic::figures).unwrap_or_default());
     let mut out: Vec<(String, String, f64)> = whole
         .into_iter()
         .map(|(k, v)| (String::new(), k, v))
@@ -430,29 +433,6 @@ fn run_figures(r: &Results, res: &Value) -> Vec<(String, String, f64)> {
             ("p99_us", f.latency_us.p99),
         ] {
             out.push((f.name.clone(), k.to_string(), v));
-        }
-    }
-    out
-}
-
-fn other_figures(res: &Value) -> Vec<(String, String, f64)> {
-    let mut out = Vec::new();
-    if let Some(o) = res.as_object() {
-        for (k, v) in o {
-            if k == "experiment" {
-                continue;
-            }
-            match v {
-                Value::Number(n) => out.push((String::new(), k.clone(), n.as_f64().unwrap_or(0.0))),
-                Value::Object(inner) => {
-                    for (k2, v2) in inner {
-                        if let Some(n) = v2.as_f64() {
-                            out.push((String::new(), format!("{k}.{k2}"), n));
-                        }
-                    }
-                }
-                _ => {}
-            }
         }
     }
     out
@@ -486,6 +466,7 @@ pub fn now() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::experiment::plan::Kind;
 
     #[test]
     fn figures_of_run_and_other_json() {
@@ -508,7 +489,7 @@ mod tests {
         .unwrap();
         r.flowops.push(f);
         let v = serde_json::to_value(&r).unwrap();
-        let f = figures(&v);
+        let f = figures(&ChildOutput::read(Kind::Postmark, v).unwrap());
         let get = |fl: &str, k: &str| f.iter().find(|x| x.0 == fl && x.1 == k).map(|x| x.2);
         assert_eq!(get("", "ops_per_s"), Some(100.0));
         assert_eq!(get("", "transactions_per_s"), Some(40.0));
@@ -527,11 +508,77 @@ mod tests {
         let p99 = get("", "p99_ms").unwrap();
         assert!((0.99..=1.01).contains(&p99), "{p99}");
         assert_eq!(get("read1", "p99_us"), Some(9.0));
-        let l: Value =
-            serde_json::json!({"score": 0.9, "files": 10, "name": "x", "totals": {"blocks": 5}});
-        let f = figures(&l);
-        assert!(f.contains(&(String::new(), "score".into(), 0.9)));
-        assert!(f.contains(&(String::new(), "totals.blocks".into(), 5.0)));
+    }
+
+    /// What the figures of a JSON document were when they were read by key: its top-level
+    /// numbers and those one object deep (`a.b`), `experiment` left out.
+    fn by_key(res: &Value) -> Vec<(String, String, f64)> {
+        let mut out = Vec::new();
+        for (k, v) in res.as_object().unwrap() {
+            match v {
+                Value::Number(n) if k != "experiment" => {
+                    out.push((String::new(), k.clone(), n.as_f64().unwrap()))
+                }
+                Value::Object(inner) if k != "experiment" => {
+                    for (k2, v2) in inner {
+                        if let Some(n) = v2.as_f64() {
+                            out.push((String::new(), format!("{k}.{k2}"), n));
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+
+    fn layout_sample() -> Value {
+        serde_json::json!({
+            "root": "/x", "fs_type": "ext4", "block_size": 4096, "sync": true,
+            "elapsed_s": 0.5, "files": 10, "scored_files": 8, "blocks": 100,
+            "contiguous": 90, "pairs": 92, "score": 0.978, "extents": 12, "fragments": 11,
+            "unwritten_extents": 1, "unknown_extents": 2, "inline_extents": 3,
+            "encoded_extents": 4, "shared_extents": 5, "errors": 6,
+            "by_size": [], "fragments_per_file": [], "most_fragmented": []
+        })
+    }
+
+    #[test]
+    fn layout_and_scan_figures_are_their_numbers_as_stored_before() {
+        let scan = serde_json::json!({
+            "root": "/x", "snapshot": null, "threads": 2, "elapsed_s": 0.25,
+            "entries": 100, "entries_per_s": 400.0, "files": 80, "dirs": 19, "symlinks": 1,
+            "other": 0, "bytes": 123456, "allocated_bytes": 200000,
+            "mount_points_skipped": 1, "errors": 2, "file_size": [], "depth": [],
+            "entries_per_dir": [], "top_extensions": [], "hash": "blake3",
+            "hashed_bytes": 7, "hash_mb_per_s": 8.5, "hash_errors": 9
+        });
+        let remote = RemoteTraffic {
+            requests: 3,
+            late_pct: 1.5,
+            ..Default::default()
+        };
+        for (kind, json) in [(Kind::Layout, layout_sample()), (Kind::Scan, scan)] {
+            // Every field the type has is in the sample: a new one fails here until it
+            // is a figure too.
+            let round = match Output::read(kind, &json).unwrap() {
+                Output::Layout(l) => serde_json::to_value(l).unwrap(),
+                Output::Scan(s) => serde_json::to_value(s).unwrap(),
+                Output::Run(_) => unreachable!(),
+            };
+            assert_eq!(round, json);
+            let mut c = ChildOutput::read(kind, json).unwrap();
+            c.add_records(Some(remote.clone()), serde_json::json!({"cell": 1}));
+            assert_eq!(figures(&c), by_key(&c.json), "{kind:?}");
+        }
+        // A layout without a score (no file of two blocks) has no score figure.
+        let mut l = layout_sample();
+        l["score"] = Value::Null;
+        let c = ChildOutput::read(Kind::Layout, l).unwrap();
+        assert!(!figures(&c).iter().any(|f| f.1 == "score"));
+        // JSON that is not a layout report is refused, saying what it is not.
+        let e = ChildOutput::read(Kind::Layout, serde_json::json!({"score": 1})).unwrap_err();
+        assert!(e.to_string().contains("not a layout report"), "{e}");
     }
 
     #[test]
@@ -587,7 +634,7 @@ mod tests {
             disturbed: false,
             error: None,
             applied: &Value::Null,
-            results: Some(&res),
+            results: Some(&ChildOutput::read(Kind::Workload, res).unwrap()),
             flags: &RunFlags::default(),
         })
         .unwrap();

@@ -106,3 +106,52 @@ impl DaemonDir {
         pid_alive(pid).then_some(pid)
     }
 }
+
+/// A daemon's state as `list` shows it: "running", "starting" (alive, not ready yet) or
+/// "stopped".
+pub fn state_word(alive: bool, ready: bool) -> &'static str {
+    match (alive, ready) {
+        (true, true) => "running",
+        (true, false) => "starting",
+        (false, _) => "stopped",
+    }
+}
+
+/// Refuse `what` (a command, "fsbench disk create") unless run as root; `needs` says why.
+pub fn require_root(what: &str, needs: &str) -> anyhow::Result<()> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        anyhow::bail!("{what} needs root ({needs})");
+    }
+    Ok(())
+}
+
+/// The start of a daemon kind's `list`: its rows as JSON with `json`, or a line saying there
+/// are none (`none`) on standard error. Whether the table of `rows` is still to be printed.
+pub fn list_rows(rows: &[serde_json::Value], json: bool, none: &str) -> anyhow::Result<bool> {
+    if json {
+        crate::outln!("{}", serde_json::to_string_pretty(rows)?);
+        return Ok(false);
+    }
+    if rows.is_empty() {
+        crate::errln!("{none}");
+        return Ok(false);
+    }
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_daemon_is_starting_until_it_is_ready() {
+        assert_eq!(state_word(true, true), "running");
+        assert_eq!(state_word(true, false), "starting");
+        assert_eq!(state_word(false, true), "stopped");
+        // No rows: nothing left to print as a table, with or without --json.
+        assert!(!list_rows(&[], false, "none").unwrap());
+        assert!(!list_rows(&[], true, "none").unwrap());
+        assert!(list_rows(&[serde_json::json!({"name": "x"})], false, "none").unwrap());
+    }
+}

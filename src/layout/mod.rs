@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::Context;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::scan::summary::{log2_bounds, log2_bucket, Log2Hist, Log2Row};
 use crate::walk::{self, Visitor, WalkEntry, WalkOptions};
@@ -62,7 +62,7 @@ pub enum LayoutError {
 }
 
 /// One file in the list of the most fragmented.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct FileRow {
     pub path: String,
     pub size: u64,
@@ -73,7 +73,7 @@ pub struct FileRow {
 }
 
 /// Totals for files in one log2 size bucket.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct SizeRow {
     /// File sizes in `[lo, hi)` bytes.
     pub lo: u64,
@@ -89,7 +89,7 @@ pub struct SizeRow {
 }
 
 /// The report of one `layout` run.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LayoutReport {
     pub root: String,
     pub fs_type: String,
@@ -587,14 +587,13 @@ pub fn run(args: LayoutArgs) -> anyhow::Result<()> {
         threads: args.threads.unwrap_or_else(walk::default_threads).max(1),
     };
     let report = layout(&args.dir, &opts, args.sync, args.top)?;
-    let to_stdout = args.json.as_deref() == Some(Path::new("-"));
-    if !to_stdout {
-        crate::scan::stdout_result(print_report(&report, &mut crate::console::Stdout))?;
+    crate::report::out::emit_report(&report, args.json.as_deref())
+}
+
+impl crate::report::out::Report for LayoutReport {
+    fn write_text(&self, mut out: &mut dyn Write) -> io::Result<()> {
+        print_report(self, &mut out)
     }
-    if let Some(j) = &args.json {
-        crate::scan::write_json(j, &report)?;
-    }
-    Ok(())
 }
 
 #[cfg(test)]

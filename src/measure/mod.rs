@@ -1,14 +1,15 @@
-//! The measurement harness: one contract for the application benchmarks: every one of them (postmark,
-//! andrew, find, build, read) is a [`Measurement`] — prepare what is not measured, measure
-//! once, say what it is — and [`drive`] does the rest the same way for all of them, as
-//! `fsbench run` does for workloads: warm-up repetitions that are discarded, `--cold`
-//! (sync and drop the kernel's caches before each measured repetition), `--repeat N`
-//! combined by [`crate::stats::repeat::combine`] (mean ± 95% confidence interval and CV),
-//! host facts and the clock's calibration in every result, and the same exporters
-//! (text, JSON, CSV, Markdown).
+//! The measurement harness: one contract for everything that measures. `fsbench run` (in
+//! [`crate::workload_run`]), the application benchmarks and trace replay are each a
+//! [`Measurement`] — prepare what is not measured, measure once, say what it is — and
+//! [`drive`] does the rest the same way for all of them: warm-up repetitions that are
+//! discarded, `--cold` (sync and drop the kernel's caches before each measured repetition),
+//! an experiment's remount, the disk probe, the MPI barrier and trace marks around the
+//! measured window, `--repeat N` combined by [`crate::stats::repeat::combine`] (mean ± 95%
+//! confidence interval and CV), host facts and the clock's calibration in every result, and
+//! the same exporters (text, JSON, CSV, Markdown).
 //!
 //! Nothing above this trait knows which benchmark it drives, so an experiment runner can
-//! treat every application benchmark alike through its `--json` output.
+//! treat every benchmark alike through its `--json` output.
 
 pub mod guard;
 #[cfg(feature = "mpi")]
@@ -43,6 +44,97 @@ pub trait Measurement {
     /// one that failed).
     fn cleanup(&mut self) -> Result<()> {
         Ok(())
+    }
+    /// False when the preparation was all there was to do (a workload script that lays out
+    /// and has no `run`): no cache drop, remount, probe or window; [`Measurement::run_once`]
+    /// returns what was prepared.
+    fn measures(&self) -> bool {
+        true
+    }
+    /// An experiment's remount between preparation and measurement: close what is held
+    /// open on the file system, `remount`, open it again. By default the run directory of
+    /// [`Measurement::run_dir`].
+    fn remount(&mut self, remount: &mut dyn FnMut() -> Result<String>) -> Result<String> {
+        let held = self.run_dir().map(|g| g.release());
+        let what = remount()?;
+        if let (Some(id), Some(g)) = (held, self.run_dir()) {
+            g.reopen(id)?;
+        }
+        Ok(what)
+    }
+    /// Who opens the measured window.
+    fn window(&self) -> Window {
+        Window::Driver
+    }
+    /// How the driver speaks of its steps.
+    fn voice(&self) -> Voice {
+        Voice::App
+    }
+}
+
+/// Who opens the measured window: the MPI barrier every rank starts from, the trace marks
+/// around it, the block device's reads over it, and the host facts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Window {
+    /// The driver, around [`Measurement::run_once`]; host facts taken after it.
+    Driver,
+    /// The measurement itself, inside [`Measurement::run_once`]: the engine passes the
+    /// barrier and the start mark once all its workers are started, reads the device from
+    /// the end of its in-run warm-up, and takes the host facts before starting them.
+    Own,
+}
+
+/// How the driver speaks of its steps. The application benchmarks and `fsbench run` grew
+/// their own words, which users, scripts and the experiment's cache flags read; both are
+/// kept, here in one place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Voice {
+    /// "fsbench: NAME repetition I of N"; the notes "cache: WHAT before the measurement",
+    /// then "cache: cold: ... after the preparation, ..."; a combined result's notes start
+    /// with "repetition 1: ".
+    App,
+    /// `fsbench run`: "fsbench: repetition I of N" and "fsbench: sync and drop caches"
+    /// (neither with `quiet`); the notes "cache: cold: ... after the layout, ...", then
+    /// "cache: WHAT after the layout"; a combined result's notes as they are.
+    Workload { quiet: bool },
+}
+
+impl Voice {
+    fn repetition(self, name: &str, i: u32, n: u32) {
+        match self {
+            Voice::App => crate::errln!("fsbench: {name} repetition {i} of {n}"),
+            Voice::Workload { quiet: false } => crate::errln!("fsbench: repetition {i} of {n}"),
+            Voice::Workload { quiet: true } => {}
+        }
+    }
+
+    fn dropping_caches(self) {
+        if self == (Voice::Workload { quiet: false }) {
+            crate::errln!("fsbench: sync and drop caches");
+        }
+    }
+
+    /// The notes that say the cache state the measurement started from, first in its notes.
+    fn cache_notes(self, cold: bool, remounted: Option<&str>) -> Vec<String> {
+        let drop = crate::engine::COLD_DROP;
+        match self {
+            Voice::App => {
+                let remount = remounted.map(|w| format!("cache: {w} before the measurement"));
+                let cold = cold.then(|| {
+                    format!(
+                        "cache: cold: {drop} after the preparation, right before the measurement"
+                    )
+                });
+                remount.into_iter().chain(cold).collect()
+            }
+            Voice::Workload { .. } => {
+                let cold = cold.then(|| {
+                    format!("cache: cold: {drop} after the layout, right before the measurement")
+                });
+                let remount = remounted.map(|w| format!("cache: {w} after the layout"));
+                cold.into_iter().chain(remount).collect()
+            }
+        }
     }
 }
 
@@ -130,61 +222,9 @@ pub fn drive(m: &mut dyn Measurement, a: &MeasureArgs) -> Result<Results> {
     let mut runs = Vec::new();
     for i in 0..a.repeat {
         if a.repeat > 1 {
-            crate::errln!("fsbench: {} repetition {} of {}", m.name(), i + 1, a.repeat);
+            m.voice().repetition(m.name(), i + 1, a.repeat);
         }
-        let r = (|| -> Result<Results> {
-            m.prepare()?;
-            if a.cold {
-                drop_caches()?;
-            }
-            let remounted = if crate::remount::requested() {
-                let held = m.run_dir().map(|g| g.release());
-                let what = crate::remount::remount().map_err(anyhow::Error::msg)?;
-                if let (Some(id), Some(g)) = (held, m.run_dir()) {
-                    g.reopen(id)?;
-                }
-                Some(what)
-            } else {
-                None
-            };
-            // On a simulated disk: how late its replies were during this repetition.
-            let probe = crate::engine::hooks::probe(&existing_ancestor(&m.target()));
-            // With many clients every rank starts measuring together.
-            if !crate::cluster::barrier() {
-                return Err(crate::cluster::failed_elsewhere());
-            }
-            let dev_dir = existing_ancestor(&m.target());
-            let dev = crate::sys::blockstat::device_of(&dev_dir);
-            let dev_before = dev.and_then(crate::sys::blockstat::counters);
-            crate::sys::mark::mark(crate::sys::mark::MARK_START);
-            let r = m.run_once();
-            crate::sys::mark::mark(crate::sys::mark::MARK_END);
-            let mut r = r?;
-            let done =
-                dev_before.and_then(|b| Some(crate::sys::blockstat::counters(dev?)?.since(b)));
-            r.device_read_bytes = done.map(|d| d.0);
-            r.device_busy_s = done.map(|d| d.1);
-            if let Some(p) = probe {
-                r.disk = p.record(&mut r.notes);
-            }
-            r.cold = a.cold;
-            if a.cold {
-                r.notes.insert(
-                    0,
-                    format!(
-                        "cache: cold: {} after the preparation, right before the measurement",
-                        crate::engine::COLD_DROP
-                    ),
-                );
-            }
-            if let Some(what) = remounted {
-                r.notes
-                    .insert(0, format!("cache: {what} before the measurement"));
-            }
-            r.host = stats::host::collect(&m.target());
-            r.calibration = calibration.clone();
-            Ok(r)
-        })();
+        let r = m.prepare().and_then(|_| repetition(m, a, &calibration));
         let c = m.cleanup();
         let r = r?;
         c?;
@@ -196,12 +236,73 @@ pub fn drive(m: &mut dyn Measurement, a: &MeasureArgs) -> Result<Results> {
     }
     let n = runs.len();
     let mut r = stats::repeat::combine(runs);
-    if n > 1 {
+    if n > 1 && m.voice() == Voice::App {
         // The notes are the first repetition's (its counts and times); say so.
         for note in &mut r.notes {
             *note = format!("repetition 1: {note}");
         }
     }
+    Ok(r)
+}
+
+/// One measured repetition of a prepared measurement: the cache state asked for, the disk
+/// probe, the window (the driver's or the measurement's own), and what the result says of
+/// them.
+fn repetition(
+    m: &mut dyn Measurement,
+    a: &MeasureArgs,
+    calibration: &stats::clock::Calibration,
+) -> Result<Results> {
+    if !m.measures() {
+        let mut r = m.run_once()?;
+        r.cold = a.cold;
+        return Ok(r);
+    }
+    let voice = m.voice();
+    if a.cold {
+        voice.dropping_caches();
+        drop_caches()?;
+    }
+    let remounted = if crate::remount::requested() {
+        Some(m.remount(&mut || crate::remount::remount().map_err(anyhow::Error::msg))?)
+    } else {
+        None
+    };
+    // On a simulated disk: how late its replies were during this repetition.
+    let probe = crate::engine::hooks::probe(&existing_ancestor(&m.target()));
+    let mut r = match m.window() {
+        Window::Driver => driver_window(m)?,
+        Window::Own => m.run_once()?,
+    };
+    if let Some(p) = probe {
+        r.disk = p.record(&mut r.notes);
+    }
+    r.cold = a.cold;
+    let notes = voice.cache_notes(a.cold, remounted.as_deref());
+    r.notes.splice(0..0, notes);
+    if m.window() == Window::Driver {
+        r.host = stats::host::collect(&m.target());
+    }
+    r.calibration = calibration.clone();
+    Ok(r)
+}
+
+/// [`Measurement::run_once`] in the driver's window: every rank starts together (MPI), the
+/// trace marks around it, the device's reads over it.
+fn driver_window(m: &mut dyn Measurement) -> Result<Results> {
+    if !crate::cluster::barrier() {
+        return Err(crate::cluster::failed_elsewhere());
+    }
+    let dev_dir = existing_ancestor(&m.target());
+    let dev = crate::sys::blockstat::device_of(&dev_dir);
+    let dev_before = dev.and_then(crate::sys::blockstat::counters);
+    crate::sys::mark::mark(crate::sys::mark::MARK_START);
+    let r = m.run_once();
+    crate::sys::mark::mark(crate::sys::mark::MARK_END);
+    let mut r = r?;
+    let done = dev_before.and_then(|b| Some(crate::sys::blockstat::counters(dev?)?.since(b)));
+    r.device_read_bytes = done.map(|d| d.0);
+    r.device_busy_s = done.map(|d| d.1);
     Ok(r)
 }
 
@@ -320,5 +421,69 @@ mod tests {
             }
         )
         .is_err());
+    }
+
+    /// A measurement with its own window and nothing to measure on request.
+    struct Own {
+        measures: bool,
+        dir: PathBuf,
+    }
+
+    impl Measurement for Own {
+        fn name(&self) -> &str {
+            "own"
+        }
+        fn run_once(&mut self) -> Result<Results> {
+            let mut r = Results::new("own", "own", 0, &self.dir);
+            r.host.kernel = "taken by the measurement".into();
+            r.device_read_bytes = Some(7);
+            r.notes.push("measured".into());
+            Ok(r)
+        }
+        fn target(&self) -> PathBuf {
+            self.dir.clone()
+        }
+        fn measures(&self) -> bool {
+            self.measures
+        }
+        fn window(&self) -> Window {
+            Window::Own
+        }
+        fn voice(&self) -> Voice {
+            Voice::Workload { quiet: true }
+        }
+    }
+
+    #[test]
+    fn an_own_window_keeps_what_the_measurement_took() {
+        let mut m = Own {
+            measures: true,
+            dir: std::env::temp_dir(),
+        };
+        let once = MeasureArgs {
+            repeat: 1,
+            ..Default::default()
+        };
+        let r = drive(&mut m, &once).unwrap();
+        assert_eq!(r.host.kernel, "taken by the measurement");
+        assert_eq!(r.device_read_bytes, Some(7));
+        assert!(!r.calibration.clock.is_empty());
+        // Nothing to measure: the result is what the measurement returned, uncalibrated.
+        m.measures = false;
+        let r = drive(&mut m, &once).unwrap();
+        assert!(r.calibration.clock.is_empty());
+        assert_eq!(r.notes, ["measured"]);
+    }
+
+    #[test]
+    fn each_voice_notes_the_cache_in_its_own_words_and_order() {
+        let app = Voice::App.cache_notes(true, Some("remounted"));
+        assert_eq!(app.len(), 2);
+        assert_eq!(app[0], "cache: remounted before the measurement");
+        assert!(app[1].starts_with("cache: cold: ") && app[1].contains("after the preparation"));
+        let run = Voice::Workload { quiet: false }.cache_notes(true, Some("remounted"));
+        assert!(run[0].starts_with("cache: cold: ") && run[0].contains("after the layout"));
+        assert_eq!(run[1], "cache: remounted after the layout");
+        assert!(Voice::App.cache_notes(false, None).is_empty());
     }
 }

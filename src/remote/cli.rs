@@ -170,11 +170,7 @@ fn human_bytes(b: u64) -> String {
 }
 
 fn root_required(what: &str) -> anyhow::Result<()> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        bail!("{what} needs root (FUSE mount)");
-    }
-    Ok(())
+    crate::fuse::state::require_root(what, "FUSE mount")
 }
 
 /// The network from the preset and the overrides.
@@ -379,11 +375,7 @@ fn list(json: bool) -> anyhow::Result<()> {
         let sd = StateDir::new(&name)?;
         let Ok(cfg) = sd.read_config() else { continue };
         let alive = sd.live_pid().is_some();
-        let st = match (alive, sd.ready().exists()) {
-            (true, true) => "running",
-            (true, false) => "starting",
-            (false, _) => "stopped",
-        };
+        let st = crate::fuse::state::state_word(alive, sd.ready().exists());
         let stats = sd.read_stats();
         rows.push(serde_json::json!({
             "name": name,
@@ -396,15 +388,11 @@ fn list(json: bool) -> anyhow::Result<()> {
             "requests": stats.as_ref().map(|s| s.requests).unwrap_or(0),
         }));
     }
-    if json {
-        crate::outln!("{}", serde_json::to_string_pretty(&rows)?);
-        return Ok(());
-    }
-    if rows.is_empty() {
-        crate::errln!(
-            "no simulated remotes (state in {})",
-            state::state_root().display()
-        );
+    let none = format!(
+        "no simulated remotes (state in {})",
+        state::state_root().display()
+    );
+    if !crate::fuse::state::list_rows(&rows, json, &none)? {
         return Ok(());
     }
     crate::outln!(

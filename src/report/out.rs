@@ -5,7 +5,7 @@
 
 use crate::stats::Results;
 use anyhow::{Context, Result};
-use std::io::Write;
+use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
 pub use crate::console::{human, reserve_stdout_for, stdout_reserved};
@@ -64,6 +64,51 @@ pub fn emit(
         }
     }
     Ok(())
+}
+
+/// A command's typed result other than [`Results`] (a scan's summary, a layout's scores, an
+/// aging report): its JSON is the value itself, its text report what `write_text` writes.
+pub trait Report: serde::Serialize {
+    fn write_text(&self, out: &mut dyn Write) -> io::Result<()>;
+}
+
+/// Print `r`'s text report on standard output, unless its JSON goes there, and write its
+/// JSON to `json` (`-`: standard output).
+pub fn emit_report<R: Report>(r: &R, json: Option<&Path>) -> Result<()> {
+    if json != Some(Path::new("-")) {
+        stdout_result(r.write_text(&mut crate::console::Stdout))?;
+    }
+    if let Some(j) = json {
+        write_json(j, r)?;
+    }
+    Ok(())
+}
+
+/// The outcome of writing to standard output through [`crate::console::Stdout`], which
+/// remembers an error for the exit status (141 when the reader went away, 1 otherwise: see
+/// [`crate::exit`]): returned, so the command stops and never reports success.
+pub fn stdout_result(r: io::Result<()>) -> Result<()> {
+    Ok(r?)
+}
+
+/// Write a serde value as pretty JSON to a file, or standard output for "-".
+pub fn write_json<T: serde::Serialize + ?Sized>(path: &Path, value: &T) -> Result<()> {
+    if path == Path::new("-") {
+        let mut out = BufWriter::new(crate::console::Stdout);
+        return stdout_result(
+            serde_json::to_writer_pretty(&mut out, value)
+                .map_err(io::Error::from)
+                .and_then(|_| writeln!(out))
+                .and_then(|_| out.flush()),
+        );
+    }
+    let f = std::fs::File::create(path)
+        .with_context(|| format!("cannot create JSON file {}", path.display()))?;
+    let mut w = BufWriter::new(f);
+    serde_json::to_writer_pretty(&mut w, value)?;
+    writeln!(w)?;
+    w.flush()
+        .with_context(|| format!("cannot write JSON file {}", path.display()))
 }
 
 #[cfg(test)]

@@ -14,9 +14,10 @@ use anyhow::{bail, Context};
 use serde::Serialize;
 
 use super::hash::HashAlgo;
+use super::human_bytes;
 use super::snapshot::{Kind, Snapshot};
 use super::summary::{Log2Hist, Log2Row};
-use super::{human_bytes, stdout_result, write_json};
+use crate::report::out::{stdout_result, write_json};
 use crate::walk::{self, WalkOptions};
 
 /// Arguments of `fsbench diff`.

@@ -12,7 +12,9 @@ use std::os::fd::{BorrowedFd, FromRawFd, OwnedFd};
 use sha1::Digest;
 
 /// A content hash algorithm.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum HashAlgo {
     Blake3,

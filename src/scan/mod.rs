@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use anyhow::Context;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::walk::{self, Visitor, WalkEntry, WalkOptions};
 use snapshot::{Kind, RecordEncoder, SnapshotHeader};
@@ -53,7 +53,7 @@ pub struct ScanArgs {
 }
 
 /// The summary of one scan.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct ScanSummary {
     pub root: String,
     pub snapshot: Option<String>,
@@ -474,33 +474,6 @@ fn human_short(v: u64) -> String {
     format!("{x}{}", UNITS[u])
 }
 
-/// The outcome of writing to standard output through [`crate::console::Stdout`], which
-/// remembers an error for the exit status (141 when the reader went away, 1 otherwise: see
-/// [`crate::exit`]): returned, so the command stops and never reports success.
-pub fn stdout_result(r: io::Result<()>) -> anyhow::Result<()> {
-    Ok(r?)
-}
-
-/// Write a serde value as pretty JSON to a file, or stdout for "-".
-pub fn write_json<T: Serialize>(path: &Path, value: &T) -> anyhow::Result<()> {
-    if path == Path::new("-") {
-        let mut out = io::BufWriter::new(crate::console::Stdout);
-        return stdout_result(
-            serde_json::to_writer_pretty(&mut out, value)
-                .map_err(io::Error::from)
-                .and_then(|_| writeln!(out))
-                .and_then(|_| out.flush()),
-        );
-    }
-    let f = File::create(path)
-        .with_context(|| format!("cannot create JSON file {}", path.display()))?;
-    let mut w = BufWriter::new(f);
-    serde_json::to_writer_pretty(&mut w, value)?;
-    writeln!(w)?;
-    w.flush()
-        .with_context(|| format!("cannot write JSON file {}", path.display()))
-}
-
 /// `fsbench scan`.
 pub fn run(args: ScanArgs) -> anyhow::Result<()> {
     let opts = WalkOptions {
@@ -518,12 +491,11 @@ pub fn run(args: ScanArgs) -> anyhow::Result<()> {
         args.hash,
     )
     .with_context(|| format!("scan of {} failed", args.dir.display()))?;
-    let to_stdout = args.json.as_deref() == Some(Path::new("-"));
-    if !to_stdout {
-        stdout_result(print_summary(&summary, &mut crate::console::Stdout))?;
+    crate::report::out::emit_report(&summary, args.json.as_deref())
+}
+
+impl crate::report::out::Report for ScanSummary {
+    fn write_text(&self, mut out: &mut dyn Write) -> io::Result<()> {
+        print_summary(self, &mut out)
     }
-    if let Some(j) = &args.json {
-        write_json(j, &summary)?;
-    }
-    Ok(())
 }

@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::snapshot::Kind;
 
@@ -80,7 +80,7 @@ impl Log2Hist {
 }
 
 /// One non-empty log2 bucket: values in `[lo, hi)`.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Log2Row {
     pub lo: u64,
     pub hi: u64,
@@ -200,7 +200,7 @@ impl TreeStats {
 }
 
 /// A row of the extension table.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ExtRow {
     /// Lowercased extension without the dot; empty for files without one.
     pub ext: String,
@@ -209,7 +209,7 @@ pub struct ExtRow {
 }
 
 /// A row of the depth table.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct DepthRow {
     /// 0: entries directly in the root.
     pub depth: u32,

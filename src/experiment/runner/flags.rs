@@ -2,6 +2,7 @@
 //! the run flags (`runs.flags_json`) the runner stores beside each run.
 
 use super::*;
+use crate::experiment::output::Output;
 use crate::experiment::store::{CacheServed, RunFlags};
 
 /// Why the run ended before its duration: the engine's own account (`ended_early`), or for
@@ -11,23 +12,20 @@ use crate::experiment::store::{CacheServed, RunFlags};
 /// A workload that ends as it is written to (a finish flowop, its threads finishing) in a
 /// measurement that sets no `duration` is not flagged: its own run time is only a bound
 /// (the aging plan's read-once reads each file once, under `run 600`).
-pub(super) fn ended_early(results: &Value, asked_s: Option<f64>) -> Option<String> {
-    if let Some(why) = results.get("ended_early").and_then(|v| v.as_str()) {
+pub(super) fn ended_early(results: &Output, asked_s: Option<f64>) -> Option<String> {
+    // A layout or a scan runs until it has seen the whole tree.
+    let r = results.results()?;
+    if let Some(why) = &r.ended_early {
         let by_design =
             why.starts_with("finish flowop") || why.starts_with("the workload's threads finished");
-        return (asked_s.is_some() || !by_design).then(|| why.to_string());
+        return (asked_s.is_some() || !by_design).then(|| why.clone());
     }
-    let ran = results.get("duration_s").and_then(|d| d.as_f64())?;
+    let ran = r.duration_s;
     let asked = asked_s?;
     if ran >= asked * 0.98 {
         return None;
     }
-    let notes = results.get("notes").and_then(|n| n.as_array());
-    let note = notes
-        .into_iter()
-        .flatten()
-        .filter_map(|n| n.as_str())
-        .find(|n| n.starts_with("run ended early"));
+    let note = r.notes.iter().find(|n| n.starts_with("run ended early"));
     Some(match note {
         Some(n) => format!("{n} (ran {ran:.3} s of {asked} s)"),
         None => format!("ran {ran:.3} s of {asked} s"),
@@ -36,23 +34,20 @@ pub(super) fn ended_early(results: &Value, asked_s: Option<f64>) -> Option<Strin
 
 /// The bytes the measurement says it read: its read operations' bytes (a workload's read
 /// flowops, PostMark's reads, `read`'s files), or a `bytes` figure.
-pub(super) fn measured_read_bytes(results: &Value) -> u64 {
-    let from_flowops: u64 = results
-        .get("flowops")
-        .and_then(|f| f.as_array())
-        .into_iter()
-        .flatten()
-        .filter(|f| f.get("io_class").and_then(|c| c.as_str()) == Some("read"))
-        .filter_map(|f| f.get("bytes").and_then(|b| b.as_u64()))
+pub(super) fn measured_read_bytes(results: &Output) -> u64 {
+    let Some(r) = results.results() else {
+        return 0;
+    };
+    let from_flowops: u64 = r
+        .flowops
+        .iter()
+        .filter(|f| f.io_class == "read")
+        .map(|f| f.bytes)
         .sum();
     if from_flowops > 0 {
         return from_flowops;
     }
-    results
-        .get("figures")
-        .and_then(|f| f.get("bytes"))
-        .and_then(|b| b.as_f64())
-        .map_or(0, |b| b as u64)
+    r.figures.get("bytes").map_or(0, |b| *b as u64)
 }
 
 /// `cache_served` when the device read less than `share` of what the measurement read.
@@ -98,10 +93,10 @@ pub(super) struct Facts<'a> {
 }
 
 impl Facts<'_> {
-    pub(super) fn flags(&self, results: &Value) -> RunFlags {
+    pub(super) fn flags(&self, results: &Output) -> RunFlags {
         let device = results
-            .get("device_read_bytes")
-            .and_then(|b| b.as_u64())
+            .results()
+            .and_then(|r| r.device_read_bytes)
             .or(self.device_read_bytes);
         let cache_served = match device {
             Some(d) if self.judge_device => {
@@ -121,25 +116,51 @@ impl Facts<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stats::Results;
+
+    /// A run's output as `f` sets it.
+    fn run(f: impl FnOnce(&mut Results)) -> Output {
+        let mut r = Results::new("w", "w", 1, Path::new("/x"));
+        f(&mut r);
+        Output::Run(Box::new(r))
+    }
+
+    fn ended(why: &str, ran: f64) -> Output {
+        run(|r| {
+            r.ended_early = Some(why.into());
+            r.duration_s = ran;
+        })
+    }
+
+    fn noted(note: &str, ran: f64) -> Output {
+        run(|r| {
+            r.notes.push(note.into());
+            r.duration_s = ran;
+        })
+    }
+
+    fn ran(s: f64) -> Output {
+        run(|r| r.duration_s = s)
+    }
 
     #[test]
     fn ended_early_from_the_engine_notes_or_duration() {
-        let v = json!({"ended_early": "fileset exhausted: flowop x, after 1.5 s of 2 s", "duration_s": 1.5});
+        let v = ended("fileset exhausted: flowop x, after 1.5 s of 2 s", 1.5);
         assert!(ended_early(&v, Some(2.0))
             .unwrap()
             .starts_with("fileset exhausted"));
-        let v = json!({"notes": ["run ended early: the file system is full"], "duration_s": 1.0});
+        let v = noted("run ended early: the file system is full", 1.0);
         assert!(ended_early(&v, Some(2.0)).unwrap().contains("full"));
         // An alldone run whose one thread ran out of files while the others ran the time.
-        let v = json!({"notes": ["run ended early: flowop x could not obtain a file"], "duration_s": 2.0});
+        let v = noted("run ended early: flowop x could not obtain a file", 2.0);
         assert_eq!(ended_early(&v, Some(2.0)), None);
         assert_eq!(
-            ended_early(&json!({"duration_s": 1.0}), Some(2.0)).unwrap(),
+            ended_early(&ran(1.0), Some(2.0)).unwrap(),
             "ran 1.000 s of 2 s"
         );
-        assert_eq!(ended_early(&json!({"duration_s": 1.99}), Some(2.0)), None);
-        assert_eq!(ended_early(&json!({"duration_s": 0.3}), None), None);
-        let fin = json!({"ended_early": "finish flowop f is done, after 0.4 s of 600 s"});
+        assert_eq!(ended_early(&ran(1.99), Some(2.0)), None);
+        assert_eq!(ended_early(&ran(0.3), None), None);
+        let fin = ended("finish flowop f is done, after 0.4 s of 600 s", 0.4);
         assert_eq!(
             ended_early(&fin, None),
             None,
@@ -149,21 +170,31 @@ mod tests {
             ended_early(&fin, Some(2.0)).is_some(),
             "the plan asked for 2 s"
         );
-        let ex = json!({"ended_early": "fileset exhausted: flowop c, after 0.4 s of 600 s"});
+        let ex = ended("fileset exhausted: flowop c, after 0.4 s of 600 s", 0.4);
         assert!(ended_early(&ex, None).is_some());
     }
 
     #[test]
     fn cache_served_below_the_share() {
-        let v = json!({"flowops": [
-            {"io_class": "read", "bytes": 800},
-            {"io_class": "write", "bytes": 5000},
-            {"io_class": "read", "bytes": 200}]});
+        let flowop = |class: &str, bytes: u64| -> crate::stats::FlowopResult {
+            serde_json::from_value(json!({
+                "name": "f", "type": class, "io_class": class, "ops": 1, "ops_per_s": 1.0,
+                "bytes": bytes, "mb_per_s": 0.0, "errors": 0, "no_resource": 0,
+                "latency_us": {"mean": 1.0, "min": 1.0, "p50": 1.0, "p90": 1.0, "p95": 1.0,
+                    "p99": 1.0, "p99_9": 1.0, "p99_99": 1.0, "max": 1.0}
+            }))
+            .unwrap()
+        };
+        let v = run(|r| {
+            r.flowops = vec![
+                flowop("read", 800),
+                flowop("write", 5000),
+                flowop("read", 200),
+            ]
+        });
         assert_eq!(measured_read_bytes(&v), 1000);
-        assert_eq!(
-            measured_read_bytes(&json!({"figures": {"bytes": 42.0}})),
-            42
-        );
+        let bytes = |b: f64| run(|r| _ = r.figures.insert("bytes".into(), b));
+        assert_eq!(measured_read_bytes(&bytes(42.0)), 42);
         assert!(cache_served(400, 1000, 0.5).is_some());
         assert!(cache_served(500, 1000, 0.5).is_none());
         assert!(
@@ -179,7 +210,10 @@ mod tests {
             device_read_bytes: Some(4096),
             share: 0.5,
         };
-        let flags = f.flags(&json!({"figures": {"bytes": 1.0e8}, "duration_s": 1.0}));
+        let flags = f.flags(&run(|r| {
+            r.figures.insert("bytes".into(), 1.0e8);
+            r.duration_s = 1.0;
+        }));
         assert!(flags.warmed && flags.cold.is_none() && flags.ended_early.is_none());
         assert_eq!(flags.cache_served.unwrap().device_read_bytes, 4096);
     }

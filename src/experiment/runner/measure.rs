@@ -8,19 +8,21 @@ use super::session::labels_json;
 use super::*;
 use crate::experiment::handoff::Handoff;
 use crate::experiment::noise;
+use crate::experiment::output::{ChildOutput, RemoteTraffic};
 use crate::experiment::store::{self, RunFlags, RunRecord, Store};
 use crate::experiment::target;
 use crate::remote::state::RemoteStats;
 use std::time::SystemTime;
 
 enum Outcome {
-    Ok(Value),
+    Ok(Box<ChildOutput>),
     Failed(String),
     Timeout,
     Interrupted,
 }
 
 fn measure(
+    kind: Kind,
     args: &[String],
     log: &Path,
     json_out: &Path,
@@ -94,7 +96,11 @@ fn measure(
         .with_context(|| format!("the measurement wrote no {}", json_out.display()))?;
     let v: Value =
         serde_json::from_str(&text).with_context(|| format!("parsing {}", json_out.display()))?;
-    Ok(Outcome::Ok(v))
+    // Read once, into the type its command writes.
+    Ok(match ChildOutput::read(kind, v) {
+        Ok(c) => Outcome::Ok(Box::new(c)),
+        Err(e) => Outcome::Failed(format!("{}: {e:#}", json_out.display())),
+    })
 }
 
 /// The remounts a `cache = remount` run made (or asked for), as the child or the runner
@@ -135,7 +141,9 @@ impl Run<'_> {
         let dev = ready.device.as_deref();
         let dev_before = dev.and_then(crate::sys::blockstat::named_device_read_bytes);
         let t0 = Instant::now();
+        let kind = plan.measurements[cell.measurement].kind;
         let mut outcome = measure(
+            kind,
             &args,
             &log,
             &json_out,
@@ -187,7 +195,7 @@ impl Run<'_> {
             );
         }
         let flags = match &results {
-            Some(r) => self.facts(&args, dev_read).flags(r),
+            Some(r) => self.facts(&args, dev_read).flags(&r.output),
             None => RunFlags::default(),
         };
         st.add_run(&RunRecord {
@@ -201,7 +209,7 @@ impl Run<'_> {
             disturbed: disturbed && status == "ok",
             error: error.as_deref(),
             applied: &applied,
-            results: results.as_ref(),
+            results: results.as_deref(),
             flags: &flags,
         })?;
         Ok(status == "ok" || status == "warmup")
@@ -292,7 +300,15 @@ impl Run<'_> {
             .duration_since(SystemTime::UNIX_EPOCH)
             .map_or(0.0, |d| d.as_secs_f64());
         let t0 = Instant::now();
-        let outcome = measure(&args, &log, &json_out, self.plan.time_limit_s, None, cgroup)?;
+        let outcome = measure(
+            kind,
+            &args,
+            &log,
+            &json_out,
+            self.plan.time_limit_s,
+            None,
+            cgroup,
+        )?;
         let ok = matches!(outcome, Outcome::Ok(_));
         if !ok {
             bail!(
@@ -386,27 +402,27 @@ impl Run<'_> {
         after: &RemoteStats,
         args: &[String],
         applied: &mut Value,
-    ) -> (Value, bool) {
+    ) -> (RemoteTraffic, bool) {
         let d = after.since(before);
         let late = d.lateness();
         // The child empties the client cache once when it runs cold; any other emptying
         // came from outside (another cold run on this machine) and changed what it measured.
         let own = args.iter().any(|a| a == "--cold") as u64;
         let foreign = d.cache_drops.saturating_sub(own);
-        let r = json!({
-            "requests": d.requests,
-            "round_trips": d.round_trips,
-            "bytes_fetched": d.bytes_fetched,
-            "bytes_sent": d.bytes_sent,
-            "lookaside_hits": d.lookaside_hits,
-            "lookaside_misses": d.lookaside_misses,
-            "lookaside_bytes": d.lookaside_bytes,
-            "network_wait_s": d.network_wait_s,
-            "lost_requests": d.lost_requests,
-            "foreign_cache_drops": foreign,
-            "late_pct": late.pct,
-        });
-        applied["remote"] = r.clone();
+        let r = RemoteTraffic {
+            requests: d.requests,
+            round_trips: d.round_trips,
+            bytes_fetched: d.bytes_fetched,
+            bytes_sent: d.bytes_sent,
+            lookaside_hits: d.lookaside_hits,
+            lookaside_misses: d.lookaside_misses,
+            lookaside_bytes: d.lookaside_bytes,
+            network_wait_s: d.network_wait_s,
+            lost_requests: d.lost_requests,
+            foreign_cache_drops: foreign,
+            late_pct: late.pct,
+        };
+        applied["remote"] = json!(r);
         let disturbed = late.pct / 100.0 > self.plan.noise_threshold || foreign > 0;
         (r, disturbed)
     }
@@ -416,25 +432,20 @@ impl Run<'_> {
     fn verdict(
         &self,
         outcome: Outcome,
-        remote_run: Option<Value>,
+        remote_run: Option<RemoteTraffic>,
         experiment: Value,
-    ) -> (&str, Option<String>, Option<Value>) {
+    ) -> (&str, Option<String>, Option<Box<ChildOutput>>) {
         let (status, error, results) = match outcome {
-            Outcome::Ok(mut v) => {
-                if v.get("interrupted").and_then(|i| i.as_bool()) == Some(true) {
+            Outcome::Ok(mut c) => {
+                if c.output.interrupted() {
                     (
                         "interrupted",
                         Some("the measurement reports itself interrupted".to_string()),
-                        Some(v),
+                        Some(c),
                     )
                 } else {
-                    if let Some(o) = v.as_object_mut() {
-                        if let Some(r) = remote_run {
-                            o.insert("remote".into(), r);
-                        }
-                        o.insert("experiment".into(), experiment);
-                    }
-                    ("ok", None, Some(v))
+                    c.add_records(remote_run, experiment);
+                    ("ok", None, Some(c))
                 }
             }
             Outcome::Failed(e) => ("failed", Some(e), None),

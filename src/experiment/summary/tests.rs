@@ -70,7 +70,13 @@ impl Db {
                 disturbed: false,
                 error: None,
                 applied: &Value::Null,
-                results: Some(&v),
+                results: Some(
+                    &crate::experiment::output::ChildOutput::read(
+                        crate::experiment::plan::Kind::Workload,
+                        v,
+                    )
+                    .unwrap(),
+                ),
                 flags: &flags,
             })
             .unwrap();

@@ -41,32 +41,36 @@ pub fn run(a: &Age, ready: &mut Ready, outdir: &Path, tag: &str, j: &mut Journal
             String::from_utf8_lossy(&out.stderr).trim()
         );
     }
-    let report: serde_json::Value = serde_json::from_str(
+    let report: crate::age::cli::AgeReport = serde_json::from_str(
         &std::fs::read_to_string(&json).with_context(|| format!("reading {}", json.display()))?,
     )
-    .with_context(|| format!("parsing {}", json.display()))?;
-    let mut facts = serde_json::Map::new();
-    for k in [
-        "profile",
-        "seed",
-        "ops",
-        "churn_ops",
-        "fullness_end",
-        "live_files",
-        "converged",
-    ] {
-        if let Some(v) = report.get(k) {
-            facts.insert(k.into(), v.clone());
-        }
-    }
-    for k in ["layout_before", "layout_after"] {
-        if let Some(s) = report.get(k).and_then(|l| l.get("score")) {
-            facts.insert(format!("{k}_score"), s.clone());
-        }
-    }
+    .with_context(|| format!("{} is not an aging report", json.display()))?;
+    let mut facts = age_facts(&report);
     facts.insert("report".into(), json.display().to_string().into());
     ready
         .applied
         .insert("age".into(), serde_json::Value::Object(facts));
     Ok(())
+}
+
+/// What the target records of its aging step, from the report `fsbench age` wrote.
+fn age_facts(r: &crate::age::cli::AgeReport) -> serde_json::Map<String, serde_json::Value> {
+    use serde_json::json;
+    let mut facts = serde_json::Map::new();
+    facts.insert("profile".into(), json!(r.profile));
+    facts.insert("seed".into(), json!(r.seed));
+    facts.insert("ops".into(), json!(r.ops));
+    facts.insert("churn_ops".into(), json!(r.churn_ops));
+    facts.insert("fullness_end".into(), json!(r.fullness_end));
+    facts.insert("live_files".into(), json!(r.live_files));
+    facts.insert("converged".into(), json!(r.converged));
+    for (k, l) in [
+        ("layout_before_score", &r.layout_before),
+        ("layout_after_score", &r.layout_after),
+    ] {
+        if let Some(l) = l {
+            facts.insert(k.into(), json!(l.score));
+        }
+    }
+    facts
 }

@@ -6,12 +6,14 @@
 //! Statistics come from `stats::repeat` (mean, 95% CI, Welch's test); this module only
 //! arranges them. Every chart has a collapsed table of its numbers.
 
+mod aging;
 pub mod charts;
 pub mod cli;
 mod comparison;
 mod figures;
 pub mod model;
 
+pub use aging::Aging;
 pub use model::{ComparisonChart, Config, FigureGroup, Group, RatioRow, ReportInput};
 
 use figures::{figure, figure_bars, figure_keys, mean_bars, named_figures};
@@ -174,262 +176,8 @@ pub fn chart_ids(input: &ReportInput) -> Vec<String> {
             ids.push(format!("f{fi}-fig-{j}"));
         }
     }
-    if !input.aging.is_empty() {
-        ids.push("aging-score".into());
-        ids.push("aging-fragments".into());
-        for (i, (_, v)) in input.aging.iter().enumerate() {
-            for (key, _) in AGING_DIMENSIONS {
-                if v.pointer(&format!("/distributions/{key}/buckets"))
-                    .is_some()
-                {
-                    ids.push(format!("aging-{i}-{key}"));
-                }
-            }
-            if has_fragment_rows(v) {
-                ids.push(format!("aging-{i}-fragments-per-file"));
-            }
-        }
-    }
+    ids.extend(aging::chart_ids(&input.aging));
     ids
-}
-
-/// Distributions an aging report compares with its profile: key and axis title.
-const AGING_DIMENSIONS: [(&str, &str); 3] = [
-    ("size", "file size (bucket upper bound)"),
-    ("depth", "directory depth below the aged directory"),
-    ("age", "file age (bucket upper bound, operations)"),
-];
-
-fn has_fragment_rows(v: &serde_json::Value) -> bool {
-    ["layout_before", "layout_after"].iter().any(|w| {
-        v.pointer(&format!("/{w}/fragments_per_file"))
-            .and_then(|r| r.as_array())
-            .is_some_and(|r| !r.is_empty())
-    })
-}
-
-/// Per aging report: each distribution against its profile (grouped bars, shares of
-/// files), and files per number of fragments before and after.
-fn aging_distributions(out: &mut String, i: usize, label: &str, v: &serde_json::Value) {
-    for (key, x_desc) in AGING_DIMENSIONS {
-        let Some(d) = v.pointer(&format!("/distributions/{key}")) else {
-            continue;
-        };
-        let strs = |k: &str| -> Vec<String> {
-            d.get(k)
-                .and_then(|a| a.as_array())
-                .map(|a| {
-                    a.iter()
-                        .map(|x| {
-                            x.as_str()
-                                .map(String::from)
-                                .unwrap_or_else(|| x.to_string())
-                        })
-                        .collect()
-                })
-                .unwrap_or_default()
-        };
-        let nums = |k: &str| -> Vec<f64> {
-            d.get(k)
-                .and_then(|a| a.as_array())
-                .map(|a| {
-                    a.iter()
-                        .map(|x| x.as_f64().unwrap_or(0.0) * 100.0)
-                        .collect()
-                })
-                .unwrap_or_default()
-        };
-        let buckets = strs("buckets");
-        if buckets.is_empty() {
-            continue;
-        }
-        let (target, actual, counts) = (nums("target"), nums("actual"), strs("counts"));
-        let svg = charts::grouped(
-            &format!("{label}: {key} distribution, profile against aged"),
-            x_desc,
-            "files (%)",
-            &buckets,
-            &[
-                ("profile".into(), target.clone()),
-                ("aged".into(), actual.clone()),
-            ],
-        );
-        let rows: Vec<Vec<String>> = buckets
-            .iter()
-            .enumerate()
-            .map(|(b, name)| {
-                vec![
-                    name.clone(),
-                    target.get(b).map(|x| format!("{x:.2}")).unwrap_or_default(),
-                    actual.get(b).map(|x| format!("{x:.2}")).unwrap_or_default(),
-                    counts.get(b).cloned().unwrap_or_default(),
-                ]
-            })
-            .collect();
-        let tbl = table(
-            &[
-                key.into(),
-                "profile (% of files)".into(),
-                "aged (% of files)".into(),
-                "aged files".into(),
-            ],
-            &rows,
-        );
-        chart_block(out, &format!("aging-{i}-{key}"), &svg, &tbl);
-    }
-    if has_fragment_rows(v) {
-        fragments_chart(out, i, label, v);
-    }
-}
-
-/// Files by number of fragments before and after aging, over the buckets of both layouts
-/// (1, 2-3, 4-7, ... fragments).
-fn fragments_chart(out: &mut String, i: usize, label: &str, v: &serde_json::Value) {
-    let rows_of = |w: &str| -> Vec<(u64, u64, u64)> {
-        v.pointer(&format!("/{w}/fragments_per_file"))
-            .and_then(|r| r.as_array())
-            .map(|r| {
-                r.iter()
-                    .map(|x| {
-                        let g = |k: &str| x.get(k).and_then(|n| n.as_u64()).unwrap_or(0);
-                        (g("lo"), g("hi"), g("count"))
-                    })
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    let (before, after) = (rows_of("layout_before"), rows_of("layout_after"));
-    let mut los: Vec<(u64, u64)> = before
-        .iter()
-        .chain(&after)
-        .map(|&(lo, hi, _)| (lo, hi))
-        .collect();
-    los.sort();
-    los.dedup();
-    let cats: Vec<String> = los
-        .iter()
-        .map(|&(lo, hi)| {
-            if hi <= lo + 1 {
-                lo.to_string()
-            } else {
-                format!("{lo}-{}", hi - 1)
-            }
-        })
-        .collect();
-    let count = |rows: &[(u64, u64, u64)], lo: u64| -> f64 {
-        rows.iter().find(|r| r.0 == lo).map_or(0.0, |r| r.2 as f64)
-    };
-    let b: Vec<f64> = los.iter().map(|&(lo, _)| count(&before, lo)).collect();
-    let a: Vec<f64> = los.iter().map(|&(lo, _)| count(&after, lo)).collect();
-    let svg = charts::grouped(
-        &format!("{label}: files by number of fragments"),
-        "fragments per file",
-        "files",
-        &cats,
-        &[
-            ("before aging".into(), b.clone()),
-            ("after aging".into(), a.clone()),
-        ],
-    );
-    let rows: Vec<Vec<String>> = cats
-        .iter()
-        .enumerate()
-        .map(|(k, c)| vec![c.clone(), format!("{:.0}", b[k]), format!("{:.0}", a[k])])
-        .collect();
-    let tbl = table(
-        &[
-            "fragments".into(),
-            "files before".into(),
-            "files after".into(),
-        ],
-        &rows,
-    );
-    chart_block(out, &format!("aging-{i}-fragments-per-file"), &svg, &tbl);
-}
-
-/// The aging section: per aging report, the layout score and fragments before and after,
-/// and how far the result is from the profile.
-fn aging_section(out: &mut String, aging: &[(String, serde_json::Value)]) {
-    let num = |v: &serde_json::Value, path: &[&str]| -> Option<f64> {
-        let mut x = v;
-        for p in path {
-            x = x.get(*p)?;
-        }
-        x.as_f64()
-    };
-    out.push_str("<section><h2>Aging</h2><table class=configs><tr><th>report</th><th>profile</th><th>fullness (start → end, target)</th><th>operations</th><th>seconds</th><th>converged</th><th>distance to profile (size, depth, age; total variation)</th></tr>");
-    for (label, v) in aging {
-        let f = |k: &str| {
-            num(v, &[k])
-                .map(|x| format!("{:.1}%", x * 100.0))
-                .unwrap_or_default()
-        };
-        let d = |k: &str| num(v, &["distances", k, "tv"]).map(g4).unwrap_or_default();
-        let _ = write!(
-            out,
-            "<tr><td>{}</td><td>{}</td><td>{} → {} ({})</td><td>{}</td><td>{}</td><td>{}</td><td>{}, {}, {}</td></tr>",
-            esc(label),
-            esc(v.get("profile").and_then(|p| p.as_str()).unwrap_or("")),
-            f("fullness_start"),
-            f("fullness_end"),
-            f("target_fill"),
-            num(v, &["ops"]).map(|x| format!("{x:.0}")).unwrap_or_default(),
-            num(v, &["elapsed_s"]).map(g4).unwrap_or_default(),
-            v.get("converged").and_then(|c| c.as_bool()).map(|c| if c { "yes" } else { "no" }).unwrap_or(""),
-            d("size"),
-            d("depth"),
-            d("age")
-        );
-    }
-    out.push_str("</table><div class=grid>");
-    for (id, key, title, unit) in [
-        (
-            "aging-score",
-            "score",
-            "Layout score before and after aging (1 = every file contiguous)",
-            "layout score",
-        ),
-        (
-            "aging-fragments",
-            "fragments",
-            "Fragments before and after aging",
-            "fragments",
-        ),
-    ] {
-        let mut labels = Vec::new();
-        let mut bars = Vec::new();
-        let mut rows = Vec::new();
-        for (label, v) in aging {
-            for when in ["layout_before", "layout_after"] {
-                let x = num(v, &[when, key]);
-                let l = format!(
-                    "{label} {}",
-                    if when == "layout_before" {
-                        "before"
-                    } else {
-                        "after"
-                    }
-                );
-                rows.push(vec![
-                    l.clone(),
-                    x.map(g4).unwrap_or_else(|| "not measured".into()),
-                ]);
-                labels.push(l);
-                bars.push(Bar {
-                    mean: x.unwrap_or(0.0),
-                    ci95: 0.0,
-                    note: String::new(),
-                });
-            }
-        }
-        let svg = charts::bars(title, unit, &labels, &bars);
-        let tbl = table(&["report".into(), unit.into()], &rows);
-        chart_block(out, id, &svg, &tbl);
-    }
-    for (i, (label, v)) in aging.iter().enumerate() {
-        aging_distributions(out, i, label, v);
-    }
-    out.push_str("</div></section>\n");
 }
 
 /// A configuration's parameters: its workload variables overlaid with its experiment factors.
@@ -1032,7 +780,7 @@ pub fn render(input: &ReportInput) -> String {
         group_section(&mut out, gi, g, input);
     }
     if !input.aging.is_empty() {
-        aging_section(&mut out, &input.aging);
+        aging::section(&mut out, &input.aging);
     }
     for (fi, f) in input.figure_groups.iter().enumerate() {
         let _ = write!(

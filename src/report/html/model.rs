@@ -69,7 +69,7 @@ pub struct ReportInput {
     pub groups: Vec<Group>,
     pub figure_groups: Vec<FigureGroup>,
     /// Aging reports (`fsbench age --json`), labelled by file name.
-    pub aging: Vec<(String, serde_json::Value)>,
+    pub aging: Vec<(String, super::aging::Aging)>,
     /// What produced the results when it was an experiment: a line for the header.
     pub title: Option<String>,
     /// Warnings shown in the header (failed or disturbed runs, skipped measurements).
@@ -174,17 +174,13 @@ impl ReportInput {
                 .with_context(|| format!("reading {}", p.display()))?;
             // An aging report (`fsbench age --json`) gets the aging section. Each file is
             // parsed once: result files are read straight into Results.
-            if text.contains("\"target_fill\"") && text.contains("\"layout_after\"") {
-                if let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) {
-                    if v.get("layout_after").is_some() && v.get("target_fill").is_some() {
-                        let label = p
-                            .file_name()
-                            .map(|n| n.to_string_lossy().trim_end_matches(".json").to_string())
-                            .unwrap_or_default();
-                        input.aging.push((label, v));
-                        continue;
-                    }
-                }
+            if let Some(a) = super::aging::Aging::parse(&text) {
+                let label = p
+                    .file_name()
+                    .map(|n| n.to_string_lossy().trim_end_matches(".json").to_string())
+                    .unwrap_or_default();
+                input.aging.push((label, a));
+                continue;
             }
             let i = results_files;
             results_files += 1;
