@@ -234,3 +234,77 @@ fn replay_recreates_the_last_snapshot() {
     assert!(!o.status.success());
     assert!(text(&o).contains("replay starts from an empty aged directory"));
 }
+
+#[test]
+fn one_and_two_threads_age_to_the_same_tree() {
+    let (Some(a), Some(b)) = (image("age-thr-1", 64), image("age-thr-2", 64)) else {
+        return;
+    };
+    let mut logs = Vec::new();
+    for (img, threads) in [(&a, "1"), (&b, "2")] {
+        let log = img.scratch.path().join("ops.log");
+        let js = img.scratch.path().join("age.json");
+        ok(&[
+            "age",
+            img.s(),
+            "--seed",
+            "7",
+            "--ops",
+            "3000",
+            "--threads",
+            threads,
+            "-q",
+            "--log",
+            log.to_str().unwrap(),
+            "--json",
+            js.to_str().unwrap(),
+        ]);
+        let r = json(&js);
+        assert_eq!(r["counts"]["errors"], 0, "{r}");
+        assert_eq!(r["counts"]["enospc"], 0, "{r}");
+        logs.push(std::fs::read_to_string(&log).unwrap());
+    }
+    assert_eq!(
+        logs[0], logs[1],
+        "1 and 2 threads planned different operations"
+    );
+    let (ta, tb) = (a.path().join("fsbench-aged"), b.path().join("fsbench-aged"));
+    // The run marker and lock name the process that made them, so they differ by design.
+    let own = [".fsbench-run", ".fsbench-lock"];
+    let aged = |d: &Path| {
+        let mut l = tree_listing(d);
+        l.retain(|(p, _)| !own.contains(&p.as_str()));
+        l
+    };
+    let listing = aged(&ta);
+    assert!(listing.len() > 100, "{} entries", listing.len());
+    assert_eq!(listing, aged(&tb), "names and sizes differ");
+    // Content: every aged file is byte for byte the same in both trees.
+    let mut compared = 0;
+    for (path, size) in &listing {
+        if *size == u64::MAX {
+            continue; // a directory
+        }
+        let (x, y) = (
+            std::fs::read(ta.join(path)).unwrap(),
+            std::fs::read(tb.join(path)).unwrap(),
+        );
+        assert!(x == y, "{path}: content differs between 1 and 2 threads");
+        compared += 1;
+    }
+    assert!(compared > 100, "{compared} files compared");
+}
+
+#[test]
+fn threads_refused_with_replay() {
+    let o = run(&[
+        "age",
+        "/nonexistent",
+        "--threads",
+        "2",
+        "--replay-snapshots",
+        "a.snap",
+    ]);
+    assert!(!o.status.success());
+    assert!(text(&o).contains("--threads"), "{}", text(&o));
+}
