@@ -8,6 +8,7 @@
 //!   wrappers, with the operation log;
 //! - [`parallel`]: the operations over several threads, the plan still one;
 //! - [`replay`]: Smith–Seltzer replay of the differences between snapshots;
+//! - [`selftest`]: `fsbench selftest age`, aging against a bare loop of its operations;
 //! - [`cli`]: the command, its progress and its report.
 
 pub mod cli;
@@ -18,3 +19,4 @@ pub mod parallel;
 pub mod plan;
 pub mod profile;
 pub mod replay;
+pub mod selftest;
