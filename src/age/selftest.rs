@@ -142,12 +142,14 @@ fn fresh_image(img: &Path, mnt: &Path, mib: u64) -> anyhow::Result<Mounted> {
     })
 }
 
-/// User CPU seconds of the children waited for so far.
-fn children_user() -> f64 {
+/// (user, system) CPU seconds of `who` (RUSAGE_CHILDREN: the children waited for so far;
+/// RUSAGE_THREAD: this thread).
+fn cpu(who: libc::c_int) -> (f64, f64) {
     // SAFETY: ru is written by the kernel.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
-    ru.ru_utime.tv_sec as f64 + ru.ru_utime.tv_usec as f64 / 1e6
+    unsafe { libc::getrusage(who, &mut ru) };
+    let s = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    (s(ru.ru_utime), s(ru.ru_stime))
 }
 
 /// One `fsbench age` on `mnt`: what it reports and its user time.
@@ -157,7 +159,7 @@ fn run_fsbench(
     threads: u32,
     json: &Path,
     log: Option<&Path>,
-) -> anyhow::Result<(Seen, f64)> {
+) -> anyhow::Result<(Seen, (f64, f64))> {
     let exe = std::env::current_exe().context("finding the fsbench binary")?;
     let mut cmd = Command::new(exe);
     cmd.arg("age")
@@ -171,9 +173,10 @@ fn run_fsbench(
     if let Some(l) = log {
         cmd.arg("--log").arg(l);
     }
-    let u0 = children_user();
+    let c0 = cpu(libc::RUSAGE_CHILDREN);
     let out = cmd.output().context("running fsbench age")?;
-    let user = children_user() - u0;
+    let c1 = cpu(libc::RUSAGE_CHILDREN);
+    let used = (c1.0 - c0.0, c1.1 - c0.1);
     if !out.status.success() {
         bail!(
             "fsbench age {} failed: {}",
@@ -190,7 +193,7 @@ fn run_fsbench(
             seen.counts.errors
         );
     }
-    Ok((seen, user))
+    Ok((seen, used))
 }
 
 fn path_of(line: usize, p: &str) -> anyhow::Result<CString> {
@@ -240,13 +243,14 @@ fn bare_write(fd: i32, buf: &[u8], off: u64, len: u64) -> std::io::Result<()> {
 }
 
 /// The bare loop over `ops` in the directory `dir` (created here): seconds in all, with the
-/// final syncfs, and the syncfs's seconds.
-fn run_bare(dir: &Path, ops: &[BareOp]) -> anyhow::Result<(f64, f64)> {
+/// final syncfs; the syncfs's seconds; CPU seconds (user and system) of the loop.
+fn run_bare(dir: &Path, ops: &[BareOp]) -> anyhow::Result<(f64, f64, f64)> {
     std::fs::create_dir(dir)?;
     let d = std::fs::File::open(dir)?;
     let dfd = d.as_raw_fd();
     let buf = sys::AlignedBuf::new(1 << 20, &mut crate::dist::rng(1, 0xDA7A));
     let buf = buf.as_slice();
+    let c0 = cpu(libc::RUSAGE_THREAD);
     let t0 = Instant::now();
     for op in ops {
         let r = match op {
@@ -272,17 +276,21 @@ fn run_bare(dir: &Path, ops: &[BareOp]) -> anyhow::Result<(f64, f64)> {
     if unsafe { libc::syncfs(dfd) } < 0 {
         return Err(std::io::Error::last_os_error().into());
     }
-    Ok((t0.elapsed().as_secs_f64(), t1.elapsed().as_secs_f64()))
+    let (all, sync) = (t0.elapsed().as_secs_f64(), t1.elapsed().as_secs_f64());
+    let c1 = cpu(libc::RUSAGE_THREAD);
+    Ok((all, sync, c1.0 - c0.0 + c1.1 - c0.1))
 }
 
-/// Measured rounds, in seconds: fsbench with one thread (elapsed, user), the bare loop (in
-/// all, its final syncfs), fsbench with N threads.
+/// Measured rounds, in seconds: fsbench with one thread (elapsed, user CPU, user and system
+/// CPU), the bare loop (in all, its final syncfs, its CPU), fsbench with N threads.
 #[derive(Default)]
 struct Rounds {
     one: Vec<f64>,
     user: Vec<f64>,
+    one_cpu: Vec<f64>,
     bare: Vec<f64>,
     bare_sync: Vec<f64>,
+    bare_cpu: Vec<f64>,
     many: Vec<f64>,
 }
 
@@ -322,15 +330,17 @@ fn age_in(o: &Options, rd: &RunDir) -> anyhow::Result<String> {
     let mut r = Rounds::default();
     for _ in 0..o.rounds {
         let m = fresh_image(&img, &mnt, o.mib)?;
-        let (s, user) = run_fsbench(o, &mnt, 1, &json, None)?;
+        let (s, (user, sys)) = run_fsbench(o, &mnt, 1, &json, None)?;
         check_same(&first, &s)?;
         r.one.push(s.elapsed_s);
         r.user.push(user);
+        r.one_cpu.push(user + sys);
         drop(m);
         let m = fresh_image(&img, &mnt, o.mib)?;
-        let (all, sync) = run_bare(&mnt.join(crate::age::cli::AGED_DIR), &ops)?;
+        let (all, sync, cpu) = run_bare(&mnt.join(crate::age::cli::AGED_DIR), &ops)?;
         r.bare.push(all);
         r.bare_sync.push(sync);
+        r.bare_cpu.push(cpu);
         drop(m);
         if o.threads > 1 {
             let _m = fresh_image(&img, &mnt, o.mib)?;
@@ -368,6 +378,7 @@ fn describe(o: &Options, first: &Seen, mkdirs: u64, r: Rounds) -> String {
     let n = first.ops as f64;
     let (s_one, s_bare, s_many) = (spread(&r.one), spread(&r.bare), spread(&r.many));
     let bare_sync = median(r.bare_sync);
+    let (one_cpu, bare_cpu) = (median(r.one_cpu), median(r.bare_cpu));
     let (one, bare) = (median(r.one), median(r.bare));
     let user = median(r.user);
     let mut out = String::new();
@@ -399,6 +410,13 @@ fn describe(o: &Options, first: &Seen, mkdirs: u64, r: Rounds) -> String {
         "  fsbench is {:.3} of the bare loop (goal >= 0.95); its user time {:.2} us per operation (goal < 5; whole process)",
         bare / one,
         user / n * 1e6
+    );
+    let _ = writeln!(
+        out,
+        "  CPU time (user + system; steadier than elapsed time on a busy machine): fsbench {:.2} us per operation (with its layout scores), bare loop {:.2} us, ratio {:.3}",
+        one_cpu / n * 1e6,
+        bare_cpu / n * 1e6,
+        bare_cpu / one_cpu
     );
     if !r.many.is_empty() {
         let many = median(r.many);
