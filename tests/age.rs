@@ -308,3 +308,45 @@ fn threads_refused_with_replay() {
     assert!(!o.status.success());
     assert!(text(&o).contains("--threads"), "{}", text(&o));
 }
+
+#[test]
+fn selftest_age_replays_the_aging_with_a_bare_loop() {
+    if !common::is_root() {
+        skip("selftest age mounts its own loop images: needs root");
+        return;
+    }
+    let t = Scratch::new("selftest-age");
+    let o = run(&[
+        "selftest",
+        "age",
+        "--size",
+        "64M",
+        "--ops",
+        "500",
+        "--rounds",
+        "1",
+        "--threads",
+        "2",
+        "--dir",
+        t.s(),
+    ]);
+    let out = text(&o);
+    if !o.status.success() && out.contains("loop device") {
+        skip(&format!("no loop device: {out}"));
+        return;
+    }
+    assert!(o.status.success(), "{out}");
+    for line in [
+        "fsbench age, 1 thread:",
+        "bare loop, same operations:",
+        "of the bare loop",
+        "us per operation",
+        "fsbench age, 2 threads:",
+    ] {
+        assert!(out.contains(line), "{line:?} missing\n{out}");
+    }
+    // Its image unmounted and its marked directory removed.
+    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
+    assert!(!mounts.contains(t.s()), "{mounts}");
+    assert_eq!(std::fs::read_dir(t.path()).unwrap().count(), 0);
+}
