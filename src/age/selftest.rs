@@ -384,9 +384,12 @@ fn describe(o: &Options, first: &Seen, mkdirs: u64, r: Rounds) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "aging a {} MiB RAM-backed ext4 image (backing file in {}) to {:.0}% and {} churn operations, seed {}: {} file operations ({} mkdirs beside), {} written; {} rounds alternating, a fresh image each",
+        "aging a {} MiB ext4 loop image (backing file in {}, {}) to {:.0}% and {} churn operations, seed {}: {} file operations ({} mkdirs beside), {} written; {} rounds alternating, a fresh image each",
         o.mib,
         o.dir.display(),
+        crate::stats::host::mount_of(&o.dir)
+            .map(|m| m.1)
+            .unwrap_or_default(),
         o.fill * 100.0,
         o.ops,
         o.seed,
