@@ -79,9 +79,9 @@ enum Command {
     Report(fsbench::report::html::cli::ReportArgs),
     /// Benchmarks of fsbench itself.
     #[command(
-        after_help = "Examples:\n  fsbench selftest overhead\n  fsbench selftest overhead --seconds 2 --rounds 7 --dir /dev/shm\n  fsbench selftest layout --files 100000 --dir /mnt/test\n  fsbench selftest scan --entries 200000 --dir /dev/shm"
+        after_help = "Examples:\n  fsbench selftest overhead\n  fsbench selftest overhead --seconds 2 --rounds 7 --dir /dev/shm\n  fsbench selftest layout --files 100000 --dir /mnt/test\n  fsbench selftest scan --entries 200000 --dir /dev/shm\n  fsbench selftest age --size 512M --ops 100000"
     )]
-    Selftest(SelftestArgs),
+    Selftest(fsbench::selftestcmd::SelftestArgs),
     /// PostMark 1.5 (as Debian packages it): reads its configuration files, same transactions.
     #[command(
         after_help = "Examples:\n  fsbench postmark pm.cfg\n  fsbench postmark --number 1000 --transactions 20000 --instances 4 --dir /mnt/test\n  fsbench postmark --number 1000 --repeat 5 --cold --json pm.json"
@@ -272,69 +272,6 @@ struct CompareArgs {
     /// Two or more result files written by `fsbench run --json`; the first is the baseline.
     #[arg(required = true, num_args = 2..)]
     files: Vec<PathBuf>,
-}
-
-#[derive(Args)]
-struct SelftestArgs {
-    #[command(subcommand)]
-    what: SelftestWhat,
-}
-
-#[derive(Subcommand)]
-enum SelftestWhat {
-    /// Measure fsbench's own overhead: the engine against bare loops of the same system calls.
-    Overhead {
-        /// Seconds per measured round.
-        #[arg(long, default_value_t = 1.0)]
-        seconds: f64,
-        /// Rounds per case (engine and bare loop alternate).
-        #[arg(long, default_value_t = 5)]
-        rounds: u32,
-        /// Directory for the test file (default /dev/shm, a tmpfs).
-        #[arg(long)]
-        dir: Option<PathBuf>,
-        /// Size of the file the random reads cover (K, M, G): the overhead grows with it,
-        /// so the default is the size of `randomread`-like runs users make.
-        #[arg(long, default_value = "256M", value_parser = parse_size_arg)]
-        size: u64,
-    },
-    /// Measure how fast fsbench lays a fileset out against a bare loop creating the same
-    /// files (one writer, and one per core).
-    Layout {
-        /// Files per round.
-        #[arg(long, default_value_t = 20_000)]
-        files: u64,
-        /// Size of each file (K, M, G).
-        #[arg(long, default_value = "16K", value_parser = parse_size_arg)]
-        size: u64,
-        /// Rounds per case (the cases alternate).
-        #[arg(long, default_value_t = 5)]
-        rounds: u32,
-        /// Directory to lay out in (default: the system's temporary directory).
-        #[arg(long)]
-        dir: Option<PathBuf>,
-    },
-    /// Measure how fast `fsbench scan` walks a generated tree against `find -printf`.
-    Scan {
-        /// Entries of the generated tree.
-        #[arg(long, default_value_t = 200_000)]
-        entries: u64,
-        /// Rounds per tool (they alternate).
-        #[arg(long, default_value_t = 5)]
-        rounds: u32,
-        /// Drop the kernel's caches before every round (root).
-        #[arg(long)]
-        cold: bool,
-        /// Directory to make the tree in (default: the system's temporary directory).
-        #[arg(long)]
-        dir: Option<PathBuf>,
-    },
-    /// Measure how fast the data generator fills buffers (GB/s on one core) per content kind.
-    Content {
-        /// MiB generated per kind.
-        #[arg(long, default_value_t = 2048)]
-        mib: usize,
-    },
 }
 
 #[derive(Args, Clone)]
@@ -840,48 +777,6 @@ fn cmd_compare(a: &CompareArgs) -> Result<()> {
     Ok(())
 }
 
-fn cmd_selftest(a: &SelftestArgs) -> Result<()> {
-    match &a.what {
-        SelftestWhat::Overhead {
-            seconds,
-            rounds,
-            dir,
-            size,
-        } => {
-            let dir = dir.clone().unwrap_or_else(|| PathBuf::from("/dev/shm"));
-            let report = fsbench::engine::selftest::overhead(&dir, *seconds, *rounds, *size)?;
-            fsbench::out!("{report}");
-            Ok(())
-        }
-        SelftestWhat::Layout {
-            files,
-            size,
-            rounds,
-            dir,
-        } => {
-            let dir = dir.clone().unwrap_or_else(std::env::temp_dir);
-            let report = fsbench::engine::selftest_layout::layout(&dir, *files, *size, *rounds)?;
-            fsbench::out!("{report}");
-            Ok(())
-        }
-        SelftestWhat::Scan {
-            entries,
-            rounds,
-            cold,
-            dir,
-        } => {
-            let dir = dir.clone().unwrap_or_else(std::env::temp_dir);
-            let report = fsbench::engine::selftest_scan::scan(&dir, *entries, *rounds, *cold)?;
-            fsbench::out!("{report}");
-            Ok(())
-        }
-        SelftestWhat::Content { mib } => {
-            fsbench::out!("{}", fsbench::content::speed_report(*mib << 20));
-            Ok(())
-        }
-    }
-}
-
 fn cmd_list() -> Result<()> {
     fsbench::outln!("Built-in personalities (run one with `fsbench run NAME`, read it with `fsbench show NAME`):\n");
     for (name, text) in workloads::BUILTINS {
@@ -981,7 +876,7 @@ fn dispatch(cli: Cli) -> Result<()> {
                 fsbench::experiment::report_input::load_with(p, flagged)
             })
         }
-        Command::Selftest(a) => cmd_selftest(&a),
+        Command::Selftest(a) => fsbench::selftestcmd::run(&a),
         Command::Postmark(a) => fsbench::apps::postmark::main(&a),
         Command::Trace(a) => fsbench::trace::cli::main(&a),
         Command::Mdtest(a) => fsbench::apps::hpc::mdtest(&a),
@@ -1026,10 +921,6 @@ fn dispatch(cli: Cli) -> Result<()> {
 }
 
 /// A size with an optional K, M, G or T suffix (powers of 1024), for clap.
-fn parse_size_arg(s: &str) -> Result<u64, String> {
-    fsbench::disk::cli::parse_size(s)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

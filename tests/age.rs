@@ -234,3 +234,119 @@ fn replay_recreates_the_last_snapshot() {
     assert!(!o.status.success());
     assert!(text(&o).contains("replay starts from an empty aged directory"));
 }
+
+#[test]
+fn one_and_two_threads_age_to_the_same_tree() {
+    let (Some(a), Some(b)) = (image("age-thr-1", 64), image("age-thr-2", 64)) else {
+        return;
+    };
+    let mut logs = Vec::new();
+    for (img, threads) in [(&a, "1"), (&b, "2")] {
+        let log = img.scratch.path().join("ops.log");
+        let js = img.scratch.path().join("age.json");
+        ok(&[
+            "age",
+            img.s(),
+            "--seed",
+            "7",
+            "--ops",
+            "3000",
+            "--threads",
+            threads,
+            "-q",
+            "--log",
+            log.to_str().unwrap(),
+            "--json",
+            js.to_str().unwrap(),
+        ]);
+        let r = json(&js);
+        assert_eq!(r["counts"]["errors"], 0, "{r}");
+        assert_eq!(r["counts"]["enospc"], 0, "{r}");
+        logs.push(std::fs::read_to_string(&log).unwrap());
+    }
+    assert_eq!(
+        logs[0], logs[1],
+        "1 and 2 threads planned different operations"
+    );
+    let (ta, tb) = (a.path().join("fsbench-aged"), b.path().join("fsbench-aged"));
+    // The run marker and lock name the process that made them, so they differ by design.
+    let own = [".fsbench-run", ".fsbench-lock"];
+    let aged = |d: &Path| {
+        let mut l = tree_listing(d);
+        l.retain(|(p, _)| !own.contains(&p.as_str()));
+        l
+    };
+    let listing = aged(&ta);
+    assert!(listing.len() > 100, "{} entries", listing.len());
+    assert_eq!(listing, aged(&tb), "names and sizes differ");
+    // Content: every aged file is byte for byte the same in both trees.
+    let mut compared = 0;
+    for (path, size) in &listing {
+        if *size == u64::MAX {
+            continue; // a directory
+        }
+        let (x, y) = (
+            std::fs::read(ta.join(path)).unwrap(),
+            std::fs::read(tb.join(path)).unwrap(),
+        );
+        assert!(x == y, "{path}: content differs between 1 and 2 threads");
+        compared += 1;
+    }
+    assert!(compared > 100, "{compared} files compared");
+}
+
+#[test]
+fn threads_refused_with_replay() {
+    let o = run(&[
+        "age",
+        "/nonexistent",
+        "--threads",
+        "2",
+        "--replay-snapshots",
+        "a.snap",
+    ]);
+    assert!(!o.status.success());
+    assert!(text(&o).contains("--threads"), "{}", text(&o));
+}
+
+#[test]
+fn selftest_age_replays_the_aging_with_a_bare_loop() {
+    if !common::is_root() {
+        skip("selftest age mounts its own loop images: needs root");
+        return;
+    }
+    let t = Scratch::new("selftest-age");
+    let o = run(&[
+        "selftest",
+        "age",
+        "--size",
+        "64M",
+        "--ops",
+        "500",
+        "--rounds",
+        "1",
+        "--threads",
+        "2",
+        "--dir",
+        t.s(),
+    ]);
+    let out = text(&o);
+    if !o.status.success() && out.contains("loop device") {
+        skip(&format!("no loop device: {out}"));
+        return;
+    }
+    assert!(o.status.success(), "{out}");
+    for line in [
+        "fsbench age, 1 thread:",
+        "bare loop, same operations:",
+        "of the bare loop",
+        "us per operation",
+        "fsbench age, 2 threads:",
+    ] {
+        assert!(out.contains(line), "{line:?} missing\n{out}");
+    }
+    // Its image unmounted and its marked directory removed.
+    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
+    assert!(!mounts.contains(t.s()), "{mounts}");
+    assert_eq!(std::fs::read_dir(t.path()).unwrap().count(), 0);
+}

@@ -70,6 +70,13 @@ pub struct AgeArgs {
     /// No progress lines.
     #[arg(short, long)]
     pub quiet: bool,
+    /// Threads issuing the operations (profile aging only). One plans every operation in
+    /// order, as with one thread; the operations in directory number d go to thread d % N,
+    /// and directories are made before any operation in them is handed out, so a seed gives
+    /// the same tree (names, sizes, content) whatever N. Only a full file system (short
+    /// writes reach the plan later) can make the trees differ.
+    #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=256), conflicts_with_all = ["replay_snapshots", "next_version"])]
+    pub threads: u32,
     /// Write a next version of the tree SRC (SRC is only read) into a new marked directory
     /// DIR/fsbench-next-version-<unique>/tree/, with --keep of its files unchanged.
     #[arg(long, value_name = "SRC", requires = "keep", conflicts_with_all = ["from_snapshot", "replay_snapshots", "until_converged", "ops"])]
@@ -499,6 +506,7 @@ fn age_loop(
     };
     let stop_on_convergence = args.until_converged || args.ops.is_none();
 
+    let mut pool = super::parallel::Pool::start(root, args)?;
     let mut ops = Vec::new();
     let mut rel = String::new();
     let mut first_errors = 0;
@@ -530,7 +538,10 @@ fn age_loop(
         }
         done += 1;
         for op in &ops {
-            let r = apply(pl, ex, op, clock, &mut rel);
+            let r = match pool.as_mut() {
+                Some(p) => p.submit(pl, ex, op, clock, &mut rel),
+                None => apply(pl, ex, op, clock, &mut rel),
+            };
             if let Err(e) = r {
                 ex.counts.errors += 1;
                 first_errors += 1;
@@ -550,35 +561,69 @@ fn age_loop(
                 f * 100.0,
                 args.fill * 100.0,
                 pl.live_files(),
-                human_bytes(ex.counts.bytes_written),
+                human_bytes(
+                    ex.counts.bytes_written + pool.as_ref().map_or(0, |p| p.bytes_written())
+                ),
                 fmt_dist(&pl.distances()),
             );
+        }
+    }
+    if let Some(p) = pool {
+        for e in p.finish(pl, ex)? {
+            ex.counts.errors += 1;
+            first_errors += 1;
+            if first_errors <= 5 {
+                crate::errln!("age: {e}");
+            }
         }
     }
     Ok((done, churn))
 }
 
-/// Apply one planned operation, logging it.
-fn apply(pl: &mut Planner, ex: &mut Exec, op: &Op, clock: u64, rel: &mut String) -> io::Result<()> {
+/// Write one planned file operation to the operation log (mkdirs are logged where they run).
+pub(super) fn log_op(
+    pl: &Planner,
+    ex: &mut Exec,
+    op: &Op,
+    clock: u64,
+    rel: &mut String,
+) -> io::Result<()> {
     match *op {
-        Op::Mkdir { dir } => {
-            let p = pl.dirs[dir as usize].path.clone();
-            ex.log(format_args!("{clock} mkdir {p}"))?;
-            ex.mkdir(p.as_bytes())
-        }
+        Op::Mkdir { dir } => ex.log(format_args!("{clock} mkdir {}", pl.dirs[dir as usize].path)),
         Op::Create {
             id, size, write, ..
         } => {
             pl.file_path(id, rel);
             ex.log(format_args!(
                 "{clock} create {rel} size {size} write {write}"
-            ))?;
+            ))
+        }
+        Op::Append { id, off, len } => {
+            pl.file_path(id, rel);
+            ex.log(format_args!("{clock} append {rel} {off}+{len}"))
+        }
+        Op::Overwrite { id, off, len } => {
+            pl.file_path(id, rel);
+            ex.log(format_args!("{clock} overwrite {rel} {off}+{len}"))
+        }
+        Op::Delete { id, dir } => {
+            pl.path_in(dir, id, rel);
+            ex.log(format_args!("{clock} delete {rel}"))
+        }
+    }
+}
+
+/// Apply one planned operation, logging it.
+fn apply(pl: &mut Planner, ex: &mut Exec, op: &Op, clock: u64, rel: &mut String) -> io::Result<()> {
+    // Sets `rel` to the file's path for file operations.
+    log_op(pl, ex, op, clock, rel)?;
+    match *op {
+        Op::Mkdir { dir } => ex.mkdir(pl.dirs[dir as usize].path.as_bytes()),
+        Op::Create { id, write, .. } => {
             let r = ex.create(rel.as_bytes(), write);
             short(pl, ex, id, r)
         }
         Op::Append { id, off, len } => {
-            pl.file_path(id, rel);
-            ex.log(format_args!("{clock} append {rel} {off}+{len}"))?;
             let r = ex.write(rel.as_bytes(), off, len, true);
             short(
                 pl,
@@ -590,21 +635,14 @@ fn apply(pl: &mut Planner, ex: &mut Exec, op: &Op, clock: u64, rel: &mut String)
                 }),
             )
         }
-        Op::Overwrite { id, off, len } => {
-            pl.file_path(id, rel);
-            ex.log(format_args!("{clock} overwrite {rel} {off}+{len}"))?;
-            ex.write(rel.as_bytes(), off, len, false)
-                .map_err(|s| s.error)
-        }
-        Op::Delete { id, dir } => {
-            pl.path_in(dir, id, rel);
-            ex.log(format_args!("{clock} delete {rel}"))?;
-            ex.delete(rel.as_bytes())
-        }
+        Op::Overwrite { off, len, .. } => ex
+            .write(rel.as_bytes(), off, len, false)
+            .map_err(|s| s.error),
+        Op::Delete { .. } => ex.delete(rel.as_bytes()),
     }
 }
 
-fn short(
+pub(super) fn short(
     pl: &mut Planner,
     ex: &mut Exec,
     id: u64,

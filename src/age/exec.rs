@@ -50,6 +50,22 @@ pub struct ExecCounts {
     pub errors: u64,
 }
 
+impl ExecCounts {
+    /// Add another executor's counts (one per aging thread).
+    pub fn add(&mut self, o: &ExecCounts) {
+        self.creates += o.creates;
+        self.appends += o.appends;
+        self.overwrites += o.overwrites;
+        self.deletes += o.deletes;
+        self.mkdirs += o.mkdirs;
+        self.rmdirs += o.rmdirs;
+        self.bytes_written += o.bytes_written;
+        self.fsyncs += o.fsyncs;
+        self.enospc += o.enospc;
+        self.errors += o.errors;
+    }
+}
+
 /// A failed write: how far it got.
 #[derive(Debug)]
 pub struct ShortWrite {
@@ -248,17 +264,18 @@ impl Exec {
 
     /// Create (or truncate) `rel` and write its first `len` bytes.
     pub fn create(&mut self, rel: &[u8], len: u64) -> Result<(), ShortWrite> {
-        let how = OpenHow {
-            create: true,
-            writeonly: true,
-            ..Default::default()
-        };
-        let fd = self.open(rel, how).map_err(|e| ShortWrite {
-            written: 0,
-            error: self.err(rel, e),
-        })?;
-        // SAFETY: fd is ours; a replayed create may replace a longer file.
-        unsafe { libc::ftruncate(fd, 0) };
+        // O_TRUNC: a replayed create may replace a longer file (one system call, not an
+        // open and an ftruncate).
+        let fd = self
+            .at(rel)
+            .and_then(|(d, n)| {
+                beneath::open_file(d, &n, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC)
+            })
+            .map(std::os::fd::IntoRawFd::into_raw_fd)
+            .map_err(|e| ShortWrite {
+                written: 0,
+                error: self.err(rel, e),
+            })?;
         self.counts.creates += 1;
         let r = self.write_at(fd, 0, len).and_then(|_| {
             self.after_write(fd).map_err(|error| ShortWrite {

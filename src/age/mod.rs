@@ -6,13 +6,17 @@
 //!   decided from a model so that a seed fixes the whole sequence;
 //! - [`exec`]: the operations on disk, through the engine's system-call
 //!   wrappers, with the operation log;
+//! - [`parallel`]: the operations over several threads, the plan still one;
 //! - [`replay`]: Smith–Seltzer replay of the differences between snapshots;
+//! - [`selftest`]: `fsbench selftest age`, aging against a bare loop of its operations;
 //! - [`cli`]: the command, its progress and its report.
 
 pub mod cli;
 pub mod distance;
 pub mod exec;
 pub mod nextver;
+pub mod parallel;
 pub mod plan;
 pub mod profile;
 pub mod replay;
+pub mod selftest;

@@ -45,9 +45,9 @@ fn make_tree(rd: &RunDir, entries: u64) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn time_scan(root: &Path) -> anyhow::Result<(f64, u64)> {
+fn time_scan(root: &Path, opts: &WalkOptions) -> anyhow::Result<(f64, u64)> {
     let t0 = Instant::now();
-    let s = crate::scan::scan(root, None, &WalkOptions::default(), 10, None)?;
+    let s = crate::scan::scan(root, None, opts, 10, None)?;
     Ok((t0.elapsed().as_secs_f64(), s.entries))
 }
 
@@ -64,7 +64,18 @@ fn time_find(root: &Path) -> anyhow::Result<f64> {
 }
 
 /// Run both in alternating rounds and describe the ratio (find's time over scan's).
-pub fn scan(dir: &Path, entries: u64, rounds: u32, cold: bool) -> anyhow::Result<String> {
+/// `walkers`: the scan's worker threads (`scan -j`; `None` for its default).
+pub fn scan(
+    dir: &Path,
+    entries: u64,
+    rounds: u32,
+    cold: bool,
+    walkers: Option<usize>,
+) -> anyhow::Result<String> {
+    let mut opts = WalkOptions::default();
+    if let Some(w) = walkers {
+        opts.threads = w.max(1);
+    }
     if cold && !super::is_root() {
         anyhow::bail!("--cold drops the kernel's caches before every round: run as root");
     }
@@ -73,7 +84,7 @@ pub fn scan(dir: &Path, entries: u64, rounds: u32, cold: bool) -> anyhow::Result
         make_tree(&rd, entries)?;
         let root = rd.path.join("tree");
         if !cold {
-            time_scan(&root)?;
+            time_scan(&root, &opts)?;
             time_find(&root)?;
         }
         let (mut s, mut f, mut seen) = (Vec::new(), Vec::new(), 0);
@@ -81,7 +92,7 @@ pub fn scan(dir: &Path, entries: u64, rounds: u32, cold: bool) -> anyhow::Result
             if cold {
                 super::drop_caches()?;
             }
-            let (t, n) = time_scan(&root)?;
+            let (t, n) = time_scan(&root, &opts)?;
             s.push(t);
             seen = n;
             if cold {
@@ -101,7 +112,7 @@ pub fn scan(dir: &Path, entries: u64, rounds: u32, cold: bool) -> anyhow::Result
         let _ = writeln!(
             out,
             "  fsbench scan ({} workers): {:.3} s ({:.0} entries/s)",
-            crate::walk::default_threads(),
+            opts.threads,
             ms,
             seen as f64 / ms
         );
