@@ -6,7 +6,7 @@
 //! smaller than what the child needs to start.
 
 use super::check::Ctx;
-use super::schema::RawPlan;
+use super::schema::{RawMeasurement, RawPlan};
 use super::{Kind, Measurement, PlanError};
 use std::ops::Range;
 use toml::Spanned;
@@ -94,41 +94,7 @@ pub(super) fn check(
         }
     }
     for (i, m) in raw.measurements.iter().enumerate() {
-        let m = m.get_ref();
-        // A value of the other scale is only checked as a size: the measurement's
-        // parameters at this scale are not the ones it will start with.
-        let quick_value = m.quick.get("memory");
-        let quick_levels = m.quick_factors.get("memory");
-        let full_values = m.memory.iter().chain(m.params.get("memory"));
-        let full_levels = m.factors.get("memory").map(|l| l.get_ref().iter());
-        let quick_levels_iter = quick_levels.map(|l| l.get_ref().iter());
-        let at_this_scale =
-            |is_quick: bool, overridden: bool| !plan_factor && is_quick == quick && !overridden;
-        let full_overridden = quick && quick_value.is_some();
-        let levels_overridden = quick && quick_levels.is_some();
-        let groups: [(Vec<&Spanned<toml::Value>>, bool); 4] = [
-            (full_values.collect(), at_this_scale(false, full_overridden)),
-            (
-                quick_value.into_iter().collect(),
-                at_this_scale(true, false),
-            ),
-            (
-                full_levels.into_iter().flatten().collect(),
-                at_this_scale(false, levels_overridden),
-            ),
-            (
-                quick_levels_iter.into_iter().flatten().collect(),
-                at_this_scale(true, false),
-            ),
-        ];
-        for (values, applies) in groups {
-            for v in values {
-                specs.push(Spec {
-                    value: v,
-                    applies: if applies { vec![i] } else { Vec::new() },
-                });
-            }
-        }
+        measurement_specs(m.get_ref(), i, plan_factor, quick, &mut specs);
     }
     if let Some(l) = &raw.factors.memory {
         for v in l.get_ref() {
@@ -172,6 +138,52 @@ pub(super) fn check(
         let (line, col) = super::line_col(ctx.text, s.start);
         format!("{}:{line}:{col}", ctx.file.display())
     }))
+}
+
+/// The memory values of measurement `i` (its own, its factor's, at both scales): those of
+/// this scale are checked against its start, the others only as sizes (its parameters at
+/// this scale are not the ones it will start with at the other).
+fn measurement_specs<'a>(
+    m: &'a RawMeasurement,
+    i: usize,
+    plan_factor: bool,
+    quick: bool,
+    specs: &mut Vec<Spec<'a>>,
+) {
+    // A value of the other scale is only checked as a size: the measurement's
+    // parameters at this scale are not the ones it will start with.
+    let quick_value = m.quick.get("memory");
+    let quick_levels = m.quick_factors.get("memory");
+    let full_values = m.memory.iter().chain(m.params.get("memory"));
+    let full_levels = m.factors.get("memory").map(|l| l.get_ref().iter());
+    let quick_levels_iter = quick_levels.map(|l| l.get_ref().iter());
+    let at_this_scale =
+        |is_quick: bool, overridden: bool| !plan_factor && is_quick == quick && !overridden;
+    let full_overridden = quick && quick_value.is_some();
+    let levels_overridden = quick && quick_levels.is_some();
+    let groups: [(Vec<&Spanned<toml::Value>>, bool); 4] = [
+        (full_values.collect(), at_this_scale(false, full_overridden)),
+        (
+            quick_value.into_iter().collect(),
+            at_this_scale(true, false),
+        ),
+        (
+            full_levels.into_iter().flatten().collect(),
+            at_this_scale(false, levels_overridden),
+        ),
+        (
+            quick_levels_iter.into_iter().flatten().collect(),
+            at_this_scale(true, false),
+        ),
+    ];
+    for (values, applies) in groups {
+        for v in values {
+            specs.push(Spec {
+                value: v,
+                applies: if applies { vec![i] } else { Vec::new() },
+            });
+        }
+    }
 }
 
 /// `cache_served_share` of `[experiment]`: a share in [0, 1] (0: no run is flagged), 0.5
