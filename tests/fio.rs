@@ -224,6 +224,65 @@ fn each_option_reads_and_writes_what_fio_does() {
     assert_eq!(counted(&r, "j sync").0, 0);
 }
 
+/// 4 KiB blocks of `path` holding data (not all zeros): the blocks a job wrote.
+fn written_blocks(path: &Path) -> Vec<u64> {
+    let data = std::fs::read(path).unwrap();
+    data.chunks(4096)
+        .enumerate()
+        .filter(|(_, c)| c.iter().any(|b| *b != 0))
+        .map(|(i, _)| i as u64)
+        .collect()
+}
+
+#[test]
+fn zoned_and_normal_offsets_land_where_fio_draws_them() {
+    // zoned: every write in the first quarter of the 1 MiB file (not laid out, without a
+    // reservation: its size is where the last write ended).
+    let job = |dist: &str, map: &str| {
+        format!(
+            "[j]\nrw=randwrite\nbs=4k\nsize=1m\nfallocate=none\n{map}random_distribution={dist}\n"
+        )
+    };
+    let (r, f, d) = run_job("zoned", &job("zoned:100/25", "norandommap\n"), &[]);
+    assert_eq!(counted(&r, "j write"), (256, 1 << 20));
+    let path = Path::new(r["run_dir"].as_str().unwrap()).join("j.0.0");
+    assert!(f[0].1 <= 256 << 10, "{f:?}");
+    let quarter = written_blocks(&path);
+    assert!(
+        quarter.iter().all(|b| *b < 64) && quarter.len() > 32,
+        "{quarter:?}"
+    );
+    drop(d);
+    // zoned_abs: sizes in bytes, per direction (reads first, then writes).
+    let (r, f, _d) = run_job(
+        "zabs",
+        &job("zoned_abs:100/1m,50/64k:50/64k", "norandommap\n"),
+        &[],
+    );
+    assert_eq!(counted(&r, "j write").0, 256);
+    assert!(f[0].1 <= 128 << 10, "{f:?}");
+    // With the random map (fio's default) a zoned pass still does every block once.
+    let (r, f, d) = run_job("zmap", &job("zoned:90/10:10/90", ""), &[]);
+    assert_eq!(counted(&r, "j write"), (256, 1 << 20));
+    let path = Path::new(r["run_dir"].as_str().unwrap()).join("j.0.0");
+    assert_eq!(f[0].1, 1 << 20);
+    assert_eq!(written_blocks(&path).len(), 256);
+    drop(d);
+    // normal: 256 writes gather on fewer blocks than 256 uniform ones do (about 162).
+    let distinct = |dist: &str, tag: &str| {
+        let (r, _, _d) = run_job(tag, &job(dist, "norandommap\n"), &[]);
+        assert_eq!(counted(&r, "j write").0, 256);
+        written_blocks(&Path::new(r["run_dir"].as_str().unwrap()).join("j.0.0")).len()
+    };
+    let uniform = distinct("random", "uni");
+    let normal = distinct("normal", "normal");
+    assert!(uniform > 130, "{uniform}");
+    assert!(
+        normal < 110 && normal > 20,
+        "normal {normal}, uniform {uniform}"
+    );
+}
+
 #[test]
 fn files_are_laid_out_where_and_as_fio_lays_them_out() {
     // offset: the file holds offset + size; offset_increment moves each clone on.
@@ -448,9 +507,19 @@ fn refused_options_and_malformed_lines_name_file_line_and_column() {
     refused("[j]\nsize=1m\ndirect=yes\n", "3:8", "not a boolean");
     refused("[j]\nsize=1m\nruntime=10sec\n", "3:9", "unknown time unit");
     refused(
-        "[j]\nsize=1m\nrandom_distribution=normal:10\n",
+        "[j]\nsize=1m\nrandom_distribution=normal:100\n",
         "3:21",
-        "`normal` offsets",
+        "normal deviation 100: out of range",
+    );
+    refused(
+        "[j]\nsize=1m\nrandom_distribution=zoned:50/10:40/90\n",
+        "3:21",
+        "add up to 90, not 100",
+    );
+    refused(
+        "[j]\nrw=randread\nsize=1m\nrandom_distribution=zoned_abs:50/1m:50/1m\n",
+        "4:1",
+        "zoned_abs sizes exceed file size",
     );
     refused(
         "[j]\nsize=1m\nrandom_distribution=zipf:1\n",

@@ -124,6 +124,36 @@ fn explain_job(
             Skew::Pareto { h, center: c } => {
                 format!("pareto, h {h}{}, scattered as fio scatters them", center(c))
             }
+            Skew::Normal { dev, center: c } => format!(
+                "normal, deviation {dev}%{}, scattered as fio scatters them",
+                center(c)
+            ),
+            Skew::Zoned => {
+                let dir = |d: usize| {
+                    let z = &s.zones[d];
+                    if z.parts.is_empty() {
+                        return "uniform".to_string();
+                    }
+                    z.parts
+                        .iter()
+                        .map(|p| {
+                            let size = if z.abs {
+                                h(p.size)
+                            } else {
+                                format!("{}%", p.size)
+                            };
+                            format!("{}% of the I/O in {size}", p.access)
+                        })
+                        .collect::<Vec<_>>()
+                        .join(", then ")
+                };
+                let map = if s.random_map {
+                    ", each block once per pass"
+                } else {
+                    ""
+                };
+                format!("zoned: reads {}; writes {}{map}", dir(0), dir(1))
+            }
         };
         let _ = writeln!(o, "  offsets: {how}");
     }

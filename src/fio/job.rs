@@ -6,7 +6,7 @@
 use super::ini::{Opt, Section};
 use super::value;
 use crate::lang::{Diagnostic, SourceFile, Span};
-use crate::model::stream::Skew;
+use crate::model::stream::{Skew, Zones};
 use std::sync::Arc;
 
 /// Block sizes of one direction.
@@ -69,17 +69,24 @@ pub enum Engine {
     Uring,
 }
 
-/// `random_distribution=`: fsbench runs `random`, `zipf[:theta[:center]]` and
-/// `pareto[:h[:center]]` (fio's defaults: theta 1.1, h 0.2).
-fn distribution(v: &str) -> Result<Skew, String> {
+/// `random_distribution=`: `random`, `zipf[:theta[:center]]`, `pareto[:h[:center]]`,
+/// `normal[:dev[:center]]` (fio's defaults: theta 1.1, h 0.2, dev 0), and `zoned:` /
+/// `zoned_abs:` with their zones per direction (`read,write`, one list for both).
+fn distribution(v: &str, kb: u64) -> Result<(Skew, [Zones; 2]), String> {
     let (kind, rest) = match v.split_once(':') {
         Some((k, r)) => (k.trim(), Some(r.trim())),
         None => (v.trim(), None),
     };
-    if matches!(kind, "normal" | "zoned" | "zoned_abs") {
-        return Err(format!(
-            "`{kind}` offsets are not supported by fsbench yet (random, zipf and pareto are)"
-        ));
+    if matches!(kind, "zoned" | "zoned_abs") {
+        let abs = kind == "zoned_abs";
+        let rest = rest.unwrap_or("");
+        // fio's str_split_parse: `read,write[,trim]`, or one list for every direction.
+        let (r, w) = match rest.split_once(',') {
+            Some((r, w)) => (r, w.split(',').next().unwrap_or("")),
+            None => (rest, rest),
+        };
+        let zones = [value::zones(r, kb, abs)?, value::zones(w, kb, abs)?];
+        return Ok((Skew::Zoned, zones));
     }
     let (val, center) = match rest {
         None => (None, None),
@@ -102,24 +109,32 @@ fn distribution(v: &str) -> Result<Skew, String> {
             (Some(num(a)?), center)
         }
     };
-    match kind {
-        "random" => Ok(Skew::Uniform),
+    let skew = match kind {
+        "random" => Skew::Uniform,
         "zipf" => {
             let theta = val.unwrap_or(1.1);
             if theta == 1.0 || theta <= 0.0 {
                 return Err(format!("zipf theta {theta}: must be above 0 and not 1"));
             }
-            Ok(Skew::Zipf { theta, center })
+            Skew::Zipf { theta, center }
         }
         "pareto" => {
             let h = val.unwrap_or(0.2);
             if !(h > 0.0 && h < 1.0) {
                 return Err(format!("pareto {h}: out of range (0 < h < 1)"));
             }
-            Ok(Skew::Pareto { h, center })
+            Skew::Pareto { h, center }
         }
-        _ => Err(format!("`{v}` is not a distribution")),
-    }
+        "normal" => {
+            let dev = val.unwrap_or(0.0);
+            if !(0.0..100.0).contains(&dev) {
+                return Err(format!("normal deviation {dev}: out of range (0 <= dev < 100)"));
+            }
+            Skew::Normal { dev, center }
+        }
+        _ => return Err(format!("`{v}` is not a distribution fsbench runs (random, zipf, pareto, normal, zoned, zoned_abs)")),
+    };
+    Ok((skew, Default::default()))
 }
 
 /// `rate=` (bytes per second) or `rate_iops=` of one direction.
@@ -184,6 +199,8 @@ pub struct Job {
     pub randseed: u64,
     pub norandommap: bool,
     pub distribution: Skew,
+    /// The zones of reads and writes with `zoned` / `zoned_abs`.
+    pub zones: [Zones; 2],
     pub invalidate: bool,
     pub fadvise_hint: bool,
     pub offset: u64,
@@ -245,6 +262,7 @@ impl Job {
             randseed: 0x89,
             norandommap: false,
             distribution: Skew::Uniform,
+            zones: Default::default(),
             invalidate: true,
             fadvise_hint: true,
             offset: 0,
@@ -738,7 +756,7 @@ fn apply_misc(job: &mut Job, key: &str, o: &Opt) -> Option<R> {
                 Ok(())
             }
             "random_distribution" => {
-                job.distribution = distribution(need(o)?)?;
+                (job.distribution, job.zones) = distribution(need(o)?, kb)?;
                 Ok(())
             }
             "fadvise_hint" => {
@@ -851,7 +869,22 @@ mod tests {
         let e = read("[a]\ndirect=yes\n").unwrap_err();
         assert!(e[0].message.contains("not a boolean"));
         let e = read("[a]\nrandom_distribution=zoned:50/10\n").unwrap_err();
-        assert!(e[0].message.contains("zoned"));
+        assert_eq!(e[0].location(), "j.fio:2:21");
+        assert!(e[0].message.contains("add up to 50"), "{}", e[0].message);
+        let e = read("[a]\nrandom_distribution=normal:100\n").unwrap_err();
+        assert!(e[0].message.contains("out of range"), "{}", e[0].message);
+        let j = read("[a]\nrandom_distribution=zoned:60/10:40/90,100/5\n[b]\nrandom_distribution=normal:5:0.25\n")
+            .unwrap();
+        assert_eq!(j[0].distribution, Skew::Zoned);
+        assert_eq!(j[0].zones[0].parts.len(), 2);
+        assert_eq!(j[0].zones[1].parts[0].size, 5);
+        assert_eq!(
+            j[1].distribution,
+            Skew::Normal {
+                dev: 5.0,
+                center: Some(0.25)
+            }
+        );
         let j = read("[a]\nrandom_distribution=zipf\n[b]\nrandom_distribution=pareto:0.3:0.5\n")
             .unwrap();
         assert_eq!(

@@ -171,6 +171,7 @@ fn check(job: &Job, first: bool, errors: &mut Vec<Diagnostic>) {
         }
     }
     let min_bs = job.bs[0].min().min(job.bs[1].min());
+    check_zones(job, min_bs, errors);
     if let Some(size) = job.size {
         if size < min_bs {
             errors.push(at(
@@ -186,6 +187,25 @@ fn check(job: &Job, first: bool, errors: &mut Vec<Diagnostic>) {
             "direct",
             format!("`direct=1` with a block size of {min_bs} bytes: O_DIRECT needs multiples of the logical block size"),
         ));
+    }
+}
+
+/// fio: "zoned_abs sizes exceed file size", found at the first draw; here before.
+fn check_zones(job: &Job, min_bs: u64, errors: &mut Vec<Diagnostic>) {
+    if !(job.random && job.distribution == Skew::Zoned) {
+        return;
+    }
+    let unit = min_bs.max(1);
+    let shortest = clone_files(job, 0).iter().map(|f| f.len).min().unwrap_or(0);
+    for z in job.zones.iter().filter(|z| z.abs) {
+        let total: u64 = z.parts.iter().map(|p| p.size).sum();
+        if total / unit > shortest / unit {
+            errors.push(at(
+                job,
+                "random_distribution",
+                format!("zoned_abs zones of {total} bytes exceed the file's {shortest} bytes (fio: zoned_abs sizes exceed file size)"),
+            ));
+        }
     }
 }
 
@@ -352,8 +372,9 @@ fn stream_of(job: &Job, j: usize, k: u32, stats: &mut Stats, report: &str) -> St
         time_based: job.time_based,
         // fio's runtime starts after the ramp (the run's warm-up here).
         runtime_ns: (job.runtime_us + job.ramp_time_us).saturating_mul(1000),
-        random_map: !job.norandommap && job.distribution == Skew::Uniform,
+        random_map: !job.norandommap && matches!(job.distribution, Skew::Uniform | Skew::Zoned),
         skew: job.distribution,
+        zones: job.zones.clone(),
         invalidate: job.invalidate,
         fadvise_hint: job.fadvise_hint,
         seed: job

@@ -49,6 +49,32 @@ pub enum Skew {
         h: f64,
         center: Option<f64>,
     },
+    /// fio's `normal` (`lib/gauss.c`): the mean of 12 uniform draws over the ranges, moved
+    /// by a uniform deviation of `dev` percent of them, scattered by the same hash and
+    /// shifted by `center` (a fraction of the file, 0.5 meaning none).
+    Normal {
+        dev: f64,
+        center: Option<f64>,
+    },
+    /// fio's `zoned` / `zoned_abs`: a zone drawn by its access share, then a block uniform
+    /// in it; the zones of each direction are [`Stream::zones`]. Keeps the random map.
+    Zoned,
+}
+
+/// One zone of fio's `zoned` (`zoned_abs`) distribution: the percentage of the accesses
+/// that go to it, and its size, in percent of the file (in bytes for `zoned_abs`). The
+/// zones follow one another from the start of the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Zone {
+    pub access: u32,
+    pub size: u64,
+}
+
+/// The zones of one direction (none: uniform), and whether their sizes are bytes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Zones {
+    pub abs: bool,
+    pub parts: Vec<Zone>,
 }
 
 /// How a file's blocks are reserved before it is filled.
@@ -137,6 +163,8 @@ pub struct Stream {
     pub fadvise_hint: bool,
     /// How random offsets are drawn; a skewed one keeps no random map (as fio).
     pub skew: Skew,
+    /// With [`Skew::Zoned`], the zones of reads and writes.
+    pub zones: [Zones; 2],
     /// Random offsets cover each block once per pass (fio's random map).
     pub random_map: bool,
     /// The seed of the offsets, sizes and directions; `None`: from the run seed.

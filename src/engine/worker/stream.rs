@@ -12,8 +12,9 @@
 //!   ends when time based;
 //! - an fsync (fdatasync) goes after every Nth write, on the file the write went to.
 
+use super::stream_skew::{SkewState, ZoneTable};
 use super::*;
-use crate::model::stream::{Pace, Sizes, Skew, Stream};
+use crate::model::stream::{Pace, Sizes, Stream};
 
 /// One file of the stream, open.
 pub(super) struct OpenFile {
@@ -27,80 +28,6 @@ pub(super) struct OpenFile {
     blocks: u64,
     /// A skewed distribution's state (fio keeps one per file).
     skew: Option<SkewState>,
-}
-
-/// fio's `zipf_state` (`lib/zipf.c`): ranges of the smallest block size, the Zipf sum
-/// over them (up to 10 million, as fio caps it), and the draw's random offset.
-struct SkewState {
-    nranges: u64,
-    zipf: bool,
-    theta: f64,
-    zetan: f64,
-    zeta2: f64,
-    pareto_pow: f64,
-    rand_off: u64,
-    rng: Rng,
-}
-
-/// The multiplier of fio's `__hash_u64` (the golden ratio's, as Linux's `hash_64`).
-const GOLDEN_RATIO_64: u64 = 0x61C8_8646_80B5_83EB;
-
-impl SkewState {
-    fn new(skew: Skew, len: u64, unit: u64, seed: u64) -> Option<SkewState> {
-        let nranges = len.div_ceil(unit).max(1);
-        let mut rng = crate::dist::rng(seed, 0x21bf);
-        let (zipf, theta, h, center) = match skew {
-            Skew::Uniform => return None,
-            Skew::Zipf { theta, center } => (true, theta, 0.0, center),
-            Skew::Pareto { h, center } => (false, 0.0, h, center),
-        };
-        let rand_off = match center {
-            Some(c) => (nranges as f64 * c) as u64,
-            None => rng.random::<u32>() as u64,
-        };
-        let zetan = if zipf {
-            (0..nranges.min(10_000_000))
-                .map(|i| (1.0 / (i + 1) as f64).powf(theta))
-                .sum()
-        } else {
-            0.0
-        };
-        Some(SkewState {
-            nranges,
-            zipf,
-            theta,
-            zetan,
-            zeta2: 1.0 + 0.5f64.powf(theta),
-            pareto_pow: if zipf { 0.0 } else { h.ln() / (1.0 - h).ln() },
-            rand_off,
-            rng,
-        })
-    }
-
-    /// fio's `zipf_next` / `pareto_next`: a range number.
-    fn next(&mut self) -> u64 {
-        let u = self.rng.random::<u32>() as f64 / u32::MAX as f64;
-        let n = self.nranges;
-        let val = if self.zipf {
-            let alpha = 1.0 / (1.0 - self.theta);
-            let eta =
-                (1.0 - (2.0 / n as f64).powf(1.0 - self.theta)) / (1.0 - self.zeta2 / self.zetan);
-            let z = u * self.zetan;
-            let v = if z < 1.0 {
-                1
-            } else if z < 1.0 + 0.5f64.powf(self.theta) {
-                2
-            } else {
-                1 + (n as f64 * (eta * u - eta + 1.0).powf(alpha)) as u64
-            };
-            v - 1
-        } else {
-            ((n - 1) as f64 * u.powf(self.pareto_pow)) as u64
-        };
-        val.wrapping_mul(GOLDEN_RATIO_64)
-            .wrapping_add(self.rand_off)
-            % n
-    }
 }
 
 impl OpenFile {
@@ -126,6 +53,8 @@ pub(super) struct StreamState {
     last_was_write: bool,
     unit: u64,
     rng: Rng,
+    /// `zoned` / `zoned_abs`: the zones of each direction.
+    zones: ZoneTable,
     started: Instant,
     since_think: u64,
     /// Bytes and I/Os issued per direction, for pacing.
@@ -206,6 +135,7 @@ impl Worker<'_> {
             last_was_write: false,
             unit,
             rng,
+            zones: ZoneTable::new(&s.zones),
             started: Instant::now(),
             since_think: 0,
             paced: [(0, 0); 2],
@@ -442,7 +372,10 @@ impl Worker<'_> {
         }
         let mut b = match &mut st.files[fi].skew {
             Some(sk) => sk.next(),
-            None => st.rng.random_range(0..blocks),
+            None => match st.zones.draw(dir, blocks, unit, &mut st.rng) {
+                Some(b) => b,
+                None => st.rng.random_range(0..blocks),
+            },
         };
         if b >= blocks {
             // The last, partial range of a skewed draw: no whole block there.
@@ -705,79 +638,5 @@ impl Worker<'_> {
                 let _ = io::close(f.fd);
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Draws per range, most drawn first.
-    fn spread(skew: Skew, n: u64, draws: usize) -> Vec<usize> {
-        let mut s = SkewState::new(skew, n * 4096, 4096, 7).unwrap();
-        let mut hits = vec![0usize; n as usize];
-        for _ in 0..draws {
-            let v = s.next();
-            assert!(v < n);
-            hits[v as usize] += 1;
-        }
-        hits.sort_unstable_by(|a, b| b.cmp(a));
-        hits
-    }
-
-    #[test]
-    fn zipf_ranks_follow_the_exponent_and_are_scattered() {
-        // theta 1.2 over 1000 ranges: the first rank has 1 / sum(i^-1.2) of the draws,
-        // about 23%.
-        let hits = spread(
-            Skew::Zipf {
-                theta: 1.2,
-                center: None,
-            },
-            1024,
-            100_000,
-        );
-        let top = hits[0] as f64 / 100_000.0;
-        assert!((0.21..0.25).contains(&top), "{top}");
-        // The most drawn ranges are not the first ones of the file (the hash scatters).
-        let mut s = SkewState::new(
-            Skew::Zipf {
-                theta: 1.2,
-                center: Some(0.0),
-            },
-            1000 * 4096,
-            4096,
-            1,
-        )
-        .unwrap();
-        let first = (0..1000).map(|_| s.next()).filter(|v| *v < 10).count();
-        assert!(first < 500, "{first}");
-    }
-
-    #[test]
-    fn pareto_gives_most_draws_to_few_ranges() {
-        // h = 0.2: about 80% of the draws in 20% of the ranges. (A power of two of ranges:
-        // fio's multiplicative scatter maps other counts onto fewer ranges, as here.)
-        let hits = spread(
-            Skew::Pareto {
-                h: 0.2,
-                center: None,
-            },
-            1024,
-            100_000,
-        );
-        let top: usize = hits[..205].iter().sum();
-        assert!(top > 70_000, "{top}");
-        // h = 0.5 draws uniformly.
-        let uniform = spread(
-            Skew::Pareto {
-                h: 0.5,
-                center: None,
-            },
-            1024,
-            100_000,
-        );
-        let top: usize = uniform[..205].iter().sum();
-        assert!(top < 25_000, "{top}");
     }
 }
