@@ -366,6 +366,32 @@ fn rates_pace_unlink_removes_and_iodepth_changes_nothing_with_sync_engines() {
 }
 
 #[test]
+fn rates_of_both_directions_and_poisson_gaps_pace_as_fio() {
+    // A 50/50 mix with reads at 1000 a second and writes at 10: as fio's rate_ddir, a
+    // write not yet due gives way to a read that is, so the rates, not the mix, share
+    // the 64 I/Os (a write every 100 ms while the reads take about 64 ms).
+    let (r, _, _d) = run_job(
+        "raterw",
+        "[j]\nrw=randrw\nbs=4k\nsize=256k\nrate_iops=1000,10\n",
+        &[],
+    );
+    let (rd, wr) = (counted(&r, "j read").0, counted(&r, "j write").0);
+    assert_eq!(rd + wr, 64);
+    assert!(wr >= 1 && wr * 4 < rd, "reads {rd}, writes {wr}");
+    // The last write waits for its time: (writes - 1) × 100 ms after the start.
+    let dur = r["duration_s"].as_f64().unwrap();
+    assert!(dur >= (wr - 1) as f64 * 0.1, "{dur} s for {wr} writes");
+    // Poisson gaps of mean 1/200 s over one second: about 200 reads, never far more.
+    let (r, _, _d) = run_job(
+        "poisson",
+        "[j]\nrw=randread\nbs=4k\nsize=1m\nrate_iops=200\nrate_process=poisson\ntime_based\nruntime=1\n",
+        &[],
+    );
+    let reads = counted(&r, "j read").0;
+    assert!((1..=260).contains(&reads), "{reads}");
+}
+
+#[test]
 fn async_engines_keep_iodepth_in_flight_through_io_uring() {
     let d = Scratch::new("uring");
     let f = d.path().join("u.fio");
@@ -493,16 +519,20 @@ fn refused_options_and_malformed_lines_name_file_line_and_column() {
         "every N writes with ioengine=libaio",
     );
     refused(
-        "[j]\nsize=1m\nrw=randrw\nrate=1m\n",
-        "4:1",
-        "reads and writes",
+        "[j]\nsize=1m\nrate=1k\nrate_process=poisson\n",
+        "3:1",
+        "less than one block",
     );
     refused(
         "[j]\nsize=1m\nrate_iops=0\n",
         "3:1",
         "rate lower than supported",
     );
-    refused("[j]\nsize=1m\nrate_process=poisson\n", "3:14", "linearly");
+    refused(
+        "[j]\nsize=1m\nrate_process=bursty\n",
+        "3:14",
+        "linear or poisson",
+    );
     refused("[j]\nsize=1m\nbs=4q\n", "3:4", "unknown size suffix");
     refused("[j]\nsize=1m\ndirect=yes\n", "3:8", "not a boolean");
     refused("[j]\nsize=1m\nruntime=10sec\n", "3:9", "unknown time unit");

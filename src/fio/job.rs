@@ -193,6 +193,8 @@ pub struct Job {
     pub thinktime_us: u64,
     pub thinktime_blocks: u64,
     pub rate: [Option<Rate>; 2],
+    /// `rate_process=poisson`.
+    pub poisson: bool,
     pub unlink: bool,
     pub create_on_open: bool,
     pub randrepeat: bool,
@@ -256,6 +258,7 @@ impl Job {
             thinktime_us: 0,
             thinktime_blocks: 1,
             rate: [None, None],
+            poisson: false,
             unlink: false,
             create_on_open: false,
             randrepeat: true,
@@ -557,10 +560,14 @@ fn apply_engine(job: &mut Job, key: &str, o: &Opt) -> Option<R> {
                 }
                 Ok(())
             }
-            "rate_process" => match need(o)? {
-                "linear" => Ok(()),
-                v => Err(format!("`{v}`: fsbench paces linearly only")),
-            },
+            "rate_process" => {
+                job.poisson = match need(o)? {
+                    "linear" => false,
+                    "poisson" => true,
+                    v => return Err(format!("`{v}` (linear or poisson)")),
+                };
+                Ok(())
+            }
             "fdatasync" => {
                 job.fdatasync = value::int(need(o)?, kb)?;
                 Ok(())

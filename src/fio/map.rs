@@ -141,24 +141,7 @@ fn check(job: &Job, first: bool, errors: &mut Vec<Diagnostic>) {
             }
         }
     }
-    if job.read && job.write && job.rate.iter().any(Option::is_some) {
-        let key = if job.has("rate") { "rate" } else { "rate_iops" };
-        errors.push(at(
-            job,
-            key,
-            format!("`{key}` on a job that reads and writes (fio then moves I/O between the directions to keep both rates) is not supported by fsbench"),
-        ));
-    }
-    for r in &job.rate {
-        if *r == Some(Rate::Bytes(0)) || *r == Some(Rate::Iops(0)) {
-            let key = if job.has("rate") { "rate" } else { "rate_iops" };
-            errors.push(at(
-                job,
-                key,
-                format!("`{key}` of 0 (fio: rate lower than supported)"),
-            ));
-        }
-    }
+    check_rates(job, errors);
     if job.engine == Engine::Uring {
         for key in ["fsync", "fdatasync"] {
             if job.has(key) && (job.fsync > 0 || job.fdatasync > 0) {
@@ -187,6 +170,32 @@ fn check(job: &Job, first: bool, errors: &mut Vec<Diagnostic>) {
             "direct",
             format!("`direct=1` with a block size of {min_bs} bytes: O_DIRECT needs multiples of the logical block size"),
         ));
+    }
+}
+
+/// A rate of 0, or a poisson rate under one block a second (fio divides by it).
+fn check_rates(job: &Job, errors: &mut Vec<Diagnostic>) {
+    for (d, r) in job.rate.iter().enumerate() {
+        let key = if job.has("rate") { "rate" } else { "rate_iops" };
+        if *r == Some(Rate::Bytes(0)) || *r == Some(Rate::Iops(0)) {
+            errors.push(at(
+                job,
+                key,
+                format!("`{key}` of 0 (fio: rate lower than supported)"),
+            ));
+        } else if let (true, Some(Rate::Bytes(b))) = (job.poisson, r) {
+            // fio's poisson gap divides by the rate in blocks per second.
+            if *b < job.bs[d].min() {
+                errors.push(at(
+                    job,
+                    key,
+                    format!(
+                        "`rate={b}` with rate_process=poisson: less than one block ({}) a second",
+                        job.bs[d].min()
+                    ),
+                ));
+            }
+        }
     }
 }
 
@@ -394,6 +403,7 @@ fn stream_of(job: &Job, j: usize, k: u32, stats: &mut Stats, report: &str) -> St
             0
         },
         pace: [0, 1].map(|d| pace(job, d)),
+        poisson: job.poisson,
         unlink: job.unlink,
         think_us: job.thinktime_us,
         think_blocks: job.thinktime_blocks,

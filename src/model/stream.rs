@@ -182,6 +182,9 @@ pub struct Stream {
     pub depth: u32,
     /// Pacing of reads and writes.
     pub pace: [Pace; 2],
+    /// fio's `rate_process=poisson`: the gaps between I/Os are exponential with the
+    /// rate's mean (at the smallest block size), not even.
+    pub poisson: bool,
     /// Remove the files when the stream ends (fio's `unlink`).
     pub unlink: bool,
     /// Sleep this many µs after every `think_blocks` I/Os.

@@ -16,6 +16,12 @@ use super::stream_skew::{SkewState, ZoneTable};
 use super::*;
 use crate::model::stream::{Pace, Sizes, Stream};
 
+/// fio's poisson gap: `(1000000 / iops) × -ln(U)` µs for a uniform `U` in (0, 1], as
+/// `usec_for_io` computes it (a single-precision logarithm, as fio's `logf`).
+fn poisson_gap_us(per_io_us: u64, u: f32) -> u64 {
+    (per_io_us as f64 * -(u.ln() as f64)) as u64
+}
+
 /// One file of the stream, open.
 pub(super) struct OpenFile {
     pub(super) fd: RawFd,
@@ -57,8 +63,12 @@ pub(super) struct StreamState {
     zones: ZoneTable,
     started: Instant,
     since_think: u64,
-    /// Bytes and I/Os issued per direction, for pacing.
+    /// Bytes and I/Os issued per direction, for pacing, and when (µs after the start)
+    /// each direction's next I/O is due (fio's `rate_next_io_time`).
     paced: [(u64, u64); 2],
+    next_us: [u64; 2],
+    /// The exponential gaps of `rate_process=poisson` (fio's `poisson_state`).
+    pace_rng: Rng,
     /// Its runtime is recorded.
     timed: bool,
     /// The ring of an asynchronous stream.
@@ -139,6 +149,8 @@ impl Worker<'_> {
             started: Instant::now(),
             since_think: 0,
             paced: [(0, 0); 2],
+            next_us: [0, 0],
+            pace_rng: crate::dist::rng(seed, 0x9015),
             timed: false,
             ring: if s.depth > 0 {
                 Some(
@@ -209,9 +221,9 @@ impl Worker<'_> {
             return r;
         }
         let dir = self.stream_dir(&s);
-        if !self.stream_pace(&s, dir) {
+        let Some(dir) = self.stream_pace(&s, dir) else {
             return Ok(Flow::Stop);
-        }
+        };
         let Some((fi, off, len)) = self.stream_place(&s, dir) else {
             // Every file is exhausted: the pass is over (checked at the next call).
             let st = self.stream.as_mut().expect("set above");
@@ -228,19 +240,62 @@ impl Worker<'_> {
             || st.files.iter().all(|f| f.done)
     }
 
-    /// fio's linear rate: wait until the time the I/Os issued so far in direction `dir`
-    /// take at the rate. False when the run stopped meanwhile.
-    fn stream_pace(&mut self, s: &Stream, dir: usize) -> bool {
-        let st = self.stream.as_ref().expect("set");
-        let (bytes, ios) = st.paced[dir];
-        let due_us = match s.pace[dir] {
-            Pace::None => return true,
-            Pace::Bytes(bps) => (bytes as u128 * 1_000_000 / bps.max(1) as u128) as u64,
-            Pace::PerIo(us) => ios.saturating_mul(us),
+    /// fio's `rate_ddir`: the direction `dir` goes when its next I/O is due; else, in a
+    /// job that also does the other one, that one when it is due; else the stream sleeps
+    /// until the earlier of the two and goes in that direction (which the mix then
+    /// keeps). `None` when the run stopped meanwhile.
+    fn stream_pace(&mut self, s: &Stream, dir: usize) -> Option<usize> {
+        if s.pace == [Pace::None, Pace::None] {
+            return Some(dir);
+        }
+        let st = self.stream.as_mut().expect("set");
+        let now = st.started.elapsed().as_micros() as u64;
+        if st.next_us[dir] <= now {
+            return Some(dir);
+        }
+        let odir = dir ^ 1;
+        let other_share = if odir == 0 {
+            s.read_pct
+        } else {
+            100 - s.read_pct
         };
-        let due = st.started + Duration::from_micros(due_us);
-        let now = Instant::now();
-        due <= now || self.sleep(due - now)
+        let (due, d) = if s.reads && s.writes && other_share > 0 {
+            if st.next_us[odir] <= now {
+                st.mix_dir = odir;
+                return Some(odir);
+            }
+            if st.next_us[dir] <= st.next_us[odir] {
+                (st.next_us[dir], dir)
+            } else {
+                (st.next_us[odir], odir)
+            }
+        } else {
+            (st.next_us[dir], dir)
+        };
+        st.mix_dir = d;
+        self.sleep(Duration::from_micros(due - now)).then_some(d)
+    }
+
+    /// fio's `usec_for_io` after an I/O in direction `dir`: linear, the time the bytes
+    /// issued so far take at the rate (`rate_iops` with `bssplit`: a fixed time per I/O);
+    /// poisson, the last due time plus an exponential gap of mean 1 / IOPS (the rate at
+    /// the smallest block size), as fio draws it: `(1000000 / iops) × -ln(U)`.
+    fn stream_next_due(st: &mut StreamState, s: &Stream, dir: usize) {
+        let (bytes, ios) = st.paced[dir];
+        let per_io_us = match s.pace[dir] {
+            Pace::None => return,
+            Pace::Bytes(bps) => 1_000_000 / (bps / s.bs[dir].min().max(1)).max(1),
+            Pace::PerIo(us) => us,
+        };
+        st.next_us[dir] = if s.poisson {
+            let u: f32 = st.pace_rng.random_range(f32::EPSILON..=1.0);
+            st.next_us[dir] + poisson_gap_us(per_io_us, u)
+        } else {
+            match s.pace[dir] {
+                Pace::Bytes(bps) => (bytes as u128 * 1_000_000 / bps.max(1) as u128) as u64,
+                _ => ios.saturating_mul(per_io_us),
+            }
+        };
     }
 
     /// fio's `get_rw_ddir` for a mixed stream; the one direction otherwise.
@@ -460,6 +515,7 @@ impl Worker<'_> {
         st.issues[dir] += 1;
         st.paced[dir].0 += len;
         st.paced[dir].1 += 1;
+        Self::stream_next_due(st, s, dir);
         st.pass_ios += 1;
         st.pass_bytes += n;
         if !s.random {
@@ -638,5 +694,28 @@ impl Worker<'_> {
                 let _ = io::close(f.fd);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn poisson_gaps_are_exponential_with_the_rates_mean() {
+        // Exponential gaps of mean 5000 µs: mean and standard deviation both about 5000,
+        // the median 5000 × ln 2 (linear pacing has a standard deviation of 0).
+        let mut rng = crate::dist::rng(11, 2);
+        let mut gaps: Vec<f64> = (0..50_000)
+            .map(|_| poisson_gap_us(5000, rng.random_range(f32::EPSILON..=1.0)) as f64)
+            .collect();
+        let n = gaps.len() as f64;
+        let mean = gaps.iter().sum::<f64>() / n;
+        let sd = (gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / n).sqrt();
+        gaps.sort_by(f64::total_cmp);
+        let median = gaps[gaps.len() / 2];
+        assert!((4850.0..5150.0).contains(&mean), "{mean}");
+        assert!((4800.0..5200.0).contains(&sd), "{sd}");
+        assert!((3300.0..3630.0).contains(&median), "{median}");
     }
 }
