@@ -392,6 +392,74 @@ fn rates_of_both_directions_and_poisson_gaps_pace_as_fio() {
 }
 
 #[test]
+fn ranges_spin_and_minimum_rates_as_fio() {
+    // filesize=lo-hi: each file a size drawn in the range, a multiple of the block size;
+    // the job reads them whole.
+    let (r, f, _d) = run_job(
+        "fsrange",
+        "[j]\nrw=read\nbs=4k\nnrfiles=4\nfilesize=16k-64k\n",
+        &[],
+    );
+    assert_eq!(f.len(), 4);
+    assert!(
+        f.iter()
+            .all(|(_, s)| (16 << 10..=64 << 10).contains(s) && s % 4096 == 0),
+        "{f:?}"
+    );
+    assert!(
+        f.iter().any(|x| x.1 != f[0].1),
+        "drawn, not all alike: {f:?}"
+    );
+    let total: u64 = f.iter().map(|x| x.1).sum();
+    assert_eq!(counted(&r, "j read"), (total / 4096, total));
+    // startdelay=lo-hi: each clone its own delay in the range, said by `check`.
+    let d = Scratch::new("delay");
+    let job = d.path().join("delay.fio");
+    std::fs::write(&job, "[j]\nrw=read\nsize=64k\nnumjobs=4\nstartdelay=1-3\n").unwrap();
+    let o = run(&["check", job.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let delays: Vec<f64> = text(&o)
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("starts "))
+        .map(|l| l.split(' ').next().unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(delays.len(), 4, "{}", text(&o));
+    assert!(delays.iter().all(|d| (1.0..=3.0).contains(d)), "{delays:?}");
+    assert!(delays.iter().any(|x| *x != delays[0]), "{delays:?}");
+    // thinktime_spin: 8 thinks of 100 ms, all spent busy: the thread's CPU time shows it
+    // (at least a quarter of it, whatever else the machine runs), and the run lasts them.
+    let (r, _, _d) = run_job(
+        "spin",
+        "[j]\nrw=read\nbs=4k\nsize=32k\nthinktime=100ms\nthinktime_spin=100ms\n",
+        &[],
+    );
+    assert_eq!(counted(&r, "j read").0, 8);
+    let cpu = r["summary"]["cpu_user_s"].as_f64().unwrap();
+    assert!(cpu >= 0.2, "{cpu} s of CPU for 0.8 s of spinning");
+    assert!(r["duration_s"].as_f64().unwrap() >= 0.8);
+    // rate_iops_min above what rate_iops lets through: after fio's two seconds of
+    // settling, the first check a second later fails the job, and the run with it.
+    let d = Scratch::new("ratemin");
+    let job = d.path().join("ratemin.fio");
+    std::fs::write(
+        &job,
+        "[j]\nrw=randread\nbs=4k\nsize=1m\nrate_iops=20\nrate_iops_min=100\ntime_based\nruntime=10\n",
+    )
+    .unwrap();
+    let o = run(&["run", job.to_str().unwrap(), "--dir", d.s(), "-q"]);
+    assert!(!o.status.success(), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    let got: u64 = err
+        .split("rate_iops_min=100 IOPS not met, got ")
+        .nth(1)
+        .and_then(|t| t.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!((1..100).contains(&got), "{err}");
+    assert!(err.contains("job j: 1 failed operation"), "{err}");
+}
+
+#[test]
 fn async_engines_keep_iodepth_in_flight_through_io_uring() {
     let d = Scratch::new("uring");
     let f = d.path().join("u.fio");

@@ -187,11 +187,18 @@ pub struct Job {
     pub time_based: bool,
     pub ramp_time_us: u64,
     pub startdelay_us: u64,
+    /// `startdelay=lo-hi`: each clone starts a time drawn in the range (0: no range).
+    pub startdelay_hi_us: u64,
     pub loops: u64,
     pub number_ios: u64,
     pub io_size: Option<u64>,
     pub thinktime_us: u64,
     pub thinktime_blocks: u64,
+    /// `thinktime_spin`: of the think time, this much spent busy.
+    pub thinktime_spin_us: u64,
+    /// `rate_min` / `rate_iops_min` per direction, checked every `ratecycle` ms.
+    pub rate_min: [Option<Rate>; 2],
+    pub ratecycle_ms: u64,
     pub rate: [Option<Rate>; 2],
     /// `rate_process=poisson`.
     pub poisson: bool,
@@ -252,11 +259,15 @@ impl Job {
             time_based: false,
             ramp_time_us: 0,
             startdelay_us: 0,
+            startdelay_hi_us: 0,
             loops: 1,
             number_ios: 0,
             io_size: None,
             thinktime_us: 0,
             thinktime_blocks: 1,
+            thinktime_spin_us: 0,
+            rate_min: [None, None],
+            ratecycle_ms: 1000,
             rate: [None, None],
             poisson: false,
             unlink: false,
@@ -359,6 +370,7 @@ pub fn apply(job: &mut Job, o: &Opt) -> Result<(), Diagnostic> {
     let key = canonical(&o.key);
     let known = apply_io(job, key, o)
         .or_else(|| apply_engine(job, key, o))
+        .or_else(|| apply_rate(job, key, o))
         .or_else(|| apply_files(job, key, o))
         .or_else(|| apply_time(job, key, o))
         .or_else(|| apply_misc(job, key, o));
@@ -542,32 +554,6 @@ fn apply_engine(job: &mut Job, key: &str, o: &Opt) -> Option<R> {
                 job.fsync = value::int(need(o)?, kb)?;
                 Ok(())
             }
-            "rate" => {
-                let (r, w) = value::per_ddir(need(o)?)?;
-                for (i, p) in [(0, r), (1, w)] {
-                    if let Some(p) = p {
-                        job.rate[i] = Some(Rate::Bytes(value::size(p, kb)?));
-                    }
-                }
-                Ok(())
-            }
-            "rate_iops" => {
-                let (r, w) = value::per_ddir(need(o)?)?;
-                for (i, p) in [(0, r), (1, w)] {
-                    if let Some(p) = p {
-                        job.rate[i] = Some(Rate::Iops(value::int(p, kb)?));
-                    }
-                }
-                Ok(())
-            }
-            "rate_process" => {
-                job.poisson = match need(o)? {
-                    "linear" => false,
-                    "poisson" => true,
-                    v => return Err(format!("`{v}` (linear or poisson)")),
-                };
-                Ok(())
-            }
             "fdatasync" => {
                 job.fdatasync = value::int(need(o)?, kb)?;
                 Ok(())
@@ -602,6 +588,65 @@ fn unknown_is_none(r: R) -> Option<R> {
     }
 }
 
+/// `rate`, `rate_iops`, their minimums and `rate_process`.
+fn apply_rate(job: &mut Job, key: &str, o: &Opt) -> Option<R> {
+    let kb = job.kb_base;
+    let r = (|| -> R {
+        match key {
+            "rate" => {
+                let (r, w) = value::per_ddir(need(o)?)?;
+                for (i, p) in [(0, r), (1, w)] {
+                    if let Some(p) = p {
+                        job.rate[i] = Some(Rate::Bytes(value::size(p, kb)?));
+                    }
+                }
+                Ok(())
+            }
+            "rate_iops" => {
+                let (r, w) = value::per_ddir(need(o)?)?;
+                for (i, p) in [(0, r), (1, w)] {
+                    if let Some(p) = p {
+                        job.rate[i] = Some(Rate::Iops(value::int(p, kb)?));
+                    }
+                }
+                Ok(())
+            }
+            "rate_min" | "ratemin" => {
+                let (r, w) = value::per_ddir(need(o)?)?;
+                for (i, p) in [(0, r), (1, w)] {
+                    if let Some(p) = p {
+                        job.rate_min[i] = Some(Rate::Bytes(value::size(p, kb)?));
+                    }
+                }
+                Ok(())
+            }
+            "rate_iops_min" => {
+                let (r, w) = value::per_ddir(need(o)?)?;
+                for (i, p) in [(0, r), (1, w)] {
+                    if let Some(p) = p {
+                        job.rate_min[i] = Some(Rate::Iops(value::int(p, kb)?));
+                    }
+                }
+                Ok(())
+            }
+            "ratecycle" => {
+                job.ratecycle_ms = value::int(need(o)?, kb)?.max(1);
+                Ok(())
+            }
+            "rate_process" => {
+                job.poisson = match need(o)? {
+                    "linear" => false,
+                    "poisson" => true,
+                    v => return Err(format!("`{v}` (linear or poisson)")),
+                };
+                Ok(())
+            }
+            _ => Err(String::from("\0")),
+        }
+    })();
+    unknown_is_none(r)
+}
+
 fn apply_files(job: &mut Job, key: &str, o: &Opt) -> Option<R> {
     let kb = job.kb_base;
     let r = (|| -> R {
@@ -618,11 +663,6 @@ fn apply_files(job: &mut Job, key: &str, o: &Opt) -> Option<R> {
                     let s = value::size(v, kb)?;
                     (s, s)
                 };
-                if lo != hi {
-                    return Err(format!(
-                        "`{v}`: a range of file sizes is not supported by fsbench yet"
-                    ));
-                }
                 job.filesize = Some((lo, hi));
                 Ok(())
             }
@@ -693,7 +733,24 @@ fn apply_time(job: &mut Job, key: &str, o: &Opt) -> Option<R> {
                 Ok(())
             }
             "startdelay" => {
-                job.startdelay_us = value::time_us(need(o)?, true)?;
+                // fio: a range `lo-hi` draws each clone's delay in it.
+                let v = need(o)?;
+                let (lo, hi) = match v.trim_start().get(1..).and_then(|r| r.find('-')) {
+                    Some(i) => (&v[..i + 1], Some(&v[i + 2..])),
+                    None => (v, None),
+                };
+                job.startdelay_us = value::time_us(lo, true)?;
+                job.startdelay_hi_us = match hi {
+                    Some(h) => value::time_us(h, true)?,
+                    None => 0,
+                };
+                if job.startdelay_hi_us > 0 && job.startdelay_hi_us < job.startdelay_us {
+                    std::mem::swap(&mut job.startdelay_us, &mut job.startdelay_hi_us);
+                }
+                Ok(())
+            }
+            "thinktime_spin" => {
+                job.thinktime_spin_us = value::time_us(need(o)?, false)?;
                 Ok(())
             }
             "ramp_time" => {

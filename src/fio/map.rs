@@ -5,8 +5,9 @@
 
 use super::job::{Bs, Engine, Falloc, Job, Rate, SyncMode};
 use crate::lang::{Diagnostic, Diagnostics, SourceFile};
-use crate::model::stream::{Pace, Prealloc, Sizes, Skew, Stream, StreamFile};
+use crate::model::stream::{MinRate, Pace, Prealloc, Sizes, Skew, Stream, StreamFile};
 use crate::model::{FlowopKind, Process, QuitMode, Thread, Workload};
+use rand::Rng as _;
 use std::sync::Arc;
 
 /// A job file mapped: the workload the engine runs, and what `run`, `show` and `check`
@@ -68,7 +69,8 @@ fn run_limit(jobs: &[Job], waits: &[Vec<(usize, u32)>]) -> u64 {
     let mut end = vec![0u64; jobs.len()];
     for (j, job) in jobs.iter().enumerate() {
         let start = waits[j].iter().map(|(i, _)| end[*i]).max().unwrap_or(0);
-        end[j] = start + job.startdelay_us + job.runtime_us + job.ramp_time_us;
+        let delay = job.startdelay_us.max(job.startdelay_hi_us);
+        end[j] = start + delay + job.runtime_us + job.ramp_time_us;
     }
     end.iter().max().unwrap_or(&0).div_ceil(1_000_000)
 }
@@ -240,10 +242,18 @@ fn clone_files(job: &Job, k: u32) -> Vec<StreamFile> {
         Falloc::Posix => Prealloc::Posix,
         Falloc::Keep => Prealloc::KeepSize,
     };
+    // fio's get_rand_file_size: `lo + (hi - lo) × U`, aligned down to the smallest block
+    // size (drawn from the job's seed and clone number, the same every run).
+    let mut rng = crate::dist::rng(job.randseed ^ u64::from(k), 0xf11e);
     names
         .into_iter()
         .map(|name| {
             let len = match job.filesize {
+                Some((lo, hi)) if hi > lo => {
+                    let u = rng.random::<u32>() as f64 / (u32::MAX as f64 + 1.0);
+                    let s = lo + ((hi - lo) as f64 * u) as u64;
+                    (s - s % min_bs).saturating_sub(offset)
+                }
                 Some((fs, _)) => fs.saturating_sub(offset),
                 None => {
                     let mut l = each;
@@ -336,6 +346,16 @@ impl Stats {
     }
 }
 
+/// `startdelay`, or with a range fio's `rand_between` for each clone (drawn from the job's
+/// seed, its number and the clone's).
+fn start_delay_us(job: &Job, j: usize, k: u32) -> u64 {
+    if job.startdelay_hi_us <= job.startdelay_us {
+        return job.startdelay_us;
+    }
+    let mut rng = crate::dist::rng(job.randseed ^ ((j as u64) << 32) ^ u64::from(k), 0xde1a);
+    rng.random_range(job.startdelay_us..=job.startdelay_hi_us)
+}
+
 fn stream_of(job: &Job, j: usize, k: u32, stats: &mut Stats, report: &str) -> Stream {
     let files = clone_files(job, k);
     let total: u64 = files.iter().map(|f| f.len).sum();
@@ -407,6 +427,13 @@ fn stream_of(job: &Job, j: usize, k: u32, stats: &mut Stats, report: &str) -> St
         unlink: job.unlink,
         think_us: job.thinktime_us,
         think_blocks: job.thinktime_blocks,
+        think_spin_us: job.thinktime_spin_us,
+        rate_min: job.rate_min.map(|r| match r {
+            None => MinRate::None,
+            Some(Rate::Bytes(b)) => MinRate::Bytes(b),
+            Some(Rate::Iops(n)) => MinRate::Iops(n),
+        }),
+        ratecycle_ms: job.ratecycle_ms,
         stat_read,
         stat_write,
         stat_sync,
@@ -414,7 +441,7 @@ fn stream_of(job: &Job, j: usize, k: u32, stats: &mut Stats, report: &str) -> St
         stat_end_sync,
         stat_time,
         ramp_ns: job.ramp_time_us.saturating_mul(1000),
-        start_delay_ns: job.startdelay_us.saturating_mul(1000),
+        start_delay_ns: start_delay_us(job, j, k).saturating_mul(1000),
         job: j,
         wait: Vec::new(),
     }

@@ -131,6 +131,14 @@ pub enum Pace {
     PerIo(u64),
 }
 
+/// fio's `rate_min` (bytes per second) or `rate_iops_min` of one direction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MinRate {
+    None,
+    Bytes(u64),
+    Iops(u64),
+}
+
 /// What a stream is.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Stream {
@@ -190,6 +198,12 @@ pub struct Stream {
     /// Sleep this many µs after every `think_blocks` I/Os.
     pub think_us: u64,
     pub think_blocks: u64,
+    /// Of the think time, this many µs spent spinning (fio's `thinktime_spin`).
+    pub think_spin_us: u64,
+    /// The least rate of reads and writes (fio's `rate_min`, `rate_iops_min`), checked
+    /// every `ratecycle_ms` after two seconds: below it the stream fails.
+    pub rate_min: [MinRate; 2],
+    pub ratecycle_ms: u64,
     /// Statistics of its reads, writes, fsyncs every N writes, fdatasyncs every N writes,
     /// and the syncs at the end (`end_fsync`, `fsync_on_close`).
     pub stat_read: usize,

@@ -14,12 +14,21 @@
 
 use super::stream_skew::{SkewState, ZoneTable};
 use super::*;
-use crate::model::stream::{Pace, Sizes, Stream};
+use crate::model::stream::{MinRate, Pace, Sizes, Stream};
 
 /// fio's poisson gap: `(1000000 / iops) × -ln(U)` µs for a uniform `U` in (0, 1], as
 /// `usec_for_io` computes it (a single-precision logarithm, as fio's `logf`).
 fn poisson_gap_us(per_io_us: u64, u: f32) -> u64 {
     (per_io_us as f64 * -(u.ln() as f64)) as u64
+}
+
+/// Busy for `d` (fio's `usec_spin`); how long it spun.
+fn spin(d: Duration) -> Duration {
+    let t0 = Instant::now();
+    while t0.elapsed() < d {
+        std::hint::spin_loop();
+    }
+    t0.elapsed()
 }
 
 /// One file of the stream, open.
@@ -69,6 +78,8 @@ pub(super) struct StreamState {
     next_us: [u64; 2],
     /// The exponential gaps of `rate_process=poisson` (fio's `poisson_state`).
     pace_rng: Rng,
+    /// `rate_min`: bytes and I/Os of each direction at its last check, and when.
+    rate_check: [Option<(u64, u64, Instant)>; 2],
     /// Its runtime is recorded.
     timed: bool,
     /// The ring of an asynchronous stream.
@@ -151,6 +162,7 @@ impl Worker<'_> {
             paced: [(0, 0); 2],
             next_us: [0, 0],
             pace_rng: crate::dist::rng(seed, 0x9015),
+            rate_check: [None, None],
             timed: false,
             ring: if s.depth > 0 {
                 Some(
@@ -216,6 +228,11 @@ impl Worker<'_> {
                 of.done = false;
                 of.map.iter_mut().for_each(|w| *w = 0);
             }
+        }
+        if let Some(msg) = self.stream_rate_min(&s) {
+            // fio ends the job with an error (EIO, check_min_rate).
+            self.rec.ops[s.stat_time].error(|| msg);
+            return self.stream_end(&s);
         }
         if let Some(r) = self.stream_sync_due(&s) {
             return r;
@@ -537,9 +554,49 @@ impl Worker<'_> {
         st.since_think += 1;
         if s.think_us > 0 && st.since_think >= s.think_blocks {
             st.since_think = 0;
-            if !self.sleep(Duration::from_micros(s.think_us)) {
+            // fio's handle_thinktime: spin `thinktime_spin`, then sleep what is left.
+            let spun = spin(Duration::from_micros(s.think_spin_us));
+            let left = Duration::from_micros(s.think_us).saturating_sub(spun);
+            if !left.is_zero() && !self.sleep(left) {
                 return Some(Flow::Stop);
             }
+        }
+        None
+    }
+
+    /// fio's `check_min_rate`: after a two-second settling time, every `ratecycle` the
+    /// rate of each direction since the last check must reach `rate_min` (`rate_iops_min`);
+    /// the message when it did not.
+    fn stream_rate_min(&mut self, s: &Stream) -> Option<String> {
+        if s.rate_min == [MinRate::None, MinRate::None] {
+            return None;
+        }
+        let st = self.stream.as_mut().expect("set");
+        let now = Instant::now();
+        if now.duration_since(st.started) < Duration::from_secs(2) {
+            return None;
+        }
+        for d in 0..2 {
+            let (bytes, ios) = st.paced[d];
+            if s.rate_min[d] == MinRate::None || bytes == 0 {
+                continue;
+            }
+            if let Some((b0, n0, t0)) = st.rate_check[d] {
+                let spent = now.duration_since(t0).as_millis() as u64;
+                if spent < s.ratecycle_ms || spent == 0 {
+                    continue;
+                }
+                let (got, want, what) = match s.rate_min[d] {
+                    MinRate::Bytes(m) => ((bytes - b0) * 1000 / spent, m, "rate_min"),
+                    MinRate::Iops(m) => ((ios - n0) * 1000 / spent, m, "rate_iops_min"),
+                    MinRate::None => continue,
+                };
+                if got < want {
+                    let unit = if what == "rate_min" { "B/s" } else { " IOPS" };
+                    return Some(format!("{what}={want}{unit} not met, got {got}{unit}"));
+                }
+            }
+            st.rate_check[d] = Some((bytes, ios, now));
         }
         None
     }
