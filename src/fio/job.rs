@@ -177,6 +177,8 @@ pub struct Job {
     pub engine: Engine,
     pub ioengine_name: String,
     pub iodepth: u32,
+    /// `iodepth_batch_submit`, `iodepth_batch_complete_min`, `iodepth_batch_complete_max`.
+    pub iodepth_batch: [u32; 3],
     pub direct: bool,
     pub sync: SyncMode,
     pub fsync: u64,
@@ -249,6 +251,7 @@ impl Job {
             engine: Engine::Psync,
             ioengine_name: "psync".into(),
             iodepth: 1,
+            iodepth_batch: [1, 1, 0],
             direct: false,
             sync: SyncMode::None,
             fsync: 0,
@@ -531,6 +534,20 @@ fn apply_engine(job: &mut Job, key: &str, o: &Opt) -> Option<R> {
                     return Err(format!("{d} (1 to 16384)"));
                 }
                 job.iodepth = d as u32;
+                Ok(())
+            }
+            "iodepth_batch"
+            | "iodepth_batch_submit"
+            | "iodepth_batch_complete_min"
+            | "iodepth_batch_complete"
+            | "iodepth_batch_complete_max" => {
+                let v = value::int(need(o)?, kb)?.min(16384) as u32;
+                let i = match key {
+                    "iodepth_batch" | "iodepth_batch_submit" => 0,
+                    "iodepth_batch_complete_max" => 2,
+                    _ => 1,
+                };
+                job.iodepth_batch[i] = v;
                 Ok(())
             }
             "direct" => {

@@ -144,17 +144,6 @@ fn check(job: &Job, first: bool, errors: &mut Vec<Diagnostic>) {
         }
     }
     check_rates(job, errors);
-    if job.engine == Engine::Uring {
-        for key in ["fsync", "fdatasync"] {
-            if job.has(key) && (job.fsync > 0 || job.fdatasync > 0) {
-                errors.push(at(
-                    job,
-                    key,
-                    format!("`{key}` every N writes with ioengine={} is not supported by fsbench (use a synchronous engine, or end_fsync)", job.ioengine_name),
-                ));
-            }
-        }
-    }
     let min_bs = job.bs[0].min().min(job.bs[1].min());
     check_zones(job, min_bs, errors);
     if let Some(size) = job.size {
@@ -422,6 +411,7 @@ fn stream_of(job: &Job, j: usize, k: u32, stats: &mut Stats, report: &str) -> St
         } else {
             0
         },
+        batch: job.iodepth_batch,
         pace: [0, 1].map(|d| pace(job, d)),
         poisson: job.poisson,
         unlink: job.unlink,

@@ -188,6 +188,9 @@ pub struct Stream {
     pub lseek: bool,
     /// Through io_uring with up to this many I/Os in flight (0: synchronous calls).
     pub depth: u32,
+    /// fio's `iodepth_batch_submit` (0: the depth), `iodepth_batch_complete_min` and
+    /// `iodepth_batch_complete_max` (below the min: the min).
+    pub batch: [u32; 3],
     /// Pacing of reads and writes.
     pub pace: [Pace; 2],
     /// fio's `rate_process=poisson`: the gaps between I/Os are exponential with the

@@ -165,10 +165,7 @@ impl Worker<'_> {
             rate_check: [None, None],
             timed: false,
             ring: if s.depth > 0 {
-                Some(
-                    super::stream_uring::Ring::new(s.depth, s.max_bs(), &mut self.rng)
-                        .map_err(Fail::Error)?,
-                )
+                Some(super::stream_uring::Ring::new(s, &mut self.rng).map_err(Fail::Error)?)
             } else {
                 None
             },
@@ -204,12 +201,7 @@ impl Worker<'_> {
         }
         if self.stream_pass_over(&s) {
             if s.depth > 0 {
-                let inflight = self
-                    .stream
-                    .as_ref()
-                    .and_then(|st| st.ring.as_ref())
-                    .map_or(0, |r| r.inflight());
-                self.uring_reap(&s, inflight)?;
+                self.uring_quiesce(&s)?;
             }
             self.stream_close_pass(&s)?;
             let st = self.stream.as_mut().expect("set above");
@@ -238,7 +230,7 @@ impl Worker<'_> {
             return r;
         }
         let dir = self.stream_dir(&s);
-        let Some(dir) = self.stream_pace(&s, dir) else {
+        let Some(dir) = self.stream_pace(&s, dir)? else {
             return Ok(Flow::Stop);
         };
         let Some((fi, off, len)) = self.stream_place(&s, dir) else {
@@ -261,14 +253,14 @@ impl Worker<'_> {
     /// job that also does the other one, that one when it is due; else the stream sleeps
     /// until the earlier of the two and goes in that direction (which the mix then
     /// keeps). `None` when the run stopped meanwhile.
-    fn stream_pace(&mut self, s: &Stream, dir: usize) -> Option<usize> {
+    fn stream_pace(&mut self, s: &Stream, dir: usize) -> Result<Option<usize>, Fail> {
         if s.pace == [Pace::None, Pace::None] {
-            return Some(dir);
+            return Ok(Some(dir));
         }
         let st = self.stream.as_mut().expect("set");
         let now = st.started.elapsed().as_micros() as u64;
         if st.next_us[dir] <= now {
-            return Some(dir);
+            return Ok(Some(dir));
         }
         let odir = dir ^ 1;
         let other_share = if odir == 0 {
@@ -279,7 +271,7 @@ impl Worker<'_> {
         let (due, d) = if s.reads && s.writes && other_share > 0 {
             if st.next_us[odir] <= now {
                 st.mix_dir = odir;
-                return Some(odir);
+                return Ok(Some(odir));
             }
             if st.next_us[dir] <= st.next_us[odir] {
                 (st.next_us[dir], dir)
@@ -290,7 +282,13 @@ impl Worker<'_> {
             (st.next_us[dir], dir)
         };
         st.mix_dir = d;
-        self.sleep(Duration::from_micros(due - now)).then_some(d)
+        if s.depth > 0 {
+            // fio's rate_ddir quiesces before it sleeps.
+            self.uring_quiesce(s)?;
+        }
+        let now = self.stream.as_ref().expect("set").started.elapsed();
+        let wait = Duration::from_micros(due).saturating_sub(now);
+        Ok(self.sleep(wait).then_some(d))
     }
 
     /// fio's `usec_for_io` after an I/O in direction `dir`: linear, the time the bytes
@@ -489,7 +487,7 @@ impl Worker<'_> {
             // Asynchronous: counted when issued, as fio counts a pass's bytes.
             self.stream_account(s, dir, fi, off, len, len);
             let r = self.uring_issue(s, dir, fi, off, len)?;
-            return Ok(self.stream_think(s).unwrap_or(r));
+            return Ok(self.stream_think(s)?.unwrap_or(r));
         }
         let (boff, len) = self.buffer(len as usize)?;
         let fd = self.stream.as_ref().expect("set").files[fi].fd;
@@ -522,7 +520,7 @@ impl Worker<'_> {
         };
         self.done_stat(stat, kind, ns, n);
         self.stream_account(s, dir, fi, off, len as u64, n);
-        Ok(self.stream_think(s).unwrap_or(Flow::Continue))
+        Ok(self.stream_think(s)?.unwrap_or(Flow::Continue))
     }
 
     /// Count an I/O of `len` bytes at `off` that moved `n` bytes: the pass, the pacing,
@@ -549,19 +547,23 @@ impl Worker<'_> {
     }
 
     /// `thinktime` after every `thinktime_blocks` I/Os; `Some(Stop)` when the run stopped.
-    fn stream_think(&mut self, s: &Stream) -> Option<Flow> {
+    fn stream_think(&mut self, s: &Stream) -> Result<Option<Flow>, Fail> {
         let st = self.stream.as_mut().expect("set");
         st.since_think += 1;
         if s.think_us > 0 && st.since_think >= s.think_blocks {
             st.since_think = 0;
+            if s.depth > 0 {
+                // fio's handle_thinktime quiesces first.
+                self.uring_quiesce(s)?;
+            }
             // fio's handle_thinktime: spin `thinktime_spin`, then sleep what is left.
             let spun = spin(Duration::from_micros(s.think_spin_us));
             let left = Duration::from_micros(s.think_us).saturating_sub(spun);
             if !left.is_zero() && !self.sleep(left) {
-                return Some(Flow::Stop);
+                return Ok(Some(Flow::Stop));
             }
         }
-        None
+        Ok(None)
     }
 
     /// fio's `check_min_rate`: after a two-second settling time, every `ratecycle` the
@@ -619,6 +621,9 @@ impl Worker<'_> {
         let fi = st.last_write_file?;
         let fd = st.files[fi].fd;
         let stat = if data { s.stat_datasync } else { s.stat_sync };
+        if s.depth > 0 {
+            return Some(self.uring_sync(s, fi, data));
+        }
         Some(self.stream_sync(stat, fd, data))
     }
 
@@ -676,12 +681,7 @@ impl Worker<'_> {
     fn stream_end_work(&mut self, s: &Stream) -> Result<(), Fail> {
         if s.depth > 0 {
             // What is in flight completes and counts, as fio reaps it at the end.
-            let inflight = self
-                .stream
-                .as_ref()
-                .and_then(|st| st.ring.as_ref())
-                .map_or(0, |r| r.inflight());
-            self.uring_reap(s, inflight)?;
+            self.uring_quiesce(s)?;
         }
         if s.end_fsync && s.writes {
             let fds: Vec<RawFd> = self
