@@ -283,6 +283,58 @@ fn zoned_and_normal_offsets_land_where_fio_draws_them() {
     );
 }
 
+/// (distinct 4 KiB blocks, blocks, share of the bytes LZ4 saves compressing each block).
+fn content_of(path: &Path) -> (usize, usize, f64) {
+    let data = std::fs::read(path).unwrap();
+    let blocks: Vec<&[u8]> = data.chunks(4096).collect();
+    let distinct: std::collections::HashSet<&[u8]> = blocks.iter().copied().collect();
+    let packed: usize = blocks
+        .iter()
+        .map(|b| lz4_flex::block::compress(b).len())
+        .sum();
+    (
+        distinct.len(),
+        blocks.len(),
+        1.0 - packed as f64 / data.len() as f64,
+    )
+}
+
+#[test]
+fn written_data_compresses_and_dedupes_as_asked() {
+    let written = |tag: &str, opts: &str| {
+        let job = format!("[j]\nrw=write\nbs=4k\nsize=1m\n{opts}");
+        let (r, _, d) = run_job(tag, &job, &[]);
+        assert_eq!(counted(&r, "j write"), (256, 1 << 20));
+        let c = content_of(&Path::new(r["run_dir"].as_str().unwrap()).join("j.0.0"));
+        drop(d);
+        c
+    };
+    // Plain random data, scrambled per write as fio does by default: every block
+    // distinct, next to nothing saved.
+    let (distinct, n, saved) = written("plain", "");
+    assert_eq!((distinct, n), (256, 256));
+    assert!(saved < 0.05, "{saved}");
+    // Half of each 512-byte chunk compressible, 30% of the blocks repeats.
+    let (distinct, n, saved) = written(
+        "shaped",
+        "buffer_compress_percentage=50\ndedupe_percentage=30\n",
+    );
+    assert_eq!(n, 256);
+    let dup = 1.0 - distinct as f64 / n as f64;
+    // 30 of each 100 blocks are copies of a few anchor blocks (their first copies count
+    // as distinct).
+    assert!((0.25..=0.31).contains(&dup), "{distinct} distinct of {n}");
+    assert!((0.40..0.55).contains(&saved), "{saved}");
+    // The same through io_uring, in 4 KiB chunks.
+    let (distinct, _, saved) = written(
+        "shapedaio",
+        "ioengine=io_uring\niodepth=4\nbuffer_compress_percentage=80\nbuffer_compress_chunk=4k\ndedupe_percentage=10\n",
+    );
+    let dup = 1.0 - distinct as f64 / 256.0;
+    assert!((0.06..=0.11).contains(&dup), "{distinct} distinct");
+    assert!((0.70..0.85).contains(&saved), "{saved}");
+}
+
 #[test]
 fn files_are_laid_out_where_and_as_fio_lays_them_out() {
     // offset: the file holds offset + size; offset_increment moves each clone on.

@@ -205,6 +205,12 @@ pub struct Job {
     /// `rate_process=poisson`.
     pub poisson: bool,
     pub unlink: bool,
+    /// `buffer_compress_percentage`, `buffer_compress_chunk`, `dedupe_percentage`.
+    pub compress_pct: u8,
+    pub compress_chunk: u64,
+    pub dedupe_pct: u8,
+    /// `scramble_buffers` (fio's default: on).
+    pub scramble: bool,
     pub create_on_open: bool,
     pub randrepeat: bool,
     pub randseed: u64,
@@ -274,6 +280,10 @@ impl Job {
             rate: [None, None],
             poisson: false,
             unlink: false,
+            compress_pct: 0,
+            compress_chunk: 512,
+            dedupe_pct: 0,
+            scramble: true,
             create_on_open: false,
             randrepeat: true,
             randseed: 0x89,
@@ -715,6 +725,30 @@ fn apply_files(job: &mut Job, key: &str, o: &Opt) -> Option<R> {
             }
             "create_on_open" => {
                 job.create_on_open = value::boolean(need(o)?)?;
+                Ok(())
+            }
+            "buffer_compress_percentage" | "dedupe_percentage" => {
+                let v = value::int(need(o)?, kb)?;
+                if v > 100 {
+                    return Err(format!("{v} (0 to 100)"));
+                }
+                if key == "dedupe_percentage" {
+                    job.dedupe_pct = v as u8;
+                } else {
+                    job.compress_pct = v as u8;
+                }
+                Ok(())
+            }
+            "scramble_buffers" => {
+                job.scramble = value::boolean(need(o)?)?;
+                Ok(())
+            }
+            "buffer_compress_chunk" => {
+                let v = value::size(need(o)?, kb)?;
+                if v == 0 || v > 4096 {
+                    return Err(format!("{v}: fsbench lays the compressible part out in chunks of 1 byte to 4 KiB (its content blocks)"));
+                }
+                job.compress_chunk = v;
                 Ok(())
             }
             "unlink" => {

@@ -415,6 +415,12 @@ fn stream_of(job: &Job, j: usize, k: u32, stats: &mut Stats, report: &str) -> St
         pace: [0, 1].map(|d| pace(job, d)),
         poisson: job.poisson,
         unlink: job.unlink,
+        content: (job.compress_pct > 0 || job.dedupe_pct > 0).then_some(crate::content::Content {
+            compress: job.compress_pct,
+            dedupe: job.dedupe_pct,
+        }),
+        compress_chunk: job.compress_chunk as u32,
+        scramble: job.scramble,
         think_us: job.thinktime_us,
         think_blocks: job.thinktime_blocks,
         think_spin_us: job.thinktime_spin_us,

@@ -196,6 +196,13 @@ pub struct Stream {
     /// fio's `rate_process=poisson`: the gaps between I/Os are exponential with the
     /// rate's mean (at the smallest block size), not even.
     pub poisson: bool,
+    /// What written blocks hold (fio's `buffer_compress_percentage`, `dedupe_percentage`),
+    /// the compressible part laid out per `compress_chunk` bytes; `None`: random data.
+    pub content: Option<crate::content::Content>,
+    pub compress_chunk: u32,
+    /// Without a content setting: stamp each 512-byte sector of a write with its offset
+    /// and the time, as fio's `scramble_buffers` (its default), so that blocks differ.
+    pub scramble: bool,
     /// Remove the files when the stream ends (fio's `unlink`).
     pub unlink: bool,
     /// Sleep this many µs after every `think_blocks` I/Os.

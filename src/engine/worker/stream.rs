@@ -31,6 +31,29 @@ fn spin(d: Duration) -> Duration {
     t0.elapsed()
 }
 
+/// Fill `out`, about to be written at `off` of file `fi`, with the stream's content there.
+pub(super) fn shape_into(s: &Stream, seed: u64, fi: usize, off: u64, out: &mut [u8]) {
+    if let Some(c) = s.content {
+        crate::content::Generator::new(c, seed)
+            .with_chunk(s.compress_chunk as usize)
+            .fill_at(fi as u64, off, out);
+    }
+}
+
+/// fio's `small_content_scramble`: in each 512-byte sector of a write at `off`, the
+/// sector's offset at the start of one of its first eight 64-byte lines (picked by the
+/// time and offset), and the time (seconds, nanoseconds) at the end of its first line.
+pub(super) fn scramble(out: &mut [u8], off: u64, stamp_ns: u64) {
+    let (sec, nsec) = (stamp_ns / 1_000_000_000, stamp_ns % 1_000_000_000);
+    let line = (((nsec ^ off) & 7) << 6) as usize;
+    for (i, sector) in out.chunks_exact_mut(512).enumerate() {
+        let at = off + 512 * i as u64;
+        sector[line..line + 8].copy_from_slice(&at.to_ne_bytes());
+        sector[48..56].copy_from_slice(&sec.to_ne_bytes());
+        sector[56..64].copy_from_slice(&nsec.to_ne_bytes());
+    }
+}
+
 /// One file of the stream, open.
 pub(super) struct OpenFile {
     pub(super) fd: RawFd,
@@ -82,6 +105,8 @@ pub(super) struct StreamState {
     rate_check: [Option<(u64, u64, Instant)>; 2],
     /// Its runtime is recorded.
     timed: bool,
+    /// The seed of the written content (`buffer_compress_percentage`, ...).
+    pub(super) content_seed: u64,
     /// The ring of an asynchronous stream.
     pub(super) ring: Option<super::stream_uring::Ring>,
 }
@@ -163,6 +188,7 @@ impl Worker<'_> {
             next_us: [0, 0],
             pace_rng: crate::dist::rng(seed, 0x9015),
             rate_check: [None, None],
+            content_seed: seed ^ ((s.job as u64) << 32),
             timed: false,
             ring: if s.depth > 0 {
                 Some(super::stream_uring::Ring::new(s, &mut self.rng).map_err(Fail::Error)?)
@@ -490,7 +516,16 @@ impl Worker<'_> {
             return Ok(self.stream_think(s)?.unwrap_or(r));
         }
         let (boff, len) = self.buffer(len as usize)?;
-        let fd = self.stream.as_ref().expect("set").files[fi].fd;
+        let st = self.stream.as_ref().expect("set");
+        let fd = st.files[fi].fd;
+        if dir == 1 && s.content.is_some() {
+            let out = &mut self.buf.as_mut_slice()[boff..boff + len];
+            shape_into(s, st.content_seed, fi, off, out);
+            self.stream_sample(s, boff, len);
+        } else if dir == 1 && s.scramble {
+            let now = self.clock.now();
+            scramble(&mut self.buf.as_mut_slice()[boff..boff + len], off, now);
+        }
         let t0 = self.clock.now();
         let r = if s.lseek {
             if let Err(e) = io::seek_to(fd, off) {
@@ -521,6 +556,20 @@ impl Worker<'_> {
         self.done_stat(stat, kind, ns, n);
         self.stream_account(s, dir, fi, off, len as u64, n);
         Ok(self.stream_think(s)?.unwrap_or(Flow::Continue))
+    }
+
+    /// Keep the start of what a write with a content setting wrote (from the worker's
+    /// buffer at `boff`), for the achieved shares in the results.
+    pub(super) fn stream_sample(&mut self, s: &Stream, boff: usize, len: usize) {
+        let o = &mut self.rec.ops[s.stat_write];
+        let take = crate::stats::SAMPLE_BYTES
+            .saturating_sub(o.sample.len())
+            .min(len);
+        if take > 0 {
+            o.content = s.content;
+            o.sample
+                .extend_from_slice(&self.buf.as_slice()[boff..boff + take]);
+        }
     }
 
     /// Count an I/O of `len` bytes at `off` that moved `n` bytes: the pass, the pacing,

@@ -219,6 +219,20 @@ impl Worker<'_> {
         let id = ring
             .free_slot()
             .expect("a full queue is reaped after each push");
+        let out = &mut ring.slots[id].buf.as_mut_slice()[..len as usize];
+        if dir == 1 && s.content.is_some() {
+            super::stream::shape_into(s, st.content_seed, fi, off, out);
+            let o = &mut self.rec.ops[s.stat_write];
+            let take = crate::stats::SAMPLE_BYTES
+                .saturating_sub(o.sample.len())
+                .min(out.len());
+            if take > 0 {
+                o.content = s.content;
+                o.sample.extend_from_slice(&out[..take]);
+            }
+        } else if dir == 1 && s.scramble {
+            super::stream::scramble(out, off, self.clock.now());
+        }
         let ptr = ring.slots[id].buf.as_mut_slice().as_mut_ptr();
         let entry = if dir == 0 {
             opcode::Read::new(types::Fd(fd), ptr, len as u32)
