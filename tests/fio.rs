@@ -336,6 +336,70 @@ fn written_data_compresses_and_dedupes_as_asked() {
 }
 
 #[test]
+fn verify_reads_back_what_was_written_and_fails_the_run_on_a_bad_block() {
+    // A writing job with verify: after its pass every block is read back and checked
+    // (its reads are the job's reads, as in fio); through io_uring too, and with a backlog.
+    for (tag, opts) in [
+        ("vsync", "verify=crc32c\n"),
+        ("vuring", "verify=md5\nioengine=io_uring\niodepth=8\n"),
+        ("vbacklog", "verify=crc32c-intel\nverify_backlog=8\n"),
+    ] {
+        let job = format!("[w]\nrw=randwrite\nbs=4k\nsize=256k\n{opts}");
+        let (r, _, _d) = run_job(tag, &job, &[]);
+        assert_eq!(counted(&r, "w write"), (64, 256 << 10), "{tag}");
+        assert_eq!(counted(&r, "w read"), (64, 256 << 10), "{tag}");
+    }
+    // do_verify=0 writes the headers only; a later job reading with verify checks them.
+    // Three 4 KiB writes without headers in between spoil three blocks: the run fails,
+    // naming the count and the first bad offset.
+    let writer = "[w]\nrw=write\nbs=8k\nfilename=data\nsize=256k\nverify=md5\ndo_verify=0\n";
+    let spoiler = "[x]\nstonewall\nrw=randwrite\nbs=4k\nfilename=data\nsize=256k\nnumber_ios=3\n";
+    let reader = "[r]\nstonewall\nrw=read\nbs=16k\nfilename=data\nsize=256k\nverify=md5\n";
+    let d = Scratch::new("vbad");
+    let run_text = |name: &str, text: &str| {
+        let f = d.path().join(name);
+        std::fs::write(&f, text).unwrap();
+        let json = d.path().join(format!("{name}.json"));
+        let o = run(&[
+            "run",
+            f.to_str().unwrap(),
+            "--dir",
+            d.s(),
+            "-q",
+            "--json",
+            json.to_str().unwrap(),
+        ]);
+        let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        (o, r)
+    };
+    let (o, r) = run_text("good.fio", &format!("{writer}{reader}"));
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(counted(&r, "r read"), (16, 256 << 10));
+    let (o, r) = run_text("bad.fio", &format!("{writer}{spoiler}{reader}"));
+    assert!(!o.status.success(), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(
+            "job r: 3 failed operation(s), the first: verify: bad block at file data offset"
+        ),
+        "{err}"
+    );
+    assert_eq!(counted(&r, "r read"), (16, 256 << 10));
+    // verify_fatal: the reader stops at the first bad block.
+    let (o, r) = run_text(
+        "fatal.fio",
+        &format!("{writer}{spoiler}{reader}verify_fatal=1\n"),
+    );
+    assert!(!o.status.success());
+    assert!(
+        text(&o).contains("job r: 1 failed operation(s)"),
+        "{}",
+        text(&o)
+    );
+    assert!(counted(&r, "r read").0 < 16);
+}
+
+#[test]
 fn files_are_laid_out_where_and_as_fio_lays_them_out() {
     // offset: the file holds offset + size; offset_increment moves each clone on.
     let (r, f, _d) = run_job("off", "[j]\nrw=read\nbs=4k\nsize=64k\noffset=32k\n", &[]);
@@ -707,9 +771,14 @@ fn refused(job: &str, place: &str, what: &str) {
 #[test]
 fn refused_options_and_malformed_lines_name_file_line_and_column() {
     refused(
-        "[j]\nsize=1m\n  verify=md5\n",
-        "3:3",
-        "`verify` is not supported",
+        "[j]\nsize=1m\n  verify=pattern\n",
+        "3:10",
+        "not a verify type fsbench runs",
+    );
+    refused(
+        "[j]\nsize=1m\nbs=512\nverify=crc32c\n",
+        "4:1",
+        "multiples of 4 KiB",
     );
     refused("[j]\nsize=1m\nbogus_option=1\n", "3:1", "`bogus_option`");
     refused("[j]\nsize=1m\nrw=trim\n", "3:4", "trims are not supported");

@@ -209,6 +209,12 @@ pub struct Job {
     pub compress_pct: u8,
     pub compress_chunk: u64,
     pub dedupe_pct: u8,
+    /// `verify=` (the checksum fio names: fsbench computes its own), `do_verify`,
+    /// `verify_backlog`, `verify_fatal`.
+    pub verify: Option<String>,
+    pub do_verify: bool,
+    pub verify_backlog: u64,
+    pub verify_fatal: bool,
     /// `scramble_buffers` (fio's default: on).
     pub scramble: bool,
     pub create_on_open: bool,
@@ -284,6 +290,10 @@ impl Job {
             compress_chunk: 512,
             dedupe_pct: 0,
             scramble: true,
+            verify: None,
+            do_verify: true,
+            verify_backlog: 0,
+            verify_fatal: false,
             create_on_open: false,
             randrepeat: true,
             randseed: 0x89,
@@ -385,6 +395,7 @@ pub fn apply(job: &mut Job, o: &Opt) -> Result<(), Diagnostic> {
         .or_else(|| apply_engine(job, key, o))
         .or_else(|| apply_rate(job, key, o))
         .or_else(|| apply_files(job, key, o))
+        .or_else(|| apply_data(job, key, o))
         .or_else(|| apply_time(job, key, o))
         .or_else(|| apply_misc(job, key, o));
     match known {
@@ -674,6 +685,71 @@ fn apply_rate(job: &mut Job, key: &str, o: &Opt) -> Option<R> {
     unknown_is_none(r)
 }
 
+/// What written data holds and how it is checked: content and verify options.
+fn apply_data(job: &mut Job, key: &str, o: &Opt) -> Option<R> {
+    let kb = job.kb_base;
+    let r = (|| -> R {
+        match key {
+            "buffer_compress_percentage" | "dedupe_percentage" => {
+                let v = value::int(need(o)?, kb)?;
+                if v > 100 {
+                    return Err(format!("{v} (0 to 100)"));
+                }
+                if key == "dedupe_percentage" {
+                    job.dedupe_pct = v as u8;
+                } else {
+                    job.compress_pct = v as u8;
+                }
+                Ok(())
+            }
+            "verify" => {
+                // fio's checksum types; fsbench checks each block with its own header
+                // and checksum whatever the type (docs/fio.md).
+                let v = need(o)?;
+                job.verify = match v {
+                    "0" | "none" => None,
+                    "md5" | "crc64" | "crc32c" | "crc32c-intel" | "crc32" | "crc16" | "crc7"
+                    | "xxhash" | "sha512" | "sha256" | "sha1" | "sha3-224" | "sha3-256"
+                    | "sha3-384" | "sha3-512" | "meta" => Some(v.to_string()),
+                    _ => {
+                        return Err(format!(
+                            "`{v}` is not a verify type fsbench runs (md5, crc64, crc32c, crc32c-intel, crc32, crc16, crc7, xxhash, sha1, sha256, sha512, sha3-*, meta)"
+                        ))
+                    }
+                };
+                Ok(())
+            }
+            "do_verify" | "verify_fatal" => {
+                let b = value::boolean(need(o)?)?;
+                if key == "do_verify" {
+                    job.do_verify = b;
+                } else {
+                    job.verify_fatal = b;
+                }
+                Ok(())
+            }
+            "verify_backlog" => {
+                job.verify_backlog = value::int(need(o)?, kb)?;
+                Ok(())
+            }
+            "scramble_buffers" => {
+                job.scramble = value::boolean(need(o)?)?;
+                Ok(())
+            }
+            "buffer_compress_chunk" => {
+                let v = value::size(need(o)?, kb)?;
+                if v == 0 || v > 4096 {
+                    return Err(format!("{v}: fsbench lays the compressible part out in chunks of 1 byte to 4 KiB (its content blocks)"));
+                }
+                job.compress_chunk = v;
+                Ok(())
+            }
+            _ => Err(String::from("\0")),
+        }
+    })();
+    unknown_is_none(r)
+}
+
 fn apply_files(job: &mut Job, key: &str, o: &Opt) -> Option<R> {
     let kb = job.kb_base;
     let r = (|| -> R {
@@ -725,30 +801,6 @@ fn apply_files(job: &mut Job, key: &str, o: &Opt) -> Option<R> {
             }
             "create_on_open" => {
                 job.create_on_open = value::boolean(need(o)?)?;
-                Ok(())
-            }
-            "buffer_compress_percentage" | "dedupe_percentage" => {
-                let v = value::int(need(o)?, kb)?;
-                if v > 100 {
-                    return Err(format!("{v} (0 to 100)"));
-                }
-                if key == "dedupe_percentage" {
-                    job.dedupe_pct = v as u8;
-                } else {
-                    job.compress_pct = v as u8;
-                }
-                Ok(())
-            }
-            "scramble_buffers" => {
-                job.scramble = value::boolean(need(o)?)?;
-                Ok(())
-            }
-            "buffer_compress_chunk" => {
-                let v = value::size(need(o)?, kb)?;
-                if v == 0 || v > 4096 {
-                    return Err(format!("{v}: fsbench lays the compressible part out in chunks of 1 byte to 4 KiB (its content blocks)"));
-                }
-                job.compress_chunk = v;
                 Ok(())
             }
             "unlink" => {
@@ -968,10 +1020,14 @@ mod tests {
 
     #[test]
     fn unknown_and_unsupported_options_are_refused_with_their_place() {
-        let e = read("[a]\nrw=read\n  verify=md5\nbogus\n").unwrap_err();
+        let e = read("[a]\nrw=read\n  verify_pattern=0xff\nbogus\n").unwrap_err();
         assert_eq!(e.len(), 2);
         assert_eq!(e[0].location(), "j.fio:3:3");
-        assert!(e[0].message.contains("`verify`"), "{}", e[0].message);
+        assert!(
+            e[0].message.contains("`verify_pattern`"),
+            "{}",
+            e[0].message
+        );
         assert_eq!(e[1].location(), "j.fio:4:1");
         assert!(e[1].message.contains("`bogus`"));
         let e = read("[a]\nioengine=mmap\n").unwrap_err();

@@ -144,6 +144,7 @@ fn check(job: &Job, first: bool, errors: &mut Vec<Diagnostic>) {
         }
     }
     check_rates(job, errors);
+    check_verify(job, errors);
     let min_bs = job.bs[0].min().min(job.bs[1].min());
     check_zones(job, min_bs, errors);
     if let Some(size) = job.size {
@@ -160,6 +161,29 @@ fn check(job: &Job, first: bool, errors: &mut Vec<Diagnostic>) {
             job,
             "direct",
             format!("`direct=1` with a block size of {min_bs} bytes: O_DIRECT needs multiples of the logical block size"),
+        ));
+    }
+}
+
+/// fsbench's verify headers are per 4 KiB block: every block size and offset a
+/// verifying job uses must be a multiple of it.
+fn check_verify(job: &Job, errors: &mut Vec<Diagnostic>) {
+    if job.verify.is_none() {
+        return;
+    }
+    let unit = crate::verify::BLOCK;
+    let mut sizes = vec![job.offset, job.offset_increment, job.seq_skip];
+    for b in &job.bs {
+        match b {
+            Bs::Split(parts) => sizes.extend(parts.iter().map(|p| p.0)),
+            b => sizes.extend([b.min(), b.max()]),
+        }
+    }
+    if sizes.iter().any(|s| !s.is_multiple_of(unit)) {
+        errors.push(at(
+            job,
+            "verify",
+            "`verify` with block sizes or offsets that are not multiples of 4 KiB: fsbench's headers and checksums are per 4 KiB block".into(),
         ));
     }
 }
@@ -345,12 +369,12 @@ fn start_delay_us(job: &Job, j: usize, k: u32) -> u64 {
     rng.random_range(job.startdelay_us..=job.startdelay_hi_us)
 }
 
-fn stream_of(job: &Job, j: usize, k: u32, stats: &mut Stats, report: &str) -> Stream {
-    let files = clone_files(job, k);
-    let total: u64 = files.iter().map(|f| f.len).sum();
-    let size = job.size.map_or(total, |s| s.min(total));
+/// The statistics of a clone of `job` reported as `report`: read, write, sync, datasync,
+/// end-sync and runtime (0 for those it has not).
+fn job_stats(job: &Job, stats: &mut Stats, report: &str) -> [usize; 6] {
     // Read first, then write, then sync: the order a report lists them.
-    let stat_read = if job.read {
+    let verify_reads = job.verify.is_some() && job.write && job.do_verify;
+    let stat_read = if job.read || verify_reads {
         stats.id(format!("{report} read"), FlowopKind::Read)
     } else {
         0
@@ -373,6 +397,22 @@ fn stream_of(job: &Job, j: usize, k: u32, stats: &mut Stats, report: &str) -> St
     let stat_end_sync = sync_stat(job.end_fsync || job.fsync_on_close, "end-sync");
     // How long the job ran (fio's per-job runtime), one sample per clone.
     let stat_time = stats.id(format!("{report} runtime"), FlowopKind::Stream);
+    [
+        stat_read,
+        stat_write,
+        stat_sync,
+        stat_datasync,
+        stat_end_sync,
+        stat_time,
+    ]
+}
+
+fn stream_of(job: &Job, j: usize, k: u32, stats: &mut Stats, report: &str) -> Stream {
+    let files = clone_files(job, k);
+    let total: u64 = files.iter().map(|f| f.len).sum();
+    let size = job.size.map_or(total, |s| s.min(total));
+    let [stat_read, stat_write, stat_sync, stat_datasync, stat_end_sync, stat_time] =
+        job_stats(job, stats, report);
     let pass_bytes = job.io_size.unwrap_or(size);
     let nfiles = files.len();
     Stream {
@@ -421,6 +461,10 @@ fn stream_of(job: &Job, j: usize, k: u32, stats: &mut Stats, report: &str) -> St
         }),
         compress_chunk: job.compress_chunk as u32,
         scramble: job.scramble,
+        verify: job.verify.is_some(),
+        do_verify: job.do_verify,
+        verify_backlog: job.verify_backlog,
+        verify_fatal: job.verify_fatal,
         think_us: job.thinktime_us,
         think_blocks: job.thinktime_blocks,
         think_spin_us: job.thinktime_spin_us,

@@ -203,6 +203,13 @@ pub struct Stream {
     /// Without a content setting: stamp each 512-byte sector of a write with its offset
     /// and the time, as fio's `scramble_buffers` (its default), so that blocks differ.
     pub scramble: bool,
+    /// fio's `verify`: writes carry block headers and checksums, reads check them; with
+    /// `do_verify`, what a pass wrote is read back after it (or after every
+    /// `verify_backlog` writes); `verify_fatal` stops the stream at the first bad block.
+    pub verify: bool,
+    pub do_verify: bool,
+    pub verify_backlog: u64,
+    pub verify_fatal: bool,
     /// Remove the files when the stream ends (fio's `unlink`).
     pub unlink: bool,
     /// Sleep this many µs after every `think_blocks` I/Os.

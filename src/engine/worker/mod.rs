@@ -15,6 +15,7 @@ mod rw;
 mod stream;
 mod stream_skew;
 mod stream_uring;
+mod stream_verify;
 
 use super::aio::Aio;
 use super::sync::Pacing;

@@ -105,6 +105,10 @@ pub(super) struct StreamState {
     rate_check: [Option<(u64, u64, Instant)>; 2],
     /// Its runtime is recorded.
     timed: bool,
+    /// Writes to read back (fio's verify log): file, offset, length.
+    pub(super) written: Vec<(usize, u64, u64)>,
+    /// A bad block with `verify_fatal`: the stream ends.
+    pub(super) verify_stop: bool,
     /// The seed of the written content (`buffer_compress_percentage`, ...).
     pub(super) content_seed: u64,
     /// The ring of an asynchronous stream.
@@ -188,6 +192,8 @@ impl Worker<'_> {
             next_us: [0, 0],
             pace_rng: crate::dist::rng(seed, 0x9015),
             rate_check: [None, None],
+            written: Vec::new(),
+            verify_stop: false,
             content_seed: seed ^ ((s.job as u64) << 32),
             timed: false,
             ring: if s.depth > 0 {
@@ -229,6 +235,9 @@ impl Worker<'_> {
             if s.depth > 0 {
                 self.uring_quiesce(&s)?;
             }
+            if s.verify && s.do_verify && !self.stream_verify(&s)? {
+                return self.stream_end(&s);
+            }
             self.stream_close_pass(&s)?;
             let st = self.stream.as_mut().expect("set above");
             st.pass += 1;
@@ -246,6 +255,9 @@ impl Worker<'_> {
                 of.done = false;
                 of.map.iter_mut().for_each(|w| *w = 0);
             }
+        }
+        if self.stream.as_ref().is_some_and(|st| st.verify_stop) {
+            return self.stream_end(&s);
         }
         if let Some(msg) = self.stream_rate_min(&s) {
             // fio ends the job with an error (EIO, check_min_rate).
@@ -526,6 +538,10 @@ impl Worker<'_> {
             let now = self.clock.now();
             scramble(&mut self.buf.as_mut_slice()[boff..boff + len], off, now);
         }
+        if dir == 1 && s.verify {
+            let id = super::stream_verify::file_id(&s.files[fi].name);
+            crate::verify::stamp(1, id, off, &mut self.buf.as_mut_slice()[boff..boff + len]);
+        }
         let t0 = self.clock.now();
         let r = if s.lseek {
             if let Err(e) = io::seek_to(fd, off) {
@@ -555,6 +571,14 @@ impl Worker<'_> {
         };
         self.done_stat(stat, kind, ns, n);
         self.stream_account(s, dir, fi, off, len as u64, n);
+        if s.verify && dir == 0 {
+            let data = self.buf.as_slice()[boff..boff + n as usize].to_vec();
+            if !self.stream_check(s, fi, off, &data) {
+                return self.stream_end(s);
+            }
+        } else if s.verify && s.do_verify && !self.stream_logged(s, fi, off, n)? {
+            return self.stream_end(s);
+        }
         Ok(self.stream_think(s)?.unwrap_or(Flow::Continue))
     }
 
@@ -731,6 +755,13 @@ impl Worker<'_> {
         if s.depth > 0 {
             // What is in flight completes and counts, as fio reaps it at the end.
             self.uring_quiesce(s)?;
+        }
+        let pending = self
+            .stream
+            .as_ref()
+            .is_some_and(|st| !st.written.is_empty() && !st.verify_stop);
+        if pending && s.verify && s.do_verify && !self.sh.ctl.stopping() {
+            self.stream_verify(s)?;
         }
         if s.end_fsync && s.writes {
             let fds: Vec<RawFd> = self

@@ -24,6 +24,9 @@ struct Slot {
     t0: crate::stats::clock::Stamp,
     /// 0 read, 1 write, [`SYNC`] or [`DATASYNC`].
     dir: usize,
+    /// The file and offset of a read or write.
+    fi: usize,
+    off: u64,
 }
 
 const SYNC: usize = 2;
@@ -56,6 +59,8 @@ impl Ring {
                 busy: false,
                 t0: 0,
                 dir: 0,
+                fi: 0,
+                off: 0,
             });
         }
         let [batch, cmin, cmax] = s.batch;
@@ -147,9 +152,12 @@ impl Worker<'_> {
             };
             slot.busy = false;
             ring.inflight -= 1;
-            rec.push((slot.t0, slot.dir, res));
+            // A verifying job's reads are checked once recorded.
+            let data = (s.verify && slot.dir == 0 && res > 0)
+                .then(|| slot.buf.as_slice()[..res as usize].to_vec());
+            rec.push((slot.t0, slot.dir, res, slot.fi, slot.off, data));
         }
-        for (t0, dir, res) in rec {
+        for (t0, dir, res, fi, off, data) in rec {
             let ns = self.clock.since(t0);
             let (stat, kind, what) = match dir {
                 0 => (s.stat_read, FlowopKind::Read, "read"),
@@ -165,6 +173,10 @@ impl Worker<'_> {
             }
             let bytes = if dir < SYNC { res as u64 } else { 0 };
             self.done_stat(stat, kind, ns, bytes);
+            if let Some(d) = data {
+                // verify_fatal: the stream ends at its next call (see `verify_stop`).
+                self.stream_check(s, fi, off, &d);
+            }
         }
         Ok(())
     }
@@ -233,6 +245,12 @@ impl Worker<'_> {
         } else if dir == 1 && s.scramble {
             super::stream::scramble(out, off, self.clock.now());
         }
+        if dir == 1 && s.verify {
+            let vid = super::stream_verify::file_id(&s.files[fi].name);
+            crate::verify::stamp(1, vid, off, out);
+        }
+        ring.slots[id].fi = fi;
+        ring.slots[id].off = off;
         let ptr = ring.slots[id].buf.as_mut_slice().as_mut_ptr();
         let entry = if dir == 0 {
             opcode::Read::new(types::Fd(fd), ptr, len as u32)
@@ -244,6 +262,9 @@ impl Worker<'_> {
                 .build()
         };
         self.uring_push(s, entry, dir)?;
+        if dir == 1 && s.verify && s.do_verify {
+            self.stream_logged(s, fi, off, len)?;
+        }
         Ok(Flow::Continue)
     }
 
