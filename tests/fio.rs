@@ -400,6 +400,49 @@ fn verify_reads_back_what_was_written_and_fails_the_run_on_a_bad_block() {
 }
 
 #[test]
+fn mmap_engine_copies_through_a_mapping_and_msyncs() {
+    // Writes into the mapping reach the file (not laid out: made as long as the range
+    // first), an msync after every 4th write but the last, counted as fsyncs.
+    let (r, f, d) = run_job(
+        "mmapw",
+        "[m]\nioengine=mmap\nrw=randwrite\nbs=4k\nsize=256k\nfsync=4\nfallocate=none\n",
+        &[],
+    );
+    assert_eq!(counted(&r, "m write"), (64, 256 << 10));
+    assert_eq!(counted(&r, "m sync").0, 15);
+    assert_eq!(f, files(&[("m.0.0", 256 << 10)]));
+    let path = Path::new(r["run_dir"].as_str().unwrap()).join("m.0.0");
+    assert_eq!(written_blocks(&path).len(), 64);
+    drop(d);
+    // Reads copy out of the mapping; direct=1 msyncs and drops each range; end_fsync is
+    // an msync of the whole mapping.
+    for (tag, job, stat, n) in [
+        ("mmapr", "rw=randread\n", "m read", 64),
+        ("mmapd", "rw=write\ndirect=1\nend_fsync=1\n", "m write", 64),
+    ] {
+        let (r, _, _d) = run_job(
+            tag,
+            &format!("[m]\nioengine=mmap\nbs=4k\nsize=256k\n{job}"),
+            &[],
+        );
+        assert_eq!(counted(&r, stat), (n, n * 4096), "{job}");
+    }
+    // What the mapping took is on the file: a mixed job's verify phase reads it back with
+    // pread and finds every block's header.
+    let (r, _, _d) = run_job(
+        "mmapv",
+        "[m]\nioengine=mmap\nbs=4k\nsize=256k\nrw=randrw\nverify=crc32c\n",
+        &[],
+    );
+    let (rd, wr) = (counted(&r, "m read").0, counted(&r, "m write").0);
+    assert!(wr > 0 && rd > 64 - wr, "reads {rd}, writes {wr}");
+    assert_eq!(
+        rd, 64,
+        "the job's reads and the verify phase's, one per block written"
+    );
+}
+
+#[test]
 fn files_are_laid_out_where_and_as_fio_lays_them_out() {
     // offset: the file holds offset + size; offset_increment moves each clone on.
     let (r, f, _d) = run_job("off", "[j]\nrw=read\nbs=4k\nsize=64k\noffset=32k\n", &[]);
@@ -783,7 +826,16 @@ fn refused_options_and_malformed_lines_name_file_line_and_column() {
     refused("[j]\nsize=1m\nbogus_option=1\n", "3:1", "`bogus_option`");
     refused("[j]\nsize=1m\nrw=trim\n", "3:4", "trims are not supported");
     refused("[j]\nsize=1m\nrw=sideways\n", "3:4", "not an I/O pattern");
-    refused("[j]\nsize=1m\nioengine=mmap\n", "3:10", "mmap");
+    refused(
+        "[j]\nsize=1m\nioengine=splice\n",
+        "3:10",
+        "not an I/O engine fsbench runs",
+    );
+    refused(
+        "[j]\nsize=1m\nrw=write\nbs=512\nioengine=mmap\nfsync=4\n",
+        "5:1",
+        "mmap options dictate a minimum block size",
+    );
     refused(
         "[j]\nsize=1m\nrate=1k\nrate_process=poisson\n",
         "3:1",

@@ -202,6 +202,7 @@ fn explain_bounds(o: &mut String, job: &super::job::Job, s: &crate::model::strea
         Engine::Psync => "pread/pwrite",
         Engine::Sync => "lseek + read/write",
         Engine::Uring => "io_uring",
+        Engine::Mmap => "copies to and from a shared mapping of each file (msync for syncs)",
     };
     let mut flags = Vec::new();
     if s.direct {

@@ -67,6 +67,8 @@ pub enum Engine {
     Sync,
     /// io_uring with `iodepth` in flight (`io_uring`; `libaio` and `posixaio` run so too).
     Uring,
+    /// Copies to and from a shared mapping of the file (fio's `mmap`).
+    Mmap,
 }
 
 /// `random_distribution=`: `random`, `zipf[:theta[:center]]`, `pareto[:h[:center]]`,
@@ -537,11 +539,7 @@ fn apply_engine(job: &mut Job, key: &str, o: &Opt) -> Option<R> {
                     "psync" | "pvsync" | "pvsync2" => Engine::Psync,
                     "sync" => Engine::Sync,
                     "io_uring" | "libaio" | "posixaio" => Engine::Uring,
-                    "mmap" => {
-                        return Err(format!(
-                            "`{v}` is not supported by fsbench yet (psync, sync, pvsync, pvsync2, io_uring, libaio and posixaio are)"
-                        ))
-                    }
+                    "mmap" => Engine::Mmap,
                     _ => return Err(format!("`{v}` is not an I/O engine fsbench runs")),
                 };
                 job.ioengine_name = v.to_string();
@@ -1030,7 +1028,7 @@ mod tests {
         );
         assert_eq!(e[1].location(), "j.fio:4:1");
         assert!(e[1].message.contains("`bogus`"));
-        let e = read("[a]\nioengine=mmap\n").unwrap_err();
+        let e = read("[a]\nioengine=splice\n").unwrap_err();
         assert_eq!(e[0].location(), "j.fio:2:10");
         let e = read("[a]\niodepth=0\n").unwrap_err();
         assert!(e[0].message.contains("iodepth"));

@@ -145,6 +145,16 @@ fn check(job: &Job, first: bool, errors: &mut Vec<Diagnostic>) {
     }
     check_rates(job, errors);
     check_verify(job, errors);
+    // fio_mmapio_init: "mmap options dictate a minimum block size of a page".
+    let page = crate::sys::io::ALIGN as u64;
+    let small = !job.bs[0].min().min(job.bs[1].min()).is_multiple_of(page);
+    if job.engine == Engine::Mmap && small && (job.direct || job.fsync > 0 || job.fdatasync > 0) {
+        errors.push(at(
+            job,
+            "ioengine",
+            format!("ioengine=mmap with direct, fsync or fdatasync needs block sizes of multiples of {page} bytes (fio: mmap options dictate a minimum block size)"),
+        ));
+    }
     let min_bs = job.bs[0].min().min(job.bs[1].min());
     check_zones(job, min_bs, errors);
     if let Some(size) = job.size {
@@ -446,6 +456,7 @@ fn stream_of(job: &Job, j: usize, k: u32, stats: &mut Stats, report: &str) -> St
         osync: job.sync == SyncMode::Sync,
         dsync: job.sync == SyncMode::Dsync,
         lseek: job.engine == Engine::Sync,
+        mmap: job.engine == Engine::Mmap,
         depth: if job.engine == Engine::Uring {
             job.iodepth
         } else {

@@ -186,6 +186,8 @@ pub struct Stream {
     pub dsync: bool,
     /// `lseek` then `read`/`write` instead of `pread`/`pwrite`.
     pub lseek: bool,
+    /// fio's `ioengine=mmap`: copies to and from a shared mapping of each file.
+    pub mmap: bool,
     /// Through io_uring with up to this many I/Os in flight (0: synchronous calls).
     pub depth: u32,
     /// fio's `iodepth_batch_submit` (0: the depth), `iodepth_batch_complete_min` and

@@ -13,6 +13,7 @@ mod pace;
 mod plain;
 mod rw;
 mod stream;
+mod stream_mmap;
 mod stream_skew;
 mod stream_uring;
 mod stream_verify;

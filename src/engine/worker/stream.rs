@@ -66,6 +66,8 @@ pub(super) struct OpenFile {
     blocks: u64,
     /// A skewed distribution's state (fio keeps one per file).
     skew: Option<SkewState>,
+    /// With `ioengine=mmap`: the file's mapping.
+    mapping: Option<super::stream_mmap::Map>,
 }
 
 impl OpenFile {
@@ -163,6 +165,11 @@ impl Worker<'_> {
                 },
                 blocks,
                 skew,
+                mapping: if s.mmap {
+                    Some(super::stream_mmap::Map::new(s, f, fd).map_err(Fail::Error)?)
+                } else {
+                    None
+                },
             });
         }
         let seed = rng_seed;
@@ -543,7 +550,15 @@ impl Worker<'_> {
             crate::verify::stamp(1, id, off, &mut self.buf.as_mut_slice()[boff..boff + len]);
         }
         let t0 = self.clock.now();
-        let r = if s.lseek {
+        let r = if s.mmap {
+            let m = self.stream.as_ref().expect("set").files[fi]
+                .mapping
+                .as_ref();
+            let buf = &mut self.buf.as_mut_slice()[boff..boff + len];
+            m.expect("an mmap stream maps its files")
+                .copy(off, buf, dir == 1, s.direct)
+                .map_err(std::io::Error::other)
+        } else if s.lseek {
             if let Err(e) = io::seek_to(fd, off) {
                 Err(e)
             } else if dir == 0 {
@@ -571,12 +586,14 @@ impl Worker<'_> {
         };
         self.done_stat(stat, kind, ns, n);
         self.stream_account(s, dir, fi, off, len as u64, n);
-        if s.verify && dir == 0 {
+        // fio checks the reads of a job that only reads; a mixed job's own reads are not
+        // checked (its verify phase reads are).
+        if s.verify && dir == 0 && !s.writes {
             let data = self.buf.as_slice()[boff..boff + n as usize].to_vec();
             if !self.stream_check(s, fi, off, &data) {
                 return self.stream_end(s);
             }
-        } else if s.verify && s.do_verify && !self.stream_logged(s, fi, off, n)? {
+        } else if dir == 1 && s.verify && s.do_verify && !self.stream_logged(s, fi, off, n)? {
             return self.stream_end(s);
         }
         Ok(self.stream_think(s)?.unwrap_or(Flow::Continue))
@@ -692,30 +709,34 @@ impl Worker<'_> {
         };
         st.last_was_write = false;
         let fi = st.last_write_file?;
-        let fd = st.files[fi].fd;
         let stat = if data { s.stat_datasync } else { s.stat_sync };
         if s.depth > 0 {
             return Some(self.uring_sync(s, fi, data));
         }
-        Some(self.stream_sync(stat, fd, data))
+        Some(self.stream_sync(stat, fi, data))
     }
 
-    fn stream_sync(&mut self, stat: usize, fd: RawFd, data: bool) -> Result<Flow, Fail> {
+    /// fsync (`data`: fdatasync) file `fi`; with mmap, `msync` of its mapping, as fio.
+    fn stream_sync(&mut self, stat: usize, fi: usize, data: bool) -> Result<Flow, Fail> {
+        let f = &self.stream.as_ref().expect("set").files[fi];
         let t0 = self.clock.now();
-        // SAFETY: fsync/fdatasync on a descriptor this worker owns.
-        let rc = unsafe {
-            if data {
-                libc::fdatasync(fd)
-            } else {
-                libc::fsync(fd)
-            }
+        let r = match &f.mapping {
+            Some(m) => m.sync().map_err(std::io::Error::other),
+            // SAFETY: fsync/fdatasync on a descriptor this worker owns.
+            None => match unsafe {
+                if data {
+                    libc::fdatasync(f.fd)
+                } else {
+                    libc::fsync(f.fd)
+                }
+            } {
+                0 => Ok(()),
+                _ => Err(std::io::Error::last_os_error()),
+            },
         };
         let ns = self.clock.since(t0);
-        if rc != 0 {
-            return Err(Fail::Error(format!(
-                "fsync: {}",
-                std::io::Error::last_os_error()
-            )));
+        if let Err(e) = r {
+            return Err(Fail::Error(format!("fsync: {e}")));
         }
         self.done_stat(stat, FlowopKind::Fsync, ns, 0);
         Ok(Flow::Continue)
@@ -724,16 +745,8 @@ impl Worker<'_> {
     /// At the end of a pass: `fsync_on_close` syncs every file written.
     fn stream_close_pass(&mut self, s: &Stream) -> Result<(), Fail> {
         if s.fsync_on_close && s.writes {
-            let fds: Vec<RawFd> = self
-                .stream
-                .as_ref()
-                .expect("set")
-                .files
-                .iter()
-                .map(|f| f.fd)
-                .collect();
-            for fd in fds {
-                self.stream_sync(s.stat_end_sync, fd, false)?;
+            for fi in 0..s.files.len() {
+                self.stream_sync(s.stat_end_sync, fi, false)?;
             }
         }
         Ok(())
@@ -764,16 +777,8 @@ impl Worker<'_> {
             self.stream_verify(s)?;
         }
         if s.end_fsync && s.writes {
-            let fds: Vec<RawFd> = self
-                .stream
-                .as_ref()
-                .expect("set")
-                .files
-                .iter()
-                .map(|f| f.fd)
-                .collect();
-            for fd in fds {
-                self.stream_sync(s.stat_end_sync, fd, false)?;
+            for fi in 0..s.files.len() {
+                self.stream_sync(s.stat_end_sync, fi, false)?;
             }
         }
         self.stream_timed();

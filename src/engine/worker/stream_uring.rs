@@ -153,7 +153,7 @@ impl Worker<'_> {
             slot.busy = false;
             ring.inflight -= 1;
             // A verifying job's reads are checked once recorded.
-            let data = (s.verify && slot.dir == 0 && res > 0)
+            let data = (s.verify && !s.writes && slot.dir == 0 && res > 0)
                 .then(|| slot.buf.as_slice()[..res as usize].to_vec());
             rec.push((slot.t0, slot.dir, res, slot.fi, slot.off, data));
         }
