@@ -443,6 +443,34 @@ fn mmap_engine_copies_through_a_mapping_and_msyncs() {
 }
 
 #[test]
+fn strided_zones_move_the_io_as_fio_does() {
+    // 64 KiB written in each zone, then 64 KiB skipped; past the end back to the start:
+    // the blocks fio 3.33 writes for the same job (every other 16 blocks, 240 blocks long).
+    let job = |z: &str, rw: &str| {
+        format!("[z]\nrw={rw}\nbs=4k\nsize=1m\nfallocate=none\nzonemode=strided\n{z}")
+    };
+    let (r, f, d) = run_job("zseq", &job("zonesize=64k\nzoneskip=64k\n", "write"), &[]);
+    assert_eq!(counted(&r, "z write"), (256, 1 << 20));
+    assert_eq!(f, files(&[("z.0.0", 240 << 12)]));
+    let want: Vec<u64> = (0..256u64).filter(|b| b % 32 < 16).take(128).collect();
+    let path = Path::new(r["run_dir"].as_str().unwrap()).join("z.0.0");
+    assert_eq!(written_blocks(&path), want);
+    drop(d);
+    // Random in a 128 KiB range, 64 KiB a zone, 256 KiB skipped: every write in the ranges
+    // at 0, 384 KiB and 768 KiB.
+    let (r, _, _d) = run_job(
+        "zrand",
+        &job("zonesize=64k\nzonerange=128k\nzoneskip=256k\n", "randwrite"),
+        &[],
+    );
+    assert_eq!(counted(&r, "z write").0, 256);
+    let path = Path::new(r["run_dir"].as_str().unwrap()).join("z.0.0");
+    let got = written_blocks(&path);
+    assert!(got.iter().all(|b| b % 96 < 32), "{got:?}");
+    assert!(got.iter().any(|b| *b >= 192), "{got:?}");
+}
+
+#[test]
 fn files_are_laid_out_where_and_as_fio_lays_them_out() {
     // offset: the file holds offset + size; offset_increment moves each clone on.
     let (r, f, _d) = run_job("off", "[j]\nrw=read\nbs=4k\nsize=64k\noffset=32k\n", &[]);
@@ -852,6 +880,12 @@ fn refused_options_and_malformed_lines_name_file_line_and_column() {
         "linear or poisson",
     );
     refused("[j]\nsize=1m\nbs=4q\n", "3:4", "unknown size suffix");
+    refused(
+        "[j]\nsize=1m\nnrfiles=2\nzonesize=64k\n",
+        "4:1",
+        "fsbench refuses rather than ignore",
+    );
+    refused("[j]\nsize=1m\nzonemode=zbd\n", "3:10", "none and strided");
     refused("[j]\nsize=1m\ndirect=yes\n", "3:8", "not a boolean");
     refused("[j]\nsize=1m\nruntime=10sec\n", "3:9", "unknown time unit");
     refused(

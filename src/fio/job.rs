@@ -217,6 +217,9 @@ pub struct Job {
     pub do_verify: bool,
     pub verify_backlog: u64,
     pub verify_fatal: bool,
+    /// `zonesize`, `zonerange` (0: the size), `zoneskip`, and `zonemode=none`.
+    pub zone: [u64; 3],
+    pub zone_none: bool,
     /// `scramble_buffers` (fio's default: on).
     pub scramble: bool,
     pub create_on_open: bool,
@@ -292,6 +295,8 @@ impl Job {
             compress_chunk: 512,
             dedupe_pct: 0,
             scramble: true,
+            zone: [0; 3],
+            zone_none: false,
             verify: None,
             do_verify: true,
             verify_backlog: 0,
@@ -787,6 +792,22 @@ fn apply_files(job: &mut Job, key: &str, o: &Opt) -> Option<R> {
             }
             "offset" => {
                 job.offset = value::size(need(o)?, kb)?;
+                Ok(())
+            }
+            "zonesize" | "zonerange" | "zoneskip" => {
+                let i = ["zonesize", "zonerange", "zoneskip"]
+                    .iter()
+                    .position(|k| *k == key)
+                    .expect("matched");
+                job.zone[i] = value::size(need(o)?, kb)?;
+                Ok(())
+            }
+            "zonemode" => {
+                job.zone_none = match need(o)? {
+                    "none" => true,
+                    "strided" => false,
+                    v => return Err(format!("`{v}`: fsbench runs zonemode=none and strided")),
+                };
                 Ok(())
             }
             "offset_increment" => {

@@ -145,6 +145,7 @@ fn check(job: &Job, first: bool, errors: &mut Vec<Diagnostic>) {
     }
     check_rates(job, errors);
     check_verify(job, errors);
+    check_stride(job, errors);
     // fio_mmapio_init: "mmap options dictate a minimum block size of a page".
     let page = crate::sys::io::ALIGN as u64;
     let small = !job.bs[0].min().min(job.bs[1].min()).is_multiple_of(page);
@@ -194,6 +195,43 @@ fn check_verify(job: &Job, errors: &mut Vec<Diagnostic>) {
             job,
             "verify",
             "`verify` with block sizes or offsets that are not multiples of 4 KiB: fsbench's headers and checksums are per 4 KiB block".into(),
+        ));
+    }
+}
+
+/// fio's strided zones: with `zonesize` (and not `zonemode=none`), the range defaulting
+/// to the size.
+fn stride(job: &Job) -> Option<crate::model::stream::Stride> {
+    let [size, range, skip] = job.zone;
+    (size > 0 && !job.zone_none).then_some(crate::model::stream::Stride {
+        size,
+        range: if range == 0 { size } else { range },
+        skip,
+    })
+}
+
+/// Strided zones with several files (fio then drops the zones) or a skewed distribution.
+fn check_stride(job: &Job, errors: &mut Vec<Diagnostic>) {
+    if stride(job).is_none() {
+        return;
+    }
+    let nfiles = match &job.filename {
+        Some((n, _, _)) => n.split(':').count() as u64,
+        None => job.nrfiles,
+    };
+    if nfiles > 1 {
+        errors.push(at(
+            job,
+            "zonesize",
+            "`zonesize` with several files: fio then runs without zones; fsbench refuses rather than ignore it".into(),
+        ));
+    }
+    if !matches!(job.distribution, Skew::Uniform) && job.random {
+        errors.push(at(
+            job,
+            "zonesize",
+            "`zonesize` with a random_distribution other than random is not supported by fsbench"
+                .into(),
         ));
     }
 }
@@ -443,6 +481,7 @@ fn stream_of(job: &Job, j: usize, k: u32, stats: &mut Stats, report: &str) -> St
         random_map: !job.norandommap && matches!(job.distribution, Skew::Uniform | Skew::Zoned),
         skew: job.distribution,
         zones: job.zones.clone(),
+        stride: stride(job),
         invalidate: job.invalidate,
         fadvise_hint: job.fadvise_hint,
         seed: job

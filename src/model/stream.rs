@@ -139,6 +139,15 @@ pub enum MinRate {
     Iops(u64),
 }
 
+/// fio's strided zones (`zonesize`, `zonerange`, `zoneskip`): the I/O stays in a range of
+/// `range` bytes until `size` bytes were done there, then moves on by `range + skip`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stride {
+    pub size: u64,
+    pub range: u64,
+    pub skip: u64,
+}
+
 /// What a stream is.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Stream {
@@ -171,6 +180,8 @@ pub struct Stream {
     pub fadvise_hint: bool,
     /// How random offsets are drawn; a skewed one keeps no random map (as fio).
     pub skew: Skew,
+    /// fio's strided zones, when `zonesize` is given.
+    pub stride: Option<Stride>,
     /// With [`Skew::Zoned`], the zones of reads and writes.
     pub zones: [Zones; 2],
     /// Random offsets cover each block once per pass (fio's random map).

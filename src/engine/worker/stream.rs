@@ -66,6 +66,8 @@ pub(super) struct OpenFile {
     blocks: u64,
     /// A skewed distribution's state (fio keeps one per file).
     skew: Option<SkewState>,
+    /// With zones (`zonesize`): where the current zone starts, relative to the range.
+    zone_base: u64,
     /// With `ioengine=mmap`: the file's mapping.
     mapping: Option<super::stream_mmap::Map>,
 }
@@ -111,6 +113,8 @@ pub(super) struct StreamState {
     pub(super) written: Vec<(usize, u64, u64)>,
     /// A bad block with `verify_fatal`: the stream ends.
     pub(super) verify_stop: bool,
+    /// Bytes of I/O in the current zone (fio's `zone_bytes`).
+    zone_bytes: u64,
     /// The seed of the written content (`buffer_compress_percentage`, ...).
     pub(super) content_seed: u64,
     /// The ring of an asynchronous stream.
@@ -165,6 +169,7 @@ impl Worker<'_> {
                 },
                 blocks,
                 skew,
+                zone_base: 0,
                 mapping: if s.mmap {
                     Some(super::stream_mmap::Map::new(s, f, fd).map_err(Fail::Error)?)
                 } else {
@@ -200,6 +205,7 @@ impl Worker<'_> {
             pace_rng: crate::dist::rng(seed, 0x9015),
             rate_check: [None, None],
             written: Vec::new(),
+            zone_bytes: 0,
             verify_stop: false,
             content_seed: seed ^ ((s.job as u64) << 32),
             timed: false,
@@ -253,12 +259,14 @@ impl Worker<'_> {
             }
             st.pass_bytes = 0;
             st.pass_ios = 0;
+            st.zone_bytes = 0;
             for (of, sf) in st.files.iter_mut().zip(&s.files) {
                 // fio reopens the files for each pass, dropping their cached pages.
                 if s.invalidate {
                     io::fadvise_dontneed(of.fd, sf.offset, sf.len);
                 }
                 of.pos = [0, 0];
+                of.zone_base = 0;
                 of.done = false;
                 of.map.iter_mut().for_each(|w| *w = 0);
             }
@@ -424,6 +432,9 @@ impl Worker<'_> {
                 continue;
             }
             let len = s.files[fi].len;
+            if let Some(z) = s.stride {
+                Self::stream_zone(st, fi, dir, z, len);
+            }
             let got = if s.random {
                 Self::stream_random(st, fi, s, dir, len)
             } else {
@@ -435,6 +446,35 @@ impl Worker<'_> {
             }
         }
         None
+    }
+
+    /// fio's `setup_strided_zone_mode`: after `zonesize` bytes the zone moves on by
+    /// `zonerange + zoneskip` (back to the start past the end of the file); a position past
+    /// the zone's range goes back to its start; every `zonerange` bytes the positions and
+    /// the random map start over (fio's `fio_file_reset`).
+    fn stream_zone(
+        st: &mut StreamState,
+        fi: usize,
+        dir: usize,
+        z: crate::model::stream::Stride,
+        len: u64,
+    ) {
+        let f = &mut st.files[fi];
+        if st.zone_bytes >= z.size {
+            st.zone_bytes = 0;
+            f.zone_base += z.range + z.skip;
+            if f.zone_base >= len {
+                f.zone_base = 0;
+            }
+            f.pos[dir] = f.zone_base;
+        }
+        if f.pos[dir] >= f.zone_base + z.range {
+            f.pos[dir] = f.zone_base;
+        }
+        if st.zone_bytes.is_multiple_of(z.range.max(1)) {
+            f.pos = [f.zone_base; 2];
+            f.map.iter_mut().for_each(|w| *w = 0);
+        }
     }
 
     /// fio's `get_next_seq_offset`: on from where the direction's last I/O ended, plus the
@@ -485,11 +525,19 @@ impl Worker<'_> {
         if blocks == 0 {
             return None;
         }
+        // With zones (zonesize), blocks are drawn in the current zone's range only.
+        let (lo, n) = match s.stride {
+            Some(z) => {
+                let lo = (st.files[fi].zone_base / unit).min(blocks - 1);
+                (lo, (z.range / unit).clamp(1, blocks - lo))
+            }
+            None => (0, blocks),
+        };
         let mut b = match &mut st.files[fi].skew {
             Some(sk) => sk.next(),
             None => match st.zones.draw(dir, blocks, unit, &mut st.rng) {
                 Some(b) => b,
-                None => st.rng.random_range(0..blocks),
+                None => lo + st.rng.random_range(0..n),
             },
         };
         if b >= blocks {
@@ -500,8 +548,8 @@ impl Worker<'_> {
         if map {
             let f = &st.files[fi];
             if f.taken(b) {
-                b = (1..blocks)
-                    .map(|k| (b + k) % blocks)
+                b = (1..n)
+                    .map(|k| lo + (b - lo + k) % n)
                     .find(|c| !f.taken(*c))?;
             }
         }
@@ -623,6 +671,7 @@ impl Worker<'_> {
         Self::stream_next_due(st, s, dir);
         st.pass_ios += 1;
         st.pass_bytes += n;
+        st.zone_bytes += len;
         if !s.random {
             st.files[fi].pos[dir] = off - s.files[fi].offset + len;
         }
