@@ -471,6 +471,42 @@ fn strided_zones_move_the_io_as_fio_does() {
 }
 
 #[test]
+fn opendir_reads_files_in_place_and_a_writing_job_there_is_refused() {
+    // A directory fsbench did not create: every regular file below it is a file of the
+    // job, read where it is (whole, in blocks; links not followed), and left unchanged.
+    let d = Scratch::new("opendir");
+    let src = d.path().join("data");
+    std::fs::create_dir_all(src.join("sub")).unwrap();
+    let a: Vec<u8> = (0..65536u32).map(|i| (i * 7 % 251) as u8).collect();
+    let b: Vec<u8> = (0..131072u32).map(|i| (i * 13 % 251) as u8).collect();
+    std::fs::write(src.join("a"), &a).unwrap();
+    std::fs::write(src.join("sub/b"), &b).unwrap();
+    std::os::unix::fs::symlink("/etc/passwd", src.join("link")).unwrap();
+    let job = format!("[r]\nrw=randread\nbs=4k\nopendir={}\n", src.display());
+    let (r, f, _k) = run_job("opendir", &job, &[]);
+    assert_eq!(counted(&r, "r read"), (48, 192 << 10));
+    assert!(f.is_empty(), "nothing laid out in the run directory: {f:?}");
+    assert_eq!(std::fs::read(src.join("a")).unwrap(), a);
+    assert_eq!(std::fs::read(src.join("sub/b")).unwrap(), b);
+    // A job that writes there is refused with the reason, and nothing is touched.
+    let w = d.path().join("w.fio");
+    std::fs::write(
+        &w,
+        format!("[w]\nrw=randrw\nbs=4k\nopendir={}\n", src.display()),
+    )
+    .unwrap();
+    let o = run(&["run", w.to_str().unwrap(), "--dir", d.s()]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("w.fio:4:1"), "{err}");
+    assert!(
+        err.contains("never into a directory it did not create"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(src.join("a")).unwrap(), a);
+}
+
+#[test]
 fn files_are_laid_out_where_and_as_fio_lays_them_out() {
     // offset: the file holds offset + size; offset_increment moves each clone on.
     let (r, f, _d) = run_job("off", "[j]\nrw=read\nbs=4k\nsize=64k\noffset=32k\n", &[]);

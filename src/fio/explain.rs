@@ -164,7 +164,9 @@ fn explain_job(
             f.name,
             h(f.len),
             f.offset,
-            if f.create_on_open {
+            if f.external {
+                "read where it is (opendir): not laid out, never written or removed".to_string()
+            } else if f.create_on_open {
                 "not laid out: created when the job opens it (create_on_open)".to_string()
             } else if f.fill {
                 format!("laid out written whole ({} requests)", h(f.fill_bs))

@@ -217,6 +217,9 @@ pub struct Job {
     pub do_verify: bool,
     pub verify_backlog: u64,
     pub verify_fatal: bool,
+    /// `opendir=`: every regular file below the directory (absolute path, size), in name
+    /// order.
+    pub opendir: Option<Vec<(String, u64)>>,
     /// `zonesize`, `zonerange` (0: the size), `zoneskip`, and `zonemode=none`.
     pub zone: [u64; 3],
     pub zone_none: bool,
@@ -296,6 +299,7 @@ impl Job {
             dedupe_pct: 0,
             scramble: true,
             zone: [0; 3],
+            opendir: None,
             zone_none: false,
             verify: None,
             do_verify: true,
@@ -613,6 +617,34 @@ fn apply_engine(job: &mut Job, key: &str, o: &Opt) -> Option<R> {
     unknown_is_none(r)
 }
 
+/// fio's `add_dir_files`: every regular file below `dir` (links not followed), with its
+/// absolute path and size; sorted by path (fio takes readdir's order).
+fn list_dir(dir: &str) -> Result<Vec<(String, u64)>, String> {
+    let root = std::fs::canonicalize(dir).map_err(|e| format!("`{dir}`: {e}"))?;
+    let mut out = Vec::new();
+    let mut todo = vec![root];
+    while let Some(d) = todo.pop() {
+        let rd = std::fs::read_dir(&d).map_err(|e| format!("`{}`: {e}", d.display()))?;
+        for e in rd {
+            let e = e.map_err(|e| format!("`{}`: {e}", d.display()))?;
+            let m = std::fs::symlink_metadata(e.path())
+                .map_err(|err| format!("`{}`: {err}", e.path().display()))?;
+            if m.is_dir() {
+                todo.push(e.path());
+            } else if m.is_file() {
+                let p = e.path().to_str().map(str::to_string);
+                let p = p.ok_or_else(|| format!("`{}`: not UTF-8", e.path().display()))?;
+                out.push((p, m.len()));
+            }
+        }
+    }
+    out.sort();
+    if out.is_empty() {
+        return Err(format!("`{dir}` holds no regular file"));
+    }
+    Ok(out)
+}
+
 fn nonzero(v: u64) -> Result<u64, String> {
     if v == 0 {
         Err("a block size of 0".into())
@@ -792,6 +824,10 @@ fn apply_files(job: &mut Job, key: &str, o: &Opt) -> Option<R> {
             }
             "offset" => {
                 job.offset = value::size(need(o)?, kb)?;
+                Ok(())
+            }
+            "opendir" => {
+                job.opendir = Some(list_dir(need(o)?)?);
                 Ok(())
             }
             "zonesize" | "zonerange" | "zoneskip" => {

@@ -123,7 +123,9 @@ fn check(job: &Job, first: bool, errors: &mut Vec<Diagnostic>) {
             "`time_based` needs `runtime=`".into(),
         ));
     }
-    if job.size.is_none() && job.filesize.is_none() {
+    if job.opendir.is_some() {
+        check_opendir(job, errors);
+    } else if job.size.is_none() && job.filesize.is_none() {
         errors.push(Diagnostic::error(
             &job.src,
             job.span,
@@ -196,6 +198,33 @@ fn check_verify(job: &Job, errors: &mut Vec<Diagnostic>) {
             "verify",
             "`verify` with block sizes or offsets that are not multiples of 4 KiB: fsbench's headers and checksums are per 4 KiB block".into(),
         ));
+    }
+}
+
+/// fsbench writes only where it created: `opendir` is for jobs that only read, and
+/// without `filename`, `unlink` or `create_on_open`.
+fn check_opendir(job: &Job, errors: &mut Vec<Diagnostic>) {
+    if job.write {
+        errors.push(at(
+            job,
+            "opendir",
+            "`opendir` on a job that writes: fsbench writes only in the run directory it creates, never into a directory it did not create (a job that only reads may read the files there)".into(),
+        ));
+    }
+    let set = [
+        ("filename", job.filename.is_some()),
+        ("unlink", job.unlink),
+        ("create_on_open", job.create_on_open),
+        ("verify", job.verify.is_some()),
+    ];
+    for (key, on) in set {
+        if on {
+            errors.push(at(
+                job,
+                key,
+                format!("`{key}` with `opendir` (files fsbench did not create) is not supported by fsbench"),
+            ));
+        }
     }
 }
 
@@ -283,6 +312,9 @@ fn check_zones(job: &Job, min_bs: u64, errors: &mut Vec<Diagnostic>) {
 
 /// The names and lengths of clone `k`'s files.
 fn clone_files(job: &Job, k: u32) -> Vec<StreamFile> {
+    if let Some(list) = &job.opendir {
+        return dir_files(job, list, k);
+    }
     let names: Vec<String> = match &job.filename {
         Some((n, _, _)) => n.split(':').map(str::to_string).collect(),
         None => (0..job.nrfiles)
@@ -333,6 +365,33 @@ fn clone_files(job: &Job, k: u32) -> Vec<StreamFile> {
                 fill: job.read,
                 fill_bs: job.bs[1].max(),
                 create_on_open: job.create_on_open,
+                external: false,
+            }
+        })
+        .collect()
+}
+
+/// `opendir`'s files, read where they are: each its whole size from the offset (with
+/// `size=`, at most size / files), aligned down to the smallest block size.
+fn dir_files(job: &Job, list: &[(String, u64)], k: u32) -> Vec<StreamFile> {
+    let offset = job.offset + job.offset_increment * k as u64;
+    let min_bs = job.bs[0].min().min(job.bs[1].min()).max(1);
+    let each = job.size.map(|s| s / list.len() as u64);
+    list.iter()
+        .map(|(path, real)| {
+            let mut len = real.saturating_sub(offset);
+            if let Some(e) = each {
+                len = len.min(e);
+            }
+            StreamFile {
+                name: path.clone(),
+                offset,
+                len: len - len % min_bs,
+                prealloc: Prealloc::None,
+                fill: false,
+                fill_bs: 0,
+                create_on_open: false,
+                external: true,
             }
         })
         .collect()

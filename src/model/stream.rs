@@ -105,6 +105,9 @@ pub struct StreamFile {
     /// Not laid out: the stream creates the file when it opens it (fio's
     /// `create_on_open`).
     pub create_on_open: bool,
+    /// A file fsbench did not create (fio's `opendir`): `name` is its absolute path; it
+    /// is not laid out, only read, and never removed.
+    pub external: bool,
 }
 
 impl StreamFile {

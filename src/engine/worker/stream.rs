@@ -132,23 +132,7 @@ impl Worker<'_> {
         let rng_seed = s.seed.unwrap_or_else(|| self.rng.random());
         let mut files = Vec::with_capacity(s.files.len());
         for f in &s.files {
-            let how = OpenHow {
-                create: f.create_on_open,
-                readonly: !s.writes,
-                writeonly: false,
-                dsync: s.dsync,
-                directio: s.direct,
-            };
-            let name = std::ffi::CString::new(f.name.as_bytes())
-                .map_err(|_| Fail::Error(format!("file name {:?} holds a NUL", f.name)))?;
-            let flags_extra = if s.osync { libc::O_SYNC } else { 0 };
-            let fd = if flags_extra != 0 {
-                crate::beneath::open_file(dir, &name, how.flags() | flags_extra)
-                    .map(std::os::fd::IntoRawFd::into_raw_fd)
-            } else {
-                io::open_at(dir, &name, how)
-            }
-            .map_err(|e| Fail::Error(format!("open {}: {e}", f.name)))?;
+            let fd = Self::stream_open_file(s, f, dir)?;
             let blocks = f.len / unit;
             if s.invalidate {
                 io::fadvise_dontneed(fd, f.offset, f.len);
@@ -215,6 +199,41 @@ impl Worker<'_> {
                 None
             },
         })
+    }
+
+    /// Open a stream file: in the run directory by its name, or (opendir) read-only by
+    /// its path.
+    fn stream_open_file(
+        s: &Stream,
+        f: &crate::model::stream::StreamFile,
+        dir: RawFd,
+    ) -> Result<RawFd, Fail> {
+        let how = OpenHow {
+            create: f.create_on_open,
+            readonly: !s.writes,
+            writeonly: false,
+            dsync: s.dsync,
+            directio: s.direct,
+        };
+        let name = std::ffi::CString::new(f.name.as_bytes())
+            .map_err(|_| Fail::Error(format!("file name {:?} holds a NUL", f.name)))?;
+        let flags_extra = if s.osync { libc::O_SYNC } else { 0 };
+        if f.external {
+            // opendir: a file fsbench did not create, opened read-only by its path.
+            debug_assert!(!s.writes && !f.create_on_open);
+            // SAFETY: a NUL-terminated path; no O_CREAT, so no mode.
+            match unsafe { libc::open(name.as_ptr(), how.flags() | flags_extra | libc::O_NOFOLLOW) }
+            {
+                -1 => Err(std::io::Error::last_os_error()),
+                fd => Ok(fd),
+            }
+        } else if flags_extra != 0 {
+            crate::beneath::open_file(dir, &name, how.flags() | flags_extra)
+                .map(std::os::fd::IntoRawFd::into_raw_fd)
+        } else {
+            io::open_at(dir, &name, how)
+        }
+        .map_err(|e| Fail::Error(format!("open {}: {e}", f.name)))
     }
 
     pub(super) fn op_stream(&mut self, f: &Flowop) -> Result<Flow, Fail> {
@@ -844,7 +863,7 @@ impl Worker<'_> {
         let Some(dir) = self.sh.stream_dir else {
             return Ok(());
         };
-        for f in &s.files {
+        for f in s.files.iter().filter(|f| !f.external) {
             let name = crate::beneath::component(std::ffi::OsStr::new(&f.name))
                 .map_err(|e| Fail::Error(format!("unlink {}: {e}", f.name)))?;
             match crate::beneath::unlink_at(dir, &name, 0) {
