@@ -139,6 +139,9 @@ pub fn fill_random(key: u64, out: &mut [u8]) {
 pub struct Generator {
     content: Content,
     seed: u64,
+    /// The compressible share is laid out per chunk of this many bytes (a block by
+    /// default; fio's `buffer_compress_chunk`).
+    chunk: usize,
 }
 
 impl Generator {
@@ -146,7 +149,16 @@ impl Generator {
         Generator {
             content,
             seed: mix(seed ^ 0xc0_77e7),
+            chunk: BLOCK,
         }
+    }
+
+    /// The same content with the random and compressible parts alternating every `chunk`
+    /// bytes of a block (each chunk's first `100 - compress` percent random), as fio's
+    /// `buffer_compress_chunk`; a chunk of a block or more is the plain model.
+    pub fn with_chunk(mut self, chunk: usize) -> Generator {
+        self.chunk = chunk.clamp(1, BLOCK);
+        self
     }
 
     /// Is block `block` of file `file` a copy of an anchor block?
@@ -171,6 +183,10 @@ impl Generator {
         } else {
             mix(self.seed ^ mix(file.wrapping_add(1)) ^ block.wrapping_mul(0x9e37_79b9))
         };
+        if self.chunk < BLOCK && self.content.compress > 0 {
+            self.chunked(key, dup, out);
+            return;
+        }
         let random = BLOCK * (100 - self.content.compress as usize) / 100;
         let r = random.min(out.len());
         fill_random(key, &mut out[..r]);
@@ -197,6 +213,25 @@ impl Generator {
             let tail = chunks.into_remainder();
             let n = tail.len();
             tail.copy_from_slice(&word[..n]);
+        }
+    }
+
+    /// A block in chunks: in each, `chunk × (100 - compress) / 100` random bytes, then the
+    /// block's word (zeros in duplicates), as fio's `fill_random_buf_percentage` with a
+    /// pattern.
+    fn chunked(&self, key: u64, dup: bool, out: &mut [u8]) {
+        let word = if dup {
+            [0u8; 8]
+        } else {
+            mix(key).to_le_bytes()
+        };
+        let keep = 100 - self.content.compress as usize;
+        for (i, c) in out.chunks_mut(self.chunk).enumerate() {
+            let r = (self.chunk * keep / 100).min(c.len());
+            fill_random(mix(key ^ i as u64), &mut c[..r]);
+            for (j, b) in c[r..].iter_mut().enumerate() {
+                *b = word[(r + j) % 8];
+            }
         }
     }
 
@@ -347,6 +382,35 @@ pub fn speed_report(bytes: usize) -> String {
         let _ = writeln!(o, "{name:<26} {gbs:>12.2} {pc:>10.1} {pd:>10.1}");
     }
     o
+}
+
+#[cfg(test)]
+mod chunk_tests {
+    use super::*;
+
+    #[test]
+    fn chunks_alternate_random_and_compressible_bytes() {
+        let c = Content {
+            compress: 75,
+            dedupe: 0,
+        };
+        let g = Generator::new(c, 9).with_chunk(512);
+        let mut b = vec![0u8; BLOCK];
+        g.block(3, 7, &mut b);
+        // Each 512-byte chunk: 128 random bytes, then one repeated word.
+        for chunk in b.chunks(512) {
+            let tail = &chunk[128..];
+            assert!(tail.chunks(8).all(|w| w == &tail[..8]), "{:?}", &tail[..16]);
+            assert_ne!(&chunk[..8], &tail[..8]);
+        }
+        // About 75% saved by a block compressor, as without chunks.
+        let (pct, _, _) = measure(&b);
+        assert!((65.0..80.0).contains(&pct), "{pct}");
+        // The same content again from the same place.
+        let mut again = vec![0u8; BLOCK];
+        g.block(3, 7, &mut again);
+        assert_eq!(b, again);
+    }
 }
 
 #[cfg(test)]

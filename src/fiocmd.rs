@@ -81,5 +81,9 @@ pub fn report(spec: &str, r: &crate::stats::Results, format: Option<&str>) -> Re
             .and_then(|_| o.write_all(b"\n"))
             .and_then(|_| o.flush())?;
     }
+    let failed = crate::report::fio::failures(r);
+    if !failed.is_empty() {
+        anyhow::bail!("{}", failed.join("; "));
+    }
     Ok(())
 }

@@ -224,6 +224,288 @@ fn each_option_reads_and_writes_what_fio_does() {
     assert_eq!(counted(&r, "j sync").0, 0);
 }
 
+/// 4 KiB blocks of `path` holding data (not all zeros): the blocks a job wrote.
+fn written_blocks(path: &Path) -> Vec<u64> {
+    let data = std::fs::read(path).unwrap();
+    data.chunks(4096)
+        .enumerate()
+        .filter(|(_, c)| c.iter().any(|b| *b != 0))
+        .map(|(i, _)| i as u64)
+        .collect()
+}
+
+#[test]
+fn zoned_and_normal_offsets_land_where_fio_draws_them() {
+    // zoned: every write in the first quarter of the 1 MiB file (not laid out, without a
+    // reservation: its size is where the last write ended).
+    let job = |dist: &str, map: &str| {
+        format!(
+            "[j]\nrw=randwrite\nbs=4k\nsize=1m\nfallocate=none\n{map}random_distribution={dist}\n"
+        )
+    };
+    let (r, f, d) = run_job("zoned", &job("zoned:100/25", "norandommap\n"), &[]);
+    assert_eq!(counted(&r, "j write"), (256, 1 << 20));
+    let path = Path::new(r["run_dir"].as_str().unwrap()).join("j.0.0");
+    assert!(f[0].1 <= 256 << 10, "{f:?}");
+    let quarter = written_blocks(&path);
+    assert!(
+        quarter.iter().all(|b| *b < 64) && quarter.len() > 32,
+        "{quarter:?}"
+    );
+    drop(d);
+    // zoned_abs: sizes in bytes, per direction (reads first, then writes).
+    let (r, f, _d) = run_job(
+        "zabs",
+        &job("zoned_abs:100/1m,50/64k:50/64k", "norandommap\n"),
+        &[],
+    );
+    assert_eq!(counted(&r, "j write").0, 256);
+    assert!(f[0].1 <= 128 << 10, "{f:?}");
+    // With the random map (fio's default) a zoned pass still does every block once.
+    let (r, f, d) = run_job("zmap", &job("zoned:90/10:10/90", ""), &[]);
+    assert_eq!(counted(&r, "j write"), (256, 1 << 20));
+    let path = Path::new(r["run_dir"].as_str().unwrap()).join("j.0.0");
+    assert_eq!(f[0].1, 1 << 20);
+    assert_eq!(written_blocks(&path).len(), 256);
+    drop(d);
+    // normal: 256 writes gather on fewer blocks than 256 uniform ones do (about 162).
+    let distinct = |dist: &str, tag: &str| {
+        let (r, _, _d) = run_job(tag, &job(dist, "norandommap\n"), &[]);
+        assert_eq!(counted(&r, "j write").0, 256);
+        written_blocks(&Path::new(r["run_dir"].as_str().unwrap()).join("j.0.0")).len()
+    };
+    let uniform = distinct("random", "uni");
+    let normal = distinct("normal", "normal");
+    assert!(uniform > 130, "{uniform}");
+    assert!(
+        normal < 110 && normal > 20,
+        "normal {normal}, uniform {uniform}"
+    );
+}
+
+/// (distinct 4 KiB blocks, blocks, share of the bytes LZ4 saves compressing each block).
+fn content_of(path: &Path) -> (usize, usize, f64) {
+    let data = std::fs::read(path).unwrap();
+    let blocks: Vec<&[u8]> = data.chunks(4096).collect();
+    let distinct: std::collections::HashSet<&[u8]> = blocks.iter().copied().collect();
+    let packed: usize = blocks
+        .iter()
+        .map(|b| lz4_flex::block::compress(b).len())
+        .sum();
+    (
+        distinct.len(),
+        blocks.len(),
+        1.0 - packed as f64 / data.len() as f64,
+    )
+}
+
+#[test]
+fn written_data_compresses_and_dedupes_as_asked() {
+    let written = |tag: &str, opts: &str| {
+        let job = format!("[j]\nrw=write\nbs=4k\nsize=1m\n{opts}");
+        let (r, _, d) = run_job(tag, &job, &[]);
+        assert_eq!(counted(&r, "j write"), (256, 1 << 20));
+        let c = content_of(&Path::new(r["run_dir"].as_str().unwrap()).join("j.0.0"));
+        drop(d);
+        c
+    };
+    // Plain random data, scrambled per write as fio does by default: every block
+    // distinct, next to nothing saved.
+    let (distinct, n, saved) = written("plain", "");
+    assert_eq!((distinct, n), (256, 256));
+    assert!(saved < 0.05, "{saved}");
+    // Half of each 512-byte chunk compressible, 30% of the blocks repeats.
+    let (distinct, n, saved) = written(
+        "shaped",
+        "buffer_compress_percentage=50\ndedupe_percentage=30\n",
+    );
+    assert_eq!(n, 256);
+    let dup = 1.0 - distinct as f64 / n as f64;
+    // 30 of each 100 blocks are copies of a few anchor blocks (their first copies count
+    // as distinct).
+    assert!((0.25..=0.31).contains(&dup), "{distinct} distinct of {n}");
+    assert!((0.40..0.55).contains(&saved), "{saved}");
+    // The same through io_uring, in 4 KiB chunks.
+    let (distinct, _, saved) = written(
+        "shapedaio",
+        "ioengine=io_uring\niodepth=4\nbuffer_compress_percentage=80\nbuffer_compress_chunk=4k\ndedupe_percentage=10\n",
+    );
+    let dup = 1.0 - distinct as f64 / 256.0;
+    assert!((0.06..=0.11).contains(&dup), "{distinct} distinct");
+    assert!((0.70..0.85).contains(&saved), "{saved}");
+}
+
+#[test]
+fn verify_reads_back_what_was_written_and_fails_the_run_on_a_bad_block() {
+    // A writing job with verify: after its pass every block is read back and checked
+    // (its reads are the job's reads, as in fio); through io_uring too, and with a backlog.
+    for (tag, opts) in [
+        ("vsync", "verify=crc32c\n"),
+        ("vuring", "verify=md5\nioengine=io_uring\niodepth=8\n"),
+        ("vbacklog", "verify=crc32c-intel\nverify_backlog=8\n"),
+    ] {
+        let job = format!("[w]\nrw=randwrite\nbs=4k\nsize=256k\n{opts}");
+        let (r, _, _d) = run_job(tag, &job, &[]);
+        assert_eq!(counted(&r, "w write"), (64, 256 << 10), "{tag}");
+        assert_eq!(counted(&r, "w read"), (64, 256 << 10), "{tag}");
+    }
+    // do_verify=0 writes the headers only; a later job reading with verify checks them.
+    // Three 4 KiB writes without headers in between spoil three blocks: the run fails,
+    // naming the count and the first bad offset.
+    let writer = "[w]\nrw=write\nbs=8k\nfilename=data\nsize=256k\nverify=md5\ndo_verify=0\n";
+    let spoiler = "[x]\nstonewall\nrw=randwrite\nbs=4k\nfilename=data\nsize=256k\nnumber_ios=3\n";
+    let reader = "[r]\nstonewall\nrw=read\nbs=16k\nfilename=data\nsize=256k\nverify=md5\n";
+    let d = Scratch::new("vbad");
+    let run_text = |name: &str, text: &str| {
+        let f = d.path().join(name);
+        std::fs::write(&f, text).unwrap();
+        let json = d.path().join(format!("{name}.json"));
+        let o = run(&[
+            "run",
+            f.to_str().unwrap(),
+            "--dir",
+            d.s(),
+            "-q",
+            "--json",
+            json.to_str().unwrap(),
+        ]);
+        let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        (o, r)
+    };
+    let (o, r) = run_text("good.fio", &format!("{writer}{reader}"));
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(counted(&r, "r read"), (16, 256 << 10));
+    let (o, r) = run_text("bad.fio", &format!("{writer}{spoiler}{reader}"));
+    assert!(!o.status.success(), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(
+            "job r: 3 failed operation(s), the first: verify: bad block at file data offset"
+        ),
+        "{err}"
+    );
+    assert_eq!(counted(&r, "r read"), (16, 256 << 10));
+    // verify_fatal: the reader stops at the first bad block.
+    let (o, r) = run_text(
+        "fatal.fio",
+        &format!("{writer}{spoiler}{reader}verify_fatal=1\n"),
+    );
+    assert!(!o.status.success());
+    assert!(
+        text(&o).contains("job r: 1 failed operation(s)"),
+        "{}",
+        text(&o)
+    );
+    assert!(counted(&r, "r read").0 < 16);
+}
+
+#[test]
+fn mmap_engine_copies_through_a_mapping_and_msyncs() {
+    // Writes into the mapping reach the file (not laid out: made as long as the range
+    // first), an msync after every 4th write but the last, counted as fsyncs.
+    let (r, f, d) = run_job(
+        "mmapw",
+        "[m]\nioengine=mmap\nrw=randwrite\nbs=4k\nsize=256k\nfsync=4\nfallocate=none\n",
+        &[],
+    );
+    assert_eq!(counted(&r, "m write"), (64, 256 << 10));
+    assert_eq!(counted(&r, "m sync").0, 15);
+    assert_eq!(f, files(&[("m.0.0", 256 << 10)]));
+    let path = Path::new(r["run_dir"].as_str().unwrap()).join("m.0.0");
+    assert_eq!(written_blocks(&path).len(), 64);
+    drop(d);
+    // Reads copy out of the mapping; direct=1 msyncs and drops each range; end_fsync is
+    // an msync of the whole mapping.
+    for (tag, job, stat, n) in [
+        ("mmapr", "rw=randread\n", "m read", 64),
+        ("mmapd", "rw=write\ndirect=1\nend_fsync=1\n", "m write", 64),
+    ] {
+        let (r, _, _d) = run_job(
+            tag,
+            &format!("[m]\nioengine=mmap\nbs=4k\nsize=256k\n{job}"),
+            &[],
+        );
+        assert_eq!(counted(&r, stat), (n, n * 4096), "{job}");
+    }
+    // What the mapping took is on the file: a mixed job's verify phase reads it back with
+    // pread and finds every block's header.
+    let (r, _, _d) = run_job(
+        "mmapv",
+        "[m]\nioengine=mmap\nbs=4k\nsize=256k\nrw=randrw\nverify=crc32c\n",
+        &[],
+    );
+    let (rd, wr) = (counted(&r, "m read").0, counted(&r, "m write").0);
+    assert!(wr > 0 && rd > 64 - wr, "reads {rd}, writes {wr}");
+    assert_eq!(
+        rd, 64,
+        "the job's reads and the verify phase's, one per block written"
+    );
+}
+
+#[test]
+fn strided_zones_move_the_io_as_fio_does() {
+    // 64 KiB written in each zone, then 64 KiB skipped; past the end back to the start:
+    // the blocks fio 3.33 writes for the same job (every other 16 blocks, 240 blocks long).
+    let job = |z: &str, rw: &str| {
+        format!("[z]\nrw={rw}\nbs=4k\nsize=1m\nfallocate=none\nzonemode=strided\n{z}")
+    };
+    let (r, f, d) = run_job("zseq", &job("zonesize=64k\nzoneskip=64k\n", "write"), &[]);
+    assert_eq!(counted(&r, "z write"), (256, 1 << 20));
+    assert_eq!(f, files(&[("z.0.0", 240 << 12)]));
+    let want: Vec<u64> = (0..256u64).filter(|b| b % 32 < 16).take(128).collect();
+    let path = Path::new(r["run_dir"].as_str().unwrap()).join("z.0.0");
+    assert_eq!(written_blocks(&path), want);
+    drop(d);
+    // Random in a 128 KiB range, 64 KiB a zone, 256 KiB skipped: every write in the ranges
+    // at 0, 384 KiB and 768 KiB.
+    let (r, _, _d) = run_job(
+        "zrand",
+        &job("zonesize=64k\nzonerange=128k\nzoneskip=256k\n", "randwrite"),
+        &[],
+    );
+    assert_eq!(counted(&r, "z write").0, 256);
+    let path = Path::new(r["run_dir"].as_str().unwrap()).join("z.0.0");
+    let got = written_blocks(&path);
+    assert!(got.iter().all(|b| b % 96 < 32), "{got:?}");
+    assert!(got.iter().any(|b| *b >= 192), "{got:?}");
+}
+
+#[test]
+fn opendir_reads_files_in_place_and_a_writing_job_there_is_refused() {
+    // A directory fsbench did not create: every regular file below it is a file of the
+    // job, read where it is (whole, in blocks; links not followed), and left unchanged.
+    let d = Scratch::new("opendir");
+    let src = d.path().join("data");
+    std::fs::create_dir_all(src.join("sub")).unwrap();
+    let a: Vec<u8> = (0..65536u32).map(|i| (i * 7 % 251) as u8).collect();
+    let b: Vec<u8> = (0..131072u32).map(|i| (i * 13 % 251) as u8).collect();
+    std::fs::write(src.join("a"), &a).unwrap();
+    std::fs::write(src.join("sub/b"), &b).unwrap();
+    std::os::unix::fs::symlink("/etc/passwd", src.join("link")).unwrap();
+    let job = format!("[r]\nrw=randread\nbs=4k\nopendir={}\n", src.display());
+    let (r, f, _k) = run_job("opendir", &job, &[]);
+    assert_eq!(counted(&r, "r read"), (48, 192 << 10));
+    assert!(f.is_empty(), "nothing laid out in the run directory: {f:?}");
+    assert_eq!(std::fs::read(src.join("a")).unwrap(), a);
+    assert_eq!(std::fs::read(src.join("sub/b")).unwrap(), b);
+    // A job that writes there is refused with the reason, and nothing is touched.
+    let w = d.path().join("w.fio");
+    std::fs::write(
+        &w,
+        format!("[w]\nrw=randrw\nbs=4k\nopendir={}\n", src.display()),
+    )
+    .unwrap();
+    let o = run(&["run", w.to_str().unwrap(), "--dir", d.s()]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("w.fio:4:1"), "{err}");
+    assert!(
+        err.contains("never into a directory it did not create"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(src.join("a")).unwrap(), a);
+}
+
 #[test]
 fn files_are_laid_out_where_and_as_fio_lays_them_out() {
     // offset: the file holds offset + size; offset_increment moves each clone on.
@@ -307,6 +589,100 @@ fn rates_pace_unlink_removes_and_iodepth_changes_nothing_with_sync_engines() {
 }
 
 #[test]
+fn rates_of_both_directions_and_poisson_gaps_pace_as_fio() {
+    // A 50/50 mix with reads at 1000 a second and writes at 10: as fio's rate_ddir, a
+    // write not yet due gives way to a read that is, so the rates, not the mix, share
+    // the 64 I/Os (a write every 100 ms while the reads take about 64 ms).
+    let (r, _, _d) = run_job(
+        "raterw",
+        "[j]\nrw=randrw\nbs=4k\nsize=256k\nrate_iops=1000,10\n",
+        &[],
+    );
+    let (rd, wr) = (counted(&r, "j read").0, counted(&r, "j write").0);
+    assert_eq!(rd + wr, 64);
+    assert!(wr >= 1 && wr * 4 < rd, "reads {rd}, writes {wr}");
+    // The last write waits for its time: (writes - 1) × 100 ms after the start.
+    let dur = r["duration_s"].as_f64().unwrap();
+    assert!(dur >= (wr - 1) as f64 * 0.1, "{dur} s for {wr} writes");
+    // Poisson gaps of mean 1/200 s over one second: about 200 reads, never far more.
+    let (r, _, _d) = run_job(
+        "poisson",
+        "[j]\nrw=randread\nbs=4k\nsize=1m\nrate_iops=200\nrate_process=poisson\ntime_based\nruntime=1\n",
+        &[],
+    );
+    let reads = counted(&r, "j read").0;
+    assert!((1..=260).contains(&reads), "{reads}");
+}
+
+#[test]
+fn ranges_spin_and_minimum_rates_as_fio() {
+    // filesize=lo-hi: each file a size drawn in the range, a multiple of the block size;
+    // the job reads them whole.
+    let (r, f, _d) = run_job(
+        "fsrange",
+        "[j]\nrw=read\nbs=4k\nnrfiles=4\nfilesize=16k-64k\n",
+        &[],
+    );
+    assert_eq!(f.len(), 4);
+    assert!(
+        f.iter()
+            .all(|(_, s)| (16 << 10..=64 << 10).contains(s) && s % 4096 == 0),
+        "{f:?}"
+    );
+    assert!(
+        f.iter().any(|x| x.1 != f[0].1),
+        "drawn, not all alike: {f:?}"
+    );
+    let total: u64 = f.iter().map(|x| x.1).sum();
+    assert_eq!(counted(&r, "j read"), (total / 4096, total));
+    // startdelay=lo-hi: each clone its own delay in the range, said by `check`.
+    let d = Scratch::new("delay");
+    let job = d.path().join("delay.fio");
+    std::fs::write(&job, "[j]\nrw=read\nsize=64k\nnumjobs=4\nstartdelay=1-3\n").unwrap();
+    let o = run(&["check", job.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let delays: Vec<f64> = text(&o)
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("starts "))
+        .map(|l| l.split(' ').next().unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(delays.len(), 4, "{}", text(&o));
+    assert!(delays.iter().all(|d| (1.0..=3.0).contains(d)), "{delays:?}");
+    assert!(delays.iter().any(|x| *x != delays[0]), "{delays:?}");
+    // thinktime_spin: 8 thinks of 100 ms, all spent busy: the thread's CPU time shows it
+    // (at least a quarter of it, whatever else the machine runs), and the run lasts them.
+    let (r, _, _d) = run_job(
+        "spin",
+        "[j]\nrw=read\nbs=4k\nsize=32k\nthinktime=100ms\nthinktime_spin=100ms\n",
+        &[],
+    );
+    assert_eq!(counted(&r, "j read").0, 8);
+    let cpu = r["summary"]["cpu_user_s"].as_f64().unwrap();
+    assert!(cpu >= 0.2, "{cpu} s of CPU for 0.8 s of spinning");
+    assert!(r["duration_s"].as_f64().unwrap() >= 0.8);
+    // rate_iops_min above what rate_iops lets through: after fio's two seconds of
+    // settling, the first check a second later fails the job, and the run with it.
+    let d = Scratch::new("ratemin");
+    let job = d.path().join("ratemin.fio");
+    std::fs::write(
+        &job,
+        "[j]\nrw=randread\nbs=4k\nsize=1m\nrate_iops=20\nrate_iops_min=100\ntime_based\nruntime=10\n",
+    )
+    .unwrap();
+    let o = run(&["run", job.to_str().unwrap(), "--dir", d.s(), "-q"]);
+    assert!(!o.status.success(), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    let got: u64 = err
+        .split("rate_iops_min=100 IOPS not met, got ")
+        .nth(1)
+        .and_then(|t| t.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!((1..100).contains(&got), "{err}");
+    assert!(err.contains("job j: 1 failed operation"), "{err}");
+}
+
+#[test]
 fn async_engines_keep_iodepth_in_flight_through_io_uring() {
     let d = Scratch::new("uring");
     let f = d.path().join("u.fio");
@@ -345,6 +721,88 @@ fn async_engines_keep_iodepth_in_flight_through_io_uring() {
     assert!(
         out.contains("ioengine libaio (io_uring: fsbench runs it through io_uring), iodepth 8"),
         "{out}"
+    );
+}
+
+#[test]
+fn async_engines_queue_fsyncs_and_batch_as_fio() {
+    // fsync (fdatasync) every 8 writes through io_uring: queued like the writes, one after
+    // every 8th write but the last, as fio's current source (fio 3.33 queued more while
+    // one was in flight).
+    let d = Scratch::new("uringsync");
+    let f = d.path().join("s.fio");
+    let json = d.path().join("r.json");
+    std::fs::write(
+        &f,
+        "[s]\nrw=randwrite\nbs=4k\nsize=256k\nioengine=io_uring\niodepth=8\nfsync=8\n[t]\nrw=write\nbs=4k\nsize=64k\nioengine=libaio\niodepth=4\nfdatasync=4\n",
+    )
+    .unwrap();
+    let args = |f: &Path, json: &Path| {
+        vec![
+            "run".to_string(),
+            f.to_str().unwrap().to_string(),
+            "--dir".into(),
+            d.s().to_string(),
+            "-q".into(),
+            "--json".into(),
+            json.to_str().unwrap().to_string(),
+        ]
+    };
+    let a = args(&f, &json);
+    let o = run(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    let t = text(&o);
+    if !o.status.success() && t.contains("io_uring is not available") {
+        skip("async_engines_queue_fsyncs_and_batch_as_fio: io_uring is not available here");
+        return;
+    }
+    assert!(o.status.success(), "{t}");
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(counted(&r, "s write"), (64, 256 << 10));
+    assert_eq!(counted(&r, "s sync"), (7, 0));
+    assert_eq!(counted(&r, "t write"), (16, 64 << 10));
+    assert_eq!(counted(&r, "t datasync").0, 3);
+    // iodepth_batch_submit=8 and iodepth_batch_complete_min=8: the queue goes to the
+    // kernel 8 at a time and is reaped 8 at a time, so far fewer io_uring_enter calls
+    // than the default (one submission per I/O). Counted with strace where it runs.
+    let enters = |extra: &str, tag: &str| -> Option<usize> {
+        let f = d.path().join(format!("{tag}.fio"));
+        std::fs::write(
+            &f,
+            format!("[u]\nrw=randread\nbs=4k\nsize=256k\nioengine=io_uring\niodepth=8\n{extra}"),
+        )
+        .unwrap();
+        let trace = d.path().join(format!("{tag}.strace"));
+        let json = d.path().join(format!("{tag}.json"));
+        let mut cmd = std::process::Command::new("strace");
+        cmd.args(["-f", "-e", "trace=io_uring_enter", "-o"])
+            .arg(&trace)
+            .arg(bin().get_program())
+            .args(args(&f, &json));
+        let o = cmd.output().ok()?;
+        if !o.status.success() {
+            return None;
+        }
+        let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        assert_eq!(counted(&r, "u read"), (64, 256 << 10), "{extra}");
+        let calls = std::fs::read_to_string(&trace).unwrap();
+        Some(
+            calls
+                .lines()
+                .filter(|l| l.contains("io_uring_enter("))
+                .count(),
+        )
+    };
+    let Some(batched) = enters(
+        "iodepth_batch_submit=8\niodepth_batch_complete_min=8\n",
+        "batched",
+    ) else {
+        skip("async_engines_queue_fsyncs_and_batch_as_fio (batches): strace does not run here");
+        return;
+    };
+    let one_by_one = enters("", "single").unwrap();
+    assert!(
+        (8..=16).contains(&batched) && one_by_one >= 64,
+        "io_uring_enter: {batched} batched, {one_by_one} one by one"
     );
 }
 
@@ -420,37 +878,66 @@ fn refused(job: &str, place: &str, what: &str) {
 #[test]
 fn refused_options_and_malformed_lines_name_file_line_and_column() {
     refused(
-        "[j]\nsize=1m\n  verify=md5\n",
-        "3:3",
-        "`verify` is not supported",
+        "[j]\nsize=1m\n  verify=pattern\n",
+        "3:10",
+        "not a verify type fsbench runs",
+    );
+    refused(
+        "[j]\nsize=1m\nbs=512\nverify=crc32c\n",
+        "4:1",
+        "multiples of 4 KiB",
     );
     refused("[j]\nsize=1m\nbogus_option=1\n", "3:1", "`bogus_option`");
     refused("[j]\nsize=1m\nrw=trim\n", "3:4", "trims are not supported");
     refused("[j]\nsize=1m\nrw=sideways\n", "3:4", "not an I/O pattern");
-    refused("[j]\nsize=1m\nioengine=mmap\n", "3:10", "mmap");
     refused(
-        "[j]\nrw=write\nsize=1m\nioengine=libaio\nfsync=8\n",
-        "5:1",
-        "every N writes with ioengine=libaio",
+        "[j]\nsize=1m\nioengine=splice\n",
+        "3:10",
+        "not an I/O engine fsbench runs",
     );
     refused(
-        "[j]\nsize=1m\nrw=randrw\nrate=1m\n",
-        "4:1",
-        "reads and writes",
+        "[j]\nsize=1m\nrw=write\nbs=512\nioengine=mmap\nfsync=4\n",
+        "5:1",
+        "mmap options dictate a minimum block size",
+    );
+    refused(
+        "[j]\nsize=1m\nrate=1k\nrate_process=poisson\n",
+        "3:1",
+        "less than one block",
     );
     refused(
         "[j]\nsize=1m\nrate_iops=0\n",
         "3:1",
         "rate lower than supported",
     );
-    refused("[j]\nsize=1m\nrate_process=poisson\n", "3:14", "linearly");
+    refused(
+        "[j]\nsize=1m\nrate_process=bursty\n",
+        "3:14",
+        "linear or poisson",
+    );
     refused("[j]\nsize=1m\nbs=4q\n", "3:4", "unknown size suffix");
+    refused(
+        "[j]\nsize=1m\nnrfiles=2\nzonesize=64k\n",
+        "4:1",
+        "fsbench refuses rather than ignore",
+    );
+    refused("[j]\nsize=1m\nzonemode=zbd\n", "3:10", "none and strided");
     refused("[j]\nsize=1m\ndirect=yes\n", "3:8", "not a boolean");
     refused("[j]\nsize=1m\nruntime=10sec\n", "3:9", "unknown time unit");
     refused(
-        "[j]\nsize=1m\nrandom_distribution=normal:10\n",
+        "[j]\nsize=1m\nrandom_distribution=normal:100\n",
         "3:21",
-        "`normal` offsets",
+        "normal deviation 100: out of range",
+    );
+    refused(
+        "[j]\nsize=1m\nrandom_distribution=zoned:50/10:40/90\n",
+        "3:21",
+        "add up to 90, not 100",
+    );
+    refused(
+        "[j]\nrw=randread\nsize=1m\nrandom_distribution=zoned_abs:50/1m:50/1m\n",
+        "4:1",
+        "zoned_abs sizes exceed file size",
     );
     refused(
         "[j]\nsize=1m\nrandom_distribution=zipf:1\n",

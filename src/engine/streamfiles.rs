@@ -24,7 +24,7 @@ pub fn files(wl: &Workload) -> Vec<StreamFile> {
             continue;
         }
         let Some(s) = &f.stream else { continue };
-        for sf in s.files.iter().filter(|f| !f.create_on_open) {
+        for sf in s.files.iter().filter(|f| !f.create_on_open && !f.external) {
             match out.iter_mut().find(|o| o.name == sf.name) {
                 Some(o) => {
                     // One file of the largest size any of them needs.

@@ -124,6 +124,36 @@ fn explain_job(
             Skew::Pareto { h, center: c } => {
                 format!("pareto, h {h}{}, scattered as fio scatters them", center(c))
             }
+            Skew::Normal { dev, center: c } => format!(
+                "normal, deviation {dev}%{}, scattered as fio scatters them",
+                center(c)
+            ),
+            Skew::Zoned => {
+                let dir = |d: usize| {
+                    let z = &s.zones[d];
+                    if z.parts.is_empty() {
+                        return "uniform".to_string();
+                    }
+                    z.parts
+                        .iter()
+                        .map(|p| {
+                            let size = if z.abs {
+                                h(p.size)
+                            } else {
+                                format!("{}%", p.size)
+                            };
+                            format!("{}% of the I/O in {size}", p.access)
+                        })
+                        .collect::<Vec<_>>()
+                        .join(", then ")
+                };
+                let map = if s.random_map {
+                    ", each block once per pass"
+                } else {
+                    ""
+                };
+                format!("zoned: reads {}; writes {}{map}", dir(0), dir(1))
+            }
         };
         let _ = writeln!(o, "  offsets: {how}");
     }
@@ -134,7 +164,9 @@ fn explain_job(
             f.name,
             h(f.len),
             f.offset,
-            if f.create_on_open {
+            if f.external {
+                "read where it is (opendir): not laid out, never written or removed".to_string()
+            } else if f.create_on_open {
                 "not laid out: created when the job opens it (create_on_open)".to_string()
             } else if f.fill {
                 format!("laid out written whole ({} requests)", h(f.fill_bs))
@@ -172,6 +204,7 @@ fn explain_bounds(o: &mut String, job: &super::job::Job, s: &crate::model::strea
         Engine::Psync => "pread/pwrite",
         Engine::Sync => "lseek + read/write",
         Engine::Uring => "io_uring",
+        Engine::Mmap => "copies to and from a shared mapping of each file (msync for syncs)",
     };
     let mut flags = Vec::new();
     if s.direct {

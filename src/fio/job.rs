@@ -6,7 +6,7 @@
 use super::ini::{Opt, Section};
 use super::value;
 use crate::lang::{Diagnostic, SourceFile, Span};
-use crate::model::stream::Skew;
+use crate::model::stream::{Skew, Zones};
 use std::sync::Arc;
 
 /// Block sizes of one direction.
@@ -67,19 +67,28 @@ pub enum Engine {
     Sync,
     /// io_uring with `iodepth` in flight (`io_uring`; `libaio` and `posixaio` run so too).
     Uring,
+    /// Copies to and from a shared mapping of the file (fio's `mmap`).
+    Mmap,
 }
 
-/// `random_distribution=`: fsbench runs `random`, `zipf[:theta[:center]]` and
-/// `pareto[:h[:center]]` (fio's defaults: theta 1.1, h 0.2).
-fn distribution(v: &str) -> Result<Skew, String> {
+/// `random_distribution=`: `random`, `zipf[:theta[:center]]`, `pareto[:h[:center]]`,
+/// `normal[:dev[:center]]` (fio's defaults: theta 1.1, h 0.2, dev 0), and `zoned:` /
+/// `zoned_abs:` with their zones per direction (`read,write`, one list for both).
+fn distribution(v: &str, kb: u64) -> Result<(Skew, [Zones; 2]), String> {
     let (kind, rest) = match v.split_once(':') {
         Some((k, r)) => (k.trim(), Some(r.trim())),
         None => (v.trim(), None),
     };
-    if matches!(kind, "normal" | "zoned" | "zoned_abs") {
-        return Err(format!(
-            "`{kind}` offsets are not supported by fsbench yet (random, zipf and pareto are)"
-        ));
+    if matches!(kind, "zoned" | "zoned_abs") {
+        let abs = kind == "zoned_abs";
+        let rest = rest.unwrap_or("");
+        // fio's str_split_parse: `read,write[,trim]`, or one list for every direction.
+        let (r, w) = match rest.split_once(',') {
+            Some((r, w)) => (r, w.split(',').next().unwrap_or("")),
+            None => (rest, rest),
+        };
+        let zones = [value::zones(r, kb, abs)?, value::zones(w, kb, abs)?];
+        return Ok((Skew::Zoned, zones));
     }
     let (val, center) = match rest {
         None => (None, None),
@@ -102,24 +111,32 @@ fn distribution(v: &str) -> Result<Skew, String> {
             (Some(num(a)?), center)
         }
     };
-    match kind {
-        "random" => Ok(Skew::Uniform),
+    let skew = match kind {
+        "random" => Skew::Uniform,
         "zipf" => {
             let theta = val.unwrap_or(1.1);
             if theta == 1.0 || theta <= 0.0 {
                 return Err(format!("zipf theta {theta}: must be above 0 and not 1"));
             }
-            Ok(Skew::Zipf { theta, center })
+            Skew::Zipf { theta, center }
         }
         "pareto" => {
             let h = val.unwrap_or(0.2);
             if !(h > 0.0 && h < 1.0) {
                 return Err(format!("pareto {h}: out of range (0 < h < 1)"));
             }
-            Ok(Skew::Pareto { h, center })
+            Skew::Pareto { h, center }
         }
-        _ => Err(format!("`{v}` is not a distribution")),
-    }
+        "normal" => {
+            let dev = val.unwrap_or(0.0);
+            if !(0.0..100.0).contains(&dev) {
+                return Err(format!("normal deviation {dev}: out of range (0 <= dev < 100)"));
+            }
+            Skew::Normal { dev, center }
+        }
+        _ => return Err(format!("`{v}` is not a distribution fsbench runs (random, zipf, pareto, normal, zoned, zoned_abs)")),
+    };
+    Ok((skew, Default::default()))
 }
 
 /// `rate=` (bytes per second) or `rate_iops=` of one direction.
@@ -162,6 +179,8 @@ pub struct Job {
     pub engine: Engine,
     pub ioengine_name: String,
     pub iodepth: u32,
+    /// `iodepth_batch_submit`, `iodepth_batch_complete_min`, `iodepth_batch_complete_max`.
+    pub iodepth_batch: [u32; 3],
     pub direct: bool,
     pub sync: SyncMode,
     pub fsync: u64,
@@ -172,18 +191,47 @@ pub struct Job {
     pub time_based: bool,
     pub ramp_time_us: u64,
     pub startdelay_us: u64,
+    /// `startdelay=lo-hi`: each clone starts a time drawn in the range (0: no range).
+    pub startdelay_hi_us: u64,
     pub loops: u64,
     pub number_ios: u64,
     pub io_size: Option<u64>,
     pub thinktime_us: u64,
     pub thinktime_blocks: u64,
+    /// `thinktime_spin`: of the think time, this much spent busy.
+    pub thinktime_spin_us: u64,
+    /// `rate_min` / `rate_iops_min` per direction, checked every `ratecycle` ms.
+    pub rate_min: [Option<Rate>; 2],
+    pub ratecycle_ms: u64,
     pub rate: [Option<Rate>; 2],
+    /// `rate_process=poisson`.
+    pub poisson: bool,
     pub unlink: bool,
+    /// `buffer_compress_percentage`, `buffer_compress_chunk`, `dedupe_percentage`.
+    pub compress_pct: u8,
+    pub compress_chunk: u64,
+    pub dedupe_pct: u8,
+    /// `verify=` (the checksum fio names: fsbench computes its own), `do_verify`,
+    /// `verify_backlog`, `verify_fatal`.
+    pub verify: Option<String>,
+    pub do_verify: bool,
+    pub verify_backlog: u64,
+    pub verify_fatal: bool,
+    /// `opendir=`: every regular file below the directory (absolute path, size), in name
+    /// order.
+    pub opendir: Option<Vec<(String, u64)>>,
+    /// `zonesize`, `zonerange` (0: the size), `zoneskip`, and `zonemode=none`.
+    pub zone: [u64; 3],
+    pub zone_none: bool,
+    /// `scramble_buffers` (fio's default: on).
+    pub scramble: bool,
     pub create_on_open: bool,
     pub randrepeat: bool,
     pub randseed: u64,
     pub norandommap: bool,
     pub distribution: Skew,
+    /// The zones of reads and writes with `zoned` / `zoned_abs`.
+    pub zones: [Zones; 2],
     pub invalidate: bool,
     pub fadvise_hint: bool,
     pub offset: u64,
@@ -223,6 +271,7 @@ impl Job {
             engine: Engine::Psync,
             ioengine_name: "psync".into(),
             iodepth: 1,
+            iodepth_batch: [1, 1, 0],
             direct: false,
             sync: SyncMode::None,
             fsync: 0,
@@ -233,18 +282,35 @@ impl Job {
             time_based: false,
             ramp_time_us: 0,
             startdelay_us: 0,
+            startdelay_hi_us: 0,
             loops: 1,
             number_ios: 0,
             io_size: None,
             thinktime_us: 0,
             thinktime_blocks: 1,
+            thinktime_spin_us: 0,
+            rate_min: [None, None],
+            ratecycle_ms: 1000,
             rate: [None, None],
+            poisson: false,
             unlink: false,
+            compress_pct: 0,
+            compress_chunk: 512,
+            dedupe_pct: 0,
+            scramble: true,
+            zone: [0; 3],
+            opendir: None,
+            zone_none: false,
+            verify: None,
+            do_verify: true,
+            verify_backlog: 0,
+            verify_fatal: false,
             create_on_open: false,
             randrepeat: true,
             randseed: 0x89,
             norandommap: false,
             distribution: Skew::Uniform,
+            zones: Default::default(),
             invalidate: true,
             fadvise_hint: true,
             offset: 0,
@@ -338,7 +404,9 @@ pub fn apply(job: &mut Job, o: &Opt) -> Result<(), Diagnostic> {
     let key = canonical(&o.key);
     let known = apply_io(job, key, o)
         .or_else(|| apply_engine(job, key, o))
+        .or_else(|| apply_rate(job, key, o))
         .or_else(|| apply_files(job, key, o))
+        .or_else(|| apply_data(job, key, o))
         .or_else(|| apply_time(job, key, o))
         .or_else(|| apply_misc(job, key, o));
     match known {
@@ -480,11 +548,7 @@ fn apply_engine(job: &mut Job, key: &str, o: &Opt) -> Option<R> {
                     "psync" | "pvsync" | "pvsync2" => Engine::Psync,
                     "sync" => Engine::Sync,
                     "io_uring" | "libaio" | "posixaio" => Engine::Uring,
-                    "mmap" => {
-                        return Err(format!(
-                            "`{v}` is not supported by fsbench yet (psync, sync, pvsync, pvsync2, io_uring, libaio and posixaio are)"
-                        ))
-                    }
+                    "mmap" => Engine::Mmap,
                     _ => return Err(format!("`{v}` is not an I/O engine fsbench runs")),
                 };
                 job.ioengine_name = v.to_string();
@@ -498,6 +562,20 @@ fn apply_engine(job: &mut Job, key: &str, o: &Opt) -> Option<R> {
                     return Err(format!("{d} (1 to 16384)"));
                 }
                 job.iodepth = d as u32;
+                Ok(())
+            }
+            "iodepth_batch"
+            | "iodepth_batch_submit"
+            | "iodepth_batch_complete_min"
+            | "iodepth_batch_complete"
+            | "iodepth_batch_complete_max" => {
+                let v = value::int(need(o)?, kb)?.min(16384) as u32;
+                let i = match key {
+                    "iodepth_batch" | "iodepth_batch_submit" => 0,
+                    "iodepth_batch_complete_max" => 2,
+                    _ => 1,
+                };
+                job.iodepth_batch[i] = v;
                 Ok(())
             }
             "direct" => {
@@ -521,28 +599,6 @@ fn apply_engine(job: &mut Job, key: &str, o: &Opt) -> Option<R> {
                 job.fsync = value::int(need(o)?, kb)?;
                 Ok(())
             }
-            "rate" => {
-                let (r, w) = value::per_ddir(need(o)?)?;
-                for (i, p) in [(0, r), (1, w)] {
-                    if let Some(p) = p {
-                        job.rate[i] = Some(Rate::Bytes(value::size(p, kb)?));
-                    }
-                }
-                Ok(())
-            }
-            "rate_iops" => {
-                let (r, w) = value::per_ddir(need(o)?)?;
-                for (i, p) in [(0, r), (1, w)] {
-                    if let Some(p) = p {
-                        job.rate[i] = Some(Rate::Iops(value::int(p, kb)?));
-                    }
-                }
-                Ok(())
-            }
-            "rate_process" => match need(o)? {
-                "linear" => Ok(()),
-                v => Err(format!("`{v}`: fsbench paces linearly only")),
-            },
             "fdatasync" => {
                 job.fdatasync = value::int(need(o)?, kb)?;
                 Ok(())
@@ -561,6 +617,34 @@ fn apply_engine(job: &mut Job, key: &str, o: &Opt) -> Option<R> {
     unknown_is_none(r)
 }
 
+/// fio's `add_dir_files`: every regular file below `dir` (links not followed), with its
+/// absolute path and size; sorted by path (fio takes readdir's order).
+fn list_dir(dir: &str) -> Result<Vec<(String, u64)>, String> {
+    let root = std::fs::canonicalize(dir).map_err(|e| format!("`{dir}`: {e}"))?;
+    let mut out = Vec::new();
+    let mut todo = vec![root];
+    while let Some(d) = todo.pop() {
+        let rd = std::fs::read_dir(&d).map_err(|e| format!("`{}`: {e}", d.display()))?;
+        for e in rd {
+            let e = e.map_err(|e| format!("`{}`: {e}", d.display()))?;
+            let m = std::fs::symlink_metadata(e.path())
+                .map_err(|err| format!("`{}`: {err}", e.path().display()))?;
+            if m.is_dir() {
+                todo.push(e.path());
+            } else if m.is_file() {
+                let p = e.path().to_str().map(str::to_string);
+                let p = p.ok_or_else(|| format!("`{}`: not UTF-8", e.path().display()))?;
+                out.push((p, m.len()));
+            }
+        }
+    }
+    out.sort();
+    if out.is_empty() {
+        return Err(format!("`{dir}` holds no regular file"));
+    }
+    Ok(out)
+}
+
 fn nonzero(v: u64) -> Result<u64, String> {
     if v == 0 {
         Err("a block size of 0".into())
@@ -575,6 +659,130 @@ fn unknown_is_none(r: R) -> Option<R> {
         Err(e) if e == "\0" => None,
         other => Some(other),
     }
+}
+
+/// `rate`, `rate_iops`, their minimums and `rate_process`.
+fn apply_rate(job: &mut Job, key: &str, o: &Opt) -> Option<R> {
+    let kb = job.kb_base;
+    let r = (|| -> R {
+        match key {
+            "rate" => {
+                let (r, w) = value::per_ddir(need(o)?)?;
+                for (i, p) in [(0, r), (1, w)] {
+                    if let Some(p) = p {
+                        job.rate[i] = Some(Rate::Bytes(value::size(p, kb)?));
+                    }
+                }
+                Ok(())
+            }
+            "rate_iops" => {
+                let (r, w) = value::per_ddir(need(o)?)?;
+                for (i, p) in [(0, r), (1, w)] {
+                    if let Some(p) = p {
+                        job.rate[i] = Some(Rate::Iops(value::int(p, kb)?));
+                    }
+                }
+                Ok(())
+            }
+            "rate_min" | "ratemin" => {
+                let (r, w) = value::per_ddir(need(o)?)?;
+                for (i, p) in [(0, r), (1, w)] {
+                    if let Some(p) = p {
+                        job.rate_min[i] = Some(Rate::Bytes(value::size(p, kb)?));
+                    }
+                }
+                Ok(())
+            }
+            "rate_iops_min" => {
+                let (r, w) = value::per_ddir(need(o)?)?;
+                for (i, p) in [(0, r), (1, w)] {
+                    if let Some(p) = p {
+                        job.rate_min[i] = Some(Rate::Iops(value::int(p, kb)?));
+                    }
+                }
+                Ok(())
+            }
+            "ratecycle" => {
+                job.ratecycle_ms = value::int(need(o)?, kb)?.max(1);
+                Ok(())
+            }
+            "rate_process" => {
+                job.poisson = match need(o)? {
+                    "linear" => false,
+                    "poisson" => true,
+                    v => return Err(format!("`{v}` (linear or poisson)")),
+                };
+                Ok(())
+            }
+            _ => Err(String::from("\0")),
+        }
+    })();
+    unknown_is_none(r)
+}
+
+/// What written data holds and how it is checked: content and verify options.
+fn apply_data(job: &mut Job, key: &str, o: &Opt) -> Option<R> {
+    let kb = job.kb_base;
+    let r = (|| -> R {
+        match key {
+            "buffer_compress_percentage" | "dedupe_percentage" => {
+                let v = value::int(need(o)?, kb)?;
+                if v > 100 {
+                    return Err(format!("{v} (0 to 100)"));
+                }
+                if key == "dedupe_percentage" {
+                    job.dedupe_pct = v as u8;
+                } else {
+                    job.compress_pct = v as u8;
+                }
+                Ok(())
+            }
+            "verify" => {
+                // fio's checksum types; fsbench checks each block with its own header
+                // and checksum whatever the type (docs/fio.md).
+                let v = need(o)?;
+                job.verify = match v {
+                    "0" | "none" => None,
+                    "md5" | "crc64" | "crc32c" | "crc32c-intel" | "crc32" | "crc16" | "crc7"
+                    | "xxhash" | "sha512" | "sha256" | "sha1" | "sha3-224" | "sha3-256"
+                    | "sha3-384" | "sha3-512" | "meta" => Some(v.to_string()),
+                    _ => {
+                        return Err(format!(
+                            "`{v}` is not a verify type fsbench runs (md5, crc64, crc32c, crc32c-intel, crc32, crc16, crc7, xxhash, sha1, sha256, sha512, sha3-*, meta)"
+                        ))
+                    }
+                };
+                Ok(())
+            }
+            "do_verify" | "verify_fatal" => {
+                let b = value::boolean(need(o)?)?;
+                if key == "do_verify" {
+                    job.do_verify = b;
+                } else {
+                    job.verify_fatal = b;
+                }
+                Ok(())
+            }
+            "verify_backlog" => {
+                job.verify_backlog = value::int(need(o)?, kb)?;
+                Ok(())
+            }
+            "scramble_buffers" => {
+                job.scramble = value::boolean(need(o)?)?;
+                Ok(())
+            }
+            "buffer_compress_chunk" => {
+                let v = value::size(need(o)?, kb)?;
+                if v == 0 || v > 4096 {
+                    return Err(format!("{v}: fsbench lays the compressible part out in chunks of 1 byte to 4 KiB (its content blocks)"));
+                }
+                job.compress_chunk = v;
+                Ok(())
+            }
+            _ => Err(String::from("\0")),
+        }
+    })();
+    unknown_is_none(r)
 }
 
 fn apply_files(job: &mut Job, key: &str, o: &Opt) -> Option<R> {
@@ -593,11 +801,6 @@ fn apply_files(job: &mut Job, key: &str, o: &Opt) -> Option<R> {
                     let s = value::size(v, kb)?;
                     (s, s)
                 };
-                if lo != hi {
-                    return Err(format!(
-                        "`{v}`: a range of file sizes is not supported by fsbench yet"
-                    ));
-                }
                 job.filesize = Some((lo, hi));
                 Ok(())
             }
@@ -621,6 +824,26 @@ fn apply_files(job: &mut Job, key: &str, o: &Opt) -> Option<R> {
             }
             "offset" => {
                 job.offset = value::size(need(o)?, kb)?;
+                Ok(())
+            }
+            "opendir" => {
+                job.opendir = Some(list_dir(need(o)?)?);
+                Ok(())
+            }
+            "zonesize" | "zonerange" | "zoneskip" => {
+                let i = ["zonesize", "zonerange", "zoneskip"]
+                    .iter()
+                    .position(|k| *k == key)
+                    .expect("matched");
+                job.zone[i] = value::size(need(o)?, kb)?;
+                Ok(())
+            }
+            "zonemode" => {
+                job.zone_none = match need(o)? {
+                    "none" => true,
+                    "strided" => false,
+                    v => return Err(format!("`{v}`: fsbench runs zonemode=none and strided")),
+                };
                 Ok(())
             }
             "offset_increment" => {
@@ -668,7 +891,24 @@ fn apply_time(job: &mut Job, key: &str, o: &Opt) -> Option<R> {
                 Ok(())
             }
             "startdelay" => {
-                job.startdelay_us = value::time_us(need(o)?, true)?;
+                // fio: a range `lo-hi` draws each clone's delay in it.
+                let v = need(o)?;
+                let (lo, hi) = match v.trim_start().get(1..).and_then(|r| r.find('-')) {
+                    Some(i) => (&v[..i + 1], Some(&v[i + 2..])),
+                    None => (v, None),
+                };
+                job.startdelay_us = value::time_us(lo, true)?;
+                job.startdelay_hi_us = match hi {
+                    Some(h) => value::time_us(h, true)?,
+                    None => 0,
+                };
+                if job.startdelay_hi_us > 0 && job.startdelay_hi_us < job.startdelay_us {
+                    std::mem::swap(&mut job.startdelay_us, &mut job.startdelay_hi_us);
+                }
+                Ok(())
+            }
+            "thinktime_spin" => {
+                job.thinktime_spin_us = value::time_us(need(o)?, false)?;
                 Ok(())
             }
             "ramp_time" => {
@@ -738,7 +978,7 @@ fn apply_misc(job: &mut Job, key: &str, o: &Opt) -> Option<R> {
                 Ok(())
             }
             "random_distribution" => {
-                job.distribution = distribution(need(o)?)?;
+                (job.distribution, job.zones) = distribution(need(o)?, kb)?;
                 Ok(())
             }
             "fadvise_hint" => {
@@ -835,13 +1075,17 @@ mod tests {
 
     #[test]
     fn unknown_and_unsupported_options_are_refused_with_their_place() {
-        let e = read("[a]\nrw=read\n  verify=md5\nbogus\n").unwrap_err();
+        let e = read("[a]\nrw=read\n  verify_pattern=0xff\nbogus\n").unwrap_err();
         assert_eq!(e.len(), 2);
         assert_eq!(e[0].location(), "j.fio:3:3");
-        assert!(e[0].message.contains("`verify`"), "{}", e[0].message);
+        assert!(
+            e[0].message.contains("`verify_pattern`"),
+            "{}",
+            e[0].message
+        );
         assert_eq!(e[1].location(), "j.fio:4:1");
         assert!(e[1].message.contains("`bogus`"));
-        let e = read("[a]\nioengine=mmap\n").unwrap_err();
+        let e = read("[a]\nioengine=splice\n").unwrap_err();
         assert_eq!(e[0].location(), "j.fio:2:10");
         let e = read("[a]\niodepth=0\n").unwrap_err();
         assert!(e[0].message.contains("iodepth"));
@@ -851,7 +1095,22 @@ mod tests {
         let e = read("[a]\ndirect=yes\n").unwrap_err();
         assert!(e[0].message.contains("not a boolean"));
         let e = read("[a]\nrandom_distribution=zoned:50/10\n").unwrap_err();
-        assert!(e[0].message.contains("zoned"));
+        assert_eq!(e[0].location(), "j.fio:2:21");
+        assert!(e[0].message.contains("add up to 50"), "{}", e[0].message);
+        let e = read("[a]\nrandom_distribution=normal:100\n").unwrap_err();
+        assert!(e[0].message.contains("out of range"), "{}", e[0].message);
+        let j = read("[a]\nrandom_distribution=zoned:60/10:40/90,100/5\n[b]\nrandom_distribution=normal:5:0.25\n")
+            .unwrap();
+        assert_eq!(j[0].distribution, Skew::Zoned);
+        assert_eq!(j[0].zones[0].parts.len(), 2);
+        assert_eq!(j[0].zones[1].parts[0].size, 5);
+        assert_eq!(
+            j[1].distribution,
+            Skew::Normal {
+                dev: 5.0,
+                center: Some(0.25)
+            }
+        );
         let j = read("[a]\nrandom_distribution=zipf\n[b]\nrandom_distribution=pareto:0.3:0.5\n")
             .unwrap();
         assert_eq!(

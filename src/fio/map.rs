@@ -5,8 +5,9 @@
 
 use super::job::{Bs, Engine, Falloc, Job, Rate, SyncMode};
 use crate::lang::{Diagnostic, Diagnostics, SourceFile};
-use crate::model::stream::{Pace, Prealloc, Sizes, Skew, Stream, StreamFile};
+use crate::model::stream::{MinRate, Pace, Prealloc, Sizes, Skew, Stream, StreamFile};
 use crate::model::{FlowopKind, Process, QuitMode, Thread, Workload};
+use rand::Rng as _;
 use std::sync::Arc;
 
 /// A job file mapped: the workload the engine runs, and what `run`, `show` and `check`
@@ -68,7 +69,8 @@ fn run_limit(jobs: &[Job], waits: &[Vec<(usize, u32)>]) -> u64 {
     let mut end = vec![0u64; jobs.len()];
     for (j, job) in jobs.iter().enumerate() {
         let start = waits[j].iter().map(|(i, _)| end[*i]).max().unwrap_or(0);
-        end[j] = start + job.startdelay_us + job.runtime_us + job.ramp_time_us;
+        let delay = job.startdelay_us.max(job.startdelay_hi_us);
+        end[j] = start + delay + job.runtime_us + job.ramp_time_us;
     }
     end.iter().max().unwrap_or(&0).div_ceil(1_000_000)
 }
@@ -121,7 +123,9 @@ fn check(job: &Job, first: bool, errors: &mut Vec<Diagnostic>) {
             "`time_based` needs `runtime=`".into(),
         ));
     }
-    if job.size.is_none() && job.filesize.is_none() {
+    if job.opendir.is_some() {
+        check_opendir(job, errors);
+    } else if job.size.is_none() && job.filesize.is_none() {
         errors.push(Diagnostic::error(
             &job.src,
             job.span,
@@ -141,36 +145,21 @@ fn check(job: &Job, first: bool, errors: &mut Vec<Diagnostic>) {
             }
         }
     }
-    if job.read && job.write && job.rate.iter().any(Option::is_some) {
-        let key = if job.has("rate") { "rate" } else { "rate_iops" };
+    check_rates(job, errors);
+    check_verify(job, errors);
+    check_stride(job, errors);
+    // fio_mmapio_init: "mmap options dictate a minimum block size of a page".
+    let page = crate::sys::io::ALIGN as u64;
+    let small = !job.bs[0].min().min(job.bs[1].min()).is_multiple_of(page);
+    if job.engine == Engine::Mmap && small && (job.direct || job.fsync > 0 || job.fdatasync > 0) {
         errors.push(at(
             job,
-            key,
-            format!("`{key}` on a job that reads and writes (fio then moves I/O between the directions to keep both rates) is not supported by fsbench"),
+            "ioengine",
+            format!("ioengine=mmap with direct, fsync or fdatasync needs block sizes of multiples of {page} bytes (fio: mmap options dictate a minimum block size)"),
         ));
     }
-    for r in &job.rate {
-        if *r == Some(Rate::Bytes(0)) || *r == Some(Rate::Iops(0)) {
-            let key = if job.has("rate") { "rate" } else { "rate_iops" };
-            errors.push(at(
-                job,
-                key,
-                format!("`{key}` of 0 (fio: rate lower than supported)"),
-            ));
-        }
-    }
-    if job.engine == Engine::Uring {
-        for key in ["fsync", "fdatasync"] {
-            if job.has(key) && (job.fsync > 0 || job.fdatasync > 0) {
-                errors.push(at(
-                    job,
-                    key,
-                    format!("`{key}` every N writes with ioengine={} is not supported by fsbench (use a synchronous engine, or end_fsync)", job.ioengine_name),
-                ));
-            }
-        }
-    }
     let min_bs = job.bs[0].min().min(job.bs[1].min());
+    check_zones(job, min_bs, errors);
     if let Some(size) = job.size {
         if size < min_bs {
             errors.push(at(
@@ -189,8 +178,143 @@ fn check(job: &Job, first: bool, errors: &mut Vec<Diagnostic>) {
     }
 }
 
+/// fsbench's verify headers are per 4 KiB block: every block size and offset a
+/// verifying job uses must be a multiple of it.
+fn check_verify(job: &Job, errors: &mut Vec<Diagnostic>) {
+    if job.verify.is_none() {
+        return;
+    }
+    let unit = crate::verify::BLOCK;
+    let mut sizes = vec![job.offset, job.offset_increment, job.seq_skip];
+    for b in &job.bs {
+        match b {
+            Bs::Split(parts) => sizes.extend(parts.iter().map(|p| p.0)),
+            b => sizes.extend([b.min(), b.max()]),
+        }
+    }
+    if sizes.iter().any(|s| !s.is_multiple_of(unit)) {
+        errors.push(at(
+            job,
+            "verify",
+            "`verify` with block sizes or offsets that are not multiples of 4 KiB: fsbench's headers and checksums are per 4 KiB block".into(),
+        ));
+    }
+}
+
+/// fsbench writes only where it created: `opendir` is for jobs that only read, and
+/// without `filename`, `unlink` or `create_on_open`.
+fn check_opendir(job: &Job, errors: &mut Vec<Diagnostic>) {
+    if job.write {
+        errors.push(at(
+            job,
+            "opendir",
+            "`opendir` on a job that writes: fsbench writes only in the run directory it creates, never into a directory it did not create (a job that only reads may read the files there)".into(),
+        ));
+    }
+    let set = [
+        ("filename", job.filename.is_some()),
+        ("unlink", job.unlink),
+        ("create_on_open", job.create_on_open),
+        ("verify", job.verify.is_some()),
+    ];
+    for (key, on) in set {
+        if on {
+            errors.push(at(
+                job,
+                key,
+                format!("`{key}` with `opendir` (files fsbench did not create) is not supported by fsbench"),
+            ));
+        }
+    }
+}
+
+/// fio's strided zones: with `zonesize` (and not `zonemode=none`), the range defaulting
+/// to the size.
+fn stride(job: &Job) -> Option<crate::model::stream::Stride> {
+    let [size, range, skip] = job.zone;
+    (size > 0 && !job.zone_none).then_some(crate::model::stream::Stride {
+        size,
+        range: if range == 0 { size } else { range },
+        skip,
+    })
+}
+
+/// Strided zones with several files (fio then drops the zones) or a skewed distribution.
+fn check_stride(job: &Job, errors: &mut Vec<Diagnostic>) {
+    if stride(job).is_none() {
+        return;
+    }
+    let nfiles = match &job.filename {
+        Some((n, _, _)) => n.split(':').count() as u64,
+        None => job.nrfiles,
+    };
+    if nfiles > 1 {
+        errors.push(at(
+            job,
+            "zonesize",
+            "`zonesize` with several files: fio then runs without zones; fsbench refuses rather than ignore it".into(),
+        ));
+    }
+    if !matches!(job.distribution, Skew::Uniform) && job.random {
+        errors.push(at(
+            job,
+            "zonesize",
+            "`zonesize` with a random_distribution other than random is not supported by fsbench"
+                .into(),
+        ));
+    }
+}
+
+/// A rate of 0, or a poisson rate under one block a second (fio divides by it).
+fn check_rates(job: &Job, errors: &mut Vec<Diagnostic>) {
+    for (d, r) in job.rate.iter().enumerate() {
+        let key = if job.has("rate") { "rate" } else { "rate_iops" };
+        if *r == Some(Rate::Bytes(0)) || *r == Some(Rate::Iops(0)) {
+            errors.push(at(
+                job,
+                key,
+                format!("`{key}` of 0 (fio: rate lower than supported)"),
+            ));
+        } else if let (true, Some(Rate::Bytes(b))) = (job.poisson, r) {
+            // fio's poisson gap divides by the rate in blocks per second.
+            if *b < job.bs[d].min() {
+                errors.push(at(
+                    job,
+                    key,
+                    format!(
+                        "`rate={b}` with rate_process=poisson: less than one block ({}) a second",
+                        job.bs[d].min()
+                    ),
+                ));
+            }
+        }
+    }
+}
+
+/// fio: "zoned_abs sizes exceed file size", found at the first draw; here before.
+fn check_zones(job: &Job, min_bs: u64, errors: &mut Vec<Diagnostic>) {
+    if !(job.random && job.distribution == Skew::Zoned) {
+        return;
+    }
+    let unit = min_bs.max(1);
+    let shortest = clone_files(job, 0).iter().map(|f| f.len).min().unwrap_or(0);
+    for z in job.zones.iter().filter(|z| z.abs) {
+        let total: u64 = z.parts.iter().map(|p| p.size).sum();
+        if total / unit > shortest / unit {
+            errors.push(at(
+                job,
+                "random_distribution",
+                format!("zoned_abs zones of {total} bytes exceed the file's {shortest} bytes (fio: zoned_abs sizes exceed file size)"),
+            ));
+        }
+    }
+}
+
 /// The names and lengths of clone `k`'s files.
 fn clone_files(job: &Job, k: u32) -> Vec<StreamFile> {
+    if let Some(list) = &job.opendir {
+        return dir_files(job, list, k);
+    }
     let names: Vec<String> = match &job.filename {
         Some((n, _, _)) => n.split(':').map(str::to_string).collect(),
         None => (0..job.nrfiles)
@@ -211,10 +335,18 @@ fn clone_files(job: &Job, k: u32) -> Vec<StreamFile> {
         Falloc::Posix => Prealloc::Posix,
         Falloc::Keep => Prealloc::KeepSize,
     };
+    // fio's get_rand_file_size: `lo + (hi - lo) × U`, aligned down to the smallest block
+    // size (drawn from the job's seed and clone number, the same every run).
+    let mut rng = crate::dist::rng(job.randseed ^ u64::from(k), 0xf11e);
     names
         .into_iter()
         .map(|name| {
             let len = match job.filesize {
+                Some((lo, hi)) if hi > lo => {
+                    let u = rng.random::<u32>() as f64 / (u32::MAX as f64 + 1.0);
+                    let s = lo + ((hi - lo) as f64 * u) as u64;
+                    (s - s % min_bs).saturating_sub(offset)
+                }
                 Some((fs, _)) => fs.saturating_sub(offset),
                 None => {
                     let mut l = each;
@@ -233,6 +365,33 @@ fn clone_files(job: &Job, k: u32) -> Vec<StreamFile> {
                 fill: job.read,
                 fill_bs: job.bs[1].max(),
                 create_on_open: job.create_on_open,
+                external: false,
+            }
+        })
+        .collect()
+}
+
+/// `opendir`'s files, read where they are: each its whole size from the offset (with
+/// `size=`, at most size / files), aligned down to the smallest block size.
+fn dir_files(job: &Job, list: &[(String, u64)], k: u32) -> Vec<StreamFile> {
+    let offset = job.offset + job.offset_increment * k as u64;
+    let min_bs = job.bs[0].min().min(job.bs[1].min()).max(1);
+    let each = job.size.map(|s| s / list.len() as u64);
+    list.iter()
+        .map(|(path, real)| {
+            let mut len = real.saturating_sub(offset);
+            if let Some(e) = each {
+                len = len.min(e);
+            }
+            StreamFile {
+                name: path.clone(),
+                offset,
+                len: len - len % min_bs,
+                prealloc: Prealloc::None,
+                fill: false,
+                fill_bs: 0,
+                create_on_open: false,
+                external: true,
             }
         })
         .collect()
@@ -307,12 +466,22 @@ impl Stats {
     }
 }
 
-fn stream_of(job: &Job, j: usize, k: u32, stats: &mut Stats, report: &str) -> Stream {
-    let files = clone_files(job, k);
-    let total: u64 = files.iter().map(|f| f.len).sum();
-    let size = job.size.map_or(total, |s| s.min(total));
+/// `startdelay`, or with a range fio's `rand_between` for each clone (drawn from the job's
+/// seed, its number and the clone's).
+fn start_delay_us(job: &Job, j: usize, k: u32) -> u64 {
+    if job.startdelay_hi_us <= job.startdelay_us {
+        return job.startdelay_us;
+    }
+    let mut rng = crate::dist::rng(job.randseed ^ ((j as u64) << 32) ^ u64::from(k), 0xde1a);
+    rng.random_range(job.startdelay_us..=job.startdelay_hi_us)
+}
+
+/// The statistics of a clone of `job` reported as `report`: read, write, sync, datasync,
+/// end-sync and runtime (0 for those it has not).
+fn job_stats(job: &Job, stats: &mut Stats, report: &str) -> [usize; 6] {
     // Read first, then write, then sync: the order a report lists them.
-    let stat_read = if job.read {
+    let verify_reads = job.verify.is_some() && job.write && job.do_verify;
+    let stat_read = if job.read || verify_reads {
         stats.id(format!("{report} read"), FlowopKind::Read)
     } else {
         0
@@ -335,6 +504,22 @@ fn stream_of(job: &Job, j: usize, k: u32, stats: &mut Stats, report: &str) -> St
     let stat_end_sync = sync_stat(job.end_fsync || job.fsync_on_close, "end-sync");
     // How long the job ran (fio's per-job runtime), one sample per clone.
     let stat_time = stats.id(format!("{report} runtime"), FlowopKind::Stream);
+    [
+        stat_read,
+        stat_write,
+        stat_sync,
+        stat_datasync,
+        stat_end_sync,
+        stat_time,
+    ]
+}
+
+fn stream_of(job: &Job, j: usize, k: u32, stats: &mut Stats, report: &str) -> Stream {
+    let files = clone_files(job, k);
+    let total: u64 = files.iter().map(|f| f.len).sum();
+    let size = job.size.map_or(total, |s| s.min(total));
+    let [stat_read, stat_write, stat_sync, stat_datasync, stat_end_sync, stat_time] =
+        job_stats(job, stats, report);
     let pass_bytes = job.io_size.unwrap_or(size);
     let nfiles = files.len();
     Stream {
@@ -352,8 +537,10 @@ fn stream_of(job: &Job, j: usize, k: u32, stats: &mut Stats, report: &str) -> St
         time_based: job.time_based,
         // fio's runtime starts after the ramp (the run's warm-up here).
         runtime_ns: (job.runtime_us + job.ramp_time_us).saturating_mul(1000),
-        random_map: !job.norandommap && job.distribution == Skew::Uniform,
+        random_map: !job.norandommap && matches!(job.distribution, Skew::Uniform | Skew::Zoned),
         skew: job.distribution,
+        zones: job.zones.clone(),
+        stride: stride(job),
         invalidate: job.invalidate,
         fadvise_hint: job.fadvise_hint,
         seed: job
@@ -367,15 +554,35 @@ fn stream_of(job: &Job, j: usize, k: u32, stats: &mut Stats, report: &str) -> St
         osync: job.sync == SyncMode::Sync,
         dsync: job.sync == SyncMode::Dsync,
         lseek: job.engine == Engine::Sync,
+        mmap: job.engine == Engine::Mmap,
         depth: if job.engine == Engine::Uring {
             job.iodepth
         } else {
             0
         },
+        batch: job.iodepth_batch,
         pace: [0, 1].map(|d| pace(job, d)),
+        poisson: job.poisson,
         unlink: job.unlink,
+        content: (job.compress_pct > 0 || job.dedupe_pct > 0).then_some(crate::content::Content {
+            compress: job.compress_pct,
+            dedupe: job.dedupe_pct,
+        }),
+        compress_chunk: job.compress_chunk as u32,
+        scramble: job.scramble,
+        verify: job.verify.is_some(),
+        do_verify: job.do_verify,
+        verify_backlog: job.verify_backlog,
+        verify_fatal: job.verify_fatal,
         think_us: job.thinktime_us,
         think_blocks: job.thinktime_blocks,
+        think_spin_us: job.thinktime_spin_us,
+        rate_min: job.rate_min.map(|r| match r {
+            None => MinRate::None,
+            Some(Rate::Bytes(b)) => MinRate::Bytes(b),
+            Some(Rate::Iops(n)) => MinRate::Iops(n),
+        }),
+        ratecycle_ms: job.ratecycle_ms,
         stat_read,
         stat_write,
         stat_sync,
@@ -383,7 +590,7 @@ fn stream_of(job: &Job, j: usize, k: u32, stats: &mut Stats, report: &str) -> St
         stat_end_sync,
         stat_time,
         ramp_ns: job.ramp_time_us.saturating_mul(1000),
-        start_delay_ns: job.startdelay_us.saturating_mul(1000),
+        start_delay_ns: start_delay_us(job, j, k).saturating_mul(1000),
         job: j,
         wait: Vec::new(),
     }

@@ -8,6 +8,8 @@
 //! suffix as 1 (`bs=4x` is 4 bytes there), fsbench refuses it: a typo in a job file is an
 //! error here, not a different job.
 
+use crate::model::stream::{Zone, Zones};
+
 /// Leading integer as `strtoll` with base 10 or 16 (when the text holds `0x`) reads it:
 /// the value and the rest of the text.
 fn leading_int(s: &str) -> Result<(i64, &str), String> {
@@ -234,9 +236,92 @@ pub fn bssplit(s: &str, kb_base: u64) -> Result<Vec<(u64, u32)>, String> {
     Ok(shared)
 }
 
+/// The zones of one direction of `random_distribution=zoned:` (`zoned_abs:`), as fio's
+/// `zone_split_ddir` reads them: `access/size` parts separated by `:` (an empty part ends
+/// the list). The access shares must add up to 100; a size is a percentage of the file
+/// (over 100 is 100; 0 or none shares what the others leave), or with `abs` a size in
+/// bytes (none is 0).
+pub fn zones(s: &str, kb_base: u64, abs: bool) -> Result<Zones, String> {
+    let mut parts: Vec<(u32, Option<u64>)> = Vec::new();
+    for part in s.split(':').map(str::trim) {
+        if part.is_empty() {
+            break;
+        }
+        let (a, z) = match part.split_once('/') {
+            Some((a, z)) => (a, Some(z.trim())),
+            None => (part, None),
+        };
+        let access = size(a, kb_base)?;
+        let zsize = match z {
+            Some(z) if abs => Some(size(z, kb_base)?),
+            Some(z) => {
+                let p: u64 = z
+                    .parse()
+                    .map_err(|_| format!("`{part}`: `{z}` is not a percentage"))?;
+                (p > 0).then_some(p.min(100))
+            }
+            None if abs => Some(0),
+            None => None,
+        };
+        parts.push((access.min(u32::MAX as u64) as u32, zsize));
+    }
+    if parts.is_empty() {
+        return Ok(Zones::default());
+    }
+    let access: u64 = parts.iter().map(|p| p.0 as u64).sum();
+    let sized: u64 = if abs {
+        0
+    } else {
+        parts.iter().filter_map(|p| p.1).sum()
+    };
+    if access > 100 || sized > 100 {
+        return Err(format!(
+            "`{s}`: the zones' percentages add up to more than 100"
+        ));
+    }
+    if access < 100 {
+        return Err(format!(
+            "`{s}`: the access percentages add up to {access}, not 100"
+        ));
+    }
+    let missing = parts.iter().filter(|p| p.1.is_none()).count() as u64;
+    let share = if missing == 1 && parts.len() == 1 {
+        100
+    } else {
+        (100 - sized).checked_div(missing).unwrap_or(0)
+    };
+    Ok(Zones {
+        abs,
+        parts: parts
+            .into_iter()
+            .map(|(access, z)| Zone {
+                access,
+                size: z.unwrap_or(share),
+            })
+            .collect(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn zones_are_read_as_fio_reads_them() {
+        let z = zones("60/10:30/20:10", 1024, false).unwrap();
+        let got: Vec<(u32, u64)> = z.parts.iter().map(|p| (p.access, p.size)).collect();
+        assert_eq!(got, [(60, 10), (30, 20), (10, 70)]);
+        let z = zones("50/1m:50/3m", 1024, true).unwrap();
+        assert!(z.abs);
+        assert_eq!(z.parts[1].size, 3 << 20);
+        assert!(zones("60/10:30/20", 1024, false)
+            .unwrap_err()
+            .contains("add up to 90"));
+        assert!(zones("60/60:40/50", 1024, false)
+            .unwrap_err()
+            .contains("more than 100"));
+        assert!(zones("", 1024, false).unwrap().parts.is_empty());
+    }
 
     #[test]
     fn sizes_follow_fios_suffix_rules() {

@@ -49,6 +49,32 @@ pub enum Skew {
         h: f64,
         center: Option<f64>,
     },
+    /// fio's `normal` (`lib/gauss.c`): the mean of 12 uniform draws over the ranges, moved
+    /// by a uniform deviation of `dev` percent of them, scattered by the same hash and
+    /// shifted by `center` (a fraction of the file, 0.5 meaning none).
+    Normal {
+        dev: f64,
+        center: Option<f64>,
+    },
+    /// fio's `zoned` / `zoned_abs`: a zone drawn by its access share, then a block uniform
+    /// in it; the zones of each direction are [`Stream::zones`]. Keeps the random map.
+    Zoned,
+}
+
+/// One zone of fio's `zoned` (`zoned_abs`) distribution: the percentage of the accesses
+/// that go to it, and its size, in percent of the file (in bytes for `zoned_abs`). The
+/// zones follow one another from the start of the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Zone {
+    pub access: u32,
+    pub size: u64,
+}
+
+/// The zones of one direction (none: uniform), and whether their sizes are bytes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Zones {
+    pub abs: bool,
+    pub parts: Vec<Zone>,
 }
 
 /// How a file's blocks are reserved before it is filled.
@@ -79,6 +105,9 @@ pub struct StreamFile {
     /// Not laid out: the stream creates the file when it opens it (fio's
     /// `create_on_open`).
     pub create_on_open: bool,
+    /// A file fsbench did not create (fio's `opendir`): `name` is its absolute path; it
+    /// is not laid out, only read, and never removed.
+    pub external: bool,
 }
 
 impl StreamFile {
@@ -103,6 +132,23 @@ pub enum Pace {
     Bytes(u64),
     /// Microseconds per I/O.
     PerIo(u64),
+}
+
+/// fio's `rate_min` (bytes per second) or `rate_iops_min` of one direction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MinRate {
+    None,
+    Bytes(u64),
+    Iops(u64),
+}
+
+/// fio's strided zones (`zonesize`, `zonerange`, `zoneskip`): the I/O stays in a range of
+/// `range` bytes until `size` bytes were done there, then moves on by `range + skip`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stride {
+    pub size: u64,
+    pub range: u64,
+    pub skip: u64,
 }
 
 /// What a stream is.
@@ -137,6 +183,10 @@ pub struct Stream {
     pub fadvise_hint: bool,
     /// How random offsets are drawn; a skewed one keeps no random map (as fio).
     pub skew: Skew,
+    /// fio's strided zones, when `zonesize` is given.
+    pub stride: Option<Stride>,
+    /// With [`Skew::Zoned`], the zones of reads and writes.
+    pub zones: [Zones; 2],
     /// Random offsets cover each block once per pass (fio's random map).
     pub random_map: bool,
     /// The seed of the offsets, sizes and directions; `None`: from the run seed.
@@ -150,15 +200,43 @@ pub struct Stream {
     pub dsync: bool,
     /// `lseek` then `read`/`write` instead of `pread`/`pwrite`.
     pub lseek: bool,
+    /// fio's `ioengine=mmap`: copies to and from a shared mapping of each file.
+    pub mmap: bool,
     /// Through io_uring with up to this many I/Os in flight (0: synchronous calls).
     pub depth: u32,
+    /// fio's `iodepth_batch_submit` (0: the depth), `iodepth_batch_complete_min` and
+    /// `iodepth_batch_complete_max` (below the min: the min).
+    pub batch: [u32; 3],
     /// Pacing of reads and writes.
     pub pace: [Pace; 2],
+    /// fio's `rate_process=poisson`: the gaps between I/Os are exponential with the
+    /// rate's mean (at the smallest block size), not even.
+    pub poisson: bool,
+    /// What written blocks hold (fio's `buffer_compress_percentage`, `dedupe_percentage`),
+    /// the compressible part laid out per `compress_chunk` bytes; `None`: random data.
+    pub content: Option<crate::content::Content>,
+    pub compress_chunk: u32,
+    /// Without a content setting: stamp each 512-byte sector of a write with its offset
+    /// and the time, as fio's `scramble_buffers` (its default), so that blocks differ.
+    pub scramble: bool,
+    /// fio's `verify`: writes carry block headers and checksums, reads check them; with
+    /// `do_verify`, what a pass wrote is read back after it (or after every
+    /// `verify_backlog` writes); `verify_fatal` stops the stream at the first bad block.
+    pub verify: bool,
+    pub do_verify: bool,
+    pub verify_backlog: u64,
+    pub verify_fatal: bool,
     /// Remove the files when the stream ends (fio's `unlink`).
     pub unlink: bool,
     /// Sleep this many µs after every `think_blocks` I/Os.
     pub think_us: u64,
     pub think_blocks: u64,
+    /// Of the think time, this many µs spent spinning (fio's `thinktime_spin`).
+    pub think_spin_us: u64,
+    /// The least rate of reads and writes (fio's `rate_min`, `rate_iops_min`), checked
+    /// every `ratecycle_ms` after two seconds: below it the stream fails.
+    pub rate_min: [MinRate; 2],
+    pub ratecycle_ms: u64,
     /// Statistics of its reads, writes, fsyncs every N writes, fdatasyncs every N writes,
     /// and the syncs at the end (`end_fsync`, `fsync_on_close`).
     pub stat_read: usize,

@@ -44,6 +44,24 @@ fn jobs(r: &Results) -> Vec<(String, Dirs<'_>)> {
     out
 }
 
+/// The jobs that failed, as fio ends with a nonzero status when a job had an error: each
+/// job's failed operations and first error.
+pub fn failures(r: &Results) -> Vec<String> {
+    jobs(r)
+        .into_iter()
+        .filter_map(|(job, dirs)| {
+            let errors: u64 = dirs.iter().flatten().map(|f| f.errors).sum();
+            (errors > 0).then(|| {
+                let first = dirs.iter().flatten().find_map(|f| f.first_error.clone());
+                format!(
+                    "job {job}: {errors} failed operation(s){}",
+                    first.map_or(String::new(), |e| format!(", the first: {e}"))
+                )
+            })
+        })
+        .collect()
+}
+
 /// The `p`th percentile (0-100) of a histogram of `[value_ns, count]` buckets, in ns.
 pub fn percentile(hist: &[[u64; 2]], p: f64) -> u64 {
     let total: u64 = hist.iter().map(|b| b[1]).sum();
@@ -102,7 +120,12 @@ pub fn text(r: &Results) -> String {
     for (job, dirs) in jobs(r) {
         let secs = runtime_s(r, &dirs).max(1e-9);
         let ms = (secs * 1000.0).round() as u64;
-        o.push_str(&format!("{job}: (groupid=0): err= 0\n"));
+        // fio prints the job's error number; fsbench, how many operations failed.
+        let errors: u64 = dirs.iter().flatten().map(|f| f.errors).sum();
+        o.push_str(&format!("{job}: (groupid=0): err= {errors}\n"));
+        if let Some(e) = dirs.iter().flatten().find_map(|f| f.first_error.as_ref()) {
+            o.push_str(&format!("  first error: {e}\n"));
+        }
         for (d, f) in DIRS.iter().zip(dirs.iter()) {
             let Some(f) = f else { continue };
             if *d == "runtime" {

@@ -13,7 +13,10 @@ mod pace;
 mod plain;
 mod rw;
 mod stream;
+mod stream_mmap;
+mod stream_skew;
 mod stream_uring;
+mod stream_verify;
 
 use super::aio::Aio;
 use super::sync::Pacing;

@@ -12,8 +12,47 @@
 //!   ends when time based;
 //! - an fsync (fdatasync) goes after every Nth write, on the file the write went to.
 
+use super::stream_skew::{SkewState, ZoneTable};
 use super::*;
-use crate::model::stream::{Pace, Sizes, Skew, Stream};
+use crate::model::stream::{MinRate, Pace, Sizes, Stream};
+
+/// fio's poisson gap: `(1000000 / iops) × -ln(U)` µs for a uniform `U` in (0, 1], as
+/// `usec_for_io` computes it (a single-precision logarithm, as fio's `logf`).
+fn poisson_gap_us(per_io_us: u64, u: f32) -> u64 {
+    (per_io_us as f64 * -(u.ln() as f64)) as u64
+}
+
+/// Busy for `d` (fio's `usec_spin`); how long it spun.
+fn spin(d: Duration) -> Duration {
+    let t0 = Instant::now();
+    while t0.elapsed() < d {
+        std::hint::spin_loop();
+    }
+    t0.elapsed()
+}
+
+/// Fill `out`, about to be written at `off` of file `fi`, with the stream's content there.
+pub(super) fn shape_into(s: &Stream, seed: u64, fi: usize, off: u64, out: &mut [u8]) {
+    if let Some(c) = s.content {
+        crate::content::Generator::new(c, seed)
+            .with_chunk(s.compress_chunk as usize)
+            .fill_at(fi as u64, off, out);
+    }
+}
+
+/// fio's `small_content_scramble`: in each 512-byte sector of a write at `off`, the
+/// sector's offset at the start of one of its first eight 64-byte lines (picked by the
+/// time and offset), and the time (seconds, nanoseconds) at the end of its first line.
+pub(super) fn scramble(out: &mut [u8], off: u64, stamp_ns: u64) {
+    let (sec, nsec) = (stamp_ns / 1_000_000_000, stamp_ns % 1_000_000_000);
+    let line = (((nsec ^ off) & 7) << 6) as usize;
+    for (i, sector) in out.chunks_exact_mut(512).enumerate() {
+        let at = off + 512 * i as u64;
+        sector[line..line + 8].copy_from_slice(&at.to_ne_bytes());
+        sector[48..56].copy_from_slice(&sec.to_ne_bytes());
+        sector[56..64].copy_from_slice(&nsec.to_ne_bytes());
+    }
+}
 
 /// One file of the stream, open.
 pub(super) struct OpenFile {
@@ -27,80 +66,10 @@ pub(super) struct OpenFile {
     blocks: u64,
     /// A skewed distribution's state (fio keeps one per file).
     skew: Option<SkewState>,
-}
-
-/// fio's `zipf_state` (`lib/zipf.c`): ranges of the smallest block size, the Zipf sum
-/// over them (up to 10 million, as fio caps it), and the draw's random offset.
-struct SkewState {
-    nranges: u64,
-    zipf: bool,
-    theta: f64,
-    zetan: f64,
-    zeta2: f64,
-    pareto_pow: f64,
-    rand_off: u64,
-    rng: Rng,
-}
-
-/// The multiplier of fio's `__hash_u64` (the golden ratio's, as Linux's `hash_64`).
-const GOLDEN_RATIO_64: u64 = 0x61C8_8646_80B5_83EB;
-
-impl SkewState {
-    fn new(skew: Skew, len: u64, unit: u64, seed: u64) -> Option<SkewState> {
-        let nranges = len.div_ceil(unit).max(1);
-        let mut rng = crate::dist::rng(seed, 0x21bf);
-        let (zipf, theta, h, center) = match skew {
-            Skew::Uniform => return None,
-            Skew::Zipf { theta, center } => (true, theta, 0.0, center),
-            Skew::Pareto { h, center } => (false, 0.0, h, center),
-        };
-        let rand_off = match center {
-            Some(c) => (nranges as f64 * c) as u64,
-            None => rng.random::<u32>() as u64,
-        };
-        let zetan = if zipf {
-            (0..nranges.min(10_000_000))
-                .map(|i| (1.0 / (i + 1) as f64).powf(theta))
-                .sum()
-        } else {
-            0.0
-        };
-        Some(SkewState {
-            nranges,
-            zipf,
-            theta,
-            zetan,
-            zeta2: 1.0 + 0.5f64.powf(theta),
-            pareto_pow: if zipf { 0.0 } else { h.ln() / (1.0 - h).ln() },
-            rand_off,
-            rng,
-        })
-    }
-
-    /// fio's `zipf_next` / `pareto_next`: a range number.
-    fn next(&mut self) -> u64 {
-        let u = self.rng.random::<u32>() as f64 / u32::MAX as f64;
-        let n = self.nranges;
-        let val = if self.zipf {
-            let alpha = 1.0 / (1.0 - self.theta);
-            let eta =
-                (1.0 - (2.0 / n as f64).powf(1.0 - self.theta)) / (1.0 - self.zeta2 / self.zetan);
-            let z = u * self.zetan;
-            let v = if z < 1.0 {
-                1
-            } else if z < 1.0 + 0.5f64.powf(self.theta) {
-                2
-            } else {
-                1 + (n as f64 * (eta * u - eta + 1.0).powf(alpha)) as u64
-            };
-            v - 1
-        } else {
-            ((n - 1) as f64 * u.powf(self.pareto_pow)) as u64
-        };
-        val.wrapping_mul(GOLDEN_RATIO_64)
-            .wrapping_add(self.rand_off)
-            % n
-    }
+    /// With zones (`zonesize`): where the current zone starts, relative to the range.
+    zone_base: u64,
+    /// With `ioengine=mmap`: the file's mapping.
+    mapping: Option<super::stream_mmap::Map>,
 }
 
 impl OpenFile {
@@ -126,12 +95,28 @@ pub(super) struct StreamState {
     last_was_write: bool,
     unit: u64,
     rng: Rng,
+    /// `zoned` / `zoned_abs`: the zones of each direction.
+    zones: ZoneTable,
     started: Instant,
     since_think: u64,
-    /// Bytes and I/Os issued per direction, for pacing.
+    /// Bytes and I/Os issued per direction, for pacing, and when (µs after the start)
+    /// each direction's next I/O is due (fio's `rate_next_io_time`).
     paced: [(u64, u64); 2],
+    next_us: [u64; 2],
+    /// The exponential gaps of `rate_process=poisson` (fio's `poisson_state`).
+    pace_rng: Rng,
+    /// `rate_min`: bytes and I/Os of each direction at its last check, and when.
+    rate_check: [Option<(u64, u64, Instant)>; 2],
     /// Its runtime is recorded.
     timed: bool,
+    /// Writes to read back (fio's verify log): file, offset, length.
+    pub(super) written: Vec<(usize, u64, u64)>,
+    /// A bad block with `verify_fatal`: the stream ends.
+    pub(super) verify_stop: bool,
+    /// Bytes of I/O in the current zone (fio's `zone_bytes`).
+    zone_bytes: u64,
+    /// The seed of the written content (`buffer_compress_percentage`, ...).
+    pub(super) content_seed: u64,
     /// The ring of an asynchronous stream.
     pub(super) ring: Option<super::stream_uring::Ring>,
 }
@@ -147,23 +132,7 @@ impl Worker<'_> {
         let rng_seed = s.seed.unwrap_or_else(|| self.rng.random());
         let mut files = Vec::with_capacity(s.files.len());
         for f in &s.files {
-            let how = OpenHow {
-                create: f.create_on_open,
-                readonly: !s.writes,
-                writeonly: false,
-                dsync: s.dsync,
-                directio: s.direct,
-            };
-            let name = std::ffi::CString::new(f.name.as_bytes())
-                .map_err(|_| Fail::Error(format!("file name {:?} holds a NUL", f.name)))?;
-            let flags_extra = if s.osync { libc::O_SYNC } else { 0 };
-            let fd = if flags_extra != 0 {
-                crate::beneath::open_file(dir, &name, how.flags() | flags_extra)
-                    .map(std::os::fd::IntoRawFd::into_raw_fd)
-            } else {
-                io::open_at(dir, &name, how)
-            }
-            .map_err(|e| Fail::Error(format!("open {}: {e}", f.name)))?;
+            let fd = Self::stream_open_file(s, f, dir)?;
             let blocks = f.len / unit;
             if s.invalidate {
                 io::fadvise_dontneed(fd, f.offset, f.len);
@@ -184,6 +153,12 @@ impl Worker<'_> {
                 },
                 blocks,
                 skew,
+                zone_base: 0,
+                mapping: if s.mmap {
+                    Some(super::stream_mmap::Map::new(s, f, fd).map_err(Fail::Error)?)
+                } else {
+                    None
+                },
             });
         }
         let seed = rng_seed;
@@ -206,19 +181,59 @@ impl Worker<'_> {
             last_was_write: false,
             unit,
             rng,
+            zones: ZoneTable::new(&s.zones),
             started: Instant::now(),
             since_think: 0,
             paced: [(0, 0); 2],
+            next_us: [0, 0],
+            pace_rng: crate::dist::rng(seed, 0x9015),
+            rate_check: [None, None],
+            written: Vec::new(),
+            zone_bytes: 0,
+            verify_stop: false,
+            content_seed: seed ^ ((s.job as u64) << 32),
             timed: false,
             ring: if s.depth > 0 {
-                Some(
-                    super::stream_uring::Ring::new(s.depth, s.max_bs(), &mut self.rng)
-                        .map_err(Fail::Error)?,
-                )
+                Some(super::stream_uring::Ring::new(s, &mut self.rng).map_err(Fail::Error)?)
             } else {
                 None
             },
         })
+    }
+
+    /// Open a stream file: in the run directory by its name, or (opendir) read-only by
+    /// its path.
+    fn stream_open_file(
+        s: &Stream,
+        f: &crate::model::stream::StreamFile,
+        dir: RawFd,
+    ) -> Result<RawFd, Fail> {
+        let how = OpenHow {
+            create: f.create_on_open,
+            readonly: !s.writes,
+            writeonly: false,
+            dsync: s.dsync,
+            directio: s.direct,
+        };
+        let name = std::ffi::CString::new(f.name.as_bytes())
+            .map_err(|_| Fail::Error(format!("file name {:?} holds a NUL", f.name)))?;
+        let flags_extra = if s.osync { libc::O_SYNC } else { 0 };
+        if f.external {
+            // opendir: a file fsbench did not create, opened read-only by its path.
+            debug_assert!(!s.writes && !f.create_on_open);
+            // SAFETY: a NUL-terminated path; no O_CREAT, so no mode.
+            match unsafe { libc::open(name.as_ptr(), how.flags() | flags_extra | libc::O_NOFOLLOW) }
+            {
+                -1 => Err(std::io::Error::last_os_error()),
+                fd => Ok(fd),
+            }
+        } else if flags_extra != 0 {
+            crate::beneath::open_file(dir, &name, how.flags() | flags_extra)
+                .map(std::os::fd::IntoRawFd::into_raw_fd)
+        } else {
+            io::open_at(dir, &name, how)
+        }
+        .map_err(|e| Fail::Error(format!("open {}: {e}", f.name)))
     }
 
     pub(super) fn op_stream(&mut self, f: &Flowop) -> Result<Flow, Fail> {
@@ -250,12 +265,10 @@ impl Worker<'_> {
         }
         if self.stream_pass_over(&s) {
             if s.depth > 0 {
-                let inflight = self
-                    .stream
-                    .as_ref()
-                    .and_then(|st| st.ring.as_ref())
-                    .map_or(0, |r| r.inflight());
-                self.uring_reap(&s, inflight)?;
+                self.uring_quiesce(&s)?;
+            }
+            if s.verify && s.do_verify && !self.stream_verify(&s)? {
+                return self.stream_end(&s);
             }
             self.stream_close_pass(&s)?;
             let st = self.stream.as_mut().expect("set above");
@@ -265,23 +278,33 @@ impl Worker<'_> {
             }
             st.pass_bytes = 0;
             st.pass_ios = 0;
+            st.zone_bytes = 0;
             for (of, sf) in st.files.iter_mut().zip(&s.files) {
                 // fio reopens the files for each pass, dropping their cached pages.
                 if s.invalidate {
                     io::fadvise_dontneed(of.fd, sf.offset, sf.len);
                 }
                 of.pos = [0, 0];
+                of.zone_base = 0;
                 of.done = false;
                 of.map.iter_mut().for_each(|w| *w = 0);
             }
+        }
+        if self.stream.as_ref().is_some_and(|st| st.verify_stop) {
+            return self.stream_end(&s);
+        }
+        if let Some(msg) = self.stream_rate_min(&s) {
+            // fio ends the job with an error (EIO, check_min_rate).
+            self.rec.ops[s.stat_time].error(|| msg);
+            return self.stream_end(&s);
         }
         if let Some(r) = self.stream_sync_due(&s) {
             return r;
         }
         let dir = self.stream_dir(&s);
-        if !self.stream_pace(&s, dir) {
+        let Some(dir) = self.stream_pace(&s, dir)? else {
             return Ok(Flow::Stop);
-        }
+        };
         let Some((fi, off, len)) = self.stream_place(&s, dir) else {
             // Every file is exhausted: the pass is over (checked at the next call).
             let st = self.stream.as_mut().expect("set above");
@@ -298,19 +321,68 @@ impl Worker<'_> {
             || st.files.iter().all(|f| f.done)
     }
 
-    /// fio's linear rate: wait until the time the I/Os issued so far in direction `dir`
-    /// take at the rate. False when the run stopped meanwhile.
-    fn stream_pace(&mut self, s: &Stream, dir: usize) -> bool {
-        let st = self.stream.as_ref().expect("set");
-        let (bytes, ios) = st.paced[dir];
-        let due_us = match s.pace[dir] {
-            Pace::None => return true,
-            Pace::Bytes(bps) => (bytes as u128 * 1_000_000 / bps.max(1) as u128) as u64,
-            Pace::PerIo(us) => ios.saturating_mul(us),
+    /// fio's `rate_ddir`: the direction `dir` goes when its next I/O is due; else, in a
+    /// job that also does the other one, that one when it is due; else the stream sleeps
+    /// until the earlier of the two and goes in that direction (which the mix then
+    /// keeps). `None` when the run stopped meanwhile.
+    fn stream_pace(&mut self, s: &Stream, dir: usize) -> Result<Option<usize>, Fail> {
+        if s.pace == [Pace::None, Pace::None] {
+            return Ok(Some(dir));
+        }
+        let st = self.stream.as_mut().expect("set");
+        let now = st.started.elapsed().as_micros() as u64;
+        if st.next_us[dir] <= now {
+            return Ok(Some(dir));
+        }
+        let odir = dir ^ 1;
+        let other_share = if odir == 0 {
+            s.read_pct
+        } else {
+            100 - s.read_pct
         };
-        let due = st.started + Duration::from_micros(due_us);
-        let now = Instant::now();
-        due <= now || self.sleep(due - now)
+        let (due, d) = if s.reads && s.writes && other_share > 0 {
+            if st.next_us[odir] <= now {
+                st.mix_dir = odir;
+                return Ok(Some(odir));
+            }
+            if st.next_us[dir] <= st.next_us[odir] {
+                (st.next_us[dir], dir)
+            } else {
+                (st.next_us[odir], odir)
+            }
+        } else {
+            (st.next_us[dir], dir)
+        };
+        st.mix_dir = d;
+        if s.depth > 0 {
+            // fio's rate_ddir quiesces before it sleeps.
+            self.uring_quiesce(s)?;
+        }
+        let now = self.stream.as_ref().expect("set").started.elapsed();
+        let wait = Duration::from_micros(due).saturating_sub(now);
+        Ok(self.sleep(wait).then_some(d))
+    }
+
+    /// fio's `usec_for_io` after an I/O in direction `dir`: linear, the time the bytes
+    /// issued so far take at the rate (`rate_iops` with `bssplit`: a fixed time per I/O);
+    /// poisson, the last due time plus an exponential gap of mean 1 / IOPS (the rate at
+    /// the smallest block size), as fio draws it: `(1000000 / iops) × -ln(U)`.
+    fn stream_next_due(st: &mut StreamState, s: &Stream, dir: usize) {
+        let (bytes, ios) = st.paced[dir];
+        let per_io_us = match s.pace[dir] {
+            Pace::None => return,
+            Pace::Bytes(bps) => 1_000_000 / (bps / s.bs[dir].min().max(1)).max(1),
+            Pace::PerIo(us) => us,
+        };
+        st.next_us[dir] = if s.poisson {
+            let u: f32 = st.pace_rng.random_range(f32::EPSILON..=1.0);
+            st.next_us[dir] + poisson_gap_us(per_io_us, u)
+        } else {
+            match s.pace[dir] {
+                Pace::Bytes(bps) => (bytes as u128 * 1_000_000 / bps.max(1) as u128) as u64,
+                _ => ios.saturating_mul(per_io_us),
+            }
+        };
     }
 
     /// fio's `get_rw_ddir` for a mixed stream; the one direction otherwise.
@@ -379,6 +451,9 @@ impl Worker<'_> {
                 continue;
             }
             let len = s.files[fi].len;
+            if let Some(z) = s.stride {
+                Self::stream_zone(st, fi, dir, z, len);
+            }
             let got = if s.random {
                 Self::stream_random(st, fi, s, dir, len)
             } else {
@@ -390,6 +465,35 @@ impl Worker<'_> {
             }
         }
         None
+    }
+
+    /// fio's `setup_strided_zone_mode`: after `zonesize` bytes the zone moves on by
+    /// `zonerange + zoneskip` (back to the start past the end of the file); a position past
+    /// the zone's range goes back to its start; every `zonerange` bytes the positions and
+    /// the random map start over (fio's `fio_file_reset`).
+    fn stream_zone(
+        st: &mut StreamState,
+        fi: usize,
+        dir: usize,
+        z: crate::model::stream::Stride,
+        len: u64,
+    ) {
+        let f = &mut st.files[fi];
+        if st.zone_bytes >= z.size {
+            st.zone_bytes = 0;
+            f.zone_base += z.range + z.skip;
+            if f.zone_base >= len {
+                f.zone_base = 0;
+            }
+            f.pos[dir] = f.zone_base;
+        }
+        if f.pos[dir] >= f.zone_base + z.range {
+            f.pos[dir] = f.zone_base;
+        }
+        if st.zone_bytes.is_multiple_of(z.range.max(1)) {
+            f.pos = [f.zone_base; 2];
+            f.map.iter_mut().for_each(|w| *w = 0);
+        }
     }
 
     /// fio's `get_next_seq_offset`: on from where the direction's last I/O ended, plus the
@@ -440,9 +544,20 @@ impl Worker<'_> {
         if blocks == 0 {
             return None;
         }
+        // With zones (zonesize), blocks are drawn in the current zone's range only.
+        let (lo, n) = match s.stride {
+            Some(z) => {
+                let lo = (st.files[fi].zone_base / unit).min(blocks - 1);
+                (lo, (z.range / unit).clamp(1, blocks - lo))
+            }
+            None => (0, blocks),
+        };
         let mut b = match &mut st.files[fi].skew {
             Some(sk) => sk.next(),
-            None => st.rng.random_range(0..blocks),
+            None => match st.zones.draw(dir, blocks, unit, &mut st.rng) {
+                Some(b) => b,
+                None => lo + st.rng.random_range(0..n),
+            },
         };
         if b >= blocks {
             // The last, partial range of a skewed draw: no whole block there.
@@ -452,8 +567,8 @@ impl Worker<'_> {
         if map {
             let f = &st.files[fi];
             if f.taken(b) {
-                b = (1..blocks)
-                    .map(|k| (b + k) % blocks)
+                b = (1..n)
+                    .map(|k| lo + (b - lo + k) % n)
                     .find(|c| !f.taken(*c))?;
             }
         }
@@ -484,12 +599,33 @@ impl Worker<'_> {
             // Asynchronous: counted when issued, as fio counts a pass's bytes.
             self.stream_account(s, dir, fi, off, len, len);
             let r = self.uring_issue(s, dir, fi, off, len)?;
-            return Ok(self.stream_think(s).unwrap_or(r));
+            return Ok(self.stream_think(s)?.unwrap_or(r));
         }
         let (boff, len) = self.buffer(len as usize)?;
-        let fd = self.stream.as_ref().expect("set").files[fi].fd;
+        let st = self.stream.as_ref().expect("set");
+        let fd = st.files[fi].fd;
+        if dir == 1 && s.content.is_some() {
+            let out = &mut self.buf.as_mut_slice()[boff..boff + len];
+            shape_into(s, st.content_seed, fi, off, out);
+            self.stream_sample(s, boff, len);
+        } else if dir == 1 && s.scramble {
+            let now = self.clock.now();
+            scramble(&mut self.buf.as_mut_slice()[boff..boff + len], off, now);
+        }
+        if dir == 1 && s.verify {
+            let id = super::stream_verify::file_id(&s.files[fi].name);
+            crate::verify::stamp(1, id, off, &mut self.buf.as_mut_slice()[boff..boff + len]);
+        }
         let t0 = self.clock.now();
-        let r = if s.lseek {
+        let r = if s.mmap {
+            let m = self.stream.as_ref().expect("set").files[fi]
+                .mapping
+                .as_ref();
+            let buf = &mut self.buf.as_mut_slice()[boff..boff + len];
+            m.expect("an mmap stream maps its files")
+                .copy(off, buf, dir == 1, s.direct)
+                .map_err(std::io::Error::other)
+        } else if s.lseek {
             if let Err(e) = io::seek_to(fd, off) {
                 Err(e)
             } else if dir == 0 {
@@ -517,7 +653,31 @@ impl Worker<'_> {
         };
         self.done_stat(stat, kind, ns, n);
         self.stream_account(s, dir, fi, off, len as u64, n);
-        Ok(self.stream_think(s).unwrap_or(Flow::Continue))
+        // fio checks the reads of a job that only reads; a mixed job's own reads are not
+        // checked (its verify phase reads are).
+        if s.verify && dir == 0 && !s.writes {
+            let data = self.buf.as_slice()[boff..boff + n as usize].to_vec();
+            if !self.stream_check(s, fi, off, &data) {
+                return self.stream_end(s);
+            }
+        } else if dir == 1 && s.verify && s.do_verify && !self.stream_logged(s, fi, off, n)? {
+            return self.stream_end(s);
+        }
+        Ok(self.stream_think(s)?.unwrap_or(Flow::Continue))
+    }
+
+    /// Keep the start of what a write with a content setting wrote (from the worker's
+    /// buffer at `boff`), for the achieved shares in the results.
+    pub(super) fn stream_sample(&mut self, s: &Stream, boff: usize, len: usize) {
+        let o = &mut self.rec.ops[s.stat_write];
+        let take = crate::stats::SAMPLE_BYTES
+            .saturating_sub(o.sample.len())
+            .min(len);
+        if take > 0 {
+            o.content = s.content;
+            o.sample
+                .extend_from_slice(&self.buf.as_slice()[boff..boff + take]);
+        }
     }
 
     /// Count an I/O of `len` bytes at `off` that moved `n` bytes: the pass, the pacing,
@@ -527,8 +687,10 @@ impl Worker<'_> {
         st.issues[dir] += 1;
         st.paced[dir].0 += len;
         st.paced[dir].1 += 1;
+        Self::stream_next_due(st, s, dir);
         st.pass_ios += 1;
         st.pass_bytes += n;
+        st.zone_bytes += len;
         if !s.random {
             st.files[fi].pos[dir] = off - s.files[fi].offset + len;
         }
@@ -543,14 +705,58 @@ impl Worker<'_> {
     }
 
     /// `thinktime` after every `thinktime_blocks` I/Os; `Some(Stop)` when the run stopped.
-    fn stream_think(&mut self, s: &Stream) -> Option<Flow> {
+    fn stream_think(&mut self, s: &Stream) -> Result<Option<Flow>, Fail> {
         let st = self.stream.as_mut().expect("set");
         st.since_think += 1;
         if s.think_us > 0 && st.since_think >= s.think_blocks {
             st.since_think = 0;
-            if !self.sleep(Duration::from_micros(s.think_us)) {
-                return Some(Flow::Stop);
+            if s.depth > 0 {
+                // fio's handle_thinktime quiesces first.
+                self.uring_quiesce(s)?;
             }
+            // fio's handle_thinktime: spin `thinktime_spin`, then sleep what is left.
+            let spun = spin(Duration::from_micros(s.think_spin_us));
+            let left = Duration::from_micros(s.think_us).saturating_sub(spun);
+            if !left.is_zero() && !self.sleep(left) {
+                return Ok(Some(Flow::Stop));
+            }
+        }
+        Ok(None)
+    }
+
+    /// fio's `check_min_rate`: after a two-second settling time, every `ratecycle` the
+    /// rate of each direction since the last check must reach `rate_min` (`rate_iops_min`);
+    /// the message when it did not.
+    fn stream_rate_min(&mut self, s: &Stream) -> Option<String> {
+        if s.rate_min == [MinRate::None, MinRate::None] {
+            return None;
+        }
+        let st = self.stream.as_mut().expect("set");
+        let now = Instant::now();
+        if now.duration_since(st.started) < Duration::from_secs(2) {
+            return None;
+        }
+        for d in 0..2 {
+            let (bytes, ios) = st.paced[d];
+            if s.rate_min[d] == MinRate::None || bytes == 0 {
+                continue;
+            }
+            if let Some((b0, n0, t0)) = st.rate_check[d] {
+                let spent = now.duration_since(t0).as_millis() as u64;
+                if spent < s.ratecycle_ms || spent == 0 {
+                    continue;
+                }
+                let (got, want, what) = match s.rate_min[d] {
+                    MinRate::Bytes(m) => ((bytes - b0) * 1000 / spent, m, "rate_min"),
+                    MinRate::Iops(m) => ((ios - n0) * 1000 / spent, m, "rate_iops_min"),
+                    MinRate::None => continue,
+                };
+                if got < want {
+                    let unit = if what == "rate_min" { "B/s" } else { " IOPS" };
+                    return Some(format!("{what}={want}{unit} not met, got {got}{unit}"));
+                }
+            }
+            st.rate_check[d] = Some((bytes, ios, now));
         }
         None
     }
@@ -571,27 +777,34 @@ impl Worker<'_> {
         };
         st.last_was_write = false;
         let fi = st.last_write_file?;
-        let fd = st.files[fi].fd;
         let stat = if data { s.stat_datasync } else { s.stat_sync };
-        Some(self.stream_sync(stat, fd, data))
+        if s.depth > 0 {
+            return Some(self.uring_sync(s, fi, data));
+        }
+        Some(self.stream_sync(stat, fi, data))
     }
 
-    fn stream_sync(&mut self, stat: usize, fd: RawFd, data: bool) -> Result<Flow, Fail> {
+    /// fsync (`data`: fdatasync) file `fi`; with mmap, `msync` of its mapping, as fio.
+    fn stream_sync(&mut self, stat: usize, fi: usize, data: bool) -> Result<Flow, Fail> {
+        let f = &self.stream.as_ref().expect("set").files[fi];
         let t0 = self.clock.now();
-        // SAFETY: fsync/fdatasync on a descriptor this worker owns.
-        let rc = unsafe {
-            if data {
-                libc::fdatasync(fd)
-            } else {
-                libc::fsync(fd)
-            }
+        let r = match &f.mapping {
+            Some(m) => m.sync().map_err(std::io::Error::other),
+            // SAFETY: fsync/fdatasync on a descriptor this worker owns.
+            None => match unsafe {
+                if data {
+                    libc::fdatasync(f.fd)
+                } else {
+                    libc::fsync(f.fd)
+                }
+            } {
+                0 => Ok(()),
+                _ => Err(std::io::Error::last_os_error()),
+            },
         };
         let ns = self.clock.since(t0);
-        if rc != 0 {
-            return Err(Fail::Error(format!(
-                "fsync: {}",
-                std::io::Error::last_os_error()
-            )));
+        if let Err(e) = r {
+            return Err(Fail::Error(format!("fsync: {e}")));
         }
         self.done_stat(stat, FlowopKind::Fsync, ns, 0);
         Ok(Flow::Continue)
@@ -600,16 +813,8 @@ impl Worker<'_> {
     /// At the end of a pass: `fsync_on_close` syncs every file written.
     fn stream_close_pass(&mut self, s: &Stream) -> Result<(), Fail> {
         if s.fsync_on_close && s.writes {
-            let fds: Vec<RawFd> = self
-                .stream
-                .as_ref()
-                .expect("set")
-                .files
-                .iter()
-                .map(|f| f.fd)
-                .collect();
-            for fd in fds {
-                self.stream_sync(s.stat_end_sync, fd, false)?;
+            for fi in 0..s.files.len() {
+                self.stream_sync(s.stat_end_sync, fi, false)?;
             }
         }
         Ok(())
@@ -630,24 +835,18 @@ impl Worker<'_> {
     fn stream_end_work(&mut self, s: &Stream) -> Result<(), Fail> {
         if s.depth > 0 {
             // What is in flight completes and counts, as fio reaps it at the end.
-            let inflight = self
-                .stream
-                .as_ref()
-                .and_then(|st| st.ring.as_ref())
-                .map_or(0, |r| r.inflight());
-            self.uring_reap(s, inflight)?;
+            self.uring_quiesce(s)?;
+        }
+        let pending = self
+            .stream
+            .as_ref()
+            .is_some_and(|st| !st.written.is_empty() && !st.verify_stop);
+        if pending && s.verify && s.do_verify && !self.sh.ctl.stopping() {
+            self.stream_verify(s)?;
         }
         if s.end_fsync && s.writes {
-            let fds: Vec<RawFd> = self
-                .stream
-                .as_ref()
-                .expect("set")
-                .files
-                .iter()
-                .map(|f| f.fd)
-                .collect();
-            for fd in fds {
-                self.stream_sync(s.stat_end_sync, fd, false)?;
+            for fi in 0..s.files.len() {
+                self.stream_sync(s.stat_end_sync, fi, false)?;
             }
         }
         self.stream_timed();
@@ -664,7 +863,7 @@ impl Worker<'_> {
         let Some(dir) = self.sh.stream_dir else {
             return Ok(());
         };
-        for f in &s.files {
+        for f in s.files.iter().filter(|f| !f.external) {
             let name = crate::beneath::component(std::ffi::OsStr::new(&f.name))
                 .map_err(|e| Fail::Error(format!("unlink {}: {e}", f.name)))?;
             match crate::beneath::unlink_at(dir, &name, 0) {
@@ -712,72 +911,21 @@ impl Worker<'_> {
 mod tests {
     use super::*;
 
-    /// Draws per range, most drawn first.
-    fn spread(skew: Skew, n: u64, draws: usize) -> Vec<usize> {
-        let mut s = SkewState::new(skew, n * 4096, 4096, 7).unwrap();
-        let mut hits = vec![0usize; n as usize];
-        for _ in 0..draws {
-            let v = s.next();
-            assert!(v < n);
-            hits[v as usize] += 1;
-        }
-        hits.sort_unstable_by(|a, b| b.cmp(a));
-        hits
-    }
-
     #[test]
-    fn zipf_ranks_follow_the_exponent_and_are_scattered() {
-        // theta 1.2 over 1000 ranges: the first rank has 1 / sum(i^-1.2) of the draws,
-        // about 23%.
-        let hits = spread(
-            Skew::Zipf {
-                theta: 1.2,
-                center: None,
-            },
-            1024,
-            100_000,
-        );
-        let top = hits[0] as f64 / 100_000.0;
-        assert!((0.21..0.25).contains(&top), "{top}");
-        // The most drawn ranges are not the first ones of the file (the hash scatters).
-        let mut s = SkewState::new(
-            Skew::Zipf {
-                theta: 1.2,
-                center: Some(0.0),
-            },
-            1000 * 4096,
-            4096,
-            1,
-        )
-        .unwrap();
-        let first = (0..1000).map(|_| s.next()).filter(|v| *v < 10).count();
-        assert!(first < 500, "{first}");
-    }
-
-    #[test]
-    fn pareto_gives_most_draws_to_few_ranges() {
-        // h = 0.2: about 80% of the draws in 20% of the ranges. (A power of two of ranges:
-        // fio's multiplicative scatter maps other counts onto fewer ranges, as here.)
-        let hits = spread(
-            Skew::Pareto {
-                h: 0.2,
-                center: None,
-            },
-            1024,
-            100_000,
-        );
-        let top: usize = hits[..205].iter().sum();
-        assert!(top > 70_000, "{top}");
-        // h = 0.5 draws uniformly.
-        let uniform = spread(
-            Skew::Pareto {
-                h: 0.5,
-                center: None,
-            },
-            1024,
-            100_000,
-        );
-        let top: usize = uniform[..205].iter().sum();
-        assert!(top < 25_000, "{top}");
+    fn poisson_gaps_are_exponential_with_the_rates_mean() {
+        // Exponential gaps of mean 5000 µs: mean and standard deviation both about 5000,
+        // the median 5000 × ln 2 (linear pacing has a standard deviation of 0).
+        let mut rng = crate::dist::rng(11, 2);
+        let mut gaps: Vec<f64> = (0..50_000)
+            .map(|_| poisson_gap_us(5000, rng.random_range(f32::EPSILON..=1.0)) as f64)
+            .collect();
+        let n = gaps.len() as f64;
+        let mean = gaps.iter().sum::<f64>() / n;
+        let sd = (gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / n).sqrt();
+        gaps.sort_by(f64::total_cmp);
+        let median = gaps[gaps.len() / 2];
+        assert!((4850.0..5150.0).contains(&mean), "{mean}");
+        assert!((4800.0..5200.0).contains(&sd), "{sd}");
+        assert!((3300.0..3630.0).contains(&median), "{median}");
     }
 }

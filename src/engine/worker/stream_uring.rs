@@ -1,9 +1,18 @@
 //! A stream with an asynchronous engine (fio's `io_uring`, and `libaio` and `posixaio`,
-//! which fsbench runs through io_uring): up to `depth` reads and writes in flight, each
-//! with a buffer of its own. As in fio, a pass's bytes are counted when an I/O is issued,
-//! and its latency runs from submission to completion (fio's `clat` for these engines);
-//! each call issues at most one I/O, waiting for a completion first when the queue is
-//! full. The ring drains before its buffers and the files go away.
+//! which fsbench runs through io_uring): up to `depth` reads, writes and syncs in flight,
+//! each with a buffer (fio's `io_u`) of its own. As fio's `do_io` and `td_io_queue`:
+//!
+//! - an I/O is queued, and the queue submitted once `iodepth_batch_submit` are waiting
+//!   (or when completions are awaited);
+//! - completions are reaped only when every slot is busy: at least
+//!   `iodepth_batch_complete_min` (at least one), at most `iodepth_batch_complete_max`;
+//!   and all of them before the stream sleeps (pacing, think time) and at the end;
+//! - an fsync (fdatasync) every N writes is queued like the others, without ordering
+//!   against the writes in flight (no drain, as fio's io_uring engine);
+//! - a pass's bytes count when an I/O is queued; its latency runs from then to its reaping
+//!   (fio's `clat` for these engines).
+//!
+//! The ring drains before its buffers and the files go away.
 
 use super::*;
 use crate::model::stream::Stream;
@@ -13,17 +22,32 @@ struct Slot {
     buf: AlignedBuf,
     busy: bool,
     t0: crate::stats::clock::Stamp,
+    /// 0 read, 1 write, [`SYNC`] or [`DATASYNC`].
     dir: usize,
+    /// The file and offset of a read or write.
+    fi: usize,
+    off: u64,
 }
+
+const SYNC: usize = 2;
+const DATASYNC: usize = 3;
 
 pub(super) struct Ring {
     ring: IoUring,
     slots: Vec<Slot>,
     inflight: usize,
+    /// Queued and not yet submitted.
+    queued: u32,
+    /// fio's `iodepth_batch_submit`, `iodepth_batch_complete_min` and `_max` (as fio
+    /// settles them: the batch at most the depth, the max at least the min).
+    batch: u32,
+    complete_min: u32,
+    complete_max: u32,
 }
 
 impl Ring {
-    pub(super) fn new(depth: u32, max_bs: u64, rng: &mut Rng) -> Result<Ring, String> {
+    pub(super) fn new(s: &Stream, rng: &mut Rng) -> Result<Ring, String> {
+        let (depth, max_bs) = (s.depth, s.max_bs());
         // Submitted one at a time: the submission queue need not hold them all; the
         // completion queue (twice as long) must.
         let ring = IoUring::new(depth.next_power_of_two().clamp(2, 16384))
@@ -35,12 +59,23 @@ impl Ring {
                 busy: false,
                 t0: 0,
                 dir: 0,
+                fi: 0,
+                off: 0,
             });
         }
+        let [batch, cmin, cmax] = s.batch;
         Ok(Ring {
             ring,
             slots,
             inflight: 0,
+            queued: 0,
+            batch: if batch == 0 || batch > depth {
+                depth
+            } else {
+                batch
+            },
+            complete_min: cmin,
+            complete_max: cmax.max(cmin),
         })
     }
 
@@ -78,24 +113,38 @@ impl Drop for Ring {
 }
 
 impl Worker<'_> {
-    /// Record the completions available, waiting for `want` of them first.
-    pub(super) fn uring_reap(&mut self, s: &Stream, want: usize) -> Result<(), Fail> {
+    /// fio's `td_io_getevents`: submit what is queued, wait for `min` completions, and
+    /// record at most `max` of those available (all, with `usize::MAX`).
+    pub(super) fn uring_reap(&mut self, s: &Stream, min: usize, max: usize) -> Result<(), Fail> {
         let st = self.stream.as_mut().expect("set");
         let ring = st.ring.as_mut().expect("an async stream has its ring");
-        if want > 0 {
-            loop {
-                match ring.ring.submit_and_wait(want.min(ring.inflight)) {
-                    Ok(_) => break,
-                    Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
-                    Err(e) => return Err(Fail::Error(format!("io_uring: {e}"))),
-                }
+        let min = min.min(ring.inflight);
+        // fio's td_io_getevents commits what is queued, then its io_uring engine takes
+        // what the completion queue holds, entering the kernel only to wait for more.
+        if ring.queued > 0 {
+            ring.queued = 0;
+            if let Err(e) = ring.ring.submit() {
+                return Err(Fail::Error(format!("io_uring submit: {e}")));
             }
         }
-        let done: Vec<(u64, i32)> = ring
-            .ring
-            .completion()
-            .map(|c| (c.user_data(), c.result()))
-            .collect();
+        let max = max.max(min);
+        let mut done: Vec<(u64, i32)> = Vec::new();
+        loop {
+            done.extend(
+                ring.ring
+                    .completion()
+                    .take(max - done.len())
+                    .map(|c| (c.user_data(), c.result())),
+            );
+            if done.len() >= min {
+                break;
+            }
+            match ring.ring.submit_and_wait(min - done.len()) {
+                Ok(_) => {}
+                Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
+                Err(e) => return Err(Fail::Error(format!("io_uring: {e}"))),
+            }
+        }
         let mut rec = Vec::with_capacity(done.len());
         for (id, res) in done {
             let Some(slot) = ring.slots.get_mut(id as usize) else {
@@ -103,25 +152,68 @@ impl Worker<'_> {
             };
             slot.busy = false;
             ring.inflight -= 1;
-            rec.push((slot.t0, slot.dir, res));
+            // A verifying job's reads are checked once recorded.
+            let data = (s.verify && !s.writes && slot.dir == 0 && res > 0)
+                .then(|| slot.buf.as_slice()[..res as usize].to_vec());
+            rec.push((slot.t0, slot.dir, res, slot.fi, slot.off, data));
         }
-        for (t0, dir, res) in rec {
+        for (t0, dir, res, fi, off, data) in rec {
             let ns = self.clock.since(t0);
+            let (stat, kind, what) = match dir {
+                0 => (s.stat_read, FlowopKind::Read, "read"),
+                1 => (s.stat_write, FlowopKind::Write, "write"),
+                SYNC => (s.stat_sync, FlowopKind::Fsync, "fsync"),
+                _ => (s.stat_datasync, FlowopKind::Fsync, "fdatasync"),
+            };
             if res < 0 {
                 return Err(Fail::Error(format!(
-                    "{}: {}",
-                    if dir == 0 { "read" } else { "write" },
+                    "{what}: {}",
                     std::io::Error::from_raw_os_error(-res)
                 )));
             }
-            let (stat, kind) = if dir == 0 {
-                (s.stat_read, FlowopKind::Read)
-            } else {
-                (s.stat_write, FlowopKind::Write)
-            };
-            self.done_stat(stat, kind, ns, res as u64);
+            let bytes = if dir < SYNC { res as u64 } else { 0 };
+            self.done_stat(stat, kind, ns, bytes);
+            if let Some(d) = data {
+                // verify_fatal: the stream ends at its next call (see `verify_stop`).
+                self.stream_check(s, fi, off, &d);
+            }
         }
         Ok(())
+    }
+
+    /// fio's `io_u_quiesce`: everything in flight completes and is recorded.
+    pub(super) fn uring_quiesce(&mut self, s: &Stream) -> Result<(), Fail> {
+        let inflight = self
+            .stream
+            .as_ref()
+            .and_then(|st| st.ring.as_ref())
+            .map_or(0, |r| r.inflight());
+        self.uring_reap(s, inflight, usize::MAX)
+    }
+
+    /// fio's `wait_for_completions` when every slot is busy: at least
+    /// `iodepth_batch_complete_min` (one when that is 0), at most `_max`.
+    fn uring_full(&mut self, s: &Stream) -> Result<(), Fail> {
+        let Some(r) = self.stream.as_ref().and_then(|st| st.ring.as_ref()) else {
+            return Ok(());
+        };
+        if r.free_slot().is_some() {
+            return Ok(());
+        }
+        let min = (r.complete_min as usize).min(r.inflight).max(1);
+        let max = r.complete_max as usize;
+        self.uring_reap(s, min, max)
+    }
+
+    /// Queue an fsync (`data`: fdatasync) of file `fi`, as fio queues a `DDIR_SYNC` io_u.
+    pub(super) fn uring_sync(&mut self, s: &Stream, fi: usize, data: bool) -> Result<Flow, Fail> {
+        let fd = self.stream.as_ref().expect("set").files[fi].fd;
+        let mut entry = opcode::Fsync::new(types::Fd(fd));
+        if data {
+            entry = entry.flags(types::FsyncFlags::DATASYNC);
+        }
+        self.uring_push(s, entry.build(), if data { DATASYNC } else { SYNC })?;
+        Ok(Flow::Continue)
     }
 
     /// Issue one read or write of `len` bytes at `off` of file `fi` through the ring.
@@ -133,21 +225,33 @@ impl Worker<'_> {
         off: u64,
         len: u64,
     ) -> Result<Flow, Fail> {
-        if self
-            .stream
-            .as_ref()
-            .and_then(|st| st.ring.as_ref())
-            .is_some_and(|r| r.free_slot().is_none())
-        {
-            self.uring_reap(s, 1)?;
-        }
-        let t0 = self.clock.now();
         let st = self.stream.as_mut().expect("set");
         let fd = st.files[fi].fd;
         let ring = st.ring.as_mut().expect("an async stream has its ring");
-        let id = ring.free_slot().expect("a slot was freed above");
-        let slot = &mut ring.slots[id];
-        let ptr = slot.buf.as_mut_slice().as_mut_ptr();
+        let id = ring
+            .free_slot()
+            .expect("a full queue is reaped after each push");
+        let out = &mut ring.slots[id].buf.as_mut_slice()[..len as usize];
+        if dir == 1 && s.content.is_some() {
+            super::stream::shape_into(s, st.content_seed, fi, off, out);
+            let o = &mut self.rec.ops[s.stat_write];
+            let take = crate::stats::SAMPLE_BYTES
+                .saturating_sub(o.sample.len())
+                .min(out.len());
+            if take > 0 {
+                o.content = s.content;
+                o.sample.extend_from_slice(&out[..take]);
+            }
+        } else if dir == 1 && s.scramble {
+            super::stream::scramble(out, off, self.clock.now());
+        }
+        if dir == 1 && s.verify {
+            let vid = super::stream_verify::file_id(&s.files[fi].name);
+            crate::verify::stamp(1, vid, off, out);
+        }
+        ring.slots[id].fi = fi;
+        ring.slots[id].off = off;
+        let ptr = ring.slots[id].buf.as_mut_slice().as_mut_ptr();
         let entry = if dir == 0 {
             opcode::Read::new(types::Fd(fd), ptr, len as u32)
                 .offset(off)
@@ -156,23 +260,48 @@ impl Worker<'_> {
             opcode::Write::new(types::Fd(fd), ptr as *const u8, len as u32)
                 .offset(off)
                 .build()
+        };
+        self.uring_push(s, entry, dir)?;
+        if dir == 1 && s.verify && s.do_verify {
+            self.stream_logged(s, fi, off, len)?;
         }
-        .user_data(id as u64);
+        Ok(Flow::Continue)
+    }
+
+    /// Queue `entry` in a free slot, submit the queue when the batch is full, and when
+    /// every slot is then busy reap as fio does.
+    fn uring_push(
+        &mut self,
+        s: &Stream,
+        entry: io_uring::squeue::Entry,
+        dir: usize,
+    ) -> Result<(), Fail> {
+        let t0 = self.clock.now();
+        let st = self.stream.as_mut().expect("set");
+        let ring = st.ring.as_mut().expect("an async stream has its ring");
+        let id = ring
+            .free_slot()
+            .expect("a full queue is reaped after each push");
+        let slot = &mut ring.slots[id];
         slot.busy = true;
         slot.t0 = t0;
         slot.dir = dir;
+        let entry = entry.user_data(id as u64);
         // SAFETY: the buffer belongs to the slot, which stays busy (untouched) until its
         // completion is reaped; the ring drains before the slots are dropped.
         let pushed = unsafe { ring.ring.submission().push(&entry) };
         if pushed.is_err() {
-            slot.busy = false;
+            ring.slots[id].busy = false;
             return Err(Fail::Error("io_uring submission queue full".into()));
         }
         ring.inflight += 1;
-        if let Err(e) = ring.ring.submit() {
-            return Err(Fail::Error(format!("io_uring submit: {e}")));
+        ring.queued += 1;
+        if ring.queued >= ring.batch {
+            ring.queued = 0;
+            if let Err(e) = ring.ring.submit() {
+                return Err(Fail::Error(format!("io_uring submit: {e}")));
+            }
         }
-        self.uring_reap(s, 0)?;
-        Ok(Flow::Continue)
+        self.uring_full(s)
     }
 }
