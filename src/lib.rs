@@ -18,6 +18,7 @@
 pub mod complete;
 pub mod experiment;
 pub mod fiocmd;
+pub mod runcmd;
 pub mod selftestcmd;
 
 // layer benchmarks: producers of work for the engine, consumers of its Results

@@ -1,0 +1,649 @@
+//! `fsbench run`, `check`, `show`, `list` and `compare`: the workload commands the binary
+//! dispatches to (their arguments, loading with warnings, the run's target directory and
+//! options, and the multi-client run).
+
+use crate::model::{Overrides, Workload};
+use crate::workloads::{self, LoadError};
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use std::path::PathBuf;
+
+#[derive(Args, Clone)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub w: WorkloadArgs,
+    /// Directory in which fsbench creates its run directory (default: the workload's common
+    /// fileset path for workload files, $TMPDIR for built-ins).
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// With many clients (`mpirun ... fsbench run`): end every rank's measurement when the
+    /// first rank finishes (IOR's stonewalling); the others report what they did by then.
+    #[arg(long)]
+    pub stonewall: bool,
+    /// Run time in seconds (overrides the workload's `run N`).
+    #[arg(long, value_name = "SECONDS")]
+    pub duration: Option<f64>,
+    /// Seed for every random choice (tree shape, sizes, offsets).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Keep the run directory and its filesets afterwards.
+    #[arg(long)]
+    pub keep: bool,
+    /// Write the results as JSON to FILE (`-` for standard output).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Run the workload's `system "..."` commands.
+    #[arg(long)]
+    pub allow_system: bool,
+    /// No progress or echo output; only the report.
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Run this many seconds first and discard what they measure.
+    #[arg(long, value_name = "SECONDS", default_value_t = 0.0)]
+    pub warmup: f64,
+    /// Time-series sampling interval in seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 1.0)]
+    pub interval: f64,
+    /// After laying out the filesets, `sync` and drop the page cache (needs root).
+    #[arg(long)]
+    pub cold: bool,
+    /// When a flowop finds no file in its fileset, count it and go on (Filebench, and the
+    /// default, end the run there).
+    #[arg(long)]
+    pub continue_when_exhausted: bool,
+    /// When a write finds the file system full (ENOSPC, EDQUOT), count the error and go on
+    /// (Filebench, and the default, end the run there).
+    #[arg(long)]
+    pub continue_on_enospc: bool,
+    /// Write the preallocated files with N threads (default: 1, or one per core up to 16
+    /// for filesets with `paralloc`, as Filebench). The files, their sizes and content are
+    /// the same whatever N; only the order they are created in differs.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub layout_threads: Option<u16>,
+    /// A `finishoncount`/`finishonbytes` that is done ends the whole run in every quit mode,
+    /// as Filebench 1.5-alpha3 did. By default it ends its own thread, as Filebench's
+    /// current source does: the run ends with it in the default and `firstdone` modes, and
+    /// goes on until the other threads finish in `alldone` mode.
+    #[arg(long)]
+    pub finish_ends_run: bool,
+    /// Verify data: every 4 KiB block written carries a header (file, offset, generation,
+    /// checksum) that reads check; mismatches are reported per flowop and make the run fail.
+    #[arg(long)]
+    pub verify: bool,
+    /// Only check a kept fileset (the workload's `reuse` directory) without writing:
+    /// every block's header and checksum (after a crash, a remount, another run).
+    #[arg(long, conflicts_with = "verify")]
+    pub verify_only: bool,
+    /// Run the workload N times (fresh filesets each time unless `reuse`) and report
+    /// mean ± 95% confidence interval and coefficient of variation.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub repeat: u32,
+    /// Write the results as CSV to FILE (`-` for standard output).
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// Write the results as a Markdown table to FILE (`-` for standard output).
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+    /// How the JSON carries latency histograms: `compact` (one line each), `full` (one number
+    /// per line) or `none` (left out; the result can then not be merged).
+    #[arg(long, value_enum, default_value_t = crate::report::json::Histograms::Compact)]
+    pub histograms: crate::report::json::Histograms,
+    /// For a fio job: `json` writes fio's JSON (a subset: jobs[].read/write with iops, bw,
+    /// clat_ns percentiles) to standard output, the text report going to standard error.
+    #[arg(long = "output-format", value_name = "FORMAT", value_parser = ["normal", "json"])]
+    pub output_format: Option<String>,
+}
+
+#[derive(Args)]
+pub struct CompareArgs {
+    /// Two or more result files written by `fsbench run --json`; the first is the baseline.
+    #[arg(required = true, num_args = 2..)]
+    pub files: Vec<PathBuf>,
+}
+
+#[derive(Args, Clone)]
+pub struct WorkloadArgs {
+    /// A workload file (.f), a fio job file (.fio), or the name of a built-in personality
+    /// (see `fsbench list`).
+    pub workload: String,
+    /// Set a variable before the script runs (repeatable): -s nfiles=500
+    #[arg(short = 's', long = "set", value_name = "NAME=VALUE", value_parser = parse_override)]
+    pub set: Vec<(String, String)>,
+    /// The workload argument is a one-line fio job: --fio 'rw=randread bs=4k size=1g'.
+    #[arg(long, conflicts_with = "format")]
+    pub fio: bool,
+    /// Read the workload file as `fio` job file, whatever its name (`.fio` files are).
+    #[arg(long, value_name = "FORMAT", value_parser = ["fio"])]
+    pub format: Option<String>,
+}
+
+impl WorkloadArgs {
+    /// The workload spec the library reads (`fio:`/`fio-line:` for fio jobs).
+    pub fn spec(&self) -> String {
+        crate::fiocmd::spec(&self.workload, self.fio, self.format.as_deref())
+    }
+}
+
+pub fn parse_override(s: &str) -> Result<(String, String), String> {
+    Overrides::parse_one(s)
+}
+
+#[derive(Args)]
+pub struct CheckArgs {
+    #[command(flatten)]
+    pub w: WorkloadArgs,
+    /// Print only errors and warnings.
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+#[derive(Args)]
+pub struct ShowArgs {
+    /// Built-in personality name, or a fio job file (.fio) to explain.
+    pub name: String,
+}
+
+pub fn load(w: &WorkloadArgs) -> Result<Workload> {
+    load_with(w, false)
+}
+
+/// Load and print warnings; `duration_given` leaves out the missing-`run` warning.
+pub fn load_with(w: &WorkloadArgs, duration_given: bool) -> Result<Workload> {
+    match workloads::load(&w.spec(), &Overrides(w.set.clone())) {
+        Ok((wl, _)) => {
+            for warn in &wl.warnings {
+                if duration_given && warn.message == crate::model::build::NO_RUN_WARNING {
+                    continue;
+                }
+                crate::errln!("{warn}\n");
+            }
+            Ok(wl)
+        }
+        Err(LoadError::Invalid(d)) => {
+            crate::errln!("{d}\n");
+            let n = d.0.len();
+            bail!(
+                "{} has {n} error{}",
+                w.workload,
+                if n == 1 { "" } else { "s" }
+            )
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+pub fn cmd_check(a: &CheckArgs) -> Result<()> {
+    let wl = load(&a.w)?;
+    let unsupported = wl.unsupported();
+    if !a.quiet {
+        match crate::fiocmd::explain(&a.w.spec())? {
+            Some(text) => crate::out!("{text}"),
+            None => crate::out!("{}", crate::model::explain::explain(&wl)),
+        }
+    }
+    if !unsupported.is_empty() {
+        for d in &unsupported {
+            crate::errln!("{d}\n");
+        }
+        bail!(
+            "{} is valid, but uses {} flowop{} this version of fsbench cannot run",
+            a.w.workload,
+            unsupported.len(),
+            if unsupported.len() == 1 { "" } else { "s" }
+        );
+    }
+    crate::outln!("{}: ok", a.w.workload);
+    Ok(())
+}
+
+/// Where the run directory goes when --dir is not given.
+pub fn default_parent(wl: &Workload, origin: &workloads::Origin) -> PathBuf {
+    if let workloads::Origin::File(_) = origin {
+        let mut paths: Vec<&str> = wl.filesets.iter().map(|f| f.path.as_str()).collect();
+        paths.dedup();
+        if paths.len() == 1 && std::path::Path::new(paths[0]).is_dir() {
+            return PathBuf::from(paths[0]);
+        }
+    }
+    std::env::temp_dir()
+}
+
+pub fn cmd_run(a: &RunArgs) -> Result<()> {
+    #[cfg(feature = "mpi")]
+    if crate::mpirun::launched() {
+        return cmd_run_mpi(a);
+    }
+    if a.stonewall {
+        crate::errln!("fsbench: warning: --stonewall ends a multi-client run when its first rank finishes; this run has one client (start it with mpirun, built with --features mpi)");
+    }
+    let Some((results, verify)) = run_collect(a)? else {
+        return Ok(());
+    };
+    crate::report::out::emit(
+        &results,
+        &[
+            ("json", a.json.as_deref()),
+            ("csv", a.csv.as_deref()),
+            ("markdown", a.markdown.as_deref()),
+        ],
+        a.histograms,
+    )?;
+    crate::fiocmd::report(&a.w.spec(), &results, a.output_format.as_deref())?;
+    if verify {
+        crate::workload_run::verify_summary(&results)?;
+    }
+    if results.interrupted {
+        bail!(
+            "interrupted: the results above cover {:.1} s",
+            results.duration_s
+        );
+    }
+    Ok(())
+}
+
+/// What rank 0 hands every rank in a multi-client run.
+#[cfg(feature = "mpi")]
+#[derive(serde::Serialize, serde::Deserialize)]
+pub struct MpiSetup {
+    /// The workload's name and, for a workload file, its text (other ranks may not see it).
+    pub workload: String,
+    pub text: Option<String>,
+    pub set: Vec<(String, String)>,
+    /// The marked run directory every rank works below (`rank<N>/` each).
+    pub parent: String,
+}
+
+/// `mpirun -np N fsbench run ...`: rank 0 checks the workload and makes one marked run
+/// directory; every rank runs the workload in its own `rank<N>/` below it, starting its
+/// measurement together with the others; rank 0 gathers, merges and reports.
+#[cfg(feature = "mpi")]
+pub fn cmd_run_mpi(a: &RunArgs) -> Result<()> {
+    let session = crate::mpirun::Session::init(a.stonewall)?;
+    let rank = session.rank();
+    let size = session.size();
+    // Rank 0: the workload (parsed and validated here, so a bad one fails once, with its
+    // location) and the shared run directory.
+    let mut made: Option<crate::engine::rundir::RunDir> = None;
+    let setup: std::result::Result<MpiSetup, String> = if rank == 0 {
+        mpi_setup(a, size, &mut made).map_err(|e| format!("{e:#}"))
+    } else {
+        Err(String::new())
+    };
+    let bytes = session
+        .broadcast((rank == 0).then(|| serde_json::to_vec(&setup).expect("the set-up encodes")));
+    let setup: std::result::Result<MpiSetup, String> =
+        serde_json::from_slice(&bytes).map_err(|e| anyhow::anyhow!("set-up from rank 0: {e}"))?;
+    let setup = match setup {
+        Ok(s) => s,
+        Err(e) => {
+            // Every rank got the same error: rank 0 says it.
+            // Every rank got the same error: rank 0 says it before the others exit.
+            if rank == 0 {
+                crate::errln!("fsbench: {e}");
+            }
+            session.finish();
+            drop(session);
+            std::process::exit(1);
+        }
+    };
+    // This rank's run: the workload (from rank 0's text when it was a file), in rank<N>/.
+    let mut tmp_wl = None;
+    let outcome = rank_run(a, &setup, rank, &mut tmp_wl);
+    if let Some(f) = tmp_wl {
+        let _ = std::fs::remove_file(f);
+    }
+    let ok = outcome.is_ok();
+    let all_ok = session.end(ok);
+    let mine = crate::mpirun::Outcome {
+        rank: rank as u32,
+        host: session.host.clone(),
+        result: match outcome {
+            Ok(Some((r, _))) => Ok(r),
+            Ok(None) => Err("measured nothing".into()),
+            Err(e) => Err(format!("{e:#}")),
+        },
+    };
+    let gathered = session.gather(&mine);
+    let Some(all) = gathered else {
+        // Other ranks: their part is done; rank 0 reports.
+        // Wait until rank 0 has reported and cleaned up: a launcher ends the whole job
+        // when a rank exits with an error, which would cut rank 0's report short.
+        session.finish();
+        if !all_ok {
+            // Rank 0 reports which rank failed and why; the exit status says it here.
+            drop(session);
+            std::process::exit(1);
+        }
+        return Ok(());
+    };
+    let r = report_mpi(a, made, all);
+    if let Err(e) = &r {
+        // Said before the last synchronisation: once the others exit, the launcher may end
+        // this rank too.
+        crate::errln!("fsbench: {}", crate::exit::render(e));
+        session.finish();
+        drop(session);
+        std::process::exit(1);
+    }
+    session.finish();
+    r
+}
+
+/// Rank 0 of a multi-client run: the workload checked, its text when it is a file, and the
+/// shared run directory with one `rank<N>/` per rank (kept in `made`).
+#[cfg(feature = "mpi")]
+pub fn mpi_setup(
+    a: &RunArgs,
+    size: usize,
+    made: &mut Option<crate::engine::rundir::RunDir>,
+) -> Result<MpiSetup> {
+    let wl = load_with(&a.w, a.duration.is_some())?;
+    crate::mpirun::warn_binding(wl.thread_count() as usize);
+    let path = std::path::Path::new(&a.w.workload);
+    let text = if path.is_file() {
+        Some(
+            crate::input::read_text_capped(path, crate::input::WORKLOAD_MAX, "workload file")
+                .with_context(|| format!("{}", path.display()))?,
+        )
+    } else {
+        None
+    };
+    let parent = crate::measure::guard::target_dir(a.dir.as_deref())?;
+    let name = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| a.w.workload.clone());
+    let rd = crate::engine::rundir::RunDir::create(&parent, &format!("mpi-{name}"), false)?;
+    for r in 0..size {
+        std::fs::create_dir(rd.path.join(format!("rank{r}")))?;
+    }
+    let p = rd.path.display().to_string();
+    *made = Some(rd);
+    Ok(MpiSetup {
+        workload: a.w.workload.clone(),
+        text,
+        set: a.w.set.clone(),
+        parent: p,
+    })
+}
+
+/// One rank's run: the workload (from rank 0's text when it was a file, written to `tmp_wl`),
+/// in `rank<N>/` of the shared directory, with its own seed and no exports.
+#[cfg(feature = "mpi")]
+pub fn rank_run(
+    a: &RunArgs,
+    setup: &MpiSetup,
+    rank: usize,
+    tmp_wl: &mut Option<PathBuf>,
+) -> Result<Option<(crate::stats::Results, bool)>> {
+    let mut ra = a.clone();
+    if let Some(text) = &setup.text {
+        if rank != 0 {
+            let f = std::env::temp_dir().join(format!(
+                "fsbench-rank{rank}-{}-{}",
+                std::process::id(),
+                std::path::Path::new(&setup.workload)
+                    .file_name()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| "workload.f".into())
+            ));
+            std::fs::write(&f, text)?;
+            ra.w.workload = f.display().to_string();
+            *tmp_wl = Some(f);
+        }
+    }
+    ra.w.set = setup.set.clone();
+    ra.dir = Some(std::path::Path::new(&setup.parent).join(format!("rank{rank}")));
+    // Each rank draws its own random choices (as PostMark's instances do).
+    ra.seed = a.seed.wrapping_add(rank as u64);
+    ra.json = None;
+    ra.csv = None;
+    ra.markdown = None;
+    ra.quiet = a.quiet || rank != 0;
+    // Fault injection for the tests of failure handling: this rank fails before its run.
+    if std::env::var("FSBENCH_TEST_FAIL_RANK").ok() == Some(rank.to_string()) {
+        bail!("injected failure (FSBENCH_TEST_FAIL_RANK={rank})");
+    }
+    run_collect(&ra)
+}
+
+/// Rank 0 at the end of a multi-client run: remove the run directory, merge, report.
+#[cfg(feature = "mpi")]
+pub fn report_mpi(
+    a: &RunArgs,
+    made: Option<crate::engine::rundir::RunDir>,
+    all: Vec<crate::mpirun::Outcome>,
+) -> Result<()> {
+    let keep = a.keep;
+    if let Some(rd) = made {
+        if keep {
+            crate::errln!("fsbench: kept {}", rd.path.display());
+        } else if let Err(e) = rd.remove() {
+            crate::exit::left_behind(e.to_string());
+        }
+    }
+    let merged = crate::mpirun::merge_outcomes(all)?;
+    crate::report::out::emit(
+        &merged,
+        &[
+            ("json", a.json.as_deref()),
+            ("csv", a.csv.as_deref()),
+            ("markdown", a.markdown.as_deref()),
+        ],
+        a.histograms,
+    )?;
+    if merged.interrupted {
+        bail!(
+            "interrupted: the results above cover {:.1} s",
+            merged.duration_s
+        );
+    }
+    Ok(())
+}
+
+/// Load, validate and run the workload as `a` asks (with its repetitions): the combined
+/// results and whether data was verified, or None when nothing was measured (e.g.
+/// `--verify-only`, which reports by itself).
+pub fn run_collect(a: &RunArgs) -> Result<Option<(crate::stats::Results, bool)>> {
+    let mut wa = a.w.clone();
+    // `-s think=idle+1ms`: the idle window of the scheduler of the disk under the run (read
+    // before the workload is loaded when --dir names the place).
+    let idle = |set: &mut Vec<(String, String)>, dir: &std::path::Path| {
+        crate::sys::iosched::resolve_sets(set, || crate::sys::iosched::idle_window(dir))
+            .map_err(anyhow::Error::msg)
+    };
+    let mut idle_notes = match &a.dir {
+        Some(d) => idle(&mut wa.set, d)?,
+        None => Vec::new(),
+    };
+    let parent = target_dir(a, &mut wa)?;
+    idle_notes.extend(idle(&mut wa.set, &parent)?);
+    let wl = load_with(&wa, a.duration.is_some())?;
+    if a.repeat == 0 {
+        bail!("--repeat must be at least 1");
+    }
+    check_times(a)?;
+    if a.cold && !crate::engine::is_root() {
+        bail!("--cold drops the page cache, which needs root; run as root or leave out --cold");
+    }
+    if a.verify_only {
+        verify_kept(a, &wl, &parent)?;
+        return Ok(None);
+    }
+    // `--verify` checks every read; a flowop's `verify` attribute checks its own reads. Either
+    // way every write is stamped.
+    let verify = a.verify || wl.has_verify_flowop();
+    crate::verify::ENABLED.store(verify, std::sync::atomic::Ordering::Relaxed);
+    crate::verify::ALL_READS.store(a.verify, std::sync::atomic::Ordering::Relaxed);
+    let mut opts = run_options(a, parent);
+    if a.warmup == 0.0 {
+        opts.warmup = crate::fiocmd::ramp_s(&a.w.spec());
+    }
+    // The workload's warm-up is seconds inside each run, not runs of its own.
+    let measure = crate::measure::MeasureArgs {
+        repeat: a.repeat,
+        warmup: 0,
+        cold: a.cold,
+        json: a.json.clone(),
+        csv: a.csv.clone(),
+        markdown: a.markdown.clone(),
+    };
+    let mut run = crate::workload_run::WorkloadRun::new(&wl, opts);
+    let mut results = crate::measure::drive(&mut run, &measure)?;
+    results.notes.splice(0..0, idle_notes);
+    Ok(Some((results, verify)))
+}
+
+/// The directory the run directory goes in (`--dir` or the workload's default); the
+/// workload's `$dir` set to it when the workload has one.
+pub fn target_dir(a: &RunArgs, wa: &mut WorkloadArgs) -> Result<PathBuf> {
+    let set_placeholders = crate::sys::iosched::placeholders;
+    let (probe, origin) = match workloads::load(&wa.spec(), &Overrides(set_placeholders(&wa.set))) {
+        Ok(x) => x,
+        Err(_) => {
+            let mut shown = wa.clone();
+            shown.set = set_placeholders(&wa.set);
+            load(&shown)?;
+            unreachable!("load reports the error")
+        }
+    };
+    let parent = match (&a.dir, crate::fiocmd::directory(&wa.spec())) {
+        (Some(d), _) => d.clone(),
+        (None, Some(d)) => d,
+        (None, None) => default_parent(&probe, &origin),
+    };
+    let parent = parent
+        .canonicalize()
+        .with_context(|| format!("target directory {}", parent.display()))?;
+    // The workload's $dir follows the target directory, so echo and paths agree.
+    if probe.vars.iter().any(|(k, _)| k == "dir") && !wa.set.iter().any(|(k, _)| k == "dir") {
+        wa.set.push(("dir".into(), parent.display().to_string()));
+    }
+    // Not kept through the run: a workload of many flowops is tens of megabytes.
+    drop(probe);
+    Ok(parent)
+}
+
+/// `--interval`, `--duration` and `--warmup` within range.
+pub fn check_times(a: &RunArgs) -> Result<()> {
+    // Bounded so that every time computation stays in range (a year is plenty).
+    const MAX_S: f64 = 366.0 * 86400.0;
+    for (name, v, min_exclusive) in [
+        ("--interval", Some(a.interval), true),
+        ("--duration", a.duration, true),
+        ("--warmup", Some(a.warmup), false),
+    ] {
+        if let Some(v) = v {
+            if !v.is_finite() || !(0.0..=MAX_S).contains(&v) || (min_exclusive && v == 0.0) {
+                bail!(
+                    "{name} {v}: expected {} number of seconds up to {MAX_S}",
+                    if min_exclusive {
+                        "a positive"
+                    } else {
+                        "a non-negative"
+                    }
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `--verify-only`: check the filesets an earlier run kept.
+pub fn verify_kept(
+    a: &RunArgs,
+    wl: &crate::model::Workload,
+    parent: &std::path::Path,
+) -> Result<()> {
+    if !wl.filesets.iter().any(|f| f.reuse) {
+        bail!(
+            "--verify-only checks the fileset a run kept, and workload {} keeps none: give its fileset `reuse` (-s reuse=true where the workload offers it), run it with --verify, then --verify-only; or check a --keep directory with `fsbench verify DIR`",
+            wl.name
+        );
+    }
+    let stable = crate::engine::rundir::RunDir::stable_path(parent, &wl.name);
+    let dirs: Vec<PathBuf> = wl
+        .filesets
+        .iter()
+        .filter(|f| f.reuse)
+        .map(|f| stable.join(&f.name))
+        .collect();
+    crate::verify::check_dirs(&dirs, a.json.as_deref())
+}
+
+pub fn run_options(a: &RunArgs, parent: PathBuf) -> crate::engine::RunOptions {
+    use std::io::IsTerminal;
+    crate::engine::RunOptions {
+        parent,
+        duration: a.duration,
+        seed: a.seed,
+        keep: a.keep,
+        allow_system: a.allow_system,
+        quiet: a.quiet,
+        warmup: a.warmup,
+        interval: a.interval,
+        progress: !a.quiet && std::io::stderr().is_terminal(),
+        cold: a.cold,
+        continue_when_exhausted: a.continue_when_exhausted,
+        continue_on_enospc: a.continue_on_enospc,
+        layout_threads: a.layout_threads.map(usize::from),
+        finish_ends_run: a.finish_ends_run,
+    }
+}
+
+pub fn cmd_compare(a: &CompareArgs) -> Result<()> {
+    let mut runs = Vec::new();
+    for f in &a.files {
+        let text = crate::input::read_text_capped(f, crate::input::RESULTS_MAX, "result file")
+            .with_context(|| format!("reading {}", f.display()))?;
+        let r: crate::stats::Results = serde_json::from_str(&text).with_context(|| {
+            format!(
+                "{} is not a result file written by `fsbench run --json`",
+                f.display()
+            )
+        })?;
+        runs.push((f.display().to_string(), r));
+    }
+    crate::out!("{}", crate::report::compare::compare(&runs));
+    Ok(())
+}
+
+pub fn cmd_list() -> Result<()> {
+    crate::outln!("Built-in personalities (run one with `fsbench run NAME`, read it with `fsbench show NAME`):\n");
+    for (name, text) in workloads::BUILTINS {
+        crate::outln!("  {name:<30} {}", workloads::description(text));
+        if let Ok((wl, _)) = workloads::load(name, &Overrides::default()) {
+            let vars: Vec<String> = wl
+                .vars
+                .iter()
+                .filter(|(k, _)| k != "dir")
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
+            if !vars.is_empty() {
+                crate::outln!("  {:<30} vars: {}", "", vars.join(" "));
+            }
+        }
+    }
+    Ok(())
+}
+
+pub fn cmd_show(a: &ShowArgs) -> Result<()> {
+    if let Some(text) = crate::fiocmd::show(&a.name)? {
+        crate::out!("{text}");
+        return Ok(());
+    }
+    let text = workloads::builtin(&a.name).with_context(|| {
+        format!(
+            "no built-in personality named `{}` (see `fsbench list`)",
+            a.name
+        )
+    })?;
+    crate::out!("{text}");
+    if let Ok((wl, _)) = workloads::load(&a.name, &Overrides::default()) {
+        crate::outln!("\n# Variables and their defaults (change with -s NAME=VALUE):");
+        for (k, v) in &wl.vars {
+            crate::outln!("#   ${k} = {v}");
+        }
+    }
+    Ok(())
+}
