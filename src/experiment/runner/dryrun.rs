@@ -60,6 +60,7 @@ fn cell_lines(plan: &Plan, c: &Cell) -> Vec<String> {
         )
     });
     let cg = cg.unwrap_or_default();
+    v.extend(background_lines(plan, c));
     match c.cache.as_str() {
         "warm" if !kind.takes_cold() => {
             v.push(format!("warm-up pass (unmeasured): {cmd}{cg}"));
@@ -82,6 +83,49 @@ fn cell_lines(plan: &Plan, c: &Cell) -> Vec<String> {
             v.push("  (--cold: the child syncs and drops the caches after its preparation, right before measuring)".into());
         }
         _ => v.push(format!("{cmd}{cg}")),
+    }
+    v
+}
+
+/// The cell's backgrounds: each one's command, priority and when it stops.
+fn background_lines(plan: &Plan, c: &Cell) -> Vec<String> {
+    let mut v = Vec::new();
+    for bg in super::background::of_cell(plan, c) {
+        let json = format!("RUN-bg-{}.json", bg.name);
+        let argv = super::background::argv(
+            &bg,
+            Path::new("TARGET"),
+            Path::new(&json),
+            Path::new("OUTDIR/scratch"),
+        )
+        .unwrap_or_default();
+        let mut argv = argv.into_iter();
+        let program = match &bg.kind {
+            crate::experiment::plan::BgKind::Measure(_) => {
+                argv.next();
+                "fsbench".to_string()
+            }
+            _ => argv.next().unwrap_or_default(),
+        };
+        let rest: Vec<String> = argv.collect();
+        v.push(format!(
+            "background {} (in TARGET, {}): {program} {}",
+            bg.name,
+            super::background::priority_text(&bg),
+            rest.join(" ")
+        ));
+        v.push(format!(
+            "  (started before the measurement{}; {})",
+            if matches!(&bg.kind, crate::experiment::plan::BgKind::Measure(m) if !matches!(m.kind, Kind::Scan | Kind::Layout)) {
+                ", which waits until its measured window starts"
+            } else {
+                ""
+            },
+            match bg.stop {
+                crate::experiment::plan::BgStop::After => "stopped with SIGINT after it",
+                crate::experiment::plan::BgStop::End => "left to run to its end, within the time limit",
+            }
+        ));
     }
     v
 }

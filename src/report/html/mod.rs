@@ -565,6 +565,17 @@ fn header(out: &mut String, input: &ReportInput) {
                 )
             })
             .collect();
+        if !input.backgrounds.is_empty() {
+            let _ = write!(
+                out,
+                "<section class=backgrounds><h3>Background loads</h3><ul>{}</ul></section>",
+                input
+                    .backgrounds
+                    .iter()
+                    .map(|l| format!("<li>{}</li>", esc(l)))
+                    .collect::<String>()
+            );
+        }
         if hosts.len() > 1 && input.title.is_none() {
             let _ = write!(
                 out,
