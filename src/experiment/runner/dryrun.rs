@@ -232,6 +232,8 @@ fn from_parameters(plan: &Plan, c: &Cell) -> Option<f64> {
                 + files / 2000.0
         }
         Kind::Andrew => 5.0 * get("copies").unwrap_or(1.0) * get("clients").unwrap_or(1.0),
+        // Writing its tree and scanning it, then deleting: rough rates of a small machine.
+        Kind::Prune => get("files").unwrap_or(2000.0) / 1000.0,
         Kind::Layout | Kind::Scan | Kind::Replay => return None,
     };
     Some(s * warm + 0.5)

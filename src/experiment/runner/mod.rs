@@ -234,7 +234,7 @@ pub fn kind_args(
             ]),
             None => args.extend(["--dir".into(), dir.display().to_string()]),
         },
-        Kind::Andrew => args.extend(["--dir".into(), dir.display().to_string()]),
+        Kind::Andrew | Kind::Prune => args.extend(["--dir".into(), dir.display().to_string()]),
         Kind::Replay => {
             args.push("replay".into());
             if let Some(p) = pos {
