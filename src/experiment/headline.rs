@@ -121,9 +121,10 @@ pub fn produces(kind: &str) -> &'static [&'static str] {
             "bytes",
             "allocated_bytes",
             "errors",
-            "user_s",
-            "system_s",
-            "workers",
+            "per_user.user_s",
+            "per_user.system_s",
+            "per_user.workers",
+            "per_user.users",
         ],
         "prune" => &[
             "elapsed_s",

@@ -7,6 +7,7 @@
 
 pub mod diff;
 pub mod hash;
+pub mod peruser;
 pub mod snapshot;
 pub mod summary;
 
@@ -50,6 +51,26 @@ pub struct ScanArgs {
     /// sha1 matches `sha1sum`). Files are hashed by the scan's workers in parallel.
     #[arg(long, value_name = "ALGO", num_args = 0..=1, default_missing_value = "blake3")]
     pub hash: Option<hash::HashAlgo>,
+    /// Walk each top-level directory (a user's tree) with a worker of its own, all in
+    /// parallel (at most -j at a time), and report the walk's user and system time: the
+    /// metadata-log build of the elastic-quota study.
+    #[arg(long)]
+    pub per_user: bool,
+    /// Before scanning, `sync` and drop the page, dentry and inode caches (needs root).
+    #[arg(long)]
+    pub cold: bool,
+}
+
+/// What `--per-user` adds to the summary.
+#[derive(Debug, Serialize)]
+pub struct PerUser {
+    /// Top-level directories walked.
+    pub users: u64,
+    /// Workers that walked them.
+    pub workers: u64,
+    /// CPU seconds of the scan (every worker), user and system.
+    pub user_s: f64,
+    pub system_s: f64,
 }
 
 /// The summary of one scan.
@@ -88,6 +109,12 @@ pub struct ScanSummary {
     pub hash_mb_per_s: f64,
     /// Regular files that could not be read for hashing (stored without a hash).
     pub hash_errors: u64,
+    /// `--per-user`: users, workers and CPU time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub per_user: Option<PerUser>,
+    /// `--cold`: the caches were dropped before the scan.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub cold: bool,
 }
 
 type Sink = Arc<Mutex<BufWriter<File>>>;
@@ -348,6 +375,8 @@ fn summary(
             0.0
         },
         hash_errors,
+        per_user: None,
+        cold: false,
     }
 }
 
@@ -407,6 +436,17 @@ pub fn print_summary(s: &ScanSummary, out: &mut impl Write) -> io::Result<()> {
     }
     if let Some(p) = &s.snapshot {
         writeln!(out, "  snapshot written to {p}")?;
+    }
+    if let Some(u) = &s.per_user {
+        writeln!(
+            out,
+            "  per user: {} top-level directories by {} workers; user {:.3} s, system {:.3} s ({} cache)",
+            u.users,
+            u.workers,
+            u.user_s,
+            u.system_s,
+            if s.cold { "cold" } else { "warm" }
+        )?;
     }
     let max = s.file_size.iter().map(|r| r.count).max().unwrap_or(0);
     writeln!(out, "\nfile size              files        bytes")?;
@@ -510,14 +550,28 @@ pub fn run(args: ScanArgs) -> anyhow::Result<()> {
     if args.hash.is_some() && args.output.is_none() {
         anyhow::bail!("--hash stores hashes in a snapshot: give one with -o SNAPSHOT");
     }
-    let summary = scan(
-        &args.dir,
-        args.output.as_deref(),
-        &opts,
-        args.top,
-        args.hash,
-    )
+    if args.per_user && (args.output.is_some() || args.hash.is_some()) {
+        anyhow::bail!("--per-user measures the metadata walk and writes no snapshot: leave out -o and --hash (a plain scan writes one)");
+    }
+    if args.cold {
+        if !crate::engine::is_root() {
+            anyhow::bail!("--cold drops the kernel's caches (echo 3 > /proc/sys/vm/drop_caches), which needs root: run as root or leave out --cold");
+        }
+        crate::engine::drop_caches().map_err(|e| anyhow::anyhow!("{e}"))?;
+    }
+    let mut summary = if args.per_user {
+        peruser::scan(&args.dir, args.cross_mounts, args.threads, args.top)
+    } else {
+        scan(
+            &args.dir,
+            args.output.as_deref(),
+            &opts,
+            args.top,
+            args.hash,
+        )
+    }
     .with_context(|| format!("scan of {} failed", args.dir.display()))?;
+    summary.cold = args.cold;
     let to_stdout = args.json.as_deref() == Some(Path::new("-"));
     if !to_stdout {
         stdout_result(print_summary(&summary, &mut crate::console::Stdout))?;
