@@ -37,6 +37,19 @@ params = {{ workload = "nap.f", duration = 60 }}
 nice = 7
 ionice = "idle"
 
+[[background]]
+name = "ticker"
+factor = "load"
+kind = "command"
+command = ["sleep", "0.1"]
+restart = true
+
+[[measurement]]
+name = "nap"
+kind = "workload"
+params = {{ workload = "nap.f", duration = 1.5 }}
+factors = {{ load = ["ticker"] }}
+
 [[measurement]]
 name = "walk"
 kind = "find"
@@ -86,6 +99,15 @@ fn a_background_runs_beside_the_measurement_at_its_priority_and_is_stopped_after
         .unwrap()
         .collect::<Result<_, _>>()
         .unwrap();
+    let (ticks, rows): (Vec<Row>, Vec<Row>) = rows.into_iter().partition(|r| r.6 == "ticker");
+    assert_eq!(ticks.len(), 2, "{ticks:?}");
+    for (_, kind, status, applied, _, _, _) in &ticks {
+        // A command started again each time it ended, until the 1.5 s run was over.
+        let a: serde_json::Value = serde_json::from_str(applied).unwrap();
+        assert_eq!(kind, "command");
+        assert_eq!(status, "stopped");
+        assert!(a["passes"].as_u64().unwrap() >= 5, "{a}");
+    }
     assert_eq!(
         rows.len(),
         2,
@@ -150,7 +172,7 @@ fn background_errors_name_the_plan_line_and_column() {
     check(
         "[\"none\", \"napper\"]",
         "[\"none\", \"cleaner\"]",
-        "p.toml:24:29: unknown background \"cleaner\" for factor `load` (its backgrounds: napper",
+        "p.toml:37:29: unknown background \"cleaner\" for factor `load` (its backgrounds: napper, ticker; or",
     );
     check(
         "nice = 7",
@@ -171,6 +193,11 @@ fn background_errors_name_the_plan_line_and_column() {
         "factor = \"load\"",
         "factor = \"target\"",
         "p.toml:14:10: factor \"target\"",
+    );
+    check(
+        "restart = true",
+        "restart = true\nstop = \"end\"",
+        "it needs stop = \"after\"",
     );
     check(
         "kind = \"workload\"\nparams",

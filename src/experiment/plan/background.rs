@@ -102,6 +102,8 @@ pub struct Background {
     pub nice: Option<i32>,
     pub ionice: Option<IoPrio>,
     pub stop: BgStop,
+    /// Started again each time it ends, until the measurement has ended (`restart = true`).
+    pub restart: bool,
 }
 
 impl Background {
@@ -189,6 +191,10 @@ pub(super) fn backgrounds(
                 return Err(ctx.err(sp, format!("stop {s:?}: expected \"after\" (stopped after the measurement) or \"end\" (runs to its end)")))
             }
         };
+        let restart = b.restart.as_ref().is_some_and(|r| *r.get_ref());
+        if let (true, BgStop::End, Some(r)) = (restart, stop, &b.restart) {
+            return Err(ctx.err(r.span(), "restart = true starts it again until the measurement ends: it needs stop = \"after\""));
+        }
         match factors.iter_mut().find(|(f, _)| *f == factor) {
             Some(f) => f.1.push(name.clone()),
             None => factors.push((factor.clone(), vec![name.clone()])),
@@ -200,6 +206,7 @@ pub(super) fn backgrounds(
             nice,
             ionice,
             stop,
+            restart,
         });
     }
     Ok((out, factors))

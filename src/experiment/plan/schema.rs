@@ -44,6 +44,8 @@ pub(super) struct RawBackground {
     pub(super) ionice: Option<Spanned<String>>,
     /// "after" (stopped after the measurement, the default) or "end" (runs to its end).
     pub(super) stop: Option<Spanned<String>>,
+    /// Start it again each time it ends, until the measurement has ended.
+    pub(super) restart: Option<Spanned<bool>>,
 }
 
 #[derive(Deserialize)]

@@ -17,24 +17,121 @@ use serde_json::{json, Value};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// One started background.
+/// The backgrounds of one run; dropping it kills any still running and joins their
+/// supervisors.
+#[derive(Default)]
+pub struct Backgrounds {
+    running: Vec<Running>,
+}
+
+/// What a background's supervisor shares with the runner.
+#[derive(Default)]
+struct Shared {
+    /// The process (group) running now.
+    pid: i32,
+    /// The runner asked it to stop: no restart, the running pass interrupted.
+    stopping: bool,
+    passes: u32,
+    user_s: f64,
+    system_s: f64,
+    /// The wait status of the last pass that ended.
+    last: Option<i32>,
+}
+
+/// How to start one pass of a background.
+#[derive(Clone)]
+struct Spawn {
+    argv: Vec<String>,
+    dir: PathBuf,
+    log: PathBuf,
+    ready: PathBuf,
+    nice: Option<i32>,
+    ioprio: Option<u32>,
+}
+
+impl Spawn {
+    /// Start a pass (its own process group, output appended to the log); its pid.
+    fn start(&self) -> std::io::Result<i32> {
+        let logf = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)?;
+        let mut cmd = Command::new(&self.argv[0]);
+        cmd.args(&self.argv[1..])
+            .current_dir(&self.dir)
+            .stdin(Stdio::null())
+            .stdout(logf.try_clone()?)
+            .stderr(logf)
+            .process_group(0)
+            .env(crate::sys::mark::READY_ENV, &self.ready);
+        let (nice, ioprio) = (self.nice, self.ioprio);
+        // SAFETY: only async-signal-safe system calls between fork and exec.
+        unsafe {
+            cmd.pre_exec(move || set_priority(nice, ioprio));
+        }
+        // Reaped with wait4 by the supervisor (for its resource usage), never through `Child`.
+        Ok(cmd.spawn()?.id() as i32)
+    }
+}
+
+/// One started background: its supervisor thread reaps each pass (and starts the next with
+/// `restart`) until it is asked to stop.
 struct Running {
     bg: Background,
-    pid: i32,
     t0: Instant,
     started_at: String,
     argv: Vec<String>,
     json: Option<PathBuf>,
     applied: Value,
-    exit: Option<(i32, libc::rusage)>,
+    shared: Arc<Mutex<Shared>>,
+    thread: Option<std::thread::JoinHandle<()>>,
 }
 
-/// The backgrounds of one run; dropping it kills and reaps any still running.
-#[derive(Default)]
-pub struct Backgrounds {
-    running: Vec<Running>,
+/// Wait for `pid` (blocking); its status and resource usage.
+fn reap(pid: i32) -> Option<(i32, libc::rusage)> {
+    let mut status = 0;
+    // SAFETY: ru is written by the kernel; pid is our own child.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
+        if r == pid {
+            return Some((status, ru));
+        }
+        if r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return None;
+        }
+    }
+}
+
+fn exited_ok(status: i32) -> bool {
+    libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0
+}
+
+/// The supervisor: reap each pass, account for it, start the next while `restart` asks and
+/// nobody asked to stop (a pass that fails ends it: no busy loop of failures).
+fn supervise(shared: Arc<Mutex<Shared>>, spawn: Spawn, restart: bool, t0: Instant, limit: f64) {
+    loop {
+        let pid = shared.lock().unwrap().pid;
+        let Some((status, ru)) = reap(pid) else {
+            return;
+        };
+        let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+        let mut s = shared.lock().unwrap();
+        s.passes += 1;
+        s.user_s += secs(ru.ru_utime);
+        s.system_s += secs(ru.ru_stime);
+        s.last = Some(status);
+        if !restart || s.stopping || !exited_ok(status) || t0.elapsed().as_secs_f64() > limit {
+            return;
+        }
+        match spawn.start() {
+            Ok(pid) => s.pid = pid,
+            Err(_) => return,
+        }
+    }
 }
 
 /// The backgrounds a cell's factor levels name, in the cell's factor order.
@@ -71,7 +168,7 @@ pub fn priority_text(bg: &Background) -> String {
 }
 
 /// Start the cell's backgrounds in `dir`, each waited for until its measured window starts
-/// (fsbench children that mark it), it ends, or `limit` seconds pass.
+/// (fsbench children that mark it), it ends, or the plan's time limit passes.
 pub fn start(
     plan: &Plan,
     cell: &Cell,
@@ -83,49 +180,52 @@ pub fn start(
     for bg in of_cell(plan, cell) {
         let base = outdir.join("runs").join(format!("{tag}-bg-{}", bg.name));
         let json_out = base.with_extension("json");
-        let ready = base.with_extension("ready");
-        let log = base.with_extension("log");
-        let _ = std::fs::remove_file(&json_out);
-        let _ = std::fs::remove_file(&ready);
-        let argv = argv(&bg, dir, &json_out, &outdir.join("scratch"))?;
-        let logf =
-            std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
-        let mut cmd = Command::new(&argv[0]);
-        cmd.args(&argv[1..])
-            .current_dir(dir)
-            .stdin(Stdio::null())
-            .stdout(logf.try_clone()?)
-            .stderr(logf)
-            .process_group(0)
-            .env(crate::sys::mark::READY_ENV, &ready);
-        let (nice, ioprio) = (bg.nice, bg.ionice.map(IoPrio::raw));
-        // SAFETY: only async-signal-safe system calls between fork and exec.
-        unsafe {
-            cmd.pre_exec(move || set_priority(nice, ioprio));
+        let spawn = Spawn {
+            argv: argv(&bg, dir, &json_out, &outdir.join("scratch"))?,
+            dir: dir.to_path_buf(),
+            log: base.with_extension("log"),
+            ready: base.with_extension("ready"),
+            nice: bg.nice,
+            ioprio: bg.ionice.map(IoPrio::raw),
+        };
+        for f in [&json_out, &spawn.ready, &spawn.log] {
+            let _ = std::fs::remove_file(f);
         }
-        let child = cmd
-            .spawn()
-            .with_context(|| format!("background {}: starting {}", bg.name, argv[0]))?;
-        let pid = child.id() as i32;
-        // Reaped with wait4 below (for its resource usage), never through `child`.
-        drop(child);
+        let pid = spawn
+            .start()
+            .with_context(|| format!("background {}: starting {}", bg.name, spawn.argv[0]))?;
         let applied = json!({"pid": pid, "nice": read_nice(pid), "ionice": read_ioprio(pid).map(IoPrio::text)});
+        let shared = Arc::new(Mutex::new(Shared {
+            pid,
+            ..Default::default()
+        }));
+        let t0 = Instant::now();
+        let thread = {
+            let (shared, spawn) = (shared.clone(), spawn.clone());
+            let (restart, limit) = (bg.restart, plan.time_limit_s);
+            std::thread::spawn(move || supervise(shared, spawn, restart, t0, limit))
+        };
         let marks =
             matches!(&bg.kind, BgKind::Measure(m) if !matches!(m.kind, Kind::Scan | Kind::Layout));
-        let mut r = Running {
+        let r = Running {
             json: matches!(bg.kind, BgKind::Measure(_)).then_some(json_out),
             bg,
-            pid,
-            t0: Instant::now(),
+            t0,
             started_at: crate::experiment::store::now(),
-            argv,
+            argv: spawn.argv.clone(),
             applied,
-            exit: None,
+            shared,
+            thread: Some(thread),
         };
         if marks {
-            r.wait_ready(&ready, plan.time_limit_s);
+            while !spawn.ready.exists()
+                && !r.finished()
+                && t0.elapsed().as_secs_f64() < plan.time_limit_s
+            {
+                std::thread::sleep(Duration::from_millis(20));
+            }
         }
-        let _ = std::fs::remove_file(&ready);
+        let _ = std::fs::remove_file(&spawn.ready);
         out.running.push(r);
     }
     Ok(out)
@@ -166,80 +266,64 @@ pub fn read_ioprio(pid: i32) -> Option<u32> {
 }
 
 impl Running {
-    /// Reap it if it has exited (`block`: wait until it does).
-    fn poll(&mut self, block: bool) -> bool {
-        if self.exit.is_some() {
-            return true;
-        }
-        let mut status = 0;
-        // SAFETY: ru is written by the kernel; pid is our own child.
-        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-        let flags = if block { 0 } else { libc::WNOHANG };
-        let r = unsafe { libc::wait4(self.pid, &mut status, flags, &mut ru) };
-        if r == self.pid {
-            self.exit = Some((status, ru));
-        }
-        self.exit.is_some() || r < 0
+    fn finished(&self) -> bool {
+        self.thread.as_ref().is_none_or(|t| t.is_finished())
     }
 
-    fn wait_ready(&mut self, ready: &Path, limit: f64) {
-        while !ready.exists() && !self.poll(false) && self.t0.elapsed().as_secs_f64() < limit {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    /// SIGINT to its process group, then SIGKILL after 15 s; reaped.
+    /// Ask it to stop: SIGINT to the running pass's process group, SIGKILL after 15 s; the
+    /// supervisor is joined.
     fn interrupt(&mut self) {
+        let pid = {
+            let mut s = self.shared.lock().unwrap();
+            s.stopping = true;
+            s.pid
+        };
         // SAFETY: signalling the process group we made for our own child.
-        unsafe { libc::kill(-self.pid, libc::SIGINT) };
+        unsafe { libc::kill(-pid, libc::SIGINT) };
         let at = Instant::now();
-        while !self.poll(false) {
+        while !self.finished() {
             if at.elapsed() > Duration::from_secs(15) {
-                unsafe { libc::kill(-self.pid, libc::SIGKILL) };
-                self.poll(true);
+                let pid = self.shared.lock().unwrap().pid;
+                unsafe { libc::kill(-pid, libc::SIGKILL) };
                 break;
             }
             std::thread::sleep(Duration::from_millis(20));
         }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
     }
 
     fn finish(mut self, limit: f64) -> BgRecord {
-        let status = if self.poll(false) {
-            let code = self.exit.map(|(s, _)| s);
-            if code.is_some_and(|s| libc::WIFEXITED(s) && libc::WEXITSTATUS(s) == 0) {
+        if self.bg.stop == BgStop::End {
+            while !self.finished() && self.t0.elapsed().as_secs_f64() < limit {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        let status = if self.finished() {
+            if let Some(t) = self.thread.take() {
+                let _ = t.join();
+            }
+            if self.shared.lock().unwrap().last.is_some_and(exited_ok) {
                 "ended"
             } else {
                 "failed"
             }
-        } else if self.bg.stop == BgStop::After {
-            self.interrupt();
-            "stopped"
         } else {
-            while !self.poll(false) && self.t0.elapsed().as_secs_f64() < limit {
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            if self.exit.is_some() {
-                let ok = self
-                    .exit
-                    .is_some_and(|(s, _)| libc::WIFEXITED(s) && libc::WEXITSTATUS(s) == 0);
-                if ok {
-                    "ended"
-                } else {
-                    "failed"
-                }
-            } else {
-                self.interrupt();
+            self.interrupt();
+            if self.bg.stop == BgStop::End {
                 "timeout"
+            } else {
+                "stopped"
             }
         };
         let elapsed_s = self.t0.elapsed().as_secs_f64();
-        let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-        let (user_s, system_s) = self
-            .exit
-            .map_or((0.0, 0.0), |(_, ru)| (secs(ru.ru_utime), secs(ru.ru_stime)));
-        let exit_code = self
-            .exit
-            .and_then(|(s, _)| libc::WIFEXITED(s).then(|| libc::WEXITSTATUS(s)));
+        let s = self.shared.lock().unwrap();
+        let exit_code = s
+            .last
+            .and_then(|st| libc::WIFEXITED(st).then(|| libc::WEXITSTATUS(st)));
+        let mut applied = self.applied.clone();
+        applied["passes"] = json!(s.passes);
         let results = self
             .json
             .as_ref()
@@ -252,13 +336,13 @@ impl Running {
             command: self.argv.clone(),
             nice: self.bg.nice,
             ionice: self.bg.ionice.map(|p| IoPrio::text(p.raw())),
-            applied: self.applied.clone(),
+            applied,
             status: status.into(),
             exit_code,
             started_at: self.started_at.clone(),
             elapsed_s,
-            user_s,
-            system_s,
+            user_s: s.user_s,
+            system_s: s.system_s,
             results,
         }
     }
@@ -282,10 +366,17 @@ impl Backgrounds {
 impl Drop for Backgrounds {
     fn drop(&mut self) {
         for r in &mut self.running {
-            if !r.poll(false) {
+            if !r.finished() {
+                let pid = {
+                    let mut s = r.shared.lock().unwrap();
+                    s.stopping = true;
+                    s.pid
+                };
                 // SAFETY: our own child's process group.
-                unsafe { libc::kill(-r.pid, libc::SIGKILL) };
-                r.poll(true);
+                unsafe { libc::kill(-pid, libc::SIGKILL) };
+            }
+            if let Some(t) = r.thread.take() {
+                let _ = t.join();
             }
         }
     }

@@ -122,6 +122,9 @@ fn background_lines(plan: &Plan, c: &Cell) -> Vec<String> {
                 ""
             },
             match bg.stop {
+                crate::experiment::plan::BgStop::After if bg.restart => {
+                    "started again each time it ends; stopped with SIGINT after the measurement"
+                }
                 crate::experiment::plan::BgStop::After => "stopped with SIGINT after it",
                 crate::experiment::plan::BgStop::End => "left to run to its end, within the time limit",
             }
