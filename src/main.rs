@@ -1121,7 +1121,12 @@ fn dispatch(cli: Cli) -> Result<()> {
         Command::List => cmd_list(),
         Command::Show(a) => cmd_show(&a),
         Command::Run(a) => cmd_run(&a),
-        Command::Scan(a) => fsbench::scan::run(a),
+        Command::Scan(a) => {
+            if a.cold {
+                fsbench::measure::drop_caches()?;
+            }
+            fsbench::scan::run(a)
+        }
         Command::Diff(a) => fsbench::scan::diff::run(a),
         Command::Layout(a) => fsbench::layout::run(a),
         Command::Age(a) => fsbench::age::cli::run(a),

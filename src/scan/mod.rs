@@ -56,7 +56,8 @@ pub struct ScanArgs {
     /// metadata-log build of the elastic-quota study.
     #[arg(long)]
     pub per_user: bool,
-    /// Before scanning, `sync` and drop the page, dentry and inode caches (needs root).
+    /// Before scanning, `sync` and drop the page, dentry and inode caches (needs root; done
+    /// by the command before [`run`]).
     #[arg(long)]
     pub cold: bool,
 }
@@ -437,17 +438,7 @@ pub fn print_summary(s: &ScanSummary, out: &mut impl Write) -> io::Result<()> {
     if let Some(p) = &s.snapshot {
         writeln!(out, "  snapshot written to {p}")?;
     }
-    if let Some(u) = &s.per_user {
-        writeln!(
-            out,
-            "  per user: {} top-level directories by {} workers; user {:.3} s, system {:.3} s ({} cache)",
-            u.users,
-            u.workers,
-            u.user_s,
-            u.system_s,
-            if s.cold { "cold" } else { "warm" }
-        )?;
-    }
+    print_per_user(s, out)?;
     let max = s.file_size.iter().map(|r| r.count).max().unwrap_or(0);
     writeln!(out, "\nfile size              files        bytes")?;
     for r in &s.file_size {
@@ -494,6 +485,22 @@ pub fn print_summary(s: &ScanSummary, out: &mut impl Write) -> io::Result<()> {
             "  {ext:<12} {:>9} {:>12}",
             r.files,
             human_bytes(r.bytes)
+        )?;
+    }
+    Ok(())
+}
+
+/// The `--per-user` line of the summary.
+fn print_per_user(s: &ScanSummary, out: &mut impl Write) -> io::Result<()> {
+    if let Some(u) = &s.per_user {
+        writeln!(
+            out,
+            "  per user: {} top-level directories by {} workers; user {:.3} s, system {:.3} s ({} cache)",
+            u.users,
+            u.workers,
+            u.user_s,
+            u.system_s,
+            if s.cold { "cold" } else { "warm" }
         )?;
     }
     Ok(())
@@ -553,12 +560,7 @@ pub fn run(args: ScanArgs) -> anyhow::Result<()> {
     if args.per_user && (args.output.is_some() || args.hash.is_some()) {
         anyhow::bail!("--per-user measures the metadata walk and writes no snapshot: leave out -o and --hash (a plain scan writes one)");
     }
-    if args.cold {
-        if !crate::engine::is_root() {
-            anyhow::bail!("--cold drops the kernel's caches (echo 3 > /proc/sys/vm/drop_caches), which needs root: run as root or leave out --cold");
-        }
-        crate::engine::drop_caches().map_err(|e| anyhow::anyhow!("{e}"))?;
-    }
+    // `--cold` was done by the caller (dropping caches belongs to the layers above).
     let mut summary = if args.per_user {
         peruser::scan(&args.dir, args.cross_mounts, args.threads, args.top)
     } else {

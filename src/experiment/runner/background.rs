@@ -231,6 +231,13 @@ pub fn start(
     Ok(out)
 }
 
+/// The backgrounds' names in the run's `applied` record (`backgrounds`), when it had any.
+pub fn note(records: &[BgRecord], applied: &mut Value) {
+    if !records.is_empty() {
+        applied["backgrounds"] = json!(records.iter().map(|b| &b.name).collect::<Vec<_>>());
+    }
+}
+
 /// `setpriority` and `ioprio_set` on the calling (new) process.
 fn set_priority(nice: Option<i32>, ioprio: Option<u32>) -> std::io::Result<()> {
     // SAFETY: plain system calls on the calling process.
@@ -355,11 +362,6 @@ impl Backgrounds {
             .into_iter()
             .map(|r| r.finish(limit))
             .collect()
-    }
-
-    /// The names of the backgrounds running, for the run's `applied` record.
-    pub fn names(&self) -> Vec<String> {
-        self.running.iter().map(|r| r.bg.name.clone()).collect()
     }
 }
 

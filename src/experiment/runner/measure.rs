@@ -151,12 +151,9 @@ impl Run<'_> {
         });
         let after = noise::sample();
         let other = noise::other_fraction(&before, &after, &server_pids);
-        let bg_names = bgs.names();
         let bg_records = bgs.stop(plan.time_limit_s);
         let mut applied = self.applied(ready, &args, warm_pass, cgroup)?;
-        if !bg_names.is_empty() {
-            applied["backgrounds"] = json!(bg_names);
-        }
+        super::background::note(&bg_records, &mut applied);
         if let Some(log) = &remounts {
             let done = log.lock().unwrap().clone();
             if matches!(outcome, Outcome::Ok(_)) && !done.iter().any(|d| d.starts_with("remounted"))
