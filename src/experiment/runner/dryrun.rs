@@ -199,6 +199,20 @@ fn stored_means(plan: &Plan, outdir: &Path) -> std::collections::BTreeMap<usize,
     out
 }
 
+/// The files of the tree a find or read measurement of the plan makes at `m`'s path.
+fn made_tree_files(plan: &Plan, m: &crate::experiment::plan::Measurement) -> Option<f64> {
+    let path = m.params.iter().find(|(k, _)| k == "path")?.1.as_str();
+    let maker = plan
+        .measurements
+        .iter()
+        .find(|o| o.kind.makes_tree() && tree_dir_name(&o.name) == path)?;
+    maker
+        .params
+        .iter()
+        .find(|(k, _)| k == "tree_files")
+        .and_then(|(_, v)| v.parse().ok())
+}
+
 /// A rough duration of one run of `c` from its parameters, when there is a basis for one.
 fn from_parameters(plan: &Plan, c: &Cell) -> Option<f64> {
     let m = &plan.measurements[c.measurement];
@@ -237,7 +251,9 @@ fn from_parameters(plan: &Plan, c: &Cell) -> Option<f64> {
         Kind::Andrew => 5.0 * get("copies").unwrap_or(1.0) * get("clients").unwrap_or(1.0),
         // Writing its tree and scanning it, then deleting: rough rates of a small machine.
         Kind::Prune => get("files").unwrap_or(2000.0) / 1000.0,
-        Kind::Layout | Kind::Scan | Kind::Replay => return None,
+        // A scan of a tree the plan makes: at find's rate.
+        Kind::Scan => made_tree_files(plan, m)? / 20_000.0,
+        Kind::Layout | Kind::Replay => return None,
     };
     Some(s * warm + 0.5)
 }
