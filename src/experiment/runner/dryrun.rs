@@ -159,7 +159,7 @@ fn estimate(plan: &Plan, cells: &[Cell], outdir: &Path) {
         );
     }
     if from_params > 0 {
-        crate::outln!("  {from_params} cells from their parameters (a workload's duration and warm-up; the others at rough rates of this machine class: PostMark 2,000 files or transactions/s, find 20,000 entries/s, read 200 MB/s, build and Andrew from their file counts and CPU time; twice for a warm cell's unmeasured pass)");
+        crate::outln!("  {from_params} cells from their parameters (a workload's duration and warm-up; the others at rough rates of this machine class: PostMark 2,000 files or transactions/s, find 20,000 entries/s, read 200 MB/s, build and Andrew from their file counts and CPU time over this machine's cores; twice for a warm cell's unmeasured pass)");
     }
     if unknown > 0 {
         crate::outln!(
@@ -244,9 +244,11 @@ fn from_parameters(plan: &Plan, c: &Cell) -> Option<f64> {
             files * get("tree_file_size").unwrap_or(4608.0) / 200e6 + files / 20_000.0
         }
         Kind::Build => {
+            // Jobs beyond the machine's cores do not compile faster.
+            let cores = crate::walk::default_threads() as f64;
             let files = get("files").unwrap_or(200.0);
-            files * get("cpu_ms").unwrap_or(5.0) / 1000.0 / get("jobs").unwrap_or(2.0).max(1.0)
-                + files / 2000.0
+            let jobs = get("jobs").unwrap_or(2.0).clamp(1.0, cores);
+            files * get("cpu_ms").unwrap_or(5.0) / 1000.0 / jobs + files / 2000.0
         }
         Kind::Andrew => 5.0 * get("copies").unwrap_or(1.0) * get("clients").unwrap_or(1.0),
         // Writing its tree and scanning it, then deleting: rough rates of a small machine.
