@@ -85,6 +85,8 @@ struct Running {
     started_at: String,
     argv: Vec<String>,
     json: Option<PathBuf>,
+    /// The file its passes say they have started in (removed when it is stopped).
+    ready: PathBuf,
     applied: Value,
     shared: Arc<Mutex<Shared>>,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -213,6 +215,7 @@ pub fn start(
             t0,
             started_at: crate::experiment::store::now(),
             argv: spawn.argv.clone(),
+            ready: spawn.ready.clone(),
             applied,
             shared,
             thread: Some(thread),
@@ -220,6 +223,7 @@ pub fn start(
         if marks {
             while !spawn.ready.exists()
                 && !r.finished()
+                && !crate::engine::interrupted()
                 && t0.elapsed().as_secs_f64() < plan.time_limit_s
             {
                 std::thread::sleep(Duration::from_millis(20));
@@ -325,6 +329,7 @@ impl Running {
             }
         };
         let elapsed_s = self.t0.elapsed().as_secs_f64();
+        let _ = std::fs::remove_file(&self.ready);
         let s = self.shared.lock().unwrap();
         let exit_code = s
             .last
