@@ -195,6 +195,11 @@ fn background_errors_name_the_plan_line_and_column() {
         "p.toml:14:10: factor \"target\"",
     );
     check(
+        "duration = 60 }",
+        "duration = 60, tree_files = 10 }",
+        "no generated tree (tree_files)",
+    );
+    check(
         "restart = true",
         "restart = true\nstop = \"end\"",
         "it needs stop = \"after\"",

@@ -153,7 +153,7 @@ pub(super) fn backgrounds(
                 return Err(ctx.err(c.span(), "`command` is for kind = \"command\""));
             }
             if let Some(v) = b.params.get("tree_files").or(b.params.get("memory")) {
-                return Err(ctx.err(v.span(), "a background runs in the target as it is: no generated tree (tree_files) and no memory limit; walk a `path` a measurement's tree or a set-up made"));
+                return Err(ctx.err(v.span(), "a background runs in the target as it is: no generated tree (tree_files) and no memory limit; give `path`, e.g. the tree a find measurement makes (fsbench-tree-NAME)"));
             }
             let raw = RawMeasurement {
                 name: b.name.clone(),
