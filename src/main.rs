@@ -117,6 +117,12 @@ enum Command {
         after_help = "Examples:\n  fsbench build --files 2000 --dirs 50 -j 8 --cpu-ms 20 --dir /mnt/test\n  fsbench build --src ~/src/project -j 2 --repeat 3"
     )]
     Build(fsbench::apps::cli::BuildArgs),
+    /// The cleaner: delete files chosen from a `scan` snapshot by a policy until SIZE is
+    /// freed, only beneath a directory fsbench made or --really-delete-under DIR.
+    #[command(
+        after_help = "Examples:\n  fsbench prune --dir /mnt/test --files 20000 --free 64M --policy oldest --cold\n  fsbench scan /srv/home -o home.snap && fsbench prune home.snap --free 5G --policy largest --really-delete-under /srv/home"
+    )]
+    Prune(fsbench::apps::prune::PruneArgs),
     /// Read every file of an existing tree: files/s, MB/s, per-file latency.
     #[command(
         after_help = "Examples:\n  fsbench read /mnt/aged/fsbench-aged --cold -j 2 --order inode"
@@ -226,7 +232,12 @@ fn dispatch(cli: Cli) -> Result<()> {
         Command::List => cmd_list(),
         Command::Show(a) => cmd_show(&a),
         Command::Run(a) => cmd_run(&a),
-        Command::Scan(a) => fsbench::scan::run(a),
+        Command::Scan(a) => {
+            if a.cold {
+                fsbench::measure::drop_caches()?;
+            }
+            fsbench::scan::run(a)
+        }
         Command::Diff(a) => fsbench::scan::diff::run(a),
         Command::Layout(a) => fsbench::layout::run(a),
         Command::Age(a) => fsbench::age::cli::run(a),
@@ -247,6 +258,7 @@ fn dispatch(cli: Cli) -> Result<()> {
         Command::Andrew(a) => fsbench::apps::andrew::main(&a),
         Command::Find(a) => fsbench::apps::find::main(&a),
         Command::Build(a) => fsbench::apps::build::main(&a),
+        Command::Prune(a) => fsbench::apps::prune::main(&a),
         Command::Read(a) => fsbench::apps::read::main(&a),
         Command::Experiment(a) => fsbench::experiment::cli::experiment(a),
         Command::Results(a) => fsbench::experiment::cli::results(a),

@@ -184,6 +184,13 @@ fn application_benchmarks_keep_their_fields() {
     let t = d.path().join("tree");
     tree(&t);
     check("find", &keys_of(&["find", t.to_str().unwrap()], &j));
+    check(
+        "prune",
+        &keys_of(
+            &["prune", "--dir", d.s(), "--files", "20", "--free", "64K"],
+            &j,
+        ),
+    );
     check("read", &keys_of(&["read", t.to_str().unwrap()], &j));
 }
 

@@ -13,6 +13,7 @@ pub mod cli;
 pub mod find;
 pub mod hpc;
 pub mod postmark;
+pub mod prune;
 pub mod read;
 
 use crate::model::FlowopKind;

@@ -22,6 +22,13 @@ pub fn headline(kind: &str) -> &'static [&'static str] {
         "read" => &["elapsed_s", "mb_per_s"],
         "layout" => &["score", "fragments"],
         "scan" => &["elapsed_s", "entries_per_s"],
+        "prune" => &[
+            "elapsed_s",
+            "user_s",
+            "system_s",
+            "freed_bytes",
+            "files_deleted",
+        ],
         // Workloads and trace replays: Filebench's own summary figures.
         _ => &["ops_per_s", "mb_per_s", "p99_ms"],
     }
@@ -117,6 +124,21 @@ pub fn produces(kind: &str) -> &'static [&'static str] {
             "bytes",
             "allocated_bytes",
             "errors",
+            "per_user.user_s",
+            "per_user.system_s",
+            "per_user.workers",
+            "per_user.users",
+        ],
+        "prune" => &[
+            "elapsed_s",
+            "user_s",
+            "system_s",
+            "files_deleted",
+            "bytes_deleted",
+            "freed_bytes",
+            "skipped_changed",
+            "skipped_missing",
+            "delete_errors",
         ],
         _ => &[],
     }
@@ -163,6 +185,7 @@ mod tests {
     fn every_headline_figure_is_produced() {
         for k in [
             "workload", "replay", "postmark", "andrew", "build", "find", "read", "layout", "scan",
+            "prune",
         ] {
             for h in headline(k) {
                 assert!(known(k, h), "{k}: {h}");

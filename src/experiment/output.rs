@@ -143,7 +143,17 @@ impl Output {
                 ("hashed_bytes", s.hashed_bytes as f64),
                 ("hash_mb_per_s", s.hash_mb_per_s),
                 ("hash_errors", s.hash_errors as f64),
-            ],
+            ]
+            .into_iter()
+            .chain(s.per_user.iter().flat_map(|p| {
+                [
+                    ("per_user.users", p.users as f64),
+                    ("per_user.workers", p.workers as f64),
+                    ("per_user.user_s", p.user_s),
+                    ("per_user.system_s", p.system_s),
+                ]
+            }))
+            .collect(),
         };
         // JSON has no NaN or infinity: such a figure was written as null, and is none.
         out.retain(|(_, v)| v.is_finite());

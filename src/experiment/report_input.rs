@@ -75,6 +75,7 @@ pub fn load_with(outdir: &Path, include_flagged: bool) -> Result<ReportInput> {
     aging_reports(&mut input, outdir);
     let summary = super::summary::summarise_with(&st, include_flagged)?;
     input.comparisons = comparison_charts(&summary);
+    input.backgrounds = background_lines(&summary.backgrounds);
     for r in summary.rows.iter().filter(|r| r.headline) {
         let m = r.factors.get("measurement").cloned().unwrap_or_default();
         match input.headline.iter_mut().find(|(x, _)| *x == m) {
@@ -469,6 +470,40 @@ fn label_of(
     } else {
         parts.join(", ")
     }
+}
+
+/// The report's lines on the background loads: per cell and background, its runs, how they
+/// ended, mean elapsed, user and system time and the priority the kernel held.
+fn background_lines(rows: &[super::summary::BgRow]) -> Vec<String> {
+    rows.iter()
+        .map(|r| {
+            let at = r
+                .factors
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(" ");
+            let status = r
+                .status
+                .iter()
+                .map(|(k, v)| format!("{v} {k}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            format!(
+                "cell {} ({at}): {} ({}, nice {}, ionice {}) beside {} run(s) ({status}): elapsed {:.3} s ± {:.3}, user {:.3} s, system {:.3} s",
+                r.cell,
+                r.name,
+                r.kind,
+                r.nice.map_or("?".into(), |n| n.to_string()),
+                r.ionice.as_deref().unwrap_or("?"),
+                r.n,
+                r.elapsed_s,
+                r.elapsed_ci95,
+                r.user_s,
+                r.system_s
+            )
+        })
+        .collect()
 }
 
 #[cfg(test)]

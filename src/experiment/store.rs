@@ -73,6 +73,23 @@ CREATE TABLE IF NOT EXISTS flowops (
     max_us REAL,
     errors INTEGER
 );
+CREATE TABLE IF NOT EXISTS backgrounds (
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    name TEXT NOT NULL,
+    factor TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    command_json TEXT NOT NULL,
+    nice INTEGER,
+    ionice TEXT,
+    applied_json TEXT NOT NULL,
+    status TEXT NOT NULL,
+    exit_code INTEGER,
+    started_at TEXT NOT NULL,
+    elapsed_s REAL NOT NULL,
+    user_s REAL NOT NULL,
+    system_s REAL NOT NULL,
+    results_json TEXT
+);
 CREATE INDEX IF NOT EXISTS runs_cell ON runs(cell_id, repetition);
 CREATE INDEX IF NOT EXISTS figures_run ON figures(run_id);
 ";
@@ -95,6 +112,28 @@ pub struct RunRecord<'a> {
     pub applied: &'a Value,
     pub results: Option<&'a ChildOutput>,
     pub flags: &'a RunFlags,
+}
+
+/// What a background load beside a run did, as stored (`backgrounds` table).
+#[derive(Debug, Clone)]
+pub struct BgRecord {
+    pub name: String,
+    pub factor: String,
+    pub kind: String,
+    pub command: Vec<String>,
+    pub nice: Option<i32>,
+    pub ionice: Option<String>,
+    /// What the kernel held for it once started: pid, nice, ionice.
+    pub applied: Value,
+    /// "stopped" (interrupted after the measurement), "ended" (exited by itself, status 0),
+    /// "failed" (exited by itself otherwise), "timeout" (stopped at the time limit).
+    pub status: String,
+    pub exit_code: Option<i32>,
+    pub started_at: String,
+    pub elapsed_s: f64,
+    pub user_s: f64,
+    pub system_s: f64,
+    pub results: Option<Value>,
 }
 
 /// What the runner learned about a run beyond its figures: whether it measured what its cell
@@ -345,6 +384,41 @@ impl Store {
         Ok(run_id)
     }
 
+    /// Store what the backgrounds of run `run_id` did.
+    pub fn add_backgrounds(&self, run_id: i64, bgs: &[BgRecord]) -> Result<()> {
+        for b in bgs {
+            self.db.execute(
+                "INSERT INTO backgrounds (run_id, name, factor, kind, command_json, nice, ionice, applied_json, status, exit_code, started_at, elapsed_s, user_s, system_s, results_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+                params![
+                    run_id,
+                    b.name,
+                    b.factor,
+                    b.kind,
+                    serde_json::to_string(&b.command)?,
+                    b.nice,
+                    b.ionice,
+                    b.applied.to_string(),
+                    b.status,
+                    b.exit_code,
+                    b.started_at,
+                    b.elapsed_s,
+                    b.user_s,
+                    b.system_s,
+                    b.results.as_ref().map(|v| v.to_string()),
+                ],
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Whether the database has the `backgrounds` table (one written before it existed,
+    /// opened read-only, has none).
+    pub fn has_backgrounds(&self) -> bool {
+        self.db
+            .prepare("SELECT run_id FROM backgrounds LIMIT 0")
+            .is_ok()
+    }
+
     /// Mark a run as replaced by a later attempt (--strict reruns of disturbed runs).
     pub fn supersede(&self, run_id: i64) -> Result<()> {
         self.db.execute(
@@ -558,7 +632,17 @@ mod tests {
             late_pct: 1.5,
             ..Default::default()
         };
-        for (kind, json) in [(Kind::Layout, layout_sample()), (Kind::Scan, scan)] {
+        let mut per_user = scan.clone();
+        per_user["hash"] = Value::Null;
+        per_user.as_object_mut().unwrap().remove("hash");
+        per_user["per_user"] =
+            serde_json::json!({"users": 4, "workers": 2, "user_s": 0.5, "system_s": 1.25});
+        per_user["cold"] = Value::Bool(true);
+        for (kind, json) in [
+            (Kind::Layout, layout_sample()),
+            (Kind::Scan, scan),
+            (Kind::Scan, per_user),
+        ] {
             // Every field the type has is in the sample: a new one fails here until it
             // is a figure too.
             let round = match Output::read(kind, &json).unwrap() {

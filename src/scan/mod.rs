@@ -7,6 +7,7 @@
 
 pub mod diff;
 pub mod hash;
+pub mod peruser;
 pub mod snapshot;
 pub mod summary;
 
@@ -50,6 +51,27 @@ pub struct ScanArgs {
     /// sha1 matches `sha1sum`). Files are hashed by the scan's workers in parallel.
     #[arg(long, value_name = "ALGO", num_args = 0..=1, default_missing_value = "blake3")]
     pub hash: Option<hash::HashAlgo>,
+    /// Walk each top-level directory (a user's tree) with a worker of its own, all in
+    /// parallel (at most -j at a time), and report the walk's user and system time: the
+    /// metadata-log build of the elastic-quota study.
+    #[arg(long)]
+    pub per_user: bool,
+    /// Before scanning, `sync` and drop the page, dentry and inode caches (needs root; done
+    /// by the command before [`run`]).
+    #[arg(long)]
+    pub cold: bool,
+}
+
+/// What `--per-user` adds to the summary.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct PerUser {
+    /// Top-level directories walked.
+    pub users: u64,
+    /// Workers that walked them.
+    pub workers: u64,
+    /// CPU seconds of the scan (every worker), user and system.
+    pub user_s: f64,
+    pub system_s: f64,
 }
 
 /// The summary of one scan.
@@ -88,6 +110,12 @@ pub struct ScanSummary {
     pub hash_mb_per_s: f64,
     /// Regular files that could not be read for hashing (stored without a hash).
     pub hash_errors: u64,
+    /// `--per-user`: users, workers and CPU time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_user: Option<PerUser>,
+    /// `--cold`: the caches were dropped before the scan.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cold: bool,
 }
 
 type Sink = Arc<Mutex<BufWriter<File>>>;
@@ -348,6 +376,8 @@ fn summary(
             0.0
         },
         hash_errors,
+        per_user: None,
+        cold: false,
     }
 }
 
@@ -408,6 +438,7 @@ pub fn print_summary(s: &ScanSummary, out: &mut impl Write) -> io::Result<()> {
     if let Some(p) = &s.snapshot {
         writeln!(out, "  snapshot written to {p}")?;
     }
+    print_per_user(s, out)?;
     let max = s.file_size.iter().map(|r| r.count).max().unwrap_or(0);
     writeln!(out, "\nfile size              files        bytes")?;
     for r in &s.file_size {
@@ -459,6 +490,22 @@ pub fn print_summary(s: &ScanSummary, out: &mut impl Write) -> io::Result<()> {
     Ok(())
 }
 
+/// The `--per-user` line of the summary.
+fn print_per_user(s: &ScanSummary, out: &mut impl Write) -> io::Result<()> {
+    if let Some(u) = &s.per_user {
+        writeln!(
+            out,
+            "  per user: {} top-level directories by {} workers; user {:.3} s, system {:.3} s ({} cache)",
+            u.users,
+            u.workers,
+            u.user_s,
+            u.system_s,
+            if s.cold { "cold" } else { "warm" }
+        )?;
+    }
+    Ok(())
+}
+
 /// Short power-of-two label: 512, 4K, 1M, 2G.
 fn human_short(v: u64) -> String {
     const UNITS: [&str; 7] = ["", "K", "M", "G", "T", "P", "E"];
@@ -483,14 +530,23 @@ pub fn run(args: ScanArgs) -> anyhow::Result<()> {
     if args.hash.is_some() && args.output.is_none() {
         anyhow::bail!("--hash stores hashes in a snapshot: give one with -o SNAPSHOT");
     }
-    let summary = scan(
-        &args.dir,
-        args.output.as_deref(),
-        &opts,
-        args.top,
-        args.hash,
-    )
+    if args.per_user && (args.output.is_some() || args.hash.is_some()) {
+        anyhow::bail!("--per-user measures the metadata walk and writes no snapshot: leave out -o and --hash (a plain scan writes one)");
+    }
+    // `--cold` was done by the caller (dropping caches belongs to the layers above).
+    let mut summary = if args.per_user {
+        peruser::scan(&args.dir, args.cross_mounts, args.threads, args.top)
+    } else {
+        scan(
+            &args.dir,
+            args.output.as_deref(),
+            &opts,
+            args.top,
+            args.hash,
+        )
+    }
     .with_context(|| format!("scan of {} failed", args.dir.display()))?;
+    summary.cold = args.cold;
     crate::report::out::emit_report(&summary, args.json.as_deref())
 }
 

@@ -9,8 +9,23 @@ pub const MARK_START: &str = "/.fsbench-trace-mark/measure-start";
 /// The path accessed when the measurement ends.
 pub const MARK_END: &str = "/.fsbench-trace-mark/measure-end";
 
-/// Mark the start or end of a measurement when traced (see [`MARK_ENV`]).
+/// Set in the environment of an experiment's background load: the file to create when the
+/// measured window starts (after the preparation), which the experiment waits for before it
+/// starts the measurement the load runs beside.
+pub const READY_ENV: &str = "FSBENCH_READY_FILE";
+
+/// Mark the start or end of a measurement when traced (see [`MARK_ENV`]); at the start, also
+/// say so to an experiment waiting for this process (see [`READY_ENV`]).
 pub fn mark(path: &str) {
+    if path == MARK_START {
+        if let Some(f) = std::env::var_os(READY_ENV) {
+            // Created once, never truncated or followed: the first start is the one waited for.
+            let _ = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(f);
+        }
+    }
     if std::env::var_os(MARK_ENV).is_some() {
         if let Ok(c) = std::ffi::CString::new(path) {
             // SAFETY: a valid C string; the result is ignored on purpose.

@@ -73,6 +73,7 @@ pub enum Kind {
     Scan,
     Replay,
     Read,
+    Prune,
 }
 
 /// How a parameter becomes command-line arguments.
@@ -104,7 +105,7 @@ pub type Param = (&'static str, &'static str, Arg, Ty);
 pub const MEMORY: Param = ("memory", "", Arg::Runner, Ty::Str);
 
 impl Kind {
-    pub const ALL: [(&'static str, Kind); 9] = [
+    pub const ALL: [(&'static str, Kind); 10] = [
         ("workload", Kind::Workload),
         ("postmark", Kind::Postmark),
         ("andrew", Kind::Andrew),
@@ -114,6 +115,7 @@ impl Kind {
         ("scan", Kind::Scan),
         ("replay", Kind::Replay),
         ("read", Kind::Read),
+        ("prune", Kind::Prune),
     ];
 
     pub fn name(self) -> &'static str {
@@ -203,6 +205,8 @@ impl Kind {
             Kind::Layout => (self.command(), &[], &[("path", Str)]),
             Kind::Replay => (self.command(), &["trace"], &[("over", Str)]),
             Kind::Scan => (self.command(), &[], &[("path", Str)]),
+            // Only the self-contained form: a tree made in a run directory in the target.
+            Kind::Prune => (self.command(), &[], &[]),
         };
         let mut out: Vec<Param> = Vec::new();
         let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
@@ -216,6 +220,10 @@ impl Kind {
             }
             let Some(long) = a.get_long() else { continue };
             if RUNNER_FLAGS.contains(&id) || a.is_hide_set() || id == "help" {
+                continue;
+            }
+            // A plan prunes only the tree its own run directory holds.
+            if self == Kind::Prune && ["root", "really_delete_under"].contains(&id) {
                 continue;
             }
             let flag = leak(format!("--{long}"));
@@ -251,6 +259,7 @@ impl Kind {
             Kind::Replay => cmd::<ReplayArgs>(),
             Kind::Scan => cmd::<ScanArgs>(),
             Kind::Read => cmd::<ReadArgs>(),
+            Kind::Prune => cmd::<crate::apps::prune::PruneArgs>(),
             Kind::Workload => return None,
         })
     }

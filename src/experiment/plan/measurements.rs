@@ -11,12 +11,14 @@ use toml::Spanned;
 
 type Factors = Vec<(String, Vec<String>)>;
 
-/// Every measurement of the plan, checked, in the plan's order.
+/// Every measurement of the plan, checked, in the plan's order. `bg_factors` are the
+/// background factors ([`super::background`]) and the backgrounds each may name.
 pub(super) fn measurements(
     ctx: &Ctx,
     raw: &[Spanned<RawMeasurement>],
     base_dir: &Path,
     quick: bool,
+    bg_factors: &[(String, Vec<String>)],
 ) -> Result<Vec<Measurement>, PlanError> {
     if raw.is_empty() {
         return Err(PlanError(format!(
@@ -26,15 +28,36 @@ pub(super) fn measurements(
     }
     let mut measurements: Vec<Measurement> = Vec::new();
     for m in raw {
-        let m_span = m.span();
-        let m = m.get_ref();
-        let mname = m.name.get_ref().clone();
+        let mname = m.get_ref().name.get_ref().clone();
         if measurements.iter().any(|o| o.name == mname) {
             return Err(ctx.err(
-                m.name.span(),
+                m.get_ref().name.span(),
                 format!("measurement {mname:?} is defined twice"),
             ));
         }
+        measurements.push(measurement(
+            ctx,
+            m.get_ref(),
+            m.span(),
+            base_dir,
+            quick,
+            bg_factors,
+        )?);
+    }
+    Ok(measurements)
+}
+
+/// One measurement table (or a background's, read as one), checked.
+pub(super) fn measurement(
+    ctx: &Ctx,
+    m: &RawMeasurement,
+    m_span: Range<usize>,
+    base_dir: &Path,
+    quick: bool,
+    bg_factors: &[(String, Vec<String>)],
+) -> Result<Measurement, PlanError> {
+    let mname = m.name.get_ref().clone();
+    {
         let kind = kind_of(ctx, m)?;
         if kind == Kind::Replay && !m.params.contains_key("trace") {
             return Err(ctx.err(
@@ -47,6 +70,7 @@ pub(super) fn measurements(
             kind,
             workload_vars: None,
             base_dir,
+            bg_factors,
         };
         let loaded = workload_vars(ctx, m, &m_span, kind, base_dir)?;
         let ends_by_itself = loaded.as_ref().is_some_and(|l| l.1);
@@ -90,16 +114,15 @@ pub(super) fn measurements(
                 ));
             }
         }
-        measurements.push(Measurement {
+        Ok(Measurement {
             name: mname,
             kind,
             params,
             factors,
             figures: figures(ctx, m, kind)?,
             ends_by_itself,
-        });
+        })
     }
-    Ok(measurements)
 }
 
 /// The plan's headline figures, each one the kind produces.
@@ -187,6 +210,8 @@ struct MeasurementCx<'a> {
     /// The workload's variables, for a workload measurement.
     workload_vars: Option<Vec<String>>,
     base_dir: &'a Path,
+    /// Background factors and the backgrounds each names.
+    bg_factors: &'a [(String, Vec<String>)],
 }
 
 impl MeasurementCx<'_> {
@@ -336,6 +361,10 @@ impl MeasurementCx<'_> {
         let ctx = self.ctx;
         let mut out = Vec::new();
         for (k, levels) in src {
+            if let Some((_, names)) = self.bg_factors.iter().find(|(f, _)| f == k) {
+                out.push((k.clone(), self.background_levels(k, levels, names)?));
+                continue;
+            }
             if ["target", "cache", "measurement"].contains(&k.as_str())
                 || SETTING_FACTORS.contains(&k.as_str())
                 || REMOTE_FACTORS.contains(&k.as_str())
@@ -371,5 +400,47 @@ impl MeasurementCx<'_> {
             out.push((k.clone(), v));
         }
         Ok(out)
+    }
+
+    /// The levels of a background factor: "none" or the name of one of its backgrounds.
+    fn background_levels(
+        &self,
+        k: &str,
+        levels: &Spanned<Vec<Spanned<toml::Value>>>,
+        names: &[String],
+    ) -> Result<Vec<String>, PlanError> {
+        let ctx = self.ctx;
+        if levels.get_ref().is_empty() {
+            return Err(ctx.err(
+                levels.span(),
+                format!("factor `{k}` needs at least one level"),
+            ));
+        }
+        let mut v: Vec<String> = Vec::new();
+        for l in levels.get_ref() {
+            let s = match l.get_ref() {
+                toml::Value::String(s) => s.clone(),
+                _ => {
+                    return Err(ctx.err(
+                        l.span(),
+                        format!("`{k}`: expected \"none\" or a background's name"),
+                    ))
+                }
+            };
+            if s != "none" && !names.contains(&s) {
+                return Err(ctx.err(
+                    l.span(),
+                    format!(
+                        "unknown background {s:?} for factor `{k}` (its backgrounds: {}; or \"none\")",
+                        names.join(", ")
+                    ),
+                ));
+            }
+            if v.contains(&s) {
+                return Err(ctx.err(l.span(), "level listed twice"));
+            }
+            v.push(s);
+        }
+        Ok(v)
     }
 }

@@ -22,6 +22,7 @@ pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
     (line, col)
 }
 
+mod background;
 mod check;
 mod factors;
 mod header;
@@ -32,6 +33,7 @@ pub mod memory;
 mod schema;
 mod targets;
 
+pub use background::{Background, BgKind, BgStop, IoPrio};
 pub use kinds::{Arg, Kind, Param, Ty};
 
 /// Plan-wide factors over a remote target's settings, applied with `fsbench remote set`.
@@ -292,6 +294,8 @@ pub struct Plan {
     /// A cold or device run whose device served less than this share of the bytes it read
     /// is flagged `cache_served`.
     pub cache_served_share: f64,
+    /// The `[[background]]` loads, levels of the measurements' background factors.
+    pub backgrounds: Vec<Background>,
 }
 
 /// Keys of `fsbench disk create` a disk target may set in its `disk` table.
@@ -336,7 +340,10 @@ pub fn parse(file: &Path, text: &str, quick: bool) -> Result<Plan, PlanError> {
     }
     .read(&targets, &target_levels, &base_dir)?;
     let devices: BTreeMap<String, Device> = devices.into_iter().map(|(k, (d, _))| (k, d)).collect();
-    let measurements = measurements::measurements(&ctx, &raw.measurements, &base_dir, quick)?;
+    let (backgrounds, bg_factors) =
+        background::backgrounds(&ctx, &raw.backgrounds, &base_dir, quick)?;
+    let measurements =
+        measurements::measurements(&ctx, &raw.measurements, &base_dir, quick, &bg_factors)?;
     let memory_at = memory::check(&ctx, &raw, &measurements, &target_levels, quick)?;
     let cache_served_share = memory::cache_served_share(&ctx, &raw)?;
     let levels = levels::Levels {
@@ -376,10 +383,23 @@ pub fn parse(file: &Path, text: &str, quick: bool) -> Result<Plan, PlanError> {
         quick,
         memory_at,
         cache_served_share,
+        backgrounds,
     })
 }
 
 impl Plan {
+    /// Whether `factor` is a background factor (its levels name backgrounds, not values).
+    pub fn is_background_factor(&self, factor: &str) -> bool {
+        self.backgrounds.iter().any(|b| b.factor == factor)
+    }
+
+    /// The background a cell's factor level names (`None` for "none" or another factor).
+    pub fn background(&self, factor: &str, level: &str) -> Option<&Background> {
+        self.backgrounds
+            .iter()
+            .find(|b| b.factor == factor && b.name == level)
+    }
+
     pub fn target(&self, name: &str) -> &Target {
         self.targets
             .iter()

@@ -21,6 +21,31 @@ pub(super) struct RawPlan {
     pub(super) excludes: Vec<BTreeMap<Spanned<String>, Spanned<toml::Value>>>,
     #[serde(default)]
     pub(super) quick: RawQuick,
+    /// Loads run beside a measurement, levels of a measurement's background factor.
+    #[serde(default, rename = "background")]
+    pub(super) backgrounds: Vec<Spanned<RawBackground>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawBackground {
+    pub(super) name: Spanned<String>,
+    /// The factor whose level this background is ("background" unless named).
+    pub(super) factor: Option<Spanned<String>>,
+    /// "command", or a measurement kind.
+    pub(super) kind: Spanned<String>,
+    /// A command's argument vector (kind = "command").
+    pub(super) command: Option<Spanned<Vec<Spanned<String>>>>,
+    #[serde(default)]
+    pub(super) params: BTreeMap<String, Spanned<toml::Value>>,
+    #[serde(default)]
+    pub(super) quick: BTreeMap<String, Spanned<toml::Value>>,
+    pub(super) nice: Option<Spanned<i64>>,
+    pub(super) ionice: Option<Spanned<String>>,
+    /// "after" (stopped after the measurement, the default) or "end" (runs to its end).
+    pub(super) stop: Option<Spanned<String>>,
+    /// Start it again each time it ends, until the measurement has ended.
+    pub(super) restart: Option<Spanned<bool>>,
 }
 
 #[derive(Deserialize)]

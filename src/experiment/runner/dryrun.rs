@@ -60,6 +60,7 @@ fn cell_lines(plan: &Plan, c: &Cell) -> Vec<String> {
         )
     });
     let cg = cg.unwrap_or_default();
+    v.extend(background_lines(plan, c));
     match c.cache.as_str() {
         "warm" if !kind.takes_cold() => {
             v.push(format!("warm-up pass (unmeasured): {cmd}{cg}"));
@@ -82,6 +83,52 @@ fn cell_lines(plan: &Plan, c: &Cell) -> Vec<String> {
             v.push("  (--cold: the child syncs and drops the caches after its preparation, right before measuring)".into());
         }
         _ => v.push(format!("{cmd}{cg}")),
+    }
+    v
+}
+
+/// The cell's backgrounds: each one's command, priority and when it stops.
+fn background_lines(plan: &Plan, c: &Cell) -> Vec<String> {
+    let mut v = Vec::new();
+    for bg in super::background::of_cell(plan, c) {
+        let json = format!("RUN-bg-{}.json", bg.name);
+        let argv = super::background::argv(
+            &bg,
+            Path::new("TARGET"),
+            Path::new(&json),
+            Path::new("OUTDIR/scratch"),
+        )
+        .unwrap_or_default();
+        let mut argv = argv.into_iter();
+        let program = match &bg.kind {
+            crate::experiment::plan::BgKind::Measure(_) => {
+                argv.next();
+                "fsbench".to_string()
+            }
+            _ => argv.next().unwrap_or_default(),
+        };
+        let rest: Vec<String> = argv.collect();
+        v.push(format!(
+            "background {} (in TARGET, {}): {program} {}",
+            bg.name,
+            super::background::priority_text(&bg),
+            rest.join(" ")
+        ));
+        v.push(format!(
+            "  (started before the measurement{}; {})",
+            if matches!(&bg.kind, crate::experiment::plan::BgKind::Measure(m) if !matches!(m.kind, Kind::Scan | Kind::Layout)) {
+                ", which waits until its measured window starts"
+            } else {
+                ""
+            },
+            match bg.stop {
+                crate::experiment::plan::BgStop::After if bg.restart => {
+                    "started again each time it ends; stopped with SIGINT after the measurement"
+                }
+                crate::experiment::plan::BgStop::After => "stopped with SIGINT after it",
+                crate::experiment::plan::BgStop::End => "left to run to its end, within the time limit",
+            }
+        ));
     }
     v
 }
@@ -112,7 +159,7 @@ fn estimate(plan: &Plan, cells: &[Cell], outdir: &Path) {
         );
     }
     if from_params > 0 {
-        crate::outln!("  {from_params} cells from their parameters (a workload's duration and warm-up; the others at rough rates of this machine class: PostMark 2,000 files or transactions/s, find 20,000 entries/s, read 200 MB/s, build and Andrew from their file counts and CPU time; twice for a warm cell's unmeasured pass)");
+        crate::outln!("  {from_params} cells from their parameters (a workload's duration and warm-up; the others at rough rates of this machine class: PostMark 2,000 files or transactions/s, find 20,000 entries/s, read 200 MB/s, build and Andrew from their file counts and CPU time over this machine's cores; twice for a warm cell's unmeasured pass)");
     }
     if unknown > 0 {
         crate::outln!(
@@ -152,6 +199,20 @@ fn stored_means(plan: &Plan, outdir: &Path) -> std::collections::BTreeMap<usize,
     out
 }
 
+/// The files of the tree a find or read measurement of the plan makes at `m`'s path.
+fn made_tree_files(plan: &Plan, m: &crate::experiment::plan::Measurement) -> Option<f64> {
+    let path = m.params.iter().find(|(k, _)| k == "path")?.1.as_str();
+    let maker = plan
+        .measurements
+        .iter()
+        .find(|o| o.kind.makes_tree() && tree_dir_name(&o.name) == path)?;
+    maker
+        .params
+        .iter()
+        .find(|(k, _)| k == "tree_files")
+        .and_then(|(_, v)| v.parse().ok())
+}
+
 /// A rough duration of one run of `c` from its parameters, when there is a basis for one.
 fn from_parameters(plan: &Plan, c: &Cell) -> Option<f64> {
     let m = &plan.measurements[c.measurement];
@@ -183,9 +244,11 @@ fn from_parameters(plan: &Plan, c: &Cell) -> Option<f64> {
             files * get("tree_file_size").unwrap_or(4608.0) / 200e6 + files / 20_000.0
         }
         Kind::Build => {
+            // Jobs beyond the machine's cores do not compile faster.
+            let cores = crate::walk::default_threads() as f64;
             let files = get("files").unwrap_or(200.0);
-            files * get("cpu_ms").unwrap_or(5.0) / 1000.0 / get("jobs").unwrap_or(2.0).max(1.0)
-                + files / 2000.0
+            let jobs = get("jobs").unwrap_or(2.0).clamp(1.0, cores);
+            files * get("cpu_ms").unwrap_or(5.0) / 1000.0 / jobs + files / 2000.0
         }
         Kind::Andrew => {
             // Compiling is most of a copy's time; without it the copy, stat and scan of a
@@ -202,7 +265,11 @@ fn from_parameters(plan: &Plan, c: &Cell) -> Option<f64> {
             };
             per_copy * get("copies").unwrap_or(1.0) * get("clients").unwrap_or(1.0)
         }
-        Kind::Layout | Kind::Scan | Kind::Replay => return None,
+        // Writing its tree and scanning it, then deleting: rough rates of a small machine.
+        Kind::Prune => get("files").unwrap_or(2000.0) / 1000.0,
+        // A scan of a tree the plan makes: at find's rate.
+        Kind::Scan => made_tree_files(plan, m)? / 20_000.0,
+        Kind::Layout | Kind::Replay => return None,
     };
     Some(s * warm + 0.5)
 }

@@ -134,6 +134,8 @@ impl Run<'_> {
         let cgroup = self.cgroup.take();
         let warm_pass = self.warm_pass(&args, &tag, cgroup.as_ref())?;
         let (remounts, handoff) = self.prepare_caches(ready)?;
+        // Started after the cache state is set, before the measured child; stopped after it.
+        let bgs = super::background::start(plan, cell, &ready.dir, self.outdir, &tag)?;
         let server_pids = self.server_pids();
         let remote_before = target::remote::stats_now(ready);
         let started_at = store::now();
@@ -157,7 +159,9 @@ impl Run<'_> {
         });
         let after = noise::sample();
         let other = noise::other_fraction(&before, &after, &server_pids);
+        let bg_records = bgs.stop(plan.time_limit_s);
         let mut applied = self.applied(ready, &args, warm_pass, cgroup)?;
+        super::background::note(&bg_records, &mut applied);
         if let Some(log) = &remounts {
             let done = log.lock().unwrap().clone();
             if matches!(outcome, Outcome::Ok(_)) && !done.iter().any(|d| d.starts_with("remounted"))
@@ -198,7 +202,7 @@ impl Run<'_> {
             Some(r) => self.facts(&args, dev_read).flags(&r.output),
             None => RunFlags::default(),
         };
-        st.add_run(&RunRecord {
+        let run_id = st.add_run(&RunRecord {
             cell_id: self.cell_id,
             repetition: rep,
             status,
@@ -212,6 +216,7 @@ impl Run<'_> {
             results: results.as_deref(),
             flags: &flags,
         })?;
+        st.add_backgrounds(run_id, &bg_records)?;
         Ok(status == "ok" || status == "warmup")
     }
 

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use super::plan::{AgePer, Arg, Device, Fresh, Kind, Order, Plan, SETTING_FACTORS};
 use super::target::{self, Journal, Ready};
 
+mod background;
 mod cgroup;
 mod dryrun;
 mod env;
@@ -159,9 +160,8 @@ pub fn order(plan: &Plan, n: usize, round: u32) -> Vec<usize> {
     v
 }
 
-/// Where a `find`, `layout` or `scan` cell looks, relative to the target.
-fn walk_path(plan: &Plan, cell: &Cell) -> Option<String> {
-    let m = &plan.measurements[cell.measurement];
+/// Where a `find`, `layout` or `scan` measurement looks, relative to the target.
+fn walk_path(m: &super::plan::Measurement) -> Option<String> {
     if let Some((_, p)) = m.params.iter().find(|(k, _)| k == "path") {
         return Some(p.clone());
     }
@@ -187,7 +187,27 @@ pub fn command(
 ) -> Vec<String> {
     let m = &plan.measurements[cell.measurement];
     let mut values: Vec<(String, String)> = m.params.clone();
-    values.extend(cell.factors.iter().cloned());
+    // A background factor's level names what runs beside the measurement, not a flag.
+    values.extend(
+        cell.factors
+            .iter()
+            .filter(|(k, _)| !plan.is_background_factor(k))
+            .cloned(),
+    );
+    let mut args = kind_args(m, &values, dir, json_out, scratch);
+    args.extend(cache_args(m, &values, &cell.cache));
+    args
+}
+
+/// The command line of measurement `m` with parameter `values`, measuring in `dir` and
+/// writing `json_out`, without the cache options (a background's command is this too).
+pub fn kind_args(
+    m: &super::plan::Measurement,
+    values: &[(String, String)],
+    dir: &Path,
+    json_out: &Path,
+    scratch: &Path,
+) -> Vec<String> {
     let mut args = vec![m.kind.subcommand().to_string()];
     let pos = values
         .iter()
@@ -214,7 +234,7 @@ pub fn command(
             ]),
             None => args.extend(["--dir".into(), dir.display().to_string()]),
         },
-        Kind::Andrew => args.extend(["--dir".into(), dir.display().to_string()]),
+        Kind::Andrew | Kind::Prune => args.extend(["--dir".into(), dir.display().to_string()]),
         Kind::Replay => {
             args.push("replay".into());
             if let Some(p) = pos {
@@ -236,7 +256,7 @@ pub fn command(
             }
         }
         Kind::Find | Kind::Read | Kind::Layout | Kind::Scan => {
-            let d = match walk_path(plan, cell) {
+            let d = match walk_path(m) {
                 Some(p) => dir.join(p),
                 None => dir.to_path_buf(),
             };
@@ -244,7 +264,7 @@ pub fn command(
         }
     }
     args.extend(["--json".into(), json_out.display().to_string()]);
-    for (k, v) in &values {
+    for (k, v) in values {
         match m.kind.param(k) {
             Some((_, flag, Arg::Value, _)) => args.extend([flag.to_string(), v.clone()]),
             Some((_, flag, Arg::Switch, _)) => {
@@ -259,7 +279,6 @@ pub fn command(
     if m.kind == Kind::Workload {
         args.push("-q".into());
     }
-    args.extend(cache_args(m, &values, &cell.cache));
     args
 }
 
@@ -339,6 +358,13 @@ pub fn root_steps(plan: &Plan, cells: &[Cell]) -> Vec<String> {
                 levels.join(", ")
             ));
         }
+    }
+    for b in plan.backgrounds.iter().filter(|b| b.needs_root()) {
+        v.push(format!(
+            "background {}: {} (a negative nice or the realtime I/O class)",
+            b.name,
+            background::priority_text(b)
+        ));
     }
     if plan.memory_at.is_some() {
         v.push("memory: make a memory cgroup for each measured run with a limit".into());

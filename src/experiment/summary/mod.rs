@@ -5,8 +5,11 @@
 //! Welch's p-value. Headline figures lead (see [`super::headline`]). Flagged runs (ended
 //! early, served from cache) are left out unless asked for.
 
+mod background;
 mod plan_text;
 mod render;
+
+pub use background::BgRow;
 
 pub use plan_text::{Adaptive, PlanChoices};
 pub use render::{render_csv, render_markdown, render_text, render_text_all};
@@ -97,6 +100,9 @@ pub struct Summary {
     pub comparisons: Vec<Comparison>,
     /// Cells that have no figures to show: every run failed or was left out as flagged.
     pub empty_cells: Vec<EmptyCell>,
+    /// What ran beside each cell's measurements (`[[background]]`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub backgrounds: Vec<BgRow>,
 }
 
 /// A cell without figures, and why.
@@ -152,6 +158,7 @@ pub fn summarise_with(st: &Store, include_flagged: bool) -> Result<Summary> {
         })
         .collect();
     let adaptive = choices.adaptive.map(|a| convergence(&a, &rows, &cells));
+    let backgrounds = background::rows(st, &cells)?;
     Ok(Summary {
         experiment: name,
         quick,
@@ -164,6 +171,7 @@ pub fn summarise_with(st: &Store, include_flagged: bool) -> Result<Summary> {
         rows,
         baseline,
         adaptive,
+        backgrounds,
     })
 }
 

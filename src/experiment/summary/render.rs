@@ -168,6 +168,7 @@ pub fn render_text_all(s: &Summary) -> String {
             }
         );
     }
+    super::background::text(&mut out, &s.backgrounds);
     comparisons_text(&mut out, &s.comparisons);
     out
 }

@@ -313,6 +313,7 @@ fn header(out: &mut String, input: &ReportInput) {
                 )
             })
             .collect();
+        backgrounds(out, input);
         if hosts.len() > 1 && input.title.is_none() {
             let _ = write!(
                 out,
@@ -817,6 +818,22 @@ pub fn render(input: &ReportInput) -> String {
     out.push_str("<script>document.body.setAttribute('data-report-ready',document.querySelectorAll('figure.chart svg').length);</script>");
     out.push_str("</body></html>\n");
     out
+}
+
+/// The header's list of what ran beside an experiment's measurements.
+fn backgrounds(out: &mut String, input: &ReportInput) {
+    if input.backgrounds.is_empty() {
+        return;
+    }
+    let _ = write!(
+        out,
+        "<section class=backgrounds><h3>Background loads</h3><ul>{}</ul></section>",
+        input
+            .backgrounds
+            .iter()
+            .map(|l| format!("<li>{}</li>", esc(l)))
+            .collect::<String>()
+    );
 }
 
 #[cfg(test)]

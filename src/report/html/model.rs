@@ -87,6 +87,8 @@ pub struct ReportInput {
     /// The input holds an experiment's cells: differences are the comparisons' (against
     /// the cell that differs only in the compared factor), never against a first bar.
     pub experiment: bool,
+    /// What ran beside an experiment's measurements (its background loads), a line each.
+    pub backgrounds: Vec<String>,
 }
 
 impl ReportInput {
@@ -152,6 +154,7 @@ impl ReportInput {
                 input.aging.extend(e.aging);
                 input.comparisons.extend(e.comparisons);
                 input.targets.extend(e.targets);
+                input.backgrounds.extend(e.backgrounds);
                 input.headline.extend(e.headline);
                 input.experiment |= e.experiment;
                 if input.flag_note.is_none() {

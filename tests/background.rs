@@ -1,0 +1,212 @@
+//! `[[background]]` in an experiment plan, end to end on the real binary: a background
+//! fsbench workload that only sleeps, run beside a real measurement at a chosen nice and
+//! ionice, stored beside the run, shown by `fsbench results`, and stopped after it.
+
+mod common;
+use common::*;
+use std::path::Path;
+
+const NAP: &str = "define process name=sleeper,instances=1
+{
+  thread name=napper,memsize=1m,instances=1
+  {
+    flowop delay name=nap,value=1
+  }
+}
+run 60
+";
+
+fn plan(target: &Path) -> String {
+    format!(
+        r#"
+[experiment]
+name = "bg"
+repetitions = 2
+order = "interleaved"
+
+[[target]]
+name = "here"
+kind = "dir"
+path = "{}"
+
+[[background]]
+name = "napper"
+factor = "load"
+kind = "workload"
+params = {{ workload = "nap.f", duration = 60 }}
+nice = 7
+ionice = "idle"
+
+[[background]]
+name = "ticker"
+factor = "load"
+kind = "command"
+command = ["sleep", "0.1"]
+restart = true
+
+[[measurement]]
+name = "nap"
+kind = "workload"
+params = {{ workload = "nap.f", duration = 1.5 }}
+factors = {{ load = ["ticker"] }}
+
+[[measurement]]
+name = "walk"
+kind = "find"
+params = {{ tree_files = 200, tree_dirs = 4 }}
+factors = {{ load = ["none", "napper"] }}
+"#,
+        target.display()
+    )
+}
+
+#[test]
+fn a_background_runs_beside_the_measurement_at_its_priority_and_is_stopped_after_it() {
+    let s = Scratch::new("bg");
+    let target = s.path().join("t");
+    std::fs::create_dir(&target).unwrap();
+    std::fs::write(s.path().join("nap.f"), NAP).unwrap();
+    let p = s.path().join("p.toml");
+    std::fs::write(&p, plan(&target)).unwrap();
+    let out = s.path().join("out");
+    let dry = run(&["experiment", p.to_str().unwrap(), "--dry-run"]);
+    let dt = text(&dry);
+    assert!(dry.status.success(), "{dt}");
+    assert!(
+        dt.contains("background napper (in TARGET, nice 7 ionice idle): fsbench run "),
+        "{dt}"
+    );
+    assert!(dt.contains("--duration 60"), "{dt}");
+    let o = run(&[
+        "experiment",
+        p.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    let db = rusqlite::Connection::open(out.join("results.db")).unwrap();
+    // Stored beside the runs of the cell that names it, and only those.
+    type Row = (i64, String, String, String, f64, Option<String>, String);
+    let rows: Vec<Row> = db
+        .prepare(
+            "SELECT b.run_id, b.kind, b.status, b.applied_json, b.elapsed_s, b.results_json, json_extract(c.factors_json, '$.load') FROM backgrounds b JOIN runs r ON r.id = b.run_id JOIN cells c ON c.id = r.cell_id ORDER BY b.rowid",
+        )
+        .unwrap()
+        .query_map([], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?))
+        })
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let (ticks, rows): (Vec<Row>, Vec<Row>) = rows.into_iter().partition(|r| r.6 == "ticker");
+    assert_eq!(ticks.len(), 2, "{ticks:?}");
+    for (_, kind, status, applied, _, _, _) in &ticks {
+        // A command started again each time it ended, until the 1.5 s run was over.
+        let a: serde_json::Value = serde_json::from_str(applied).unwrap();
+        assert_eq!(kind, "command");
+        assert_eq!(status, "stopped");
+        assert!(a["passes"].as_u64().unwrap() >= 5, "{a}");
+    }
+    assert_eq!(
+        rows.len(),
+        2,
+        "one per repetition of the napper cell: {rows:?}"
+    );
+    for (_, kind, status, applied, elapsed, results, load) in &rows {
+        assert_eq!(load, "napper");
+        assert_eq!(kind, "workload");
+        // Interrupted after the measurement, long before its 60 s.
+        assert_eq!(status, "stopped");
+        assert!(*elapsed < 50.0, "{elapsed}");
+        // The priority as the kernel held it for the child (/proc/PID/stat, ioprio_get).
+        let a: serde_json::Value = serde_json::from_str(applied).unwrap();
+        assert_eq!(a["nice"], 7, "{a}");
+        assert_eq!(a["ionice"], "idle", "{a}");
+        // No process of it is left.
+        let pid = a["pid"].as_i64().unwrap();
+        let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        assert!(
+            !String::from_utf8_lossy(&cmd).contains("nap.f"),
+            "background {pid} still running"
+        );
+        // Its own results: the fsbench child's JSON, cut short by the stop.
+        let r: serde_json::Value = serde_json::from_str(results.as_deref().unwrap()).unwrap();
+        assert_eq!(r["interrupted"], true, "{r}");
+        assert!(r["duration_s"].as_f64().unwrap() < 50.0);
+    }
+    let none: i64 = db
+        .query_row(
+            "SELECT COUNT(*) FROM runs r JOIN cells c ON c.id = r.cell_id WHERE json_extract(c.factors_json, '$.load') = 'none' AND r.status = 'ok'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(none, 2);
+    let res = run(&["results", out.to_str().unwrap()]);
+    let rt = text(&res);
+    assert!(res.status.success(), "{rt}");
+    assert!(rt.contains("background loads"), "{rt}");
+    assert!(rt.contains("napper"), "{rt}");
+    assert!(rt.contains("nice 7 ionice idle  (2 stopped)"), "{rt}");
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(
+        html.contains("Background loads"),
+        "report without backgrounds"
+    );
+}
+
+#[test]
+fn background_errors_name_the_plan_line_and_column() {
+    let s = Scratch::new("bg-err");
+    std::fs::write(s.path().join("nap.f"), NAP).unwrap();
+    let base = plan(s.path());
+    let p = s.path().join("p.toml");
+    let check = |from: &str, to: &str, want: &str| {
+        std::fs::write(&p, base.replace(from, to)).unwrap();
+        let o = run(&["experiment", p.to_str().unwrap(), "--dry-run"]);
+        let t = text(&o);
+        assert!(!o.status.success(), "{t}");
+        assert!(t.contains(want), "want {want:?} in {t}");
+    };
+    check(
+        "[\"none\", \"napper\"]",
+        "[\"none\", \"cleaner\"]",
+        "p.toml:37:29: unknown background \"cleaner\" for factor `load` (its backgrounds: napper, ticker; or",
+    );
+    check(
+        "nice = 7",
+        "nice = 25",
+        "p.toml:17:8: nice 25: expected -20 (highest) to 19",
+    );
+    check(
+        "ionice = \"idle\"",
+        "ionice = \"best-effort:9\"",
+        "p.toml:18:10: ionice \"best-effort:9\": the level is 0 (highest) to 7",
+    );
+    check(
+        "ionice = \"idle\"",
+        "ionice = \"low\"",
+        "p.toml:18:10: ionice \"low\": expected",
+    );
+    check(
+        "factor = \"load\"",
+        "factor = \"target\"",
+        "p.toml:14:10: factor \"target\"",
+    );
+    check(
+        "duration = 60 }",
+        "duration = 60, tree_files = 10 }",
+        "no generated tree (tree_files)",
+    );
+    check(
+        "restart = true",
+        "restart = true\nstop = \"end\"",
+        "it needs stop = \"after\"",
+    );
+    check(
+        "kind = \"workload\"\nparams",
+        "kind = \"command\"\nparams",
+        "p.toml:12:1: a background of kind \"command\" needs `command = [",
+    );
+}
