@@ -142,16 +142,6 @@ fn fresh_image(img: &Path, mnt: &Path, mib: u64) -> anyhow::Result<Mounted> {
     })
 }
 
-/// (user, system) CPU seconds of `who` (RUSAGE_CHILDREN: the children waited for so far;
-/// RUSAGE_THREAD: this thread).
-fn cpu(who: libc::c_int) -> (f64, f64) {
-    // SAFETY: ru is written by the kernel.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(who, &mut ru) };
-    let s = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    (s(ru.ru_utime), s(ru.ru_stime))
-}
-
 /// One `fsbench age` on `mnt`: what it reports and its user time.
 fn run_fsbench(
     o: &Options,
@@ -173,9 +163,9 @@ fn run_fsbench(
     if let Some(l) = log {
         cmd.arg("--log").arg(l);
     }
-    let c0 = cpu(libc::RUSAGE_CHILDREN);
+    let c0 = crate::stats::rusage_cpu(libc::RUSAGE_CHILDREN);
     let out = cmd.output().context("running fsbench age")?;
-    let c1 = cpu(libc::RUSAGE_CHILDREN);
+    let c1 = crate::stats::rusage_cpu(libc::RUSAGE_CHILDREN);
     let used = (c1.0 - c0.0, c1.1 - c0.1);
     if !out.status.success() {
         bail!(
@@ -250,7 +240,7 @@ fn run_bare(dir: &Path, ops: &[BareOp]) -> anyhow::Result<(f64, f64, f64)> {
     let dfd = d.as_raw_fd();
     let buf = sys::AlignedBuf::new(1 << 20, &mut crate::dist::rng(1, 0xDA7A));
     let buf = buf.as_slice();
-    let c0 = cpu(libc::RUSAGE_THREAD);
+    let c0 = crate::stats::rusage_cpu(libc::RUSAGE_THREAD);
     let t0 = Instant::now();
     for op in ops {
         let r = match op {
@@ -277,7 +267,7 @@ fn run_bare(dir: &Path, ops: &[BareOp]) -> anyhow::Result<(f64, f64, f64)> {
         return Err(std::io::Error::last_os_error().into());
     }
     let (all, sync) = (t0.elapsed().as_secs_f64(), t1.elapsed().as_secs_f64());
-    let c1 = cpu(libc::RUSAGE_THREAD);
+    let c1 = crate::stats::rusage_cpu(libc::RUSAGE_THREAD);
     Ok((all, sync, c1.0 - c0.0 + c1.1 - c0.1))
 }
 

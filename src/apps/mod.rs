@@ -133,18 +133,11 @@ impl PathBuf0 {
 
 /// Process CPU time so far: (user, system) seconds, children included (compilers).
 pub fn process_cpu(children: bool) -> (f64, f64) {
-    // SAFETY: getrusage writes into the zeroed struct we pass.
-    unsafe {
-        let mut ru: libc::rusage = std::mem::zeroed();
-        let who = if children {
-            libc::RUSAGE_CHILDREN
-        } else {
-            libc::RUSAGE_SELF
-        };
-        libc::getrusage(who, &mut ru);
-        let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
-        (t(ru.ru_utime), t(ru.ru_stime))
-    }
+    crate::stats::rusage_cpu(if children {
+        libc::RUSAGE_CHILDREN
+    } else {
+        libc::RUSAGE_SELF
+    })
 }
 
 /// Write `data` to a new file at `path` (created or truncated): open, write, close.

@@ -96,7 +96,7 @@ pub fn scan(
     top: usize,
 ) -> Result<ScanSummary> {
     let started = Instant::now();
-    let cpu0 = cpu();
+    let cpu0 = crate::stats::process_cpu();
     let mut stats = TreeStats::default();
     let mut walked = WalkStats::default();
     let users = top_level(root, cross_mounts, &mut stats, &mut walked)?;
@@ -144,7 +144,7 @@ pub fn scan(
         }
     }
     walked.problems.truncate(walk::MAX_PROBLEMS);
-    let cpu1 = cpu();
+    let cpu1 = crate::stats::process_cpu();
     let opts = WalkOptions {
         cross_mounts,
         threads: workers,
@@ -170,17 +170,6 @@ pub fn scan(
         crate::errln!("scan: {}: {}", root.join(&p.path).display(), p.error);
     }
     Ok(s)
-}
-
-/// This process's (user, system) CPU seconds, every thread's.
-fn cpu() -> (f64, f64) {
-    // SAFETY: getrusage writes into the zeroed struct we pass.
-    unsafe {
-        let mut ru: libc::rusage = std::mem::zeroed();
-        libc::getrusage(libc::RUSAGE_SELF, &mut ru);
-        let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
-        (t(ru.ru_utime), t(ru.ru_stime))
-    }
 }
 
 #[cfg(test)]

@@ -359,10 +359,21 @@ impl SharedHists {
 
 /// CPU time of the calling thread: (user, system) seconds.
 pub fn thread_cpu() -> (f64, f64) {
+    rusage_cpu(libc::RUSAGE_THREAD)
+}
+
+/// CPU time of this process, every thread's: (user, system) seconds.
+pub fn process_cpu() -> (f64, f64) {
+    rusage_cpu(libc::RUSAGE_SELF)
+}
+
+/// (user, system) CPU seconds of `who` (`RUSAGE_SELF`, `RUSAGE_THREAD`, `RUSAGE_CHILDREN`:
+/// the children waited for so far).
+pub fn rusage_cpu(who: libc::c_int) -> (f64, f64) {
     // SAFETY: getrusage writes into the zeroed struct we pass.
     unsafe {
         let mut ru: libc::rusage = std::mem::zeroed();
-        libc::getrusage(libc::RUSAGE_THREAD, &mut ru);
+        libc::getrusage(who, &mut ru);
         let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
         (t(ru.ru_utime), t(ru.ru_stime))
     }
