@@ -294,12 +294,53 @@ fn calibrate_bytes(
         }
     }
     if (kept - target).abs() > tolerance {
-        bail!(
-            "--keep-bytes {share}: the kept files hold {:.1}% of the bytes after {tries} swaps (the tree's file sizes are too coarse to come within 0.2%)",
+        kept = best_swaps(sizes, order, kept_n, kept, target);
+    }
+    if (kept - target).abs() > tolerance {
+        // A small tree's sizes may leave no choice within 0.2%: the achieved shares are
+        // reported, and said here.
+        crate::errln!(
+            "next version: --keep-bytes {share}: the nearest choice found holds {:.1}% of the bytes (the tree's file sizes are too coarse to come within 0.2%)",
             100.0 * kept / total.max(1) as f64
         );
     }
     Ok(())
+}
+
+/// The swap across the boundary that brings the kept bytes closest to `target`, again
+/// and again while one improves (for trees the random swaps left outside the tolerance;
+/// skipped above four million pairs).
+fn best_swaps(
+    sizes: &[u64],
+    order: &mut [usize],
+    kept_n: usize,
+    mut kept: f64,
+    target: f64,
+) -> f64 {
+    let n = sizes.len();
+    if kept_n * (n - kept_n) > 4_000_000 {
+        return kept;
+    }
+    loop {
+        let mut best: Option<(usize, usize, f64)> = None;
+        for a in 0..kept_n {
+            for b in kept_n..n {
+                let after = kept - sizes[order[a]] as f64 + sizes[order[b]] as f64;
+                if (after - target).abs()
+                    < best.map_or((kept - target).abs(), |x| (x.2 - target).abs())
+                {
+                    best = Some((a, b, after));
+                }
+            }
+        }
+        match best {
+            Some((a, b, after)) => {
+                order.swap(a, b);
+                kept = after;
+            }
+            None => return kept,
+        }
+    }
 }
 
 /// The kept and edited files written into the new tree; the removed ones counted.

@@ -112,7 +112,7 @@ fn estimate(plan: &Plan, cells: &[Cell], outdir: &Path) {
         );
     }
     if from_params > 0 {
-        crate::outln!("  {from_params} cells from their parameters (a workload's duration and warm-up; the others at rough rates of this machine class: PostMark 2,000 files or transactions/s, find 20,000 entries/s, read 200 MB/s, build and Andrew from their file counts and CPU time; twice for a warm cell's unmeasured pass)");
+        crate::outln!("  {from_params} cells from their parameters (a workload's duration and warm-up; the others at rough rates of this machine class: PostMark 2,000 files or transactions/s, find 20,000 entries/s, read 200 MB/s, build and Andrew from their file counts and CPU time, a build over a remote's generated tree also from its modelled network; twice for a warm cell's unmeasured pass)");
     }
     if unknown > 0 {
         crate::outln!(
@@ -182,13 +182,71 @@ fn from_parameters(plan: &Plan, c: &Cell) -> Option<f64> {
             let files = get("tree_files")?;
             files * get("tree_file_size").unwrap_or(4608.0) / 200e6 + files / 20_000.0
         }
-        Kind::Build => {
-            let files = get("files").unwrap_or(200.0);
-            files * get("cpu_ms").unwrap_or(5.0) / 1000.0 / get("jobs").unwrap_or(2.0).max(1.0)
-                + files / 2000.0
-        }
+        Kind::Build => match remote_build(plan, c) {
+            Some((files, network_s)) => {
+                files * get("cpu_ms").unwrap_or(5.0) / 1000.0 + files / 2000.0 + network_s
+            }
+            None => {
+                let files = get("files").unwrap_or(200.0);
+                files * get("cpu_ms").unwrap_or(5.0) / 1000.0 / get("jobs").unwrap_or(2.0).max(1.0)
+                    + files / 2000.0
+            }
+        },
         Kind::Andrew => 5.0 * get("copies").unwrap_or(1.0) * get("clients").unwrap_or(1.0),
         Kind::Layout | Kind::Scan | Kind::Replay => return None,
     };
     Some(s * warm + 0.5)
+}
+
+/// A build of a remote target's generated tree (`src` on a `source` remote): its files and
+/// the seconds the modelled network adds from a cold client cache. Two round trips per
+/// file (lookup, open), a third with a lookaside tree (the hash question), and the bytes
+/// not in the lookaside tree (its bytes share, else its files share) at the link's
+/// bandwidth; compile CPU is not overlapped (one job). Headers count as ~2 KiB each.
+fn remote_build(plan: &Plan, c: &Cell) -> Option<(f64, f64)> {
+    use crate::experiment::plan::{Lookaside, RemoteServer, TargetKind};
+    let m = &plan.measurements[c.measurement];
+    m.params.iter().find(|(k, _)| k == "src")?;
+    let t = plan.targets.iter().find(|t| t.name == c.target)?;
+    let TargetKind::Remote {
+        server: RemoteServer::Source(params),
+        network,
+        lookaside,
+        ..
+    } = &t.kind
+    else {
+        return None;
+    };
+    let spec = crate::apps::build::TreeSpec::with(params);
+    let files = spec.files as f64;
+    let headers = spec.headers.max(1) as f64;
+    let bytes = files * spec.source_size as f64 + headers * 2048.0;
+    let level = |k: &str| {
+        c.settings
+            .iter()
+            .find(|(n, _)| n == k)
+            .map(|(_, v)| v.clone())
+    };
+    let network = level("network").unwrap_or_else(|| network.clone());
+    let (bw, rtt) = match network.split_once('/') {
+        Some((b, r)) => (
+            crate::remote::model::parse_bandwidth(b).ok()?,
+            crate::remote::model::parse_rtt(r).ok()?,
+        ),
+        None => {
+            let n = crate::remote::model::Net::preset(&network)?;
+            (n.bandwidth_bps, n.rtt_s)
+        }
+    };
+    let la = match level("lookaside") {
+        Some(l) => Lookaside::from_level(&l),
+        None => lookaside.clone(),
+    };
+    let (trips, fetched) = match la {
+        None => (2.0, 1.0),
+        Some(Lookaside::Common(f, b)) => (3.0, 1.0 - b.unwrap_or(f)),
+        Some(Lookaside::Dir(_)) => (3.0, 1.0),
+    };
+    let n = files + headers;
+    Some((files, n * trips * rtt + bytes * fetched * 8.0 / bw))
 }
