@@ -484,9 +484,39 @@ fn shipped_plan_deceptive_idleness_at_quick_scale() {
     shipped_plan_runs_at_quick_scale("deceptive-idleness", &["/dev/fuse"]);
 }
 
+/// Mean of a whole-run figure over a cell's ok runs, by measurement and target.
+fn target_figure(out: &Path, m: &str, target: &str, figure: &str) -> Option<f64> {
+    let db = rusqlite::Connection::open(out.join("results.db")).unwrap();
+    db.query_row(
+        "SELECT avg(f.value) FROM figures f JOIN runs r ON r.id = f.run_id \
+         JOIN cells c ON c.id = r.cell_id \
+         WHERE r.status = 'ok' AND f.flowop = '' AND f.figure = ?1 \
+           AND c.target = ?2 AND c.measurement = ?3",
+        rusqlite::params![figure, target, m],
+        |r| r.get::<_, Option<f64>>(0),
+    )
+    .unwrap()
+}
+
 #[test]
 fn shipped_plan_aging_at_quick_scale() {
-    shipped_plan_runs_at_quick_scale("aging", &["/dev/fuse"]);
+    shipped_plan_checked_at_quick_scale("aging", &["/dev/fuse"], |out| {
+        // Every file size wrote and read its set on both targets (throughput is the study's
+        // figure, not a check), and the aged population has a layout score.
+        for size in ["16k", "64k", "256k", "1m", "4m", "16m"] {
+            for phase in ["write", "read"] {
+                for target in ["fresh", "aged"] {
+                    let mb = target_figure(out, &format!("{phase}-{size}"), target, "mb_per_s");
+                    assert!(
+                        mb.is_some_and(|v| v > 0.0),
+                        "{phase}-{size} {target}: {mb:?}"
+                    );
+                }
+            }
+        }
+        let score = target_figure(out, "layout", "aged", "score").expect("a layout score");
+        assert!(score > 0.0 && score <= 1.0, "{score}");
+    });
 }
 
 /// Mean of a whole-run figure over a cell's ok runs, by its measurement, network and
