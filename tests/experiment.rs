@@ -479,6 +479,63 @@ fn shipped_plan_filesystems_at_quick_scale() {
     shipped_plan_runs_at_quick_scale("filesystems", &["mkfs.xfs", "mkfs.btrfs"]);
 }
 
+/// Mean of a whole-run figure over the ok runs of a measurement's cell on `target` whose
+/// factor `factor` has `level` ("" for no factor).
+fn factor_figure(
+    out: &Path,
+    m: &str,
+    target: &str,
+    factor: &str,
+    level: &str,
+    figure: &str,
+) -> f64 {
+    let db = rusqlite::Connection::open(out.join("results.db")).unwrap();
+    db.query_row(
+        "SELECT avg(f.value) FROM figures f JOIN runs r ON r.id = f.run_id \
+         JOIN cells c ON c.id = r.cell_id \
+         WHERE r.status = 'ok' AND f.flowop = '' AND f.figure = ?1 AND c.target = ?2 \
+           AND c.measurement = ?3 \
+           AND (?4 = '' OR json_extract(c.factors_json, '$.' || ?4) = ?5)",
+        rusqlite::params![figure, target, m, factor, level],
+        |r| r.get::<_, Option<f64>>(0),
+    )
+    .unwrap()
+    .unwrap_or_else(|| panic!("no {figure} for {m} on {target} at {factor}={level}"))
+}
+
+#[test]
+fn shipped_plan_filebench_macro_at_quick_scale() {
+    shipped_plan_checked_at_quick_scale("filebench-macro", &[], |out| {
+        for m in [
+            "fileserver",
+            "varmail",
+            "webproxy",
+            "webserver",
+            "oltp-small",
+            "oltp-large",
+        ] {
+            for t in ["ext4", "ext4-nojournal"] {
+                let ops = factor_figure(out, m, t, "", "", "ops_per_s");
+                assert!(ops > 0.0, "{m} on {t}: {ops}");
+            }
+        }
+        // Uncached OLTP reads with direct I/O: the page cache serves none of it.
+        let direct = factor_figure(out, "oltp-large", "ext4", "directio", "1", "cache_hit_pct");
+        assert_eq!(direct, 0.0);
+        // The cache curve: a working set of a quarter of the memory limit is served from the
+        // page cache, one of twice the limit mostly is not.
+        let small = factor_figure(out, "cache", "ext4", "nfiles", "2000", "cache_hit_pct");
+        let large = factor_figure(out, "cache", "ext4", "nfiles", "16000", "cache_hit_pct");
+        assert!(
+            small > large + 20.0,
+            "cache hits {small}% at 2,000 files, {large}% at 16,000"
+        );
+        for n in ["1", "4"] {
+            assert!(factor_figure(out, "users", "ext4", "nthreads", n, "ops_per_s") > 0.0);
+        }
+    });
+}
+
 #[test]
 fn shipped_plan_deceptive_idleness_at_quick_scale() {
     shipped_plan_runs_at_quick_scale("deceptive-idleness", &["/dev/fuse"]);
