@@ -5,14 +5,16 @@
 # every byte read comes from the disk, each file exactly once (openfile picks existing
 # entries round-robin, and the run ends after $nfiles whole-file reads).
 #
-# Scale with -s: nfiles, filesize, iosize. fsbench replaces $dir with its run directory.
+# Scale with -s: nfiles, filesize, dirwidth (files per directory, exactly: dirgamma=0),
+# iosize. fsbench replaces $dir with its run directory.
 
 set $dir=/tmp
 set $nfiles=48
 set $filesize=4m
 set $iosize=1m
+set $dirwidth=25
 
-define fileset name=files,path=$dir,entries=$nfiles,dirwidth=$nfiles,filesize=$filesize,prealloc=100
+define fileset name=files,path=$dir,entries=$nfiles,dirwidth=$dirwidth,dirgamma=0,filesize=$filesize,prealloc=100
 
 define process name=reader {
   thread name=reader {

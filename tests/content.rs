@@ -378,3 +378,111 @@ fn age_next_version_has_the_requested_commonality_and_leaves_src_alone() {
         text(&o)
     );
 }
+
+/// The four commonality levels of the lookaside-caching study's kernel trees (files same /
+/// bytes same of Linux 2.4.17, 2.4.13, 2.4.9 and 2.4.0 against 2.4.18), made from one
+/// tree with `age --next-version --keep F --keep-bytes B` and read back with one `fsbench
+/// diff OLD1 OLD2 OLD3 OLD4 NEW`: files same within 0.5 points (the kept count is rounded
+/// to whole files), bytes same within 1 point (the calibration stops within 0.2%).
+#[test]
+fn next_versions_at_the_four_paper_levels_read_back_as_the_papers_table() {
+    let t = Scratch::new("content-levels");
+    let src = t.path().join("src");
+    // Sizes spread log-uniformly from 300 bytes to about 36 KiB (a few large files hold much
+    // of the bytes, as in a source tree), in shuffled order.
+    for i in 0..800u64 {
+        let k = (i * 7919) % 800;
+        let size = (300.0 * 1.006f64.powi(k as i32)) as usize;
+        put(
+            &src,
+            &format!("d{}/s{}/f{i}.c", i % 7, i % 3),
+            &bytes(i + 101, size),
+        );
+    }
+    let out = t.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let levels = [(0.90, 0.79), (0.74, 0.52), (0.53, 0.30), (0.28, 0.13)];
+    let mut olds = Vec::new();
+    for (f, b) in levels {
+        let o = run(&[
+            "age",
+            out.to_str().unwrap(),
+            "--next-version",
+            src.to_str().unwrap(),
+            "--keep",
+            &f.to_string(),
+            "--keep-bytes",
+            &b.to_string(),
+            "--json",
+            "-",
+        ]);
+        assert!(o.status.success(), "{}", text(&o));
+        let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(r["keep_bytes"].as_f64(), Some(b));
+        // The new tree has the source's files and bytes: the shares read the same both ways.
+        assert_eq!(r["src_files"], 800);
+        assert_eq!(
+            r["kept_bytes"].as_u64().unwrap()
+                + r["edited_bytes"].as_u64().unwrap()
+                + r["added_bytes"].as_u64().unwrap(),
+            r["src_bytes"].as_u64().unwrap()
+        );
+        olds.push(r["out"].as_str().unwrap().to_string());
+    }
+    let mut args = vec!["diff"];
+    args.extend(olds.iter().map(String::as_str));
+    args.extend([src.to_str().unwrap(), "--json", "-"]);
+    let o = run(&args);
+    assert!(o.status.success(), "{}", text(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["new_files"], 800, "{v}");
+    let rows = v["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 4);
+    for ((f, b), (row, old)) in levels.iter().zip(rows.iter().zip(&olds)) {
+        assert_eq!(row["old"].as_str(), Some(old.as_str()));
+        let files = row["files_same_pct"].as_f64().unwrap();
+        let bytes_same = row["bytes_same_pct"].as_f64().unwrap();
+        assert!(
+            (files - f * 100.0).abs() <= 0.5,
+            "files same {files} for {f}"
+        );
+        assert!(
+            (bytes_same - b * 100.0).abs() <= 1.0,
+            "bytes same {bytes_same} for {b}"
+        );
+        // Against the uncalibrated choice: bytes same well below files same.
+        assert!(bytes_same < files - 5.0, "{bytes_same} vs {files}");
+    }
+    // The text table: a row per OLD in the order given, with both shares.
+    args.truncate(args.len() - 2);
+    let o = run(&args);
+    assert!(o.status.success(), "{}", text(&o));
+    let table = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        table.contains("files same") && table.contains("bytes same"),
+        "{table}"
+    );
+    let at: Vec<usize> = olds
+        .iter()
+        .map(|p| table.find(p.as_str()).unwrap())
+        .collect();
+    assert!(at.windows(2).all(|w| w[0] < w[1]), "{table}");
+    assert!(table.contains("90.0%"), "{table}");
+    // A bytes share no choice of kept files reaches is refused with the reachable range.
+    let o = run(&[
+        "age",
+        out.to_str().unwrap(),
+        "--next-version",
+        src.to_str().unwrap(),
+        "--keep",
+        "0.9",
+        "--keep-bytes",
+        "0.2",
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        text(&o).contains("--keep-bytes 0.2: the 720 kept files of 800 hold from"),
+        "{}",
+        text(&o)
+    );
+}

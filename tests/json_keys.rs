@@ -202,6 +202,9 @@ fn scans_layouts_and_replays_keep_their_fields() {
     tree(&t);
     check("scan", &keys_of(&["scan", t.to_str().unwrap()], &j));
     check("layout", &keys_of(&["layout", t.to_str().unwrap()], &j));
+    let ts = t.to_str().unwrap();
+    check("diff", &keys_of(&["diff", ts, ts], &j));
+    check("diff-table", &keys_of(&["diff", ts, ts, ts], &j));
     if std::process::Command::new("strace")
         .arg("-V")
         .output()

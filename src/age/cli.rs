@@ -84,6 +84,10 @@ pub struct AgeArgs {
     /// With --next-version: share of files kept unchanged (the new tree's "files same", 0..1).
     #[arg(long, value_name = "F", requires = "next_version")]
     pub keep: Option<f64>,
+    /// With --next-version: share of SRC's bytes the kept files hold (0..1): the kept files
+    /// are chosen to hold it, and each added file takes a removed file's size.
+    #[arg(long, value_name = "B", requires = "keep")]
+    pub keep_bytes: Option<f64>,
     /// With --next-version: share of the other files edited in place; the rest are removed
     /// and as many new files added.
     #[arg(
@@ -256,7 +260,11 @@ fn fmt_dist(d: &Distances) -> String {
 /// `fsbench age`.
 pub fn run(args: AgeArgs) -> anyhow::Result<()> {
     if let (Some(src), Some(keep)) = (&args.next_version, args.keep) {
-        let r = super::nextver::next_version(src, &args.dir, keep, args.edit_share, args.seed)?;
+        let share = super::nextver::Share {
+            files: keep,
+            bytes: args.keep_bytes,
+        };
+        let r = super::nextver::next_version(src, &args.dir, share, args.edit_share, args.seed)?;
         if let Some(j) = &args.json {
             crate::report::out::write_json(j, &r)?;
         }

@@ -81,6 +81,8 @@ pub struct TreeSpec {
     pub headers: u32,
     pub headers_per_job: u32,
     pub source_size: u64,
+    /// Log-normal source sizes (`--heavy-tail`) instead of uniform ones.
+    pub heavy_tail: bool,
     pub seed: u64,
 }
 
@@ -92,12 +94,14 @@ impl TreeSpec {
             headers: a.headers,
             headers_per_job: a.headers_per_job,
             source_size: a.source_size,
+            heavy_tail: a.heavy_tail,
             seed: a.seed,
         }
     }
 
     /// `fsbench build`'s defaults, overridden by `(option, value)` pairs named as the
-    /// options are (files, dirs, headers, headers_per_job, source_size, seed).
+    /// options are (files, dirs, headers, headers_per_job, source_size, heavy_tail as 0
+    /// or 1, seed).
     pub fn with(params: &[(String, u64)]) -> TreeSpec {
         let mut t = TreeSpec {
             files: 200,
@@ -105,6 +109,7 @@ impl TreeSpec {
             headers: 20,
             headers_per_job: 5,
             source_size: 8192,
+            heavy_tail: false,
             seed: 1,
         };
         for (k, v) in params {
@@ -115,6 +120,7 @@ impl TreeSpec {
                 "headers" => t.headers = v32,
                 "headers_per_job" => t.headers_per_job = v32,
                 "source_size" => t.source_size = *v,
+                "heavy_tail" => t.heavy_tail = *v != 0,
                 "seed" => t.seed = *v,
                 _ => {}
             }
@@ -150,15 +156,14 @@ fn generate_spec(a: &TreeSpec, root: &Path) -> Result<Tree> {
         std::fs::write(&p, text)?;
         hpaths.push(super::cpath(&p));
     }
-    let lo = (a.source_size / 2).max(64) as usize;
-    let hi = (a.source_size * 3 / 2).max(lo as u64 + 1) as usize;
+    let size_of = source_sizes(a);
     let mut sources = Vec::with_capacity(a.files as usize);
     let mut includes: Vec<Vec<u32>> = Vec::with_capacity(a.files as usize);
     for i in 0..a.files {
         if crate::engine::interrupted() {
             bail!("interrupted while writing the source tree");
         }
-        let size = rng.random_range(lo..hi);
+        let size = size_of(&mut rng);
         let inc: Vec<u32> = (0..a.headers_per_job.min(headers))
             .map(|_| rng.random_range(0..headers))
             .collect();
@@ -175,6 +180,26 @@ fn generate_spec(a: &TreeSpec, root: &Path) -> Result<Tree> {
         includes,
         setup_s: t_setup.elapsed().as_secs_f64(),
     })
+}
+
+/// How a generated source's size is drawn: uniform from half to one and a half times
+/// `source_size`, or (heavy tail) log-normal with σ = 1 and mean `source_size` (μ = ln m −
+/// σ²/2), clipped to 64 bytes .. 16 × `source_size`: a few large files hold much of the
+/// bytes, as in a kernel tree.
+fn source_sizes(a: &TreeSpec) -> impl Fn(&mut rand_pcg::Pcg64Mcg) -> usize {
+    let lo = (a.source_size / 2).max(64) as usize;
+    let hi = (a.source_size * 3 / 2).max(lo as u64 + 1) as usize;
+    let mean = a.source_size.max(64) as f64;
+    let max = (16.0 * mean) as usize;
+    let heavy = a.heavy_tail;
+    let lognormal = rand_distr::LogNormal::new(mean.ln() - 0.5, 1.0).expect("σ = 1 is valid");
+    move |rng| {
+        if heavy {
+            (rand_distr::Distribution::sample(&lognormal, rng) as usize).clamp(64, max)
+        } else {
+            rng.random_range(lo..hi)
+        }
+    }
 }
 
 const SOURCE_EXT: &[&str] = &["c", "cc", "cpp", "cxx", "S", "s", "rs"];
@@ -268,8 +293,15 @@ pub fn main(a: &BuildArgs) -> Result<()> {
     // holds every object, and the disk holds sources, objects and the program.
     // The jobs first: -j alone can ask for more threads than the machine starts.
     crate::measure::guard::check_threads(a.jobs as u64, 0, &format!("-j {}", a.jobs))?;
-    let hi_size = a.source_size.saturating_add(a.source_size / 2).max(65);
-    let per_job = hi_size.saturating_mul(2);
+    // With --heavy-tail one source may be 16 x --source-size, and the whole tree about twice
+    // --files x --source-size at most.
+    let (hi_size, per_job) = if a.heavy_tail {
+        let s = a.source_size.max(64);
+        (s.saturating_mul(2), s.saturating_mul(32))
+    } else {
+        let hi = a.source_size.saturating_add(a.source_size / 2).max(65);
+        (hi, hi.saturating_mul(2))
+    };
     let link = hi_size.saturating_mul(a.files as u64);
     let jobs_need = per_job.saturating_mul(a.jobs as u64);
     // Named by what asks for most of the memory: the jobs' buffers or the link's.
@@ -534,10 +566,41 @@ fn variables(a: &BuildArgs, tree: &Tree) -> BTreeMap<String, String> {
         ("headers", tree.headers.len().to_string()),
         ("headers_per_job", a.headers_per_job.to_string()),
         ("source_size", a.source_size.to_string()),
+        ("heavy_tail", a.heavy_tail.to_string()),
         ("cpu_ms", a.cpu_ms.to_string()),
         ("temps", a.temps.to_string()),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))
     .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Share of the bytes held by the largest tenth of `n` sizes drawn for `spec`.
+    fn top_tenth(spec: &TreeSpec, n: usize) -> f64 {
+        let draw = source_sizes(spec);
+        let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(spec.seed);
+        let mut v: Vec<usize> = (0..n).map(|_| draw(&mut rng)).collect();
+        v.sort_unstable();
+        let total: usize = v.iter().sum();
+        v[n - n / 10..].iter().sum::<usize>() as f64 / total as f64
+    }
+
+    #[test]
+    fn heavy_tail_puts_much_of_the_bytes_in_few_files() {
+        let mut spec = TreeSpec::with(&[("source_size".into(), 8192)]);
+        let uniform = top_tenth(&spec, 2000);
+        spec = TreeSpec::with(&[("source_size".into(), 8192), ("heavy_tail".into(), 1)]);
+        let heavy = top_tenth(&spec, 2000);
+        // Uniform 0.5-1.5x: the top tenth holds about 14%; log-normal (σ = 1): about 40%.
+        assert!(uniform < 0.16, "{uniform}");
+        assert!(heavy > 0.3, "{heavy}");
+        let draw = source_sizes(&spec);
+        let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(2);
+        let mean = (0..4000).map(|_| draw(&mut rng)).sum::<usize>() as f64 / 4000.0;
+        assert!((mean / 8192.0 - 1.0).abs() < 0.15, "{mean}");
+    }
 }

@@ -146,6 +146,10 @@ pub struct BuildArgs {
     /// Mean source file size in bytes (sizes vary from half to one and a half times it).
     #[arg(long, default_value_t = 8192)]
     pub source_size: u64,
+    /// Source sizes with a heavy tail, as in a kernel tree: log-normal (σ = 1) with mean
+    /// about --source-size, from 64 bytes to 16 times it, instead of uniform.
+    #[arg(long)]
+    pub heavy_tail: bool,
     /// CPU burnt per job, in milliseconds.
     #[arg(long, default_value_t = 5)]
     pub cpu_ms: u64,

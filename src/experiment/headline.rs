@@ -140,6 +140,9 @@ pub fn produces(kind: &str) -> &'static [&'static str] {
             "skipped_missing",
             "delete_errors",
         ],
+        // On a block device (image, disk): what the device read in the measured window, and
+        // the share of the read flowops' bytes it did not have to read (the page cache's).
+        "workload" => &["device_read_mb", "cache_hit_pct"],
         _ => &[],
     }
 }

@@ -457,6 +457,27 @@ pub fn figures(res: &ChildOutput) -> Vec<(String, String, f64)> {
     }
 }
 
+/// A run on a block device: the device's reads over the measured window (`device_read_mb`)
+/// and the share of the read flowops' bytes the page cache served (`cache_hit_pct`: 100 ×
+/// (1 − device reads ÷ bytes read), at least 0; read-ahead can make the device read more).
+fn cache_figures(r: &Results) -> Vec<(String, f64)> {
+    let Some(dev) = r.device_read_bytes else {
+        return Vec::new();
+    };
+    let mut v = vec![("device_read_mb".to_string(), dev as f64 / 1e6)];
+    let read: u64 = r
+        .flowops
+        .iter()
+        .filter(|f| f.io_class == "read")
+        .map(|f| f.bytes)
+        .sum();
+    if read > 0 {
+        let hit = 100.0 * (1.0 - dev as f64 / read as f64);
+        v.push(("cache_hit_pct".to_string(), hit.max(0.0)));
+    }
+    v
+}
+
 fn run_figures(r: &Results, remote: Option<&RemoteTraffic>) -> Vec<(String, String, f64)> {
     let s = &r.summary;
     let mut whole: Vec<(String, f64)> = vec![
@@ -493,6 +514,7 @@ fn run_figures(r: &Results, remote: Option<&RemoteTraffic>) -> Vec<(String, Stri
             None => whole.push((k.clone(), *v)),
         }
     }
+    whole.extend(cache_figures(r));
     // A run on a simulated remote: what crossed the modelled network.
     whole.extend(remote.map(RemoteTraffic::figures).unwrap_or_default());
     let mut out: Vec<(String, String, f64)> = whole
@@ -541,6 +563,35 @@ pub fn now() -> String {
 mod tests {
     use super::*;
     use crate::experiment::plan::Kind;
+
+    #[test]
+    fn a_run_on_a_block_device_has_cache_figures() {
+        let mut r = Results::new("w", "builtin:w", 1, Path::new("/x"));
+        let f: crate::stats::FlowopResult = serde_json::from_value(serde_json::json!({
+            "name": "read1", "type": "read", "io_class": "read", "ops": 10, "ops_per_s": 5.0,
+            "bytes": 4_000_000u64, "mb_per_s": 2.0, "errors": 0, "no_resource": 0,
+            "latency_us": {"mean": 1.0, "min": 1.0, "p50": 1.0, "p90": 1.0, "p95": 1.0,
+                "p99": 9.0, "p99_9": 9.0, "p99_99": 9.0, "max": 9.0},
+            "histogram_ns": [[1_000_000, 10]]
+        }))
+        .unwrap();
+        r.flowops.push(f);
+        let mut v = serde_json::to_value(&r).unwrap();
+        let get = |v: &Value, name: &str| {
+            figures(v)
+                .into_iter()
+                .find(|(fl, n, _)| fl.is_empty() && n == name)
+                .map(|x| x.2)
+        };
+        // Not on a block device: no device reads, no cache figures.
+        assert_eq!(get(&v, "cache_hit_pct"), None);
+        v["device_read_bytes"] = serde_json::json!(1_000_000u64);
+        assert_eq!(get(&v, "device_read_mb"), Some(1.0));
+        assert_eq!(get(&v, "cache_hit_pct"), Some(75.0));
+        // Read-ahead beyond what was read: no negative share.
+        v["device_read_bytes"] = serde_json::json!(9_000_000u64);
+        assert_eq!(get(&v, "cache_hit_pct"), Some(0.0));
+    }
 
     #[test]
     fn figures_of_run_and_other_json() {

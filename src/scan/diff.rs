@@ -4,6 +4,11 @@
 //!
 //! Each side is a snapshot written by `scan --hash` or a directory, which is
 //! then scanned with hashes first. Only regular files count.
+//!
+//! Given several OLD trees and one NEW (`fsbench diff OLD1 OLD2 ... NEW`), it
+//! prints the commonality table of those studies: one row per OLD, its files
+//! same and bytes same against NEW (Linux 2.4.17, 2.4.13, 2.4.9 and 2.4.0
+//! against 2.4.18 in the lookaside-caching study).
 
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
@@ -23,10 +28,10 @@ use crate::walk::{self, WalkOptions};
 /// Arguments of `fsbench diff`.
 #[derive(clap::Args, Debug)]
 pub struct DiffArgs {
-    /// The older tree: a snapshot from `scan --hash`, or a directory.
-    pub old: PathBuf,
-    /// The newer tree: a snapshot from `scan --hash`, or a directory.
-    pub new: PathBuf,
+    /// The older tree or trees, then the newer one (OLD... NEW): each a snapshot from
+    /// `scan --hash`, or a directory. Several OLDs print one row each against NEW.
+    #[arg(value_name = "TREE", num_args = 2.., required = true)]
+    pub trees: Vec<PathBuf>,
     /// Hash used to scan a side given as a directory (default: the snapshot's, else blake3).
     #[arg(long, value_name = "ALGO")]
     pub hash: Option<HashAlgo>,
@@ -87,6 +92,36 @@ pub struct DiffReport {
     pub removed: Class,
     /// Files (of either side) stored without a hash (unreadable when scanned); never identical.
     pub unhashed: u64,
+    /// `identical` as a share of NEW's files, percent.
+    pub files_same_pct: f64,
+    /// `identical` as a share of NEW's bytes, percent.
+    pub bytes_same_pct: f64,
+}
+
+/// The commonality of several OLD trees with one NEW: a row per OLD.
+#[derive(Debug, Serialize)]
+pub struct DiffTable {
+    pub new: String,
+    pub hash: String,
+    pub new_files: u64,
+    pub new_bytes: u64,
+    pub rows: Vec<TableRow>,
+}
+
+/// One OLD tree against NEW.
+#[derive(Debug, Serialize)]
+pub struct TableRow {
+    pub old: String,
+    pub old_files: u64,
+    pub old_bytes: u64,
+    /// Files of NEW identical by content to a file of this OLD.
+    pub files_same: u64,
+    pub bytes_same: u64,
+    pub files_same_pct: f64,
+    pub bytes_same_pct: f64,
+    pub changed_files: u64,
+    pub added_files: u64,
+    pub removed_files: u64,
 }
 
 struct Side {
@@ -173,6 +208,8 @@ fn compare(old: &Side, new: &Side) -> DiffReport {
         added_known_content: Class::default(),
         removed: Class::default(),
         unhashed: 0,
+        files_same_pct: 0.0,
+        bytes_same_pct: 0.0,
     };
     r.unhashed += old.files.values().filter(|(h, _)| h.is_none()).count() as u64;
     for (path, (hash, size)) in &new.files {
@@ -215,7 +252,90 @@ fn compare(old: &Side, new: &Side) -> DiffReport {
     ] {
         c.finish();
     }
+    r.files_same_pct = pct(r.identical.files, r.new_files);
+    r.bytes_same_pct = pct(r.identical.bytes, r.new_bytes);
     r
+}
+
+/// The table of several comparisons against one NEW.
+fn table(reports: &[DiffReport]) -> DiffTable {
+    let first = &reports[0];
+    DiffTable {
+        new: first.new.clone(),
+        hash: first.hash.clone(),
+        new_files: first.new_files,
+        new_bytes: first.new_bytes,
+        rows: reports
+            .iter()
+            .map(|r| TableRow {
+                old: r.old.clone(),
+                old_files: r.old_files,
+                old_bytes: r.old_bytes,
+                files_same: r.identical.files,
+                bytes_same: r.identical.bytes,
+                files_same_pct: r.files_same_pct,
+                bytes_same_pct: r.bytes_same_pct,
+                changed_files: r.changed.files,
+                added_files: r.added.files,
+                removed_files: r.removed.files,
+            })
+            .collect(),
+    }
+}
+
+/// Print the table as text: the paper's layout, a row per OLD.
+pub fn print_table_text(t: &DiffTable, out: &mut impl Write) -> io::Result<()> {
+    writeln!(
+        out,
+        "against NEW {}: {} files, {} ({})",
+        t.new,
+        t.new_files,
+        human_bytes(t.new_bytes),
+        t.hash
+    )?;
+    let w = t.rows.iter().map(|r| r.old.len()).max().unwrap_or(3).max(3);
+    writeln!(
+        out,
+        "{:<w$} {:>9} {:>10} {:>11} {:>11} {:>8} {:>8} {:>8}",
+        "OLD", "files", "bytes", "files same", "bytes same", "changed", "added", "removed"
+    )?;
+    for r in &t.rows {
+        writeln!(
+            out,
+            "{:<w$} {:>9} {:>10} {:>10.1}% {:>10.1}% {:>8} {:>8} {:>8}",
+            r.old,
+            r.old_files,
+            human_bytes(r.old_bytes),
+            r.files_same_pct,
+            r.bytes_same_pct,
+            r.changed_files,
+            r.added_files,
+            r.removed_files
+        )?;
+    }
+    Ok(())
+}
+
+/// Print the table as Markdown.
+pub fn print_table_markdown(t: &DiffTable, out: &mut impl Write) -> io::Result<()> {
+    writeln!(
+        out,
+        "Against NEW `{}` ({} files, {}), hash {}\n",
+        t.new,
+        t.new_files,
+        human_bytes(t.new_bytes),
+        t.hash
+    )?;
+    writeln!(out, "| OLD | files | bytes | files same | bytes same |")?;
+    writeln!(out, "|---|---:|---:|---:|---:|")?;
+    for r in &t.rows {
+        writeln!(
+            out,
+            "| `{}` | {} | {} | {:.1}% | {:.1}% |",
+            r.old, r.old_files, r.old_bytes, r.files_same_pct, r.bytes_same_pct
+        )?;
+    }
+    Ok(())
 }
 
 fn pct(part: u64, whole: u64) -> f64 {
@@ -244,16 +364,6 @@ impl DiffReport {
             ("removed (share of OLD)", &self.removed, of, ob),
         ]
     }
-
-    /// Share of NEW's files identical by content to a file of OLD, percent.
-    pub fn files_same_pct(&self) -> f64 {
-        pct(self.identical.files, self.new_files)
-    }
-
-    /// Share of NEW's bytes in files identical by content to a file of OLD, percent.
-    pub fn bytes_same_pct(&self) -> f64 {
-        pct(self.identical.bytes, self.new_bytes)
-    }
 }
 
 /// Print the comparison as text.
@@ -275,9 +385,7 @@ pub fn print_text(r: &DiffReport, out: &mut impl Write) -> io::Result<()> {
     writeln!(
         out,
         "files same {:.1}%  bytes same {:.1}%  ({})",
-        r.files_same_pct(),
-        r.bytes_same_pct(),
-        r.hash
+        r.files_same_pct, r.bytes_same_pct, r.hash
     )?;
     writeln!(
         out,
@@ -364,7 +472,10 @@ pub fn print_markdown(r: &DiffReport, out: &mut impl Write) -> io::Result<()> {
 /// Run `fsbench diff`.
 pub fn run(args: DiffArgs) -> anyhow::Result<()> {
     let threads = args.threads.unwrap_or_else(walk::default_threads).max(1);
-    // A directory side uses --hash, else the other side's snapshot hash, else blake3.
+    let Some((new_path, olds)) = args.trees.split_last() else {
+        bail!("diff needs an OLD and a NEW tree");
+    };
+    // A directory side uses --hash, else the first snapshot's hash, else blake3.
     let snapshot_algo = |p: &Path| -> Option<HashAlgo> {
         if p.is_dir() {
             return None;
@@ -375,36 +486,64 @@ pub fn run(args: DiffArgs) -> anyhow::Result<()> {
     };
     let algo = args
         .hash
-        .or_else(|| snapshot_algo(&args.old))
-        .or_else(|| snapshot_algo(&args.new))
+        .or_else(|| args.trees.iter().find_map(|p| snapshot_algo(p)))
         .unwrap_or(HashAlgo::Blake3);
-    let old = load(&args.old, algo, threads)?;
-    let new = load(&args.new, algo, threads)?;
-    if old.algo != new.algo {
-        bail!(
-            "{} is hashed with {} and {} with {}: compare snapshots of one hash",
-            old.label,
-            old.algo,
-            new.label,
-            new.algo
-        );
+    let new = load(new_path, algo, threads)?;
+    let mut reports = Vec::with_capacity(olds.len());
+    for old_path in olds {
+        let old = load(old_path, algo, threads)?;
+        if old.algo != new.algo {
+            bail!(
+                "{} is hashed with {} and {} with {}: compare snapshots of one hash",
+                old.label,
+                old.algo,
+                new.label,
+                new.algo
+            );
+        }
+        reports.push(compare(&old, &new));
     }
-    let report = compare(&old, &new);
+    if let [report] = reports.as_slice() {
+        emit(
+            &args,
+            report,
+            |r, mut o| print_text(r, &mut o),
+            |r, mut o| print_markdown(r, &mut o),
+        )
+    } else {
+        emit(
+            &args,
+            &table(&reports),
+            |t, mut o| print_table_text(t, &mut o),
+            |t, mut o| print_table_markdown(t, &mut o),
+        )
+    }
+}
+
+type Printer<T> = fn(&T, &mut dyn Write) -> io::Result<()>;
+
+/// Text on stdout unless JSON or Markdown goes there; JSON and Markdown where asked.
+fn emit<T: Serialize>(
+    args: &DiffArgs,
+    value: &T,
+    text: Printer<T>,
+    markdown: Printer<T>,
+) -> anyhow::Result<()> {
     let dash = Path::new("-");
     if args.json.as_deref() != Some(dash) && args.markdown.as_deref() != Some(dash) {
-        stdout_result(print_text(&report, &mut crate::console::Stdout))?;
+        stdout_result(text(value, &mut crate::console::Stdout))?;
     }
     if let Some(j) = &args.json {
-        write_json(j, &report)?;
+        write_json(j, value)?;
     }
     if let Some(m) = &args.markdown {
         if m == dash {
-            stdout_result(print_markdown(&report, &mut crate::console::Stdout))?;
+            stdout_result(markdown(value, &mut crate::console::Stdout))?;
         } else {
             let f = File::create(m)
                 .with_context(|| format!("cannot create Markdown file {}", m.display()))?;
             let mut w = BufWriter::new(f);
-            print_markdown(&report, &mut w)
+            markdown(value, &mut w)
                 .and_then(|_| w.flush())
                 .with_context(|| format!("cannot write Markdown file {}", m.display()))?;
         }
@@ -450,7 +589,7 @@ mod tests {
         assert_eq!((r.added.files, r.added.bytes), (2, 35));
         assert_eq!(r.added_known_content.files, 1);
         assert_eq!((r.removed.files, r.removed.bytes), (2, 70));
-        assert_eq!(r.files_same_pct(), 50.0);
+        assert_eq!(r.files_same_pct, 50.0);
         assert_eq!(r.identical.sizes.iter().map(|s| s.count).sum::<u64>(), 2);
     }
 }

@@ -56,6 +56,18 @@ pub(super) fn lookaside_of(
 ) -> Result<Option<Lookaside>, PlanError> {
     match v.get_ref() {
         toml::Value::String(s) if s == "none" => Ok(None),
+        toml::Value::String(s) if Lookaside::pair(s).is_some() => {
+            let Some(Lookaside::Common(f, Some(b))) = Lookaside::pair(s) else {
+                unreachable!("a pair")
+            };
+            if !(0.0..=1.0).contains(&f) || !(0.0..=1.0).contains(&b) {
+                return Err(ctx.err(
+                    v.span(),
+                    format!("lookaside {s:?}: shares of files and bytes in common, each from 0 to 1"),
+                ));
+            }
+            Ok(Some(Lookaside::Common(f, Some(b))))
+        }
         toml::Value::String(s) => {
             let p = base_dir.join(s);
             if !p.is_dir() {
@@ -78,11 +90,11 @@ pub(super) fn lookaside_of(
                     "lookaside: a share of files in common, from 0 to 1",
                 ));
             }
-            Ok(Some(Lookaside::Common(f)))
+            Ok(Some(Lookaside::Common(f, None)))
         }
         _ => Err(ctx.err(
             v.span(),
-            "lookaside: expected \"none\", a share of files in common (0 to 1) or a directory",
+            "lookaside: expected \"none\", a share of files in common (0 to 1), shares of files and bytes in common (\"0.9/0.79\") or a directory",
         )),
     }
 }

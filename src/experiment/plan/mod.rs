@@ -161,16 +161,19 @@ pub enum Lookaside {
     /// An existing directory.
     Dir(PathBuf),
     /// A next version of the served tree (`fsbench age --next-version`) made at set-up,
-    /// with this share of its files unchanged.
-    Common(f64),
+    /// with this share of its files unchanged, and (when given) this share of its bytes
+    /// in them (`--keep-bytes`).
+    Common(f64, Option<f64>),
 }
 
 impl Lookaside {
-    /// The level's text: "none", a share ("0.5") or a path.
+    /// The level's text: "none", a share ("0.5"), a pair of shares of files and bytes
+    /// ("0.9/0.79") or a path.
     pub fn level(l: Option<&Lookaside>) -> String {
         match l {
             None => "none".into(),
-            Some(Lookaside::Common(f)) => f.to_string(),
+            Some(Lookaside::Common(f, None)) => f.to_string(),
+            Some(Lookaside::Common(f, Some(b))) => format!("{f}/{b}"),
             Some(Lookaside::Dir(p)) => p.display().to_string(),
         }
     }
@@ -180,20 +183,30 @@ impl Lookaside {
         if s == "none" {
             return None;
         }
+        if let Some(pair) = Lookaside::pair(s) {
+            return Some(pair);
+        }
         match s.parse::<f64>() {
-            Ok(f) => Some(Lookaside::Common(f)),
+            Ok(f) => Some(Lookaside::Common(f, None)),
             Err(_) => Some(Lookaside::Dir(PathBuf::from(s))),
         }
+    }
+
+    /// "F/B", two numbers: the shares of files and bytes in common.
+    pub fn pair(s: &str) -> Option<Lookaside> {
+        let (f, b) = s.split_once('/')?;
+        Some(Lookaside::Common(f.parse().ok()?, Some(b.parse().ok()?)))
     }
 }
 
 /// Keys of a remote target's `source` table (a generated source tree).
-pub const SOURCE_PARAMS: [&str; 6] = [
+pub const SOURCE_PARAMS: [&str; 7] = [
     "files",
     "dirs",
     "headers",
     "headers_per_job",
     "source_size",
+    "heavy_tail",
     "seed",
 ];
 
@@ -495,7 +508,7 @@ quick_source = { files = 4 }
 
 [factors]
 network = ["100mbit", "2mbit/30ms"]
-lookaside = ["none", 1.0, 0.25]
+lookaside = ["none", 1.0, 0.25, "0.9/0.79"]
 
 [[measurement]]
 name = "b"
@@ -515,10 +528,20 @@ params = { src = "." }
                 ),
                 (
                     "lookaside".to_string(),
-                    vec!["none".to_string(), "1".into(), "0.25".into()]
+                    vec![
+                        "none".to_string(),
+                        "1".into(),
+                        "0.25".into(),
+                        "0.9/0.79".into()
+                    ]
                 ),
             ]
         );
+        assert_eq!(
+            Lookaside::from_level("0.9/0.79"),
+            Some(Lookaside::Common(0.9, Some(0.79)))
+        );
+        assert_eq!(Lookaside::level(Some(&Lookaside::Common(0.5, None))), "0.5");
         match &plan.targets[0].kind {
             TargetKind::Remote {
                 server: RemoteServer::Source(s),
@@ -552,7 +575,12 @@ params = { src = "." }
             "network \"fast\": expected a preset",
         );
         bad("\"2mbit/30ms\"", "\"2mbit/soon\"", "network \"2mbit/soon\"");
-        bad("0.25]", "1.5]", "a share of files in common");
+        bad("0.25,", "1.5,", "a share of files in common");
+        bad(
+            "\"0.9/0.79\"",
+            "\"0.9/1.79\"",
+            "shares of files and bytes in common, each from 0 to 1",
+        );
         bad("source = { files = 20 }", "", "needs `server`");
         bad(
             "source = { files = 20 }",

@@ -417,7 +417,7 @@ impl TargetCx<'_> {
                     ));
                 }
                 let n = typed(ctx, v, Ty::Int, k)?.parse::<u64>().unwrap_or(0);
-                if n == 0 && k != "seed" {
+                if n == 0 && k != "seed" && k != "heavy_tail" {
                     return Err(ctx.err(v.span(), format!("{k}: at least 1")));
                 }
                 params.retain(|(pk, _)| pk != k);

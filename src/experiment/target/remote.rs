@@ -64,12 +64,17 @@ fn lookaside_trees(
             Lookaside::Dir(p) => p
                 .canonicalize()
                 .with_context(|| format!("target {}: lookaside {}", t.name, p.display()))?,
-            Lookaside::Common(keep) => {
-                let r = crate::age::nextver::next_version(served, base, *keep, 0.5, ctx.plan.seed)
+            Lookaside::Common(files, bytes) => {
+                let share = crate::age::nextver::Share {
+                    files: *files,
+                    bytes: *bytes,
+                };
+                let r = crate::age::nextver::next_version(served, base, share, 0.5, ctx.plan.seed)
                     .with_context(|| {
                         format!(
-                            "target {}: making a lookaside tree with {keep} of the files in common",
-                            t.name
+                            "target {}: making a lookaside tree with {} of the files in common",
+                            t.name,
+                            Lookaside::level(Some(&la))
                         )
                     })?;
                 PathBuf::from(r.out)
