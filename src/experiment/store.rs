@@ -578,7 +578,7 @@ mod tests {
         r.flowops.push(f);
         let mut v = serde_json::to_value(&r).unwrap();
         let get = |v: &Value, name: &str| {
-            figures(v)
+            figures(&ChildOutput::read(Kind::Workload, v.clone()).unwrap())
                 .into_iter()
                 .find(|(fl, n, _)| fl.is_empty() && n == name)
                 .map(|x| x.2)

@@ -38,7 +38,8 @@ pub struct ScanArgs {
     /// Descend into directories on other file systems.
     #[arg(long, overrides_with = "one_file_system")]
     pub cross_mounts: bool,
-    /// Worker threads (default: one per core).
+    /// Worker threads (default: 8, or one per core where there are more: more walkers than
+    /// cores keep a cold tree's reads in the device's queue, and cost nothing warm).
     #[arg(short = 'j', long)]
     pub threads: Option<usize>,
     /// Write the summary as JSON to this file ("-" for stdout, replacing the text).
@@ -60,6 +61,13 @@ pub struct ScanArgs {
     /// by the command before [`run`]).
     #[arg(long)]
     pub cold: bool,
+}
+
+/// `fsbench scan`'s walkers when `-j` is not given: at least 8 (measured with `selftest scan
+/// --walkers N`, docs/scan.md: a cold ext4 tree walked 1.9x find's speed with 2 walkers on 2
+/// cores and 2.3x with 8, a warm one 2.0x and 2.3x).
+pub fn default_walkers() -> usize {
+    walk::default_threads().max(8)
 }
 
 /// What `--per-user` adds to the summary.
@@ -525,7 +533,7 @@ fn human_short(v: u64) -> String {
 pub fn run(args: ScanArgs) -> anyhow::Result<()> {
     let opts = WalkOptions {
         cross_mounts: args.cross_mounts,
-        threads: args.threads.unwrap_or_else(walk::default_threads).max(1),
+        threads: args.threads.unwrap_or_else(default_walkers).max(1),
     };
     if args.hash.is_some() && args.output.is_none() {
         anyhow::bail!("--hash stores hashes in a snapshot: give one with -o SNAPSHOT");
