@@ -483,12 +483,7 @@ fn background_lines(rows: &[super::summary::BgRow]) -> Vec<String> {
                 .map(|(k, v)| format!("{k}={v}"))
                 .collect::<Vec<_>>()
                 .join(" ");
-            let status = r
-                .status
-                .iter()
-                .map(|(k, v)| format!("{v} {k}"))
-                .collect::<Vec<_>>()
-                .join(", ");
+            let status = r.status_text();
             format!(
                 "cell {} ({at}): {} ({}, nice {}, ionice {}) beside {} run(s) ({status}): elapsed {:.3} s ± {:.3}, user {:.3} s, system {:.3} s",
                 r.cell,

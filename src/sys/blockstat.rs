@@ -9,9 +9,7 @@ use std::path::Path;
 /// Bytes read so far by the block device at `/sys/dev/block/MAJ:MIN` (a disk or partition,
 /// a loop device), from its `stat` file's third field (sectors read, in 512-byte units).
 fn read_bytes_of(sysfs: &Path) -> Option<u64> {
-    let text = std::fs::read_to_string(sysfs.join("stat")).ok()?;
-    let sectors: u64 = text.split_whitespace().nth(2)?.parse().ok()?;
-    Some(sectors * 512)
+    counters_of(sysfs).map(|c| c.read_bytes)
 }
 
 /// What a block device's `stat` file counts, read at one moment: bytes read (the third

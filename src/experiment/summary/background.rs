@@ -28,6 +28,17 @@ pub struct BgRow {
     pub ionice: Option<String>,
 }
 
+impl BgRow {
+    /// How its runs' backgrounds ended: "2 stopped, 1 ended".
+    pub fn status_text(&self) -> String {
+        self.status
+            .iter()
+            .map(|(k, v)| format!("{v} {k}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
 /// One row per cell and background, for runs kept (ok, not superseded).
 pub(super) fn rows(st: &Store, cells: &[CellRow]) -> Result<Vec<BgRow>> {
     if !st.has_backgrounds() {
@@ -98,12 +109,7 @@ pub fn text(out: &mut String, rows: &[BgRow]) {
         "\nbackground loads (mean over the runs they ran beside; priority as the kernel held it):"
     );
     for r in rows {
-        let status = r
-            .status
-            .iter()
-            .map(|(k, v)| format!("{v} {k}"))
-            .collect::<Vec<_>>()
-            .join(", ");
+        let status = r.status_text();
         let _ = writeln!(
             out,
             "  cell {:>3} {:<14} {:<8} n={:<3} elapsed {:.3} s ±{:.3}  user {:.3} s  system {:.3} s  nice {} ionice {}  ({status})",
