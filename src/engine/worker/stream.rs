@@ -219,8 +219,14 @@ impl Worker<'_> {
             .map_err(|_| Fail::Error(format!("file name {:?} holds a NUL", f.name)))?;
         let flags_extra = if s.osync { libc::O_SYNC } else { 0 };
         if f.external {
-            // opendir: a file fsbench did not create, opened read-only by its path.
-            debug_assert!(!s.writes && !f.create_on_open);
+            // opendir: a file fsbench did not create, opened read-only by its path (the job
+            // file's check refuses a writing job; this holds whatever reached here).
+            if s.writes || f.create_on_open {
+                return Err(Fail::Error(format!(
+                    "open {}: fsbench does not write a file it did not create",
+                    f.name
+                )));
+            }
             // SAFETY: a NUL-terminated path; no O_CREAT, so no mode.
             match unsafe { libc::open(name.as_ptr(), how.flags() | flags_extra | libc::O_NOFOLLOW) }
             {
