@@ -70,6 +70,60 @@ impl Levels<'_> {
         Ok((k.get_ref().clone(), s))
     }
 
+    /// The `compare` table: per factor, `{ level = the level it is compared with }`, each
+    /// level checked and none paired with itself.
+    pub(super) fn pairs(
+        &self,
+        ctx: &Ctx,
+        table: &BTreeMap<Spanned<String>, BTreeMap<Spanned<String>, Spanned<toml::Value>>>,
+    ) -> Result<super::ComparePairs, PlanError> {
+        let mut out = Vec::new();
+        for (factor, pairs) in table {
+            let levels = self.of(factor.get_ref()).ok_or_else(|| {
+                ctx.err(
+                    factor.span(),
+                    format!(
+                        "compare: `{}` is not a factor of this plan",
+                        factor.get_ref()
+                    ),
+                )
+            })?;
+            if pairs.is_empty() {
+                return Err(ctx.err(
+                    factor.span(),
+                    format!(
+                        "compare: `{}` pairs no levels (write {{ LEVEL = OTHER_LEVEL }})",
+                        factor.get_ref()
+                    ),
+                ));
+            }
+            let mut these = Vec::new();
+            for (level, with) in pairs {
+                if !levels.contains(level.get_ref()) {
+                    return Err(ctx.err(
+                        level.span(),
+                        format!(
+                            "compare: {:?} is not a level of `{}` (levels: {})",
+                            level.get_ref(),
+                            factor.get_ref(),
+                            levels.join(", ")
+                        ),
+                    ));
+                }
+                let (_, with_level) = self.check(ctx, factor, with, "compare")?;
+                if &with_level == level.get_ref() {
+                    return Err(ctx.err(
+                        with.span(),
+                        format!("compare: {with_level:?} is compared with itself"),
+                    ));
+                }
+                these.push((level.get_ref().clone(), with_level));
+            }
+            out.push((factor.get_ref().clone(), these));
+        }
+        Ok(out)
+    }
+
     /// A table of factor levels (`baseline` or one `[[exclude]]`), each checked.
     pub(super) fn cell(
         &self,

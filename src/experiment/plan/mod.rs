@@ -272,6 +272,9 @@ impl Measurement {
     }
 }
 
+/// `compare`: per factor, each level paired with the level it is compared with.
+pub type ComparePairs = Vec<(String, Vec<(String, String)>)>;
+
 /// The validated plan.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Plan {
@@ -290,6 +293,7 @@ pub struct Plan {
     pub noise_threshold: f64,
     pub warmup_runs: u32,
     pub baseline: Vec<(String, Value)>,
+    pub compare: ComparePairs,
     pub targets: Vec<Target>,
     pub measurements: Vec<Measurement>,
     /// Levels of the `target` factor (target names).
@@ -366,6 +370,7 @@ pub fn parse(file: &Path, text: &str, quick: bool) -> Result<Plan, PlanError> {
         settings: &setting_levels,
     };
     let baseline = levels.cell(&ctx, &raw.experiment.baseline, "baseline")?;
+    let compare = levels.pairs(&ctx, &raw.experiment.compare)?;
     let excludes = raw
         .excludes
         .iter()
@@ -386,6 +391,7 @@ pub fn parse(file: &Path, text: &str, quick: bool) -> Result<Plan, PlanError> {
         noise_threshold: head.noise_threshold,
         warmup_runs: x.warmup_runs,
         baseline,
+        compare,
         targets,
         measurements,
         target_levels,
@@ -635,6 +641,50 @@ params = { src = "." }
         assert!(q.measurements[0]
             .params
             .contains(&("transactions".into(), "50".into())));
+    }
+
+    #[test]
+    fn compare_pairs_are_checked_and_located() {
+        let with = |c: &str| OK.replace("baseline = { target = \"a\" }", c);
+        let plan = p(&with("compare = { instances = { 2 = 1 } }")).unwrap();
+        assert_eq!(
+            plan.compare,
+            [("instances".to_string(), vec![("2".into(), "1".into())])]
+        );
+        assert!(p(OK).unwrap().compare.is_empty());
+        let e = p(&with("compare = { size = { 2 = 1 } }")).unwrap_err().0;
+        assert!(
+            e.contains("t.toml:5:13: compare: `size` is not a factor of this plan"),
+            "{e}"
+        );
+        let e = p(&with("compare = { target = { c = \"a\" } }"))
+            .unwrap_err()
+            .0;
+        assert!(
+            e.contains("t.toml:5:24: compare: \"c\" is not a level of `target` (levels: a, b)"),
+            "{e}"
+        );
+        let e = p(&with("compare = { target = { b = \"c\" } }"))
+            .unwrap_err()
+            .0;
+        assert!(
+            e.contains("t.toml:5:28: compare: \"c\" is not a level of `target`"),
+            "{e}"
+        );
+        let e = p(&with("compare = { target = { b = \"b\" } }"))
+            .unwrap_err()
+            .0;
+        assert!(
+            e.contains("t.toml:5:28: compare: \"b\" is compared with itself"),
+            "{e}"
+        );
+        let e = p(&with("compare = { target = {} }")).unwrap_err().0;
+        assert!(
+            e.contains("t.toml:5:13: compare: `target` pairs no levels"),
+            "{e}"
+        );
+        let e = p(&with("compare = { target = \"a\" }")).unwrap_err().0;
+        assert!(e.starts_with("t.toml:5:"), "{e}");
     }
 
     #[test]

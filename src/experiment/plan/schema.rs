@@ -70,6 +70,10 @@ pub(super) struct RawExperiment {
     pub(super) warmup_runs: u32,
     #[serde(default)]
     pub(super) baseline: BTreeMap<Spanned<String>, Spanned<toml::Value>>,
+    /// Pairs of levels compared besides the baseline: factor → { level = the level it is
+    /// compared with }.
+    #[serde(default)]
+    pub(super) compare: BTreeMap<Spanned<String>, BTreeMap<Spanned<String>, Spanned<toml::Value>>>,
     /// The share of the bytes a measurement read that its device must serve, below which a
     /// cold or device run is flagged `cache_served`.
     #[serde(default)]

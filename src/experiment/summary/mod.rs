@@ -166,13 +166,34 @@ pub fn summarise_with(st: &Store, include_flagged: bool) -> Result<Summary> {
         finished: finished.is_some(),
         noise_threshold: thr,
         include_flagged,
-        comparisons: figures.comparisons(&cells, &baseline),
+        comparisons: figures.comparisons(&cells, &rules(&baseline, &choices.compare)),
         empty_cells,
         rows,
         baseline,
         adaptive,
         backgrounds,
     })
+}
+
+/// What is compared with what: per baseline factor, every other level with the baseline
+/// level; then each `compare` pair that is not among those (the factor, the level it is
+/// compared with, and the one level compared).
+fn rules(
+    baseline: &BTreeMap<String, String>,
+    compare: &[(String, Vec<(String, String)>)],
+) -> Vec<(String, String, Option<String>)> {
+    let mut out: Vec<(String, String, Option<String>)> = baseline
+        .iter()
+        .map(|(f, b)| (f.clone(), b.clone(), None))
+        .collect();
+    for (factor, pairs) in compare {
+        for (level, with) in pairs {
+            if baseline.get(factor) != Some(with) {
+                out.push((factor.clone(), with.clone(), Some(level.clone())));
+            }
+        }
+    }
+    out
 }
 
 /// A cell: its id, number (from 1), factor levels and headline figures.
@@ -334,22 +355,23 @@ impl Figures {
         rows
     }
 
-    /// For each baseline factor, each cell at another level of it against the cell that
+    /// For each rule (a baseline factor, or one `compare` pair: [`rules`]), each cell at a
+    /// level it compares against the cell that
     /// differs from it only in that factor; grouped by factor, measurement, figure (headline
     /// first) and level.
     fn comparisons(
         &self,
         cells: &[CellRow],
-        baseline: &BTreeMap<String, String>,
+        rules: &[(String, String, Option<String>)],
     ) -> Vec<Comparison> {
         let mut out = Vec::new();
-        for (factor, base_level) in baseline {
+        for (factor, base_level, only) in rules {
             let mut these = Vec::new();
             for cell in cells {
                 let Some(level) = cell.factors.get(factor) else {
                     continue;
                 };
-                if level == base_level {
+                if level == base_level || only.as_ref().is_some_and(|o| o != level) {
                     continue;
                 }
                 let mut want = cell.factors.clone();

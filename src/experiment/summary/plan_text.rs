@@ -1,5 +1,5 @@
 //! What `fsbench results` needs of the stored plan beyond the database's columns: each
-//! measurement's chosen headline figures and the adaptive repetitions. Read from the plan's
+//! measurement's chosen headline figures, the adaptive repetitions and the `compare` pairs. Read from the plan's
 //! stored text (validated when the experiment ran), leniently: the plan's targets and
 //! workloads need not exist any more.
 
@@ -12,6 +12,7 @@ pub struct PlanChoices {
     /// Measurement name → its `figures = [...]`.
     pub figures: Vec<(String, Vec<String>)>,
     pub adaptive: Option<Adaptive>,
+    pub compare: crate::experiment::plan::ComparePairs,
 }
 
 impl PlanChoices {
@@ -40,9 +41,25 @@ impl PlanChoices {
             .and_then(|q| q.get("repetitions"))
             .filter(|_| quick);
         let reps = quick_reps.or_else(|| v.get("experiment").and_then(|e| e.get("repetitions")));
+        let compare = v
+            .get("experiment")
+            .and_then(|e| e.get("compare"))
+            .and_then(Value::as_table)
+            .into_iter()
+            .flatten()
+            .filter_map(|(factor, pairs)| {
+                let pairs = pairs
+                    .as_table()?
+                    .iter()
+                    .filter_map(|(level, with)| Some((level.clone(), level_text(with)?)))
+                    .collect();
+                Some((factor.clone(), pairs))
+            })
+            .collect();
         PlanChoices {
             figures,
             adaptive: reps.and_then(adaptive_of),
+            compare,
         }
     }
 
@@ -55,6 +72,17 @@ impl PlanChoices {
                 .map(|s| s.to_string())
                 .collect(),
         }
+    }
+}
+
+/// A level as the cells' factors hold it (the plan check's conversion).
+fn level_text(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Integer(i) => Some(i.to_string()),
+        Value::Float(f) => Some(f.to_string()),
+        Value::Boolean(b) => Some(b.to_string()),
+        _ => None,
     }
 }
 
@@ -103,5 +131,30 @@ kind = "workload"
         assert_eq!(c.headline("pm", "postmark"), ["total_s"]);
         assert_eq!(c.headline("w", "workload")[0], "ops_per_s");
         assert_eq!(PlanChoices::read(t, true).adaptive, None);
+        assert!(c.compare.is_empty());
+    }
+
+    #[test]
+    fn reads_compare_pairs() {
+        let t = r#"
+[experiment]
+name = "x"
+repetitions = 3
+compare = { target = { ovl-xfs = "xfs", ovl-ext4 = "ext4" }, instances = { 8 = 1 } }
+"#;
+        let c = PlanChoices::read(t, false);
+        assert_eq!(
+            c.compare,
+            [
+                ("instances".to_string(), vec![("8".into(), "1".into())]),
+                (
+                    "target".to_string(),
+                    vec![
+                        ("ovl-ext4".into(), "ext4".into()),
+                        ("ovl-xfs".into(), "xfs".into())
+                    ]
+                ),
+            ]
+        );
     }
 }

@@ -21,13 +21,17 @@ impl Db {
     }
 
     fn with_baseline(tag: &str, baseline: Value) -> Db {
+        Db::with_plan(tag, baseline, PLAN)
+    }
+
+    fn with_plan(tag: &str, baseline: Value, plan: &str) -> Db {
         let dir =
             std::env::temp_dir().join(format!("fsbench-summary-{tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let st = Store::open(&dir).unwrap();
         let exp = st
-            .new_experiment("x", "p.toml", PLAN, "h", false, 1, 2, 0.05, &baseline)
+            .new_experiment("x", "p.toml", plan, "h", false, 1, 2, 0.05, &baseline)
             .unwrap();
         Db { dir, st, exp }
     }
@@ -266,4 +270,52 @@ fn several_baseline_factors_give_a_comparison_each() {
     assert_eq!(t.len(), 2);
     assert!(render_text(&s).contains("compared with instances = 1"));
     assert!(render_text(&s).contains("compared with target = ext4"));
+}
+
+#[test]
+fn compare_pairs_add_the_comparisons_the_baseline_lacks() {
+    let plan = r#"
+[experiment]
+name = "x"
+repetitions = 2
+baseline = { target = "ext4" }
+compare = { target = { overlay = "ext4", ovl-xfs = "xfs" } }
+"#;
+    let mut db = Db::with_plan("pairs", json!({"target": "ext4"}), plan);
+    let targets = ["ext4", "overlay", "xfs", "ovl-xfs"];
+    for (i, t) in targets.iter().enumerate() {
+        let c = db.cell(i, t, "1");
+        for r in 0..3 {
+            db.run(c, r, 100.0 * (i + 1) as f64 + r as f64, RunFlags::default());
+        }
+    }
+    let s = summarise(&db.st).unwrap();
+    let tps: Vec<(&str, &str)> = s
+        .comparisons
+        .iter()
+        .filter(|c| c.figure == "transactions_per_s")
+        .map(|c| (c.level.as_str(), c.baseline.as_str()))
+        .collect();
+    // Every target against ext4, then ovl-xfs against xfs; overlay ÷ ext4 once.
+    assert_eq!(
+        tps,
+        [
+            ("overlay", "ext4"),
+            ("xfs", "ext4"),
+            ("ovl-xfs", "ext4"),
+            ("ovl-xfs", "xfs")
+        ]
+    );
+    let pair = s
+        .comparisons
+        .iter()
+        .find(|c| c.figure == "transactions_per_s" && c.baseline == "xfs")
+        .unwrap();
+    // Means 401 and 301: the ratio of the two cells' means.
+    assert!((pair.ratio - 401.0 / 301.0).abs() < 1e-12, "{}", pair.ratio);
+    assert_eq!((pair.cell, pair.baseline_cell), (4, 3));
+    assert!(pair.significant);
+    let text = render_text(&s);
+    assert!(text.contains("compared with target = xfs"), "{text}");
+    assert!(text.contains("ovl-xfs ÷ xfs"), "{text}");
 }
