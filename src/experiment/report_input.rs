@@ -206,10 +206,21 @@ fn header(st: &super::store::Store, outdir: &Path) -> Result<(i64, ReportInput)>
             |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
         )
         .with_context(|| format!("{} holds no experiment", outdir.display()))?;
+    // Adaptive repetitions give cells different numbers of runs: say the range run.
+    let (fewest, most): (Option<u32>, Option<u32>) = st.db.query_row(
+        "SELECT min(n), max(n) FROM (SELECT count(*) AS n FROM runs r JOIN cells c ON c.id = r.cell_id WHERE c.experiment_id = ?1 GROUP BY r.cell_id)",
+        [exp],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
+    let runs = match (fewest, most) {
+        (Some(a), Some(b)) if a != b => format!("{a} to {b} repetitions per cell"),
+        (Some(a), _) => format!("{a} repetition(s) per cell"),
+        _ => format!("{reps} repetition(s) per cell"),
+    };
     let mut input = ReportInput {
         experiment: true,
         title: Some(format!(
-            "Experiment {name}{}, {reps} repetition(s) per cell, from {}",
+            "Experiment {name}{}, {runs}, from {}",
             if quick { " (--quick scale)" } else { "" },
             outdir.display()
         )),
@@ -611,6 +622,24 @@ mod tests {
             .unwrap();
         assert_eq!(c.rows[0].n, 4);
         assert_eq!(kept.groups[0].configs[1].results.repetitions.len(), 4);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn the_title_gives_the_repetitions_the_cells_ran() {
+        let d = outdir("title");
+        let title = load(&d).unwrap().title.unwrap();
+        assert!(title.contains(", 4 repetition(s) per cell,"), "{title}");
+        // Cells that ran different numbers of rounds (adaptive repetitions): the range.
+        let db = rusqlite::Connection::open(d.join("results.db")).unwrap();
+        db.execute_batch(
+            "DELETE FROM figures WHERE run_id = (SELECT max(id) FROM runs);
+             DELETE FROM flowops WHERE run_id = (SELECT max(id) FROM runs);
+             DELETE FROM runs WHERE id = (SELECT max(id) FROM runs);",
+        )
+        .unwrap();
+        let title = load(&d).unwrap().title.unwrap();
+        assert!(title.contains(", 3 to 4 repetitions per cell,"), "{title}");
         std::fs::remove_dir_all(&d).unwrap();
     }
 
