@@ -141,8 +141,8 @@ pub(super) fn device_of(ctx: &Ctx, d: &RawDevice) -> Result<Device, PlanError> {
     Ok(device)
 }
 
-/// Canonical text of a scalar TOML value.
-pub(super) fn scalar(v: &toml::Value) -> Option<String> {
+/// Canonical text of a scalar TOML value: a factor level as the cells' factors hold it.
+pub(crate) fn scalar(v: &toml::Value) -> Option<String> {
     match v {
         toml::Value::String(s) => Some(s.clone()),
         toml::Value::Integer(i) => Some(i.to_string()),

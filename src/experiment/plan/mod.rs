@@ -34,6 +34,7 @@ mod schema;
 mod targets;
 
 pub use background::{Background, BgKind, BgStop, IoPrio};
+pub(crate) use check::scalar as level_text;
 pub use kinds::{Arg, Kind, Param, Ty};
 
 /// Plan-wide factors over a remote target's settings, applied with `fsbench remote set`.
@@ -646,44 +647,39 @@ params = { src = "." }
     #[test]
     fn compare_pairs_are_checked_and_located() {
         let with = |c: &str| OK.replace("baseline = { target = \"a\" }", c);
+        let err = |c: &str| p(&with(c)).unwrap_err().0;
         let plan = p(&with("compare = { instances = { 2 = 1 } }")).unwrap();
         assert_eq!(
             plan.compare,
             [("instances".to_string(), vec![("2".into(), "1".into())])]
         );
         assert!(p(OK).unwrap().compare.is_empty());
-        let e = p(&with("compare = { size = { 2 = 1 } }")).unwrap_err().0;
-        assert!(
-            e.contains("t.toml:5:13: compare: `size` is not a factor of this plan"),
-            "{e}"
-        );
-        let e = p(&with("compare = { target = { c = \"a\" } }"))
-            .unwrap_err()
-            .0;
-        assert!(
-            e.contains("t.toml:5:24: compare: \"c\" is not a level of `target` (levels: a, b)"),
-            "{e}"
-        );
-        let e = p(&with("compare = { target = { b = \"c\" } }"))
-            .unwrap_err()
-            .0;
-        assert!(
-            e.contains("t.toml:5:28: compare: \"c\" is not a level of `target`"),
-            "{e}"
-        );
-        let e = p(&with("compare = { target = { b = \"b\" } }"))
-            .unwrap_err()
-            .0;
-        assert!(
-            e.contains("t.toml:5:28: compare: \"b\" is compared with itself"),
-            "{e}"
-        );
-        let e = p(&with("compare = { target = {} }")).unwrap_err().0;
-        assert!(
-            e.contains("t.toml:5:13: compare: `target` pairs no levels"),
-            "{e}"
-        );
-        let e = p(&with("compare = { target = \"a\" }")).unwrap_err().0;
+        for (compare, want) in [
+            (
+                "compare = { size = { 2 = 1 } }",
+                "t.toml:5:13: compare: `size` is not a factor of this plan",
+            ),
+            (
+                "compare = { target = { c = \"a\" } }",
+                "t.toml:5:24: compare: \"c\" is not a level of `target` (levels: a, b)",
+            ),
+            (
+                "compare = { target = { b = \"c\" } }",
+                "t.toml:5:28: compare: \"c\" is not a level of `target`",
+            ),
+            (
+                "compare = { target = { b = \"b\" } }",
+                "t.toml:5:28: compare: \"b\" is compared with itself",
+            ),
+            (
+                "compare = { target = {} }",
+                "t.toml:5:13: compare: `target` pairs no levels",
+            ),
+        ] {
+            let e = err(compare);
+            assert!(e.contains(want), "{compare}: {e}");
+        }
+        let e = err("compare = { target = \"a\" }");
         assert!(e.starts_with("t.toml:5:"), "{e}");
     }
 

@@ -175,21 +175,36 @@ pub fn summarise_with(st: &Store, include_flagged: bool) -> Result<Summary> {
     })
 }
 
+/// One comparison rule: the cells at levels of `factor` (every level but `against`, or
+/// `only` that one) against the cell at `against` that differs from each only in `factor`.
+struct Rule {
+    factor: String,
+    against: String,
+    only: Option<String>,
+}
+
 /// What is compared with what: per baseline factor, every other level with the baseline
-/// level; then each `compare` pair that is not among those (the factor, the level it is
-/// compared with, and the one level compared).
+/// level; then each `compare` pair that is not among those.
 fn rules(
     baseline: &BTreeMap<String, String>,
     compare: &[(String, Vec<(String, String)>)],
-) -> Vec<(String, String, Option<String>)> {
-    let mut out: Vec<(String, String, Option<String>)> = baseline
+) -> Vec<Rule> {
+    let mut out: Vec<Rule> = baseline
         .iter()
-        .map(|(f, b)| (f.clone(), b.clone(), None))
+        .map(|(f, b)| Rule {
+            factor: f.clone(),
+            against: b.clone(),
+            only: None,
+        })
         .collect();
     for (factor, pairs) in compare {
         for (level, with) in pairs {
             if baseline.get(factor) != Some(with) {
-                out.push((factor.clone(), with.clone(), Some(level.clone())));
+                out.push(Rule {
+                    factor: factor.clone(),
+                    against: with.clone(),
+                    only: Some(level.clone()),
+                });
             }
         }
     }
@@ -356,16 +371,16 @@ impl Figures {
     }
 
     /// For each rule (a baseline factor, or one `compare` pair: [`rules`]), each cell at a
-    /// level it compares against the cell that
-    /// differs from it only in that factor; grouped by factor, measurement, figure (headline
-    /// first) and level.
-    fn comparisons(
-        &self,
-        cells: &[CellRow],
-        rules: &[(String, String, Option<String>)],
-    ) -> Vec<Comparison> {
+    /// level it compares against the cell that differs from it only in that factor; grouped
+    /// by factor, measurement, figure (headline first) and level.
+    fn comparisons(&self, cells: &[CellRow], rules: &[Rule]) -> Vec<Comparison> {
         let mut out = Vec::new();
-        for (factor, base_level, only) in rules {
+        for Rule {
+            factor,
+            against: base_level,
+            only,
+        } in rules
+        {
             let mut these = Vec::new();
             for cell in cells {
                 let Some(level) = cell.factors.get(factor) else {

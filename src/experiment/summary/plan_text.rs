@@ -1,8 +1,9 @@
 //! What `fsbench results` needs of the stored plan beyond the database's columns: each
-//! measurement's chosen headline figures, the adaptive repetitions and the `compare` pairs. Read from the plan's
-//! stored text (validated when the experiment ran), leniently: the plan's targets and
-//! workloads need not exist any more.
+//! measurement's chosen headline figures, the adaptive repetitions and the `compare` pairs.
+//! Read from the plan's stored text (validated when the experiment ran), leniently: the
+//! plan's targets and workloads need not exist any more.
 
+use crate::experiment::plan::level_text;
 use toml::Value;
 
 pub use crate::experiment::plan::Adaptive;
@@ -72,17 +73,6 @@ impl PlanChoices {
                 .map(|s| s.to_string())
                 .collect(),
         }
-    }
-}
-
-/// A level as the cells' factors hold it (the plan check's conversion).
-fn level_text(v: &Value) -> Option<String> {
-    match v {
-        Value::String(s) => Some(s.clone()),
-        Value::Integer(i) => Some(i.to_string()),
-        Value::Float(f) => Some(f.to_string()),
-        Value::Boolean(b) => Some(b.to_string()),
-        _ => None,
     }
 }
 
