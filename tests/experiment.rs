@@ -449,7 +449,15 @@ fn shipped_plan_checked_at_quick_scale(plan: &str, needs: &[&str], check: impl F
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("no run count in the dry run:\n{dry_text}"));
     let t = Instant::now();
-    let o = run(&["experiment", file, "--quick", "-o", out.to_str().unwrap()]);
+    // Dropping caches for a cold run empties the client cache of every simulated remote
+    // running on the machine, as dropping the kernel's caches empties every page cache. Tests
+    // run side by side, so this plan's remotes live in a state directory of their own: a cold
+    // run in another test must not refetch files in the middle of this plan's runs.
+    let o = bin()
+        .args(["experiment", file, "--quick", "-o", out.to_str().unwrap()])
+        .env("FSBENCH_REMOTE_STATE_DIR", s.path().join("remotes"))
+        .output()
+        .expect("fsbench runs");
     eprintln!(
         "{what}: {planned} runs in {:.0} s",
         t.elapsed().as_secs_f64()
