@@ -298,6 +298,12 @@ memory = "64M"
         } else {
             assert_eq!(r.factors["memory"], "none");
             assert!(r.applied.get("memory").is_none());
+            if r.flags.get("caches_dropped_elsewhere").is_some() {
+                // Another test's cold run emptied the page cache under this warm read: the
+                // run says so (and is marked disturbed), and what it read is not judged here.
+                eprintln!("warm read disturbed by a cache drop elsewhere: {}", r.flags);
+                continue;
+            }
             let cs = &r.flags["cache_served"];
             assert_eq!(cs["measured_read_bytes"].as_f64().unwrap(), bytes);
             assert!(cs["device_read_bytes"].as_f64().unwrap() < bytes * 0.5);

@@ -158,6 +158,7 @@ pub fn drop_caches() -> Result<(), EngineError> {
             "cannot drop the page cache (writing /proc/sys/vm/drop_caches: {e}); --cold needs root"
         ))
     })?;
+    crate::sys::cachedrops::note_own();
     hooks::drop_caches().map_err(EngineError::Cold)
 }
 

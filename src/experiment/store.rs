@@ -152,6 +152,11 @@ pub struct RunFlags {
     /// A cold cell's caches were dropped right before this run (what, when).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cold: Option<String>,
+    /// Another process dropped the kernel's caches this many times during the measurement
+    /// (the child's count): the run did not keep its cell's cache state. The run is marked
+    /// disturbed (kept, and repeated by `--strict`), as other load is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caches_dropped_elsewhere: Option<u64>,
 }
 
 /// The device's own account of a run's reads against what the measurement read.

@@ -270,21 +270,39 @@ fn repetition(
     };
     // On a simulated disk: how late its replies were during this repetition.
     let probe = crate::engine::hooks::probe(&existing_ancestor(&m.target()));
+    // Another process dropping the kernel's caches while this one measures (a cold run
+    // beside a warm one) makes the cache state the notes state untrue: counted and said.
+    let drops = crate::sys::cachedrops::Count::now();
     let mut r = match m.window() {
         Window::Driver => driver_window(m)?,
         Window::Own => m.run_once()?,
     };
+    let elsewhere = drops
+        .zip(crate::sys::cachedrops::Count::now())
+        .map(|(before, after)| before.others_since(after))
+        .filter(|n| *n > 0);
     if let Some(p) = probe {
         r.disk = p.record(&mut r.notes);
     }
     r.cold = a.cold;
-    let notes = voice.cache_notes(a.cold, remounted.as_deref());
+    let mut notes = voice.cache_notes(a.cold, remounted.as_deref());
+    if let Some(n) = elsewhere {
+        notes.push(dropped_elsewhere_note(n));
+    }
+    r.caches_dropped_elsewhere = elsewhere;
     r.notes.splice(0..0, notes);
     if m.window() == Window::Driver {
         r.host = stats::host::collect(&m.target());
     }
     r.calibration = calibration.clone();
     Ok(r)
+}
+
+/// The note of a measurement during which other processes dropped the kernel's caches.
+pub fn dropped_elsewhere_note(n: u64) -> String {
+    format!(
+        "cache: another process dropped the kernel's caches {n} time(s) during the measurement (/proc/vmstat drop_pagecache): it did not run from the cache state it asked for"
+    )
 }
 
 /// [`Measurement::run_once`] in the driver's window: every rank starts together (MPI), the

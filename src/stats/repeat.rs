@@ -183,6 +183,11 @@ pub fn combine(runs: Vec<Results>) -> Results {
     // The device's reads and busy time: over every repetition, as the duration is.
     let device_read_bytes = all.iter().map(|r| r.device_read_bytes).sum();
     let device_busy_s = all.iter().map(|r| r.device_busy_s).sum();
+    // Drops made elsewhere: over every repetition.
+    let caches_dropped_elsewhere = all
+        .iter()
+        .filter_map(|r| r.caches_dropped_elsewhere)
+        .reduce(|a, b| a + b);
     let shares: Vec<&[super::shares::ProcessShare]> =
         all.iter().map(|r| r.processes.as_slice()).collect();
     let processes = super::shares::combine(&shares, d);
@@ -190,6 +195,7 @@ pub fn combine(runs: Vec<Results>) -> Results {
         duration_s: duration,
         device_read_bytes,
         device_busy_s,
+        caches_dropped_elsewhere,
         processes,
         disk,
         ranks: Vec::new(),

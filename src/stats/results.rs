@@ -235,6 +235,12 @@ pub struct Results {
     /// `duration_s` it is the disk's utilisation, the figure `device_util`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device_busy_s: Option<f64>,
+    /// How many times another process dropped the kernel's caches during the measurement
+    /// (`drop_pagecache` in /proc/vmstat, less fsbench's own drops); absent when none did,
+    /// or where the kernel does not count them. The measurement did not run from the cache
+    /// state it asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caches_dropped_elsewhere: Option<u64>,
     /// With two or more processes: each one's bytes, bandwidth and share of the bytes
     /// (see [`super::shares`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -324,6 +330,7 @@ impl Results {
             ended_early: None,
             device_read_bytes: None,
             device_busy_s: None,
+            caches_dropped_elsewhere: None,
             processes: Vec::new(),
             threads: 0,
             layout: LayoutResult::default(),

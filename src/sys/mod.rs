@@ -1,6 +1,7 @@
 //! System-level helpers that depend on nothing else of fsbench.
 
 pub mod blockstat;
+pub mod cachedrops;
 pub mod fsmagic;
 pub mod io;
 pub mod iosched;

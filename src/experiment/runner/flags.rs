@@ -109,6 +109,7 @@ impl Facts<'_> {
             cache_served,
             warmed: self.warmed && self.cache == "warm",
             cold: (self.cache == "cold").then(|| cold_description(self.kind)),
+            caches_dropped_elsewhere: results.results().and_then(|r| r.caches_dropped_elsewhere),
         }
     }
 }

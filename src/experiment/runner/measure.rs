@@ -183,6 +183,13 @@ impl Run<'_> {
             disturbed |= *d;
         }
         let remote_run = remote_run.map(|(r, _)| r);
+        // Another process dropped the kernel's caches while the child measured: as other load.
+        if let Outcome::Ok(c) = &outcome {
+            disturbed |= c
+                .output
+                .results()
+                .is_some_and(|r| r.caches_dropped_elsewhere.is_some());
+        }
         let noise =
             json!({"load_avg_1": before.load1, "other_cpu_frac": other, "disturbed": disturbed});
         let experiment = json!({"name": plan.name, "cell": cell.idx + 1, "repetition": rep + 1, "factors": labels_json(plan, cell), "applied": applied, "noise": noise});

@@ -43,6 +43,9 @@ pub struct Row {
     pub ended_early: usize,
     /// Runs of the cell whose device served less than the stated share of what was read.
     pub cache_served: usize,
+    /// Runs of the cell during which another process dropped the kernel's caches (counted
+    /// among `disturbed` too).
+    pub caches_dropped_elsewhere: usize,
     /// Flagged runs left out of `n`, the mean and the comparisons (0 with --include-flagged).
     pub excluded: usize,
     /// The largest-gap test of the repetitions (docs/experiments.md).
@@ -270,6 +273,7 @@ struct FlagCounts {
     failed: usize,
     ended_early: usize,
     cache_served: usize,
+    dropped_elsewhere: usize,
     excluded: usize,
 }
 
@@ -313,6 +317,7 @@ impl Figures {
                 counts.disturbed += disturbed as usize;
                 counts.ended_early += flags.ended_early.is_some() as usize;
                 counts.cache_served += flags.cache_served.is_some() as usize;
+                counts.dropped_elsewhere += flags.caches_dropped_elsewhere.is_some() as usize;
                 if flags.flagged() && !include_flagged {
                     counts.excluded += 1;
                     continue;
@@ -363,6 +368,7 @@ impl Figures {
                 failed: fl.failed,
                 ended_early: fl.ended_early,
                 cache_served: fl.cache_served,
+                caches_dropped_elsewhere: fl.dropped_elsewhere,
                 excluded: fl.excluded,
                 bimodal: modality(xs),
             });

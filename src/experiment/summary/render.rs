@@ -86,6 +86,13 @@ fn flags_text(r: &Row, s: &Summary) -> String {
     if r.cache_served > 0 {
         let _ = write!(flags, "  [CACHE SERVED: {} run(s), {kept}]", r.cache_served);
     }
+    if r.caches_dropped_elsewhere > 0 {
+        let _ = write!(
+            flags,
+            "  [CACHES DROPPED ELSEWHERE: {} run(s), by another process]",
+            r.caches_dropped_elsewhere
+        );
+    }
     flags
 }
 
@@ -355,6 +362,13 @@ pub fn render_markdown(s: &Summary) -> String {
         }
         if r.cache_served > 0 {
             let _ = write!(flags, " ({} cache served)", r.cache_served);
+        }
+        if r.caches_dropped_elsewhere > 0 {
+            let _ = write!(
+                flags,
+                " ({} caches dropped elsewhere)",
+                r.caches_dropped_elsewhere
+            );
         }
         let _ = writeln!(
             out,
