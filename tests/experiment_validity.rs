@@ -138,6 +138,19 @@ params = { tree_files = 3000, tree_dirs = 30 }
             .filter(|r| r.factors["target"] == t && r.cache == cache)
             .collect()
     };
+    // A warm walk whose caches another test's cold run dropped says so; it is not judged.
+    let undisturbed = |t: &str| -> Vec<&Run> {
+        on(t, "warm")
+            .into_iter()
+            .filter(|r| {
+                let hit = r.flags.get("caches_dropped_elsewhere").is_some();
+                if hit {
+                    eprintln!("warm walk disturbed by a cache drop elsewhere: {}", r.flags);
+                }
+                !hit
+            })
+            .collect()
+    };
     let mut after_cold = 0;
     for (i, r) in runs.iter().enumerate() {
         if r.cache == "cold" {
@@ -172,7 +185,7 @@ params = { tree_files = 3000, tree_dirs = 30 }
             cold_reads >= 256.0 * 1024.0,
             "{t}: cold walks read {all:?} bytes"
         );
-        for w in on(t, "warm") {
+        for w in undisturbed(t) {
             assert!(
                 device(w) * 10.0 <= cold_reads,
                 "{t}: a warm walk read {} bytes from its device, a cold one {cold_reads}",
@@ -182,7 +195,7 @@ params = { tree_files = 3000, tree_dirs = 30 }
     }
     let cold: Vec<f64> = on("hdd", "cold").into_iter().map(elapsed).collect();
     let fastest_cold = cold.iter().cloned().fold(f64::INFINITY, f64::min);
-    for w in on("hdd", "warm") {
+    for w in undisturbed("hdd") {
         assert!(
             elapsed(w) * 2.0 <= fastest_cold,
             "a warm walk took {:.3} s, the fastest cold one {fastest_cold:.3} s (cold: {cold:?})",
