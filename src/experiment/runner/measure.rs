@@ -103,6 +103,18 @@ fn measure(
     })
 }
 
+/// Whether another process dropped the kernel's caches while the child measured (the
+/// child's count): a disturbance, as other load is.
+fn dropped_elsewhere(outcome: &Outcome) -> bool {
+    match outcome {
+        Outcome::Ok(c) => c
+            .output
+            .results()
+            .is_some_and(|r| r.caches_dropped_elsewhere.is_some()),
+        _ => false,
+    }
+}
+
 /// The remounts a `cache = remount` run made (or asked for), as the child or the runner
 /// logged them.
 type RemountLog = std::sync::Arc<std::sync::Mutex<Vec<String>>>;
@@ -183,13 +195,7 @@ impl Run<'_> {
             disturbed |= *d;
         }
         let remote_run = remote_run.map(|(r, _)| r);
-        // Another process dropped the kernel's caches while the child measured: as other load.
-        if let Outcome::Ok(c) = &outcome {
-            disturbed |= c
-                .output
-                .results()
-                .is_some_and(|r| r.caches_dropped_elsewhere.is_some());
-        }
+        disturbed |= dropped_elsewhere(&outcome);
         let noise =
             json!({"load_avg_1": before.load1, "other_cpu_frac": other, "disturbed": disturbed});
         let experiment = json!({"name": plan.name, "cell": cell.idx + 1, "repetition": rep + 1, "factors": labels_json(plan, cell), "applied": applied, "noise": noise});
