@@ -690,6 +690,18 @@ fn shipped_plan_lookaside_at_quick_scale() {
             let hits = |la: &str| remote_figure(out, "build", net, la, "remote.lookaside_hits");
             assert!(hits("0.9/0.79") > hits("0.28/0.13"), "{net}");
             assert_eq!(hits("none"), 0.0, "{net}: hits without a lookaside tree");
+            // The virtual machine's resume reads its whole image: nothing crosses the network
+            // when the device holds the same image, less the more it has in common.
+            let fetched = |la: &str| remote_figure(out, "resume", net, la, "remote.bytes_fetched");
+            let (none, same) = (fetched("none"), fetched("1"));
+            let (high, low) = (fetched("0.9/0.79"), fetched("0.28/0.13"));
+            assert_eq!(same, 0.0, "{net}: fetched {same} with the same image");
+            assert!(
+                0.0 < high && high < low && low < none,
+                "{net}: resume fetched {high} at 0.9/0.79, {low} at 0.28/0.13, {none} without"
+            );
+            let read = remote_figure(out, "resume", net, "none", "bytes");
+            assert!(none >= read, "{net}: read {read} but fetched {none}");
         }
     });
 }
@@ -1290,9 +1302,9 @@ params = {{ tree_files = 200, tree_dirs = 4 }}
     assert_eq!(v["rows"][0]["n"], 2, "{v}");
 }
 
-/// The dry run's estimate of a build over a remote counts the modelled network: the
-/// lookaside plan's 100 kbit/s cells dominate it (from its file counts and CPU alone it
-/// came to under two minutes).
+/// The dry run's estimate of a build and a read over a remote counts the modelled network:
+/// the lookaside plan's 100 kbit/s build cells and 1 Mbit/s resume cells dominate it (from
+/// its file counts and CPU alone it came to under two minutes).
 #[test]
 fn dry_run_estimates_a_remote_build_from_its_network() {
     let plan = Path::new(env!("CARGO_MANIFEST_DIR")).join("plans/lookaside.toml");

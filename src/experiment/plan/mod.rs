@@ -372,11 +372,22 @@ pub fn parse(file: &Path, text: &str, quick: bool) -> Result<Plan, PlanError> {
     };
     let baseline = levels.cell(&ctx, &raw.experiment.baseline, "baseline")?;
     let compare = levels.pairs(&ctx, &raw.experiment.compare)?;
-    let excludes = raw
-        .excludes
-        .iter()
-        .map(|e| levels.cell(&ctx, e, "exclude"))
-        .collect::<Result<Vec<_>, _>>()?;
+    // Under --quick an exclusion may name a level only the full scale has: it excludes
+    // nothing there, and is checked against the full-scale plan instead (a typo still fails).
+    let mut full: Option<Result<Plan, PlanError>> = None;
+    let mut excludes = Vec::new();
+    for e in &raw.excludes {
+        match levels.cell(&ctx, e, "exclude") {
+            Ok(c) => excludes.push(c),
+            Err(err) if quick => {
+                let full = full.get_or_insert_with(|| parse(file, text, false));
+                if full.is_err() {
+                    return Err(err);
+                }
+            }
+            Err(err) => return Err(err),
+        }
+    }
     let x = &raw.experiment;
     Ok(Plan {
         file: file.to_path_buf(),
@@ -522,6 +533,29 @@ name = "b"
 kind = "build"
 params = { src = "." }
 "#;
+
+    /// Under --quick, an exclusion naming a level only the full scale runs excludes nothing;
+    /// one naming no level at all is still refused, with its place.
+    #[test]
+    fn a_quick_scale_keeps_exclusions_of_full_scale_levels() {
+        let text = format!("{REMOTE}\n[[exclude]]\nnetwork = \"100mbit\"\nlookaside = 1.0\n");
+        let full = p(&text).unwrap();
+        assert_eq!(full.excludes.len(), 1);
+        let q = parse(Path::new("t.toml"), &text, true).unwrap();
+        assert!(q.excludes.is_empty());
+        let typo = text.replace(
+            "network = \"100mbit\"\nlookaside",
+            "network = \"100mbits\"\nlookaside",
+        );
+        for quick in [false, true] {
+            let e = parse(Path::new("t.toml"), &typo, quick).unwrap_err().0;
+            assert!(
+                e.contains("\"100mbits\" is not a level of `network`"),
+                "{e}"
+            );
+            assert!(e.starts_with("t.toml:25:11:"), "{e}");
+        }
+    }
 
     #[test]
     fn remote_targets_and_their_factors() {

@@ -159,7 +159,7 @@ fn estimate(plan: &Plan, cells: &[Cell], outdir: &Path) {
         );
     }
     if from_params > 0 {
-        crate::outln!("  {from_params} cells from their parameters (a workload's duration and warm-up; the others at rough rates of this machine class: PostMark 2,000 files or transactions/s, find 20,000 entries/s, read 200 MB/s, build and Andrew from their file counts and CPU time over this machine's cores, a build over a remote's generated tree also from its modelled network; twice for a warm cell's unmeasured pass)");
+        crate::outln!("  {from_params} cells from their parameters (a workload's duration and warm-up; the others at rough rates of this machine class: PostMark 2,000 files or transactions/s, find 20,000 entries/s, read 200 MB/s, build and Andrew from their file counts and CPU time over this machine's cores, a build or read over a remote's generated tree also from its modelled network; twice for a warm cell's unmeasured pass)");
     }
     if unknown > 0 {
         crate::outln!(
@@ -239,10 +239,13 @@ fn from_parameters(plan: &Plan, c: &Cell) -> Option<f64> {
             per * get("instances").unwrap_or(1.0).max(1.0) / 2000.0
         }
         Kind::Find => get("tree_files")? / 20_000.0,
-        Kind::Read => {
-            let files = get("tree_files")?;
-            files * get("tree_file_size").unwrap_or(4608.0) / 200e6 + files / 20_000.0
-        }
+        Kind::Read => match remote_read(plan, c) {
+            Some(s) => s,
+            None => {
+                let files = get("tree_files")?;
+                files * get("tree_file_size").unwrap_or(4608.0) / 200e6 + files / 20_000.0
+            }
+        },
         Kind::Build => {
             // Jobs beyond the machine's cores do not compile faster.
             let cores = crate::walk::default_threads() as f64;
@@ -290,52 +293,94 @@ fn from_parameters(plan: &Plan, c: &Cell) -> Option<f64> {
 /// as ~2 KiB each. Against runs at 100 kbit/s (60 sources, 5 headers each): 177 s
 /// measured, 213 s estimated without lookaside.
 fn remote_build(plan: &Plan, c: &Cell) -> Option<(f64, f64)> {
-    use crate::experiment::plan::{Lookaside, RemoteServer, TargetKind};
     let m = &plan.measurements[c.measurement];
     m.params.iter().find(|(k, _)| k == "src")?;
-    let t = plan.targets.iter().find(|t| t.name == c.target)?;
-    let TargetKind::Remote {
-        server: RemoteServer::Source(params),
-        network,
-        lookaside,
-        ..
-    } = &t.kind
-    else {
-        return None;
-    };
-    let spec = crate::apps::build::TreeSpec::with(params);
-    let files = spec.files as f64;
-    let headers = spec.headers.max(1) as f64;
-    let bytes = files * spec.source_size as f64 + headers * 2048.0;
-    let level = |k: &str| {
-        c.settings
-            .iter()
-            .find(|(n, _)| n == k)
-            .map(|(_, v)| v.clone())
-    };
-    let network = level("network").unwrap_or_else(|| network.clone());
-    let (bw, rtt) = match network.split_once('/') {
-        Some((b, r)) => (
-            crate::remote::model::parse_bandwidth(b).ok()?,
-            crate::remote::model::parse_rtt(r).ok()?,
-        ),
-        None => {
-            let n = crate::remote::model::Net::preset(&network)?;
-            (n.bandwidth_bps, n.rtt_s)
-        }
-    };
-    let la = match level("lookaside") {
-        Some(l) => Lookaside::from_level(&l),
-        None => lookaside.clone(),
-    };
-    let (trips, fetched) = match la {
-        None => (2.0, 1.0),
-        Some(Lookaside::Common(f, b)) => (3.0, 1.0 - b.unwrap_or(f)),
-        Some(Lookaside::Dir(_)) => (3.0, 1.0),
-    };
-    let per_source = trips + spec.headers_per_job.min(spec.headers.max(1)) as f64;
+    let r = RemoteTree::of(plan, c)?;
+    let (files, headers) = (r.spec.files as f64, r.spec.headers.max(1) as f64);
+    let per_source = r.trips + r.spec.headers_per_job.min(r.spec.headers.max(1)) as f64;
     Some((
         files,
-        files * per_source * rtt + headers * trips * rtt + bytes * fetched * 8.0 / bw,
+        files * per_source * r.rtt + headers * r.trips * r.rtt + r.transfer_s(),
     ))
+}
+
+/// `read` of a remote target's whole generated tree (`path = "."`): per file (sources and
+/// headers) the round trips of [`remote_build`]'s sources without their headers, then the
+/// bytes not in the lookaside tree at the link's bandwidth.
+fn remote_read(plan: &Plan, c: &Cell) -> Option<f64> {
+    let m = &plan.measurements[c.measurement];
+    let path = m.params.iter().find(|(k, _)| k == "path")?;
+    if path.1 != "." {
+        return None;
+    }
+    let r = RemoteTree::of(plan, c)?;
+    let files = (r.spec.files + r.spec.headers.max(1)) as f64;
+    Some(files * r.trips * r.rtt + r.transfer_s())
+}
+
+/// A cell's remote target with a generated tree, and the network and lookaside it runs at.
+struct RemoteTree {
+    spec: crate::apps::build::TreeSpec,
+    /// Bits per second and seconds.
+    bw: f64,
+    rtt: f64,
+    /// Round trips per file and the share of the bytes that crosses the network.
+    trips: f64,
+    fetched: f64,
+}
+
+impl RemoteTree {
+    fn of(plan: &Plan, c: &Cell) -> Option<RemoteTree> {
+        use crate::experiment::plan::{Lookaside, RemoteServer, TargetKind};
+        let t = plan.targets.iter().find(|t| t.name == c.target)?;
+        let TargetKind::Remote {
+            server: RemoteServer::Source(params),
+            network,
+            lookaside,
+            ..
+        } = &t.kind
+        else {
+            return None;
+        };
+        let level = |k: &str| {
+            c.settings
+                .iter()
+                .find(|(n, _)| n == k)
+                .map(|(_, v)| v.clone())
+        };
+        let network = level("network").unwrap_or_else(|| network.clone());
+        let (bw, rtt) = match network.split_once('/') {
+            Some((b, r)) => (
+                crate::remote::model::parse_bandwidth(b).ok()?,
+                crate::remote::model::parse_rtt(r).ok()?,
+            ),
+            None => {
+                let n = crate::remote::model::Net::preset(&network)?;
+                (n.bandwidth_bps, n.rtt_s)
+            }
+        };
+        let la = match level("lookaside") {
+            Some(l) => Lookaside::from_level(&l),
+            None => lookaside.clone(),
+        };
+        let (trips, fetched) = match la {
+            None => (2.0, 1.0),
+            Some(Lookaside::Common(f, b)) => (3.0, 1.0 - b.unwrap_or(f)),
+            Some(Lookaside::Dir(_)) => (3.0, 1.0),
+        };
+        Some(RemoteTree {
+            spec: crate::apps::build::TreeSpec::with(params),
+            bw,
+            rtt,
+            trips,
+            fetched,
+        })
+    }
+
+    /// The seconds the bytes not in the lookaside tree take at the link's bandwidth.
+    fn transfer_s(&self) -> f64 {
+        let bytes = self.spec.files as f64 * self.spec.source_size as f64
+            + self.spec.headers.max(1) as f64 * 2048.0;
+        bytes * self.fetched * 8.0 / self.bw
+    }
 }
