@@ -104,19 +104,9 @@ fn header(o: &mut String, r: &Results) {
         } else {
             &r.host.device
         },
-        cache_state(r),
+        if r.cold { "cold cache" } else { "warm cache" },
         if r.interrupted { " (interrupted)" } else { "" }
     );
-}
-
-/// The cache state the run started from, and whether another process dropped the caches
-/// while it ran.
-fn cache_state(r: &Results) -> String {
-    let state = if r.cold { "cold cache" } else { "warm cache" };
-    match r.caches_dropped_elsewhere {
-        Some(n) => format!("{state}; caches dropped {n} time(s) by another process during the run"),
-        None => state.to_string(),
-    }
 }
 
 /// Filebench's per-operation breakdown, with percentiles and CPU per operation.
@@ -301,22 +291,5 @@ fn num(v: f64) -> String {
         format!("{v:.1}")
     } else {
         format!("{v:.4}")
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_header_says_when_another_process_dropped_the_caches() {
-        let mut r = Results::new("w", "w", 1, std::path::Path::new("/x"));
-        assert_eq!(cache_state(&r), "warm cache");
-        r.cold = true;
-        r.caches_dropped_elsewhere = Some(2);
-        assert_eq!(
-            cache_state(&r),
-            "cold cache; caches dropped 2 time(s) by another process during the run"
-        );
     }
 }
