@@ -68,6 +68,8 @@ const OPTIONAL: &[&str] = &[
     // Only when a timed run ended before its duration, and only on a block device.
     "ended_early",
     "device_read_bytes",
+    // Only when another process dropped the kernel's caches during the measurement.
+    "caches_dropped_elsewhere",
 ];
 
 fn optional(path: &str) -> bool {
