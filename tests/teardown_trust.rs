@@ -209,7 +209,16 @@ fn cleanup_after_kill_leaves_a_reused_loop_device_and_mount_point_alone() {
         .unwrap_or_else(|| panic!("no loop device in {journal}"))
         .to_string();
     let mnt = out.join("mnt/ext4").canonicalize().unwrap();
-    // Someone else takes over: unmount, wait for the measurement to let go, detach.
+    // Their image is made first, so that the device is free for as short a time as can be:
+    // tests run side by side, and another one may attach the lowest free loop device.
+    let theirs = s.path().join("theirs.img");
+    std::fs::File::create(&theirs)
+        .unwrap()
+        .set_len(32 << 20)
+        .unwrap();
+    run_ok("mkfs.ext4", &["-q", "-F", theirs.to_str().unwrap()]).unwrap();
+    // Someone else takes over: unmount, wait for the measurement to let go, detach, attach
+    // theirs (again if another test took the device number meanwhile, once it is free).
     run_ok("umount", &["-l", mnt.to_str().unwrap()]).unwrap();
     let t = Instant::now();
     loop {
@@ -220,14 +229,13 @@ fn cleanup_after_kill_leaves_a_reused_loop_device_and_mount_point_alone() {
         assert!(t.elapsed() < Duration::from_secs(60), "{dev} stays busy");
         std::thread::sleep(Duration::from_millis(200));
     }
-    let theirs = s.path().join("theirs.img");
-    std::fs::File::create(&theirs)
-        .unwrap()
-        .set_len(32 << 20)
-        .unwrap();
-    run_ok("mkfs.ext4", &["-q", "-F", theirs.to_str().unwrap()]).unwrap();
+    let t = Instant::now();
+    while let Err(e) = run_ok("losetup", &[&dev, theirs.to_str().unwrap()]) {
+        assert!(t.elapsed() < Duration::from_secs(60), "{e}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // Detached when the test ends: the device is theirs now, not another test's.
     let their_loop = Loop(dev.clone());
-    run_ok("losetup", &[&dev, theirs.to_str().unwrap()]).unwrap();
     let their_mount = Mount(mnt.clone());
     run_ok("mount", &[&dev, mnt.to_str().unwrap()]).unwrap();
     std::fs::write(mnt.join("their-file"), b"theirs").unwrap();
