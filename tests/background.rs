@@ -77,14 +77,7 @@ fn a_background_runs_beside_the_measurement_at_its_priority_and_is_stopped_after
         "{dt}"
     );
     assert!(dt.contains("--duration 60"), "{dt}");
-    let o = run(&[
-        "experiment",
-        p.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-    ]);
-    let t = text(&o);
-    assert!(o.status.success(), "{t}");
+    experiment_ok(&p, &out);
     let db = rusqlite::Connection::open(out.join("results.db")).unwrap();
     // Stored beside the runs of the cell that names it, and only those.
     type Row = (i64, String, String, String, f64, Option<String>, String);

@@ -68,13 +68,7 @@ factors = {{ load = ["dropper"] }}
     )
     .unwrap();
     let out = s.path().join("out");
-    let o = run(&[
-        "experiment",
-        plan.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
+    experiment_ok(&plan, &out);
     let db = rusqlite::Connection::open(out.join("results.db")).unwrap();
     let mut q = db
         .prepare("SELECT results_json, flags_json FROM runs WHERE status = 'ok' ORDER BY id")

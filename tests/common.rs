@@ -12,6 +12,18 @@ pub fn run(args: &[&str]) -> Output {
     bin().args(args).output().expect("fsbench runs")
 }
 
+/// `fsbench experiment PLAN -o OUT`, which must succeed (its output is in the panic if not).
+pub fn experiment_ok(plan: &Path, out: &Path) -> Output {
+    let o = run(&[
+        "experiment",
+        plan.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    o
+}
+
 pub fn text(o: &Output) -> String {
     format!(
         "--- stdout\n{}\n--- stderr\n{}",

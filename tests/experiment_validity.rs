@@ -62,8 +62,7 @@ fn runs(out: &Path) -> Vec<Run> {
 }
 
 fn experiment(plan: &str, out: &Path) {
-    let o = run(&["experiment", plan, "-o", out.to_str().unwrap()]);
-    assert!(o.status.success(), "{}", text(&o));
+    experiment_ok(Path::new(plan), out);
 }
 
 fn cgroup_gone(applied: &Value) {

@@ -1025,14 +1025,7 @@ fn experiments_run_fio_job_files_as_workloads() {
     )
     .unwrap();
     let out = d.path().join("out");
-    let o = run(&[
-        "experiment",
-        plan.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-    ]);
-    let t = text(&o);
-    assert!(o.status.success(), "{t}");
+    let t = text(&experiment_ok(&plan, &out));
     assert!(out.join("results.db").is_file(), "{t}");
     assert!(t.contains("read_ops_per_s"), "{t}");
     // Nothing left in the target but what was there.

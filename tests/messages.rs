@@ -452,13 +452,7 @@ fn results_and_report_read_an_older_database_without_changing_it() {
     )
     .unwrap();
     let out = d.path().join("out");
-    let o = run(&[
-        "experiment",
-        plan.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
+    experiment_ok(&plan, &out);
     let db = out.join("results.db");
     {
         let c = rusqlite::Connection::open(&db).unwrap();

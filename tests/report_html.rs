@@ -247,13 +247,7 @@ kind = "layout"
     )
     .unwrap();
     let out = dir.path().join("out");
-    let o = run(&[
-        "experiment",
-        plan.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
+    experiment_ok(&plan, &out);
     let html = out.join("report.html");
     let page = std::fs::read_to_string(&html).unwrap();
     let ids: Vec<String> = page

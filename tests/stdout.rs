@@ -219,13 +219,7 @@ fn diff_read_age_and_results_exports_own_stdout() {
     )
     .unwrap();
     let out = dir.path().join("out");
-    let o = run(&[
-        "experiment",
-        plan.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
+    experiment_ok(&plan, &out);
     for f in ["json", "csv", "markdown"] {
         check(&["results", out.to_str().unwrap()], f);
     }
@@ -314,13 +308,7 @@ fn lost_output_inputs(dir: &Scratch) -> (String, String, String, String) {
     )
     .unwrap();
     let out = dir.path().join("out");
-    let o = run(&[
-        "experiment",
-        plan.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
+    experiment_ok(&plan, &out);
     let s = |p: std::path::PathBuf| p.to_str().unwrap().to_string();
     (s(wl), s(json), s(tr), s(out))
 }

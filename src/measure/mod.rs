@@ -299,7 +299,7 @@ fn repetition(
 }
 
 /// The note of a measurement during which other processes dropped the kernel's caches.
-pub fn dropped_elsewhere_note(n: u64) -> String {
+fn dropped_elsewhere_note(n: u64) -> String {
     format!(
         "cache: another process dropped the kernel's caches {n} time(s) during the measurement (/proc/vmstat drop_pagecache): it did not run from the cache state it asked for"
     )

@@ -374,17 +374,14 @@ pub fn parse(file: &Path, text: &str, quick: bool) -> Result<Plan, PlanError> {
     let compare = levels.pairs(&ctx, &raw.experiment.compare)?;
     // Under --quick an exclusion may name a level only the full scale has: it excludes
     // nothing there, and is checked against the full-scale plan instead (a typo still fails).
-    let mut full: Option<Result<Plan, PlanError>> = None;
+    let mut full_scale_ok: Option<bool> = None;
     let mut excludes = Vec::new();
     for e in &raw.excludes {
         match levels.cell(&ctx, e, "exclude") {
             Ok(c) => excludes.push(c),
-            Err(err) if quick => {
-                let full = full.get_or_insert_with(|| parse(file, text, false));
-                if full.is_err() {
-                    return Err(err);
-                }
-            }
+            Err(_)
+                if quick
+                    && *full_scale_ok.get_or_insert_with(|| parse(file, text, false).is_ok()) => {}
             Err(err) => return Err(err),
         }
     }

@@ -273,7 +273,7 @@ struct FlagCounts {
     failed: usize,
     ended_early: usize,
     cache_served: usize,
-    dropped_elsewhere: usize,
+    caches_dropped_elsewhere: usize,
     excluded: usize,
 }
 
@@ -317,7 +317,8 @@ impl Figures {
                 counts.disturbed += disturbed as usize;
                 counts.ended_early += flags.ended_early.is_some() as usize;
                 counts.cache_served += flags.cache_served.is_some() as usize;
-                counts.dropped_elsewhere += flags.caches_dropped_elsewhere.is_some() as usize;
+                counts.caches_dropped_elsewhere +=
+                    flags.caches_dropped_elsewhere.is_some() as usize;
                 if flags.flagged() && !include_flagged {
                     counts.excluded += 1;
                     continue;
@@ -368,7 +369,7 @@ impl Figures {
                 failed: fl.failed,
                 ended_early: fl.ended_early,
                 cache_served: fl.cache_served,
-                caches_dropped_elsewhere: fl.dropped_elsewhere,
+                caches_dropped_elsewhere: fl.caches_dropped_elsewhere,
                 excluded: fl.excluded,
                 bimodal: modality(xs),
             });
