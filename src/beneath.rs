@@ -35,9 +35,30 @@ pub fn component(name: &OsStr) -> io::Result<CString> {
     CString::new(b).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in a file name"))
 }
 
+/// The resolution every walk beneath a tree fsbench works in uses: no symbolic link, no
+/// magic link, never above the starting directory, and never into another mount.
+const SAME_MOUNT: u64 = libc::RESOLVE_BENEATH
+    | libc::RESOLVE_NO_SYMLINKS
+    | libc::RESOLVE_NO_MAGICLINKS
+    | libc::RESOLVE_NO_XDEV;
+
 /// Open directory `name` in `dir` for reading, never through a link (`ELOOP` if it is one,
-/// `ENOTDIR` if it is not a directory).
+/// `ENOTDIR` if it is not a directory) and never into another mount (`EXDEV` if a file
+/// system, or a bind mount of the same one, is mounted there: see [`is_mount_error`]).
 pub fn open_dir(dir: RawFd, name: &CStr) -> io::Result<OwnedFd> {
+    let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW;
+    match try_openat2(dir, name, flags, SAME_MOUNT) {
+        Some(r) => r,
+        None => {
+            let sub = open_dir_any_mount(dir, name)?;
+            same_mount(dir, sub)
+        }
+    }
+}
+
+/// Open directory `name` in `dir` without following a link, into whatever is mounted there:
+/// for walks that were asked to cross mounts, and nothing that writes.
+pub fn open_dir_any_mount(dir: RawFd, name: &CStr) -> io::Result<OwnedFd> {
     // SAFETY: name is NUL-terminated; the returned descriptor is owned by the OwnedFd.
     let fd = cvt(unsafe {
         libc::openat(
@@ -50,17 +71,30 @@ pub fn open_dir(dir: RawFd, name: &CStr) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
+/// `sub`, when it is on the mount `dir` is on; `EXDEV` otherwise (the check of kernels
+/// without `openat2`).
+fn same_mount(dir: RawFd, sub: OwnedFd) -> io::Result<OwnedFd> {
+    if mount_of(sub.as_raw_fd())? != mount_of(dir)? {
+        return Err(io::Error::from_raw_os_error(libc::EXDEV));
+    }
+    Ok(sub)
+}
+
+/// Whether an error from this module's opens means a mount was in the way.
+pub fn is_mount_error(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(libc::EXDEV)
+}
+
 /// Open the directory at relative path `rel` (components separated by `/`) beneath `dir`,
-/// following no link on the way.
+/// following no link and crossing no mount on the way.
 pub fn open_dir_path(dir: RawFd, rel: &[u8]) -> io::Result<OwnedFd> {
     if rel.is_empty() {
-        return open_dir(dir, c".");
+        return open_dir_any_mount(dir, c".");
     }
     let c = CString::new(rel)
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in a path"))?;
     let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW;
-    let resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_MAGICLINKS;
-    match try_openat2(dir, &c, flags, resolve) {
+    match try_openat2(dir, &c, flags, SAME_MOUNT) {
         Some(r) => r,
         // No openat2 (old kernel, or a sandbox refusing it): walk one component at a time.
         None => walk(dir, rel),
@@ -110,27 +144,6 @@ pub fn openat2(
     Ok(unsafe { OwnedFd::from_raw_fd(r as RawFd) })
 }
 
-/// Open `rel` beneath `dir` as the kernel would resolve it from there, following symbolic
-/// links (the final one too unless `flags` has `O_NOFOLLOW`) as long as every step stays
-/// beneath `dir`: a `..` above it, an absolute path, a link that points out of it (absolute
-/// links always do) fail with `EXDEV`; a magic link (`/proc/PID/fd/N`) fails with `ELOOP`.
-/// No fallback: without `openat2` (Linux before 5.6) this fails with `ENOSYS`.
-pub fn open_beneath(
-    dir: RawFd,
-    rel: &CStr,
-    flags: libc::c_int,
-    mode: libc::mode_t,
-) -> io::Result<OwnedFd> {
-    let rel = if rel.is_empty() { c"." } else { rel };
-    openat2(
-        dir,
-        rel,
-        flags,
-        mode,
-        libc::RESOLVE_BENEATH | libc::RESOLVE_NO_MAGICLINKS,
-    )
-}
-
 fn walk(dir: RawFd, rel: &[u8]) -> io::Result<OwnedFd> {
     let mut cur: Option<OwnedFd> = None;
     for part in rel.split(|b| *b == b'/').filter(|p| !p.is_empty()) {
@@ -140,14 +153,8 @@ fn walk(dir: RawFd, rel: &[u8]) -> io::Result<OwnedFd> {
     }
     match cur {
         Some(f) => Ok(f),
-        None => open_dir(dir, c"."),
+        None => open_dir_any_mount(dir, c"."),
     }
-}
-
-/// `mkdirat(dir, name, mode)`.
-pub fn mkdir_at(dir: RawFd, name: &CStr, mode: libc::mode_t) -> io::Result<()> {
-    // SAFETY: name is NUL-terminated.
-    cvt(unsafe { libc::mkdirat(dir, name.as_ptr(), mode) }).map(|_| ())
 }
 
 /// `fstatat` without following a final link.
@@ -175,29 +182,55 @@ pub fn fstat(fd: RawFd) -> io::Result<libc::stat> {
     }
 }
 
-/// Open file `name` in `dir` with `flags | O_NOFOLLOW | O_CLOEXEC` (mode 0644 when created).
+/// Open file `name` in `dir` for reading (`flags` adds `O_NONBLOCK`, `O_DIRECT`, `O_PATH` and
+/// the like), never through a link and never into another mount. Opening for writing or
+/// creating goes through [`crate::owned`], which checks what it writes to: asked for it here,
+/// this fails with `EINVAL`.
 pub fn open_file(dir: RawFd, name: &CStr, flags: libc::c_int) -> io::Result<OwnedFd> {
+    if flags & (libc::O_ACCMODE | libc::O_CREAT | libc::O_TRUNC | libc::O_APPEND) != 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "beneath::open_file opens for reading only; writes go through crate::owned",
+        ));
+    }
+    open_at_same_mount(dir, name, flags, 0)
+}
+
+/// `openat(dir, name, flags | O_NOFOLLOW | O_CLOEXEC, mode)` that never crosses into another
+/// mount (`openat2` with [`SAME_MOUNT`]; where the kernel has none, the mount is compared
+/// after the open, which is then made without `O_TRUNC` and truncated only once checked).
+/// Only this module and [`crate::owned`] call it.
+pub(crate) fn open_at_same_mount(
+    dir: RawFd,
+    name: &CStr,
+    flags: libc::c_int,
+    mode: libc::mode_t,
+) -> io::Result<OwnedFd> {
+    let flags = flags | libc::O_NOFOLLOW;
+    match openat2(dir, name, flags, mode, SAME_MOUNT) {
+        Err(e)
+            if matches!(
+                e.raw_os_error(),
+                Some(libc::ENOSYS) | Some(libc::EPERM) | Some(libc::E2BIG)
+            ) => {}
+        r => return r,
+    }
     // SAFETY: name is NUL-terminated; mode is used only with O_CREAT.
     let fd = cvt(unsafe {
         libc::openat(
             dir,
             name.as_ptr(),
-            flags | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-            0o644 as libc::c_uint,
+            (flags & !libc::O_TRUNC) | libc::O_CLOEXEC,
+            mode as libc::c_uint,
         )
     })?;
     // SAFETY: a fresh descriptor from the kernel.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-/// `unlinkat(dir, name, flags)`: removes a link itself, never what it points to.
-pub fn unlink_at(dir: RawFd, name: &CStr, flags: libc::c_int) -> io::Result<()> {
-    // SAFETY: name is NUL-terminated.
-    cvt(unsafe { libc::unlinkat(dir, name.as_ptr(), flags) }).map(|_| ())
-}
-
-fn is_dir(st: &libc::stat) -> bool {
-    st.st_mode & libc::S_IFMT == libc::S_IFDIR
+    let f = same_mount(dir, unsafe { OwnedFd::from_raw_fd(fd) })?;
+    if flags & libc::O_TRUNC != 0 {
+        // SAFETY: ftruncate on a descriptor we own.
+        cvt(unsafe { libc::ftruncate(f.as_raw_fd(), 0) })?;
+    }
+    Ok(f)
 }
 
 /// [`openat2`] without a mode; `None` when the kernel (or a sandbox) has no openat2, for the
@@ -244,178 +277,42 @@ pub fn mount_of(fd: RawFd) -> io::Result<(u64, Option<u64>)> {
     fstat(fd).map(|st| (st.st_dev, None))
 }
 
-/// The error a removal reports for a mount found inside the tree it removes.
-fn mount_inside() -> io::Error {
-    io::Error::other(
-        "another file system is mounted there; fsbench never deletes across a mount \
-         (unmount it, then remove what is left, e.g. with `fsbench clean`)",
-    )
+/// The whole of the regular file `name` in `dir` (a small state file fsbench keeps in a tree
+/// of its own), when it is at most `max` bytes; never through a link, a mount or a FIFO.
+pub fn read_small(dir: RawFd, name: &CStr, max: u64) -> io::Result<Vec<u8>> {
+    use std::io::Read;
+    let f = open_file(dir, name, libc::O_RDONLY | libc::O_NONBLOCK)?;
+    let st = fstat(f.as_raw_fd())?;
+    if st.st_mode & libc::S_IFMT != libc::S_IFREG || st.st_size as u64 > max {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("not a regular file of at most {max} bytes"),
+        ));
+    }
+    let mut out = Vec::with_capacity(st.st_size as usize);
+    std::fs::File::from(f).take(max).read_to_end(&mut out)?;
+    Ok(out)
 }
 
-/// Open the directory `name` in `dir` for removal: never through a link, and never into
-/// another mount (`RESOLVE_NO_XDEV`, or on kernels without `openat2` a comparison of the
-/// mount ids and devices of the two descriptors).
-fn open_dir_same_mount(dir: RawFd, name: &CStr) -> io::Result<OwnedFd> {
-    let resolve = libc::RESOLVE_BENEATH
-        | libc::RESOLVE_NO_SYMLINKS
-        | libc::RESOLVE_NO_MAGICLINKS
-        | libc::RESOLVE_NO_XDEV;
-    let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW;
-    match try_openat2(dir, name, flags, resolve) {
-        Some(Err(e)) if e.raw_os_error() == Some(libc::EXDEV) => Err(mount_inside()),
-        Some(r) => r,
-        None => {
-            let sub = open_dir(dir, name)?;
-            if mount_of(sub.as_raw_fd())? != mount_of(dir)? {
-                return Err(mount_inside());
-            }
-            Ok(sub)
+/// The mount id of the entry `name` in `dir` (not following a final link), where the kernel
+/// tells it (`statx` `STATX_MNT_ID`, Linux 5.8): an entry on another mount than its directory
+/// is a mount point (of a directory or of a file).
+pub fn mount_id_at(dir: RawFd, name: &CStr) -> io::Result<Option<u64>> {
+    // SAFETY: name is NUL-terminated; stx is written by the kernel.
+    unsafe {
+        let mut stx: libc::statx = std::mem::zeroed();
+        let r = libc::statx(
+            dir,
+            name.as_ptr(),
+            libc::AT_SYMLINK_NOFOLLOW | libc::AT_NO_AUTOMOUNT,
+            libc::STATX_MNT_ID,
+            &mut stx,
+        );
+        if r != 0 {
+            return Err(io::Error::last_os_error());
         }
+        Ok((stx.stx_mask & libc::STATX_MNT_ID != 0).then_some(stx.stx_mnt_id))
     }
-}
-
-/// One removal: where it is (for messages), and what it could not remove.
-struct Removal {
-    /// The path below the starting directory, `/`-separated.
-    rel: Vec<u8>,
-    /// What could not be removed, and why (the first few).
-    failed: Vec<String>,
-    /// How many entries could not be removed.
-    count: usize,
-    /// Whether a second interrupt cut the removal short.
-    cut: bool,
-}
-
-impl Removal {
-    fn new() -> Removal {
-        Removal {
-            rel: Vec::new(),
-            failed: Vec::new(),
-            count: 0,
-            cut: false,
-        }
-    }
-
-    fn fail(&mut self, e: &io::Error) {
-        self.count += 1;
-        if self.failed.len() < 5 {
-            let at = if self.rel.is_empty() {
-                ".".into()
-            } else {
-                String::from_utf8_lossy(&self.rel)
-            };
-            self.failed.push(format!("{at}: {e}"));
-        }
-    }
-
-    fn push(&mut self, name: &CStr) -> usize {
-        let len = self.rel.len();
-        if len > 0 {
-            self.rel.push(b'/');
-        }
-        self.rel.extend_from_slice(name.to_bytes());
-        len
-    }
-
-    /// Remove `name` in `dir` (and everything below it); failures are recorded, not
-    /// returned, so that the rest is still removed. Returns whether it is gone.
-    fn tree(&mut self, dir: RawFd, name: &CStr) -> bool {
-        if crate::cancel::hurried() {
-            self.cut = true;
-            return false;
-        }
-        let len = self.push(name);
-        let gone = match self.entry(dir, name) {
-            Ok(gone) => gone,
-            Err(e) => {
-                self.fail(&e);
-                false
-            }
-        };
-        self.rel.truncate(len);
-        gone
-    }
-
-    fn entry(&mut self, dir: RawFd, name: &CStr) -> io::Result<bool> {
-        let st = match lstat_at(dir, name) {
-            Ok(st) => st,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(true),
-            Err(e) => return Err(e),
-        };
-        if !is_dir(&st) {
-            ignore_missing(unlink_at(dir, name, 0))?;
-            return Ok(true);
-        }
-        let sub = open_dir_same_mount(dir, name)?;
-        let all = self.contents(sub.as_raw_fd(), &|_| false)?;
-        drop(sub);
-        if !all {
-            return Ok(false);
-        }
-        ignore_missing(unlink_at(dir, name, libc::AT_REMOVEDIR))?;
-        Ok(true)
-    }
-
-    /// Remove what is in `dir` but the names `keep` accepts; whether all of it went.
-    fn contents(&mut self, dir: RawFd, keep: &dyn Fn(&CStr) -> bool) -> io::Result<bool> {
-        let mut all = true;
-        for name in list_names(dir)? {
-            if !keep(&name) {
-                all &= self.tree(dir, &name);
-            }
-        }
-        Ok(all)
-    }
-
-    fn finish(self) -> io::Result<()> {
-        if self.count == 0 && self.cut {
-            return Err(io::Error::new(
-                io::ErrorKind::Interrupted,
-                "removal stopped by a second interrupt",
-            ));
-        }
-        if self.count == 0 {
-            return Ok(());
-        }
-        let more = if self.count > self.failed.len() {
-            format!(" (and {} more)", self.count - self.failed.len())
-        } else {
-            String::new()
-        };
-        Err(io::Error::other(format!(
-            "{} {} could not be removed: {}{more}",
-            self.count,
-            if self.count == 1 { "entry" } else { "entries" },
-            self.failed.join("; ")
-        )))
-    }
-}
-
-/// Remove `name` in `dir` and, when it is a directory (not a link to one), everything in it.
-/// Entries that vanish meanwhile are not errors. Never follows a link and never crosses into
-/// another mount: a mount found inside is left alone with everything above it, the rest is
-/// removed, and the error names what was left.
-pub fn remove_tree_at(dir: RawFd, name: &CStr) -> io::Result<()> {
-    let mut r = Removal::new();
-    r.tree(dir, name);
-    r.finish()
-}
-
-fn ignore_missing(r: io::Result<()>) -> io::Result<()> {
-    match r {
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-        other => other,
-    }
-}
-
-/// Remove everything in the open directory `dir` except the names `keep` accepts, with the
-/// guarantees of [`remove_tree_at`].
-pub fn remove_contents(dir: RawFd, keep: &dyn Fn(&CStr) -> bool) -> io::Result<()> {
-    let mut r = Removal::new();
-    if let Err(e) = r.contents(dir, keep) {
-        r.fail(&e);
-    }
-    r.finish()
 }
 
 /// The names in an open directory (without `.` and `..`).
@@ -464,25 +361,6 @@ pub fn euid() -> u32 {
     unsafe { libc::geteuid() }
 }
 
-/// Why fsbench must not trust directory `st` as one of its own: it belongs to another user,
-/// or others could change what is in it. `None` when it is fine.
-pub fn untrusted_dir(st: &libc::stat) -> Option<String> {
-    let me = euid();
-    if st.st_uid != me {
-        return Some(format!(
-            "it is owned by uid {}, not by you (uid {me}): another user may have planted it",
-            st.st_uid
-        ));
-    }
-    if st.st_mode & 0o022 != 0 {
-        return Some(format!(
-            "it is writable by group or others (mode {:04o}), so others could plant links in it",
-            st.st_mode & 0o7777
-        ));
-    }
-    None
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -500,82 +378,32 @@ mod tests {
     }
 
     #[test]
-    fn links_are_never_followed() {
-        let base = scratch("links");
-        let outside = scratch("links-outside");
+    fn reading_opens_refuse_links_and_writing() {
+        let base = scratch("read");
+        let outside = scratch("read-outside");
         std::fs::write(outside.join("victim"), b"precious").unwrap();
         std::fs::create_dir(base.join("a")).unwrap();
         symlink(&outside, base.join("a/b")).unwrap();
         symlink(outside.join("victim"), base.join("f")).unwrap();
+        std::fs::write(base.join("plain"), b"x").unwrap();
         let d = dirfd(&base);
         let fd = d.as_raw_fd();
-        // Through a link to a directory: refused, in one step or in several.
         assert!(open_dir_path(fd, b"a/b").is_err());
         assert!(walk(fd, b"a/b").is_err());
         assert!(open_dir_path(fd, b"../").is_err());
         assert!(open_dir(fd, c"f").is_err());
-        // Opening, truncating or creating through a final link: refused.
-        let e = open_file(fd, c"f", libc::O_WRONLY | libc::O_TRUNC).unwrap_err();
+        assert!(open_dir_path(fd, b"a").is_ok());
+        let e = open_file(fd, c"f", libc::O_RDONLY).unwrap_err();
         assert_eq!(e.raw_os_error(), Some(libc::ELOOP));
-        assert!(open_file(fd, c"f", libc::O_WRONLY | libc::O_CREAT).is_err());
-        assert_eq!(std::fs::read(outside.join("victim")).unwrap(), b"precious");
-        // Removing a tree removes links, not their targets.
-        remove_tree_at(fd, c"a").unwrap();
-        remove_tree_at(fd, c"f").unwrap();
-        assert!(outside.join("victim").exists());
-        assert!(list_names(fd).unwrap().is_empty());
-        std::fs::remove_dir_all(&base).unwrap();
-        std::fs::remove_dir_all(&outside).unwrap();
-    }
-
-    #[test]
-    fn open_beneath_follows_inner_links_and_refuses_the_way_out() {
-        let base = scratch("obeneath");
-        let outside = scratch("obeneath-outside");
-        std::fs::write(outside.join("victim"), b"precious").unwrap();
-        std::fs::create_dir(base.join("d")).unwrap();
-        std::fs::write(base.join("d/f"), b"in").unwrap();
-        symlink("d", base.join("in")).unwrap();
-        symlink("../d/f", base.join("d/up")).unwrap();
-        symlink(&outside, base.join("abs")).unwrap();
-        symlink("../../../../../../../..", base.join("rel")).unwrap();
-        let d = dirfd(&base);
-        let fd = d.as_raw_fd();
-        let rd = libc::O_RDONLY;
-        assert!(open_beneath(fd, c"in/f", rd, 0).is_ok());
-        assert!(open_beneath(fd, c"d/up", rd, 0).is_ok());
-        assert!(open_beneath(fd, c"", libc::O_PATH, 0).is_ok());
-        for bad in [
-            c"../x",
-            c"d/../../x",
-            c"/etc/passwd",
-            c"abs/victim",
-            c"rel/tmp",
-        ] {
-            let e = open_beneath(fd, bad, libc::O_WRONLY | libc::O_TRUNC, 0).unwrap_err();
-            assert_eq!(e.raw_os_error(), Some(libc::EXDEV), "{bad:?}: {e}");
+        assert!(open_file(fd, c"plain", libc::O_RDONLY).is_ok());
+        for w in [libc::O_WRONLY, libc::O_RDWR, libc::O_CREAT, libc::O_TRUNC] {
+            let e = open_file(fd, c"plain", w).unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::InvalidInput, "{w}");
         }
         assert_eq!(std::fs::read(outside.join("victim")).unwrap(), b"precious");
-        std::fs::remove_dir_all(&base).unwrap();
-        std::fs::remove_dir_all(&outside).unwrap();
-    }
-
-    #[test]
-    fn paths_and_removal() {
-        let base = scratch("paths");
-        let d = dirfd(&base);
-        let fd = d.as_raw_fd();
-        mkdir_at(fd, c"x", 0o755).unwrap();
-        let x = open_dir(fd, c"x").unwrap();
-        mkdir_at(x.as_raw_fd(), c"y", 0o755).unwrap();
-        let y = open_dir_path(fd, b"x/y").unwrap();
-        assert!(walk(fd, b"x/y").is_ok());
-        drop(open_file(y.as_raw_fd(), c"z", libc::O_WRONLY | libc::O_CREAT).unwrap());
-        assert!(base.join("x/y/z").is_file());
-        remove_contents(fd, &|n| n.to_bytes() == b"keep").unwrap();
-        assert!(!base.join("x").exists());
         assert!(component(OsStr::new("..")).is_err());
         assert!(component(OsStr::new("a/b")).is_err());
         std::fs::remove_dir_all(&base).unwrap();
+        std::fs::remove_dir_all(&outside).unwrap();
     }
 }

@@ -192,7 +192,7 @@ pub fn check_output(path: Option<&std::path::Path>, flag: &str) -> Result<(), St
     match fs::OpenOptions::new().append(true).create(true).open(path) {
         Ok(_) => {
             if !existed {
-                let _ = fs::remove_file(path);
+                let _ = crate::owned::path::remove_file(path);
             }
             Ok(())
         }

@@ -290,7 +290,7 @@ pub fn cmd_run_mpi(a: &RunArgs) -> Result<()> {
     let mut tmp_wl = None;
     let outcome = rank_run(a, &setup, rank, &mut tmp_wl);
     if let Some(f) = tmp_wl {
-        let _ = std::fs::remove_file(f);
+        let _ = crate::owned::path::remove_file(&f);
     }
     let ok = outcome.is_ok();
     let all_ok = session.end(ok);

@@ -1,8 +1,9 @@
 //! A parallel directory walker shared by `scan`, `layout`, `find`, `read`, aging and traces.
 //!
 //! Why not `walkdir`/`ignore`/`jwalk`: we need the raw `struct stat` of every
-//! entry (allocated blocks, three timestamps, device number for the mount
-//! check), a directory fd to `openat` files relative to (FIEMAP in `layout`),
+//! entry (allocated blocks, three timestamps), mount checks by mount (a bind
+//! mount of the root's own file system has its device: `RESOLVE_NO_XDEV`
+//! tells them apart), a directory fd to `openat` files relative to (FIEMAP in `layout`),
 //! and nothing else. Resolving every entry relative to its parent directory fd
 //! (`getdents64` + `fstatat(AT_SYMLINK_NOFOLLOW)` + `openat(O_NOFOLLOW)`) keeps
 //! path lookups to one component, never follows a symlink and keeps the tree
@@ -183,18 +184,15 @@ fn cstring(p: &Path) -> io::Result<CString> {
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))
 }
 
-fn open_dir(parent: RawFd, name: &CStr) -> io::Result<OwnedFd> {
-    let fd = unsafe {
-        libc::openat(
-            parent,
-            name.as_ptr(),
-            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-        )
-    };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
+/// Open directory `name` in `parent` without following a link; unless the walk crosses
+/// mounts, never into another mount (`EXDEV`): a bind mount of the root's own file system
+/// has the root's device, and only the mount tells it apart.
+fn open_dir(parent: RawFd, name: &CStr, cross_mounts: bool) -> io::Result<OwnedFd> {
+    if cross_mounts || name.to_bytes() == b"." {
+        crate::beneath::open_dir_any_mount(parent, name)
+    } else {
+        crate::beneath::open_dir(parent, name)
     }
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 /// `fstat` of an fd.
@@ -378,8 +376,13 @@ fn process_dir<V: Visitor>(
         .as_ref()
         .map(|p| p.as_raw_fd())
         .unwrap_or(libc::AT_FDCWD);
-    let dir = match open_dir(parent_fd, &job.name) {
+    let dir = match open_dir(parent_fd, &job.name, shared.cross_mounts) {
         Ok(fd) => Arc::new(fd),
+        Err(e) if crate::beneath::is_mount_error(&e) => {
+            // Mounted there after it was listed, or a bind mount of the same file system.
+            shared.stats.lock().unwrap().mount_points_skipped += 1;
+            return Ok(());
+        }
         Err(e) => {
             shared.problem(&job.path, None, e);
             return Ok(());

@@ -1,6 +1,7 @@
 //! `fsbench age DIR ...`: the command, its progress line and its report.
 
 use std::io::{self, Write};
+use std::os::fd::RawFd;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -10,8 +11,9 @@ use serde::{Deserialize, Serialize};
 use super::exec::{self, Exec, FsyncPolicy};
 use super::plan::{Distances, Op, Phase, Planner, Targets};
 use super::profile::Profile;
-use crate::engine::rundir::{RunDir, LOCK, MARKER};
+use crate::engine::rundir::RunDir;
 use crate::layout::{LayoutError, LayoutReport};
+use crate::owned::trust::{LOCK, MARKER};
 use crate::scan::human_bytes;
 use crate::scan::snapshot::Snapshot;
 use crate::walk::WalkOptions;
@@ -196,56 +198,46 @@ struct Existing {
     /// (id, index into dirs + 1 (0 = root), size)
     files: Vec<(u64, u32, u64)>,
     foreign: u64,
+    /// The first few entries left alone, with the reason.
+    examples: Vec<String>,
 }
 
-fn read_existing(root: &Path) -> io::Result<Existing> {
+/// Read the aged directory through the owned-tree layer: only directories and files of its
+/// own, on its own mount, with aging's names, are adopted; a mount point, a hard link to data
+/// elsewhere, another user's file or any other name is counted as foreign and never touched.
+fn read_existing(root: RawFd) -> io::Result<Existing> {
+    use crate::owned::audit::{self, Verdict};
     let mut ex = Existing {
         dirs: Vec::new(),
         files: Vec::new(),
         foreign: 0,
+        examples: Vec::new(),
     };
-    // (relative path, depth, dir index)
-    let mut stack: Vec<(String, u32, u32)> = vec![(String::new(), 0, 0)];
-    while let Some((rel, depth, di)) = stack.pop() {
-        let full = if rel.is_empty() {
-            root.to_path_buf()
-        } else {
-            root.join(&rel)
+    // The adopted directories by path: index into ex.dirs + 1 (the root is 0).
+    let mut index: std::collections::HashMap<Vec<u8>, u32> = Default::default();
+    index.insert(Vec::new(), 0);
+    let sum = audit::walk(root, &mut |e| {
+        let parent = &e.rel[..e.rel.len() - e.name().len()];
+        let Some(&di) = index.get(parent.strip_suffix(b"/").unwrap_or(parent)) else {
+            return Ok(()); // inside a directory that was not adopted
         };
-        let mut entries: Vec<(String, std::fs::FileType, u64)> = Vec::new();
-        for e in std::fs::read_dir(&full)? {
-            let e = e?;
-            let md = e.metadata()?;
-            entries.push((
-                e.file_name().to_string_lossy().into_owned(),
-                md.file_type(),
-                md.len(),
-            ));
+        let name = String::from_utf8_lossy(e.name());
+        if e.depth == 0 && (name == MARKER || name == LOCK || name == STATE_FILE) {
+            return Ok(());
         }
-        entries.sort_by(|a, b| a.0.cmp(&b.0));
-        let mut subdirs = Vec::new();
-        for (name, ft, len) in entries {
-            if depth == 0 && (name == MARKER || name == LOCK || name == STATE_FILE) {
-                continue;
+        let num = |p: char| name.strip_prefix(p).and_then(|n| n.parse::<u64>().ok());
+        match (e.verdict == Verdict::Ours, num('d'), num('f')) {
+            (true, Some(n), _) if e.is_dir() => {
+                let rel = String::from_utf8_lossy(e.rel).into_owned();
+                ex.dirs.push((rel, e.depth + 1, n));
+                index.insert(e.rel.to_vec(), ex.dirs.len() as u32);
             }
-            let num = |p: char| name.strip_prefix(p).and_then(|n| n.parse::<u64>().ok());
-            let child = if rel.is_empty() {
-                name.clone()
-            } else {
-                format!("{rel}/{name}")
-            };
-            match (ft.is_dir(), ft.is_file()) {
-                (true, _) if num('d').is_some() => {
-                    ex.dirs.push((child.clone(), depth + 1, num('d').unwrap()));
-                    subdirs.push((child, depth + 1, ex.dirs.len() as u32));
-                }
-                (_, true) if num('f').is_some() => ex.files.push((num('f').unwrap(), di, len)),
-                _ => ex.foreign += 1,
-            }
+            (true, _, Some(n)) if e.is_file() => ex.files.push((n, di, e.stat.st_size as u64)),
+            _ => ex.foreign += 1,
         }
-        // Depth-first, in name order.
-        stack.extend(subdirs.into_iter().rev());
-    }
+        Ok(())
+    })?;
+    ex.examples = sum.examples;
     Ok(ex)
 }
 
@@ -399,11 +391,12 @@ fn age_profile(
     let profile = load_profile(args)?;
     report.profile = Some(profile.name.clone());
     let state_path = root.join(STATE_FILE);
-    let state: State = match std::fs::read(&state_path) {
+    let state_name = std::ffi::CString::new(STATE_FILE).expect("no NUL");
+    let state: State = match crate::beneath::read_small(ex.dir_fd(), &state_name, 1 << 20) {
         Ok(b) => serde_json::from_slice(&b).unwrap_or_default(),
         Err(_) => State::default(),
     };
-    let mut pl = planner_on(args, root, &profile, state.clock, used0, cap)?;
+    let mut pl = planner_on(args, (root, ex.dir_fd()), &profile, state.clock, used0, cap)?;
     let (done, churn) = age_loop(args, root, ex, report, &mut pl)?;
     let d = pl.distances();
     report.converged |= pl.phase == Phase::Churn && d.max_tv() < args.threshold;
@@ -421,7 +414,7 @@ fn age_profile(
         seed: args.seed,
         profile: profile.name.clone(),
     };
-    std::fs::write(&state_path, serde_json::to_vec_pretty(&st)?)
+    crate::owned::put(ex.dir_fd(), &state_name, &serde_json::to_vec_pretty(&st)?)
         .with_context(|| format!("writing {}", state_path.display()))?;
     Ok(())
 }
@@ -446,18 +439,20 @@ fn load_profile(args: &AgeArgs) -> anyhow::Result<Profile> {
 /// directories and files are adopted, what they occupy counted as its own.
 fn planner_on(
     args: &AgeArgs,
-    root: &Path,
+    (root, root_fd): (&Path, RawFd),
     profile: &Profile,
     clock: u64,
     used0: u64,
     cap: u64,
 ) -> anyhow::Result<Planner> {
-    let existing = read_existing(root).context("reading the aged directory")?;
+    let existing = read_existing(root_fd).context("reading the aged directory")?;
     if existing.foreign > 0 {
         crate::errln!(
-            "age: {} entries in {} are not aging's own (not d<N>/f<N>); they are left alone",
+            "age: {} entries in {} are not aging's own (not d<N>/f<N> of yours on its mount); they are left alone{}{}",
             existing.foreign,
-            root.display()
+            root.display(),
+            if existing.examples.is_empty() { "" } else { ": " },
+            existing.examples.join("; ")
         );
     }
     let block = exec::block_size(root)?;

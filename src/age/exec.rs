@@ -7,14 +7,15 @@
 use std::ffi::CString;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, IntoRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
 use crate::beneath;
-use crate::sys::io::{self as sys, AlignedBuf, OpenHow};
+use crate::owned::{self, Open};
+use crate::sys::io::{self as sys, AlignedBuf};
 
 /// When aging syncs what it wrote.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, serde::Deserialize)]
@@ -117,6 +118,11 @@ impl Exec {
         })
     }
 
+    /// The aged directory's open descriptor.
+    pub fn dir_fd(&self) -> RawFd {
+        self.dir.as_raw_fd()
+    }
+
     pub fn root(&self) -> PathBuf {
         PathBuf::from(std::ffi::OsStr::from_bytes(&self.root))
     }
@@ -144,10 +150,11 @@ impl Exec {
         Ok((raw, name))
     }
 
-    /// Open `rel` (never through a link).
-    fn open(&mut self, rel: &[u8], how: OpenHow) -> io::Result<RawFd> {
+    /// Open `rel`, a file of the aged tree's own, for writing (never through a link or into
+    /// a mount, never a file with other links or another owner).
+    fn open_own(&mut self, rel: &[u8]) -> io::Result<RawFd> {
         let (d, name) = self.at(rel)?;
-        sys::open_at(d, &name, how)
+        owned::open_write(d, &name, Open::Own, libc::O_WRONLY).map(IntoRawFd::into_raw_fd)
     }
 
     fn err(&self, rel: &[u8], e: io::Error) -> io::Error {
@@ -262,15 +269,13 @@ impl Exec {
         }
     }
 
-    /// Create (or truncate) `rel` and write its first `len` bytes.
+    /// Create (or truncate) `rel` and write its first `len` bytes. A replayed create may
+    /// truncate a longer file of the aged tree's own; whatever else is at the name (a hard
+    /// link to data elsewhere, another user's file) is replaced by a new file, never written.
     pub fn create(&mut self, rel: &[u8], len: u64) -> Result<(), ShortWrite> {
-        // O_TRUNC: a replayed create may replace a longer file (one system call, not an
-        // open and an ftruncate).
         let fd = self
             .at(rel)
-            .and_then(|(d, n)| {
-                beneath::open_file(d, &n, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC)
-            })
+            .and_then(|(d, n)| owned::open_truncated(d, &n, Open::OwnOrReplace, libc::O_WRONLY))
             .map(std::os::fd::IntoRawFd::into_raw_fd)
             .map_err(|e| ShortWrite {
                 written: 0,
@@ -299,11 +304,7 @@ impl Exec {
         len: u64,
         append: bool,
     ) -> Result<(), ShortWrite> {
-        let how = OpenHow {
-            writeonly: true,
-            ..Default::default()
-        };
-        let fd = self.open(rel, how).map_err(|e| ShortWrite {
+        let fd = self.open_own(rel).map_err(|e| ShortWrite {
             written: 0,
             error: self.err(rel, e),
         })?;

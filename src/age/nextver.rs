@@ -105,10 +105,11 @@ fn name_of(rel: &Path) -> anyhow::Result<CString> {
 
 fn write_new(tree: &OwnedFd, rel: &Path, data: &[u8]) -> anyhow::Result<()> {
     let d = dir_of(tree, rel)?;
-    let fd = beneath::open_file(
+    let fd = crate::owned::open_write(
         d.as_raw_fd(),
         &name_of(rel)?,
-        libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL,
+        crate::owned::Open::New,
+        libc::O_WRONLY,
     )
     .with_context(|| format!("cannot create {} in the new tree", rel.display()))?;
     std::fs::File::from(fd)
@@ -140,11 +141,11 @@ pub fn next_version(
 
     let rd = RunDir::create(&parent, "next-version", false)?;
     let tree_name = c"tree";
-    beneath::mkdir_at(rd.fd(), tree_name, 0o755).context("cannot create tree/")?;
+    crate::owned::mkdir(rd.fd(), tree_name, 0o755).context("cannot create tree/")?;
     let tree = beneath::open_dir(rd.fd(), tree_name).context("cannot open tree/")?;
     for d in &dirs {
         let p = dir_of(&tree, d)?;
-        beneath::mkdir_at(p.as_raw_fd(), &name_of(d)?, 0o755)
+        crate::owned::mkdir(p.as_raw_fd(), &name_of(d)?, 0o755)
             .with_context(|| format!("cannot create directory {}", d.display()))?;
     }
     let mut r = NextVersionReport {

@@ -246,17 +246,20 @@ fn run_bare(dir: &Path, ops: &[BareOp]) -> anyhow::Result<(f64, f64, f64)> {
         let r = match op {
             BareOp::Mkdir(p) => sys::mkdir_at(dfd, p),
             BareOp::Create(p, len) => {
-                let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC;
-                crate::beneath::open_file(dfd, p, flags).and_then(|f| {
+                let how = crate::owned::Open::OwnOrReplace;
+                crate::owned::open_truncated(dfd, p, how, libc::O_WRONLY).and_then(|f| {
                     let fd = f.into_raw_fd();
                     bare_write(fd, buf, 0, *len).and(sys::close(fd))
                 })
             }
-            BareOp::Write(p, off, len) => crate::beneath::open_file(dfd, p, libc::O_WRONLY)
-                .and_then(|f| {
-                    let fd = f.into_raw_fd();
-                    bare_write(fd, buf, *off, *len).and(sys::close(fd))
-                }),
+            BareOp::Write(p, off, len) => {
+                crate::owned::open_write(dfd, p, crate::owned::Open::Own, libc::O_WRONLY).and_then(
+                    |f| {
+                        let fd = f.into_raw_fd();
+                        bare_write(fd, buf, *off, *len).and(sys::close(fd))
+                    },
+                )
+            }
             BareOp::Delete(p) => sys::unlink_at(dfd, p),
         };
         r.with_context(|| format!("bare loop: {op:?}"))?;

@@ -19,10 +19,11 @@
 //! measured deletion; the run directory goes afterwards.
 
 use super::{AppRun, OpTable};
-use crate::beneath::{lstat_at, open_dir_path, unlink_at};
-use crate::engine::rundir::{self, RunDir};
+use crate::beneath::{lstat_at, open_dir_path};
+use crate::engine::rundir::RunDir;
 use crate::measure::guard::RunDirGuard;
 use crate::model::FlowopKind;
+use crate::owned::trust;
 use crate::scan::snapshot::{Entry, Kind, Snapshot};
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
@@ -141,7 +142,7 @@ pub fn choose(mut files: Vec<Entry>, policy: Policy, free: u64, seed: u64) -> Ve
 /// fsbench's run-directory marker and lock, which a pruning never deletes.
 fn own_file(path: &[u8]) -> bool {
     let name = path.rsplit(|b| *b == b'/').next().unwrap_or(path);
-    name == rundir::MARKER.as_bytes() || name == rundir::LOCK.as_bytes()
+    trust::is_own_name(name)
 }
 
 /// An open directory beneath which deleting is allowed, and the root of the tree in it.
@@ -173,26 +174,34 @@ impl Confined {
                 }
                 (d.clone(), format!("--really-delete-under {}", d.display()))
             }
-            None => match canon.ancestors().find(|a| rundir::is_marked(a)) {
+            None => match canon.ancestors().find(|a| trust::is_run_dir(a)) {
                 Some(m) => (m.to_path_buf(), format!("the run directory {}", m.display())),
                 None => bail!(
-                    "prune: {} is not inside a directory fsbench created and marked (no {} in it or above it); nothing deleted. To delete in a tree fsbench did not create, name the directory beneath which deleting is allowed with --really-delete-under DIR",
+                    "prune: {} is not inside a directory fsbench created and marked (no {} of yours in it or above it, in a directory only you can write); nothing deleted. To delete in a tree fsbench did not create, name the directory beneath which deleting is allowed with --really-delete-under DIR",
                     canon.display(),
-                    rundir::MARKER
+                    trust::MARKER
                 ),
             },
         };
         let base_fd = std::fs::File::open(&base)
             .with_context(|| format!("prune: opening {}", base.display()))?;
         let rel = canon.strip_prefix(&base).expect("checked beneath");
-        let root_fd =
-            open_dir_path(base_fd.as_raw_fd(), rel.as_os_str().as_bytes()).with_context(|| {
-                format!(
-                    "prune: opening {} beneath {}",
-                    canon.display(),
-                    base.display()
-                )
-            })?;
+        // From a marked run directory, the root must be on the run directory's own mount (a
+        // file system mounted inside it is not fsbench's); a directory the user named may be
+        // a mount point, and the root in it is opened as the user named it.
+        let root_fd = if really.is_some() {
+            std::fs::File::open(&canon).map(OwnedFd::from)
+        } else {
+            open_dir_path(base_fd.as_raw_fd(), rel.as_os_str().as_bytes())
+                .map_err(crate::owned::explain)
+        }
+        .with_context(|| {
+            format!(
+                "prune: opening {} beneath {}",
+                canon.display(),
+                base.display()
+            )
+        })?;
         let root_dev = crate::beneath::fstat(root_fd.as_raw_fd())?.st_dev;
         Ok(Confined {
             root: canon,
@@ -256,7 +265,7 @@ impl Confined {
         }
         let clock = crate::stats::clock::global();
         let t0 = clock.now();
-        unlink_at(dfd.as_raw_fd(), &name, 0)?;
+        crate::owned::unlink(dfd.as_raw_fd(), &name)?;
         rec.record(clock.since(t0), 0);
         Ok(Some(()))
     }

@@ -52,7 +52,9 @@ pub fn find(dir: &Path) -> Result<Vec<Kept>> {
             continue;
         }
         let path = e.path();
-        if !rundir::is_marked(&path) {
+        // Listed when marked, trusted or not: `clean` says why it keeps an untrusted one.
+        use crate::owned::trust::{check_run_dir_path, Untrusted};
+        if check_run_dir_path(&path) == Err(Untrusted::NoMarker) {
             continue;
         }
         out.push(Kept {

@@ -273,7 +273,7 @@ fn lay_out(
             // Inside our own marked run directory: a fileset from an earlier run (removed
             // from the run directory's descriptor, never through a link).
             crate::beneath::component(std::ffi::OsStr::new(&fs.name))
-                .and_then(|n| crate::beneath::remove_tree_at(rd.fd(), &n))
+                .and_then(|n| crate::owned::remove::tree(rd.fd(), &n))
                 .map_err(|e| EngineError::Layout {
                     fileset: fs.name.clone(),
                     source: LayoutError::Io {

@@ -10,7 +10,8 @@
 //! file while it runs, so two runs never share one reuse directory and `fsbench clean` can tell
 //! a directory in use from a left-over one.
 
-use crate::beneath::{self, component, fstat, open_dir, open_file, untrusted_dir};
+use crate::beneath::{self, component, fstat, open_file};
+use crate::owned::{self, trust, Open};
 use std::ffi::{CStr, CString};
 use std::fs;
 use std::io::{self, Read, Write};
@@ -18,11 +19,8 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// Name of the marker file in every run directory.
-pub const MARKER: &str = ".fsbench-run";
-/// Name of the lock file a running fsbench holds (flock) in its run directory.
-pub const LOCK: &str = ".fsbench-lock";
-const MARKER_HEADER: &str = "fsbench run directory";
+use crate::owned::trust::MARKER_HEADER;
+pub use crate::owned::trust::{LOCK, MARKER};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunDirError {
@@ -169,30 +167,9 @@ fn open_parent(parent: &Path) -> Result<OwnedFd, RunDirError> {
     }
 }
 
-/// Whether `dir` is a real directory (not a link) carrying fsbench's marker (a regular file,
-/// not a link, starting with the marker's header).
-pub fn is_marked(dir: &Path) -> bool {
-    let Ok(parent) = fs::File::open(dir.parent().unwrap_or(Path::new("/"))) else {
-        return false;
-    };
-    let Some(name) = dir.file_name().and_then(|n| component(n).ok()) else {
-        return false;
-    };
-    let Ok(d) = open_dir(parent.as_raw_fd(), &name) else {
-        return false;
-    };
-    marker_ok(d.as_raw_fd())
-}
-
+/// Whether the held run directory still carries a trusted marker of fsbench's.
 fn marker_ok(dir: RawFd) -> bool {
-    let Ok(m) = open_file(dir, &marker_c(), libc::O_RDONLY) else {
-        return false;
-    };
-    let regular = fstat(m.as_raw_fd()).is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFREG);
-    let mut head = [0u8; 64];
-    let mut f = fs::File::from(m);
-    let n = f.read(&mut head).unwrap_or(0);
-    regular && head[..n].starts_with(MARKER_HEADER.as_bytes())
+    trust::check_run_dir(dir).is_ok()
 }
 
 fn marker_c() -> CString {
@@ -231,14 +208,15 @@ fn lock(dir: RawFd, path: &Path) -> Result<OwnedFd, RunDirError> {
         path: path.join(LOCK),
         source,
     };
-    let f = open_file(dir, &lock_c(), libc::O_RDWR | libc::O_CREAT).map_err(err)?;
-    let st = fstat(f.as_raw_fd()).map_err(err)?;
-    if st.st_mode & libc::S_IFMT != libc::S_IFREG || st.st_uid != beneath::euid() {
-        return Err(RunDirError::Untrusted {
+    let f = owned::open_write(dir, &lock_c(), Open::OwnOrNew, libc::O_RDWR).map_err(|e| match e
+        .kind()
+    {
+        io::ErrorKind::PermissionDenied => RunDirError::Untrusted {
             path: path.join(LOCK),
-            why: "the lock file is not a regular file of yours".into(),
-        });
-    }
+            why: format!("the lock file is not fsbench's: {e}"),
+        },
+        _ => err(owned::explain(e)),
+    })?;
     // SAFETY: flock on a descriptor we own.
     if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
         let mut s = String::new();
@@ -249,8 +227,8 @@ fn lock(dir: RawFd, path: &Path) -> Result<OwnedFd, RunDirError> {
             pid: lock_pid(&s),
         });
     }
+    owned::set_len(&f, 0).map_err(err)?;
     let mut w = fs::File::from(f);
-    w.set_len(0).map_err(err)?;
     writeln!(w, "pid {}", std::process::id()).map_err(err)?;
     Ok(w.into())
 }
@@ -272,7 +250,7 @@ impl RunDir {
             let name = format!("fsbench-{safe}");
             let path = parent.join(&name);
             let c = CString::new(name).expect("sanitised name");
-            return match beneath::mkdir_at(pfd.as_raw_fd(), &c, 0o755) {
+            return match owned::mkdir(pfd.as_raw_fd(), &c, 0o755) {
                 Ok(()) => Self::make(pfd, c, path),
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Self::adopt(pfd, c, path),
                 Err(source) => Err(RunDirError::Create { path, source }),
@@ -286,7 +264,7 @@ impl RunDir {
             let name = format!("fsbench-{safe}-{}-{stamp:x}{n}", std::process::id());
             let path = parent.join(&name);
             let c = CString::new(name).expect("sanitised name");
-            match beneath::mkdir_at(pfd.as_raw_fd(), &c, 0o755) {
+            match owned::mkdir(pfd.as_raw_fd(), &c, 0o755) {
                 Ok(()) => return Self::make(pfd, c, path),
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
                 Err(source) => return Err(RunDirError::Create { path, source }),
@@ -303,21 +281,21 @@ impl RunDir {
         let is_link = || {
             beneath::lstat_at(pfd, name).is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFLNK)
         };
-        let dir = open_dir(pfd, name).map_err(|e| match e.raw_os_error() {
+        let dir = beneath::open_dir(pfd, name).map_err(|e| match e.raw_os_error() {
             Some(libc::ELOOP) | Some(libc::ENOTDIR) if is_link() => RunDirError::Link {
                 path: path.to_path_buf(),
             },
             Some(libc::ENOTDIR) => RunDirError::Foreign(path.to_path_buf()),
             _ => RunDirError::Create {
                 path: path.to_path_buf(),
-                source: e,
+                source: owned::explain(e),
             },
         })?;
         let st = fstat(dir.as_raw_fd()).map_err(|source| RunDirError::Create {
             path: path.to_path_buf(),
             source,
         })?;
-        if let Some(why) = untrusted_dir(&st) {
+        if let Some(why) = trust::untrusted_dir(&st) {
             return Err(RunDirError::Untrusted {
                 path: path.to_path_buf(),
                 why,
@@ -330,22 +308,14 @@ impl RunDir {
     /// carrying fsbench's marker, owned by this user.
     fn open_marked(pfd: RawFd, name: &CStr, path: &Path) -> Result<OwnedFd, RunDirError> {
         let dir = Self::open_checked(pfd, name, path)?;
-        if !marker_ok(dir.as_raw_fd()) {
-            return Err(RunDirError::Foreign(path.to_path_buf()));
-        }
-        let m = open_file(dir.as_raw_fd(), &marker_c(), libc::O_RDONLY).map_err(|source| {
-            RunDirError::Create {
+        match trust::check_run_dir(dir.as_raw_fd()) {
+            Ok(()) => Ok(dir),
+            Err(trust::Untrusted::NoMarker) => Err(RunDirError::Foreign(path.to_path_buf())),
+            Err(trust::Untrusted::Why(why)) => Err(RunDirError::Untrusted {
                 path: path.to_path_buf(),
-                source,
-            }
-        })?;
-        if fstat(m.as_raw_fd()).is_ok_and(|st| st.st_uid != beneath::euid()) {
-            return Err(RunDirError::Untrusted {
-                path: path.to_path_buf(),
-                why: "its marker belongs to another user".into(),
-            });
+                why,
+            }),
         }
-        Ok(dir)
     }
 
     /// A directory this call just made: open it, mark it, lock it.
@@ -355,12 +325,8 @@ impl RunDir {
             path: path.clone(),
             source,
         };
-        let m = open_file(
-            dir.as_raw_fd(),
-            &marker_c(),
-            libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL,
-        )
-        .map_err(err)?;
+        let m = owned::open_write(dir.as_raw_fd(), &marker_c(), Open::New, libc::O_WRONLY)
+            .map_err(err)?;
         let mut f = fs::File::from(m);
         writeln!(
             f,
@@ -488,8 +454,8 @@ impl RunDir {
         // The marker and the lock go last: a removal that stops half-way (a mount inside, a
         // second Ctrl-C) leaves a marked directory that `fsbench clean` can finish.
         let ours = |n: &CStr| n.to_bytes() == MARKER.as_bytes() || n.to_bytes() == LOCK.as_bytes();
-        beneath::remove_contents(self.fd(), &ours).map_err(err)?;
-        beneath::remove_contents(self.fd(), &|_| false).map_err(err)?;
+        owned::remove::contents(self.fd(), &ours).map_err(err)?;
+        owned::remove::contents(self.fd(), &|_| false).map_err(err)?;
         if !self.still_ours() {
             return Err(RunDirError::Remove {
                 path: self.path.clone(),
@@ -498,12 +464,7 @@ impl RunDir {
                 ),
             });
         }
-        beneath::unlink_at(
-            self.held().parent.as_raw_fd(),
-            &self.name,
-            libc::AT_REMOVEDIR,
-        )
-        .map_err(err)
+        owned::rmdir(self.held().parent.as_raw_fd(), &self.name).map_err(err)
     }
 
     /// Empty a marked run directory but keep it (and its marker and lock).
@@ -515,7 +476,7 @@ impl RunDir {
             let n = n.to_bytes();
             n == MARKER.as_bytes() || n == LOCK.as_bytes() || keep.iter().any(|k| n == k.as_bytes())
         };
-        beneath::remove_contents(self.fd(), &keep).map_err(|source| RunDirError::Remove {
+        owned::remove::contents(self.fd(), &keep).map_err(|source| RunDirError::Remove {
             path: self.path.clone(),
             source,
         })
@@ -537,25 +498,27 @@ fn safe_name(workload: &str) -> String {
 }
 
 /// Bytes already allocated to the `reuse` filesets of `wl` in the run directory `run_dir`:
-/// a rerun reuses them, so they count as free for the space checks. Symbolic links are not
-/// followed (nor counted).
+/// a rerun reuses them, so they count as free for the space checks. Only what the rerun may
+/// reuse is counted: files of fsbench's own on the run directory's mount (no link, mount
+/// or shared file).
 pub fn reusable_bytes(run_dir: &Path, wl: &crate::model::Workload) -> u64 {
-    use std::os::unix::fs::MetadataExt;
     let mut total = 0u64;
+    let Ok(top) = fs::File::open(run_dir) else {
+        return 0;
+    };
     for fs in wl.filesets.iter().filter(|f| f.reuse) {
-        let mut stack = vec![run_dir.join(&fs.name)];
-        while let Some(d) = stack.pop() {
-            let Ok(md) = std::fs::symlink_metadata(&d) else {
-                continue;
-            };
-            if md.is_dir() {
-                if let Ok(rd) = std::fs::read_dir(&d) {
-                    stack.extend(rd.flatten().map(|e| e.path()));
-                }
-            } else if md.is_file() {
-                total += md.blocks() * 512;
+        let Ok(name) = component(std::ffi::OsStr::new(&fs.name)) else {
+            continue;
+        };
+        let Ok(root) = beneath::open_dir(top.as_raw_fd(), &name) else {
+            continue;
+        };
+        let _ = owned::audit::walk(root.as_raw_fd(), &mut |e| {
+            if e.is_file() && e.verdict == owned::audit::Verdict::Ours {
+                total += e.stat.st_blocks as u64 * 512;
             }
-        }
+            Ok(())
+        });
     }
     total
 }
@@ -577,7 +540,7 @@ mod tests {
     fn create_mark_remove() {
         let base = base("cmr");
         let r = RunDir::create(&base, "w/x", false).unwrap();
-        assert!(r.fresh && is_marked(&r.path));
+        assert!(r.fresh && crate::owned::trust::is_run_dir(&r.path));
         fs::write(r.path.join("data"), b"x").unwrap();
         r.remove().unwrap();
         assert!(!r.path.exists());
@@ -657,7 +620,7 @@ mod tests {
         fs::create_dir(r.path.join("d")).unwrap();
         symlink(&victim, r.path.join("d/inner")).unwrap();
         r.clear_except(&["nothing"]).unwrap();
-        assert!(is_marked(&r.path));
+        assert!(crate::owned::trust::is_run_dir(&r.path));
         assert!(r.path.join(LOCK).exists());
         assert!(victim.join("keep-me").exists());
         symlink(&victim, r.path.join("fs")).unwrap();

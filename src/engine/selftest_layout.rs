@@ -41,7 +41,7 @@ fn engine_round(rd: &RunDir, files: u64, size: u64, threads: usize) -> anyhow::R
         stats.files_written
     );
     drop(rt);
-    beneath::remove_tree_at(rd.fd(), &cname(&fs.name))?;
+    crate::owned::remove::tree(rd.fd(), &cname(&fs.name))?;
     Ok(files as f64 / secs)
 }
 
@@ -51,20 +51,21 @@ fn bare_round(rd: &RunDir, files: u64, size: u64) -> anyhow::Result<f64> {
     let top = cname("bare");
     let buf = vec![0x5au8; size.min(1 << 20) as usize];
     let t0 = Instant::now();
-    beneath::mkdir_at(rd.fd(), &top, 0o755)?;
+    crate::owned::mkdir(rd.fd(), &top, 0o755)?;
     let top_fd = beneath::open_dir(rd.fd(), &top)?;
     let mut made = 0u64;
     let mut d = 0u64;
     while made < files {
         let dn = cname(&format!("{d:08}"));
-        beneath::mkdir_at(top_fd.as_raw_fd(), &dn, 0o755)?;
+        crate::owned::mkdir(top_fd.as_raw_fd(), &dn, 0o755)?;
         let dir = beneath::open_dir(top_fd.as_raw_fd(), &dn)?;
         for f in 0..WIDTH.min(files - made) {
             let name = cname(&format!("{f:08}"));
-            let fd = beneath::open_file(
+            let fd = crate::owned::open_write(
                 dir.as_raw_fd(),
                 &name,
-                libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC,
+                crate::owned::Open::New,
+                libc::O_WRONLY,
             )?;
             let mut left = size;
             while left > 0 {
@@ -80,7 +81,7 @@ fn bare_round(rd: &RunDir, files: u64, size: u64) -> anyhow::Result<f64> {
     }
     let secs = t0.elapsed().as_secs_f64();
     drop(top_fd);
-    beneath::remove_tree_at(rd.fd(), &top)?;
+    crate::owned::remove::tree(rd.fd(), &top)?;
     Ok(files as f64 / secs)
 }
 

@@ -19,25 +19,26 @@ const WIDTH: u64 = 100;
 /// `entries` empty files in directories of `WIDTH`, ten directories to a parent.
 fn make_tree(rd: &RunDir, entries: u64) -> anyhow::Result<()> {
     let top = cname("tree");
-    beneath::mkdir_at(rd.fd(), &top, 0o755)?;
+    crate::owned::mkdir(rd.fd(), &top, 0o755)?;
     let top_fd = beneath::open_dir(rd.fd(), &top)?;
     let dirs = entries.div_ceil(WIDTH);
     let mut made = 0;
     for d in 0..dirs {
         let parent = cname(&format!("p{:06}", d / 10));
         if d % 10 == 0 {
-            beneath::mkdir_at(top_fd.as_raw_fd(), &parent, 0o755)?;
+            crate::owned::mkdir(top_fd.as_raw_fd(), &parent, 0o755)?;
         }
         let pfd = beneath::open_dir(top_fd.as_raw_fd(), &parent)?;
         let dn = cname(&format!("d{d:06}"));
-        beneath::mkdir_at(pfd.as_raw_fd(), &dn, 0o755)?;
+        crate::owned::mkdir(pfd.as_raw_fd(), &dn, 0o755)?;
         let dfd = beneath::open_dir(pfd.as_raw_fd(), &dn)?;
         for f in 0..WIDTH.min(entries - made) {
             let name = cname(&format!("file{f:04}.dat"));
-            beneath::open_file(
+            crate::owned::open_write(
                 dfd.as_raw_fd(),
                 &name,
-                libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL,
+                crate::owned::Open::New,
+                libc::O_WRONLY,
             )?;
             made += 1;
         }

@@ -70,9 +70,9 @@ pub fn lay_out(wl: &Workload, dir: RawFd, quiet: bool) -> std::io::Result<Laid> 
             ));
         }
         let name = crate::beneath::component(std::ffi::OsStr::new(&f.name))?;
-        let fd =
-            crate::beneath::open_file(dir, &name, libc::O_CREAT | libc::O_TRUNC | libc::O_WRONLY)
-                .map_err(|e| std::io::Error::new(e.kind(), format!("create {}: {e}", f.name)))?;
+        let how = crate::owned::Open::OwnOrReplace;
+        let fd = crate::owned::open_truncated(dir, &name, how, libc::O_WRONLY)
+            .map_err(|e| std::io::Error::new(e.kind(), format!("create {}: {e}", f.name)))?;
         let size = f.offset + f.len;
         prealloc(fd.as_raw_fd(), f.prealloc, size)
             .map_err(|e| std::io::Error::new(e.kind(), format!("fallocate {}: {e}", f.name)))?;
@@ -129,8 +129,8 @@ fn fill(
     buf: &mut io::AlignedBuf,
     rng: &mut crate::dist::Rng,
 ) -> std::io::Result<()> {
-    // SAFETY: ftruncate on a descriptor we own.
-    if unsafe { libc::ftruncate(fd, size as libc::off_t) } != 0 {
+    // The descriptor came from the owned-tree layer: a file of the run's own.
+    if crate::owned::raw::ftruncate(fd, size as i64) != 0 {
         return Err(std::io::Error::last_os_error());
     }
     let bs = bs.clamp(1, 64 << 20).min(size.max(1)) as usize;

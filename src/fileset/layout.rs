@@ -9,6 +9,7 @@ use crate::beneath;
 use crate::content::{self, ContentReport, Generator, BLOCK};
 use crate::dist::{rng, Rng};
 use crate::model::{Fileset, RandVarDef};
+use crate::owned::{self, Open};
 use rand::Rng as _;
 use std::ffi::OsStr;
 use std::fs::File;
@@ -120,7 +121,7 @@ pub fn create(
 ) -> Result<(FilesetRt, LayoutStats), LayoutError> {
     let t0 = std::time::Instant::now();
     let name = beneath::component(OsStr::new(&fs.name)).map_err(|e| io_err(&root, e))?;
-    match beneath::mkdir_at(run_dir, &name, 0o755) {
+    match owned::mkdir(run_dir, &name, 0o755) {
         Ok(()) => {}
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists && fs.reuse => {}
         Err(e) => return Err(io_err(&root, e)),
@@ -167,7 +168,7 @@ fn make_dirs(planned: &[Dir], fs: &Fileset, rt: &mut FilesetRt) -> Result<u64, L
         let path = || rt.dir_pathbuf(d as u32);
         let parent = rt.dir_handle(dir.parent).map_err(|e| io_err(&path(), e))?;
         let n = dir_name(dir.name, &mut buf);
-        match beneath::mkdir_at(parent.fd(), n, 0o755) {
+        match owned::mkdir(parent.fd(), n, 0o755) {
             Ok(()) => made += 1,
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists && fs.reuse => {}
             Err(e) => return Err(io_err(&path(), e)),
@@ -186,7 +187,7 @@ fn make_leafdirs(prealloc: &Bits, fs: &Fileset, rt: &FilesetRt) -> Result<(), La
         let (dir, n) = rt
             .entry_at(List::LeafDirs, i, &mut buf)
             .map_err(|e| io_err(&rt.entry_pathbuf(List::LeafDirs, i), e))?;
-        match beneath::mkdir_at(dir.fd(), n, 0o755) {
+        match owned::mkdir(dir.fd(), n, 0o755) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists && fs.reuse => {
                 // Must be a directory, not a link planted in its place.
@@ -308,8 +309,10 @@ fn write_one(
             size,
             (gen, i as u64),
             data,
-            fs.reuse,
-            fs.trusttree,
+            Reuse {
+                reuse: fs.reuse,
+                trust: fs.trusttree,
+            },
             rt.verify
                 .get(i)
                 .map(|st| (st, crate::verify::file_id(index as u32, i as u32))),
@@ -374,9 +377,10 @@ fn dir_name(n: u32, buf: &mut Vec<u8>) -> &std::ffi::CStr {
     std::ffi::CStr::from_bytes_with_nul(buf).expect("digits and one NUL")
 }
 
-/// Say what a refused link means.
+/// Say what a refused link or mount means.
 fn not_ours(e: io::Error) -> io::Error {
     match e.raw_os_error() {
+        Some(libc::EXDEV) => owned::explain(e),
         Some(libc::ELOOP) | Some(libc::ENOTDIR) => io::Error::other(
             "it is a symbolic link or not the kind of entry fsbench created; fsbench never follows links inside its run directories (remove it, or the run directory, yourself)",
         ),
@@ -385,37 +389,28 @@ fn not_ours(e: io::Error) -> io::Error {
 }
 
 /// Write one file of `size` bytes as `name` in `dir`. Returns `None` when an existing file
-/// was kept as it was. Never follows a link: an existing link is refused (`ELOOP`), and
-/// anything but a regular file is refused too.
-#[allow(clippy::too_many_arguments)]
+/// was kept as it was. Through the owned-tree layer: never through a link or into a mount; an
+/// existing file that is not fsbench's own (other hard links, another owner) is replaced by a
+/// new inode, never written or truncated; anything but a regular file is refused.
 fn write_file(
     dir: RawFd,
     name: &std::ffi::CStr,
     size: u64,
     content: (&Generator, u64),
     data: &mut [u8],
-    reuse: bool,
-    trust: bool,
+    reuse: Reuse,
     verify: Option<(&crate::verify::FileState, u64)>,
 ) -> io::Result<Option<u64>> {
     // With --verify a kept file is written again: what earlier runs left in it is unknown.
-    if reuse && verify.is_none() {
-        match beneath::open_file(dir, name, libc::O_WRONLY) {
+    if reuse.reuse && verify.is_none() {
+        match owned::open_write(dir, name, Open::Own, libc::O_WRONLY) {
             Ok(fd) => {
-                let st = beneath::fstat(fd.as_raw_fd())?;
-                if st.st_mode & libc::S_IFMT != libc::S_IFREG {
-                    return Err(io::Error::from_raw_os_error(libc::ENOTDIR));
-                }
-                if !sole_own_link(&st) {
-                    drop(fd);
-                    return write_new(dir, name, size, content, data, verify);
-                }
-                let have = st.st_size as u64;
-                if trust || have == size {
+                let have = beneath::fstat(fd.as_raw_fd())?.st_size as u64;
+                if reuse.trust || have == size {
                     return Ok(None);
                 }
                 if have > size {
-                    File::from(fd).set_len(size)?;
+                    owned::set_len(&fd, size)?;
                     return Ok(None);
                 }
             }
@@ -423,14 +418,27 @@ fn write_file(
             Err(e) if e.raw_os_error() == Some(libc::EISDIR) => {
                 return Err(io::Error::from_raw_os_error(libc::ENOTDIR))
             }
+            // Not fsbench's own: replaced below.
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {}
             Err(e) => return Err(e),
         }
     }
-    if reuse {
-        return write_new(dir, name, size, content, data, verify);
-    }
-    let fd = beneath::open_file(dir, name, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC)?;
+    let how = if reuse.reuse {
+        Open::Replace
+    } else {
+        Open::New
+    };
+    let fd = owned::open_write(dir, name, how, libc::O_WRONLY)?;
     fill(fd, size, content, data, verify)
+}
+
+/// What a layout may do with files it finds.
+#[derive(Debug, Clone, Copy)]
+struct Reuse {
+    /// The fileset has `reuse`: existing files of the right size are kept.
+    reuse: bool,
+    /// The fileset has `trusttree`: existing files are kept whatever their size.
+    trust: bool,
 }
 
 /// In a reuse directory, the entries not preallocated that an earlier run left as files:
@@ -444,45 +452,13 @@ fn drop_shared_links(rt: &FilesetRt, prealloc: &Bits) -> Result<(), LayoutError>
             .entry_at(List::Files, i, &mut name)
             .map_err(|e| io_err(&path(), not_ours(e)))?;
         match beneath::lstat_at(dir.fd(), n) {
-            Ok(st) if st.st_mode & libc::S_IFMT == libc::S_IFREG && !sole_own_link(&st) => {
-                beneath::unlink_at(dir.fd(), n, 0).map_err(|e| io_err(&path(), e))?;
+            Ok(st) if st.st_mode & libc::S_IFMT == libc::S_IFREG && !owned::sole_own_link(&st) => {
+                owned::unlink(dir.fd(), n).map_err(|e| io_err(&path(), e))?;
             }
             _ => {}
         }
     }
     Ok(())
-}
-
-/// Whether an existing file in a reuse directory may be kept and written in place: it is
-/// the only link to its data and it is the user's own. A hard link planted in a fileset
-/// would otherwise let a run rewrite or truncate a file outside it.
-pub fn sole_own_link(st: &libc::stat) -> bool {
-    st.st_nlink <= 1 && st.st_uid == beneath::euid()
-}
-
-/// Replace whatever regular file is at `name` by a new file (a new inode: nothing is written
-/// through an existing link), then fill it.
-fn write_new(
-    dir: RawFd,
-    name: &std::ffi::CStr,
-    size: u64,
-    content: (&Generator, u64),
-    data: &mut [u8],
-    verify: Option<(&crate::verify::FileState, u64)>,
-) -> io::Result<Option<u64>> {
-    match beneath::lstat_at(dir, name) {
-        Ok(st) if st.st_mode & libc::S_IFMT == libc::S_IFREG => {
-            beneath::unlink_at(dir, name, 0)?;
-        }
-        Ok(st) if st.st_mode & libc::S_IFMT == libc::S_IFLNK => {
-            return Err(io::Error::from_raw_os_error(libc::ELOOP));
-        }
-        Ok(_) => return Err(io::Error::from_raw_os_error(libc::ENOTDIR)),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-        Err(e) => return Err(e),
-    }
-    let fd = beneath::open_file(dir, name, libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL)?;
-    fill(fd, size, content, data, verify)
 }
 
 fn fill(

@@ -3,7 +3,6 @@
 //! it to go, and the mount table.
 
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -17,16 +16,10 @@ pub fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> anyhow::Result<T>
 
 /// Write JSON through a temporary file and rename, so readers never see half.
 pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> anyhow::Result<()> {
-    // A name of its own per call: two threads may write the same file.
-    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let tmp = path.with_extension(format!("json.tmp{}.{n}", std::process::id()));
-    let mut f = fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
-    f.write_all(serde_json::to_string_pretty(value)?.as_bytes())?;
-    f.write_all(b"\n")?;
-    drop(f);
-    fs::rename(&tmp, path).with_context(|| format!("renaming to {}", path.display()))?;
-    Ok(())
+    let mut text = serde_json::to_string_pretty(value)?;
+    text.push('\n');
+    crate::owned::path::write_atomic(path, text.as_bytes())
+        .with_context(|| format!("writing {}", path.display()))
 }
 
 /// True if `pid` names a live (non-zombie) process.

@@ -155,7 +155,7 @@ struct TempSnapshot(PathBuf);
 
 impl Drop for TempSnapshot {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
+        let _ = crate::owned::path::remove_file(&self.0);
     }
 }
 

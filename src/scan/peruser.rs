@@ -51,10 +51,25 @@ fn top_level(
     stats: &mut TreeStats,
     walked: &mut WalkStats,
 ) -> Result<Vec<PathBuf>> {
+    use std::os::fd::AsRawFd;
     use std::os::unix::fs::MetadataExt;
     let dev = std::fs::symlink_metadata(root)
         .with_context(|| format!("cannot read {}", root.display()))?
         .dev();
+    let root_fd =
+        std::fs::File::open(root).with_context(|| format!("cannot open {}", root.display()))?;
+    let root_mnt = crate::beneath::mount_of(root_fd.as_raw_fd())?.1;
+    // A bind mount of the root's own file system has its device: the mount id tells.
+    let other_mount = |name: &std::ffi::OsStr| {
+        let Ok(c) = crate::beneath::component(name) else {
+            return false;
+        };
+        root_mnt.is_some()
+            && crate::beneath::mount_id_at(root_fd.as_raw_fd(), &c)
+                .ok()
+                .flatten()
+                != root_mnt
+    };
     let mut users = Vec::new();
     let mut n = 0;
     for e in std::fs::read_dir(root)
@@ -76,7 +91,7 @@ fn top_level(
         let kind = Kind::from_mode(md.mode());
         stats.add(e.file_name().as_bytes(), 0, kind, md.size(), md.blocks());
         if kind == Kind::Dir {
-            if md.dev() != dev && !cross_mounts {
+            if (md.dev() != dev || other_mount(&e.file_name())) && !cross_mounts {
                 walked.mount_points_skipped += 1;
             } else {
                 users.push(e.path());

@@ -82,17 +82,17 @@ pub fn stat_at(dir: RawFd, name: &CStr) -> io::Result<libc::stat> {
 /// Remove file `name` from directory `dir` (a link itself, never its target).
 #[inline]
 pub fn unlink_at(dir: RawFd, name: &CStr) -> io::Result<()> {
-    crate::beneath::unlink_at(dir, name, 0)
+    crate::owned::unlink(dir, name)
 }
 
 #[inline]
 pub fn mkdir_at(dir: RawFd, name: &CStr) -> io::Result<()> {
-    crate::beneath::mkdir_at(dir, name, 0o755)
+    crate::owned::mkdir(dir, name, 0o755)
 }
 
 #[inline]
 pub fn rmdir_at(dir: RawFd, name: &CStr) -> io::Result<()> {
-    crate::beneath::unlink_at(dir, name, libc::AT_REMOVEDIR)
+    crate::owned::rmdir(dir, name)
 }
 
 /// Read the whole directory open as `dir` (through a fresh descriptor, so its offset is
@@ -193,9 +193,11 @@ pub fn stat(path: &CStr) -> io::Result<libc::stat> {
     }
 }
 
+/// `unlink(path)`: for the application benchmarks that time whole-path operations inside
+/// their own run directory ([`crate::owned::unlink_path`]).
+#[inline]
 pub fn unlink(path: &CStr) -> io::Result<()> {
-    // SAFETY: path is NUL-terminated.
-    cvt(unsafe { libc::unlink(path.as_ptr()) }).map(|_| ())
+    crate::owned::unlink_path(path)
 }
 
 pub fn mkdir(path: &CStr) -> io::Result<()> {
@@ -203,9 +205,10 @@ pub fn mkdir(path: &CStr) -> io::Result<()> {
     cvt(unsafe { libc::mkdir(path.as_ptr(), 0o755) }).map(|_| ())
 }
 
+/// `rmdir(path)`, as [`unlink`].
+#[inline]
 pub fn rmdir(path: &CStr) -> io::Result<()> {
-    // SAFETY: path is NUL-terminated.
-    cvt(unsafe { libc::rmdir(path.as_ptr()) }).map(|_| ())
+    crate::owned::rmdir_path(path)
 }
 
 /// Advise the kernel that access will be random (no read-ahead).

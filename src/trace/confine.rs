@@ -6,7 +6,7 @@
 //! its run directory, or an `--over` tree) and names every file as a [`Beneath`]: that
 //! directory and the rest of the recorded path, as recorded. Every call that takes a path
 //! resolves it here, with `openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)` from the root's
-//! descriptor ([`crate::beneath::open_beneath`]): symbolic links are followed as the kernel
+//! descriptor ([`crate::owned::open_following`]): symbolic links are followed as the kernel
 //! would follow them, but only while every step stays beneath the root. A step out of it
 //! (`..` above the root, an absolute link, a link pointing out) is [`CallError::Refused`]:
 //! the call is counted and not issued. Calls that change a directory entry (unlink, rmdir,
@@ -17,7 +17,6 @@
 //! The replay's issuing code gets no path string to pass to the kernel itself: only
 //! descriptors from here.
 
-use crate::beneath;
 use std::ffi::{CStr, CString};
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
@@ -174,7 +173,7 @@ impl Roots {
         if writes {
             self.may_change()?;
         }
-        resolved(beneath::open_beneath(
+        resolved(crate::owned::open_following(
             self.dir(p)?,
             &p.rel,
             flags,
@@ -185,7 +184,7 @@ impl Roots {
     /// What `p` names, as an `O_PATH` descriptor: through a final link when `follow`.
     pub fn target(&self, p: &Beneath, follow: bool) -> Result<OwnedFd, CallError> {
         let nofollow = if follow { 0 } else { libc::O_NOFOLLOW };
-        resolved(beneath::open_beneath(
+        resolved(crate::owned::open_following(
             self.dir(p)?,
             &p.rel,
             libc::O_PATH | nofollow,
@@ -217,7 +216,7 @@ impl Roots {
             return Err(einval());
         }
         let dir = CString::new(dir).map_err(|_| einval())?;
-        let fd = resolved(beneath::open_beneath(
+        let fd = resolved(crate::owned::open_following(
             self.dir(p)?,
             &dir,
             libc::O_PATH | libc::O_DIRECTORY,

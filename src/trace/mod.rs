@@ -87,7 +87,7 @@ impl ScratchDir {
 
 impl Drop for ScratchDir {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        let _ = crate::owned::path::remove_tree(&self.0);
     }
 }
 

@@ -233,6 +233,12 @@ impl Worker<'_> {
                 -1 => Err(std::io::Error::last_os_error()),
                 fd => Ok(fd),
             }
+        } else if crate::owned::writes(how.flags()) {
+            // A file the layout made (or the job creates) in the run directory: opened as
+            // fsbench's own, never through a link, a mount or a file with other links.
+            let flags = how.flags() | flags_extra;
+            crate::owned::open_write(dir, &name, crate::owned::how_for_flags(flags), flags)
+                .map(std::os::fd::IntoRawFd::into_raw_fd)
         } else if flags_extra != 0 {
             crate::beneath::open_file(dir, &name, how.flags() | flags_extra)
                 .map(std::os::fd::IntoRawFd::into_raw_fd)
@@ -872,7 +878,7 @@ impl Worker<'_> {
         for f in s.files.iter().filter(|f| !f.external) {
             let name = crate::beneath::component(std::ffi::OsStr::new(&f.name))
                 .map_err(|e| Fail::Error(format!("unlink {}: {e}", f.name)))?;
-            match crate::beneath::unlink_at(dir, &name, 0) {
+            match crate::owned::unlink(dir, &name) {
                 Ok(()) => {}
                 Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
                 Err(e) => return Err(Fail::Error(format!("unlink {}: {e}", f.name))),

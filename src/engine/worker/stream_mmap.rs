@@ -34,7 +34,9 @@ impl Map {
                     std::io::Error::last_os_error()
                 ));
             }
-            if (st.st_size as u64) < end && s.writes && libc::ftruncate(fd, end as libc::off_t) != 0
+            if (st.st_size as u64) < end
+                && s.writes
+                && crate::owned::raw::ftruncate(fd, end as i64) != 0
             {
                 return Err(format!(
                     "ftruncate {}: {}",

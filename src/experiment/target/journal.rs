@@ -213,7 +213,7 @@ impl Undo {
             Undo::RemoveFile { path, id } => {
                 let (dir, name) = parent_and_name(path)?;
                 if still_there(dir.as_raw_fd(), &name, Some(*id), libc::S_IFREG, path)? {
-                    gone_ok(beneath::unlink_at(dir.as_raw_fd(), &name, 0))
+                    gone_ok(crate::owned::unlink(dir.as_raw_fd(), &name))
                         .with_context(|| format!("removing {}", path.display()))?;
                 }
                 Ok(())
@@ -221,7 +221,7 @@ impl Undo {
             Undo::RemoveEmptyDir { path, id } => {
                 let (dir, name) = parent_and_name(path)?;
                 if still_there(dir.as_raw_fd(), &name, Some(*id), libc::S_IFDIR, path)? {
-                    gone_ok(beneath::unlink_at(dir.as_raw_fd(), &name, libc::AT_REMOVEDIR))
+                    gone_ok(crate::owned::rmdir(dir.as_raw_fd(), &name))
                         .with_context(|| format!("removing {}", path.display()))?;
                 }
                 Ok(())
@@ -316,15 +316,11 @@ fn remove_marked_tree(p: &Path, id: Option<FileId>, marker: &str) -> Result<()> 
                 .join(", ")
         );
     }
-    beneath::remove_contents(tree.as_raw_fd(), &|_| false)
+    crate::owned::remove::contents(tree.as_raw_fd(), &|_| false)
         .with_context(|| format!("removing what is in {}", p.display()))?;
     drop(tree);
-    gone_ok(beneath::unlink_at(
-        dir.as_raw_fd(),
-        &name,
-        libc::AT_REMOVEDIR,
-    ))
-    .with_context(|| format!("removing {}", p.display()))
+    gone_ok(crate::owned::rmdir(dir.as_raw_fd(), &name))
+        .with_context(|| format!("removing {}", p.display()))
 }
 
 /// `fsbench KIND remove NAME`, when the server of that name is the one fsbench started for
@@ -511,10 +507,10 @@ fn check_trusted(outdir: &Path) -> Result<std::result::Result<Checked, String>> 
             outdir.display()
         )));
     }
-    let d = beneath::open_dir(libc::AT_FDCWD, &cstr(outdir)?)
+    let d = beneath::open_dir_any_mount(libc::AT_FDCWD, &cstr(outdir)?)
         .with_context(|| format!("opening {}", outdir.display()))?;
     let st = beneath::fstat(d.as_raw_fd())?;
-    if let Some(why) = beneath::untrusted_dir(&st) {
+    if let Some(why) = crate::owned::trust::untrusted_dir(&st) {
         return Ok(Err(format!("{}: {why}", outdir.display())));
     }
     let real = std::fs::read_link(format!("/proc/self/fd/{}", d.as_raw_fd()))

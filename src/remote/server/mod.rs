@@ -24,7 +24,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileExt, MetadataExt, PermissionsExt};
-use std::os::unix::io::{AsRawFd, FromRawFd};
+use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -211,10 +211,19 @@ impl Fs {
         Ok((dir, crate::beneath::component(name)?))
     }
 
-    /// Open `rel` below the server tree with `flags`, never through a link.
+    /// Open `rel` below the server tree with `flags`, never through a link or into a mount;
+    /// for writing, only a file of the tree's own (no other links, the user's).
     fn open_beneath(&self, rel: &Path, flags: libc::c_int) -> io::Result<File> {
         let (dir, name) = self.beneath(rel)?;
-        crate::beneath::open_file(dir.as_raw_fd(), &name, flags).map(File::from)
+        if !crate::owned::writes(flags) {
+            return crate::beneath::open_file(dir.as_raw_fd(), &name, flags).map(File::from);
+        }
+        let how = crate::owned::how_for_flags(flags);
+        let fd = crate::owned::open_write(dir.as_raw_fd(), &name, how, flags)?;
+        if flags & libc::O_TRUNC != 0 {
+            crate::owned::set_len(&fd, 0)?;
+        }
+        Ok(File::from(fd))
     }
 
     fn abs(&self, rel: &Path) -> PathBuf {

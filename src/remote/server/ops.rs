@@ -2,6 +2,7 @@
 //! listings and statfs; each charged its round trips.
 
 use super::*;
+use crate::owned;
 use std::ffi::CString;
 use std::os::fd::OwnedFd;
 
@@ -87,12 +88,9 @@ impl Fs {
             set_owner(&dir, &name, valid, body)?;
             if valid & FATTR_SIZE != 0 {
                 let size = u64_at(body, 16);
-                File::from(crate::beneath::open_file(
-                    dir.as_raw_fd(),
-                    &name,
-                    libc::O_WRONLY,
-                )?)
-                .set_len(size)?;
+                let fd =
+                    owned::open_write(dir.as_raw_fd(), &name, owned::Open::Own, libc::O_WRONLY)?;
+                owned::set_len(&fd, size)?;
                 if let Some(c) = self.cached.get_mut(&ino) {
                     OpenOptions::new()
                         .write(true)
@@ -150,24 +148,18 @@ impl Fs {
         };
         let path = self.abs(&rel);
         let created = self.beneath(&rel).and_then(|(dir, name)| {
-            // SAFETY: name is NUL-terminated; the descriptor is owned by the File below.
-            let fd = unsafe {
-                libc::openat(
-                    dir.as_raw_fd(),
-                    name.as_ptr(),
-                    libc::O_RDWR
-                        | libc::O_CREAT
-                        | libc::O_NOFOLLOW
-                        | libc::O_CLOEXEC
-                        | (flags & (libc::O_EXCL | libc::O_TRUNC)),
-                    (mode & !umask & 0o7777) as libc::c_uint,
-                )
-            };
-            if fd < 0 {
-                return Err(io::Error::last_os_error());
+            let how = owned::how_for_flags(libc::O_CREAT | (flags & libc::O_EXCL));
+            let fd = owned::open_write_mode(
+                dir.as_raw_fd(),
+                &name,
+                how,
+                libc::O_RDWR,
+                mode & !umask & 0o7777,
+            )?;
+            if flags & libc::O_TRUNC != 0 {
+                owned::set_len(&fd, 0)?;
             }
-            // SAFETY: a fresh descriptor from the kernel.
-            Ok(unsafe { File::from_raw_fd(fd) })
+            Ok(File::from(fd))
         });
         let file = match created {
             Ok(f) => f,
@@ -262,7 +254,7 @@ impl Fs {
         let path = self.abs(&rel);
         let r = self.beneath(&rel).and_then(|(dir, name)| {
             let mode = mode & !umask & 0o7777;
-            crate::beneath::mkdir_at(dir.as_raw_fd(), &name, mode)?;
+            owned::mkdir(dir.as_raw_fd(), &name, mode)?;
             // The process umask applied too: set exactly what the client asked for.
             File::from(crate::beneath::open_dir(dir.as_raw_fd(), &name)?)
                 .set_permissions(fs::Permissions::from_mode(mode))
@@ -313,7 +305,11 @@ impl Fs {
         let due = Some(self.round_trip(now));
         let rel = prel.join(OsStr::from_bytes(name));
         let r = self.beneath(&rel).and_then(|(d, n)| {
-            crate::beneath::unlink_at(d.as_raw_fd(), &n, if dir { libc::AT_REMOVEDIR } else { 0 })
+            if dir {
+                owned::rmdir(d.as_raw_fd(), &n)
+            } else {
+                owned::unlink(d.as_raw_fd(), &n)
+            }
         });
         if let Err(e) = r {
             return Out::at(due, Err(errno(&e)));
@@ -357,13 +353,7 @@ impl Fs {
         let nrel = np.join(OsStr::from_bytes(&new));
         let r = self.beneath(&orel).and_then(|(od, on)| {
             let (nd, nn) = self.beneath(&nrel)?;
-            // SAFETY: both names are NUL-terminated.
-            let r =
-                unsafe { libc::renameat(od.as_raw_fd(), on.as_ptr(), nd.as_raw_fd(), nn.as_ptr()) };
-            if r != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            Ok(())
+            owned::rename(od.as_raw_fd(), &on, nd.as_raw_fd(), &nn, 0)
         });
         if let Err(e) = r {
             return Out::at(due, Err(errno(&e)));

@@ -246,7 +246,7 @@ impl Shared<'_> {
                     } else {
                         0
                     };
-                    libc::unlinkat(d.as_raw_fd(), n.as_ptr(), fl) as _
+                    crate::owned::raw::unlinkat(d.as_raw_fd(), n.as_ptr(), fl) as _
                 }
                 Call::Rename | Call::Link => {
                     let p2 = paths.p2.as_ref().ok_or_else(nopath)?;
@@ -254,7 +254,7 @@ impl Shared<'_> {
                     let (d1, d2) = (d1.as_raw_fd(), d2.as_raw_fd());
                     if r.call == Call::Rename {
                         let fl = r.flags.unwrap_or(0) as libc::c_uint;
-                        libc::renameat2(d1, n1.as_ptr(), d2, n2.as_ptr(), fl) as _
+                        crate::owned::raw::renameat2(d1, n1.as_ptr(), d2, n2.as_ptr(), fl) as _
                     } else {
                         // Never AT_SYMLINK_FOLLOW: a link to a link stays beneath the root.
                         libc::linkat(d1, n1.as_ptr(), d2, n2.as_ptr(), 0) as _
@@ -268,7 +268,7 @@ impl Shared<'_> {
                 Call::Truncate => {
                     let fl = libc::O_WRONLY | libc::O_NONBLOCK;
                     let f = roots.open(p1, fl, 0)?;
-                    libc::ftruncate(f.as_raw_fd(), r.size.unwrap_or(0) as i64) as _
+                    crate::owned::raw::ftruncate(f.as_raw_fd(), r.size.unwrap_or(0) as i64) as _
                 }
                 Call::Chmod => {
                     roots.may_change()?;
@@ -357,7 +357,7 @@ impl Shared<'_> {
                 Call::Fsync => libc::fsync(fd()?) as _,
                 Call::Truncate => {
                     change()?;
-                    libc::ftruncate(fd()?, r.size.unwrap_or(0) as i64) as _
+                    crate::owned::raw::ftruncate(fd()?, r.size.unwrap_or(0) as i64) as _
                 }
                 Call::Fallocate => {
                     change()?;

@@ -257,7 +257,7 @@ impl Replay<'_> {
             .map(|i| {
                 let name = CString::new(format!("r{i}")).expect("no NUL");
                 if make {
-                    crate::beneath::mkdir_at(base, &name, 0o755)?;
+                    crate::owned::mkdir(base, &name, 0o755)?;
                 }
                 crate::beneath::open_dir(base, &name)
             })

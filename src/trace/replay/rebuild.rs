@@ -80,7 +80,8 @@ pub(super) fn make_entry(
             roots.open(p, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW, 0)?
         }
         EntryKind::File => {
-            let fl = libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_NOFOLLOW;
+            // The root starts empty: every file of the initial tree is a new one.
+            let fl = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW;
             let fd = roots.open(p, fl, 0o600)?;
             let mut f = std::fs::File::from(fd);
             let mut left = e.size;
