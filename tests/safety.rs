@@ -505,3 +505,301 @@ fn clean_of_a_tree_deeper_than_the_descriptor_limit_fails_and_says_so() {
     assert!(o.status.success(), "{}", text(&o));
     assert!(!target.path().join("fsbench-reusable").exists());
 }
+
+// ---- The owned-tree layer: mounts, hard links and planted markers inside trees fsbench
+// continues or prunes (each test reproduces a way the data of others was lost).
+
+/// A sentinel: `n` files of known contents in `dir`, and a way to check them unchanged.
+struct Sentinel {
+    dir: PathBuf,
+    files: Vec<(String, u64)>,
+}
+
+impl Sentinel {
+    /// Named as aging names its files (`f<N>`), so a tool that adopted them would use them.
+    fn new(dir: &Path, n: usize) -> Sentinel {
+        std::fs::create_dir_all(dir).unwrap();
+        for i in 0..n {
+            std::fs::write(
+                dir.join(format!("f{}", 90_000 + i)),
+                format!("precious {i}\n"),
+            )
+            .unwrap();
+        }
+        Sentinel {
+            dir: dir.to_path_buf(),
+            files: tree_listing(dir),
+        }
+    }
+    fn intact(&self) {
+        assert_eq!(
+            tree_listing(&self.dir),
+            self.files,
+            "{}",
+            self.dir.display()
+        );
+        for (i, (name, _)) in self.files.iter().enumerate() {
+            let got = std::fs::read_to_string(self.dir.join(name)).unwrap();
+            assert!(got.starts_with("precious "), "{name} was rewritten ({i})");
+        }
+    }
+}
+
+/// `mount --bind SRC DST`, undone on drop; `None` (and a printed skip) where it cannot be.
+fn bind(src: &Path, dst: &Path) -> Option<Mount> {
+    if !is_root() {
+        skip("needs root to bind-mount");
+        return None;
+    }
+    match run_ok(
+        "mount",
+        &["--bind", src.to_str().unwrap(), dst.to_str().unwrap()],
+    ) {
+        Ok(_) => Some(Mount(dst.to_path_buf())),
+        Err(e) => {
+            skip(&e);
+            None
+        }
+    }
+}
+
+/// A 32 MiB tmpfs for aging tests, unmounted on drop.
+fn small_tmpfs(s: &Scratch) -> Option<Mount> {
+    if !is_root() {
+        skip("needs root to mount a small tmpfs");
+        return None;
+    }
+    let m = s.path().join("fs");
+    std::fs::create_dir_all(&m).unwrap();
+    let r = run_ok(
+        "mount",
+        &["-t", "tmpfs", "-o", "size=32m", "none", m.to_str().unwrap()],
+    );
+    match r {
+        Ok(_) => Some(Mount(m)),
+        Err(e) => {
+            skip(&e);
+            None
+        }
+    }
+}
+
+fn age(dir: &Path, seed: &str, profile: &str) -> std::process::Output {
+    let d = dir.to_str().unwrap();
+    run(&[
+        "age",
+        d,
+        "--fill",
+        "0.4",
+        "--ops",
+        "1500",
+        "--seed",
+        seed,
+        "--profile",
+        profile,
+        "-q",
+    ])
+}
+
+/// The aged tree's directories below fsbench-aged/ (relative paths).
+fn aged_dirs(aged: &Path) -> Vec<PathBuf> {
+    tree_listing(aged)
+        .into_iter()
+        .filter(|(_, len)| *len == u64::MAX)
+        .map(|(p, _)| aged.join(p))
+        .collect()
+}
+
+#[test]
+fn continued_aging_never_deletes_across_a_mount_in_the_aged_tree() {
+    let s = Scratch::new("own-age-mount");
+    let Some(fs) = small_tmpfs(&s) else { return };
+    let o = age(&fs.0, "1", "agrawal");
+    assert!(o.status.success(), "{}", text(&o));
+    let aged = fs.0.join("fsbench-aged");
+    // A bind mount from another file system, then one of the same file system (the same
+    // device: only the mount tells it apart), each on a directory of the aged tree.
+    let other = Sentinel::new(&s.path().join("other-fs"), 100);
+    let same = Sentinel::new(&fs.0.join("same-fs"), 100);
+    for (sentinel, seed, profile) in [(&other, "2", "agrawal"), (&same, "3", "meyer")] {
+        let mut dirs = aged_dirs(&aged);
+        dirs.sort();
+        let target = dirs.last().expect("aging made directories").clone();
+        let Some(m) = bind(&sentinel.dir, &target) else {
+            return;
+        };
+        let o = age(&fs.0, seed, profile);
+        assert!(o.status.success(), "{}", text(&o));
+        assert!(
+            text(&o).contains("a mount point, left alone"),
+            "the mount is named: {}",
+            text(&o)
+        );
+        drop(m);
+        sentinel.intact();
+    }
+}
+
+#[test]
+fn continued_aging_never_writes_through_a_hard_link() {
+    let s = Scratch::new("own-age-links");
+    let Some(fs) = small_tmpfs(&s) else { return };
+    let o = age(&fs.0, "1", "agrawal");
+    assert!(o.status.success(), "{}", text(&o));
+    let aged = fs.0.join("fsbench-aged");
+    let outside = Sentinel::new(&fs.0.join("outside"), 40);
+    // Every aged file's name now links to an outside file (the data aging would write).
+    let mut planted = 0;
+    let files: Vec<PathBuf> = tree_listing(&aged)
+        .into_iter()
+        .filter(|(p, len)| *len != u64::MAX && !p.contains(".fsbench"))
+        .map(|(p, _)| aged.join(p))
+        .collect();
+    for (i, f) in files.iter().enumerate() {
+        std::fs::remove_file(f).unwrap();
+        let src = outside.dir.join(&outside.files[i % outside.files.len()].0);
+        std::fs::hard_link(src, f).unwrap();
+        planted += 1;
+    }
+    assert!(planted > 10, "{planted} files planted");
+    for (seed, profile) in [("2", "agrawal"), ("3", "meyer"), ("4", "douceur")] {
+        let o = age(&fs.0, seed, profile);
+        assert!(o.status.success(), "{}", text(&o));
+    }
+    outside.intact();
+}
+
+#[test]
+fn a_reuse_run_never_writes_into_a_mount_inside_its_fileset() {
+    let dir = Scratch::new("own-reuse-wl");
+    let target = Scratch::new("own-reuse-target");
+    let wl = workload(&dir);
+    let o = run_reuse(&wl, &target);
+    assert!(o.status.success(), "{}", text(&o));
+    let fileset = target.path().join("fsbench-reusable/data");
+    let sub = std::fs::read_dir(&fileset)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.is_dir())
+        .expect("the fileset has directories");
+    // Files named as the fileset's would be, so a run following the mount would use them.
+    let names: Vec<String> = std::fs::read_dir(&sub)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    let victims = Scratch::new("own-reuse-victims");
+    for n in &names {
+        std::fs::write(victims.path().join(n), vec![9u8; 100_000]).unwrap();
+    }
+    let before = tree_listing(victims.path());
+    let Some(_m) = bind(victims.path(), &sub) else {
+        return;
+    };
+    let o = run_reuse(&wl, &target);
+    let t = text(&o);
+    assert!(!o.status.success(), "must refuse: {t}");
+    assert!(t.contains("mount"), "says why: {t}");
+    assert_eq!(tree_listing(victims.path()), before);
+    for n in &names {
+        assert_eq!(
+            std::fs::read(victims.path().join(n)).unwrap(),
+            vec![9u8; 100_000]
+        );
+    }
+}
+
+#[test]
+fn prune_never_deletes_through_a_bind_mount_of_the_same_file_system() {
+    let s = Scratch::new("own-prune-bind");
+    let o = run(&[
+        "prune",
+        "--dir",
+        s.s(),
+        "--free",
+        "1G",
+        "--files",
+        "200",
+        "--dirs",
+        "10",
+        "--keep",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let run_dir = std::fs::read_dir(s.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("fsbench-")
+        })
+        .expect("the kept run directory");
+    // A fresh tree in the kept run directory, with a bind mount of the same file system.
+    let tree = run_dir.join("again");
+    std::fs::create_dir_all(tree.join("m")).unwrap();
+    for i in 0..50 {
+        std::fs::write(tree.join(format!("f{i}")), b"ours").unwrap();
+    }
+    let victims = Sentinel::new(&s.path().join("victims"), 100);
+    let Some(_m) = bind(&victims.dir, &tree.join("m")) else {
+        return;
+    };
+    let snap = s.path().join("tree.snap");
+    let o = run(&["scan", tree.to_str().unwrap(), "-o", snap.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = run(&["prune", snap.to_str().unwrap(), "--free", "1G"]);
+    assert!(o.status.success(), "{}", text(&o));
+    victims.intact();
+    assert!(
+        !tree.join("f0").exists(),
+        "the tree's own files went: {}",
+        text(&o)
+    );
+    // A snapshot that did cross the mount: prune still deletes only on the root's mount.
+    let o = run(&[
+        "scan",
+        tree.to_str().unwrap(),
+        "--cross-mounts",
+        "-o",
+        snap.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = run(&["prune", snap.to_str().unwrap(), "--free", "1G"]);
+    victims.intact();
+    assert!(o.status.success(), "{}", text(&o));
+}
+
+#[test]
+fn prune_does_not_trust_a_marker_another_user_planted() {
+    if !is_root() {
+        skip("needs root to act as two users");
+        return;
+    }
+    let s = Scratch::new("own-prune-marker");
+    // A world-writable directory, as /tmp is, and another user's "run directory" in it.
+    let shared = s.path().join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let theirs = shared.join("theirs");
+    std::fs::create_dir(&theirs).unwrap();
+    std::fs::write(theirs.join(".fsbench-run"), "fsbench run directory\n").unwrap();
+    let victims = Sentinel::new(&theirs.join("t"), 30);
+    run_ok("chown", &["-R", "65534:65534", theirs.to_str().unwrap()]).unwrap();
+    let snap = s.path().join("t.snap");
+    let o = run(&[
+        "scan",
+        victims.dir.to_str().unwrap(),
+        "-o",
+        snap.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = run(&["prune", snap.to_str().unwrap(), "--free", "1G"]);
+    assert!(!o.status.success(), "refused: {}", text(&o));
+    assert!(text(&o).contains("nothing deleted"), "{}", text(&o));
+    victims.intact();
+    // The same marker made by the running user in its own closed directory is trusted.
+    run_ok("chown", &["-R", "0:0", theirs.to_str().unwrap()]).unwrap();
+    std::fs::set_permissions(&theirs, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let o = run(&["prune", snap.to_str().unwrap(), "--free", "1G"]);
+    assert!(o.status.success(), "{}", text(&o));
+}
