@@ -573,6 +573,135 @@ fn remote_remove_leaves_a_mount_made_since_alone() {
     drop(theirs);
 }
 
+/// Lazily unmounts whatever is still mounted at a point when dropped (what a failing test
+/// would otherwise leave: fsbench's own mount on a stopped server).
+struct UnmountAll(PathBuf);
+impl Drop for UnmountAll {
+    fn drop(&mut self) {
+        for _ in 0..5 {
+            if mounted_at(&self.0).is_none() {
+                return;
+            }
+            let _ = run_ok("umount", &["-l", self.0.to_str().unwrap()]);
+        }
+    }
+}
+
+/// The remove of a server whose mount is buried: refused, with the foreign mount, fsbench's
+/// own mount (still readable: its server runs) and the state kept; once the foreign mount
+/// is gone, the same `remove` succeeds.
+fn remove_refused_then_retried(
+    fsbench: &dyn Fn(&[&str]) -> std::process::Output,
+    kind: &str,
+    name: &str,
+    mnt: &Path,
+    state: &Path,
+) {
+    let pid: i32 = std::fs::read_to_string(state.join(name).join("server.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let theirs = foreign_tmpfs(mnt);
+    let o = fsbench(&[kind, "remove", name]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(err.contains("run `fsbench"), "{err}");
+    assert!(foreign_still_there(mnt), "{kind} remove unmounted theirs");
+    assert!(state.join(name).exists(), "state removed: {}", text(&o));
+    let listed = fsbench(&[kind, "list"]);
+    assert!(String::from_utf8_lossy(&listed.stdout).contains(name));
+    assert!(std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.contains(") Z")));
+    drop(theirs);
+    assert_eq!(
+        std::fs::read(mnt.join("ours")).unwrap(),
+        b"fsbench's own",
+        "fsbench's mount does not answer"
+    );
+    let o = fsbench(&[kind, "remove", name]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(mounted_at(mnt).is_none(), "{}", text(&o));
+    assert!(!state.join(name).exists(), "{}", text(&o));
+}
+
+/// Someone mounts a file system on top of a disk's mount: `disk remove` leaves both, and
+/// the server and state, so that it can be run again once theirs is gone.
+#[test]
+fn disk_remove_under_a_stacked_mount_keeps_its_state() {
+    if !have_fuse("disk_remove_under_a_stacked_mount_keeps_its_state", true) {
+        return;
+    }
+    let s = Scratch::new("trust-disk-stack");
+    let (state, images, mnt) = (
+        s.path().join("state"),
+        s.path().join("images"),
+        s.path().join("mnt"),
+    );
+    let fsbench = |args: &[&str]| {
+        bin()
+            .args(args)
+            .env("FSBENCH_STATE_DIR", &state)
+            .env("FSBENCH_IMAGE_DIR", &images)
+            .output()
+            .unwrap()
+    };
+    let mnt_s = mnt.to_str().unwrap();
+    let o = fsbench(&[
+        "disk",
+        "create",
+        "dstack",
+        "--size",
+        "64M",
+        "--mkfs",
+        "ext4",
+        "--mount",
+        mnt_s,
+        "--rpm",
+        "15000",
+        "--seek-avg",
+        "1ms",
+        "--transfer",
+        "200MB/s",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let mnt = mnt.canonicalize().unwrap();
+    let _last = UnmountAll(mnt.clone());
+    std::fs::write(mnt.join("ours"), b"fsbench's own").unwrap();
+    remove_refused_then_retried(&fsbench, "disk", "dstack", &mnt, &state);
+}
+
+/// The same for a remote.
+#[test]
+fn remote_remove_under_a_stacked_mount_keeps_its_state() {
+    if !have_fuse("remote_remove_under_a_stacked_mount_keeps_its_state", false) {
+        return;
+    }
+    let s = Scratch::new("trust-remote-stack");
+    let (state, srv, mnt) = (
+        s.path().join("state"),
+        s.path().join("srv"),
+        s.path().join("mnt"),
+    );
+    std::fs::create_dir_all(&srv).unwrap();
+    std::fs::write(srv.join("ours"), b"fsbench's own").unwrap();
+    std::fs::create_dir_all(&mnt).unwrap();
+    let fsbench = |args: &[&str]| {
+        bin()
+            .args(args)
+            .env("FSBENCH_REMOTE_STATE_DIR", &state)
+            .output()
+            .unwrap()
+    };
+    let (srv_s, mnt_s) = (srv.to_str().unwrap(), mnt.to_str().unwrap());
+    let o = fsbench(&[
+        "remote", "create", "rstack", "--server", srv_s, "--mount", mnt_s, "--preset", "100mbit",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let mnt = mnt.canonicalize().unwrap();
+    let _last = UnmountAll(mnt.clone());
+    remove_refused_then_retried(&fsbench, "remote", "rstack", &mnt, &state);
+}
+
 /// SIGTERM to `fsbench experiment` is Ctrl-C: the measurement stops and every target is torn
 /// down (no loop device, mount or journal step left).
 #[test]
