@@ -838,3 +838,63 @@ params = { workload = "fileserver", nfiles = 20, filesize = "4k", duration = 0.5
         "{err}"
     );
 }
+
+/// A forged journal naming a cgroup fsbench did not make (empty, named as fsbench names
+/// its own), and one naming a cgroup that does not exist yet: `--cleanup` removes neither
+/// the first nor, once someone makes it, the second.
+#[test]
+fn cleanup_leaves_cgroups_it_did_not_make() {
+    let root = std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+        .find_map(|l| {
+            let (left, right) = l.split_once(" - ")?;
+            right
+                .starts_with("cgroup2 ")
+                .then(|| PathBuf::from(left.split(' ').nth(4).unwrap()))
+        });
+    let Some(root) = root.filter(|_| is_root()) else {
+        skip("needs root and cgroup v2");
+        return;
+    };
+    let theirs = root.join(format!("fsbench-theirs-{}", std::process::id()));
+    let later = root.join(format!("fsbench-later-{}", std::process::id()));
+    std::fs::create_dir(&theirs).unwrap();
+    struct Rmdir(Vec<PathBuf>);
+    impl Drop for Rmdir {
+        fn drop(&mut self) {
+            for p in &self.0 {
+                let _ = std::fs::remove_dir(p);
+            }
+        }
+    }
+    let _rm = Rmdir(vec![theirs.clone(), later.clone()]);
+    let step = |p: &Path| {
+        serde_json::json!({"RemoveCgroup": {
+            "path": p, "ino": 1, "token": "0123456789abcdef0123456789abcdef"
+        }})
+    };
+    let s = Scratch::new("trust-cgroup");
+    let journal = serde_json::json!([step(&later), step(&theirs)]).to_string();
+    let out = outdir_with_journal(s.path(), &journal);
+    let o = run(&["experiment", "--cleanup", out.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        theirs.is_dir(),
+        "--cleanup removed {}: {err}",
+        theirs.display()
+    );
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(err.contains("left alone"), "{err}");
+    // The step for the one that did not exist is done (gone is gone); made now, it is
+    // someone else's, and a second --cleanup leaves it too.
+    std::fs::create_dir(&later).unwrap();
+    let o = run(&["experiment", "--cleanup", out.to_str().unwrap()]);
+    assert!(
+        later.is_dir(),
+        "--cleanup removed {}: {}",
+        later.display(),
+        text(&o)
+    );
+    assert!(theirs.is_dir(), "{}", text(&o));
+}
