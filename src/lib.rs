@@ -58,6 +58,7 @@ pub mod beneath;
 pub mod cancel;
 pub mod cluster;
 pub mod console;
+pub mod created;
 pub mod exit;
 pub mod fuse;
 pub mod input;

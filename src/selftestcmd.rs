@@ -102,6 +102,8 @@ pub enum SelftestWhat {
 
 /// `fsbench selftest ...`.
 pub fn run(a: &SelftestArgs) -> Result<()> {
+    // Each selftest makes trees, files or images: a signal stops it and removes them.
+    crate::cancel::install_signal_handlers();
     match &a.what {
         SelftestWhat::Overhead {
             seconds,

@@ -525,6 +525,8 @@ pub fn check_file(path: &std::path::Path, out: &mut dyn FnMut(Mismatch)) -> std:
 /// `fsbench verify DIR` and `run --verify-only`: check every regular file below the
 /// directories (no link followed) on its own.
 pub fn check_dirs(dirs: &[PathBuf], json: Option<&Path>) -> anyhow::Result<()> {
+    // A signal stops the reading (status 130); nothing is written before the end.
+    crate::cancel::install_signal_handlers();
     let mut files = 0u64;
     let mut blocks = 0u64;
     let mut found: Vec<Mismatch> = Vec::new();
@@ -538,6 +540,7 @@ pub fn check_dirs(dirs: &[PathBuf], json: Option<&Path>) -> anyhow::Result<()> {
         stack.push(d.clone());
     }
     while let Some(p) = stack.pop() {
+        crate::cancel::check()?;
         let m = std::fs::symlink_metadata(&p).with_context(|| format!("{}", p.display()))?;
         if m.is_dir() {
             let mut entries: Vec<PathBuf> = std::fs::read_dir(&p)

@@ -252,6 +252,7 @@ fn fmt_dist(d: &Distances) -> String {
 /// `fsbench age`.
 pub fn run(args: AgeArgs) -> anyhow::Result<()> {
     if let (Some(src), Some(keep)) = (&args.next_version, args.keep) {
+        crate::cancel::install_signal_handlers();
         let share = super::nextver::Share {
             files: keep,
             bytes: args.keep_bytes,

@@ -605,6 +605,10 @@ fn remove(name: &str, keep: bool) -> anyhow::Result<()> {
     let mut done: Vec<String> = Vec::new();
     // What was not fsbench's any more and was left alone.
     let mut left: Vec<String> = Vec::new();
+    // 0. Nothing at all while fsbench's mount is buried under another: it stays retryable.
+    if let Some(rec) = cfg.as_ref().and_then(|c| c.mount_record.as_ref()) {
+        super::owned::refuse_buried(rec, "disk", name)?;
+    }
     // 1. The file system fsbench mounted, if it is still that mount.
     if let Some(c) = &cfg {
         match (&c.mount, &c.mount_record) {

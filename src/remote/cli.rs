@@ -708,6 +708,11 @@ fn remove(name: &str) -> anyhow::Result<()> {
     // Read before the server stops (a server that stops removes it): the record of the
     // mount it made, the only one unmounted at the mount point.
     let made = sd.read_ready().and_then(|r| r.mount);
+    // 0. Nothing at all while the server's mount is buried under another: it stays
+    //    retryable (the server would leave it behind on a dead connection).
+    if let Some(m) = &made {
+        crate::disk::owned::refuse_buried(m, "remote", name)?;
+    }
     let mut done: Vec<String> = Vec::new();
     let mut left: Vec<String> = Vec::new();
     // 1. The server unmounts the file system itself and exits.

@@ -471,6 +471,8 @@ pub fn print_markdown(r: &DiffReport, out: &mut impl Write) -> io::Result<()> {
 
 /// Run `fsbench diff`.
 pub fn run(args: DiffArgs) -> anyhow::Result<()> {
+    // A signal stops the scans; the temporary snapshots go with their guards.
+    crate::cancel::install_signal_handlers();
     let threads = args.threads.unwrap_or_else(walk::default_threads).max(1);
     let Some((new_path, olds)) = args.trees.split_last() else {
         bail!("diff needs an OLD and a NEW tree");

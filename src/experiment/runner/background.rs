@@ -50,6 +50,8 @@ struct Spawn {
     ready: PathBuf,
     nice: Option<i32>,
     ioprio: Option<u32>,
+    /// The run's cgroup, which the pass joins (killed with all it forked when the run ends).
+    cgroup: Option<PathBuf>,
 }
 
 impl Spawn {
@@ -65,8 +67,12 @@ impl Spawn {
             .stdin(Stdio::null())
             .stdout(logf.try_clone()?)
             .stderr(logf)
-            .process_group(0)
             .env(crate::sys::mark::READY_ENV, &self.ready);
+        // Its own process group, and the parent-death signal: it stops if the runner dies.
+        crate::created::own(&mut cmd);
+        if let Some(cg) = &self.cgroup {
+            super::cgroup::attach(cg, &mut cmd).map_err(std::io::Error::other)?;
+        }
         let (nice, ioprio) = (self.nice, self.ioprio);
         // SAFETY: only async-signal-safe system calls between fork and exec.
         unsafe {
@@ -177,6 +183,7 @@ pub fn start(
     dir: &Path,
     outdir: &Path,
     tag: &str,
+    group: &super::cgroup::RunGroup,
 ) -> Result<Backgrounds> {
     let mut out = Backgrounds::default();
     for bg in of_cell(plan, cell) {
@@ -189,6 +196,7 @@ pub fn start(
             ready: base.with_extension("ready"),
             nice: bg.nice,
             ioprio: bg.ionice.map(IoPrio::raw),
+            cgroup: group.background_dir(),
         };
         for f in [&json_out, &spawn.ready, &spawn.log] {
             let _ = std::fs::remove_file(f);

@@ -1,7 +1,7 @@
 //! One measurement: the child process with its time limit, and what the runner
 //! records around it (caches, servers, noise) and stores.
 
-use super::cgroup::MemoryCgroup;
+use super::cgroup::{MemoryCgroup, RunCgroup, RunGroup};
 use super::env::Env;
 use super::flags::Facts;
 use super::session::labels_json;
@@ -28,7 +28,7 @@ fn measure(
     json_out: &Path,
     limit: f64,
     handoff: Option<Handoff>,
-    cgroup: Option<&MemoryCgroup>,
+    group: &RunGroup,
 ) -> Result<Outcome> {
     let exe = crate::experiment::self_exe()?;
     let logf = std::fs::File::create(log).with_context(|| format!("creating {}", log.display()))?;
@@ -41,9 +41,7 @@ fn measure(
     if let Some(h) = &handoff {
         h.attach(&mut cmd);
     }
-    if let Some(cg) = cgroup {
-        cg.attach(&mut cmd)?;
-    }
+    group.attach_measured(&mut cmd)?;
     let mut child = cmd.spawn().context("starting the measurement")?;
     if let Some(h) = handoff {
         h.serve();
@@ -80,7 +78,7 @@ fn measure(
         let text = std::fs::read_to_string(log).unwrap_or_default();
         let tail: Vec<&str> = text.lines().rev().take(5).collect();
         let tail: Vec<&str> = tail.into_iter().rev().collect();
-        let oom = match cgroup {
+        let oom = match &group.memory {
             Some(cg) if cg.oom_killed() => format!(
                 " (killed for want of memory: the cell's memory limit is {})",
                 crate::limits::human(cg.limit as f64)
@@ -129,8 +127,8 @@ pub(super) struct Run<'a> {
     pub(super) status_override: &'a str,
     pub(super) env: &'a Env,
     pub(super) outdir: &'a Path,
-    /// The memory cgroup the measured child runs in, when the cell has a memory limit.
-    pub(super) cgroup: Option<MemoryCgroup>,
+    /// The cgroups the run's children run in.
+    pub(super) cgroup: RunGroup,
 }
 
 impl Run<'_> {
@@ -143,11 +141,11 @@ impl Run<'_> {
         let scratch = self.outdir.join("scratch");
         std::fs::create_dir_all(&scratch)?;
         let args = command(plan, cell, &ready.dir, &json_out, &scratch);
-        let cgroup = self.cgroup.take();
-        let warm_pass = self.warm_pass(&args, &tag, cgroup.as_ref())?;
+        let mut group = std::mem::take(&mut self.cgroup);
+        let warm_pass = self.warm_pass(&args, &tag, &group)?;
         let (remounts, handoff) = self.prepare_caches(ready)?;
         // Started after the cache state is set, before the measured child; stopped after it.
-        let bgs = super::background::start(plan, cell, &ready.dir, self.outdir, &tag)?;
+        let bgs = super::background::start(plan, cell, &ready.dir, self.outdir, &tag, &group)?;
         let server_pids = self.server_pids();
         let remote_before = target::remote::stats_now(ready);
         let started_at = store::now();
@@ -163,7 +161,7 @@ impl Run<'_> {
             &json_out,
             plan.time_limit_s,
             handoff,
-            cgroup.as_ref(),
+            &group,
         )?;
         let elapsed = t0.elapsed().as_secs_f64();
         let dev_read = dev_before.and_then(|b| {
@@ -172,7 +170,9 @@ impl Run<'_> {
         let after = noise::sample();
         let other = noise::other_fraction(&before, &after, &server_pids);
         let bg_records = bgs.stop(plan.time_limit_s);
-        let mut applied = self.applied(ready, &args, warm_pass, cgroup)?;
+        // Nothing a child or background forked outlives the run.
+        group.end_run()?;
+        let mut applied = self.applied(ready, &args, warm_pass, group.memory.take())?;
         super::background::note(&bg_records, &mut applied);
         if let Some(log) = &remounts {
             let done = log.lock().unwrap().clone();
@@ -297,12 +297,7 @@ impl Run<'_> {
 
     /// A warm layout or scan cell: the runner's unmeasured pass of the same command right
     /// before the measured one (the other kinds' children run theirs with `--warmup`).
-    fn warm_pass(
-        &self,
-        args: &[String],
-        tag: &str,
-        cgroup: Option<&MemoryCgroup>,
-    ) -> Result<Option<Value>> {
+    fn warm_pass(&self, args: &[String], tag: &str, group: &RunGroup) -> Result<Option<Value>> {
         let kind = self.plan.measurements[self.cell.measurement].kind;
         if self.cell.cache != "warm" || kind.takes_cold() {
             return Ok(None);
@@ -325,7 +320,7 @@ impl Run<'_> {
             &json_out,
             self.plan.time_limit_s,
             None,
-            cgroup,
+            group,
         )?;
         let ok = matches!(outcome, Outcome::Ok(_));
         if !ok {
@@ -531,20 +526,39 @@ pub(super) fn run_tag(cell: &Cell, rep: u32, status_override: &str) -> String {
     )
 }
 
-/// The cell's memory cgroup, registered in the journal before it is made (a crash leaves
-/// it to `--cleanup`); `None` without a memory limit.
-pub(super) fn memory_cgroup(
+/// The run's cgroups, each registered in the journal as soon as it is made (before any
+/// process joins it: a runner killed later leaves them to `--cleanup`, which kills what
+/// runs in them): the memory cgroup when the cell has a memory limit, the run's cgroup
+/// where cgroup v2 can be used.
+pub(super) fn run_group(
     plan: &Plan,
     cell: &Cell,
     tag: &str,
     journal: &mut Journal,
-) -> Result<Option<MemoryCgroup>> {
-    let Some(limit) = memory_limit(plan, cell) else {
-        return Ok(None);
-    };
-    let planned = MemoryCgroup::planned(tag)?;
-    journal.push(target::Undo::RemoveCgroup {
-        path: planned.0.clone(),
-    })?;
-    MemoryCgroup::create(planned, limit).map(Some)
+) -> Result<RunGroup> {
+    let mut group = RunGroup::default();
+    if let Some(limit) = memory_limit(plan, cell) {
+        let cg = MemoryCgroup::create(MemoryCgroup::planned(tag)?, limit)?;
+        journal.push(target::Undo::RemoveCgroup(cg.owned.clone()))?;
+        group.memory = Some(cg);
+    }
+    if let Some(path) = RunCgroup::planned(tag) {
+        match RunCgroup::create(&path) {
+            Ok(r) => {
+                journal.push(target::Undo::RemoveCgroup(r.owned.clone()))?;
+                group.run = Some(r);
+            }
+            Err(e) => note_no_run_cgroup(&e),
+        }
+    }
+    Ok(group)
+}
+
+/// Say once why runs have no cgroup of their own (their children then rely on their
+/// process groups and the parent-death signal).
+fn note_no_run_cgroup(e: &anyhow::Error) {
+    static SAID: std::sync::Once = std::sync::Once::new();
+    SAID.call_once(|| {
+        crate::errln!("fsbench: note: runs get no cgroup of their own ({e:#}); a process a child leaves running in the background may outlive its run");
+    });
 }

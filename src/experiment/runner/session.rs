@@ -449,7 +449,7 @@ impl Session<'_> {
         self.env.apply_settings(self.plan, cell)?;
         let mark = self.env.journal.len();
         let tag = super::measure::run_tag(cell, rep, status_override);
-        let cgroup = super::measure::memory_cgroup(self.plan, cell, &tag, &mut self.env.journal)?;
+        let cgroup = super::measure::run_group(self.plan, cell, &tag, &mut self.env.journal)?;
         let r = Run {
             plan: self.plan,
             cell,
@@ -461,8 +461,9 @@ impl Session<'_> {
             cgroup,
         }
         .measure_and_store(self.st);
-        // The run removed its cgroup (or dropping it did): its journal entry goes.
-        self.env.journal.forget_to(mark)?;
+        // The run removed its cgroups (or dropping them did): their journal steps find them
+        // gone; one still there (a removal that failed) is killed and removed now.
+        self.env.journal.settle_to(mark)?;
         // A remount gave the target's mounts new ids: the saved journal follows them.
         self.env.journal.refresh()?;
         r
