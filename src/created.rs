@@ -122,7 +122,7 @@ pub struct Pending {
 impl Pending {
     /// Move the finished file into place.
     pub fn finish(self) -> io::Result<()> {
-        std::fs::rename(&self.tmp, &self.dest)?;
+        crate::owned::path::rename(&self.tmp, &self.dest)?;
         self.guard.keep();
         Ok(())
     }
@@ -154,9 +154,9 @@ pub fn output_file(dest: &Path) -> io::Result<(File, Option<Pending>)> {
     let guard = Guard::new(format!("partial output {}", tmp.display()), move || {
         // Only the file created here: not one put in its place since.
         match std::fs::symlink_metadata(&t) {
-            Ok(m) if (m.dev(), m.ino()) == id => {
-                std::fs::remove_file(&t).map_err(|e| e.to_string())
-            }
+            Ok(m) if (m.dev(), m.ino()) == id => crate::owned::path::remove_file(&t)
+                .map(|_| ())
+                .map_err(|e| e.to_string()),
             _ => Ok(()),
         }
     });

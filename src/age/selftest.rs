@@ -88,7 +88,7 @@ impl Drop for Mounted {
 /// it and mount it on `mnt`.
 fn fresh_image(img: &Path, mnt: &Path, mib: u64) -> anyhow::Result<Mounted> {
     const UUID: &str = "5e1f7e57-a6e0-4f5b-9c1d-000000000034";
-    let _ = std::fs::remove_file(img);
+    let _ = crate::owned::path::remove_file(img);
     let f = std::fs::File::options()
         .read(true)
         .write(true)
@@ -315,7 +315,7 @@ fn age_in(o: &Options, rd: &RunDir) -> anyhow::Result<String> {
         run_fsbench(o, &mnt, 1, &json, Some(&log))?
     };
     let ops = parse_log(&std::fs::read_to_string(&log)?)?;
-    std::fs::remove_file(&log)?;
+    crate::owned::path::remove_file(&log)?;
     let file_ops = ops
         .iter()
         .filter(|o| !matches!(o, BareOp::Mkdir(_)))

@@ -299,7 +299,7 @@ fn create(a: CreateArgs) -> anyhow::Result<()> {
 
     fs::create_dir_all(&sd.dir).with_context(|| format!("creating {}", sd.dir.display()))?;
     let cleanup = |sd: &StateDir| {
-        let _ = fs::remove_dir_all(&sd.dir);
+        let _ = crate::owned::path::remove_tree(&sd.dir);
     };
     let index = match server::index_lookaside(&lookaside) {
         Ok(i) => i,
@@ -751,7 +751,8 @@ fn remove(name: &str) -> anyhow::Result<()> {
         }
     }
     crate::disk::cli::refuse_mounts_inside(&sd.dir)?;
-    fs::remove_dir_all(&sd.dir).with_context(|| format!("removing {}", sd.dir.display()))?;
+    crate::owned::path::remove_tree(&sd.dir)
+        .with_context(|| format!("removing {}", sd.dir.display()))?;
     done.push(format!("removed state {}", sd.dir.display()));
     crate::outln!("remote {name} removed: {}", done.join("; "));
     if !left.is_empty() {

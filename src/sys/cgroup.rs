@@ -123,7 +123,7 @@ impl OwnedCgroup {
             } else {
                 made.unwrap_err()
             };
-            let _ = std::fs::remove_dir(path);
+            let _ = crate::owned::path::remove_empty_dir(path);
             return Err(io::Error::other(format!(
                 "marking the cgroup {}: {e}",
                 path.display()
@@ -206,9 +206,9 @@ impl OwnedCgroup {
         let mut last = None;
         for _ in 0..100 {
             for c in children(&self.path) {
-                let _ = std::fs::remove_dir(c);
+                let _ = crate::owned::path::remove_empty_dir(c);
             }
-            match std::fs::remove_dir(&self.path) {
+            match crate::owned::path::remove_empty_dir(&self.path) {
                 Ok(()) => return Ok(()),
                 Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
                 Err(e) => last = Some(e),

@@ -199,7 +199,7 @@ pub fn start(
             cgroup: group.background_dir(),
         };
         for f in [&json_out, &spawn.ready, &spawn.log] {
-            let _ = std::fs::remove_file(f);
+            let _ = crate::owned::path::remove_file(f);
         }
         let pid = spawn
             .start()
@@ -237,7 +237,7 @@ pub fn start(
                 std::thread::sleep(Duration::from_millis(20));
             }
         }
-        let _ = std::fs::remove_file(&spawn.ready);
+        let _ = crate::owned::path::remove_file(&spawn.ready);
         out.running.push(r);
     }
     Ok(out)
@@ -337,7 +337,7 @@ impl Running {
             }
         };
         let elapsed_s = self.t0.elapsed().as_secs_f64();
-        let _ = std::fs::remove_file(&self.ready);
+        let _ = crate::owned::path::remove_file(&self.ready);
         let s = self.shared.lock().unwrap();
         let exit_code = s
             .last

@@ -32,7 +32,7 @@ fn measure(
 ) -> Result<Outcome> {
     let exe = crate::experiment::self_exe()?;
     let logf = std::fs::File::create(log).with_context(|| format!("creating {}", log.display()))?;
-    let _ = std::fs::remove_file(json_out);
+    let _ = crate::owned::path::remove_file(json_out);
     let mut cmd = Command::new(exe);
     cmd.args(args)
         .stdin(Stdio::null())

@@ -641,7 +641,7 @@ impl Journal {
         use std::io::Write;
         use std::os::unix::fs::OpenOptionsExt;
         let tmp = self.file.with_extension("json.tmp");
-        let _ = std::fs::remove_file(&tmp);
+        let _ = crate::owned::path::remove_file(&tmp);
         let mut f = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
@@ -652,7 +652,7 @@ impl Journal {
         f.write_all(serde_json::to_string_pretty(&self.steps)?.as_bytes())
             .with_context(|| format!("writing {}", tmp.display()))?;
         drop(f);
-        std::fs::rename(&tmp, &self.file)
+        crate::owned::path::rename(&tmp, &self.file)
             .with_context(|| format!("writing {}", self.file.display()))
     }
 
