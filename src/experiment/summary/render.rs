@@ -102,7 +102,7 @@ pub fn render_text(s: &Summary) -> String {
     let mut s = super::filter(s, false);
     let others = s.comparisons.iter().filter(|c| !c.headline).count();
     s.comparisons.retain(|c| c.headline);
-    let mut out = render_text_all(&s);
+    let mut out = text_body(&s);
     if others > 0 {
         let _ = writeln!(
             out,
@@ -110,11 +110,19 @@ pub fn render_text(s: &Summary) -> String {
 ({others} comparisons of other figures: fsbench results --all, or --json)"
         );
     }
+    published_text(&mut out, &s);
     out
 }
 
-/// The text summary of the figures in `s` as they are.
+/// The text summary of the figures in `s` as they are, the published figures last.
 pub fn render_text_all(s: &Summary) -> String {
+    let mut out = text_body(s);
+    published_text(&mut out, s);
+    out
+}
+
+/// Everything of the text summary but the published figures.
+fn text_body(s: &Summary) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -177,7 +185,6 @@ pub fn render_text_all(s: &Summary) -> String {
     }
     super::background::text(&mut out, &s.backgrounds);
     comparisons_text(&mut out, &s.comparisons);
-    published_text(&mut out, s);
     out
 }
 
