@@ -260,7 +260,7 @@ impl Session<'_> {
                 let short = self.short_of_ci(round)?;
                 if short.is_empty() {
                     crate::errln!(
-                        "fsbench: adaptive repetitions: after {round} rounds every cell is within its ci or at its most rounds"
+                        "fsbench: after {round} rounds no cell needs another (each within its interval, or at its most rounds)"
                     );
                     return Ok(());
                 }
@@ -394,7 +394,7 @@ impl Session<'_> {
                 i + 1,
                 self.cells.len(),
                 round + 1,
-                rounds_at_most(plan),
+                super::published::rounds_text(plan),
                 self.cells[i].describe(plan),
                 fmt_secs(elapsed),
                 if eta.is_nan() {
