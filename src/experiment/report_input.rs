@@ -2,7 +2,9 @@
 //! configuration per cell. The report knows nothing of experiments; this is where their
 //! database is read for it.
 
-use crate::report::html::{ComparisonChart, Config, FigureGroup, Group, RatioRow, ReportInput};
+use crate::report::html::{
+    ComparisonChart, Config, FigureGroup, Group, PublishedLine, RatioRow, ReportInput,
+};
 use crate::stats::Results;
 use anyhow::{Context, Result};
 use std::collections::BTreeMap;
@@ -76,6 +78,8 @@ pub fn load_with(outdir: &Path, include_flagged: bool) -> Result<ReportInput> {
     let summary = super::summary::summarise_with(&st, include_flagged)?;
     input.comparisons = comparison_charts(&summary);
     input.backgrounds = background_lines(&summary.backgrounds);
+    input.published = published_lines(&summary);
+    input.published_tally = super::summary::render::tally(&summary.published);
     for r in summary.rows.iter().filter(|r| r.headline) {
         let m = r.factors.get("measurement").cloned().unwrap_or_default();
         match input.headline.iter_mut().find(|(x, _)| *x == m) {
@@ -187,6 +191,28 @@ fn comparison_charts(s: &super::summary::Summary) -> Vec<ComparisonChart> {
         }
     }
     out
+}
+
+/// The summary's published figures against ours, as the report's rows.
+fn published_lines(s: &super::summary::Summary) -> Vec<PublishedLine> {
+    use super::summary::render::{published_figure, published_n, published_ours, published_what};
+    s.published
+        .iter()
+        .map(|p| PublishedLine {
+            line: p.line,
+            claim: match &p.pending {
+                Some(w) => format!("{} (pending: {w})", p.claim),
+                None => p.claim.clone(),
+            },
+            figure: format!("{} {}", p.measurement, p.figure),
+            what: published_what(p, s),
+            published: published_figure(p),
+            ours: published_ours(p),
+            n: published_n(p),
+            verdict: p.verdict.text().to_string(),
+            why: p.why.clone(),
+        })
+        .collect()
 }
 
 /// One cell's stored runs, combined later.

@@ -14,7 +14,7 @@ pub(super) struct Levels<'a> {
 }
 
 impl Levels<'_> {
-    fn of(&self, k: &str) -> Option<Vec<String>> {
+    pub(super) fn of(&self, k: &str) -> Option<Vec<String>> {
         match k {
             "measurement" => Some(self.measurements.iter().map(|m| m.name.clone()).collect()),
             "target" => Some(self.target.to_vec()),

@@ -30,12 +30,14 @@ mod kinds;
 mod levels;
 mod measurements;
 pub mod memory;
+pub mod published;
 mod schema;
 mod targets;
 
 pub use background::{Background, BgKind, BgStop, IoPrio};
 pub(crate) use check::scalar as level_text;
 pub use kinds::{Arg, Kind, Param, Ty};
+pub use published::Published;
 
 /// Plan-wide factors over a remote target's settings, applied with `fsbench remote set`.
 pub const REMOTE_FACTORS: [&str; 2] = ["network", "lookaside"];
@@ -314,6 +316,11 @@ pub struct Plan {
     pub cache_served_share: f64,
     /// The `[[background]]` loads, levels of the measurements' background factors.
     pub backgrounds: Vec<Background>,
+    /// The paper's figures (`[[published]]`), each with its rule.
+    pub published: Vec<Published>,
+    /// How the cells carrying a published figure repeat ([`published::rounds`]); `None`
+    /// without entries, or when the quick scale fixes the repetitions.
+    pub published_rounds: Option<Adaptive>,
 }
 
 /// Keys of `fsbench disk create` a disk target may set in its `disk` table.
@@ -375,16 +382,20 @@ pub fn parse(file: &Path, text: &str, quick: bool) -> Result<Plan, PlanError> {
     // Under --quick an exclusion may name a level only the full scale has: it excludes
     // nothing there, and is checked against the full-scale plan instead (a typo still fails).
     let mut full_scale_ok: Option<bool> = None;
+    let mut full_ok = || *full_scale_ok.get_or_insert_with(|| parse(file, text, false).is_ok());
     let mut excludes = Vec::new();
     for e in &raw.excludes {
         match levels.cell(&ctx, e, "exclude") {
             Ok(c) => excludes.push(c),
-            Err(_)
-                if quick
-                    && *full_scale_ok.get_or_insert_with(|| parse(file, text, false).is_ok()) => {}
+            Err(_) if quick && full_ok() => {}
             Err(err) => return Err(err),
         }
     }
+    let published = published::entries(&ctx, &raw.published, &levels, quick, &mut full_ok)?;
+    // The quick scale's count replaces adaptive repetitions, a published figure's too.
+    let fixed_by_quick = quick && raw.quick.repetitions.is_some();
+    let published_rounds = (!published.is_empty() && !fixed_by_quick)
+        .then(|| published::rounds(head.repetitions, head.adaptive));
     let x = &raw.experiment;
     Ok(Plan {
         file: file.to_path_buf(),
@@ -412,6 +423,8 @@ pub fn parse(file: &Path, text: &str, quick: bool) -> Result<Plan, PlanError> {
         memory_at,
         cache_served_share,
         backgrounds,
+        published,
+        published_rounds,
     })
 }
 

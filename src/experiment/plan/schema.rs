@@ -24,6 +24,46 @@ pub(super) struct RawPlan {
     /// Loads run beside a measurement, levels of a measurement's background factor.
     #[serde(default, rename = "background")]
     pub(super) backgrounds: Vec<Spanned<RawBackground>>,
+    /// The paper's figures, each with the rule that judges ours against it.
+    #[serde(default, rename = "published")]
+    pub(super) published: Vec<Spanned<RawPublished>>,
+}
+
+/// Only the `[[published]]` entries of a plan's text (the rest ignored): what `fsbench
+/// results` reads of a stored plan.
+#[derive(Deserialize)]
+pub(super) struct PublishedOnly {
+    #[serde(default)]
+    pub(super) published: Vec<Spanned<RawPublished>>,
+}
+
+/// `compare`'s table: factor → { level = the level it is compared with }.
+pub(super) type CompareTable =
+    BTreeMap<Spanned<String>, BTreeMap<Spanned<String>, Spanned<toml::Value>>>;
+
+/// One `[[published]]` entry as written.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawPublished {
+    /// A short label of the paper's claim, shown beside the verdict.
+    pub(super) claim: Option<Spanned<String>>,
+    pub(super) measurement: Option<Spanned<String>>,
+    pub(super) figure: Spanned<String>,
+    /// The comparison, as `compare` writes one pair: { FACTOR = { LEVEL = OTHER } }.
+    pub(super) compare: Option<Spanned<CompareTable>>,
+    /// The other factors' levels the figure is at (unnamed factors: every level).
+    #[serde(default)]
+    pub(super) at: BTreeMap<Spanned<String>, Spanned<toml::Value>>,
+    /// The paper's ratio (a comparison) or value (a cell's figure).
+    pub(super) ratio: Option<Spanned<f64>>,
+    pub(super) value: Option<Spanned<f64>>,
+    /// The rule: one of these three.
+    pub(super) direction: Option<Spanned<String>>,
+    pub(super) within: Option<Spanned<f64>>,
+    pub(super) range: Option<Spanned<Vec<Spanned<f64>>>>,
+    /// Why the plan cannot measure it yet (a target still to come): its levels are not
+    /// checked, and it is judged once they exist.
+    pub(super) pending: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -73,7 +113,7 @@ pub(super) struct RawExperiment {
     /// Pairs of levels compared besides the baseline: factor → { level = the level it is
     /// compared with }.
     #[serde(default)]
-    pub(super) compare: BTreeMap<Spanned<String>, BTreeMap<Spanned<String>, Spanned<toml::Value>>>,
+    pub(super) compare: CompareTable,
     /// The share of the bytes a measurement read that its device must serve, below which a
     /// cold or device run is flagged `cache_served`.
     #[serde(default)]

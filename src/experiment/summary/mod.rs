@@ -7,9 +7,11 @@
 
 mod background;
 mod plan_text;
-mod render;
+pub mod published;
+pub mod render;
 
 pub use background::BgRow;
+pub use published::{PublishedRounds, PublishedRow, Verdict};
 
 pub use plan_text::{Adaptive, PlanChoices};
 pub use render::{render_csv, render_markdown, render_text, render_text_all};
@@ -106,6 +108,11 @@ pub struct Summary {
     /// What ran beside each cell's measurements (`[[background]]`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub backgrounds: Vec<BgRow>,
+    /// The paper's figures (`[[published]]`) against ours, each with its verdict.
+    pub published: Vec<PublishedRow>,
+    /// How the cells carrying a published figure repeat, and where each stands.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub published_rounds: Option<PublishedRounds>,
 }
 
 /// A cell without figures, and why.
@@ -162,6 +169,10 @@ pub fn summarise_with(st: &Store, include_flagged: bool) -> Result<Summary> {
         .collect();
     let adaptive = choices.adaptive.map(|a| convergence(&a, &rows, &cells));
     let backgrounds = background::rows(st, &cells)?;
+    let published = published::rows(&choices.published, &cells, &figures.values);
+    let published_rounds = choices
+        .published_rounds
+        .map(|a| published::rounds(a, &choices.published, &cells, &rows));
     Ok(Summary {
         experiment: name,
         quick,
@@ -175,6 +186,8 @@ pub fn summarise_with(st: &Store, include_flagged: bool) -> Result<Summary> {
         baseline,
         adaptive,
         backgrounds,
+        published,
+        published_rounds,
     })
 }
 
