@@ -342,7 +342,7 @@ pub fn mpi_setup(
     let path = std::path::Path::new(&a.w.workload);
     let text = if path.is_file() {
         Some(
-            crate::input::read_text_capped(path, crate::input::WORKLOAD_MAX, "workload file")
+            crate::input::read_text(path, crate::input::WORKLOAD)
                 .with_context(|| format!("{}", path.display()))?,
         )
     } else {
@@ -515,6 +515,8 @@ pub fn target_dir(a: &RunArgs, wa: &mut WorkloadArgs) -> Result<PathBuf> {
     let parent = parent
         .canonicalize()
         .with_context(|| format!("target directory {}", parent.display()))?;
+    // Refused unless a directory: a FIFO there would hold the run in its open for ever.
+    let parent = crate::measure::guard::target_dir(Some(&parent))?;
     // The workload's $dir follows the target directory, so echo and paths agree.
     if probe.vars.iter().any(|(k, _)| k == "dir") && !wa.set.iter().any(|(k, _)| k == "dir") {
         wa.set.push(("dir".into(), parent.display().to_string()));
@@ -594,7 +596,7 @@ pub fn run_options(a: &RunArgs, parent: PathBuf) -> crate::engine::RunOptions {
 pub fn cmd_compare(a: &CompareArgs) -> Result<()> {
     let mut runs = Vec::new();
     for f in &a.files {
-        let text = crate::input::read_text_capped(f, crate::input::RESULTS_MAX, "result file")
+        let text = crate::input::read_text(f, crate::input::RESULTS)
             .with_context(|| format!("reading {}", f.display()))?;
         let r: crate::stats::Results = serde_json::from_str(&text).with_context(|| {
             format!(

@@ -535,6 +535,13 @@ pub fn check_dirs(dirs: &[PathBuf], json: Option<&Path>) -> anyhow::Result<()> {
         if m.file_type().is_symlink() {
             anyhow::bail!("{} is a symbolic link; not following it", d.display());
         }
+        if !m.is_dir() && !m.is_file() {
+            anyhow::bail!(
+                "{}: {}; give a directory or a regular file",
+                d.display(),
+                crate::input::file_kind(&m)
+            );
+        }
         stack.push(d.clone());
     }
     while let Some(p) = stack.pop() {

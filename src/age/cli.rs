@@ -286,6 +286,13 @@ pub fn run(args: AgeArgs) -> anyhow::Result<()> {
         .dir
         .canonicalize()
         .with_context(|| format!("target directory {}", args.dir.display()))?;
+    // Checked before anything opens it: a FIFO would hold the open for ever.
+    crate::input::check_dir(&parent).map_err(|e| {
+        anyhow::anyhow!(
+            "{}: {e}; give the directory whose file system is to be aged",
+            args.dir.display()
+        )
+    })?;
     // Validate what can be validated before the aging directory exists.
     if args.replay_snapshots.is_empty() {
         match &args.from_snapshot {
@@ -399,7 +406,7 @@ fn age_profile(
     let profile = load_profile(args)?;
     report.profile = Some(profile.name.clone());
     let state_path = root.join(STATE_FILE);
-    let state: State = match std::fs::read(&state_path) {
+    let state: State = match crate::input::read(&state_path, crate::input::STATE) {
         Ok(b) => serde_json::from_slice(&b).unwrap_or_default(),
         Err(_) => State::default(),
     };

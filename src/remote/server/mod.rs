@@ -119,9 +119,12 @@ fn version(m: &fs::Metadata) -> Version {
     )
 }
 
-/// Copy `from` into `to` (created or truncated), returning the bytes copied.
+/// Copy `from` into `to` (created or truncated), returning the bytes copied. `from` must be
+/// a regular file, opened without waiting (a FIFO there would hold the server for ever).
 fn copy_into(from: &Path, to: &Path) -> io::Result<u64> {
-    let mut src = File::open(from)?;
+    let src = crate::input::open(from)?;
+    let size = crate::input::regular_size(&src)?;
+    let mut src = io::Read::take(src, size);
     let mut dst = OpenOptions::new()
         .write(true)
         .create(true)

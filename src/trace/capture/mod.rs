@@ -206,9 +206,10 @@ pub fn record(a: &RecordArgs) -> Result<()> {
         .env(super::MARK_ENV, "1")
         .status()
         .context("starting strace")?;
-    let f = std::fs::File::open(&log_path)
+    let f = crate::input::open_stream(&log_path)
         .with_context(|| format!("strace's log {}", log_path.display()))?;
-    let parsed = parse(std::io::BufReader::new(f), &cwd)?;
+    let parsed = parse(std::io::BufReader::new(f), &cwd)
+        .with_context(|| format!("strace's log {}", log_path.display()))?;
     let header = Header {
         version: format::VERSION,
         command: a.command.clone(),
@@ -280,8 +281,9 @@ pub fn import(a: &ImportArgs) -> Result<()> {
             initial.push(e);
         }
     }
-    let f = std::fs::File::open(&a.log).with_context(|| format!("{}", a.log.display()))?;
-    let parsed = parse(std::io::BufReader::new(f), &cwd)?;
+    let f = crate::input::open_stream(&a.log).with_context(|| format!("{}", a.log.display()))?;
+    let parsed =
+        parse(std::io::BufReader::new(f), &cwd).with_context(|| format!("{}", a.log.display()))?;
     if parsed.records.is_empty() {
         bail!(
             "{}: no system call could be read (is it an strace log of `strace -f -ttt -T -yy`? {})",

@@ -244,7 +244,7 @@ impl Replay<'_> {
                 .over
                 .iter()
                 .map(|d| {
-                    std::fs::File::open(d)
+                    crate::input::open_dir(d)
                         .map(OwnedFd::from)
                         .with_context(|| format!("--over {}", d.display()))
                 })
