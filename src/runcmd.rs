@@ -118,6 +118,16 @@ pub struct WorkloadArgs {
 }
 
 impl WorkloadArgs {
+    /// The workload as a message names it: a one-line job as `the --fio job` (its options
+    /// are quoted where the diagnostics point).
+    pub fn named(&self) -> &str {
+        if self.fio {
+            "the --fio job"
+        } else {
+            &self.workload
+        }
+    }
+
     /// The workload spec the library reads (`fio:`/`fio-line:` for fio jobs).
     pub fn spec(&self) -> String {
         crate::fiocmd::spec(&self.workload, self.fio, self.format.as_deref())
@@ -164,7 +174,7 @@ pub fn load_with(w: &WorkloadArgs, duration_given: bool) -> Result<Workload> {
             let n = d.0.len();
             bail!(
                 "{} has {n} error{}",
-                w.workload,
+                w.named(),
                 if n == 1 { "" } else { "s" }
             )
         }
