@@ -380,3 +380,20 @@ fn fifos_are_refused_not_waited_on() {
         );
     }
 }
+
+/// `read /proc/self` read `pagemap` (hundreds of gigabytes, "size" 0) and ignored signals.
+/// A tree on a pseudo file system is refused, naming it.
+#[test]
+fn read_refuses_trees_on_pseudo_file_systems() {
+    if !Path::new("/proc/self/pagemap").exists() {
+        skip("no /proc here");
+        return;
+    }
+    let m = run_measured(&["read", "/proc/self"], Stdio::null(), 20);
+    assert_eq!(m.code, Some(1), "{}", m.stderr);
+    assert!(
+        m.stderr.contains("/proc/self") && m.stderr.contains("on proc, a pseudo file system"),
+        "{}",
+        m.stderr
+    );
+}
