@@ -62,6 +62,7 @@ pub mod exit;
 pub mod fuse;
 pub mod input;
 pub mod limits;
+pub mod output;
 pub mod remount;
 pub mod sys;
 pub mod units;

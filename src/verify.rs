@@ -589,12 +589,8 @@ pub fn check_dirs(dirs: &[PathBuf], json: Option<&Path>) -> anyhow::Result<()> {
     }
     if let Some(j) = json {
         let v = serde_json::json!({"files": files, "blocks_checked": blocks, "mismatches": count, "first": found});
-        let text = serde_json::to_string_pretty(&v)?;
-        if j == Path::new("-") {
-            crate::outln!("{text}");
-        } else {
-            std::fs::write(j, text + "\n").with_context(|| format!("writing {}", j.display()))?;
-        }
+        let text = serde_json::to_string_pretty(&v)? + "\n";
+        crate::output::write_text(j, &text, "JSON file")?;
     }
     if count > 0 {
         anyhow::bail!("verify: {}", crate::units::count(count, "mismatch"));

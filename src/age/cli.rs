@@ -259,6 +259,10 @@ fn fmt_dist(d: &Distances) -> String {
 
 /// `fsbench age`.
 pub fn run(args: AgeArgs) -> anyhow::Result<()> {
+    if args.log.as_deref().is_some_and(crate::output::is_stdout) {
+        // Refused rather than written to a file named `-`.
+        bail!("--log -: the operation log goes to a file; give its path");
+    }
     if let (Some(src), Some(keep)) = (&args.next_version, args.keep) {
         let share = super::nextver::Share {
             files: keep,
@@ -268,7 +272,7 @@ pub fn run(args: AgeArgs) -> anyhow::Result<()> {
         if let Some(j) = &args.json {
             crate::report::out::write_json(j, &r)?;
         }
-        if args.json.as_deref() != Some(Path::new("-")) {
+        if !args.json.as_deref().is_some_and(crate::output::is_stdout) {
             crate::outln!(
                 "next version of {} written to {}\n  {} files: kept {}, edited {}, removed {}, added {}\n  files same {:.1}%  bytes same {:.1}%",
                 r.src, r.out, r.src_files, r.kept, r.edited, r.removed, r.added, r.files_same_pct, r.bytes_same_pct

@@ -663,9 +663,8 @@ pub fn write_all(
     header: &Header,
     records: &[Record],
 ) -> anyhow::Result<u64> {
-    let f = std::fs::File::create(path)
-        .map_err(|e| anyhow::anyhow!("trace {}: {e}", path.display()))?;
-    let mut w = Writer::new(io::BufWriter::with_capacity(1 << 16, f), header)?;
+    let f = crate::output::create(path, "trace")?;
+    let mut w = Writer::new(f, header)?;
     for r in records {
         w.write(r)?;
     }

@@ -174,42 +174,39 @@ pub fn record(a: &RecordArgs) -> Result<()> {
     } else {
         a.roots.iter().map(|r| abs_root(r)).collect::<Result<_>>()?
     };
-    // The trace is written after the command ends, but a trace inside a root would be in
-    // the next recording's snapshot: refuse it.
-    let out_dir = a
-        .output
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."))
-        .canonicalize()
-        .with_context(|| format!("{}", a.output.display()))?;
-    let out_abs = out_dir.join(a.output.file_name().unwrap_or_default());
-    if let Some(r) = roots.iter().find(|r| out_abs.starts_with(r.as_str())) {
-        bail!(
-            "the trace {} would be inside root {r}: write it elsewhere (it is not part of what the command does)",
-            a.output.display()
-        );
-    }
+    check_outputs(a, &roots)?;
     let initial = snapshot(&roots)?;
-    // The log goes to a private directory removed afterwards, unless it is to be kept.
+    // The log goes to a private directory removed afterwards, unless it is to be kept in a
+    // file (kept on standard output, it is copied there at the end).
     let scratch = super::ScratchDir::new("strace").context("a directory for strace's log")?;
     let log_path = match &a.keep_log {
-        Some(p) => p.clone(),
-        None => scratch.join("strace.log"),
+        Some(p) if !crate::output::is_stdout(p) => p.clone(),
+        _ => scratch.join("strace.log"),
     };
-    let status = std::process::Command::new("strace")
+    let mut strace = std::process::Command::new("strace");
+    strace
         .args(STRACE_ARGS)
         .arg("-o")
         .arg(&log_path)
         .arg("--")
         .args(&a.command)
-        .env(super::MARK_ENV, "1")
-        .status()
-        .context("starting strace")?;
+        .env(super::MARK_ENV, "1");
+    if to_stdout(a) {
+        // Standard output carries the trace or the log: the command's own goes to stderr.
+        strace.stdout(std::io::stderr());
+    }
+    let status = strace.status().context("starting strace")?;
     let f = crate::input::open_stream(&log_path)
         .with_context(|| format!("strace's log {}", log_path.display()))?;
     let parsed = parse(std::io::BufReader::new(f), &cwd)
         .with_context(|| format!("strace's log {}", log_path.display()))?;
+    if let Some(keep) = a
+        .keep_log
+        .as_deref()
+        .filter(|p| crate::output::is_stdout(p))
+    {
+        crate::output::copy(&log_path, keep, "strace log")?;
+    }
     let header = Header {
         version: format::VERSION,
         command: a.command.clone(),
@@ -232,16 +229,54 @@ pub fn record(a: &RecordArgs) -> Result<()> {
     Ok(())
 }
 
+/// Whether the trace or the kept log goes to standard output.
+fn to_stdout(a: &RecordArgs) -> bool {
+    crate::output::is_stdout(&a.output)
+        || a.keep_log.as_deref().is_some_and(crate::output::is_stdout)
+}
+
+/// The outputs of a recording: at most one on standard output, and the trace not inside a
+/// root (it is written after the command ends, but would be in the next recording's
+/// snapshot).
+fn check_outputs(a: &RecordArgs, roots: &[String]) -> Result<()> {
+    if crate::output::is_stdout(&a.output)
+        && a.keep_log.as_deref().is_some_and(crate::output::is_stdout)
+    {
+        bail!("-o - and --keep-log -: only one of them can go to standard output");
+    }
+    if crate::output::is_stdout(&a.output) {
+        return Ok(());
+    }
+    let out_dir = a
+        .output
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+        .canonicalize()
+        .with_context(|| format!("{}", a.output.display()))?;
+    let out_abs = out_dir.join(a.output.file_name().unwrap_or_default());
+    if let Some(r) = roots.iter().find(|r| out_abs.starts_with(r.as_str())) {
+        bail!(
+            "the trace {} would be inside root {r}: write it elsewhere (it is not part of what the command does)",
+            a.output.display()
+        );
+    }
+    Ok(())
+}
+
 fn summary(out: &Path, p: &Parsed, n: u64) {
     let threads: std::collections::HashSet<u32> = p.records.iter().map(|r| r.tid).collect();
     let span = p.records.last().map_or(0, |r| r.start_ns + r.dur_ns) as f64 / 1e9;
-    let bytes = std::fs::metadata(out).map_or(0, |m| m.len());
+    let bytes = if crate::output::is_stdout(out) {
+        "written to standard output".into()
+    } else {
+        crate::units::human_bytes(std::fs::metadata(out).map_or(0, |m| m.len()) as f64)
+    };
     crate::errln!(
-        "fsbench: trace {}: {} from {} over {span:.3} s, {}{}",
+        "fsbench: trace {}: {} from {} over {span:.3} s, {bytes}{}",
         out.display(),
         crate::units::count(n, "call"),
         crate::units::count(threads.len() as u64, "thread"),
-        crate::units::human_bytes(bytes as f64),
         if p.skipped_lines > 0 {
             format!(
                 "; {} of the log could not be used (first: {})",
