@@ -689,6 +689,33 @@ fn deeply_nested_fio_expressions_are_errors_at_their_place() {
     }
 }
 
+/// The parsers fsbench does not write keep their own limits: TOML's nesting (a located plan
+/// error, its line shown in part) and serde_json's (a result file refused).
+#[test]
+fn deeply_nested_plans_and_result_files_are_errors() {
+    let d = Scratch::new("robust-deep-toml");
+    let n = 100_000;
+    let plan = d.path().join("deep.toml");
+    let text = format!(
+        "[experiment]\nname = \"x\"\nrepetitions = 1\nx = {}{}\n",
+        "[".repeat(n),
+        "]".repeat(n)
+    );
+    std::fs::write(&plan, text).unwrap();
+    let p = plan.to_str().unwrap();
+    let json = d.path().join("deep.json");
+    std::fs::write(&json, format!("{}{}", "[".repeat(n), "]".repeat(n))).unwrap();
+    let j = json.to_str().unwrap();
+    for (args, place) in [
+        (&["experiment", p, "--dry-run"][..], format!("{p}:4:")),
+        (&["compare", j, j], j.to_string()),
+    ] {
+        let o = run_for(args, &[], 60);
+        refused(&o, &[&place]);
+        assert!(o.stderr.len() < 2_000, "{args:?}: {} bytes", o.stderr.len());
+    }
+}
+
 /// `nrfiles=10000000`: `check` said ok after a quarter of an hour and gigabytes, and `run`
 /// searched its list of names once per file. Refused at `check`, at the option's place.
 #[test]
