@@ -103,8 +103,8 @@ pub struct CompareArgs {
 
 #[derive(Args, Clone)]
 pub struct WorkloadArgs {
-    /// A workload file (.f), a fio job file (.fio), or the name of a built-in personality
-    /// (see `fsbench list`).
+    /// A workload file (.f), a fio job file (.fio), the name of a built-in personality
+    /// (see `fsbench list`), or `-` for standard input.
     pub workload: String,
     /// Set a variable before the script runs (repeatable): -s nfiles=500
     #[arg(short = 's', long = "set", value_name = "NAME=VALUE", value_parser = parse_override)]

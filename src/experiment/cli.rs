@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 /// `fsbench experiment PLAN.toml`.
 #[derive(Args, Debug)]
 pub struct ExperimentArgs {
-    /// The plan (TOML; see docs/experiments.md).
+    /// The plan (TOML; see docs/experiments.md), or `-` for standard input.
     #[arg(required_unless_present = "cleanup")]
     pub plan: Option<PathBuf>,
     /// Output directory: results.db, per-run JSON and logs, images and mount points

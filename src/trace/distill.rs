@@ -29,7 +29,7 @@ use std::path::PathBuf;
 pub struct DistillArgs {
     /// The trace file.
     pub trace: PathBuf,
-    /// Where to write the workload.
+    /// Where to write the workload (`-` for standard output).
     #[arg(short, long, value_name = "FILE.f")]
     pub output: PathBuf,
     /// Run the model traced in DIR (`--dir`) and compare its trace with this one.

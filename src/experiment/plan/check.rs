@@ -48,7 +48,6 @@ fn window(src: &str, col: usize) -> (String, usize) {
     (shown, caret)
 }
 
-
 /// Check a network level: a preset of `fsbench remote` or "BANDWIDTH/RTT".
 pub(super) fn check_network(s: &str) -> Result<(), String> {
     if crate::remote::model::Net::preset(s).is_some() {

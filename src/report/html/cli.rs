@@ -20,7 +20,7 @@ pub struct ReportArgs {
     /// and comparisons (they are left out by default).
     #[arg(long)]
     pub include_flagged: bool,
-    /// Where to write the HTML page.
+    /// Where to write the HTML page (`-` for standard output).
     #[arg(short = 'o', long, value_name = "FILE", default_value = "report.html")]
     pub output: PathBuf,
 }

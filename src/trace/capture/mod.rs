@@ -33,7 +33,7 @@ pub const STRACE_ARGS: &[&str] = &[
 
 #[derive(Args, Debug)]
 pub struct RecordArgs {
-    /// Where to write the trace.
+    /// Where to write the trace (`-` for standard output).
     #[arg(short, long, value_name = "TRACE")]
     pub output: PathBuf,
     /// A directory the command works in (repeatable; default: the current directory). Its
@@ -41,7 +41,7 @@ pub struct RecordArgs {
     /// replay reproduces.
     #[arg(long = "root", value_name = "DIR")]
     pub roots: Vec<PathBuf>,
-    /// Keep strace's own log in FILE as well.
+    /// Keep strace's own log in FILE as well (`-` for standard output).
     #[arg(long, value_name = "FILE")]
     pub keep_log: Option<PathBuf>,
     /// The command and its arguments.
@@ -54,9 +54,9 @@ pub struct RecordArgs {
     after_long_help = "The log must have been written by\n  strace -f -ttt -T -yy -s 0 -qq -e signal=none -e trace=%file,%desc,mmap,munmap,clone,clone3,fork,vfork,execve,execveat,chdir,fchdir,wait4,waitid -o LOG -- COMMAND\n(wait4 and waitid may be left out: a replay in afap mode then cannot keep a parent's calls after its children's)"
 )]
 pub struct ImportArgs {
-    /// The strace log.
+    /// The strace log, or `-` for standard input.
     pub log: PathBuf,
-    /// Where to write the trace.
+    /// Where to write the trace (`-` for standard output).
     #[arg(short, long, value_name = "TRACE")]
     pub output: PathBuf,
     /// The traced command's working directory (default: the first root, else the current
