@@ -106,7 +106,12 @@ impl crate::measure::Measurement for Read<'_> {
 }
 
 pub fn main(a: &ReadArgs) -> Result<()> {
-    crate::input::check_dir(&a.dir).with_context(|| format!("{}", a.dir.display()))?;
+    match crate::input::check_dir(&a.dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            bail!("{} is not a directory: it does not exist", a.dir.display())
+        }
+        r => r.with_context(|| format!("{}", a.dir.display()))?,
+    }
     // A pseudo file system's files say nothing true of their size (`/proc/self/pagemap`
     // reads hundreds of gigabytes): no tree there is read.
     if let Some(fs) = crate::input::pseudo_fs_of(&a.dir)? {
