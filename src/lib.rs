@@ -63,6 +63,7 @@ pub mod exit;
 pub mod fuse;
 pub mod input;
 pub mod limits;
+pub mod output;
 pub mod owned;
 pub mod remount;
 pub mod sys;

@@ -159,10 +159,12 @@ enum Command {
         shell: clap_complete::Shell,
     },
     /// Write the man pages (fsbench.1 and one per subcommand) into DIR, generated from the
-    /// same definitions as --help.
-    #[command(after_help = "Install:\n  fsbench man /usr/local/share/man/man1 && mandb -q")]
+    /// same definitions as --help; `-` prints fsbench.1 on standard output.
+    #[command(
+        after_help = "Install:\n  fsbench man /usr/local/share/man/man1 && mandb -q\n  fsbench man - > fsbench.1"
+    )]
     Man {
-        /// Directory to write the pages into (created if missing).
+        /// Directory to write the pages into (created if missing), or `-`.
         dir: PathBuf,
     },
 }
@@ -233,6 +235,10 @@ fn dispatch(cli: Cli) -> Result<()> {
         Command::Show(a) => cmd_show(&a),
         Command::Run(a) => cmd_run(&a),
         Command::Scan(a) => {
+            if a.output.as_deref().is_some_and(fsbench::output::is_stdout) {
+                // Refused rather than written to a file named `-`.
+                anyhow::bail!("-o -: a snapshot goes to a file; give its path");
+            }
             if a.cold {
                 fsbench::measure::drop_caches()?;
             }
@@ -258,7 +264,12 @@ fn dispatch(cli: Cli) -> Result<()> {
         Command::Andrew(a) => fsbench::apps::andrew::main(&a),
         Command::Find(a) => fsbench::apps::find::main(&a),
         Command::Build(a) => fsbench::apps::build::main(&a),
-        Command::Prune(a) => fsbench::apps::prune::main(&a),
+        Command::Prune(a) => {
+            if let Some(d) = &a.really_delete_under {
+                fsbench::measure::guard::deletable_under(d, "--really-delete-under")?;
+            }
+            fsbench::apps::prune::main(&a)
+        }
         Command::Read(a) => fsbench::apps::read::main(&a),
         Command::Experiment(a) => fsbench::experiment::cli::experiment(a),
         Command::Results(a) => fsbench::experiment::cli::results(a),
@@ -267,6 +278,15 @@ fn dispatch(cli: Cli) -> Result<()> {
             // Generated into memory: the generator panics when its writer fails.
             let script = fsbench::complete::script(shell, Cli::command(), "fsbench");
             fsbench::console::out_bytes(script.as_bytes());
+            Ok(())
+        }
+        Command::Man { dir } if fsbench::output::is_stdout(&dir) => {
+            use clap::CommandFactory;
+            let mut page = Vec::new();
+            clap_mangen::Man::new(Cli::command())
+                .render(&mut page)
+                .context("rendering fsbench.1")?;
+            fsbench::console::out_bytes(&page);
             Ok(())
         }
         Command::Man { dir } => {

@@ -537,6 +537,13 @@ pub fn check_dirs(dirs: &[PathBuf], json: Option<&Path>) -> anyhow::Result<()> {
         if m.file_type().is_symlink() {
             anyhow::bail!("{} is a symbolic link; not following it", d.display());
         }
+        if !m.is_dir() && !m.is_file() {
+            anyhow::bail!(
+                "{}: {}; give a directory or a regular file",
+                d.display(),
+                crate::input::file_kind(&m)
+            );
+        }
         stack.push(d.clone());
     }
     while let Some(p) = stack.pop() {
@@ -585,12 +592,8 @@ pub fn check_dirs(dirs: &[PathBuf], json: Option<&Path>) -> anyhow::Result<()> {
     }
     if let Some(j) = json {
         let v = serde_json::json!({"files": files, "blocks_checked": blocks, "mismatches": count, "first": found});
-        let text = serde_json::to_string_pretty(&v)?;
-        if j == Path::new("-") {
-            crate::outln!("{text}");
-        } else {
-            std::fs::write(j, text + "\n").with_context(|| format!("writing {}", j.display()))?;
-        }
+        let text = serde_json::to_string_pretty(&v)? + "\n";
+        crate::output::write_text(j, &text, "JSON file")?;
     }
     if count > 0 {
         anyhow::bail!("verify: {}", crate::units::count(count, "mismatch"));

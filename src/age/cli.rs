@@ -251,6 +251,10 @@ fn fmt_dist(d: &Distances) -> String {
 
 /// `fsbench age`.
 pub fn run(args: AgeArgs) -> anyhow::Result<()> {
+    if args.log.as_deref().is_some_and(crate::output::is_stdout) {
+        // Refused rather than written to a file named `-`.
+        bail!("--log -: the operation log goes to a file; give its path");
+    }
     if let (Some(src), Some(keep)) = (&args.next_version, args.keep) {
         crate::cancel::install_signal_handlers();
         let share = super::nextver::Share {
@@ -261,7 +265,7 @@ pub fn run(args: AgeArgs) -> anyhow::Result<()> {
         if let Some(j) = &args.json {
             crate::report::out::write_json(j, &r)?;
         }
-        if args.json.as_deref() != Some(Path::new("-")) {
+        if !args.json.as_deref().is_some_and(crate::output::is_stdout) {
             crate::outln!(
                 "next version of {} written to {}\n  {} files: kept {}, edited {}, removed {}, added {}\n  files same {:.1}%  bytes same {:.1}%",
                 r.src, r.out, r.src_files, r.kept, r.edited, r.removed, r.added, r.files_same_pct, r.bytes_same_pct
@@ -279,6 +283,13 @@ pub fn run(args: AgeArgs) -> anyhow::Result<()> {
         .dir
         .canonicalize()
         .with_context(|| format!("target directory {}", args.dir.display()))?;
+    // Checked before anything opens it: a FIFO would hold the open for ever.
+    crate::input::check_dir(&parent).map_err(|e| {
+        anyhow::anyhow!(
+            "{}: {e}; give the directory whose file system is to be aged",
+            args.dir.display()
+        )
+    })?;
     // Validate what can be validated before the aging directory exists.
     if args.replay_snapshots.is_empty() {
         match &args.from_snapshot {
@@ -393,10 +404,13 @@ fn age_profile(
     report.profile = Some(profile.name.clone());
     let state_path = root.join(STATE_FILE);
     let state_name = std::ffi::CString::new(STATE_FILE).expect("no NUL");
-    let state: State = match crate::beneath::read_small(ex.dir_fd(), &state_name, 1 << 20) {
-        Ok(b) => serde_json::from_slice(&b).unwrap_or_default(),
-        Err(_) => State::default(),
-    };
+    let state_file =
+        crate::beneath::open_file(ex.dir_fd(), &state_name, libc::O_RDONLY | libc::O_NONBLOCK);
+    let state: State =
+        match state_file.and_then(|f| crate::input::read_open(&f.into(), crate::input::STATE)) {
+            Ok(b) => serde_json::from_slice(&b).unwrap_or_default(),
+            Err(_) => State::default(),
+        };
     let mut pl = planner_on(args, (root, ex.dir_fd()), &profile, state.clock, used0, cap)?;
     let (done, churn) = age_loop(args, root, ex, report, &mut pl)?;
     let d = pl.distances();

@@ -368,8 +368,8 @@ fn copy_and_edit(
             continue;
         }
         let path = src.join(rel);
-        let mut data =
-            std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+        let mut data = crate::input::read(&path, crate::input::TREE_FILE)
+            .with_context(|| format!("cannot read {}", path.display()))?;
         if role[i] == 1 {
             if data.is_empty() {
                 data.resize(64, 0);

@@ -177,7 +177,7 @@ fn run_fsbench(
             String::from_utf8_lossy(&out.stderr).trim()
         );
     }
-    let seen: Seen = serde_json::from_slice(&std::fs::read(json)?)
+    let seen: Seen = serde_json::from_slice(&crate::input::read(json, crate::input::RESULTS)?)
         .with_context(|| format!("reading {}", json.display()))?;
     if seen.counts.enospc > 0 || seen.counts.errors > 0 {
         bail!(
@@ -314,7 +314,7 @@ fn age_in(o: &Options, rd: &RunDir) -> anyhow::Result<String> {
         let _m = fresh_image(&img, &mnt, o.mib)?;
         run_fsbench(o, &mnt, 1, &json, Some(&log))?
     };
-    let ops = parse_log(&std::fs::read_to_string(&log)?)?;
+    let ops = parse_log(&crate::input::read_text(&log, crate::input::RESULTS)?)?;
     crate::owned::path::remove_file(&log)?;
     let file_ops = ops
         .iter()

@@ -736,7 +736,7 @@ impl<'a> Timeline<'a> {
         crate::cluster::finished();
         self.sh.pacing.shutdown();
         if self.mo.progress {
-            crate::err!("\r\x1b[2K");
+            crate::console::err_control("\r\x1b[2K");
         }
         out.duration = self.t0.elapsed().as_secs_f64();
         if !self.warming {

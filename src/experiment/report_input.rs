@@ -452,8 +452,7 @@ fn aging_reports(input: &mut ReportInput, outdir: &Path) {
         .collect();
     paths.sort();
     for p in paths {
-        let Ok(text) = crate::input::read_text_capped(&p, crate::input::RESULTS_MAX, "result file")
-        else {
+        let Ok(text) = crate::input::read_text(&p, crate::input::RESULTS) else {
             continue;
         };
         if let Some(v) = crate::report::html::Aging::parse(&text) {

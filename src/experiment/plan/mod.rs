@@ -342,8 +342,8 @@ pub const DISK_PARAMS: [&str; 13] = [
 
 /// Read and validate a plan. `quick` applies the plan's quick scale.
 pub fn load(file: &Path, quick: bool) -> Result<Plan, PlanError> {
-    let text =
-        std::fs::read_to_string(file).map_err(|e| PlanError(format!("{}: {e}", file.display())))?;
+    let text = crate::input::read_text(file, crate::input::PLAN)
+        .map_err(|e| PlanError(format!("{}: {e}", file.display())))?;
     parse(file, &text, quick)
 }
 

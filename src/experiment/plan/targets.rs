@@ -235,10 +235,10 @@ impl TargetCx<'_> {
         let ctx = self.ctx;
         let p = self.need(&self.t.path, "path")?;
         let path = self.base_dir.join(p.get_ref());
-        if !path.is_dir() {
+        if let Err(e) = crate::input::check_dir(&path) {
             return Err(ctx.err(
                 p.span(),
-                format!("{} is not an existing directory", path.display()),
+                format!("{} is not an existing directory: {e}", path.display()),
             ));
         }
         // The refusal `run --dir` applies: measurements and overlays write there.

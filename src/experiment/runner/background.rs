@@ -347,7 +347,7 @@ impl Running {
         let results = self
             .json
             .as_ref()
-            .and_then(|j| std::fs::read_to_string(j).ok())
+            .and_then(|j| crate::input::read_text(j, crate::input::RESULTS).ok())
             .and_then(|t| serde_json::from_str(&t).ok());
         BgRecord {
             name: self.bg.name.clone(),

@@ -75,7 +75,7 @@ fn measure(
         return Ok(Outcome::Timeout);
     }
     if !status.success() {
-        let text = std::fs::read_to_string(log).unwrap_or_default();
+        let text = crate::input::read_tail(log, crate::input::LOG_TAIL);
         let tail: Vec<&str> = text.lines().rev().take(5).collect();
         let tail: Vec<&str> = tail.into_iter().rev().collect();
         let oom = match &group.memory {
@@ -90,7 +90,7 @@ fn measure(
             tail.join(" | ")
         )));
     }
-    let text = std::fs::read_to_string(json_out)
+    let text = crate::input::read_text(json_out, crate::input::RESULTS)
         .with_context(|| format!("the measurement wrote no {}", json_out.display()))?;
     let v: Value =
         serde_json::from_str(&text).with_context(|| format!("parsing {}", json_out.display()))?;

@@ -42,7 +42,8 @@ pub fn run(a: &Age, ready: &mut Ready, outdir: &Path, tag: &str, j: &mut Journal
         );
     }
     let report: crate::age::cli::AgeReport = serde_json::from_str(
-        &std::fs::read_to_string(&json).with_context(|| format!("reading {}", json.display()))?,
+        &crate::input::read_text(&json, crate::input::RESULTS)
+            .with_context(|| format!("reading {}", json.display()))?,
     )
     .with_context(|| format!("{} is not an aging report", json.display()))?;
     let mut facts = age_facts(&report);

@@ -497,7 +497,6 @@ struct Checked {
 /// Open `outdir` and its journal, and say why fsbench must not act on them, if it must not:
 /// either belongs to another user, others could write them, or one is a link.
 fn check_trusted(outdir: &Path) -> Result<std::result::Result<Checked, String>> {
-    use std::io::Read;
     let lst = std::fs::symlink_metadata(outdir)
         .with_context(|| format!("opening {}", outdir.display()))?;
     if lst.file_type().is_symlink() {
@@ -552,10 +551,10 @@ fn check_trusted(outdir: &Path) -> Result<std::result::Result<Checked, String>> 
     if let Some(why) = why {
         return Ok(Err(format!("{}: {why}", p.display())));
     }
-    let mut text = String::new();
-    std::fs::File::from(f)
-        .read_to_string(&mut text)
+    let bytes = crate::input::read_open(&std::fs::File::from(f), crate::input::STATE)
         .with_context(|| format!("reading {}", p.display()))?;
+    let text =
+        String::from_utf8(bytes).map_err(|_| anyhow::anyhow!("{}: not UTF-8 text", p.display()))?;
     Ok(Ok(Checked {
         outdir: real,
         journal: Some(text),

@@ -120,9 +120,12 @@ fn version(m: &fs::Metadata) -> Version {
 }
 
 /// Copy `from` into `to` (a new file in the client cache, replacing whatever was there),
-/// returning the bytes copied.
+/// returning the bytes copied. `from` must be a regular file, opened without waiting (a FIFO
+/// there would hold the server for ever).
 fn copy_into(from: &Path, to: &Path) -> io::Result<u64> {
-    let mut src = File::open(from)?;
+    let src = crate::input::open(from)?;
+    let size = crate::input::regular_size(&src)?;
+    let mut src = io::Read::take(src, size);
     crate::owned::path::remove_file(to)?;
     let mut dst = OpenOptions::new().write(true).create_new(true).open(to)?;
     io::copy(&mut src, &mut dst)

@@ -202,7 +202,7 @@ impl ReportInput {
         }
         let mut results_files = 0;
         for p in files.iter() {
-            let text = crate::input::read_text_capped(p, crate::input::RESULTS_MAX, "result file")
+            let text = crate::input::read_text(p, crate::input::RESULTS)
                 .with_context(|| format!("reading {}", p.display()))?;
             // An aging report (`fsbench age --json`) gets the aging section. Each file is
             // parsed once: result files are read straight into Results.
@@ -228,7 +228,7 @@ impl ReportInput {
         let mut input = ReportInput::default();
         for p in paths {
             let p = p.as_ref();
-            let text = crate::input::read_text_capped(p, crate::input::RESULTS_MAX, "result file")
+            let text = crate::input::read_text(p, crate::input::RESULTS)
                 .with_context(|| format!("reading {}", p.display()))?;
             let (label, r) = Self::parse_result(p, &text)?;
             input.push(label, r);
