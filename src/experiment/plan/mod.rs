@@ -142,6 +142,7 @@ pub enum TargetKind {
         model: String,
         /// `fsbench disk create` options (name without `--`, value).
         params: Vec<(String, String)>,
+        mkfs_options: Vec<String>,
         mount_options: String,
     },
 }

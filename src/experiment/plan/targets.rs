@@ -48,6 +48,7 @@ fn allowed_keys(kind: &str) -> Option<&'static [&'static str]> {
             "fs",
             "model",
             "disk",
+            "mkfs_options",
             "mount_options",
             "device",
             "age",
@@ -254,12 +255,19 @@ impl TargetCx<'_> {
         Ok(TargetKind::Dir { path })
     }
 
-    fn image(&self, mount_options: String) -> Result<TargetKind, PlanError> {
-        let fs = self.fs()?;
+    /// `mkfs_options`, checked as options of `mkfs.FS` (the same table for images and
+    /// simulated disks).
+    fn mkfs_options(&self, fs: &str) -> Result<Vec<String>, PlanError> {
         let raw: &[Spanned<String>] = self.t.mkfs_options.as_ref().map_or(&[], |m| m.get_ref());
         let mkfs_options: Vec<String> = raw.iter().map(|o| o.get_ref().clone()).collect();
-        crate::experiment::options::check_mkfs(&fs, &mkfs_options)
+        crate::experiment::options::check_mkfs(fs, &mkfs_options)
             .map_err(|(i, why)| self.ctx.err(raw[i].span(), format!("mkfs_options: {why}")))?;
+        Ok(mkfs_options)
+    }
+
+    fn image(&self, mount_options: String) -> Result<TargetKind, PlanError> {
+        let fs = self.fs()?;
+        let mkfs_options = self.mkfs_options(&fs)?;
         Ok(TargetKind::Image {
             size: self.size()?,
             fs,
@@ -291,11 +299,14 @@ impl TargetCx<'_> {
                 ),
             ));
         }
+        let fs = self.fs()?;
+        let mkfs_options = self.mkfs_options(&fs)?;
         Ok(TargetKind::Disk {
             size: self.size()?,
-            fs: self.fs()?,
+            fs,
             model,
             params,
+            mkfs_options,
             mount_options,
         })
     }

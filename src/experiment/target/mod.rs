@@ -201,16 +201,19 @@ pub fn steps(t: &Target) -> Vec<(String, bool)> {
             (format!("mount it under OUTDIR/mnt (options: {})", if mount_options.is_empty() { "defaults" } else { mount_options }), true),
         ],
         TargetKind::Overlay { over } => vec![(format!("mount overlayfs with lower, upper and work directories on target {over}"), true)],
-        TargetKind::Disk { size, fs, model, params, .. } => vec![(
-            format!(
-                "fsbench disk create fsbx-{name}-PID --model {model} --size {size} --image OUTDIR/images/{name}.img --mkfs {fs} --mount OUTDIR/mnt/{name}{} (a simulated disk of {} MiB under a loop device with direct I/O; it runs mkfs.{fs} {} LOOPDEV)",
-                params.iter().map(|(k, v)| format!(" --{} {v}", k.replace('_', "-"))).collect::<String>(),
-                size >> 20,
-                crate::disk::cli::mkfs_args(fs).join(" "),
-                name = t.name
+        TargetKind::Disk { size, fs, model, params, mkfs_options, mount_options } => vec![
+            (
+                format!(
+                    "fsbench disk create fsbx-{name}-PID --model {model} --size {size} --image OUTDIR/images/{name}.img{} (a simulated disk of {} MiB under a loop device with direct I/O)",
+                    params.iter().map(|(k, v)| format!(" --{} {v}", k.replace('_', "-"))).collect::<String>(),
+                    size >> 20,
+                    name = t.name
+                ),
+                true,
             ),
-            true,
-        )],
+            (format!("mkfs.{fs} {} LOOPDEV", disk::mkfs_argv(fs, mkfs_options).join(" ")), true),
+            (format!("mount it on OUTDIR/mnt/{} (options: {})", t.name, if mount_options.is_empty() { "defaults" } else { mount_options }), true),
+        ],
         TargetKind::Remote { server, network, protocol, lookaside, writable, .. } => {
             let mut v = Vec::new();
             match server {
