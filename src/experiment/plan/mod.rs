@@ -30,6 +30,7 @@ mod kinds;
 mod levels;
 mod measurements;
 pub mod memory;
+pub mod schedulers;
 mod schema;
 mod targets;
 
@@ -220,6 +221,8 @@ pub struct Target {
     pub age: Option<Age>,
     /// The measured child's memory limit on this target, in bytes (`memory`).
     pub memory: Option<u64>,
+    /// Where the plan defines it (`file:line:col` of its `[[target]]` table).
+    pub at: String,
 }
 
 impl Target {
@@ -359,6 +362,14 @@ pub fn parse(file: &Path, text: &str, quick: bool) -> Result<Plan, PlanError> {
     }
     .read(&targets, &target_levels, &base_dir)?;
     let devices: BTreeMap<String, Device> = devices.into_iter().map(|(k, (d, _))| (k, d)).collect();
+    schedulers::check(
+        &ctx,
+        &raw.targets,
+        &targets,
+        &target_levels,
+        &setting_levels,
+        &devices,
+    )?;
     let (backgrounds, bg_factors) =
         background::backgrounds(&ctx, &raw.backgrounds, &base_dir, quick)?;
     let measurements =

@@ -137,7 +137,7 @@ fn target(
     let cx = TargetCx {
         ctx,
         t,
-        span: t_span,
+        span: t_span.clone(),
         name: &tname,
         kind: kind_s,
         base_dir,
@@ -180,6 +180,7 @@ fn target(
         device,
         age,
         memory,
+        at: ctx.at(t_span),
     })
 }
 

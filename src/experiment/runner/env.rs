@@ -46,6 +46,7 @@ impl Env {
             }
             self.ready.push(r);
         }
+        self.check_schedulers(plan)?;
         // Trees for `find` cells, made once per set-up.
         for c in cells {
             let m = &plan.measurements[c.measurement];
@@ -105,6 +106,28 @@ impl Env {
         }
         self.up = true;
         Ok(())
+    }
+
+    /// The targets' devices as set up run under one I/O scheduler, or the plan says why not
+    /// (it names each scheduler that differs, or varies it): an existing directory's device
+    /// keeps the scheduler it had, known only now.
+    fn check_schedulers(&self, plan: &Plan) -> Result<()> {
+        use crate::experiment::plan::schedulers;
+        if schedulers::varied(&plan.setting_levels, &plan.devices) {
+            return Ok(());
+        }
+        let actual: Vec<(String, String)> = plan
+            .target_levels
+            .iter()
+            .filter_map(|n| {
+                let s = self.ready(n).applied.get("scheduler")?.as_str()?;
+                Some((n.clone(), s.to_string()))
+            })
+            .collect();
+        match schedulers::mixed(&plan.targets, &actual) {
+            Some((at, why)) => bail!("{at}: {why}"),
+            None => Ok(()),
+        }
     }
 
     /// Bring the cell's target device to the cell's settings (device-setting factors).

@@ -150,6 +150,7 @@ impl Run<'_> {
         let remote_before = target::remote::stats_now(ready);
         let started_at = store::now();
         let before = noise::sample();
+        let sched_before = scheduler_now(ready);
         let dev = ready.device.as_deref();
         let dev_before = dev.and_then(crate::sys::blockstat::named_device_read_bytes);
         let t0 = Instant::now();
@@ -174,17 +175,8 @@ impl Run<'_> {
         group.end_run()?;
         let mut applied = self.applied(ready, &args, warm_pass, group.memory.take())?;
         super::background::note(&bg_records, &mut applied);
-        if let Some(log) = &remounts {
-            let done = log.lock().unwrap().clone();
-            if matches!(outcome, Outcome::Ok(_)) && !done.iter().any(|d| d.starts_with("remounted"))
-            {
-                outcome = Outcome::Failed(
-                    "cache = remount: the measurement ended without its file system being remounted"
-                        .into(),
-                );
-            }
-            applied["remounts"] = json!(done);
-        }
+        self.check_remounts(remounts.as_ref(), &mut outcome, &mut applied);
+        check_scheduler(ready, sched_before, &mut outcome, &mut applied);
         let mut disturbed = other > plan.noise_threshold;
         disturbed |= self.disk_lateness(ready, &mut applied);
         let remote_run = match (&remote_before, target::remote::stats_now(ready)) {
@@ -231,6 +223,22 @@ impl Run<'_> {
         })?;
         st.add_backgrounds(run_id, &bg_records)?;
         Ok(status == "ok" || status == "warmup")
+    }
+
+    /// A `cache = remount` run's remounts, into `applied`; a run whose file system was not
+    /// remounted fails.
+    fn check_remounts(&self, log: Option<&RemountLog>, outcome: &mut Outcome, applied: &mut Value) {
+        let Some(log) = log else {
+            return;
+        };
+        let done = log.lock().unwrap().clone();
+        if matches!(outcome, Outcome::Ok(_)) && !done.iter().any(|d| d.starts_with("remounted")) {
+            *outcome = Outcome::Failed(
+                "cache = remount: the measurement ended without its file system being remounted"
+                    .into(),
+            );
+        }
+        applied["remounts"] = json!(done);
     }
 
     /// What was applied to the run: the target and its settings, the command, the warm-up
@@ -478,6 +486,45 @@ impl Run<'_> {
             status
         };
         (status, error, results)
+    }
+}
+
+/// The I/O scheduler the target's device runs under now, read from sysfs.
+fn scheduler_now(ready: &Ready) -> Option<String> {
+    let dev = ready.device.as_deref()?;
+    target::device::current(dev).ok()?.scheduler
+}
+
+/// The scheduler the run ran under, into `applied.scheduler` (device, scheduler before
+/// and after the measurement, and what set-up or the cell's settings left): a run whose
+/// device was under another scheduler than the one set, or changed during it, fails.
+fn check_scheduler(
+    ready: &Ready,
+    before: Option<String>,
+    outcome: &mut Outcome,
+    applied: &mut Value,
+) {
+    let Some(dev) = &ready.device else {
+        return;
+    };
+    let after = scheduler_now(ready);
+    let set = ready.applied.get("scheduler").and_then(|v| v.as_str());
+    applied["scheduler"] = json!({"device": dev, "active": before, "after": after, "set": set});
+    let (Some(b), Some(a)) = (&before, &after) else {
+        return;
+    };
+    let why = if b != a {
+        format!("the I/O scheduler of {dev} changed from {b} to {a} during the measurement")
+    } else if set.is_some_and(|s| s != b) {
+        format!(
+            "{dev} ran under the I/O scheduler {b}, not {} as set up: something outside this experiment changed it",
+            set.unwrap_or_default()
+        )
+    } else {
+        return;
+    };
+    if matches!(outcome, Outcome::Ok(_)) {
+        *outcome = Outcome::Failed(why);
     }
 }
 

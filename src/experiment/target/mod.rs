@@ -227,9 +227,14 @@ pub fn steps(t: &Target) -> Vec<(String, bool)> {
             v
         }
     };
-    let d = &t.device;
+    let d = &device_settings(t);
     if let Some(v) = &d.scheduler {
-        s.push((format!("set the I/O scheduler to {v}"), true));
+        let why = if t.device.scheduler.is_none() {
+            " (the plan names none: fsbench's default)"
+        } else {
+            ""
+        };
+        s.push((format!("set the I/O scheduler to {v}{why}"), true));
     }
     for (k, v) in &d.tunables {
         s.push((format!("set iosched/{k} = {v}"), true));
@@ -262,6 +267,18 @@ pub fn steps(t: &Target) -> Vec<(String, bool)> {
     s
 }
 
+/// The device settings set-up writes: the target's own, with the scheduler set explicitly
+/// on the devices fsbench makes (images, simulated disks): the one named, else `none`, so
+/// that no target runs under whatever a device's last user left.
+pub fn device_settings(t: &Target) -> crate::experiment::plan::Device {
+    let mut d = t.device.clone();
+    if d.scheduler.is_none() && matches!(t.kind, TargetKind::Image { .. } | TargetKind::Disk { .. })
+    {
+        d.scheduler = Some(crate::experiment::plan::schedulers::DEFAULT_SCHEDULER.into());
+    }
+    d
+}
+
 /// Set up one target, registering every undo step in `j`.
 pub fn set_up(t: &Target, ctx: &Ctx, j: &mut Journal) -> Result<Ready> {
     let mut ready = match &t.kind {
@@ -278,9 +295,17 @@ pub fn set_up(t: &Target, ctx: &Ctx, j: &mut Journal) -> Result<Ready> {
         TargetKind::Disk { .. } => disk::set_up(t, ctx, j)?,
         TargetKind::Remote { .. } => remote::set_up(t, ctx, j)?,
     };
-    if !t.device.is_empty() {
-        device::apply(&t.device, &mut ready, j)
+    let settings = device_settings(t);
+    if !settings.is_empty() {
+        device::apply(&settings, &mut ready, j)
             .with_context(|| format!("target {}: device settings", t.name))?;
+    } else if let Some(dev) = ready.device.clone() {
+        // A device fsbench does not set (an existing directory's): what it runs under.
+        if let Ok(now) = device::current(&dev) {
+            ready
+                .applied
+                .insert("scheduler".into(), now.scheduler.unwrap_or_default().into());
+        }
     }
     // What the file system reports, after everything.
     if let Some((mp, fstype, opts, source)) = crate::stats::host::mount_of(&ready.dir) {

@@ -37,6 +37,9 @@ pub fn set_up(t: &Target, lower: &Ready, ctx: &Ctx, j: &mut Journal) -> Result<R
     let mut applied = BTreeMap::new();
     applied.insert("over".into(), lower.name.clone().into());
     applied.insert("upper_on".into(), lower.dir.display().to_string().into());
+    if let Some(s) = lower.applied.get("scheduler") {
+        applied.insert("scheduler".into(), s.clone());
+    }
     let mut mounts = lower.mounts.clone();
     mounts.push(super::MountSpec {
         fstype: "overlay".into(),
