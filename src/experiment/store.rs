@@ -508,6 +508,11 @@ fn run_figures(r: &Results, remote: Option<&RemoteTraffic>) -> Vec<(String, Stri
             whole.push(("device_util".into(), busy / r.duration_s));
         }
     }
+    // The machine's CPU beside the throughput: a curve that flattens with the CPUs busy is
+    // the machine's limit, not the file system's.
+    if let Some(pct) = r.cpu_busy_pct() {
+        whole.push(("cpu_busy_pct".into(), pct));
+    }
     // Each process's bandwidth and share of the bytes (two readers at weights 1:2).
     for p in &r.processes {
         whole.push((format!("process.{}.mb_per_s", p.name), p.mb_per_s));
