@@ -125,7 +125,14 @@ pub enum TargetKind {
         mount_options: String,
     },
     /// overlayfs whose lower, upper and work directories live on another target.
-    Overlay { over: String },
+    Overlay {
+        over: String,
+        /// The trees the plan makes on it (`tree_files`) lie in the lower layer, each of
+        /// their directories also in the upper layer: every directory is merged. Otherwise
+        /// the lower layer is empty and what is made through the overlay lies in the upper
+        /// layer alone (stacking without merging).
+        merged: bool,
+    },
     /// A simulated remote file system (`fsbench remote create`) serving a tree.
     Remote {
         server: RemoteServer,
@@ -455,7 +462,7 @@ impl Plan {
                 return;
             }
             let t = p.target(name);
-            if let TargetKind::Overlay { over } = &t.kind {
+            if let TargetKind::Overlay { over, .. } = &t.kind {
                 add(p, over, out);
             }
             out.push(t);

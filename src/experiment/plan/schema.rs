@@ -124,6 +124,8 @@ pub(super) struct RawTarget {
     pub(super) mkfs_options: Option<Spanned<Vec<Spanned<String>>>>,
     pub(super) mount_options: Option<Spanned<String>>,
     pub(super) over: Option<Spanned<String>>,
+    /// An overlay's trees in its lower layer, their directories in both layers.
+    pub(super) merged: Option<Spanned<bool>>,
     pub(super) model: Option<Spanned<String>>,
     pub(super) disk: Option<Spanned<BTreeMap<String, Spanned<toml::Value>>>>,
     pub(super) device: Option<Spanned<RawDevice>>,

@@ -70,16 +70,32 @@ impl Env {
                 ),
                 None => None,
             };
-            let r = self
+            let idx = self
                 .ready
                 .iter()
-                .find(|r| r.name == c.target)
+                .position(|r| r.name == c.target)
                 .expect("target set up");
-            let tree = r.dir.join(tree_dir_name(&m.name));
+            let name = tree_dir_name(&m.name);
+            if let Some((lower, upper)) = target::overlay::tree_layers(&self.ready[idx], &name) {
+                // A merged overlay: the tree in its lower layer, its directories in both.
+                if lower.exists() {
+                    continue;
+                }
+                make_tree(&lower, files, dirs.max(1), file_size, &mut self.journal)?;
+                let n = target::overlay::mirror_dirs(&lower, &upper, &mut self.journal)?;
+                let a = &mut self.ready[idx].applied;
+                a.insert(format!("merged_dirs/{name}"), n.into());
+                continue;
+            }
+            let tree = self.ready[idx].dir.join(name);
             if tree.exists() {
                 continue;
             }
             make_tree(&tree, files, dirs.max(1), file_size, &mut self.journal)?;
+        }
+        // Merged overlays are mounted once their trees are in their layers.
+        for r in &mut self.ready {
+            target::overlay::finish(r, &mut self.journal)?;
         }
         self.device_base.clear();
         self.device_last.clear();

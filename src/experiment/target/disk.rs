@@ -104,6 +104,7 @@ pub fn set_up(t: &Target, ctx: &Ctx, j: &mut Journal) -> Result<Ready> {
         device: Some(dev),
         disk: Some(name),
         applied,
+        pending: None,
     })
 }
 

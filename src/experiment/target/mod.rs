@@ -78,6 +78,9 @@ pub struct Ready {
     /// The mounts this target stands on, the block file system first (empty for an existing
     /// directory): what `cache = "remount"` unmounts and mounts again.
     pub mounts: Vec<MountSpec>,
+    /// A merged overlay not yet mounted: its layers, until its trees are made.
+    #[serde(skip)]
+    pub pending: Option<overlay::Pending>,
 }
 
 /// One mount fsbench made, as `mount -t FSTYPE -o OPTIONS SOURCE MOUNT_POINT` makes it again.
@@ -200,7 +203,8 @@ pub fn steps(t: &Target) -> Vec<(String, bool)> {
             (format!("mkfs.{fs} {} LOOPDEV", image::mkfs_force(fs).iter().map(|s| s.to_string()).chain(mkfs_options.iter().cloned()).collect::<Vec<_>>().join(" ")), true),
             (format!("mount it under OUTDIR/mnt (options: {})", if mount_options.is_empty() { "defaults" } else { mount_options }), true),
         ],
-        TargetKind::Overlay { over } => vec![(format!("mount overlayfs with lower, upper and work directories on target {over}"), true)],
+        TargetKind::Overlay { over, merged: false } => vec![(format!("mount overlayfs with lower, upper and work directories on target {over} (the lower layer empty)"), true)],
+        TargetKind::Overlay { over, merged: true } => vec![(format!("make lower, upper and work directories on target {over}; the plan's trees in the lower layer, their directories in the upper layer; then mount overlayfs (every tree directory merged)"), true)],
         TargetKind::Disk { size, fs, model, params, mkfs_options, mount_options } => vec![
             (
                 format!(
@@ -284,13 +288,13 @@ pub fn set_up(t: &Target, ctx: &Ctx, j: &mut Journal) -> Result<Ready> {
     let mut ready = match &t.kind {
         TargetKind::Dir { path } => dir::set_up(t, path)?,
         TargetKind::Image { .. } => image::set_up(t, ctx, j)?,
-        TargetKind::Overlay { over } => {
+        TargetKind::Overlay { over, merged } => {
             let lower = ctx
                 .ready
                 .iter()
                 .find(|r| &r.name == over)
                 .expect("lower target set up first");
-            overlay::set_up(t, lower, ctx, j)?
+            overlay::set_up(t, lower, *merged, ctx, j)?
         }
         TargetKind::Disk { .. } => disk::set_up(t, ctx, j)?,
         TargetKind::Remote { .. } => remote::set_up(t, ctx, j)?,
@@ -307,12 +311,18 @@ pub fn set_up(t: &Target, ctx: &Ctx, j: &mut Journal) -> Result<Ready> {
                 .insert("scheduler".into(), now.scheduler.unwrap_or_default().into());
         }
     }
-    // What the file system reports, after everything.
+    if ready.pending.is_none() {
+        mount_facts(&mut ready);
+    }
+    Ok(ready)
+}
+
+/// What the file system under a target reports, once it is mounted.
+pub fn mount_facts(ready: &mut Ready) {
     if let Some((mp, fstype, opts, source)) = crate::stats::host::mount_of(&ready.dir) {
         ready.applied.insert("mount_point".into(), mp.into());
         ready.applied.insert("fs_type".into(), fstype.into());
         ready.applied.insert("mount_options".into(), opts.into());
         ready.applied.insert("source".into(), source.into());
     }
-    Ok(ready)
 }

@@ -170,6 +170,7 @@ pub fn set_up(t: &Target, ctx: &Ctx, j: &mut Journal) -> Result<Ready> {
         device: None,
         disk: None,
         applied,
+        pending: None,
     })
 }
 
