@@ -47,7 +47,37 @@ impl Env {
             self.ready.push(r);
         }
         self.check_schedulers(plan)?;
-        // Trees for `find` cells, made once per set-up.
+        self.make_trees(plan, cells)?;
+        self.device_base.clear();
+        self.device_last.clear();
+        if plan
+            .setting_levels
+            .iter()
+            .any(|(k, _)| SETTING_FACTORS.contains(&k.as_str()))
+        {
+            for tn in &plan.target_levels {
+                let r = self.ready(tn);
+                let dev = r.device.clone().with_context(|| {
+                    format!(
+                        "target {tn}: {} is on no block device, and the plan varies device settings",
+                        r.dir.display()
+                    )
+                })?;
+                let mut base = target::device::current(&dev)?;
+                let t = plan.target(tn);
+                if t.device.scheduler.is_some() && t.device.scheduler == base.scheduler {
+                    base.tunables = t.device.tunables.clone();
+                }
+                self.device_base.insert(tn.clone(), base);
+            }
+        }
+        self.up = true;
+        Ok(())
+    }
+
+    /// The trees of `find`, `read` and `scan` cells (`tree_files`), made once per set-up; a
+    /// merged overlay's in its layers, after which it is mounted.
+    fn make_trees(&mut self, plan: &Plan, cells: &[Cell]) -> Result<()> {
         for c in cells {
             let m = &plan.measurements[c.measurement];
             let Some(files) = m
@@ -97,30 +127,6 @@ impl Env {
         for r in &mut self.ready {
             target::overlay::finish(r, &mut self.journal)?;
         }
-        self.device_base.clear();
-        self.device_last.clear();
-        if plan
-            .setting_levels
-            .iter()
-            .any(|(k, _)| SETTING_FACTORS.contains(&k.as_str()))
-        {
-            for tn in &plan.target_levels {
-                let r = self.ready(tn);
-                let dev = r.device.clone().with_context(|| {
-                    format!(
-                        "target {tn}: {} is on no block device, and the plan varies device settings",
-                        r.dir.display()
-                    )
-                })?;
-                let mut base = target::device::current(&dev)?;
-                let t = plan.target(tn);
-                if t.device.scheduler.is_some() && t.device.scheduler == base.scheduler {
-                    base.tunables = t.device.tunables.clone();
-                }
-                self.device_base.insert(tn.clone(), base);
-            }
-        }
-        self.up = true;
         Ok(())
     }
 
