@@ -157,6 +157,22 @@ pub struct RunFlags {
     /// disturbed (kept, and repeated by `--strict`), as other load is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub caches_dropped_elsewhere: Option<u64>,
+    /// The measurement's `device_work` was not met: its device was busy less than asked, or
+    /// the page cache served more of its reads than allowed. Kept in the means (the figures
+    /// are what the machine did); shown, so that a cell the study ran against a disk is not
+    /// read as the disk's result when the disk stood idle.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_idle: Option<DeviceIdle>,
+}
+
+/// What the device did in a run flagged `device_idle`, and what was asked of it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct DeviceIdle {
+    /// The device's busy time ÷ the measured window.
+    pub device_util: Option<f64>,
+    /// The share of the bytes read that the device did not read, in percent.
+    pub cache_hit_pct: Option<f64>,
+    pub asked: crate::experiment::plan::DeviceWork,
 }
 
 /// The device's own account of a run's reads against what the measurement read.

@@ -164,6 +164,7 @@ pub(super) fn backgrounds(
                 quick_factors: BTreeMap::new(),
                 figures: None,
                 memory: None,
+                device_work: None,
             };
             BgKind::Measure(measurement(ctx, &raw, span.clone(), base_dir, quick, &[])?)
         };

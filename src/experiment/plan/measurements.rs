@@ -121,8 +121,41 @@ pub(super) fn measurement(
             factors,
             figures: figures(ctx, m, kind)?,
             ends_by_itself,
+            device_work: device_work(ctx, m)?,
         })
     }
+}
+
+/// `device_work = { busy_min = 0.5, cache_hit_max = 50 }`: a utilisation between 0 and 1, a
+/// percentage from 0 to 100, at least one of them.
+fn device_work(ctx: &Ctx, m: &RawMeasurement) -> Result<Option<super::DeviceWork>, PlanError> {
+    let Some(w) = &m.device_work else {
+        return Ok(None);
+    };
+    let r = w.get_ref();
+    let check = |v: &Option<Spanned<f64>>, hi: f64, what: &str| match v {
+        Some(x) if !(x.get_ref().is_finite() && *x.get_ref() > 0.0 && *x.get_ref() <= hi) => {
+            Err(ctx.err(x.span(), format!("device_work.{what}")))
+        }
+        _ => Ok(v.as_ref().map(|x| *x.get_ref())),
+    };
+    let busy_min = check(
+        &r.busy_min,
+        1.0,
+        "busy_min: the share of the measured window the device must be busy, above 0 and at most 1",
+    )?;
+    let cache_hit_max = check(
+        &r.cache_hit_max,
+        100.0,
+        "cache_hit_max: the percentage of the bytes read the page cache may serve, above 0 and at most 100",
+    )?;
+    if busy_min.is_none() && cache_hit_max.is_none() {
+        return Err(ctx.err(w.span(), "device_work needs busy_min or cache_hit_max"));
+    }
+    Ok(Some(super::DeviceWork {
+        busy_min,
+        cache_hit_max,
+    }))
 }
 
 /// The plan's headline figures, each one the kind produces.

@@ -261,6 +261,17 @@ pub struct Measurement {
     /// A workload that can end before its time by itself (finish flowops, a fio job that is
     /// not time based): its warm cells get no warm-up inside the run.
     pub ends_by_itself: bool,
+    /// What the device must do in its runs (`device_work`): the study ran it against a disk.
+    pub device_work: Option<DeviceWork>,
+}
+
+/// A measurement whose runs must keep their device working (`device_work`): a run whose
+/// device was busy less than `busy_min` of its window, or whose reads the page cache served
+/// more than `cache_hit_max` percent of, is flagged `device_idle`.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct DeviceWork {
+    pub busy_min: Option<f64>,
+    pub cache_hit_max: Option<f64>,
 }
 
 impl Measurement {

@@ -185,4 +185,14 @@ pub(super) struct RawMeasurement {
     pub(super) figures: Option<Spanned<Vec<Spanned<String>>>>,
     /// The measured child's memory limit (a size, or "none"); as `params.memory`.
     pub(super) memory: Option<Spanned<toml::Value>>,
+    /// The device must do the work: runs below this utilisation, or above this share of
+    /// reads from the page cache, are flagged `device_idle`.
+    pub(super) device_work: Option<Spanned<RawDeviceWork>>,
+}
+
+#[derive(Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawDeviceWork {
+    pub(super) busy_min: Option<Spanned<f64>>,
+    pub(super) cache_hit_max: Option<Spanned<f64>>,
 }

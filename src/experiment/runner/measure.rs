@@ -300,6 +300,7 @@ impl Run<'_> {
                 && (cell.cache == "cold" || kind == "image" || kind == "disk"),
             device_read_bytes,
             share: plan.cache_served_share,
+            device_work: device_work(plan, cell),
         }
     }
 
@@ -487,6 +488,15 @@ impl Run<'_> {
         };
         (status, error, results)
     }
+}
+
+/// What the cell's device must do (its measurement's `device_work`), unless the cell is a
+/// warm cell of a plan that also runs cold ones: there the warm cell is the cached
+/// comparison, meant to be served from memory.
+fn device_work(plan: &Plan, cell: &Cell) -> Option<crate::experiment::plan::DeviceWork> {
+    let w = plan.measurements[cell.measurement].device_work?;
+    let cached_comparison = cell.cache == "warm" && plan.cache_levels.iter().any(|c| c != "warm");
+    (!cached_comparison).then_some(w)
 }
 
 /// The I/O scheduler the target's device runs under now, read from sysfs.

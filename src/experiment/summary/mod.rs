@@ -6,6 +6,7 @@
 //! early, served from cache) are left out unless asked for.
 
 mod background;
+pub mod conditions;
 mod plan_text;
 mod render;
 
@@ -106,6 +107,9 @@ pub struct Summary {
     /// What ran beside each cell's measurements (`[[background]]`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub backgrounds: Vec<BgRow>,
+    /// What each cell's runs ran under (scheduler, CPU, device, `device_idle` runs).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<conditions::Conditions>,
 }
 
 /// A cell without figures, and why.
@@ -162,6 +166,7 @@ pub fn summarise_with(st: &Store, include_flagged: bool) -> Result<Summary> {
         .collect();
     let adaptive = choices.adaptive.map(|a| convergence(&a, &rows, &cells));
     let backgrounds = background::rows(st, &cells)?;
+    let conditions = conditions::read(st, &cells)?;
     Ok(Summary {
         experiment: name,
         quick,
@@ -175,6 +180,7 @@ pub fn summarise_with(st: &Store, include_flagged: bool) -> Result<Summary> {
         baseline,
         adaptive,
         backgrounds,
+        conditions,
     })
 }
 
