@@ -159,7 +159,9 @@ pub fn known(kind: &str, name: &str) -> bool {
                 .or(r.strip_suffix(".share"))
                 .is_some_and(|n| !n.is_empty())
         });
-    process || produces(kind).contains(&name) || (run_json && RUN_FIGURES.contains(&name))
+    // A run on a simulated remote: what crossed its network (ignored elsewhere).
+    let remote = super::output::REMOTE_FIGURES.contains(&name);
+    process || remote || produces(kind).contains(&name) || (run_json && RUN_FIGURES.contains(&name))
 }
 
 /// Every figure name `kind` produces, for an error message.

@@ -431,7 +431,7 @@ impl Run<'_> {
         // came from outside (another cold run on this machine) and changed what it measured.
         let own = args.iter().any(|a| a == "--cold") as u64;
         let foreign = d.cache_drops.saturating_sub(own);
-        let r = RemoteTraffic {
+        let mut r = RemoteTraffic {
             requests: d.requests,
             round_trips: d.round_trips,
             bytes_fetched: d.bytes_fetched,
@@ -443,7 +443,14 @@ impl Run<'_> {
             lost_requests: d.lost_requests,
             foreign_cache_drops: foreign,
             late_pct: late.pct,
+            model_s: 0.0,
         };
+        // The network the cell ran at, as `fsbench remote set` left it.
+        let ready = self.env.ready(&self.cell.target);
+        let net = ready.applied.get("network").and_then(|n| n.as_str());
+        if let Some(n) = net.and_then(target::remote::net_of) {
+            r.model_s = r.model_time(&n);
+        }
         applied["remote"] = json!(r);
         let disturbed = late.pct / 100.0 > self.plan.noise_threshold || foreign > 0;
         (r, disturbed)
