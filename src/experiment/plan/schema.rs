@@ -46,6 +46,9 @@ pub(super) struct RawBackground {
     pub(super) stop: Option<Spanned<String>>,
     /// Start it again each time it ends, until the measurement has ended.
     pub(super) restart: Option<Spanned<bool>>,
+    /// "before" (its window starts, then the measurement's preparation) or "with" (its
+    /// window waits for the measurement's).
+    pub(super) start: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]

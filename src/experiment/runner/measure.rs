@@ -21,13 +21,44 @@ enum Outcome {
     Interrupted,
 }
 
+/// What a measured child is started with beyond its command: the remount handoff, and the
+/// gate of the backgrounds that start with its window.
+#[derive(Default)]
+struct Hooks {
+    handoff: Option<Handoff>,
+    gate: Option<Gate>,
+}
+
+/// Backgrounds waiting for the measured child's window (`start = "with"`): the child says
+/// when its window starts in `ready` (or at once, `immediate`, when its kind marks none),
+/// and then the `go` files are made.
+struct Gate {
+    ready: PathBuf,
+    go: Vec<PathBuf>,
+    immediate: bool,
+    opened: bool,
+}
+
+impl Gate {
+    /// Open the gate when the child's window has started (or it has ended).
+    fn poll(&mut self, ended: bool) {
+        if self.opened || !(ended || self.immediate || self.ready.exists()) {
+            return;
+        }
+        for g in &self.go {
+            let _ = std::fs::File::create(g);
+        }
+        self.opened = true;
+    }
+}
+
 fn measure(
     kind: Kind,
     args: &[String],
     log: &Path,
     json_out: &Path,
     limit: f64,
-    handoff: Option<Handoff>,
+    mut hooks: Hooks,
     group: &RunGroup,
 ) -> Result<Outcome> {
     let exe = crate::experiment::self_exe()?;
@@ -38,18 +69,25 @@ fn measure(
         .stdin(Stdio::null())
         .stdout(logf.try_clone()?)
         .stderr(logf);
-    if let Some(h) = &handoff {
+    if let Some(h) = &hooks.handoff {
         h.attach(&mut cmd);
+    }
+    if let Some(g) = &hooks.gate {
+        let _ = crate::owned::path::remove_file(&g.ready);
+        cmd.env(crate::sys::mark::READY_ENV, &g.ready);
     }
     group.attach_measured(&mut cmd)?;
     let mut child = cmd.spawn().context("starting the measurement")?;
-    if let Some(h) = handoff {
+    if let Some(h) = hooks.handoff.take() {
         h.serve();
     }
     let start = Instant::now();
     let mut stop_sent: Option<(Instant, bool)> = None;
     let mut timed_out = false;
     let status = loop {
+        if let Some(g) = &mut hooks.gate {
+            g.poll(false);
+        }
         if let Some(s) = child.try_wait()? {
             break s;
         }
@@ -66,8 +104,16 @@ fn measure(
                 stop_sent = Some((at, true));
             }
         }
-        std::thread::sleep(Duration::from_millis(50));
+        std::thread::sleep(Duration::from_millis(if hooks.gate.is_some() {
+            5
+        } else {
+            50
+        }));
     };
+    if let Some(g) = &mut hooks.gate {
+        g.poll(true);
+        let _ = crate::owned::path::remove_file(&g.ready);
+    }
     if crate::engine::interrupted() {
         return Ok(Outcome::Interrupted);
     }
@@ -155,13 +201,21 @@ impl Run<'_> {
         let dev_before = dev.and_then(crate::sys::blockstat::named_device_read_bytes);
         let t0 = Instant::now();
         let kind = plan.measurements[cell.measurement].kind;
+        let go = bgs.go_files();
+        let gate = (!go.is_empty()).then(|| Gate {
+            ready: self.outdir.join("runs").join(format!("{tag}.ready")),
+            go,
+            immediate: matches!(kind, Kind::Scan | Kind::Layout),
+            opened: false,
+        });
+        let hooks = Hooks { handoff, gate };
         let mut outcome = measure(
             kind,
             &args,
             &log,
             &json_out,
             plan.time_limit_s,
-            handoff,
+            hooks,
             &group,
         )?;
         let elapsed = t0.elapsed().as_secs_f64();
@@ -328,7 +382,7 @@ impl Run<'_> {
             &log,
             &json_out,
             self.plan.time_limit_s,
-            None,
+            Hooks::default(),
             group,
         )?;
         let ok = matches!(outcome, Outcome::Ok(_));
