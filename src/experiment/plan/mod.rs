@@ -407,8 +407,8 @@ pub fn parse(file: &Path, text: &str, quick: bool) -> Result<Plan, PlanError> {
     let mut full_scale_ok: Option<bool> = None;
     let mut excludes = Vec::new();
     for e in &raw.excludes {
-        match levels.cell(&ctx, e, "exclude") {
-            Ok(c) => excludes.push(c),
+        match levels.exclusions(&ctx, e) {
+            Ok(c) => excludes.extend(c),
             Err(_)
                 if quick
                     && *full_scale_ok.get_or_insert_with(|| parse(file, text, false).is_ok()) => {}
