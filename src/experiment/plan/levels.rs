@@ -125,11 +125,13 @@ impl Levels<'_> {
     }
 
     /// An `[[exclude]]` table: each key a level, or a list of levels any of which matches
-    /// (one exclusion per combination), every one checked.
+    /// (one exclusion per combination), every one checked; with `skip_absent` (a quick scale
+    /// whose full scale has them) levels this scale lacks are left out instead.
     pub(super) fn exclusions(
         &self,
         ctx: &Ctx,
         table: &BTreeMap<Spanned<String>, Spanned<toml::Value>>,
+        skip_absent: bool,
     ) -> Result<Vec<Vec<(String, Value)>>, PlanError> {
         let mut out: Vec<Vec<(String, Value)>> = vec![Vec::new()];
         for (k, v) in table {
@@ -146,7 +148,11 @@ impl Levels<'_> {
             };
             let mut checked = Vec::new();
             for l in &levels {
-                checked.push(self.check(ctx, k, l, "exclude")?);
+                match self.check(ctx, k, l, "exclude") {
+                    Ok(kv) => checked.push(kv),
+                    Err(_) if skip_absent => {}
+                    Err(e) => return Err(e),
+                }
             }
             out = out
                 .into_iter()
@@ -247,5 +253,19 @@ measurement = ["p", "f"]
         .unwrap_err()
         .0;
         assert!(e.contains("an empty list matches no level"), "{e}");
+        // A quick scale without some listed levels keeps the exclusions of the others; one
+        // whose key has none of its levels there excludes nothing.
+        let quick = PLAN.replace(
+            "repetitions = 1\n",
+            "repetitions = 1\n[quick]\nfactors = { target = [\"a\"] }\n",
+        ) + "\n[[exclude]]\nmeasurement = \"p\"\ntarget = [\"a\", \"b\"]\n";
+        let q = parse(Path::new("x.toml"), &quick, true).unwrap();
+        assert_eq!(
+            q.excludes,
+            [[
+                ("measurement".to_string(), "p".to_string()),
+                ("target".into(), "a".into())
+            ]]
+        );
     }
 }

@@ -403,15 +403,19 @@ pub fn parse(file: &Path, text: &str, quick: bool) -> Result<Plan, PlanError> {
     let baseline = levels.cell(&ctx, &raw.experiment.baseline, "baseline")?;
     let compare = levels.pairs(&ctx, &raw.experiment.compare)?;
     // Under --quick an exclusion may name a level only the full scale has: it excludes
-    // nothing there, and is checked against the full-scale plan instead (a typo still fails).
+    // nothing there (a list keeps its other levels), and is checked against the full-scale
+    // plan instead (a typo still fails).
     let mut full_scale_ok: Option<bool> = None;
     let mut excludes = Vec::new();
     for e in &raw.excludes {
-        match levels.exclusions(&ctx, e) {
+        match levels.exclusions(&ctx, e, false) {
             Ok(c) => excludes.extend(c),
             Err(_)
                 if quick
-                    && *full_scale_ok.get_or_insert_with(|| parse(file, text, false).is_ok()) => {}
+                    && *full_scale_ok.get_or_insert_with(|| parse(file, text, false).is_ok()) =>
+            {
+                excludes.extend(levels.exclusions(&ctx, e, true)?)
+            }
             Err(err) => return Err(err),
         }
     }
