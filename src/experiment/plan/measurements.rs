@@ -477,3 +477,52 @@ impl MeasurementCx<'_> {
         Ok(v)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::experiment::plan::{parse, DeviceWork};
+    use std::path::Path;
+
+    const PLAN: &str = r#"[experiment]
+name = "w"
+repetitions = 1
+
+[[target]]
+name = "a"
+kind = "dir"
+path = "/tmp"
+
+[[measurement]]
+name = "f"
+kind = "find"
+device_work = { busy_min = 0.5, cache_hit_max = 20 }
+"#;
+
+    #[test]
+    fn device_work_is_read_and_its_bounds_located() {
+        let p = parse(Path::new("w.toml"), PLAN, false).unwrap();
+        assert_eq!(
+            p.measurements[0].device_work,
+            Some(DeviceWork {
+                busy_min: Some(0.5),
+                cache_hit_max: Some(20.0)
+            })
+        );
+        let err = |from: &str, to: &str| {
+            parse(Path::new("w.toml"), &PLAN.replace(from, to), false)
+                .unwrap_err()
+                .0
+        };
+        let e = err("busy_min = 0.5", "busy_min = 1.5");
+        assert!(e.starts_with("w.toml:13:28: device_work.busy_min"), "{e}");
+        let e = err("cache_hit_max = 20", "cache_hit_max = 0");
+        assert!(e.contains("device_work.cache_hit_max"), "{e}");
+        let e = err("{ busy_min = 0.5, cache_hit_max = 20 }", "{}");
+        assert!(
+            e.contains("device_work needs busy_min or cache_hit_max"),
+            "{e}"
+        );
+        let e = err("busy_min = 0.5", "busy = 0.5");
+        assert!(e.contains("unknown field `busy`"), "{e}");
+    }
+}
