@@ -202,6 +202,79 @@ fn background_errors_name_the_plan_line_and_column() {
         "kind = \"command\"\nparams",
         "p.toml:12:1: a background of kind \"command\" needs `command = [",
     );
+    check(
+        "restart = true",
+        "restart = true\nstart = \"with\"",
+        "p.toml:26:9: start = \"with\" waits for the load's own measured window",
+    );
+    check(
+        "nice = 7",
+        "nice = 7\nstart = \"later\"",
+        "p.toml:18:9: start \"later\": expected \"before\"",
+    );
+}
+
+/// A cleaner that starts with the measurement (`start = "with"`): it lays out its tree
+/// first, then deletes only once the build beside it has prepared its own tree and started
+/// measuring, so that its deletions fall inside the build's measured window.
+#[test]
+fn a_load_that_starts_with_the_measurement_waits_for_its_window() {
+    let s = Scratch::new("bg-with");
+    let target = s.path().join("t");
+    std::fs::create_dir(&target).unwrap();
+    let p = s.path().join("p.toml");
+    std::fs::write(
+        &p,
+        format!(
+            r#"
+[experiment]
+name = "with"
+repetitions = 1
+
+[[target]]
+name = "t"
+kind = "dir"
+path = "{}"
+
+[[background]]
+name = "deleting"
+factor = "cleaner"
+kind = "prune"
+params = {{ files = 400, dirs = 8, file_size = "8K", free = "1M", seed = 3 }}
+start = "with"
+
+[[measurement]]
+name = "build"
+kind = "build"
+params = {{ files = 300, dirs = 10, jobs = 2, cpu_ms = 5 }}
+factors = {{ cleaner = ["deleting"] }}
+"#,
+            target.display()
+        ),
+    )
+    .unwrap();
+    let out = s.path().join("out");
+    let o = run(&[
+        "experiment",
+        p.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let db = rusqlite::Connection::open(out.join("results.db")).unwrap();
+    let (build_at, build_s, prune_at, status): (f64, f64, f64, String) = db
+        .query_row(
+            "SELECT json_extract(r.results_json, '$.started_at'), json_extract(r.results_json, '$.duration_s'), \
+             json_extract(b.results_json, '$.started_at'), b.status FROM backgrounds b JOIN runs r ON r.id = b.run_id",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+        )
+        .unwrap();
+    assert_eq!(status, "ended", "the cleaner freed its 1M and ended");
+    assert!(
+        prune_at >= build_at - 0.05 && prune_at <= build_at + build_s,
+        "the cleaner's deletions began at {prune_at}, the build measured from {build_at} for {build_s} s"
+    );
 }
 
 /// Processes (pid, command line) whose command line holds `needle` (zombies aside).

@@ -519,6 +519,7 @@ impl Prepared {
             ended_early: m.ended_early,
             device_read_bytes: m.device_read_bytes,
             device_busy_s: m.device_busy_s,
+            cpu_busy_s: m.cpu_busy_s,
             processes,
             threads: wl.thread_count(),
             layout,

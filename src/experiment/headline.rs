@@ -35,8 +35,9 @@ pub fn headline(kind: &str) -> &'static [&'static str] {
 }
 
 /// Whole-run figures of every run's results (`fsbench ... --json`, read as `Results`).
-/// `device_busy_s` and `device_util` come with runs on a block device.
-pub const RUN_FIGURES: [&str; 12] = [
+/// `device_busy_s` and `device_util` come with runs on a block device, `cpu_busy_pct` with
+/// runs that measured the machine's CPU over their window.
+pub const RUN_FIGURES: [&str; 13] = [
     "ops_per_s",
     "mb_per_s",
     "mean_latency_ms",
@@ -49,6 +50,7 @@ pub const RUN_FIGURES: [&str; 12] = [
     "errors",
     "device_busy_s",
     "device_util",
+    "cpu_busy_pct",
 ];
 
 /// The whole-run figures a kind produces beyond [`RUN_FIGURES`] (its named `figures`, or for
@@ -157,7 +159,9 @@ pub fn known(kind: &str, name: &str) -> bool {
                 .or(r.strip_suffix(".share"))
                 .is_some_and(|n| !n.is_empty())
         });
-    process || produces(kind).contains(&name) || (run_json && RUN_FIGURES.contains(&name))
+    // A run on a simulated remote: what crossed its network (ignored elsewhere).
+    let remote = super::output::REMOTE_FIGURES.contains(&name);
+    process || remote || produces(kind).contains(&name) || (run_json && RUN_FIGURES.contains(&name))
 }
 
 /// Every figure name `kind` produces, for an error message.

@@ -90,8 +90,19 @@ pub fn load_with(outdir: &Path, include_flagged: bool) -> Result<ReportInput> {
     }
     input.targets = targets
         .into_iter()
-        .map(|(n, d)| format!("{n}: {d}"))
+        .map(|(n, d)| format!("{n}: {d}{}", scheduler_text(&summary, &n)))
         .collect();
+    for c in &summary.conditions {
+        if let Some(idle) = super::summary::conditions::idle_text(c) {
+            let mut f = c.factors.clone();
+            let m = f.remove("measurement").unwrap_or_default();
+            input.warnings.push(format!(
+                "cell {} ({m}{}): device idle: {idle}",
+                c.cell,
+                factor_text(&f)
+            ));
+        }
+    }
     if flagged > 0 {
         input.flag_note = Some(format!(
             "{flagged} run(s) flagged ended early or served from cache are {} (fsbench results shows them per cell)",
@@ -103,6 +114,26 @@ pub fn load_with(outdir: &Path, include_flagged: bool) -> Result<ReportInput> {
         ));
     }
     Ok(input)
+}
+
+/// The I/O schedulers the runner recorded for a target's runs (set by fsbench, or read from
+/// the device of an existing directory).
+fn scheduler_text(s: &super::summary::Summary, target: &str) -> String {
+    let mut seen: Vec<&str> = Vec::new();
+    for c in &s.conditions {
+        if c.factors.get("target").map(String::as_str) == Some(target) {
+            for x in &c.schedulers {
+                if !seen.contains(&x.as_str()) {
+                    seen.push(x);
+                }
+            }
+        }
+    }
+    if seen.is_empty() {
+        String::new()
+    } else {
+        format!("; runs under the I/O scheduler {}", seen.join(" and "))
+    }
 }
 
 /// A target's file system, device and mount options, from the first result measured in it.

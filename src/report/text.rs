@@ -193,6 +193,13 @@ fn device_and_shares(o: &mut String, r: &Results) {
                 .unwrap_or_default()
         );
     }
+    if let Some(pct) = r.cpu_busy_pct() {
+        let _ = writeln!(
+            o,
+            "Machine CPU: {pct:.1}% busy over the measured window ({} CPUs)",
+            r.host.cpus
+        );
+    }
     if !r.processes.is_empty() {
         let parts: Vec<String> = r
             .processes

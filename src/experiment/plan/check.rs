@@ -12,6 +12,12 @@ pub(super) struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
+    /// `file:line:col` of a place in the plan.
+    pub(super) fn at(&self, span: std::ops::Range<usize>) -> String {
+        let (line, col) = line_col(self.text, span.start);
+        format!("{}:{line}:{col}", self.file.display())
+    }
+
     pub(super) fn err(
         &self,
         span: std::ops::Range<usize>,

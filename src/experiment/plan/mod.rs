@@ -31,6 +31,7 @@ mod levels;
 mod measurements;
 pub mod memory;
 pub mod published;
+pub mod schedulers;
 mod schema;
 mod targets;
 
@@ -126,7 +127,14 @@ pub enum TargetKind {
         mount_options: String,
     },
     /// overlayfs whose lower, upper and work directories live on another target.
-    Overlay { over: String },
+    Overlay {
+        over: String,
+        /// The trees the plan makes on it (`tree_files`) lie in the lower layer, each of
+        /// their directories also in the upper layer: every directory is merged. Otherwise
+        /// the lower layer is empty and what is made through the overlay lies in the upper
+        /// layer alone (stacking without merging).
+        merged: bool,
+    },
     /// A simulated remote file system (`fsbench remote create`) serving a tree.
     Remote {
         server: RemoteServer,
@@ -144,6 +152,7 @@ pub enum TargetKind {
         model: String,
         /// `fsbench disk create` options (name without `--`, value).
         params: Vec<(String, String)>,
+        mkfs_options: Vec<String>,
         mount_options: String,
     },
 }
@@ -221,6 +230,8 @@ pub struct Target {
     pub age: Option<Age>,
     /// The measured child's memory limit on this target, in bytes (`memory`).
     pub memory: Option<u64>,
+    /// Where the plan defines it (`file:line:col` of its `[[target]]` table).
+    pub at: String,
 }
 
 impl Target {
@@ -252,6 +263,17 @@ pub struct Measurement {
     /// A workload that can end before its time by itself (finish flowops, a fio job that is
     /// not time based): its warm cells get no warm-up inside the run.
     pub ends_by_itself: bool,
+    /// What the device must do in its runs (`device_work`): the study ran it against a disk.
+    pub device_work: Option<DeviceWork>,
+}
+
+/// A measurement whose runs must keep their device working (`device_work`): a run whose
+/// device was busy less than `busy_min` of its window, or whose reads the page cache served
+/// more than `cache_hit_max` percent of, is flagged `device_idle`.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct DeviceWork {
+    pub busy_min: Option<f64>,
+    pub cache_hit_max: Option<f64>,
 }
 
 impl Measurement {
@@ -365,6 +387,14 @@ pub fn parse(file: &Path, text: &str, quick: bool) -> Result<Plan, PlanError> {
     }
     .read(&targets, &target_levels, &base_dir)?;
     let devices: BTreeMap<String, Device> = devices.into_iter().map(|(k, (d, _))| (k, d)).collect();
+    schedulers::check(
+        &ctx,
+        &raw.targets,
+        &targets,
+        &target_levels,
+        &setting_levels,
+        &devices,
+    )?;
     let (backgrounds, bg_factors) =
         background::backgrounds(&ctx, &raw.backgrounds, &base_dir, quick)?;
     let measurements =
@@ -380,14 +410,15 @@ pub fn parse(file: &Path, text: &str, quick: bool) -> Result<Plan, PlanError> {
     let baseline = levels.cell(&ctx, &raw.experiment.baseline, "baseline")?;
     let compare = levels.pairs(&ctx, &raw.experiment.compare)?;
     // Under --quick an exclusion may name a level only the full scale has: it excludes
-    // nothing there, and is checked against the full-scale plan instead (a typo still fails).
+    // nothing there (a list keeps its other levels), and is checked against the full-scale
+    // plan instead (a typo still fails).
     let mut full_scale_ok: Option<bool> = None;
     let mut full_ok = || *full_scale_ok.get_or_insert_with(|| parse(file, text, false).is_ok());
     let mut excludes = Vec::new();
     for e in &raw.excludes {
-        match levels.cell(&ctx, e, "exclude") {
-            Ok(c) => excludes.push(c),
-            Err(_) if quick && full_ok() => {}
+        match levels.exclusions(&ctx, e, false) {
+            Ok(c) => excludes.extend(c),
+            Err(_) if quick && full_ok() => excludes.extend(levels.exclusions(&ctx, e, true)?),
             Err(err) => return Err(err),
         }
     }
@@ -456,7 +487,7 @@ impl Plan {
                 return;
             }
             let t = p.target(name);
-            if let TargetKind::Overlay { over } = &t.kind {
+            if let TargetKind::Overlay { over, .. } = &t.kind {
                 add(p, over, out);
             }
             out.push(t);

@@ -86,6 +86,9 @@ pub(super) struct RawBackground {
     pub(super) stop: Option<Spanned<String>>,
     /// Start it again each time it ends, until the measurement has ended.
     pub(super) restart: Option<Spanned<bool>>,
+    /// "before" (its window starts, then the measurement's preparation) or "with" (its
+    /// window waits for the measurement's).
+    pub(super) start: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -164,6 +167,8 @@ pub(super) struct RawTarget {
     pub(super) mkfs_options: Option<Spanned<Vec<Spanned<String>>>>,
     pub(super) mount_options: Option<Spanned<String>>,
     pub(super) over: Option<Spanned<String>>,
+    /// An overlay's trees in its lower layer, their directories in both layers.
+    pub(super) merged: Option<Spanned<bool>>,
     pub(super) model: Option<Spanned<String>>,
     pub(super) disk: Option<Spanned<BTreeMap<String, Spanned<toml::Value>>>>,
     pub(super) device: Option<Spanned<RawDevice>>,
@@ -223,4 +228,14 @@ pub(super) struct RawMeasurement {
     pub(super) figures: Option<Spanned<Vec<Spanned<String>>>>,
     /// The measured child's memory limit (a size, or "none"); as `params.memory`.
     pub(super) memory: Option<Spanned<toml::Value>>,
+    /// The device must do the work: runs below this utilisation, or above this share of
+    /// reads from the page cache, are flagged `device_idle`.
+    pub(super) device_work: Option<Spanned<RawDeviceWork>>,
+}
+
+#[derive(Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawDeviceWork {
+    pub(super) busy_min: Option<Spanned<f64>>,
+    pub(super) cache_hit_max: Option<Spanned<f64>>,
 }

@@ -48,6 +48,8 @@ struct Spawn {
     dir: PathBuf,
     log: PathBuf,
     ready: PathBuf,
+    /// With `start = "with"`: the file its window waits for.
+    go: Option<PathBuf>,
     nice: Option<i32>,
     ioprio: Option<u32>,
     /// The run's cgroup, which the pass joins (killed with all it forked when the run ends).
@@ -68,6 +70,9 @@ impl Spawn {
             .stdout(logf.try_clone()?)
             .stderr(logf)
             .env(crate::sys::mark::READY_ENV, &self.ready);
+        if let Some(go) = &self.go {
+            cmd.env(crate::sys::mark::GO_ENV, go);
+        }
         // Its own process group, and the parent-death signal: it stops if the runner dies.
         crate::created::own(&mut cmd);
         if let Some(cg) = &self.cgroup {
@@ -93,6 +98,8 @@ struct Running {
     json: Option<PathBuf>,
     /// The file its passes say they have started in (removed when it is stopped).
     ready: PathBuf,
+    /// The file its window waits for (`start = "with"`; removed when it is stopped).
+    go: Option<PathBuf>,
     applied: Value,
     shared: Arc<Mutex<Shared>>,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -139,6 +146,14 @@ fn supervise(shared: Arc<Mutex<Shared>>, spawn: Spawn, restart: bool, t0: Instan
             Ok(pid) => s.pid = pid,
             Err(_) => return,
         }
+    }
+}
+
+impl Backgrounds {
+    /// The files the loads that start with the measurement wait for (`start = "with"`):
+    /// made when the measurement's window starts.
+    pub fn go_files(&self) -> Vec<PathBuf> {
+        self.running.iter().filter_map(|r| r.go.clone()).collect()
     }
 }
 
@@ -194,11 +209,15 @@ pub fn start(
             dir: dir.to_path_buf(),
             log: base.with_extension("log"),
             ready: base.with_extension("ready"),
+            go: bg.with_measurement.then(|| base.with_extension("go")),
             nice: bg.nice,
             ioprio: bg.ionice.map(IoPrio::raw),
             cgroup: group.background_dir(),
         };
-        for f in [&json_out, &spawn.ready, &spawn.log] {
+        for f in [&json_out, &spawn.ready, &spawn.log]
+            .into_iter()
+            .chain(spawn.go.as_ref())
+        {
             let _ = crate::owned::path::remove_file(f);
         }
         let pid = spawn
@@ -224,6 +243,7 @@ pub fn start(
             started_at: crate::experiment::store::now(),
             argv: spawn.argv.clone(),
             ready: spawn.ready.clone(),
+            go: spawn.go.clone(),
             applied,
             shared,
             thread: Some(thread),
@@ -338,6 +358,9 @@ impl Running {
         };
         let elapsed_s = self.t0.elapsed().as_secs_f64();
         let _ = crate::owned::path::remove_file(&self.ready);
+        if let Some(go) = &self.go {
+            let _ = crate::owned::path::remove_file(go);
+        }
         let s = self.shared.lock().unwrap();
         let exit_code = s
             .last

@@ -21,13 +21,44 @@ enum Outcome {
     Interrupted,
 }
 
+/// What a measured child is started with beyond its command: the remount handoff, and the
+/// gate of the backgrounds that start with its window.
+#[derive(Default)]
+struct Hooks {
+    handoff: Option<Handoff>,
+    gate: Option<Gate>,
+}
+
+/// Backgrounds waiting for the measured child's window (`start = "with"`): the child says
+/// when its window starts in `ready` (or at once, `immediate`, when its kind marks none),
+/// and then the `go` files are made.
+struct Gate {
+    ready: PathBuf,
+    go: Vec<PathBuf>,
+    immediate: bool,
+    opened: bool,
+}
+
+impl Gate {
+    /// Open the gate when the child's window has started (or it has ended).
+    fn poll(&mut self, ended: bool) {
+        if self.opened || !(ended || self.immediate || self.ready.exists()) {
+            return;
+        }
+        for g in &self.go {
+            let _ = std::fs::File::create(g);
+        }
+        self.opened = true;
+    }
+}
+
 fn measure(
     kind: Kind,
     args: &[String],
     log: &Path,
     json_out: &Path,
     limit: f64,
-    handoff: Option<Handoff>,
+    mut hooks: Hooks,
     group: &RunGroup,
 ) -> Result<Outcome> {
     let exe = crate::experiment::self_exe()?;
@@ -38,18 +69,25 @@ fn measure(
         .stdin(Stdio::null())
         .stdout(logf.try_clone()?)
         .stderr(logf);
-    if let Some(h) = &handoff {
+    if let Some(h) = &hooks.handoff {
         h.attach(&mut cmd);
+    }
+    if let Some(g) = &hooks.gate {
+        let _ = crate::owned::path::remove_file(&g.ready);
+        cmd.env(crate::sys::mark::READY_ENV, &g.ready);
     }
     group.attach_measured(&mut cmd)?;
     let mut child = cmd.spawn().context("starting the measurement")?;
-    if let Some(h) = handoff {
+    if let Some(h) = hooks.handoff.take() {
         h.serve();
     }
     let start = Instant::now();
     let mut stop_sent: Option<(Instant, bool)> = None;
     let mut timed_out = false;
     let status = loop {
+        if let Some(g) = &mut hooks.gate {
+            g.poll(false);
+        }
         if let Some(s) = child.try_wait()? {
             break s;
         }
@@ -66,8 +104,16 @@ fn measure(
                 stop_sent = Some((at, true));
             }
         }
-        std::thread::sleep(Duration::from_millis(50));
+        std::thread::sleep(Duration::from_millis(if hooks.gate.is_some() {
+            5
+        } else {
+            50
+        }));
     };
+    if let Some(g) = &mut hooks.gate {
+        g.poll(true);
+        let _ = crate::owned::path::remove_file(&g.ready);
+    }
     if crate::engine::interrupted() {
         return Ok(Outcome::Interrupted);
     }
@@ -150,17 +196,26 @@ impl Run<'_> {
         let remote_before = target::remote::stats_now(ready);
         let started_at = store::now();
         let before = noise::sample();
+        let sched_before = scheduler_now(ready);
         let dev = ready.device.as_deref();
         let dev_before = dev.and_then(crate::sys::blockstat::named_device_read_bytes);
         let t0 = Instant::now();
         let kind = plan.measurements[cell.measurement].kind;
+        let go = bgs.go_files();
+        let gate = (!go.is_empty()).then(|| Gate {
+            ready: self.outdir.join("runs").join(format!("{tag}.ready")),
+            go,
+            immediate: matches!(kind, Kind::Scan | Kind::Layout),
+            opened: false,
+        });
+        let hooks = Hooks { handoff, gate };
         let mut outcome = measure(
             kind,
             &args,
             &log,
             &json_out,
             plan.time_limit_s,
-            handoff,
+            hooks,
             &group,
         )?;
         let elapsed = t0.elapsed().as_secs_f64();
@@ -174,17 +229,8 @@ impl Run<'_> {
         group.end_run()?;
         let mut applied = self.applied(ready, &args, warm_pass, group.memory.take())?;
         super::background::note(&bg_records, &mut applied);
-        if let Some(log) = &remounts {
-            let done = log.lock().unwrap().clone();
-            if matches!(outcome, Outcome::Ok(_)) && !done.iter().any(|d| d.starts_with("remounted"))
-            {
-                outcome = Outcome::Failed(
-                    "cache = remount: the measurement ended without its file system being remounted"
-                        .into(),
-                );
-            }
-            applied["remounts"] = json!(done);
-        }
+        self.check_remounts(remounts.as_ref(), &mut outcome, &mut applied);
+        check_scheduler(ready, sched_before, &mut outcome, &mut applied);
         let mut disturbed = other > plan.noise_threshold;
         disturbed |= self.disk_lateness(ready, &mut applied);
         let remote_run = match (&remote_before, target::remote::stats_now(ready)) {
@@ -231,6 +277,22 @@ impl Run<'_> {
         })?;
         st.add_backgrounds(run_id, &bg_records)?;
         Ok(status == "ok" || status == "warmup")
+    }
+
+    /// A `cache = remount` run's remounts, into `applied`; a run whose file system was not
+    /// remounted fails.
+    fn check_remounts(&self, log: Option<&RemountLog>, outcome: &mut Outcome, applied: &mut Value) {
+        let Some(log) = log else {
+            return;
+        };
+        let done = log.lock().unwrap().clone();
+        if matches!(outcome, Outcome::Ok(_)) && !done.iter().any(|d| d.starts_with("remounted")) {
+            *outcome = Outcome::Failed(
+                "cache = remount: the measurement ended without its file system being remounted"
+                    .into(),
+            );
+        }
+        applied["remounts"] = json!(done);
     }
 
     /// What was applied to the run: the target and its settings, the command, the warm-up
@@ -292,6 +354,7 @@ impl Run<'_> {
                 && (cell.cache == "cold" || kind == "image" || kind == "disk"),
             device_read_bytes,
             share: plan.cache_served_share,
+            device_work: device_work(plan, cell),
         }
     }
 
@@ -319,7 +382,7 @@ impl Run<'_> {
             &log,
             &json_out,
             self.plan.time_limit_s,
-            None,
+            Hooks::default(),
             group,
         )?;
         let ok = matches!(outcome, Outcome::Ok(_));
@@ -422,7 +485,7 @@ impl Run<'_> {
         // came from outside (another cold run on this machine) and changed what it measured.
         let own = args.iter().any(|a| a == "--cold") as u64;
         let foreign = d.cache_drops.saturating_sub(own);
-        let r = RemoteTraffic {
+        let mut r = RemoteTraffic {
             requests: d.requests,
             round_trips: d.round_trips,
             bytes_fetched: d.bytes_fetched,
@@ -434,7 +497,14 @@ impl Run<'_> {
             lost_requests: d.lost_requests,
             foreign_cache_drops: foreign,
             late_pct: late.pct,
+            model_s: 0.0,
         };
+        // The network the cell ran at, as `fsbench remote set` left it.
+        let ready = self.env.ready(&self.cell.target);
+        let net = ready.applied.get("network").and_then(|n| n.as_str());
+        if let Some(n) = net.and_then(target::remote::net_of) {
+            r.model_s = r.model_time(&n);
+        }
         applied["remote"] = json!(r);
         let disturbed = late.pct / 100.0 > self.plan.noise_threshold || foreign > 0;
         (r, disturbed)
@@ -478,6 +548,54 @@ impl Run<'_> {
             status
         };
         (status, error, results)
+    }
+}
+
+/// What the cell's device must do (its measurement's `device_work`), unless the cell is a
+/// warm cell of a plan that also runs cold ones: there the warm cell is the cached
+/// comparison, meant to be served from memory.
+fn device_work(plan: &Plan, cell: &Cell) -> Option<crate::experiment::plan::DeviceWork> {
+    let w = plan.measurements[cell.measurement].device_work?;
+    let cached_comparison = cell.cache == "warm" && plan.cache_levels.iter().any(|c| c != "warm");
+    (!cached_comparison).then_some(w)
+}
+
+/// The I/O scheduler the target's device runs under now, read from sysfs.
+fn scheduler_now(ready: &Ready) -> Option<String> {
+    let dev = ready.device.as_deref()?;
+    target::device::current(dev).ok()?.scheduler
+}
+
+/// The scheduler the run ran under, into `applied.scheduler` (device, scheduler before
+/// and after the measurement, and what set-up or the cell's settings left): a run whose
+/// device was under another scheduler than the one set, or changed during it, fails.
+fn check_scheduler(
+    ready: &Ready,
+    before: Option<String>,
+    outcome: &mut Outcome,
+    applied: &mut Value,
+) {
+    let Some(dev) = &ready.device else {
+        return;
+    };
+    let after = scheduler_now(ready);
+    let set = ready.applied.get("scheduler").and_then(|v| v.as_str());
+    applied["scheduler"] = json!({"device": dev, "active": before, "after": after, "set": set});
+    let (Some(b), Some(a)) = (&before, &after) else {
+        return;
+    };
+    let why = if b != a {
+        format!("the I/O scheduler of {dev} changed from {b} to {a} during the measurement")
+    } else if set.is_some_and(|s| s != b) {
+        format!(
+            "{dev} ran under the I/O scheduler {b}, not {} as set up: something outside this experiment changed it",
+            set.unwrap_or_default()
+        )
+    } else {
+        return;
+    };
+    if matches!(outcome, Outcome::Ok(_)) {
+        *outcome = Outcome::Failed(why);
     }
 }
 

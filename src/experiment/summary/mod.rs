@@ -6,6 +6,7 @@
 //! early, served from cache) are left out unless asked for.
 
 mod background;
+pub mod conditions;
 mod plan_text;
 pub mod published;
 pub mod render;
@@ -113,6 +114,9 @@ pub struct Summary {
     /// How the cells carrying a published figure repeat, and where each stands.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub published_rounds: Option<PublishedRounds>,
+    /// What each cell's runs ran under (scheduler, CPU, device, `device_idle` runs).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<conditions::Conditions>,
 }
 
 /// A cell without figures, and why.
@@ -173,6 +177,7 @@ pub fn summarise_with(st: &Store, include_flagged: bool) -> Result<Summary> {
     let published_rounds = choices
         .published_rounds
         .map(|a| published::rounds(a, &choices.published, &cells, &rows));
+    let conditions = conditions::read(st, &cells)?;
     Ok(Summary {
         experiment: name,
         quick,
@@ -188,6 +193,7 @@ pub fn summarise_with(st: &Store, include_flagged: bool) -> Result<Summary> {
         backgrounds,
         published,
         published_rounds,
+        conditions,
     })
 }
 

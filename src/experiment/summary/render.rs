@@ -323,6 +323,7 @@ fn cells_text(out: &mut String, s: &Summary) {
                 factor_text(&r.factors),
                 flags_text(r, s)
             );
+            conditions_text(out, s, r.cell);
             let _ = writeln!(
                 out,
                 "  {:<28} {:>14} {:>12} {:>7} {:>3}  repetitions",
@@ -356,9 +357,20 @@ fn cells_text(out: &mut String, s: &Summary) {
             c.cache_served,
             if c.excluded > 0 { "; --include-flagged keeps them" } else { "" }
         );
+        conditions_text(out, s, c.cell);
     }
     if !s.rows.is_empty() {
         let _ = writeln!(out, "\n(* headline figure)");
+    }
+}
+
+/// What the cell's runs ran under, a line below its header.
+fn conditions_text(out: &mut String, s: &Summary, cell: usize) {
+    if let Some(c) = s.conditions.iter().find(|c| c.cell == cell) {
+        let l = super::conditions::line(c);
+        if !l.is_empty() {
+            let _ = writeln!(out, "{l}");
+        }
     }
 }
 
