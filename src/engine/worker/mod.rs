@@ -22,7 +22,7 @@ use super::aio::Aio;
 use super::sync::Pacing;
 use super::Control;
 use crate::dist::{rng, Rng};
-use crate::fileset::{FilesetRt, List, Miss, Want};
+use crate::fileset::{FilesetRt, List, Miss, Start, Want};
 use crate::model::{Flowop, FlowopKind, IoClass, Num, Thread, Workload};
 use crate::stats::clock::Clock;
 use crate::stats::loghist::LogHist;
@@ -691,6 +691,19 @@ impl<'a> Worker<'a> {
         self.index_scaled(f, entries, false)
     }
 
+    /// Where a pick of `f` among `entries` starts: its index, or the shared rotor (what
+    /// Filebench's createfile, deletefile, statfile and openfile without `opennext` pass).
+    fn start(&mut self, f: &Flowop, entries: usize) -> Start<'static> {
+        self.start_scaled(f, entries, false)
+    }
+
+    fn start_scaled(&mut self, f: &Flowop, entries: usize, leafdirs: bool) -> Start<'static> {
+        match self.index_scaled(f, entries, leafdirs) {
+            Some(i) => Start::Index(i),
+            None => Start::Rotor,
+        }
+    }
+
     fn index_scaled(&mut self, f: &Flowop, entries: usize, leafdirs: bool) -> Option<usize> {
         let ix = f.indexed?;
         let v = match ix {
@@ -712,20 +725,16 @@ impl<'a> Worker<'a> {
             return Err(self.closed(slot, f.kind.name()));
         };
         let fs = &self.sh.filesets[fsi];
-        let n = fs.files.len();
-        let mut idx = self.index(f, n);
-        let own = idx.is_none() && f.opennext && n > 0;
-        if own {
-            idx = Some(self.own_rotor[fsi] % n);
-        }
         let want = if create { Want::Absent } else { Want::Exists };
-        let e = match fs.pick(List::Files, want, idx) {
-            Ok(e) => {
-                if own {
-                    self.own_rotor[fsi] = e + 1;
-                }
-                e
-            }
+        // As Filebench's openfile: its own rotor with `opennext` (fs_file_exrotor[tf_utid]),
+        // else the shared one (createfile passes tid 0 whatever `opennext` says).
+        let start = match self.index(f, fs.files.len()) {
+            Some(i) => Start::Index(i),
+            None if f.opennext && !create => Start::Own(&mut self.own_rotor[fsi]),
+            None => Start::Rotor,
+        };
+        let e = match fs.pick(List::Files, want, start) {
+            Ok(e) => e,
             Err(miss) => {
                 if self.slots[slot].fd >= 0 {
                     self.release_slot(slot);
