@@ -578,3 +578,36 @@ run 1
     let want: u64 = (0..ops).map(|i| order[(i % 31) as usize]).sum();
     assert_eq!(l["bytes"].as_u64().unwrap(), want, "{ops} listdirs: {v}");
 }
+
+#[test]
+fn a_delete_of_a_file_open_elsewhere_is_skipped_not_counted() {
+    // Filebench (flowop_library.c flowoplib_deletefile): a picked file that another thread
+    // has open is left alone and the flowop returns without an operation; the run goes on.
+    // Thread `a` holds both files open; thread `b` keeps trying to delete one.
+    let dir = Scratch::new("skip-open");
+    let body = "define fileset name=f,path=\"/tmp\",entries=2,dirwidth=2,filesize=1k,prealloc=100
+define process name=p {
+  thread name=a {
+    flowop openfile name=o1,filesetname=f,fd=1
+    flowop openfile name=o2,filesetname=f,fd=2
+    flowop delay name=hold,value=100
+  }
+  thread name=b {
+    flowop think name=later,value=200000
+    flowop deletefile name=del,filesetname=f
+  }
+}
+run 1
+";
+    let (v, report) = run_wl(&dir, body, &[]);
+    let del = flowop(&v, "del");
+    assert_eq!(del["ops"], 0, "{v}");
+    assert_eq!(del["no_resource"], 0, "{v}");
+    let skipped = del["skipped"].as_u64().unwrap();
+    assert!(skipped >= 2, "{v}");
+    assert!(v["duration_s"].as_f64().unwrap() > 0.9, "{}", v["notes"]);
+    assert!(
+        report.contains(&format!("{skipped} skipped (file open elsewhere)")),
+        "{report}"
+    );
+}

@@ -64,7 +64,7 @@ impl Worker<'_> {
                     // "no free entry" it was retried, and the retry found the slot empty
                     // and failed with an error.)
                     fsr.release(List::Files, e as usize, false);
-                    self.rec.ops[f.stat].no_resource += 1;
+                    self.rec.ops[f.stat].skipped += 1;
                     return Ok(Flow::Continue);
                 }
             }
@@ -88,7 +88,7 @@ impl Worker<'_> {
             // Open in another thread: skipped, as in Filebench (flowop_library.c
             // `flowoplib_deletefile`: no operation), but counted, not silent.
             fs.release(List::Files, e, true);
-            self.rec.ops[f.stat].no_resource += 1;
+            self.rec.ops[f.stat].skipped += 1;
             return Ok(Flow::Continue);
         }
         let (dir, name) = match fs.entry_at(List::Files, e, &mut self.path) {
