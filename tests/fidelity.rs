@@ -611,3 +611,57 @@ run 1
         "{report}"
     );
 }
+
+/// Thread-seconds the flowops' latencies add up to: the sum over flowops of ops × mean.
+fn latency_seconds(v: &Value) -> f64 {
+    v["flowops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["ops"].as_f64().unwrap() * f["latency_us"]["mean"].as_f64().unwrap() / 1e6)
+        .sum()
+}
+
+#[test]
+fn whole_flowop_latencies_add_up_to_the_threads_time() {
+    // By default a latency covers the flowop's system calls, as Filebench's
+    // flowop_beginop/flowop_endop bracket them; `--latency flowop` covers the whole
+    // flowop, the pick included. Here the stat's pick is long: it looks for an existing
+    // file from entry 100,000 on, and the files created so far are the first ones, so it
+    // walks about 100,000 entries before it wraps around to them.
+    let dir = Scratch::new("latency-whole");
+    let body =
+        "define fileset name=f,path=\"/tmp\",entries=200000,dirwidth=20000,filesize=0,prealloc=0
+define process name=p {
+  thread name=t {
+    flowop createfile name=c,filesetname=f,fd=1
+    flowop closefile name=x,fd=1
+    flowop statfile name=s,filesetname=f,indexed=100000
+  }
+}
+run 1
+";
+    let (calls, _) = run_wl(&dir, body, &[]);
+    let (whole, _) = run_wl(&dir, body, &["--latency", "flowop"]);
+    let busy = |v: &Value| latency_seconds(v) / v["duration_s"].as_f64().unwrap();
+    let stat = |v: &Value| flowop(v, "s")["latency_us"]["mean"].as_f64().unwrap();
+    assert!(busy(&whole) > 0.9, "{} of the thread's time", busy(&whole));
+    assert!(
+        busy(&calls) < 0.7 * busy(&whole),
+        "{} of the thread's time",
+        busy(&calls)
+    );
+    assert!(
+        stat(&whole) > 5.0 * stat(&calls),
+        "{} vs {}",
+        stat(&whole),
+        stat(&calls)
+    );
+    assert!(whole["notes"].to_string().contains("--latency flowop"));
+    assert!(!calls["notes"].to_string().contains("--latency flowop"));
+    // Both count the same kind of operations.
+    for v in [&calls, &whole] {
+        assert!(flowop(v, "s")["ops"].as_u64().unwrap() > 50, "{v}");
+        assert_eq!(flowop(v, "s")["no_resource"], 0, "{v}");
+    }
+}

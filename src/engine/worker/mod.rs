@@ -139,6 +139,9 @@ pub struct Shared<'a> {
     pub continue_on_enospc: bool,
     /// A finish flowop that is done ends the run in every mode (`--finish-ends-run`).
     pub finish_ends_run: bool,
+    /// `--latency flowop`: an operation's latency runs from the start of its flowop (or the
+    /// end of the flowop's previous operation) to its end, not around its calls only.
+    pub whole_flowop: bool,
     pub clock: Clock,
     /// One slot per worker where it publishes cumulative counters at each sampling epoch.
     pub samples: &'a [std::sync::Mutex<Sample>],
@@ -192,6 +195,9 @@ pub struct Worker<'a> {
     /// Index among the run's workers (its time-series slot).
     idx: usize,
     clock: Clock,
+    /// With `--latency flowop`: when the current flowop started, or its last operation
+    /// ended.
+    mark: crate::stats::clock::Stamp,
     thread: &'a Thread,
     proc_idx: usize,
     /// Asynchronous writes in flight; declared before `buf` so it drains (on drop) before
@@ -297,6 +303,7 @@ impl<'a> Worker<'a> {
             sh,
             idx: worker_idx as usize,
             clock: sh.clock,
+            mark: 0,
             thread,
             proc_idx,
             aio: None,
@@ -508,6 +515,14 @@ impl<'a> Worker<'a> {
 
     #[inline]
     fn done_stat(&mut self, stat: usize, kind: FlowopKind, ns: u64, bytes: u64) {
+        let ns = if self.sh.whole_flowop {
+            let now = self.clock.now();
+            let whole = self.clock.delta(self.mark, now);
+            self.mark = now;
+            whole
+        } else {
+            ns
+        };
         self.tally(stat, ns, bytes, crate::stats::LAT_BATCH);
         // Filebench's control counters (flowop_endop) count every flowop call that ends
         // with an endop whose type has the IO or AIO bit: IO (1), AIO (2), SYNC (3) and
@@ -603,6 +618,9 @@ impl<'a> Worker<'a> {
     }
 
     fn exec(&mut self, f: &Flowop) -> Flow {
+        if self.sh.whole_flowop {
+            self.mark = self.clock.now();
+        }
         if let Some(a) = self.aio.as_mut() {
             if a.outstanding() > 0 {
                 a.poll();
