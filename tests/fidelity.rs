@@ -665,3 +665,72 @@ run 1
         assert_eq!(flowop(v, "s")["no_resource"], 0, "{v}");
     }
 }
+
+/// A directory on the tmpfs at /dev/shm, removed on drop; `None` where there is none.
+struct ShmDir(std::path::PathBuf);
+
+impl ShmDir {
+    fn new(tag: &str) -> Option<ShmDir> {
+        let shm = std::path::Path::new("/dev/shm");
+        let tmpfs = std::fs::read_to_string("/proc/mounts")
+            .unwrap_or_default()
+            .lines()
+            .any(|l| l.split_whitespace().nth(1) == Some("/dev/shm") && l.contains(" tmpfs "));
+        if !tmpfs || !shm.is_dir() {
+            return None;
+        }
+        let p = shm.join(format!("fsbench-test-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&p).ok()?;
+        Some(ShmDir(p))
+    }
+}
+
+impl Drop for ShmDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[test]
+fn fileserver_at_2000_files_and_16_threads_runs_its_time() {
+    // fileserver with 2,000 files (80% preallocated) and 16 threads, on a RAM-backed file
+    // system: each loop creates a file and deletes one, unless the delete's pick lands on a
+    // file another thread has open (flowop_library.c flowoplib_deletefile skips it). The
+    // fileset runs out of absent files only if about 400 deletes are skipped.
+    let Some(dir) = ShmDir::new("fileserver") else {
+        return skip("no tmpfs at /dev/shm");
+    };
+    let json = dir.0.join("r.json");
+    let o = run(&[
+        "run",
+        "fileserver",
+        "-s",
+        "nfiles=2000",
+        "-s",
+        "nthreads=16",
+        "--duration",
+        "20",
+        "--dir",
+        dir.0.to_str().unwrap(),
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let notes = v["notes"].to_string();
+    assert!(!notes.contains("exhausted"), "{notes}");
+    assert!(v["duration_s"].as_f64().unwrap() > 19.0, "{notes}");
+    let creates = flowop(&v, "createfile1")["ops"].as_i64().unwrap();
+    let deletes = flowop(&v, "deletefile1")["ops"].as_i64().unwrap();
+    let skipped = flowop(&v, "deletefile1")["skipped"].as_i64().unwrap();
+    // Every loop creates one file and deletes one unless the delete is skipped; at the end
+    // each thread may be anywhere between its create and its delete.
+    assert!(
+        (creates - deletes - skipped).abs() <= 16,
+        "{creates} creates, {deletes} deletes, {skipped} skipped"
+    );
+    // Skipped deletes are not operations and are counted apart from a missing file.
+    assert_eq!(flowop(&v, "deletefile1")["no_resource"], 0);
+    eprintln!("fileserver 2000/16: {creates} creates, {deletes} deletes, {skipped} skipped");
+}
