@@ -35,7 +35,7 @@ enum Command {
     Show(ShowArgs),
     /// Lay out the filesets and run a workload; report per-flowop results.
     #[command(
-        after_help = "Examples:\n  fsbench run fileserver\n  fsbench run varmail --dir /mnt/test -s nthreads=4 --duration 30\n  fsbench run my.f --repeat 5 --json results.json\n  fsbench run webserver --cold --warmup 5 --csv -\n\nIn the report, `N without a file` beside a flowop counts the times it found no file to\nwork on: nothing was issued, and those times are not in its ops. A fileset with no free\nentry for createfile, or none left for deletefile or openfile, ends the run the first\ntime, as in Filebench (only that thread in alldone mode), unless --continue-when-exhausted\ncounts it and goes on; a deletefile fd=N whose file another thread deleted first is\ncounted and the run goes on."
+        after_help = "Examples:\n  fsbench run fileserver\n  fsbench run varmail --dir /mnt/test -s nthreads=4 --duration 30\n  fsbench run my.f --repeat 5 --json results.json\n  fsbench run webserver --cold --warmup 5 --csv -\n\nIn the report, `N without a file` beside a flowop counts the times it found no file to\nwork on: nothing was issued, and those times are not in its ops. A fileset with no free\nentry for createfile, or none left for deletefile or openfile, ends the run the first\ntime, as in Filebench (only that thread in alldone mode), unless --continue-when-exhausted\ncounts it and goes on. `N skipped (file open elsewhere)` beside deletefile counts deletes\npassed over because another thread had the file open (as Filebench skips them, not\noperations) or, for deletefile fd=N, had deleted it first; the run goes on."
     )]
     Run(RunArgs),
     /// Walk a tree in parallel, summarise it and write a metadata snapshot.

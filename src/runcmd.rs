@@ -66,6 +66,12 @@ pub struct RunArgs {
     /// goes on until the other threads finish in `alldone` mode.
     #[arg(long)]
     pub finish_ends_run: bool,
+    /// What a flowop's latency covers: `calls`, its system calls only, as Filebench times
+    /// them (picking the file, waiting for a busy one and releasing it are outside); or
+    /// `flowop`, the whole flowop from its start to its end, so that latencies add up to
+    /// the threads' time.
+    #[arg(long, value_enum, value_name = "WHAT", default_value_t)]
+    pub latency: crate::engine::Latency,
     /// Verify data: every 4 KiB block written carries a header (file, offset, generation,
     /// checksum) that reads check; mismatches are reported per flowop and make the run fail.
     #[arg(long)]
@@ -600,6 +606,7 @@ pub fn run_options(a: &RunArgs, parent: PathBuf) -> crate::engine::RunOptions {
         continue_on_enospc: a.continue_on_enospc,
         layout_threads: a.layout_threads.map(usize::from),
         finish_ends_run: a.finish_ends_run,
+        latency: a.latency,
     }
 }
 

@@ -142,6 +142,8 @@ pub struct MeasureOptions {
     /// A finish flowop that is done ends the run in every quit mode (Filebench's
     /// 1.5-alpha3 tag), not only its own thread (its current source).
     pub finish_ends_run: bool,
+    /// What a flowop's latency covers.
+    pub latency: super::Latency,
     /// The run directory, for `stream` flowops (fio jobs) to open their files in.
     pub stream_dir: Option<std::os::fd::RawFd>,
 }
@@ -256,6 +258,7 @@ pub fn measure(
         continue_when_exhausted: mo.continue_when_exhausted,
         continue_on_enospc: mo.continue_on_enospc,
         finish_ends_run: mo.finish_ends_run,
+        whole_flowop: mo.latency == super::Latency::Flowop,
         clock: *stats::clock::global(),
         samples: &samples,
         pacing: &pacing,

@@ -66,6 +66,7 @@ impl Prepared {
                 continue_on_enospc: false,
                 device: None,
                 finish_ends_run: false,
+                latency: Default::default(),
                 stream_dir: None,
             },
         )?;

@@ -139,6 +139,9 @@ fn breakdown(o: &mut String, r: &Results, w: usize) {
         if f.no_resource > 0 {
             let _ = write!(o, "  {} without a file", f.no_resource);
         }
+        if f.skipped > 0 {
+            let _ = write!(o, "  {} skipped (file open elsewhere)", f.skipped);
+        }
         o.push('\n');
     }
 }

@@ -246,6 +246,7 @@ fn combine_flowop(f0: &FlowopResult, fs: &[&FlowopResult], d: f64) -> FlowopResu
         latency_us: latency_from(&h, mean),
         errors: fs.iter().map(|f| f.errors).sum(),
         no_resource: fs.iter().map(|f| f.no_resource).sum(),
+        skipped: fs.iter().map(|f| f.skipped).sum(),
         first_error: fs.iter().find_map(|f| f.first_error.clone()),
         cpu_us_per_op: cpu,
         histogram_ns: h

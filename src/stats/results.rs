@@ -59,6 +59,10 @@ pub struct FlowopResult {
     pub errors: u64,
     /// Times the flowop found no file or directory in the state it needed.
     pub no_resource: u64,
+    /// Times the flowop passed over its file without an operation, as Filebench does: a
+    /// `deletefile` whose file another thread has open (or, with `fd=N`, deleted first).
+    #[serde(default)]
+    pub skipped: u64,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub first_error: Option<String>,
     /// CPU (user + system) per operation, in microseconds: each thread's CPU time shared
@@ -454,6 +458,7 @@ pub fn summarize(
             latency_us: Latency::from_recorder(o, &h),
             errors: o.errors,
             no_resource: o.no_resource,
+            skipped: o.skipped,
             first_error: o.first_error.clone(),
             cpu_us_per_op: if o.count > 0 {
                 o.cpu_ns / o.count as f64 / 1000.0
