@@ -659,9 +659,10 @@ run 1
     );
     assert!(whole["notes"].to_string().contains("--latency flowop"));
     assert!(!calls["notes"].to_string().contains("--latency flowop"));
-    // Both count the same kind of operations.
+    // Both count the same kind of operations (each stat walks 100,000 entries: a debug
+    // build on a busy machine makes a few dozen in the second).
     for v in [&calls, &whole] {
-        assert!(flowop(v, "s")["ops"].as_u64().unwrap() > 50, "{v}");
+        assert!(flowop(v, "s")["ops"].as_u64().unwrap() > 10, "{v}");
         assert_eq!(flowop(v, "s")["no_resource"], 0, "{v}");
     }
 }
