@@ -28,7 +28,7 @@ pub enum Origin {
 /// Errors loading a workload: not found, unreadable, or diagnostics in its text.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
-    #[error("no workload file or built-in personality named `{0}` (see `fsbench list`)")]
+    #[error("no workload file or built-in personality named `{0}`{hint} (see `fsbench list`)", hint = did_you_mean(.0))]
     NotFound(String),
     #[error("cannot read {path}: {source}")]
     Io {
@@ -49,6 +49,12 @@ pub enum LoadError {
         column: usize,
         byte: u8,
     },
+}
+
+/// ": did you mean `fileserver`?" when a built-in's name is close to `name`.
+fn did_you_mean(name: &str) -> String {
+    crate::model::build::suggest(name, BUILTINS.iter().map(|(n, _)| *n))
+        .map_or_else(String::new, |s| format!("; did you mean `{s}`?"))
 }
 
 /// Line and column (both from 1, the column counted in characters) of byte `at` of `bytes`,

@@ -613,3 +613,36 @@ fn prune_refuses_to_delete_under_the_root_or_system_directories() {
         );
     }
 }
+
+#[test]
+fn a_misspelt_built_in_gets_a_did_you_mean() {
+    let err = fails(&["run", "fileservr", "--duration", "1"], 1);
+    has(&err, &["`fileservr`", "did you mean `fileserver`?"]);
+    // A name close to none gets no guess.
+    let err = fails(&["check", "zzzzqqq"], 1);
+    assert!(!err.contains("did you mean"), "{err}");
+}
+
+#[test]
+fn a_wrong_value_given_with_s_is_pointed_at_on_the_command_line() {
+    let err = fails(&["check", "varmail", "-s", "nthreads=abc"], 1);
+    has(
+        &err,
+        &[
+            "<command line>:1:13",
+            "-s nthreads=abc",
+            "`$nthreads` is used at builtin:varmail:",
+            "instances=$nthreads",
+        ],
+    );
+    // Errors that do not come from a `-s` value stay in the workload.
+    let d = Scratch::new("msg-s-elsewhere");
+    let f = d.path().join("w.f");
+    std::fs::write(
+        &f,
+        format!("set $n=2\n{FILESET}define process name=p,instances=x {{\n thread name=t {{\n  flowop read name=r,filesetname=fs,iosize=4k\n }}\n}}\nrun 1\n"),
+    )
+    .unwrap();
+    let err = fails(&["check", f.to_str().unwrap(), "-s", "n=abc"], 1);
+    assert!(!err.contains("<command line>"), "{err}");
+}

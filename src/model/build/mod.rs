@@ -131,7 +131,13 @@ pub fn build(
     b.check_targets(&processes);
 
     if !b.errors.is_empty() {
-        return Err(Diagnostics(b.errors.into_vec()));
+        let errors = b.errors.into_vec();
+        return Err(Diagnostics(
+            errors
+                .into_iter()
+                .map(|d| at_override(d, overrides))
+                .collect(),
+        ));
     }
     if !s.has_run && !s.actions.iter().any(|a| matches!(a, Action::CreateFiles)) {
         // Point at the workload's last line of text (where a `run` would go), not at the
@@ -199,6 +205,35 @@ impl Default for ScriptState {
     }
 }
 
+/// An error at a use of a variable given on the command line (`-s nthreads=abc`, an error
+/// at `instances=$nthreads`) is located at the `-s` argument, where the wrong value was
+/// typed; the use in the workload goes into the help.
+fn at_override(d: Diagnostic, overrides: &Overrides) -> Diagnostic {
+    let text = d.source.text.get(d.span.start..d.span.end).unwrap_or("");
+    let used = |k: &str| {
+        text.match_indices(&format!("${k}")).any(|(i, m)| {
+            let next = text[i + m.len()..].chars().next();
+            !next.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
+        })
+    };
+    let Some((k, v)) = overrides.0.iter().find(|(k, _)| used(k)) else {
+        return d;
+    };
+    let cmdline = SourceFile::new("<command line>", format!("-s {k}={v}"));
+    let at = 4 + k.len();
+    let line = d.source.line_text(d.line_col().0).trim();
+    let mut help = format!("`${k}` is used at {}: `{line}`", d.location());
+    if let Some(h) = &d.help {
+        help = format!("{h}; {help}");
+    }
+    Diagnostic {
+        source: cmdline,
+        span: Span::new(at, at + v.len().max(1)),
+        help: Some(help),
+        ..d
+    }
+}
+
 /// Edit distance, for "did you mean" suggestions.
 fn distance(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();
@@ -214,7 +249,8 @@ fn distance(a: &str, b: &str) -> usize {
     prev[b.len()]
 }
 
-fn suggest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+/// The candidate closest to `word`, if it is close enough to be what was meant.
+pub fn suggest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     candidates
         .into_iter()
         .map(|c| (distance(word, c), c))
