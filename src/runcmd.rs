@@ -88,9 +88,10 @@ pub struct RunArgs {
     /// per line) or `none` (left out; the result can then not be merged).
     #[arg(long, value_enum, default_value_t = crate::report::json::Histograms::Compact)]
     pub histograms: crate::report::json::Histograms,
-    /// For a fio job: `json` writes fio's JSON (a subset: jobs[].read/write with iops, bw,
-    /// clat_ns percentiles) to standard output, the text report going to standard error.
-    #[arg(long = "output-format", value_name = "FORMAT", value_parser = ["normal", "json"])]
+    /// For a fio job: `json` writes fio's JSON, `json+` the same with the latency bins,
+    /// `terse` fio's version-3 line, to standard output (the reports go to standard
+    /// error); `normal` (the default) prints fio's normal output after the report.
+    #[arg(long = "output-format", value_name = "FORMAT", value_parser = ["normal", "json", "json+", "terse"])]
     pub output_format: Option<String>,
 }
 

@@ -512,13 +512,16 @@ impl Prepared {
         )?;
         let (flowops, summary) = stats::summarize(&wl.stat_names, &m.rec, m.duration);
         let processes = stats::shares::process_shares(wl, &flowops, m.duration);
-        Ok(Results {
+        let mut r = Results {
             started_at: m.started_at,
             duration_s: m.duration,
             interrupted: m.interrupted,
             ended_early: m.ended_early,
             device_read_bytes: m.device_read_bytes,
             device_busy_s: m.device_busy_s,
+            device_write_bytes: m.device_write_bytes,
+            disk_stats: m.disk_stats,
+            fio_jobs: m.rec.fio.clone(),
             processes,
             threads: wl.thread_count(),
             layout,
@@ -529,7 +532,9 @@ impl Prepared {
             host,
             series: m.series,
             ..run_results(wl, opts, rd)
-        })
+        };
+        stats::fiojob::per_job_rates(&mut r);
+        Ok(r)
     }
 
     /// Remove the run directory unless it is kept (saying so unless `quiet`).
@@ -600,11 +605,21 @@ fn announce(wl: &Workload, opts: &RunOptions, seconds: f64) {
     if opts.quiet {
         return;
     }
-    crate::errln!(
-        "fsbench: running {} for {seconds} s ({:?} mode)",
-        crate::units::count(wl.thread_count(), "thread"),
-        wl.mode
-    );
+    // A workload bounded by its work (a fio job's bytes, loops or I/O count) runs until
+    // it is done: its year-long limit is no bound to announce.
+    if seconds >= crate::fio::map::UNBOUNDED_S as f64 && wl.mode == crate::model::QuitMode::AllDone
+    {
+        crate::errln!(
+            "fsbench: running {} until each has done its work (bytes, loops or I/O count; AllDone mode, no time limit)",
+            crate::units::count(wl.thread_count(), "thread"),
+        );
+    } else {
+        crate::errln!(
+            "fsbench: running {} for {seconds} s ({:?} mode)",
+            crate::units::count(wl.thread_count(), "thread"),
+            wl.mode
+        );
+    }
     if opts.warmup > 0.0 {
         crate::errln!(
             "fsbench: warming up for {} s first (not measured; statistics start afterwards)",

@@ -246,6 +246,12 @@ pub struct Job {
     pub given: Vec<(String, Span, Arc<SourceFile>)>,
     /// Each option as it was read (expanded), in order: the run's record of the job.
     pub values: Vec<(String, String)>,
+    /// The options of the job's own section and of the `[global]` sections before it, as
+    /// written (fio's JSON lists them as `job options` and `global options`).
+    pub own: Vec<(String, String)>,
+    pub globals: Vec<(String, String)>,
+    /// Reports and logs (`write_lat_log`, `percentile_list`, ...).
+    pub out: super::job_out::JobOut,
 }
 
 impl Job {
@@ -322,6 +328,9 @@ impl Job {
             description: None,
             given: Vec::new(),
             values: Vec::new(),
+            own: Vec::new(),
+            globals: Vec::new(),
+            out: Default::default(),
         }
     }
 
@@ -363,6 +372,10 @@ pub fn jobs(sections: &[Section]) -> Result<Vec<Job>, Vec<Diagnostic>> {
                 errors.push(d);
             }
         }
+        // fio lists the options given with a value (a bare `stonewall` is not listed).
+        let written = |o: &&Opt| Some((o.key.clone(), o.value.clone()?));
+        job.globals = global.iter().filter_map(written).collect();
+        job.own = s.opts.iter().filter_map(|o| written(&o)).collect();
         out.push(job);
     }
     if out.is_empty() && errors.is_empty() {
@@ -408,7 +421,8 @@ pub fn apply(job: &mut Job, o: &Opt) -> Result<(), Diagnostic> {
         .or_else(|| apply_files(job, key, o))
         .or_else(|| apply_data(job, key, o))
         .or_else(|| apply_time(job, key, o))
-        .or_else(|| apply_misc(job, key, o));
+        .or_else(|| apply_misc(job, key, o))
+        .or_else(|| super::job_out::apply(&mut job.out, &job.name, key, o));
     match known {
         Some(Ok(())) => {
             job.given.push((key.to_string(), o.key_span, o.src.clone()));

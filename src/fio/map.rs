@@ -5,7 +5,7 @@
 
 use super::job::{Bs, Engine, Falloc, Job, Rate, SyncMode};
 use crate::lang::{Diagnostic, Diagnostics, SourceFile, Span};
-use crate::model::stream::{MinRate, Pace, Prealloc, Sizes, Skew, Stream, StreamFile};
+use crate::model::stream::{FioOut, MinRate, Pace, Prealloc, Sizes, Skew, Stream, StreamFile};
 use crate::model::{FlowopKind, Process, QuitMode, Thread, Workload};
 use rand::Rng as _;
 use std::sync::Arc;
@@ -655,7 +655,67 @@ fn stream_of(job: &Job, j: usize, k: u32, stats: &mut Stats, report: &str) -> St
         start_delay_ns: start_delay_us(job, j, k).saturating_mul(1000),
         job: j,
         wait: Vec::new(),
+        out: Arc::new(FioOut::default()),
     }
+}
+
+/// fio's line about a job before it runs: its pattern, block sizes, engine and depth.
+fn header(job: &Job) -> String {
+    let rw = job
+        .values
+        .iter()
+        .rev()
+        .find(|(k, _)| k == "rw")
+        .map_or("read", |(_, v)| v.as_str());
+    let b = |d: usize| format!("{}B-{}B", job.bs[d].min(), job.bs[d].max());
+    format!(
+        "rw={rw}, bs=(R) {}, (W) {}, (T) {}, ioengine={}, iodepth={}",
+        b(0),
+        b(1),
+        b(0),
+        job.ioengine_name,
+        job.iodepth
+    )
+}
+
+/// A clone's reporting: its job's options, its `group` and `thread_number`.
+fn fio_out(job: &Job, group: u32, thread_number: u32) -> FioOut {
+    let o = &job.out;
+    FioOut {
+        jobname: job.name.clone(),
+        group,
+        thread_number,
+        percentiles: o.percentiles.clone(),
+        clat_percentiles: o.clat_percentiles,
+        lat_percentiles: o.lat_percentiles,
+        slat_percentiles: o.slat_percentiles,
+        bw_log: o.bw_log.clone(),
+        lat_log: o.lat_log.clone(),
+        iops_log: o.iops_log.clone(),
+        log_avg_ms: o.log_avg_ms,
+        log_max: o.log_max,
+        log_offset: o.log_offset,
+        bw_avg_ms: o.bw_avg_ms,
+        iops_avg_ms: o.iops_avg_ms,
+        options: job.own.clone(),
+        globals: job.globals.clone(),
+        header: header(job),
+        iodepth: job.iodepth,
+    }
+}
+
+/// Each job's `groupid`, as fio counts them: one more at each `stonewall` or `new_group`
+/// after the first job.
+pub fn groups(jobs: &[Job]) -> Vec<u32> {
+    let mut g = 0;
+    (jobs.iter().enumerate())
+        .map(|(j, job)| {
+            if j > 0 && (job.stonewall || job.new_group) {
+                g += 1;
+            }
+            g
+        })
+        .collect()
 }
 
 /// Map the jobs of a file onto a workload named `name`.
@@ -690,12 +750,16 @@ pub fn map(name: &str, src: &Arc<SourceFile>, jobs: Vec<Job>) -> Result<Mapped, 
     let mut stats = Stats { names: Vec::new() };
     let mut processes = Vec::new();
     let names = report_names(&jobs);
+    let group = groups(&jobs);
+    let mut thread_number = 0;
     for (j, job) in jobs.iter().enumerate() {
         for k in 0..job.numjobs {
             let report = names[j][k as usize].clone();
             let mut stream = stream_of(job, j, k, &mut stats, &report);
             stream.job = j;
             stream.wait = waits[j].clone();
+            thread_number += 1;
+            stream.out = Arc::new(fio_out(job, group[j], thread_number));
             let mut f = crate::model::build::stream_flowop(job.span);
             f.name = report.clone();
             f.stat = if job.read {

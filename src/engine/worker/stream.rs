@@ -270,6 +270,7 @@ impl Worker<'_> {
             }
             let st = self.stream_open(&s)?;
             self.stream = Some(Box::new(st));
+            self.fio_begin(&s);
         }
         if s.runtime_ns > 0 {
             let st = self.stream.as_ref().expect("set above");
@@ -666,6 +667,7 @@ impl Worker<'_> {
             (s.stat_write, FlowopKind::Write)
         };
         self.done_stat(stat, kind, ns, n);
+        self.fio_sync_io(dir, n, len as u64, off, ns);
         self.stream_account(s, dir, fi, off, len as u64, n);
         // fio checks the reads of a job that only reads; a mixed job's own reads are not
         // checked (its verify phase reads are).
@@ -821,6 +823,7 @@ impl Worker<'_> {
             return Err(Fail::Error(format!("fsync: {e}")));
         }
         self.done_stat(stat, FlowopKind::Fsync, ns, 0);
+        self.fio_fsync(stat, ns);
         Ok(Flow::Continue)
     }
 
@@ -905,6 +908,7 @@ impl Worker<'_> {
         };
         let (stat, ramp) = (s.stat_time, s.ramp_ns);
         self.done_stat(stat, FlowopKind::Stream, ns.saturating_sub(ramp), 0);
+        self.fio_end(s);
     }
 
     /// Close the stream's files (at the end of the run, not measured).
