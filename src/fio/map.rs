@@ -718,44 +718,16 @@ pub fn groups(jobs: &[Job]) -> Vec<u32> {
         .collect()
 }
 
-/// Map the jobs of a file onto a workload named `name`.
-pub fn map(name: &str, src: &Arc<SourceFile>, jobs: Vec<Job>) -> Result<Mapped, Diagnostics> {
-    let mut errors = Vec::new();
-    for (i, j) in jobs.iter().enumerate() {
-        check(j, i == 0, &mut errors);
-    }
-    check_file_count(&jobs, &mut errors);
-    let dirs: Vec<&String> = jobs.iter().filter_map(|j| j.directory.as_ref()).collect();
-    if let Some(d) = dirs.iter().find(|d| **d != dirs[0]) {
-        let j = jobs
-            .iter()
-            .find(|j| j.directory.as_ref() == Some(*d))
-            .expect("found above");
-        errors.push(at(
-            j,
-            "directory",
-            format!("jobs in different directories (`{}` and `{d}`): fsbench runs a job file in one run directory", dirs[0]),
-        ));
-    }
-    let waits = match waits(&jobs) {
-        Ok(w) => w,
-        Err(e) => {
-            errors.extend(e);
-            Vec::new()
-        }
-    };
-    if !errors.is_empty() {
-        return Err(Diagnostics(errors));
-    }
-    let mut stats = Stats { names: Vec::new() };
+/// A process of one thread per job clone, whose one flowop is the clone's stream.
+fn processes(jobs: &[Job], waits: &[Vec<(usize, u32)>], stats: &mut Stats) -> Vec<Process> {
     let mut processes = Vec::new();
-    let names = report_names(&jobs);
-    let group = groups(&jobs);
+    let names = report_names(jobs);
+    let group = groups(jobs);
     let mut thread_number = 0;
     for (j, job) in jobs.iter().enumerate() {
         for k in 0..job.numjobs {
             let report = names[j][k as usize].clone();
-            let mut stream = stream_of(job, j, k, &mut stats, &report);
+            let mut stream = stream_of(job, j, k, stats, &report);
             stream.job = j;
             stream.wait = waits[j].clone();
             thread_number += 1;
@@ -786,6 +758,40 @@ pub fn map(name: &str, src: &Arc<SourceFile>, jobs: Vec<Job>) -> Result<Mapped, 
             });
         }
     }
+    processes
+}
+
+/// Map the jobs of a file onto a workload named `name`.
+pub fn map(name: &str, src: &Arc<SourceFile>, jobs: Vec<Job>) -> Result<Mapped, Diagnostics> {
+    let mut errors = Vec::new();
+    for (i, j) in jobs.iter().enumerate() {
+        check(j, i == 0, &mut errors);
+    }
+    check_file_count(&jobs, &mut errors);
+    let dirs: Vec<&String> = jobs.iter().filter_map(|j| j.directory.as_ref()).collect();
+    if let Some(d) = dirs.iter().find(|d| **d != dirs[0]) {
+        let j = jobs
+            .iter()
+            .find(|j| j.directory.as_ref() == Some(*d))
+            .expect("found above");
+        errors.push(at(
+            j,
+            "directory",
+            format!("jobs in different directories (`{}` and `{d}`): fsbench runs a job file in one run directory", dirs[0]),
+        ));
+    }
+    let waits = match waits(&jobs) {
+        Ok(w) => w,
+        Err(e) => {
+            errors.extend(e);
+            Vec::new()
+        }
+    };
+    if !errors.is_empty() {
+        return Err(Diagnostics(errors));
+    }
+    let mut stats = Stats { names: Vec::new() };
+    let processes = processes(&jobs, &waits, &mut stats);
     let run_seconds = run_limit(&jobs, &waits);
     let ramp_s = jobs.iter().map(|j| j.ramp_time_us).max().unwrap_or(0) as f64 / 1e6;
     let workload = Workload {

@@ -408,6 +408,7 @@ fn job_block(o: &mut String, rep: &Report, group: &[GroupDir; 2]) {
     if c.sync.n > 0 {
         let _ = writeln!(o, "  fsync/fdatasync/sync_file_range:");
         lat_line(o, "sync", &c.sync);
+        percentile_lines(o, "sync", c, &c.sync_bins);
     }
     if let Some(v) = &c.verify {
         let _ = writeln!(o, "  verify: {}", verify_text(v));

@@ -133,7 +133,10 @@ fn job_json(rep: &Report, g: &[GroupDir; 2], plus: bool) -> Value {
         "read": dir_json(c, &c.dirs[0], &g[0], plus),
         "write": dir_json(c, &c.dirs[1], &g[1], plus),
         "trim": dir_json(c, &FioDir::default(), &GroupDir::default(), plus),
-        "sync": {"total_ios": c.sync.n, "lat_ns": Value::Object(moments(&c.sync))},
+        "sync": {
+            "total_ios": c.sync.n,
+            "lat_ns": latency(&c.sync, &c.sync_bins, Some(&c.out.percentiles), plus),
+        },
         "job_runtime": (c.runtime_ns as f64 / 1e6).round() as u64,
         "usr_cpu": 100.0 * c.usr_s / secs / rep.jobs as f64,
         "sys_cpu": 100.0 * c.sys_s / secs / rep.jobs as f64,

@@ -310,8 +310,10 @@ pub struct FioClone {
     pub start_ns: u64,
     pub runtime_ns: u64,
     pub dirs: [FioDir; 2],
-    /// The fsyncs every N writes (fio's `sync` entry).
+    /// The fsyncs every N writes (fio's `sync` entry), with their bins.
     pub sync: Moments,
+    #[serde(default)]
+    pub sync_bins: Plat,
     pub usr_s: f64,
     pub sys_s: f64,
     pub ctx: u64,
@@ -399,6 +401,7 @@ impl FioClone {
             a.merge(b, side_by_side);
         }
         self.sync.merge(&o.sync);
+        self.sync_bins.merge(&o.sync_bins);
         self.start_ns = self.start_ns.min(o.start_ns);
         self.runtime_ns = self.runtime_ns.max(o.runtime_ns);
         self.usr_s += o.usr_s;

@@ -242,6 +242,7 @@ impl Worker<'_> {
         if let Some(f) = self.fio.as_mut() {
             if f.sync_stat == Some(stat) {
                 f.rec.sync.add(ns as f64);
+                f.rec.sync_bins.add(ns);
             }
         }
     }
