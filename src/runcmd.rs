@@ -66,6 +66,15 @@ pub struct RunArgs {
     /// goes on until the other threads finish in `alldone` mode.
     #[arg(long)]
     pub finish_ends_run: bool,
+    /// A block device a fio job may name (`filename=/dev/X`); repeatable. fsbench still
+    /// refuses it when it (or a partition or holder) is mounted or in use, and refuses to
+    /// write it when it carries a file system, RAID or partition table (docs/safety.md).
+    #[arg(long = "allow-device", value_name = "DEVICE")]
+    pub allow_device: Vec<PathBuf>,
+    /// A block device a fio job may name and write even though it carries a file system,
+    /// RAID or partition-table signature: its data may go. Repeatable.
+    #[arg(long = "allow-device-with-data", value_name = "DEVICE")]
+    pub allow_device_with_data: Vec<PathBuf>,
     /// Verify data: every 4 KiB block written carries a header (file, offset, generation,
     /// checksum) that reads check; mismatches are reported per flowop and make the run fail.
     #[arg(long)]
@@ -601,6 +610,8 @@ pub fn run_options(a: &RunArgs, parent: PathBuf) -> crate::engine::RunOptions {
         continue_on_enospc: a.continue_on_enospc,
         layout_threads: a.layout_threads.map(usize::from),
         finish_ends_run: a.finish_ends_run,
+        allow_devices: a.allow_device.clone(),
+        allow_device_data: a.allow_device_with_data.clone(),
     }
 }
 

@@ -122,6 +122,10 @@ pub struct RunOptions {
     /// A finish flowop that is done ends the run in every quit mode (Filebench's 1.5-alpha3
     /// tag) instead of ending its thread (Filebench's current source).
     pub finish_ends_run: bool,
+    /// The block devices a fio job may name (`--allow-device`), and those whose data it
+    /// may overwrite (`--allow-device-with-data`): see `crate::sys::device`.
+    pub allow_devices: Vec<PathBuf>,
+    pub allow_device_data: Vec<PathBuf>,
 }
 
 impl RunOptions {
@@ -141,6 +145,8 @@ impl RunOptions {
             continue_on_enospc: false,
             layout_threads: None,
             finish_ends_run: false,
+            allow_devices: Vec::new(),
+            allow_device_data: Vec::new(),
         }
     }
 }
@@ -172,6 +178,9 @@ pub fn is_root() -> bool {
 pub enum EngineError {
     #[error("{0}")]
     Unsupported(String),
+    /// A block device a job names that the device guard refused.
+    #[error("{0}")]
+    Device(String),
     #[error(transparent)]
     RunDir(#[from] rundir::RunDirError),
     #[error("{0}")]
@@ -325,6 +334,8 @@ pub struct Prepared {
     /// A script that lays out and has no `run`: nothing to measure.
     create_only: bool,
     seconds: f64,
+    /// The block devices the jobs name, held exclusively for the run.
+    _devices: Vec<crate::sys::device::Guarded>,
 }
 
 /// Check, plan and lay out a workload: the run directory, the script's commands before its
@@ -346,6 +357,8 @@ pub fn prepare(wl: &Workload, opts: &RunOptions) -> Result<Prepared, EngineError
                 .join("\n\n"),
         ));
     }
+    // Every block device a job names passes the device guard before anything is made.
+    let devices = streamfiles::guard_devices(wl, opts).map_err(EngineError::Device)?;
     let stable = wl.filesets.iter().any(|f| f.reuse);
     // Estimate from the parameters, then plan: what is too large fails before anything is
     // allocated or created on disk.
@@ -403,6 +416,7 @@ pub fn prepare(wl: &Workload, opts: &RunOptions) -> Result<Prepared, EngineError
         keep,
         create_only,
         seconds,
+        _devices: devices,
     })
 }
 
@@ -505,7 +519,11 @@ impl Prepared {
                 progress: opts.progress,
                 continue_when_exhausted: opts.continue_when_exhausted,
                 continue_on_enospc: opts.continue_on_enospc,
-                device: crate::sys::blockstat::device_of(&rd.path),
+                // The device under the jobs' files: a block device a job names, else the
+                // run directory's.
+                device: (self._devices.first())
+                    .map(|g| (libc::major(g.rdev), libc::minor(g.rdev)))
+                    .or_else(|| crate::sys::blockstat::device_of(&rd.path)),
                 finish_ends_run: opts.finish_ends_run,
                 stream_dir: Some(rd.fd()),
             },

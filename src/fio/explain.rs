@@ -182,7 +182,9 @@ fn explain_job(
             f.name,
             h(f.len),
             f.offset,
-            if f.external {
+            if f.device.is_some() {
+                format!("a block device, {} where it is, never laid out or removed: the run needs --allow-device {} and refuses it when it is mounted or in use{}", if s.writes { "read and written" } else { "read" }, f.name, if s.writes { ", or carries a file system, RAID or partition table (unless --allow-device-with-data)" } else { "" })
+            } else if f.external {
                 "read where it is (opendir): not laid out, never written or removed".to_string()
             } else if f.create_on_open {
                 "not laid out: created when the job opens it (create_on_open)".to_string()

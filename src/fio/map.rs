@@ -8,6 +8,7 @@ use crate::lang::{Diagnostic, Diagnostics, SourceFile, Span};
 use crate::model::stream::{FioOut, MinRate, Pace, Prealloc, Sizes, Skew, Stream, StreamFile};
 use crate::model::{FlowopKind, Process, QuitMode, Thread, Workload};
 use rand::Rng as _;
+use std::path::Path;
 use std::sync::Arc;
 
 /// A job file mapped: the workload the engine runs, and what `run`, `show` and `check`
@@ -154,7 +155,9 @@ fn check_filenames(job: &Job, errors: &mut Vec<Diagnostic>) {
             *span
         };
         at += part.len() + 1;
-        if part.is_empty() || part.contains('/') || part == "." || part == ".." {
+        if part.starts_with('/') && crate::sys::device::block_rdev(Path::new(part)).is_some() {
+            check_device(job, part, errors);
+        } else if part.is_empty() || part.contains('/') || part == "." || part == ".." {
             errors.push(
                 Diagnostic::error(src, place, format!("filename `{part}`: fsbench writes only inside the run directory it creates; give plain file names"))
                     .with_help("choose where the run directory goes with `directory=` or `--dir`"),
@@ -164,6 +167,24 @@ fn check_filenames(job: &Job, errors: &mut Vec<Diagnostic>) {
                 Diagnostic::error(src, place, format!("filename `{part}`: names starting with `{OWN_PREFIX}` are fsbench's own in its run directory (its marker and lock); a job may not write or remove them"))
                     .with_help("choose another file name"),
             );
+        }
+    }
+}
+
+/// A block device as a job's file: read and written where it is, after the engine's
+/// guard; never laid out or removed.
+fn check_device(job: &Job, part: &str, errors: &mut Vec<Diagnostic>) {
+    for (key, on) in [
+        ("unlink", job.unlink),
+        ("create_on_open", job.create_on_open),
+        ("opendir", job.opendir.is_some()),
+    ] {
+        if on {
+            errors.push(at(
+                job,
+                key,
+                format!("`{key}` with the block device {part}: fsbench never creates or removes a device"),
+            ));
         }
     }
 }
@@ -198,9 +219,13 @@ fn check(job: &Job, first: bool, errors: &mut Vec<Diagnostic>) {
             "`time_based` needs `runtime=`".into(),
         ));
     }
+    let devices_only = job.filename.as_ref().is_some_and(|(n, _, _)| {
+        n.split(':')
+            .all(|p| p.starts_with('/') && crate::sys::device::block_rdev(Path::new(p)).is_some())
+    });
     if job.opendir.is_some() {
         check_opendir(job, errors);
-    } else if job.size.is_none() && job.filesize.is_none() {
+    } else if job.size.is_none() && job.filesize.is_none() && !devices_only {
         errors.push(Diagnostic::error(
             &job.src,
             job.span,
@@ -419,15 +444,33 @@ fn clone_files(job: &Job, k: u32) -> Vec<StreamFile> {
                     l
                 }
             };
+            let device = name
+                .starts_with('/')
+                .then(|| crate::sys::device::block_rdev(Path::new(&name)))
+                .flatten();
+            let len = match device {
+                // fio: a device without `size=` is used whole from the offset.
+                Some(rdev) if job.size.is_none() && job.filesize.is_none() => {
+                    crate::sys::device::size_of(rdev)
+                        .unwrap_or(0)
+                        .saturating_sub(offset)
+                }
+                _ => len,
+            };
             StreamFile {
                 name,
                 offset,
                 len,
-                prealloc,
-                fill: job.read,
+                prealloc: if device.is_some() {
+                    Prealloc::None
+                } else {
+                    prealloc
+                },
+                fill: job.read && device.is_none(),
                 fill_bs: job.bs[1].max(),
                 create_on_open: job.create_on_open,
                 external: false,
+                device,
             }
         })
         .collect()
@@ -454,6 +497,7 @@ fn dir_files(job: &Job, list: &[(String, u64)], k: u32) -> Vec<StreamFile> {
                 fill_bs: 0,
                 create_on_open: false,
                 external: true,
+                device: None,
             }
         })
         .collect()

@@ -110,6 +110,10 @@ pub struct StreamFile {
     /// A file fsbench did not create (fio's `opendir`): `name` is its absolute path; it
     /// is not laid out, only read, and never removed.
     pub external: bool,
+    /// A block device (`filename=/dev/X`), by its device number: `name` is its path; it
+    /// is not laid out and never removed, and the engine touches it only after
+    /// `crate::sys::device::guard` let it.
+    pub device: Option<u64>,
 }
 
 impl StreamFile {

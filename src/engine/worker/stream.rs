@@ -218,6 +218,10 @@ impl Worker<'_> {
         let name = std::ffi::CString::new(f.name.as_bytes())
             .map_err(|_| Fail::Error(format!("file name {:?} holds a NUL", f.name)))?;
         let flags_extra = if s.osync { libc::O_SYNC } else { 0 };
+        if let Some(rdev) = f.device {
+            return Self::stream_open_device(&name, rdev, how.flags() | flags_extra)
+                .map_err(|e| Fail::Error(format!("open {}: {e}", f.name)));
+        }
         if f.external {
             // opendir: a file fsbench did not create, opened read-only by its path (the job
             // file's check refuses a writing job; this holds whatever reached here).
@@ -248,6 +252,33 @@ impl Worker<'_> {
             io::open_at(dir, &name, how)
         }
         .map_err(|e| Fail::Error(format!("open {}: {e}", f.name)))
+    }
+
+    /// Open a block device the engine's guard let (`crate::sys::device`), by its path,
+    /// and make sure it is still that device.
+    fn stream_open_device(
+        name: &std::ffi::CStr,
+        rdev: u64,
+        flags: libc::c_int,
+    ) -> std::io::Result<RawFd> {
+        let flags = (flags & !(libc::O_CREAT | libc::O_TRUNC)) | libc::O_CLOEXEC;
+        // SAFETY: a NUL-terminated path; no O_CREAT, so no mode.
+        let fd = unsafe { libc::open(name.as_ptr(), flags) };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: fstat into a zeroed struct on the descriptor just opened.
+        let ok = unsafe { libc::fstat(fd, &mut st) } == 0
+            && st.st_mode & libc::S_IFMT == libc::S_IFBLK
+            && st.st_rdev == rdev;
+        if !ok {
+            let _ = io::close(fd);
+            return Err(std::io::Error::other(
+                "not the block device the guard let (it changed)",
+            ));
+        }
+        Ok(fd)
     }
 
     pub(super) fn op_stream(&mut self, f: &Flowop) -> Result<Flow, Fail> {
@@ -880,7 +911,7 @@ impl Worker<'_> {
         let Some(dir) = self.sh.stream_dir else {
             return Ok(());
         };
-        for f in s.files.iter().filter(|f| !f.external) {
+        for f in s.files.iter().filter(|f| !f.external && f.device.is_none()) {
             let name = crate::beneath::component(std::ffi::OsStr::new(&f.name))
                 .map_err(|e| Fail::Error(format!("unlink {}: {e}", f.name)))?;
             match crate::owned::unlink(dir, &name) {
