@@ -136,3 +136,30 @@ fn a_signed_or_mounted_device_is_refused_before_anything_is_written() {
     let (ok, out) = run_on(&dev, "randwrite", &["--allow-device-with-data", &dev]);
     assert!(ok, "{out}");
 }
+
+#[test]
+fn size_in_percent_is_a_share_of_the_device() {
+    let Some(d) = device("dev-pct") else { return };
+    let dev = d.dev.0.as_str();
+    let s = Scratch::new("dev-pct-job");
+    let f = s.path().join("p.fio");
+    std::fs::write(
+        &f,
+        format!("[p]\nfilename={dev}\nrw=read\nbs=4k\nsize=25%\n"),
+    )
+    .unwrap();
+    let o = run(&[
+        "run",
+        f.to_str().unwrap(),
+        "--dir",
+        s.s(),
+        "--allow-device",
+        dev,
+        "--output-format",
+        "json",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    // A quarter of 32 MiB, in 4 KiB reads.
+    assert_eq!(v["jobs"][0]["read"]["total_ios"], 2048);
+}

@@ -183,7 +183,7 @@ fn explain_job(
             h(f.len),
             f.offset,
             if f.device.is_some() {
-                format!("a block device, {} where it is, never laid out or removed: the run needs --allow-device {} and refuses it when it is mounted or in use{}", if s.writes { "read and written" } else { "read" }, f.name, if s.writes { ", or carries a file system, RAID or partition table (unless --allow-device-with-data)" } else { "" })
+                device_text(s.writes, &f.name)
             } else if f.external {
                 "read where it is (opendir): not laid out, never written or removed".to_string()
             } else if f.create_on_open {
@@ -196,6 +196,19 @@ fn explain_job(
         );
     }
     explain_bounds(o, job, s);
+}
+
+/// A block device as a job's file: what the run needs and what it refuses.
+fn device_text(writes: bool, name: &str) -> String {
+    let (how, data) = if writes {
+        (
+            "read and written",
+            ", or carries a file system, RAID or partition table (unless --allow-device-with-data)",
+        )
+    } else {
+        ("read", "")
+    };
+    format!("a block device, {how} where it is, never laid out or removed: the run needs --allow-device {name} and refuses it when it is mounted or in use{data}")
 }
 
 /// How a job clone ends, its engine and open flags, its syncs and think time.

@@ -170,15 +170,22 @@ pub struct Job {
     pub rwmixread: u32,
     pub bs: [Bs; 2],
     pub size: Option<u64>,
+    /// `size=N%`: that share of each existing file's or device's size.
+    pub size_pct: Option<f64>,
     pub filesize: Option<(u64, u64)>,
     pub nrfiles: u64,
     pub filename: Option<(String, Span, Arc<SourceFile>)>,
+    /// `filename_format` (fio's default `$jobname.$jobnum.$filenum`), with its place.
+    pub filename_format: Option<(String, Span, Arc<SourceFile>)>,
     pub directory: Option<String>,
     pub numjobs: u32,
     pub group_reporting: bool,
     pub engine: Engine,
     pub ioengine_name: String,
     pub iodepth: u32,
+    /// io_uring's `hipri` (polled completions), `fixedbufs` (registered buffers) and
+    /// `registered_files` (registered descriptors).
+    pub uring_opts: [bool; 3],
     /// `iodepth_batch_submit`, `iodepth_batch_complete_min`, `iodepth_batch_complete_max`.
     pub iodepth_batch: [u32; 3],
     pub direct: bool,
@@ -252,6 +259,8 @@ pub struct Job {
     pub globals: Vec<(String, String)>,
     /// Reports and logs (`write_lat_log`, `percentile_list`, ...).
     pub out: super::job_out::JobOut,
+    /// One of its options was refused (its other checks are then partial).
+    pub had_errors: bool,
 }
 
 impl Job {
@@ -268,15 +277,18 @@ impl Job {
             rwmixread: 50,
             bs: [Bs::Fixed(4096), Bs::Fixed(4096)],
             size: None,
+            size_pct: None,
             filesize: None,
             nrfiles: 1,
             filename: None,
+            filename_format: None,
             directory: None,
             numjobs: 1,
             group_reporting: false,
             engine: Engine::Psync,
             ioengine_name: "psync".into(),
             iodepth: 1,
+            uring_opts: [false; 3],
             iodepth_batch: [1, 1, 0],
             direct: false,
             sync: SyncMode::None,
@@ -331,6 +343,7 @@ impl Job {
             own: Vec::new(),
             globals: Vec::new(),
             out: Default::default(),
+            had_errors: false,
         }
     }
 
@@ -351,7 +364,19 @@ impl Job {
 
 /// The jobs of a file: each job section over the `[global]` sections before it.
 pub fn jobs(sections: &[Section]) -> Result<Vec<Job>, Vec<Diagnostic>> {
-    let mut errors = Vec::new();
+    let (jobs, errors) = read_jobs(sections);
+    if errors.is_empty() {
+        Ok(jobs)
+    } else {
+        Err(errors)
+    }
+}
+
+/// The jobs of a file and every error in their options, each once: a `[global]` line
+/// applies to every job after it, and its error is reported at its place once, not once
+/// per job.
+pub fn read_jobs(sections: &[Section]) -> (Vec<Job>, Vec<Diagnostic>) {
+    let mut errors: Vec<Diagnostic> = Vec::new();
     let mut global: Vec<&Opt> = Vec::new();
     let mut out = Vec::new();
     for s in sections {
@@ -362,14 +387,16 @@ pub fn jobs(sections: &[Section]) -> Result<Vec<Job>, Vec<Diagnostic>> {
         let mut job = Job::new(&s.name, &s.src, s.span);
         let all: Vec<&Opt> = global.iter().copied().chain(s.opts.iter()).collect();
         // kb_base decides how every size reads: fio applies it first (its priority).
-        for o in all.iter().filter(|o| o.key == "kb_base") {
+        let (kb, rest): (Vec<&Opt>, Vec<&Opt>) = all.iter().partition(|o| o.key == "kb_base");
+        for o in kb.into_iter().chain(rest) {
             if let Err(d) = apply(&mut job, o) {
-                errors.push(d);
-            }
-        }
-        for o in all.iter().filter(|o| o.key != "kb_base") {
-            if let Err(d) = apply(&mut job, o) {
-                errors.push(d);
+                job.had_errors = true;
+                let seen = errors.iter().any(|e| {
+                    e.span == d.span && e.source.name == d.source.name && e.message == d.message
+                });
+                if !seen {
+                    errors.push(d);
+                }
             }
         }
         // fio lists the options given with a value (a bare `stonewall` is not listed).
@@ -387,11 +414,7 @@ pub fn jobs(sections: &[Section]) -> Result<Vec<Job>, Vec<Diagnostic>> {
             ));
         }
     }
-    if errors.is_empty() {
-        Ok(out)
-    } else {
-        Err(errors)
-    }
+    (out, errors)
 }
 
 /// Canonical names of the aliases fsbench reads.
@@ -566,6 +589,18 @@ fn apply_engine(job: &mut Job, key: &str, o: &Opt) -> Option<R> {
                     _ => return Err(format!("`{v}` is not an I/O engine fsbench runs")),
                 };
                 job.ioengine_name = v.to_string();
+                Ok(())
+            }
+            "hipri" | "fixedbufs" | "registered_files" => {
+                let on = match o.value.as_deref() {
+                    None => true,
+                    Some(v) => value::boolean(v)?,
+                };
+                let i = ["hipri", "fixedbufs", "registered_files"]
+                    .iter()
+                    .position(|k| *k == key)
+                    .expect("one of the three");
+                job.uring_opts[i] = on;
                 Ok(())
             }
             "iodepth" => {
@@ -799,12 +834,26 @@ fn apply_data(job: &mut Job, key: &str, o: &Opt) -> Option<R> {
     unknown_is_none(r)
 }
 
+/// `directory=`: one directory; something there that is no directory (a FIFO would hold
+/// the run in its open for ever) is refused now, a missing one when the run needs it.
+fn directory(v: &str) -> Result<String, String> {
+    if v.contains(':') {
+        return Err(format!(
+            "`{v}`: several directories (`:`-separated) are not supported by fsbench"
+        ));
+    }
+    match crate::input::check_dir(std::path::Path::new(v)) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(format!("`{v}`: {e}")),
+        _ => Ok(v.to_string()),
+    }
+}
+
 fn apply_files(job: &mut Job, key: &str, o: &Opt) -> Option<R> {
     let kb = job.kb_base;
     let r = (|| -> R {
         match key {
             "size" => {
-                job.size = Some(value::size(need(o)?, kb)?);
+                (job.size, job.size_pct) = super::job_out::size(need(o)?, kb)?;
                 Ok(())
             }
             "filesize" => {
@@ -826,22 +875,14 @@ fn apply_files(job: &mut Job, key: &str, o: &Opt) -> Option<R> {
                 job.filename = Some((need(o)?.to_string(), o.val_span, o.src.clone()));
                 Ok(())
             }
-            "directory" => {
+            "filename_format" => {
                 let v = need(o)?;
-                if v.contains(':') {
-                    return Err(format!(
-                        "`{v}`: several directories (`:`-separated) are not supported by fsbench"
-                    ));
-                }
-                // Something there that is no directory (a FIFO would hold the run in its
-                // open for ever) is refused now; a missing one when the run needs it.
-                match crate::input::check_dir(std::path::Path::new(v)) {
-                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                        return Err(format!("`{v}`: {e}"))
-                    }
-                    _ => {}
-                }
-                job.directory = Some(v.to_string());
+                super::job_out::filename_format(v)?;
+                job.filename_format = Some((v.to_string(), o.val_span, o.src.clone()));
+                Ok(())
+            }
+            "directory" => {
+                job.directory = Some(directory(need(o)?)?);
                 Ok(())
             }
             "offset" => {

@@ -1,4 +1,5 @@
-//! fio's reporting options: the latency logs, bandwidth and IOPS logs and how they are
+//! fio's reporting options, and the values of two file options read here to keep
+//! `job.rs` short (`size` with its percentage, `filename_format`): the latency logs, bandwidth and IOPS logs and how they are
 //! averaged (`write_*_log`, `log_avg_msec`, `log_max_value`, `log_offset`), the sampling
 //! interval of the bandwidth and IOPS statistics, and which percentiles a report gives
 //! (`percentile_list`, `clat_percentiles`, `lat_percentiles`, `slat_percentiles`).
@@ -40,6 +41,40 @@ impl Default for JobOut {
             bw_avg_ms: 500,
             iops_avg_ms: 500,
         }
+    }
+}
+
+/// `size=`: bytes, or `N%` (1 to 100: fio's `size_percent`, a share of each existing
+/// file's or device's size).
+pub fn size(v: &str, kb: u64) -> Result<(Option<u64>, Option<f64>), String> {
+    if let Some(p) = v.trim().strip_suffix('%') {
+        let pct: f64 = p
+            .trim()
+            .parse()
+            .map_err(|_| format!("`{v}`: a percentage is a number from 1 to 100 before `%`"))?;
+        if !(pct > 0.0 && pct <= 100.0) {
+            return Err(format!("`{v}`: a percentage is from 1 to 100"));
+        }
+        return Ok((None, Some(pct)));
+    }
+    Ok((Some(value::size(v, kb)?), None))
+}
+
+/// `filename_format=`: fsbench expands fio's `$jobname`, `$jobnum` and `$filenum`.
+pub fn filename_format(v: &str) -> Result<(), String> {
+    let bad = v.split('$').skip(1).find(|rest| {
+        !["jobname", "jobnum", "filenum"]
+            .iter()
+            .any(|k| rest.starts_with(k))
+    });
+    match bad {
+        Some(rest) => Err(format!(
+            "`${}`: fsbench expands $jobname, $jobnum and $filenum",
+            rest.split(|c: char| !c.is_ascii_alphanumeric())
+                .next()
+                .unwrap_or(rest)
+        )),
+        None => Ok(()),
     }
 }
 

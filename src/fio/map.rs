@@ -223,9 +223,20 @@ fn check(job: &Job, first: bool, errors: &mut Vec<Diagnostic>) {
         n.split(':')
             .all(|p| p.starts_with('/') && crate::sys::device::block_rdev(Path::new(p)).is_some())
     });
+    if job.size_pct.is_some() && !devices_only && job.opendir.is_none() {
+        errors.push(at(
+            job,
+            "size",
+            "`size=N%` takes a share of an existing file's or device's size, and fsbench's files are made anew in its run directory: give a size, or name a block device (filename=/dev/X) or opendir=".into(),
+        ));
+    }
     if job.opendir.is_some() {
         check_opendir(job, errors);
-    } else if job.size.is_none() && job.filesize.is_none() && !devices_only {
+    } else if job.size.is_none()
+        && job.filesize.is_none()
+        && job.size_pct.is_none()
+        && !devices_only
+    {
         errors.push(Diagnostic::error(
             &job.src,
             job.span,
@@ -236,6 +247,8 @@ fn check(job: &Job, first: bool, errors: &mut Vec<Diagnostic>) {
         ));
     }
     check_filenames(job, errors);
+    check_format(job, errors);
+    check_uring_opts(job, errors);
     check_rates(job, errors);
     check_verify(job, errors);
     check_stride(job, errors);
@@ -404,9 +417,7 @@ fn clone_files(job: &Job, k: u32) -> Vec<StreamFile> {
     }
     let names: Vec<String> = match &job.filename {
         Some((n, _, _)) => n.split(':').map(str::to_string).collect(),
-        None => (0..job.nrfiles)
-            .map(|i| format!("{}.{k}.{i}", job.name))
-            .collect(),
+        None => (0..job.nrfiles).map(|i| file_name(job, k, i)).collect(),
     };
     let nr = names.len() as u64;
     let offset = job.offset + job.offset_increment * k as u64;
@@ -449,11 +460,11 @@ fn clone_files(job: &Job, k: u32) -> Vec<StreamFile> {
                 .then(|| crate::sys::device::block_rdev(Path::new(&name)))
                 .flatten();
             let len = match device {
-                // fio: a device without `size=` is used whole from the offset.
+                // fio: a device without `size=` is used whole from the offset; with
+                // `size=N%`, that share of it.
                 Some(rdev) if job.size.is_none() && job.filesize.is_none() => {
-                    crate::sys::device::size_of(rdev)
-                        .unwrap_or(0)
-                        .saturating_sub(offset)
+                    let whole = crate::sys::device::size_of(rdev).unwrap_or(0);
+                    share(whole, job.size_pct, min_bs).saturating_sub(offset)
                 }
                 _ => len,
             };
@@ -476,6 +487,80 @@ fn clone_files(job: &Job, k: u32) -> Vec<StreamFile> {
         .collect()
 }
 
+/// A file's name, as fio's `make_filename` expands `filename_format` (by default
+/// `$jobname.$jobnum.$filenum`): the job's name, the clone's number and the file's.
+fn file_name(job: &Job, k: u32, i: u64) -> String {
+    match &job.filename_format {
+        None => format!("{}.{k}.{i}", job.name),
+        Some((f, _, _)) => f
+            .replace("$jobname", &job.name)
+            .replace("$jobnum", &k.to_string())
+            .replace("$filenum", &i.to_string()),
+    }
+}
+
+/// `hipri`, `fixedbufs` and `registered_files` are io_uring's options, as in fio; polled
+/// completions (`hipri`) are the kernel's for O_DIRECT I/O only, and have no fsync.
+fn check_uring_opts(job: &Job, errors: &mut Vec<Diagnostic>) {
+    for (i, key) in ["hipri", "fixedbufs", "registered_files"]
+        .iter()
+        .enumerate()
+    {
+        if job.uring_opts[i] && job.ioengine_name != "io_uring" {
+            errors.push(at(
+                job,
+                key,
+                format!(
+                    "`{key}` is an option of ioengine=io_uring (this job's engine is {})",
+                    job.ioengine_name
+                ),
+            ));
+        }
+    }
+    if job.uring_opts[0] && job.ioengine_name == "io_uring" {
+        if !job.direct {
+            errors.push(at(
+                job,
+                "hipri",
+                "`hipri` polls for completions, which the kernel does for O_DIRECT I/O only: add direct=1".into(),
+            ));
+        }
+        if job.fsync > 0 || job.fdatasync > 0 {
+            errors.push(at(
+                job,
+                "hipri",
+                "`hipri` with `fsync`/`fdatasync`: a polled ring cannot queue a sync (the kernel refuses it)".into(),
+            ));
+        }
+    }
+}
+
+/// `filename_format`'s names must be plain names in the run directory.
+fn check_format(job: &Job, errors: &mut Vec<Diagnostic>) {
+    let Some((f, span, src)) = &job.filename_format else {
+        return;
+    };
+    if job.filename.is_some() {
+        return;
+    }
+    let name = file_name(job, 0, 0);
+    let bad = name.is_empty() || name.contains('/') || name == "." || name == "..";
+    if bad || name.starts_with(OWN_PREFIX) {
+        errors.push(Diagnostic::error(
+            src,
+            *span,
+            format!("filename_format `{f}` makes `{name}`: fsbench writes only plain names inside the run directory it creates, and names starting with `{OWN_PREFIX}` are its own"),
+        ));
+    }
+}
+
+/// `size=N%` of a file or device of `whole` bytes (all of it without), in whole blocks.
+fn share(whole: u64, pct: Option<f64>, min_bs: u64) -> u64 {
+    let Some(p) = pct else { return whole };
+    let s = (whole as f64 * p / 100.0) as u64;
+    s - s % min_bs.max(1)
+}
+
 /// `opendir`'s files, read where they are: each its whole size from the offset (with
 /// `size=`, at most size / files), aligned down to the smallest block size.
 fn dir_files(job: &Job, list: &[(String, u64)], k: u32) -> Vec<StreamFile> {
@@ -484,7 +569,7 @@ fn dir_files(job: &Job, list: &[(String, u64)], k: u32) -> Vec<StreamFile> {
     let each = job.size.map(|s| s / list.len() as u64);
     list.iter()
         .map(|(path, real)| {
-            let mut len = real.saturating_sub(offset);
+            let mut len = share(*real, job.size_pct, min_bs).saturating_sub(offset);
             if let Some(e) = each {
                 len = len.min(e);
             }
@@ -667,6 +752,7 @@ fn stream_of(job: &Job, j: usize, k: u32, stats: &mut Stats, report: &str) -> St
             0
         },
         batch: job.iodepth_batch,
+        uring_opts: job.uring_opts,
         pace: [0, 1].map(|d| pace(job, d)),
         poisson: job.poisson,
         unlink: job.unlink,

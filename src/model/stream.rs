@@ -213,6 +213,9 @@ pub struct Stream {
     /// fio's `iodepth_batch_submit` (0: the depth), `iodepth_batch_complete_min` and
     /// `iodepth_batch_complete_max` (below the min: the min).
     pub batch: [u32; 3],
+    /// io_uring's `hipri` (a polled ring), `fixedbufs` (registered buffers, read and
+    /// written with the fixed opcodes) and `registered_files` (registered descriptors).
+    pub uring_opts: [bool; 3],
     /// Pacing of reads and writes.
     pub pace: [Pace; 2],
     /// fio's `rate_process=poisson`: the gaps between I/Os are exponential with the

@@ -161,6 +161,7 @@ impl Worker<'_> {
                 },
             });
         }
+        let fds: Vec<RawFd> = files.iter().map(|f| f.fd).collect();
         let seed = rng_seed;
         let mut rng = crate::dist::rng(seed, 0x5157);
         let first = if s.reads && s.writes {
@@ -194,7 +195,7 @@ impl Worker<'_> {
             content_seed: seed ^ ((s.job as u64) << 32),
             timed: false,
             ring: if s.depth > 0 {
-                Some(super::stream_uring::Ring::new(s, &mut self.rng).map_err(Fail::Error)?)
+                Some(super::stream_uring::Ring::new(s, &mut self.rng, &fds).map_err(Fail::Error)?)
             } else {
                 None
             },

@@ -50,14 +50,23 @@ pub(super) struct Ring {
     batch: u32,
     complete_min: u32,
     complete_max: u32,
+    /// `fixedbufs` and `registered_files`: the slot's registered buffer, and the file's
+    /// registered index, are used instead of the pointer and the descriptor.
+    fixed: (bool, bool),
 }
 
 impl Ring {
-    pub(super) fn new(s: &Stream, rng: &mut Rng) -> Result<Ring, String> {
+    pub(super) fn new(s: &Stream, rng: &mut Rng, fds: &[RawFd]) -> Result<Ring, String> {
         let (depth, max_bs) = (s.depth, s.max_bs());
+        let [hipri, fixedbufs, registered] = s.uring_opts;
         // Submitted one at a time: the submission queue need not hold them all; the
-        // completion queue (twice as long) must.
-        let ring = IoUring::new(depth.next_power_of_two().clamp(2, 16384))
+        // completion queue (twice as long) must. `hipri`: completions are polled for.
+        let mut b = IoUring::builder();
+        if hipri {
+            b.setup_iopoll();
+        }
+        let ring = b
+            .build(depth.next_power_of_two().clamp(2, 16384))
             .map_err(|e| format!("io_uring is not available here ({e}): use ioengine=psync"))?;
         let mut slots = Vec::with_capacity(depth as usize);
         for _ in 0..depth {
@@ -73,8 +82,26 @@ impl Ring {
                 len: 0,
             });
         }
+        if fixedbufs {
+            let iov: Vec<libc::iovec> = (slots.iter_mut())
+                .map(|sl| libc::iovec {
+                    iov_base: sl.buf.as_mut_slice().as_mut_ptr().cast(),
+                    iov_len: sl.buf.as_slice().len(),
+                })
+                .collect();
+            // SAFETY: the buffers live in the slots, which outlive the ring's use of them
+            // (the ring drains before the slots are dropped, and unregisters on drop).
+            unsafe { ring.submitter().register_buffers(&iov) }
+                .map_err(|e| format!("io_uring: registering the buffers (fixedbufs): {e}"))?;
+        }
+        if registered {
+            ring.submitter()
+                .register_files(fds)
+                .map_err(|e| format!("io_uring: registering the files (registered_files): {e}"))?;
+        }
         let [batch, cmin, cmax] = s.batch;
         Ok(Ring {
+            fixed: (fixedbufs, registered),
             ring,
             slots,
             inflight: 0,
@@ -114,6 +141,44 @@ impl Ring {
                 }
             }
         }
+    }
+}
+
+/// A read (`dir` 0) or write of `len` bytes at `off` of file `fi` (descriptor `fd`) into
+/// or from slot `id`'s buffer, with the registered buffer and file when the job asks.
+fn rw_entry(
+    ring: &mut Ring,
+    id: usize,
+    (dir, fi, fd): (usize, usize, RawFd),
+    off: u64,
+    len: u64,
+) -> io_uring::squeue::Entry {
+    let ptr = ring.slots[id].buf.as_mut_slice().as_mut_ptr();
+    let (fixedbufs, registered) = ring.fixed;
+    macro_rules! build {
+        ($target:expr) => {
+            match (dir, fixedbufs) {
+                (0, false) => opcode::Read::new($target, ptr, len as u32)
+                    .offset(off)
+                    .build(),
+                (0, true) => opcode::ReadFixed::new($target, ptr, len as u32, id as u16)
+                    .offset(off)
+                    .build(),
+                (_, false) => opcode::Write::new($target, ptr as *const u8, len as u32)
+                    .offset(off)
+                    .build(),
+                (_, true) => {
+                    opcode::WriteFixed::new($target, ptr as *const u8, len as u32, id as u16)
+                        .offset(off)
+                        .build()
+                }
+            }
+        };
+    }
+    if registered {
+        build!(types::Fixed(fi as u32))
+    } else {
+        build!(types::Fd(fd))
     }
 }
 
@@ -230,8 +295,14 @@ impl Worker<'_> {
 
     /// Queue an fsync (`data`: fdatasync) of file `fi`, as fio queues a `DDIR_SYNC` io_u.
     pub(super) fn uring_sync(&mut self, s: &Stream, fi: usize, data: bool) -> Result<Flow, Fail> {
-        let fd = self.stream.as_ref().expect("set").files[fi].fd;
-        let mut entry = opcode::Fsync::new(types::Fd(fd));
+        let st = self.stream.as_ref().expect("set");
+        let fd = st.files[fi].fd;
+        let registered = st.ring.as_ref().is_some_and(|r| r.fixed.1);
+        let mut entry = if registered {
+            opcode::Fsync::new(types::Fixed(fi as u32))
+        } else {
+            opcode::Fsync::new(types::Fd(fd))
+        };
         if data {
             entry = entry.flags(types::FsyncFlags::DATASYNC);
         }
@@ -276,16 +347,7 @@ impl Worker<'_> {
         ring.slots[id].off = off;
         ring.slots[id].len = len;
         ring.slots[id].check = false;
-        let ptr = ring.slots[id].buf.as_mut_slice().as_mut_ptr();
-        let entry = if dir == 0 {
-            opcode::Read::new(types::Fd(fd), ptr, len as u32)
-                .offset(off)
-                .build()
-        } else {
-            opcode::Write::new(types::Fd(fd), ptr as *const u8, len as u32)
-                .offset(off)
-                .build()
-        };
+        let entry = rw_entry(ring, id, (dir, fi, fd), off, len);
         self.uring_push(s, entry, dir)?;
         if dir == 1 && s.verify && s.do_verify {
             self.stream_logged(s, fi, off, len)?;
@@ -370,10 +432,7 @@ impl Worker<'_> {
         ring.slots[id].off = off;
         ring.slots[id].len = len;
         ring.slots[id].check = true;
-        let ptr = ring.slots[id].buf.as_mut_slice().as_mut_ptr();
-        let entry = opcode::Read::new(types::Fd(fd), ptr, len as u32)
-            .offset(off)
-            .build();
+        let entry = rw_entry(ring, id, (0, fi, fd), off, len);
         self.uring_push(s, entry, 0)
     }
 }
