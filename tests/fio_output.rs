@@ -126,6 +126,10 @@ fn jobs(dir: &str) -> Vec<(&'static str, String)> {
         ),
         ("mmap-write", format!("{g}[j]\nioengine=mmap\nrw=write\n")),
         (
+            "psync-write-fdatasync",
+            format!("{g}[j]\nioengine=psync\nrw=write\nfdatasync=8\n"),
+        ),
+        (
             "time-based",
             format!("{g}[j]\nrw=randread\ntime_based=1\nruntime=1\n"),
         ),
@@ -164,6 +168,11 @@ fn json_has_every_key_path_and_type_fio_writes_for_the_same_job() {
         );
         for (x, y) in a.as_array().unwrap().iter().zip(b.as_array().unwrap()) {
             assert_eq!(x["groupid"], y["groupid"], "{name}: {err}");
+            // fio's `sync` times the fsyncs and fdatasyncs and counts the fsyncs only.
+            if name.ends_with("fdatasync") {
+                assert_eq!(x["sync"]["total_ios"], y["sync"]["total_ios"], "{name}");
+                assert_eq!(x["sync"]["lat_ns"]["N"], y["sync"]["lat_ns"]["N"], "{name}");
+            }
             for dir in ["read", "write"] {
                 if !name.contains("randrw") && name != "time-based" {
                     assert_eq!(x[dir]["total_ios"], y[dir]["total_ios"], "{name} {dir}");

@@ -377,8 +377,12 @@ fn depth_lines(o: &mut String, c: &FioClone) {
     );
     let _ = writeln!(
         o,
-        "     issued rwts: total={},{},0,0 short={},{},0,0 dropped=0,0,0,0",
-        c.dirs[0].total_ios, c.dirs[1].total_ios, c.dirs[0].short_ios, c.dirs[1].short_ios
+        "     issued rwts: total={},{},0,{} short={},{},0,0 dropped=0,0,0,0",
+        c.dirs[0].total_ios,
+        c.dirs[1].total_ios,
+        c.sync_ios,
+        c.dirs[0].short_ios,
+        c.dirs[1].short_ios
     );
     let _ = writeln!(
         o,

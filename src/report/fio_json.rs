@@ -134,7 +134,7 @@ fn job_json(rep: &Report, g: &[GroupDir; 2], plus: bool) -> Value {
         "write": dir_json(c, &c.dirs[1], &g[1], plus),
         "trim": dir_json(c, &FioDir::default(), &GroupDir::default(), plus),
         "sync": {
-            "total_ios": c.sync.n,
+            "total_ios": c.sync_ios,
             "lat_ns": latency(&c.sync, &c.sync_bins, Some(&c.out.percentiles), plus),
         },
         "job_runtime": (c.runtime_ns as f64 / 1e6).round() as u64,

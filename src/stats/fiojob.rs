@@ -310,8 +310,11 @@ pub struct FioClone {
     pub start_ns: u64,
     pub runtime_ns: u64,
     pub dirs: [FioDir; 2],
-    /// The fsyncs every N writes (fio's `sync` entry), with their bins.
+    /// The fsyncs and fdatasyncs every N writes (fio's `sync` entry: its `lat_ns` counts
+    /// both, its `total_ios` the fsyncs only, as fio 3.33's JSON), with their bins.
     pub sync: Moments,
+    #[serde(default)]
+    pub sync_ios: u64,
     #[serde(default)]
     pub sync_bins: Plat,
     pub usr_s: f64,
@@ -401,6 +404,7 @@ impl FioClone {
             a.merge(b, side_by_side);
         }
         self.sync.merge(&o.sync);
+        self.sync_ios += o.sync_ios;
         self.sync_bins.merge(&o.sync_bins);
         self.start_ns = self.start_ns.min(o.start_ns);
         self.runtime_ns = self.runtime_ns.max(o.runtime_ns);

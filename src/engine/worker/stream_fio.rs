@@ -34,8 +34,10 @@ pub(super) struct FioRun {
     win_base: [(u64, u64); 2],
     win: [Window; 2],
     logs: Option<Box<FioLogs>>,
-    /// The statistic of the fsyncs every N writes (fio's `sync`), if the job has them.
+    /// The statistics of the fsyncs and fdatasyncs every N writes (fio's `sync`), if the
+    /// job has them.
     sync_stat: Option<usize>,
+    datasync_stat: Option<usize>,
 }
 
 impl FioRun {
@@ -65,6 +67,7 @@ impl FioRun {
             win: [[(0.0, 0, 0); 3]; 2],
             logs,
             sync_stat: None,
+            datasync_stat: None,
         }
     }
 
@@ -192,17 +195,19 @@ impl Worker<'_> {
         run.rec.report = self.thread.name.clone();
         run.rec.job = s.job;
         run.sync_stat = (s.fsync_every > 0 && s.writes).then_some(s.stat_sync);
+        run.datasync_stat = (s.fdatasync_every > 0 && s.writes).then_some(s.stat_datasync);
         self.fio = Some(Box::new(run));
     }
 
     /// The end of the warm-up (`ramp_time`): what the clone recorded so far is dropped.
     pub(super) fn fio_restart(&mut self) {
         if let Some(f) = self.fio.as_mut() {
-            let (report, job, sync) = (f.rec.report.clone(), f.rec.job, f.sync_stat);
+            let (report, job) = (f.rec.report.clone(), f.rec.job);
+            let syncs = (f.sync_stat, f.datasync_stat);
             **f = FioRun::new(f.out.clone(), self.clock.now());
             f.rec.report = report;
             f.rec.job = job;
-            f.sync_stat = sync;
+            (f.sync_stat, f.datasync_stat) = syncs;
         }
     }
 
@@ -237,12 +242,15 @@ impl Worker<'_> {
         self.fio_io((dir, bytes, asked, off), [0, ns, ns], false);
     }
 
-    /// A sync recorded under `stat`: fio's `sync` entry counts the fsyncs every N writes.
+    /// A sync recorded under `stat`: fio's `sync` entry times the fsyncs and fdatasyncs
+    /// every N writes, and counts the fsyncs.
     pub(super) fn fio_fsync(&mut self, stat: usize, ns: u64) {
         if let Some(f) = self.fio.as_mut() {
-            if f.sync_stat == Some(stat) {
+            let fsync = f.sync_stat == Some(stat);
+            if fsync || f.datasync_stat == Some(stat) {
                 f.rec.sync.add(ns as f64);
                 f.rec.sync_bins.add(ns);
+                f.rec.sync_ios += u64::from(fsync);
             }
         }
     }

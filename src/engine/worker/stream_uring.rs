@@ -258,7 +258,7 @@ impl Worker<'_> {
             if dir < SYNC {
                 let lat = [self.clock.delta(t0, sub), self.clock.delta(sub, now), ns];
                 self.fio_io((dir, bytes, asked, off), lat, true);
-            } else if dir == SYNC {
+            } else {
                 self.fio_fsync(stat, ns);
             }
             if let Some(d) = data {
