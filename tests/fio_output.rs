@@ -57,10 +57,15 @@ fn has_fio() -> bool {
 
 /// Run `job` with fio in `dir` (its `directory=`); fio's JSON.
 fn fio_json(dir: &Path, name: &str, job: &str) -> Value {
+    fio_out(dir, name, job, "json")
+}
+
+/// Run `job` with fio in `dir` with `--output-format=FORMAT` (`json` or `json+`).
+fn fio_out(dir: &Path, name: &str, job: &str, format: &str) -> Value {
     let f = dir.join(format!("{name}.fio"));
     std::fs::write(&f, job).unwrap();
     let o = std::process::Command::new("fio")
-        .args(["--output-format=json", f.to_str().unwrap()])
+        .args([&format!("--output-format={format}"), f.to_str().unwrap()])
         .current_dir(dir)
         .output()
         .unwrap();
@@ -188,7 +193,7 @@ fn json_has_every_key_path_and_type_fio_writes_for_the_same_job() {
 fn json_plus_bins_add_up_to_the_io_count() {
     let d = Scratch::new("fio-plus");
     let job = format!(
-        "[global]\ndirectory={}\nsize=1m\nbs=4k\n[j]\nrw=randrw\nioengine=io_uring\niodepth=4\nlat_percentiles=1\npercentile_list=50:99:99.9\n",
+        "[global]\ndirectory={}\nsize=1m\nbs=4k\n[j]\nrw=randrw\nioengine=io_uring\niodepth=4\nlat_percentiles=1\nslat_percentiles=1\npercentile_list=50:99:99.9\n",
         d.s()
     );
     let (out, _) = fsbench_out(d.path(), "plus", &job, "json+");
@@ -209,11 +214,35 @@ fn json_plus_bins_add_up_to_the_io_count() {
         assert_eq!(keys, ["50.000000", "99.000000", "99.900000"], "{dir}");
     }
     assert_eq!(ios, 256);
+    if has_fio() {
+        bins_where_fio_puts_them(d.path(), &job);
+    }
     // terse: fio's version-3 line, one per job.
     let (t, _) = fsbench_out(d.path(), "plus", &job, "terse");
     let fields: Vec<&str> = t.trim_end().split(';').collect();
     assert_eq!(fields[0], "3");
     assert!(fields.len() == 121 || fields.len() == 130, "{t}");
+}
+
+/// `json+`'s `bins` stand where fio's do: beside each latency with percentiles, and only
+/// there (fio leaves them out of `slat_ns` and `lat_ns` by default, and out of every
+/// latency with `clat_percentiles=0`).
+fn bins_where_fio_puts_them(dir: &Path, job: &str) {
+    let plain = job.replace("lat_percentiles=1\nslat_percentiles=1\n", "fsync=4\n");
+    let off = plain.replace("fsync=4\n", "fsync=4\nclat_percentiles=0\n");
+    for (name, job) in [("all", job), ("plain", &plain), ("off", &off)] {
+        let fio = fio_out(dir, name, job, "json+");
+        let (out, err) = fsbench_out(dir, name, job, "json+");
+        let ours: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {err}"));
+        let bins = |v: &Value| {
+            let mut m = BTreeMap::new();
+            paths(v, "", &mut m);
+            m.into_keys()
+                .filter(|k| k.ends_with(".bins"))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(bins(&fio), bins(&ours), "{name}");
+    }
 }
 
 /// (time, value, direction, block size) of each line of a log file, which must have

@@ -24,17 +24,19 @@ fn moments(m: &Moments) -> Map<String, Value> {
     o
 }
 
-/// A latency object: moments, the percentiles when asked for, and `json+`'s bins.
+/// A latency object: moments, the percentiles when asked for, and `json+`'s bins, which
+/// fio writes only beside percentiles (`clat_percentiles=0` leaves both out).
 fn latency(m: &Moments, bins: &Plat, list: Option<&[f64]>, plus: bool) -> Value {
     let mut o = moments(m);
     if m.n > 0 {
-        if let Some(list) = list {
-            let vals = bins.percentiles(list);
-            let pct: Map<String, Value> = (list.iter().zip(vals))
-                .map(|(p, v)| (format!("{p:.6}"), json!(v)))
-                .collect();
-            o.insert("percentile".into(), Value::Object(pct));
-        }
+        let Some(list) = list else {
+            return Value::Object(o);
+        };
+        let vals = bins.percentiles(list);
+        let pct: Map<String, Value> = (list.iter().zip(vals))
+            .map(|(p, v)| (format!("{p:.6}"), json!(v)))
+            .collect();
+        o.insert("percentile".into(), Value::Object(pct));
         if plus {
             let b: Map<String, Value> = (bins.bins().into_iter())
                 .map(|(v, n)| (v.to_string(), json!(n)))
@@ -124,6 +126,9 @@ fn job_json(rep: &Report, g: &[GroupDir; 2], plus: bool) -> Value {
         })
         .collect();
     let batches = ["0", "4", "8", "16", "32", "64", ">=64"];
+    // fio gives the syncs percentiles when completion or total latencies have them.
+    let sync_pct =
+        (c.out.clat_percentiles || c.out.lat_percentiles).then_some(c.out.percentiles.as_slice());
     let mut j = json!({
         "jobname": c.out.jobname,
         "groupid": c.group,
@@ -135,7 +140,7 @@ fn job_json(rep: &Report, g: &[GroupDir; 2], plus: bool) -> Value {
         "trim": dir_json(c, &FioDir::default(), &GroupDir::default(), plus),
         "sync": {
             "total_ios": c.sync_ios,
-            "lat_ns": latency(&c.sync, &c.sync_bins, Some(&c.out.percentiles), plus),
+            "lat_ns": latency(&c.sync, &c.sync_bins, sync_pct, plus),
         },
         "job_runtime": (c.runtime_ns as f64 / 1e6).round() as u64,
         "usr_cpu": 100.0 * c.usr_s / secs / rep.jobs as f64,
