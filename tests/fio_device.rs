@@ -97,6 +97,9 @@ fn an_allowed_device_is_written_in_its_range_and_an_unnamed_one_is_refused() {
     // Its own device in fio's Disk stats.
     let name = dev.trim_start_matches("/dev/");
     assert!(out.contains(&format!("\"name\": \"{name}\"")), "{out}");
+    // The device's writes are counted beside its reads: the direct writes reached it.
+    assert!(out.contains("\"write_ios\": 1024"), "{out}");
+    assert!(out.contains(", read 0 B, wrote 4.0 MiB"), "{out}");
 }
 
 #[test]
