@@ -286,6 +286,13 @@ fn logs_are_named_and_written_as_fios_and_their_mean_is_the_reported_one() {
         fio_json(f.path(), "logs", &job.replace(d.s(), f.s()));
         for n in names {
             assert!(f.path().join(n).is_file(), "fio wrote no {n}");
+            // Its lines have the fields fsbench's have, parsed the same way.
+            let fields = if n.starts_with("avg") { 5 } else { 6 };
+            assert!(
+                !log_lines(&f.path().join(n), fields).is_empty(),
+                "fio's {n}"
+            );
+            assert!(!log_lines(&d.path().join(n), fields).is_empty(), "{n}");
         }
     }
     let j = &v["jobs"][0]["read"];
