@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # fio and fsbench in alternating rounds on the same job files, printing each job's IOPS
 # and completion-latency p99 side by side (the medians over the rounds, then every round),
-# from both tools' --output-format=json, with the machine's load average before and after.
+# from both tools' --output-format=json, with the machine's load average before and after,
+# and what the verifying job checked.
 # A benchmark, not a test: run it by hand. Needs fio (Debian: apt-get install fio).
 #
 #   cargo build --release
@@ -76,4 +77,16 @@ for n in jobs:
             continue
         for (r, ia, pa), (_, ib, pb) in zip(a, b):
             print(f"| {n} | {d} | {r} | {ia:.0f} | {ib:.0f} | {pa:.1f} | {pb:.1f} |")
+# The verifying job: what fsbench says it checked, and the blocks fio read back.
+print()
+for n in jobs:
+    for r in range(1, rounds + 1):
+        v = json.load(open(f"{tmp}/{n}.fsbench.{r}.json"))["jobs"][0].get("verify")
+        if v is None:
+            continue
+        f = json.load(open(f"{tmp}/{n}.fio.{r}.json"))["jobs"][0]
+        bad = f", first bad {v['first_bad_file']} at {v['first_bad_offset']}" if v["mismatches"] else ""
+        print(f"{n} round {r}: fsbench verify: {v['blocks_checked']} blocks checked, "
+              f"{v['mismatches']} mismatches{bad}; fio read back {f['read']['total_ios']} blocks, "
+              f"error {f['error']}")
 EOF
