@@ -1032,6 +1032,9 @@ fn apply_misc(job: &mut Job, key: &str, o: &Opt) -> Option<R> {
                 job.group_reporting = set(o)?;
                 Ok(())
             }
+            // fio's clones are processes unless `thread`; fsbench's are always threads of
+            // one process, so the line asks for what fsbench does anyway.
+            "thread" => set(o).map(|_| ()),
             "randrepeat" => {
                 job.randrepeat = value::boolean(need(o)?)?;
                 Ok(())
@@ -1202,5 +1205,9 @@ mod tests {
         assert!(j[0].direct);
         assert_eq!(j[0].sync, SyncMode::Dsync);
         assert_eq!(j[0].runtime_us, 120_000_000);
+        // `thread` (fsbench's clones are threads anyway) is a boolean like the others.
+        assert!(read("[a]\nthread\n[b]\nthread=0\n").is_ok());
+        let e = read("[a]\nthread=2\n").unwrap_err();
+        assert_eq!(e.len(), 1, "{e:?}");
     }
 }
