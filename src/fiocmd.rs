@@ -53,8 +53,8 @@ pub fn show(spec: &str) -> Result<Option<String>> {
     Ok(Some(text))
 }
 
-/// After a fio job's run: its summary in fio's shape, and fio's JSON on standard output
-/// with `--output-format json`.
+/// After a fio job's run: its summary in fio's shape (fio's normal output), its log
+/// files, and with `--output-format` fio's JSON, `json+` or terse line on standard output.
 pub fn report(spec: &str, r: &crate::stats::Results, format: Option<&str>) -> Result<()> {
     if workloads::fio_spec(spec).is_none() {
         if format.is_some() {
@@ -73,17 +73,28 @@ pub fn report(spec: &str, r: &crate::stats::Results, format: Option<&str>) -> Re
         }
     }
     crate::console::human(&crate::report::fio::text(r));
-    if format == Some("json") {
+    for (name, text) in crate::report::fio_log::files(r) {
+        crate::output::write_text(std::path::Path::new(&name), &text, "fio log")?;
+        crate::console::human(&format!("fsbench: wrote {name}\n"));
+    }
+    let out = match format {
+        Some("json") => Some(pretty(&crate::report::fio_json::json(r, false))?),
+        Some("json+") => Some(pretty(&crate::report::fio_json::json(r, true))?),
+        Some("terse") => Some(crate::report::fio_terse::terse(r)),
+        _ => None,
+    };
+    if let Some(text) = out {
         use std::io::Write;
         let mut o = crate::console::Stdout;
-        let text = serde_json::to_string_pretty(&crate::report::fio::json(r))?;
-        o.write_all(text.as_bytes())
-            .and_then(|_| o.write_all(b"\n"))
-            .and_then(|_| o.flush())?;
+        o.write_all(text.as_bytes()).and_then(|_| o.flush())?;
     }
     let failed = crate::report::fio::failures(r);
     if !failed.is_empty() {
         anyhow::bail!("{}", failed.join("; "));
     }
     Ok(())
+}
+
+fn pretty(v: &serde_json::Value) -> Result<String> {
+    Ok(serde_json::to_string_pretty(v)? + "\n")
 }

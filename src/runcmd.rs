@@ -72,6 +72,15 @@ pub struct RunArgs {
     /// the threads' time.
     #[arg(long, value_enum, value_name = "WHAT", default_value_t)]
     pub latency: crate::engine::Latency,
+    /// A block device a fio job may name (`filename=/dev/X`); repeatable. fsbench still
+    /// refuses it when it (or a partition or holder) is mounted or in use, and refuses to
+    /// write it when it carries a file system, RAID or partition table (docs/safety.md).
+    #[arg(long = "allow-device", value_name = "DEVICE")]
+    pub allow_device: Vec<PathBuf>,
+    /// A block device a fio job may name and write even though it carries a file system,
+    /// RAID or partition-table signature: its data may go. Repeatable.
+    #[arg(long = "allow-device-with-data", value_name = "DEVICE")]
+    pub allow_device_with_data: Vec<PathBuf>,
     /// Verify data: every 4 KiB block written carries a header (file, offset, generation,
     /// checksum) that reads check; mismatches are reported per flowop and make the run fail.
     #[arg(long)]
@@ -94,9 +103,10 @@ pub struct RunArgs {
     /// per line) or `none` (left out; the result can then not be merged).
     #[arg(long, value_enum, default_value_t = crate::report::json::Histograms::Compact)]
     pub histograms: crate::report::json::Histograms,
-    /// For a fio job: `json` writes fio's JSON (a subset: jobs[].read/write with iops, bw,
-    /// clat_ns percentiles) to standard output, the text report going to standard error.
-    #[arg(long = "output-format", value_name = "FORMAT", value_parser = ["normal", "json"])]
+    /// For a fio job: `json` writes fio's JSON, `json+` the same with the latency bins,
+    /// `terse` fio's version-3 line, to standard output (the reports go to standard
+    /// error); `normal` (the default) prints fio's normal output after the report.
+    #[arg(long = "output-format", value_name = "FORMAT", value_parser = ["normal", "json", "json+", "terse"])]
     pub output_format: Option<String>,
 }
 
@@ -607,6 +617,8 @@ pub fn run_options(a: &RunArgs, parent: PathBuf) -> crate::engine::RunOptions {
         layout_threads: a.layout_threads.map(usize::from),
         finish_ends_run: a.finish_ends_run,
         latency: a.latency,
+        allow_devices: a.allow_device.clone(),
+        allow_device_data: a.allow_device_with_data.clone(),
     }
 }
 

@@ -122,6 +122,9 @@ pub struct Measured {
     pub device_busy_s: Option<f64>,
     /// The machine's busy CPU seconds over the measured window (every CPU's, summed).
     pub cpu_busy_s: Option<f64>,
+    /// What it wrote, and all its counters, over the same window.
+    pub device_write_bytes: Option<u64>,
+    pub disk_stats: Option<crate::sys::blockstat::DiskStats>,
 }
 
 /// How to measure.
@@ -419,6 +422,8 @@ struct Outcome {
     /// The machine's CPU times when the measured window began, and its busy CPU seconds in it.
     cpu_at_start: Option<crate::sys::cpustat::CpuTimes>,
     cpu_busy_s: Option<f64>,
+    device_write_bytes: Option<u64>,
+    disk_stats: Option<crate::sys::blockstat::DiskStats>,
 }
 
 impl Outcome {
@@ -440,7 +445,26 @@ impl Outcome {
             device_busy_s: None,
             cpu_at_start: None,
             cpu_busy_s: None,
+            device_write_bytes: None,
+            disk_stats: None,
         }
+    }
+
+    /// What the measured directory's device did since `device_at_start`.
+    fn device_window(&mut self, dev: Option<(u32, u32)>, secs: f64) {
+        use crate::sys::blockstat;
+        let (Some(before), Some(dev)) = (self.device_at_start, dev) else {
+            return;
+        };
+        let Some(after) = blockstat::counters(dev) else {
+            return;
+        };
+        let (read, busy) = after.since(before);
+        self.device_read_bytes = Some(read);
+        self.device_busy_s = Some(busy);
+        self.device_write_bytes = Some(after.written_since(before));
+        let name = blockstat::name_of(dev).unwrap_or_else(|| format!("{}:{}", dev.0, dev.1));
+        self.disk_stats = Some(blockstat::DiskStats::between(&name, &before, &after, secs));
     }
 
     /// Join the workers: merge what they recorded, keep why the others failed.
@@ -558,6 +582,8 @@ impl Outcome {
             device_read_bytes: self.device_read_bytes,
             device_busy_s: self.device_busy_s,
             cpu_busy_s: self.cpu_busy_s,
+            device_write_bytes: self.device_write_bytes,
+            disk_stats: self.disk_stats,
             rec: self.merged,
             duration: self.duration,
             started_at: self.started_at,
@@ -753,11 +779,7 @@ impl<'a> Timeline<'a> {
         }
         out.duration = self.t0.elapsed().as_secs_f64();
         if !self.warming {
-            let done = out
-                .device_at_start
-                .and_then(|b| Some(crate::sys::blockstat::counters(self.mo.device?)?.since(b)));
-            out.device_read_bytes = done.map(|d| d.0);
-            out.device_busy_s = done.map(|d| d.1);
+            out.device_window(self.mo.device, self.t0.elapsed().as_secs_f64());
             out.cpu_busy_s = out
                 .cpu_at_start
                 .and_then(|b| Some(crate::sys::cpustat::now()?.busy_s_since(b)));

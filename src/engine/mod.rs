@@ -138,6 +138,10 @@ pub struct RunOptions {
     pub finish_ends_run: bool,
     /// What a flowop's latency covers.
     pub latency: Latency,
+    /// The block devices a fio job may name (`--allow-device`), and those whose data it
+    /// may overwrite (`--allow-device-with-data`): see `crate::sys::device`.
+    pub allow_devices: Vec<PathBuf>,
+    pub allow_device_data: Vec<PathBuf>,
 }
 
 impl RunOptions {
@@ -158,6 +162,8 @@ impl RunOptions {
             layout_threads: None,
             finish_ends_run: false,
             latency: Latency::Calls,
+            allow_devices: Vec::new(),
+            allow_device_data: Vec::new(),
         }
     }
 }
@@ -189,6 +195,9 @@ pub fn is_root() -> bool {
 pub enum EngineError {
     #[error("{0}")]
     Unsupported(String),
+    /// A block device a job names that the device guard refused.
+    #[error("{0}")]
+    Device(String),
     #[error(transparent)]
     RunDir(#[from] rundir::RunDirError),
     #[error("{0}")]
@@ -342,6 +351,8 @@ pub struct Prepared {
     /// A script that lays out and has no `run`: nothing to measure.
     create_only: bool,
     seconds: f64,
+    /// The block devices the jobs name, held exclusively for the run.
+    _devices: Vec<crate::sys::device::Guarded>,
 }
 
 /// Check, plan and lay out a workload: the run directory, the script's commands before its
@@ -363,6 +374,8 @@ pub fn prepare(wl: &Workload, opts: &RunOptions) -> Result<Prepared, EngineError
                 .join("\n\n"),
         ));
     }
+    // Every block device a job names passes the device guard before anything is made.
+    let devices = streamfiles::guard_devices(wl, opts).map_err(EngineError::Device)?;
     let stable = wl.filesets.iter().any(|f| f.reuse);
     // Estimate from the parameters, then plan: what is too large fails before anything is
     // allocated or created on disk.
@@ -420,6 +433,7 @@ pub fn prepare(wl: &Workload, opts: &RunOptions) -> Result<Prepared, EngineError
         keep,
         create_only,
         seconds,
+        _devices: devices,
     })
 }
 
@@ -522,7 +536,11 @@ impl Prepared {
                 progress: opts.progress,
                 continue_when_exhausted: opts.continue_when_exhausted,
                 continue_on_enospc: opts.continue_on_enospc,
-                device: crate::sys::blockstat::device_of(&rd.path),
+                // The device under the jobs' files: a block device a job names, else the
+                // run directory's.
+                device: (self._devices.first())
+                    .map(|g| (libc::major(g.rdev), libc::minor(g.rdev)))
+                    .or_else(|| crate::sys::blockstat::device_of(&rd.path)),
                 finish_ends_run: opts.finish_ends_run,
                 latency: opts.latency,
                 stream_dir: Some(rd.fd()),
@@ -538,7 +556,7 @@ impl Prepared {
             );
         }
         let processes = stats::shares::process_shares(wl, &flowops, m.duration);
-        Ok(Results {
+        let mut r = Results {
             started_at: m.started_at,
             duration_s: m.duration,
             interrupted: m.interrupted,
@@ -546,6 +564,9 @@ impl Prepared {
             device_read_bytes: m.device_read_bytes,
             device_busy_s: m.device_busy_s,
             cpu_busy_s: m.cpu_busy_s,
+            device_write_bytes: m.device_write_bytes,
+            disk_stats: m.disk_stats,
+            fio_jobs: m.rec.fio.clone(),
             processes,
             threads: wl.thread_count(),
             layout,
@@ -556,7 +577,9 @@ impl Prepared {
             host,
             series: m.series,
             ..run_results(wl, opts, rd)
-        })
+        };
+        stats::fiojob::per_job_rates(&mut r);
+        Ok(r)
     }
 
     /// Remove the run directory unless it is kept (saying so unless `quiet`).
@@ -627,11 +650,21 @@ fn announce(wl: &Workload, opts: &RunOptions, seconds: f64) {
     if opts.quiet {
         return;
     }
-    crate::errln!(
-        "fsbench: running {} for {seconds} s ({:?} mode)",
-        crate::units::count(wl.thread_count(), "thread"),
-        wl.mode
-    );
+    // A workload bounded by its work (a fio job's bytes, loops or I/O count) runs until
+    // it is done: its year-long limit is no bound to announce.
+    if seconds >= crate::fio::map::UNBOUNDED_S as f64 && wl.mode == crate::model::QuitMode::AllDone
+    {
+        crate::errln!(
+            "fsbench: running {} until each has done its work (bytes, loops or I/O count; AllDone mode, no time limit)",
+            crate::units::count(wl.thread_count(), "thread"),
+        );
+    } else {
+        crate::errln!(
+            "fsbench: running {} for {seconds} s ({:?} mode)",
+            crate::units::count(wl.thread_count(), "thread"),
+            wl.mode
+        );
+    }
     if opts.warmup > 0.0 {
         crate::errln!(
             "fsbench: warming up for {} s first (not measured; statistics start afterwards)",

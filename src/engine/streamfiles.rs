@@ -27,7 +27,11 @@ pub fn files(wl: &Workload) -> Vec<StreamFile> {
             continue;
         }
         let Some(s) = &f.stream else { continue };
-        for sf in s.files.iter().filter(|f| !f.create_on_open && !f.external) {
+        for sf in s
+            .files
+            .iter()
+            .filter(|f| !f.create_on_open && !f.external && f.device.is_none())
+        {
             match at.get(sf.name.as_str()).map(|&i| &mut out[i]) {
                 Some(o) => {
                     // One file of the largest size any of them needs.
@@ -59,7 +63,7 @@ fn check_names(wl: &Workload) -> std::io::Result<()> {
         .filter(|f| f.kind == FlowopKind::Stream)
     {
         let Some(s) = &f.stream else { continue };
-        for sf in s.files.iter().filter(|f| !f.external) {
+        for sf in s.files.iter().filter(|f| !f.external && f.device.is_none()) {
             if sf.name == MARKER || sf.name == LOCK {
                 return Err(std::io::Error::new(
                     std::io::ErrorKind::PermissionDenied,
@@ -72,6 +76,40 @@ fn check_names(wl: &Workload) -> std::io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Pass every block device a stream names through the device guard (once per device,
+/// as a writer when any stream naming it writes); the claims are held for the run.
+pub fn guard_devices(
+    wl: &Workload,
+    opts: &super::RunOptions,
+) -> Result<Vec<crate::sys::device::Guarded>, String> {
+    let mut devs: Vec<(String, u64, bool)> = Vec::new();
+    for f in wl.all_flowops() {
+        let Some(s) = f.stream.as_ref().filter(|_| f.kind == FlowopKind::Stream) else {
+            continue;
+        };
+        for sf in &s.files {
+            let Some(rdev) = sf.device else { continue };
+            match devs.iter_mut().find(|d| d.1 == rdev) {
+                Some(d) => d.2 |= s.writes,
+                None => devs.push((sf.name.clone(), rdev, s.writes)),
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for (name, rdev, writes) in devs {
+        let path = std::path::Path::new(&name);
+        let g =
+            crate::sys::device::guard(path, &opts.allow_devices, &opts.allow_device_data, writes)?;
+        if g.rdev != rdev {
+            return Err(format!(
+                "{name} is not the device it was when the job file was read"
+            ));
+        }
+        out.push(g);
+    }
+    Ok(out)
 }
 
 /// Lay the stream files out in `dir` (the run directory's descriptor).

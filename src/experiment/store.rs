@@ -486,6 +486,9 @@ fn cache_figures(r: &Results) -> Vec<(String, f64)> {
         return Vec::new();
     };
     let mut v = vec![("device_read_mb".to_string(), dev as f64 / 1e6)];
+    if let Some(w) = r.device_write_bytes {
+        v.push(("device_write_mb".to_string(), w as f64 / 1e6));
+    }
     let read: u64 = r
         .flowops
         .iter()

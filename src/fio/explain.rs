@@ -22,9 +22,23 @@ fn sizes(s: &Sizes) -> String {
 pub fn explain(m: &Mapped) -> String {
     let mut o = String::new();
     let wl = &m.workload;
+    let groups = super::map::groups(&m.jobs);
+    let phases = groups.last().map_or(1, |g| g + 1);
+    let waits = wl
+        .processes
+        .iter()
+        .any(|p| (p.threads[0].flowops[0].stream.as_deref()).is_some_and(|s| !s.wait.is_empty()));
+    let when = if waits {
+        format!(
+            "in {}: a job that waits starts when what it waits for has ended",
+            crate::units::count(phases as u64, "group")
+        )
+    } else {
+        "all at once".to_string()
+    };
     let _ = writeln!(
         o,
-        "fio job file {}: {} run by fsbench's engine, all at once",
+        "fio job file {}: {} run by fsbench's engine, {when}",
         wl.source.name,
         crate::units::count(wl.processes.len() as u64, "job"),
     );
@@ -42,6 +56,7 @@ pub fn explain(m: &Mapped) -> String {
     for (p, job) in wl.processes.iter().zip(job_of_process(m)) {
         if let Some(s) = p.threads[0].flowops[0].stream.as_deref() {
             explain_job(&mut o, &p.name, job, s);
+            let _ = writeln!(o, "  groupid={}", s.out.group);
             if s.start_delay_ns > 0 {
                 let _ = writeln!(
                     o,
@@ -66,7 +81,10 @@ pub fn explain(m: &Mapped) -> String {
     }
     let secs = wl.run_seconds.unwrap_or(0);
     if secs >= UNBOUNDED_S {
-        let _ = writeln!(o, "\nthe run ends when every job is done");
+        let _ = writeln!(
+            o,
+            "\nthe run ends when every job is done (bounded by its bytes, loops or I/O count: no time limit)"
+        );
     } else {
         let _ = writeln!(
             o,
@@ -164,7 +182,9 @@ fn explain_job(
             f.name,
             h(f.len),
             f.offset,
-            if f.external {
+            if f.device.is_some() {
+                device_text(s.writes, &f.name)
+            } else if f.external {
                 "read where it is (opendir): not laid out, never written or removed".to_string()
             } else if f.create_on_open {
                 "not laid out: created when the job opens it (create_on_open)".to_string()
@@ -176,6 +196,19 @@ fn explain_job(
         );
     }
     explain_bounds(o, job, s);
+}
+
+/// A block device as a job's file: what the run needs and what it refuses.
+fn device_text(writes: bool, name: &str) -> String {
+    let (how, data) = if writes {
+        (
+            "read and written",
+            ", or carries a file system, RAID or partition table (unless --allow-device-with-data)",
+        )
+    } else {
+        ("read", "")
+    };
+    format!("a block device, {how} where it is, never laid out or removed: the run needs --allow-device {name} and refuses it when it is mounted or in use{data}")
 }
 
 /// How a job clone ends, its engine and open flags, its syncs and think time.
@@ -268,6 +301,71 @@ fn explain_bounds(o: &mut String, job: &super::job::Job, s: &crate::model::strea
             s.think_us, s.think_blocks
         );
     }
+    explain_verify(o, s);
+    explain_logs(o, &s.out);
+}
+
+/// What a verifying job checks, and how its verify phase reads.
+fn explain_verify(o: &mut String, s: &crate::model::stream::Stream) {
+    if !s.verify {
+        return;
+    }
+    let how = if s.depth > 0 {
+        format!(
+            "queued {} at a time through io_uring, as the job's I/O",
+            s.depth
+        )
+    } else {
+        "one at a time, as the job's engine reads".to_string()
+    };
+    let what = if s.writes && s.do_verify {
+        let when = if s.verify_backlog > 0 {
+            format!("after every {} writes and at its end", s.verify_backlog)
+        } else {
+            "after each pass".to_string()
+        };
+        format!("every block written carries a header and checksum; read back {when}, {how}")
+    } else {
+        format!("every block read is checked (header and checksum), {how}")
+    };
+    let _ = writeln!(o, "  verify: {what}");
+    let _ = writeln!(
+        o,
+        "  verify summary in the report: blocks checked, mismatches, the first bad file and offset{}",
+        if s.verify_fatal {
+            "; the job stops at the first (verify_fatal)"
+        } else {
+            ""
+        }
+    );
+}
+
+/// The log files a job writes.
+fn explain_logs(o: &mut String, out: &crate::model::stream::FioOut) {
+    let n = out.thread_number;
+    let mut files = Vec::new();
+    if let Some(p) = &out.bw_log {
+        files.push(format!("{p}_bw.{n}.log"));
+    }
+    if let Some(p) = &out.iops_log {
+        files.push(format!("{p}_iops.{n}.log"));
+    }
+    if let Some(p) = &out.lat_log {
+        files.extend(["slat", "clat", "lat"].map(|k| format!("{p}_{k}.{n}.log")));
+    }
+    if files.is_empty() {
+        return;
+    }
+    let avg = if out.log_avg_ms > 0 {
+        format!(
+            "{} over every {} ms",
+            if out.log_max { "maxima" } else { "averages" },
+            out.log_avg_ms
+        )
+    } else {
+        "a line per I/O".to_string()
+    };
+    let _ = writeln!(o, "  logs: {} ({avg})", files.join(", "));
 }
 
 /// The job section of each process, in order (clones repeat their job).

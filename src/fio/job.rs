@@ -170,15 +170,22 @@ pub struct Job {
     pub rwmixread: u32,
     pub bs: [Bs; 2],
     pub size: Option<u64>,
+    /// `size=N%`: that share of each existing file's or device's size.
+    pub size_pct: Option<f64>,
     pub filesize: Option<(u64, u64)>,
     pub nrfiles: u64,
     pub filename: Option<(String, Span, Arc<SourceFile>)>,
+    /// `filename_format` (fio's default `$jobname.$jobnum.$filenum`), with its place.
+    pub filename_format: Option<(String, Span, Arc<SourceFile>)>,
     pub directory: Option<String>,
     pub numjobs: u32,
     pub group_reporting: bool,
     pub engine: Engine,
     pub ioengine_name: String,
     pub iodepth: u32,
+    /// io_uring's `hipri` (polled completions), `fixedbufs` (registered buffers) and
+    /// `registered_files` (registered descriptors).
+    pub uring_opts: [bool; 3],
     /// `iodepth_batch_submit`, `iodepth_batch_complete_min`, `iodepth_batch_complete_max`.
     pub iodepth_batch: [u32; 3],
     pub direct: bool,
@@ -246,6 +253,14 @@ pub struct Job {
     pub given: Vec<(String, Span, Arc<SourceFile>)>,
     /// Each option as it was read (expanded), in order: the run's record of the job.
     pub values: Vec<(String, String)>,
+    /// The options of the job's own section and of the `[global]` sections before it, as
+    /// written (fio's JSON lists them as `job options` and `global options`).
+    pub own: Vec<(String, String)>,
+    pub globals: Vec<(String, String)>,
+    /// Reports and logs (`write_lat_log`, `percentile_list`, ...).
+    pub out: super::job_out::JobOut,
+    /// One of its options was refused (its other checks are then partial).
+    pub had_errors: bool,
 }
 
 impl Job {
@@ -262,15 +277,18 @@ impl Job {
             rwmixread: 50,
             bs: [Bs::Fixed(4096), Bs::Fixed(4096)],
             size: None,
+            size_pct: None,
             filesize: None,
             nrfiles: 1,
             filename: None,
+            filename_format: None,
             directory: None,
             numjobs: 1,
             group_reporting: false,
             engine: Engine::Psync,
             ioengine_name: "psync".into(),
             iodepth: 1,
+            uring_opts: [false; 3],
             iodepth_batch: [1, 1, 0],
             direct: false,
             sync: SyncMode::None,
@@ -322,6 +340,10 @@ impl Job {
             description: None,
             given: Vec::new(),
             values: Vec::new(),
+            own: Vec::new(),
+            globals: Vec::new(),
+            out: Default::default(),
+            had_errors: false,
         }
     }
 
@@ -342,7 +364,19 @@ impl Job {
 
 /// The jobs of a file: each job section over the `[global]` sections before it.
 pub fn jobs(sections: &[Section]) -> Result<Vec<Job>, Vec<Diagnostic>> {
-    let mut errors = Vec::new();
+    let (jobs, errors) = read_jobs(sections);
+    if errors.is_empty() {
+        Ok(jobs)
+    } else {
+        Err(errors)
+    }
+}
+
+/// The jobs of a file and every error in their options, each once: a `[global]` line
+/// applies to every job after it, and its error is reported at its place once, not once
+/// per job.
+pub fn read_jobs(sections: &[Section]) -> (Vec<Job>, Vec<Diagnostic>) {
+    let mut errors: Vec<Diagnostic> = Vec::new();
     let mut global: Vec<&Opt> = Vec::new();
     let mut out = Vec::new();
     for s in sections {
@@ -353,16 +387,22 @@ pub fn jobs(sections: &[Section]) -> Result<Vec<Job>, Vec<Diagnostic>> {
         let mut job = Job::new(&s.name, &s.src, s.span);
         let all: Vec<&Opt> = global.iter().copied().chain(s.opts.iter()).collect();
         // kb_base decides how every size reads: fio applies it first (its priority).
-        for o in all.iter().filter(|o| o.key == "kb_base") {
+        let (kb, rest): (Vec<&Opt>, Vec<&Opt>) = all.iter().partition(|o| o.key == "kb_base");
+        for o in kb.into_iter().chain(rest) {
             if let Err(d) = apply(&mut job, o) {
-                errors.push(d);
+                job.had_errors = true;
+                let seen = errors.iter().any(|e| {
+                    e.span == d.span && e.source.name == d.source.name && e.message == d.message
+                });
+                if !seen {
+                    errors.push(d);
+                }
             }
         }
-        for o in all.iter().filter(|o| o.key != "kb_base") {
-            if let Err(d) = apply(&mut job, o) {
-                errors.push(d);
-            }
-        }
+        // fio lists the options given with a value (a bare `stonewall` is not listed).
+        let written = |o: &&Opt| Some((o.key.clone(), o.value.clone()?));
+        job.globals = global.iter().filter_map(written).collect();
+        job.own = s.opts.iter().filter_map(|o| written(&o)).collect();
         out.push(job);
     }
     if out.is_empty() && errors.is_empty() {
@@ -374,11 +414,7 @@ pub fn jobs(sections: &[Section]) -> Result<Vec<Job>, Vec<Diagnostic>> {
             ));
         }
     }
-    if errors.is_empty() {
-        Ok(out)
-    } else {
-        Err(errors)
-    }
+    (out, errors)
 }
 
 /// Canonical names of the aliases fsbench reads.
@@ -408,7 +444,8 @@ pub fn apply(job: &mut Job, o: &Opt) -> Result<(), Diagnostic> {
         .or_else(|| apply_files(job, key, o))
         .or_else(|| apply_data(job, key, o))
         .or_else(|| apply_time(job, key, o))
-        .or_else(|| apply_misc(job, key, o));
+        .or_else(|| apply_misc(job, key, o))
+        .or_else(|| super::job_out::apply(&mut job.out, &job.name, key, o));
     match known {
         Some(Ok(())) => {
             job.given.push((key.to_string(), o.key_span, o.src.clone()));
@@ -552,6 +589,18 @@ fn apply_engine(job: &mut Job, key: &str, o: &Opt) -> Option<R> {
                     _ => return Err(format!("`{v}` is not an I/O engine fsbench runs")),
                 };
                 job.ioengine_name = v.to_string();
+                Ok(())
+            }
+            "hipri" | "fixedbufs" | "registered_files" => {
+                let on = match o.value.as_deref() {
+                    None => true,
+                    Some(v) => value::boolean(v)?,
+                };
+                let i = ["hipri", "fixedbufs", "registered_files"]
+                    .iter()
+                    .position(|k| *k == key)
+                    .expect("one of the three");
+                job.uring_opts[i] = on;
                 Ok(())
             }
             "iodepth" => {
@@ -785,12 +834,26 @@ fn apply_data(job: &mut Job, key: &str, o: &Opt) -> Option<R> {
     unknown_is_none(r)
 }
 
+/// `directory=`: one directory; something there that is no directory (a FIFO would hold
+/// the run in its open for ever) is refused now, a missing one when the run needs it.
+fn directory(v: &str) -> Result<String, String> {
+    if v.contains(':') {
+        return Err(format!(
+            "`{v}`: several directories (`:`-separated) are not supported by fsbench"
+        ));
+    }
+    match crate::input::check_dir(std::path::Path::new(v)) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(format!("`{v}`: {e}")),
+        _ => Ok(v.to_string()),
+    }
+}
+
 fn apply_files(job: &mut Job, key: &str, o: &Opt) -> Option<R> {
     let kb = job.kb_base;
     let r = (|| -> R {
         match key {
             "size" => {
-                job.size = Some(value::size(need(o)?, kb)?);
+                (job.size, job.size_pct) = super::job_out::size(need(o)?, kb)?;
                 Ok(())
             }
             "filesize" => {
@@ -812,22 +875,14 @@ fn apply_files(job: &mut Job, key: &str, o: &Opt) -> Option<R> {
                 job.filename = Some((need(o)?.to_string(), o.val_span, o.src.clone()));
                 Ok(())
             }
-            "directory" => {
+            "filename_format" => {
                 let v = need(o)?;
-                if v.contains(':') {
-                    return Err(format!(
-                        "`{v}`: several directories (`:`-separated) are not supported by fsbench"
-                    ));
-                }
-                // Something there that is no directory (a FIFO would hold the run in its
-                // open for ever) is refused now; a missing one when the run needs it.
-                match crate::input::check_dir(std::path::Path::new(v)) {
-                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                        return Err(format!("`{v}`: {e}"))
-                    }
-                    _ => {}
-                }
-                job.directory = Some(v.to_string());
+                super::job_out::filename_format(v)?;
+                job.filename_format = Some((v.to_string(), o.val_span, o.src.clone()));
+                Ok(())
+            }
+            "directory" => {
+                job.directory = Some(directory(need(o)?)?);
                 Ok(())
             }
             "offset" => {
@@ -977,6 +1032,9 @@ fn apply_misc(job: &mut Job, key: &str, o: &Opt) -> Option<R> {
                 job.group_reporting = set(o)?;
                 Ok(())
             }
+            // fio's clones are processes unless `thread`; fsbench's are always threads of
+            // one process, so the line asks for what fsbench does anyway.
+            "thread" => set(o).map(|_| ()),
             "randrepeat" => {
                 job.randrepeat = value::boolean(need(o)?)?;
                 Ok(())
@@ -1147,5 +1205,9 @@ mod tests {
         assert!(j[0].direct);
         assert_eq!(j[0].sync, SyncMode::Dsync);
         assert_eq!(j[0].runtime_us, 120_000_000);
+        // `thread` (fsbench's clones are threads anyway) is a boolean like the others.
+        assert!(read("[a]\nthread\n[b]\nthread=0\n").is_ok());
+        let e = read("[a]\nthread=2\n").unwrap_err();
+        assert_eq!(e.len(), 1, "{e:?}");
     }
 }

@@ -5,9 +5,10 @@
 
 use super::job::{Bs, Engine, Falloc, Job, Rate, SyncMode};
 use crate::lang::{Diagnostic, Diagnostics, SourceFile, Span};
-use crate::model::stream::{MinRate, Pace, Prealloc, Sizes, Skew, Stream, StreamFile};
+use crate::model::stream::{FioOut, MinRate, Pace, Prealloc, Sizes, Skew, Stream, StreamFile};
 use crate::model::{FlowopKind, Process, QuitMode, Thread, Workload};
 use rand::Rng as _;
+use std::path::Path;
 use std::sync::Arc;
 
 /// A job file mapped: the workload the engine runs, and what `run`, `show` and `check`
@@ -154,7 +155,9 @@ fn check_filenames(job: &Job, errors: &mut Vec<Diagnostic>) {
             *span
         };
         at += part.len() + 1;
-        if part.is_empty() || part.contains('/') || part == "." || part == ".." {
+        if part.starts_with('/') && crate::sys::device::block_rdev(Path::new(part)).is_some() {
+            check_device(job, part, errors);
+        } else if part.is_empty() || part.contains('/') || part == "." || part == ".." {
             errors.push(
                 Diagnostic::error(src, place, format!("filename `{part}`: fsbench writes only inside the run directory it creates; give plain file names"))
                     .with_help("choose where the run directory goes with `directory=` or `--dir`"),
@@ -164,6 +167,24 @@ fn check_filenames(job: &Job, errors: &mut Vec<Diagnostic>) {
                 Diagnostic::error(src, place, format!("filename `{part}`: names starting with `{OWN_PREFIX}` are fsbench's own in its run directory (its marker and lock); a job may not write or remove them"))
                     .with_help("choose another file name"),
             );
+        }
+    }
+}
+
+/// A block device as a job's file: read and written where it is, after the engine's
+/// guard; never laid out or removed.
+fn check_device(job: &Job, part: &str, errors: &mut Vec<Diagnostic>) {
+    for (key, on) in [
+        ("unlink", job.unlink),
+        ("create_on_open", job.create_on_open),
+        ("opendir", job.opendir.is_some()),
+    ] {
+        if on {
+            errors.push(at(
+                job,
+                key,
+                format!("`{key}` with the block device {part}: fsbench never creates or removes a device"),
+            ));
         }
     }
 }
@@ -198,9 +219,24 @@ fn check(job: &Job, first: bool, errors: &mut Vec<Diagnostic>) {
             "`time_based` needs `runtime=`".into(),
         ));
     }
+    let devices_only = job.filename.as_ref().is_some_and(|(n, _, _)| {
+        n.split(':')
+            .all(|p| p.starts_with('/') && crate::sys::device::block_rdev(Path::new(p)).is_some())
+    });
+    if job.size_pct.is_some() && !devices_only && job.opendir.is_none() {
+        errors.push(at(
+            job,
+            "size",
+            "`size=N%` takes a share of an existing file's or device's size, and fsbench's files are made anew in its run directory: give a size, or name a block device (filename=/dev/X) or opendir=".into(),
+        ));
+    }
     if job.opendir.is_some() {
         check_opendir(job, errors);
-    } else if job.size.is_none() && job.filesize.is_none() {
+    } else if job.size.is_none()
+        && job.filesize.is_none()
+        && job.size_pct.is_none()
+        && !devices_only
+    {
         errors.push(Diagnostic::error(
             &job.src,
             job.span,
@@ -211,6 +247,8 @@ fn check(job: &Job, first: bool, errors: &mut Vec<Diagnostic>) {
         ));
     }
     check_filenames(job, errors);
+    check_format(job, errors);
+    check_uring_opts(job, errors);
     check_rates(job, errors);
     check_verify(job, errors);
     check_stride(job, errors);
@@ -379,9 +417,7 @@ fn clone_files(job: &Job, k: u32) -> Vec<StreamFile> {
     }
     let names: Vec<String> = match &job.filename {
         Some((n, _, _)) => n.split(':').map(str::to_string).collect(),
-        None => (0..job.nrfiles)
-            .map(|i| format!("{}.{k}.{i}", job.name))
-            .collect(),
+        None => (0..job.nrfiles).map(|i| file_name(job, k, i)).collect(),
     };
     let nr = names.len() as u64;
     let offset = job.offset + job.offset_increment * k as u64;
@@ -419,18 +455,110 @@ fn clone_files(job: &Job, k: u32) -> Vec<StreamFile> {
                     l
                 }
             };
+            let device = name
+                .starts_with('/')
+                .then(|| crate::sys::device::block_rdev(Path::new(&name)))
+                .flatten();
+            let len = match device {
+                // fio: a device without `size=` is used whole from the offset; with
+                // `size=N%`, that share of it.
+                Some(rdev) if job.size.is_none() && job.filesize.is_none() => {
+                    let whole = crate::sys::device::size_of(rdev).unwrap_or(0);
+                    share(whole, job.size_pct, min_bs).saturating_sub(offset)
+                }
+                _ => len,
+            };
             StreamFile {
                 name,
                 offset,
                 len,
-                prealloc,
-                fill: job.read,
+                prealloc: if device.is_some() {
+                    Prealloc::None
+                } else {
+                    prealloc
+                },
+                fill: job.read && device.is_none(),
                 fill_bs: job.bs[1].max(),
                 create_on_open: job.create_on_open,
                 external: false,
+                device,
             }
         })
         .collect()
+}
+
+/// A file's name, as fio's `make_filename` expands `filename_format` (by default
+/// `$jobname.$jobnum.$filenum`): the job's name, the clone's number and the file's.
+fn file_name(job: &Job, k: u32, i: u64) -> String {
+    match &job.filename_format {
+        None => format!("{}.{k}.{i}", job.name),
+        Some((f, _, _)) => f
+            .replace("$jobname", &job.name)
+            .replace("$jobnum", &k.to_string())
+            .replace("$filenum", &i.to_string()),
+    }
+}
+
+/// `hipri`, `fixedbufs` and `registered_files` are io_uring's options, as in fio; polled
+/// completions (`hipri`) are the kernel's for O_DIRECT I/O only, and have no fsync.
+fn check_uring_opts(job: &Job, errors: &mut Vec<Diagnostic>) {
+    for (i, key) in ["hipri", "fixedbufs", "registered_files"]
+        .iter()
+        .enumerate()
+    {
+        if job.uring_opts[i] && job.ioengine_name != "io_uring" {
+            errors.push(at(
+                job,
+                key,
+                format!(
+                    "`{key}` is an option of ioengine=io_uring (this job's engine is {})",
+                    job.ioengine_name
+                ),
+            ));
+        }
+    }
+    if job.uring_opts[0] && job.ioengine_name == "io_uring" {
+        if !job.direct {
+            errors.push(at(
+                job,
+                "hipri",
+                "`hipri` polls for completions, which the kernel does for O_DIRECT I/O only: add direct=1".into(),
+            ));
+        }
+        if job.fsync > 0 || job.fdatasync > 0 {
+            errors.push(at(
+                job,
+                "hipri",
+                "`hipri` with `fsync`/`fdatasync`: a polled ring cannot queue a sync (the kernel refuses it)".into(),
+            ));
+        }
+    }
+}
+
+/// `filename_format`'s names must be plain names in the run directory.
+fn check_format(job: &Job, errors: &mut Vec<Diagnostic>) {
+    let Some((f, span, src)) = &job.filename_format else {
+        return;
+    };
+    if job.filename.is_some() {
+        return;
+    }
+    let name = file_name(job, 0, 0);
+    let bad = name.is_empty() || name.contains('/') || name == "." || name == "..";
+    if bad || name.starts_with(OWN_PREFIX) {
+        errors.push(Diagnostic::error(
+            src,
+            *span,
+            format!("filename_format `{f}` makes `{name}`: fsbench writes only plain names inside the run directory it creates, and names starting with `{OWN_PREFIX}` are its own"),
+        ));
+    }
+}
+
+/// `size=N%` of a file or device of `whole` bytes (all of it without), in whole blocks.
+fn share(whole: u64, pct: Option<f64>, min_bs: u64) -> u64 {
+    let Some(p) = pct else { return whole };
+    let s = (whole as f64 * p / 100.0) as u64;
+    s - s % min_bs.max(1)
 }
 
 /// `opendir`'s files, read where they are: each its whole size from the offset (with
@@ -441,7 +569,7 @@ fn dir_files(job: &Job, list: &[(String, u64)], k: u32) -> Vec<StreamFile> {
     let each = job.size.map(|s| s / list.len() as u64);
     list.iter()
         .map(|(path, real)| {
-            let mut len = real.saturating_sub(offset);
+            let mut len = share(*real, job.size_pct, min_bs).saturating_sub(offset);
             if let Some(e) = each {
                 len = len.min(e);
             }
@@ -454,6 +582,7 @@ fn dir_files(job: &Job, list: &[(String, u64)], k: u32) -> Vec<StreamFile> {
                 fill_bs: 0,
                 create_on_open: false,
                 external: true,
+                device: None,
             }
         })
         .collect()
@@ -623,6 +752,7 @@ fn stream_of(job: &Job, j: usize, k: u32, stats: &mut Stats, report: &str) -> St
             0
         },
         batch: job.iodepth_batch,
+        uring_opts: job.uring_opts,
         pace: [0, 1].map(|d| pace(job, d)),
         poisson: job.poisson,
         unlink: job.unlink,
@@ -655,7 +785,110 @@ fn stream_of(job: &Job, j: usize, k: u32, stats: &mut Stats, report: &str) -> St
         start_delay_ns: start_delay_us(job, j, k).saturating_mul(1000),
         job: j,
         wait: Vec::new(),
+        out: Arc::new(FioOut::default()),
     }
+}
+
+/// fio's line about a job before it runs: its pattern, block sizes, engine and depth.
+fn header(job: &Job) -> String {
+    let rw = job
+        .values
+        .iter()
+        .rev()
+        .find(|(k, _)| k == "rw")
+        .map_or("read", |(_, v)| v.as_str());
+    let b = |d: usize| format!("{}B-{}B", job.bs[d].min(), job.bs[d].max());
+    format!(
+        "rw={rw}, bs=(R) {}, (W) {}, (T) {}, ioengine={}, iodepth={}",
+        b(0),
+        b(1),
+        b(0),
+        job.ioengine_name,
+        job.iodepth
+    )
+}
+
+/// A clone's reporting: its job's options, its `group` and `thread_number`.
+fn fio_out(job: &Job, group: u32, thread_number: u32) -> FioOut {
+    let o = &job.out;
+    FioOut {
+        jobname: job.name.clone(),
+        group,
+        thread_number,
+        percentiles: o.percentiles.clone(),
+        clat_percentiles: o.clat_percentiles,
+        lat_percentiles: o.lat_percentiles,
+        slat_percentiles: o.slat_percentiles,
+        bw_log: o.bw_log.clone(),
+        lat_log: o.lat_log.clone(),
+        iops_log: o.iops_log.clone(),
+        log_avg_ms: o.log_avg_ms,
+        log_max: o.log_max,
+        log_offset: o.log_offset,
+        bw_avg_ms: o.bw_avg_ms,
+        iops_avg_ms: o.iops_avg_ms,
+        options: job.own.clone(),
+        globals: job.globals.clone(),
+        header: header(job),
+        iodepth: job.iodepth,
+    }
+}
+
+/// Each job's `groupid`, as fio counts them: one more at each `stonewall` or `new_group`
+/// after the first job.
+pub fn groups(jobs: &[Job]) -> Vec<u32> {
+    let mut g = 0;
+    (jobs.iter().enumerate())
+        .map(|(j, job)| {
+            if j > 0 && (job.stonewall || job.new_group) {
+                g += 1;
+            }
+            g
+        })
+        .collect()
+}
+
+/// A process of one thread per job clone, whose one flowop is the clone's stream.
+fn processes(jobs: &[Job], waits: &[Vec<(usize, u32)>], stats: &mut Stats) -> Vec<Process> {
+    let mut processes = Vec::new();
+    let names = report_names(jobs);
+    let group = groups(jobs);
+    let mut thread_number = 0;
+    for (j, job) in jobs.iter().enumerate() {
+        for k in 0..job.numjobs {
+            let report = names[j][k as usize].clone();
+            let mut stream = stream_of(job, j, k, stats, &report);
+            stream.job = j;
+            stream.wait = waits[j].clone();
+            thread_number += 1;
+            stream.out = Arc::new(fio_out(job, group[j], thread_number));
+            let mut f = crate::model::build::stream_flowop(job.span);
+            f.name = report.clone();
+            f.stat = if job.read {
+                stream.stat_read
+            } else {
+                stream.stat_write
+            };
+            let memsize = stream.max_bs();
+            f.stream = Some(Arc::new(stream));
+            processes.push(Process {
+                name: report.clone(),
+                span: job.span,
+                instances: 1,
+                nice: None,
+                threads: vec![Thread {
+                    name: report,
+                    span: job.span,
+                    instances: 1,
+                    memsize,
+                    useism: false,
+                    ioprio: None,
+                    flowops: vec![f],
+                }],
+            });
+        }
+    }
+    processes
 }
 
 /// Map the jobs of a file onto a workload named `name`.
@@ -688,40 +921,7 @@ pub fn map(name: &str, src: &Arc<SourceFile>, jobs: Vec<Job>) -> Result<Mapped, 
         return Err(Diagnostics(errors));
     }
     let mut stats = Stats { names: Vec::new() };
-    let mut processes = Vec::new();
-    let names = report_names(&jobs);
-    for (j, job) in jobs.iter().enumerate() {
-        for k in 0..job.numjobs {
-            let report = names[j][k as usize].clone();
-            let mut stream = stream_of(job, j, k, &mut stats, &report);
-            stream.job = j;
-            stream.wait = waits[j].clone();
-            let mut f = crate::model::build::stream_flowop(job.span);
-            f.name = report.clone();
-            f.stat = if job.read {
-                stream.stat_read
-            } else {
-                stream.stat_write
-            };
-            let memsize = stream.max_bs();
-            f.stream = Some(Arc::new(stream));
-            processes.push(Process {
-                name: report.clone(),
-                span: job.span,
-                instances: 1,
-                nice: None,
-                threads: vec![Thread {
-                    name: report,
-                    span: job.span,
-                    instances: 1,
-                    memsize,
-                    useism: false,
-                    ioprio: None,
-                    flowops: vec![f],
-                }],
-            });
-        }
-    }
+    let processes = processes(&jobs, &waits, &mut stats);
     let run_seconds = run_limit(&jobs, &waits);
     let ramp_s = jobs.iter().map(|j| j.ramp_time_us).max().unwrap_or(0) as f64 / 1e6;
     let workload = Workload {

@@ -7,6 +7,7 @@ pub mod explain;
 pub mod expr;
 pub mod ini;
 pub mod job;
+pub mod job_out;
 pub mod map;
 pub mod value;
 
@@ -28,8 +29,33 @@ pub fn load_source(name: &str, src: &Arc<SourceFile>) -> Result<Mapped, Diagnost
         env: &env,
     };
     let sections = ini::parse(src, &x)?;
-    let jobs = job::jobs(&sections).map_err(Diagnostics)?;
-    map::map(name, src, jobs)
+    let (jobs, mut errors) = job::read_jobs(&sections);
+    if errors.is_empty() {
+        return map::map(name, src, jobs);
+    }
+    // Every error in one pass: the options' and the jobs' checks, less a check of a whole
+    // job whose options had errors (a refused `size=` is not also "no size").
+    let partial: Vec<crate::lang::Span> = jobs
+        .iter()
+        .filter(|j| j.had_errors)
+        .map(|j| j.span)
+        .collect();
+    if !jobs.is_empty() {
+        if let Err(Diagnostics(more)) = map::map(name, src, jobs) {
+            for d in more {
+                let dup = errors.iter().any(|e| {
+                    e.span == d.span && e.source.name == d.source.name && e.message == d.message
+                });
+                if !dup && !partial.contains(&d.span) {
+                    errors.push(d);
+                }
+            }
+        }
+    }
+    errors.sort_by(|a, b| {
+        (a.source.name.as_str(), a.span.start).cmp(&(b.source.name.as_str(), b.span.start))
+    });
+    Err(Diagnostics(errors))
 }
 
 /// The text of a one-line job (`--fio 'rw=randread bs=4k size=1g'`): a `[fio]` section

@@ -319,9 +319,13 @@ fn driver_window(m: &mut dyn Measurement) -> Result<Results> {
     let r = m.run_once();
     crate::sys::mark::mark(crate::sys::mark::MARK_END);
     let mut r = r?;
-    let done = dev_before.and_then(|b| Some(crate::sys::blockstat::counters(dev?)?.since(b)));
-    r.device_read_bytes = done.map(|d| d.0);
-    r.device_busy_s = done.map(|d| d.1);
+    let after = dev.and_then(crate::sys::blockstat::counters);
+    let done = dev_before
+        .zip(after)
+        .map(|(b, a)| (a.since(b), a.written_since(b)));
+    r.device_read_bytes = done.map(|d| d.0 .0);
+    r.device_busy_s = done.map(|d| d.0 .1);
+    r.device_write_bytes = done.map(|d| d.1);
     r.cpu_busy_s = cpu_before.and_then(|b| Some(crate::sys::cpustat::now()?.busy_s_since(b)));
     Ok(r)
 }

@@ -4,6 +4,8 @@
 //! does; `fio::` maps a job onto one, and the engine runs it as one flowop
 //! ([`super::FlowopKind::Stream`]) whose I/Os count under read, write and sync statistics.
 
+use std::sync::Arc;
+
 /// Block sizes of one direction.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Sizes {
@@ -108,6 +110,10 @@ pub struct StreamFile {
     /// A file fsbench did not create (fio's `opendir`): `name` is its absolute path; it
     /// is not laid out, only read, and never removed.
     pub external: bool,
+    /// A block device (`filename=/dev/X`), by its device number: `name` is its path; it
+    /// is not laid out and never removed, and the engine touches it only after
+    /// `crate::sys::device::guard` let it.
+    pub device: Option<u64>,
 }
 
 impl StreamFile {
@@ -207,6 +213,9 @@ pub struct Stream {
     /// fio's `iodepth_batch_submit` (0: the depth), `iodepth_batch_complete_min` and
     /// `iodepth_batch_complete_max` (below the min: the min).
     pub batch: [u32; 3],
+    /// io_uring's `hipri` (a polled ring), `fixedbufs` (registered buffers, read and
+    /// written with the fixed opcodes) and `registered_files` (registered descriptors).
+    pub uring_opts: [bool; 3],
     /// Pacing of reads and writes.
     pub pace: [Pace; 2],
     /// fio's `rate_process=poisson`: the gaps between I/Os are exponential with the
@@ -254,7 +263,52 @@ pub struct Stream {
     /// for before it starts: (job, clones) whose every clone must have ended.
     pub job: usize,
     pub wait: Vec<(usize, u32)>,
+    /// What fio's reports and logs need to know of the job this stream runs.
+    pub out: Arc<FioOut>,
 }
+
+/// A fio job's reporting: its name, group and number, the percentiles it reports, the
+/// logs it writes, and its options as fio's JSON lists them.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct FioOut {
+    pub jobname: String,
+    /// `groupid`: 0, then one more at each `stonewall` or `new_group`.
+    pub group: u32,
+    /// fio's `thread_number`: the clone's place among all the file's clones, from 1
+    /// (the number in log file names).
+    pub thread_number: u32,
+    /// `percentile_list` (fio's 17 by default), and which latencies get percentiles:
+    /// `clat_percentiles` (on), `lat_percentiles`, `slat_percentiles` (off).
+    pub percentiles: Vec<f64>,
+    pub clat_percentiles: bool,
+    pub lat_percentiles: bool,
+    pub slat_percentiles: bool,
+    /// `write_bw_log`, `write_lat_log`, `write_iops_log` prefixes; `log_avg_msec`,
+    /// `log_max_value`, `log_offset`.
+    pub bw_log: Option<String>,
+    pub lat_log: Option<String>,
+    pub iops_log: Option<String>,
+    pub log_avg_ms: u64,
+    pub log_max: bool,
+    pub log_offset: bool,
+    /// `bw_avg_time` and `iops_avg_time` (500 ms): the interval of the bandwidth and IOPS
+    /// samples.
+    pub bw_avg_ms: u64,
+    pub iops_avg_ms: u64,
+    /// The options of the job's own section and of the `[global]` sections before it, as
+    /// given (fio's `job options` and `global options`).
+    pub options: Vec<(String, String)>,
+    pub globals: Vec<(String, String)>,
+    /// fio's header line of the job: its pattern, block sizes, engine and depth.
+    pub header: String,
+    pub iodepth: u32,
+}
+
+/// fio's default `percentile_list`.
+pub const PERCENTILES: [f64; 17] = [
+    1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95,
+    99.99,
+];
 
 impl Stream {
     /// The largest block either direction uses.

@@ -3,6 +3,9 @@
 pub mod compare;
 pub mod csv;
 pub mod fio;
+pub mod fio_json;
+pub mod fio_log;
+pub mod fio_terse;
 pub mod html;
 pub mod json;
 pub mod markdown;

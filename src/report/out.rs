@@ -35,10 +35,13 @@ fn export_to_stdout<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> bool {
         .map(|a| a.as_ref().to_str().unwrap_or(""))
         .collect();
     let end = args.iter().position(|a| *a == "--").unwrap_or(args.len());
-    // fio's JSON (`--output-format json`, for a fio job) goes to standard output too.
+    // fio's JSON, json+ and terse output (`--output-format`, for a fio job) go to
+    // standard output too.
+    let stdout_format =
+        |f: Option<&&str>| f.is_some_and(|f| matches!(*f, "json" | "json+" | "terse"));
     let fio_json = args[..end].iter().enumerate().any(|(i, a)| {
-        (*a == "--output-format" && args.get(i + 1) == Some(&"json"))
-            || *a == "--output-format=json"
+        (*a == "--output-format" && stdout_format(args.get(i + 1)))
+            || stdout_format(a.strip_prefix("--output-format=").as_ref())
     });
     fio_json
         || args[..end].iter().enumerate().any(|(i, a)| {

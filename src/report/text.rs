@@ -194,6 +194,9 @@ fn device_and_shares(o: &mut String, r: &Results) {
             r.device_read_bytes
                 .map(|b| format!(", read {}", crate::units::human_bytes_u64(b)))
                 .unwrap_or_default()
+                + &r.device_write_bytes
+                    .map(|b| format!(", wrote {}", crate::units::human_bytes_u64(b)))
+                    .unwrap_or_default()
         );
     }
     if let Some(pct) = r.cpu_busy_pct() {

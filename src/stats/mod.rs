@@ -7,6 +7,7 @@
 
 pub mod build_info;
 pub mod clock;
+pub mod fiojob;
 pub mod host;
 pub mod loghist;
 pub mod modes;
@@ -149,6 +150,8 @@ pub struct Recorder {
     /// User and system CPU seconds this thread used while measuring.
     pub cpu_user_s: f64,
     pub cpu_sys_s: f64,
+    /// The fio job clones this thread ran (one at most), as fio's `thread_stat`.
+    pub fio: Vec<fiojob::FioClone>,
 }
 
 impl Recorder {
@@ -168,6 +171,7 @@ impl Recorder {
         }
         self.cpu_user_s += o.cpu_user_s;
         self.cpu_sys_s += o.cpu_sys_s;
+        self.fio.extend(o.fio.iter().cloned());
     }
 
     pub fn reset(&mut self) {
@@ -176,6 +180,7 @@ impl Recorder {
         }
         self.cpu_user_s = 0.0;
         self.cpu_sys_s = 0.0;
+        self.fio.clear();
     }
 }
 

@@ -184,6 +184,8 @@ pub fn combine(runs: Vec<Results>) -> Results {
     let device_read_bytes = all.iter().map(|r| r.device_read_bytes).sum();
     let device_busy_s = all.iter().map(|r| r.device_busy_s).sum();
     let cpu_busy_s = all.iter().map(|r| r.cpu_busy_s).sum();
+    let device_write_bytes = all.iter().map(|r| r.device_write_bytes).sum();
+    // fio's figures (fio_jobs, disk_stats) are the first repetition's.
     // Drops made elsewhere: over every repetition.
     let caches_dropped_elsewhere = all
         .iter()
@@ -202,6 +204,7 @@ pub fn combine(runs: Vec<Results>) -> Results {
         disk,
         ranks: Vec::new(),
         hosts: Vec::new(),
+        device_write_bytes,
         figures,
         interrupted,
         flowops,

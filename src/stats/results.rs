@@ -300,6 +300,17 @@ pub struct Results {
     /// The hosts the ranks ran on, in order of first rank.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hosts: Vec<String>,
+    /// A fio job file's clones, each as fio's `thread_stat` records it (see
+    /// [`super::fiojob`]): what reports in fio's shapes are made of.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fio_jobs: Vec<super::fiojob::FioClone>,
+    /// What the device under the measured directory wrote over the same window as
+    /// `device_read_bytes`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_write_bytes: Option<u64>,
+    /// The device's own counters over the measured window (fio's `disk_util`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disk_stats: Option<crate::sys::blockstat::DiskStats>,
 }
 
 impl Results {
@@ -369,6 +380,9 @@ impl Results {
             disk: None,
             ranks: Vec::new(),
             hosts: Vec::new(),
+            fio_jobs: Vec::new(),
+            device_write_bytes: None,
+            disk_stats: None,
         }
     }
 }

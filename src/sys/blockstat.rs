@@ -19,6 +19,51 @@ fn read_bytes_of(sysfs: &Path) -> Option<u64> {
 pub struct Counters {
     pub read_bytes: u64,
     pub busy_ms: u64,
+    /// Bytes written (the seventh field, sectors of 512 bytes).
+    pub write_bytes: u64,
+    /// The first eleven fields as they stand: reads, merged reads, sectors read, ms
+    /// reading, writes, merged writes, sectors written, ms writing, in flight, ms busy, ms
+    /// weighted by the requests in flight (`Documentation/block/stat.rst`).
+    pub fields: [u64; 11],
+}
+
+/// What a block device did over a window, as fio's `disk_util` reports it.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct DiskStats {
+    pub name: String,
+    pub read_ios: u64,
+    pub write_ios: u64,
+    pub read_merges: u64,
+    pub write_merges: u64,
+    pub read_ticks: u64,
+    pub write_ticks: u64,
+    pub in_queue: u64,
+    /// Percent of the window the device was busy.
+    pub util: f64,
+}
+
+impl DiskStats {
+    /// The difference of two readings of device `name`, over a window of `secs`.
+    pub fn between(name: &str, before: &Counters, after: &Counters, secs: f64) -> DiskStats {
+        let d = |i: usize| after.fields[i].saturating_sub(before.fields[i]);
+        DiskStats {
+            name: name.to_string(),
+            read_ios: d(0),
+            read_merges: d(1),
+            read_ticks: d(3),
+            write_ios: d(4),
+            write_merges: d(5),
+            write_ticks: d(7),
+            in_queue: d(10),
+            util: (100.0 * d(9) as f64 / (secs * 1000.0).max(1e-9)).min(100.0),
+        }
+    }
+}
+
+/// The name of the block device numbered `dev` (`vda`, `loop3`), from sysfs.
+pub fn name_of(dev: (u32, u32)) -> Option<String> {
+    let link = std::fs::read_link(format!("/sys/dev/block/{}:{}", dev.0, dev.1)).ok()?;
+    Some(link.file_name()?.to_string_lossy().into_owned())
 }
 
 impl Counters {
@@ -29,16 +74,27 @@ impl Counters {
             self.busy_ms.saturating_sub(earlier.busy_ms) as f64 / 1000.0,
         )
     }
+
+    /// Bytes written between `earlier` and `self`.
+    pub fn written_since(self, earlier: Counters) -> u64 {
+        self.write_bytes.saturating_sub(earlier.write_bytes)
+    }
 }
 
 fn counters_of(sysfs: &Path) -> Option<Counters> {
     let text = std::fs::read_to_string(sysfs.join("stat")).ok()?;
-    let fields: Vec<&str> = text.split_whitespace().collect();
-    let sectors: u64 = fields.get(2)?.parse().ok()?;
-    let busy_ms: u64 = fields.get(9)?.parse().ok()?;
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let sectors: u64 = words.get(2)?.parse().ok()?;
+    let busy_ms: u64 = words.get(9)?.parse().ok()?;
+    let mut fields = [0u64; 11];
+    for (f, w) in fields.iter_mut().zip(&words) {
+        *f = w.parse().unwrap_or(0);
+    }
     Some(Counters {
         read_bytes: sectors * 512,
         busy_ms,
+        write_bytes: fields[6] * 512,
+        fields,
     })
 }
 
@@ -152,21 +208,18 @@ mod tests {
         std::fs::create_dir_all(&d).unwrap();
         std::fs::write(d.join("stat"), "  10 0 24 5 0 0 0 0 0 0 0\n").unwrap();
         assert_eq!(read_bytes_of(&d), Some(24 * 512));
-        assert_eq!(
-            counters_of(&d),
-            Some(Counters {
-                read_bytes: 24 * 512,
-                busy_ms: 0
-            })
-        );
+        let c = counters_of(&d).unwrap();
+        assert_eq!((c.read_bytes, c.busy_ms, c.write_bytes), (24 * 512, 0, 0));
         std::fs::write(d.join("stat"), " 10 0 24 5 0 0 0 0 2 7350 9 0 0 0 0\n").unwrap();
         let later = counters_of(&d).unwrap();
         assert_eq!(later.busy_ms, 7350);
         let (bytes, busy) = later.since(Counters {
             read_bytes: 8 * 512,
             busy_ms: 350,
+            ..later
         });
         assert_eq!((bytes, busy), (16 * 512, 7.0));
+        assert_eq!((later.write_bytes, later.fields[8]), (0, 2));
         std::fs::write(d.join("stat"), "garbage").unwrap();
         assert_eq!(read_bytes_of(&d), None);
         assert_eq!(counters_of(&d), None);

@@ -4,6 +4,7 @@ pub mod blockstat;
 pub mod cachedrops;
 pub mod cgroup;
 pub mod cpustat;
+pub mod device;
 pub mod fsmagic;
 pub mod io;
 pub mod iosched;

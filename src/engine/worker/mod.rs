@@ -13,6 +13,7 @@ mod pace;
 mod plain;
 mod rw;
 mod stream;
+mod stream_fio;
 mod stream_mmap;
 mod stream_skew;
 mod stream_uring;
@@ -242,6 +243,8 @@ pub struct Worker<'a> {
     cpu0: (f64, f64),
     /// The open files and progress of this thread's `stream` flowop.
     stream: Option<Box<stream::StreamState>>,
+    /// What the stream's fio job clone records as fio does.
+    fio: Option<Box<stream_fio::FioRun>>,
 }
 
 /// The largest whole-file request a thread can make: whole-file flowops without an `iosize`
@@ -351,6 +354,7 @@ impl<'a> Worker<'a> {
             plain: plain::Plain::for_thread(sh, thread),
             span_div: (0, 1, 0),
             stream: None,
+            fio: None,
         })
     }
 
@@ -383,6 +387,7 @@ impl<'a> Worker<'a> {
                 b.clear();
             }
             self.cpu0 = crate::stats::thread_cpu();
+            self.fio_restart();
         } else {
             // The latencies of this interval are in the publication below.
             for stat in 0..self.lat.len() {

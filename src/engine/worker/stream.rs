@@ -161,6 +161,7 @@ impl Worker<'_> {
                 },
             });
         }
+        let fds: Vec<RawFd> = files.iter().map(|f| f.fd).collect();
         let seed = rng_seed;
         let mut rng = crate::dist::rng(seed, 0x5157);
         let first = if s.reads && s.writes {
@@ -194,7 +195,7 @@ impl Worker<'_> {
             content_seed: seed ^ ((s.job as u64) << 32),
             timed: false,
             ring: if s.depth > 0 {
-                Some(super::stream_uring::Ring::new(s, &mut self.rng).map_err(Fail::Error)?)
+                Some(super::stream_uring::Ring::new(s, &mut self.rng, &fds).map_err(Fail::Error)?)
             } else {
                 None
             },
@@ -218,6 +219,10 @@ impl Worker<'_> {
         let name = std::ffi::CString::new(f.name.as_bytes())
             .map_err(|_| Fail::Error(format!("file name {:?} holds a NUL", f.name)))?;
         let flags_extra = if s.osync { libc::O_SYNC } else { 0 };
+        if let Some(rdev) = f.device {
+            return Self::stream_open_device(&name, rdev, how.flags() | flags_extra)
+                .map_err(|e| Fail::Error(format!("open {}: {e}", f.name)));
+        }
         if f.external {
             // opendir: a file fsbench did not create, opened read-only by its path (the job
             // file's check refuses a writing job; this holds whatever reached here).
@@ -250,6 +255,33 @@ impl Worker<'_> {
         .map_err(|e| Fail::Error(format!("open {}: {e}", f.name)))
     }
 
+    /// Open a block device the engine's guard let (`crate::sys::device`), by its path,
+    /// and make sure it is still that device.
+    fn stream_open_device(
+        name: &std::ffi::CStr,
+        rdev: u64,
+        flags: libc::c_int,
+    ) -> std::io::Result<RawFd> {
+        let flags = (flags & !(libc::O_CREAT | libc::O_TRUNC)) | libc::O_CLOEXEC;
+        // SAFETY: a NUL-terminated path; no O_CREAT, so no mode.
+        let fd = unsafe { libc::open(name.as_ptr(), flags) };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: fstat into a zeroed struct on the descriptor just opened.
+        let ok = unsafe { libc::fstat(fd, &mut st) } == 0
+            && st.st_mode & libc::S_IFMT == libc::S_IFBLK
+            && st.st_rdev == rdev;
+        if !ok {
+            let _ = io::close(fd);
+            return Err(std::io::Error::other(
+                "not the block device the guard let (it changed)",
+            ));
+        }
+        Ok(fd)
+    }
+
     pub(super) fn op_stream(&mut self, f: &Flowop) -> Result<Flow, Fail> {
         let s = f
             .stream
@@ -270,6 +302,7 @@ impl Worker<'_> {
             }
             let st = self.stream_open(&s)?;
             self.stream = Some(Box::new(st));
+            self.fio_begin(&s);
         }
         if s.runtime_ns > 0 {
             let st = self.stream.as_ref().expect("set above");
@@ -666,6 +699,7 @@ impl Worker<'_> {
             (s.stat_write, FlowopKind::Write)
         };
         self.done_stat(stat, kind, ns, n);
+        self.fio_sync_io(dir, n, len as u64, off, ns);
         self.stream_account(s, dir, fi, off, len as u64, n);
         // fio checks the reads of a job that only reads; a mixed job's own reads are not
         // checked (its verify phase reads are).
@@ -821,6 +855,7 @@ impl Worker<'_> {
             return Err(Fail::Error(format!("fsync: {e}")));
         }
         self.done_stat(stat, FlowopKind::Fsync, ns, 0);
+        self.fio_fsync(stat, ns);
         Ok(Flow::Continue)
     }
 
@@ -877,7 +912,7 @@ impl Worker<'_> {
         let Some(dir) = self.sh.stream_dir else {
             return Ok(());
         };
-        for f in s.files.iter().filter(|f| !f.external) {
+        for f in s.files.iter().filter(|f| !f.external && f.device.is_none()) {
             let name = crate::beneath::component(std::ffi::OsStr::new(&f.name))
                 .map_err(|e| Fail::Error(format!("unlink {}: {e}", f.name)))?;
             match crate::owned::unlink(dir, &name) {
@@ -905,6 +940,7 @@ impl Worker<'_> {
         };
         let (stat, ramp) = (s.stat_time, s.ramp_ns);
         self.done_stat(stat, FlowopKind::Stream, ns.saturating_sub(ramp), 0);
+        self.fio_end(s);
     }
 
     /// Close the stream's files (at the end of the run, not measured).

@@ -27,6 +27,12 @@ struct Slot {
     /// The file and offset of a read or write.
     fi: usize,
     off: u64,
+    /// When it was submitted (fio's `issue_time`), and whether it is a verify read whose
+    /// blocks are checked when it completes.
+    sub: crate::stats::clock::Stamp,
+    check: bool,
+    /// Bytes asked.
+    len: u64,
 }
 
 const SYNC: usize = 2;
@@ -36,21 +42,31 @@ pub(super) struct Ring {
     ring: IoUring,
     slots: Vec<Slot>,
     inflight: usize,
-    /// Queued and not yet submitted.
+    /// Queued and not yet submitted, and their slots.
     queued: u32,
+    unsub: Vec<usize>,
     /// fio's `iodepth_batch_submit`, `iodepth_batch_complete_min` and `_max` (as fio
     /// settles them: the batch at most the depth, the max at least the min).
     batch: u32,
     complete_min: u32,
     complete_max: u32,
+    /// `fixedbufs` and `registered_files`: the slot's registered buffer, and the file's
+    /// registered index, are used instead of the pointer and the descriptor.
+    fixed: (bool, bool),
 }
 
 impl Ring {
-    pub(super) fn new(s: &Stream, rng: &mut Rng) -> Result<Ring, String> {
+    pub(super) fn new(s: &Stream, rng: &mut Rng, fds: &[RawFd]) -> Result<Ring, String> {
         let (depth, max_bs) = (s.depth, s.max_bs());
+        let [hipri, fixedbufs, registered] = s.uring_opts;
         // Submitted one at a time: the submission queue need not hold them all; the
-        // completion queue (twice as long) must.
-        let ring = IoUring::new(depth.next_power_of_two().clamp(2, 16384))
+        // completion queue (twice as long) must. `hipri`: completions are polled for.
+        let mut b = IoUring::builder();
+        if hipri {
+            b.setup_iopoll();
+        }
+        let ring = b
+            .build(depth.next_power_of_two().clamp(2, 16384))
             .map_err(|e| format!("io_uring is not available here ({e}): use ioengine=psync"))?;
         let mut slots = Vec::with_capacity(depth as usize);
         for _ in 0..depth {
@@ -61,14 +77,36 @@ impl Ring {
                 dir: 0,
                 fi: 0,
                 off: 0,
+                sub: 0,
+                check: false,
+                len: 0,
             });
+        }
+        if fixedbufs {
+            let iov: Vec<libc::iovec> = (slots.iter_mut())
+                .map(|sl| libc::iovec {
+                    iov_base: sl.buf.as_mut_slice().as_mut_ptr().cast(),
+                    iov_len: sl.buf.as_slice().len(),
+                })
+                .collect();
+            // SAFETY: the buffers live in the slots, which outlive the ring's use of them
+            // (the ring drains before the slots are dropped, and unregisters on drop).
+            unsafe { ring.submitter().register_buffers(&iov) }
+                .map_err(|e| format!("io_uring: registering the buffers (fixedbufs): {e}"))?;
+        }
+        if registered {
+            ring.submitter()
+                .register_files(fds)
+                .map_err(|e| format!("io_uring: registering the files (registered_files): {e}"))?;
         }
         let [batch, cmin, cmax] = s.batch;
         Ok(Ring {
+            fixed: (fixedbufs, registered),
             ring,
             slots,
             inflight: 0,
             queued: 0,
+            unsub: Vec::with_capacity(depth as usize),
             batch: if batch == 0 || batch > depth {
                 depth
             } else {
@@ -106,6 +144,44 @@ impl Ring {
     }
 }
 
+/// A read (`dir` 0) or write of `len` bytes at `off` of file `fi` (descriptor `fd`) into
+/// or from slot `id`'s buffer, with the registered buffer and file when the job asks.
+fn rw_entry(
+    ring: &mut Ring,
+    id: usize,
+    (dir, fi, fd): (usize, usize, RawFd),
+    off: u64,
+    len: u64,
+) -> io_uring::squeue::Entry {
+    let ptr = ring.slots[id].buf.as_mut_slice().as_mut_ptr();
+    let (fixedbufs, registered) = ring.fixed;
+    macro_rules! build {
+        ($target:expr) => {
+            match (dir, fixedbufs) {
+                (0, false) => opcode::Read::new($target, ptr, len as u32)
+                    .offset(off)
+                    .build(),
+                (0, true) => opcode::ReadFixed::new($target, ptr, len as u32, id as u16)
+                    .offset(off)
+                    .build(),
+                (_, false) => opcode::Write::new($target, ptr as *const u8, len as u32)
+                    .offset(off)
+                    .build(),
+                (_, true) => {
+                    opcode::WriteFixed::new($target, ptr as *const u8, len as u32, id as u16)
+                        .offset(off)
+                        .build()
+                }
+            }
+        };
+    }
+    if registered {
+        build!(types::Fixed(fi as u32))
+    } else {
+        build!(types::Fd(fd))
+    }
+}
+
 impl Drop for Ring {
     fn drop(&mut self) {
         self.drain();
@@ -116,17 +192,12 @@ impl Worker<'_> {
     /// fio's `td_io_getevents`: submit what is queued, wait for `min` completions, and
     /// record at most `max` of those available (all, with `usize::MAX`).
     pub(super) fn uring_reap(&mut self, s: &Stream, min: usize, max: usize) -> Result<(), Fail> {
+        // fio's td_io_getevents commits what is queued, then its io_uring engine takes
+        // what the completion queue holds, entering the kernel only to wait for more.
+        self.uring_submit()?;
         let st = self.stream.as_mut().expect("set");
         let ring = st.ring.as_mut().expect("an async stream has its ring");
         let min = min.min(ring.inflight);
-        // fio's td_io_getevents commits what is queued, then its io_uring engine takes
-        // what the completion queue holds, entering the kernel only to wait for more.
-        if ring.queued > 0 {
-            ring.queued = 0;
-            if let Err(e) = ring.ring.submit() {
-                return Err(Fail::Error(format!("io_uring submit: {e}")));
-            }
-        }
         let max = max.max(min);
         let mut done: Vec<(u64, i32)> = Vec::new();
         loop {
@@ -152,13 +223,24 @@ impl Worker<'_> {
             };
             slot.busy = false;
             ring.inflight -= 1;
-            // A verifying job's reads are checked once recorded.
-            let data = (s.verify && !s.writes && slot.dir == 0 && res > 0)
-                .then(|| slot.buf.as_slice()[..res as usize].to_vec());
-            rec.push((slot.t0, slot.dir, res, slot.fi, slot.off, data));
+            // A verifying job's reads, and verify-phase reads, are checked once recorded.
+            let check = slot.check || (s.verify && !s.writes && slot.dir == 0);
+            let data = (check && res > 0).then(|| slot.buf.as_slice()[..res as usize].to_vec());
+            let asked = slot.len;
+            rec.push((
+                (slot.t0, slot.sub),
+                slot.dir,
+                res,
+                (slot.fi, slot.off, asked),
+                data,
+            ));
         }
-        for (t0, dir, res, fi, off, data) in rec {
-            let ns = self.clock.since(t0);
+        if !rec.is_empty() {
+            self.fio_completed(rec.len() as u64);
+        }
+        for ((t0, sub), dir, res, (fi, off, asked), data) in rec {
+            let now = self.clock.now();
+            let ns = self.clock.delta(t0, now);
             let (stat, kind, what) = match dir {
                 0 => (s.stat_read, FlowopKind::Read, "read"),
                 1 => (s.stat_write, FlowopKind::Write, "write"),
@@ -173,6 +255,12 @@ impl Worker<'_> {
             }
             let bytes = if dir < SYNC { res as u64 } else { 0 };
             self.done_stat(stat, kind, ns, bytes);
+            if dir < SYNC {
+                let lat = [self.clock.delta(t0, sub), self.clock.delta(sub, now), ns];
+                self.fio_io((dir, bytes, asked, off), lat, true);
+            } else {
+                self.fio_fsync(stat, ns);
+            }
             if let Some(d) = data {
                 // verify_fatal: the stream ends at its next call (see `verify_stop`).
                 self.stream_check(s, fi, off, &d);
@@ -207,8 +295,14 @@ impl Worker<'_> {
 
     /// Queue an fsync (`data`: fdatasync) of file `fi`, as fio queues a `DDIR_SYNC` io_u.
     pub(super) fn uring_sync(&mut self, s: &Stream, fi: usize, data: bool) -> Result<Flow, Fail> {
-        let fd = self.stream.as_ref().expect("set").files[fi].fd;
-        let mut entry = opcode::Fsync::new(types::Fd(fd));
+        let st = self.stream.as_ref().expect("set");
+        let fd = st.files[fi].fd;
+        let registered = st.ring.as_ref().is_some_and(|r| r.fixed.1);
+        let mut entry = if registered {
+            opcode::Fsync::new(types::Fixed(fi as u32))
+        } else {
+            opcode::Fsync::new(types::Fd(fd))
+        };
         if data {
             entry = entry.flags(types::FsyncFlags::DATASYNC);
         }
@@ -251,16 +345,9 @@ impl Worker<'_> {
         }
         ring.slots[id].fi = fi;
         ring.slots[id].off = off;
-        let ptr = ring.slots[id].buf.as_mut_slice().as_mut_ptr();
-        let entry = if dir == 0 {
-            opcode::Read::new(types::Fd(fd), ptr, len as u32)
-                .offset(off)
-                .build()
-        } else {
-            opcode::Write::new(types::Fd(fd), ptr as *const u8, len as u32)
-                .offset(off)
-                .build()
-        };
+        ring.slots[id].len = len;
+        ring.slots[id].check = false;
+        let entry = rw_entry(ring, id, (dir, fi, fd), off, len);
         self.uring_push(s, entry, dir)?;
         if dir == 1 && s.verify && s.do_verify {
             self.stream_logged(s, fi, off, len)?;
@@ -296,12 +383,56 @@ impl Worker<'_> {
         }
         ring.inflight += 1;
         ring.queued += 1;
-        if ring.queued >= ring.batch {
-            ring.queued = 0;
-            if let Err(e) = ring.ring.submit() {
-                return Err(Fail::Error(format!("io_uring submit: {e}")));
-            }
+        ring.unsub.push(id);
+        let (depth, full) = (ring.inflight as u64, ring.queued >= ring.batch);
+        self.fio_queued(depth);
+        if full {
+            self.uring_submit()?;
         }
         self.uring_full(s)
+    }
+
+    /// Submit what is queued (fio's `td_io_commit`): each I/O's submission time is now.
+    fn uring_submit(&mut self) -> Result<(), Fail> {
+        let now = self.clock.now();
+        let st = self.stream.as_mut().expect("set");
+        let ring = st.ring.as_mut().expect("an async stream has its ring");
+        if ring.queued == 0 {
+            return Ok(());
+        }
+        ring.queued = 0;
+        let n = ring.unsub.len() as u64;
+        for id in ring.unsub.drain(..) {
+            ring.slots[id].sub = now;
+        }
+        if let Err(e) = ring.ring.submit() {
+            return Err(Fail::Error(format!("io_uring submit: {e}")));
+        }
+        self.fio_submitted(n);
+        Ok(())
+    }
+
+    /// A verify-phase read of `len` bytes at `off` of file `fi` through the ring, at the
+    /// job's depth (as fio's verify phase queues its reads): its blocks are checked when
+    /// it completes.
+    pub(super) fn uring_verify_read(
+        &mut self,
+        s: &Stream,
+        fi: usize,
+        off: u64,
+        len: u64,
+    ) -> Result<(), Fail> {
+        let st = self.stream.as_mut().expect("set");
+        let fd = st.files[fi].fd;
+        let ring = st.ring.as_mut().expect("an async stream has its ring");
+        let id = ring
+            .free_slot()
+            .expect("a full queue is reaped after each push");
+        ring.slots[id].fi = fi;
+        ring.slots[id].off = off;
+        ring.slots[id].len = len;
+        ring.slots[id].check = true;
+        let entry = rw_entry(ring, id, (0, fi, fd), off, len);
+        self.uring_push(s, entry, 0)
     }
 }

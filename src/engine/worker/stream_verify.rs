@@ -83,6 +83,13 @@ impl Worker<'_> {
         if s.depth > 0 {
             self.uring_quiesce(s)?;
         }
+        self.fio_verify_phase(true);
+        let r = self.stream_verify_reads(s);
+        self.fio_verify_phase(false);
+        r
+    }
+
+    fn stream_verify_reads(&mut self, s: &Stream) -> Result<bool, Fail> {
         let mut pieces = std::mem::take(&mut self.stream.as_mut().expect("set").written);
         pieces.sort_unstable();
         pieces.dedup_by(|b, a| {
@@ -91,6 +98,18 @@ impl Worker<'_> {
                 true
             }
         });
+        if s.depth > 0 {
+            // At the job's depth through its ring, as fio's verify phase; checked as
+            // they complete, all of them before the phase ends.
+            for (fi, off, len) in pieces {
+                self.uring_verify_read(s, fi, off, len)?;
+                if self.stream.as_ref().is_some_and(|st| st.verify_stop) {
+                    break;
+                }
+            }
+            self.uring_quiesce(s)?;
+            return Ok(!self.stream.as_ref().is_some_and(|st| st.verify_stop));
+        }
         for (fi, off, len) in pieces {
             let (boff, len) = self.buffer(len as usize)?;
             let fd = self.stream.as_ref().expect("set").files[fi].fd;
@@ -104,6 +123,7 @@ impl Worker<'_> {
                 ))
             })?;
             self.done_stat(s.stat_read, FlowopKind::Read, ns, n as u64);
+            self.fio_sync_io(0, n as u64, len as u64, off, ns);
             let data = self.buf.as_slice()[boff..boff + n].to_vec();
             if !self.stream_check(s, fi, off, &data) {
                 return Ok(false);

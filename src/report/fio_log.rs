@@ -1,0 +1,65 @@
+//! fio's log files (`write_bw_log`, `write_lat_log`, `write_iops_log`), one set per clone,
+//! named as fio names them: `PREFIX_bw.N.log`, `PREFIX_iops.N.log`, `PREFIX_slat.N.log`,
+//! `PREFIX_clat.N.log`, `PREFIX_lat.N.log` (N the clone's `thread_number`). Each line is
+//! `time (ms), value, direction, block size, priority`, with the offset before the priority
+//! under `log_offset`, as fio 3.33 writes them.
+
+use crate::stats::fiojob::LogEntry;
+use crate::stats::Results;
+use std::fmt::Write as _;
+
+fn lines(entries: &[LogEntry], offset: bool) -> String {
+    let mut o = String::with_capacity(entries.len() * 24);
+    for e in entries {
+        if offset {
+            let _ = writeln!(
+                o,
+                "{}, {}, {}, {}, {}, 0",
+                e.t_ms, e.value, e.dir, e.bs, e.offset
+            );
+        } else {
+            let _ = writeln!(o, "{}, {}, {}, {}, 0", e.t_ms, e.value, e.dir, e.bs);
+        }
+    }
+    o
+}
+
+/// The log files of a run: (file name, text), in clone order.
+pub fn files(r: &Results) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut clones: Vec<_> = r.fio_jobs.iter().collect();
+    clones.sort_by_key(|c| c.thread_number);
+    for c in clones {
+        let Some(l) = &c.logs else { continue };
+        let (o, n) = (&c.out, c.thread_number);
+        let mut add = |prefix: &Option<String>, kind: &str, e: &[LogEntry]| {
+            if let Some(p) = prefix {
+                out.push((format!("{p}_{kind}.{n}.log"), lines(e, o.log_offset)));
+            }
+        };
+        add(&o.bw_log, "bw", &l.bw);
+        add(&o.iops_log, "iops", &l.iops);
+        add(&o.lat_log, "slat", &l.slat);
+        add(&o.lat_log, "clat", &l.clat);
+        add(&o.lat_log, "lat", &l.lat);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_are_fios() {
+        let e = LogEntry {
+            t_ms: 500,
+            value: 38080,
+            dir: 0,
+            bs: 4096,
+            offset: 61440,
+        };
+        assert_eq!(lines(&[e], false), "500, 38080, 0, 4096, 0\n");
+        assert_eq!(lines(&[e], true), "500, 38080, 0, 4096, 61440, 0\n");
+    }
+}
