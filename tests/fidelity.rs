@@ -645,12 +645,12 @@ run 1
     let (whole, _) = run_wl(&dir, body, &["--latency", "flowop"]);
     let busy = |v: &Value| latency_seconds(v) / v["duration_s"].as_f64().unwrap();
     let stat = |v: &Value| flowop(v, "s")["latency_us"]["mean"].as_f64().unwrap();
-    assert!(busy(&whole) > 0.9, "{} of the thread's time", busy(&whole));
-    assert!(
-        busy(&calls) < 0.7 * busy(&whole),
-        "{} of the thread's time",
-        busy(&calls)
-    );
+    // Below 1 by the loop between flowops, more of it when the machine is busy.
+    assert!(busy(&whole) > 0.8, "{} of the thread's time", busy(&whole));
+    // The calls' share leaves the picks out: by how much depends on how long the creates
+    // take on the file system under the test, so only the stat, whose pick is long, is
+    // compared.
+    assert!(busy(&calls) <= busy(&whole) + 0.02, "{}", busy(&calls));
     assert!(
         stat(&whole) > 5.0 * stat(&calls),
         "{} vs {}",
@@ -720,11 +720,20 @@ fn fileserver_at_2000_files_and_16_threads_runs_its_time() {
     assert!(o.status.success(), "{}", text(&o));
     let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let notes = v["notes"].to_string();
-    assert!(!notes.contains("exhausted"), "{notes}");
-    assert!(v["duration_s"].as_f64().unwrap() > 19.0, "{notes}");
     let creates = flowop(&v, "createfile1")["ops"].as_i64().unwrap();
     let deletes = flowop(&v, "deletefile1")["ops"].as_i64().unwrap();
     let skipped = flowop(&v, "deletefile1")["skipped"].as_i64().unwrap();
+    // The fileset has 400 absent entries. Skipped deletes (Filebench's rule: the picked
+    // file is open elsewhere) are each one file more; the run may end by exhaustion only
+    // once they have used the 400 up, less the entries the 16 threads hold between their
+    // create and delete or busy in a pick (two each at most). That takes about 300,000
+    // loops here, more than 20 s makes unless the machine is busy and threads hold files
+    // open longer.
+    if notes.contains("exhausted") {
+        assert!(skipped >= 400 - 2 * 16, "exhausted with only {skipped} skipped: {notes}");
+    } else {
+        assert!(v["duration_s"].as_f64().unwrap() > 19.0, "{notes}");
+    }
     // Every loop creates one file and deletes one unless the delete is skipped; at the end
     // each thread may be anywhere between its create and its delete.
     assert!(
