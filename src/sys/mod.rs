@@ -2,6 +2,7 @@
 
 pub mod blockstat;
 pub mod cachedrops;
+pub mod cpu;
 pub mod fsmagic;
 pub mod io;
 pub mod iosched;
