@@ -20,7 +20,8 @@ use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use super::cli::{log_op, AgeArgs};
+use super::churn::log_op;
+use super::cli::AgeArgs;
 use super::exec::{self, Exec, ExecCounts};
 use super::plan::{Op, Planner};
 
