@@ -23,6 +23,15 @@ pub struct LayoutFacts {
     pub score: Option<f64>,
     /// Files per number of fragments (log2 buckets: 1, 2-3, 4-7, ...).
     pub fragments_per_file: Vec<crate::scan::summary::Log2Row>,
+    /// Files with data in another allocation group than their directory (`None` without
+    /// the file system's geometry), of the files compared.
+    #[serde(default)]
+    pub split_files: Option<u64>,
+    #[serde(default)]
+    pub split_checked_files: u64,
+    /// Cross-file locality of a whole-tree read in directory order.
+    #[serde(default)]
+    pub locality: Option<f64>,
 }
 
 impl From<&LayoutReport> for LayoutFacts {
@@ -34,6 +43,9 @@ impl From<&LayoutReport> for LayoutFacts {
             fragments: r.fragments,
             score: r.score,
             fragments_per_file: r.fragments_per_file.clone(),
+            split_files: r.split_files,
+            split_checked_files: r.split_checked_files,
+            locality: r.locality,
         }
     }
 }
@@ -219,11 +231,14 @@ pub fn print_report(r: &AgeReport, out: &mut impl Write) -> io::Result<()> {
         x.as_ref()
             .map(|l| {
                 format!(
-                    "{} ({} files, {} blocks, {} fragments)",
+                    "{} ({} files, {} blocks, {} fragments), split files {}, locality {}",
                     fmt_score(l.score),
                     l.files,
                     l.blocks,
-                    l.fragments
+                    l.fragments,
+                    l.split_files
+                        .map_or("-".into(), |n| format!("{n} of {}", l.split_checked_files)),
+                    fmt_score(l.locality)
                 )
             })
             .unwrap_or_else(|| "-".into())
@@ -259,6 +274,9 @@ mod report_tests {
                 count: 3,
                 sum: 3,
             }],
+            split_files: Some(1),
+            split_checked_files: 3,
+            locality: Some(0.5),
         };
         let dist = |n: &str| Distribution {
             buckets: vec![n.into(), "2".into()],

@@ -669,7 +669,10 @@ mod tests {
             "contiguous": 90, "pairs": 92, "score": 0.978, "extents": 12, "fragments": 11,
             "unwritten_extents": 1, "unknown_extents": 2, "inline_extents": 3,
             "encoded_extents": 4, "shared_extents": 5, "errors": 6,
-            "by_size": [], "fragments_per_file": [], "most_fragmented": []
+            "by_size": [], "fragments_per_file": [], "most_fragmented": [],
+            "split_files": 7, "split_checked_files": 9, "geometry": null,
+            "geometry_note": "no superblock", "locality": 0.75, "locality_pairs": 99,
+            "locality_contiguous": 74
         })
     }
 
