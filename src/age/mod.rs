@@ -15,6 +15,7 @@ pub mod churn;
 pub mod cli;
 pub mod distance;
 pub mod exec;
+pub mod hot;
 pub mod nextver;
 pub mod parallel;
 pub mod plan;
