@@ -60,6 +60,7 @@ fn layout_figures(dir: &Path, r: &mut Results) -> Result<()> {
         "split_checked_files",
         l.split_files.map(|_| l.split_checked_files as f64),
     );
+    put("split_flex_files", l.split_flex_files.map(|n| n as f64));
     put("locality", l.locality);
     Ok(())
 }

@@ -29,6 +29,9 @@ pub struct LayoutFacts {
     pub split_files: Option<u64>,
     #[serde(default)]
     pub split_checked_files: u64,
+    /// ext4 with flex_bg: files with data in another flex group than their directory.
+    #[serde(default)]
+    pub split_flex_files: Option<u64>,
     /// Cross-file locality of a whole-tree read in directory order.
     #[serde(default)]
     pub locality: Option<f64>,
@@ -44,6 +47,7 @@ impl From<&LayoutReport> for LayoutFacts {
             score: r.score,
             fragments_per_file: r.fragments_per_file.clone(),
             split_files: r.split_files,
+            split_flex_files: r.split_flex_files,
             split_checked_files: r.split_checked_files,
             locality: r.locality,
         }
@@ -276,6 +280,7 @@ mod report_tests {
             }],
             split_files: Some(1),
             split_checked_files: 3,
+            split_flex_files: None,
             locality: Some(0.5),
         };
         let dist = |n: &str| Distribution {

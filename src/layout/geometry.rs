@@ -33,6 +33,15 @@ pub struct Geometry {
     pub inodes_per_group: u64,
     /// xfs: inode number bits below the AG number (`sb_agblklog + sb_inopblog`; 0 for ext4).
     pub inode_ag_shift: u32,
+    /// ext4 with flex_bg: block groups per flex group (`1 << s_log_groups_per_flex`); 1
+    /// otherwise. ext4 keeps a flex group's inodes in its first block group and starts
+    /// regular files' data in the next one, by design.
+    #[serde(default = "one")]
+    pub groups_per_flex: u64,
+}
+
+fn one() -> u64 {
+    1
 }
 
 impl Geometry {
@@ -77,6 +86,7 @@ pub fn parse(head: &[u8], device: &str) -> Option<Geometry> {
             first_data_block: 0,
             inodes_per_group: 0,
             inode_ag_shift: head[124] as u32 + head[123] as u32,
+            groups_per_flex: 1,
         })
         .filter(|g| g.group_blocks > 0 && g.block_size >= 512 && be64(head, 8) > 0);
     }
@@ -103,6 +113,12 @@ pub fn parse(head: &[u8], device: &str) -> Option<Geometry> {
         first_data_block: first,
         inodes_per_group: le32(sb, 40),
         inode_ag_shift: 0,
+        // INCOMPAT_FLEX_BG, and s_log_groups_per_flex.
+        groups_per_flex: if le32(sb, 0x60) & 0x200 != 0 {
+            1 << sb[0x174].min(31)
+        } else {
+            1
+        },
     };
     (g.group_blocks > 0 && g.inodes_per_group > 0).then_some(g)
 }
@@ -175,6 +191,10 @@ mod tests {
         assert_eq!(g.group_of_block(32768), 1);
         assert_eq!(g.group_of_inode(8192), 0);
         assert_eq!(g.group_of_inode(8193), 1);
+        assert_eq!(g.groups_per_flex, 1);
+        h[sb + 0x60..sb + 0x64].copy_from_slice(&(0x02u32 | 0x40 | 0x200).to_le_bytes()); // filetype, extents, flex_bg
+        h[sb + 0x174] = 4;
+        assert_eq!(parse(&h, "/dev/x").unwrap().groups_per_flex, 16);
         h[sb + 56] = 0;
         assert!(parse(&h, "/dev/x").is_none());
     }

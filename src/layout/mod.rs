@@ -131,6 +131,9 @@ pub struct LayoutReport {
     pub split_files: Option<u64>,
     /// Files whose groups were compared (those with scored blocks).
     pub split_checked_files: u64,
+    /// ext4 with flex_bg: files with data in another flex group than their directory's
+    /// inode (ext4 places by flex group); `None` elsewhere.
+    pub split_flex_files: Option<u64>,
     /// The allocation groups, from the file system's superblock.
     pub geometry: Option<Geometry>,
     pub geometry_note: Option<String>,
@@ -188,6 +191,7 @@ pub struct LayoutStats {
     top: Vec<FileRow>,
     top_n: usize,
     split: u64,
+    split_flex: u64,
     split_checked: u64,
     listing: Listing,
 }
@@ -255,6 +259,7 @@ impl LayoutStats {
         self.top.extend(o.top);
         self.trim_top();
         self.split += o.split;
+        self.split_flex += o.split_flex;
         self.split_checked += o.split_checked;
         self.listing.merge(o.listing);
     }
@@ -357,14 +362,23 @@ impl LayoutVisitor {
     fn count_split(&mut self, dir_ino: u64, bs: u64) {
         let Some(g) = &self.geometry else { return };
         let home = g.group_of_inode(dir_ino);
-        let away = self.extents.iter().any(|e| {
-            let unscored = FIEMAP_NO_ADDRESS & e.flags != 0;
+        let flex = g.groups_per_flex.max(1);
+        let (mut away, mut away_flex) = (false, false);
+        for e in self
+            .extents
+            .iter()
+            .filter(|e| FIEMAP_NO_ADDRESS & e.flags == 0)
+        {
             let first = e.physical / bs;
             let last = first + e.length.div_ceil(bs).max(1) - 1;
-            !unscored && (g.group_of_block(first) != home || g.group_of_block(last) != home)
-        });
+            for grp in [g.group_of_block(first), g.group_of_block(last)] {
+                away |= grp != home;
+                away_flex |= grp / flex != home / flex;
+            }
+        }
         self.stats.split_checked += 1;
         self.stats.split += away as u64;
+        self.stats.split_flex += away_flex as u64;
     }
 
     /// The inode of the directory holding `e`, fstat'ed once per directory.
@@ -484,9 +498,15 @@ pub fn layout(
         errors,
     );
     match geometry {
-        Ok(g) => r.geometry = Some(g),
+        Ok(g) => {
+            if g.groups_per_flex <= 1 {
+                r.split_flex_files = None;
+            }
+            r.geometry = Some(g);
+        }
         Err(why) => {
             r.split_files = None;
+            r.split_flex_files = None;
             r.geometry_note = Some(why);
         }
     }
@@ -575,6 +595,7 @@ fn report(
         most_fragmented: stats.top,
         split_files: Some(stats.split),
         split_checked_files: stats.split_checked,
+        split_flex_files: Some(stats.split_flex),
         geometry: None,
         geometry_note: None,
         locality: locality.score,
@@ -670,6 +691,13 @@ fn print_split_and_locality(r: &LayoutReport, out: &mut impl Write) -> io::Resul
                 g.group_blocks,
                 g.device
             )?;
+            if let Some(f) = r.split_flex_files {
+                writeln!(
+                    out,
+                    "              {f} in another flex group ({} block groups each: ext4 keeps their inodes in the first and files' data from the next on)",
+                    g.groups_per_flex
+                )?;
+            }
         }
         _ => writeln!(
             out,

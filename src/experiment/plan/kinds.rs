@@ -10,7 +10,7 @@ use std::any::TypeId;
 use std::sync::OnceLock;
 
 /// The plan type of a flag's value, from the type its parser yields.
-fn value_type(a: &clap::Arg) -> Ty {
+pub(super) fn value_type(a: &clap::Arg) -> Ty {
     let t = a.get_value_parser().type_id();
     let ints = [
         TypeId::of::<u8>(),
@@ -33,7 +33,7 @@ fn value_type(a: &clap::Arg) -> Ty {
 }
 
 /// A subcommand's command line as clap defines it.
-fn cmd<A: Args>() -> Command {
+pub(super) fn cmd<A: Args>() -> Command {
     A::augment_args(Command::new("plan"))
 }
 

@@ -22,6 +22,7 @@ pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
     (line, col)
 }
 
+pub mod age;
 mod background;
 mod check;
 mod factors;
@@ -83,13 +84,15 @@ pub enum AgePer {
     Repetition,
 }
 
+/// A target's aging step (see [`age`]).
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Age {
-    pub profile: String,
-    pub fill: f64,
-    pub ops: u64,
-    pub seed: u64,
+    /// `fsbench age`'s options by plan key, as the command line takes them (quick scale
+    /// applied).
+    pub args: Vec<(String, String)>,
     pub per: AgePer,
+    /// A real tree the runner scans (read only) to age towards its population.
+    pub from_scan: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Clone, Default, serde::Serialize)]
