@@ -374,10 +374,19 @@ pub fn parse(file: &Path, text: &str, quick: bool) -> Result<Plan, PlanError> {
         settings: &setting_levels,
     };
     let baseline = levels.cell(&ctx, &raw.experiment.baseline, "baseline")?;
-    let compare = levels.pairs(&ctx, &raw.experiment.compare)?;
-    // Under --quick an exclusion may name a level only the full scale has: it excludes
-    // nothing there, and is checked against the full-scale plan instead (a typo still fails).
+    // Under --quick an exclusion or a compared pair may name a level only the full scale
+    // has: it excludes or compares nothing there, and is checked against the full-scale plan
+    // instead (a typo still fails).
     let mut full_scale_ok: Option<bool> = None;
+    let compare = match levels.pairs(&ctx, &raw.experiment.compare) {
+        Ok(c) => c,
+        Err(_)
+            if quick && *full_scale_ok.get_or_insert_with(|| parse(file, text, false).is_ok()) =>
+        {
+            levels.pairs(&ctx, &levels.present_only(&raw.experiment.compare))?
+        }
+        Err(e) => return Err(e),
+    };
     let mut excludes = Vec::new();
     for e in &raw.excludes {
         match levels.cell(&ctx, e, "exclude") {

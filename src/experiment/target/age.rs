@@ -163,6 +163,34 @@ fn age_facts(r: &crate::age::cli::AgeReport) -> Map<String, Value> {
     facts
 }
 
+/// The aging facts that are figures: what aging did and the layout it left (the settings,
+/// seed, policy and the like stay facts of the run's `applied` record).
+fn is_figure(k: &str) -> bool {
+    const RUN: &[&str] = &[
+        "ops",
+        "churn_ops",
+        "days",
+        "bytes_written",
+        "elapsed_s",
+        "fullness_end",
+        "live_files",
+        "recent_files",
+        "recent_bytes",
+    ];
+    const LAYOUT: &[&str] = &[
+        "score",
+        "fragments",
+        "files",
+        "split_files",
+        "split_flex_files",
+        "locality",
+    ];
+    RUN.contains(&k)
+        || ["layout_before_", "layout_after_", "source_"]
+            .iter()
+            .any(|p| k.strip_prefix(p).is_some_and(|r| LAYOUT.contains(&r)))
+}
+
 /// The aging step's numbers as figures `age.NAME` of a run on the aged target (its
 /// `applied.settings.age`): nothing for a target without aging.
 pub fn figures(applied: &Value) -> Vec<(String, f64)> {
@@ -171,6 +199,7 @@ pub fn figures(applied: &Value) -> Vec<(String, f64)> {
     };
     let mut out: Vec<(String, f64)> = age
         .iter()
+        .filter(|(k, _)| is_figure(k))
         .filter_map(|(k, v)| {
             let x = match v {
                 Value::Number(n) => n.as_f64()?,
@@ -192,16 +221,16 @@ mod tests {
     #[test]
     fn aging_facts_become_figures() {
         let applied = json!({"settings": {"age": {
-            "ops": 20, "layout_after_score": 0.93, "converged": true,
-            "profile": "agrawal", "layout_after_locality": null
+            "ops": 20, "layout_after_score": 0.93, "converged": true, "seed": 3,
+            "profile": "agrawal", "layout_after_locality": null, "source_split_files": 4
         }}});
         let f = figures(&applied);
         assert_eq!(
             f,
             vec![
-                ("age.converged".to_string(), 1.0),
                 ("age.layout_after_score".to_string(), 0.93),
                 ("age.ops".to_string(), 20.0),
+                ("age.source_split_files".to_string(), 4.0),
             ]
         );
         assert!(figures(&json!({"settings": {}})).is_empty());
