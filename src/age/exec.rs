@@ -260,29 +260,8 @@ impl Exec {
             // Vary the data a little between blocks without refilling.
             let start = ((off + done) / 4096 % 64) as usize * 64;
             let start = start.min(self.data.len() - n);
-            match sys::pwrite(fd, &self.data.as_slice()[start..start + n], off + done) {
-                Ok(0) => {
-                    return Err(ShortWrite {
-                        written: done,
-                        error: io::Error::from_raw_os_error(libc::ENOSPC),
-                    })
-                }
-                Ok(w) => done += w as u64,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                // Space that deferred deletes hold: free it (a commit) and write again.
-                Err(e) if is_enospc(&e) && self.has_deferred() => {
-                    self.commit().map_err(|error| ShortWrite {
-                        written: done,
-                        error,
-                    })?
-                }
-                Err(error) => {
-                    return Err(ShortWrite {
-                        written: done,
-                        error,
-                    })
-                }
-            }
+            self.write_chunk(fd, start..start + n, off, done)?;
+            done += n as u64;
         }
         self.write_back(fd, off + started, len - started)
             .map_err(|error| ShortWrite {
@@ -290,6 +269,37 @@ impl Exec {
                 error,
             })?;
         self.counts.bytes_written += len;
+        Ok(())
+    }
+
+    /// Write `data[from]` at `off + done`, the whole of it: a short write (the kernel may
+    /// write part of a buffer when space runs short) continues the same bytes, so what a
+    /// file holds depends on the operation alone, not on how the kernel split it (with
+    /// deferred deletes holding space, one thread meets short writes that threads without
+    /// them do not).
+    fn write_chunk(
+        &mut self,
+        fd: RawFd,
+        from: std::ops::Range<usize>,
+        off: u64,
+        done: u64,
+    ) -> Result<(), ShortWrite> {
+        let mut k = 0usize;
+        while k < from.len() {
+            let at = off + done + k as u64;
+            let short = move |error| ShortWrite {
+                written: done + k as u64,
+                error,
+            };
+            match sys::pwrite(fd, &self.data.as_slice()[from.start + k..from.end], at) {
+                Ok(0) => return Err(short(io::Error::from_raw_os_error(libc::ENOSPC))),
+                Ok(w) => k += w,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                // Space that deferred deletes hold: free it (a commit) and write again.
+                Err(e) if is_enospc(&e) && self.has_deferred() => self.commit().map_err(short)?,
+                Err(error) => return Err(short(error)),
+            }
+        }
         Ok(())
     }
 
