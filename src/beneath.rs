@@ -277,23 +277,6 @@ pub fn mount_of(fd: RawFd) -> io::Result<(u64, Option<u64>)> {
     fstat(fd).map(|st| (st.st_dev, None))
 }
 
-/// The whole of the regular file `name` in `dir` (a small state file fsbench keeps in a tree
-/// of its own), when it is at most `max` bytes; never through a link, a mount or a FIFO.
-pub fn read_small(dir: RawFd, name: &CStr, max: u64) -> io::Result<Vec<u8>> {
-    use std::io::Read;
-    let f = open_file(dir, name, libc::O_RDONLY | libc::O_NONBLOCK)?;
-    let st = fstat(f.as_raw_fd())?;
-    if st.st_mode & libc::S_IFMT != libc::S_IFREG || st.st_size as u64 > max {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("not a regular file of at most {max} bytes"),
-        ));
-    }
-    let mut out = Vec::with_capacity(st.st_size as usize);
-    std::fs::File::from(f).take(max).read_to_end(&mut out)?;
-    Ok(out)
-}
-
 /// The mount id of the entry `name` in `dir` (not following a final link), where the kernel
 /// tells it (`statx` `STATX_MNT_ID`, Linux 5.8): an entry on another mount than its directory
 /// is a mount point (of a directory or of a file).

@@ -72,12 +72,49 @@ pub fn stdout_ok() -> io::Result<()> {
     }
 }
 
-/// Write formatted text to standard output.
+/// Text made safe for a terminal: what fsbench prints holds names and values from files,
+/// databases and the command line, and a control character there is a command to the
+/// terminal (`ESC ] 0 ; ... BEL` retitles the window, `ESC [ 2 J` clears it, a carriage
+/// return overwrites the line). Every control character but newline and tab (C0, DEL, C1)
+/// is written as an escape (`\x1b`, `\u{9b}`), and so are the characters that reorder or
+/// break what is shown (bidirectional overrides and isolates, line and paragraph
+/// separators).
+pub fn printable(s: &str) -> std::borrow::Cow<'_, str> {
+    fn unsafe_char(c: char) -> bool {
+        (c.is_control() && c != '\n' && c != '\t')
+            || matches!(c, '\u{2028}' | '\u{2029}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    }
+    if !s.contains(unsafe_char) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 16);
+    for c in s.chars() {
+        match c {
+            c if !unsafe_char(c) => out.push(c),
+            c if (c as u32) < 0x80 => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// Formatted text, made [`printable`].
+fn printable_fmt(args: fmt::Arguments<'_>) -> std::borrow::Cow<'_, str> {
+    match args.as_str() {
+        Some(s) => printable(s),
+        None => std::borrow::Cow::Owned(printable(&args.to_string()).into_owned()),
+    }
+}
+
+/// Write formatted text to standard output, made [`printable`].
 pub fn out_fmt(args: fmt::Arguments<'_>) {
     if STDOUT_FAILED.load(Ordering::SeqCst) {
         return;
     }
-    if let Err(e) = io::stdout().lock().write_fmt(args) {
+    if let Err(e) = io::stdout()
+        .lock()
+        .write_all(printable_fmt(args).as_bytes())
+    {
         stdout_failed_with(&e);
     }
 }
@@ -92,12 +129,27 @@ pub fn out_bytes(b: &[u8]) {
     }
 }
 
-/// Write formatted text to standard error.
+/// Write formatted text to standard error, made [`printable`].
 pub fn err_fmt(args: fmt::Arguments<'_>) {
     if STDERR_FAILED.load(Ordering::SeqCst) {
         return;
     }
-    if io::stderr().lock().write_fmt(args).is_err() {
+    if io::stderr()
+        .lock()
+        .write_all(printable_fmt(args).as_bytes())
+        .is_err()
+    {
+        stderr_failed();
+    }
+}
+
+/// Write a terminal control sequence of fsbench's own to standard error, as it is (the
+/// progress line's `\r ESC [ 2 K`, which erases it).
+pub fn err_control(seq: &str) {
+    if STDERR_FAILED.load(Ordering::SeqCst) {
+        return;
+    }
+    if io::stderr().lock().write_all(seq.as_bytes()).is_err() {
         stderr_failed();
     }
 }
@@ -145,12 +197,15 @@ impl Write for Stdout {
     }
 }
 
+/// Whether an output path is `-`, standard output (the one test of it: see
+/// [`crate::output`], through which every output file is written).
+pub fn is_stdout(path: &std::path::Path) -> bool {
+    path.as_os_str() == "-"
+}
+
 /// Give standard output to the exports if any of `paths` is `-`.
 pub fn reserve_stdout_for<'a>(paths: impl IntoIterator<Item = Option<&'a std::path::Path>>) {
-    if paths
-        .into_iter()
-        .any(|p| p.is_some_and(|p| p.as_os_str() == "-"))
-    {
+    if paths.into_iter().any(|p| p.is_some_and(is_stdout)) {
         STDOUT_RESERVED.store(true, Ordering::Relaxed);
     }
 }
@@ -217,6 +272,15 @@ macro_rules! say {
 #[cfg(test)]
 mod tests {
     use std::path::Path;
+
+    #[test]
+    fn control_characters_are_shown_as_escapes() {
+        assert_eq!(super::printable("plain\ttext\n"), "plain\ttext\n");
+        assert_eq!(
+            super::printable("a\x1b]0;owned\x07b\rc\u{9b}d\u{202e}e\x7f"),
+            "a\\x1b]0;owned\\x07b\\x0dc\\u{9b}d\\u{202e}e\\x7f"
+        );
+    }
 
     /// The standard library's printing macros, which panic on lost output, appear nowhere in
     /// the program's code (tests may use them: the harness captures them).

@@ -335,11 +335,16 @@ pub fn speed(content: Content, bytes: usize) -> f64 {
     let mut buf = vec![0u8; 1 << 20];
     let rounds = (bytes / buf.len()).max(1);
     let t0 = std::time::Instant::now();
+    let mut done = 0;
     for r in 0..rounds {
+        if r % 64 == 0 && crate::cancel::interrupted() {
+            break;
+        }
         g.fill(r as u64, 0, &mut buf);
         std::hint::black_box(&buf);
+        done += 1;
     }
-    (rounds * buf.len()) as f64 / t0.elapsed().as_secs_f64()
+    (done * buf.len()) as f64 / t0.elapsed().as_secs_f64()
 }
 
 /// `fsbench selftest content`: generation speed per kind on one core, and the shares a
@@ -372,6 +377,10 @@ pub fn speed_report(bytes: usize) -> String {
         ("zero", Content::named("zero").unwrap()),
     ];
     for (name, c) in kinds {
+        // A signal stops the report after the kind being measured (nothing to undo).
+        if crate::cancel::interrupted() {
+            break;
+        }
         let gbs = speed(c, bytes) / 1e9;
         let g = Generator::new(c, 3);
         let mut sample = vec![0u8; 4 << 20];

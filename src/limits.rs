@@ -182,7 +182,7 @@ impl Machine {
 /// file that does not exist yet is created and removed again, so nothing is left behind.
 pub fn check_output(path: Option<&std::path::Path>, flag: &str) -> Result<(), String> {
     let Some(path) = path else { return Ok(()) };
-    if path.as_os_str() == "-" {
+    if crate::output::is_stdout(path) {
         return Ok(());
     }
     if path.is_dir() {

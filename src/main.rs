@@ -35,7 +35,7 @@ enum Command {
     Show(ShowArgs),
     /// Lay out the filesets and run a workload; report per-flowop results.
     #[command(
-        after_help = "Examples:\n  fsbench run fileserver\n  fsbench run varmail --dir /mnt/test -s nthreads=4 --duration 30\n  fsbench run my.f --repeat 5 --json results.json\n  fsbench run webserver --cold --warmup 5 --csv -\n\nIn the report, `N without a file` beside a flowop counts the times it found no file to\nwork on: nothing was issued, and those times are not in its ops. A fileset with no free\nentry for createfile, or none left for deletefile or openfile, ends the run the first\ntime, as in Filebench (only that thread in alldone mode), unless --continue-when-exhausted\ncounts it and goes on; a deletefile fd=N whose file another thread deleted first is\ncounted and the run goes on."
+        after_help = "Examples:\n  fsbench run fileserver\n  fsbench run varmail --dir /mnt/test -s nthreads=4 --duration 30\n  fsbench run my.f --repeat 5 --json results.json\n  fsbench run webserver --cold --warmup 5 --csv -\n\nIn the report, `N without a file` beside a flowop counts the times it found no file to\nwork on: nothing was issued, and those times are not in its ops. A fileset with no free\nentry for createfile, or none left for deletefile or openfile, ends the run the first\ntime, as in Filebench (only that thread in alldone mode), unless --continue-when-exhausted\ncounts it and goes on. `N skipped (file open elsewhere)` beside deletefile counts deletes\npassed over because another thread had the file open (as Filebench skips them, not\noperations) or, for deletefile fd=N, had deleted it first; the run goes on."
     )]
     Run(RunArgs),
     /// Walk a tree in parallel, summarise it and write a metadata snapshot.
@@ -165,10 +165,12 @@ enum Command {
         shell: clap_complete::Shell,
     },
     /// Write the man pages (fsbench.1 and one per subcommand) into DIR, generated from the
-    /// same definitions as --help.
-    #[command(after_help = "Install:\n  fsbench man /usr/local/share/man/man1 && mandb -q")]
+    /// same definitions as --help; `-` prints fsbench.1 on standard output.
+    #[command(
+        after_help = "Install:\n  fsbench man /usr/local/share/man/man1 && mandb -q\n  fsbench man - > fsbench.1"
+    )]
     Man {
-        /// Directory to write the pages into (created if missing).
+        /// Directory to write the pages into (created if missing), or `-`.
         dir: PathBuf,
     },
 }
@@ -239,6 +241,10 @@ fn dispatch(cli: Cli) -> Result<()> {
         Command::Show(a) => cmd_show(&a),
         Command::Run(a) => cmd_run(&a),
         Command::Scan(a) => {
+            if a.output.as_deref().is_some_and(fsbench::output::is_stdout) {
+                // Refused rather than written to a file named `-`.
+                anyhow::bail!("-o -: a snapshot goes to a file; give its path");
+            }
             if a.cold {
                 fsbench::measure::drop_caches()?;
             }
@@ -264,7 +270,12 @@ fn dispatch(cli: Cli) -> Result<()> {
         Command::Andrew(a) => fsbench::apps::andrew::main(&a),
         Command::Find(a) => fsbench::apps::find::main(&a),
         Command::Build(a) => fsbench::apps::build::main(&a),
-        Command::Prune(a) => fsbench::apps::prune::main(&a),
+        Command::Prune(a) => {
+            if let Some(d) = &a.really_delete_under {
+                fsbench::measure::guard::deletable_under(d, "--really-delete-under")?;
+            }
+            fsbench::apps::prune::main(&a)
+        }
         Command::Read(a) => fsbench::apps::read::main(&a),
         Command::Hot(a) => fsbench::age::hot::main(&a),
         Command::Experiment(a) => fsbench::experiment::cli::experiment(a),
@@ -274,6 +285,15 @@ fn dispatch(cli: Cli) -> Result<()> {
             // Generated into memory: the generator panics when its writer fails.
             let script = fsbench::complete::script(shell, Cli::command(), "fsbench");
             fsbench::console::out_bytes(script.as_bytes());
+            Ok(())
+        }
+        Command::Man { dir } if fsbench::output::is_stdout(&dir) => {
+            use clap::CommandFactory;
+            let mut page = Vec::new();
+            clap_mangen::Man::new(Cli::command())
+                .render(&mut page)
+                .context("rendering fsbench.1")?;
+            fsbench::console::out_bytes(&page);
             Ok(())
         }
         Command::Man { dir } => {

@@ -71,6 +71,12 @@ pub struct RunArgs {
     /// goes on until the other threads finish in `alldone` mode.
     #[arg(long)]
     pub finish_ends_run: bool,
+    /// What a flowop's latency covers: `calls`, its system calls only, as Filebench times
+    /// them (picking the file, waiting for a busy one and releasing it are outside); or
+    /// `flowop`, the whole flowop from its start to its end, so that latencies add up to
+    /// the threads' time.
+    #[arg(long, value_enum, value_name = "WHAT", default_value_t)]
+    pub latency: crate::engine::Latency,
     /// Verify data: every 4 KiB block written carries a header (file, offset, generation,
     /// checksum) that reads check; mismatches are reported per flowop and make the run fail.
     #[arg(long)]
@@ -108,8 +114,8 @@ pub struct CompareArgs {
 
 #[derive(Args, Clone)]
 pub struct WorkloadArgs {
-    /// A workload file (.f), a fio job file (.fio), or the name of a built-in personality
-    /// (see `fsbench list`).
+    /// A workload file (.f), a fio job file (.fio), the name of a built-in personality
+    /// (see `fsbench list`), or `-` for standard input.
     pub workload: String,
     /// Set a variable before the script runs (repeatable): -s nfiles=500
     #[arg(short = 's', long = "set", value_name = "NAME=VALUE", value_parser = parse_override)]
@@ -123,6 +129,16 @@ pub struct WorkloadArgs {
 }
 
 impl WorkloadArgs {
+    /// The workload as a message names it: a one-line job as `the --fio job` (its options
+    /// are quoted where the diagnostics point).
+    pub fn named(&self) -> &str {
+        if self.fio {
+            "the --fio job"
+        } else {
+            &self.workload
+        }
+    }
+
     /// The workload spec the library reads (`fio:`/`fio-line:` for fio jobs).
     pub fn spec(&self) -> String {
         crate::fiocmd::spec(&self.workload, self.fio, self.format.as_deref())
@@ -169,7 +185,7 @@ pub fn load_with(w: &WorkloadArgs, duration_given: bool) -> Result<Workload> {
             let n = d.0.len();
             bail!(
                 "{} has {n} error{}",
-                w.workload,
+                w.named(),
                 if n == 1 { "" } else { "s" }
             )
         }
@@ -347,7 +363,7 @@ pub fn mpi_setup(
     let path = std::path::Path::new(&a.w.workload);
     let text = if path.is_file() {
         Some(
-            crate::input::read_text_capped(path, crate::input::WORKLOAD_MAX, "workload file")
+            crate::input::read_text(path, crate::input::WORKLOAD)
                 .with_context(|| format!("{}", path.display()))?,
         )
     } else {
@@ -520,6 +536,8 @@ pub fn target_dir(a: &RunArgs, wa: &mut WorkloadArgs) -> Result<PathBuf> {
     let parent = parent
         .canonicalize()
         .with_context(|| format!("target directory {}", parent.display()))?;
+    // Refused unless a directory: a FIFO there would hold the run in its open for ever.
+    let parent = crate::measure::guard::target_dir(Some(&parent))?;
     // The workload's $dir follows the target directory, so echo and paths agree.
     if probe.vars.iter().any(|(k, _)| k == "dir") && !wa.set.iter().any(|(k, _)| k == "dir") {
         wa.set.push(("dir".into(), parent.display().to_string()));
@@ -593,13 +611,14 @@ pub fn run_options(a: &RunArgs, parent: PathBuf) -> crate::engine::RunOptions {
         continue_on_enospc: a.continue_on_enospc,
         layout_threads: a.layout_threads.map(usize::from),
         finish_ends_run: a.finish_ends_run,
+        latency: a.latency,
     }
 }
 
 pub fn cmd_compare(a: &CompareArgs) -> Result<()> {
     let mut runs = Vec::new();
     for f in &a.files {
-        let text = crate::input::read_text_capped(f, crate::input::RESULTS_MAX, "result file")
+        let text = crate::input::read_text(f, crate::input::RESULTS)
             .with_context(|| format!("reading {}", f.display()))?;
         let r: crate::stats::Results = serde_json::from_str(&text).with_context(|| {
             format!(

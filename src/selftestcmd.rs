@@ -100,8 +100,16 @@ pub enum SelftestWhat {
     },
 }
 
+/// `--dir`, or `default`: an existing directory (a FIFO there would hold the selftest in
+/// its open for ever; it is refused, saying what it is).
+fn target(dir: &Option<PathBuf>, default: PathBuf) -> Result<PathBuf> {
+    crate::measure::guard::target_dir(Some(&dir.clone().unwrap_or(default)))
+}
+
 /// `fsbench selftest ...`.
 pub fn run(a: &SelftestArgs) -> Result<()> {
+    // Each selftest makes trees, files or images: a signal stops it and removes them.
+    crate::cancel::install_signal_handlers();
     match &a.what {
         SelftestWhat::Overhead {
             seconds,
@@ -109,7 +117,7 @@ pub fn run(a: &SelftestArgs) -> Result<()> {
             dir,
             size,
         } => {
-            let dir = dir.clone().unwrap_or_else(|| PathBuf::from("/dev/shm"));
+            let dir = target(dir, PathBuf::from("/dev/shm"))?;
             let report = crate::engine::selftest::overhead(&dir, *seconds, *rounds, *size)?;
             crate::out!("{report}");
             Ok(())
@@ -120,7 +128,7 @@ pub fn run(a: &SelftestArgs) -> Result<()> {
             rounds,
             dir,
         } => {
-            let dir = dir.clone().unwrap_or_else(std::env::temp_dir);
+            let dir = target(dir, std::env::temp_dir())?;
             let report = crate::engine::selftest_layout::layout(&dir, *files, *size, *rounds)?;
             crate::out!("{report}");
             Ok(())
@@ -132,7 +140,7 @@ pub fn run(a: &SelftestArgs) -> Result<()> {
             dir,
             walkers,
         } => {
-            let dir = dir.clone().unwrap_or_else(std::env::temp_dir);
+            let dir = target(dir, std::env::temp_dir())?;
             let report =
                 crate::engine::selftest_scan::scan(&dir, *entries, *rounds, *cold, *walkers)?;
             crate::out!("{report}");
@@ -151,7 +159,7 @@ pub fn run(a: &SelftestArgs) -> Result<()> {
                 bail!("--fill {fill} is outside 0.0..0.95");
             }
             let o = crate::age::selftest::Options {
-                dir: dir.clone().unwrap_or_else(|| PathBuf::from("/dev/shm")),
+                dir: target(dir, PathBuf::from("/dev/shm"))?,
                 mib: (*size >> 20).max(16),
                 fill: *fill,
                 ops: *ops,

@@ -525,6 +525,8 @@ pub fn check_file(path: &std::path::Path, out: &mut dyn FnMut(Mismatch)) -> std:
 /// `fsbench verify DIR` and `run --verify-only`: check every regular file below the
 /// directories (no link followed) on its own.
 pub fn check_dirs(dirs: &[PathBuf], json: Option<&Path>) -> anyhow::Result<()> {
+    // A signal stops the reading (status 130); nothing is written before the end.
+    crate::cancel::install_signal_handlers();
     let mut files = 0u64;
     let mut blocks = 0u64;
     let mut found: Vec<Mismatch> = Vec::new();
@@ -535,9 +537,17 @@ pub fn check_dirs(dirs: &[PathBuf], json: Option<&Path>) -> anyhow::Result<()> {
         if m.file_type().is_symlink() {
             anyhow::bail!("{} is a symbolic link; not following it", d.display());
         }
+        if !m.is_dir() && !m.is_file() {
+            anyhow::bail!(
+                "{}: {}; give a directory or a regular file",
+                d.display(),
+                crate::input::file_kind(&m)
+            );
+        }
         stack.push(d.clone());
     }
     while let Some(p) = stack.pop() {
+        crate::cancel::check()?;
         let m = std::fs::symlink_metadata(&p).with_context(|| format!("{}", p.display()))?;
         if m.is_dir() {
             let mut entries: Vec<PathBuf> = std::fs::read_dir(&p)
@@ -582,12 +592,8 @@ pub fn check_dirs(dirs: &[PathBuf], json: Option<&Path>) -> anyhow::Result<()> {
     }
     if let Some(j) = json {
         let v = serde_json::json!({"files": files, "blocks_checked": blocks, "mismatches": count, "first": found});
-        let text = serde_json::to_string_pretty(&v)?;
-        if j == Path::new("-") {
-            crate::outln!("{text}");
-        } else {
-            std::fs::write(j, text + "\n").with_context(|| format!("writing {}", j.display()))?;
-        }
+        let text = serde_json::to_string_pretty(&v)? + "\n";
+        crate::output::write_text(j, &text, "JSON file")?;
     }
     if count > 0 {
         anyhow::bail!("verify: {}", crate::units::count(count, "mismatch"));

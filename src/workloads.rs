@@ -60,16 +60,18 @@ fn line_col(bytes: &[u8], at: usize) -> (usize, usize) {
     (line, col)
 }
 
-/// Read a workload's text: an existing file path, else a built-in name.
+/// Read a workload's text: `-` (standard input), an existing file path, else a built-in
+/// name.
 pub fn read_source(spec: &str) -> Result<(std::sync::Arc<SourceFile>, Origin, String), LoadError> {
     let path = Path::new(spec);
     let looks_like_path = spec.contains('/') || spec.ends_with(".f");
     // Whatever exists there is read (and refused if it is not a regular file: a FIFO, a
     // device), unless it is a built-in's name and no regular file.
     let exists = std::fs::symlink_metadata(path).is_ok();
-    if path.is_file() || ((looks_like_path || exists) && builtin(spec).is_none()) {
-        let bytes = crate::input::read_capped(path, crate::input::WORKLOAD_MAX, "workload file")
-            .map_err(|e| LoadError::Io {
+    let stdin = crate::input::is_stdin(path);
+    if stdin || path.is_file() || ((looks_like_path || exists) && builtin(spec).is_none()) {
+        let bytes =
+            crate::input::read(path, crate::input::WORKLOAD).map_err(|e| LoadError::Io {
                 path: spec.to_string(),
                 source: e,
             })?;
@@ -84,12 +86,13 @@ pub fn read_source(spec: &str) -> Result<(std::sync::Arc<SourceFile>, Origin, St
                 byte: bytes[at],
             }
         })?;
-        let name = path
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_else(|| spec.to_string());
+        let name = match path.file_stem() {
+            _ if stdin => "stdin".to_string(),
+            Some(s) => s.to_string_lossy().into_owned(),
+            None => spec.to_string(),
+        };
         return Ok((
-            SourceFile::new(spec, text),
+            SourceFile::new(if stdin { "<stdin>" } else { spec }, text),
             Origin::File(path.to_path_buf()),
             name,
         ));
@@ -138,7 +141,7 @@ pub fn load_fio(spec: &str) -> Result<Option<(crate::fio::Mapped, Origin)>, Load
             "fio".to_string(),
         ),
         Some(FioSpec::File(path)) => {
-            if !Path::new(path).is_file() {
+            if !Path::new(path).is_file() && !crate::input::is_stdin(Path::new(path)) {
                 return Err(LoadError::Io {
                     path: path.to_string(),
                     source: std::io::Error::new(

@@ -578,3 +578,160 @@ run 1
     let want: u64 = (0..ops).map(|i| order[(i % 31) as usize]).sum();
     assert_eq!(l["bytes"].as_u64().unwrap(), want, "{ops} listdirs: {v}");
 }
+
+#[test]
+fn a_delete_of_a_file_open_elsewhere_is_skipped_not_counted() {
+    // Filebench (flowop_library.c flowoplib_deletefile): a picked file that another thread
+    // has open is left alone and the flowop returns without an operation; the run goes on.
+    // Thread `a` holds both files open; thread `b` keeps trying to delete one.
+    let dir = Scratch::new("skip-open");
+    let body = "define fileset name=f,path=\"/tmp\",entries=2,dirwidth=2,filesize=1k,prealloc=100
+define process name=p {
+  thread name=a {
+    flowop openfile name=o1,filesetname=f,fd=1
+    flowop openfile name=o2,filesetname=f,fd=2
+    flowop delay name=hold,value=100
+  }
+  thread name=b {
+    flowop think name=later,value=200000
+    flowop deletefile name=del,filesetname=f
+  }
+}
+run 1
+";
+    let (v, report) = run_wl(&dir, body, &[]);
+    let del = flowop(&v, "del");
+    assert_eq!(del["ops"], 0, "{v}");
+    assert_eq!(del["no_resource"], 0, "{v}");
+    let skipped = del["skipped"].as_u64().unwrap();
+    assert!(skipped >= 2, "{v}");
+    assert!(v["duration_s"].as_f64().unwrap() > 0.9, "{}", v["notes"]);
+    assert!(
+        report.contains(&format!("{skipped} skipped (file open elsewhere)")),
+        "{report}"
+    );
+}
+
+/// Thread-seconds the flowops' latencies add up to: the sum over flowops of ops × mean.
+fn latency_seconds(v: &Value) -> f64 {
+    v["flowops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["ops"].as_f64().unwrap() * f["latency_us"]["mean"].as_f64().unwrap() / 1e6)
+        .sum()
+}
+
+#[test]
+fn whole_flowop_latencies_add_up_to_the_threads_time() {
+    // By default a latency covers the flowop's system calls, as Filebench's
+    // flowop_beginop/flowop_endop bracket them; `--latency flowop` covers the whole
+    // flowop, the pick included. Here the stat's pick is long: it looks for an existing
+    // file from entry 100,000 on, and the files created so far are the first ones, so it
+    // walks about 100,000 entries before it wraps around to them.
+    let dir = Scratch::new("latency-whole");
+    let body =
+        "define fileset name=f,path=\"/tmp\",entries=200000,dirwidth=20000,filesize=0,prealloc=0
+define process name=p {
+  thread name=t {
+    flowop createfile name=c,filesetname=f,fd=1
+    flowop closefile name=x,fd=1
+    flowop statfile name=s,filesetname=f,indexed=100000
+  }
+}
+run 1
+";
+    let (calls, _) = run_wl(&dir, body, &[]);
+    let (whole, _) = run_wl(&dir, body, &["--latency", "flowop"]);
+    let busy = |v: &Value| latency_seconds(v) / v["duration_s"].as_f64().unwrap();
+    let stat = |v: &Value| flowop(v, "s")["latency_us"]["mean"].as_f64().unwrap();
+    assert!(busy(&whole) > 0.9, "{} of the thread's time", busy(&whole));
+    assert!(
+        busy(&calls) < 0.7 * busy(&whole),
+        "{} of the thread's time",
+        busy(&calls)
+    );
+    assert!(
+        stat(&whole) > 5.0 * stat(&calls),
+        "{} vs {}",
+        stat(&whole),
+        stat(&calls)
+    );
+    assert!(whole["notes"].to_string().contains("--latency flowop"));
+    assert!(!calls["notes"].to_string().contains("--latency flowop"));
+    // Both count the same kind of operations (each stat walks 100,000 entries: a debug
+    // build on a busy machine makes a few dozen in the second).
+    for v in [&calls, &whole] {
+        assert!(flowop(v, "s")["ops"].as_u64().unwrap() > 10, "{v}");
+        assert_eq!(flowop(v, "s")["no_resource"], 0, "{v}");
+    }
+}
+
+/// A directory on the tmpfs at /dev/shm, removed on drop; `None` where there is none.
+struct ShmDir(std::path::PathBuf);
+
+impl ShmDir {
+    fn new(tag: &str) -> Option<ShmDir> {
+        let shm = std::path::Path::new("/dev/shm");
+        let tmpfs = std::fs::read_to_string("/proc/mounts")
+            .unwrap_or_default()
+            .lines()
+            .any(|l| l.split_whitespace().nth(1) == Some("/dev/shm") && l.contains(" tmpfs "));
+        if !tmpfs || !shm.is_dir() {
+            return None;
+        }
+        let p = shm.join(format!("fsbench-test-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&p).ok()?;
+        Some(ShmDir(p))
+    }
+}
+
+impl Drop for ShmDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[test]
+fn fileserver_at_2000_files_and_16_threads_runs_its_time() {
+    // fileserver with 2,000 files (80% preallocated) and 16 threads, on a RAM-backed file
+    // system: each loop creates a file and deletes one, unless the delete's pick lands on a
+    // file another thread has open (flowop_library.c flowoplib_deletefile skips it). The
+    // fileset runs out of absent files only if about 400 deletes are skipped.
+    let Some(dir) = ShmDir::new("fileserver") else {
+        return skip("no tmpfs at /dev/shm");
+    };
+    let json = dir.0.join("r.json");
+    let o = run(&[
+        "run",
+        "fileserver",
+        "-s",
+        "nfiles=2000",
+        "-s",
+        "nthreads=16",
+        "--duration",
+        "20",
+        "--dir",
+        dir.0.to_str().unwrap(),
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let notes = v["notes"].to_string();
+    assert!(!notes.contains("exhausted"), "{notes}");
+    assert!(v["duration_s"].as_f64().unwrap() > 19.0, "{notes}");
+    let creates = flowop(&v, "createfile1")["ops"].as_i64().unwrap();
+    let deletes = flowop(&v, "deletefile1")["ops"].as_i64().unwrap();
+    let skipped = flowop(&v, "deletefile1")["skipped"].as_i64().unwrap();
+    // Every loop creates one file and deletes one unless the delete is skipped; at the end
+    // each thread may be anywhere between its create and its delete.
+    assert!(
+        (creates - deletes - skipped).abs() <= 16,
+        "{creates} creates, {deletes} deletes, {skipped} skipped"
+    );
+    // Skipped deletes are not operations and are counted apart from a missing file.
+    assert_eq!(flowop(&v, "deletefile1")["no_resource"], 0);
+    eprintln!("fileserver 2000/16: {creates} creates, {deletes} deletes, {skipped} skipped");
+}

@@ -54,7 +54,11 @@ fn a_workload_must_be_a_regular_file_of_at_most_16_mib() {
     // SAFETY: a valid C string.
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
     let f = fifo.to_str().unwrap();
-    refused(&["check", f], f, "a FIFO; only regular files are read");
+    refused(
+        &["check", f],
+        f,
+        "a FIFO; only regular files (or `-` for standard input) are read",
+    );
     refused(&["run", f, "--dir", dir.s()], f, "a FIFO");
     // A FIFO named like a built-in's name is still read as the file it is.
     let bare = dir.path().join("pipe");
@@ -152,7 +156,7 @@ fn result_and_configuration_files_must_be_regular_files() {
     refused(
         &["postmark", f, "--dir", dir.s()],
         f,
-        "a FIFO; only regular files are read",
+        "a FIFO; only regular files (or `-` for standard input) are read",
     );
     if Path::new("/dev/zero").exists() {
         refused(
@@ -180,4 +184,216 @@ fn diff_refuses_snapshots_that_are_not_regular_files() {
             "a character device",
         );
     }
+}
+
+/// What a bounded run of fsbench ended with: its exit code, standard error, and the peak
+/// resident memory of the process (KiB, from `wait4`'s resource usage).
+struct Measured {
+    code: Option<i32>,
+    stderr: String,
+    max_rss_kib: i64,
+}
+
+/// Run fsbench with `args` and `stdin`, under an address-space limit of 2 GiB (an unbounded
+/// read ends in an allocation failure, not in the machine's memory), killed after
+/// `secs` seconds (a wait for a writer fails the test instead of blocking it). The child is
+/// reaped by `wait4`, for its resource usage, not by `Child::wait`.
+#[allow(clippy::zombie_processes)]
+fn run_measured(args: &[&str], stdin: Stdio, secs: u64) -> Measured {
+    use std::io::Read;
+    use std::os::unix::process::CommandExt;
+    let mut cmd = bin();
+    cmd.args(args)
+        .stdin(stdin)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            let lim = libc::rlimit {
+                rlim_cur: 2 << 30,
+                rlim_max: 2 << 30,
+            };
+            libc::setrlimit(libc::RLIMIT_AS, &lim);
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().expect("fsbench starts");
+    let pid = child.id() as libc::pid_t;
+    let mut err = child.stderr.take().expect("piped");
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err.read_to_string(&mut s);
+        s
+    });
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut status = 0;
+        // SAFETY: an rusage the call fills; the child is reaped here, not by `Child`.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
+        let _ = tx.send((status, ru.ru_maxrss));
+    });
+    let (status, max_rss_kib) = match rx.recv_timeout(Duration::from_secs(secs)) {
+        Ok(x) => x,
+        Err(_) => {
+            // SAFETY: the child is not reaped until the waiting thread returns.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            let _ = rx.recv();
+            panic!(
+                "{args:?} did not end within {secs} s: {}",
+                reader.join().unwrap()
+            );
+        }
+    };
+    let code = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
+    Measured {
+        code,
+        stderr: reader.join().unwrap(),
+        max_rss_kib,
+    }
+}
+
+/// The peak resident memory a refusal may take: fsbench's own start-up is some 20 MB.
+const REFUSAL_RSS_KIB: i64 = 50 << 10;
+
+fn refused_small(args: &[&str], stdin: Stdio, path: &str, why: &str) {
+    let m = run_measured(args, stdin, 30);
+    assert_eq!(m.code, Some(1), "{args:?}: {}", m.stderr);
+    assert!(
+        m.stderr.contains(path),
+        "{args:?}: names {path}: {}",
+        m.stderr
+    );
+    assert!(
+        m.stderr.contains(why),
+        "{args:?}: says {why:?}: {}",
+        m.stderr
+    );
+    assert!(
+        m.max_rss_kib < REFUSAL_RSS_KIB,
+        "{args:?}: {} KiB resident to refuse it ({})",
+        m.max_rss_kib,
+        m.stderr
+    );
+}
+
+#[test]
+fn endless_and_huge_inputs_are_refused_in_little_memory() {
+    if !Path::new("/dev/zero").exists() || !Path::new("/proc/self/pagemap").exists() {
+        skip("no /dev/zero or /proc/self/pagemap here");
+        return;
+    }
+    let dir = Scratch::new("inputs-huge");
+    let null = Stdio::null;
+    // A plan read whole: /dev/zero grew to gigabytes, pagemap to its hundreds.
+    let (z, pm) = ("/dev/zero", "/proc/self/pagemap");
+    refused_small(
+        &["experiment", z, "--dry-run"],
+        null(),
+        z,
+        "a character device",
+    );
+    refused_small(&["experiment", pm, "--dry-run"], null(), pm, "on proc");
+    // An 8 GiB sparse file: a plan too large to read, an strace log of one endless line.
+    let sparse = dir.path().join("big.log");
+    std::fs::File::create(&sparse)
+        .unwrap()
+        .set_len(8 << 30)
+        .unwrap();
+    let s = sparse.to_str().unwrap();
+    refused_small(
+        &["experiment", s, "--dry-run"],
+        null(),
+        s,
+        "a plan may have at most",
+    );
+    let out = dir.path().join("x.trace");
+    let o = out.to_str().unwrap();
+    let import = ["trace", "import", s, "-o", o];
+    refused_small(&import, null(), s, "a line longer than 1048576 bytes");
+    refused_small(
+        &["trace", "import", z, "-o", o],
+        null(),
+        z,
+        "a character device",
+    );
+    // `-`: standard input, read with the same bounds.
+    let zero = || Stdio::from(std::fs::File::open(z).unwrap());
+    let exp = ["experiment", "-", "--dry-run"];
+    refused_small(
+        &exp,
+        zero(),
+        "standard input",
+        "a plan may have at most 4 MiB",
+    );
+    let import = ["trace", "import", "-", "-o", o];
+    refused_small(&import, zero(), "-", "a line longer than 1048576 bytes");
+    assert!(!out.exists(), "no trace written");
+}
+
+/// A FIFO with no writer where fsbench reads a file or works in a directory: each open of
+/// it waited for a writer for ever (signals did not end the wait). Each is refused at once,
+/// naming the path and what it is.
+#[test]
+fn fifos_are_refused_not_waited_on() {
+    let dir = Scratch::new("inputs-fifo");
+    let fifo = dir.path().join("p");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid C string.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let f = fifo.to_str().unwrap();
+    let out = dir.path().join("x.trace");
+    let o = out.to_str().unwrap();
+    let cases: [&[&str]; 9] = [
+        &["experiment", f, "--dry-run"],
+        &["trace", "import", f, "-o", o],
+        &["trace", "show", f],
+        &["trace", "stats", f],
+        &["age", f, "--ops", "1"],
+        &["selftest", "age", "--dir", f],
+        &["selftest", "layout", "--dir", f, "--files", "10"],
+        &["run", "fileserver", "--dir", f, "-s", "nfiles=10"],
+        &["verify", f],
+    ];
+    for args in cases {
+        let m = run_measured(args, Stdio::null(), 20);
+        assert_eq!(m.code, Some(1), "{args:?}: {}", m.stderr);
+        assert!(
+            m.stderr.contains(f) && m.stderr.contains("a FIFO"),
+            "{args:?}: names the path and says it is a FIFO: {}",
+            m.stderr
+        );
+    }
+    // A fio job's `directory=` naming the FIFO: refused by `check`, at its place.
+    let job = dir.path().join("j.fio");
+    std::fs::write(&job, format!("[j]\nrw=read\nsize=1m\ndirectory={f}\n")).unwrap();
+    let j = job.to_str().unwrap();
+    for cmd in ["check", "run"] {
+        let m = run_measured(&[cmd, j], Stdio::null(), 20);
+        assert_eq!(m.code, Some(1), "{cmd}: {}", m.stderr);
+        let at = format!("{j}:4:11");
+        assert!(
+            m.stderr.contains(&at) && m.stderr.contains("a FIFO, not a directory"),
+            "{cmd}: {}",
+            m.stderr
+        );
+    }
+}
+
+/// `read /proc/self` read `pagemap` (hundreds of gigabytes, "size" 0) and ignored signals.
+/// A tree on a pseudo file system is refused, naming it.
+#[test]
+fn read_refuses_trees_on_pseudo_file_systems() {
+    if !Path::new("/proc/self/pagemap").exists() {
+        skip("no /proc here");
+        return;
+    }
+    let m = run_measured(&["read", "/proc/self"], Stdio::null(), 20);
+    assert_eq!(m.code, Some(1), "{}", m.stderr);
+    assert!(
+        m.stderr.contains("/proc/self") && m.stderr.contains("on proc, a pseudo file system"),
+        "{}",
+        m.stderr
+    );
 }

@@ -482,3 +482,134 @@ fn results_and_report_read_an_older_database_without_changing_it() {
         "the column was added"
     );
 }
+
+/// A fileset named `../x` or `/abs` (written, through a variable, or through `-s`) is a
+/// directory outside the run directory: `check` refuses it at the name's line and column.
+#[test]
+fn a_fileset_name_leaving_the_run_directory_is_refused_at_its_place() {
+    let d = Scratch::new("msg-fsname");
+    let body = "\ndefine process name=p { thread name=t { flowop openfile name=o,filesetname=$n,fd=1\nflowop closefile name=c,fd=1 } }\nrun 1\n";
+    for (name, given) in [("../x", "\"../x\""), ("/abs", "\"/abs\""), ("..", "\"..\"")] {
+        let w = d.path().join("w.f");
+        let text = format!(
+            "set $n={given}\ndefine fileset name=$n,path=/tmp,entries=10,dirwidth=10,size=4k{body}"
+        );
+        std::fs::write(&w, text).unwrap();
+        let ws = w.to_str().unwrap();
+        let err = fails(&["check", ws], 1);
+        has(
+            &err,
+            &[&format!("{ws}:2:21"), &format!("fileset name `{name}`")],
+        );
+        // As written, in place.
+        let text =
+            format!("define fileset name={given},path=/tmp,entries=10,dirwidth=10,size=4k{body}")
+                .replace("filesetname=$n", &format!("filesetname={given}"));
+        std::fs::write(&w, text).unwrap();
+        let err = fails(&["check", ws], 1);
+        has(
+            &err,
+            &[&format!("{ws}:1:21"), &format!("fileset name `{name}`")],
+        );
+    }
+    // Through -s: the place is where the variable is used.
+    let w = d.path().join("s.f");
+    std::fs::write(
+        &w,
+        format!(
+            "set $n=\"ok\"\ndefine fileset name=$n,path=/tmp,entries=10,dirwidth=10,size=4k{body}"
+        ),
+    )
+    .unwrap();
+    let ws = w.to_str().unwrap();
+    for v in ["n=../x", "n=/abs"] {
+        let err = fails(&["check", ws, "-s", v], 1);
+        has(&err, &[&format!("{ws}:2:21"), "must be a plain file name"]);
+        let err = fails(
+            &["run", ws, "-s", v, "--dir", d.s(), "--duration", "0.2"],
+            1,
+        );
+        has(&err, &[&format!("{ws}:2:21"), "must be a plain file name"]);
+    }
+}
+
+/// A stored name holding terminal escapes (`ESC ] 0 ; ... BEL` retitles the window, `ESC [
+/// 2 J` clears it) reached the terminal as it was: `results` now shows every control
+/// character as an escape, in its text and its exports to standard output.
+#[test]
+fn results_show_stored_control_characters_as_escapes() {
+    let d = Scratch::new("msg-escapes");
+    let plan = d.path().join("p.toml");
+    std::fs::write(
+        &plan,
+        format!(
+            "[experiment]\nname = \"esc\"\nrepetitions = 1\n\n[[target]]\nname = \"here\"\nkind = \"dir\"\npath = \"{}\"\n\n[[measurement]]\nname = \"walk\"\nkind = \"find\"\nparams = {{ tree_files = 20, tree_dirs = 2 }}\n",
+            d.s()
+        ),
+    )
+    .unwrap();
+    let out = d.path().join("out");
+    let o = run(&[
+        "experiment",
+        plan.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let db = rusqlite::Connection::open(out.join("results.db")).unwrap();
+    let evil = "x\u{1b}]0;owned\u{7}\u{1b}[2J\ry\u{9b}31m\u{202e}z";
+    db.execute("UPDATE experiments SET name = ?1", [evil])
+        .unwrap();
+    db.execute("UPDATE cells SET target = ?1, measurement = ?1", [evil])
+        .unwrap();
+    let factors = serde_json::json!({"cache": "warm", "measurement": evil, "target": evil});
+    db.execute("UPDATE cells SET factors_json = ?1", [factors.to_string()])
+        .unwrap();
+    drop(db);
+    let o_text = out.to_str().unwrap();
+    for args in [
+        &["results", o_text][..],
+        &["results", o_text, "--all"],
+        &["results", o_text, "--csv", "-"],
+        &["results", o_text, "--markdown", "-"],
+    ] {
+        let o = run(args);
+        assert!(o.status.success(), "{args:?}: {}", text(&o));
+        let all = [o.stdout.as_slice(), o.stderr.as_slice()].concat();
+        let shown = String::from_utf8_lossy(&all);
+        assert!(
+            !all.iter().any(|b| *b == 0x1b || *b == b'\r' || *b == 0x07)
+                && !shown.contains('\u{9b}')
+                && !shown.contains('\u{202e}'),
+            "{args:?}: a control character reached the terminal: {shown:?}"
+        );
+        assert!(shown.contains("\\x1b]0;owned\\x07"), "{args:?}: {shown}");
+    }
+}
+
+/// `--really-delete-under /` was accepted: a snapshot of the whole machine could then delete
+/// anything in it. `/` and the system's directories are refused before the snapshot is read.
+#[test]
+fn prune_refuses_to_delete_under_the_root_or_system_directories() {
+    let d = Scratch::new("msg-prune-root");
+    let snap = d.path().join("none.snap");
+    let s = snap.to_str().unwrap();
+    for (dir, what) in [
+        ("/", "the root directory"),
+        ("/etc", "system configuration"),
+        ("/usr/lib", "installed software"),
+    ] {
+        let err = fails(
+            &["prune", s, "--free", "1M", "--really-delete-under", dir],
+            1,
+        );
+        has(
+            &err,
+            &["--really-delete-under", dir, what, "deletes nothing"],
+        );
+        assert!(
+            !err.contains("none.snap"),
+            "refused before the snapshot is read: {err}"
+        );
+    }
+}

@@ -604,3 +604,139 @@ fn a_second_ctrl_c_during_teardown_says_what_was_left() {
     }
     assert!(leftovers(d.path()).is_empty(), "{:?}", leftovers(d.path()));
 }
+
+/// Run fsbench with `args` and the environment `env` under the address-space limit, killed
+/// after `secs` seconds: a run that spins or waits fails the test instead of blocking it.
+fn run_for(args: &[&str], env: &[(&str, &str)], secs: u64) -> Output {
+    let mut cmd = bin();
+    cmd.args(args).envs(env.iter().copied());
+    let child = limited(&mut cmd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("fsbench starts");
+    let pid = child.id() as libc::pid_t;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || tx.send(child.wait_with_output().expect("output")));
+    match rx.recv_timeout(std::time::Duration::from_secs(secs)) {
+        Ok(o) => o,
+        Err(_) => {
+            // SAFETY: the child is not reaped until its output is collected.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            let o = rx.recv().expect("ends");
+            let shown: String = text(&o).chars().take(3000).collect();
+            panic!("{:?} did not end within {secs} s: {shown}", &args[..2]);
+        }
+    }
+}
+
+/// A command line, its environment, and where its error must point.
+type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], String);
+
+/// 30,000 nested parentheses in a fio value overflowed the parser's stack: the process
+/// aborted (status 134) from a job file, `${ENV}`, `run --fio` and a plan naming the job.
+/// Each is now an error at the value's place.
+#[test]
+fn deeply_nested_fio_expressions_are_errors_at_their_place() {
+    let d = Scratch::new("robust-deep-fio");
+    let deep = format!("{}1{}", "(".repeat(30_000), ")".repeat(30_000));
+    let job = d.path().join("deep.fio");
+    std::fs::write(&job, format!("[j]\nrw=read\nsize={deep}\n")).unwrap();
+    let j = job.to_str().unwrap();
+    let env_job = d.path().join("env.fio");
+    std::fs::write(&env_job, "[j]\nrw=read\nsize=${DEEP}\n").unwrap();
+    let e = env_job.to_str().unwrap();
+    let plan = d.path().join("p.toml");
+    std::fs::write(
+        &plan,
+        format!("[experiment]\nname = \"deep\"\nrepetitions = 1\n\n[[target]]\nname = \"here\"\nkind = \"dir\"\npath = \"{}\"\n\n[[measurement]]\nname = \"m\"\nkind = \"workload\"\nparams = {{ workload = \"deep.fio\", duration = 1 }}\n", d.s()),
+    )
+    .unwrap();
+    let line = format!("rw=read size={deep}");
+    let cases: [Case; 5] = [
+        (&["check", j], &[], format!("{j}:3:6")),
+        (&["run", j, "--dir", d.s()], &[], format!("{j}:3:6")),
+        (&["check", e], &[("DEEP", &deep)], format!("{e}:3:6")),
+        (
+            &["run", "--fio", &line, "--dir", d.s()],
+            &[],
+            "--fio:3:6".into(),
+        ),
+        (
+            &["experiment", plan.to_str().unwrap(), "--dry-run"],
+            &[],
+            format!("{j}:3:6"),
+        ),
+    ];
+    for (args, env, place) in cases {
+        let o = run_for(args, env, 60);
+        // The command line and the messages hold the expression: shown by their start.
+        let shown: String = text(&o).chars().take(3000).collect();
+        let cmd = &args[..2];
+        assert_eq!(
+            o.status.signal(),
+            None,
+            "{cmd:?}: killed by a signal\n{shown}"
+        );
+        assert_eq!(o.status.code(), Some(1), "{cmd:?}: {shown}");
+        assert!(
+            shown.contains("nested more than 256 deep"),
+            "{cmd:?}: {shown}"
+        );
+        assert!(shown.contains(&place), "{cmd:?}: at {place}: {shown}");
+        assert!(o.stderr.len() < 20_000, "{cmd:?}: {} bytes", o.stderr.len());
+    }
+}
+
+/// The parsers fsbench does not write keep their own limits: TOML's nesting (a located plan
+/// error, its line shown in part) and serde_json's (a result file refused).
+#[test]
+fn deeply_nested_plans_and_result_files_are_errors() {
+    let d = Scratch::new("robust-deep-toml");
+    let n = 100_000;
+    let plan = d.path().join("deep.toml");
+    let text = format!(
+        "[experiment]\nname = \"x\"\nrepetitions = 1\nx = {}{}\n",
+        "[".repeat(n),
+        "]".repeat(n)
+    );
+    std::fs::write(&plan, text).unwrap();
+    let p = plan.to_str().unwrap();
+    let json = d.path().join("deep.json");
+    std::fs::write(&json, format!("{}{}", "[".repeat(n), "]".repeat(n))).unwrap();
+    let j = json.to_str().unwrap();
+    for (args, place) in [
+        (&["experiment", p, "--dry-run"][..], format!("{p}:4:")),
+        (&["compare", j, j], j.to_string()),
+    ] {
+        let o = run_for(args, &[], 60);
+        refused(&o, &[&place]);
+        assert!(o.stderr.len() < 2_000, "{args:?}: {} bytes", o.stderr.len());
+    }
+}
+
+/// `nrfiles=10000000`: `check` said ok after a quarter of an hour and gigabytes, and `run`
+/// searched its list of names once per file. Refused at `check`, at the option's place.
+#[test]
+fn a_fio_job_of_millions_of_files_is_refused_at_check() {
+    let d = Scratch::new("robust-nrfiles");
+    for (body, place) in [
+        ("[j]\nrw=read\nsize=1g\nnrfiles=10000000\n", ":4:1"),
+        ("[j]\nrw=read\nsize=1g\nnrfiles=600000\nnumjobs=2\n", ":4:1"),
+    ] {
+        let job = d.path().join("many.fio");
+        std::fs::write(&job, body).unwrap();
+        let j = job.to_str().unwrap();
+        for args in [&["check", j][..], &["run", j, "--dir", d.s()]] {
+            let o = run_for(args, &[], 20);
+            refused(&o, &["at most 1000000"]);
+            assert!(text(&o).contains(&format!("{j}{place}")), "{}", text(&o));
+        }
+    }
+    // A million in all is taken (and checked in moments).
+    let job = d.path().join("ok.fio");
+    std::fs::write(&job, "[j]\nrw=read\nsize=1g\nnrfiles=500000\nnumjobs=2\n").unwrap();
+    let o = run_for(&["check", job.to_str().unwrap(), "-q"], &[], 20);
+    assert!(o.status.success(), "{}", text(&o));
+}

@@ -803,3 +803,50 @@ fn prune_does_not_trust_a_marker_another_user_planted() {
     let o = run(&["prune", snap.to_str().unwrap(), "--free", "1G"]);
     assert!(o.status.success(), "{}", text(&o));
 }
+
+/// A fio job naming fsbench's own marker or lock as its file (`filename=.fsbench-run`, with
+/// or without `unlink=1`) overwrote or removed it, and the run directory was left behind
+/// unmarked. `check` refuses the name at its place, `run` refuses it before anything is
+/// made, and the target directory is left as it was.
+#[test]
+fn a_fio_job_may_not_name_fsbenchs_own_files() {
+    let d = Scratch::new("safety-own-names");
+    let target = Scratch::new("safety-own-target");
+    let cases = [
+        (".fsbench-run", ""),
+        (".fsbench-run", "unlink=1\n"),
+        (".fsbench-lock", "unlink=1\n"),
+        ("data:.fsbench-run", ""),
+    ];
+    for (i, (names, extra)) in cases.iter().enumerate() {
+        let job = d.path().join(format!("own{i}.fio"));
+        let body = format!("[j]\nrw=write\nbs=4k\nsize=16k\nfilename={names}\n{extra}");
+        std::fs::write(&job, &body).unwrap();
+        let j = job.to_str().unwrap();
+        let col = 10 + names.find(".fsbench").unwrap();
+        for cmd in [&["check", j][..], &["run", j, "--dir", target.s(), "-q"]] {
+            let o = run(cmd);
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert_eq!(o.status.code(), Some(1), "{cmd:?}: {}", text(&o));
+            assert!(
+                err.contains(&format!("{j}:5:{col}")) && err.contains("fsbench's own"),
+                "{cmd:?}: {err}"
+            );
+        }
+        let left: Vec<_> = std::fs::read_dir(target.path())
+            .unwrap()
+            .flatten()
+            .collect();
+        assert!(left.is_empty(), "{names}: left {:?}", left[0].path());
+    }
+    // Paths leaving the run directory stay refused at their place.
+    for (names, col) in [("../x", 10), ("/etc/passwd", 10), ("a:..", 12)] {
+        let job = d.path().join("out.fio");
+        std::fs::write(&job, format!("[j]\nrw=write\nsize=16k\nfilename={names}\n")).unwrap();
+        let j = job.to_str().unwrap();
+        let o = run(&["check", j]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{names}: {err}");
+        assert!(err.contains(&format!("{j}:4:{col}")), "{names}: {err}");
+    }
+}

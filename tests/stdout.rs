@@ -396,3 +396,96 @@ fn lost_standard_error_ends_in_status_1_without_a_panic() {
     assert!(o.status.success(), "{:?}", o.status);
     assert!(String::from_utf8_lossy(&o.stdout).contains("varmail: ok"));
 }
+
+/// `-` is standard output for every output option: `report -o -` wrote a file named `-`.
+/// The HTML page, a trace (read back from standard input), a distilled workload and the man
+/// page go to standard output; nothing named `-` is made; an output that is a directory
+/// (`experiment -o`) or not yet a stream refuses `-` instead of making the file.
+#[test]
+fn dash_is_standard_output_for_every_output_option() {
+    let dir = Scratch::new("stdout-dash");
+    let at = |args: &[&str], stdin: Vec<u8>| -> Output {
+        use std::io::Write;
+        let mut c = bin()
+            .current_dir(dir.path())
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut i = c.stdin.take().unwrap();
+        std::thread::spawn(move || i.write_all(&stdin));
+        c.wait_with_output().unwrap()
+    };
+    let o = at(
+        &[
+            "run",
+            "fileserver",
+            "-s",
+            "nfiles=20",
+            "--dir",
+            dir.s(),
+            "--duration",
+            "0.3",
+            "--json",
+            "r.json",
+            "-q",
+        ],
+        vec![],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let o = at(&["report", "r.json", "-o", "-"], vec![]);
+    assert!(o.status.success(), "{}", text(&o));
+    let page = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        page.contains("<html") && page.trim_end().ends_with("</html>"),
+        "{}",
+        text(&o)
+    );
+    // An strace log from standard input, a trace to standard output, read back from it.
+    let log = b"7 1700000000.000001 openat(AT_FDCWD</w>, \"a\", O_RDONLY) = 3</w/a> <0.000010>\n\
+                7 1700000000.000020 close(3</w/a>) = 0 <0.000002>\n";
+    let o = at(
+        &["trace", "import", "-", "-o", "-", "--root", "/w"],
+        log.to_vec(),
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(o.stdout.starts_with(b"FSBTRACE"), "{}", text(&o));
+    let trace = o.stdout;
+    let o = at(&["trace", "show", "-"], trace.clone());
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("/w/a"),
+        "{}",
+        text(&o)
+    );
+    std::fs::write(dir.path().join("t.trace"), &trace).unwrap();
+    let o = at(&["trace", "distill", "t.trace", "-o", "-"], vec![]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("define process"),
+        "{}",
+        text(&o)
+    );
+    let o = at(&["man", "-"], vec![]);
+    assert!(
+        o.status.success() && o.stdout.starts_with(b".ie"),
+        "{}",
+        text(&o)
+    );
+    // Outputs that cannot be one stream say so, and make nothing.
+    for args in [
+        &["experiment", "x.toml", "-o", "-"][..],
+        &["scan", dir.s(), "-o", "-"],
+    ] {
+        let o = at(args, vec![]);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", text(&o));
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains("-o -"),
+            "{}",
+            text(&o)
+        );
+    }
+    assert!(!dir.path().join("-").exists(), "a file named `-` was made");
+}

@@ -573,6 +573,135 @@ fn remote_remove_leaves_a_mount_made_since_alone() {
     drop(theirs);
 }
 
+/// Lazily unmounts whatever is still mounted at a point when dropped (what a failing test
+/// would otherwise leave: fsbench's own mount on a stopped server).
+struct UnmountAll(PathBuf);
+impl Drop for UnmountAll {
+    fn drop(&mut self) {
+        for _ in 0..5 {
+            if mounted_at(&self.0).is_none() {
+                return;
+            }
+            let _ = run_ok("umount", &["-l", self.0.to_str().unwrap()]);
+        }
+    }
+}
+
+/// The remove of a server whose mount is buried: refused, with the foreign mount, fsbench's
+/// own mount (still readable: its server runs) and the state kept; once the foreign mount
+/// is gone, the same `remove` succeeds.
+fn remove_refused_then_retried(
+    fsbench: &dyn Fn(&[&str]) -> std::process::Output,
+    kind: &str,
+    name: &str,
+    mnt: &Path,
+    state: &Path,
+) {
+    let pid: i32 = std::fs::read_to_string(state.join(name).join("server.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let theirs = foreign_tmpfs(mnt);
+    let o = fsbench(&[kind, "remove", name]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(err.contains("run `fsbench"), "{err}");
+    assert!(foreign_still_there(mnt), "{kind} remove unmounted theirs");
+    assert!(state.join(name).exists(), "state removed: {}", text(&o));
+    let listed = fsbench(&[kind, "list"]);
+    assert!(String::from_utf8_lossy(&listed.stdout).contains(name));
+    assert!(std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.contains(") Z")));
+    drop(theirs);
+    assert_eq!(
+        std::fs::read(mnt.join("ours")).unwrap(),
+        b"fsbench's own",
+        "fsbench's mount does not answer"
+    );
+    let o = fsbench(&[kind, "remove", name]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(mounted_at(mnt).is_none(), "{}", text(&o));
+    assert!(!state.join(name).exists(), "{}", text(&o));
+}
+
+/// Someone mounts a file system on top of a disk's mount: `disk remove` leaves both, and
+/// the server and state, so that it can be run again once theirs is gone.
+#[test]
+fn disk_remove_under_a_stacked_mount_keeps_its_state() {
+    if !have_fuse("disk_remove_under_a_stacked_mount_keeps_its_state", true) {
+        return;
+    }
+    let s = Scratch::new("trust-disk-stack");
+    let (state, images, mnt) = (
+        s.path().join("state"),
+        s.path().join("images"),
+        s.path().join("mnt"),
+    );
+    let fsbench = |args: &[&str]| {
+        bin()
+            .args(args)
+            .env("FSBENCH_STATE_DIR", &state)
+            .env("FSBENCH_IMAGE_DIR", &images)
+            .output()
+            .unwrap()
+    };
+    let mnt_s = mnt.to_str().unwrap();
+    let o = fsbench(&[
+        "disk",
+        "create",
+        "dstack",
+        "--size",
+        "64M",
+        "--mkfs",
+        "ext4",
+        "--mount",
+        mnt_s,
+        "--rpm",
+        "15000",
+        "--seek-avg",
+        "1ms",
+        "--transfer",
+        "200MB/s",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let mnt = mnt.canonicalize().unwrap();
+    let _last = UnmountAll(mnt.clone());
+    std::fs::write(mnt.join("ours"), b"fsbench's own").unwrap();
+    remove_refused_then_retried(&fsbench, "disk", "dstack", &mnt, &state);
+}
+
+/// The same for a remote.
+#[test]
+fn remote_remove_under_a_stacked_mount_keeps_its_state() {
+    if !have_fuse("remote_remove_under_a_stacked_mount_keeps_its_state", false) {
+        return;
+    }
+    let s = Scratch::new("trust-remote-stack");
+    let (state, srv, mnt) = (
+        s.path().join("state"),
+        s.path().join("srv"),
+        s.path().join("mnt"),
+    );
+    std::fs::create_dir_all(&srv).unwrap();
+    std::fs::write(srv.join("ours"), b"fsbench's own").unwrap();
+    std::fs::create_dir_all(&mnt).unwrap();
+    let fsbench = |args: &[&str]| {
+        bin()
+            .args(args)
+            .env("FSBENCH_REMOTE_STATE_DIR", &state)
+            .output()
+            .unwrap()
+    };
+    let (srv_s, mnt_s) = (srv.to_str().unwrap(), mnt.to_str().unwrap());
+    let o = fsbench(&[
+        "remote", "create", "rstack", "--server", srv_s, "--mount", mnt_s, "--preset", "100mbit",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let mnt = mnt.canonicalize().unwrap();
+    let _last = UnmountAll(mnt.clone());
+    remove_refused_then_retried(&fsbench, "remote", "rstack", &mnt, &state);
+}
+
 /// SIGTERM to `fsbench experiment` is Ctrl-C: the measurement stops and every target is torn
 /// down (no loop device, mount or journal step left).
 #[test]
@@ -708,4 +837,64 @@ params = { workload = "fileserver", nfiles = 20, filesize = "4k", duration = 0.5
         err.contains("p.toml:10:16:") && err.contains("is not a value"),
         "{err}"
     );
+}
+
+/// A forged journal naming a cgroup fsbench did not make (empty, named as fsbench names
+/// its own), and one naming a cgroup that does not exist yet: `--cleanup` removes neither
+/// the first nor, once someone makes it, the second.
+#[test]
+fn cleanup_leaves_cgroups_it_did_not_make() {
+    let root = std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+        .find_map(|l| {
+            let (left, right) = l.split_once(" - ")?;
+            right
+                .starts_with("cgroup2 ")
+                .then(|| PathBuf::from(left.split(' ').nth(4).unwrap()))
+        });
+    let Some(root) = root.filter(|_| is_root()) else {
+        skip("needs root and cgroup v2");
+        return;
+    };
+    let theirs = root.join(format!("fsbench-theirs-{}", std::process::id()));
+    let later = root.join(format!("fsbench-later-{}", std::process::id()));
+    std::fs::create_dir(&theirs).unwrap();
+    struct Rmdir(Vec<PathBuf>);
+    impl Drop for Rmdir {
+        fn drop(&mut self) {
+            for p in &self.0 {
+                let _ = std::fs::remove_dir(p);
+            }
+        }
+    }
+    let _rm = Rmdir(vec![theirs.clone(), later.clone()]);
+    let step = |p: &Path| {
+        serde_json::json!({"RemoveCgroup": {
+            "path": p, "ino": 1, "token": "0123456789abcdef0123456789abcdef"
+        }})
+    };
+    let s = Scratch::new("trust-cgroup");
+    let journal = serde_json::json!([step(&later), step(&theirs)]).to_string();
+    let out = outdir_with_journal(s.path(), &journal);
+    let o = run(&["experiment", "--cleanup", out.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        theirs.is_dir(),
+        "--cleanup removed {}: {err}",
+        theirs.display()
+    );
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(err.contains("left alone"), "{err}");
+    // The step for the one that did not exist is done (gone is gone); made now, it is
+    // someone else's, and a second --cleanup leaves it too.
+    std::fs::create_dir(&later).unwrap();
+    let o = run(&["experiment", "--cleanup", out.to_str().unwrap()]);
+    assert!(
+        later.is_dir(),
+        "--cleanup removed {}: {}",
+        later.display(),
+        text(&o)
+    );
+    assert!(theirs.is_dir(), "{}", text(&o));
 }

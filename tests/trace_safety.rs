@@ -859,3 +859,86 @@ fn huge_calls_in_many_threads_stay_within_a_memory_bound() {
     // 64 threads at 64 MiB each would be 4 GiB.
     assert!(kib < 700 << 10, "peak RSS {kib} KiB\n{}", text(&o));
 }
+
+/// A trace that opens a FIFO in an `--over` tree: the replay's open waited for a writer
+/// for ever (signals did not end it). The open is refused and counted; the replay ends.
+#[test]
+fn a_fifo_in_an_over_tree_is_refused_not_waited_on() {
+    let work = Scratch::new("over-fifo");
+    let tree = work.path().join("tree");
+    std::fs::create_dir(&tree).unwrap();
+    std::fs::write(tree.join("mine"), b"data").unwrap();
+    let c = std::ffi::CString::new(tree.join("pipe").to_str().unwrap()).unwrap();
+    // SAFETY: a valid C string.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let root = "/w";
+    let rec = |t: u64, call: Call, path: Option<&str>, fd: Option<i32>, ret: i64| Record {
+        start_ns: t,
+        tid: 1,
+        syscall: call.name().into(),
+        call,
+        path: path.map(|p| format!("{root}/{p}")),
+        fd,
+        ret,
+        flags: (call == Call::Open).then_some(libc::O_RDONLY as u64),
+        size: (call == Call::Read).then_some(4),
+        ..Default::default()
+    };
+    let recs = vec![
+        rec(1, Call::Open, Some("pipe"), None, 3),
+        rec(2, Call::Read, None, Some(3), 4),
+        rec(3, Call::Close, None, Some(3), 0),
+        rec(4, Call::Open, Some("mine"), None, 3),
+        rec(5, Call::Read, None, Some(3), 4),
+        rec(6, Call::Close, None, Some(3), 0),
+    ];
+    let h = Header {
+        version: format::VERSION,
+        roots: vec![root.into()],
+        source: "test".into(),
+        ..Default::default()
+    };
+    let tr = work.path().join("fifo.trace");
+    format::write_all(&tr, &h, &recs).unwrap();
+    let json = work.path().join("r.json");
+    let args = [
+        "trace",
+        "replay",
+        tr.to_str().unwrap(),
+        "--dir",
+        work.s(),
+        "--over",
+        tree.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ];
+    let mut child = bin()
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the replay waited on the FIFO for 30 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "replay: {}", text(&o));
+    let r = json_of(&json);
+    assert_eq!(figure(&r, "calls_refused_special"), 1.0, "{}", text(&o));
+    assert!(
+        text(&o).contains("would open a FIFO, a device or a socket"),
+        "{}",
+        text(&o)
+    );
+    // The read and close on the refused open's descriptor fail; the regular file beside
+    // it is opened, read and closed as recorded.
+    assert_eq!(figure(&r, "failed_where_recorded_ok"), 2.0, "{}", text(&o));
+    assert_eq!(figure(&r, "calls_replayed"), 5.0, "{}", text(&o));
+}

@@ -183,7 +183,12 @@ fn read_existing(root: RawFd) -> io::Result<Existing> {
 
 /// `fsbench age`.
 pub fn run(args: AgeArgs) -> anyhow::Result<()> {
+    if args.log.as_deref().is_some_and(crate::output::is_stdout) {
+        // Refused rather than written to a file named `-`.
+        bail!("--log -: the operation log goes to a file; give its path");
+    }
     if let (Some(src), Some(keep)) = (&args.next_version, args.keep) {
+        crate::cancel::install_signal_handlers();
         let share = super::nextver::Share {
             files: keep,
             bytes: args.keep_bytes,
@@ -192,7 +197,7 @@ pub fn run(args: AgeArgs) -> anyhow::Result<()> {
         if let Some(j) = &args.json {
             crate::report::out::write_json(j, &r)?;
         }
-        if args.json.as_deref() != Some(Path::new("-")) {
+        if !args.json.as_deref().is_some_and(crate::output::is_stdout) {
             crate::outln!(
                 "next version of {} written to {}\n  {} files: kept {}, edited {}, removed {}, added {}\n  files same {:.1}%  bytes same {:.1}%",
                 r.src, r.out, r.src_files, r.kept, r.edited, r.removed, r.added, r.files_same_pct, r.bytes_same_pct
@@ -210,6 +215,13 @@ pub fn run(args: AgeArgs) -> anyhow::Result<()> {
         .dir
         .canonicalize()
         .with_context(|| format!("target directory {}", args.dir.display()))?;
+    // Checked before anything opens it: a FIFO would hold the open for ever.
+    crate::input::check_dir(&parent).map_err(|e| {
+        anyhow::anyhow!(
+            "{}: {e}; give the directory whose file system is to be aged",
+            args.dir.display()
+        )
+    })?;
     // Validate what can be validated before the aging directory exists.
     if args.replay_snapshots.is_empty() {
         match &args.from_snapshot {

@@ -139,7 +139,12 @@ pub fn next_version(
     let role = roles(&sizes, keep, edit_share, &mut rng)
         .with_context(|| format!("next version of {}", src.display()))?;
 
-    let rd = RunDir::create(&parent, "next-version", false)?;
+    // Removed again unless it is finished: an error or a signal leaves no partial tree.
+    let rd = crate::created::Owned::new(
+        RunDir::create(&parent, "next-version", false)?,
+        "the unfinished next version",
+        |rd| rd.remove().map_err(|e| e.to_string()),
+    );
     let tree_name = c"tree";
     crate::owned::mkdir(rd.fd(), tree_name, 0o755).context("cannot create tree/")?;
     let tree = beneath::open_dir(rd.fd(), tree_name).context("cannot open tree/")?;
@@ -173,6 +178,8 @@ pub fn next_version(
     let new_bytes = r.kept_bytes + r.edited_bytes + r.added_bytes;
     r.files_same_pct = 100.0 * r.kept as f64 / new_files.max(1) as f64;
     r.bytes_same_pct = 100.0 * r.kept_bytes as f64 / new_bytes.max(1) as f64;
+    drop(tree);
+    rd.keep();
     Ok(r)
 }
 
@@ -354,14 +361,15 @@ fn copy_and_edit(
     r: &mut NextVersionReport,
 ) -> anyhow::Result<()> {
     for (i, (rel, _)) in files.iter().enumerate() {
+        crate::cancel::check()?;
         if role[i] == 2 {
             r.removed += 1;
             r.removed_bytes += files[i].1;
             continue;
         }
         let path = src.join(rel);
-        let mut data =
-            std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+        let mut data = crate::input::read(&path, crate::input::TREE_FILE)
+            .with_context(|| format!("cannot read {}", path.display()))?;
         if role[i] == 1 {
             if data.is_empty() {
                 data.resize(64, 0);
@@ -400,6 +408,7 @@ fn add_files(
     let n = files.len();
     let mut removed = (0..n).filter(|&i| role[i] == 2);
     for a in 0..r.removed {
+        crate::cancel::check()?;
         let (like, size) = &files[rng.random_range(0..n)];
         let size = match (mirror, removed.next()) {
             // At least 16 random bytes: an empty file would equal every empty file of SRC.

@@ -16,8 +16,11 @@ use serde::{Deserialize, Serialize};
 pub const STATE_FILE: &str = ".fsbench-age.json";
 /// The live files and their last writes, in the aged directory.
 pub const FILES_FILE: &str = ".fsbench-age-files";
-/// The largest files list read back (about 25 million files).
-const FILES_MAX: u64 = 1 << 30;
+/// The files list as an input read back: at most 1 GiB (about 25 million files).
+const FILES_INPUT: crate::input::Kind = crate::input::Kind {
+    what: "aging's record of live files",
+    max: 1 << 30,
+};
 
 /// Operations in a simulated day by default: the published aging workload ran about 1.3
 /// million operations over seven months (213 days), 6,100 a day.
@@ -42,10 +45,17 @@ fn cname(n: &str) -> CString {
 /// The state of the aged directory `dir`; the default where there is none (or it is not
 /// one fsbench can read).
 pub fn read_state(dir: RawFd) -> State {
-    crate::beneath::read_small(dir, &cname(STATE_FILE), 1 << 20)
+    read_own(dir, STATE_FILE, crate::input::STATE)
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok())
         .unwrap_or_default()
+}
+
+/// A file aging wrote directly in the aged directory, read whole within `kind`'s bound
+/// (opened without following a link and without waiting on a FIFO).
+fn read_own(dir: RawFd, name: &str, kind: crate::input::Kind) -> io::Result<Vec<u8>> {
+    let f = crate::beneath::open_file(dir, &cname(name), libc::O_RDONLY | libc::O_NONBLOCK)?;
+    crate::input::read_open(&f.into(), kind)
 }
 
 /// Write the state (through the owned-tree layer).
@@ -73,7 +83,7 @@ pub fn write_files(dir: RawFd, files: &[LiveFile]) -> io::Result<()> {
 
 /// The live files an earlier aging recorded; `Ok(None)` where it recorded none.
 pub fn read_files(dir: RawFd) -> io::Result<Option<Vec<LiveFile>>> {
-    let bytes = match crate::beneath::read_small(dir, &cname(FILES_FILE), FILES_MAX) {
+    let bytes = match read_own(dir, FILES_FILE, FILES_INPUT) {
         Ok(b) => b,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e),

@@ -88,7 +88,7 @@ impl Drop for Mounted {
 /// it and mount it on `mnt`.
 fn fresh_image(img: &Path, mnt: &Path, mib: u64) -> anyhow::Result<Mounted> {
     const UUID: &str = "5e1f7e57-a6e0-4f5b-9c1d-000000000034";
-    let _ = std::fs::remove_file(img);
+    let _ = crate::owned::path::remove_file(img);
     let f = std::fs::File::options()
         .read(true)
         .write(true)
@@ -96,14 +96,16 @@ fn fresh_image(img: &Path, mnt: &Path, mib: u64) -> anyhow::Result<Mounted> {
         .open(img)
         .with_context(|| format!("creating {}", img.display()))?;
     f.set_len(mib << 20)?;
-    let out = Command::new("mkfs.ext4")
-        .args(["-q", "-F", "-U", UUID, "-E"])
-        .arg(format!(
-            "hash_seed={UUID},lazy_itable_init=0,lazy_journal_init=0"
-        ))
-        .arg(img)
-        .output()
-        .context("cannot run mkfs.ext4 (e2fsprogs)")?;
+    let out = crate::created::output(
+        Command::new("mkfs.ext4")
+            .args(["-q", "-F", "-U", UUID, "-E"])
+            .arg(format!(
+                "hash_seed={UUID},lazy_itable_init=0,lazy_journal_init=0"
+            ))
+            .arg(img),
+    )
+    .context("cannot run mkfs.ext4 (e2fsprogs)")?;
+    crate::cancel::check()?;
     if !out.status.success() {
         bail!(
             "mkfs.ext4 {} failed: {}",
@@ -158,15 +160,16 @@ fn run_fsbench(
         .args(["--fill", &o.fill.to_string(), "--ops", &o.ops.to_string()])
         .args(["--threads", &threads.to_string()])
         .arg("--json")
-        .arg(json)
-        .stdout(std::process::Stdio::null());
+        .arg(json);
     if let Some(l) = log {
         cmd.arg("--log").arg(l);
     }
     let c0 = crate::stats::rusage_cpu(libc::RUSAGE_CHILDREN);
-    let out = cmd.output().context("running fsbench age")?;
+    // The child gets this process's signals: it stops and cleans up, then so does this one.
+    let out = crate::created::output(&mut cmd).context("running fsbench age")?;
     let c1 = crate::stats::rusage_cpu(libc::RUSAGE_CHILDREN);
     let used = (c1.0 - c0.0, c1.1 - c0.1);
+    crate::cancel::check()?;
     if !out.status.success() {
         bail!(
             "fsbench age {} failed: {}",
@@ -174,7 +177,7 @@ fn run_fsbench(
             String::from_utf8_lossy(&out.stderr).trim()
         );
     }
-    let seen: Seen = serde_json::from_slice(&std::fs::read(json)?)
+    let seen: Seen = serde_json::from_slice(&crate::input::read(json, crate::input::RESULTS)?)
         .with_context(|| format!("reading {}", json.display()))?;
     if seen.counts.enospc > 0 || seen.counts.errors > 0 {
         bail!(
@@ -242,7 +245,10 @@ fn run_bare(dir: &Path, ops: &[BareOp]) -> anyhow::Result<(f64, f64, f64)> {
     let buf = buf.as_slice();
     let c0 = crate::stats::rusage_cpu(libc::RUSAGE_THREAD);
     let t0 = Instant::now();
-    for op in ops {
+    for (i, op) in ops.iter().enumerate() {
+        if i % 256 == 0 {
+            crate::cancel::check()?;
+        }
         let r = match op {
             BareOp::Mkdir(p) => sys::mkdir_at(dfd, p),
             BareOp::Create(p, len) => {
@@ -308,8 +314,8 @@ fn age_in(o: &Options, rd: &RunDir) -> anyhow::Result<String> {
         let _m = fresh_image(&img, &mnt, o.mib)?;
         run_fsbench(o, &mnt, 1, &json, Some(&log))?
     };
-    let ops = parse_log(&std::fs::read_to_string(&log)?)?;
-    std::fs::remove_file(&log)?;
+    let ops = parse_log(&crate::input::read_text(&log, crate::input::RESULTS)?)?;
+    crate::owned::path::remove_file(&log)?;
     let file_ops = ops
         .iter()
         .filter(|o| !matches!(o, BareOp::Mkdir(_)))
@@ -322,6 +328,7 @@ fn age_in(o: &Options, rd: &RunDir) -> anyhow::Result<String> {
     }
     let mut r = Rounds::default();
     for _ in 0..o.rounds {
+        crate::cancel::check()?;
         let m = fresh_image(&img, &mnt, o.mib)?;
         let (s, (user, sys)) = run_fsbench(o, &mnt, 1, &json, None)?;
         check_same(&first, &s)?;
@@ -329,6 +336,7 @@ fn age_in(o: &Options, rd: &RunDir) -> anyhow::Result<String> {
         r.user.push(user);
         r.one_cpu.push(user + sys);
         drop(m);
+        crate::cancel::check()?;
         let m = fresh_image(&img, &mnt, o.mib)?;
         let (all, sync, cpu) = run_bare(&mnt.join(crate::age::cli::AGED_DIR), &ops)?;
         r.bare.push(all);
@@ -336,6 +344,7 @@ fn age_in(o: &Options, rd: &RunDir) -> anyhow::Result<String> {
         r.bare_cpu.push(cpu);
         drop(m);
         if o.threads > 1 {
+            crate::cancel::check()?;
             let _m = fresh_image(&img, &mnt, o.mib)?;
             let (s, _) = run_fsbench(o, &mnt, o.threads, &json, None)?;
             check_same(&first, &s)?;

@@ -194,25 +194,50 @@ pub fn slurp_file(path: &std::ffi::CStr, buf: &mut Vec<u8>, block: usize) -> std
 }
 
 /// Read the whole file at `path` in `block`-sized requests into `buf` (which only ever
-/// holds one block: the contents are not kept); returns the number of bytes read.
+/// holds one block: the contents are not kept); returns the number of bytes read. Only a
+/// regular file is read, opened without waiting (a FIFO put where a file was listed would
+/// hold its open for ever) and no further than a block past its size when opened (a pseudo file's size
+/// says nothing of what it yields: `/proc/self/pagemap` reads without end).
 pub fn read_file(path: &std::ffi::CStr, buf: &mut Vec<u8>, block: usize) -> std::io::Result<u64> {
     use crate::sys::io;
-    let fd = io::open(
-        path,
-        io::OpenHow {
-            readonly: true,
-            ..Default::default()
-        },
-    )?;
+    // SAFETY: a NUL-terminated path; no O_CREAT, so no mode.
+    let fd = unsafe {
+        libc::open(
+            path.as_ptr(),
+            libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NONBLOCK,
+        )
+    };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let size = match crate::beneath::fstat(fd) {
+        Ok(st) if st.st_mode & libc::S_IFMT == libc::S_IFREG => st.st_size as u64,
+        Ok(_) => {
+            io::close(fd)?;
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "not a regular file (any more); not read",
+            ));
+        }
+        Err(e) => {
+            io::close(fd)?;
+            return Err(e);
+        }
+    };
     if buf.len() < block {
         buf.resize(block, 0);
     }
+    // To its end, as `cat` reads (the last request finds it); no further than a block past
+    // its size, should it grow meanwhile.
     let mut off = 0u64;
     let r = loop {
         match io::pread(fd, &mut buf[..block], off) {
             Ok(0) => break Ok(off),
             Ok(n) => off += n as u64,
             Err(e) => break Err(e),
+        }
+        if off > size {
+            break Ok(off);
         }
     };
     io::close(fd)?;

@@ -12,7 +12,7 @@ use super::cli::{ReadArgs, ReadOrder};
 use super::{timed, AppRun, OpTable, Recorder};
 use crate::model::FlowopKind;
 use crate::walk::{self, Visitor, WalkEntry, WalkOptions};
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use std::collections::BTreeMap;
@@ -106,8 +106,20 @@ impl crate::measure::Measurement for Read<'_> {
 }
 
 pub fn main(a: &ReadArgs) -> Result<()> {
-    if !a.dir.is_dir() {
-        bail!("{} is not a directory", a.dir.display());
+    match crate::input::check_dir(&a.dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            bail!("{} is not a directory: it does not exist", a.dir.display())
+        }
+        r => r.with_context(|| format!("{}", a.dir.display()))?,
+    }
+    // A pseudo file system's files say nothing true of their size (`/proc/self/pagemap`
+    // reads hundreds of gigabytes): no tree there is read.
+    if let Some(fs) = crate::input::pseudo_fs_of(&a.dir)? {
+        bail!(
+            "{}: {}; give a directory on a real file system",
+            a.dir.display(),
+            crate::input::pseudo_refusal(fs)
+        );
     }
     if a.jobs == 0 {
         bail!("-j must be at least 1");

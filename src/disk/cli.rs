@@ -280,7 +280,7 @@ fn create(a: CreateArgs) -> anyhow::Result<()> {
 
     let cleanup = |sd: &StateDir| {
         let _ = remove(&a.name, !cfg.created_image);
-        let _ = fs::remove_dir_all(&sd.dir);
+        let _ = crate::owned::path::remove_tree(&sd.dir);
     };
     match start_server(&sd) {
         Ok(()) => {}
@@ -378,7 +378,7 @@ fn prepare_image(a: &CreateArgs, params: &DiskParams) -> anyhow::Result<(PathBuf
         if let Err(e) = f.set_len(size) {
             drop(f);
             if !existed {
-                let _ = fs::remove_file(&image);
+                let _ = crate::owned::path::remove_file(&image);
             }
             bail!(
                 "--size {size}: the image {} cannot be that large: {e}",
@@ -605,6 +605,10 @@ fn remove(name: &str, keep: bool) -> anyhow::Result<()> {
     let mut done: Vec<String> = Vec::new();
     // What was not fsbench's any more and was left alone.
     let mut left: Vec<String> = Vec::new();
+    // 0. Nothing at all while fsbench's mount is buried under another: it stays retryable.
+    if let Some(rec) = cfg.as_ref().and_then(|c| c.mount_record.as_ref()) {
+        super::owned::refuse_buried(rec, "disk", name)?;
+    }
     // 1. The file system fsbench mounted, if it is still that mount.
     if let Some(c) = &cfg {
         match (&c.mount, &c.mount_record) {
@@ -669,9 +673,9 @@ fn remove(name: &str, keep: bool) -> anyhow::Result<()> {
     // 4. Files.
     if let Some(c) = &cfg {
         if c.created_image && !keep {
-            match fs::remove_file(&c.image) {
-                Ok(()) => done.push(format!("deleted image {}", c.image.display())),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            match crate::owned::path::remove_file(&c.image) {
+                Ok(true) => done.push(format!("deleted image {}", c.image.display())),
+                Ok(false) => {}
                 Err(e) => crate::errln!("removing {}: {e}", c.image.display()),
             }
         } else {
@@ -692,9 +696,10 @@ fn remove_state_dir(dir: &Path) -> anyhow::Result<()> {
     let fuse = dir.join("fuse");
     if fuse.exists() {
         // Only an empty directory (the mount is gone): never recurse into it.
-        fs::remove_dir(&fuse).with_context(|| format!("removing {}", fuse.display()))?;
+        crate::owned::path::remove_empty_dir(&fuse)
+            .with_context(|| format!("removing {}", fuse.display()))?;
     }
-    fs::remove_dir_all(dir).with_context(|| format!("removing {}", dir.display()))?;
+    crate::owned::path::remove_tree(dir).with_context(|| format!("removing {}", dir.display()))?;
     Ok(())
 }
 

@@ -213,6 +213,52 @@ impl MountRecord {
     }
 }
 
+impl MountRecord {
+    /// The recorded mount, when it is still mounted at its point but hidden under another
+    /// mount stacked on top of it since: fsbench can neither unmount it (that would take the
+    /// other one) nor stop what serves it (it would stay mounted on a dead device).
+    pub fn buried(&self) -> Option<MountEntry> {
+        let text = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+        let here: Vec<MountEntry> = text
+            .lines()
+            .filter_map(parse_line)
+            .filter(|e| e.point == self.point)
+            .collect();
+        let (_top, below) = here.split_last()?;
+        below
+            .iter()
+            .rev()
+            .find(|e| {
+                e.fstype == self.fstype
+                    && e.source == self.source
+                    && e.majmin == self.majmin
+                    && (e.mount_id == self.mount_id || self.loop_backing.is_some())
+            })
+            .cloned()
+    }
+}
+
+/// Before `fsbench KIND remove NAME` stops the server of a simulated disk or remote: an
+/// error, and nothing done, when the mount fsbench made (`rec`) is still there under a mount
+/// stacked on it since. Removing anyway would leave fsbench's mount on a dead device (every
+/// access failing with EIO) and drop the state that lets `remove` be run again.
+pub fn refuse_buried(rec: &MountRecord, kind: &str, name: &str) -> anyhow::Result<()> {
+    let Some(ours) = rec.buried() else {
+        return Ok(());
+    };
+    let top = mount_at(&rec.point)
+        .map(|e| format!("{} on {}", e.fstype, e.source))
+        .unwrap_or_default();
+    anyhow::bail!(
+        "not removing {kind} {name}: its file system ({} on {}, mount id {}) is still mounted at {}, under {top} mounted there since; left alone, with the server running and the state kept: unmount what is on top ({}), then run `fsbench {kind} remove {name}` again",
+        ours.fstype,
+        ours.source,
+        ours.mount_id,
+        rec.point.display(),
+        rec.point.display()
+    )
+}
+
 /// Whether the mount on top at `point` is one of fsbench's own FUSE servers' (`fuse.fsbench`
 /// with source `source`), the only mounts fsbench unmounts there without a record.
 pub fn is_own_fuse(point: &Path, source: &str) -> bool {

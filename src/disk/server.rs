@@ -576,7 +576,7 @@ pub fn serve(name: &str) -> anyhow::Result<()> {
         Ok(lo) => lo,
         Err(e) => {
             lazy_unmount(&fuse_dir).ok();
-            let _ = std::fs::remove_file(sd.pid());
+            let _ = crate::owned::path::remove_file(sd.pid());
             return Err(e);
         }
     };
@@ -607,8 +607,8 @@ pub fn serve(name: &str) -> anyhow::Result<()> {
     shut_down(&sd, lo, &fuse_dir, &shared, name, &device);
     let _ = reader_t.join();
     let _ = disk_t.join();
-    let _ = std::fs::remove_file(sd.ready());
-    let _ = std::fs::remove_file(sd.pid());
+    let _ = crate::owned::path::remove_file(sd.ready());
+    let _ = crate::owned::path::remove_file(sd.pid());
     crate::errln!("fsbench disk server {name}: stopped");
     Ok(())
 }
@@ -638,7 +638,7 @@ fn mount_own_fuse(sd: &StateDir, fuse_dir: &std::path::Path) -> anyhow::Result<F
     if state::is_mounted(fuse_dir) {
         // A previous server's mount, left by a crash; anything else there is not ours.
         if !super::owned::is_own_fuse(fuse_dir, "fsbench-disk") {
-            let _ = std::fs::remove_file(sd.pid());
+            let _ = crate::owned::path::remove_file(sd.pid());
             bail!(
                 "{} holds a mount that is not a disk server's; not unmounting it",
                 fuse_dir.display()
@@ -719,8 +719,8 @@ fn shut_down(
             "fsbench disk server {name}: {device} is still in use (mounted elsewhere?); \
              exiting anyway, its users will see I/O errors"
         );
-        let _ = std::fs::remove_file(sd.pid());
-        let _ = std::fs::remove_file(sd.ready());
+        let _ = crate::owned::path::remove_file(sd.pid());
+        let _ = crate::owned::path::remove_file(sd.ready());
         std::process::exit(0);
     }
 }

@@ -120,6 +120,8 @@ pub struct Measured {
     pub device_read_bytes: Option<u64>,
     /// The seconds that device was busy over the measured window (its `io_ticks`).
     pub device_busy_s: Option<f64>,
+    /// The machine's busy CPU seconds over the measured window (every CPU's, summed).
+    pub cpu_busy_s: Option<f64>,
 }
 
 /// How to measure.
@@ -140,6 +142,8 @@ pub struct MeasureOptions {
     /// A finish flowop that is done ends the run in every quit mode (Filebench's
     /// 1.5-alpha3 tag), not only its own thread (its current source).
     pub finish_ends_run: bool,
+    /// What a flowop's latency covers.
+    pub latency: super::Latency,
     /// The run directory, for `stream` flowops (fio jobs) to open their files in.
     pub stream_dir: Option<std::os::fd::RawFd>,
 }
@@ -254,6 +258,7 @@ pub fn measure(
         continue_when_exhausted: mo.continue_when_exhausted,
         continue_on_enospc: mo.continue_on_enospc,
         finish_ends_run: mo.finish_ends_run,
+        whole_flowop: mo.latency == super::Latency::Flowop,
         clock: *stats::clock::global(),
         samples: &samples,
         pacing: &pacing,
@@ -289,6 +294,7 @@ pub fn measure(
         let mut tl = Timeline::start(&shared, mo);
         if !tl.warming {
             out.device_at_start = mo.device.and_then(crate::sys::blockstat::counters);
+            out.cpu_at_start = crate::sys::cpustat::now();
         }
         pacing.start();
         crate::sys::mark::mark(crate::sys::mark::MARK_START);
@@ -410,6 +416,9 @@ struct Outcome {
     device_at_start: Option<crate::sys::blockstat::Counters>,
     device_read_bytes: Option<u64>,
     device_busy_s: Option<f64>,
+    /// The machine's CPU times when the measured window began, and its busy CPU seconds in it.
+    cpu_at_start: Option<crate::sys::cpustat::CpuTimes>,
+    cpu_busy_s: Option<f64>,
 }
 
 impl Outcome {
@@ -429,6 +438,8 @@ impl Outcome {
             device_at_start: None,
             device_read_bytes: None,
             device_busy_s: None,
+            cpu_at_start: None,
+            cpu_busy_s: None,
         }
     }
 
@@ -546,6 +557,7 @@ impl Outcome {
             ended_early,
             device_read_bytes: self.device_read_bytes,
             device_busy_s: self.device_busy_s,
+            cpu_busy_s: self.cpu_busy_s,
             rec: self.merged,
             duration: self.duration,
             started_at: self.started_at,
@@ -637,6 +649,7 @@ impl<'a> Timeline<'a> {
         self.sh.ctl.next_generation();
         self.generation += 1;
         out.device_at_start = self.mo.device.and_then(crate::sys::blockstat::counters);
+        out.cpu_at_start = crate::sys::cpustat::now();
         self.t0 = now;
         self.next_tick = self.t0 + self.interval;
         self.sampler.reset(0.0);
@@ -736,7 +749,7 @@ impl<'a> Timeline<'a> {
         crate::cluster::finished();
         self.sh.pacing.shutdown();
         if self.mo.progress {
-            crate::err!("\r\x1b[2K");
+            crate::console::err_control("\r\x1b[2K");
         }
         out.duration = self.t0.elapsed().as_secs_f64();
         if !self.warming {
@@ -745,6 +758,9 @@ impl<'a> Timeline<'a> {
                 .and_then(|b| Some(crate::sys::blockstat::counters(self.mo.device?)?.since(b)));
             out.device_read_bytes = done.map(|d| d.0);
             out.device_busy_s = done.map(|d| d.1);
+            out.cpu_busy_s = out
+                .cpu_at_start
+                .and_then(|b| Some(crate::sys::cpustat::now()?.busy_s_since(b)));
         }
         out.started_at = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)

@@ -91,6 +91,20 @@ impl Control {
     }
 }
 
+/// What a flowop's latency covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Latency {
+    /// The flowop's system calls only, as Filebench times them (flowop.c
+    /// `flowop_beginop`/`flowop_endop` around the calls): picking the file, waiting for a
+    /// busy one, building its name and releasing it are outside.
+    #[default]
+    Calls,
+    /// The whole flowop, from the moment the thread starts it to its end: the pick, waits
+    /// for busy entries, retries, the calls and the release. Latencies then add up to the
+    /// threads' time (Little's law), where `calls` leaves out what happens between calls.
+    Flowop,
+}
+
 /// How to run a workload.
 #[derive(Debug, Clone)]
 pub struct RunOptions {
@@ -122,6 +136,8 @@ pub struct RunOptions {
     /// A finish flowop that is done ends the run in every quit mode (Filebench's 1.5-alpha3
     /// tag) instead of ending its thread (Filebench's current source).
     pub finish_ends_run: bool,
+    /// What a flowop's latency covers.
+    pub latency: Latency,
 }
 
 impl RunOptions {
@@ -141,6 +157,7 @@ impl RunOptions {
             continue_on_enospc: false,
             layout_threads: None,
             finish_ends_run: false,
+            latency: Latency::Calls,
         }
     }
 }
@@ -507,10 +524,19 @@ impl Prepared {
                 continue_on_enospc: opts.continue_on_enospc,
                 device: crate::sys::blockstat::device_of(&rd.path),
                 finish_ends_run: opts.finish_ends_run,
+                latency: opts.latency,
                 stream_dir: Some(rd.fd()),
             },
         )?;
         let (flowops, summary) = stats::summarize(&wl.stat_names, &m.rec, m.duration);
+        let mut notes = m.notes;
+        if opts.latency == Latency::Flowop {
+            notes.push(
+                "latencies cover whole flowops (--latency flowop): picking the file, waiting \
+                 for a busy one and releasing it are included"
+                    .to_string(),
+            );
+        }
         let processes = stats::shares::process_shares(wl, &flowops, m.duration);
         Ok(Results {
             started_at: m.started_at,
@@ -519,12 +545,13 @@ impl Prepared {
             ended_early: m.ended_early,
             device_read_bytes: m.device_read_bytes,
             device_busy_s: m.device_busy_s,
+            cpu_busy_s: m.cpu_busy_s,
             processes,
             threads: wl.thread_count(),
             layout,
             flowops,
             summary,
-            notes: m.notes,
+            notes,
             warmup_s: opts.warmup,
             host,
             series: m.series,

@@ -145,18 +145,15 @@ fn open_parent(parent: &Path) -> Result<OwnedFd, RunDirError> {
             });
         }
     }
-    match fs::File::open(parent) {
-        Ok(f) => match f.metadata() {
-            Ok(m) if m.is_dir() => Ok(f.into()),
-            Ok(m) => Err(RunDirError::NotADir {
-                path: parent.to_path_buf(),
-                what: crate::input::file_kind(&m),
-            }),
-            Err(source) => Err(RunDirError::Parent {
-                path: parent.to_path_buf(),
-                source,
-            }),
-        },
+    // Opened as a directory without waiting: a FIFO named as --dir is refused, not waited on.
+    match crate::input::open_dir(parent) {
+        Ok(f) => Ok(f.into()),
+        Err(_) if parent.exists() && !parent.is_dir() => Err(RunDirError::NotADir {
+            path: parent.to_path_buf(),
+            what: fs::metadata(parent)
+                .map(|m| crate::input::file_kind(&m))
+                .unwrap_or("not a directory"),
+        }),
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             Err(RunDirError::NoParent(parent.to_path_buf()))
         }

@@ -66,6 +66,7 @@ impl Prepared {
                 continue_on_enospc: false,
                 device: None,
                 finish_ends_run: false,
+                latency: Default::default(),
                 stream_dir: None,
             },
         )?;
@@ -109,7 +110,7 @@ fn bare_pread(path: &Path, size: u64, seconds: f64) -> anyhow::Result<f64> {
             crate::sys::io::pread(fd, &mut buf.as_mut_slice()[..4096], off)?;
         }
         n += 1024;
-        if t0.elapsed() >= limit {
+        if t0.elapsed() >= limit || crate::cancel::interrupted() {
             break;
         }
     }
@@ -143,7 +144,7 @@ fn bare_create(dir: &Path, seconds: f64) -> anyhow::Result<f64> {
             crate::sys::io::unlink_at(dfd, name)?;
         }
         n += 256;
-        if t0.elapsed() >= limit {
+        if t0.elapsed() >= limit || crate::cancel::interrupted() {
             break;
         }
     }
@@ -197,7 +198,9 @@ pub fn overhead(dir: &Path, seconds: f64, rounds: u32, size: u64) -> anyhow::Res
         scattered.rate("pread4k", 0.2)?;
         fixed.rate("pread4k", 0.2)?;
         bare_pread(&data, size, 0.2)?;
+        crate::cancel::check()?;
         for _ in 0..rounds {
+            crate::cancel::check()?;
             let (r, l) = fixed.rate("pread4k", seconds)?;
             e.push(r);
             lat.push(l);
@@ -223,11 +226,13 @@ pub fn overhead(dir: &Path, seconds: f64, rounds: u32, size: u64) -> anyhow::Res
 
         // Case 2: create + close + unlink.
         let (mut e, mut b) = (Vec::new(), Vec::new());
+        crate::cancel::check()?;
         let create = Prepared::new(&rd, &create_wl)?;
         create.rate("create", 0.2)?;
         let meta_dir = first_dir(&rd.path.join("meta"))?;
         bare_create(&meta_dir, 0.2)?;
         for _ in 0..rounds {
+            crate::cancel::check()?;
             let (r, _) = create.rate("create", seconds)?;
             e.push(r);
             b.push(bare_create(&meta_dir, seconds)?);

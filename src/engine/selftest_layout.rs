@@ -56,6 +56,7 @@ fn bare_round(rd: &RunDir, files: u64, size: u64) -> anyhow::Result<f64> {
     let mut made = 0u64;
     let mut d = 0u64;
     while made < files {
+        crate::cancel::check()?;
         let dn = cname(&format!("{d:08}"));
         crate::owned::mkdir(top_fd.as_raw_fd(), &dn, 0o755)?;
         let dir = beneath::open_dir(top_fd.as_raw_fd(), &dn)?;
@@ -94,10 +95,13 @@ pub fn layout(dir: &Path, files: u64, size: u64, rounds: u32) -> anyhow::Result<
         for _ in 0..rounds {
             // SAFETY: sync(2) takes no arguments and cannot fail.
             unsafe { libc::sync() };
+            crate::cancel::check()?;
             one.push(engine_round(&rd, files, size, 1)?);
             unsafe { libc::sync() };
+            crate::cancel::check()?;
             many.push(engine_round(&rd, files, size, cores)?);
             unsafe { libc::sync() };
+            crate::cancel::check()?;
             bare.push(bare_round(&rd, files, size)?);
         }
         let (one, many, bare) = (median(one), median(many), median(bare));

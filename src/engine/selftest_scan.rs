@@ -24,6 +24,7 @@ fn make_tree(rd: &RunDir, entries: u64) -> anyhow::Result<()> {
     let dirs = entries.div_ceil(WIDTH);
     let mut made = 0;
     for d in 0..dirs {
+        crate::cancel::check()?;
         let parent = cname(&format!("p{:06}", d / 10));
         if d % 10 == 0 {
             crate::owned::mkdir(top_fd.as_raw_fd(), &parent, 0o755)?;
@@ -54,12 +55,14 @@ fn time_scan(root: &Path, opts: &WalkOptions) -> anyhow::Result<(f64, u64)> {
 
 fn time_find(root: &Path) -> anyhow::Result<f64> {
     let t0 = Instant::now();
-    let st = Command::new("find")
-        .arg(root)
-        .args(["-printf", "%s %p\\n"])
-        .stdout(Stdio::null())
-        .status()
-        .map_err(|e| anyhow::anyhow!("cannot run find: {e}"))?;
+    let st = crate::created::status(
+        Command::new("find")
+            .arg(root)
+            .args(["-printf", "%s %p\\n"])
+            .stdout(Stdio::null()),
+    )
+    .map_err(|e| anyhow::anyhow!("cannot run find: {e}"))?;
+    crate::cancel::check()?;
     anyhow::ensure!(st.success(), "find failed: {st}");
     Ok(t0.elapsed().as_secs_f64())
 }
@@ -90,6 +93,7 @@ pub fn scan(
         }
         let (mut s, mut f, mut seen) = (Vec::new(), Vec::new(), 0);
         for _ in 0..rounds {
+            crate::cancel::check()?;
             if cold {
                 super::drop_caches()?;
             }
@@ -99,6 +103,7 @@ pub fn scan(
             if cold {
                 super::drop_caches()?;
             }
+            crate::cancel::check()?;
             f.push(time_find(&root)?);
         }
         let (ms, mf) = (median(s), median(f));

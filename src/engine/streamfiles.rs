@@ -17,15 +17,18 @@ pub struct Laid {
 }
 
 /// Every stream file of the workload once, filled when any stream that names it reads.
+/// Names are found again through a hash map: a job of a million files made a search of
+/// the list per file quadratic (hours of CPU before the run started).
 pub fn files(wl: &Workload) -> Vec<StreamFile> {
     let mut out: Vec<StreamFile> = Vec::new();
+    let mut at: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
     for f in wl.all_flowops() {
         if f.kind != FlowopKind::Stream {
             continue;
         }
         let Some(s) = &f.stream else { continue };
         for sf in s.files.iter().filter(|f| !f.create_on_open && !f.external) {
-            match out.iter_mut().find(|o| o.name == sf.name) {
+            match at.get(sf.name.as_str()).map(|&i| &mut out[i]) {
                 Some(o) => {
                     // One file of the largest size any of them needs.
                     let end = (o.offset + o.len).max(sf.offset + sf.len);
@@ -34,15 +37,46 @@ pub fn files(wl: &Workload) -> Vec<StreamFile> {
                     o.offset = 0;
                     o.len = end;
                 }
-                None => out.push(sf.clone()),
+                None => {
+                    at.insert(&sf.name, out.len());
+                    out.push(sf.clone());
+                }
             }
         }
     }
     out
 }
 
+/// Refuse a stream file named as one of fsbench's own files in the run directory (its
+/// marker or lock): writing or unlinking one would take the directory's proof of
+/// ownership. A fio job file's `check` refuses these with their place; this holds for
+/// whatever reached the engine.
+fn check_names(wl: &Workload) -> std::io::Result<()> {
+    use super::rundir::{LOCK, MARKER};
+    for f in wl
+        .all_flowops()
+        .into_iter()
+        .filter(|f| f.kind == FlowopKind::Stream)
+    {
+        let Some(s) = &f.stream else { continue };
+        for sf in s.files.iter().filter(|f| !f.external) {
+            if sf.name == MARKER || sf.name == LOCK {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::PermissionDenied,
+                    format!(
+                        "file {}: fsbench's own file in the run directory; a job may not write or remove it",
+                        sf.name
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Lay the stream files out in `dir` (the run directory's descriptor).
 pub fn lay_out(wl: &Workload, dir: RawFd, quiet: bool) -> std::io::Result<Laid> {
+    check_names(wl)?;
     let list = files(wl);
     let mut laid = Laid::default();
     if list.is_empty() {
@@ -153,4 +187,31 @@ fn fill(
         left -= w as u64;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::rundir::{LOCK, MARKER};
+
+    /// The run directory's marker and lock, named by a job, are refused by the job file's
+    /// check (at the name's place) and by the engine.
+    #[test]
+    fn the_marker_and_lock_are_no_job_files() {
+        for own in [MARKER, LOCK] {
+            let text = format!("[j]\nrw=write\nsize=4k\nfilename=a:{own}\nunlink=1\n");
+            let src = crate::lang::SourceFile::new("j.fio", text);
+            let e = crate::fio::load_source("j", &src).unwrap_err().to_string();
+            assert!(e.contains(&format!("filename `{own}`")), "{e}");
+            assert!(e.contains("j.fio:4:12"), "{e}");
+            let ok = crate::lang::SourceFile::new("j.fio", "[j]\nrw=write\nsize=4k\n");
+            let mut m = crate::fio::load_source("j", &ok).unwrap();
+            let f = &mut m.workload.processes[0].threads[0].flowops[0];
+            let mut s = (**f.stream.as_ref().unwrap()).clone();
+            s.files[0].name = own.to_string();
+            f.stream = Some(std::sync::Arc::new(s));
+            let e = check_names(&m.workload).unwrap_err().to_string();
+            assert!(e.contains(own), "{e}");
+        }
+    }
 }

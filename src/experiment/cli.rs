@@ -1,13 +1,13 @@
 //! Command-line options of `fsbench experiment` and `fsbench results`.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::Args;
 use std::path::{Path, PathBuf};
 
 /// `fsbench experiment PLAN.toml`.
 #[derive(Args, Debug)]
 pub struct ExperimentArgs {
-    /// The plan (TOML; see docs/experiments.md).
+    /// The plan (TOML; see docs/experiments.md), or `-` for standard input.
     #[arg(required_unless_present = "cleanup")]
     pub plan: Option<PathBuf>,
     /// Output directory: results.db, per-run JSON and logs, images and mount points
@@ -79,6 +79,9 @@ pub fn experiment(a: ExperimentArgs) -> Result<()> {
 /// An output directory given as `flag DIR` is a directory, or can be made one: it and its
 /// nearest existing ancestor are not files (the system's "Not a directory" names neither).
 fn check_outdir(dir: &Path, flag: &str) -> Result<()> {
+    if crate::output::is_stdout(dir) {
+        bail!("{flag} -: an experiment writes a directory (a database, per-run JSON and logs), not one stream; give the directory's path");
+    }
     for p in dir.ancestors().filter(|p| !p.as_os_str().is_empty()) {
         match std::fs::metadata(p) {
             Ok(m) if m.is_dir() => return Ok(()),
@@ -111,33 +114,32 @@ pub fn results(a: ResultsArgs) -> Result<()> {
     let full = super::summary::summarise_with(&st, a.include_flagged)?;
     let s = super::summary::filter(&full, a.all);
     let mut to_stdout = false;
-    for (path, text) in [
+    for (path, text, what) in [
         (
             &a.csv,
             a.csv.as_ref().map(|_| super::summary::render_csv(&s)),
+            "CSV file",
         ),
         (
             &a.json,
             a.json
                 .as_ref()
                 .map(|_| serde_json::to_string_pretty(&s).unwrap_or_default() + "\n"),
+            "JSON file",
         ),
         (
             &a.markdown,
             a.markdown
                 .as_ref()
                 .map(|_| super::summary::render_markdown(&s)),
+            "Markdown file",
         ),
     ] {
         let (Some(path), Some(text)) = (path, text) else {
             continue;
         };
-        if path.as_os_str() == "-" {
-            crate::out!("{text}");
-            to_stdout = true;
-        } else {
-            std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
-        }
+        to_stdout |= crate::output::is_stdout(path);
+        crate::output::write_text(path, &text, what)?;
     }
     if !to_stdout {
         if a.all {

@@ -36,8 +36,9 @@ pub fn headline(kind: &str) -> &'static [&'static str] {
 }
 
 /// Whole-run figures of every run's results (`fsbench ... --json`, read as `Results`).
-/// `device_busy_s` and `device_util` come with runs on a block device.
-pub const RUN_FIGURES: [&str; 12] = [
+/// `device_busy_s` and `device_util` come with runs on a block device, `cpu_busy_pct` with
+/// runs that measured the machine's CPU over their window.
+pub const RUN_FIGURES: [&str; 13] = [
     "ops_per_s",
     "mb_per_s",
     "mean_latency_ms",
@@ -50,6 +51,39 @@ pub const RUN_FIGURES: [&str; 12] = [
     "errors",
     "device_busy_s",
     "device_util",
+    "cpu_busy_pct",
+];
+
+/// `fsbench layout`'s numbers: the Smith–Seltzer score, split files and cross-file locality.
+const LAYOUT_FIGURES: &[&str] = &[
+    "elapsed_s",
+    "files",
+    "scored_files",
+    "blocks",
+    "contiguous",
+    "pairs",
+    "score",
+    "extents",
+    "fragments",
+    "unwritten_extents",
+    "errors",
+    "split_files",
+    "split_flex_files",
+    "split_checked_files",
+    "locality",
+    "locality_pairs",
+    "locality_contiguous",
+];
+
+/// `fsbench hot`'s numbers: the hot files, and each phase's time and rate.
+const HOT_FIGURES: &[&str] = &[
+    "files",
+    "bytes",
+    "read_s",
+    "read_mb_per_s",
+    "overwrite_s",
+    "overwrite_mb_per_s",
+    "elapsed_s",
 ];
 
 /// The whole-run figures a kind produces beyond [`RUN_FIGURES`] (its named `figures`, or for
@@ -102,34 +136,8 @@ pub fn produces(kind: &str) -> &'static [&'static str] {
         ],
         "find" => &["elapsed_s", "entries", "entries_per_s", "files", "dirs"],
         "read" => &["elapsed_s", "bytes", "files", "files_per_s", "mb_per_s"],
-        "layout" => &[
-            "elapsed_s",
-            "files",
-            "scored_files",
-            "blocks",
-            "contiguous",
-            "pairs",
-            "score",
-            "extents",
-            "fragments",
-            "unwritten_extents",
-            "errors",
-            "split_files",
-            "split_flex_files",
-            "split_checked_files",
-            "locality",
-            "locality_pairs",
-            "locality_contiguous",
-        ],
-        "hot" => &[
-            "files",
-            "bytes",
-            "read_s",
-            "read_mb_per_s",
-            "overwrite_s",
-            "overwrite_mb_per_s",
-            "elapsed_s",
-        ],
+        "layout" => LAYOUT_FIGURES,
+        "hot" => HOT_FIGURES,
         "scan" => &[
             "elapsed_s",
             "entries",
@@ -173,7 +181,9 @@ pub fn known(kind: &str, name: &str) -> bool {
                 .or(r.strip_suffix(".share"))
                 .is_some_and(|n| !n.is_empty())
         });
-    process || produces(kind).contains(&name) || (run_json && RUN_FIGURES.contains(&name))
+    // A run on a simulated remote: what crossed its network (ignored elsewhere).
+    let remote = super::output::REMOTE_FIGURES.contains(&name);
+    process || remote || produces(kind).contains(&name) || (run_json && RUN_FIGURES.contains(&name))
 }
 
 /// Every figure name `kind` produces, for an error message.

@@ -35,10 +35,36 @@ pub struct RemoteTraffic {
     /// Emptyings of the client cache the run did not make itself.
     pub foreign_cache_drops: u64,
     pub late_pct: f64,
+    /// The seconds the modelled network charges for this traffic: its round trips × the
+    /// round-trip time, plus the bytes fetched and sent ÷ the bandwidth (the network the run
+    /// ran at). Beside the measured time it shows how much of a run the model accounts for.
+    #[serde(default)]
+    pub model_s: f64,
 }
+
+/// The figures of a run's remote traffic (`remote.NAME`), for plans' `figures`.
+pub const REMOTE_FIGURES: [&str; 12] = [
+    "remote.bytes_fetched",
+    "remote.bytes_sent",
+    "remote.foreign_cache_drops",
+    "remote.late_pct",
+    "remote.lookaside_bytes",
+    "remote.lookaside_hits",
+    "remote.lookaside_misses",
+    "remote.lost_requests",
+    "remote.model_s",
+    "remote.network_wait_s",
+    "remote.requests",
+    "remote.round_trips",
+];
 
 impl RemoteTraffic {
     /// Its figures, named `remote.FIELD`, in name order.
+    /// The seconds `net` charges for this traffic (see `model_s`).
+    pub fn model_time(&self, net: &crate::remote::model::Net) -> f64 {
+        self.round_trips as f64 * net.rtt_s + net.wire_time(self.bytes_fetched + self.bytes_sent)
+    }
+
     pub fn figures(&self) -> Vec<(String, f64)> {
         let mut out: Vec<(String, f64)> = [
             ("bytes_fetched", self.bytes_fetched as f64),
@@ -49,6 +75,7 @@ impl RemoteTraffic {
             ("lookaside_hits", self.lookaside_hits as f64),
             ("lookaside_misses", self.lookaside_misses as f64),
             ("lost_requests", self.lost_requests as f64),
+            ("model_s", self.model_s),
             ("network_wait_s", self.network_wait_s),
             ("requests", self.requests as f64),
             ("round_trips", self.round_trips as f64),
@@ -193,5 +220,25 @@ impl ChildOutput {
             o.insert("experiment".into(), experiment);
         }
         self.remote = remote;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_model_charges_round_trips_and_bytes() {
+        let t = RemoteTraffic {
+            round_trips: 10,
+            bytes_fetched: 100_000,
+            bytes_sent: 25_000,
+            ..Default::default()
+        };
+        let net = crate::remote::model::Net::preset("100kbit").unwrap();
+        // 10 × 300 ms + 125,000 bytes × 8 ÷ 100 kbit/s = 3 s + 10 s.
+        assert!((t.model_time(&net) - 13.0).abs() < 1e-9);
+        let names: Vec<String> = t.figures().into_iter().map(|(k, _)| k).collect();
+        assert_eq!(names, REMOTE_FIGURES);
     }
 }

@@ -2,7 +2,9 @@
 //! configuration per cell. The report knows nothing of experiments; this is where their
 //! database is read for it.
 
-use crate::report::html::{ComparisonChart, Config, FigureGroup, Group, RatioRow, ReportInput};
+use crate::report::html::{
+    ComparisonChart, Config, FigureGroup, Group, PublishedLine, RatioRow, ReportInput,
+};
 use crate::stats::Results;
 use anyhow::{Context, Result};
 use std::collections::BTreeMap;
@@ -76,6 +78,8 @@ pub fn load_with(outdir: &Path, include_flagged: bool) -> Result<ReportInput> {
     let summary = super::summary::summarise_with(&st, include_flagged)?;
     input.comparisons = comparison_charts(&summary);
     input.backgrounds = background_lines(&summary.backgrounds);
+    input.published = published_lines(&summary);
+    input.published_tally = super::summary::render::tally(&summary.published);
     for r in summary.rows.iter().filter(|r| r.headline) {
         let m = r.factors.get("measurement").cloned().unwrap_or_default();
         match input.headline.iter_mut().find(|(x, _)| *x == m) {
@@ -86,8 +90,19 @@ pub fn load_with(outdir: &Path, include_flagged: bool) -> Result<ReportInput> {
     }
     input.targets = targets
         .into_iter()
-        .map(|(n, d)| format!("{n}: {d}"))
+        .map(|(n, d)| format!("{n}: {d}{}", scheduler_text(&summary, &n)))
         .collect();
+    for c in &summary.conditions {
+        if let Some(idle) = super::summary::conditions::idle_text(c) {
+            let mut f = c.factors.clone();
+            let m = f.remove("measurement").unwrap_or_default();
+            input.warnings.push(format!(
+                "cell {} ({m}{}): device idle: {idle}",
+                c.cell,
+                factor_text(&f)
+            ));
+        }
+    }
     if flagged > 0 {
         input.flag_note = Some(format!(
             "{flagged} run(s) flagged ended early or served from cache are {} (fsbench results shows them per cell)",
@@ -99,6 +114,26 @@ pub fn load_with(outdir: &Path, include_flagged: bool) -> Result<ReportInput> {
         ));
     }
     Ok(input)
+}
+
+/// The I/O schedulers the runner recorded for a target's runs (set by fsbench, or read from
+/// the device of an existing directory).
+fn scheduler_text(s: &super::summary::Summary, target: &str) -> String {
+    let mut seen: Vec<&str> = Vec::new();
+    for c in &s.conditions {
+        if c.factors.get("target").map(String::as_str) == Some(target) {
+            for x in &c.schedulers {
+                if !seen.contains(&x.as_str()) {
+                    seen.push(x);
+                }
+            }
+        }
+    }
+    if seen.is_empty() {
+        String::new()
+    } else {
+        format!("; runs under the I/O scheduler {}", seen.join(" and "))
+    }
 }
 
 /// A target's file system, device and mount options, from the first result measured in it.
@@ -187,6 +222,28 @@ fn comparison_charts(s: &super::summary::Summary) -> Vec<ComparisonChart> {
         }
     }
     out
+}
+
+/// The summary's published figures against ours, as the report's rows.
+fn published_lines(s: &super::summary::Summary) -> Vec<PublishedLine> {
+    use super::summary::render::{published_figure, published_n, published_ours, published_what};
+    s.published
+        .iter()
+        .map(|p| PublishedLine {
+            line: p.line,
+            claim: match &p.pending {
+                Some(w) => format!("{} (pending: {w})", p.claim),
+                None => p.claim.clone(),
+            },
+            figure: format!("{} {}", p.measurement, p.figure),
+            what: published_what(p, s),
+            published: published_figure(p),
+            ours: published_ours(p),
+            n: published_n(p),
+            verdict: p.verdict.text().to_string(),
+            why: p.why.clone(),
+        })
+        .collect()
 }
 
 /// One cell's stored runs, combined later.
@@ -426,8 +483,7 @@ fn aging_reports(input: &mut ReportInput, outdir: &Path) {
         .collect();
     paths.sort();
     for p in paths {
-        let Ok(text) = crate::input::read_text_capped(&p, crate::input::RESULTS_MAX, "result file")
-        else {
+        let Ok(text) = crate::input::read_text(&p, crate::input::RESULTS) else {
             continue;
         };
         if let Some(v) = crate::report::html::Aging::parse(&text) {

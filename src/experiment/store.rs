@@ -157,6 +157,22 @@ pub struct RunFlags {
     /// disturbed (kept, and repeated by `--strict`), as other load is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub caches_dropped_elsewhere: Option<u64>,
+    /// The measurement's `device_work` was not met: its device was busy less than asked, or
+    /// the page cache served more of its reads than allowed. Kept in the means (the figures
+    /// are what the machine did); shown, so that a cell the study ran against a disk is not
+    /// read as the disk's result when the disk stood idle.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_idle: Option<DeviceIdle>,
+}
+
+/// What the device did in a run flagged `device_idle`, and what was asked of it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct DeviceIdle {
+    /// The device's busy time ÷ the measured window.
+    pub device_util: Option<f64>,
+    /// The share of the bytes read that the device did not read, in percent.
+    pub cache_hit_pct: Option<f64>,
+    pub asked: crate::experiment::plan::DeviceWork,
 }
 
 /// The device's own account of a run's reads against what the measurement read.
@@ -511,6 +527,11 @@ fn run_figures(r: &Results, remote: Option<&RemoteTraffic>) -> Vec<(String, Stri
         if r.duration_s > 0.0 {
             whole.push(("device_util".into(), busy / r.duration_s));
         }
+    }
+    // The machine's CPU beside the throughput: a curve that flattens with the CPUs busy is
+    // the machine's limit, not the file system's.
+    if let Some(pct) = r.cpu_busy_pct() {
+        whole.push(("cpu_busy_pct".into(), pct));
     }
     // Each process's bandwidth and share of the bytes (two readers at weights 1:2).
     for p in &r.processes {

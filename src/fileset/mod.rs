@@ -8,13 +8,15 @@
 
 pub mod dirs;
 pub mod layout;
+mod pick;
 pub mod tree;
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, AtomicUsize, Ordering};
 
 pub use dirs::{DirRef, DirTable};
 pub use layout::{plan, Plan};
+pub use pick::{Miss, Start, Want};
 pub use tree::{Shape, Tree};
 
 /// Append `/NNNNNNNN` (the name number, zero-padded to eight digits as Filebench names
@@ -153,13 +155,6 @@ impl Bits {
     }
 }
 
-/// What a pick asks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Want {
-    Exists,
-    Absent,
-}
-
 /// A fileset as the workers see it.
 #[derive(Debug)]
 pub struct FilesetRt {
@@ -180,10 +175,12 @@ pub struct FilesetRt {
     pub verify: Vec<crate::verify::FileState>,
     pub readonly: bool,
     pub writeonly: bool,
-    /// Round-robin positions, one per (list, wanted state): a delete looking for an existing
-    /// file must not scan past all the absent ones a create just walked over.
+    /// Filebench's shared rotors, one per (list, wanted state): the index after the entry
+    /// the last pick found (see `pick`).
     rotors: [AtomicUsize; 4],
+    /// The rotor over directories for `listdir`, and which directories are being listed.
     rotor_dirs: AtomicUsize,
+    dir_busy: Vec<AtomicBool>,
     /// How many entries of each list exist, so that a pick with nothing to find fails at
     /// once instead of scanning every entry (a create on a full fileset, a delete on an
     /// empty one).
@@ -195,49 +192,6 @@ pub struct FilesetRt {
 pub enum List {
     Files,
     LeafDirs,
-}
-
-/// Why a pick found no entry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Miss {
-    /// No free entry in the wanted state, while some entry of the list was not busy.
-    Empty,
-    /// Every entry of the list was busy in other threads.
-    AllBusy,
-}
-
-/// What trying to claim one entry found.
-enum Claim {
-    Taken,
-    /// Busy in another thread (also when another thread took it first).
-    Busy,
-    /// Idle, but not in the wanted state.
-    Unwanted,
-}
-
-/// Mark `e` busy if it is idle and in the wanted state.
-fn claim(e: &Entry, want: Want) -> Claim {
-    let mut cur = e.state.load(Ordering::Acquire);
-    loop {
-        if cur & BUSY != 0 {
-            return Claim::Busy;
-        }
-        let wanted = match want {
-            Want::Exists => cur == EXISTS,
-            Want::Absent => cur == 0,
-        };
-        if !wanted {
-            return Claim::Unwanted;
-        }
-        // Another thread may take it first: then it is busy, as under Filebench's lock.
-        match e
-            .state
-            .compare_exchange(cur, cur | BUSY, Ordering::AcqRel, Ordering::Acquire)
-        {
-            Ok(_) => return Claim::Taken,
-            Err(now) => cur = now,
-        }
-    }
 }
 
 impl FilesetRt {
@@ -271,6 +225,9 @@ impl FilesetRt {
             rotors: Default::default(),
             existing: Default::default(),
             rotor_dirs: AtomicUsize::new(0),
+            dir_busy: (0..tree.dirs.len())
+                .map(|_| AtomicBool::new(false))
+                .collect(),
         }
     }
 
@@ -279,71 +236,6 @@ impl FilesetRt {
             List::Files => &self.files,
             List::LeafDirs => &self.leafdirs,
         }
-    }
-
-    /// Pick an entry and mark it busy: round-robin from a shared rotor (as Filebench does), or
-    /// the entry at `index` when given. As Filebench's `fileset_pick`, a pick that finds
-    /// every entry of the list busy reports `Miss::AllBusy` (Filebench waits for one to be
-    /// released), and one that finds no free entry in the wanted state while some entry is
-    /// not busy reports `Miss::Empty` (no resource: the fileset is exhausted for this flowop).
-    pub fn pick(&self, l: List, want: Want, index: Option<usize>) -> Result<usize, Miss> {
-        let n = self.list(l).len();
-        if n == 0 {
-            return Err(Miss::Empty);
-        }
-        loop {
-            let have = self.existing[l as usize].load(Ordering::Acquire);
-            if (want == Want::Exists && have > 0) || (want == Want::Absent && have < n) {
-                return self.scan(l, want, index);
-            }
-            // Filebench looks for an idle entry before it looks at the wanted list.
-            if self.all_busy(l) {
-                return Err(Miss::AllBusy);
-            }
-            // Nothing was created or deleted while we looked: the wanted list was empty
-            // throughout. Otherwise look again.
-            if self.existing[l as usize].load(Ordering::Acquire) == have {
-                return Err(Miss::Empty);
-            }
-        }
-    }
-
-    /// Claim the first free entry in the wanted state, starting at `index` (as Filebench's
-    /// indexed pick: that entry, else the next that is, wrapping around) or at the rotor.
-    /// Whether every entry was busy is decided during the scan, as Filebench decides under
-    /// its pick lock, not by a second look that a release may overtake.
-    fn scan(&self, l: List, want: Want, index: Option<usize>) -> Result<usize, Miss> {
-        let list = self.list(l);
-        let n = list.len();
-        let rotor = &self.rotors[(l as usize) * 2 + (want as usize)];
-        let start = match index {
-            Some(i) => i % n,
-            None => rotor.fetch_add(1, Ordering::Relaxed),
-        };
-        let mut all_busy = true;
-        for k in 0..n {
-            let i = (start + k) % n;
-            match claim(&list[i], want) {
-                Claim::Taken => {
-                    if index.is_none() && k > 0 {
-                        rotor.fetch_add(k, Ordering::Relaxed);
-                    }
-                    return Ok(i);
-                }
-                Claim::Busy => {}
-                Claim::Unwanted => all_busy = false,
-            }
-        }
-        Err(if all_busy { Miss::AllBusy } else { Miss::Empty })
-    }
-
-    /// Whether every entry of list `l` is busy (picked by some thread and not yet released).
-    fn all_busy(&self, l: List) -> bool {
-        let list = self.list(l);
-        !list.is_empty()
-            && list
-                .iter()
-                .all(|e| e.state.load(Ordering::Acquire) & BUSY != 0)
     }
 
     /// Release a picked entry, recording whether it now exists.
@@ -367,18 +259,6 @@ impl FilesetRt {
         for l in [List::Files, List::LeafDirs] {
             self.existing[l as usize].store(self.existing(l), Ordering::Relaxed);
         }
-    }
-
-    /// Next directory for `listdir`, round-robin over every directory of the fileset in
-    /// the order the tree made them, its root first: Filebench's `FILESET_PICKDIR` rotates
-    /// over `fs_dirs`, which holds every directory entry (fileset.c
-    /// `fileset_populate_subdir`), whether it holds files, only directories, or nothing.
-    pub fn pick_dir(&self) -> Option<u32> {
-        let n = self.dir_paths.len();
-        if n == 0 {
-            return None;
-        }
-        Some((self.rotor_dirs.fetch_add(1, Ordering::Relaxed) % n) as u32)
     }
 
     /// The handle of entry `i`'s parent directory and, in `buf`, the entry's NUL-terminated
@@ -495,48 +375,72 @@ mod tests {
         // wanted state while some entry is idle is no resource.
         let fs = small();
         let all: Vec<usize> = (0..10)
-            .map(|_| fs.pick(List::Files, Want::Absent, None).unwrap())
+            .map(|_| fs.pick(List::Files, Want::Absent, Start::Rotor).unwrap())
             .collect();
-        assert_eq!(fs.pick(List::Files, Want::Absent, None), Err(Miss::AllBusy));
-        assert_eq!(fs.pick(List::Files, Want::Exists, None), Err(Miss::AllBusy));
         assert_eq!(
-            fs.pick(List::Files, Want::Exists, Some(3)),
+            fs.pick(List::Files, Want::Absent, Start::Rotor),
+            Err(Miss::AllBusy)
+        );
+        assert_eq!(
+            fs.pick(List::Files, Want::Exists, Start::Rotor),
+            Err(Miss::AllBusy)
+        );
+        assert_eq!(
+            fs.pick(List::Files, Want::Exists, Start::Index(3)),
             Err(Miss::AllBusy)
         );
         // One idle, absent entry: nothing exists to open (no resource), and the absent
         // one can be created.
         fs.release(List::Files, all[0], false);
-        assert_eq!(fs.pick(List::Files, Want::Exists, None), Err(Miss::Empty));
-        assert_eq!(fs.pick(List::Files, Want::Absent, Some(7)), Ok(all[0]));
+        assert_eq!(
+            fs.pick(List::Files, Want::Exists, Start::Rotor),
+            Err(Miss::Empty)
+        );
+        assert_eq!(
+            fs.pick(List::Files, Want::Absent, Start::Index(7)),
+            Ok(all[0])
+        );
         // Created: it exists now, and nothing else is free to create.
         fs.release(List::Files, all[0], true);
-        assert_eq!(fs.pick(List::Files, Want::Absent, None), Err(Miss::Empty));
-        assert_eq!(fs.pick(List::Files, Want::Exists, None), Ok(all[0]));
+        assert_eq!(
+            fs.pick(List::Files, Want::Absent, Start::Rotor),
+            Err(Miss::Empty)
+        );
+        assert_eq!(fs.pick(List::Files, Want::Exists, Start::Rotor), Ok(all[0]));
     }
 
     #[test]
     fn pick_round_robin_and_busy() {
         let fs = small();
-        let a = fs.pick(List::Files, Want::Absent, None).unwrap();
-        let b = fs.pick(List::Files, Want::Absent, None).unwrap();
+        let a = fs.pick(List::Files, Want::Absent, Start::Rotor).unwrap();
+        let b = fs.pick(List::Files, Want::Absent, Start::Rotor).unwrap();
         assert_ne!(a, b);
-        assert_eq!(fs.pick(List::Files, Want::Exists, None), Err(Miss::Empty));
-        fs.release(List::Files, a, true);
-        assert_eq!(fs.pick(List::Files, Want::Exists, None), Ok(a));
-        // Busy entries are not picked twice.
-        assert_eq!(fs.pick(List::Files, Want::Exists, None), Err(Miss::Empty));
-        fs.release(List::Files, a, true);
-        assert_eq!(fs.pick(List::Files, Want::Exists, Some(a + 10)), Ok(a));
-        fs.release(List::Files, a, true);
-        // As Filebench: an index naming an absent entry takes the next existing one
-        // (wrapping), and a busy one the next free one; none at all is exhaustion.
-        assert_eq!(fs.pick(List::Files, Want::Exists, Some(b)), Ok(a));
         assert_eq!(
-            fs.pick(List::Files, Want::Exists, Some(b)),
+            fs.pick(List::Files, Want::Exists, Start::Rotor),
             Err(Miss::Empty)
         );
         fs.release(List::Files, a, true);
-        let c = fs.pick(List::Files, Want::Absent, Some(a)).unwrap();
+        assert_eq!(fs.pick(List::Files, Want::Exists, Start::Rotor), Ok(a));
+        // Busy entries are not picked twice.
+        assert_eq!(
+            fs.pick(List::Files, Want::Exists, Start::Rotor),
+            Err(Miss::Empty)
+        );
+        fs.release(List::Files, a, true);
+        assert_eq!(
+            fs.pick(List::Files, Want::Exists, Start::Index(a + 10)),
+            Ok(a)
+        );
+        fs.release(List::Files, a, true);
+        // As Filebench: an index naming an absent entry takes the next existing one
+        // (wrapping), and a busy one the next free one; none at all is exhaustion.
+        assert_eq!(fs.pick(List::Files, Want::Exists, Start::Index(b)), Ok(a));
+        assert_eq!(
+            fs.pick(List::Files, Want::Exists, Start::Index(b)),
+            Err(Miss::Empty)
+        );
+        fs.release(List::Files, a, true);
+        let c = fs.pick(List::Files, Want::Absent, Start::Index(a)).unwrap();
         // `b` is still busy from its pick above: skipped as well.
         let want = (1..10).map(|k| (a + k) % 10).find(|&j| j != b).unwrap();
         assert_eq!(
@@ -546,7 +450,7 @@ mod tests {
         fs.release(List::Files, c, false);
         // All absent entries can be picked exactly once.
         let mut n = 0;
-        while fs.pick(List::Files, Want::Absent, None).is_ok() {
+        while fs.pick(List::Files, Want::Absent, Start::Rotor).is_ok() {
             n += 1;
         }
         assert_eq!(n, 8);

@@ -200,7 +200,7 @@ impl Reader<'_> {
             return;
         }
         let path = resolve_include(name, &src.name);
-        let bytes = crate::input::read_capped(&path, crate::input::WORKLOAD_MAX, "include file");
+        let bytes = crate::input::read(&path, crate::input::INCLUDE);
         let text = match bytes.map(String::from_utf8) {
             Ok(Ok(t)) => t,
             Ok(Err(_)) => {

@@ -819,6 +819,14 @@ fn apply_files(job: &mut Job, key: &str, o: &Opt) -> Option<R> {
                         "`{v}`: several directories (`:`-separated) are not supported by fsbench"
                     ));
                 }
+                // Something there that is no directory (a FIFO would hold the run in its
+                // open for ever) is refused now; a missing one when the run needs it.
+                match crate::input::check_dir(std::path::Path::new(v)) {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                        return Err(format!("`{v}`: {e}"))
+                    }
+                    _ => {}
+                }
                 job.directory = Some(v.to_string());
                 Ok(())
             }

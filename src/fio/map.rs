@@ -4,7 +4,7 @@
 //! differently from what the engine can do is refused here, with the option's place.
 
 use super::job::{Bs, Engine, Falloc, Job, Rate, SyncMode};
-use crate::lang::{Diagnostic, Diagnostics, SourceFile};
+use crate::lang::{Diagnostic, Diagnostics, SourceFile, Span};
 use crate::model::stream::{MinRate, Pace, Prealloc, Sizes, Skew, Stream, StreamFile};
 use crate::model::{FlowopKind, Process, QuitMode, Thread, Workload};
 use rand::Rng as _;
@@ -93,6 +93,81 @@ fn at(job: &Job, key: &str, msg: String) -> Diagnostic {
     }
 }
 
+/// The most files a job file lays out in all (each clone's `nrfiles`, or its `filename=`
+/// names): the engine keeps a name and a size per file and clone, so ten million took
+/// gigabytes and a quarter of an hour before `check` said ok. Trees of millions of files
+/// are Filebench filesets' work (compact entries, names from indices).
+pub const MAX_FILES: u64 = 1_000_000;
+
+/// The files each clone of `job` works on (`opendir` aside: those exist already).
+fn files_per_clone(job: &Job) -> u64 {
+    match &job.filename {
+        Some((n, _, _)) => n.split(':').count() as u64,
+        None => job.nrfiles,
+    }
+}
+
+/// Refuse a job file that lays out more than [`MAX_FILES`] files in all, at the job
+/// where the count crosses it (its `nrfiles`, `filename` or `numjobs`).
+fn check_file_count(jobs: &[Job], errors: &mut Vec<Diagnostic>) {
+    let mut total = 0u64;
+    for job in jobs.iter().filter(|j| j.opendir.is_none()) {
+        total = total.saturating_add(files_per_clone(job).saturating_mul(job.numjobs as u64));
+        if total > MAX_FILES {
+            let key = if job.filename.is_some() {
+                "filename"
+            } else if job.has("nrfiles") {
+                "nrfiles"
+            } else {
+                "numjobs"
+            };
+            errors.push(at(
+                job,
+                key,
+                format!(
+                    "job `{}`: {total} files in all (nrfiles or filename names, times numjobs, over the jobs so far); fsbench lays out at most {MAX_FILES} for a job file",
+                    job.name
+                ),
+            ).with_help("fewer files; a Filebench fileset holds trees of millions"));
+            return;
+        }
+    }
+}
+
+/// Names fsbench keeps for its own files in a run directory (its marker `.fsbench-run`, its
+/// lock `.fsbench-lock`): a job that wrote or unlinked one would take the directory's
+/// proof of ownership, and the run directory was left behind.
+pub const OWN_PREFIX: &str = ".fsbench";
+
+/// `filename=`: plain names inside the run directory, none of them fsbench's own; each
+/// refused at its own place in the value (the value's, when `${ENV}` changed it).
+fn check_filenames(job: &Job, errors: &mut Vec<Diagnostic>) {
+    let Some((name, span, src)) = &job.filename else {
+        return;
+    };
+    let written = src.text.get(span.start..span.end) == Some(name.as_str());
+    let mut at = 0;
+    for part in name.split(':') {
+        let place = if written {
+            Span::new(span.start + at, span.start + at + part.len())
+        } else {
+            *span
+        };
+        at += part.len() + 1;
+        if part.is_empty() || part.contains('/') || part == "." || part == ".." {
+            errors.push(
+                Diagnostic::error(src, place, format!("filename `{part}`: fsbench writes only inside the run directory it creates; give plain file names"))
+                    .with_help("choose where the run directory goes with `directory=` or `--dir`"),
+            );
+        } else if part.starts_with(OWN_PREFIX) {
+            errors.push(
+                Diagnostic::error(src, place, format!("filename `{part}`: names starting with `{OWN_PREFIX}` are fsbench's own in its run directory (its marker and lock); a job may not write or remove them"))
+                    .with_help("choose another file name"),
+            );
+        }
+    }
+}
+
 /// Refuse what the engine cannot run as fio would.
 fn check(job: &Job, first: bool, errors: &mut Vec<Diagnostic>) {
     if job.ramp_time_us > 0 && job.startdelay_us > 0 {
@@ -135,16 +210,7 @@ fn check(job: &Job, first: bool, errors: &mut Vec<Diagnostic>) {
             ),
         ));
     }
-    if let Some((name, span, src)) = &job.filename {
-        for part in name.split(':') {
-            if part.is_empty() || part.contains('/') || part == "." || part == ".." {
-                errors.push(
-                    Diagnostic::error(src, *span, format!("filename `{part}`: fsbench writes only inside the run directory it creates; give plain file names"))
-                        .with_help("choose where the run directory goes with `directory=` or `--dir`"),
-                );
-            }
-        }
-    }
+    check_filenames(job, errors);
     check_rates(job, errors);
     check_verify(job, errors);
     check_stride(job, errors);
@@ -244,11 +310,7 @@ fn check_stride(job: &Job, errors: &mut Vec<Diagnostic>) {
     if stride(job).is_none() {
         return;
     }
-    let nfiles = match &job.filename {
-        Some((n, _, _)) => n.split(':').count() as u64,
-        None => job.nrfiles,
-    };
-    if nfiles > 1 {
+    if files_per_clone(job) > 1 {
         errors.push(at(
             job,
             "zonesize",
@@ -602,6 +664,7 @@ pub fn map(name: &str, src: &Arc<SourceFile>, jobs: Vec<Job>) -> Result<Mapped, 
     for (i, j) in jobs.iter().enumerate() {
         check(j, i == 0, &mut errors);
     }
+    check_file_count(&jobs, &mut errors);
     let dirs: Vec<&String> = jobs.iter().filter_map(|j| j.directory.as_ref()).collect();
     if let Some(d) = dirs.iter().find(|d| **d != dirs[0]) {
         let j = jobs

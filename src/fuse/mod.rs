@@ -469,13 +469,13 @@ pub fn start_daemon(subcommand: &str, dir: &Path, ready: &Path, log: &Path) -> a
             return Ok(());
         }
         if let Some(status) = child.try_wait()? {
-            let text = std::fs::read_to_string(log).unwrap_or_default();
+            let text = crate::input::read_tail(log, crate::input::LOG_TAIL);
             bail!("{subcommand} server exited ({status}):\n{}", text.trim());
         }
         if Instant::now() > deadline {
             let _ = child.kill();
             let _ = child.wait();
-            let text = std::fs::read_to_string(log).unwrap_or_default();
+            let text = crate::input::read_tail(log, crate::input::LOG_TAIL);
             bail!(
                 "{subcommand} server did not come up within 20 s:\n{}",
                 text.trim()

@@ -65,6 +65,9 @@ pub enum LayoutError {
         #[source]
         source: io::Error,
     },
+    /// A signal arrived: the walk stops (see [`crate::cancel`]).
+    #[error("interrupted")]
+    Interrupted,
 }
 
 /// One file in the list of the most fragmented.
@@ -404,6 +407,9 @@ impl Visitor for LayoutVisitor {
     type Error = LayoutError;
 
     fn entry(&mut self, e: &WalkEntry<'_>) -> Result<(), LayoutError> {
+        if crate::cancel::interrupted() {
+            return Err(LayoutError::Interrupted);
+        }
         if !(e.is_file() || e.is_dir()) {
             return Ok(());
         }
@@ -769,6 +775,8 @@ fn print_tables(r: &LayoutReport, out: &mut impl Write) -> io::Result<()> {
 
 /// `fsbench layout`.
 pub fn run(args: LayoutArgs) -> anyhow::Result<()> {
+    // A signal stops the walk; the command ends with status 130 (nothing to undo).
+    crate::cancel::install_signal_handlers();
     let opts = WalkOptions {
         cross_mounts: args.cross_mounts,
         threads: args.threads.unwrap_or_else(walk::default_threads).max(1),

@@ -78,6 +78,25 @@ pub fn target_dir(dir: Option<&Path>) -> Result<PathBuf> {
     }
 }
 
+/// A directory a command is told it may delete beneath (`prune --really-delete-under
+/// DIR`): an existing directory, never `/` nor a directory of the operating system (where
+/// a mistaken snapshot would delete installed software, configuration or state). Its
+/// resolved path.
+pub fn deletable_under(dir: &Path, flag: &str) -> Result<PathBuf> {
+    crate::input::check_dir(dir).map_err(|e| anyhow::anyhow!("{flag} {}: {e}", dir.display()))?;
+    let real = dir
+        .canonicalize()
+        .map_err(|e| anyhow::anyhow!("{flag} {}: {e}", dir.display()))?;
+    if let Some(what) = crate::engine::rundir::system_dir(&real) {
+        bail!(
+            "{flag} {}: {} is a system directory ({what}); fsbench deletes nothing there. Name the directory of the tree to prune, one of your own",
+            dir.display(),
+            real.display()
+        );
+    }
+    Ok(real)
+}
+
 /// Refuse `n` threads (named by the option that asked for them) beyond what the machine can
 /// start or hold, `per_thread` bytes each.
 pub fn check_threads(n: u64, per_thread: u64, what: &str) -> Result<()> {

@@ -314,6 +314,7 @@ fn driver_window(m: &mut dyn Measurement) -> Result<Results> {
     let dev_dir = existing_ancestor(&m.target());
     let dev = crate::sys::blockstat::device_of(&dev_dir);
     let dev_before = dev.and_then(crate::sys::blockstat::counters);
+    let cpu_before = crate::sys::cpustat::now();
     crate::sys::mark::mark(crate::sys::mark::MARK_START);
     let r = m.run_once();
     crate::sys::mark::mark(crate::sys::mark::MARK_END);
@@ -321,6 +322,7 @@ fn driver_window(m: &mut dyn Measurement) -> Result<Results> {
     let done = dev_before.and_then(|b| Some(crate::sys::blockstat::counters(dev?)?.since(b)));
     r.device_read_bytes = done.map(|d| d.0);
     r.device_busy_s = done.map(|d| d.1);
+    r.cpu_busy_s = cpu_before.and_then(|b| Some(crate::sys::cpustat::now()?.busy_s_since(b)));
     Ok(r)
 }
 

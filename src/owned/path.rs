@@ -27,23 +27,36 @@ fn parent_and_name(p: &Path) -> io::Result<(std::fs::File, CString)> {
     Ok((dir, beneath::component(name)?))
 }
 
-/// Remove the file (not a directory) fsbench made at `p`; a missing file is not an error.
-pub fn remove_file(p: &Path) -> io::Result<()> {
+/// Remove the file (not a directory) fsbench made at `p`: whether it was there (a missing
+/// file is not an error).
+pub fn remove_file(p: impl AsRef<Path>) -> io::Result<bool> {
     // SAFETY: a NUL-terminated path; unlink removes the final link itself.
-    let r = unsafe { libc::unlink(cpath(p)?.as_ptr()) };
+    let r = unsafe { libc::unlink(cpath(p.as_ref())?.as_ptr()) };
     if r == 0 {
-        return Ok(());
+        return Ok(true);
     }
     match io::Error::last_os_error() {
-        e if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        e if e.kind() == io::ErrorKind::NotFound => Ok(false),
         e => Err(e),
     }
 }
 
-/// Remove the empty directory fsbench made at `p`.
-pub fn remove_empty_dir(p: &Path) -> io::Result<()> {
+/// Remove the empty directory fsbench made at `p` (a state directory's mount point, a cgroup
+/// it created).
+pub fn remove_empty_dir(p: impl AsRef<Path>) -> io::Result<()> {
     // SAFETY: a NUL-terminated path.
-    if unsafe { libc::rmdir(cpath(p)?.as_ptr()) } == 0 {
+    if unsafe { libc::rmdir(cpath(p.as_ref())?.as_ptr()) } == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Move the file fsbench wrote at `from` (a temporary name beside it) to `to`.
+pub fn rename(from: impl AsRef<Path>, to: impl AsRef<Path>) -> io::Result<()> {
+    let (f, t) = (cpath(from.as_ref())?, cpath(to.as_ref())?);
+    // SAFETY: NUL-terminated paths.
+    if unsafe { libc::rename(f.as_ptr(), t.as_ptr()) } == 0 {
         Ok(())
     } else {
         Err(io::Error::last_os_error())
@@ -54,7 +67,8 @@ pub fn remove_empty_dir(p: &Path) -> io::Result<()> {
 /// without following a link, only when it is the running user's and closed to others, and
 /// never across a mount inside it (see [`super::remove::tree`]). A missing tree is not an
 /// error.
-pub fn remove_tree(p: &Path) -> io::Result<()> {
+pub fn remove_tree(p: impl AsRef<Path>) -> io::Result<()> {
+    let p = p.as_ref();
     let (parent, name) = match parent_and_name(p) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
         r => r?,

@@ -299,7 +299,7 @@ fn create(a: CreateArgs) -> anyhow::Result<()> {
 
     fs::create_dir_all(&sd.dir).with_context(|| format!("creating {}", sd.dir.display()))?;
     let cleanup = |sd: &StateDir| {
-        let _ = fs::remove_dir_all(&sd.dir);
+        let _ = crate::owned::path::remove_tree(&sd.dir);
     };
     let index = match server::index_lookaside(&lookaside) {
         Ok(i) => i,
@@ -708,6 +708,11 @@ fn remove(name: &str) -> anyhow::Result<()> {
     // Read before the server stops (a server that stops removes it): the record of the
     // mount it made, the only one unmounted at the mount point.
     let made = sd.read_ready().and_then(|r| r.mount);
+    // 0. Nothing at all while the server's mount is buried under another: it stays
+    //    retryable (the server would leave it behind on a dead connection).
+    if let Some(m) = &made {
+        crate::disk::owned::refuse_buried(m, "remote", name)?;
+    }
     let mut done: Vec<String> = Vec::new();
     let mut left: Vec<String> = Vec::new();
     // 1. The server unmounts the file system itself and exits.
@@ -746,7 +751,8 @@ fn remove(name: &str) -> anyhow::Result<()> {
         }
     }
     crate::disk::cli::refuse_mounts_inside(&sd.dir)?;
-    fs::remove_dir_all(&sd.dir).with_context(|| format!("removing {}", sd.dir.display()))?;
+    crate::owned::path::remove_tree(&sd.dir)
+        .with_context(|| format!("removing {}", sd.dir.display()))?;
     done.push(format!("removed state {}", sd.dir.display()));
     crate::outln!("remote {name} removed: {}", done.join("; "));
     if !left.is_empty() {

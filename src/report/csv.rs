@@ -19,13 +19,13 @@ fn field(s: &str) -> String {
 impl Exporter for Csv {
     fn render(&self, r: &Results) -> String {
         let mut o = String::from(
-            "workload,flowop,type,ops,ops_per_s,mb_per_s,mean_us,p50_us,p90_us,p95_us,p99_us,p99_9_us,p99_99_us,max_us,cpu_us_per_op,errors,no_resource,value\n",
+            "workload,flowop,type,ops,ops_per_s,mb_per_s,mean_us,p50_us,p90_us,p95_us,p99_us,p99_9_us,p99_99_us,max_us,cpu_us_per_op,errors,no_resource,skipped,value\n",
         );
         for f in &r.flowops {
             let l = &f.latency_us;
             let _ = writeln!(
                 o,
-                "{},{},{},{},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{},{},",
+                "{},{},{},{},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{},{},{},",
                 field(&r.workload),
                 field(&f.name),
                 f.kind,
@@ -42,13 +42,14 @@ impl Exporter for Csv {
                 l.max,
                 f.cpu_us_per_op,
                 f.errors,
-                f.no_resource
+                f.no_resource,
+                f.skipped
             );
         }
         let s = &r.summary;
         let _ = writeln!(
             o,
-            "{},(summary),io,{},{:.3},{:.3},{:.3},,,,,,,,{:.3},{},,",
+            "{},(summary),io,{},{:.3},{:.3},{:.3},,,,,,,,{:.3},{},,,",
             field(&r.workload),
             s.ops,
             s.ops_per_s,
@@ -60,7 +61,7 @@ impl Exporter for Csv {
         for (name, v) in &r.figures {
             let _ = writeln!(
                 o,
-                "{},{},figure,,,,,,,,,,,,,,,{v}",
+                "{},{},figure,,,,,,,,,,,,,,,,{v}",
                 field(&r.workload),
                 field(name)
             );

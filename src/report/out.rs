@@ -5,14 +5,15 @@
 
 use crate::stats::Results;
 use anyhow::{Context, Result};
-use std::io::{self, BufWriter, Write};
+use std::io::{self, Write};
 use std::path::Path;
 
 pub use crate::console::{human, reserve_stdout_for, stdout_reserved};
 
 /// Give standard output to the exports if the command line sends one there: `--json -`,
-/// `--json=-` (likewise `--csv`, `--markdown`), before a `--`. Decided once at start-up, so
-/// every command, and every message printed before its options are looked at, follows it.
+/// `--json=-` (likewise `--csv`, `--markdown`, `-o`/`--output`, `--log`, `--keep-log`),
+/// before a `--`. Decided once at start-up, so every command, and every message printed
+/// before its options are looked at, follows it.
 pub fn reserve_stdout_for_args<S: AsRef<std::ffi::OsStr>>(args: &[S]) {
     if export_to_stdout(args) {
         crate::console::reserve_stdout();
@@ -20,7 +21,15 @@ pub fn reserve_stdout_for_args<S: AsRef<std::ffi::OsStr>>(args: &[S]) {
 }
 
 fn export_to_stdout<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> bool {
-    const EXPORTS: [&str; 3] = ["--json", "--csv", "--markdown"];
+    const EXPORTS: [&str; 7] = [
+        "--json",
+        "--csv",
+        "--markdown",
+        "-o",
+        "--output",
+        "--log",
+        "--keep-log",
+    ];
     let args: Vec<&str> = args
         .iter()
         .map(|a| a.as_ref().to_str().unwrap_or(""))
@@ -56,12 +65,7 @@ pub fn emit(
         } else {
             super::exporter(fmt).expect("known format").render(r)
         };
-        if path.as_os_str() == "-" {
-            let mut o = crate::console::Stdout;
-            o.write_all(text.as_bytes()).and_then(|_| o.flush())?;
-        } else {
-            std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
-        }
+        crate::output::write_text(path, &text, &format!("{fmt} file"))?;
     }
     Ok(())
 }
@@ -75,7 +79,7 @@ pub trait Report: serde::Serialize {
 /// Print `r`'s text report on standard output, unless its JSON goes there, and write its
 /// JSON to `json` (`-`: standard output).
 pub fn emit_report<R: Report>(r: &R, json: Option<&Path>) -> Result<()> {
-    if json != Some(Path::new("-")) {
+    if !json.is_some_and(crate::output::is_stdout) {
         stdout_result(r.write_text(&mut crate::console::Stdout))?;
     }
     if let Some(j) = json {
@@ -91,23 +95,14 @@ pub fn stdout_result(r: io::Result<()>) -> Result<()> {
     Ok(r?)
 }
 
-/// Write a serde value as pretty JSON to a file, or standard output for "-".
+/// Write a serde value as pretty JSON to a file, or standard output for "-" (see
+/// [`crate::output`]).
 pub fn write_json<T: serde::Serialize + ?Sized>(path: &Path, value: &T) -> Result<()> {
-    if path == Path::new("-") {
-        let mut out = BufWriter::new(crate::console::Stdout);
-        return stdout_result(
-            serde_json::to_writer_pretty(&mut out, value)
-                .map_err(io::Error::from)
-                .and_then(|_| writeln!(out))
-                .and_then(|_| out.flush()),
-        );
-    }
-    let f = std::fs::File::create(path)
-        .with_context(|| format!("cannot create JSON file {}", path.display()))?;
-    let mut w = BufWriter::new(f);
-    serde_json::to_writer_pretty(&mut w, value)?;
-    writeln!(w)?;
-    w.flush()
+    let mut w = crate::output::create(path, "JSON file")?;
+    serde_json::to_writer_pretty(&mut w, value)
+        .map_err(io::Error::from)
+        .and_then(|_| writeln!(w))
+        .and_then(|_| w.flush())
         .with_context(|| format!("cannot write JSON file {}", path.display()))
 }
 
@@ -124,6 +119,9 @@ mod tests {
         assert!(!export_to_stdout(&["run", "x", "--json"]));
         assert!(!export_to_stdout(&["run", "x", "--", "--json", "-"]));
         assert!(!export_to_stdout(&["run", "-", "--jsonx=-"]));
+        assert!(export_to_stdout(&["report", "a.json", "-o", "-"]));
+        assert!(export_to_stdout(&["trace", "import", "l", "--output=-"]));
+        assert!(!export_to_stdout(&["report", "a.json", "-o", "x.html"]));
         assert!(export_to_stdout(&[
             "run",
             "j.fio",

@@ -139,6 +139,9 @@ fn breakdown(o: &mut String, r: &Results, w: usize) {
         if f.no_resource > 0 {
             let _ = write!(o, "  {} without a file", f.no_resource);
         }
+        if f.skipped > 0 {
+            let _ = write!(o, "  {} skipped (file open elsewhere)", f.skipped);
+        }
         o.push('\n');
     }
 }
@@ -191,6 +194,13 @@ fn device_and_shares(o: &mut String, r: &Results) {
             r.device_read_bytes
                 .map(|b| format!(", read {}", crate::units::human_bytes_u64(b)))
                 .unwrap_or_default()
+        );
+    }
+    if let Some(pct) = r.cpu_busy_pct() {
+        let _ = writeln!(
+            o,
+            "Machine CPU: {pct:.1}% busy over the measured window ({} CPUs)",
+            r.host.cpus
         );
     }
     if !r.processes.is_empty() {

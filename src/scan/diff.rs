@@ -11,8 +11,7 @@
 //! against 2.4.18 in the lookaside-caching study).
 
 use std::collections::{HashMap, HashSet};
-use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
@@ -471,6 +470,8 @@ pub fn print_markdown(r: &DiffReport, out: &mut impl Write) -> io::Result<()> {
 
 /// Run `fsbench diff`.
 pub fn run(args: DiffArgs) -> anyhow::Result<()> {
+    // A signal stops the scans; the temporary snapshots go with their guards.
+    crate::cancel::install_signal_handlers();
     let threads = args.threads.unwrap_or_else(walk::default_threads).max(1);
     let Some((new_path, olds)) = args.trees.split_last() else {
         bail!("diff needs an OLD and a NEW tree");
@@ -529,24 +530,19 @@ fn emit<T: Serialize>(
     text: Printer<T>,
     markdown: Printer<T>,
 ) -> anyhow::Result<()> {
-    let dash = Path::new("-");
-    if args.json.as_deref() != Some(dash) && args.markdown.as_deref() != Some(dash) {
+    let stdout =
+        |p: &Option<std::path::PathBuf>| p.as_deref().is_some_and(crate::output::is_stdout);
+    if !stdout(&args.json) && !stdout(&args.markdown) {
         stdout_result(text(value, &mut crate::console::Stdout))?;
     }
     if let Some(j) = &args.json {
         write_json(j, value)?;
     }
     if let Some(m) = &args.markdown {
-        if m == dash {
-            stdout_result(markdown(value, &mut crate::console::Stdout))?;
-        } else {
-            let f = File::create(m)
-                .with_context(|| format!("cannot create Markdown file {}", m.display()))?;
-            let mut w = BufWriter::new(f);
-            markdown(value, &mut w)
-                .and_then(|_| w.flush())
-                .with_context(|| format!("cannot write Markdown file {}", m.display()))?;
-        }
+        let mut w = crate::output::create(m, "Markdown file")?;
+        markdown(value, &mut w)
+            .and_then(|_| w.flush())
+            .with_context(|| format!("cannot write Markdown file {}", m.display()))?;
     }
     Ok(())
 }

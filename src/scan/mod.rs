@@ -165,6 +165,7 @@ impl Visitor for ScanVisitor {
     type Error = io::Error;
 
     fn entry(&mut self, e: &WalkEntry<'_>) -> io::Result<()> {
+        crate::cancel::check_io()?;
         let st = e.stat;
         self.stats.add(
             e.name.to_bytes(),
@@ -222,7 +223,7 @@ pub fn scan(
     hash: Option<hash::HashAlgo>,
 ) -> anyhow::Result<ScanSummary> {
     let started = Instant::now();
-    let sink = open_sink(root, output, opts, hash)?;
+    let (sink, pending) = open_sink(root, output, opts, hash)?;
     let outcome = walk::walk(root, opts, |_| ScanVisitor {
         stats: TreeStats::default(),
         enc: sink.as_ref().map(|_| RecordEncoder::default()),
@@ -239,6 +240,9 @@ pub fn scan(
         hash_problems: Vec::new(),
     })
     .map_err(|e| match e {
+        walk::WalkError::Visit(_) if crate::cancel::interrupted() => {
+            anyhow::Error::new(crate::cancel::Interrupted)
+        }
         walk::WalkError::Visit(io) => anyhow::Error::new(io).context(format!(
             "cannot write snapshot file {}",
             output.map(|p| p.display().to_string()).unwrap_or_default()
@@ -271,6 +275,7 @@ pub fn scan(
             .unwrap();
         snapshot::write_end(&mut w, records)
             .and_then(|_| w.flush())
+            .and_then(|_| pending.map_or(Ok(()), |p| p.finish()))
             .with_context(|| format!("cannot write snapshot file {}", p.display()))?;
     }
     for p in &outcome.stats.problems {
@@ -301,14 +306,16 @@ fn open_sink(
     output: Option<&Path>,
     opts: &WalkOptions,
     hash: Option<hash::HashAlgo>,
-) -> anyhow::Result<Option<Sink>> {
+) -> anyhow::Result<(Option<Sink>, Option<crate::created::Pending>)> {
     let created_unix = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs() as i64)
         .unwrap_or(0);
     Ok(match output {
         Some(p) => {
-            let f = File::create(p)
+            // Written beside it and moved into place at the end: an interrupted scan leaves
+            // no half snapshot (nor destroys the one there).
+            let (f, pending) = crate::created::output_file(p)
                 .with_context(|| format!("cannot create snapshot file {}", p.display()))?;
             let mut w = BufWriter::with_capacity(1 << 20, f);
             snapshot::write_header(
@@ -322,9 +329,9 @@ fn open_sink(
                 },
             )
             .with_context(|| format!("cannot write snapshot file {}", p.display()))?;
-            Some(Arc::new(Mutex::new(w)))
+            (Some(Arc::new(Mutex::new(w))), pending)
         }
-        None => None,
+        None => (None, None),
     })
 }
 
@@ -531,6 +538,8 @@ fn human_short(v: u64) -> String {
 
 /// `fsbench scan`.
 pub fn run(args: ScanArgs) -> anyhow::Result<()> {
+    // A signal stops the walk and removes the unfinished snapshot.
+    crate::cancel::install_signal_handlers();
     let opts = WalkOptions {
         cross_mounts: args.cross_mounts,
         threads: args.threads.unwrap_or_else(default_walkers).max(1),

@@ -25,8 +25,9 @@ struct Tally {
 }
 
 impl Visitor for Tally {
-    type Error = std::convert::Infallible;
+    type Error = crate::cancel::Interrupted;
     fn entry(&mut self, e: &WalkEntry<'_>) -> Result<(), Self::Error> {
+        crate::cancel::check()?;
         let st = e.stat;
         self.stats.add(
             e.name.to_bytes(),
@@ -159,6 +160,7 @@ pub fn scan(
         }
     }
     walked.problems.truncate(walk::MAX_PROBLEMS);
+    crate::cancel::check()?;
     let cpu1 = crate::stats::process_cpu();
     let opts = WalkOptions {
         cross_mounts,

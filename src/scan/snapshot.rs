@@ -332,14 +332,13 @@ impl Snapshot {
         Self::read_buffered(BufReader::with_capacity(1 << 16, reader))
     }
 
-    /// Open a snapshot file: a regular file, read no further than its size (see
-    /// [`crate::input`]: `diff /dev/zero` read its first line without end).
+    /// Open a snapshot file (`-`: standard input) through the bounded reader
+    /// ([`crate::input::open_stream`]: a regular file read no further than its size; `diff
+    /// /dev/zero` read its first line without end).
     pub fn open(
         path: &Path,
-    ) -> Result<SnapshotStream<BufReader<io::Take<std::fs::File>>>, SnapshotError> {
-        let f = crate::input::open(path)?;
-        let size = crate::input::regular_size(&f)?;
-        Self::read_stream(f.take(size))
+    ) -> Result<SnapshotStream<BufReader<crate::input::Stream>>, SnapshotError> {
+        Self::read_stream(crate::input::open_stream(path)?)
     }
 
     /// Like [`Snapshot::read_stream`] for a reader that is already buffered.

@@ -28,6 +28,9 @@ pub struct OpRecorder {
     pub errors: u64,
     /// Times the flowop could not get a file or directory in the state it needs.
     pub no_resource: u64,
+    /// Times the flowop passed over its file as Filebench does, not an operation: a
+    /// `deletefile` whose file another thread has open.
+    pub skipped: u64,
     pub lat_sum_ns: u64,
     /// Latencies in nanoseconds, in the buckets of an HDR histogram (see [`HdrCounts`]:
     /// nothing allocated until a latency is recorded, then only the ranges it falls in).
@@ -63,6 +66,7 @@ impl Default for OpRecorder {
             bytes: 0,
             errors: 0,
             no_resource: 0,
+            skipped: 0,
             lat_sum_ns: 0,
             hist: HdrCounts::default(),
             first_error: None,
@@ -113,6 +117,7 @@ impl OpRecorder {
         self.bytes += o.bytes;
         self.errors += o.errors;
         self.no_resource += o.no_resource;
+        self.skipped += o.skipped;
         self.lat_sum_ns += o.lat_sum_ns;
         self.completions += o.completions;
         self.completion_ns_sum += o.completion_ns_sum;

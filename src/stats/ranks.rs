@@ -38,6 +38,7 @@ fn merge_row(rows: &[&super::FlowopResult]) -> OpRecorder {
         o.bytes += r.bytes;
         o.errors += r.errors;
         o.no_resource += r.no_resource;
+        o.skipped += r.skipped;
         o.lat_sum_ns += (r.latency_us.mean * 1000.0 * r.ops as f64).round() as u64;
         o.cpu_ns += r.cpu_us_per_op * 1000.0 * r.ops as f64;
         if o.first_error.is_none() {

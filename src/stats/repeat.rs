@@ -183,6 +183,7 @@ pub fn combine(runs: Vec<Results>) -> Results {
     // The device's reads and busy time: over every repetition, as the duration is.
     let device_read_bytes = all.iter().map(|r| r.device_read_bytes).sum();
     let device_busy_s = all.iter().map(|r| r.device_busy_s).sum();
+    let cpu_busy_s = all.iter().map(|r| r.cpu_busy_s).sum();
     // Drops made elsewhere: over every repetition.
     let caches_dropped_elsewhere = all
         .iter()
@@ -195,6 +196,7 @@ pub fn combine(runs: Vec<Results>) -> Results {
         duration_s: duration,
         device_read_bytes,
         device_busy_s,
+        cpu_busy_s,
         caches_dropped_elsewhere,
         processes,
         disk,
@@ -244,6 +246,7 @@ fn combine_flowop(f0: &FlowopResult, fs: &[&FlowopResult], d: f64) -> FlowopResu
         latency_us: latency_from(&h, mean),
         errors: fs.iter().map(|f| f.errors).sum(),
         no_resource: fs.iter().map(|f| f.no_resource).sum(),
+        skipped: fs.iter().map(|f| f.skipped).sum(),
         first_error: fs.iter().find_map(|f| f.first_error.clone()),
         cpu_us_per_op: cpu,
         histogram_ns: h

@@ -59,6 +59,10 @@ pub struct FlowopResult {
     pub errors: u64,
     /// Times the flowop found no file or directory in the state it needed.
     pub no_resource: u64,
+    /// Times the flowop passed over its file without an operation, as Filebench does: a
+    /// `deletefile` whose file another thread has open (or, with `fd=N`, deleted first).
+    #[serde(default)]
+    pub skipped: u64,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub first_error: Option<String>,
     /// CPU (user + system) per operation, in microseconds: each thread's CPU time shared
@@ -235,6 +239,11 @@ pub struct Results {
     /// `duration_s` it is the disk's utilisation, the figure `device_util`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device_busy_s: Option<f64>,
+    /// The machine's busy CPU seconds over the same window, every CPU's summed (`/proc/stat`:
+    /// user, nice, system, irq, softirq, steal); divided by `duration_s` × `host.cpus` it is
+    /// the share of the machine the run kept busy, the figure `cpu_busy_pct`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_busy_s: Option<f64>,
     /// How many times another process dropped the kernel's caches during the measurement
     /// (`drop_pagecache` in /proc/vmstat, less fsbench's own drops); absent when none did,
     /// or where the kernel does not count them. The measurement did not run from the cache
@@ -294,6 +303,16 @@ pub struct Results {
 }
 
 impl Results {
+    /// The share of the machine's CPU the measured window kept busy, in percent
+    /// (`cpu_busy_s` ÷ (`duration_s` × `host.cpus`), at most 100: the kernel counts in clock
+    /// ticks, so a short window can count a tick more than it lasted); `None` without those.
+    pub fn cpu_busy_pct(&self) -> Option<f64> {
+        let busy = self.cpu_busy_s?;
+        let cpus = self.host.cpus as f64;
+        (cpus > 0.0 && self.duration_s > 0.0)
+            .then(|| (100.0 * busy / (self.duration_s * cpus)).min(100.0))
+    }
+
     /// The 99th percentile latency (ms) over the flowops that count as I/O, from their merged
     /// histograms; `None` without any.
     pub fn summary_p99_ms(&self) -> Option<f64> {
@@ -330,6 +349,7 @@ impl Results {
             ended_early: None,
             device_read_bytes: None,
             device_busy_s: None,
+            cpu_busy_s: None,
             caches_dropped_elsewhere: None,
             processes: Vec::new(),
             threads: 0,
@@ -438,6 +458,7 @@ pub fn summarize(
             latency_us: Latency::from_recorder(o, &h),
             errors: o.errors,
             no_resource: o.no_resource,
+            skipped: o.skipped,
             first_error: o.first_error.clone(),
             cpu_us_per_op: if o.count > 0 {
                 o.cpu_ns / o.count as f64 / 1000.0

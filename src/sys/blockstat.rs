@@ -53,10 +53,64 @@ pub fn named_counters(dev: &str) -> Option<Counters> {
     counters_of(&Path::new("/sys/class/block").join(name))
 }
 
-/// The device number (major, minor) of the file system holding `path`.
+/// The device number (major, minor) of the file system holding `path`; for an overlay, of
+/// the file system under its upper layer (where what it writes goes, and what it reads
+/// when its layers share one file system, as an experiment's overlays do), so that runs on
+/// an overlay count the disk under it.
 pub fn device_of(path: &Path) -> Option<(u32, u32)> {
     let dev = std::fs::metadata(path).ok()?.dev();
-    Some((libc::major(dev), libc::minor(dev)))
+    let num = (libc::major(dev), libc::minor(dev));
+    if num.0 == 0 {
+        let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+        if let Some(upper) = overlay_upper(&info, num) {
+            let d = std::fs::metadata(&upper).ok()?.dev();
+            return Some((libc::major(d), libc::minor(d)));
+        }
+    }
+    Some(num)
+}
+
+/// The upper directory of the overlay mounted with device number `dev`, from the text of
+/// /proc/self/mountinfo; `None` when `dev` is no overlay (or one without an upper layer).
+fn overlay_upper(mountinfo: &str, dev: (u32, u32)) -> Option<std::path::PathBuf> {
+    let want = format!("{}:{}", dev.0, dev.1);
+    mountinfo.lines().find_map(|l| {
+        let fields: Vec<&str> = l.split(' ').collect();
+        if fields.get(2) != Some(&want.as_str()) {
+            return None;
+        }
+        let dash = fields.iter().position(|f| *f == "-")?;
+        if fields.get(dash + 1) != Some(&"overlay") {
+            return None;
+        }
+        let opts = fields.get(dash + 3)?;
+        let up = opts.split(',').find_map(|o| o.strip_prefix("upperdir="))?;
+        Some(std::path::PathBuf::from(unescape(up)))
+    })
+}
+
+/// A mountinfo field with its octal escapes (`\040` for a space) undone.
+fn unescape(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let oct = b.get(i + 1..i + 4).and_then(|d| {
+            let t = std::str::from_utf8(d).ok()?;
+            u8::from_str_radix(t, 8).ok()
+        });
+        match (b[i], oct) {
+            (b'\\', Some(c)) => {
+                out.push(c);
+                i += 4;
+            }
+            (c, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// Bytes read so far by the block device numbered `dev`; `None` when it is no block device
@@ -79,6 +133,18 @@ pub fn named_device_read_bytes(dev: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_overlay_counts_the_device_under_its_upper_layer() {
+        let info = "36 25 0:50 / /mnt/ovl rw,relatime - overlay overlay rw,lowerdir=/o/l,upperdir=/o/my\\040up,workdir=/o/w\n\
+                    37 25 7:3 / /mnt/img rw - ext4 /dev/loop3 rw\n";
+        assert_eq!(
+            overlay_upper(info, (0, 50)),
+            Some(std::path::PathBuf::from("/o/my up"))
+        );
+        assert_eq!(overlay_upper(info, (7, 3)), None);
+        assert_eq!(overlay_upper(info, (0, 51)), None);
+    }
 
     #[test]
     fn sectors_are_512_bytes() {

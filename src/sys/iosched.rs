@@ -4,7 +4,8 @@
 //! is resolved to microseconds from the device at run time, so that the deceptive-idleness
 //! study's adversary waits just past the window of the disk it runs on.
 //!
-//! mq-deadline, kyber and none do not idle. Under them `idle` is BFQ's kernel default, 8 ms
+//! mq-deadline, kyber and none do not idle, nor does BFQ with `slice_idle` 0 (the study's
+//! control: BFQ with waiting switched off). Under them `idle` is BFQ's kernel default, 8 ms
 //! (`bfq_slice_idle`, NSEC_PER_SEC / 125), so that a plan comparing schedulers runs the same
 //! think time under each; the note of the run says so.
 
@@ -63,6 +64,15 @@ fn window_of(queue: &Path, dev: &str) -> Result<IdleWindow, String> {
             .parse()
             .ok()
     };
+    if let Some(0) = read("slice_idle_us").or(read("slice_idle")) {
+        return Ok(IdleWindow {
+            us: BFQ_DEFAULT_IDLE_US,
+            source: format!(
+                "{dev} runs bfq with slice_idle 0, which does not idle: BFQ's kernel default slice_idle, {} us",
+                BFQ_DEFAULT_IDLE_US
+            ),
+        });
+    }
     if let Some(us) = read("slice_idle_us") {
         return Ok(IdleWindow {
             us,
@@ -224,6 +234,17 @@ mod tests {
         assert_eq!(w.us, BFQ_DEFAULT_IDLE_US);
         assert!(
             w.source.contains("mq-deadline, which does not idle"),
+            "{}",
+            w.source
+        );
+        std::fs::remove_dir_all(&q).unwrap();
+        // BFQ with its waiting off waits for nothing: the adversary thinks as under the
+        // others.
+        let q = fake_queue("none [bfq] ", &[("slice_idle_us", "0\n")]);
+        let w = window_of(&q, "sdx").unwrap();
+        assert_eq!(w.us, BFQ_DEFAULT_IDLE_US);
+        assert!(
+            w.source.contains("slice_idle 0, which does not idle"),
             "{}",
             w.source
         );

@@ -14,8 +14,14 @@ pub const MARK_END: &str = "/.fsbench-trace-mark/measure-end";
 /// starts the measurement the load runs beside.
 pub const READY_ENV: &str = "FSBENCH_READY_FILE";
 
+/// Set in the environment of a background load that starts with the measurement: after
+/// its preparation (and [`READY_ENV`]), it waits for this file, which the experiment makes
+/// when the measurement's own window starts, so that the load falls inside it.
+pub const GO_ENV: &str = "FSBENCH_GO_FILE";
+
 /// Mark the start or end of a measurement when traced (see [`MARK_ENV`]); at the start, also
-/// say so to an experiment waiting for this process (see [`READY_ENV`]).
+/// say so to an experiment waiting for this process (see [`READY_ENV`]), and wait for its
+/// go-ahead when it gives one (see [`GO_ENV`]).
 pub fn mark(path: &str) {
     if path == MARK_START {
         if let Some(f) = std::env::var_os(READY_ENV) {
@@ -24,6 +30,12 @@ pub fn mark(path: &str) {
                 .write(true)
                 .create_new(true)
                 .open(f);
+        }
+        if let Some(go) = std::env::var_os(GO_ENV) {
+            let go = std::path::PathBuf::from(go);
+            while !go.exists() && !crate::cancel::interrupted() {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
         }
     }
     if std::env::var_os(MARK_ENV).is_some() {

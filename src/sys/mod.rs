@@ -2,7 +2,9 @@
 
 pub mod blockstat;
 pub mod cachedrops;
+pub mod cgroup;
 pub mod cpu;
+pub mod cpustat;
 pub mod fsmagic;
 pub mod io;
 pub mod iosched;

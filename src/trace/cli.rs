@@ -49,7 +49,7 @@ pub enum TraceCommand {
 
 #[derive(Args, Debug)]
 pub struct ShowArgs {
-    /// The trace file.
+    /// The trace file, or `-` for standard input.
     pub trace: PathBuf,
     /// Print the header (command, roots, initial tree) as JSON first.
     #[arg(long)]

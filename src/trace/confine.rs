@@ -76,6 +76,21 @@ pub enum Refusal {
     Escape,
     /// It would change an `--over` tree (replays over existing trees only read).
     ReadOnly,
+    /// It would open a FIFO, a device or a socket: a FIFO's open waits for a writer (for
+    /// ever, in an `--over` tree), a device's acts on the device. The replay opens regular
+    /// files, directories and links only.
+    Special,
+}
+
+impl Refusal {
+    /// Why a call was not issued, for messages.
+    pub fn why(self) -> &'static str {
+        match self {
+            Refusal::Escape => "would leave the replay root",
+            Refusal::ReadOnly => "would change an --over tree",
+            Refusal::Special => "would open a FIFO, a device or a socket",
+        }
+    }
 }
 
 /// The outcome of a call that failed or was refused.
@@ -97,6 +112,9 @@ impl std::fmt::Display for CallError {
             CallError::Io(e) => e.fmt(f),
             CallError::Refused(Refusal::Escape) => f.write_str("refused: leaves the replay root"),
             CallError::Refused(Refusal::ReadOnly) => f.write_str("refused: changes an --over tree"),
+            CallError::Refused(Refusal::Special) => {
+                f.write_str("refused: opens a FIFO, a device or a socket")
+            }
         }
     }
 }
@@ -164,7 +182,9 @@ impl Roots {
             .ok_or_else(einval)
     }
 
-    /// `open(path, flags, mode)`, resolved beneath the root.
+    /// `open(path, flags, mode)`, resolved beneath the root. Always with `O_NONBLOCK`, so
+    /// that a FIFO's open never waits for a writer; what it opened must be a regular file
+    /// or a directory ([`Refusal::Special`] otherwise), and keeps the flags the trace gave.
     pub fn open(&self, p: &Beneath, flags: i32, mode: u32) -> Result<OwnedFd, CallError> {
         let flags = flags & OPEN_FLAGS;
         let writes = flags & libc::O_ACCMODE != libc::O_RDONLY
@@ -173,12 +193,23 @@ impl Roots {
         if writes {
             self.may_change()?;
         }
-        resolved(crate::owned::open_following(
+        if flags & libc::O_PATH != 0 {
+            // Opens nothing: a FIFO's O_PATH descriptor waits for no one.
+            return resolved(crate::owned::open_following(
+                self.dir(p)?,
+                &p.rel,
+                flags,
+                mode as libc::mode_t,
+            ));
+        }
+        let fd = resolved(crate::owned::open_following(
             self.dir(p)?,
             &p.rel,
-            flags,
+            flags | libc::O_NONBLOCK,
             mode as libc::mode_t,
-        ))
+        ))?;
+        plain(&fd, flags)?;
+        Ok(fd)
     }
 
     /// What `p` names, as an `O_PATH` descriptor: through a final link when `follow`.
@@ -225,6 +256,25 @@ impl Roots {
         let name = CString::new(name).map_err(|_| einval())?;
         Ok((fd, name))
     }
+}
+
+/// Refuse a descriptor that is no regular file or directory; clear the `O_NONBLOCK` the
+/// open added when the trace's `flags` did not hold it.
+fn plain(fd: &OwnedFd, flags: i32) -> Result<(), CallError> {
+    let st = crate::beneath::fstat(fd.as_raw_fd())?;
+    if !matches!(st.st_mode & libc::S_IFMT, libc::S_IFREG | libc::S_IFDIR) {
+        return Err(CallError::Refused(Refusal::Special));
+    }
+    if flags & libc::O_NONBLOCK == 0 {
+        // SAFETY: fcntl on a descriptor held for the call.
+        let fl = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) };
+        if fl < 0
+            || unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, fl & !libc::O_NONBLOCK) } < 0
+        {
+            return Err(CallError::Io(io::Error::last_os_error()));
+        }
+    }
+    Ok(())
 }
 
 /// `fchmodat2(fd, "", mode, AT_EMPTY_PATH)`: chmod what an `O_PATH` descriptor names

@@ -29,7 +29,7 @@ use std::path::PathBuf;
 pub struct DistillArgs {
     /// The trace file.
     pub trace: PathBuf,
-    /// Where to write the workload.
+    /// Where to write the workload (`-` for standard output).
     #[arg(short, long, value_name = "FILE.f")]
     pub output: PathBuf,
     /// Run the model traced in DIR (`--dir`) and compare its trace with this one.
@@ -679,7 +679,7 @@ pub fn main(a: &DistillArgs) -> Result<()> {
     // Streamed: memory follows the distinct paths and sizes, not the trace's length.
     let (h, wa) = analyse_file(&a.trace)?;
     let text = printer::print(&model(&h, &wa)?);
-    std::fs::write(&a.output, &text).with_context(|| format!("{}", a.output.display()))?;
+    crate::output::write_text(&a.output, &text, "workload file")?;
     crate::errln!("fsbench: wrote {}", a.output.display());
     if !a.check {
         return Ok(());
@@ -733,12 +733,11 @@ pub fn compare_main(a: &CompareArgs) -> Result<()> {
     let (_, wb) = analyse_file(&a.other)?;
     let c = compare(&wa, &wb);
     if let Some(j) = &a.json {
-        let t = serde_json::to_string_pretty(&c)?;
-        if j.as_os_str() == "-" {
-            crate::outln!("{t}");
+        let t = serde_json::to_string_pretty(&c)? + "\n";
+        crate::output::write_text(j, &t, "JSON file")?;
+        if crate::output::is_stdout(j) {
             return print_comparison(&c, &mut std::io::stderr()).map_err(Into::into);
         }
-        std::fs::write(j, t + "\n")?;
     }
     print_comparison(&c, &mut crate::console::Stdout)?;
     Ok(())

@@ -427,16 +427,15 @@ pub struct Reader<R: BufRead> {
     pos: u64,
 }
 
-impl Reader<io::BufReader<std::fs::File>> {
-    /// Open a trace file. A regular file's size bounds what its header may claim; a pipe's
-    /// header is read as it comes ([`Reader::with_size`]).
+impl Reader<io::BufReader<crate::input::Stream>> {
+    /// Open a trace file (`-`: standard input) through the bounded reader
+    /// ([`crate::input::open_stream`]: a FIFO, a device or a pseudo file is refused). A
+    /// regular file's size bounds what its header may claim; standard input's header is
+    /// read as it comes ([`Reader::with_size`]).
     pub fn open(path: &std::path::Path) -> anyhow::Result<Self> {
-        let f = std::fs::File::open(path)
+        let f = crate::input::open_stream(path)
             .map_err(|e| anyhow::anyhow!("trace {}: {e}", path.display()))?;
-        let md = f
-            .metadata()
-            .map_err(|e| anyhow::anyhow!("trace {}: {e}", path.display()))?;
-        let size = md.is_file().then_some(md.len());
+        let size = f.size();
         Reader::with_size(io::BufReader::with_capacity(1 << 16, f), size)
             .map_err(|e| anyhow::anyhow!("trace {}: {e}", path.display()))
     }
@@ -664,9 +663,8 @@ pub fn write_all(
     header: &Header,
     records: &[Record],
 ) -> anyhow::Result<u64> {
-    let f = std::fs::File::create(path)
-        .map_err(|e| anyhow::anyhow!("trace {}: {e}", path.display()))?;
-    let mut w = Writer::new(io::BufWriter::with_capacity(1 << 16, f), header)?;
+    let f = crate::output::create(path, "trace")?;
+    let mut w = Writer::new(f, header)?;
     for r in records {
         w.write(r)?;
     }

@@ -685,14 +685,10 @@ pub fn main(a: &StatsArgs) -> Result<()> {
     }
     let s = acc.finish();
     if let Some(j) = &a.json {
-        let text = serde_json::to_string_pretty(&s)?;
-        if j.as_os_str() == "-" {
-            crate::outln!("{text}");
-        } else {
-            std::fs::write(j, text + "\n")?;
-        }
+        let text = serde_json::to_string_pretty(&s)? + "\n";
+        crate::output::write_text(j, &text, "JSON file")?;
     }
-    if a.json.as_deref().is_some_and(|j| j.as_os_str() == "-") {
+    if a.json.as_deref().is_some_and(crate::output::is_stdout) {
         print_text(&s, &mut std::io::stderr())?;
     } else {
         print_text(&s, &mut crate::console::Stdout)?;

@@ -788,7 +788,7 @@ pub fn main(a: &PostmarkArgs) -> Result<()> {
         Ok(())
     };
     if let Some(path) = &a.config {
-        let text = crate::input::read_text_capped(path, crate::input::CONFIG_MAX, "configuration")
+        let text = crate::input::read_text(path, crate::input::CONFIG)
             .with_context(|| format!("reading the PostMark configuration {}", path.display()))?;
         for (n, line) in text.lines().enumerate() {
             let cmd = cfg

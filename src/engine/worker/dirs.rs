@@ -10,9 +10,9 @@ impl Worker<'_> {
             .expect("validated: makedir/removedir name a fileset");
         let fs = &self.sh.filesets[fsi];
         let make = f.kind == MakeDir;
-        let idx = self.index_scaled(f, fs.leafdirs.len(), true);
+        let start = self.start_scaled(f, fs.leafdirs.len(), true);
         let want = if make { Want::Absent } else { Want::Exists };
-        let e = fs.pick(List::LeafDirs, want, idx)?;
+        let e = fs.pick(List::LeafDirs, want, start)?;
         let (r, ns) = match fs.entry_at(List::LeafDirs, e, &mut self.path) {
             Ok((dir, name)) => {
                 let t0 = self.clock.now();
@@ -45,9 +45,8 @@ impl Worker<'_> {
     pub(super) fn op_listdir(&mut self, f: &Flowop) -> Result<Flow, Fail> {
         let fsi = f.fileset.expect("validated: listdir names a fileset");
         let fs = &self.sh.filesets[fsi];
-        let Some(d) = fs.pick_dir() else {
-            return Err(Fail::NoResource);
-        };
+        // Busy while listed, as Filebench's listdir holds its pick until the listing ends.
+        let d = fs.pick_dir()?;
         let (r, ns) = match fs.dir_handle(d) {
             Ok(dir) => {
                 let t0 = self.clock.now();
@@ -56,6 +55,7 @@ impl Worker<'_> {
             }
             Err(err) => (Err(err), 0),
         };
+        fs.release_dir(d);
         match r {
             Ok((entries, names)) => {
                 // As Filebench's listdir: strlen(d_name) + sizeof(struct dirent) - 1 per

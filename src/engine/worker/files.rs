@@ -17,12 +17,25 @@ impl Worker<'_> {
         if s.fd < 0 {
             return Err(self.closed(slot, "closefile"));
         }
+        // As Filebench's closefile: the file is busy while it is closed (a pick passes it
+        // over), once no other thread has it busy.
+        let held = s
+            .entry
+            .map(|(fs, e)| (&self.sh.filesets[fs as usize], e as usize));
+        if let Some((fs, e)) = held {
+            if !fs.hold(List::Files, e, || self.sh.ctl.stopping()) {
+                return Ok(Flow::Stop);
+            }
+        }
         // A descriptor another slot shares (`opennext` onto one file) stays open for it.
         let shared = self.fd_shared(slot);
         let t0 = self.clock.now();
         let r = if shared { Ok(()) } else { io::close(s.fd) };
         let ns = self.clock.since(t0);
         self.forget_open(slot);
+        if let Some((fs, e)) = held {
+            fs.unhold(List::Files, e);
+        }
         match r {
             Ok(()) => {
                 self.done(f, ns, 0);
@@ -38,29 +51,11 @@ impl Worker<'_> {
             (Some(n), Some((fs, e))) if n > 0 => {
                 self.slots[slot].last = None;
                 let fsr = &self.sh.filesets[fs as usize];
-                // Wait for other threads' create/delete of this entry to finish.
-                let ent = &fsr.files[e as usize];
-                loop {
-                    let cur = ent.state.load(Ordering::Acquire);
-                    if cur & crate::fileset::BUSY == 0
-                        && ent
-                            .state
-                            .compare_exchange(
-                                cur,
-                                cur | crate::fileset::BUSY,
-                                Ordering::AcqRel,
-                                Ordering::Relaxed,
-                            )
-                            .is_ok()
-                    {
-                        break;
-                    }
-                    if self.sh.ctl.stopping() {
-                        return Ok(Flow::Stop);
-                    }
-                    std::thread::yield_now();
+                // As Filebench: wait while another thread has the entry busy, then take it.
+                if !fsr.hold(List::Files, e as usize, || self.sh.ctl.stopping()) {
+                    return Ok(Flow::Stop);
                 }
-                if ent.exists() {
+                if fsr.files[e as usize].exists() {
                     (fs as usize, e as usize, self.slots[slot].fd >= 0)
                 } else {
                     // Another thread deleted the slot's file first: nothing is left to
@@ -69,7 +64,7 @@ impl Worker<'_> {
                     // "no free entry" it was retried, and the retry found the slot empty
                     // and failed with an error.)
                     fsr.release(List::Files, e as usize, false);
-                    self.rec.ops[f.stat].no_resource += 1;
+                    self.rec.ops[f.stat].skipped += 1;
                     return Ok(Flow::Continue);
                 }
             }
@@ -83,16 +78,17 @@ impl Worker<'_> {
                     });
                 };
                 let fs = &self.sh.filesets[fsi];
-                let idx = self.index(f, fs.files.len());
-                (fsi, fs.pick(List::Files, Want::Exists, idx)?, false)
+                let start = self.start(f, fs.files.len());
+                (fsi, fs.pick(List::Files, Want::Exists, start)?, false)
             }
         };
         let fs = &self.sh.filesets[fsi];
         let opens = fs.files[e].opens.load(Ordering::Relaxed);
         if opens > u32::from(own_open) {
-            // Open in another thread: skipped, as in Filebench (counted, not silent).
+            // Open in another thread: skipped, as in Filebench (flowop_library.c
+            // `flowoplib_deletefile`: no operation), but counted, not silent.
             fs.release(List::Files, e, true);
-            self.rec.ops[f.stat].no_resource += 1;
+            self.rec.ops[f.stat].skipped += 1;
             return Ok(Flow::Continue);
         }
         let (dir, name) = match fs.entry_at(List::Files, e, &mut self.path) {
@@ -153,8 +149,8 @@ impl Worker<'_> {
             )));
         };
         let fs = &self.sh.filesets[fsi];
-        let idx = self.index(f, fs.files.len());
-        let e = fs.pick(List::Files, Want::Exists, idx)?;
+        let start = self.start(f, fs.files.len());
+        let e = fs.pick(List::Files, Want::Exists, start)?;
         let r = fs
             .entry_at(List::Files, e, &mut self.path)
             .map(|(dir, name)| {

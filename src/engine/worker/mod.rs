@@ -22,7 +22,7 @@ use super::aio::Aio;
 use super::sync::Pacing;
 use super::Control;
 use crate::dist::{rng, Rng};
-use crate::fileset::{FilesetRt, List, Miss, Want};
+use crate::fileset::{FilesetRt, List, Miss, Start, Want};
 use crate::model::{Flowop, FlowopKind, IoClass, Num, Thread, Workload};
 use crate::stats::clock::Clock;
 use crate::stats::loghist::LogHist;
@@ -139,6 +139,9 @@ pub struct Shared<'a> {
     pub continue_on_enospc: bool,
     /// A finish flowop that is done ends the run in every mode (`--finish-ends-run`).
     pub finish_ends_run: bool,
+    /// `--latency flowop`: an operation's latency runs from the start of its flowop (or the
+    /// end of the flowop's previous operation) to its end, not around its calls only.
+    pub whole_flowop: bool,
     pub clock: Clock,
     /// One slot per worker where it publishes cumulative counters at each sampling epoch.
     pub samples: &'a [std::sync::Mutex<Sample>],
@@ -192,6 +195,9 @@ pub struct Worker<'a> {
     /// Index among the run's workers (its time-series slot).
     idx: usize,
     clock: Clock,
+    /// With `--latency flowop`: when the current flowop started, or its last operation
+    /// ended.
+    mark: crate::stats::clock::Stamp,
     thread: &'a Thread,
     proc_idx: usize,
     /// Asynchronous writes in flight; declared before `buf` so it drains (on drop) before
@@ -297,6 +303,7 @@ impl<'a> Worker<'a> {
             sh,
             idx: worker_idx as usize,
             clock: sh.clock,
+            mark: 0,
             thread,
             proc_idx,
             aio: None,
@@ -508,6 +515,14 @@ impl<'a> Worker<'a> {
 
     #[inline]
     fn done_stat(&mut self, stat: usize, kind: FlowopKind, ns: u64, bytes: u64) {
+        let ns = if self.sh.whole_flowop {
+            let now = self.clock.now();
+            let whole = self.clock.delta(self.mark, now);
+            self.mark = now;
+            whole
+        } else {
+            ns
+        };
         self.tally(stat, ns, bytes, crate::stats::LAT_BATCH);
         // Filebench's control counters (flowop_endop) count every flowop call that ends
         // with an endop whose type has the IO or AIO bit: IO (1), AIO (2), SYNC (3) and
@@ -603,6 +618,9 @@ impl<'a> Worker<'a> {
     }
 
     fn exec(&mut self, f: &Flowop) -> Flow {
+        if self.sh.whole_flowop {
+            self.mark = self.clock.now();
+        }
         if let Some(a) = self.aio.as_mut() {
             if a.outstanding() > 0 {
                 a.poll();
@@ -691,6 +709,19 @@ impl<'a> Worker<'a> {
         self.index_scaled(f, entries, false)
     }
 
+    /// Where a pick of `f` among `entries` starts: its index, or the shared rotor (what
+    /// Filebench's createfile, deletefile, statfile and openfile without `opennext` pass).
+    fn start(&mut self, f: &Flowop, entries: usize) -> Start<'static> {
+        self.start_scaled(f, entries, false)
+    }
+
+    fn start_scaled(&mut self, f: &Flowop, entries: usize, leafdirs: bool) -> Start<'static> {
+        match self.index_scaled(f, entries, leafdirs) {
+            Some(i) => Start::Index(i),
+            None => Start::Rotor,
+        }
+    }
+
     fn index_scaled(&mut self, f: &Flowop, entries: usize, leafdirs: bool) -> Option<usize> {
         let ix = f.indexed?;
         let v = match ix {
@@ -712,20 +743,16 @@ impl<'a> Worker<'a> {
             return Err(self.closed(slot, f.kind.name()));
         };
         let fs = &self.sh.filesets[fsi];
-        let n = fs.files.len();
-        let mut idx = self.index(f, n);
-        let own = idx.is_none() && f.opennext && n > 0;
-        if own {
-            idx = Some(self.own_rotor[fsi] % n);
-        }
         let want = if create { Want::Absent } else { Want::Exists };
-        let e = match fs.pick(List::Files, want, idx) {
-            Ok(e) => {
-                if own {
-                    self.own_rotor[fsi] = e + 1;
-                }
-                e
-            }
+        // As Filebench's openfile: its own rotor with `opennext` (fs_file_exrotor[tf_utid]),
+        // else the shared one (createfile passes tid 0 whatever `opennext` says).
+        let start = match self.index(f, fs.files.len()) {
+            Some(i) => Start::Index(i),
+            None if f.opennext && !create => Start::Own(&mut self.own_rotor[fsi]),
+            None => Start::Rotor,
+        };
+        let e = match fs.pick(List::Files, want, start) {
+            Ok(e) => e,
             Err(miss) => {
                 if self.slots[slot].fd >= 0 {
                     self.release_slot(slot);

@@ -77,6 +77,7 @@ impl Plain {
         // FSBENCH_SHORT_PATH=0 sends every operation down the general path (to compare).
         let off = std::env::var_os("FSBENCH_SHORT_PATH").is_some_and(|v| v == "0");
         if off
+            || sh.whole_flowop
             || sh.count_procs
             || sh.pacing.count_run
             || crate::verify::enabled()

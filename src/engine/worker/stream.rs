@@ -227,9 +227,11 @@ impl Worker<'_> {
                     f.name
                 )));
             }
+            // O_NONBLOCK: a FIFO put where the job file's check listed a file is never
+            // waited on (on a regular file it changes nothing).
+            let flags = how.flags() | flags_extra | libc::O_NOFOLLOW | libc::O_NONBLOCK;
             // SAFETY: a NUL-terminated path; no O_CREAT, so no mode.
-            match unsafe { libc::open(name.as_ptr(), how.flags() | flags_extra | libc::O_NOFOLLOW) }
-            {
+            match unsafe { libc::open(name.as_ptr(), flags) } {
                 -1 => Err(std::io::Error::last_os_error()),
                 fd => Ok(fd),
             }

@@ -104,6 +104,9 @@ pub struct Background {
     pub stop: BgStop,
     /// Started again each time it ends, until the measurement has ended (`restart = true`).
     pub restart: bool,
+    /// Its window waits for the measurement's (`start = "with"`): it prepares, then does its
+    /// work only once the measurement has prepared and started measuring.
+    pub with_measurement: bool,
 }
 
 impl Background {
@@ -117,6 +120,29 @@ impl Background {
     /// Whether it needs root: a negative nice, a realtime I/O class.
     pub fn needs_root(&self) -> bool {
         self.nice.is_some_and(|n| n < 0) || self.ionice.is_some_and(|p| p.class == 1)
+    }
+}
+
+/// `start`: "before" (the default: the load's window starts, then the measurement prepares
+/// and measures) or "with" (the load prepares, then waits for the measurement's window):
+/// only a load that marks its window (an fsbench measurement other than scan and layout).
+fn start_of(ctx: &Ctx, b: &RawBackground, kind: &BgKind) -> Result<bool, PlanError> {
+    let Some(s) = &b.start else {
+        return Ok(false);
+    };
+    match s.get_ref().as_str() {
+        "before" => Ok(false),
+        "with" => match kind {
+            BgKind::Measure(m) if !matches!(m.kind, Kind::Scan | Kind::Layout) => Ok(true),
+            _ => Err(ctx.err(
+                s.span(),
+                "start = \"with\" waits for the load's own measured window, which only an fsbench measurement other than scan and layout marks",
+            )),
+        },
+        other => Err(ctx.err(
+            s.span(),
+            format!("start {other:?}: expected \"before\" (the load starts, then the measurement prepares) or \"with\" (the load waits for the measurement's window)"),
+        )),
     }
 }
 
@@ -164,6 +190,7 @@ pub(super) fn backgrounds(
                 quick_factors: BTreeMap::new(),
                 figures: None,
                 memory: None,
+                device_work: None,
             };
             BgKind::Measure(measurement(ctx, &raw, span.clone(), base_dir, quick, &[])?)
         };
@@ -195,6 +222,7 @@ pub(super) fn backgrounds(
         if let (true, BgStop::End, Some(r)) = (restart, stop, &b.restart) {
             return Err(ctx.err(r.span(), "restart = true starts it again until the measurement ends: it needs stop = \"after\""));
         }
+        let with_measurement = start_of(ctx, b, &kind)?;
         match factors.iter_mut().find(|(f, _)| *f == factor) {
             Some(f) => f.1.push(name.clone()),
             None => factors.push((factor.clone(), vec![name.clone()])),
@@ -207,6 +235,7 @@ pub(super) fn backgrounds(
             ionice,
             stop,
             restart,
+            with_measurement,
         });
     }
     Ok((out, factors))

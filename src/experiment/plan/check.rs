@@ -12,19 +12,46 @@ pub(super) struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
+    /// `file:line:col` of a place in the plan.
+    pub(super) fn at(&self, span: std::ops::Range<usize>) -> String {
+        let (line, col) = line_col(self.text, span.start);
+        format!("{}:{line}:{col}", self.file.display())
+    }
+
     pub(super) fn err(
         &self,
         span: std::ops::Range<usize>,
         msg: impl std::fmt::Display,
     ) -> PlanError {
         let (line, col) = line_col(self.text, span.start);
-        let src = self.text.lines().nth(line - 1).unwrap_or("");
+        let (src, caret) = window(self.text.lines().nth(line - 1).unwrap_or(""), col);
         PlanError(format!(
             "{}:{line}:{col}: {msg}\n  {src}\n  {}^",
             self.file.display(),
-            " ".repeat(col - 1)
+            " ".repeat(caret)
         ))
     }
+}
+
+/// The part of a line shown under a message, and the caret's place in it: a long line (a
+/// generated plan, nesting past the TOML parser's limit) by the 60 characters each side of
+/// column `col` (from 1, in characters).
+fn window(src: &str, col: usize) -> (String, usize) {
+    const SIDE: usize = 60;
+    let chars: Vec<char> = src.chars().collect();
+    let at = col.saturating_sub(1).min(chars.len());
+    let (from, to) = (at.saturating_sub(SIDE), (at + SIDE).min(chars.len()));
+    let mut shown = String::new();
+    let mut caret = at - from;
+    if from > 0 {
+        shown.push_str("...");
+        caret += 3;
+    }
+    shown.extend(&chars[from..to]);
+    if to < chars.len() {
+        shown.push_str("...");
+    }
+    (shown, caret)
 }
 
 /// Check a network level: a preset of `fsbench remote` or "BANDWIDTH/RTT".
@@ -176,4 +203,22 @@ pub(super) fn typed(
         return Err(ctx.err(v.span(), format!("{what}: expected {want}")));
     }
     Ok(scalar(v.get_ref()).expect("scalar checked above"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::window;
+
+    #[test]
+    fn long_lines_are_shown_around_the_column() {
+        assert_eq!(window("a = 1", 5), ("a = 1".to_string(), 4));
+        let long = format!("x = {}{}", "[".repeat(1000), "]".repeat(1000));
+        let (shown, caret) = window(&long, 300);
+        assert!(
+            shown.starts_with("...[") && shown.ends_with("[..."),
+            "{shown}"
+        );
+        assert_eq!(shown.chars().count(), 126);
+        assert_eq!(caret, 63);
+    }
 }

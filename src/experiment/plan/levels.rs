@@ -18,7 +18,7 @@ pub(super) type CompareTable =
     BTreeMap<Spanned<String>, BTreeMap<Spanned<String>, Spanned<toml::Value>>>;
 
 impl Levels<'_> {
-    fn of(&self, k: &str) -> Option<Vec<String>> {
+    pub(super) fn of(&self, k: &str) -> Option<Vec<String>> {
         match k {
             "measurement" => Some(self.measurements.iter().map(|m| m.name.clone()).collect()),
             "target" => Some(self.target.to_vec()),
@@ -147,6 +147,50 @@ impl Levels<'_> {
         Ok(out)
     }
 
+    /// An `[[exclude]]` table: each key a level, or a list of levels any of which matches
+    /// (one exclusion per combination), every one checked; with `skip_absent` (a quick scale
+    /// whose full scale has them) levels this scale lacks are left out instead.
+    pub(super) fn exclusions(
+        &self,
+        ctx: &Ctx,
+        table: &BTreeMap<Spanned<String>, Spanned<toml::Value>>,
+        skip_absent: bool,
+    ) -> Result<Vec<Vec<(String, Value)>>, PlanError> {
+        let mut out: Vec<Vec<(String, Value)>> = vec![Vec::new()];
+        for (k, v) in table {
+            let levels: Vec<Spanned<toml::Value>> = match v.get_ref() {
+                toml::Value::Array(a) if a.is_empty() => {
+                    return Err(ctx.err(v.span(), "exclude: an empty list matches no level"))
+                }
+                // Elements of an inline array keep no places of their own: the list's.
+                toml::Value::Array(a) => a
+                    .iter()
+                    .map(|x| Spanned::new(v.span(), x.clone()))
+                    .collect(),
+                _ => vec![v.clone()],
+            };
+            let mut checked = Vec::new();
+            for l in &levels {
+                match self.check(ctx, k, l, "exclude") {
+                    Ok(kv) => checked.push(kv),
+                    Err(_) if skip_absent => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            out = out
+                .into_iter()
+                .flat_map(|c| {
+                    checked.iter().map(move |kv| {
+                        let mut c = c.clone();
+                        c.push(kv.clone());
+                        c
+                    })
+                })
+                .collect();
+        }
+        Ok(out)
+    }
+
     /// A table of factor levels (`baseline` or one `[[exclude]]`), each checked.
     pub(super) fn cell(
         &self,
@@ -158,5 +202,93 @@ impl Levels<'_> {
             .iter()
             .map(|(k, v)| self.check(ctx, k, v, what))
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::experiment::plan::parse;
+    use std::path::Path;
+
+    const PLAN: &str = r#"[experiment]
+name = "x"
+repetitions = 1
+
+[[target]]
+name = "a"
+kind = "dir"
+path = "/tmp"
+
+[[target]]
+name = "b"
+kind = "dir"
+path = "/tmp"
+
+[factors]
+target = ["a", "b"]
+
+[[measurement]]
+name = "p"
+kind = "postmark"
+factors = { instances = [1, 2, 4] }
+
+[[measurement]]
+name = "f"
+kind = "find"
+
+[[exclude]]
+target = "b"
+measurement = ["p", "f"]
+"#;
+
+    /// A list in an exclusion matches any of its levels: one exclusion per combination.
+    #[test]
+    fn an_exclusion_may_list_levels() {
+        let p = parse(Path::new("x.toml"), PLAN, false).unwrap();
+        assert_eq!(p.excludes.len(), 2);
+        assert!(p
+            .excludes
+            .iter()
+            .all(|e| e.contains(&("target".into(), "b".into()))));
+        let p = parse(
+            Path::new("x.toml"),
+            &PLAN.replace("target = \"b\"", "instances = [2, 4]"),
+            false,
+        )
+        .unwrap();
+        assert_eq!(p.excludes.len(), 4);
+        let e = parse(
+            Path::new("x.toml"),
+            &PLAN.replace("[\"p\", \"f\"]", "[\"p\", \"q\"]"),
+            false,
+        )
+        .unwrap_err()
+        .0;
+        assert!(
+            e.starts_with("x.toml:29:15: exclude: \"q\" is not a level of `measurement`"),
+            "{e}"
+        );
+        let e = parse(
+            Path::new("x.toml"),
+            &PLAN.replace("[\"p\", \"f\"]", "[]"),
+            false,
+        )
+        .unwrap_err()
+        .0;
+        assert!(e.contains("an empty list matches no level"), "{e}");
+        // A quick scale without some listed levels keeps the exclusions of the others; one
+        // whose key has none of its levels there excludes nothing.
+        let quick = PLAN.replace(
+            "repetitions = 1\n",
+            "repetitions = 1\n[quick]\nfactors = { target = [\"a\"] }\n",
+        ) + "\n[[exclude]]\nmeasurement = \"p\"\ntarget = [\"a\", \"b\"]\n";
+        let q = parse(Path::new("x.toml"), &quick, true).unwrap();
+        assert_eq!(
+            q.excludes,
+            [[
+                ("measurement".to_string(), "p".to_string()),
+                ("target".into(), "a".into())
+            ]]
+        );
     }
 }

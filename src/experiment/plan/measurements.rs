@@ -121,8 +121,41 @@ pub(super) fn measurement(
             factors,
             figures: figures(ctx, m, kind)?,
             ends_by_itself,
+            device_work: device_work(ctx, m)?,
         })
     }
+}
+
+/// `device_work = { busy_min = 0.5, cache_hit_max = 50 }`: a utilisation between 0 and 1, a
+/// percentage from 0 to 100, at least one of them.
+fn device_work(ctx: &Ctx, m: &RawMeasurement) -> Result<Option<super::DeviceWork>, PlanError> {
+    let Some(w) = &m.device_work else {
+        return Ok(None);
+    };
+    let r = w.get_ref();
+    let check = |v: &Option<Spanned<f64>>, hi: f64, what: &str| match v {
+        Some(x) if !(x.get_ref().is_finite() && *x.get_ref() > 0.0 && *x.get_ref() <= hi) => {
+            Err(ctx.err(x.span(), format!("device_work.{what}")))
+        }
+        _ => Ok(v.as_ref().map(|x| *x.get_ref())),
+    };
+    let busy_min = check(
+        &r.busy_min,
+        1.0,
+        "busy_min: the share of the measured window the device must be busy, above 0 and at most 1",
+    )?;
+    let cache_hit_max = check(
+        &r.cache_hit_max,
+        100.0,
+        "cache_hit_max: the percentage of the bytes read the page cache may serve, above 0 and at most 100",
+    )?;
+    if busy_min.is_none() && cache_hit_max.is_none() {
+        return Err(ctx.err(w.span(), "device_work needs busy_min or cache_hit_max"));
+    }
+    Ok(Some(super::DeviceWork {
+        busy_min,
+        cache_hit_max,
+    }))
 }
 
 /// The plan's headline figures, each one the kind produces.
@@ -442,5 +475,54 @@ impl MeasurementCx<'_> {
             v.push(s);
         }
         Ok(v)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::experiment::plan::{parse, DeviceWork};
+    use std::path::Path;
+
+    const PLAN: &str = r#"[experiment]
+name = "w"
+repetitions = 1
+
+[[target]]
+name = "a"
+kind = "dir"
+path = "/tmp"
+
+[[measurement]]
+name = "f"
+kind = "find"
+device_work = { busy_min = 0.5, cache_hit_max = 20 }
+"#;
+
+    #[test]
+    fn device_work_is_read_and_its_bounds_located() {
+        let p = parse(Path::new("w.toml"), PLAN, false).unwrap();
+        assert_eq!(
+            p.measurements[0].device_work,
+            Some(DeviceWork {
+                busy_min: Some(0.5),
+                cache_hit_max: Some(20.0)
+            })
+        );
+        let err = |from: &str, to: &str| {
+            parse(Path::new("w.toml"), &PLAN.replace(from, to), false)
+                .unwrap_err()
+                .0
+        };
+        let e = err("busy_min = 0.5", "busy_min = 1.5");
+        assert!(e.starts_with("w.toml:13:28: device_work.busy_min"), "{e}");
+        let e = err("cache_hit_max = 20", "cache_hit_max = 0");
+        assert!(e.contains("device_work.cache_hit_max"), "{e}");
+        let e = err("{ busy_min = 0.5, cache_hit_max = 20 }", "{}");
+        assert!(
+            e.contains("device_work needs busy_min or cache_hit_max"),
+            "{e}"
+        );
+        let e = err("busy_min = 0.5", "busy = 0.5");
+        assert!(e.contains("unknown field `busy`"), "{e}");
     }
 }

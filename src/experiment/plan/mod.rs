@@ -31,12 +31,15 @@ mod kinds;
 mod levels;
 mod measurements;
 pub mod memory;
+pub mod published;
+pub mod schedulers;
 mod schema;
 mod targets;
 
 pub use background::{Background, BgKind, BgStop, IoPrio};
 pub(crate) use check::scalar as level_text;
 pub use kinds::{Arg, Kind, Param, Ty};
+pub use published::Published;
 
 /// Plan-wide factors over a remote target's settings, applied with `fsbench remote set`.
 pub const REMOTE_FACTORS: [&str; 2] = ["network", "lookaside"];
@@ -127,7 +130,14 @@ pub enum TargetKind {
         mount_options: String,
     },
     /// overlayfs whose lower, upper and work directories live on another target.
-    Overlay { over: String },
+    Overlay {
+        over: String,
+        /// The trees the plan makes on it (`tree_files`) lie in the lower layer, each of
+        /// their directories also in the upper layer: every directory is merged. Otherwise
+        /// the lower layer is empty and what is made through the overlay lies in the upper
+        /// layer alone (stacking without merging).
+        merged: bool,
+    },
     /// A simulated remote file system (`fsbench remote create`) serving a tree.
     Remote {
         server: RemoteServer,
@@ -145,6 +155,7 @@ pub enum TargetKind {
         model: String,
         /// `fsbench disk create` options (name without `--`, value).
         params: Vec<(String, String)>,
+        mkfs_options: Vec<String>,
         mount_options: String,
     },
 }
@@ -222,6 +233,8 @@ pub struct Target {
     pub age: Option<Age>,
     /// The measured child's memory limit on this target, in bytes (`memory`).
     pub memory: Option<u64>,
+    /// Where the plan defines it (`file:line:col` of its `[[target]]` table).
+    pub at: String,
 }
 
 impl Target {
@@ -253,6 +266,17 @@ pub struct Measurement {
     /// A workload that can end before its time by itself (finish flowops, a fio job that is
     /// not time based): its warm cells get no warm-up inside the run.
     pub ends_by_itself: bool,
+    /// What the device must do in its runs (`device_work`): the study ran it against a disk.
+    pub device_work: Option<DeviceWork>,
+}
+
+/// A measurement whose runs must keep their device working (`device_work`): a run whose
+/// device was busy less than `busy_min` of its window, or whose reads the page cache served
+/// more than `cache_hit_max` percent of, is flagged `device_idle`.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct DeviceWork {
+    pub busy_min: Option<f64>,
+    pub cache_hit_max: Option<f64>,
 }
 
 impl Measurement {
@@ -317,6 +341,11 @@ pub struct Plan {
     pub cache_served_share: f64,
     /// The `[[background]]` loads, levels of the measurements' background factors.
     pub backgrounds: Vec<Background>,
+    /// The paper's figures (`[[published]]`), each with its rule.
+    pub published: Vec<Published>,
+    /// How the cells carrying a published figure repeat ([`published::rounds`]); `None`
+    /// without entries, or when the quick scale fixes the repetitions.
+    pub published_rounds: Option<Adaptive>,
 }
 
 /// Keys of `fsbench disk create` a disk target may set in its `disk` table.
@@ -338,8 +367,8 @@ pub const DISK_PARAMS: [&str; 13] = [
 
 /// Read and validate a plan. `quick` applies the plan's quick scale.
 pub fn load(file: &Path, quick: bool) -> Result<Plan, PlanError> {
-    let text =
-        std::fs::read_to_string(file).map_err(|e| PlanError(format!("{}: {e}", file.display())))?;
+    let text = crate::input::read_text(file, crate::input::PLAN)
+        .map_err(|e| PlanError(format!("{}: {e}", file.display())))?;
     parse(file, &text, quick)
 }
 
@@ -361,6 +390,14 @@ pub fn parse(file: &Path, text: &str, quick: bool) -> Result<Plan, PlanError> {
     }
     .read(&targets, &target_levels, &base_dir)?;
     let devices: BTreeMap<String, Device> = devices.into_iter().map(|(k, (d, _))| (k, d)).collect();
+    schedulers::check(
+        &ctx,
+        &raw.targets,
+        &targets,
+        &target_levels,
+        &setting_levels,
+        &devices,
+    )?;
     let (backgrounds, bg_factors) =
         background::backgrounds(&ctx, &raw.backgrounds, &base_dir, quick)?;
     let measurements =
@@ -375,28 +412,30 @@ pub fn parse(file: &Path, text: &str, quick: bool) -> Result<Plan, PlanError> {
     };
     let baseline = levels.cell(&ctx, &raw.experiment.baseline, "baseline")?;
     // Under --quick an exclusion or a compared pair may name a level only the full scale
-    // has: it excludes or compares nothing there, and is checked against the full-scale plan
-    // instead (a typo still fails).
+    // has: it excludes or compares nothing there (a list keeps its other levels), and is
+    // checked against the full-scale plan instead (a typo still fails).
     let mut full_scale_ok: Option<bool> = None;
+    let mut full_ok = || *full_scale_ok.get_or_insert_with(|| parse(file, text, false).is_ok());
     let compare = match levels.pairs(&ctx, &raw.experiment.compare) {
         Ok(c) => c,
-        Err(_)
-            if quick && *full_scale_ok.get_or_insert_with(|| parse(file, text, false).is_ok()) =>
-        {
+        Err(_) if quick && full_ok() => {
             levels.pairs(&ctx, &levels.present_only(&raw.experiment.compare))?
         }
         Err(e) => return Err(e),
     };
     let mut excludes = Vec::new();
     for e in &raw.excludes {
-        match levels.cell(&ctx, e, "exclude") {
-            Ok(c) => excludes.push(c),
-            Err(_)
-                if quick
-                    && *full_scale_ok.get_or_insert_with(|| parse(file, text, false).is_ok()) => {}
+        match levels.exclusions(&ctx, e, false) {
+            Ok(c) => excludes.extend(c),
+            Err(_) if quick && full_ok() => excludes.extend(levels.exclusions(&ctx, e, true)?),
             Err(err) => return Err(err),
         }
     }
+    let published = published::entries(&ctx, &raw.published, &levels, quick, &mut full_ok)?;
+    // The quick scale's count replaces adaptive repetitions, a published figure's too.
+    let fixed_by_quick = quick && raw.quick.repetitions.is_some();
+    let published_rounds = (!published.is_empty() && !fixed_by_quick)
+        .then(|| published::rounds(head.repetitions, head.adaptive));
     let x = &raw.experiment;
     Ok(Plan {
         file: file.to_path_buf(),
@@ -424,6 +463,8 @@ pub fn parse(file: &Path, text: &str, quick: bool) -> Result<Plan, PlanError> {
         memory_at,
         cache_served_share,
         backgrounds,
+        published,
+        published_rounds,
     })
 }
 
@@ -455,7 +496,7 @@ impl Plan {
                 return;
             }
             let t = p.target(name);
-            if let TargetKind::Overlay { over } = &t.kind {
+            if let TargetKind::Overlay { over, .. } = &t.kind {
                 add(p, over, out);
             }
             out.push(t);

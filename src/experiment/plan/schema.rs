@@ -24,6 +24,46 @@ pub(super) struct RawPlan {
     /// Loads run beside a measurement, levels of a measurement's background factor.
     #[serde(default, rename = "background")]
     pub(super) backgrounds: Vec<Spanned<RawBackground>>,
+    /// The paper's figures, each with the rule that judges ours against it.
+    #[serde(default, rename = "published")]
+    pub(super) published: Vec<Spanned<RawPublished>>,
+}
+
+/// Only the `[[published]]` entries of a plan's text (the rest ignored): what `fsbench
+/// results` reads of a stored plan.
+#[derive(Deserialize)]
+pub(super) struct PublishedOnly {
+    #[serde(default)]
+    pub(super) published: Vec<Spanned<RawPublished>>,
+}
+
+/// `compare`'s table: factor → { level = the level it is compared with }.
+pub(super) type CompareTable =
+    BTreeMap<Spanned<String>, BTreeMap<Spanned<String>, Spanned<toml::Value>>>;
+
+/// One `[[published]]` entry as written.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawPublished {
+    /// A short label of the paper's claim, shown beside the verdict.
+    pub(super) claim: Option<Spanned<String>>,
+    pub(super) measurement: Option<Spanned<String>>,
+    pub(super) figure: Spanned<String>,
+    /// The comparison, as `compare` writes one pair: { FACTOR = { LEVEL = OTHER } }.
+    pub(super) compare: Option<Spanned<CompareTable>>,
+    /// The other factors' levels the figure is at (unnamed factors: every level).
+    #[serde(default)]
+    pub(super) at: BTreeMap<Spanned<String>, Spanned<toml::Value>>,
+    /// The paper's ratio (a comparison) or value (a cell's figure).
+    pub(super) ratio: Option<Spanned<f64>>,
+    pub(super) value: Option<Spanned<f64>>,
+    /// The rule: one of these three.
+    pub(super) direction: Option<Spanned<String>>,
+    pub(super) within: Option<Spanned<f64>>,
+    pub(super) range: Option<Spanned<Vec<Spanned<f64>>>>,
+    /// Why the plan cannot measure it yet (a target still to come): its levels are not
+    /// checked, and it is judged once they exist.
+    pub(super) pending: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -46,6 +86,9 @@ pub(super) struct RawBackground {
     pub(super) stop: Option<Spanned<String>>,
     /// Start it again each time it ends, until the measurement has ended.
     pub(super) restart: Option<Spanned<bool>>,
+    /// "before" (its window starts, then the measurement's preparation) or "with" (its
+    /// window waits for the measurement's).
+    pub(super) start: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -73,7 +116,7 @@ pub(super) struct RawExperiment {
     /// Pairs of levels compared besides the baseline: factor → { level = the level it is
     /// compared with }.
     #[serde(default)]
-    pub(super) compare: BTreeMap<Spanned<String>, BTreeMap<Spanned<String>, Spanned<toml::Value>>>,
+    pub(super) compare: CompareTable,
     /// The share of the bytes a measurement read that its device must serve, below which a
     /// cold or device run is flagged `cache_served`.
     #[serde(default)]
@@ -124,6 +167,8 @@ pub(super) struct RawTarget {
     pub(super) mkfs_options: Option<Spanned<Vec<Spanned<String>>>>,
     pub(super) mount_options: Option<Spanned<String>>,
     pub(super) over: Option<Spanned<String>>,
+    /// An overlay's trees in its lower layer, their directories in both layers.
+    pub(super) merged: Option<Spanned<bool>>,
     pub(super) model: Option<Spanned<String>>,
     pub(super) disk: Option<Spanned<BTreeMap<String, Spanned<toml::Value>>>>,
     pub(super) device: Option<Spanned<RawDevice>>,
@@ -170,4 +215,14 @@ pub(super) struct RawMeasurement {
     pub(super) figures: Option<Spanned<Vec<Spanned<String>>>>,
     /// The measured child's memory limit (a size, or "none"); as `params.memory`.
     pub(super) memory: Option<Spanned<toml::Value>>,
+    /// The device must do the work: runs below this utilisation, or above this share of
+    /// reads from the page cache, are flagged `device_idle`.
+    pub(super) device_work: Option<Spanned<RawDeviceWork>>,
+}
+
+#[derive(Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawDeviceWork {
+    pub(super) busy_min: Option<Spanned<f64>>,
+    pub(super) cache_hit_max: Option<Spanned<f64>>,
 }

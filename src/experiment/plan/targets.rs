@@ -39,12 +39,13 @@ fn allowed_keys(kind: &str) -> Option<&'static [&'static str]> {
             "device",
             "age",
         ],
-        "overlay" => &["over", "age"],
+        "overlay" => &["over", "merged", "age"],
         "disk" => &[
             "size",
             "fs",
             "model",
             "disk",
+            "mkfs_options",
             "mount_options",
             "device",
             "age",
@@ -63,8 +64,9 @@ fn allowed_keys(kind: &str) -> Option<&'static [&'static str]> {
 }
 
 /// The keys a target table gives, with their places.
-fn given_keys(t: &RawTarget) -> [(&'static str, Option<Range<usize>>); 19] {
+fn given_keys(t: &RawTarget) -> [(&'static str, Option<Range<usize>>); 20] {
     [
+        ("merged", t.merged.as_ref().map(|v| v.span())),
         ("server", t.server.as_ref().map(|v| v.span())),
         ("source", t.source.as_ref().map(|v| v.span())),
         ("source", t.quick_source.as_ref().map(|v| v.span())),
@@ -133,7 +135,7 @@ fn target(
     let cx = TargetCx {
         ctx,
         t,
-        span: t_span,
+        span: t_span.clone(),
         name: &tname,
         kind: kind_s,
         base_dir,
@@ -152,6 +154,7 @@ fn target(
         "image" => cx.image(mount_options)?,
         "overlay" => TargetKind::Overlay {
             over: cx.need(&t.over, "over")?.get_ref().clone(),
+            merged: t.merged.as_ref().is_some_and(|m| *m.get_ref()),
         },
         "disk" => cx.disk(mount_options)?,
         "remote" => cx.remote()?,
@@ -165,6 +168,12 @@ fn target(
         None => None,
         Some(a) => Some(super::age::age_of(ctx, a, base_dir, quick)?),
     };
+    if let (TargetKind::Overlay { merged: true, .. }, Some(a)) = (&kind, &t.age) {
+        return Err(ctx.err(
+            a.span(),
+            "a merged overlay is mounted after its trees are made in its lower layer, and aging runs before them: age the target under it instead",
+        ));
+    }
     // Checked with the plan's other memory values (super::memory::check).
     let memory = match t.memory.as_ref().map(|v| v.get_ref()) {
         Some(toml::Value::String(s)) => super::memory::parse_level(s).ok().flatten(),
@@ -176,6 +185,7 @@ fn target(
         device,
         age,
         memory,
+        at: ctx.at(t_span),
     })
 }
 
@@ -232,10 +242,10 @@ impl TargetCx<'_> {
         let ctx = self.ctx;
         let p = self.need(&self.t.path, "path")?;
         let path = self.base_dir.join(p.get_ref());
-        if !path.is_dir() {
+        if let Err(e) = crate::input::check_dir(&path) {
             return Err(ctx.err(
                 p.span(),
-                format!("{} is not an existing directory", path.display()),
+                format!("{} is not an existing directory: {e}", path.display()),
             ));
         }
         // The refusal `run --dir` applies: measurements and overlays write there.
@@ -251,12 +261,19 @@ impl TargetCx<'_> {
         Ok(TargetKind::Dir { path })
     }
 
-    fn image(&self, mount_options: String) -> Result<TargetKind, PlanError> {
-        let fs = self.fs()?;
+    /// `mkfs_options`, checked as options of `mkfs.FS` (the same table for images and
+    /// simulated disks).
+    fn mkfs_options(&self, fs: &str) -> Result<Vec<String>, PlanError> {
         let raw: &[Spanned<String>] = self.t.mkfs_options.as_ref().map_or(&[], |m| m.get_ref());
         let mkfs_options: Vec<String> = raw.iter().map(|o| o.get_ref().clone()).collect();
-        crate::experiment::options::check_mkfs(&fs, &mkfs_options)
+        crate::experiment::options::check_mkfs(fs, &mkfs_options)
             .map_err(|(i, why)| self.ctx.err(raw[i].span(), format!("mkfs_options: {why}")))?;
+        Ok(mkfs_options)
+    }
+
+    fn image(&self, mount_options: String) -> Result<TargetKind, PlanError> {
+        let fs = self.fs()?;
+        let mkfs_options = self.mkfs_options(&fs)?;
         Ok(TargetKind::Image {
             size: self.size()?,
             fs,
@@ -288,11 +305,14 @@ impl TargetCx<'_> {
                 ),
             ));
         }
+        let fs = self.fs()?;
+        let mkfs_options = self.mkfs_options(&fs)?;
         Ok(TargetKind::Disk {
             size: self.size()?,
-            fs: self.fs()?,
+            fs,
             model,
             params,
+            mkfs_options,
             mount_options,
         })
     }
@@ -428,7 +448,7 @@ impl TargetCx<'_> {
 /// Overlays name an existing target, without cycles.
 fn check_overlays(ctx: &Ctx, targets: &[Target], spans: &[Range<usize>]) -> Result<(), PlanError> {
     for (i, t) in targets.iter().enumerate() {
-        if let TargetKind::Overlay { over } = &t.kind {
+        if let TargetKind::Overlay { over, .. } = &t.kind {
             let mut seen = vec![t.name.clone()];
             let mut cur = over.clone();
             loop {
@@ -449,12 +469,79 @@ fn check_overlays(ctx: &Ctx, targets: &[Target], spans: &[Range<usize>]) -> Resu
                     ));
                 };
                 seen.push(cur.clone());
+                if let TargetKind::Overlay { merged: true, .. } = &o.kind {
+                    return Err(ctx.err(
+                        spans[i].clone(),
+                        format!("overlay {:?}: `over` names the merged overlay {cur:?}, which is mounted only after its trees are made: stack on the target under it", t.name),
+                    ));
+                }
                 match &o.kind {
-                    TargetKind::Overlay { over } => cur = over.clone(),
+                    TargetKind::Overlay { over, .. } => cur = over.clone(),
                     _ => break,
                 }
             }
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::experiment::plan::{parse, TargetKind};
+    use std::path::Path;
+
+    const PLAN: &str = r#"[experiment]
+name = "o"
+repetitions = 1
+
+[[target]]
+name = "a"
+kind = "dir"
+path = "/tmp"
+
+[[target]]
+name = "m"
+kind = "overlay"
+over = "a"
+merged = true
+
+[factors]
+target = ["m"]
+
+[[measurement]]
+name = "f"
+kind = "find"
+params = { tree_files = 10 }
+"#;
+
+    fn err(text: &str) -> String {
+        parse(Path::new("o.toml"), text, false).unwrap_err().0
+    }
+
+    #[test]
+    fn merged_overlays_are_read_and_their_limits_located() {
+        let p = parse(Path::new("o.toml"), PLAN, false).unwrap();
+        assert!(matches!(
+            p.targets[1].kind,
+            TargetKind::Overlay { merged: true, .. }
+        ));
+        let e = err(&PLAN.replace("merged = true", "merged = true\n[target.age]\nops = 5"));
+        assert!(
+            e.starts_with("o.toml:15:1: a merged overlay is mounted after"),
+            "{e}"
+        );
+        let e = err(&PLAN.replace(
+            "[factors]",
+            "[[target]]\nname = \"s\"\nkind = \"overlay\"\nover = \"m\"\n\n[factors]",
+        ));
+        assert!(
+            e.contains("o.toml:16:1: overlay \"s\": `over` names the merged overlay \"m\""),
+            "{e}"
+        );
+        let e = err(&PLAN.replace("path = \"/tmp\"", "path = \"/tmp\"\nmerged = true"));
+        assert!(
+            e.contains("`merged` does not apply to a target of kind dir"),
+            "{e}"
+        );
+    }
 }

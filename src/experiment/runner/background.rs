@@ -48,8 +48,12 @@ struct Spawn {
     dir: PathBuf,
     log: PathBuf,
     ready: PathBuf,
+    /// With `start = "with"`: the file its window waits for.
+    go: Option<PathBuf>,
     nice: Option<i32>,
     ioprio: Option<u32>,
+    /// The run's cgroup, which the pass joins (killed with all it forked when the run ends).
+    cgroup: Option<PathBuf>,
 }
 
 impl Spawn {
@@ -65,8 +69,15 @@ impl Spawn {
             .stdin(Stdio::null())
             .stdout(logf.try_clone()?)
             .stderr(logf)
-            .process_group(0)
             .env(crate::sys::mark::READY_ENV, &self.ready);
+        if let Some(go) = &self.go {
+            cmd.env(crate::sys::mark::GO_ENV, go);
+        }
+        // Its own process group, and the parent-death signal: it stops if the runner dies.
+        crate::created::own(&mut cmd);
+        if let Some(cg) = &self.cgroup {
+            super::cgroup::attach(cg, &mut cmd).map_err(std::io::Error::other)?;
+        }
         let (nice, ioprio) = (self.nice, self.ioprio);
         // SAFETY: only async-signal-safe system calls between fork and exec.
         unsafe {
@@ -87,6 +98,8 @@ struct Running {
     json: Option<PathBuf>,
     /// The file its passes say they have started in (removed when it is stopped).
     ready: PathBuf,
+    /// The file its window waits for (`start = "with"`; removed when it is stopped).
+    go: Option<PathBuf>,
     applied: Value,
     shared: Arc<Mutex<Shared>>,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -136,6 +149,14 @@ fn supervise(shared: Arc<Mutex<Shared>>, spawn: Spawn, restart: bool, t0: Instan
     }
 }
 
+impl Backgrounds {
+    /// The files the loads that start with the measurement wait for (`start = "with"`):
+    /// made when the measurement's window starts.
+    pub fn go_files(&self) -> Vec<PathBuf> {
+        self.running.iter().filter_map(|r| r.go.clone()).collect()
+    }
+}
+
 /// The backgrounds a cell's factor levels name, in the cell's factor order.
 pub fn of_cell(plan: &Plan, cell: &Cell) -> Vec<Background> {
     cell.factors
@@ -177,6 +198,7 @@ pub fn start(
     dir: &Path,
     outdir: &Path,
     tag: &str,
+    group: &super::cgroup::RunGroup,
 ) -> Result<Backgrounds> {
     let mut out = Backgrounds::default();
     for bg in of_cell(plan, cell) {
@@ -187,11 +209,16 @@ pub fn start(
             dir: dir.to_path_buf(),
             log: base.with_extension("log"),
             ready: base.with_extension("ready"),
+            go: bg.with_measurement.then(|| base.with_extension("go")),
             nice: bg.nice,
             ioprio: bg.ionice.map(IoPrio::raw),
+            cgroup: group.background_dir(),
         };
-        for f in [&json_out, &spawn.ready, &spawn.log] {
-            let _ = std::fs::remove_file(f);
+        for f in [&json_out, &spawn.ready, &spawn.log]
+            .into_iter()
+            .chain(spawn.go.as_ref())
+        {
+            let _ = crate::owned::path::remove_file(f);
         }
         let pid = spawn
             .start()
@@ -216,6 +243,7 @@ pub fn start(
             started_at: crate::experiment::store::now(),
             argv: spawn.argv.clone(),
             ready: spawn.ready.clone(),
+            go: spawn.go.clone(),
             applied,
             shared,
             thread: Some(thread),
@@ -229,7 +257,7 @@ pub fn start(
                 std::thread::sleep(Duration::from_millis(20));
             }
         }
-        let _ = std::fs::remove_file(&spawn.ready);
+        let _ = crate::owned::path::remove_file(&spawn.ready);
         out.running.push(r);
     }
     Ok(out)
@@ -329,7 +357,10 @@ impl Running {
             }
         };
         let elapsed_s = self.t0.elapsed().as_secs_f64();
-        let _ = std::fs::remove_file(&self.ready);
+        let _ = crate::owned::path::remove_file(&self.ready);
+        if let Some(go) = &self.go {
+            let _ = crate::owned::path::remove_file(go);
+        }
         let s = self.shared.lock().unwrap();
         let exit_code = s
             .last
@@ -339,7 +370,7 @@ impl Running {
         let results = self
             .json
             .as_ref()
-            .and_then(|j| std::fs::read_to_string(j).ok())
+            .and_then(|j| crate::input::read_text(j, crate::input::RESULTS).ok())
             .and_then(|t| serde_json::from_str(&t).ok());
         BgRecord {
             name: self.bg.name.clone(),

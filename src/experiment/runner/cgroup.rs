@@ -7,8 +7,15 @@
 //! available; a machine whose memory controller is bound to a cgroup v1 hierarchy gets
 //! `memory.limit_in_bytes` there, which limits the page cache the same way. fsbench removes
 //! only the cgroup directory it made (named `fsbench-PID-...`, created with `mkdir`, which
-//! fails if it exists).
+//! fails if it exists, and marked: see [`crate::sys::cgroup`]).
+//!
+//! Every run has a second cgroup where cgroup v2 is mounted, [`RunCgroup`]: its backgrounds
+//! run in it, and its measured child too unless a v2 memory cgroup holds it. fsbench kills
+//! both (`cgroup.kill`) when the run ends, so nothing a child forked (a daemon, a
+//! `setsid` job) outlives the run; the teardown journal lists them, so `--cleanup` kills
+//! them after the runner itself was killed.
 
+use crate::sys::cgroup::OwnedCgroup;
 use anyhow::{bail, Context, Result};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -17,6 +24,8 @@ use std::path::{Path, PathBuf};
 #[derive(Debug)]
 pub struct MemoryCgroup {
     dir: PathBuf,
+    /// How it is recognised (journal, clean-up).
+    pub owned: OwnedCgroup,
     /// 2 or 1.
     pub version: u8,
     pub limit: u64,
@@ -118,10 +127,11 @@ impl MemoryCgroup {
 
     /// Make the cgroup [`MemoryCgroup::planned`] gave, with `limit` bytes.
     pub fn create((dir, version): (PathBuf, u8), limit: u64) -> Result<MemoryCgroup> {
-        std::fs::create_dir(&dir)
+        let owned = OwnedCgroup::create(&dir)
             .with_context(|| format!("memory limit: creating the cgroup {}", dir.display()))?;
         let cg = MemoryCgroup {
             dir,
+            owned,
             version,
             limit,
         };
@@ -149,22 +159,7 @@ impl MemoryCgroup {
 
     /// Make `cmd`'s process join the cgroup before it executes anything.
     pub fn attach(&self, cmd: &mut std::process::Command) -> Result<()> {
-        let procs = std::fs::OpenOptions::new()
-            .write(true)
-            .open(self.dir.join("cgroup.procs"))
-            .with_context(|| format!("opening {}/cgroup.procs", self.dir.display()))?;
-        // SAFETY: between fork and exec the closure only calls write(2) on a descriptor
-        // opened above (kept open by the closure), which is async-signal-safe.
-        unsafe {
-            cmd.pre_exec(move || {
-                use std::os::fd::AsRawFd;
-                if libc::write(procs.as_raw_fd(), b"0".as_ptr().cast(), 1) != 1 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
-        Ok(())
+        attach(&self.dir, cmd)
     }
 
     /// The most memory the group held (page cache included).
@@ -195,29 +190,138 @@ impl MemoryCgroup {
         }
     }
 
-    /// Remove the cgroup (its process has exited). Retried briefly: the kernel may still be
-    /// releasing the exited process.
+    /// Kill what is left in the cgroup (what its child forked) and remove it.
     pub fn remove(self) -> Result<()> {
-        let dir = self.dir.clone();
-        let mut last = None;
-        for _ in 0..50 {
-            match std::fs::remove_dir(&dir) {
-                Ok(()) => return Ok(()),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-                Err(e) => last = Some(e),
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        bail!(
-            "removing the cgroup {}: {}",
-            dir.display(),
-            last.map(|e| e.to_string()).unwrap_or_default()
-        )
+        self.owned
+            .remove()
+            .with_context(|| format!("removing the cgroup {}", self.dir.display()))
     }
 }
 
 impl Drop for MemoryCgroup {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir(&self.dir);
+        let _ = self.owned.remove();
+    }
+}
+
+/// Make `cmd`'s process join the cgroup `dir` before it executes anything.
+pub(super) fn attach(dir: &Path, cmd: &mut std::process::Command) -> Result<()> {
+    let procs = std::fs::OpenOptions::new()
+        .write(true)
+        .open(dir.join("cgroup.procs"))
+        .with_context(|| format!("opening {}/cgroup.procs", dir.display()))?;
+    // SAFETY: between fork and exec the closure only calls write(2) on a descriptor
+    // opened above (kept open by the closure), which is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(move || {
+            use std::os::fd::AsRawFd;
+            if libc::write(procs.as_raw_fd(), b"0".as_ptr().cast(), 1) != 1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    Ok(())
+}
+
+/// The cgroup (v2) of one run's processes: its backgrounds and measured child, and all
+/// they fork. Killed and removed when dropped; killed by the signal path on a third signal.
+pub struct RunCgroup {
+    pub owned: OwnedCgroup,
+    /// `cgroup.kill`, held open for the signal handler.
+    _kill: std::fs::File,
+    _slot: crate::cancel::Slot,
+}
+
+impl RunCgroup {
+    /// Where this run's cgroup is made: `None` where cgroup v2 is not mounted or this process
+    /// may not make cgroups (then its children rely on their process groups and the
+    /// parent-death signal).
+    pub fn planned(tag: &str) -> Option<PathBuf> {
+        let root = crate::sys::cgroup::v2_root()?;
+        let ok = crate::engine::is_root() && root.join("cgroup.procs").exists();
+        ok.then(|| root.join(format!("fsbench-{}-{tag}-run", std::process::id())))
+    }
+
+    pub fn create(path: &Path) -> Result<RunCgroup> {
+        let owned = OwnedCgroup::create(path)
+            .with_context(|| format!("creating the run's cgroup {}", path.display()))?;
+        let kill = std::fs::OpenOptions::new()
+            .write(true)
+            .open(path.join("cgroup.kill"));
+        let kill = match kill {
+            Ok(k) => k,
+            Err(e) => {
+                let _ = owned.remove();
+                bail!("the cgroup {} has no cgroup.kill: {e}", path.display());
+            }
+        };
+        use std::os::fd::AsRawFd;
+        let slot = crate::cancel::kill_on_exit(kill.as_raw_fd());
+        Ok(RunCgroup {
+            owned,
+            _kill: kill,
+            _slot: slot,
+        })
+    }
+
+    /// Make `cmd`'s process join the run's cgroup before it executes anything.
+    pub fn attach(&self, cmd: &mut std::process::Command) -> Result<()> {
+        attach(&self.owned.path, cmd)
+    }
+
+    /// Kill everything still in it and remove it.
+    pub fn end(self) -> Result<()> {
+        self.owned
+            .remove()
+            .with_context(|| format!("removing the cgroup {}", self.owned.path.display()))
+    }
+}
+
+impl Drop for RunCgroup {
+    fn drop(&mut self) {
+        let _ = self.owned.remove();
+    }
+}
+
+/// The cgroups of one run: the memory cgroup when the cell has a memory limit, the run's
+/// cgroup where cgroup v2 can be used. Its children also get their own process group and
+/// the parent-death signal ([`crate::created::own`]), all that is left where there are no
+/// cgroups.
+#[derive(Default)]
+pub struct RunGroup {
+    pub memory: Option<MemoryCgroup>,
+    pub run: Option<RunCgroup>,
+}
+
+impl RunGroup {
+    /// The measured child (and the warm pass): its memory cgroup, and the run's cgroup
+    /// unless the memory cgroup is a v2 one (a process is in one v2 cgroup only; that one is
+    /// killed at the end too).
+    pub fn attach_measured(&self, cmd: &mut std::process::Command) -> Result<()> {
+        crate::created::own(cmd);
+        if let Some(m) = &self.memory {
+            m.attach(cmd)?;
+            if m.version == 2 {
+                return Ok(());
+            }
+        }
+        match &self.run {
+            Some(r) => r.attach(cmd),
+            None => Ok(()),
+        }
+    }
+
+    /// Where a background's processes go: the run's cgroup, if there is one.
+    pub fn background_dir(&self) -> Option<PathBuf> {
+        self.run.as_ref().map(|r| r.owned.path.clone())
+    }
+
+    /// Kill whatever the run's children left running and remove the run's cgroup.
+    pub fn end_run(&mut self) -> Result<()> {
+        match self.run.take() {
+            Some(r) => r.end(),
+            None => Ok(()),
+        }
     }
 }

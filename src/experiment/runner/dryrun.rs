@@ -25,6 +25,9 @@ pub(super) fn print(plan: &Plan, cells: &[Cell], outdir: &Path) {
             cells.len() as u64 * a.max as u64
         );
     }
+    for line in super::published::dry_run_lines(plan, cells) {
+        crate::outln!("{line}");
+    }
     crate::outln!("\nset-up steps:");
     for t in plan.targets_in_setup_order() {
         for (s, root) in target::steps(t) {

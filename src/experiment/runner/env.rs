@@ -46,40 +46,8 @@ impl Env {
             }
             self.ready.push(r);
         }
-        // Trees for `find` cells, made once per set-up.
-        for c in cells {
-            let m = &plan.measurements[c.measurement];
-            let Some(files) = m
-                .params
-                .iter()
-                .find(|(k, _)| k == "tree_files")
-                .map(|(_, v)| v.parse::<u64>().unwrap_or(0))
-            else {
-                continue;
-            };
-            let dirs = m
-                .params
-                .iter()
-                .find(|(k, _)| k == "tree_dirs")
-                .map_or(10, |(_, v)| v.parse::<u64>().unwrap_or(10));
-            let file_size = match m.params.iter().find(|(k, _)| k == "tree_file_size") {
-                Some((_, v)) => Some(
-                    crate::units::parse_size(v)
-                        .map_err(|e| anyhow::anyhow!("{}: tree_file_size: {e}", m.name))?,
-                ),
-                None => None,
-            };
-            let r = self
-                .ready
-                .iter()
-                .find(|r| r.name == c.target)
-                .expect("target set up");
-            let tree = r.dir.join(tree_dir_name(&m.name));
-            if tree.exists() {
-                continue;
-            }
-            make_tree(&tree, files, dirs.max(1), file_size, &mut self.journal)?;
-        }
+        self.check_schedulers(plan)?;
+        self.make_trees(plan, cells)?;
         self.device_base.clear();
         self.device_last.clear();
         if plan
@@ -105,6 +73,83 @@ impl Env {
         }
         self.up = true;
         Ok(())
+    }
+
+    /// The trees of `find`, `read` and `scan` cells (`tree_files`), made once per set-up; a
+    /// merged overlay's in its layers, after which it is mounted.
+    fn make_trees(&mut self, plan: &Plan, cells: &[Cell]) -> Result<()> {
+        for c in cells {
+            let m = &plan.measurements[c.measurement];
+            let Some(files) = m
+                .params
+                .iter()
+                .find(|(k, _)| k == "tree_files")
+                .map(|(_, v)| v.parse::<u64>().unwrap_or(0))
+            else {
+                continue;
+            };
+            let dirs = m
+                .params
+                .iter()
+                .find(|(k, _)| k == "tree_dirs")
+                .map_or(10, |(_, v)| v.parse::<u64>().unwrap_or(10));
+            let file_size = match m.params.iter().find(|(k, _)| k == "tree_file_size") {
+                Some((_, v)) => Some(
+                    crate::units::parse_size(v)
+                        .map_err(|e| anyhow::anyhow!("{}: tree_file_size: {e}", m.name))?,
+                ),
+                None => None,
+            };
+            let idx = self
+                .ready
+                .iter()
+                .position(|r| r.name == c.target)
+                .expect("target set up");
+            let name = tree_dir_name(&m.name);
+            if let Some((lower, upper)) = target::overlay::tree_layers(&self.ready[idx], &name) {
+                // A merged overlay: the tree in its lower layer, its directories in both.
+                if lower.exists() {
+                    continue;
+                }
+                make_tree(&lower, files, dirs.max(1), file_size, &mut self.journal)?;
+                let n = target::overlay::mirror_dirs(&lower, &upper, &mut self.journal)?;
+                let a = &mut self.ready[idx].applied;
+                a.insert(format!("merged_dirs/{name}"), n.into());
+                continue;
+            }
+            let tree = self.ready[idx].dir.join(name);
+            if tree.exists() {
+                continue;
+            }
+            make_tree(&tree, files, dirs.max(1), file_size, &mut self.journal)?;
+        }
+        // Merged overlays are mounted once their trees are in their layers.
+        for r in &mut self.ready {
+            target::overlay::finish(r, &mut self.journal)?;
+        }
+        Ok(())
+    }
+
+    /// The targets' devices as set up run under one I/O scheduler, or the plan says why not
+    /// (it names each scheduler that differs, or varies it): an existing directory's device
+    /// keeps the scheduler it had, known only now.
+    fn check_schedulers(&self, plan: &Plan) -> Result<()> {
+        use crate::experiment::plan::schedulers;
+        if schedulers::varied(&plan.setting_levels, &plan.devices) {
+            return Ok(());
+        }
+        let actual: Vec<(String, String)> = plan
+            .target_levels
+            .iter()
+            .filter_map(|n| {
+                let s = self.ready(n).applied.get("scheduler")?.as_str()?;
+                Some((n.clone(), s.to_string()))
+            })
+            .collect();
+        match schedulers::mixed(&plan.targets, &actual) {
+            Some((at, why)) => bail!("{at}: {why}"),
+            None => Ok(()),
+        }
     }
 
     /// Bring the cell's target device to the cell's settings (device-setting factors).

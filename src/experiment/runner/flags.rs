@@ -3,7 +3,8 @@
 
 use super::*;
 use crate::experiment::output::Output;
-use crate::experiment::store::{CacheServed, RunFlags};
+use crate::experiment::plan::DeviceWork;
+use crate::experiment::store::{CacheServed, DeviceIdle, RunFlags};
 
 /// Why the run ended before its duration: the engine's own account (`ended_early`), or for
 /// results written without it, a duration more than 2% short of the one asked for (with
@@ -90,6 +91,8 @@ pub(super) struct Facts<'a> {
     /// The device's reads over the measured window, when known.
     pub(super) device_read_bytes: Option<u64>,
     pub(super) share: f64,
+    /// What the device must do, when the measurement says (and the cell is judged).
+    pub(super) device_work: Option<DeviceWork>,
 }
 
 impl Facts<'_> {
@@ -110,8 +113,32 @@ impl Facts<'_> {
             warmed: self.warmed && self.cache == "warm",
             cold: (self.cache == "cold").then(|| cold_description(self.kind)),
             caches_dropped_elsewhere: results.results().and_then(|r| r.caches_dropped_elsewhere),
+            device_idle: self.device_work.and_then(|w| device_idle(results, w)),
         }
     }
+}
+
+/// `device_idle` when the run's device was busy less than `w.busy_min` of its window, or
+/// the page cache served more than `w.cache_hit_max` percent of what it read. A run without
+/// a device's figures over its measured window (no block device under it) is not judged.
+pub(super) fn device_idle(results: &Output, w: DeviceWork) -> Option<DeviceIdle> {
+    let r = results.results()?;
+    let util = r
+        .device_busy_s
+        .filter(|_| r.duration_s > 0.0)
+        .map(|b| b / r.duration_s);
+    let measured = measured_read_bytes(results);
+    let hit = r
+        .device_read_bytes
+        .filter(|_| measured > 0)
+        .map(|d| (100.0 * (1.0 - d as f64 / measured as f64)).max(0.0));
+    let idle = matches!((util, w.busy_min), (Some(u), Some(m)) if u < m);
+    let cached = matches!((hit, w.cache_hit_max), (Some(h), Some(m)) if h > m);
+    (idle || cached).then_some(DeviceIdle {
+        device_util: util,
+        cache_hit_pct: hit,
+        asked: w,
+    })
 }
 
 #[cfg(test)]
@@ -210,6 +237,7 @@ mod tests {
             judge_device: true,
             device_read_bytes: Some(4096),
             share: 0.5,
+            device_work: None,
         };
         let flags = f.flags(&run(|r| {
             r.figures.insert("bytes".into(), 1.0e8);
@@ -217,5 +245,34 @@ mod tests {
         }));
         assert!(flags.warmed && flags.cold.is_none() && flags.ended_early.is_none());
         assert_eq!(flags.cache_served.unwrap().device_read_bytes, 4096);
+    }
+
+    #[test]
+    fn device_idle_below_the_busy_share_or_above_the_cache_share() {
+        let w = DeviceWork {
+            busy_min: Some(0.5),
+            cache_hit_max: Some(50.0),
+        };
+        let with = |busy: Option<f64>, dev_read: Option<u64>| {
+            run(|r| {
+                r.duration_s = 10.0;
+                r.device_busy_s = busy;
+                r.device_read_bytes = dev_read;
+                r.figures.insert("bytes".into(), 1000.0);
+            })
+        };
+        // Busy 8 of 10 s, the device read 900 of 1000 bytes: the device did the work.
+        assert_eq!(device_idle(&with(Some(8.0), Some(900)), w), None);
+        let idle = device_idle(&with(Some(2.0), Some(900)), w).unwrap();
+        assert_eq!(idle.device_util, Some(0.2));
+        let cached = device_idle(&with(Some(8.0), Some(100)), w).unwrap();
+        assert_eq!(cached.cache_hit_pct, Some(90.0));
+        // No block device under the run: nothing to judge.
+        assert_eq!(device_idle(&with(None, None), w), None);
+        let busy_only = DeviceWork {
+            cache_hit_max: None,
+            ..w
+        };
+        assert_eq!(device_idle(&with(Some(8.0), Some(0)), busy_only), None);
     }
 }

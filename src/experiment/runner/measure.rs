@@ -1,7 +1,7 @@
 //! One measurement: the child process with its time limit, and what the runner
 //! records around it (caches, servers, noise) and stores.
 
-use super::cgroup::MemoryCgroup;
+use super::cgroup::{MemoryCgroup, RunCgroup, RunGroup};
 use super::env::Env;
 use super::flags::Facts;
 use super::session::labels_json;
@@ -21,37 +21,73 @@ enum Outcome {
     Interrupted,
 }
 
+/// What a measured child is started with beyond its command: the remount handoff, and the
+/// gate of the backgrounds that start with its window.
+#[derive(Default)]
+struct Hooks {
+    handoff: Option<Handoff>,
+    gate: Option<Gate>,
+}
+
+/// Backgrounds waiting for the measured child's window (`start = "with"`): the child says
+/// when its window starts in `ready` (or at once, `immediate`, when its kind marks none),
+/// and then the `go` files are made.
+struct Gate {
+    ready: PathBuf,
+    go: Vec<PathBuf>,
+    immediate: bool,
+    opened: bool,
+}
+
+impl Gate {
+    /// Open the gate when the child's window has started (or it has ended).
+    fn poll(&mut self, ended: bool) {
+        if self.opened || !(ended || self.immediate || self.ready.exists()) {
+            return;
+        }
+        for g in &self.go {
+            let _ = std::fs::File::create(g);
+        }
+        self.opened = true;
+    }
+}
+
 fn measure(
     kind: Kind,
     args: &[String],
     log: &Path,
     json_out: &Path,
     limit: f64,
-    handoff: Option<Handoff>,
-    cgroup: Option<&MemoryCgroup>,
+    mut hooks: Hooks,
+    group: &RunGroup,
 ) -> Result<Outcome> {
     let exe = crate::experiment::self_exe()?;
     let logf = std::fs::File::create(log).with_context(|| format!("creating {}", log.display()))?;
-    let _ = std::fs::remove_file(json_out);
+    let _ = crate::owned::path::remove_file(json_out);
     let mut cmd = Command::new(exe);
     cmd.args(args)
         .stdin(Stdio::null())
         .stdout(logf.try_clone()?)
         .stderr(logf);
-    if let Some(h) = &handoff {
+    if let Some(h) = &hooks.handoff {
         h.attach(&mut cmd);
     }
-    if let Some(cg) = cgroup {
-        cg.attach(&mut cmd)?;
+    if let Some(g) = &hooks.gate {
+        let _ = crate::owned::path::remove_file(&g.ready);
+        cmd.env(crate::sys::mark::READY_ENV, &g.ready);
     }
+    group.attach_measured(&mut cmd)?;
     let mut child = cmd.spawn().context("starting the measurement")?;
-    if let Some(h) = handoff {
+    if let Some(h) = hooks.handoff.take() {
         h.serve();
     }
     let start = Instant::now();
     let mut stop_sent: Option<(Instant, bool)> = None;
     let mut timed_out = false;
     let status = loop {
+        if let Some(g) = &mut hooks.gate {
+            g.poll(false);
+        }
         if let Some(s) = child.try_wait()? {
             break s;
         }
@@ -68,8 +104,16 @@ fn measure(
                 stop_sent = Some((at, true));
             }
         }
-        std::thread::sleep(Duration::from_millis(50));
+        std::thread::sleep(Duration::from_millis(if hooks.gate.is_some() {
+            5
+        } else {
+            50
+        }));
     };
+    if let Some(g) = &mut hooks.gate {
+        g.poll(true);
+        let _ = crate::owned::path::remove_file(&g.ready);
+    }
     if crate::engine::interrupted() {
         return Ok(Outcome::Interrupted);
     }
@@ -77,10 +121,10 @@ fn measure(
         return Ok(Outcome::Timeout);
     }
     if !status.success() {
-        let text = std::fs::read_to_string(log).unwrap_or_default();
+        let text = crate::input::read_tail(log, crate::input::LOG_TAIL);
         let tail: Vec<&str> = text.lines().rev().take(5).collect();
         let tail: Vec<&str> = tail.into_iter().rev().collect();
-        let oom = match cgroup {
+        let oom = match &group.memory {
             Some(cg) if cg.oom_killed() => format!(
                 " (killed for want of memory: the cell's memory limit is {})",
                 crate::limits::human(cg.limit as f64)
@@ -92,7 +136,7 @@ fn measure(
             tail.join(" | ")
         )));
     }
-    let text = std::fs::read_to_string(json_out)
+    let text = crate::input::read_text(json_out, crate::input::RESULTS)
         .with_context(|| format!("the measurement wrote no {}", json_out.display()))?;
     let v: Value =
         serde_json::from_str(&text).with_context(|| format!("parsing {}", json_out.display()))?;
@@ -129,8 +173,8 @@ pub(super) struct Run<'a> {
     pub(super) status_override: &'a str,
     pub(super) env: &'a Env,
     pub(super) outdir: &'a Path,
-    /// The memory cgroup the measured child runs in, when the cell has a memory limit.
-    pub(super) cgroup: Option<MemoryCgroup>,
+    /// The cgroups the run's children run in.
+    pub(super) cgroup: RunGroup,
 }
 
 impl Run<'_> {
@@ -143,27 +187,36 @@ impl Run<'_> {
         let scratch = self.outdir.join("scratch");
         std::fs::create_dir_all(&scratch)?;
         let args = command(plan, cell, &ready.dir, &json_out, &scratch);
-        let cgroup = self.cgroup.take();
-        let warm_pass = self.warm_pass(&args, &tag, cgroup.as_ref())?;
+        let mut group = std::mem::take(&mut self.cgroup);
+        let warm_pass = self.warm_pass(&args, &tag, &group)?;
         let (remounts, handoff) = self.prepare_caches(ready)?;
         // Started after the cache state is set, before the measured child; stopped after it.
-        let bgs = super::background::start(plan, cell, &ready.dir, self.outdir, &tag)?;
+        let bgs = super::background::start(plan, cell, &ready.dir, self.outdir, &tag, &group)?;
         let server_pids = self.server_pids();
         let remote_before = target::remote::stats_now(ready);
         let started_at = store::now();
         let before = noise::sample();
+        let sched_before = scheduler_now(ready);
         let dev = ready.device.as_deref();
         let dev_before = dev.and_then(crate::sys::blockstat::named_device_read_bytes);
         let t0 = Instant::now();
         let kind = plan.measurements[cell.measurement].kind;
+        let go = bgs.go_files();
+        let gate = (!go.is_empty()).then(|| Gate {
+            ready: self.outdir.join("runs").join(format!("{tag}.ready")),
+            go,
+            immediate: matches!(kind, Kind::Scan | Kind::Layout),
+            opened: false,
+        });
+        let hooks = Hooks { handoff, gate };
         let mut outcome = measure(
             kind,
             &args,
             &log,
             &json_out,
             plan.time_limit_s,
-            handoff,
-            cgroup.as_ref(),
+            hooks,
+            &group,
         )?;
         let elapsed = t0.elapsed().as_secs_f64();
         let dev_read = dev_before.and_then(|b| {
@@ -172,19 +225,12 @@ impl Run<'_> {
         let after = noise::sample();
         let other = noise::other_fraction(&before, &after, &server_pids);
         let bg_records = bgs.stop(plan.time_limit_s);
-        let mut applied = self.applied(ready, &args, warm_pass, cgroup)?;
+        // Nothing a child or background forked outlives the run.
+        group.end_run()?;
+        let mut applied = self.applied(ready, &args, warm_pass, group.memory.take())?;
         super::background::note(&bg_records, &mut applied);
-        if let Some(log) = &remounts {
-            let done = log.lock().unwrap().clone();
-            if matches!(outcome, Outcome::Ok(_)) && !done.iter().any(|d| d.starts_with("remounted"))
-            {
-                outcome = Outcome::Failed(
-                    "cache = remount: the measurement ended without its file system being remounted"
-                        .into(),
-                );
-            }
-            applied["remounts"] = json!(done);
-        }
+        self.check_remounts(remounts.as_ref(), &mut outcome, &mut applied);
+        check_scheduler(ready, sched_before, &mut outcome, &mut applied);
         let mut disturbed = other > plan.noise_threshold;
         disturbed |= self.disk_lateness(ready, &mut applied);
         let remote_run = match (&remote_before, target::remote::stats_now(ready)) {
@@ -231,6 +277,22 @@ impl Run<'_> {
         })?;
         st.add_backgrounds(run_id, &bg_records)?;
         Ok(status == "ok" || status == "warmup")
+    }
+
+    /// A `cache = remount` run's remounts, into `applied`; a run whose file system was not
+    /// remounted fails.
+    fn check_remounts(&self, log: Option<&RemountLog>, outcome: &mut Outcome, applied: &mut Value) {
+        let Some(log) = log else {
+            return;
+        };
+        let done = log.lock().unwrap().clone();
+        if matches!(outcome, Outcome::Ok(_)) && !done.iter().any(|d| d.starts_with("remounted")) {
+            *outcome = Outcome::Failed(
+                "cache = remount: the measurement ended without its file system being remounted"
+                    .into(),
+            );
+        }
+        applied["remounts"] = json!(done);
     }
 
     /// What was applied to the run: the target and its settings, the command, the warm-up
@@ -292,17 +354,13 @@ impl Run<'_> {
                 && (cell.cache == "cold" || kind == "image" || kind == "disk"),
             device_read_bytes,
             share: plan.cache_served_share,
+            device_work: device_work(plan, cell),
         }
     }
 
     /// A warm layout or scan cell: the runner's unmeasured pass of the same command right
     /// before the measured one (the other kinds' children run theirs with `--warmup`).
-    fn warm_pass(
-        &self,
-        args: &[String],
-        tag: &str,
-        cgroup: Option<&MemoryCgroup>,
-    ) -> Result<Option<Value>> {
+    fn warm_pass(&self, args: &[String], tag: &str, group: &RunGroup) -> Result<Option<Value>> {
         let kind = self.plan.measurements[self.cell.measurement].kind;
         if self.cell.cache != "warm" || kind.takes_cold() {
             return Ok(None);
@@ -324,8 +382,8 @@ impl Run<'_> {
             &log,
             &json_out,
             self.plan.time_limit_s,
-            None,
-            cgroup,
+            Hooks::default(),
+            group,
         )?;
         let ok = matches!(outcome, Outcome::Ok(_));
         if !ok {
@@ -427,7 +485,7 @@ impl Run<'_> {
         // came from outside (another cold run on this machine) and changed what it measured.
         let own = args.iter().any(|a| a == "--cold") as u64;
         let foreign = d.cache_drops.saturating_sub(own);
-        let r = RemoteTraffic {
+        let mut r = RemoteTraffic {
             requests: d.requests,
             round_trips: d.round_trips,
             bytes_fetched: d.bytes_fetched,
@@ -439,7 +497,14 @@ impl Run<'_> {
             lost_requests: d.lost_requests,
             foreign_cache_drops: foreign,
             late_pct: late.pct,
+            model_s: 0.0,
         };
+        // The network the cell ran at, as `fsbench remote set` left it.
+        let ready = self.env.ready(&self.cell.target);
+        let net = ready.applied.get("network").and_then(|n| n.as_str());
+        if let Some(n) = net.and_then(target::remote::net_of) {
+            r.model_s = r.model_time(&n);
+        }
         applied["remote"] = json!(r);
         let disturbed = late.pct / 100.0 > self.plan.noise_threshold || foreign > 0;
         (r, disturbed)
@@ -483,6 +548,54 @@ impl Run<'_> {
             status
         };
         (status, error, results)
+    }
+}
+
+/// What the cell's device must do (its measurement's `device_work`), unless the cell is a
+/// warm cell of a plan that also runs cold ones: there the warm cell is the cached
+/// comparison, meant to be served from memory.
+fn device_work(plan: &Plan, cell: &Cell) -> Option<crate::experiment::plan::DeviceWork> {
+    let w = plan.measurements[cell.measurement].device_work?;
+    let cached_comparison = cell.cache == "warm" && plan.cache_levels.iter().any(|c| c != "warm");
+    (!cached_comparison).then_some(w)
+}
+
+/// The I/O scheduler the target's device runs under now, read from sysfs.
+fn scheduler_now(ready: &Ready) -> Option<String> {
+    let dev = ready.device.as_deref()?;
+    target::device::current(dev).ok()?.scheduler
+}
+
+/// The scheduler the run ran under, into `applied.scheduler` (device, scheduler before
+/// and after the measurement, and what set-up or the cell's settings left): a run whose
+/// device was under another scheduler than the one set, or changed during it, fails.
+fn check_scheduler(
+    ready: &Ready,
+    before: Option<String>,
+    outcome: &mut Outcome,
+    applied: &mut Value,
+) {
+    let Some(dev) = &ready.device else {
+        return;
+    };
+    let after = scheduler_now(ready);
+    let set = ready.applied.get("scheduler").and_then(|v| v.as_str());
+    applied["scheduler"] = json!({"device": dev, "active": before, "after": after, "set": set});
+    let (Some(b), Some(a)) = (&before, &after) else {
+        return;
+    };
+    let why = if b != a {
+        format!("the I/O scheduler of {dev} changed from {b} to {a} during the measurement")
+    } else if set.is_some_and(|s| s != b) {
+        format!(
+            "{dev} ran under the I/O scheduler {b}, not {} as set up: something outside this experiment changed it",
+            set.unwrap_or_default()
+        )
+    } else {
+        return;
+    };
+    if matches!(outcome, Outcome::Ok(_)) {
+        *outcome = Outcome::Failed(why);
     }
 }
 
@@ -531,20 +644,39 @@ pub(super) fn run_tag(cell: &Cell, rep: u32, status_override: &str) -> String {
     )
 }
 
-/// The cell's memory cgroup, registered in the journal before it is made (a crash leaves
-/// it to `--cleanup`); `None` without a memory limit.
-pub(super) fn memory_cgroup(
+/// The run's cgroups, each registered in the journal as soon as it is made (before any
+/// process joins it: a runner killed later leaves them to `--cleanup`, which kills what
+/// runs in them): the memory cgroup when the cell has a memory limit, the run's cgroup
+/// where cgroup v2 can be used.
+pub(super) fn run_group(
     plan: &Plan,
     cell: &Cell,
     tag: &str,
     journal: &mut Journal,
-) -> Result<Option<MemoryCgroup>> {
-    let Some(limit) = memory_limit(plan, cell) else {
-        return Ok(None);
-    };
-    let planned = MemoryCgroup::planned(tag)?;
-    journal.push(target::Undo::RemoveCgroup {
-        path: planned.0.clone(),
-    })?;
-    MemoryCgroup::create(planned, limit).map(Some)
+) -> Result<RunGroup> {
+    let mut group = RunGroup::default();
+    if let Some(limit) = memory_limit(plan, cell) {
+        let cg = MemoryCgroup::create(MemoryCgroup::planned(tag)?, limit)?;
+        journal.push(target::Undo::RemoveCgroup(cg.owned.clone()))?;
+        group.memory = Some(cg);
+    }
+    if let Some(path) = RunCgroup::planned(tag) {
+        match RunCgroup::create(&path) {
+            Ok(r) => {
+                journal.push(target::Undo::RemoveCgroup(r.owned.clone()))?;
+                group.run = Some(r);
+            }
+            Err(e) => note_no_run_cgroup(&e),
+        }
+    }
+    Ok(group)
+}
+
+/// Say once why runs have no cgroup of their own (their children then rely on their
+/// process groups and the parent-death signal).
+fn note_no_run_cgroup(e: &anyhow::Error) {
+    static SAID: std::sync::Once = std::sync::Once::new();
+    SAID.call_once(|| {
+        crate::errln!("fsbench: note: runs get no cgroup of their own ({e:#}); a process a child leaves running in the background may outlive its run");
+    });
 }

@@ -22,6 +22,7 @@ mod dryrun;
 mod env;
 mod flags;
 mod measure;
+mod published;
 mod session;
 
 pub use session::run;

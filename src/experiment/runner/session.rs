@@ -98,6 +98,7 @@ fn checked_plan(o: &Options) -> Result<Option<(Plan, Vec<Cell>)>> {
             o.plan.display()
         );
     }
+    super::published::check_attached(&plan, &cells)?;
     if o.dry_run {
         let outdir = o
             .outdir
@@ -256,10 +257,10 @@ impl Session<'_> {
                 .filter(|&i| !self.st.done(self.cell_ids[i], round).unwrap_or(false))
                 .collect();
             if round >= plan.repetitions {
-                let short = self.short_of_ci()?;
+                let short = self.short_of_ci(round)?;
                 if short.is_empty() {
                     crate::errln!(
-                        "fsbench: adaptive repetitions: every cell is within its ci after {round} rounds"
+                        "fsbench: after {round} rounds no cell needs another (each within its interval, or at its most rounds)"
                     );
                     return Ok(());
                 }
@@ -292,13 +293,29 @@ impl Session<'_> {
         Ok(())
     }
 
-    /// The cells (indices into `cells`) whose first headline figure is not yet within the
-    /// plan's `ci` (adaptive repetitions), as `fsbench results` judges it.
-    fn short_of_ci(&self) -> Result<Vec<usize>> {
+    /// The cells (indices into `cells`) to measure again in round `round` (from 0), as
+    /// `fsbench results` judges them: with adaptive repetitions, those whose first headline
+    /// figure is not yet within the plan's `ci` while rounds are left; and those whose
+    /// published figure is not yet within its interval, up to their own most rounds (more
+    /// for sub-second runs).
+    fn short_of_ci(&self, round: u32) -> Result<Vec<usize>> {
         let s = crate::experiment::summary::summarise(self.st)?;
-        let not = s.adaptive.map(|a| a.not_reached).unwrap_or_default();
+        let mut short: Vec<usize> = Vec::new();
+        if let (Some(a), Some(c)) = (self.plan.adaptive, &s.adaptive) {
+            if round < a.max {
+                short.extend(&c.not_reached);
+            }
+        }
+        if let Some(p) = &s.published_rounds {
+            short.extend(
+                p.cells
+                    .iter()
+                    .filter(|c| !c.reached && round < c.max)
+                    .map(|c| c.cell),
+            );
+        }
         Ok((0..self.cells.len())
-            .filter(|&i| not.contains(&(self.cells[i].idx + 1)))
+            .filter(|&i| short.contains(&(self.cells[i].idx + 1)))
             .collect())
     }
 
@@ -377,7 +394,7 @@ impl Session<'_> {
                 i + 1,
                 self.cells.len(),
                 round + 1,
-                rounds_at_most(plan),
+                super::published::rounds_text(plan),
                 self.cells[i].describe(plan),
                 fmt_secs(elapsed),
                 if eta.is_nan() {
@@ -449,7 +466,7 @@ impl Session<'_> {
         self.env.apply_settings(self.plan, cell)?;
         let mark = self.env.journal.len();
         let tag = super::measure::run_tag(cell, rep, status_override);
-        let cgroup = super::measure::memory_cgroup(self.plan, cell, &tag, &mut self.env.journal)?;
+        let cgroup = super::measure::run_group(self.plan, cell, &tag, &mut self.env.journal)?;
         let r = Run {
             plan: self.plan,
             cell,
@@ -461,17 +478,19 @@ impl Session<'_> {
             cgroup,
         }
         .measure_and_store(self.st);
-        // The run removed its cgroup (or dropping it did): its journal entry goes.
-        self.env.journal.forget_to(mark)?;
+        // The run removed its cgroups (or dropping them did): their journal steps find them
+        // gone; one still there (a removal that failed) is killed and removed now.
+        self.env.journal.settle_to(mark)?;
         // A remount gave the target's mounts new ids: the saved journal follows them.
         self.env.journal.refresh()?;
         r
     }
 }
 
-/// The most rounds the plan runs: its count, or an adaptive plan's `max`.
+/// The most rounds the plan runs: its count, an adaptive plan's `max`, or more for the
+/// cells carrying a published figure.
 fn rounds_at_most(plan: &Plan) -> u32 {
-    plan.adaptive.map_or(plan.repetitions, |a| a.max)
+    super::published::rounds_at_most(plan)
 }
 
 /// After the last round: the summary, the report, and the exit status.

@@ -6,10 +6,13 @@
 //! early, served from cache) are left out unless asked for.
 
 mod background;
+pub mod conditions;
 mod plan_text;
-mod render;
+pub mod published;
+pub mod render;
 
 pub use background::BgRow;
+pub use published::{PublishedRounds, PublishedRow, Verdict};
 
 pub use plan_text::{Adaptive, PlanChoices};
 pub use render::{render_csv, render_markdown, render_text, render_text_all};
@@ -106,6 +109,14 @@ pub struct Summary {
     /// What ran beside each cell's measurements (`[[background]]`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub backgrounds: Vec<BgRow>,
+    /// The paper's figures (`[[published]]`) against ours, each with its verdict.
+    pub published: Vec<PublishedRow>,
+    /// How the cells carrying a published figure repeat, and where each stands.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub published_rounds: Option<PublishedRounds>,
+    /// What each cell's runs ran under (scheduler, CPU, device, `device_idle` runs).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<conditions::Conditions>,
 }
 
 /// A cell without figures, and why.
@@ -162,6 +173,11 @@ pub fn summarise_with(st: &Store, include_flagged: bool) -> Result<Summary> {
         .collect();
     let adaptive = choices.adaptive.map(|a| convergence(&a, &rows, &cells));
     let backgrounds = background::rows(st, &cells)?;
+    let published = published::rows(&choices.published, &cells, &figures.values);
+    let published_rounds = choices
+        .published_rounds
+        .map(|a| published::rounds(a, &choices.published, &cells, &rows));
+    let conditions = conditions::read(st, &cells)?;
     Ok(Summary {
         experiment: name,
         quick,
@@ -175,6 +191,9 @@ pub fn summarise_with(st: &Store, include_flagged: bool) -> Result<Summary> {
         baseline,
         adaptive,
         backgrounds,
+        published,
+        published_rounds,
+        conditions,
     })
 }
 

@@ -3,7 +3,7 @@
 //! Read from the plan's stored text (validated when the experiment ran), leniently: the
 //! plan's targets and workloads need not exist any more.
 
-use crate::experiment::plan::level_text;
+use crate::experiment::plan::{level_text, published, Published};
 use toml::Value;
 
 pub use crate::experiment::plan::Adaptive;
@@ -14,6 +14,11 @@ pub struct PlanChoices {
     pub figures: Vec<(String, Vec<String>)>,
     pub adaptive: Option<Adaptive>,
     pub compare: crate::experiment::plan::ComparePairs,
+    /// The paper's figures (`[[published]]`).
+    pub published: Vec<Published>,
+    /// How their cells repeat (`None` without entries, or when the quick scale fixes the
+    /// repetitions).
+    pub published_rounds: Option<Adaptive>,
 }
 
 impl PlanChoices {
@@ -57,10 +62,20 @@ impl PlanChoices {
                 Some((factor.clone(), pairs))
             })
             .collect();
+        let adaptive = reps.and_then(adaptive_of);
+        let published = published::stored(text);
+        let count = reps
+            .and_then(Value::as_integer)
+            .unwrap_or(1)
+            .clamp(1, u32::MAX as i64) as u32;
+        let published_rounds = (!published.is_empty() && quick_reps.is_none())
+            .then(|| published::rounds(count, adaptive));
         PlanChoices {
             figures,
-            adaptive: reps.and_then(adaptive_of),
+            adaptive,
             compare,
+            published,
+            published_rounds,
         }
     }
 

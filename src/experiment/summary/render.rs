@@ -1,6 +1,6 @@
 //! The summary as text, CSV and Markdown.
 
-use super::{Comparison, Row, Summary};
+use super::{Comparison, PublishedRow, Row, Summary};
 use crate::stats::modes::Modality;
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -102,7 +102,7 @@ pub fn render_text(s: &Summary) -> String {
     let mut s = super::filter(s, false);
     let others = s.comparisons.iter().filter(|c| !c.headline).count();
     s.comparisons.retain(|c| c.headline);
-    let mut out = render_text_all(&s);
+    let mut out = text_body(&s);
     if others > 0 {
         let _ = writeln!(
             out,
@@ -110,11 +110,19 @@ pub fn render_text(s: &Summary) -> String {
 ({others} comparisons of other figures: fsbench results --all, or --json)"
         );
     }
+    published_text(&mut out, &s);
     out
 }
 
-/// The text summary of the figures in `s` as they are.
+/// The text summary of the figures in `s` as they are, the published figures last.
 pub fn render_text_all(s: &Summary) -> String {
+    let mut out = text_body(s);
+    published_text(&mut out, s);
+    out
+}
+
+/// Everything of the text summary but the published figures.
+fn text_body(s: &Summary) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -180,6 +188,129 @@ pub fn render_text_all(s: &Summary) -> String {
     out
 }
 
+/// What the paper's figure is compared with: "ovl-ext4 ÷ ext4 at cache=cold" or a cell's
+/// levels, naming only the factors that vary among the measurement's cells in `s`.
+pub fn published_what(p: &PublishedRow, s: &Summary) -> String {
+    let varies = |k: &str, v: &String| {
+        s.rows.iter().any(|r| {
+            r.factors.get("measurement") == Some(&p.measurement) && r.factors.get(k) != Some(v)
+        })
+    };
+    let at: BTreeMap<String, String> =
+        p.at.iter()
+            .filter(|(k, v)| varies(k, v))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+    let at = factor_text(&at);
+    match (&p.level, &p.baseline) {
+        (Some(l), Some(b)) if at.is_empty() => format!("{l} ÷ {b}"),
+        (Some(l), Some(b)) => format!("{l} ÷ {b} at {at}"),
+        _ if at.is_empty() => "the cell".into(),
+        _ => at,
+    }
+}
+
+/// Our figure with its interval, or why there is none.
+pub fn published_ours(p: &PublishedRow) -> String {
+    match (p.ours, p.ci_low.zip(p.ci_high)) {
+        (Some(v), Some((l, h))) => format!("{} [{}, {}]", g4(v), g4(l), g4(h)),
+        (Some(v), None) if p.n >= 2 && p.n_baseline.is_none_or(|n| n >= 2) => {
+            format!("{} [unbounded]", g4(v))
+        }
+        (Some(v), None) => format!("{} [no interval]", g4(v)),
+        (None, _) => "-".into(),
+    }
+}
+
+/// "n=3/3" for a ratio, "n=3" for a cell's figure.
+pub fn published_n(p: &PublishedRow) -> String {
+    match p.n_baseline {
+        Some(b) => format!("n={}/{b}", p.n),
+        None => format!("n={}", p.n),
+    }
+}
+
+/// The paper's figures against ours, an entry's rows under its claim, then the tally.
+fn published_text(out: &mut String, s: &Summary) {
+    if s.published.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\npublished vs ours (the plan's [[published]] entries; verdict rules: docs/experiments.md, \"Published figures\"):"
+    );
+    let mut line = 0;
+    for p in &s.published {
+        if p.line != line {
+            line = p.line;
+            let _ = writeln!(
+                out,
+                "  {} (plan line {}{}): {} {}: published {}",
+                if p.claim.is_empty() {
+                    "(no claim)"
+                } else {
+                    &p.claim
+                },
+                p.line,
+                p.pending
+                    .as_ref()
+                    .map_or(String::new(), |w| format!(", pending: {w}")),
+                p.measurement,
+                p.figure,
+                published_figure(p)
+            );
+        }
+        let _ = writeln!(
+            out,
+            "    {:<44} ours {:<28} {:<9} {:<15} {}",
+            published_what(p, s),
+            published_ours(p),
+            published_n(p),
+            p.verdict.text(),
+            p.why
+        );
+    }
+    let _ = writeln!(out, "  verdicts: {}", tally(&s.published));
+}
+
+/// The paper's figure and its rule, as the plan states them: "1.8 (within 1.5×)",
+/// "lower (direction)", "range [0.99, 1.01]".
+pub fn published_figure(p: &PublishedRow) -> String {
+    use crate::experiment::plan::published::{num, Dir, Rule};
+    match (p.published, p.rule) {
+        (_, Rule::Direction(d)) => {
+            let d = if d == Dir::Higher { "higher" } else { "lower" };
+            match p.published {
+                Some(v) => format!("{d} ({}, direction)", num(v)),
+                None => format!("{d} (direction)"),
+            }
+        }
+        (Some(v), r) => format!("{} ({})", num(v), r.text()),
+        (None, r) => r.text(),
+    }
+}
+
+/// How many rows got each verdict: "3 agrees, 1 disagrees".
+pub fn tally(rows: &[PublishedRow]) -> String {
+    use super::Verdict::*;
+    let all = [
+        Agrees,
+        DirectionOnly,
+        Disagrees,
+        NotSignificant,
+        Inconclusive,
+        TooFewRuns,
+        NotMeasured,
+    ];
+    all.iter()
+        .filter_map(|v| {
+            let n = rows.iter().filter(|r| r.verdict == *v).count();
+            (n > 0).then(|| format!("{n} {}", v.text()))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 fn cells_text(out: &mut String, s: &Summary) {
     let mut cur = 0;
     for r in &s.rows {
@@ -192,6 +323,7 @@ fn cells_text(out: &mut String, s: &Summary) {
                 factor_text(&r.factors),
                 flags_text(r, s)
             );
+            conditions_text(out, s, r.cell);
             let _ = writeln!(
                 out,
                 "  {:<28} {:>14} {:>12} {:>7} {:>3}  repetitions",
@@ -225,9 +357,20 @@ fn cells_text(out: &mut String, s: &Summary) {
             c.cache_served,
             if c.excluded > 0 { "; --include-flagged keeps them" } else { "" }
         );
+        conditions_text(out, s, c.cell);
     }
     if !s.rows.is_empty() {
         let _ = writeln!(out, "\n(* headline figure)");
+    }
+}
+
+/// What the cell's runs ran under, a line below its header.
+fn conditions_text(out: &mut String, s: &Summary, cell: usize) {
+    if let Some(c) = s.conditions.iter().find(|c| c.cell == cell) {
+        let l = super::conditions::line(c);
+        if !l.is_empty() {
+            let _ = writeln!(out, "{l}");
+        }
     }
 }
 
@@ -384,6 +527,24 @@ pub fn render_markdown(s: &Summary) -> String {
             r.n,
             md(&modes_text(&r.bimodal))
         );
+    }
+    if !s.published.is_empty() {
+        out.push_str("\n| plan line | claim | figure | compared | published | ours [95% CI] | n | verdict |\n|---:|---|---|---|---|---|---|---|\n");
+        for p in &s.published {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} {} | {} | {} | {} | {} | {} |",
+                p.line,
+                md(&p.claim),
+                md(&p.measurement),
+                md(&p.figure),
+                md(&published_what(p, s)),
+                md(&published_figure(p)),
+                md(&published_ours(p)),
+                published_n(p),
+                p.verdict.text()
+            );
+        }
     }
     if !s.comparisons.is_empty() {
         out.push_str("\n| factor | level ÷ baseline | at | figure | ratio | 95% CI | p | n |\n|---|---|---|---|---:|---:|---:|---:|\n");

@@ -319,3 +319,195 @@ compare = { target = { overlay = "ext4", ovl-xfs = "xfs" } }
     assert!(text.contains("compared with target = xfs"), "{text}");
     assert!(text.contains("ovl-xfs ÷ xfs"), "{text}");
 }
+
+/// A plan with a published figure of each verdict (the data of [`published_db`]).
+const PUBLISHED_PLAN: &str = r#"
+[experiment]
+name = "x"
+repetitions = 3
+baseline = { target = "ext4" }
+
+[[published]]
+claim = "overlay costs a third at 8"
+measurement = "pm"
+figure = "transactions_per_s"
+compare = { target = { overlay = "ext4" } }
+at = { instances = 8 }
+ratio = 0.6
+within = 1.5
+
+[[published]]
+claim = "overlay is faster at 8"
+measurement = "pm"
+figure = "transactions_per_s"
+compare = { target = { overlay = "ext4" } }
+at = { instances = 8 }
+direction = "higher"
+
+[[published]]
+claim = "overlay costs a fifth at 1"
+measurement = "pm"
+figure = "transactions_per_s"
+compare = { target = { overlay = "ext4" } }
+at = { instances = 1 }
+ratio = 0.8
+within = 1.5
+
+[[published]]
+claim = "within 1% at 1"
+measurement = "pm"
+figure = "transactions_per_s"
+compare = { target = { overlay = "ext4" } }
+at = { instances = 1 }
+ratio = 1.0
+range = [0.99, 1.01]
+
+[[published]]
+claim = "ext4 at 8: 400 tps"
+measurement = "pm"
+figure = "transactions_per_s"
+at = { target = "ext4", instances = 8 }
+value = 400
+within = 1.1
+
+[[published]]
+claim = "at 4"
+measurement = "pm"
+figure = "transactions_per_s"
+compare = { target = { overlay = "ext4" } }
+at = { instances = 4 }
+direction = "lower"
+
+[[published]]
+claim = "merged"
+measurement = "pm"
+figure = "total_s"
+compare = { target = { merged = "ext4" } }
+ratio = 1.8
+within = 1.5
+pending = "a merged overlay target"
+"#;
+
+/// Stored runs for [`PUBLISHED_PLAN`]: overlay at a third less than ext4 at 8 instances,
+/// overlay noisy around ext4's mean at 1.
+fn published_db(tag: &str) -> Db {
+    let mut db = Db::with_plan(tag, json!({"target": "ext4"}), PUBLISHED_PLAN);
+    let data: [(&str, &str, [f64; 3]); 4] = [
+        ("ext4", "1", [100.0, 102.0, 98.0]),
+        ("overlay", "1", [80.0, 120.0, 100.0]),
+        ("ext4", "8", [400.0, 410.0, 390.0]),
+        ("overlay", "8", [250.0, 260.0, 255.0]),
+    ];
+    for (i, (t, n, xs)) in data.iter().enumerate() {
+        let c = db.cell(i, t, n);
+        for (r, x) in xs.iter().enumerate() {
+            db.run(c, r as u32, *x, RunFlags::default());
+        }
+    }
+    db
+}
+
+/// Published figures are judged from the stored runs by their rules: one agrees, one
+/// disagrees, one is not significant, a claim of no difference is inconclusive, a cell's
+/// value agrees, and entries no cell carries are not measured.
+#[test]
+fn published_figures_get_computed_verdicts() {
+    let db = published_db("published");
+    let s = summarise(&db.st).unwrap();
+    let verdicts: Vec<(&str, Verdict)> = s
+        .published
+        .iter()
+        .map(|p| (p.claim.as_str(), p.verdict))
+        .collect();
+    assert_eq!(
+        verdicts,
+        [
+            ("overlay costs a third at 8", Verdict::Agrees),
+            ("overlay is faster at 8", Verdict::Disagrees),
+            ("overlay costs a fifth at 1", Verdict::NotSignificant),
+            ("within 1% at 1", Verdict::Inconclusive),
+            ("ext4 at 8: 400 tps", Verdict::Agrees),
+            ("at 4", Verdict::NotMeasured),
+            ("merged", Verdict::NotMeasured),
+        ]
+    );
+    let first = &s.published[0];
+    assert_eq!((first.cell, first.baseline_cell), (Some(4), Some(3)));
+    assert!((first.ours.unwrap() - 255.0 / 400.0).abs() < 1e-12);
+    assert!(first.ci_low.unwrap() < 0.6375 && 0.6375 < first.ci_high.unwrap());
+    let text = render_text(&s);
+    assert!(text.contains("published vs ours"), "{text}");
+    assert!(text.contains("overlay ÷ ext4 at instances=8"), "{text}");
+    assert!(
+        text.contains(
+            "verdicts: 2 agrees, 1 disagrees, 1 not significant, 1 inconclusive, 2 not measured"
+        ),
+        "{text}"
+    );
+}
+
+/// The cells carrying a published figure repeat until ±5% (sub-second ones up to 10
+/// rounds), and `--json` carries every verdict with its numbers.
+#[test]
+fn published_rounds_and_json() {
+    let db = published_db("published-json");
+    let s = summarise(&db.st).unwrap();
+    // Every cell carrying a published figure repeats until ±5%, sub-second ones up to 10.
+    let rounds = s.published_rounds.as_ref().unwrap();
+    assert_eq!((rounds.min, rounds.max, rounds.ci), (3, 3, 0.05));
+    let carried: Vec<usize> = rounds.cells.iter().map(|c| c.cell).collect();
+    assert_eq!(carried, [1, 2, 3, 4]);
+    let state: Vec<(bool, Option<f64>, u32)> = rounds
+        .cells
+        .iter()
+        .map(|c| (c.reached, c.seconds, c.max))
+        .collect();
+    // Cells 1 (100, 102, 98) and 4 (250, 260, 255) are within ±5% at n = 3, 2 and 3 not;
+    // the runs measured nothing long.
+    assert_eq!(
+        state,
+        [
+            (true, Some(0.0), 10),
+            (false, Some(0.0), 10),
+            (false, Some(0.0), 10),
+            (true, Some(0.0), 10)
+        ]
+    );
+    let v = serde_json::to_value(&s).unwrap();
+    let p = &v["published"][0];
+    let mut keys: Vec<&str> = p.as_object().unwrap().keys().map(|k| k.as_str()).collect();
+    keys.sort_unstable();
+    assert_eq!(
+        keys,
+        [
+            "at",
+            "baseline",
+            "baseline_cell",
+            "cell",
+            "ci_high",
+            "ci_low",
+            "claim",
+            "factor",
+            "figure",
+            "level",
+            "line",
+            "measurement",
+            "n",
+            "n_baseline",
+            "ours",
+            "pending",
+            "published",
+            "rule",
+            "verdict",
+            "why"
+        ]
+    );
+    assert_eq!(p["verdict"], "agrees");
+    assert_eq!(p["rule"], json!({"within": 1.5}));
+    assert_eq!(p["at"], json!({"instances": "8"}));
+    assert_eq!(v["published"][1]["rule"], json!({"direction": "higher"}));
+    assert_eq!(v["published"][3]["rule"], json!({"range": [0.99, 1.01]}));
+    assert_eq!(v["published"][2]["verdict"], "not_significant");
+    assert_eq!(v["published"][6]["pending"], "a merged overlay target");
+    assert_eq!(v["published_rounds"]["sub_second_max"], 10);
+}

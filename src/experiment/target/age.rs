@@ -31,7 +31,8 @@ fn fsbench(what: &str, args: &[String]) -> Result<()> {
 }
 
 fn read_json<T: serde::de::DeserializeOwned>(p: &Path, what: &str) -> Result<T> {
-    let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+    let text = crate::input::read_text(p, crate::input::RESULTS)
+        .with_context(|| format!("reading {}", p.display()))?;
     serde_json::from_str(&text).with_context(|| format!("{} is not {what}", p.display()))
 }
 

@@ -20,5 +20,6 @@ pub fn set_up(t: &Target, path: &Path) -> Result<Ready> {
         disk: None,
         applied: BTreeMap::new(),
         mounts: Vec::new(),
+        pending: None,
     })
 }

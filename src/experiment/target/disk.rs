@@ -1,52 +1,134 @@
-//! A simulated disk carrying a file system, through `fsbench disk create` (a model server
-//! under a loop device); removed with `fsbench disk remove`.
+//! A simulated disk carrying a file system: `fsbench disk create` (a model server under a
+//! loop device), then `mkfs` and the mount made here, with the plan's `mkfs_options` and
+//! `mount_options` (checked as an image's are); removed with `fsbench disk remove` after the
+//! unmount.
 
 use super::{image::mount_point, Ctx, Journal, Ready, Undo};
+use crate::disk::owned::MountRecord;
 use crate::experiment::plan::{Target, TargetKind};
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::process::Command;
+
+/// The arguments of `mkfs.FS` on a simulated disk, before the device: `fsbench disk
+/// create`'s own (quiet, forced, ext4's inode tables and journal initialised now so no
+/// lazy-init thread writes to the simulated disk during measurements), then the plan's. A
+/// plan's `-E` value joins the lazy-init one (mke2fs keeps only its last `-E`).
+pub fn mkfs_argv(fs: &str, options: &[String]) -> Vec<String> {
+    let mut argv: Vec<String> = crate::disk::cli::mkfs_args(fs)
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let base_e = argv.iter().position(|a| a == "-E").map(|i| i + 1);
+    let mut i = 0;
+    while i < options.len() {
+        let o = &options[i];
+        let extended = match (o.as_str(), o.strip_prefix("-E")) {
+            ("-E", _) => {
+                i += 1;
+                options.get(i).cloned()
+            }
+            (_, Some(v)) if !v.is_empty() => Some(v.to_string()),
+            _ => None,
+        };
+        match (extended, base_e) {
+            (Some(v), Some(at)) => argv[at] = format!("{},{v}", argv[at]),
+            (Some(v), None) => argv.extend(["-E".to_string(), v]),
+            (None, _) => argv.push(o.clone()),
+        }
+        i += 1;
+    }
+    argv
+}
 
 pub fn set_up(t: &Target, ctx: &Ctx, j: &mut Journal) -> Result<Ready> {
     let TargetKind::Disk {
-        size,
         fs,
         model,
         params,
+        mkfs_options,
         mount_options,
+        ..
     } = &t.kind
     else {
         unreachable!("disk target")
     };
-    if !mount_options.is_empty() {
-        bail!(
-            "target {}: mount_options on a simulated disk: `fsbench disk create` mounts with defaults; remove mount_options or use an image target",
-            t.name
-        );
-    }
+    // Checked when the plan was read; again here, right before they reach mkfs and mount.
+    crate::experiment::options::check_mkfs(fs, mkfs_options)
+        .map_err(|(i, why)| anyhow::anyhow!("target {}: mkfs_options[{i}]: {why}", t.name))?;
+    crate::experiment::options::check_mount(mount_options)
+        .map_err(|why| anyhow::anyhow!("target {}: mount_options: {why}", t.name))?;
     let images = ctx.outdir.join("images");
     std::fs::create_dir_all(&images)?;
     let img = images.join(format!("{}.img", t.name));
     let name = format!("fsbx-{}-{}", t.name, std::process::id());
     let mnt = mount_point(ctx, &t.name, j)?;
-    let exe = crate::experiment::self_exe()?;
-    let mut cmd = Command::new(exe);
-    cmd.args(["disk", "create", &name, "--model", model])
-        .arg("--size")
-        .arg(size.to_string())
-        .arg("--image")
-        .arg(&img)
-        .args(["--mkfs", fs])
-        .arg("--mount")
-        .arg(&mnt);
-    for (k, v) in params {
-        cmd.arg(format!("--{}", k.replace('_', "-"))).arg(v);
-    }
     // Registered before it runs: a half-made disk is removed too.
     j.push(Undo::RemoveDisk {
         name: name.clone(),
         mount: mnt.clone(),
     })?;
+    let dev = create(t, &name, &img)?;
+    let argv = mkfs_argv(fs, mkfs_options);
+    let mut args: Vec<&str> = argv.iter().map(String::as_str).collect();
+    args.push(&dev);
+    super::sh(&format!("mkfs.{fs}"), &args)
+        .with_context(|| format!("target {}: making the file system", t.name))?;
+    super::image::mount(fs, &dev, &mnt, mount_options)?;
+    // Registered after the disk's removal: undone first, so the disk is removed unmounted.
+    let backing =
+        crate::disk::owned::loop_backing(&dev).with_context(|| format!("reading back {dev}"))?;
+    j.push(Undo::Unmount(MountRecord::capture(&mnt, backing)?))?;
+    let mut applied = BTreeMap::new();
+    applied.insert("disk".into(), name.clone().into());
+    applied.insert("disk_model".into(), model.clone().into());
+    for (k, v) in params {
+        applied.insert(format!("disk_{k}"), v.clone().into());
+    }
+    applied.insert("loop_device".into(), dev.clone().into());
+    applied.insert(
+        "mkfs".into(),
+        format!("mkfs.{fs} {}", argv.join(" ")).into(),
+    );
+    applied.extend(super::image::fs_facts(fs, &dev));
+    Ok(Ready {
+        name: t.name.clone(),
+        mounts: vec![super::MountSpec {
+            fstype: fs.clone(),
+            source: dev.clone(),
+            mount_point: mnt.clone(),
+            options: mount_options.clone(),
+        }],
+        dir: mnt,
+        device: Some(dev),
+        disk: Some(name),
+        applied,
+        pending: None,
+    })
+}
+
+/// `fsbench disk create NAME` of target `t`'s model and size on `img`; its loop device.
+fn create(t: &Target, name: &str, img: &Path) -> Result<String> {
+    let TargetKind::Disk {
+        size,
+        model,
+        params,
+        ..
+    } = &t.kind
+    else {
+        unreachable!("disk target")
+    };
+    let exe = crate::experiment::self_exe()?;
+    let mut cmd = Command::new(exe);
+    cmd.args(["disk", "create", name, "--model", model])
+        .arg("--size")
+        .arg(size.to_string())
+        .arg("--image")
+        .arg(img);
+    for (k, v) in params {
+        cmd.arg(format!("--{}", k.replace('_', "-"))).arg(v);
+    }
     let out = cmd.output().context("running fsbench disk create")?;
     if !out.status.success() {
         bail!(
@@ -55,36 +137,49 @@ pub fn set_up(t: &Target, ctx: &Ctx, j: &mut Journal) -> Result<Ready> {
             String::from_utf8_lossy(&out.stderr).trim()
         );
     }
-    let dev = String::from_utf8_lossy(&out.stdout).lines().find_map(|l| {
-        l.split_whitespace()
-            .find(|w| w.starts_with("/dev/loop"))
-            .map(String::from)
-    });
-    let mut applied = BTreeMap::new();
-    applied.insert("disk".into(), name.clone().into());
-    applied.insert("disk_model".into(), model.clone().into());
-    for (k, v) in params {
-        applied.insert(format!("disk_{k}"), v.clone().into());
-    }
-    if let Some(d) = &dev {
-        applied.insert("loop_device".into(), d.clone().into());
-        applied.extend(super::image::fs_facts(fs, d));
-    }
-    let mounts = dev
-        .iter()
-        .map(|d| super::MountSpec {
-            fstype: fs.clone(),
-            source: d.clone(),
-            mount_point: mnt.clone(),
-            options: String::new(),
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| {
+            l.split_whitespace()
+                .find(|w| w.starts_with("/dev/loop"))
+                .map(|w| w.trim_end_matches([',', ':']).to_string())
         })
-        .collect();
-    Ok(Ready {
-        name: t.name.clone(),
-        mounts,
-        dir: mnt,
-        device: dev,
-        disk: Some(name),
-        applied,
-    })
+        .with_context(|| {
+            format!(
+                "target {}: fsbench disk create printed no loop device",
+                t.name
+            )
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::mkfs_argv;
+
+    fn v(a: &[&str]) -> Vec<String> {
+        a.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn a_plans_extended_options_join_the_lazy_init_ones() {
+        assert_eq!(
+            mkfs_argv("ext4", &v(&["-O", "^has_journal", "-E", "stride=4"])),
+            v(&[
+                "-q",
+                "-F",
+                "-E",
+                "lazy_itable_init=0,lazy_journal_init=0,stride=4",
+                "-O",
+                "^has_journal"
+            ])
+        );
+        assert_eq!(
+            mkfs_argv("ext4", &v(&["-Estride=4", "-b", "4096"]))[3],
+            "lazy_itable_init=0,lazy_journal_init=0,stride=4"
+        );
+        assert_eq!(
+            mkfs_argv("xfs", &v(&["-m", "crc=1"])),
+            v(&["-q", "-f", "-m", "crc=1"])
+        );
+    }
 }

@@ -81,6 +81,7 @@ pub fn set_up(t: &Target, ctx: &Ctx, j: &mut Journal) -> Result<Ready> {
         device: Some(dev),
         disk: None,
         applied,
+        pending: None,
     })
 }
 

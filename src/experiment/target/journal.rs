@@ -21,6 +21,7 @@ use std::sync::Mutex;
 
 use crate::beneath;
 use crate::disk::owned::{self, Detach, FileId, MountRecord, MountState};
+use crate::sys::cgroup::{Found, OwnedCgroup};
 
 /// The marker file in every tree fsbench creates for an experiment; only trees holding it
 /// are ever removed.
@@ -66,9 +67,10 @@ pub enum Undo {
     RemoveDisk { name: String, mount: PathBuf },
     /// `fsbench remote remove NAME` of a remote fsbench created, mounted at `mount` in OUTDIR.
     RemoveRemote { name: String, mount: PathBuf },
-    /// Remove a memory cgroup fsbench made for a measured run (`fsbench-PID-...`, in a
-    /// cgroup file system); a no-op once the run removed it.
-    RemoveCgroup { path: PathBuf },
+    /// Kill what runs in a cgroup fsbench made for a measured run (its memory cgroup, the
+    /// cgroup of its children and backgrounds) and remove it, when it is still the one made
+    /// (its inode and mark); a no-op once the run removed it.
+    RemoveCgroup(OwnedCgroup),
 }
 
 impl std::fmt::Display for Undo {
@@ -82,7 +84,7 @@ impl std::fmt::Display for Undo {
             Undo::Restore(q) => write!(f, "restore {} {} = {}", q.disk, q.knob, q.value),
             Undo::RemoveDisk { name, .. } => write!(f, "remove simulated disk {name}"),
             Undo::RemoveRemote { name, .. } => write!(f, "remove simulated remote {name}"),
-            Undo::RemoveCgroup { path } => write!(f, "remove cgroup {}", path.display()),
+            Undo::RemoveCgroup(c) => write!(f, "kill and remove cgroup {}", c.path.display()),
         }
     }
 }
@@ -203,8 +205,12 @@ impl Undo {
                     outside(mount)
                 }
             }
-            Undo::RemoveCgroup { path } => (!is_own_cgroup(path))
-                .then(|| format!("{} is not a cgroup fsbench makes", path.display())),
+            Undo::RemoveCgroup(c) => (!cgroup_shape(c)).then(|| {
+                format!(
+                    "{} is not a cgroup fsbench makes (fsbench-..., marked)",
+                    c.path.display()
+                )
+            }),
         }
     }
 
@@ -252,37 +258,30 @@ impl Undo {
             Undo::RemoveRemote { name, mount } => {
                 remove_server("remote", name, mount, "no remote named")
             }
-            Undo::RemoveCgroup { path } => {
-                if !is_own_cgroup(path) {
-                    bail!("{} is not a cgroup fsbench makes; left alone", path.display());
-                }
-                // rmdir removes an empty cgroup only: one still holding a process stays.
-                gone_ok(std::fs::remove_dir(path))
-                    .with_context(|| format!("removing the cgroup {}", path.display()))
-            }
+            Undo::RemoveCgroup(c) => match c.found() {
+                Found::Gone => Ok(()),
+                Found::Foreign(why) => bail!(
+                    "not touching the cgroup {}: {why}; left alone",
+                    c.path.display()
+                ),
+                Found::Ours => c
+                    .remove()
+                    .with_context(|| format!("removing the cgroup {}", c.path.display())),
+            },
         }
     }
 }
 
-/// A directory named `fsbench-...` in a cgroup file system (v1 or v2), by an absolute path.
-fn is_own_cgroup(p: &Path) -> bool {
+/// A cgroup step as fsbench records them: a plain absolute path to `fsbench-...`, and a
+/// token. Whether the cgroup there is the one made is checked when the step is undone.
+fn cgroup_shape(c: &OwnedCgroup) -> bool {
+    let p = &c.path;
     let named = p
         .file_name()
         .and_then(|n| n.to_str())
         .is_some_and(|n| n.starts_with("fsbench-"));
     let plain = p.is_absolute() && !p.components().any(|c| matches!(c, Component::ParentDir));
-    let in_cgroupfs = p.parent().is_some_and(|parent| {
-        let Ok(c) = std::ffi::CString::new(parent.as_os_str().as_encoded_bytes()) else {
-            return false;
-        };
-        // SAFETY: a zeroed statfs is a valid value; statfs fills it from a NUL-terminated
-        // path.
-        let mut st: libc::statfs = unsafe { std::mem::zeroed() };
-        let r = unsafe { libc::statfs(c.as_ptr(), &mut st) };
-        // CGROUP2_SUPER_MAGIC, CGROUP_SUPER_MAGIC
-        r == 0 && [0x6367_7270_i64, 0x0027_e0eb].contains(&(st.f_type as i64))
-    });
-    named && plain && (in_cgroupfs || !p.exists())
+    named && plain && c.token.len() == 32 && c.token.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
 /// Remove the tree `p` if it is still the directory fsbench created (by `id` when known)
@@ -498,7 +497,6 @@ struct Checked {
 /// Open `outdir` and its journal, and say why fsbench must not act on them, if it must not:
 /// either belongs to another user, others could write them, or one is a link.
 fn check_trusted(outdir: &Path) -> Result<std::result::Result<Checked, String>> {
-    use std::io::Read;
     let lst = std::fs::symlink_metadata(outdir)
         .with_context(|| format!("opening {}", outdir.display()))?;
     if lst.file_type().is_symlink() {
@@ -553,10 +551,10 @@ fn check_trusted(outdir: &Path) -> Result<std::result::Result<Checked, String>> 
     if let Some(why) = why {
         return Ok(Err(format!("{}: {why}", p.display())));
     }
-    let mut text = String::new();
-    std::fs::File::from(f)
-        .read_to_string(&mut text)
+    let bytes = crate::input::read_open(&std::fs::File::from(f), crate::input::STATE)
         .with_context(|| format!("reading {}", p.display()))?;
+    let text =
+        String::from_utf8(bytes).map_err(|_| anyhow::anyhow!("{}: not UTF-8 text", p.display()))?;
     Ok(Ok(Checked {
         outdir: real,
         journal: Some(text),
@@ -642,7 +640,7 @@ impl Journal {
         use std::io::Write;
         use std::os::unix::fs::OpenOptionsExt;
         let tmp = self.file.with_extension("json.tmp");
-        let _ = std::fs::remove_file(&tmp);
+        let _ = crate::owned::path::remove_file(&tmp);
         let mut f = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
@@ -653,7 +651,7 @@ impl Journal {
         f.write_all(serde_json::to_string_pretty(&self.steps)?.as_bytes())
             .with_context(|| format!("writing {}", tmp.display()))?;
         drop(f);
-        std::fs::rename(&tmp, &self.file)
+        crate::owned::path::rename(&tmp, &self.file)
             .with_context(|| format!("writing {}", self.file.display()))
     }
 
@@ -721,12 +719,13 @@ impl Journal {
         self.steps.len()
     }
 
-    /// Drop the steps past `mark` without running them: what they undo is undone already
-    /// (a measured run's memory cgroup, removed when its child exited).
-    pub fn forget_to(&mut self, mark: usize) -> Result<()> {
-        self.take_remounts();
-        self.steps.truncate(mark);
-        self.save()
+    /// Undo the steps past `mark` without saying each (a measured run's cgroups, which the
+    /// run removed already: their steps find them gone).
+    pub fn settle_to(&mut self, mark: usize) -> Result<()> {
+        let verbose = std::mem::replace(&mut self.verbose, false);
+        let r = self.undo_to(mark);
+        self.verbose = verbose;
+        r
     }
 
     pub fn is_empty(&self) -> bool {
@@ -967,16 +966,31 @@ mod tests {
         };
         assert!(dl("/dev/loop3").refuse(out).is_none());
         assert!(dl("/dev/sda").refuse(out).is_some());
-        let cg = |p: &str| Undo::RemoveCgroup { path: p.into() };
-        // An existing directory that is no cgroup, or one not named as fsbench names them.
-        assert!(cg("/etc").refuse(out).is_some());
-        assert!(cg("/tmp").refuse(out).is_some());
-        assert!(cg("/sys/fs/cgroup/user.slice").refuse(out).is_some());
-        assert!(cg("fsbench-1-c001-r00").refuse(out).is_some());
-        // Gone already: nothing to remove, accepted.
-        assert!(cg("/sys/fs/cgroup/fsbench-1-c001-r00")
+        let cg = |p: &str, token: &str| {
+            Undo::RemoveCgroup(OwnedCgroup {
+                path: p.into(),
+                ino: 7,
+                token: token.into(),
+            })
+        };
+        let t = "0123456789abcdef0123456789abcdef";
+        // Not named as fsbench names them, not a plain path, or without a mark.
+        assert!(cg("/etc", t).refuse(out).is_some());
+        assert!(cg("/sys/fs/cgroup/user.slice", t).refuse(out).is_some());
+        assert!(cg("fsbench-1-c001-r00", t).refuse(out).is_some());
+        assert!(cg("/sys/fs/cgroup/fsbench-1-c001-r00", "")
+            .refuse(out)
+            .is_some());
+        assert!(cg("/sys/fs/cgroup/fsbench-1-c001-r00", t)
             .refuse(out)
             .is_none());
+        // A directory that is no cgroup fsbench made is left alone; one gone is gone.
+        let fake = scratch("cg").join("fsbench-1");
+        std::fs::create_dir(&fake).unwrap();
+        assert!(cg(fake.to_str().unwrap(), t).run().is_err());
+        std::fs::remove_dir(&fake).unwrap();
+        assert!(cg(fake.to_str().unwrap(), t).run().is_ok());
+        std::fs::remove_dir(fake.parent().unwrap()).unwrap();
         let rd = Undo::RemoveDisk {
             name: "mydisk".into(),
             mount: "/o/out/mnt/d".into(),

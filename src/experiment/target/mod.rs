@@ -78,6 +78,9 @@ pub struct Ready {
     /// The mounts this target stands on, the block file system first (empty for an existing
     /// directory): what `cache = "remount"` unmounts and mounts again.
     pub mounts: Vec<MountSpec>,
+    /// A merged overlay not yet mounted: its layers, until its trees are made.
+    #[serde(skip)]
+    pub pending: Option<overlay::Pending>,
 }
 
 /// One mount fsbench made, as `mount -t FSTYPE -o OPTIONS SOURCE MOUNT_POINT` makes it again.
@@ -200,17 +203,21 @@ pub fn steps(t: &Target) -> Vec<(String, bool)> {
             (format!("mkfs.{fs} {} LOOPDEV", image::mkfs_force(fs).iter().map(|s| s.to_string()).chain(mkfs_options.iter().cloned()).collect::<Vec<_>>().join(" ")), true),
             (format!("mount it under OUTDIR/mnt (options: {})", if mount_options.is_empty() { "defaults" } else { mount_options }), true),
         ],
-        TargetKind::Overlay { over } => vec![(format!("mount overlayfs with lower, upper and work directories on target {over}"), true)],
-        TargetKind::Disk { size, fs, model, params, .. } => vec![(
-            format!(
-                "fsbench disk create fsbx-{name}-PID --model {model} --size {size} --image OUTDIR/images/{name}.img --mkfs {fs} --mount OUTDIR/mnt/{name}{} (a simulated disk of {} MiB under a loop device with direct I/O; it runs mkfs.{fs} {} LOOPDEV)",
-                params.iter().map(|(k, v)| format!(" --{} {v}", k.replace('_', "-"))).collect::<String>(),
-                size >> 20,
-                crate::disk::cli::mkfs_args(fs).join(" "),
-                name = t.name
+        TargetKind::Overlay { over, merged: false } => vec![(format!("mount overlayfs with lower, upper and work directories on target {over} (the lower layer empty)"), true)],
+        TargetKind::Overlay { over, merged: true } => vec![(format!("make lower, upper and work directories on target {over}; the plan's trees in the lower layer, their directories in the upper layer; then mount overlayfs (every tree directory merged)"), true)],
+        TargetKind::Disk { size, fs, model, params, mkfs_options, mount_options } => vec![
+            (
+                format!(
+                    "fsbench disk create fsbx-{name}-PID --model {model} --size {size} --image OUTDIR/images/{name}.img{} (a simulated disk of {} MiB under a loop device with direct I/O)",
+                    params.iter().map(|(k, v)| format!(" --{} {v}", k.replace('_', "-"))).collect::<String>(),
+                    size >> 20,
+                    name = t.name
+                ),
+                true,
             ),
-            true,
-        )],
+            (format!("mkfs.{fs} {} LOOPDEV", disk::mkfs_argv(fs, mkfs_options).join(" ")), true),
+            (format!("mount it on OUTDIR/mnt/{} (options: {})", t.name, if mount_options.is_empty() { "defaults" } else { mount_options }), true),
+        ],
         TargetKind::Remote { server, network, protocol, lookaside, writable, .. } => {
             let mut v = Vec::new();
             match server {
@@ -224,9 +231,14 @@ pub fn steps(t: &Target) -> Vec<(String, bool)> {
             v
         }
     };
-    let d = &t.device;
+    let d = &device_settings(t);
     if let Some(v) = &d.scheduler {
-        s.push((format!("set the I/O scheduler to {v}"), true));
+        let why = if t.device.scheduler.is_none() {
+            " (the plan names none: fsbench's default)"
+        } else {
+            ""
+        };
+        s.push((format!("set the I/O scheduler to {v}{why}"), true));
     }
     for (k, v) in &d.tunables {
         s.push((format!("set iosched/{k} = {v}"), true));
@@ -256,32 +268,58 @@ pub fn steps(t: &Target) -> Vec<(String, bool)> {
     s
 }
 
+/// The device settings set-up writes: the target's own, with the scheduler set explicitly
+/// on the devices fsbench makes (images, simulated disks): the one named, else `none`, so
+/// that no target runs under whatever a device's last user left.
+pub fn device_settings(t: &Target) -> crate::experiment::plan::Device {
+    let mut d = t.device.clone();
+    if d.scheduler.is_none() && matches!(t.kind, TargetKind::Image { .. } | TargetKind::Disk { .. })
+    {
+        d.scheduler = Some(crate::experiment::plan::schedulers::DEFAULT_SCHEDULER.into());
+    }
+    d
+}
+
 /// Set up one target, registering every undo step in `j`.
 pub fn set_up(t: &Target, ctx: &Ctx, j: &mut Journal) -> Result<Ready> {
     let mut ready = match &t.kind {
         TargetKind::Dir { path } => dir::set_up(t, path)?,
         TargetKind::Image { .. } => image::set_up(t, ctx, j)?,
-        TargetKind::Overlay { over } => {
+        TargetKind::Overlay { over, merged } => {
             let lower = ctx
                 .ready
                 .iter()
                 .find(|r| &r.name == over)
                 .expect("lower target set up first");
-            overlay::set_up(t, lower, ctx, j)?
+            overlay::set_up(t, lower, *merged, ctx, j)?
         }
         TargetKind::Disk { .. } => disk::set_up(t, ctx, j)?,
         TargetKind::Remote { .. } => remote::set_up(t, ctx, j)?,
     };
-    if !t.device.is_empty() {
-        device::apply(&t.device, &mut ready, j)
+    let settings = device_settings(t);
+    if !settings.is_empty() {
+        device::apply(&settings, &mut ready, j)
             .with_context(|| format!("target {}: device settings", t.name))?;
+    } else if let Some(dev) = ready.device.clone() {
+        // A device fsbench does not set (an existing directory's): what it runs under.
+        if let Ok(now) = device::current(&dev) {
+            ready
+                .applied
+                .insert("scheduler".into(), now.scheduler.unwrap_or_default().into());
+        }
     }
-    // What the file system reports, after everything.
+    if ready.pending.is_none() {
+        mount_facts(&mut ready);
+    }
+    Ok(ready)
+}
+
+/// What the file system under a target reports, once it is mounted.
+pub fn mount_facts(ready: &mut Ready) {
     if let Some((mp, fstype, opts, source)) = crate::stats::host::mount_of(&ready.dir) {
         ready.applied.insert("mount_point".into(), mp.into());
         ready.applied.insert("fs_type".into(), fstype.into());
         ready.applied.insert("mount_options".into(), opts.into());
         ready.applied.insert("source".into(), source.into());
     }
-    Ok(ready)
 }

@@ -27,6 +27,19 @@ pub fn network_args(level: &str) -> Vec<String> {
     }
 }
 
+/// The modelled network of a level (a preset or "BANDWIDTH/RTT").
+pub fn net_of(level: &str) -> Option<crate::remote::model::Net> {
+    match level.split_once('/') {
+        Some((b, r)) => Some(crate::remote::model::Net {
+            bandwidth_bps: crate::remote::model::parse_bandwidth(b).ok()?,
+            rtt_s: crate::remote::model::parse_rtt(r).ok()?,
+            jitter_s: 0.0,
+            loss: 0.0,
+        }),
+        None => crate::remote::model::Net::preset(level),
+    }
+}
+
 /// Every lookaside level the target may take: its own and the plan's `lookaside` factor's.
 fn lookaside_levels(t: &Target, ctx: &Ctx) -> Vec<Lookaside> {
     let TargetKind::Remote { lookaside, .. } = &t.kind else {
@@ -170,6 +183,7 @@ pub fn set_up(t: &Target, ctx: &Ctx, j: &mut Journal) -> Result<Ready> {
         device: None,
         disk: None,
         applied,
+        pending: None,
     })
 }
 

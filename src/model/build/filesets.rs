@@ -131,7 +131,10 @@ impl Builder {
     /// One attribute of a fileset other than `dirwidth`, `filesizegamma` and its content.
     pub(super) fn fileset_attr(&mut self, fs: &mut Fileset, a: &Attr) {
         match a.name.as_str() {
-            "name" => fs.name = self.attr_str(a).unwrap_or_default(),
+            "name" => {
+                fs.name = self.attr_str(a).unwrap_or_default();
+                self.check_fileset_name(&fs.name, a);
+            }
             "path" => fs.path = self.attr_str(a).unwrap_or_default(),
             "entries" => fs.entries = self.const_attr(a, 0).unwrap_or(0) as u64,
             "leafdirs" => fs.leafdirs = self.const_attr(a, 0).unwrap_or(0) as u64,
@@ -223,6 +226,26 @@ impl Builder {
         }
     }
 
+    /// A fileset's name is a directory's name in the run directory: a plain name, never
+    /// `..`, a path or one of fsbench's own (hidden) names. Refused at the value's place.
+    fn check_fileset_name(&mut self, name: &str, a: &Attr) {
+        let plain = name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+            && !name.starts_with('.');
+        if !plain {
+            let at = a.value.as_ref().map_or(a.name_span, |v| v.span);
+            self.errors.push(
+                Diagnostic::error(
+                    &self.src,
+                    at,
+                    format!("fileset name `{name}` must be a plain file name (letters, digits, . _ -, not starting with .)"),
+                )
+                .with_help("fsbench makes each fileset a directory of that name in its run directory; `path=` says nothing of where"),
+            );
+        }
+    }
+
     /// What a named fileset must satisfy: a plain name, a path, a tree that ends, a
     /// consistent access mode and a name not used before (in `earlier`).
     pub(super) fn check_fileset(
@@ -233,21 +256,6 @@ impl Builder {
         earlier: &[Fileset],
     ) {
         let span = fs.span;
-        if !fs
-            .name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
-            || fs.name.starts_with('.')
-        {
-            self.errors.push(Diagnostic::error(
-                &self.src,
-                span,
-                format!(
-                    "fileset name `{}` must be a plain file name (letters, digits, . _ -)",
-                    fs.name
-                ),
-            ));
-        }
         if fs.path.is_empty() {
             self.errors.push(
                 Diagnostic::error(&self.src, span, format!("`{what}` needs `path=...`")).with_help(

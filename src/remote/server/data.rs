@@ -138,7 +138,7 @@ impl Fs {
                 .map(|(&i, _)| i);
             let Some(ino) = victim else { break };
             let c = self.cached.remove(&ino).expect("victim exists");
-            let _ = fs::remove_file(&c.path);
+            let _ = crate::owned::path::remove_file(&c.path);
             self.cached_bytes -= c.size;
             self.shared.count(|s| s.cache_evictions += 1);
         }
@@ -158,7 +158,7 @@ impl Fs {
             .collect();
         for ino in victims {
             let c = self.cached.remove(&ino).expect("victim exists");
-            let _ = fs::remove_file(&c.path);
+            let _ = crate::owned::path::remove_file(&c.path);
             self.cached_bytes -= c.size;
         }
         self.chunks.clear();

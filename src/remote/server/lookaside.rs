@@ -3,11 +3,14 @@
 
 use super::*;
 
-/// Hash a file's content (BLAKE3, hexadecimal).
+/// Hash a file's content (BLAKE3, hexadecimal): a regular file, read no further than its
+/// size (one replaced by a FIFO since it was listed is refused, not waited on).
 pub fn hash_file(path: &Path) -> io::Result<String> {
-    let mut f = File::open(path)?;
+    let f = crate::input::open(path)?;
+    let size = crate::input::regular_size(&f)?;
     let mut buf = vec![0u8; 1 << 20];
-    let (h, _) = crate::scan::hash::HashAlgo::Blake3.hash_reader(&mut f, &mut buf)?;
+    let (h, _) =
+        crate::scan::hash::HashAlgo::Blake3.hash_reader(&mut io::Read::take(f, size), &mut buf)?;
     Ok(crate::scan::hash::hex(&h))
 }
 

@@ -119,14 +119,15 @@ fn version(m: &fs::Metadata) -> Version {
     )
 }
 
-/// Copy `from` into `to` (created or truncated), returning the bytes copied.
+/// Copy `from` into `to` (a new file in the client cache, replacing whatever was there),
+/// returning the bytes copied. `from` must be a regular file, opened without waiting (a FIFO
+/// there would hold the server for ever).
 fn copy_into(from: &Path, to: &Path) -> io::Result<u64> {
-    let mut src = File::open(from)?;
-    let mut dst = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(to)?;
+    let src = crate::input::open(from)?;
+    let size = crate::input::regular_size(&src)?;
+    let mut src = io::Read::take(src, size);
+    crate::owned::path::remove_file(to)?;
+    let mut dst = OpenOptions::new().write(true).create_new(true).open(to)?;
     io::copy(&mut src, &mut dst)
 }
 
@@ -389,7 +390,7 @@ pub fn serve(name: &str) -> anyhow::Result<()> {
     // The client starts cold.
     let cache_dir = sd.cache();
     if cache_dir.exists() {
-        fs::remove_dir_all(&cache_dir).ok();
+        crate::owned::path::remove_tree(&cache_dir).ok();
     }
     fs::create_dir_all(&cache_dir)?;
     fs::write(sd.pid(), format!("{}\n", std::process::id()))?;
@@ -466,8 +467,8 @@ pub fn serve(name: &str) -> anyhow::Result<()> {
     let _ = reader_t.join();
     shared.wake.notify_one();
     let _ = replier_t.join();
-    let _ = fs::remove_file(sd.ready());
-    let _ = fs::remove_file(sd.pid());
+    let _ = crate::owned::path::remove_file(sd.ready());
+    let _ = crate::owned::path::remove_file(sd.pid());
     crate::errln!("fsbench remote server {name}: stopped");
     Ok(())
 }
@@ -481,7 +482,7 @@ fn mount_own(
     let dev = match mount_fuse(&cfg.mount, "fsbench-remote") {
         Ok(d) => d,
         Err(e) => {
-            let _ = fs::remove_file(sd.pid());
+            let _ = crate::owned::path::remove_file(sd.pid());
             return Err(e);
         }
     };
@@ -489,7 +490,7 @@ fn mount_own(
         Ok(m) => Ok((dev, m)),
         Err(e) => {
             let _ = crate::disk::owned::umount(&cfg.mount, true);
-            let _ = fs::remove_file(sd.pid());
+            let _ = crate::owned::path::remove_file(sd.pid());
             Err(e)
         }
     }
@@ -522,8 +523,8 @@ fn shut_down(
             "fsbench remote server {name}: {} is still in use; exiting anyway, its users will see errors",
             cfg.mount.display()
         );
-        let _ = fs::remove_file(sd.pid());
-        let _ = fs::remove_file(sd.ready());
+        let _ = crate::owned::path::remove_file(sd.pid());
+        let _ = crate::owned::path::remove_file(sd.ready());
         std::process::exit(0);
     }
 }

@@ -287,7 +287,7 @@ impl Fs {
             self.inodes.remove(&i);
             self.attrs.remove(&i);
             if let Some(c) = self.cached.remove(&i) {
-                let _ = fs::remove_file(&c.path);
+                let _ = crate::owned::path::remove_file(&c.path);
                 self.cached_bytes -= c.size;
             }
             self.drop_chunks(i);

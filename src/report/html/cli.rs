@@ -1,6 +1,6 @@
 //! `fsbench report SOURCE... -o report.html`.
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use std::path::{Path, PathBuf};
 
 #[derive(clap::Args)]
@@ -20,7 +20,7 @@ pub struct ReportArgs {
     /// and comparisons (they are left out by default).
     #[arg(long)]
     pub include_flagged: bool,
-    /// Where to write the HTML page.
+    /// Where to write the HTML page (`-` for standard output).
     #[arg(short = 'o', long, value_name = "FILE", default_value = "report.html")]
     pub output: PathBuf,
 }
@@ -29,7 +29,7 @@ pub struct ReportArgs {
 pub fn run(a: &ReportArgs, load_dir: &dyn Fn(&Path) -> Result<super::ReportInput>) -> Result<()> {
     let input = super::ReportInput::from_sources(&a.sources, &a.labels, load_dir)?;
     let html = super::render(&input);
-    std::fs::write(&a.output, &html).with_context(|| format!("writing {}", a.output.display()))?;
+    crate::output::write_text(&a.output, &html, "HTML page")?;
     crate::errln!(
         "wrote {} ({} KB, {} charts)",
         a.output.display(),

@@ -12,9 +12,12 @@ pub mod cli;
 mod comparison;
 mod figures;
 pub mod model;
+mod published;
 
 pub use aging::Aging;
-pub use model::{ComparisonChart, Config, FigureGroup, Group, RatioRow, ReportInput};
+pub use model::{
+    ComparisonChart, Config, FigureGroup, Group, PublishedLine, RatioRow, ReportInput,
+};
 
 use figures::{figure, figure_bars, figure_keys, mean_bars, named_figures};
 
@@ -768,6 +771,7 @@ figure.chart{margin:0;border:1px solid #ddd;padding:.4em;break-inside:avoid}figu
 table{border-collapse:collapse;font-size:.85em;margin:.4em 0}td,th{border:1px solid #ccc;padding:.15em .5em;text-align:right}th{background:#f3f3f3}\
 td:first-child,th:first-child{text-align:left}.warn{background:#fff3cd;border-left:4px solid #D55E00;padding:.4em}.err{color:#D55E00}\
 .vars{font-size:.85em;color:#555}figure.comparison{margin:0;border:1px solid #ddd;padding:.4em}figure.comparison svg{width:100%;height:auto}.constants{grid-column:1/-1}details summary{cursor:pointer;color:#0072B2;font-size:.9em}\
+.verdict-agrees{background:#e3f4e8}.verdict-direction-only{background:#fff3cd}.verdict-disagrees{background:#fbe0d6}td.why{text-align:left;font-size:.9em;color:#555}\
 @media print{details{display:none}body{max-width:none}}";
 
 /// The whole page.
@@ -777,6 +781,7 @@ pub fn render(input: &ReportInput) -> String {
     out.push_str(CSS);
     out.push_str("</style></head><body>");
     header(&mut out, input);
+    published::section(&mut out, input);
     for (gi, g) in input.groups.iter().enumerate() {
         group_section(&mut out, gi, g, input);
     }

@@ -63,6 +63,27 @@ pub struct ComparisonChart {
     pub rows: Vec<RatioRow>,
 }
 
+/// One published figure against ours (an experiment's `[[published]]` entry at one cell or
+/// pair of cells), as text: the experiment computes the verdict, the report shows it.
+#[derive(Debug, Clone, Default)]
+pub struct PublishedLine {
+    /// The entry's line in the plan.
+    pub line: usize,
+    pub claim: String,
+    /// The measurement and figure ("find elapsed_s").
+    pub figure: String,
+    /// What is compared, or the cell ("ovl-ext4 ÷ ext4 at cache=cold").
+    pub what: String,
+    /// The paper's figure and rule ("1.8 (within 1.5×)").
+    pub published: String,
+    /// Ours with its 95% interval.
+    pub ours: String,
+    pub n: String,
+    /// "agrees", "direction only", "disagrees", "not significant", ...
+    pub verdict: String,
+    pub why: String,
+}
+
 /// Everything a report shows.
 #[derive(Debug, Clone, Default)]
 pub struct ReportInput {
@@ -89,6 +110,10 @@ pub struct ReportInput {
     pub experiment: bool,
     /// What ran beside an experiment's measurements (its background loads), a line each.
     pub backgrounds: Vec<String>,
+    /// The paper's figures against ours, with their verdicts (an experiment's plan).
+    pub published: Vec<PublishedLine>,
+    /// How many of them got each verdict ("3 agrees, 1 disagrees").
+    pub published_tally: String,
 }
 
 impl ReportInput {
@@ -155,6 +180,10 @@ impl ReportInput {
                 input.comparisons.extend(e.comparisons);
                 input.targets.extend(e.targets);
                 input.backgrounds.extend(e.backgrounds);
+                input.published.extend(e.published);
+                if input.published_tally.is_empty() {
+                    input.published_tally = e.published_tally;
+                }
                 input.headline.extend(e.headline);
                 input.experiment |= e.experiment;
                 if input.flag_note.is_none() {
@@ -173,7 +202,7 @@ impl ReportInput {
         }
         let mut results_files = 0;
         for p in files.iter() {
-            let text = crate::input::read_text_capped(p, crate::input::RESULTS_MAX, "result file")
+            let text = crate::input::read_text(p, crate::input::RESULTS)
                 .with_context(|| format!("reading {}", p.display()))?;
             // An aging report (`fsbench age --json`) gets the aging section. Each file is
             // parsed once: result files are read straight into Results.
@@ -199,7 +228,7 @@ impl ReportInput {
         let mut input = ReportInput::default();
         for p in paths {
             let p = p.as_ref();
-            let text = crate::input::read_text_capped(p, crate::input::RESULTS_MAX, "result file")
+            let text = crate::input::read_text(p, crate::input::RESULTS)
                 .with_context(|| format!("reading {}", p.display()))?;
             let (label, r) = Self::parse_result(p, &text)?;
             input.push(label, r);

@@ -33,7 +33,7 @@ pub const STRACE_ARGS: &[&str] = &[
 
 #[derive(Args, Debug)]
 pub struct RecordArgs {
-    /// Where to write the trace.
+    /// Where to write the trace (`-` for standard output).
     #[arg(short, long, value_name = "TRACE")]
     pub output: PathBuf,
     /// A directory the command works in (repeatable; default: the current directory). Its
@@ -41,7 +41,7 @@ pub struct RecordArgs {
     /// replay reproduces.
     #[arg(long = "root", value_name = "DIR")]
     pub roots: Vec<PathBuf>,
-    /// Keep strace's own log in FILE as well.
+    /// Keep strace's own log in FILE as well (`-` for standard output).
     #[arg(long, value_name = "FILE")]
     pub keep_log: Option<PathBuf>,
     /// The command and its arguments.
@@ -54,9 +54,9 @@ pub struct RecordArgs {
     after_long_help = "The log must have been written by\n  strace -f -ttt -T -yy -s 0 -qq -e signal=none -e trace=%file,%desc,mmap,munmap,clone,clone3,fork,vfork,execve,execveat,chdir,fchdir,wait4,waitid -o LOG -- COMMAND\n(wait4 and waitid may be left out: a replay in afap mode then cannot keep a parent's calls after its children's)"
 )]
 pub struct ImportArgs {
-    /// The strace log.
+    /// The strace log, or `-` for standard input.
     pub log: PathBuf,
-    /// Where to write the trace.
+    /// Where to write the trace (`-` for standard output).
     #[arg(short, long, value_name = "TRACE")]
     pub output: PathBuf,
     /// The traced command's working directory (default: the first root, else the current
@@ -174,41 +174,39 @@ pub fn record(a: &RecordArgs) -> Result<()> {
     } else {
         a.roots.iter().map(|r| abs_root(r)).collect::<Result<_>>()?
     };
-    // The trace is written after the command ends, but a trace inside a root would be in
-    // the next recording's snapshot: refuse it.
-    let out_dir = a
-        .output
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."))
-        .canonicalize()
-        .with_context(|| format!("{}", a.output.display()))?;
-    let out_abs = out_dir.join(a.output.file_name().unwrap_or_default());
-    if let Some(r) = roots.iter().find(|r| out_abs.starts_with(r.as_str())) {
-        bail!(
-            "the trace {} would be inside root {r}: write it elsewhere (it is not part of what the command does)",
-            a.output.display()
-        );
-    }
+    check_outputs(a, &roots)?;
     let initial = snapshot(&roots)?;
-    // The log goes to a private directory removed afterwards, unless it is to be kept.
+    // The log goes to a private directory removed afterwards, unless it is to be kept in a
+    // file (kept on standard output, it is copied there at the end).
     let scratch = super::ScratchDir::new("strace").context("a directory for strace's log")?;
     let log_path = match &a.keep_log {
-        Some(p) => p.clone(),
-        None => scratch.join("strace.log"),
+        Some(p) if !crate::output::is_stdout(p) => p.clone(),
+        _ => scratch.join("strace.log"),
     };
-    let status = std::process::Command::new("strace")
+    let mut strace = std::process::Command::new("strace");
+    strace
         .args(STRACE_ARGS)
         .arg("-o")
         .arg(&log_path)
         .arg("--")
         .args(&a.command)
-        .env(super::MARK_ENV, "1")
-        .status()
-        .context("starting strace")?;
-    let f = std::fs::File::open(&log_path)
+        .env(super::MARK_ENV, "1");
+    if to_stdout(a) {
+        // Standard output carries the trace or the log: the command's own goes to stderr.
+        strace.stdout(std::io::stderr());
+    }
+    let status = strace.status().context("starting strace")?;
+    let f = crate::input::open_stream(&log_path)
         .with_context(|| format!("strace's log {}", log_path.display()))?;
-    let parsed = parse(std::io::BufReader::new(f), &cwd)?;
+    let parsed = parse(std::io::BufReader::new(f), &cwd)
+        .with_context(|| format!("strace's log {}", log_path.display()))?;
+    if let Some(keep) = a
+        .keep_log
+        .as_deref()
+        .filter(|p| crate::output::is_stdout(p))
+    {
+        crate::output::copy(&log_path, keep, "strace log")?;
+    }
     let header = Header {
         version: format::VERSION,
         command: a.command.clone(),
@@ -231,16 +229,54 @@ pub fn record(a: &RecordArgs) -> Result<()> {
     Ok(())
 }
 
+/// Whether the trace or the kept log goes to standard output.
+fn to_stdout(a: &RecordArgs) -> bool {
+    crate::output::is_stdout(&a.output)
+        || a.keep_log.as_deref().is_some_and(crate::output::is_stdout)
+}
+
+/// The outputs of a recording: at most one on standard output, and the trace not inside a
+/// root (it is written after the command ends, but would be in the next recording's
+/// snapshot).
+fn check_outputs(a: &RecordArgs, roots: &[String]) -> Result<()> {
+    if crate::output::is_stdout(&a.output)
+        && a.keep_log.as_deref().is_some_and(crate::output::is_stdout)
+    {
+        bail!("-o - and --keep-log -: only one of them can go to standard output");
+    }
+    if crate::output::is_stdout(&a.output) {
+        return Ok(());
+    }
+    let out_dir = a
+        .output
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+        .canonicalize()
+        .with_context(|| format!("{}", a.output.display()))?;
+    let out_abs = out_dir.join(a.output.file_name().unwrap_or_default());
+    if let Some(r) = roots.iter().find(|r| out_abs.starts_with(r.as_str())) {
+        bail!(
+            "the trace {} would be inside root {r}: write it elsewhere (it is not part of what the command does)",
+            a.output.display()
+        );
+    }
+    Ok(())
+}
+
 fn summary(out: &Path, p: &Parsed, n: u64) {
     let threads: std::collections::HashSet<u32> = p.records.iter().map(|r| r.tid).collect();
     let span = p.records.last().map_or(0, |r| r.start_ns + r.dur_ns) as f64 / 1e9;
-    let bytes = std::fs::metadata(out).map_or(0, |m| m.len());
+    let bytes = if crate::output::is_stdout(out) {
+        "written to standard output".into()
+    } else {
+        crate::units::human_bytes(std::fs::metadata(out).map_or(0, |m| m.len()) as f64)
+    };
     crate::errln!(
-        "fsbench: trace {}: {} from {} over {span:.3} s, {}{}",
+        "fsbench: trace {}: {} from {} over {span:.3} s, {bytes}{}",
         out.display(),
         crate::units::count(n, "call"),
         crate::units::count(threads.len() as u64, "thread"),
-        crate::units::human_bytes(bytes as f64),
         if p.skipped_lines > 0 {
             format!(
                 "; {} of the log could not be used (first: {})",
@@ -280,8 +316,9 @@ pub fn import(a: &ImportArgs) -> Result<()> {
             initial.push(e);
         }
     }
-    let f = std::fs::File::open(&a.log).with_context(|| format!("{}", a.log.display()))?;
-    let parsed = parse(std::io::BufReader::new(f), &cwd)?;
+    let f = crate::input::open_stream(&a.log).with_context(|| format!("{}", a.log.display()))?;
+    let parsed =
+        parse(std::io::BufReader::new(f), &cwd).with_context(|| format!("{}", a.log.display()))?;
     if parsed.records.is_empty() {
         bail!(
             "{}: no system call could be read (is it an strace log of `strace -f -ttt -T -yy`? {})",

@@ -65,13 +65,22 @@ pub fn parse(log: impl BufRead, cwd: &str) -> Result<Parsed> {
         skipped: 0,
         examples: Vec::new(),
     };
-    for line in log.lines() {
-        let line = line.context("reading the strace log")?;
+    let mut log = log;
+    let mut buf = Vec::new();
+    let mut n = 0u64;
+    // Lines of bounded length: a log that is one endless line (a sparse file of zeros)
+    // is refused at its first megabyte, not read into memory whole.
+    while crate::input::read_line(&mut log, &mut buf, crate::input::LINE_MAX)
+        .with_context(|| format!("reading the strace log, line {}", n + 1))?
+    {
+        n += 1;
+        let text = String::from_utf8_lossy(&buf);
+        let line = text.trim_end_matches(['\n', '\r']);
         if line.trim().is_empty() {
             continue;
         }
-        if rd.line(&line).is_none() {
-            rd.skip(&line);
+        if rd.line(line).is_none() {
+            rd.skip(line);
         }
     }
     // Calls that never finished (the log ends in the middle of them).

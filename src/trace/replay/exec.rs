@@ -24,7 +24,7 @@ pub(super) struct Totals {
     pub(super) replayed: u64,
     pub(super) failed_ok: u64,
     pub(super) ok_failed: u64,
-    pub(super) refused: (u64, u64),
+    pub(super) refused: [u64; 3],
 }
 
 impl Totals {
@@ -42,8 +42,9 @@ impl Totals {
         self.replayed += o.replayed;
         self.failed_ok += o.failed_ok;
         self.ok_failed += o.ok_failed;
-        self.refused.0 += o.refused.0;
-        self.refused.1 += o.refused.1;
+        for (t, o) in self.refused.iter_mut().zip(o.refused) {
+            *t += o;
+        }
     }
 }
 
@@ -115,8 +116,9 @@ pub(super) struct WorkerOut {
     pub(super) replayed: u64,
     pub(super) failed_ok: u64,
     pub(super) ok_failed: u64,
-    /// Calls refused: (leaving the root, changing an `--over` tree).
-    pub(super) refused: (u64, u64),
+    /// Calls refused, in [`Refusal`]'s order: leaving the root, changing an `--over` tree,
+    /// opening a FIFO, a device or a socket.
+    pub(super) refused: [u64; 3],
 }
 
 pub(super) fn cerr() -> std::io::Error {
@@ -489,7 +491,7 @@ impl Shared<'_> {
             replayed: 0,
             failed_ok: 0,
             ok_failed: 0,
-            refused: (0, 0),
+            refused: [0; 3],
         };
         for (pos, s) in steps.iter().enumerate() {
             if crate::cancel::interrupted() {
@@ -551,10 +553,7 @@ impl Shared<'_> {
         let ns = clock.since(c0);
         let res = match res {
             Err(CallError::Refused(why)) => {
-                match why {
-                    Refusal::Escape => out.refused.0 += 1,
-                    Refusal::ReadOnly => out.refused.1 += 1,
-                }
+                out.refused[why as usize] += 1;
                 self.refusal(r, why);
                 return;
             }
@@ -588,10 +587,7 @@ impl Shared<'_> {
     pub(super) fn refusal(&self, r: &Record, why: Refusal) {
         let mut m = self.refusals.lock().expect("refusals");
         if m.len() < self.show.max(1) {
-            let what = match why {
-                Refusal::Escape => "would leave the replay root",
-                Refusal::ReadOnly => "would change an --over tree",
-            };
+            let what = why.why();
             let mut p = format!("{:?}", r.path.as_deref().unwrap_or(""));
             if let Some(p2) = &r.path2 {
                 p.push_str(&format!(" -> {p2:?}"));

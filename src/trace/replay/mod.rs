@@ -244,7 +244,7 @@ impl Replay<'_> {
                 .over
                 .iter()
                 .map(|d| {
-                    std::fs::File::open(d)
+                    crate::input::open_dir(d)
                         .map(OwnedFd::from)
                         .with_context(|| format!("--over {}", d.display()))
                 })
@@ -427,7 +427,7 @@ impl Replay<'_> {
             table,
             &sub,
         );
-        let (refused_escape, refused_over) = tot.refused;
+        let [refused_escape, refused_over, refused_special] = tot.refused;
         for (k, v) in [
             ("calls_recorded", tot.records as f64),
             ("calls_replayed", tot.replayed as f64),
@@ -436,6 +436,7 @@ impl Replay<'_> {
             ("ok_where_recorded_failed", tot.ok_failed as f64),
             ("calls_refused_outside_root", refused_escape as f64),
             ("calls_refused_over", refused_over as f64),
+            ("calls_refused_special", refused_special as f64),
             ("initial_entries_refused", self.rebuilt.refused as f64),
             ("recorded_s", recorded_s),
             ("replay_s", p.duration_s),
@@ -449,7 +450,7 @@ impl Replay<'_> {
     /// refused calls and the mismatches quoted.
     fn notes(&self, p: &Played, recorded_s: f64) -> Vec<String> {
         let tot = &p.tot;
-        let (refused_escape, refused_over) = tot.refused;
+        let [refused_escape, refused_over, refused_special] = tot.refused;
         let mut notes = vec![
             format!(
                 "replayed {} of {} in {} mode on {}: {} outside the roots, {} not replayed ({})",
@@ -476,12 +477,17 @@ impl Replay<'_> {
                 self.rebuilt.refused
             ),
             format!(
-                "refused: {} that would leave the replay root{}",
+                "refused: {} that would leave the replay root{}{}",
                 crate::units::count(refused_escape, "call"),
                 if self.over.is_empty() {
                     String::new()
                 } else {
                     format!(", {refused_over} that would change an --over tree")
+                },
+                if refused_special == 0 {
+                    String::new()
+                } else {
+                    format!(", {refused_special} that would open a FIFO, a device or a socket")
                 }
             ),
         ];
