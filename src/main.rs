@@ -128,6 +128,12 @@ enum Command {
         after_help = "Examples:\n  fsbench read /mnt/aged/fsbench-aged --cold -j 2 --order inode"
     )]
     Read(fsbench::apps::cli::ReadArgs),
+    /// Smith & Seltzer's hot files: read, then overwrite, the files the last days of aging
+    /// wrote, each phase timed.
+    #[command(
+        after_help = "Examples:\n  fsbench age /mnt/aged --ops 200000 --day-ops 6000\n  fsbench hot /mnt/aged --days 30 --cold"
+    )]
+    Hot(fsbench::age::hot::HotArgs),
     /// Run an experiment plan: set up targets, sweep the factors, repeat, store every result.
     #[command(
         after_help = "Examples:\n  fsbench experiment plans/stacked-vs-native.toml -o stacked --quick\n  fsbench experiment plans/filesystems.toml -o fs --dry-run\n  fsbench experiment plans/aging.toml -o aging --resume"
@@ -271,6 +277,7 @@ fn dispatch(cli: Cli) -> Result<()> {
             fsbench::apps::prune::main(&a)
         }
         Command::Read(a) => fsbench::apps::read::main(&a),
+        Command::Hot(a) => fsbench::age::hot::main(&a),
         Command::Experiment(a) => fsbench::experiment::cli::experiment(a),
         Command::Results(a) => fsbench::experiment::cli::results(a),
         Command::Completions { shell } => {

@@ -29,6 +29,11 @@ pub struct RunArgs {
     /// Keep the run directory and its filesets afterwards.
     #[arg(long)]
     pub keep: bool,
+    /// After each measured run, score the layout of the files it left (FIEMAP, synced: the
+    /// Smith–Seltzer score, fragments, split files, locality) and add it to the results as
+    /// figures `layout.NAME`.
+    #[arg(long)]
+    pub layout: bool,
     /// Write the results as JSON to FILE (`-` for standard output).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -514,7 +519,7 @@ pub fn run_collect(a: &RunArgs) -> Result<Option<(crate::stats::Results, bool)>>
         csv: a.csv.clone(),
         markdown: a.markdown.clone(),
     };
-    let mut run = crate::workload_run::WorkloadRun::new(&wl, opts);
+    let mut run = crate::workload_run::WorkloadRun::new(&wl, opts).with_layout(a.layout);
     let mut results = crate::measure::drive(&mut run, &measure)?;
     results.notes.splice(0..0, idle_notes);
     Ok(Some((results, verify)))

@@ -19,6 +19,8 @@ pub struct WorkloadRun<'a> {
     prepared: Option<Prepared>,
     /// The run directory of the last repetition that measured, said afterwards.
     measured: Option<PathBuf>,
+    /// Score the layout of the run directory after each measured run (`--layout`).
+    layout: bool,
 }
 
 impl<'a> WorkloadRun<'a> {
@@ -28,8 +30,39 @@ impl<'a> WorkloadRun<'a> {
             opts,
             prepared: None,
             measured: None,
+            layout: false,
         }
     }
+
+    /// After each measured run, add the layout of the files it left as figures.
+    pub fn with_layout(mut self, layout: bool) -> Self {
+        self.layout = layout;
+        self
+    }
+}
+
+/// The layout of what a run left in `dir` (synced, so every block has its place), as
+/// figures `layout.NAME`: the files the benchmark itself wrote or laid out, scored where
+/// they landed.
+fn layout_figures(dir: &Path, r: &mut Results) -> Result<()> {
+    let l = crate::layout::layout(dir, &crate::walk::WalkOptions::default(), true, 0)?;
+    let mut put = |k: &str, v: Option<f64>| {
+        if let Some(v) = v {
+            r.figures.insert(format!("layout.{k}"), v);
+        }
+    };
+    put("score", l.score);
+    put("files", Some(l.files as f64));
+    put("blocks", Some(l.blocks as f64));
+    put("fragments", Some(l.fragments as f64));
+    put("split_files", l.split_files.map(|n| n as f64));
+    put(
+        "split_checked_files",
+        l.split_files.map(|_| l.split_checked_files as f64),
+    );
+    put("split_flex_files", l.split_flex_files.map(|n| n as f64));
+    put("locality", l.locality);
+    Ok(())
 }
 
 impl Measurement for WorkloadRun<'_> {
@@ -43,8 +76,11 @@ impl Measurement for WorkloadRun<'_> {
     }
     fn run_once(&mut self) -> Result<Results> {
         let p = self.prepared.as_mut().expect("prepared");
-        let r = p.measure(self.wl, &self.opts)?;
+        let mut r = p.measure(self.wl, &self.opts)?;
         self.measured = Some(p.path().to_path_buf());
+        if self.layout {
+            layout_figures(p.path(), &mut r)?;
+        }
         Ok(r)
     }
     fn target(&self) -> PathBuf {

@@ -170,9 +170,51 @@ impl LoopExt4 {
         std::fs::File::create(&img)
             .and_then(|f| f.set_len(mib << 20))
             .map_err(|e| e.to_string())?;
-        let img_s = img.to_str().unwrap();
-        run_ok("mkfs.ext4", &["-q", "-F", "-b", "4096", img_s])?;
-        let dev = Loop(run_ok("losetup", &["-f", "--show", img_s])?);
+        run_ok(
+            "mkfs.ext4",
+            &["-q", "-F", "-b", "4096", img.to_str().unwrap()],
+        )?;
+        Self::mount_image(scratch)
+    }
+    pub fn path(&self) -> &Path {
+        &self.mount.0
+    }
+    pub fn s(&self) -> &str {
+        self.mount.0.to_str().unwrap()
+    }
+
+    /// Two loop-mounted copies of one freshly made ext4 image (same UUID, hash seed and
+    /// layout: two identical file systems), made without lazy initialisation so that no
+    /// kernel thread writes to them afterwards.
+    pub fn twins(tag: &str, mib: u64) -> Result<(LoopExt4, LoopExt4), String> {
+        if !is_root() {
+            return Err("needs root for loop devices and mount".into());
+        }
+        for tool in ["losetup", "mkfs.ext4", "mount", "umount"] {
+            if run_ok("sh", &["-c", &format!("command -v {tool}")]).is_err() {
+                return Err(format!("{tool} not found"));
+            }
+        }
+        let (a, b) = (
+            Scratch::new(&format!("{tag}-a")),
+            Scratch::new(&format!("{tag}-b")),
+        );
+        let img = a.path().join("ext4.img");
+        std::fs::File::create(&img)
+            .and_then(|f| f.set_len(mib << 20))
+            .map_err(|e| e.to_string())?;
+        let lazy = "lazy_itable_init=0,lazy_journal_init=0";
+        run_ok(
+            "mkfs.ext4",
+            &["-q", "-F", "-b", "4096", "-E", lazy, img.to_str().unwrap()],
+        )?;
+        std::fs::copy(&img, b.path().join("ext4.img")).map_err(|e| e.to_string())?;
+        Ok((Self::mount_image(a)?, Self::mount_image(b)?))
+    }
+
+    fn mount_image(scratch: Scratch) -> Result<LoopExt4, String> {
+        let img = scratch.path().join("ext4.img");
+        let dev = Loop(run_ok("losetup", &["-f", "--show", img.to_str().unwrap()])?);
         let mnt = scratch.path().join("mnt");
         std::fs::create_dir_all(&mnt).map_err(|e| e.to_string())?;
         run_ok("mount", &["-t", "ext4", &dev.0, mnt.to_str().unwrap()])?;
@@ -181,12 +223,6 @@ impl LoopExt4 {
             dev,
             scratch,
         })
-    }
-    pub fn path(&self) -> &Path {
-        &self.mount.0
-    }
-    pub fn s(&self) -> &str {
-        self.mount.0.to_str().unwrap()
     }
 }
 

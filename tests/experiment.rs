@@ -742,9 +742,13 @@ fn shipped_plan_aging_at_quick_scale() {
             assert!(a["converged"].is_boolean(), "{a}");
             assert!(a["fullness_end"].as_f64().unwrap() > 0.0, "{a}");
             assert!(a["report"].as_str().unwrap().ends_with(".json"), "{a}");
+            // The plan's aging options reached fsbench age.
+            assert_eq!(a["writeback"], "range", "{a}");
+            assert_eq!(a["day_ops"], 50, "{a}");
+            assert!(a["days"].as_f64().unwrap() > 1.0, "{a}");
         }
         // Every file size wrote and read its set on both targets (throughput is the study's
-        // figure, not a check), and the aged population has a layout score.
+        // figure, not a check), and the read sets' own layout was scored.
         for size in ["16k", "64k", "256k", "1m", "4m", "16m"] {
             for phase in ["write", "read"] {
                 for target in ["fresh", "aged"] {
@@ -755,12 +759,36 @@ fn shipped_plan_aging_at_quick_scale() {
                     );
                 }
             }
+            for target in ["fresh", "aged"] {
+                let s = target_figure(out, &format!("read-{size}"), target, "layout.score");
+                let files = target_figure(out, &format!("read-{size}"), target, "layout.files");
+                assert!(
+                    files.is_some_and(|f| f >= 1.0),
+                    "read-{size} {target}: {files:?}"
+                );
+                if let Some(s) = s {
+                    assert!((0.0..=1.0).contains(&s), "read-{size} {target}: {s}");
+                }
+            }
         }
         // On the disk model of the study's time.
         let a: serde_json::Value = serde_json::from_str(&applied[0]).unwrap();
         assert_eq!(a["settings"]["disk_model"], "hdd-m2694es", "{a}");
+        // The aged population's layout, and the aging's own figures with every aged run.
         let score = target_figure(out, "layout", "aged", "score").expect("a layout score");
         assert!(score > 0.0 && score <= 1.0, "{score}");
+        let loc = target_figure(out, "layout", "aged", "locality").expect("a locality");
+        assert!(loc > 0.0 && loc <= 1.0, "{loc}");
+        let after = target_figure(out, "read-1m", "aged", "age.layout_after_score");
+        assert!(after.is_some_and(|s| s > 0.0 && s <= 1.0), "{after:?}");
+        assert!(target_figure(out, "read-1m", "fresh", "age.layout_after_score").is_none());
+        // The hot files: read, then overwritten, each phase timed.
+        for f in ["read_mb_per_s", "overwrite_mb_per_s", "files"] {
+            let v = target_figure(out, "hot", "aged", f);
+            assert!(v.is_some_and(|v| v > 0.0), "hot {f}: {v:?}");
+        }
+        let recent = target_figure(out, "hot", "aged", "age.recent_files").unwrap();
+        assert_eq!(target_figure(out, "hot", "aged", "files"), Some(recent));
     });
 }
 

@@ -432,3 +432,139 @@ fn layout_and_mount_boundaries_on_loop_ext4() {
     assert_eq!(v["files"], 1 + 4); // plain + big, lazy, filler, victim
     assert!(v["dirs"].as_u64().unwrap() >= 2); // mnt, lost+found
 }
+
+/// Group of a block and of an inode, from `dumpe2fs -h` (not from fsbench's own reading of
+/// the superblock), and the physical blocks of a file from `filefrag -v`.
+struct Ext4Groups {
+    blocks_per_group: u64,
+    inodes_per_group: u64,
+    first_data_block: u64,
+}
+
+impl Ext4Groups {
+    fn of(dev: &str) -> Ext4Groups {
+        let out = run_ok("dumpe2fs", &["-h", dev]).unwrap();
+        let field = |name: &str| -> u64 {
+            out.lines()
+                .find_map(|l| l.strip_prefix(name))
+                .and_then(|v| v.trim_start_matches(':').trim().parse().ok())
+                .unwrap_or_else(|| panic!("{name} not in dumpe2fs -h:\n{out}"))
+        };
+        Ext4Groups {
+            blocks_per_group: field("Blocks per group"),
+            inodes_per_group: field("Inodes per group"),
+            first_data_block: field("First block"),
+        }
+    }
+
+    /// Whether any block of `file` lies outside the group of its directory's inode.
+    fn split(&self, file: &Path) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        let dir_ino = std::fs::metadata(file.parent().unwrap()).unwrap().ino();
+        let home = (dir_ino - 1) / self.inodes_per_group;
+        let out = run_ok("filefrag", &["-v", "-b4096", s(file)]).unwrap();
+        out.lines()
+            .filter_map(|l| {
+                // " 0:        0..      63:      12480..     12543:     64: ..."
+                let cols: Vec<&str> = l.split(':').collect();
+                let phys = cols.get(2)?.trim();
+                let (a, b) = phys.split_once("..")?;
+                Some((a.trim().parse::<u64>().ok()?, b.trim().parse::<u64>().ok()?))
+            })
+            .any(|(a, b)| {
+                let g = |x: u64| (x - self.first_data_block) / self.blocks_per_group;
+                g(a) != home || g(b) != home
+            })
+    }
+}
+
+#[test]
+fn split_files_and_locality_on_a_tree_built_to_split() {
+    if !is_root() {
+        skip("skipping: needs root for loop devices, mount and the superblock");
+        return;
+    }
+    for tool in [
+        "losetup",
+        "mkfs.ext4",
+        "mount",
+        "umount",
+        "dumpe2fs",
+        "filefrag",
+    ] {
+        if run_ok("sh", &["-c", &format!("command -v {tool}")]).is_err() {
+            skip(&format!("skipping: {tool} not found"));
+            return;
+        }
+    }
+    let t = TempDir::new("split");
+    let img = t.path().join("ext4.img");
+    std::fs::File::create(&img)
+        .unwrap()
+        .set_len(64 << 20)
+        .unwrap();
+    // Eight block groups of 8 MiB, each with its own inode table (no flex_bg), so orlov
+    // spreads top-level directories over them.
+    let mkfs = ["-q", "-F", "-b", "4096", "-g", "2048", "-O", "^flex_bg"];
+    if let Err(e) = run_ok("mkfs.ext4", &[&mkfs[..], &[s(&img)]].concat()) {
+        skip(&e);
+        return;
+    }
+    let dev = match run_ok("losetup", &["-f", "--show", s(&img)]) {
+        Ok(d) => Loop(d),
+        Err(e) => {
+            skip(&format!("skipping: no loop device: {e}"));
+            return;
+        }
+    };
+    let mnt = t.path().join("mnt");
+    std::fs::create_dir_all(&mnt).unwrap();
+    run_ok("mount", &["-t", "ext4", &dev.0, s(&mnt)]).unwrap();
+    let _mount = Mount(mnt.clone());
+    let (a, b) = (mnt.join("a"), mnt.join("b"));
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::create_dir_all(&b).unwrap();
+    for i in 0..3 {
+        write_file(&a.join(format!("small{i}")), 4096, 4096, true);
+    }
+    // 20 MiB cannot fit in one 8 MiB group: split by construction.
+    write_file(&a.join("big"), 20 << 20, 1 << 20, true);
+    // Written in b, then moved to a: its data stays where b's allocation put it.
+    write_file(&b.join("moved"), 256 << 10, 64 << 10, true);
+    std::fs::rename(b.join("moved"), a.join("moved")).unwrap();
+
+    let groups = Ext4Groups::of(&dev.0);
+    let files: Vec<PathBuf> = std::fs::read_dir(&a)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    let expected = files.iter().filter(|f| groups.split(f)).count() as u64;
+    assert!(
+        groups.split(&a.join("big")),
+        "a 20 MiB file in 8 MiB groups"
+    );
+    let v = layout_json(&t, &mnt, &["--sync"]);
+    assert_eq!(v["split_files"].as_u64(), Some(expected), "{v}");
+    assert_eq!(v["split_checked_files"], 5, "{v}");
+    let g = &v["geometry"];
+    assert_eq!(g["fs"], "ext4", "{v}");
+    assert_eq!(g["group_blocks"], 2048);
+    assert_eq!(g["groups"], 8);
+    assert_eq!(
+        g["inodes_per_group"].as_u64(),
+        Some(groups.inodes_per_group)
+    );
+    // The read in directory order: every block pair counted once, the score a share.
+    let pairs = v["locality_pairs"].as_u64().unwrap();
+    assert_eq!(pairs, v["blocks"].as_u64().unwrap() - 1);
+    let loc = v["locality"].as_f64().unwrap();
+    assert!((0.0..=1.0).contains(&loc), "{loc}");
+    assert!(v["locality_contiguous"].as_u64().unwrap() >= v["contiguous"].as_u64().unwrap());
+    // The text says the same.
+    let out = ok(fsbench(&["layout", s(&mnt)]));
+    assert!(
+        out.contains(&format!("split files {expected} of 5")),
+        "{out}"
+    );
+    assert!(out.contains("locality"), "{out}");
+}

@@ -2,7 +2,7 @@
 //! wrappers (no fallocate: unwritten extents are not what an aged file system
 //! holds), paths relative to the aged directory resolved beneath its open
 //! descriptor without following links, an optional operation log, and the
-//! fsync policy.
+//! writeback policy.
 
 use std::ffi::CString;
 use std::fs::File;
@@ -17,22 +17,62 @@ use crate::beneath;
 use crate::owned::{self, Open};
 use crate::sys::io::{self as sys, AlignedBuf};
 
-/// When aging syncs what it wrote.
+/// When what aging writes reaches the file system's block allocator.
+///
+/// ext4 and xfs allocate blocks for buffered writes only at writeback (delayed allocation).
+/// Left to the kernel, writeback happens when dirty pages age (30 s), pass the dirty limits or
+/// meet memory pressure: a file created and deleted in between never reaches the allocator,
+/// and what survives is allocated late, in big batches, in an order the host's memory and
+/// speed decide. `range` decides it in aging's own time instead (README.md, "Age, then benchmark", has the
+/// measurements behind the choice).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum FsyncPolicy {
-    /// Never: the kernel writes back when it likes (delayed allocation sees
-    /// large batches).
+pub enum Writeback {
+    /// Write back every written range right after the write and wait for it
+    /// (`sync_file_range`): the file system allocates its blocks then, in operation order, in
+    /// aging's own thread, and has finished with them (ext4 converts the unwritten extents
+    /// it allocated when their I/O ends) before the next operation starts; no journal
+    /// commit. Deleted files are unlinked, and the journal committed (`syncfs`), every
+    /// `--commit-every` operations.
+    Range,
+    /// `fsync` every file after each create, append or overwrite (allocation in operation
+    /// order, and a journal commit per write: several times slower).
+    #[value(alias = "file")]
+    Fsync,
+    /// `syncfs` every `--commit-every` operations only: what was written since the last one
+    /// is allocated then, file by file in the order the kernel keeps them.
+    #[value(alias = "batch")]
+    Syncfs,
+    /// Never: the kernel writes back when it likes, so the aged layout depends on the
+    /// host's memory, dirty-page settings and speed.
     None,
-    /// fsync every file after each create, append or overwrite: blocks are
-    /// allocated in operation order, as under a mail server or database.
-    File,
-    /// syncfs every 1000 operations.
-    Batch,
 }
 
-/// Operations per syncfs under [`FsyncPolicy::Batch`].
-pub const BATCH: u64 = 1000;
+impl Writeback {
+    pub fn name(self) -> &'static str {
+        match self {
+            Writeback::Range => "range",
+            Writeback::Fsync => "fsync",
+            Writeback::Syncfs => "syncfs",
+            Writeback::None => "none",
+        }
+    }
+}
+
+/// Operations between two commits (`syncfs`) by default, under `range` and `syncfs`.
+pub const COMMIT_EVERY: u64 = 1000;
+
+/// Bytes written before they are written back, within one write under `range`: a large file
+/// reaches the allocator in pieces of this size, whatever the host's dirty limits.
+pub const RANGE_CHUNK: u64 = 8 << 20;
+
+/// The writeback policy of one aging, as its report states it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct WritebackPolicy {
+    pub policy: Writeback,
+    /// Operations between two `syncfs` (0: none but the one at the end).
+    pub commit_every: u64,
+}
 
 /// What the executor did.
 #[derive(Debug, Clone, Default, Serialize, serde::Deserialize)]
@@ -45,6 +85,12 @@ pub struct ExecCounts {
     pub rmdirs: u64,
     pub bytes_written: u64,
     pub fsyncs: u64,
+    /// `syncfs` calls (the commits of `range` and `syncfs`, and the ones before and after).
+    #[serde(default)]
+    pub syncfs: u64,
+    /// Ranges written back right after their write (`range`).
+    #[serde(default)]
+    pub writebacks: u64,
     /// Writes cut short because the file system was full.
     pub enospc: u64,
     /// Other failed operations (the first few are printed).
@@ -62,6 +108,8 @@ impl ExecCounts {
         self.rmdirs += o.rmdirs;
         self.bytes_written += o.bytes_written;
         self.fsyncs += o.fsyncs;
+        self.syncfs += o.syncfs;
+        self.writebacks += o.writebacks;
         self.enospc += o.enospc;
         self.errors += o.errors;
     }
@@ -80,10 +128,14 @@ pub struct Exec {
     /// The aged directory, held open: every operation starts here.
     dir: OwnedFd,
     data: AlignedBuf,
-    pub fsync: FsyncPolicy,
+    pub writeback: WritebackPolicy,
     log: Option<BufWriter<File>>,
     pub counts: ExecCounts,
     since_sync: u64,
+    /// Deleted files not unlinked yet (see [`Exec::defer_deletes`]).
+    deferred: Option<Vec<Vec<u8>>>,
+    /// Deferred unlinks that failed, the first few (all are counted in `counts.errors`).
+    pub late_errors: Vec<io::Error>,
     /// Directories below the aged one, opened beneath it once and kept by relative path
     /// (a bounded set; emptied when full), so an operation costs its own system calls and not
     /// an open and close of its parent as well.
@@ -94,7 +146,12 @@ pub struct Exec {
 const DIR_CACHE: usize = 4096;
 
 impl Exec {
-    pub fn new(root: &Path, seed: u64, fsync: FsyncPolicy, log: Option<&Path>) -> io::Result<Exec> {
+    pub fn new(
+        root: &Path,
+        seed: u64,
+        writeback: WritebackPolicy,
+        log: Option<&Path>,
+    ) -> io::Result<Exec> {
         let mut rng = crate::dist::rng(seed, 0xDA7A);
         let log = match log {
             Some(p) => Some(BufWriter::new(File::create(p).map_err(|e| {
@@ -110,10 +167,12 @@ impl Exec {
             root: root.as_os_str().as_bytes().to_vec(),
             dir,
             data: AlignedBuf::new(1 << 20, &mut rng),
-            fsync,
+            writeback,
             log,
             counts: ExecCounts::default(),
             since_sync: 0,
+            deferred: None,
+            late_errors: Vec::new(),
             dirs: std::collections::HashMap::new(),
         })
     }
@@ -186,35 +245,77 @@ impl Exec {
 
     fn write_at(&mut self, fd: RawFd, off: u64, len: u64) -> Result<(), ShortWrite> {
         let mut done = 0u64;
+        // Under `range`, the end of what of this write was written back.
+        let mut started = 0u64;
         while done < len {
+            if done - started >= RANGE_CHUNK {
+                self.write_back(fd, off + started, done - started)
+                    .map_err(|error| ShortWrite {
+                        written: done,
+                        error,
+                    })?;
+                started = done;
+            }
             let n = (len - done).min(self.data.len() as u64) as usize;
             // Vary the data a little between blocks without refilling.
             let start = ((off + done) / 4096 % 64) as usize * 64;
             let start = start.min(self.data.len() - n);
-            match sys::pwrite(fd, &self.data.as_slice()[start..start + n], off + done) {
-                Ok(0) => {
-                    return Err(ShortWrite {
-                        written: done,
-                        error: io::Error::from_raw_os_error(libc::ENOSPC),
-                    })
-                }
-                Ok(w) => done += w as u64,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(error) => {
-                    return Err(ShortWrite {
-                        written: done,
-                        error,
-                    })
-                }
-            }
+            self.write_chunk(fd, start..start + n, off, done)?;
+            done += n as u64;
         }
+        self.write_back(fd, off + started, len - started)
+            .map_err(|error| ShortWrite {
+                written: len,
+                error,
+            })?;
         self.counts.bytes_written += len;
         Ok(())
     }
 
+    /// Write `data[from]` at `off + done`, the whole of it: a short write (the kernel may
+    /// write part of a buffer when space runs short) continues the same bytes, so what a
+    /// file holds depends on the operation alone, not on how the kernel split it (with
+    /// deferred deletes holding space, one thread meets short writes that threads without
+    /// them do not).
+    fn write_chunk(
+        &mut self,
+        fd: RawFd,
+        from: std::ops::Range<usize>,
+        off: u64,
+        done: u64,
+    ) -> Result<(), ShortWrite> {
+        let mut k = 0usize;
+        while k < from.len() {
+            let at = off + done + k as u64;
+            let short = move |error| ShortWrite {
+                written: done + k as u64,
+                error,
+            };
+            match sys::pwrite(fd, &self.data.as_slice()[from.start + k..from.end], at) {
+                Ok(0) => return Err(short(io::Error::from_raw_os_error(libc::ENOSPC))),
+                Ok(w) => k += w,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                // Space that deferred deletes hold: free it (a commit) and write again.
+                Err(e) if is_enospc(&e) && self.has_deferred() => self.commit().map_err(short)?,
+                Err(error) => return Err(short(error)),
+            }
+        }
+        Ok(())
+    }
+
+    /// Under `range`, write back `len` bytes at `off` now (their blocks are allocated and
+    /// their I/O done before this returns).
+    fn write_back(&mut self, fd: RawFd, off: u64, len: u64) -> io::Result<()> {
+        if self.writeback.policy != Writeback::Range || len == 0 {
+            return Ok(());
+        }
+        self.counts.writebacks += 1;
+        sys::write_back(fd, off, len)
+    }
+
     fn after_write(&mut self, fd: RawFd) -> io::Result<()> {
-        match self.fsync {
-            FsyncPolicy::File => {
+        match self.writeback.policy {
+            Writeback::Fsync => {
                 self.counts.fsyncs += 1;
                 sys::fsync(fd)
             }
@@ -222,27 +323,37 @@ impl Exec {
         }
     }
 
-    /// Count an operation; under the batch policy sync the file system.
+    /// Count an operation; commit every `commit_every` of them under `range` and `syncfs`.
     pub fn tick(&mut self) -> io::Result<()> {
         self.since_sync += 1;
-        if self.fsync == FsyncPolicy::Batch && self.since_sync >= BATCH {
-            self.since_sync = 0;
-            self.syncfs()?;
+        let every = self.writeback.commit_every;
+        let commits = matches!(self.writeback.policy, Writeback::Range | Writeback::Syncfs);
+        if commits && every > 0 && self.since_sync >= every {
+            self.commit()?;
+        }
+        Ok(())
+    }
+
+    /// Have the blocks of `names` (files directly in the aged directory that were written
+    /// outside aging's operations: the marker, the lock, the state file) allocated now, in
+    /// this thread (`fsync` writes back in the caller's context, `syncfs` in a kernel
+    /// thread on any CPU). A name that is not there is passed over.
+    pub fn settle(&mut self, names: &[&str]) -> io::Result<()> {
+        for n in names {
+            let c = CString::new(*n).map_err(|_| io::Error::other("NUL in a name"))?;
+            match beneath::open_file(self.dir.as_raw_fd(), &c, libc::O_RDONLY) {
+                Ok(fd) => sys::fsync(fd.as_raw_fd())?,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
         }
         Ok(())
     }
 
     /// Sync the file system holding the aged directory.
     pub fn syncfs(&mut self) -> io::Result<()> {
-        // SAFETY: plain syncfs on a descriptor we hold.
-        let r = unsafe { libc::syncfs(self.dir.as_raw_fd()) };
-        let e = io::Error::last_os_error();
-        self.counts.fsyncs += 1;
-        if r < 0 {
-            Err(e)
-        } else {
-            Ok(())
-        }
+        self.counts.syncfs += 1;
+        sys::syncfs(self.dir.as_raw_fd())
     }
 
     pub fn mkdir(&mut self, rel: &[u8]) -> io::Result<()> {
@@ -326,7 +437,56 @@ impl Exec {
         })
     }
 
+    /// From now on, unlink deleted files at the next commit instead of at once (under `range`
+    /// and `syncfs` with commits; for profile aging, whose names are never used again).
+    ///
+    /// ext4 and xfs let freed blocks be allocated again only once the journal commit that
+    /// freed them is done, so blocks a delete frees wait for the next commit anyway. A commit
+    /// that another process causes (`sync`, a cache drop) would free them earlier, at a moment
+    /// aging does not choose; unlinking right before aging's own commit leaves no freed block
+    /// for such a commit to release.
+    pub fn defer_deletes(&mut self) {
+        let commits = matches!(self.writeback.policy, Writeback::Range | Writeback::Syncfs);
+        if commits && self.writeback.commit_every > 0 {
+            self.deferred = Some(Vec::new());
+        }
+    }
+
+    /// Unlink the deferred deletes, then sync the file system.
+    pub fn commit(&mut self) -> io::Result<()> {
+        for rel in self
+            .deferred
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+        {
+            if let Err(e) = self.unlink(&rel) {
+                self.counts.errors += 1;
+                if self.late_errors.len() < 5 {
+                    self.late_errors.push(e);
+                }
+            }
+        }
+        self.since_sync = 0;
+        self.syncfs()
+    }
+
+    /// Whether deleted files wait to be unlinked.
+    fn has_deferred(&self) -> bool {
+        self.deferred.as_ref().is_some_and(|d| !d.is_empty())
+    }
+
     pub fn delete(&mut self, rel: &[u8]) -> io::Result<()> {
+        match &mut self.deferred {
+            Some(d) => {
+                d.push(rel.to_vec());
+                Ok(())
+            }
+            None => self.unlink(rel),
+        }
+    }
+
+    fn unlink(&mut self, rel: &[u8]) -> io::Result<()> {
         let r = self.at(rel).and_then(|(d, n)| sys::unlink_at(d, &n));
         match r {
             Ok(()) => {
@@ -389,7 +549,11 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("fsbench-age-exec-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let log = dir.join("log");
-        let mut x = Exec::new(&dir, 1, FsyncPolicy::File, Some(&log)).unwrap();
+        let wb = WritebackPolicy {
+            policy: Writeback::Range,
+            commit_every: 2,
+        };
+        let mut x = Exec::new(&dir, 1, wb, Some(&log)).unwrap();
         x.mkdir(b"d1").unwrap();
         x.create(b"d1/f1", 5000).unwrap();
         x.write(b"d1/f1", 5000, 3000, true).unwrap();

@@ -11,12 +11,17 @@
 //! - [`selftest`]: `fsbench selftest age`, aging against a bare loop of its operations;
 //! - [`cli`]: the command, its progress and its report.
 
+pub mod churn;
 pub mod cli;
 pub mod distance;
 pub mod exec;
+pub mod hot;
 pub mod nextver;
 pub mod parallel;
 pub mod plan;
 pub mod profile;
+pub mod progress;
+pub mod record;
 pub mod replay;
+pub mod report;
 pub mod selftest;

@@ -20,7 +20,8 @@ use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use super::cli::{log_op, AgeArgs};
+use super::churn::log_op;
+use super::cli::AgeArgs;
 use super::exec::{self, Exec, ExecCounts};
 use super::plan::{Op, Planner};
 
@@ -81,7 +82,7 @@ impl Pool {
         };
         for i in 0..args.threads {
             // The same seed as the planning thread's executor: the same bytes at each offset.
-            let ex = Exec::new(root, args.seed, args.fsync, None)?;
+            let ex = Exec::new(root, args.seed, args.writeback(), None)?;
             let (tx, rx) = mpsc::sync_channel(QUEUE);
             let (fb, written) = (fb.clone(), written.clone());
             let t = std::thread::Builder::new()

@@ -91,6 +91,8 @@ pub struct FileRec {
     /// Bytes written so far (the file's current length).
     pub written: u64,
     pub dir: u32,
+    /// Clock of the last operation that wrote it (its create, an append or an overwrite).
+    pub modified: u64,
     size_bin: u16,
     depth_bin: u16,
     /// Index in `live`.
@@ -363,6 +365,11 @@ impl Planner {
         self.files.get(&id)
     }
 
+    /// Every live file as (id, directory, clock of its last write), in id order.
+    pub fn live(&self) -> impl Iterator<Item = (u64, u32, u64)> + '_ {
+        self.files.iter().map(|(&id, f)| (id, f.dir, f.modified))
+    }
+
     /// Age bucket upper bounds, in operations.
     pub fn age_cutoffs(&self) -> &[u64] {
         &self.age_cutoffs
@@ -396,10 +403,14 @@ impl Planner {
         i
     }
 
-    /// Register an existing file (when continuing an earlier aging).
-    pub fn adopt_file(&mut self, id: u64, dir: u32, size: u64) {
+    /// Register an existing file (when continuing an earlier aging), last written at clock
+    /// `modified`.
+    pub fn adopt_file(&mut self, id: u64, dir: u32, size: u64, modified: u64) {
         let depth = self.dirs[dir as usize].depth;
         self.insert(id, dir, size, size, self.targets.depth_bin(depth));
+        if let Some(f) = self.files.get_mut(&id) {
+            f.modified = modified.max(id);
+        }
         self.used += blocks(size, self.block);
         self.clock = self.clock.max(id + 1);
     }
@@ -424,6 +435,7 @@ impl Planner {
                 size,
                 written,
                 dir,
+                modified: id,
                 size_bin: size_bin as u16,
                 depth_bin: depth_bin as u16,
                 pos: self.live.len() as u32,
@@ -684,6 +696,7 @@ impl Planner {
         let before = blocks(off, self.block);
         let f = self.files.get_mut(&id).unwrap();
         f.written += len;
+        f.modified = self.clock;
         let after = blocks(f.written, self.block);
         if f.written >= f.size {
             self.drop_unfinished(id, i as u32);
@@ -701,6 +714,7 @@ impl Planner {
         }
         let off = self.rng.random_range(0..w.div_ceil(4096)) * 4096;
         let len = (w - off).min(self.rng.random_range(1..=64u64) * 4096);
+        self.files.get_mut(&id).unwrap().modified = self.clock;
         ops.push(Op::Overwrite { id, off, len });
     }
 

@@ -22,8 +22,9 @@ use std::path::Path;
 use anyhow::{bail, Context};
 use rand::Rng as _;
 
-use super::cli::{AgeArgs, AgeReport, STATE_FILE};
+use super::cli::{AgeArgs, AgeReport};
 use super::exec::{self, Exec};
+use super::record::{FILES_FILE, STATE_FILE};
 use crate::engine::rundir::{LOCK, MARKER};
 use crate::scan::snapshot::{Kind, Snapshot};
 
@@ -46,6 +47,7 @@ pub fn safe_path(p: &[u8]) -> bool {
         && p != MARKER.as_bytes()
         && p != LOCK.as_bytes()
         && p != STATE_FILE.as_bytes()
+        && p != FILES_FILE.as_bytes()
 }
 
 /// Load a snapshot's regular files and directories; other kinds and unsafe
@@ -238,7 +240,7 @@ pub fn replay(
     let foreign: Vec<String> = std::fs::read_dir(root)?
         .filter_map(|e| e.ok())
         .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n != MARKER && n != LOCK && n != STATE_FILE)
+        .filter(|n| n != MARKER && n != LOCK && n != STATE_FILE && n != FILES_FILE)
         .collect();
     if !foreign.is_empty() {
         bail!(

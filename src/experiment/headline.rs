@@ -21,6 +21,7 @@ pub fn headline(kind: &str) -> &'static [&'static str] {
         "find" => &["elapsed_s", "entries_per_s"],
         "read" => &["elapsed_s", "mb_per_s"],
         "layout" => &["score", "fragments"],
+        "hot" => &["read_mb_per_s", "overwrite_mb_per_s"],
         "scan" => &["elapsed_s", "entries_per_s"],
         "prune" => &[
             "elapsed_s",
@@ -51,6 +52,38 @@ pub const RUN_FIGURES: [&str; 13] = [
     "device_busy_s",
     "device_util",
     "cpu_busy_pct",
+];
+
+/// `fsbench layout`'s numbers: the Smith–Seltzer score, split files and cross-file locality.
+const LAYOUT_FIGURES: &[&str] = &[
+    "elapsed_s",
+    "files",
+    "scored_files",
+    "blocks",
+    "contiguous",
+    "pairs",
+    "score",
+    "extents",
+    "fragments",
+    "unwritten_extents",
+    "errors",
+    "split_files",
+    "split_flex_files",
+    "split_checked_files",
+    "locality",
+    "locality_pairs",
+    "locality_contiguous",
+];
+
+/// `fsbench hot`'s numbers: the hot files, and each phase's time and rate.
+const HOT_FIGURES: &[&str] = &[
+    "files",
+    "bytes",
+    "read_s",
+    "read_mb_per_s",
+    "overwrite_s",
+    "overwrite_mb_per_s",
+    "elapsed_s",
 ];
 
 /// The whole-run figures a kind produces beyond [`RUN_FIGURES`] (its named `figures`, or for
@@ -103,19 +136,8 @@ pub fn produces(kind: &str) -> &'static [&'static str] {
         ],
         "find" => &["elapsed_s", "entries", "entries_per_s", "files", "dirs"],
         "read" => &["elapsed_s", "bytes", "files", "files_per_s", "mb_per_s"],
-        "layout" => &[
-            "elapsed_s",
-            "files",
-            "scored_files",
-            "blocks",
-            "contiguous",
-            "pairs",
-            "score",
-            "extents",
-            "fragments",
-            "unwritten_extents",
-            "errors",
-        ],
+        "layout" => LAYOUT_FIGURES,
+        "hot" => HOT_FIGURES,
         "scan" => &[
             "elapsed_s",
             "entries",

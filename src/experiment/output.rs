@@ -153,6 +153,14 @@ impl Output {
             ]
             .into_iter()
             .chain(l.score.map(|s| ("score", s)))
+            .chain(l.split_files.map(|n| ("split_files", n as f64)))
+            .chain(l.split_flex_files.map(|n| ("split_flex_files", n as f64)))
+            .chain([
+                ("split_checked_files", l.split_checked_files as f64),
+                ("locality_pairs", l.locality_pairs as f64),
+                ("locality_contiguous", l.locality_contiguous as f64),
+            ])
+            .chain(l.locality.map(|s| ("locality", s)))
             .collect(),
             Output::Scan(s) => vec![
                 ("threads", s.threads as f64),

@@ -380,6 +380,10 @@ impl Store {
                 for (flowop, figure, value) in figures(res) {
                     ins.execute(params![run_id, flowop, figure, value])?;
                 }
+                // The target's aging step, with every run measured on it.
+                for (figure, value) in crate::experiment::target::age::figures(r.applied) {
+                    ins.execute(params![run_id, "", figure, value])?;
+                }
                 let mut ins = tx.prepare(
                     "INSERT INTO flowops (run_id, name, type, ops, ops_per_s, mb_per_s, mean_us, p50_us, p99_us, max_us, errors) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
                 )?;
@@ -693,7 +697,10 @@ mod tests {
             "contiguous": 90, "pairs": 92, "score": 0.978, "extents": 12, "fragments": 11,
             "unwritten_extents": 1, "unknown_extents": 2, "inline_extents": 3,
             "encoded_extents": 4, "shared_extents": 5, "errors": 6,
-            "by_size": [], "fragments_per_file": [], "most_fragmented": []
+            "by_size": [], "fragments_per_file": [], "most_fragmented": [],
+            "split_files": 7, "split_checked_files": 9, "split_flex_files": 2, "geometry": null,
+            "geometry_note": "no superblock", "locality": 0.75, "locality_pairs": 99,
+            "locality_contiguous": 74
         })
     }
 

@@ -3,10 +3,14 @@
 //! Computes the Smith–Seltzer layout score (see [`score`]) of every regular
 //! file from its FIEMAP extents, aggregated over the tree, per file-size
 //! bucket, with the extents-per-file distribution and the most fragmented
-//! files. The walk is the parallel one of `scan`; each worker owns a FIEMAP
-//! buffer and its accumulators.
+//! files; the split files, whose data lies in another allocation group than
+//! their directory's inode (see [`geometry`]); and the cross-file locality of a
+//! whole-tree read in directory order (see [`order`]). The walk is the parallel
+//! one of `scan`; each worker owns a FIEMAP buffer and its accumulators.
 
 pub mod fiemap;
+pub mod geometry;
+pub mod order;
 pub mod score;
 
 use std::collections::HashMap;
@@ -23,6 +27,8 @@ use serde::{Deserialize, Serialize};
 use crate::scan::summary::{log2_bounds, log2_bucket, Log2Hist, Log2Row};
 use crate::walk::{self, Visitor, WalkEntry, WalkOptions};
 use fiemap::{Extent, Mapper};
+use geometry::Geometry;
+use order::{Child, Listing, Locality, Run};
 use score::{score_extents, FileScore};
 
 /// Arguments of `fsbench layout`.
@@ -123,6 +129,22 @@ pub struct LayoutReport {
     /// Fragments per file (files with at least one block), log2 buckets.
     pub fragments_per_file: Vec<Log2Row>,
     pub most_fragmented: Vec<FileRow>,
+    /// Files with data in another allocation group than their directory's inode; `None`
+    /// where the geometry could not be read (`geometry_note` says why).
+    pub split_files: Option<u64>,
+    /// Files whose groups were compared (those with scored blocks).
+    pub split_checked_files: u64,
+    /// ext4 with flex_bg: files with data in another flex group than their directory's
+    /// inode (ext4 places by flex group); `None` elsewhere.
+    pub split_flex_files: Option<u64>,
+    /// The allocation groups, from the file system's superblock.
+    pub geometry: Option<Geometry>,
+    pub geometry_note: Option<String>,
+    /// Cross-file locality: the share of the blocks of a whole-tree read in directory order
+    /// that follow the block read before them on disk; `None` with fewer than two blocks.
+    pub locality: Option<f64>,
+    pub locality_pairs: u64,
+    pub locality_contiguous: u64,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -171,6 +193,10 @@ pub struct LayoutStats {
     fragments: Log2Hist,
     top: Vec<FileRow>,
     top_n: usize,
+    split: u64,
+    split_flex: u64,
+    split_checked: u64,
+    listing: Listing,
 }
 
 fn rank(a: &FileRow, b: &FileRow) -> std::cmp::Ordering {
@@ -235,6 +261,10 @@ impl LayoutStats {
         self.fragments.merge(&o.fragments);
         self.top.extend(o.top);
         self.trim_top();
+        self.split += o.split;
+        self.split_flex += o.split_flex;
+        self.split_checked += o.split_checked;
+        self.listing.merge(o.listing);
     }
 }
 
@@ -249,6 +279,9 @@ struct LayoutVisitor {
     other_bs: HashMap<libc::dev_t, u64>,
     problems: Vec<LayoutError>,
     problem_count: u64,
+    geometry: Option<std::sync::Arc<Geometry>>,
+    /// The directory whose entries come now (its path from the root) and its inode.
+    parent: (Vec<u8>, u64),
 }
 
 fn open_file(dirfd: RawFd, name: &CStr) -> io::Result<OwnedFd> {
@@ -280,8 +313,15 @@ impl LayoutVisitor {
         }
     }
 
-    /// Map and score one open file.
-    fn file(&mut self, fd: RawFd, path: &[u8], st: &libc::stat) -> Result<(), LayoutError> {
+    /// Map and score one open file in the directory with inode `dir_ino`; where a read of
+    /// it starts and ends on disk.
+    fn file(
+        &mut self,
+        fd: RawFd,
+        path: &[u8],
+        st: &libc::stat,
+        dir_ino: u64,
+    ) -> Result<Option<Run>, LayoutError> {
         let full = || self.root.join(OsStr::from_bytes(path));
         let bs = if st.st_dev == self.root_dev {
             self.root_bs
@@ -306,13 +346,62 @@ impl LayoutVisitor {
                 path: full(),
                 source: e,
             });
-            return Ok(());
+            return Ok(None);
         }
         let s = score_extents(&self.extents, bs);
         self.stats.add(path, st.st_size as u64, &s);
-        Ok(())
+        if st.st_dev == self.root_dev && s.blocks > 0 {
+            self.count_split(dir_ino, bs);
+        }
+        Ok(s.first_block.zip(s.last_block).map(|(first, last)| Run {
+            first,
+            last,
+            blocks: s.blocks,
+            contiguous: s.contiguous,
+        }))
+    }
+
+    /// Whether the mapped file has data outside its directory inode's group.
+    fn count_split(&mut self, dir_ino: u64, bs: u64) {
+        let Some(g) = &self.geometry else { return };
+        let home = g.group_of_inode(dir_ino);
+        let flex = g.groups_per_flex.max(1);
+        let (mut away, mut away_flex) = (false, false);
+        for e in self
+            .extents
+            .iter()
+            .filter(|e| FIEMAP_NO_ADDRESS & e.flags == 0)
+        {
+            let first = e.physical / bs;
+            let last = first + e.length.div_ceil(bs).max(1) - 1;
+            for grp in [g.group_of_block(first), g.group_of_block(last)] {
+                away |= grp != home;
+                away_flex |= grp / flex != home / flex;
+            }
+        }
+        self.stats.split_checked += 1;
+        self.stats.split += away as u64;
+        self.stats.split_flex += away_flex as u64;
+    }
+
+    /// The inode of the directory holding `e`, fstat'ed once per directory.
+    fn parent_of(&mut self, e: &WalkEntry<'_>) -> (Vec<u8>, u64) {
+        let parent = &e.path[..e.path.len() - e.name.to_bytes().len()];
+        let parent = parent.strip_suffix(b"/").unwrap_or(parent);
+        if self.parent.0 != parent || self.parent.1 == u64::MAX {
+            let ino = walk::fstat(e.dirfd.as_raw_fd()).map_or(u64::MAX, |st| st.st_ino);
+            self.parent = (parent.to_vec(), ino);
+        }
+        self.parent.clone()
     }
 }
+
+/// Extents without a physical address of their own (not scored, not placed).
+const FIEMAP_NO_ADDRESS: u32 = fiemap::FIEMAP_EXTENT_DELALLOC
+    | fiemap::FIEMAP_EXTENT_UNKNOWN
+    | fiemap::FIEMAP_EXTENT_DATA_INLINE
+    | fiemap::FIEMAP_EXTENT_DATA_TAIL
+    | fiemap::FIEMAP_EXTENT_NOT_ALIGNED;
 
 impl Visitor for LayoutVisitor {
     type Error = LayoutError;
@@ -321,7 +410,14 @@ impl Visitor for LayoutVisitor {
         if crate::cancel::interrupted() {
             return Err(LayoutError::Interrupted);
         }
-        if !e.is_file() {
+        if !(e.is_file() || e.is_dir()) {
+            return Ok(());
+        }
+        let (parent, dir_ino) = self.parent_of(e);
+        if e.is_dir() {
+            self.stats
+                .listing
+                .push(&parent, Child::Dir(e.path.to_vec()));
             return Ok(());
         }
         let fd = match open_file(e.dirfd.as_raw_fd(), e.name) {
@@ -332,7 +428,9 @@ impl Visitor for LayoutVisitor {
                 return Ok(());
             }
         };
-        self.file(fd.as_raw_fd(), e.path, e.stat)
+        let run = self.file(fd.as_raw_fd(), e.path, e.stat, dir_ino)?;
+        self.stats.listing.push(&parent, Child::File(run));
+        Ok(())
     }
 }
 
@@ -359,6 +457,8 @@ pub fn layout(
     let st = walk::fstat(root_fd.as_raw_fd())?;
     let (fs_type, block_size) = fiemap::fs_info(root_fd.as_raw_fd())
         .with_context(|| format!("cannot statfs {}", root.display()))?;
+    let geometry = geometry::of_dev(st.st_dev);
+    let shared = geometry.as_ref().ok().cloned().map(std::sync::Arc::new);
     let make = |_| LayoutVisitor {
         stats: LayoutStats::new(top),
         mapper: Mapper::default(),
@@ -370,16 +470,11 @@ pub fn layout(
         other_bs: HashMap::new(),
         problems: Vec::new(),
         problem_count: 0,
+        geometry: shared.clone(),
+        parent: (Vec::new(), u64::MAX),
     };
     let (visitors, walk_problems) = if st.st_mode & libc::S_IFMT == libc::S_IFREG {
-        let mut v = make(0);
-        let name = root
-            .file_name()
-            .map(|n| n.as_bytes().to_vec())
-            .unwrap_or_default();
-        v.root = root.parent().unwrap_or(Path::new("")).to_path_buf();
-        v.file(root_fd.as_raw_fd(), &name, &st)?;
-        (vec![v], Vec::new())
+        (vec![single_file(make(0), root, &root_fd, &st)?], Vec::new())
     } else {
         drop(root_fd);
         let out = walk::walk(root, opts, make).map_err(|e| match e {
@@ -400,14 +495,55 @@ pub fn layout(
         }
         stats.merge(v.stats);
     }
-    Ok(report(
+    let mut r = report(
         root,
         (fs_type, block_size),
         sync,
         started.elapsed().as_secs_f64(),
         stats,
         errors,
-    ))
+    );
+    match geometry {
+        Ok(g) => {
+            if g.groups_per_flex <= 1 {
+                r.split_flex_files = None;
+            }
+            r.geometry = Some(g);
+        }
+        Err(why) => {
+            r.split_files = None;
+            r.split_flex_files = None;
+            r.geometry_note = Some(why);
+        }
+    }
+    Ok(r)
+}
+
+/// `layout FILE`: the one file, in its directory.
+fn single_file(
+    mut v: LayoutVisitor,
+    root: &Path,
+    fd: &OwnedFd,
+    st: &libc::stat,
+) -> Result<LayoutVisitor, LayoutError> {
+    let name = root
+        .file_name()
+        .map(|n| n.as_bytes().to_vec())
+        .unwrap_or_default();
+    let parent = root.parent().unwrap_or(Path::new(""));
+    v.root = parent.to_path_buf();
+    let dir = if parent.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        parent
+    };
+    let dir_ino = std::fs::metadata(dir).map_or(u64::MAX, |m| {
+        use std::os::unix::fs::MetadataExt;
+        m.ino()
+    });
+    let run = v.file(fd.as_raw_fd(), &name, st, dir_ino)?;
+    v.stats.listing.push(b"", Child::File(run));
+    Ok(v)
 }
 
 /// The report from the merged statistics.
@@ -420,6 +556,7 @@ fn report(
     errors: u64,
 ) -> LayoutReport {
     let t = &stats.total;
+    let locality: Locality = stats.listing.locality();
     LayoutReport {
         root: root.display().to_string(),
         fs_type,
@@ -462,6 +599,14 @@ fn report(
             .collect(),
         fragments_per_file: stats.fragments.rows(),
         most_fragmented: stats.top,
+        split_files: Some(stats.split),
+        split_checked_files: stats.split_checked,
+        split_flex_files: Some(stats.split_flex),
+        geometry: None,
+        geometry_note: None,
+        locality: locality.score,
+        locality_pairs: locality.pairs,
+        locality_contiguous: locality.contiguous,
     }
 }
 
@@ -491,6 +636,7 @@ pub fn print_report(r: &LayoutReport, out: &mut impl Write) -> io::Result<()> {
         "  files {} (scored {})  blocks {}  extents {}  fragments {}",
         r.files, r.scored_files, r.blocks, r.extents, r.fragments
     )?;
+    print_split_and_locality(r, out)?;
     if r.unwritten_extents > 0 {
         writeln!(
             out,
@@ -531,6 +677,47 @@ pub fn print_report(r: &LayoutReport, out: &mut impl Write) -> io::Result<()> {
         )?;
     }
     print_tables(r, out)
+}
+
+/// Split files and the cross-file locality, in words.
+fn print_split_and_locality(r: &LayoutReport, out: &mut impl Write) -> io::Result<()> {
+    match (&r.geometry, r.split_files) {
+        (Some(g), Some(n)) => {
+            let group = if g.fs == "xfs" {
+                "allocation group"
+            } else {
+                "block group"
+            };
+            writeln!(
+                out,
+                "  split files {n} of {} ({:.1}%): data in another {group} than the directory ({} groups of {} blocks, from the superblock of {})",
+                r.split_checked_files,
+                100.0 * n as f64 / r.split_checked_files.max(1) as f64,
+                g.groups,
+                g.group_blocks,
+                g.device
+            )?;
+            if let Some(f) = r.split_flex_files {
+                writeln!(
+                    out,
+                    "              {f} in another flex group ({} block groups each: ext4 keeps their inodes in the first and files' data from the next on)",
+                    g.groups_per_flex
+                )?;
+            }
+        }
+        _ => writeln!(
+            out,
+            "  split files -: {}",
+            r.geometry_note.as_deref().unwrap_or("no geometry")
+        )?,
+    }
+    writeln!(
+        out,
+        "  locality {}  ({} of {} block pairs of a whole-tree read in directory order follow on disk)",
+        fmt_score(r.locality),
+        r.locality_contiguous,
+        r.locality_pairs
+    )
 }
 
 /// The report's tables: by file size, fragments per file, the most fragmented files.

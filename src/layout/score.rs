@@ -43,6 +43,10 @@ pub struct FileScore {
     pub encoded_extents: u64,
     /// Extents shared with other files (reflinks, snapshots).
     pub shared_extents: u64,
+    /// Physical block of the first scored block, and of the last (in logical order): where
+    /// a read of the file starts and ends on disk.
+    pub first_block: Option<u64>,
+    pub last_block: Option<u64>,
 }
 
 impl FileScore {
@@ -95,6 +99,8 @@ pub fn score_extents(extents: &[Extent], bs: u64) -> FileScore {
         }
         s.blocks += n;
         s.contiguous += n - 1;
+        s.first_block.get_or_insert(e.physical / bs);
+        s.last_block = Some(e.physical / bs + n - 1);
         match prev {
             // The first block continues the previous run.
             Some((l, p)) if l == e.logical && p == e.physical => s.contiguous += 1,
@@ -124,6 +130,7 @@ mod tests {
     #[test]
     fn single_extent_is_perfect() {
         let s = score_extents(&[ext(0, 1000, 256, FIEMAP_EXTENT_LAST)], BS);
+        assert_eq!((s.first_block, s.last_block), (Some(1000), Some(1255)));
         assert_eq!(s.blocks, 256);
         assert_eq!(s.contiguous, 255);
         assert_eq!(s.fragments, 1);
@@ -173,6 +180,7 @@ mod tests {
             BS,
         );
         assert_eq!((s.blocks, s.contiguous, s.fragments), (10, 7, 3));
+        assert_eq!((s.first_block, s.last_block), (Some(100), Some(52)));
         assert!((s.score().unwrap() - 7.0 / 9.0).abs() < 1e-12);
     }
 

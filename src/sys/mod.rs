@@ -3,6 +3,7 @@
 pub mod blockstat;
 pub mod cachedrops;
 pub mod cgroup;
+pub mod cpu;
 pub mod cpustat;
 pub mod device;
 pub mod fsmagic;

@@ -10,7 +10,7 @@ use std::any::TypeId;
 use std::sync::OnceLock;
 
 /// The plan type of a flag's value, from the type its parser yields.
-fn value_type(a: &clap::Arg) -> Ty {
+pub(super) fn value_type(a: &clap::Arg) -> Ty {
     let t = a.get_value_parser().type_id();
     let ints = [
         TypeId::of::<u8>(),
@@ -33,7 +33,7 @@ fn value_type(a: &clap::Arg) -> Ty {
 }
 
 /// A subcommand's command line as clap defines it.
-fn cmd<A: Args>() -> Command {
+pub(super) fn cmd<A: Args>() -> Command {
     A::augment_args(Command::new("plan"))
 }
 
@@ -74,6 +74,7 @@ pub enum Kind {
     Replay,
     Read,
     Prune,
+    Hot,
 }
 
 /// How a parameter becomes command-line arguments.
@@ -105,7 +106,7 @@ pub type Param = (&'static str, &'static str, Arg, Ty);
 pub const MEMORY: Param = ("memory", "", Arg::Runner, Ty::Str);
 
 impl Kind {
-    pub const ALL: [(&'static str, Kind); 10] = [
+    pub const ALL: [(&'static str, Kind); 11] = [
         ("workload", Kind::Workload),
         ("postmark", Kind::Postmark),
         ("andrew", Kind::Andrew),
@@ -116,6 +117,7 @@ impl Kind {
         ("replay", Kind::Replay),
         ("read", Kind::Read),
         ("prune", Kind::Prune),
+        ("hot", Kind::Hot),
     ];
 
     pub fn name(self) -> &'static str {
@@ -144,7 +146,7 @@ impl Kind {
     /// which the page cache serves on any machine, and `find`, `layout` and `scan` read
     /// metadata only.
     pub fn judges_device_reads(self) -> bool {
-        matches!(self, Kind::Workload | Kind::Read | Kind::Replay)
+        matches!(self, Kind::Workload | Kind::Read | Kind::Replay | Kind::Hot)
     }
 
     /// Whether a kind walks a tree the runner can make (`tree_files`).
@@ -176,6 +178,7 @@ impl Kind {
                     ("duration", "--duration", Value, Float),
                     ("warmup", "--warmup", Value, Float),
                     ("seed", "--seed", Value, Int),
+                    ("layout", "--layout", Switch, Bool),
                     MEMORY,
                 ]
             }
@@ -203,6 +206,8 @@ impl Kind {
             ),
             Kind::Build => (self.command(), &[], &[("src", Str)]),
             Kind::Layout => (self.command(), &[], &[("path", Str)]),
+            // The hot files of the target's own aging (its `[target.age]`).
+            Kind::Hot => (self.command(), &[], &[]),
             Kind::Replay => (self.command(), &["trace"], &[("over", Str)]),
             Kind::Scan => (self.command(), &[], &[("path", Str)]),
             // Only the self-contained form: a tree made in a run directory in the target.
@@ -260,6 +265,7 @@ impl Kind {
             Kind::Scan => cmd::<ScanArgs>(),
             Kind::Read => cmd::<ReadArgs>(),
             Kind::Prune => cmd::<crate::apps::prune::PruneArgs>(),
+            Kind::Hot => cmd::<crate::age::hot::HotArgs>(),
             Kind::Workload => return None,
         })
     }

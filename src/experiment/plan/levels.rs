@@ -13,6 +13,10 @@ pub(super) struct Levels<'a> {
     pub(super) settings: &'a [(String, Vec<String>)],
 }
 
+/// A plan's `compare` table: factor → { level = the level it is compared with }.
+pub(super) type CompareTable =
+    BTreeMap<Spanned<String>, BTreeMap<Spanned<String>, Spanned<toml::Value>>>;
+
 impl Levels<'_> {
     pub(super) fn of(&self, k: &str) -> Option<Vec<String>> {
         match k {
@@ -72,10 +76,29 @@ impl Levels<'_> {
 
     /// The `compare` table: per factor, `{ level = the level it is compared with }`, each
     /// level checked and none paired with itself.
+    /// The compare table with only the pairs whose two levels this scale has (at `--quick`,
+    /// a pair may name targets only the full scale runs).
+    pub(super) fn present_only(&self, table: &CompareTable) -> CompareTable {
+        table
+            .iter()
+            .map(|(factor, pairs)| {
+                let levels = self.of(factor.get_ref()).unwrap_or_default();
+                let has = |v: &str| levels.iter().any(|l| l == v);
+                let kept = pairs
+                    .iter()
+                    .filter(|(l, w)| has(l.get_ref()) && w.get_ref().as_str().is_some_and(has))
+                    .map(|(l, w)| (l.clone(), w.clone()))
+                    .collect();
+                (factor.clone(), kept)
+            })
+            .filter(|(_, p): &(_, BTreeMap<_, _>)| !p.is_empty())
+            .collect()
+    }
+
     pub(super) fn pairs(
         &self,
         ctx: &Ctx,
-        table: &BTreeMap<Spanned<String>, BTreeMap<Spanned<String>, Spanned<toml::Value>>>,
+        table: &CompareTable,
     ) -> Result<super::ComparePairs, PlanError> {
         let mut out = Vec::new();
         for (factor, pairs) in table {

@@ -22,6 +22,7 @@ pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
     (line, col)
 }
 
+pub mod age;
 mod background;
 mod check;
 mod factors;
@@ -86,13 +87,15 @@ pub enum AgePer {
     Repetition,
 }
 
+/// A target's aging step (see [`age`]).
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Age {
-    pub profile: String,
-    pub fill: f64,
-    pub ops: u64,
-    pub seed: u64,
+    /// `fsbench age`'s options by plan key, as the command line takes them (quick scale
+    /// applied).
+    pub args: Vec<(String, String)>,
     pub per: AgePer,
+    /// A real tree the runner scans (read only) to age towards its population.
+    pub from_scan: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Clone, Default, serde::Serialize)]
@@ -408,12 +411,18 @@ pub fn parse(file: &Path, text: &str, quick: bool) -> Result<Plan, PlanError> {
         settings: &setting_levels,
     };
     let baseline = levels.cell(&ctx, &raw.experiment.baseline, "baseline")?;
-    let compare = levels.pairs(&ctx, &raw.experiment.compare)?;
-    // Under --quick an exclusion may name a level only the full scale has: it excludes
-    // nothing there (a list keeps its other levels), and is checked against the full-scale
-    // plan instead (a typo still fails).
+    // Under --quick an exclusion or a compared pair may name a level only the full scale
+    // has: it excludes or compares nothing there (a list keeps its other levels), and is
+    // checked against the full-scale plan instead (a typo still fails).
     let mut full_scale_ok: Option<bool> = None;
     let mut full_ok = || *full_scale_ok.get_or_insert_with(|| parse(file, text, false).is_ok());
+    let compare = match levels.pairs(&ctx, &raw.experiment.compare) {
+        Ok(c) => c,
+        Err(_) if quick && full_ok() => {
+            levels.pairs(&ctx, &levels.present_only(&raw.experiment.compare))?
+        }
+        Err(e) => return Err(e),
+    };
     let mut excludes = Vec::new();
     for e in &raw.excludes {
         match levels.exclusions(&ctx, e, false) {

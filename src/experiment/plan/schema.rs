@@ -172,7 +172,7 @@ pub(super) struct RawTarget {
     pub(super) model: Option<Spanned<String>>,
     pub(super) disk: Option<Spanned<BTreeMap<String, Spanned<toml::Value>>>>,
     pub(super) device: Option<Spanned<RawDevice>>,
-    pub(super) age: Option<Spanned<RawAge>>,
+    pub(super) age: Option<Spanned<BTreeMap<String, Spanned<toml::Value>>>>,
     // Remote targets.
     pub(super) server: Option<Spanned<String>>,
     pub(super) source: Option<Spanned<BTreeMap<String, Spanned<toml::Value>>>>,
@@ -195,19 +195,6 @@ pub(super) struct RawDevice {
     pub(super) read_ahead_kb: Option<Spanned<u64>>,
     pub(super) nr_requests: Option<Spanned<u64>>,
     pub(super) rotational: Option<Spanned<bool>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawAge {
-    #[serde(default)]
-    pub(super) profile: Option<String>,
-    pub(super) fill: Option<Spanned<f64>>,
-    pub(super) ops: Option<Spanned<u64>>,
-    pub(super) quick_ops: Option<Spanned<u64>>,
-    #[serde(default = "one")]
-    pub(super) seed: u64,
-    pub(super) per: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]

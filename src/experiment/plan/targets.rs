@@ -1,11 +1,8 @@
 //! The `[[target]]` tables: each kind's own keys, checked, and the overlays' chains.
 
 use super::check::{check_network, device_of, lookaside_of, typed, Ctx};
-use super::schema::{RawAge, RawTarget};
-use super::{
-    Age, AgePer, Device, PlanError, RemoteServer, Target, TargetKind, Ty, DISK_PARAMS,
-    SOURCE_PARAMS,
-};
+use super::schema::RawTarget;
+use super::{Device, PlanError, RemoteServer, Target, TargetKind, Ty, DISK_PARAMS, SOURCE_PARAMS};
 use std::ops::Range;
 use std::path::Path;
 use toml::Spanned;
@@ -169,7 +166,7 @@ fn target(
     };
     let age = match &t.age {
         None => None,
-        Some(a) => Some(age_of(ctx, a, quick)?),
+        Some(a) => Some(super::age::age_of(ctx, a, base_dir, quick)?),
     };
     if let (TargetKind::Overlay { merged: true, .. }, Some(a)) = (&kind, &t.age) {
         return Err(ctx.err(
@@ -446,49 +443,6 @@ impl TargetCx<'_> {
         }
         Ok(RemoteServer::Source(params))
     }
-}
-
-/// A target's `age` table.
-fn age_of(ctx: &Ctx, a: &Spanned<RawAge>, quick: bool) -> Result<Age, PlanError> {
-    let a_span = a.span();
-    let a = a.get_ref();
-    let fill = a.fill.as_ref().map_or(0.8, |f| *f.get_ref());
-    if let Some(f) = &a.fill {
-        if !(f.get_ref().is_finite() && *f.get_ref() > 0.0 && *f.get_ref() < 1.0) {
-            return Err(ctx.err(f.span(), "fill: expected a fraction between 0 and 1"));
-        }
-    }
-    let ops = match (quick, &a.quick_ops, &a.ops) {
-        (true, Some(q), _) => *q.get_ref(),
-        (_, _, Some(o)) => *o.get_ref(),
-        _ => {
-            return Err(ctx.err(
-                a_span,
-                "age needs `ops` (operations after the target fullness)",
-            ))
-        }
-    };
-    let per = match a.per.as_ref().map(|p| (p.get_ref().as_str(), p.span())) {
-        None | Some(("target", _)) => AgePer::Target,
-        Some(("repetition", _)) => AgePer::Repetition,
-        Some((p, s)) => {
-            return Err(ctx.err(
-                s,
-                format!("per {p:?}: expected \"target\" or \"repetition\""),
-            ))
-        }
-    };
-    let profile = a.profile.clone().unwrap_or_else(|| "agrawal".into());
-    if crate::age::profile::Profile::builtin(&profile).is_err() {
-        return Err(ctx.err(a_span, format!("age profile {profile:?} is not built in")));
-    }
-    Ok(Age {
-        profile,
-        fill,
-        ops,
-        seed: a.seed,
-        per,
-    })
 }
 
 /// Overlays name an existing target, without cycles.

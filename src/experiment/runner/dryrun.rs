@@ -282,7 +282,7 @@ fn from_parameters(plan: &Plan, c: &Cell) -> Option<f64> {
         Kind::Prune => get("files").unwrap_or(2000.0) / 1000.0,
         // A scan of a tree the plan makes: at find's rate.
         Kind::Scan => made_tree_files(plan, m)? / 20_000.0,
-        Kind::Layout | Kind::Replay => return None,
+        Kind::Layout | Kind::Replay | Kind::Hot => return None,
     };
     Some(s * warm + 0.5)
 }

@@ -35,7 +35,7 @@ impl Env {
             let mut r = target::set_up(t, &ctx, &mut self.journal)
                 .with_context(|| format!("setting up target {}", t.name))?;
             if let Some(a) = &t.age {
-                crate::errln!("fsbench: aging target {} ({} operations)", t.name, a.ops);
+                crate::errln!("fsbench: aging target {}: {}", t.name, a.describe());
                 target::age::run(
                     a,
                     &mut r,

@@ -256,6 +256,7 @@ pub fn kind_args(
                 None => args.extend(["--dir".into(), dir.display().to_string()]),
             }
         }
+        Kind::Hot => args.push(dir.display().to_string()),
         Kind::Find | Kind::Read | Kind::Layout | Kind::Scan => {
             let d = match walk_path(m) {
                 Some(p) => dir.join(p),

@@ -1,12 +1,40 @@
 //! The aging step: `fsbench age` on a target before measuring, once per set-up or once per
-//! repetition. Its report (layout score before and after, fullness, distances) is recorded
-//! with every result measured on the aged target.
+//! repetition, with every option the plan's `[target.age]` gives. Its report (writeback
+//! policy, days, layout before and after with split files and locality, fullness,
+//! distances) is recorded with every result measured on the aged target, and its numbers
+//! are stored as figures `age.NAME` of those results, so `fsbench results` lists them
+//! beside the measurement's own. With `from_scan`, the real tree is first scanned (read
+//! only) into a snapshot the aging steers by, and its own layout is measured (FIEMAP, not
+//! synced: nothing is written there) and recorded as `age.source_*`.
 
 use super::{Journal, Ready, Undo};
 use crate::experiment::plan::Age;
 use anyhow::{bail, Context, Result};
+use serde_json::{json, Map, Value};
 use std::path::Path;
 use std::process::Command;
+
+/// Run fsbench with `args`; its standard error is the error when it fails.
+fn fsbench(what: &str, args: &[String]) -> Result<()> {
+    let exe = crate::experiment::self_exe()?;
+    let out = Command::new(exe)
+        .args(args)
+        .output()
+        .with_context(|| format!("running fsbench {what}"))?;
+    if !out.status.success() {
+        bail!(
+            "fsbench {what} failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(())
+}
+
+fn read_json<T: serde::de::DeserializeOwned>(p: &Path, what: &str) -> Result<T> {
+    let text = crate::input::read_text(p, crate::input::RESULTS)
+        .with_context(|| format!("reading {}", p.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("{} is not {what}", p.display()))
+}
 
 pub fn run(a: &Age, ready: &mut Ready, outdir: &Path, tag: &str, j: &mut Journal) -> Result<()> {
     let aged = ready.dir.join(crate::age::cli::AGED_DIR);
@@ -20,58 +48,192 @@ pub fn run(a: &Age, ready: &mut Ready, outdir: &Path, tag: &str, j: &mut Journal
     }
     let logs = outdir.join("age");
     std::fs::create_dir_all(&logs)?;
-    let json = logs.join(format!("{}-{tag}.json", ready.name));
-    let exe = crate::experiment::self_exe()?;
-    let out = Command::new(exe)
-        .arg("age")
-        .arg(&ready.dir)
-        .args(["--profile", &a.profile])
-        .args(["--fill", &a.fill.to_string()])
-        .args(["--ops", &a.ops.to_string()])
-        .args(["--seed", &a.seed.to_string()])
-        .arg("--json")
-        .arg(&json)
-        .arg("-q")
-        .output()
-        .context("running fsbench age")?;
-    if !out.status.success() {
-        bail!(
-            "target {}: fsbench age failed: {}",
-            ready.name,
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
+    let mut args: Vec<String> = vec!["age".into(), ready.dir.display().to_string()];
+    args.extend(a.flags());
+    let mut facts = Map::new();
+    if let Some(src) = &a.from_scan {
+        let snap = scan_source(src, &logs, &ready.name, &mut facts)
+            .with_context(|| format!("target {}: the tree to age towards", ready.name))?;
+        args.extend(["--from-snapshot".into(), snap]);
     }
-    let report: crate::age::cli::AgeReport = serde_json::from_str(
-        &crate::input::read_text(&json, crate::input::RESULTS)
-            .with_context(|| format!("reading {}", json.display()))?,
-    )
-    .with_context(|| format!("{} is not an aging report", json.display()))?;
-    let mut facts = age_facts(&report);
-    facts.insert("report".into(), json.display().to_string().into());
-    ready
-        .applied
-        .insert("age".into(), serde_json::Value::Object(facts));
+    let json_out = logs.join(format!("{}-{tag}.json", ready.name));
+    args.extend(["--json".into(), json_out.display().to_string(), "-q".into()]);
+    fsbench("age", &args).with_context(|| format!("target {}", ready.name))?;
+    let report: crate::age::cli::AgeReport = read_json(&json_out, "an aging report")?;
+    facts.extend(age_facts(&report));
+    facts.insert("report".into(), json_out.display().to_string().into());
+    ready.applied.insert("age".into(), Value::Object(facts));
     Ok(())
 }
 
+/// Scan the real tree `src` into a snapshot (once per target and experiment) and measure
+/// its layout, read only; the snapshot's path.
+fn scan_source(
+    src: &Path,
+    logs: &Path,
+    target: &str,
+    facts: &mut Map<String, Value>,
+) -> Result<String> {
+    let snap = logs.join(format!("{target}-source.snap"));
+    let layout = logs.join(format!("{target}-source-layout.json"));
+    if !snap.exists() {
+        let s = src.display().to_string();
+        let json = logs.join(format!("{target}-source-scan.json"));
+        fsbench(
+            "scan",
+            &[
+                "scan".into(),
+                s.clone(),
+                "-o".into(),
+                snap.display().to_string(),
+                "--json".into(),
+                json.display().to_string(),
+            ],
+        )?;
+        fsbench(
+            "layout",
+            &[
+                "layout".into(),
+                s,
+                "--top".into(),
+                "0".into(),
+                "--json".into(),
+                layout.display().to_string(),
+            ],
+        )?;
+    }
+    let l: crate::layout::LayoutReport = read_json(&layout, "a layout report")?;
+    facts.insert("source".into(), json!(src.display().to_string()));
+    facts.insert("source_snapshot".into(), json!(snap.display().to_string()));
+    for (k, v) in layout_facts(&(&l).into()) {
+        facts.insert(format!("source_{k}"), v);
+    }
+    Ok(snap.display().to_string())
+}
+
+/// A layout's numbers as facts (`score`, `files`, `fragments`, `split_files`, ...).
+fn layout_facts(l: &crate::age::cli::LayoutFacts) -> Vec<(String, Value)> {
+    let mut out = vec![
+        ("score".to_string(), json!(l.score)),
+        ("files".to_string(), json!(l.files)),
+        ("blocks".to_string(), json!(l.blocks)),
+        ("fragments".to_string(), json!(l.fragments)),
+        ("locality".to_string(), json!(l.locality)),
+    ];
+    if let Some(n) = l.split_files {
+        out.push(("split_files".into(), json!(n)));
+        out.push(("split_checked_files".into(), json!(l.split_checked_files)));
+    }
+    if let Some(n) = l.split_flex_files {
+        out.push(("split_flex_files".into(), json!(n)));
+    }
+    out
+}
+
 /// What the target records of its aging step, from the report `fsbench age` wrote.
-fn age_facts(r: &crate::age::cli::AgeReport) -> serde_json::Map<String, serde_json::Value> {
-    use serde_json::json;
-    let mut facts = serde_json::Map::new();
-    facts.insert("profile".into(), json!(r.profile));
-    facts.insert("seed".into(), json!(r.seed));
-    facts.insert("ops".into(), json!(r.ops));
-    facts.insert("churn_ops".into(), json!(r.churn_ops));
-    facts.insert("fullness_end".into(), json!(r.fullness_end));
-    facts.insert("live_files".into(), json!(r.live_files));
-    facts.insert("converged".into(), json!(r.converged));
-    for (k, l) in [
-        ("layout_before_score", &r.layout_before),
-        ("layout_after_score", &r.layout_after),
+fn age_facts(r: &crate::age::cli::AgeReport) -> Map<String, Value> {
+    let mut facts = Map::new();
+    let w = r.writeback;
+    for (k, v) in [
+        ("profile", json!(r.profile)),
+        ("seed", json!(r.seed)),
+        ("writeback", json!(w.policy.name())),
+        ("commit_every", json!(w.commit_every)),
+        ("day_ops", json!(r.day_ops)),
+        ("days", json!(r.days)),
+        ("ops", json!(r.ops)),
+        ("churn_ops", json!(r.churn_ops)),
+        ("elapsed_s", json!(r.elapsed_s)),
+        ("bytes_written", json!(r.bytes_written)),
+        ("fullness_end", json!(r.fullness_end)),
+        ("live_files", json!(r.live_files)),
+        ("live_bytes", json!(r.live_bytes)),
+        ("converged", json!(r.converged)),
     ] {
-        if let Some(l) = l {
-            facts.insert(k.into(), json!(l.score));
+        facts.insert(k.into(), v);
+    }
+    if let Some(x) = &r.recent {
+        facts.insert("recent_files".into(), json!(x.files));
+        facts.insert("recent_bytes".into(), json!(x.bytes));
+    }
+    for (when, l) in [("before", &r.layout_before), ("after", &r.layout_after)] {
+        for (k, v) in l.iter().flat_map(layout_facts) {
+            facts.insert(format!("layout_{when}_{k}"), v);
         }
     }
     facts
+}
+
+/// The aging facts that are figures: what aging did and the layout it left (the settings,
+/// seed, policy and the like stay facts of the run's `applied` record).
+fn is_figure(k: &str) -> bool {
+    const RUN: &[&str] = &[
+        "ops",
+        "churn_ops",
+        "days",
+        "bytes_written",
+        "elapsed_s",
+        "fullness_end",
+        "live_files",
+        "recent_files",
+        "recent_bytes",
+    ];
+    const LAYOUT: &[&str] = &[
+        "score",
+        "fragments",
+        "files",
+        "split_files",
+        "split_flex_files",
+        "locality",
+    ];
+    RUN.contains(&k)
+        || ["layout_before_", "layout_after_", "source_"]
+            .iter()
+            .any(|p| k.strip_prefix(p).is_some_and(|r| LAYOUT.contains(&r)))
+}
+
+/// The aging step's numbers as figures `age.NAME` of a run on the aged target (its
+/// `applied.settings.age`): nothing for a target without aging.
+pub fn figures(applied: &Value) -> Vec<(String, f64)> {
+    let Some(age) = applied.pointer("/settings/age").and_then(Value::as_object) else {
+        return Vec::new();
+    };
+    let mut out: Vec<(String, f64)> = age
+        .iter()
+        .filter(|(k, _)| is_figure(k))
+        .filter_map(|(k, v)| {
+            let x = match v {
+                Value::Number(n) => n.as_f64()?,
+                Value::Bool(b) => *b as u8 as f64,
+                _ => return None,
+            };
+            Some((format!("age.{k}"), x))
+        })
+        .filter(|(_, x)| x.is_finite())
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aging_facts_become_figures() {
+        let applied = json!({"settings": {"age": {
+            "ops": 20, "layout_after_score": 0.93, "converged": true, "seed": 3,
+            "profile": "agrawal", "layout_after_locality": null, "source_split_files": 4
+        }}});
+        let f = figures(&applied);
+        assert_eq!(
+            f,
+            vec![
+                ("age.layout_after_score".to_string(), 0.93),
+                ("age.ops".to_string(), 20.0),
+                ("age.source_split_files".to_string(), 4.0),
+            ]
+        );
+        assert!(figures(&json!({"settings": {}})).is_empty());
+    }
 }

@@ -255,11 +255,8 @@ pub fn steps(t: &Target) -> Vec<(String, bool)> {
     if let Some(a) = &t.age {
         s.push((
             format!(
-                "age: profile {} to {:.0}% then {} operations, seed {} (once per {})",
-                a.profile,
-                a.fill * 100.0,
-                a.ops,
-                a.seed,
+                "age: {} (once per {})",
+                a.describe(),
                 match a.per {
                     super::plan::AgePer::Target => "set-up",
                     super::plan::AgePer::Repetition => "repetition",
