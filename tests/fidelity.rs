@@ -730,7 +730,10 @@ fn fileserver_at_2000_files_and_16_threads_runs_its_time() {
     // loops here, more than 20 s makes unless the machine is busy and threads hold files
     // open longer.
     if notes.contains("exhausted") {
-        assert!(skipped >= 400 - 2 * 16, "exhausted with only {skipped} skipped: {notes}");
+        assert!(
+            skipped >= 400 - 2 * 16,
+            "exhausted with only {skipped} skipped: {notes}"
+        );
     } else {
         assert!(v["duration_s"].as_f64().unwrap() > 19.0, "{notes}");
     }
