@@ -28,11 +28,10 @@ const PER_STAT: u64 = 4 << 10;
 /// Per flowop name, per thread: counters, the interval histograms (grown to the largest
 /// latency met) and the batch of latencies not yet counted.
 const PER_STAT_THREAD: u64 = 3 << 9;
-// Measured with `run --duration 1` of 1,000 to 80,000 `statfile` flowops in one thread, the
-// resident size was within 30% of the estimate (README, "Memory"). Histograms grow with the
-// spread of latencies a flowop meets, so a long run of few flowops holds more per flowop
-// (at most about 100 KiB, for latencies from a microsecond to seconds); with many flowops
-// each meets few.
+// Measured with `run` of 1,000 to 20,000 `statfile` flowops in one thread for 4 and 30
+// seconds, the resident size was within 35% of the estimate (README, "Memory"). Histograms
+// grow with the spread of latencies a flowop meets; its tail's rare latencies cost 16 bytes
+// each (see `stats::HdrCounts`).
 /// Floor of a thread's I/O buffer.
 const MIN_BUFFER: u64 = 4096;
 /// A thread's buffer holds at most this much of `memsize` up front; it grows on demand to

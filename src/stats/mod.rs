@@ -212,19 +212,27 @@ pub struct SharedHists {
 /// beyond the first), so that [`HdrCounts::to_hist`] gives the histogram that recording
 /// the same values one by one gives.
 ///
-/// Stored sparsely: the counts come in chunks of [`CHUNK`] buckets, allocated when a
-/// latency first falls in one. A dense HDR histogram of latencies up to a millisecond holds
-/// 11,000 counters (88 KiB); a flowop's latencies fill a few chunks. A workload of 80,000
-/// flowops needed gigabytes for histograms that were mostly zeros.
+/// Stored sparsely: a bucket counts alone (an index and a count) until [`PROMOTE`] buckets
+/// of its chunk of [`CHUNK`] buckets have counted, then the chunk is allocated whole. A
+/// dense HDR histogram of latencies up to a millisecond holds 11,000 counters (88 KiB); a
+/// flowop's latencies fill a few chunks where they gather and leave single buckets in the
+/// tail. With a chunk for every bucket met, a long run of 1,000 `statfile` flowops held
+/// 44 KiB per flowop, most of it chunks holding one rare latency each.
 #[derive(Debug, Default, Clone)]
 pub struct HdrCounts {
-    /// Per chunk of buckets: 0 when none was counted in it, else its place in `chunks` + 1.
+    /// Per chunk of buckets: 0 when it has no chunk, else its place in `chunks` + 1.
     table: Vec<u32>,
     chunks: Vec<[u64; CHUNK]>,
+    /// Buckets of chunks not allocated: (index, count), in order of index.
+    single: Vec<(u32, u64)>,
 }
 
 /// Buckets per allocated chunk of an [`HdrCounts`].
 const CHUNK: usize = 64;
+
+/// Buckets of one chunk counted singly before the chunk is allocated (16 bytes each against
+/// the chunk's 512).
+const PROMOTE: usize = 8;
 
 /// Sub-buckets per bucket of a 3-significant-digit HDR histogram, as a power of two halved.
 const HDR_HALF_MAGNITUDE: u32 = 10;
@@ -266,18 +274,44 @@ impl HdrCounts {
 
     #[inline]
     fn slot(&mut self, i: usize) -> &mut u64 {
+        if let Some(&t) = self.table.get(i / CHUNK) {
+            if t > 0 {
+                return &mut self.chunks[t as usize - 1][i % CHUNK];
+            }
+        }
+        self.single_slot(i)
+    }
+
+    /// The counter of bucket `i` whose chunk is not allocated: its single entry, or the
+    /// chunk made from its chunk's single entries once they would be [`PROMOTE`].
+    #[cold]
+    fn single_slot(&mut self, i: usize) -> &mut u64 {
         let c = i / CHUNK;
+        let at = self.single.partition_point(|e| (e.0 as usize) < i);
+        if self.single.get(at).is_some_and(|e| e.0 as usize == i) {
+            return &mut self.single[at].1;
+        }
+        let lo = self.single.partition_point(|e| (e.0 as usize) < c * CHUNK);
+        let hi = self
+            .single
+            .partition_point(|e| (e.0 as usize) < (c + 1) * CHUNK);
+        if hi - lo + 1 < PROMOTE {
+            self.single.insert(at, (i as u32, 0));
+            return &mut self.single[at].1;
+        }
+        let mut chunk = [0u64; CHUNK];
+        for (j, n) in self.single.drain(lo..hi) {
+            chunk[j as usize % CHUNK] = n;
+        }
         if c >= self.table.len() {
             self.table.resize(c + 1, 0);
         }
-        if self.table[c] == 0 {
-            self.chunks.push([0; CHUNK]);
-            self.table[c] = self.chunks.len() as u32;
-        }
+        self.chunks.push(chunk);
+        self.table[c] = self.chunks.len() as u32;
         &mut self.chunks[self.table[c] as usize - 1][i % CHUNK]
     }
 
-    /// Every counted bucket: (index, count), in order of value.
+    /// Every counted bucket: (index, count), chunks first, then single buckets.
     fn iter(&self) -> impl Iterator<Item = (usize, u64)> + '_ {
         self.table
             .iter()
@@ -290,11 +324,24 @@ impl HdrCounts {
                     .filter(|(_, &n)| n > 0)
                     .map(move |(j, &n)| (c * CHUNK + j, n))
             })
+            .chain(
+                self.single
+                    .iter()
+                    .filter(|e| e.1 > 0)
+                    .map(|&(i, n)| (i as usize, n)),
+            )
+    }
+
+    /// Bytes held on the heap (what the memory estimate budgets per flowop).
+    pub fn heap_bytes(&self) -> usize {
+        self.table.capacity() * 4
+            + self.chunks.capacity() * CHUNK * 8
+            + self.single.capacity() * std::mem::size_of::<(u32, u64)>()
     }
 
     /// Latencies counted.
     pub fn len(&self) -> u64 {
-        self.chunks.iter().flatten().sum()
+        self.chunks.iter().flatten().sum::<u64>() + self.single.iter().map(|e| e.1).sum::<u64>()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -305,6 +352,7 @@ impl HdrCounts {
         for c in &mut self.chunks {
             c.fill(0);
         }
+        self.single.clear();
     }
 
     /// Add the counts of `o`.
@@ -457,9 +505,40 @@ mod tests {
         // Nothing is allocated before a latency is counted, and a few latencies take a few
         // chunks.
         assert_eq!(HdrCounts::default().chunks.capacity(), 0);
-        assert!(a.chunks.len() <= 6, "{}", a.chunks.len());
+        assert!(a.chunks.is_empty() && a.single.len() == 5, "{:?}", a.single);
         a.reset();
         assert!(a.is_empty() && a.to_hist().is_empty());
+    }
+
+    #[test]
+    fn a_tail_of_rare_latencies_takes_single_buckets_and_a_body_takes_chunks() {
+        let mut h = HdrCounts::default();
+        let mut direct = Histogram::<u64>::new(3).unwrap();
+        // A body around 1-3 us, every nanosecond met many times ...
+        for r in 0..20 {
+            for v in 1000..3000u64 {
+                h.record(v + r);
+                direct.record(v + r).unwrap();
+            }
+        }
+        let body = h.heap_bytes();
+        // ... and 2,000 rare latencies from 10 us to 10 ms, each in a bucket of its own.
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        for _ in 0..2000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let v = 10_000 + x % 9_990_000;
+            h.record(v);
+            direct.record(v).unwrap();
+        }
+        assert!(h.to_hist() == direct);
+        assert_eq!(h.len(), direct.len());
+        let tail = h.heap_bytes() - body;
+        // A chunk per bucket met would be up to 2,000 x 512 bytes; single buckets cost 16
+        // (a region promoted when it gathers PROMOTE of them).
+        assert!(tail < 64 << 10, "the tail holds {tail} bytes");
+        assert!(body < 40 << 10, "the body holds {body} bytes");
     }
 
     #[test]
