@@ -746,6 +746,11 @@ fn shipped_plan_aging_at_quick_scale() {
             assert_eq!(a["writeback"], "range", "{a}");
             assert_eq!(a["day_ops"], 50, "{a}");
             assert!(a["days"].as_f64().unwrap() > 1.0, "{a}");
+            // Aged on the plain image, then served by the disk model.
+            assert!(
+                a["aged_on"].as_str().unwrap().contains("plain image"),
+                "{a}"
+            );
         }
         // Every file size wrote and read its set on both targets (throughput is the study's
         // figure, not a check), and the read sets' own layout was scored.

@@ -34,7 +34,8 @@ impl Env {
             };
             let mut r = target::set_up(t, &ctx, &mut self.journal)
                 .with_context(|| format!("setting up target {}", t.name))?;
-            if let Some(a) = &t.age {
+            // A simulated disk's aging ran on its image before the model served it.
+            if let Some(a) = t.age.as_ref().filter(|_| !r.applied.contains_key("age")) {
                 crate::errln!("fsbench: aging target {}: {}", t.name, a.describe());
                 target::age::run(
                     a,

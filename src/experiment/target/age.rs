@@ -46,24 +46,39 @@ pub fn run(a: &Age, ready: &mut Ready, outdir: &Path, tag: &str, j: &mut Journal
             marker: crate::engine::rundir::MARKER.into(),
         })?;
     }
+    let facts = age_dir(a, &ready.dir, &ready.name, outdir, tag)
+        .with_context(|| format!("target {}", ready.name))?;
+    ready.applied.insert("age".into(), Value::Object(facts));
+    Ok(())
+}
+
+/// Age `dir` (target `target`'s file system) with `a`, the report kept under OUTDIR/age with
+/// `tag` in its name; the facts the target records of it. The caller owns the removal of
+/// the aged tree (with the target's teardown, or with the image it is on).
+pub fn age_dir(
+    a: &Age,
+    dir: &Path,
+    target: &str,
+    outdir: &Path,
+    tag: &str,
+) -> Result<Map<String, Value>> {
     let logs = outdir.join("age");
     std::fs::create_dir_all(&logs)?;
-    let mut args: Vec<String> = vec!["age".into(), ready.dir.display().to_string()];
+    let mut args: Vec<String> = vec!["age".into(), dir.display().to_string()];
     args.extend(a.flags());
     let mut facts = Map::new();
     if let Some(src) = &a.from_scan {
-        let snap = scan_source(src, &logs, &ready.name, &mut facts)
-            .with_context(|| format!("target {}: the tree to age towards", ready.name))?;
+        let snap =
+            scan_source(src, &logs, target, &mut facts).context("the tree to age towards")?;
         args.extend(["--from-snapshot".into(), snap]);
     }
-    let json_out = logs.join(format!("{}-{tag}.json", ready.name));
+    let json_out = logs.join(format!("{target}-{tag}.json"));
     args.extend(["--json".into(), json_out.display().to_string(), "-q".into()]);
-    fsbench("age", &args).with_context(|| format!("target {}", ready.name))?;
+    fsbench("age", &args)?;
     let report: crate::age::cli::AgeReport = read_json(&json_out, "an aging report")?;
     facts.extend(age_facts(&report));
     facts.insert("report".into(), json_out.display().to_string().into());
-    ready.applied.insert("age".into(), Value::Object(facts));
-    Ok(())
+    Ok(facts)
 }
 
 /// Scan the real tree `src` into a snapshot (once per target and experiment) and measure

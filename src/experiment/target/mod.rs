@@ -205,6 +205,19 @@ pub fn steps(t: &Target) -> Vec<(String, bool)> {
         ],
         TargetKind::Overlay { over, merged: false } => vec![(format!("mount overlayfs with lower, upper and work directories on target {over} (the lower layer empty)"), true)],
         TargetKind::Overlay { over, merged: true } => vec![(format!("make lower, upper and work directories on target {over}; the plan's trees in the lower layer, their directories in the upper layer; then mount overlayfs (every tree directory merged)"), true)],
+        TargetKind::Disk { size, fs, model, params, mkfs_options, mount_options } if t.age.is_some() => vec![
+            (format!("create a {} MiB image under OUTDIR/images, attach it to a free loop device, mkfs.{fs} {} LOOPDEV, mount it on OUTDIR/mnt/{}", size >> 20, disk::mkfs_argv(fs, mkfs_options).join(" "), t.name), true),
+            ("age it there (below), then unmount it and detach the loop device".into(), true),
+            (
+                format!(
+                    "fsbench disk create fsbx-{name}-PID --model {model} --size {size} --image OUTDIR/images/{name}.img{} (the aged image served by the disk model under a loop device with direct I/O)",
+                    params.iter().map(|(k, v)| format!(" --{} {v}", k.replace('_', "-"))).collect::<String>(),
+                    name = t.name
+                ),
+                true,
+            ),
+            (format!("mount it on OUTDIR/mnt/{} (options: {})", t.name, if mount_options.is_empty() { "defaults" } else { mount_options }), true),
+        ],
         TargetKind::Disk { size, fs, model, params, mkfs_options, mount_options } => vec![
             (
                 format!(
