@@ -199,10 +199,7 @@ fn main() -> ExitCode {
     fsbench::disk::register_hooks();
     fsbench::remote::register_hooks();
     let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    // Filebench's command line, `filebench -f WORKLOAD.f`, as an alias of `fsbench run`.
-    if args.len() > 2 && args[1] == "-f" {
-        args[1] = "run".into();
-    }
+    filebench_alias(&mut args);
     // An export on standard output owns it: the text report moves to standard error.
     fsbench::report::out::reserve_stdout_for_args(&args);
     let cli = match Cli::try_parse_from(&args) {
@@ -214,6 +211,14 @@ fn main() -> ExitCode {
         // Lost output the standard library panicked on (recorded by the panic hook).
         Err(p) if fsbench::exit::is_output_panic(p.as_ref()) => fsbench::exit::status(&Ok(())),
         Err(p) => std::panic::resume_unwind(p),
+    }
+}
+
+/// Filebench's command line, `filebench -f WORKLOAD.f`, as an alias of `fsbench run`: one
+/// function, so the test of the documented commands reads them as `main` does.
+fn filebench_alias<T: PartialEq<str> + From<&'static str>>(args: &mut [T]) {
+    if args.len() > 2 && args[1].eq("-f") {
+        args[1] = "run".into();
     }
 }
 
@@ -322,7 +327,6 @@ fn dispatch(cli: Cli) -> Result<()> {
     }
 }
 
-/// A size with an optional K, M, G or T suffix (powers of 1024), for clap.
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -378,5 +382,341 @@ mod tests {
         for s in cmd.get_subcommands() {
             undescribed(s, &format!("{path} {}", s.get_name()), missing);
         }
+    }
+}
+
+/// The commands README.md and the user guide (docs/guide/) show, read with this parser.
+#[cfg(test)]
+mod documented {
+    use super::{filebench_alias, Cli};
+    use clap::Parser;
+    use std::path::{Path, PathBuf};
+
+    /// Every shell block of README.md and docs/guide/ is checked: each `fsbench` command of a
+    /// ```sh or ```console block parses with this parser, as `main` reads it, so the pages
+    /// cannot name a subcommand, option or value that does not exist. Output and listings
+    /// are fenced ```text; a block that cannot be checked follows an `<!-- illustrative -->`
+    /// line. A fence without a language, or with another one and no marker, is refused, so
+    /// no block goes unchecked by accident.
+    #[test]
+    fn documented_commands_parse() {
+        let (mut failures, mut checked) = (Vec::new(), 0);
+        for page in pages() {
+            let name = shown(&page);
+            for b in code_blocks(&read(&page)) {
+                let at = format!("{name}:{}", b.line);
+                match b.lang.as_str() {
+                    _ if b.illustrative => {}
+                    "text" => {}
+                    "sh" | "console" => {
+                        for (line, cmd) in commands(&b) {
+                            for mut args in simple_commands(&cmd).iter().filter_map(|w| fsbench_args(w)) {
+                                filebench_alias(&mut args);
+                                checked += 1;
+                                if let Err(e) = parse(&args) {
+                                    failures.push(format!("{name}:{line}: `{cmd}`: {e}"));
+                                }
+                            }
+                        }
+                    }
+                    "" => failures.push(format!(
+                        "{at}: a code block without a language: fence it ```sh or ```console (checked) or ```text"
+                    )),
+                    other => failures.push(format!(
+                        "{at}: a ```{other} block is not checked: fence it ```text or put an `<!-- illustrative -->` line before it"
+                    )),
+                }
+            }
+        }
+        assert!(
+            checked >= 40,
+            "only {checked} documented fsbench commands found: is the extraction broken?"
+        );
+        assert!(
+            failures.is_empty(),
+            "documented commands that do not parse:\n{}",
+            failures.join("\n")
+        );
+    }
+
+    /// `.ci/run` runs the test command README.md gives under "Set up and run", word for word.
+    #[test]
+    fn ci_runs_the_readme_test_command() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let readme = read(&root.join("README.md"));
+        let setup = readme
+            .split("\n## Set up and run\n")
+            .nth(1)
+            .expect("README.md has a \"Set up and run\" section");
+        let block = code_blocks(setup).into_iter().next();
+        let block = block.expect("a code block under \"Set up and run\"");
+        let tests: Vec<String> = commands(&block)
+            .iter()
+            .flat_map(|(_, c)| simple_commands(c))
+            .filter(|w| w.len() >= 2 && w[0] == "cargo" && w[1] == "test")
+            .map(|w| w.join(" "))
+            .collect();
+        assert_eq!(tests.len(), 1, "one test command in README.md: {tests:?}");
+        let ci = read(&root.join(".ci/run"));
+        assert!(
+            ci.lines().any(|l| l.trim() == tests[0]),
+            ".ci/run does not run `{}`, the test command of README.md",
+            tests[0]
+        );
+    }
+
+    /// Every relative link of README.md and docs/guide/ names a file that exists, and its
+    /// `#section`, if any, one of that page's headings.
+    #[test]
+    fn documented_links_resolve() {
+        let mut broken = Vec::new();
+        for page in pages() {
+            let text = read(&page);
+            for (line, target) in links(&text) {
+                if target.contains("://") || target.starts_with("mailto:") {
+                    continue;
+                }
+                let (path, anchor) = target.split_once('#').unwrap_or((&target, ""));
+                let file = match path {
+                    "" => page.clone(),
+                    p => page.parent().unwrap().join(p),
+                };
+                let missing = if !file.exists() {
+                    true
+                } else {
+                    let md = file.extension().is_some_and(|x| x == "md");
+                    md && !anchor.is_empty() && !anchors(&read(&file)).iter().any(|a| a == anchor)
+                };
+                if missing {
+                    broken.push(format!("{}:{line}: {target}", shown(&page)));
+                }
+            }
+        }
+        assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
+    }
+
+    /// A fenced code block: its language, the line of its opening fence, whether an
+    /// `<!-- illustrative -->` line stands just before it, and its lines.
+    struct Block {
+        lang: String,
+        line: usize,
+        illustrative: bool,
+        lines: Vec<String>,
+    }
+
+    /// README.md and every page of docs/guide/.
+    fn pages() -> Vec<PathBuf> {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut guide: Vec<PathBuf> = std::fs::read_dir(root.join("docs/guide"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "md"))
+            .collect();
+        guide.sort();
+        guide.insert(0, root.join("README.md"));
+        guide
+    }
+
+    fn read(p: &Path) -> String {
+        std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+    }
+
+    /// A page's path from the repository's root, for messages.
+    fn shown(p: &Path) -> String {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        p.strip_prefix(root).unwrap_or(p).display().to_string()
+    }
+
+    fn code_blocks(text: &str) -> Vec<Block> {
+        let mut blocks = Vec::new();
+        let mut open: Option<Block> = None;
+        let mut last = "";
+        for (i, l) in text.lines().enumerate() {
+            let fence = l.trim_start().starts_with("```");
+            match open.take() {
+                Some(b) if fence => {
+                    blocks.push(b);
+                    last = l;
+                }
+                Some(mut b) => {
+                    b.lines.push(l.to_string());
+                    open = Some(b);
+                }
+                None if fence => {
+                    open = Some(Block {
+                        lang: l.trim_start()[3..].trim().to_string(),
+                        line: i + 1,
+                        illustrative: last.trim() == "<!-- illustrative -->",
+                        lines: Vec::new(),
+                    })
+                }
+                None if !l.trim().is_empty() => last = l,
+                None => {}
+            }
+        }
+        assert!(open.is_none(), "a code block is not closed");
+        blocks
+    }
+
+    /// The commands of a block with the line each starts on: every line of a ```sh block,
+    /// the lines after a `$ ` prompt in a ```console block; a trailing `\` continues a
+    /// command on the next line.
+    fn commands(b: &Block) -> Vec<(usize, String)> {
+        let mut out = Vec::new();
+        let mut pending: Option<(usize, String)> = None;
+        for (i, l) in b.lines.iter().enumerate() {
+            let l = match (&pending, b.lang == "console") {
+                (None, true) => match l.strip_prefix("$ ") {
+                    Some(c) => c,
+                    None => continue,
+                },
+                _ => l.as_str(),
+            };
+            let (start, mut text) = pending.take().unwrap_or((b.line + 1 + i, String::new()));
+            match l.strip_suffix('\\') {
+                Some(head) => pending = Some((start, text + head + " ")),
+                None => {
+                    text.push_str(l);
+                    out.push((start, text));
+                }
+            }
+        }
+        out
+    }
+
+    /// A command line in shell words, split into simple commands at `|`, `&` and `;`, with
+    /// comments and redirections (`> FILE`, `2> FILE`, `< FILE`) left out. Quotes and
+    /// backslashes are read as the shell reads them; nothing is expanded (the parser takes
+    /// `$TMPDIR` or `~` as it takes any other path).
+    fn simple_commands(line: &str) -> Vec<Vec<String>> {
+        let mut cmds = vec![Vec::new()];
+        let (mut word, mut target) = (None::<String>, false);
+        let mut chars = line.chars();
+        while let Some(c) = chars.next() {
+            match c {
+                '\'' => {
+                    let w = word.get_or_insert_with(String::new);
+                    w.extend(chars.by_ref().take_while(|&q| q != '\''));
+                }
+                '"' => {
+                    let w = word.get_or_insert_with(String::new);
+                    while let Some(q) = chars.next() {
+                        match q {
+                            '"' => break,
+                            '\\' => w.extend(chars.next()),
+                            q => w.push(q),
+                        }
+                    }
+                }
+                '\\' => word.get_or_insert_with(String::new).extend(chars.next()),
+                '#' if word.is_none() => break,
+                c if c.is_whitespace() || "|&;<>".contains(c) => {
+                    let redirect = c == '<' || c == '>';
+                    if let Some(w) = word.take() {
+                        let fd = redirect && w.chars().all(|d| d.is_ascii_digit());
+                        if !std::mem::take(&mut target) && !fd {
+                            cmds.last_mut().unwrap().push(w);
+                        }
+                    }
+                    target |= redirect;
+                    if "|&;".contains(c) && !cmds.last().unwrap().is_empty() {
+                        cmds.push(Vec::new());
+                    }
+                }
+                c => word.get_or_insert_with(String::new).push(c),
+            }
+        }
+        if let Some(w) = word.filter(|_| !target) {
+            cmds.last_mut().unwrap().push(w);
+        }
+        cmds.retain(|c| !c.is_empty());
+        cmds
+    }
+
+    /// Programs that run the command after their own options.
+    const LAUNCHERS: [&str; 9] = [
+        "mpirun", "mpiexec", "srun", "sudo", "env", "time", "nice", "ionice", "timeout",
+    ];
+
+    /// The arguments fsbench gets from a simple command: `fsbench ...` itself, after
+    /// `VAR=value` settings or under a launcher (`mpirun -np 8 fsbench ...`), or
+    /// `cargo run [...] -- ...`; `None` for other programs.
+    fn fsbench_args(words: &[String]) -> Option<Vec<String>> {
+        let assignment = |w: &String| {
+            w.split_once('=').is_some_and(|(n, _)| {
+                !n.is_empty() && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            })
+        };
+        let words: Vec<&String> = words.iter().skip_while(|w| assignment(w)).collect();
+        let is_fsbench = |w: &&String| *w == "fsbench" || w.ends_with("/fsbench");
+        let first = words.first()?;
+        let from = if is_fsbench(first) {
+            0
+        } else if LAUNCHERS.contains(&first.as_str()) {
+            words.iter().position(is_fsbench)?
+        } else if *first == "cargo" && words.get(1).is_some_and(|w| *w == "run") {
+            let rest = words
+                .iter()
+                .position(|w| *w == "--")
+                .map_or(words.len(), |p| p + 1);
+            let args = words[rest..].iter().map(|w| w.to_string());
+            return Some(std::iter::once("fsbench".to_string()).chain(args).collect());
+        } else {
+            return None;
+        };
+        Some(words[from..].iter().map(|w| w.to_string()).collect())
+    }
+
+    /// `Ok` when the parser accepts the arguments (or shows the help they ask for); the
+    /// parser's message otherwise.
+    fn parse(args: &[String]) -> Result<(), String> {
+        use clap::error::ErrorKind;
+        match Cli::try_parse_from(args) {
+            Ok(_) => Ok(()),
+            Err(e) if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) => {
+                Ok(())
+            }
+            Err(e) => Err(e.to_string().lines().next().unwrap_or_default().to_string()),
+        }
+    }
+
+    /// The targets of the Markdown links outside code blocks, with their lines.
+    fn links(text: &str) -> Vec<(usize, String)> {
+        let mut out = Vec::new();
+        let mut fenced = false;
+        for (i, l) in text.lines().enumerate() {
+            if l.trim_start().starts_with("```") {
+                fenced = !fenced;
+                continue;
+            }
+            let mut rest = l;
+            while let (false, Some(p)) = (fenced, rest.find("](")) {
+                rest = &rest[p + 2..];
+                let end = rest.find(')').unwrap_or(rest.len());
+                out.push((i + 1, rest[..end].to_string()));
+            }
+        }
+        out
+    }
+
+    /// The anchors GitHub gives a page's headings: lower case, spaces as `-`, punctuation
+    /// other than `-` and `_` dropped.
+    fn anchors(text: &str) -> Vec<String> {
+        let mut fenced = false;
+        let mut out = Vec::new();
+        for l in text.lines() {
+            if l.trim_start().starts_with("```") {
+                fenced = !fenced;
+            } else if let (false, Some(h)) = (fenced, l.strip_prefix('#')) {
+                let h = h.trim_start_matches('#').trim().to_lowercase();
+                let slug = h.chars().filter_map(|c| match c {
+                    ' ' => Some('-'),
+                    c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+                    _ => None,
+                });
+                out.push(slug.collect());
+            }
+        }
+        out
     }
 }

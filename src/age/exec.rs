@@ -23,8 +23,8 @@ use crate::sys::io::{self as sys, AlignedBuf};
 /// Left to the kernel, writeback happens when dirty pages age (30 s), pass the dirty limits or
 /// meet memory pressure: a file created and deleted in between never reaches the allocator,
 /// and what survives is allocated late, in big batches, in an order the host's memory and
-/// speed decide. `range` decides it in aging's own time instead (README.md, "Age, then benchmark", has the
-/// measurements behind the choice).
+/// speed decide. `range` decides it in aging's own time instead (docs/guide/aging.md,
+/// "--writeback", has the measurements behind the choice).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Writeback {

@@ -283,7 +283,7 @@ pub struct Results {
     pub repetitions: Vec<Repetition>,
     /// Named figures beyond the per-flowop table, as the original tool of an application
     /// benchmark prints them (PostMark's transaction rate, Andrew's phase times, ...); with
-    /// repetitions, the mean over them. Keys are documented in the README.
+    /// repetitions, the mean over them. Keys are documented in docs/guide/apps.md.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub figures: BTreeMap<String, f64>,
     /// Version and git commit the binary was built from.
