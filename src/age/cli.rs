@@ -70,6 +70,10 @@ pub struct AgeArgs {
     /// aging workload's rate (about 1.3 million operations in seven months).
     #[arg(long, default_value_t = record::DAY_OPS, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub day_ops: u64,
+    /// The days the report's record of recent files looks back (the files `fsbench hot
+    /// --days N` reads and overwrites): the published study's 30 by default.
+    #[arg(long, default_value_t = HOT_DAYS, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub hot_days: u64,
     /// Show the layout score (FIEMAP, not synced) in the progress every N days (0: never).
     #[arg(long, default_value_t = 10, value_name = "N")]
     pub layout_every: u64,
@@ -375,7 +379,7 @@ fn age_profile(
     report.model_used_bytes = pl.used;
     report.target_used_bytes = pl.budget;
     report.days = pl.clock as f64 / args.day_ops as f64;
-    report.recent = Some(recent(&pl, HOT_DAYS, args.day_ops));
+    report.recent = Some(recent(&pl, args.hot_days, args.day_ops));
     save(args, &pl, &profile, ex).with_context(|| {
         format!(
             "writing {} and {} in {}",
