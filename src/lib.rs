@@ -11,7 +11,7 @@
 //! ```
 
 //! The modules stand in layers. A module uses modules of its own layer or below, never one
-//! above, and no two modules use each other: `tests/architecture.rs` reads `src/` and holds
+//! above, and no two modules use each other: `tests/it/architecture.rs` reads `src/` and holds
 //! the code to the layers written here (one `// layer NAME` line, then its modules).
 
 // layer commands: what the binary's subcommands call (main.rs is here too)

@@ -2,7 +2,7 @@
 //! inside a tree it works in (run directories, reuse filesets, aged directories, prune
 //! targets, trace-replay roots, the simulated remote's export, teardown trees, selftest
 //! scratch) goes through this module, and no other module in `src/` calls `unlinkat`,
-//! `remove_file`, `remove_dir_all` or opens with `O_TRUNC` (`tests/architecture.rs` checks).
+//! `remove_file`, `remove_dir_all` or opens with `O_TRUNC` (`tests/it/architecture.rs` checks).
 //!
 //! Why one layer: a tree fsbench works in can hold things it did not make — a file system or
 //! a bind mount mounted inside it, a hard link to a file elsewhere, a symbolic link, a marker

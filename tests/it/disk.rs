@@ -1,0 +1,382 @@
+//! Simulated disk end to end: create (with ext4 and a mount), sequential and
+//! random O_DIRECT reads timed against the model's prediction, remove, and
+//! nothing left behind. Needs root, /dev/fuse, loop devices and mkfs.ext4;
+//! skips with a printed reason elsewhere.
+
+use crate::common::skip;
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use fsbench::disk::model::{Disk, DiskParams, Op};
+use rand::{Rng, SeedableRng};
+
+const BIN: &str = env!("CARGO_BIN_EXE_fsbench");
+const MIB: u64 = 1 << 20;
+const FILE_SIZE: u64 = 16 * MIB;
+const SEQ_BLOCK: usize = 64 * 1024;
+const RAND_BLOCK: usize = 4096;
+const RAND_COUNT: usize = 300;
+
+fn skip_reason() -> Option<String> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("not root".into());
+    }
+    for p in ["/dev/fuse", "/dev/loop-control"] {
+        if !Path::new(p).exists() {
+            return Some(format!("{p} missing"));
+        }
+    }
+    let mkfs = Command::new("mkfs.ext4").arg("-V").output();
+    if mkfs.is_err() {
+        return Some("mkfs.ext4 not found".into());
+    }
+    if !fs::read_to_string("/proc/filesystems")
+        .unwrap_or_default()
+        .contains("fuse")
+    {
+        return Some("no fuse in /proc/filesystems".into());
+    }
+    None
+}
+
+/// The model parameters the test disk gets: quick, and one media rate
+/// everywhere so that the prediction does not depend on where ext4 puts the file.
+fn test_params() -> DiskParams {
+    let mut p = DiskParams::preset("hdd").unwrap();
+    p.rpm = 15000.0;
+    p.seek_track_ms = 0.5;
+    p.seek_avg_ms = 3.0;
+    p.seek_full_ms = 6.0;
+    p.transfer_outer = 40.0;
+    p.transfer_inner = 40.0;
+    p
+}
+
+fn cli_params(p: &DiskParams) -> Vec<String> {
+    vec![
+        "--model".into(),
+        p.model.clone(),
+        "--rpm".into(),
+        p.rpm.to_string(),
+        "--seek-track".into(),
+        format!("{}ms", p.seek_track_ms),
+        "--seek-avg".into(),
+        format!("{}ms", p.seek_avg_ms),
+        "--seek-full".into(),
+        format!("{}ms", p.seek_full_ms),
+        "--transfer".into(),
+        format!("{}MB/s", p.transfer_outer),
+        "--transfer-inner".into(),
+        format!("{}MB/s", p.transfer_inner),
+    ]
+}
+
+/// Model prediction of (sequential, random) read times for the test's
+/// access pattern, with `gap` seconds of host time between requests.
+fn predict(p: &DiskParams, capacity: u64, gap: f64) -> (f64, f64) {
+    let mut d = Disk::new(p.clone(), capacity).unwrap();
+    let base = capacity / 4;
+    let mut t = 0.0;
+    let t0 = t;
+    let mut off = base;
+    while off < base + FILE_SIZE {
+        let s = d.serve(Op::Read, off, SEQ_BLOCK as u64, t);
+        t += s.total() + gap;
+        off += SEQ_BLOCK as u64;
+    }
+    let seq = t - t0;
+    let mut rng = rand_pcg::Pcg64::seed_from_u64(3);
+    let t0 = t;
+    for _ in 0..RAND_COUNT {
+        let off = base + rng.random_range(0..FILE_SIZE / RAND_BLOCK as u64) * RAND_BLOCK as u64;
+        let s = d.serve(Op::Read, off, RAND_BLOCK as u64, t);
+        t += s.total() + gap;
+    }
+    (seq, t - t0)
+}
+
+/// A buffer aligned for O_DIRECT.
+struct Aligned {
+    ptr: *mut u8,
+    layout: std::alloc::Layout,
+}
+
+impl Aligned {
+    fn new(len: usize) -> Aligned {
+        let layout = std::alloc::Layout::from_size_align(len, 4096).unwrap();
+        // SAFETY: non-zero size layout.
+        let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+        assert!(!ptr.is_null());
+        Aligned { ptr, layout }
+    }
+    fn as_mut(&mut self) -> &mut [u8] {
+        // SAFETY: ptr is valid for layout.size() bytes and uniquely borrowed.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.layout.size()) }
+    }
+}
+
+impl Drop for Aligned {
+    fn drop(&mut self) {
+        // SAFETY: allocated with this layout.
+        unsafe { std::alloc::dealloc(self.ptr, self.layout) }
+    }
+}
+
+fn run(args: &[&str], env: &[(&str, &Path)]) -> String {
+    let mut cmd = Command::new(BIN);
+    cmd.args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("running fsbench");
+    assert!(
+        out.status.success(),
+        "fsbench {args:?} failed: {}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn drop_caches() {
+    let _ = fs::write("/proc/sys/vm/drop_caches", "3");
+}
+
+#[test]
+fn simulated_disk_end_to_end() {
+    if let Some(why) = skip_reason() {
+        skip(&format!("skipping simulated disk test: {why}"));
+        return;
+    }
+    let started = Instant::now();
+    let root = PathBuf::from(format!("/tmp/fsbench-disk-test-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&root);
+    let state = root.join("state");
+    let images = root.join("images");
+    let mnt = root.join("mnt");
+    fs::create_dir_all(&root).unwrap();
+    let env = [
+        ("FSBENCH_STATE_DIR", state.as_path()),
+        ("FSBENCH_IMAGE_DIR", images.as_path()),
+    ];
+    let name = "itest";
+    // Whatever fails below, the disk goes: server, mount, loop device, image.
+    struct Remove(Vec<(&'static str, PathBuf)>);
+    impl Drop for Remove {
+        fn drop(&mut self) {
+            let mut cmd = Command::new(BIN);
+            cmd.args(["disk", "remove", "itest"]);
+            for (k, v) in &self.0 {
+                cmd.env(k, v);
+            }
+            let _ = cmd.output();
+        }
+    }
+    let _remove = Remove(env.iter().map(|(k, v)| (*k, v.to_path_buf())).collect());
+    let size = 256 * MIB;
+    let params = test_params();
+
+    let mut args: Vec<String> = vec![
+        "disk".into(),
+        "create".into(),
+        name.into(),
+        "--size".into(),
+        "256M".into(),
+        "--mkfs".into(),
+        "ext4".into(),
+        "--mount".into(),
+        mnt.to_string_lossy().into_owned(),
+    ];
+    args.extend(cli_params(&params));
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = run(&argv, &env);
+    let device = out.trim().to_string();
+    assert!(device.starts_with("/dev/loop"), "create printed {out:?}");
+    let sysname = device.trim_start_matches("/dev/");
+    let pid: i32 = fs::read_to_string(state.join(name).join("server.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert_eq!(
+        fs::read_to_string(format!("/sys/block/{sysname}/queue/rotational"))
+            .unwrap()
+            .trim(),
+        "1"
+    );
+
+    // mkfs reached the image: the ext4 superblock magic is in the file.
+    let image = images.join(format!("{name}.img"));
+    let mut magic = [0u8; 2];
+    File::open(&image)
+        .unwrap()
+        .read_exact_at(&mut magic, 1024 + 56)
+        .unwrap();
+    assert_eq!(
+        u16::from_le_bytes(magic),
+        0xEF53,
+        "no ext4 superblock in the image"
+    );
+
+    // Write the test file and make it durable.
+    let path = mnt.join("data");
+    {
+        let mut f = File::create(&path).unwrap();
+        let chunk = vec![0x5au8; MIB as usize];
+        for _ in 0..FILE_SIZE / MIB {
+            f.write_all(&chunk).unwrap();
+        }
+        f.sync_all().unwrap();
+    }
+    drop_caches();
+
+    let f = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(&path)
+        .unwrap();
+    let mut buf = Aligned::new(SEQ_BLOCK);
+    let t = Instant::now();
+    let mut off = 0;
+    while off < FILE_SIZE {
+        let n = f.read_at(buf.as_mut(), off).unwrap();
+        assert_eq!(n, SEQ_BLOCK);
+        off += n as u64;
+    }
+    let seq = t.elapsed().as_secs_f64();
+    assert!(
+        buf.as_mut().iter().all(|&b| b == 0x5a),
+        "data read back differs"
+    );
+
+    let mut rng = rand_pcg::Pcg64::seed_from_u64(11);
+    let mut small = Aligned::new(RAND_BLOCK);
+    let t = Instant::now();
+    for _ in 0..RAND_COUNT {
+        let off = rng.random_range(0..FILE_SIZE / RAND_BLOCK as u64) * RAND_BLOCK as u64;
+        let n = f.read_at(small.as_mut(), off).unwrap();
+        assert_eq!(n, RAND_BLOCK);
+    }
+    let rand_t = t.elapsed().as_secs_f64();
+    drop(f);
+
+    let (p_seq, p_rand) = predict(&params, size, 100e-6);
+    let measured = rand_t / seq;
+    let predicted = p_rand / p_seq;
+    eprintln!(
+        "sequential {seq:.3} s (model {p_seq:.3} s), random {rand_t:.3} s (model {p_rand:.3} s), \
+         ratio {measured:.2} (model {predicted:.2})"
+    );
+    // The model is not hidden (no page cache in the way) ...
+    assert!(
+        seq > 0.7 * p_seq,
+        "sequential read faster than the disk: {seq} s"
+    );
+    assert!(
+        rand_t > 0.7 * p_rand,
+        "random reads faster than the disk: {rand_t} s"
+    );
+    // ... and the two patterns relate as the model says, within a generous band.
+    assert!(
+        measured > predicted / 2.0 && measured < predicted * 2.0,
+        "random/sequential ratio {measured:.2}, model predicts {predicted:.2}"
+    );
+
+    // Results measured on the simulated disk carry its reply lateness: a workload run and an
+    // application benchmark, each from a cold cache so that the disk serves requests.
+    let wl = root.join("cold.f");
+    fs::write(
+        &wl,
+        "set $dir=/tmp\n\
+         define fileset name=fs1,path=$dir,entries=16,dirwidth=16,size=64k,prealloc\n\
+         define process name=p,instances=1 {\n\
+           thread name=t,memsize=1m,instances=1 {\n\
+             flowop openfile name=open1,filesetname=fs1,fd=1\n\
+             flowop readwholefile name=read1,fd=1,iosize=64k\n\
+             flowop closefile name=close1,fd=1\n\
+           }\n\
+         }\n\
+         run 1\n",
+    )
+    .unwrap();
+    let wl_s = wl.to_string_lossy().into_owned();
+    let mnt_s = mnt.to_string_lossy().into_owned();
+    let run_json = root.join("run.json");
+    let find_json = root.join("find.json");
+    run(
+        &[
+            "run",
+            &wl_s,
+            "--dir",
+            &mnt_s,
+            "--cold",
+            "-q",
+            "--json",
+            &run_json.to_string_lossy(),
+        ],
+        &env,
+    );
+    run(
+        &[
+            "find",
+            &mnt_s,
+            "--cold",
+            "--json",
+            &find_json.to_string_lossy(),
+        ],
+        &env,
+    );
+    for path in [&run_json, &find_json] {
+        let v: serde_json::Value =
+            serde_json::from_str(&fs::read_to_string(path).unwrap()).unwrap();
+        let d = &v["disk"];
+        assert_eq!(d["name"], name, "{}: {d}", path.display());
+        assert!(
+            d["requests"].as_u64().unwrap() > 0,
+            "{}: {d}",
+            path.display()
+        );
+        assert!(d["service_mean_us"].as_f64().unwrap() > 0.0, "{d}");
+        assert!(d["late_pct"].as_f64().is_some(), "{d}");
+    }
+
+    let stats = run(&["disk", "stats", name], &env);
+    assert!(stats.contains("seek"), "{stats}");
+    let list = run(&["disk", "list"], &env);
+    assert!(list.contains(name) && list.contains("running"), "{list}");
+
+    run(&["disk", "remove", name], &env);
+
+    // Nothing left: no state, no image, no server, no mount, no loop device.
+    assert!(!state.join(name).exists(), "state directory left behind");
+    assert!(!image.exists(), "image left behind");
+    let alive = Path::new(&format!("/proc/{pid}")).exists()
+        && !fs::read_to_string(format!("/proc/{pid}/stat"))
+            .unwrap_or_default()
+            .contains(") Z");
+    assert!(!alive, "server {pid} still running");
+    let mounts = fs::read_to_string("/proc/self/mounts").unwrap();
+    let root_s = root.to_string_lossy().into_owned();
+    assert!(!mounts.contains(&root_s), "mount left behind:\n{mounts}");
+    let losetup = Command::new("losetup").arg("-a").output();
+    if let Ok(out) = losetup {
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(!text.contains(&root_s), "loop device left behind:\n{text}");
+    }
+    let backing =
+        fs::read_to_string(format!("/sys/block/{sysname}/loop/backing_file")).unwrap_or_default();
+    assert!(
+        !backing.contains(&root_s),
+        "{device} still bound to {backing}"
+    );
+
+    let _ = fs::remove_dir_all(&root);
+    let took = started.elapsed().as_secs_f64();
+    eprintln!("simulated disk test took {took:.1} s");
+    assert!(took < 60.0);
+}
