@@ -241,10 +241,7 @@ fn dispatch(cli: Cli) -> Result<()> {
         Command::Show(a) => cmd_show(&a),
         Command::Run(a) => cmd_run(&a),
         Command::Scan(a) => {
-            if a.output.as_deref().is_some_and(fsbench::output::is_stdout) {
-                // Refused rather than written to a file named `-`.
-                anyhow::bail!("-o -: a snapshot goes to a file; give its path");
-            }
+            fsbench::scan::check(&a)?;
             if a.cold {
                 fsbench::measure::drop_caches()?;
             }

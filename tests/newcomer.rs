@@ -1,0 +1,146 @@
+//! A newcomer's first day: a wrong command line is refused before anything is made, with
+//! the usage status.
+
+mod common;
+use common::*;
+
+/// Run fsbench and return (exit status, standard output, standard error).
+fn outcome(args: &[&str]) -> (Option<i32>, String, String) {
+    let o = run(args);
+    (
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn wrong_option_combinations_are_refused_before_anything_is_made() {
+    let d = Scratch::new("newcomer-usage");
+    std::fs::write(d.path().join("sentinel"), "mine\n").unwrap();
+    let dir = d.s();
+    let missing = d.path().join("missing");
+    let json = format!("{}/r.json", missing.display());
+    let fio_log = format!(
+        "rw=read bs=4k size=1m write_bw_log={}/log",
+        missing.display()
+    );
+    let snap = format!("{dir}/tree.snap");
+    // (arguments, what the message must say). Runs are --keep: a run that started would
+    // leave its directory behind, so the listing below catches work done before a refusal.
+    let run = |extra: &[&str]| -> Vec<String> {
+        let mut v: Vec<String> = ["run", "varmail", "--dir", dir, "--keep", "--duration", "1"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v
+    };
+    let fio = |job: &str, extra: &[&str]| -> Vec<String> {
+        let mut v: Vec<String> = [
+            "run",
+            "--fio",
+            job,
+            "--dir",
+            dir,
+            "--keep",
+            "--duration",
+            "1",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v
+    };
+    let cases: Vec<(Vec<String>, &[&str])> = vec![
+        (
+            run(&["--output-format", "json"]),
+            &["--output-format", "fio job", "leave out"],
+        ),
+        (
+            run(&["--allow-device", "/dev/null"]),
+            &["--allow-device", "leave out"],
+        ),
+        (
+            run(&["--json", &json]),
+            &["--json", "missing", "give a file"],
+        ),
+        (run(&["--repeat", "0"]), &["--repeat 0", "at least 1"]),
+        (run(&["--interval", "0"]), &["--interval", "positive"]),
+        (
+            run(&["--verify-only", "--csv", "x.csv"]),
+            &["--verify-only", "--csv"],
+        ),
+        (
+            run(&["--json", "-", "--csv", "-"]),
+            &["--json - and --csv -", "give one"],
+        ),
+        (
+            fio("rw=randrw bs=4k size=1m", &["--verify"]),
+            &["--verify", "verify="],
+        ),
+        (
+            fio(
+                "rw=read bs=4k size=1m",
+                &["--output-format", "json", "--json", "-"],
+            ),
+            &["--json - and --output-format json", "standard output"],
+        ),
+        (fio(&fio_log, &[]), &["write_bw_log", "missing", "prefix"]),
+        (
+            [
+                "prune",
+                "--dir",
+                dir,
+                "--files",
+                "10",
+                "--free",
+                "1M",
+                "--file-size",
+                "lots",
+            ]
+            .map(String::from)
+            .to_vec(),
+            &["--file-size lots", "give a size"],
+        ),
+        (
+            ["scan", dir, "--per-user", "-o", &snap]
+                .map(String::from)
+                .to_vec(),
+            &["--per-user", "leave out -o"],
+        ),
+        (
+            ["diff", dir, dir, "--markdown", &json]
+                .map(String::from)
+                .to_vec(),
+            &["--markdown", "missing"],
+        ),
+    ];
+    for (args, says) in cases {
+        let before = tree_listing(d.path());
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (code, out, err) = outcome(&args);
+        assert_eq!(
+            code,
+            Some(2),
+            "{args:?}: status 2, a usage error\n{out}\n{err}"
+        );
+        for s in says {
+            assert!(err.contains(s), "{args:?}: the message says {s:?}: {err}");
+        }
+        assert!(
+            !out.contains("IO Summary") && !err.contains("IO Summary"),
+            "{args:?}: refused before the run: {out}{err}"
+        );
+        assert_eq!(
+            tree_listing(d.path()),
+            before,
+            "{args:?}: nothing made in --dir"
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(d.path().join("sentinel")).unwrap(),
+        "mine\n"
+    );
+}
