@@ -1,8 +1,9 @@
 //! A newcomer's first day: a wrong command line is refused before anything is made, with
-//! the usage status.
+//! the usage status; the report says when the page cache served the reads.
 
 mod common;
 use common::*;
+use std::path::Path;
 
 /// Run fsbench and return (exit status, standard output, standard error).
 fn outcome(args: &[&str]) -> (Option<i32>, String, String) {
@@ -142,5 +143,70 @@ fn wrong_option_combinations_are_refused_before_anything_is_made() {
     assert_eq!(
         std::fs::read_to_string(d.path().join("sentinel")).unwrap(),
         "mine\n"
+    );
+}
+
+/// A workload of one thread over `fs` (4 files of `size`), with `body` for flowops.
+fn workload(d: &Path, name: &str, size: &str, body: &str) -> String {
+    let f = d.join(name);
+    std::fs::write(
+        &f,
+        format!(
+            "define fileset name=fs,path=/tmp,entries=4,dirwidth=4,size={size},prealloc\n\
+             define process name=p {{\n  thread name=t {{\n{body}  }}\n}}\nrun 1\n"
+        ),
+    )
+    .unwrap();
+    f.display().to_string()
+}
+
+const READS: &str = "    flowop openfile name=open1,filesetname=fs,fd=1\n\
+    flowop readwholefile name=read1,fd=1,iosize=64k\n\
+    flowop closefile name=close1,fd=1\n\
+    flowop eventlimit name=pace\n\
+    flowop hog name=spin,value=10\n";
+
+#[test]
+fn a_warm_read_run_says_the_page_cache_served_it_and_a_write_run_does_not() {
+    let d = Scratch::new("newcomer-cache");
+    let reads = workload(d.path(), "reads.f", "1m", READS);
+    let (code, out, err) = outcome(&["run", &reads, "--dir", d.s(), "-q"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    if !out.contains("Device: busy") {
+        skip("no block device under the temporary directory: no device counters to compare");
+        return;
+    }
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("Page cache: "))
+        .unwrap_or_else(|| panic!("a warm re-read of 4 MiB is served by the cache: {out}"));
+    for s in [
+        "% of the",
+        "came from memory",
+        "the device (it read",
+        "--cold",
+        "directio",
+    ] {
+        assert!(line.contains(s), "{s:?} in {line}");
+    }
+    let pct: f64 = line["Page cache: ".len()..]
+        .split('%')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(pct > 90.0 && pct <= 100.0, "{line}");
+    let writes = workload(
+        d.path(),
+        "writes.f",
+        "64k",
+        "    flowop appendfilerand name=append1,filesetname=fs,iosize=4k\n",
+    );
+    let (code, out, err) = outcome(&["run", &writes, "--dir", d.s(), "-q"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("IO Summary: "), "{out}");
+    assert!(
+        !out.contains("Page cache"),
+        "nothing read, no cache line: {out}"
     );
 }
