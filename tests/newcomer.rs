@@ -1,5 +1,6 @@
 //! A newcomer's first day: a wrong command line is refused before anything is made, with
-//! the usage status; the report says when the page cache served the reads.
+//! the usage status; the report says when the page cache served the reads, what its units
+//! are, and leaves out rows that measured nothing.
 
 mod common;
 use common::*;
@@ -208,5 +209,86 @@ fn a_warm_read_run_says_the_page_cache_served_it_and_a_write_run_does_not() {
     assert!(
         !out.contains("Page cache"),
         "nothing read, no cache line: {out}"
+    );
+}
+
+#[test]
+fn the_io_summary_keeps_filebenchs_shape_and_a_legend_states_its_units() {
+    let d = Scratch::new("newcomer-units");
+    let reads = workload(d.path(), "reads.f", "256k", READS);
+    let json = d.path().join("r.json");
+    let o = run(&[
+        "run",
+        &reads,
+        "--dir",
+        d.s(),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let lines: Vec<&str> = out.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.starts_with("IO Summary: "))
+        .expect("IO Summary");
+    // Filebench's line: N ops X ops/s R/W rd/wr Mmb/s Lms/op, then fsbench's cpu/op.
+    let words: Vec<&str> = lines[at].split(' ').collect();
+    assert_eq!(
+        [words[3], words[5], words[7], words[11]],
+        ["ops", "ops/s", "rd/wr", "cpu/op"],
+        "{}",
+        lines[at]
+    );
+    assert!(words[9].ends_with("ms/op"), "{}", lines[at]);
+    // mb/s is bytes of the summed flowops ÷ 2^20 ÷ seconds, and the legend says MiB/s.
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let bytes: f64 = r["flowops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["io_class"] != "none")
+        .map(|f| f["bytes"].as_f64().unwrap())
+        .sum();
+    let mib_s = bytes / r["duration_s"].as_f64().unwrap() / 1048576.0;
+    let printed: f64 = words[8].strip_suffix("mb/s").unwrap().parse().unwrap();
+    assert!(
+        (printed - mib_s).abs() <= 0.051,
+        "{mib_s} MiB/s: {}",
+        lines[at]
+    );
+    let legend = lines[at + 1];
+    for s in ["mb/s: MiB/s (2^20 B/s", "rd/wr: read/write ops/s", "cpu/op"] {
+        assert!(legend.contains(s), "{s:?} in the legend: {legend}");
+    }
+    // The rate limit counted nothing: left out of the table, named under it; the hog is
+    // marked as outside the summary; both stay in the JSON.
+    let table = &lines[..at];
+    assert!(!table.iter().any(|l| l.starts_with("pace ")), "{out}");
+    assert!(lines[at + 2].contains("not shown: pace"), "{out}");
+    let spin = table
+        .iter()
+        .find(|l| l.starts_with("spin "))
+        .expect("spin row");
+    assert!(spin.ends_with("(not I/O: not in IO Summary)"), "{spin}");
+    assert!(table
+        .iter()
+        .any(|l| l.starts_with("read1 ") && !l.contains("not I/O")));
+    let names: Vec<&str> = r["flowops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"pace") && names.contains(&"spin"),
+        "{names:?}"
+    );
+    // The run's announcement says what its quit mode means.
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("(Timeout mode: the run ends after that time"),
+        "{err}"
     );
 }

@@ -26,6 +26,7 @@ impl Exporter for Text {
             .max(10);
         breakdown(&mut o, r, w);
         let s = &r.summary;
+        // Filebench's line, byte for byte (scripts parse it); what it means below it.
         let _ = writeln!(
             o,
             "IO Summary: {} ops {:.3} ops/s {:.0}/{:.0} rd/wr {:.1}mb/s {:.3}ms/op {:.1}us cpu/op",
@@ -37,6 +38,7 @@ impl Exporter for Text {
             s.mean_latency_ms,
             s.cpu_us_per_op
         );
+        legend(&mut o, r);
         if r.repetitions.len() > 1 {
             repetitions(&mut o, r, w);
         }
@@ -81,6 +83,43 @@ impl Exporter for Text {
             let _ = writeln!(o, "{line}");
         }
         o
+    }
+}
+
+/// Whether a flowop row counts in the IO Summary (as `stats::results::counts_in_summary`
+/// decides from its kind): rate limits, semaphores, hogs and composites do not.
+fn in_summary(f: &crate::stats::FlowopResult) -> bool {
+    f.io_class != "none" && f.kind != "composite"
+}
+
+/// A row with nothing to say: a flowop outside the IO Summary (a rate limit, say) that
+/// counted no operation, error or miss. Left out of the table (it stays in the JSON).
+fn measured_nothing(f: &crate::stats::FlowopResult) -> bool {
+    !in_summary(f) && f.ops == 0 && f.errors == 0 && f.no_resource == 0 && f.skipped == 0
+}
+
+/// One line under the IO Summary saying what its figures are, in the units the code
+/// computes them: `mb/s` is bytes ÷ 2^20 ÷ seconds, as Filebench's `stats.c` divides.
+fn legend(o: &mut String, r: &Results) {
+    let fio = if r.fio_jobs.is_empty() {
+        ""
+    } else {
+        "; fio rows' mb/s: MB/s (10^6 B/s, as fio)"
+    };
+    let _ = writeln!(
+        o,
+        "  ops, ops/s, ms/op: I/O and metadata flowops (count, rate, mean latency); rd/wr: read/write ops/s; mb/s: MiB/s (2^20 B/s, as Filebench); cpu/op: user+system CPU per op{fio}"
+    );
+    let quiet: Vec<&str> = (r.flowops.iter())
+        .filter(|f| measured_nothing(f))
+        .map(|f| f.name.as_str())
+        .collect();
+    if !quiet.is_empty() {
+        let _ = writeln!(
+            o,
+            "  not shown: {} (no I/O, nothing counted; in the JSON)",
+            quiet.join(", ")
+        );
     }
 }
 
@@ -159,7 +198,7 @@ fn breakdown(o: &mut String, r: &Results, w: usize) {
         "{:<w$} {:>10} {:>10} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9}",
         "flowop", "ops", "ops/s", "mb/s", "mean", "p50", "p99", "p99.9", "max", "cpu/op"
     );
-    for f in &r.flowops {
+    for f in r.flowops.iter().filter(|f| !measured_nothing(f)) {
         let l = &f.latency_us;
         let _ = write!(
             o,
@@ -183,6 +222,9 @@ fn breakdown(o: &mut String, r: &Results, w: usize) {
         }
         if f.skipped > 0 {
             let _ = write!(o, "  {} skipped (file open elsewhere)", f.skipped);
+        }
+        if !in_summary(f) {
+            let _ = write!(o, "  (not I/O: not in IO Summary)");
         }
         o.push('\n');
     }
