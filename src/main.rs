@@ -286,17 +286,14 @@ fn dispatch(cli: Cli) -> Result<()> {
         }
         Command::Man { dir } if fsbench::output::is_stdout(&dir) => {
             use clap::CommandFactory;
-            let mut page = Vec::new();
-            clap_mangen::Man::new(Cli::command())
-                .render(&mut page)
-                .context("rendering fsbench.1")?;
+            let page = fsbench::manpage::page(Cli::command()).context("rendering fsbench.1")?;
             fsbench::console::out_bytes(&page);
             Ok(())
         }
         Command::Man { dir } => {
             use clap::CommandFactory;
             std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-            clap_mangen::generate_to(Cli::command(), &dir)
+            fsbench::manpage::write_all(Cli::command(), &dir)
                 .with_context(|| format!("writing man pages into {}", dir.display()))?;
             fsbench::outln!("wrote man pages into {}", dir.display());
             Ok(())

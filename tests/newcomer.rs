@@ -1,6 +1,6 @@
 //! A newcomer's first day: a wrong command line is refused before anything is made, with
 //! the usage status; the report says when the page cache served the reads, what its units
-//! are, and leaves out rows that measured nothing.
+//! are, and leaves out rows that measured nothing; the man pages show every option's value.
 
 mod common;
 use common::*;
@@ -290,5 +290,29 @@ fn the_io_summary_keeps_filebenchs_shape_and_a_legend_states_its_units() {
     assert!(
         err.contains("(Timeout mode: the run ends after that time"),
         "{err}"
+    );
+}
+
+#[test]
+fn man_page_synopses_show_the_values_options_take() {
+    let d = Scratch::new("newcomer-man");
+    let o = run(&["man", d.s()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let page = std::fs::read_to_string(d.path().join("fsbench-run.1")).unwrap();
+    let synopsis = page.split(".SH SYNOPSIS\n").nth(1).unwrap();
+    let synopsis = synopsis.split("\n.SH").next().unwrap();
+    for s in [
+        r"[\fB\-\-dir\fR <\fIDIR\fR>]",
+        r"[\fB\-\-duration\fR <\fISECONDS\fR>]",
+        r"[\fB\-s\fR|\fB\-\-set\fR <\fINAME=VALUE\fR>]...",
+        r"[\fB\-\-keep\fR]",
+        r"<\fIWORKLOAD\fR>",
+    ] {
+        assert!(synopsis.contains(s), "{s} in {synopsis}");
+    }
+    assert!(!synopsis.contains(r"[\fB\-\-dir\fR]"), "{synopsis}");
+    assert!(
+        page.contains(".TH fsbench-run 1  \"fsbench "),
+        "the version: {page}"
     );
 }
