@@ -15,6 +15,10 @@
 //! * What a command meant to remove and could not (a run directory with a mount inside, a
 //!   clean-up cut short by a second Ctrl-C) is recorded with [`left_behind`]; the command
 //!   then ends with status 1 after saying what is left, even when it measured well.
+//! * A refusal of the command line itself ([`Usage`]: options that do not go together, a
+//!   value out of range, an output file that cannot be written) ends the command with
+//!   status 2, as the argument parser's own usage errors do. Commands check their options
+//!   before they create anything, so such a refusal leaves nothing behind.
 //! * An error's causes are printed once: a message that already ends with its cause's text
 //!   ("cannot read x: Permission denied") does not get it appended a second time.
 
@@ -24,6 +28,25 @@ use std::process::ExitCode;
 pub const INTERRUPTED: u8 = 130;
 /// Status after standard output was closed by the reader.
 pub const BROKEN_PIPE: u8 = 141;
+/// Status of a usage error: the argument parser's, and [`Usage`]'s.
+pub const USAGE: u8 = 2;
+
+/// A command line fsbench refuses before doing anything: its message names the option and
+/// says what to give instead. Returned as an error, it makes the command end with
+/// [`USAGE`], so that a script can tell a wrong invocation from a run that failed.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Usage(pub String);
+
+/// A [`Usage`] error, as an `anyhow::Error` (`return Err(usage(format!(...)))`).
+pub fn usage(message: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(Usage(message.into()))
+}
+
+/// Whether `e`, or one of its causes, is a [`Usage`] error.
+pub fn is_usage(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| c.is::<Usage>())
+}
 
 fn payload_text(p: &(dyn std::any::Any + Send)) -> Option<&str> {
     p.downcast_ref::<String>()
@@ -126,8 +149,11 @@ pub fn status(r: &anyhow::Result<()>) -> ExitCode {
     if broken_pipe {
         return ExitCode::from(BROKEN_PIPE);
     }
-    if r.is_err() || lost.is_some() || crate::console::stderr_lost() {
+    if lost.is_some() || crate::console::stderr_lost() {
         return ExitCode::FAILURE;
+    }
+    if let Err(e) = r {
+        return ExitCode::from(if is_usage(e) { USAGE } else { 1 });
     }
     if anything_left() {
         crate::errln!("fsbench: not everything fsbench created could be removed (see above)");
@@ -153,6 +179,14 @@ mod tests {
         assert_eq!(t.matches("Permission denied").count(), 1, "{t}");
         let e = anyhow::anyhow!("inner").context("outer");
         assert_eq!(render(&e), "outer: inner");
+    }
+
+    #[test]
+    fn a_usage_error_is_found_under_context() {
+        assert!(is_usage(&usage("--x: bad")));
+        assert!(is_usage(&usage("--x: bad").context("while starting")));
+        assert!(!is_usage(&anyhow::anyhow!("--x: bad")));
+        assert_eq!(render(&usage("--x: bad")), "--x: bad");
     }
 
     #[test]

@@ -53,13 +53,44 @@ pub fn show(spec: &str) -> Result<Option<String>> {
     Ok(Some(text))
 }
 
+/// Whether the spec names a fio job (a `.fio` file, `--format fio` or `--fio`).
+pub fn is_fio(spec: &str) -> bool {
+    workloads::fio_spec(spec).is_some()
+}
+
+/// Before a fio job runs: that every log file its `write_bw_log`, `write_iops_log` and
+/// `write_lat_log` name can be written, so that a wrong prefix is refused before the
+/// layout rather than found after the run (a usage error, status 2).
+pub fn check_logs(wl: &crate::model::Workload) -> Result<()> {
+    let streams = wl
+        .processes
+        .iter()
+        .flat_map(|p| &p.threads)
+        .flat_map(|t| &t.flowops)
+        .filter_map(|f| f.stream.as_deref());
+    for s in streams {
+        for (kind, file) in s.out.log_files() {
+            let option = match kind {
+                "bw" => "write_bw_log",
+                "iops" => "write_iops_log",
+                _ => "write_lat_log",
+            };
+            let what = format!("job {}: {option}", s.out.jobname);
+            if let Err(e) = crate::limits::check_output(Some(std::path::Path::new(&file)), &what) {
+                return Err(crate::exit::usage(format!(
+                    "{e}: give {option} a prefix in a directory you can write (the logs are PREFIX_{kind}.N.log)"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// After a fio job's run: its summary in fio's shape (fio's normal output), its log
 /// files, and with `--output-format` fio's JSON, `json+` or terse line on standard output.
+/// (`--output-format` for any other workload is refused before the run.)
 pub fn report(spec: &str, r: &crate::stats::Results, format: Option<&str>) -> Result<()> {
-    if workloads::fio_spec(spec).is_none() {
-        if format.is_some() {
-            anyhow::bail!("--output-format is for fio jobs (a .fio file, --format fio or --fio)");
-        }
+    if !is_fio(spec) {
         return Ok(());
     }
     if let Some(m) = mapped(spec) {

@@ -18,6 +18,7 @@
 pub mod complete;
 pub mod experiment;
 pub mod fiocmd;
+pub mod manpage;
 pub mod runcmd;
 pub mod selftestcmd;
 

@@ -246,10 +246,7 @@ fn dispatch(cli: Cli) -> Result<()> {
         Command::Show(a) => cmd_show(&a),
         Command::Run(a) => cmd_run(&a),
         Command::Scan(a) => {
-            if a.output.as_deref().is_some_and(fsbench::output::is_stdout) {
-                // Refused rather than written to a file named `-`.
-                anyhow::bail!("-o -: a snapshot goes to a file; give its path");
-            }
+            fsbench::scan::check(&a)?;
             if a.cold {
                 fsbench::measure::drop_caches()?;
             }
@@ -294,17 +291,14 @@ fn dispatch(cli: Cli) -> Result<()> {
         }
         Command::Man { dir } if fsbench::output::is_stdout(&dir) => {
             use clap::CommandFactory;
-            let mut page = Vec::new();
-            clap_mangen::Man::new(Cli::command())
-                .render(&mut page)
-                .context("rendering fsbench.1")?;
+            let page = fsbench::manpage::page(Cli::command()).context("rendering fsbench.1")?;
             fsbench::console::out_bytes(&page);
             Ok(())
         }
         Command::Man { dir } => {
             use clap::CommandFactory;
             std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-            clap_mangen::generate_to(Cli::command(), &dir)
+            fsbench::manpage::write_all(Cli::command(), &dir)
                 .with_context(|| format!("writing man pages into {}", dir.display()))?;
             fsbench::outln!("wrote man pages into {}", dir.display());
             Ok(())

@@ -2,6 +2,7 @@
 //! dispatches to (their arguments, loading with warnings, the run's target directory and
 //! options, and the multi-client run).
 
+use crate::exit::usage;
 use crate::model::{Overrides, Workload};
 use crate::workloads::{self, LoadError};
 use anyhow::{bail, Context, Result};
@@ -92,7 +93,7 @@ pub struct RunArgs {
     pub verify: bool,
     /// Only check a kept fileset (the workload's `reuse` directory) without writing:
     /// every block's header and checksum (after a crash, a remount, another run).
-    #[arg(long, conflicts_with = "verify")]
+    #[arg(long, conflicts_with_all = ["verify", "duration", "warmup", "repeat", "layout", "cold", "csv", "markdown", "output_format"])]
     pub verify_only: bool,
     /// Run the workload N times (fresh filesets each time unless `reuse`) and report
     /// mean ± 95% confidence interval and coefficient of variation.
@@ -106,7 +107,7 @@ pub struct RunArgs {
     pub markdown: Option<PathBuf>,
     /// How the JSON carries latency histograms: `compact` (one line each), `full` (one number
     /// per line) or `none` (left out; the result can then not be merged).
-    #[arg(long, value_enum, default_value_t = crate::report::json::Histograms::Compact)]
+    #[arg(long, value_enum, requires = "json", default_value_t = crate::report::json::Histograms::Compact)]
     pub histograms: crate::report::json::Histograms,
     /// For a fio job: `json` writes fio's JSON, `json+` the same with the latency bins,
     /// `terse` fio's version-3 line, to standard output (the reports go to standard
@@ -240,6 +241,7 @@ pub fn default_parent(wl: &Workload, origin: &workloads::Origin) -> PathBuf {
 }
 
 pub fn cmd_run(a: &RunArgs) -> Result<()> {
+    check_args(a)?;
     #[cfg(feature = "mpi")]
     if crate::mpirun::launched() {
         return cmd_run_mpi(a);
@@ -490,10 +492,7 @@ pub fn run_collect(a: &RunArgs) -> Result<Option<(crate::stats::Results, bool)>>
     let parent = target_dir(a, &mut wa)?;
     idle_notes.extend(idle(&mut wa.set, &parent)?);
     let wl = load_with(&wa, a.duration.is_some())?;
-    if a.repeat == 0 {
-        bail!("--repeat must be at least 1");
-    }
-    check_times(a)?;
+    crate::fiocmd::check_logs(&wl)?;
     if a.cold && !crate::engine::is_root() {
         bail!("--cold drops the page cache, which needs root; run as root or leave out --cold");
     }
@@ -557,6 +556,55 @@ pub fn target_dir(a: &RunArgs, wa: &mut WorkloadArgs) -> Result<PathBuf> {
     Ok(parent)
 }
 
+/// Refuse, before anything is read or laid out, what this command line cannot mean: values
+/// out of range, outputs that cannot be written, and options the workload's kind does not
+/// use, which would otherwise be found out after the run or silently ignored. A usage
+/// error: the command ends with status 2 (see [`crate::exit::Usage`]).
+pub fn check_args(a: &RunArgs) -> Result<()> {
+    if a.repeat == 0 {
+        return Err(usage(
+            "--repeat 0: give the number of runs, at least 1 (the default)",
+        ));
+    }
+    check_times(a)?;
+    let spec = a.w.spec();
+    if crate::fiocmd::is_fio(&spec) {
+        for (flag, given) in [("--verify", a.verify), ("--verify-only", a.verify_only)] {
+            if given {
+                return Err(usage(format!(
+                    "{flag} checks the data of Filebench-language workloads, not of a fio job ({}): leave out {flag}; a fio job checks its data with fio's own verify= option (add verify=crc32c to the job)",
+                    a.w.named()
+                )));
+            }
+        }
+    } else {
+        for (flag, given) in [
+            ("--output-format", a.output_format.is_some()),
+            ("--allow-device", !a.allow_device.is_empty()),
+            (
+                "--allow-device-with-data",
+                !a.allow_device_with_data.is_empty(),
+            ),
+        ] {
+            if given {
+                return Err(usage(format!(
+                    "{flag} is for fio jobs, and {} is a Filebench-language workload: leave out {flag}, or run a fio job (a .fio file, --format fio FILE, or --fio 'OPTIONS')",
+                    a.w.named()
+                )));
+            }
+        }
+    }
+    // fio's JSON, json+ and terse output go to standard output too.
+    let fio_out = (a.output_format.as_deref()).filter(|f| *f != "normal");
+    let fio_flag = format!("--output-format {}", fio_out.unwrap_or_default());
+    crate::limits::check_outputs(&[
+        (a.json.as_deref(), "--json"),
+        (a.csv.as_deref(), "--csv"),
+        (a.markdown.as_deref(), "--markdown"),
+        (fio_out.map(|_| std::path::Path::new("-")), &fio_flag),
+    ])
+}
+
 /// `--interval`, `--duration` and `--warmup` within range.
 pub fn check_times(a: &RunArgs) -> Result<()> {
     // Bounded so that every time computation stays in range (a year is plenty).
@@ -568,14 +616,14 @@ pub fn check_times(a: &RunArgs) -> Result<()> {
     ] {
         if let Some(v) = v {
             if !v.is_finite() || !(0.0..=MAX_S).contains(&v) || (min_exclusive && v == 0.0) {
-                bail!(
+                return Err(usage(format!(
                     "{name} {v}: expected {} number of seconds up to {MAX_S}",
                     if min_exclusive {
                         "a positive"
                     } else {
                         "a non-negative"
                     }
-                );
+                )));
             }
         }
     }

@@ -527,6 +527,7 @@ pub fn check_file(path: &std::path::Path, out: &mut dyn FnMut(Mismatch)) -> std:
 pub fn check_dirs(dirs: &[PathBuf], json: Option<&Path>) -> anyhow::Result<()> {
     // A signal stops the reading (status 130); nothing is written before the end.
     crate::cancel::install_signal_handlers();
+    crate::limits::check_outputs(&[(json, "--json")])?;
     let mut files = 0u64;
     let mut blocks = 0u64;
     let mut found: Vec<Mismatch> = Vec::new();

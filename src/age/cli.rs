@@ -189,8 +189,14 @@ fn read_existing(root: RawFd) -> io::Result<Existing> {
 pub fn run(args: AgeArgs) -> anyhow::Result<()> {
     if args.log.as_deref().is_some_and(crate::output::is_stdout) {
         // Refused rather than written to a file named `-`.
-        bail!("--log -: the operation log goes to a file; give its path");
+        return Err(crate::exit::usage(
+            "--log -: the operation log goes to a file; give its path",
+        ));
     }
+    crate::limits::check_outputs(&[
+        (args.log.as_deref(), "--log"),
+        (args.json.as_deref(), "--json"),
+    ])?;
     if let (Some(src), Some(keep)) = (&args.next_version, args.keep) {
         crate::cancel::install_signal_handlers();
         let share = super::nextver::Share {

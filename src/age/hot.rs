@@ -143,10 +143,13 @@ impl Measurement for HotRun<'_> {
 /// `fsbench hot`.
 pub fn main(a: &HotArgs) -> Result<()> {
     if a.block == 0 || a.block > 1 << 30 {
-        bail!("--block {}: expected 1 byte to 1 GiB", a.block);
+        return Err(crate::exit::usage(format!(
+            "--block {}: expected 1 byte to 1 GiB",
+            a.block
+        )));
     }
     if a.days == 0 {
-        bail!("--days must be at least 1");
+        return Err(crate::exit::usage("--days must be at least 1"));
     }
     a.m.check()?;
     let dir = aged_dir(&a.dir)?;

@@ -191,18 +191,20 @@ fn check_args(
     edit_share: f64,
 ) -> anyhow::Result<(PathBuf, PathBuf)> {
     if !(0.0..=1.0).contains(&keep.files) {
-        bail!(
+        return Err(crate::exit::usage(format!(
             "--keep {} is outside 0..1 (the share of files kept unchanged)",
             keep.files
-        );
+        )));
     }
     if let Some(b) = keep.bytes {
         if !(0.0..=1.0).contains(&b) {
-            bail!("--keep-bytes {b} is outside 0..1 (the share of bytes in unchanged files)");
+            return Err(crate::exit::usage(format!(
+                "--keep-bytes {b} is outside 0..1 (the share of bytes in unchanged files)"
+            )));
         }
     }
     if !(0.0..=1.0).contains(&edit_share) {
-        bail!("--edit-share {edit_share} is outside 0..1 (the share of changed files edited rather than replaced)");
+        return Err(crate::exit::usage(format!("--edit-share {edit_share} is outside 0..1 (the share of changed files edited rather than replaced)")));
     }
     let src = src
         .canonicalize()
@@ -280,11 +282,11 @@ fn calibrate_bytes(
     let target = share * total as f64;
     let tolerance = 0.002 * total as f64;
     if target < least as f64 - tolerance || target > most as f64 + tolerance {
-        bail!(
+        return Err(crate::exit::usage(format!(
             "--keep-bytes {share}: the {kept_n} kept files of {n} hold from {:.1}% to {:.1}% of the bytes, whichever are chosen: ask for a share in that range, or a --keep that allows it",
             pct(least),
             pct(most)
-        );
+        )));
     }
     if kept_n == 0 || kept_n == n {
         return Ok(());

@@ -273,10 +273,12 @@ struct Andrew<'a> {
 
 pub fn main(a: &AndrewArgs) -> Result<()> {
     if a.copies == 0 || a.clients == 0 {
-        bail!("--copies and --clients must be at least 1");
+        return Err(crate::exit::usage(
+            "--copies and --clients must be at least 1",
+        ));
     }
     if a.scale == 0 {
-        bail!("--scale must be at least 1");
+        return Err(crate::exit::usage("--scale must be at least 1"));
     }
     if a.drop_caches_between_phases && !crate::engine::is_root() {
         bail!("--drop-caches-between-phases drops the kernel's caches, which needs root: run as root or leave it out");

@@ -279,12 +279,17 @@ struct Build<'a> {
 
 pub fn main(a: &BuildArgs) -> Result<()> {
     if a.files == 0 || a.dirs == 0 || a.jobs == 0 {
-        bail!("--files, --dirs and -j must be at least 1");
+        return Err(crate::exit::usage(
+            "--files, --dirs and -j must be at least 1",
+        ));
     }
     a.m.check()?;
     if let Some(src) = &a.src {
         if !src.is_dir() {
-            bail!("--src {}: not a directory", src.display());
+            return Err(crate::exit::usage(format!(
+                "--src {}: not a directory",
+                src.display()
+            )));
         }
     }
     // Everything that can be refused is refused before the run directory exists.

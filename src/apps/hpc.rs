@@ -306,7 +306,7 @@ impl Measurement for Mdtest<'_> {
 
 pub fn mdtest(a: &MdtestArgs) -> Result<()> {
     if a.items == 0 {
-        bail!("-n/--items must be at least 1");
+        return Err(crate::exit::usage("-n/--items must be at least 1"));
     }
     a.m.check()?;
     let parent = crate::measure::guard::target_dir(a.dir.as_deref())?;
@@ -449,20 +449,21 @@ impl Measurement for Ior<'_> {
 
 pub fn ior(a: &IorArgs) -> Result<()> {
     if a.transfer_size == 0 || a.block_size == 0 {
-        bail!("--block-size and --transfer-size must be at least 1 byte");
+        return Err(crate::exit::usage(
+            "--block-size and --transfer-size must be at least 1 byte",
+        ));
     }
     if !a.block_size.is_multiple_of(a.transfer_size) {
-        bail!(
+        return Err(crate::exit::usage(format!(
             "--transfer-size {} does not divide --block-size {}: IOR requires it to",
-            a.transfer_size,
-            a.block_size
-        );
+            a.transfer_size, a.block_size
+        )));
     }
     if a.direct && !a.transfer_size.is_multiple_of(io::ALIGN as u64) {
-        bail!(
+        return Err(crate::exit::usage(format!(
             "--direct needs a transfer size that is a multiple of {} bytes",
             io::ALIGN
-        );
+        )));
     }
     a.m.check()?;
     crate::limits::Machine::probe()

@@ -460,18 +460,28 @@ fn make_tree(tree: &Path, a: &PruneArgs) -> Result<()> {
 }
 
 pub fn main(a: &PruneArgs) -> Result<()> {
-    let free =
-        crate::units::parse_size(&a.free).map_err(|e| anyhow::anyhow!("--free {}: {e}", a.free))?;
+    let free = crate::units::parse_size(&a.free)
+        .map_err(|e| crate::exit::usage(format!("--free {}: {e}", a.free)))?;
     if free == 0 {
-        bail!("--free 0: nothing to free; give the space to free (e.g. --free 5G)");
+        return Err(crate::exit::usage(
+            "--free 0: nothing to free; give the space to free (e.g. --free 5G)",
+        ));
+    }
+    if a.dir.is_some() {
+        crate::units::parse_size(&a.file_size).map_err(|e| {
+            crate::exit::usage(format!(
+                "--file-size {}: {e}; give a size such as 64K or 1M",
+                a.file_size
+            ))
+        })?;
     }
     match (&a.snapshot, &a.dir) {
-        (Some(_), Some(_)) => bail!("--dir makes a tree to prune; with a SNAPSHOT, prune its tree (--root DIR if it moved)"),
-        (None, None) => bail!("give a SNAPSHOT (from `fsbench scan DIR -o SNAPSHOT`), or --dir DIR to prune a tree made there"),
+        (Some(_), Some(_)) => return Err(crate::exit::usage("--dir makes a tree to prune; with a SNAPSHOT, prune its tree (--root DIR if it moved)")),
+        (None, None) => return Err(crate::exit::usage("give a SNAPSHOT (from `fsbench scan DIR -o SNAPSHOT`), or --dir DIR to prune a tree made there")),
         _ => {}
     }
     if a.snapshot.is_none() && (a.root.is_some() || a.really_delete_under.is_some()) {
-        bail!("--root and --really-delete-under are for a SNAPSHOT's tree; the tree --dir makes is in fsbench's own run directory");
+        return Err(crate::exit::usage("--root and --really-delete-under are for a SNAPSHOT's tree; the tree --dir makes is in fsbench's own run directory"));
     }
     if let Some(s) = &a.snapshot {
         // Refused before anything is measured, not found out after the warm-ups.

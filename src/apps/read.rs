@@ -125,7 +125,10 @@ pub fn main(a: &ReadArgs) -> Result<()> {
         bail!("-j must be at least 1");
     }
     if a.block == 0 || a.block > 1 << 30 {
-        bail!("--block {}: expected 1 byte to 1 GiB", a.block);
+        return Err(crate::exit::usage(format!(
+            "--block {}: expected 1 byte to 1 GiB",
+            a.block
+        )));
     }
     a.m.check()?;
     let files = list(&a.dir, a.order, a.seed, a.cross_mounts)?;

@@ -330,11 +330,11 @@ fn prepare_image(a: &CreateArgs, params: &DiskParams) -> anyhow::Result<(PathBuf
     // to resize or write (and the loop device set up on it would be on someone's data).
     if let Ok(m) = fs::metadata(&image) {
         if !m.is_file() {
-            bail!(
+            return Err(crate::exit::usage(format!(
                 "--image {} is {}, not a regular file; fsbench creates or reuses image files only and does not touch it (give a path for a new or existing image file)",
                 image.display(),
                 crate::input::file_kind(&m)
-            );
+            )));
         }
     }
     if existed && a.image.is_none() {
@@ -349,14 +349,16 @@ fn prepare_image(a: &CreateArgs, params: &DiskParams) -> anyhow::Result<(PathBuf
         (None, false) => 4 << 30,
     };
     if size < (1 << 20) || size % 512 != 0 {
-        bail!("--size {size}: a disk is at least 1 MiB and a multiple of 512 bytes");
+        return Err(crate::exit::usage(format!(
+            "--size {size}: a disk is at least 1 MiB and a multiple of 512 bytes"
+        )));
     }
     // A file's size is a signed 64-bit offset.
     if size > i64::MAX as u64 {
-        bail!(
+        return Err(crate::exit::usage(format!(
             "--size {size} is too large: an image file holds at most {} bytes (8 EiB), and its file system usually far less",
             i64::MAX
-        );
+        )));
     }
     Disk::new(params.clone(), size).map_err(anyhow::Error::msg)?;
 

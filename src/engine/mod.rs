@@ -660,9 +660,9 @@ fn announce(wl: &Workload, opts: &RunOptions, seconds: f64) {
         );
     } else {
         crate::errln!(
-            "fsbench: running {} for {seconds} s ({:?} mode)",
+            "fsbench: running {} for {seconds} s ({})",
             crate::units::count(wl.thread_count(), "thread"),
-            wl.mode
+            wl.mode.explain()
         );
     }
     if opts.warmup > 0.0 {

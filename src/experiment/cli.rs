@@ -78,24 +78,25 @@ pub fn experiment(a: ExperimentArgs) -> Result<()> {
 
 /// An output directory given as `flag DIR` is a directory, or can be made one: it and its
 /// nearest existing ancestor are not files (the system's "Not a directory" names neither).
+/// Refused otherwise as a usage error (status 2), before anything is made.
 fn check_outdir(dir: &Path, flag: &str) -> Result<()> {
     if crate::output::is_stdout(dir) {
-        bail!("{flag} -: an experiment writes a directory (a database, per-run JSON and logs), not one stream; give the directory's path");
+        return Err(crate::exit::usage(format!("{flag} -: an experiment writes a directory (a database, per-run JSON and logs), not one stream; give the directory's path")));
     }
     for p in dir.ancestors().filter(|p| !p.as_os_str().is_empty()) {
         match std::fs::metadata(p) {
             Ok(m) if m.is_dir() => return Ok(()),
-            Ok(m) if p == dir => bail!(
+            Ok(m) if p == dir => return Err(crate::exit::usage(format!(
                 "{flag} {}: it is {}, not a directory; give the experiment's output directory (created if missing)",
                 dir.display(),
                 crate::input::file_kind(&m)
-            ),
-            Ok(m) => bail!(
-                "{flag} {}: cannot be created, because {} is {}, not a directory",
+            ))),
+            Ok(m) => return Err(crate::exit::usage(format!(
+                "{flag} {}: cannot be created, because {} is {}, not a directory; give another output directory",
                 dir.display(),
                 p.display(),
                 crate::input::file_kind(&m)
-            ),
+            ))),
             // Missing, or below a file (ENOTDIR): the ancestor says which.
             Err(e)
                 if e.kind() == std::io::ErrorKind::NotFound
@@ -110,6 +111,11 @@ fn check_outdir(dir: &Path, flag: &str) -> Result<()> {
 }
 
 pub fn results(a: ResultsArgs) -> Result<()> {
+    crate::limits::check_outputs(&[
+        (a.csv.as_deref(), "--csv"),
+        (a.json.as_deref(), "--json"),
+        (a.markdown.as_deref(), "--markdown"),
+    ])?;
     let st = super::store::Store::open_existing(&a.outdir)?;
     let full = super::summary::summarise_with(&st, a.include_flagged)?;
     let s = super::summary::filter(&full, a.all);

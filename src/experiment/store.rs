@@ -483,8 +483,8 @@ pub fn figures(res: &ChildOutput) -> Vec<(String, String, f64)> {
 }
 
 /// A run on a block device: the device's reads over the measured window (`device_read_mb`)
-/// and the share of the read flowops' bytes the page cache served (`cache_hit_pct`: 100 ×
-/// (1 − device reads ÷ bytes read), at least 0; read-ahead can make the device read more).
+/// and the share of the bytes read that the page cache served (`cache_hit_pct`, see
+/// [`Results::cache_hit_pct`]).
 fn cache_figures(r: &Results) -> Vec<(String, f64)> {
     let Some(dev) = r.device_read_bytes else {
         return Vec::new();
@@ -493,15 +493,8 @@ fn cache_figures(r: &Results) -> Vec<(String, f64)> {
     if let Some(w) = r.device_write_bytes {
         v.push(("device_write_mb".to_string(), w as f64 / 1e6));
     }
-    let read: u64 = r
-        .flowops
-        .iter()
-        .filter(|f| f.io_class == "read")
-        .map(|f| f.bytes)
-        .sum();
-    if read > 0 {
-        let hit = 100.0 * (1.0 - dev as f64 / read as f64);
-        v.push(("cache_hit_pct".to_string(), hit.max(0.0)));
+    if let Some(hit) = r.cache_hit_pct() {
+        v.push(("cache_hit_pct".to_string(), hit));
     }
     v
 }

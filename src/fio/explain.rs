@@ -342,17 +342,7 @@ fn explain_verify(o: &mut String, s: &crate::model::stream::Stream) {
 
 /// The log files a job writes.
 fn explain_logs(o: &mut String, out: &crate::model::stream::FioOut) {
-    let n = out.thread_number;
-    let mut files = Vec::new();
-    if let Some(p) = &out.bw_log {
-        files.push(format!("{p}_bw.{n}.log"));
-    }
-    if let Some(p) = &out.iops_log {
-        files.push(format!("{p}_iops.{n}.log"));
-    }
-    if let Some(p) = &out.lat_log {
-        files.extend(["slat", "clat", "lat"].map(|k| format!("{p}_{k}.{n}.log")));
-    }
+    let files: Vec<String> = out.log_files().into_iter().map(|(_, f)| f).collect();
     if files.is_empty() {
         return;
     }

@@ -777,6 +777,7 @@ fn print_tables(r: &LayoutReport, out: &mut impl Write) -> io::Result<()> {
 pub fn run(args: LayoutArgs) -> anyhow::Result<()> {
     // A signal stops the walk; the command ends with status 130 (nothing to undo).
     crate::cancel::install_signal_handlers();
+    crate::limits::check_outputs(&[(args.json.as_deref(), "--json")])?;
     let opts = WalkOptions {
         cross_mounts: args.cross_mounts,
         threads: args.threads.unwrap_or_else(walk::default_threads).max(1),

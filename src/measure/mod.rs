@@ -165,23 +165,23 @@ pub struct MeasureArgs {
 }
 
 impl MeasureArgs {
-    /// Refuse what cannot be done, before anything is created.
+    /// Refuse what cannot be done, before anything is created: a wrong value or an output
+    /// that cannot be written is a usage error (status 2).
     pub fn check(&self) -> Result<()> {
         if self.repeat == 0 {
-            bail!("--repeat must be at least 1");
+            return Err(crate::exit::usage(
+                "--repeat 0: give the number of measured repetitions, at least 1 (the default)",
+            ));
         }
         if self.cold && !crate::engine::is_root() {
             bail!("--cold drops the kernel's caches (echo 3 > /proc/sys/vm/drop_caches), which needs root: run as root or leave out --cold");
         }
         // Outputs are checked before anything runs, not found unwritable after it.
-        for (path, flag) in [
-            (&self.json, "--json"),
-            (&self.csv, "--csv"),
-            (&self.markdown, "--markdown"),
-        ] {
-            crate::limits::check_output(path.as_deref(), flag).map_err(anyhow::Error::msg)?;
-        }
-        Ok(())
+        crate::limits::check_outputs(&[
+            (self.json.as_deref(), "--json"),
+            (self.csv.as_deref(), "--csv"),
+            (self.markdown.as_deref(), "--markdown"),
+        ])
     }
 }
 

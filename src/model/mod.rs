@@ -74,6 +74,18 @@ pub enum QuitMode {
     FirstDone,
 }
 
+impl QuitMode {
+    /// What the mode means, for the line that announces a run ("AllDone mode: ..."), so a
+    /// reader need not know Filebench's `set mode quit`.
+    pub fn explain(self) -> &'static str {
+        match self {
+            QuitMode::Timeout => "Timeout mode: the run ends after that time, or when a finish flowop is done",
+            QuitMode::AllDone => "AllDone mode: the run ends when every thread has done its work (finishoncount/finishonbytes), or after that time",
+            QuitMode::FirstDone => "FirstDone mode: the run ends when the first thread has done its work, or after that time",
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Fileset {
     pub name: String,

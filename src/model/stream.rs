@@ -304,6 +304,26 @@ pub struct FioOut {
     pub iodepth: u32,
 }
 
+impl FioOut {
+    /// The log files this clone writes, as fio names them: (`bw`, `iops`, `slat`, `clat` or
+    /// `lat`, file name `PREFIX_KIND.N.log`, N the clone's `thread_number`). One list for
+    /// `fsbench check`'s explanation, the check before a run that they can be written, and
+    /// the writing after it.
+    pub fn log_files(&self) -> Vec<(&'static str, String)> {
+        let n = self.thread_number;
+        let mut files = Vec::new();
+        let mut add = |prefix: &Option<String>, kinds: &[&'static str]| {
+            if let Some(p) = prefix {
+                files.extend(kinds.iter().map(|k| (*k, format!("{p}_{k}.{n}.log"))));
+            }
+        };
+        add(&self.bw_log, &["bw"]);
+        add(&self.iops_log, &["iops"]);
+        add(&self.lat_log, &["slat", "clat", "lat"]);
+        files
+    }
+}
+
 /// fio's default `percentile_list`.
 pub const PERCENTILES: [f64; 17] = [
     1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95,

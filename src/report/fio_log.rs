@@ -31,17 +31,16 @@ pub fn files(r: &Results) -> Vec<(String, String)> {
     clones.sort_by_key(|c| c.thread_number);
     for c in clones {
         let Some(l) = &c.logs else { continue };
-        let (o, n) = (&c.out, c.thread_number);
-        let mut add = |prefix: &Option<String>, kind: &str, e: &[LogEntry]| {
-            if let Some(p) = prefix {
-                out.push((format!("{p}_{kind}.{n}.log"), lines(e, o.log_offset)));
-            }
-        };
-        add(&o.bw_log, "bw", &l.bw);
-        add(&o.iops_log, "iops", &l.iops);
-        add(&o.lat_log, "slat", &l.slat);
-        add(&o.lat_log, "clat", &l.clat);
-        add(&o.lat_log, "lat", &l.lat);
+        for (kind, name) in c.out.log_files() {
+            let e = match kind {
+                "bw" => &l.bw,
+                "iops" => &l.iops,
+                "slat" => &l.slat,
+                "clat" => &l.clat,
+                _ => &l.lat,
+            };
+            out.push((name, lines(e, c.out.log_offset)));
+        }
     }
     out
 }

@@ -26,6 +26,7 @@ impl Exporter for Text {
             .max(10);
         breakdown(&mut o, r, w);
         let s = &r.summary;
+        // Filebench's line, byte for byte (scripts parse it); what it means below it.
         let _ = writeln!(
             o,
             "IO Summary: {} ops {:.3} ops/s {:.0}/{:.0} rd/wr {:.1}mb/s {:.3}ms/op {:.1}us cpu/op",
@@ -37,6 +38,7 @@ impl Exporter for Text {
             s.mean_latency_ms,
             s.cpu_us_per_op
         );
+        legend(&mut o, r);
         if r.repetitions.len() > 1 {
             repetitions(&mut o, r, w);
         }
@@ -77,8 +79,87 @@ impl Exporter for Text {
         for n in &r.notes {
             let _ = writeln!(o, "{n}");
         }
+        if let Some(line) = cache_line(r) {
+            let _ = writeln!(o, "{line}");
+        }
         o
     }
+}
+
+/// Whether a flowop row counts in the IO Summary (as `stats::results::counts_in_summary`
+/// decides from its kind): rate limits, semaphores, hogs and composites do not.
+fn in_summary(f: &crate::stats::FlowopResult) -> bool {
+    f.io_class != "none" && f.kind != "composite"
+}
+
+/// A row with nothing to say: a flowop outside the IO Summary (a rate limit, say) that
+/// counted no operation, error or miss. Left out of the table (it stays in the JSON).
+fn measured_nothing(f: &crate::stats::FlowopResult) -> bool {
+    !in_summary(f) && f.ops == 0 && f.errors == 0 && f.no_resource == 0 && f.skipped == 0
+}
+
+/// One line under the IO Summary saying what its figures are, in the units the code
+/// computes them: `mb/s` is bytes ÷ 2^20 ÷ seconds, as Filebench's `stats.c` divides.
+fn legend(o: &mut String, r: &Results) {
+    let fio = if r.fio_jobs.is_empty() {
+        ""
+    } else {
+        "; fio rows' mb/s: MB/s (10^6 B/s, as fio)"
+    };
+    let _ = writeln!(
+        o,
+        "  ops, ops/s, ms/op: I/O and metadata flowops (count, rate, mean latency); rd/wr: read/write ops/s; mb/s: MiB/s (2^20 B/s, as Filebench); cpu/op: user+system CPU per op{fio}"
+    );
+    let quiet: Vec<&str> = (r.flowops.iter())
+        .filter(|f| measured_nothing(f))
+        .map(|f| f.name.as_str())
+        .collect();
+    if !quiet.is_empty() {
+        let _ = writeln!(
+            o,
+            "  not shown: {} (no I/O, nothing counted; in the JSON)",
+            quiet.join(", ")
+        );
+    }
+}
+
+/// The share of bytes read above which the report says the page cache served the run.
+pub const CACHE_LINE_PCT: f64 = 90.0;
+
+/// When more than [`CACHE_LINE_PCT`] of the bytes read came from the page cache (from the
+/// device's own counters, [`Results::cache_hit_pct`]): one line saying so, with the
+/// numbers, and what would make the run read the device.
+fn cache_line(r: &Results) -> Option<String> {
+    let hit = r.cache_hit_pct().filter(|h| *h > CACHE_LINE_PCT)?;
+    let read = crate::units::human_bytes_u64(r.measured_read_bytes());
+    let device = crate::units::human_bytes_u64(r.device_read_bytes.unwrap_or(0));
+    let memory = crate::units::human_bytes_u64(r.host.memory_bytes);
+    let mut remedies = Vec::new();
+    if !r.cold {
+        remedies.push("--cold (drop the cache before measuring)".to_string());
+    }
+    remedies.push(format!(
+        "a data set larger than this machine's {memory} of memory"
+    ));
+    if !r.fio_jobs.is_empty() {
+        remedies.push("direct=1 in the job (O_DIRECT)".into());
+    } else if r.figures.is_empty() {
+        remedies.push("`directio` on the read flowops (O_DIRECT)".into());
+    }
+    let last = remedies.pop().unwrap_or_default();
+    let remedies = if remedies.is_empty() {
+        last
+    } else {
+        format!("{}, or {last}", remedies.join(", "))
+    };
+    let why = if r.cold {
+        ", although --cold dropped the cache before measuring: the run re-read what it had read once"
+    } else {
+        ", so these figures measure the cache"
+    };
+    Some(format!(
+        "Page cache: {hit:.1}% of the {read} read came from memory, not the device (it read {device}){why}. To measure the device: {remedies}."
+    ))
 }
 
 /// The first line: workload, duration, threads, file system and device, cache, interruption.
@@ -117,7 +198,7 @@ fn breakdown(o: &mut String, r: &Results, w: usize) {
         "{:<w$} {:>10} {:>10} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9}",
         "flowop", "ops", "ops/s", "mb/s", "mean", "p50", "p99", "p99.9", "max", "cpu/op"
     );
-    for f in &r.flowops {
+    for f in r.flowops.iter().filter(|f| !measured_nothing(f)) {
         let l = &f.latency_us;
         let _ = write!(
             o,
@@ -141,6 +222,9 @@ fn breakdown(o: &mut String, r: &Results, w: usize) {
         }
         if f.skipped > 0 {
             let _ = write!(o, "  {} skipped (file open elsewhere)", f.skipped);
+        }
+        if !in_summary(f) {
+            let _ = write!(o, "  (not I/O: not in IO Summary)");
         }
         o.push('\n');
     }
@@ -304,5 +388,55 @@ fn num(v: f64) -> String {
         format!("{v:.1}")
     } else {
         format!("{v:.4}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A run that read `read` bytes through a read flowop, the device `device` of them.
+    fn run(read: u64, device: Option<u64>, cold: bool) -> Results {
+        let mut r = Results::new("w", "builtin:w", 1, std::path::Path::new("/x"));
+        let f: crate::stats::FlowopResult = serde_json::from_value(serde_json::json!({
+            "name": "read1", "type": "read", "io_class": "read", "ops": 1, "ops_per_s": 1.0,
+            "bytes": read, "mb_per_s": 0.0, "errors": 0, "no_resource": 0,
+            "latency_us": {"mean": 1.0, "min": 1.0, "p50": 1.0, "p90": 1.0, "p95": 1.0,
+                "p99": 1.0, "p99_9": 1.0, "p99_99": 1.0, "max": 1.0}
+        }))
+        .unwrap();
+        r.flowops.push(f);
+        r.device_read_bytes = device;
+        r.cold = cold;
+        r.host.memory_bytes = 8 << 30;
+        r
+    }
+
+    #[test]
+    fn the_cache_line_needs_more_than_nine_tenths_from_memory() {
+        let mib = 1 << 20;
+        let line = cache_line(&run(100 * mib, Some(5 * mib), false)).expect("95% served");
+        assert!(
+            line.starts_with("Page cache: 95.0% of the 100.0 MiB read"),
+            "{line}"
+        );
+        assert!(
+            line.contains("(it read 5.0 MiB)") && line.contains("8.0 GiB"),
+            "{line}"
+        );
+        assert!(
+            line.contains("--cold") && line.contains("directio"),
+            "{line}"
+        );
+        assert_eq!(
+            cache_line(&run(100 * mib, Some(10 * mib), false)),
+            None,
+            "90%"
+        );
+        assert_eq!(cache_line(&run(100 * mib, None, false)), None, "no device");
+        assert_eq!(cache_line(&run(0, Some(0), false)), None, "nothing read");
+        let cold = cache_line(&run(100 * mib, Some(0), true)).unwrap();
+        assert!(cold.contains("although --cold dropped"), "{cold}");
+        assert!(!cold.contains("To measure the device: --cold"), "{cold}");
     }
 }

@@ -472,6 +472,10 @@ pub fn print_markdown(r: &DiffReport, out: &mut impl Write) -> io::Result<()> {
 pub fn run(args: DiffArgs) -> anyhow::Result<()> {
     // A signal stops the scans; the temporary snapshots go with their guards.
     crate::cancel::install_signal_handlers();
+    crate::limits::check_outputs(&[
+        (args.json.as_deref(), "--json"),
+        (args.markdown.as_deref(), "--markdown"),
+    ])?;
     let threads = args.threads.unwrap_or_else(walk::default_threads).max(1);
     let Some((new_path, olds)) = args.trees.split_last() else {
         bail!("diff needs an OLD and a NEW tree");

@@ -536,20 +536,38 @@ fn human_short(v: u64) -> String {
     format!("{x}{}", UNITS[u])
 }
 
+/// Refuse options that do not go together, and outputs that cannot be written, before the
+/// scan (and before `--cold` drops the caches): usage errors, status 2.
+pub fn check(args: &ScanArgs) -> anyhow::Result<()> {
+    if args.output.as_deref().is_some_and(crate::output::is_stdout) {
+        // Refused rather than written to a file named `-`.
+        return Err(crate::exit::usage(
+            "-o -: a snapshot goes to a file; give its path",
+        ));
+    }
+    if args.hash.is_some() && args.output.is_none() {
+        return Err(crate::exit::usage(
+            "--hash stores hashes in a snapshot: give one with -o SNAPSHOT",
+        ));
+    }
+    if args.per_user && (args.output.is_some() || args.hash.is_some()) {
+        return Err(crate::exit::usage("--per-user measures the metadata walk and writes no snapshot: leave out -o and --hash (a plain scan writes one)"));
+    }
+    crate::limits::check_outputs(&[
+        (args.output.as_deref(), "-o"),
+        (args.json.as_deref(), "--json"),
+    ])
+}
+
 /// `fsbench scan`.
 pub fn run(args: ScanArgs) -> anyhow::Result<()> {
+    check(&args)?;
     // A signal stops the walk and removes the unfinished snapshot.
     crate::cancel::install_signal_handlers();
     let opts = WalkOptions {
         cross_mounts: args.cross_mounts,
         threads: args.threads.unwrap_or_else(default_walkers).max(1),
     };
-    if args.hash.is_some() && args.output.is_none() {
-        anyhow::bail!("--hash stores hashes in a snapshot: give one with -o SNAPSHOT");
-    }
-    if args.per_user && (args.output.is_some() || args.hash.is_some()) {
-        anyhow::bail!("--per-user measures the metadata walk and writes no snapshot: leave out -o and --hash (a plain scan writes one)");
-    }
     // `--cold` was done by the caller (dropping caches belongs to the layers above).
     let mut summary = if args.per_user {
         peruser::scan(&args.dir, args.cross_mounts, args.threads, args.top)

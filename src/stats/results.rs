@@ -324,6 +324,31 @@ impl Results {
             .then(|| (100.0 * busy / (self.duration_s * cpus)).min(100.0))
     }
 
+    /// The bytes the measurement read: its read flowops' bytes, else the `bytes` figure of a
+    /// measurement that reports what it read (`fsbench read`, `hot`); 0 when it read no data
+    /// (a `find` reads metadata only).
+    pub fn measured_read_bytes(&self) -> u64 {
+        let from_flowops: u64 = (self.flowops.iter())
+            .filter(|f| f.io_class == "read")
+            .map(|f| f.bytes)
+            .sum();
+        if from_flowops > 0 {
+            return from_flowops;
+        }
+        self.figures.get("bytes").map_or(0, |b| *b as u64)
+    }
+
+    /// The share of the bytes read that the page cache served, in percent: 100 × (1 − the
+    /// device's reads ÷ [`Self::measured_read_bytes`]), at least 0 (read-ahead can make the
+    /// device read more than was asked). `None` without the device's counters over the
+    /// measured window (no block device under it) or when nothing was read. The one
+    /// computation behind the report's cache line and the experiments' `cache_hit_pct`.
+    pub fn cache_hit_pct(&self) -> Option<f64> {
+        let device = self.device_read_bytes?;
+        let read = self.measured_read_bytes();
+        (read > 0).then(|| (100.0 * (1.0 - device as f64 / read as f64)).max(0.0))
+    }
+
     /// The 99th percentile latency (ms) over the flowops that count as I/O, from their merged
     /// histograms; `None` without any.
     pub fn summary_p99_ms(&self) -> Option<f64> {

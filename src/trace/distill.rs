@@ -676,6 +676,7 @@ fn print_comparison(c: &Comparison, out: &mut impl std::io::Write) -> std::io::R
 }
 
 pub fn main(a: &DistillArgs) -> Result<()> {
+    crate::limits::check_outputs(&[(Some(&a.output), "-o")])?;
     // Streamed: memory follows the distinct paths and sizes, not the trace's length.
     let (h, wa) = analyse_file(&a.trace)?;
     let text = printer::print(&model(&h, &wa)?);
@@ -729,6 +730,7 @@ pub fn main(a: &DistillArgs) -> Result<()> {
 }
 
 pub fn compare_main(a: &CompareArgs) -> Result<()> {
+    crate::limits::check_outputs(&[(a.json.as_deref(), "--json")])?;
     let (_, wa) = analyse_file(&a.reference)?;
     let (_, wb) = analyse_file(&a.other)?;
     let c = compare(&wa, &wb);

@@ -35,6 +35,7 @@ mod memory_fileset;
 mod messages;
 #[cfg(feature = "mpi")]
 mod mpi;
+mod newcomer;
 mod pacing;
 mod prune;
 mod published;

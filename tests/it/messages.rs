@@ -134,10 +134,10 @@ fn experiment_output_that_is_a_file_is_named() {
     let plan = Path::new(env!("CARGO_MANIFEST_DIR")).join("plans/filesystems.toml");
     let plan = plan.to_str().unwrap();
     let fs = f.to_str().unwrap();
-    let err = fails(&["experiment", plan, "-o", fs, "--dry-run"], 1);
+    let err = fails(&["experiment", plan, "-o", fs, "--dry-run"], 2);
     has(&err, &["-o", fs, "is a regular file, not a directory"]);
     let below = format!("{fs}/sub");
-    let err = fails(&["experiment", plan, "-o", &below, "--dry-run"], 1);
+    let err = fails(&["experiment", plan, "-o", &below, "--dry-run"], 2);
     has(&err, &[&below, "cannot be created", fs]);
     assert!(!err.contains("os error"), "{err}");
     assert_eq!(std::fs::read_to_string(&f).unwrap(), "kept");
@@ -146,7 +146,8 @@ fn experiment_output_that_is_a_file_is_named() {
 #[test]
 fn disk_image_must_be_a_regular_file_and_sizes_must_fit() {
     let d = Scratch::new("msg-disk");
-    // A device that is not ours: refused by what it is, before it is opened.
+    // A device that is not ours: refused by what it is, before it is opened (a usage error,
+    // status 2: --image names something that cannot be an image).
     let err = fails(
         &[
             "disk",
@@ -157,7 +158,7 @@ fn disk_image_must_be_a_regular_file_and_sizes_must_fit() {
             "--size",
             "32M",
         ],
-        1,
+        2,
     );
     has(
         &err,
@@ -178,7 +179,7 @@ fn disk_image_must_be_a_regular_file_and_sizes_must_fit() {
             "--image",
             fifo.to_str().unwrap(),
         ],
-        1,
+        2,
     );
     has(&err, &["a FIFO, not a regular file"]);
     // A block device node (made here; if a regression opened it, its loop minor is unbound).
@@ -198,7 +199,7 @@ fn disk_image_must_be_a_regular_file_and_sizes_must_fit() {
                 "--size",
                 "32M",
             ],
-            1,
+            2,
         );
         has(&err, &["a block device, not a regular file"]);
     } else {
@@ -220,7 +221,7 @@ fn disk_image_must_be_a_regular_file_and_sizes_must_fit() {
             "--size",
             "16777215T",
         ],
-        1,
+        2,
     );
     has(&err, &["--size", "too large", "9223372036854775807"]);
     // ext4 holds files of at most 16 TiB (elsewhere such a sparse file may be made, and

@@ -473,13 +473,13 @@ fn dash_is_standard_output_for_every_output_option() {
         "{}",
         text(&o)
     );
-    // Outputs that cannot be one stream say so, and make nothing.
+    // Outputs that cannot be one stream say so, and make nothing (usage errors, status 2).
     for args in [
         &["experiment", "x.toml", "-o", "-"][..],
         &["scan", dir.s(), "-o", "-"],
     ] {
         let o = at(args, vec![]);
-        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", text(&o));
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
         assert!(
             String::from_utf8_lossy(&o.stderr).contains("-o -"),
             "{}",

@@ -524,7 +524,7 @@ pub fn run(
     keep: bool,
 ) -> Result<Outcome> {
     if instances == 0 {
-        bail!("--instances must be at least 1");
+        return Err(crate::exit::usage("--instances must be at least 1"));
     }
     let locations: Vec<(PathBuf, u32)> = if cfg.locations.is_empty() {
         vec![(default_dir.to_path_buf(), 1)]
@@ -775,7 +775,7 @@ pub fn main(a: &PostmarkArgs) -> Result<()> {
         let mut c = cfg.clone();
         c.apply_flags(a)?;
         if a.instances == 0 {
-            bail!("--instances must be at least 1");
+            return Err(crate::exit::usage("--instances must be at least 1"));
         }
         crate::say!("PostMark (fsbench {})", env!("CARGO_PKG_VERSION"));
         let mut b = Bench {

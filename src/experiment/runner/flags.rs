@@ -36,19 +36,9 @@ pub(super) fn ended_early(results: &Output, asked_s: Option<f64>) -> Option<Stri
 /// The bytes the measurement says it read: its read operations' bytes (a workload's read
 /// flowops, PostMark's reads, `read`'s files), or a `bytes` figure.
 pub(super) fn measured_read_bytes(results: &Output) -> u64 {
-    let Some(r) = results.results() else {
-        return 0;
-    };
-    let from_flowops: u64 = r
-        .flowops
-        .iter()
-        .filter(|f| f.io_class == "read")
-        .map(|f| f.bytes)
-        .sum();
-    if from_flowops > 0 {
-        return from_flowops;
-    }
-    r.figures.get("bytes").map_or(0, |b| *b as u64)
+    results
+        .results()
+        .map_or(0, crate::stats::Results::measured_read_bytes)
 }
 
 /// `cache_served` when the device read less than `share` of what the measurement read.
@@ -127,11 +117,7 @@ pub(super) fn device_idle(results: &Output, w: DeviceWork) -> Option<DeviceIdle>
         .device_busy_s
         .filter(|_| r.duration_s > 0.0)
         .map(|b| b / r.duration_s);
-    let measured = measured_read_bytes(results);
-    let hit = r
-        .device_read_bytes
-        .filter(|_| measured > 0)
-        .map(|d| (100.0 * (1.0 - d as f64 / measured as f64)).max(0.0));
+    let hit = r.cache_hit_pct();
     let idle = matches!((util, w.busy_min), (Some(u), Some(m)) if u < m);
     let cached = matches!((hit, w.cache_hit_max), (Some(h), Some(m)) if h > m);
     (idle || cached).then_some(DeviceIdle {

@@ -242,7 +242,9 @@ fn check_outputs(a: &RecordArgs, roots: &[String]) -> Result<()> {
     if crate::output::is_stdout(&a.output)
         && a.keep_log.as_deref().is_some_and(crate::output::is_stdout)
     {
-        bail!("-o - and --keep-log -: only one of them can go to standard output");
+        return Err(crate::exit::usage(
+            "-o - and --keep-log -: only one of them can go to standard output",
+        ));
     }
     if crate::output::is_stdout(&a.output) {
         return Ok(());

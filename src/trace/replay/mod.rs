@@ -155,11 +155,13 @@ fn parse_threads(s: &str) -> Result<Option<usize>> {
         return Ok(None);
     }
     match s.parse::<usize>() {
-        Ok(n) if n > MAX_THREADS => {
-            bail!("--threads {s}: a replay runs at most {MAX_THREADS} threads")
-        }
+        Ok(n) if n > MAX_THREADS => Err(crate::exit::usage(format!(
+            "--threads {s}: a replay runs at most {MAX_THREADS} threads"
+        ))),
         Ok(n) if n > 0 => Ok(Some(n)),
-        _ => bail!("--threads {s}: give `as-recorded` or a number of threads (at least 1)"),
+        _ => Err(crate::exit::usage(format!(
+            "--threads {s}: give `as-recorded` or a number of threads (at least 1)"
+        ))),
     }
 }
 
@@ -519,10 +521,10 @@ fn by_call_type(merged: &Recorder) -> (OpTable, Recorder) {
 pub fn main(a: &ReplayArgs) -> Result<()> {
     let threads = parse_threads(&a.threads)?;
     if !(a.speed > 0.0 && a.speed.is_finite()) {
-        bail!(
+        return Err(crate::exit::usage(format!(
             "--speed {}: give a positive factor (2 = twice as fast)",
             a.speed
-        );
+        )));
     }
     a.m.check()?;
     let header = format::Reader::open(&a.trace)?.header;
@@ -585,7 +587,10 @@ fn check_over(over: &[PathBuf], roots: &[String]) -> Result<()> {
         }
         for d in over {
             if !d.is_dir() {
-                bail!("--over {}: not a directory", d.display());
+                return Err(crate::exit::usage(format!(
+                    "--over {}: not a directory",
+                    d.display()
+                )));
             }
         }
     }
