@@ -202,3 +202,36 @@ fn a_corrupted_block_is_reported_by_both_in_the_same_words() {
         }
     }
 }
+
+#[test]
+fn the_verify_phase_reads_from_the_disk_as_fio_does() {
+    // fio's do_verify syncs each file and drops its cached pages before reading back,
+    // "to make sure we really read from disk": the 32 MiB written come back from the
+    // device, not from the page cache they were just written to.
+    let d = Scratch::new("fv-disk");
+    let job = d.path().join("v.fio");
+    std::fs::write(
+        &job,
+        "[v]\nrw=write\nbs=64k\nsize=32m\nioengine=psync\nverify=crc32c\n",
+    )
+    .unwrap();
+    let json = d.path().join("v.json");
+    let o = run(&[
+        "run",
+        job.to_str().unwrap(),
+        "--dir",
+        d.s(),
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let Some(read) = r["device_read_bytes"].as_u64() else {
+        return skip(
+            "no block device under the scratch directory (tmpfs?): nothing to read back from",
+        );
+    };
+    assert_eq!(r["fio_jobs"][0]["verify"]["blocks"], 512);
+    assert!(read >= 32 << 20, "the device read {read} bytes");
+}

@@ -316,7 +316,7 @@ impl Worker<'_> {
             if s.depth > 0 {
                 self.uring_quiesce(&s)?;
             }
-            if s.verify.is_some() && s.do_verify && !self.stream_verify(&s)? {
+            if s.verify.is_some() && s.do_verify && !self.stream_verify(&s, true)? {
                 return self.stream_end(&s);
             }
             self.stream_close_pass(&s)?;
@@ -927,7 +927,7 @@ impl Worker<'_> {
             .as_ref()
             .is_some_and(|st| !st.written.is_empty() && !st.verify_stop);
         if pending && s.verify.is_some() && s.do_verify && !self.sh.ctl.stopping() {
-            self.stream_verify(s)?;
+            self.stream_verify(s, true)?;
         }
         if s.end_fsync && s.writes {
             for fi in 0..s.files.len() {

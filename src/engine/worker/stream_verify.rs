@@ -134,23 +134,38 @@ impl Worker<'_> {
         let st = self.stream.as_mut().expect("set");
         st.written.push(l);
         if s.verify_backlog > 0 && st.written.len() as u64 >= s.verify_backlog {
-            return self.stream_verify(s);
+            return self.stream_verify(s, false);
         }
         Ok(true)
     }
 
     /// fio's verify phase: everything in flight completes, then each block written since
     /// the last one is read back (in file and offset order, once: the last write to a
-    /// place) and checked; its reads count as the job's reads. False when the job must
-    /// stop.
-    pub(super) fn stream_verify(&mut self, s: &Stream) -> Result<bool, Fail> {
+    /// place) and checked; its reads count as the job's reads. After a pass (`whole`, fio's
+    /// `do_verify`; not a `verify_backlog` batch) the files are first synced and their
+    /// cached pages dropped, "to make sure we really read from disk". False when the job
+    /// must stop.
+    pub(super) fn stream_verify(&mut self, s: &Stream, whole: bool) -> Result<bool, Fail> {
         if s.depth > 0 {
             self.uring_quiesce(s)?;
+        }
+        if whole {
+            self.stream_sync_and_drop(s)?;
         }
         self.fio_verify_phase(true);
         let r = self.stream_verify_reads(s);
         self.fio_verify_phase(false);
         r
+    }
+
+    /// fio's `fio_io_sync` and `file_invalidate_cache` on each file of the stream.
+    fn stream_sync_and_drop(&mut self, s: &Stream) -> Result<(), Fail> {
+        let st = self.stream.as_ref().expect("set");
+        for (of, sf) in st.files.iter().zip(&s.files) {
+            io::fsync(of.fd).map_err(|e| Fail::Error(format!("fsync {}: {e}", sf.name)))?;
+            io::fadvise_dontneed(of.fd, sf.offset, sf.len);
+        }
+        Ok(())
     }
 
     fn stream_verify_reads(&mut self, s: &Stream) -> Result<bool, Fail> {
