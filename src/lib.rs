@@ -49,6 +49,7 @@ pub mod stats;
 pub mod content;
 pub mod dist;
 pub mod fio;
+pub mod fioverify;
 pub mod lang;
 pub mod model;
 pub mod verify;

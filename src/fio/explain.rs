@@ -307,9 +307,9 @@ fn explain_bounds(o: &mut String, job: &super::job::Job, s: &crate::model::strea
 
 /// What a verifying job checks, and how its verify phase reads.
 fn explain_verify(o: &mut String, s: &crate::model::stream::Stream) {
-    if !s.verify {
+    let Some(v) = &s.verify else {
         return;
-    }
+    };
     let how = if s.depth > 0 {
         format!(
             "queued {} at a time through io_uring, as the job's I/O",
@@ -318,22 +318,31 @@ fn explain_verify(o: &mut String, s: &crate::model::stream::Stream) {
     } else {
         "one at a time, as the job's engine reads".to_string()
     };
+    let with = match v.kind {
+        crate::fioverify::Kind::Null => "nothing (verify=null)".to_string(),
+        crate::fioverify::Kind::PatternNoHdr => "the pattern alone, no header".to_string(),
+        crate::fioverify::Kind::Meta | crate::fioverify::Kind::Pattern => {
+            "fio's 40-byte header (and the pattern when given)".to_string()
+        }
+        k => format!("fio's 40-byte header and {}", k.name()),
+    };
+    let every = format!("every {} bytes", v.interval);
     let what = if s.writes && s.do_verify {
         let when = if s.verify_backlog > 0 {
             format!("after every {} writes and at its end", s.verify_backlog)
         } else {
             "after each pass".to_string()
         };
-        format!("every block written carries a header and checksum; read back {when}, {how}")
+        format!("writes carry {with} {every}, in fio's format; read back {when}, {how}")
     } else {
-        format!("every block read is checked (header and checksum), {how}")
+        format!("every block read is checked against {with} {every}, in fio's format; {how}")
     };
     let _ = writeln!(o, "  verify: {what}");
     let _ = writeln!(
         o,
-        "  verify summary in the report: blocks checked, mismatches, the first bad file and offset{}",
+        "  verify summary in the report: blocks checked, mismatches, the first bad file and offset; the first bad read ends the job, as in fio{}",
         if s.verify_fatal {
-            "; the job stops at the first (verify_fatal)"
+            " (verify_fatal: its other blocks unchecked)"
         } else {
             ""
         }

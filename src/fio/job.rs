@@ -218,9 +218,14 @@ pub struct Job {
     pub compress_pct: u8,
     pub compress_chunk: u64,
     pub dedupe_pct: u8,
-    /// `verify=` (the checksum fio names: fsbench computes its own), `do_verify`,
+    /// `verify=` (fio's type; `verify_named`: given, even as `0`), `verify_pattern`,
+    /// `verify_interval` and `verify_offset` (0: not given), `do_verify`,
     /// `verify_backlog`, `verify_fatal`.
-    pub verify: Option<String>,
+    pub verify: Option<crate::fioverify::Kind>,
+    pub verify_named: bool,
+    pub verify_pattern: Vec<u8>,
+    pub verify_interval: u64,
+    pub verify_offset: u64,
     pub do_verify: bool,
     pub verify_backlog: u64,
     pub verify_fatal: bool,
@@ -320,6 +325,10 @@ impl Job {
             opendir: None,
             zone_none: false,
             verify: None,
+            verify_named: false,
+            verify_pattern: Vec::new(),
+            verify_interval: 0,
+            verify_offset: 0,
             do_verify: true,
             verify_backlog: 0,
             verify_fatal: false,
@@ -786,22 +795,8 @@ fn apply_data(job: &mut Job, key: &str, o: &Opt) -> Option<R> {
                 }
                 Ok(())
             }
-            "verify" => {
-                // fio's checksum types; fsbench checks each block with its own header
-                // and checksum whatever the type (docs/fio.md).
-                let v = need(o)?;
-                job.verify = match v {
-                    "0" | "none" => None,
-                    "md5" | "crc64" | "crc32c" | "crc32c-intel" | "crc32" | "crc16" | "crc7"
-                    | "xxhash" | "sha512" | "sha256" | "sha1" | "sha3-224" | "sha3-256"
-                    | "sha3-384" | "sha3-512" | "meta" => Some(v.to_string()),
-                    _ => {
-                        return Err(format!(
-                            "`{v}` is not a verify type fsbench runs (md5, crc64, crc32c, crc32c-intel, crc32, crc16, crc7, xxhash, sha1, sha256, sha512, sha3-*, meta)"
-                        ))
-                    }
-                };
-                Ok(())
+            "verify" | "verify_pattern" | "verify_interval" | "verify_offset" => {
+                verify_opt(job, key, need(o)?)
             }
             "do_verify" | "verify_fatal" => {
                 let b = value::boolean(need(o)?)?;
@@ -832,6 +827,46 @@ fn apply_data(job: &mut Job, key: &str, o: &Opt) -> Option<R> {
         }
     })();
     unknown_is_none(r)
+}
+
+/// fio's `verify=` (its type names; `0` for none) and the options that shape the blocks:
+/// `verify_pattern` (its bytes), `verify_interval` (at least twice a header) and
+/// `verify_offset` (at least a header), as fio's option table bounds them.
+fn verify_opt(job: &mut Job, key: &str, v: &str) -> R {
+    use crate::fioverify::{pattern, Kind, HEADER};
+    let kb = job.kb_base;
+    match key {
+        "verify" => {
+            job.verify_named = true;
+            job.verify = match v {
+                "0" | "none" => None,
+                _ => Some(Kind::parse(v).ok_or_else(|| {
+                    format!("`{v}` is not a verify type fio has (md5, crc64, crc32c, crc32c-intel, crc32, crc16, crc7, xxhash, sha1, sha256, sha512, sha3-224, sha3-256, sha3-384, sha3-512, meta, pattern, null)")
+                })?),
+            };
+        }
+        "verify_pattern" => job.verify_pattern = pattern::parse(v)?,
+        "verify_interval" => {
+            let n = value::size(v, kb)?;
+            if n < 2 * HEADER as u64 {
+                return Err(format!(
+                    "{n}: fio takes at least {} (twice its header)",
+                    2 * HEADER
+                ));
+            }
+            job.verify_interval = n;
+        }
+        _ => {
+            let n = value::size(v, kb)?;
+            if n < HEADER as u64 {
+                return Err(format!(
+                    "{n}: fio takes at least {HEADER} (its header's size)"
+                ));
+            }
+            job.verify_offset = n;
+        }
+    }
+    Ok(())
 }
 
 /// `directory=`: one directory; something there that is no directory (a FIFO would hold
@@ -1141,14 +1176,10 @@ mod tests {
 
     #[test]
     fn unknown_and_unsupported_options_are_refused_with_their_place() {
-        let e = read("[a]\nrw=read\n  verify_pattern=0xff\nbogus\n").unwrap_err();
+        let e = read("[a]\nrw=read\n  verify_async=2\nbogus\n").unwrap_err();
         assert_eq!(e.len(), 2);
         assert_eq!(e[0].location(), "j.fio:3:3");
-        assert!(
-            e[0].message.contains("`verify_pattern`"),
-            "{}",
-            e[0].message
-        );
+        assert!(e[0].message.contains("`verify_async`"), "{}", e[0].message);
         assert_eq!(e[1].location(), "j.fio:4:1");
         assert!(e[1].message.contains("`bogus`"));
         let e = read("[a]\nioengine=splice\n").unwrap_err();

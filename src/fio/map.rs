@@ -282,27 +282,78 @@ fn check(job: &Job, first: bool, errors: &mut Vec<Diagnostic>) {
     }
 }
 
-/// fsbench's verify headers are per 4 KiB block: every block size and offset a
-/// verifying job uses must be a multiple of it.
-fn check_verify(job: &Job, errors: &mut Vec<Diagnostic>) {
-    if job.verify.is_none() {
-        return;
+/// The verify type a job runs: `verify=`'s, or a header and pattern when only
+/// `verify_pattern` is given (fio's `str_verify_pattern_cb`).
+fn verify_kind(job: &Job) -> Option<crate::fioverify::Kind> {
+    if job.verify_named {
+        job.verify
+    } else {
+        (!job.verify_pattern.is_empty()).then_some(crate::fioverify::Kind::Pattern)
     }
-    let unit = crate::verify::BLOCK;
-    let mut sizes = vec![job.offset, job.offset_increment, job.seq_skip];
-    for b in &job.bs {
-        match b {
-            Bs::Split(parts) => sizes.extend(parts.iter().map(|p| p.0)),
-            b => sizes.extend([b.min(), b.max()]),
+}
+
+/// `verify_interval` as fio's `fixup_options` settles it: the smallest write size when
+/// sizes vary, never more than it (nor than the smallest read of a job that reads), and
+/// a divisor of the smallest and largest write sizes (their gcd otherwise).
+fn verify_interval(job: &Job) -> u64 {
+    let (wmin, wmax, rmin) = (job.bs[1].min(), job.bs[1].max(), job.bs[0].min());
+    let mut vi = job.verify_interval;
+    if wmax != wmin && vi == 0 {
+        vi = wmin;
+    }
+    if vi > wmin {
+        vi = wmin;
+    } else if job.read && vi > rmin {
+        vi = rmin;
+    }
+    if vi == 0 || !wmin.is_multiple_of(vi) || !wmax.is_multiple_of(vi) {
+        let (mut a, mut b) = (wmin, wmax);
+        while b != 0 {
+            (a, b) = (b, a % b);
         }
+        vi = a;
     }
-    if sizes.iter().any(|s| !s.is_multiple_of(unit)) {
-        errors.push(at(
-            job,
-            "verify",
-            "`verify` with block sizes or offsets that are not multiples of 4 KiB: fsbench's headers and checksums are per 4 KiB block".into(),
-        ));
+    vi
+}
+
+/// What fio would stop at or fail on: a pattern type without a pattern, an interval no
+/// larger than its header and checksum ("Blocksize too small"), a header moved past the
+/// interval's end, fio 3.33's sha512 over fewer than 128 bytes.
+fn check_verify(job: &Job, errors: &mut Vec<Diagnostic>) {
+    use crate::fioverify::Kind;
+    let Some(kind) = verify_kind(job) else { return };
+    let mut err = |m: String| errors.push(at(job, "verify", m));
+    let vi = verify_interval(job);
+    let hs = kind.hdr_size() as u64;
+    if matches!(kind, Kind::PatternNoHdr) && job.verify_pattern.is_empty() {
+        err("`verify=pattern` without `verify_pattern`: there is nothing to check the data against (fio stops on it)".into());
     }
+    if hs > 0 && vi <= hs {
+        err(format!("verify={}: its header and checksum take {hs} bytes, more than each verify interval of {vi} (fio: Blocksize too small); use larger blocks", kind.name()));
+    } else if job.verify_offset > 0 && job.verify_offset + hs > vi {
+        err(format!("verify_offset={} puts the {hs}-byte header past the end of each {vi}-byte verify interval", job.verify_offset));
+    } else if kind == Kind::Sha512 && vi < hs + 128 {
+        err(format!("verify=sha512 over {} bytes: fio 3.33's sha512 needs at least 128 after its header (a verify interval of {})", vi.saturating_sub(hs), hs + 128));
+    }
+}
+
+/// How a clone of `job` verifies (its `thread` is set with its number).
+fn verify_spec(job: &Job) -> Option<crate::fioverify::Spec> {
+    let kind = verify_kind(job)?;
+    let (lo, hi) = (
+        job.bs[0].min().min(job.bs[1].min()),
+        job.bs[0].max().max(job.bs[1].max()),
+    );
+    Some(crate::fioverify::Spec {
+        kind,
+        interval: verify_interval(job),
+        offset: job.verify_offset,
+        pattern: job.verify_pattern.clone(),
+        compress: job.compress_pct,
+        thread: 0,
+        check_numberio: job.write && lo == hi && !job.time_based,
+        check_seed: job.read && job.write && job.verify_backlog == 0,
+    })
 }
 
 /// fsbench writes only where it created: `opendir` is for jobs that only read, and
@@ -319,7 +370,6 @@ fn check_opendir(job: &Job, errors: &mut Vec<Diagnostic>) {
         ("filename", job.filename.is_some()),
         ("unlink", job.unlink),
         ("create_on_open", job.create_on_open),
-        ("verify", job.verify.is_some()),
     ];
     for (key, on) in set {
         if on {
@@ -671,7 +721,7 @@ fn start_delay_us(job: &Job, j: usize, k: u32) -> u64 {
 /// end-sync and runtime (0 for those it has not).
 fn job_stats(job: &Job, stats: &mut Stats, report: &str) -> [usize; 6] {
     // Read first, then write, then sync: the order a report lists them.
-    let verify_reads = job.verify.is_some() && job.write && job.do_verify;
+    let verify_reads = verify_kind(job).is_some() && job.write && job.do_verify;
     let stat_read = if job.read || verify_reads {
         stats.id(format!("{report} read"), FlowopKind::Read)
     } else {
@@ -762,7 +812,7 @@ fn stream_of(job: &Job, j: usize, k: u32, stats: &mut Stats, report: &str) -> St
         }),
         compress_chunk: job.compress_chunk as u32,
         scramble: job.scramble,
-        verify: job.verify.is_some(),
+        verify: verify_spec(job),
         do_verify: job.do_verify,
         verify_backlog: job.verify_backlog,
         verify_fatal: job.verify_fatal,
@@ -861,6 +911,9 @@ fn processes(jobs: &[Job], waits: &[Vec<(usize, u32)>], stats: &mut Stats) -> Ve
             stream.job = j;
             stream.wait = waits[j].clone();
             thread_number += 1;
+            if let Some(v) = &mut stream.verify {
+                v.thread = thread_number as u16;
+            }
             stream.out = Arc::new(fio_out(job, group[j], thread_number));
             let mut f = crate::model::build::stream_flowop(job.span);
             f.name = report.clone();

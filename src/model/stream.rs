@@ -228,10 +228,12 @@ pub struct Stream {
     /// Without a content setting: stamp each 512-byte sector of a write with its offset
     /// and the time, as fio's `scramble_buffers` (its default), so that blocks differ.
     pub scramble: bool,
-    /// fio's `verify`: writes carry block headers and checksums, reads check them; with
-    /// `do_verify`, what a pass wrote is read back after it (or after every
-    /// `verify_backlog` writes); `verify_fatal` stops the stream at the first bad block.
-    pub verify: bool,
+    /// fio's `verify` (its block format, `crate::fioverify`): writes carry fio's headers
+    /// and checksums, reads check them; with `do_verify`, what a pass wrote is read back
+    /// after it (or after every `verify_backlog` writes); the first bad read ends the
+    /// stream, as fio ends the job; `verify_fatal` stops checking a read at its first bad
+    /// interval.
+    pub verify: Option<crate::fioverify::Spec>,
     pub do_verify: bool,
     pub verify_backlog: u64,
     pub verify_fatal: bool,

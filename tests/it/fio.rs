@@ -349,12 +349,15 @@ fn verify_reads_back_what_was_written_and_fails_the_run_on_a_bad_block() {
         assert_eq!(counted(&r, "w write"), (64, 256 << 10), "{tag}");
         assert_eq!(counted(&r, "w read"), (64, 256 << 10), "{tag}");
     }
-    // do_verify=0 writes the headers only; a later job reading with verify checks them.
-    // Three 4 KiB writes without headers in between spoil three blocks: the run fails,
-    // naming the count and the first bad offset.
+    // do_verify=0 writes the headers only; a later job reading with verify checks them
+    // (reading 16 KiB with a header every 8 KiB, as the writer wrote them).
     let writer = "[w]\nrw=write\nbs=8k\nfilename=data\nsize=256k\nverify=md5\ndo_verify=0\n";
-    let spoiler = "[x]\nstonewall\nrw=randwrite\nbs=4k\nfilename=data\nsize=256k\nnumber_ios=3\n";
-    let reader = "[r]\nstonewall\nrw=read\nbs=16k\nfilename=data\nsize=256k\nverify=md5\n";
+    let reader = "[r]\nstonewall\nrw=read\nbs=16k\nfilename=data\nsize=256k\nverify=md5\nverify_interval=8k\n";
+    // Two 4 KiB writes without headers, inside the blocks at 32 KiB and 40 KiB past
+    // their headers: the read of 32..48 KiB finds both checksums wrong and, as in fio,
+    // the error ends the job there.
+    let spoiler =
+        "[x]\nstonewall\nrw=write:4k\nbs=4k\nfilename=data\nsize=256k\noffset=36k\nnumber_ios=2\n";
     let d = Scratch::new("vbad");
     let run_text = |name: &str, text: &str| {
         let f = d.path().join(name);
@@ -372,20 +375,33 @@ fn verify_reads_back_what_was_written_and_fails_the_run_on_a_bad_block() {
         let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
         (o, r)
     };
+    let mismatches = |r: &Value| {
+        let j = r["fio_jobs"].as_array().unwrap();
+        let j = j.iter().find(|j| j["report"] == "r").unwrap();
+        j["verify"]["mismatches"].as_u64().unwrap()
+    };
     let (o, r) = run_text("good.fio", &format!("{writer}{reader}"));
     assert!(o.status.success(), "{}", text(&o));
     assert_eq!(counted(&r, "r read"), (16, 256 << 10));
+    assert_eq!(mismatches(&r), 0);
     let (o, r) = run_text("bad.fio", &format!("{writer}{spoiler}{reader}"));
     assert!(!o.status.success(), "{}", text(&o));
     let err = String::from_utf8_lossy(&o.stderr);
+    // fio's lines, as fio prints them for the same blocks.
+    for off in [32768, 40960] {
+        let line = format!("md5: verify failed at file data offset {off}, length 8192 (requested block: offset=32768, length=16384, flags=8)");
+        assert!(err.contains(&line), "{err}");
+    }
+    assert!(err.contains("       Expected CRC: "), "{err}");
     assert!(
         err.contains(
-            "job r: 3 failed operation(s), the first: verify: bad block at file data offset"
+            "job r: 1 failed operation(s), the first: md5: verify failed at file data offset 32768"
         ),
         "{err}"
     );
-    assert_eq!(counted(&r, "r read"), (16, 256 << 10));
-    // verify_fatal: the reader stops at the first bad block.
+    assert_eq!(counted(&r, "r read"), (3, 48 << 10));
+    assert_eq!(mismatches(&r), 2);
+    // verify_fatal: the bad read's check stops at its first bad block.
     let (o, r) = run_text(
         "fatal.fio",
         &format!("{writer}{spoiler}{reader}verify_fatal=1\n"),
@@ -396,7 +412,7 @@ fn verify_reads_back_what_was_written_and_fails_the_run_on_a_bad_block() {
         "{}",
         text(&o)
     );
-    assert!(counted(&r, "r read").0 < 16);
+    assert_eq!(mismatches(&r), 1);
 }
 
 #[test]
@@ -872,14 +888,29 @@ fn refused(job: &str, place: &str, what: &str) {
 #[test]
 fn refused_options_and_malformed_lines_name_file_line_and_column() {
     refused(
-        "[j]\nsize=1m\n  verify=pattern\n",
+        "[j]\nsize=1m\n  verify=sha384\n",
         "3:10",
-        "not a verify type fsbench runs",
+        "not a verify type fio has",
     );
     refused(
-        "[j]\nsize=1m\nbs=512\nverify=crc32c\n",
+        "[j]\nsize=1m\nverify=pattern\n",
+        "3:1",
+        "without `verify_pattern`",
+    );
+    refused(
+        "[j]\nsize=1m\nbs=64\nverify=sha256\n",
         "4:1",
-        "multiples of 4 KiB",
+        "Blocksize too small",
+    );
+    refused(
+        "[j]\nsize=1m\nverify=md5\nverify_offset=4090\n",
+        "3:1",
+        "past the end of each 4096-byte verify interval",
+    );
+    refused(
+        "[j]\nsize=1m\nverify=md5\nverify_pattern=%o\n",
+        "4:16",
+        "formats (%o) are not run",
     );
     refused("[j]\nsize=1m\nbogus_option=1\n", "3:1", "`bogus_option`");
     refused("[j]\nsize=1m\nrw=trim\n", "3:4", "trims are not supported");

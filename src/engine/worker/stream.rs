@@ -88,7 +88,7 @@ pub(super) struct StreamState {
     pass_bytes: u64,
     pass_ios: u64,
     /// I/Os issued per direction (in the stream's whole life: fio's io_issues).
-    issues: [u64; 2],
+    pub(super) issues: [u64; 2],
     mix_dir: usize,
     mix_issues: u64,
     last_write_file: Option<usize>,
@@ -109,8 +109,9 @@ pub(super) struct StreamState {
     rate_check: [Option<(u64, u64, Instant)>; 2],
     /// Its runtime is recorded.
     timed: bool,
-    /// Writes to read back (fio's verify log): file, offset, length.
-    pub(super) written: Vec<(usize, u64, u64)>,
+    /// Writes to read back (fio's verify log), and verifying writes so far.
+    pub(super) written: Vec<super::stream_verify::Logged>,
+    pub(super) verify_writes: u64,
     /// A bad block with `verify_fatal`: the stream ends.
     pub(super) verify_stop: bool,
     /// Bytes of I/O in the current zone (fio's `zone_bytes`).
@@ -190,6 +191,7 @@ impl Worker<'_> {
             pace_rng: crate::dist::rng(seed, 0x9015),
             rate_check: [None, None],
             written: Vec::new(),
+            verify_writes: 0,
             zone_bytes: 0,
             verify_stop: false,
             content_seed: seed ^ ((s.job as u64) << 32),
@@ -314,7 +316,7 @@ impl Worker<'_> {
             if s.depth > 0 {
                 self.uring_quiesce(&s)?;
             }
-            if s.verify && s.do_verify && !self.stream_verify(&s)? {
+            if s.verify.is_some() && s.do_verify && !self.stream_verify(&s, true)? {
                 return self.stream_end(&s);
             }
             self.stream_close_pass(&s)?;
@@ -649,20 +651,12 @@ impl Worker<'_> {
             return Ok(self.stream_think(s)?.unwrap_or(r));
         }
         let (boff, len) = self.buffer(len as usize)?;
-        let st = self.stream.as_ref().expect("set");
-        let fd = st.files[fi].fd;
-        if dir == 1 && s.content.is_some() {
-            let out = &mut self.buf.as_mut_slice()[boff..boff + len];
-            shape_into(s, st.content_seed, fi, off, out);
-            self.stream_sample(s, boff, len);
-        } else if dir == 1 && s.scramble {
-            let now = self.clock.now();
-            scramble(&mut self.buf.as_mut_slice()[boff..boff + len], off, now);
-        }
-        if dir == 1 && s.verify {
-            let id = super::stream_verify::file_id(&s.files[fi].name);
-            crate::verify::stamp(1, id, off, &mut self.buf.as_mut_slice()[boff..boff + len]);
-        }
+        let fd = self.stream.as_ref().expect("set").files[fi].fd;
+        let logged = if dir == 1 {
+            self.stream_shape_write(s, fi, off, boff, len)
+        } else {
+            None
+        };
         let t0 = self.clock.now();
         let r = if s.mmap {
             let m = self.stream.as_ref().expect("set").files[fi]
@@ -703,15 +697,57 @@ impl Worker<'_> {
         self.stream_account(s, dir, fi, off, len as u64, n);
         // fio checks the reads of a job that only reads; a mixed job's own reads are not
         // checked (its verify phase reads are).
-        if s.verify && dir == 0 && !s.writes {
-            let data = self.buf.as_slice()[boff..boff + n as usize].to_vec();
-            if !self.stream_check(s, fi, off, &data) {
+        if s.verify.is_some() && dir == 0 && !s.writes {
+            let mut data = self.buf.as_slice()[boff..boff + n as usize].to_vec();
+            if !self.stream_check(s, fi, off, &mut data, None) {
                 return self.stream_end(s);
             }
-        } else if dir == 1 && s.verify && s.do_verify && !self.stream_logged(s, fi, off, n)? {
-            return self.stream_end(s);
+        } else if let Some(l) = logged.filter(|_| s.do_verify) {
+            if !self.stream_logged(s, super::stream_verify::Logged { len: n, ..l })? {
+                return self.stream_end(s);
+            }
         }
         Ok(self.stream_think(s)?.unwrap_or(Flow::Continue))
+    }
+
+    /// Fill the buffer bytes `boff..boff + len` for a write to `off` of file `fi`: the
+    /// content setting's data, fio's scramble, or with `verify` fio's verified data and
+    /// headers (then what the verify phase expects back).
+    fn stream_shape_write(
+        &mut self,
+        s: &Stream,
+        fi: usize,
+        off: u64,
+        boff: usize,
+        len: usize,
+    ) -> Option<super::stream_verify::Logged> {
+        let now = self.clock.now();
+        let logged = if let Some(v) = &s.verify {
+            let seed = self.stream_next_write();
+            let numberio = self.stream.as_ref().expect("set").issues[1];
+            let out = &mut self.buf.as_mut_slice()[boff..boff + len];
+            let w = super::stream_verify::fill_write(s, v, seed, (fi, off, numberio), out, now);
+            Some(super::stream_verify::Logged {
+                fi,
+                off,
+                len: len as u64,
+                seed: w.seed,
+                numberio: w.numberio,
+            })
+        } else {
+            None
+        };
+        let st = self.stream.as_ref().expect("set");
+        if logged.is_none() && s.content.is_some() {
+            let out = &mut self.buf.as_mut_slice()[boff..boff + len];
+            shape_into(s, st.content_seed, fi, off, out);
+        } else if logged.is_none() && s.scramble {
+            scramble(&mut self.buf.as_mut_slice()[boff..boff + len], off, now);
+        }
+        if s.content.is_some() {
+            self.stream_sample(s, boff, len);
+        }
+        logged
     }
 
     /// Keep the start of what a write with a content setting wrote (from the worker's
@@ -890,8 +926,8 @@ impl Worker<'_> {
             .stream
             .as_ref()
             .is_some_and(|st| !st.written.is_empty() && !st.verify_stop);
-        if pending && s.verify && s.do_verify && !self.sh.ctl.stopping() {
-            self.stream_verify(s)?;
+        if pending && s.verify.is_some() && s.do_verify && !self.sh.ctl.stopping() {
+            self.stream_verify(s, true)?;
         }
         if s.end_fsync && s.writes {
             for fi in 0..s.files.len() {

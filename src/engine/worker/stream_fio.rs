@@ -314,7 +314,7 @@ impl Worker<'_> {
                 r.first_error = o.first_error.clone();
             }
         }
-        if s.verify {
+        if s.verify.is_some() {
             let o = &self.rec.ops[s.stat_read];
             r.verify = Some(FioVerify {
                 blocks: o.verify_blocks,
@@ -330,7 +330,7 @@ impl Worker<'_> {
 /// The statistics a stream records into (see `fio::map::job_stats`).
 fn stream_stats(s: &Stream) -> Vec<usize> {
     let mut v = vec![s.stat_time];
-    if s.reads || (s.verify && s.do_verify && s.writes) {
+    if s.reads || (s.verify.is_some() && s.do_verify && s.writes) {
         v.push(s.stat_read);
     }
     if s.writes {

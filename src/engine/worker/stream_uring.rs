@@ -27,10 +27,10 @@ struct Slot {
     /// The file and offset of a read or write.
     fi: usize,
     off: u64,
-    /// When it was submitted (fio's `issue_time`), and whether it is a verify read whose
-    /// blocks are checked when it completes.
+    /// When it was submitted (fio's `issue_time`), and for a verify-phase read what its
+    /// blocks are checked against when it completes.
     sub: crate::stats::clock::Stamp,
-    check: bool,
+    check: Option<crate::fioverify::Want>,
     /// Bytes asked.
     len: u64,
 }
@@ -78,7 +78,7 @@ impl Ring {
                 fi: 0,
                 off: 0,
                 sub: 0,
-                check: false,
+                check: None,
                 len: 0,
             });
         }
@@ -224,8 +224,9 @@ impl Worker<'_> {
             slot.busy = false;
             ring.inflight -= 1;
             // A verifying job's reads, and verify-phase reads, are checked once recorded.
-            let check = slot.check || (s.verify && !s.writes && slot.dir == 0);
-            let data = (check && res > 0).then(|| slot.buf.as_slice()[..res as usize].to_vec());
+            let check = slot.check.is_some() || (s.verify.is_some() && !s.writes && slot.dir == 0);
+            let data = (check && res > 0)
+                .then(|| (slot.buf.as_slice()[..res as usize].to_vec(), slot.check));
             let asked = slot.len;
             rec.push((
                 (slot.t0, slot.sub),
@@ -261,9 +262,9 @@ impl Worker<'_> {
             } else {
                 self.fio_fsync(stat, ns);
             }
-            if let Some(d) = data {
-                // verify_fatal: the stream ends at its next call (see `verify_stop`).
-                self.stream_check(s, fi, off, &d);
+            if let Some((mut d, want)) = data {
+                // A bad block: the stream ends at its next call (see `verify_stop`).
+                self.stream_check(s, fi, off, &mut d, want);
             }
         }
         Ok(())
@@ -319,15 +320,34 @@ impl Worker<'_> {
         off: u64,
         len: u64,
     ) -> Result<Flow, Fail> {
+        let now = self.clock.now();
+        let vseed = (dir == 1 && s.verify.is_some()).then(|| self.stream_next_write());
         let st = self.stream.as_mut().expect("set");
         let fd = st.files[fi].fd;
+        // Counted when issued (`stream_account` ran): this write's number is one less.
+        let numberio = st.issues[1].saturating_sub(1);
+        let content_seed = st.content_seed;
         let ring = st.ring.as_mut().expect("an async stream has its ring");
         let id = ring
             .free_slot()
             .expect("a full queue is reaped after each push");
         let out = &mut ring.slots[id].buf.as_mut_slice()[..len as usize];
+        let mut logged = None;
+        if let (Some(v), Some(seed)) = (&s.verify, vseed) {
+            let w = super::stream_verify::fill_write(s, v, seed, (fi, off, numberio), out, now);
+            logged = Some(super::stream_verify::Logged {
+                fi,
+                off,
+                len,
+                seed: w.seed,
+                numberio: w.numberio,
+            });
+        } else if dir == 1 && s.content.is_some() {
+            super::stream::shape_into(s, content_seed, fi, off, out);
+        } else if dir == 1 && s.scramble {
+            super::stream::scramble(out, off, now);
+        }
         if dir == 1 && s.content.is_some() {
-            super::stream::shape_into(s, st.content_seed, fi, off, out);
             let o = &mut self.rec.ops[s.stat_write];
             let take = crate::stats::SAMPLE_BYTES
                 .saturating_sub(o.sample.len())
@@ -336,21 +356,15 @@ impl Worker<'_> {
                 o.content = s.content;
                 o.sample.extend_from_slice(&out[..take]);
             }
-        } else if dir == 1 && s.scramble {
-            super::stream::scramble(out, off, self.clock.now());
-        }
-        if dir == 1 && s.verify {
-            let vid = super::stream_verify::file_id(&s.files[fi].name);
-            crate::verify::stamp(1, vid, off, out);
         }
         ring.slots[id].fi = fi;
         ring.slots[id].off = off;
         ring.slots[id].len = len;
-        ring.slots[id].check = false;
+        ring.slots[id].check = None;
         let entry = rw_entry(ring, id, (dir, fi, fd), off, len);
         self.uring_push(s, entry, dir)?;
-        if dir == 1 && s.verify && s.do_verify {
-            self.stream_logged(s, fi, off, len)?;
+        if let Some(l) = logged.filter(|_| s.do_verify) {
+            self.stream_logged(s, l)?;
         }
         Ok(Flow::Continue)
     }
@@ -418,10 +432,9 @@ impl Worker<'_> {
     pub(super) fn uring_verify_read(
         &mut self,
         s: &Stream,
-        fi: usize,
-        off: u64,
-        len: u64,
+        p: super::stream_verify::Logged,
     ) -> Result<(), Fail> {
+        let (fi, off, len) = (p.fi, p.off, p.len);
         let st = self.stream.as_mut().expect("set");
         let fd = st.files[fi].fd;
         let ring = st.ring.as_mut().expect("an async stream has its ring");
@@ -431,7 +444,7 @@ impl Worker<'_> {
         ring.slots[id].fi = fi;
         ring.slots[id].off = off;
         ring.slots[id].len = len;
-        ring.slots[id].check = true;
+        ring.slots[id].check = Some(super::stream_verify::want(&p));
         let entry = rw_entry(ring, id, (0, fi, fd), off, len);
         self.uring_push(s, entry, 0)
     }

@@ -1,87 +1,156 @@
-//! fio's `verify` on a stream, onto fsbench's block headers (`crate::verify`): every 4 KiB
-//! block a verifying job writes starts with a header (file, offset, length) and a checksum
-//! of the block; reads of a verifying job check the blocks they read; and with `do_verify`
-//! a writing job reads back what it wrote after each pass, or after every
-//! `verify_backlog` writes, as fio's verify phase (`backend.c`'s `do_verify`, `verify.c`).
-//! A bad block is an error of the job's reads (its count and the first bad offset in the
-//! report, the run ending nonzero); with `verify_fatal` the job stops at the first.
+//! fio's `verify` on a stream, in fio's own block format (`crate::fioverify`): a verifying
+//! write is filled as fio fills it (its buffer refilled, then random data from a seed of
+//! its own, or the pattern) and carries fio's headers and checksums; reads of a job that
+//! only reads check every block they read; and with `do_verify` a writing job reads back
+//! what it wrote after each pass, or after every `verify_backlog` writes, as fio's verify
+//! phase (`backend.c`'s `do_verify`, `verify.c`), expecting each block's write number and
+//! seed as fio does. The first bad read is an error that ends the job, as in fio (fio's
+//! failure lines on stderr, the count and the first in the report, the run ending nonzero);
+//! `verify_fatal` stops checking that read at its first bad block.
 
 use super::*;
+use crate::fioverify::{Read, Spec, Want, Write};
 use crate::model::stream::Stream;
 
-/// A file's id in the headers: from its name, so that every job naming the file (a
-/// writer, then a reader) agrees.
-pub(super) fn file_id(name: &str) -> u64 {
-    name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
-    })
+/// A verifying write to read back: where, and the seed and number its headers carry.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Logged {
+    pub(super) fi: usize,
+    pub(super) off: u64,
+    pub(super) len: u64,
+    pub(super) seed: u64,
+    pub(super) numberio: u16,
+}
+
+/// fio's `io_u->flags` in its failure line: a read is counted in the queue depth
+/// (`IO_U_F_IN_CUR_DEPTH`), a verify-phase read also on the verify list
+/// (`IO_U_F_VER_LIST`), as fio 3.33 prints them.
+const IN_DEPTH_FLAGS: u32 = 0x8;
+const VER_LIST_FLAGS: u32 = 0x88;
+
+/// SplitMix64: each verifying write's seed from the stream's seed and its count.
+fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// Fill `out`, a write of the stream `s` to `off` of file `fi` numbered `numberio` among
+/// its writes, as fio does with `verify`: the buffer is refilled first (verify turns
+/// `refill_buffers` on: the content setting's data, or random), then `populate_verify_io_u`
+/// writes the verified data, headers and checksums over it. Returns what the headers say.
+pub(super) fn fill_write(
+    s: &Stream,
+    v: &Spec,
+    (seed, n): (u64, u64),
+    (fi, off, numberio): (usize, u64, u64),
+    out: &mut [u8],
+    now_ns: u64,
+) -> Write {
+    let w = Write {
+        seed: mix(seed ^ n.wrapping_mul(0x9e37_79b9_7f4a_7c15)),
+        time: (
+            (now_ns / 1_000_000_000) as u32,
+            (now_ns % 1_000_000_000) as u32,
+        ),
+        numberio: numberio as u16,
+    };
+    if s.content.is_some() {
+        super::stream::shape_into(s, seed, fi, off, out);
+    } else {
+        crate::fioverify::fill_random(out, mix(w.seed));
+    }
+    crate::fioverify::fill(v, out, off, w);
+    w
 }
 
 impl Worker<'_> {
-    /// Check the blocks of `data`, read at `off` of file `fi`; false when the job must
-    /// stop (`verify_fatal` after a bad block).
-    pub(super) fn stream_check(&mut self, s: &Stream, fi: usize, off: u64, data: &[u8]) -> bool {
-        let id = file_id(&s.files[fi].name);
-        let o = &mut self.rec.ops[s.stat_read];
-        let mut bad = false;
-        for (i, block) in data.chunks(crate::verify::BLOCK as usize).enumerate() {
-            let at = off + i as u64 * crate::verify::BLOCK;
-            match crate::verify::check_block(block, id, at, 0) {
-                Ok(true) => o.verify_blocks += 1,
-                Ok(false) => {}
-                Err((expected, found)) => {
-                    bad = true;
-                    o.verify_blocks += 1;
-                    o.verify_mismatches += 1;
-                    let m = crate::verify::Mismatch {
-                        path: s.files[fi].name.clone(),
-                        offset: at,
-                        expected,
-                        found,
-                    };
-                    // fio: "verify: bad header ... at file F offset O, length L".
-                    o.error(|| {
-                        format!(
-                            "verify: bad block at file {} offset {}, length {}: expected {}, found {}",
-                            m.path, m.offset, block.len(), m.expected, m.found
-                        )
-                    });
-                    if o.mismatches.len() < crate::verify::KEEP {
-                        o.mismatches.push(m);
-                    }
-                }
-            }
-        }
-        let stop = bad && s.verify_fatal;
-        if stop {
-            self.stream.as_mut().expect("set").verify_stop = true;
-        }
-        !stop
+    /// The seed and count for the next verifying write's data.
+    pub(super) fn stream_next_write(&mut self) -> (u64, u64) {
+        let st = self.stream.as_mut().expect("set");
+        st.verify_writes += 1;
+        (st.content_seed, st.verify_writes)
     }
 
-    /// After a write to verify: remember it, and with `verify_backlog` read the backlog
-    /// back once it is long enough.
-    pub(super) fn stream_logged(
+    /// Check the blocks of `data`, read at `off` of file `fi` (expecting `want`, in a
+    /// verify phase); false when the job must stop: a bad block ends it, as fio's
+    /// verify error ends a job.
+    pub(super) fn stream_check(
         &mut self,
         s: &Stream,
         fi: usize,
         off: u64,
-        len: u64,
-    ) -> Result<bool, Fail> {
+        data: &mut [u8],
+        want: Option<Want>,
+    ) -> bool {
+        let Some(v) = &s.verify else { return true };
+        let r = Read {
+            file: &s.files[fi].name,
+            off,
+            want: want.unwrap_or_default(),
+            fatal: s.verify_fatal,
+            flags: if want.is_some() {
+                VER_LIST_FLAGS
+            } else {
+                IN_DEPTH_FLAGS
+            },
+        };
+        let (blocks, bad) = crate::fioverify::check(v, data, &r);
+        let o = &mut self.rec.ops[s.stat_read];
+        o.verify_blocks += blocks;
+        if bad.is_empty() {
+            return true;
+        }
+        o.verify_mismatches += bad.len() as u64;
+        for b in &bad {
+            for line in &b.lines {
+                crate::errln!("{line}");
+            }
+        }
+        // fio's job error: the read's first failure line.
+        let first = bad[0]
+            .lines
+            .iter()
+            .find(|l| !l.starts_with("fio: got"))
+            .cloned();
+        o.error(|| first.unwrap_or_default());
+        for b in bad {
+            if o.mismatches.len() < crate::verify::KEEP {
+                o.mismatches.push(crate::verify::Mismatch {
+                    path: s.files[fi].name.clone(),
+                    offset: b.offset,
+                    expected: b.expected,
+                    found: b.found,
+                });
+            }
+        }
+        self.stream.as_mut().expect("set").verify_stop = true;
+        false
+    }
+
+    /// After a write to verify: remember it, and with `verify_backlog` read the backlog
+    /// back once it is long enough.
+    pub(super) fn stream_logged(&mut self, s: &Stream, l: Logged) -> Result<bool, Fail> {
         let st = self.stream.as_mut().expect("set");
-        st.written.push((fi, off, len));
+        st.written.push(l);
         if s.verify_backlog > 0 && st.written.len() as u64 >= s.verify_backlog {
-            return self.stream_verify(s);
+            return self.stream_verify(s, false);
         }
         Ok(true)
     }
 
     /// fio's verify phase: everything in flight completes, then each block written since
-    /// the last one is read back (in file and offset order, once) and checked; its reads
-    /// count as the job's reads. False when the job must stop.
-    pub(super) fn stream_verify(&mut self, s: &Stream) -> Result<bool, Fail> {
+    /// the last one is read back (in file and offset order, once: the last write to a
+    /// place) and checked; its reads count as the job's reads. After a pass (`whole`, fio's
+    /// `do_verify`; not a `verify_backlog` batch) the files are first synced and their
+    /// cached pages dropped, "to make sure we really read from disk". False when the job
+    /// must stop.
+    pub(super) fn stream_verify(&mut self, s: &Stream, whole: bool) -> Result<bool, Fail> {
         if s.depth > 0 {
             self.uring_quiesce(s)?;
+        }
+        if whole {
+            self.stream_sync_and_drop(s)?;
         }
         self.fio_verify_phase(true);
         let r = self.stream_verify_reads(s);
@@ -89,20 +158,32 @@ impl Worker<'_> {
         r
     }
 
+    /// fio's `fio_io_sync` and `file_invalidate_cache` on each file of the stream.
+    fn stream_sync_and_drop(&mut self, s: &Stream) -> Result<(), Fail> {
+        let st = self.stream.as_ref().expect("set");
+        for (of, sf) in st.files.iter().zip(&s.files) {
+            io::fsync(of.fd).map_err(|e| Fail::Error(format!("fsync {}: {e}", sf.name)))?;
+            io::fadvise_dontneed(of.fd, sf.offset, sf.len);
+        }
+        Ok(())
+    }
+
     fn stream_verify_reads(&mut self, s: &Stream) -> Result<bool, Fail> {
         let mut pieces = std::mem::take(&mut self.stream.as_mut().expect("set").written);
-        pieces.sort_unstable();
+        // A stable sort: of the writes to one place the last is what the file holds
+        // (dedup keeps the first of a run, so the later one is copied into it).
+        pieces.sort_by_key(|p| (p.fi, p.off));
         pieces.dedup_by(|b, a| {
-            a.0 == b.0 && a.1 == b.1 && {
-                a.2 = a.2.max(b.2);
+            (a.fi == b.fi && a.off == b.off) && {
+                *a = *b;
                 true
             }
         });
         if s.depth > 0 {
             // At the job's depth through its ring, as fio's verify phase; checked as
             // they complete, all of them before the phase ends.
-            for (fi, off, len) in pieces {
-                self.uring_verify_read(s, fi, off, len)?;
+            for p in pieces {
+                self.uring_verify_read(s, p)?;
                 if self.stream.as_ref().is_some_and(|st| st.verify_stop) {
                     break;
                 }
@@ -110,25 +191,33 @@ impl Worker<'_> {
             self.uring_quiesce(s)?;
             return Ok(!self.stream.as_ref().is_some_and(|st| st.verify_stop));
         }
-        for (fi, off, len) in pieces {
-            let (boff, len) = self.buffer(len as usize)?;
-            let fd = self.stream.as_ref().expect("set").files[fi].fd;
+        for p in pieces {
+            let (boff, len) = self.buffer(p.len as usize)?;
+            let fd = self.stream.as_ref().expect("set").files[p.fi].fd;
             let t0 = self.clock.now();
-            let r = io::pread(fd, &mut self.buf.as_mut_slice()[boff..boff + len], off);
+            let r = io::pread(fd, &mut self.buf.as_mut_slice()[boff..boff + len], p.off);
             let ns = self.clock.since(t0);
             let n = r.map_err(|e| {
                 Fail::Error(format!(
-                    "verify read {} at offset {off}: {e}",
-                    s.files[fi].name
+                    "verify read {} at offset {}: {e}",
+                    s.files[p.fi].name, p.off
                 ))
             })?;
             self.done_stat(s.stat_read, FlowopKind::Read, ns, n as u64);
-            self.fio_sync_io(0, n as u64, len as u64, off, ns);
-            let data = self.buf.as_slice()[boff..boff + n].to_vec();
-            if !self.stream_check(s, fi, off, &data) {
+            self.fio_sync_io(0, n as u64, len as u64, p.off, ns);
+            let mut data = self.buf.as_slice()[boff..boff + n].to_vec();
+            if !self.stream_check(s, p.fi, p.off, &mut data, Some(want(&p))) {
                 return Ok(false);
             }
         }
         Ok(true)
+    }
+}
+
+/// What a verify-phase read of `p` expects in its headers.
+pub(super) fn want(p: &Logged) -> Want {
+    Want {
+        seed: Some(p.seed),
+        numberio: Some(p.numberio),
     }
 }
