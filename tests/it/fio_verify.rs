@@ -4,8 +4,7 @@
 //! in fsbench, for every checksum type; and a corrupted block, data or header, is reported
 //! by both in the same words.
 
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Output;
