@@ -112,7 +112,7 @@ pub(super) struct StreamState {
     /// Writes to read back (fio's verify log), and verifying writes so far.
     pub(super) written: Vec<super::stream_verify::Logged>,
     pub(super) verify_writes: u64,
-    /// A bad block with `verify_fatal`: the stream ends.
+    /// A bad block was read: the stream ends (fio ends the job at a verify error).
     pub(super) verify_stop: bool,
     /// Bytes of I/O in the current zone (fio's `zone_bytes`).
     zone_bytes: u64,
