@@ -81,6 +81,26 @@ pub enum Fresh {
     Repetition,
 }
 
+impl Order {
+    /// As the plan spells it (`order = "random"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Order::Interleaved => "interleaved",
+            Order::Random => "random",
+        }
+    }
+}
+
+impl Fresh {
+    /// As the plan spells it (`fresh = "experiment"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Fresh::Experiment => "experiment",
+            Fresh::Repetition => "repetition",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub enum AgePer {
     Target,

@@ -215,7 +215,11 @@ fn bimodal_cells_and_adaptive_convergence_are_reported() {
         }
         o => panic!("{o:?}"),
     }
-    assert!(render_text(&s).contains("bimodal: 26.0000 (n=3) | 94.6667 (n=3)"));
+    let text = render_text(&s);
+    assert!(
+        text.contains("bimodal? 26.00/s (n=3) | 94.67/s (n=3)"),
+        "{text}"
+    );
     let a = s.adaptive.as_ref().unwrap();
     assert_eq!((a.min, a.max, a.ci), (2, 6, 0.05));
     assert_eq!(a.reached, [2]);
