@@ -1,5 +1,6 @@
-//! `fsbench results` as a person reads it: figures in their units with the headline ones
-//! first, a `shape` column that says what it judges, plan choices as the plan spells them.
+//! `fsbench results` as a person reads it and as a script reads it: figures in their units
+//! with the headline ones first, a `shape` column that says what it judges, plan choices as
+//! the plan spells them; every run as a tidy row for pandas (CSV and JSON).
 
 use crate::common::*;
 use std::path::{Path, PathBuf};
@@ -132,4 +133,100 @@ fn results_read_in_units_with_the_headline_first() {
         !dry.contains("Interleaved") && !dry.contains("Experiment"),
         "{dry}"
     );
+}
+
+/// Python reads a CSV file with its `csv` module: the header and every row as a dict.
+fn python_csv(path: &Path) -> serde_json::Value {
+    let script = "import csv, json, sys\n\
+                  rows = list(csv.DictReader(open(sys.argv[1], newline='')))\n\
+                  with open(sys.argv[1], newline='') as f:\n    head = next(csv.reader(f))\n\
+                  print(json.dumps({'columns': head, 'rows': rows}))\n";
+    let o = std::process::Command::new("python3")
+        .args(["-c", script, path.to_str().unwrap()])
+        .output()
+        .expect("python3 runs");
+    assert!(o.status.success(), "{}", text(&o));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+#[test]
+fn every_run_is_a_tidy_row_in_csv_and_json() {
+    let s = Scratch::new("results-runs");
+    let out = dir_experiment(&s);
+    let o = out.to_str().unwrap();
+    let file = s.path().join("runs.csv");
+    stdout_ok(&["results", o, "--runs-csv", file.to_str().unwrap()]);
+    let to_stdout = stdout_ok(&["results", o, "--runs-csv", "-"]);
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), to_stdout);
+    let t = python_csv(&file);
+    let columns: Vec<&str> = t["columns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    for want in [
+        "run_id",
+        "cell",
+        "repetition",
+        "status",
+        "in_summary",
+        "superseded",
+        "disturbed",
+        "cache_served",
+        "measurement",
+        "target",
+        "cache",
+        "transactions_per_s",
+        "entries_per_s",
+    ] {
+        assert!(columns.contains(&want), "{want} not in {columns:?}");
+    }
+    assert!(!columns.contains(&"factors"), "{columns:?}");
+    // Two cells, two rounds: four runs, each its own row.
+    let rows = t["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 4, "{to_stdout}");
+    for r in rows {
+        let (cell, rep) = (&r["cell"], &r["repetition"]);
+        let pm = r["measurement"] == "pm";
+        assert_eq!(r["status"], "ok");
+        assert_eq!(r["in_summary"], "true");
+        assert_eq!(r["target"], "here");
+        // Each measurement's figures in its own rows; the other's left empty.
+        let (mine, other) = if pm {
+            ("transactions_per_s", "entries_per_s")
+        } else {
+            ("entries_per_s", "transactions_per_s")
+        };
+        assert_eq!(r[other], "", "{r}");
+        // Exact: the text reads back as the number the run stored.
+        let stored = run_json(
+            &out,
+            cell.as_str().unwrap().parse().unwrap(),
+            rep.as_str().unwrap().parse().unwrap(),
+        );
+        let got: f64 = r[mine].as_str().unwrap().parse().unwrap();
+        let want = stored["figures"][mine].as_f64().unwrap();
+        assert_eq!(got, want, "{r}");
+    }
+    // --all adds each flowop's figures, by flowop.
+    let all = stdout_ok(&["results", o, "--runs-csv", "-", "--all"]);
+    assert!(all.lines().next().unwrap().contains(",flowop."), "{all}");
+    // The JSON holds the same rows as objects, its columns described.
+    let j = s.path().join("runs.json");
+    stdout_ok(&["results", o, "--runs-json", j.to_str().unwrap()]);
+    let doc = json_of(&j);
+    assert_eq!(doc["runs"].as_array().unwrap().len(), 4);
+    assert_eq!(doc["columns"].as_array().unwrap().len(), columns.len());
+    // Keys in column order, as Python's json (which keeps the file's order) reads them.
+    let py = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import json, sys; print(json.dumps(list(json.load(open(sys.argv[1]))['runs'][0])))",
+            j.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let keys: Vec<String> = serde_json::from_slice(&py.stdout).unwrap();
+    assert_eq!(keys, columns);
 }
