@@ -261,7 +261,7 @@ impl Serialize for Record<'_> {
 }
 
 impl Runs {
-    /// The JSON document: the columns described, an object per run.
+    /// The JSON document (docs/schema/runs.schema.json).
     pub fn to_json(&self) -> String {
         let doc = Document {
             schema_version: self.schema_version,

@@ -1,6 +1,7 @@
 //! `fsbench results` as a person reads it and as a script reads it: figures in their units
 //! with the headline ones first, a `shape` column that says what it judges, plan choices as
-//! the plan spells them; every run as a tidy row for pandas (CSV and JSON).
+//! the plan spells them; every run as a tidy row for pandas (CSV and JSON); the JSON of
+//! `fsbench run --json` and of the runs against their schemas in docs/schema/.
 
 use crate::common::*;
 use std::path::{Path, PathBuf};
@@ -149,6 +150,49 @@ fn python_csv(path: &Path) -> serde_json::Value {
     serde_json::from_slice(&o.stdout).unwrap()
 }
 
+/// `python3` with the `jsonschema` package, or the reason there is none.
+fn jsonschema() -> Result<(), String> {
+    match std::process::Command::new("python3")
+        .args(["-c", "import jsonschema"])
+        .output()
+    {
+        Ok(o) if o.status.success() => Ok(()),
+        Ok(_) => Err("python3 has no jsonschema module".into()),
+        Err(e) => Err(format!("no python3: {e}")),
+    }
+}
+
+/// What the Draft 2020-12 validator finds wrong with `doc` against `schema` (the schema
+/// itself checked first): one line per error, none when it validates.
+fn schema_errors(schema: &Path, doc: &Path) -> Vec<String> {
+    let script = "import json, sys\n\
+                  from jsonschema import Draft202012Validator as V\n\
+                  schema = json.load(open(sys.argv[1]))\n\
+                  V.check_schema(schema)\n\
+                  errs = V(schema).iter_errors(json.load(open(sys.argv[2])))\n\
+                  for e in sorted(errs, key=lambda e: e.json_path):\n    print(e.json_path + ': ' + e.message)\n";
+    let o = std::process::Command::new("python3")
+        .args([
+            "-c",
+            script,
+            schema.to_str().unwrap(),
+            doc.to_str().unwrap(),
+        ])
+        .output()
+        .expect("python3 runs");
+    assert!(o.status.success(), "the validator failed: {}", text(&o));
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(String::from)
+        .collect()
+}
+
+fn schema(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("docs/schema")
+        .join(name)
+}
+
 #[test]
 fn every_run_is_a_tidy_row_in_csv_and_json() {
     let s = Scratch::new("results-runs");
@@ -212,7 +256,7 @@ fn every_run_is_a_tidy_row_in_csv_and_json() {
     // --all adds each flowop's figures, by flowop.
     let all = stdout_ok(&["results", o, "--runs-csv", "-", "--all"]);
     assert!(all.lines().next().unwrap().contains(",flowop."), "{all}");
-    // The JSON holds the same rows as objects, its columns described.
+    // The JSON holds the same rows as objects, its columns described, and its schema holds.
     let j = s.path().join("runs.json");
     stdout_ok(&["results", o, "--runs-json", j.to_str().unwrap()]);
     let doc = json_of(&j);
@@ -229,4 +273,76 @@ fn every_run_is_a_tidy_row_in_csv_and_json() {
         .unwrap();
     let keys: Vec<String> = serde_json::from_slice(&py.stdout).unwrap();
     assert_eq!(keys, columns);
+    match jsonschema() {
+        Ok(()) => {
+            let errs = schema_errors(&schema("runs.schema.json"), &j);
+            assert!(errs.is_empty(), "{}", errs.join("\n"));
+        }
+        Err(why) => skip(&format!("the runs JSON's schema check: {why}")),
+    }
+}
+
+#[test]
+fn run_json_matches_its_schema_and_the_check_can_fail() {
+    if let Err(why) = jsonschema() {
+        skip(&why);
+        return;
+    }
+    let s = Scratch::new("results-schema");
+    let dir = s.path().join("d");
+    std::fs::create_dir_all(&dir).unwrap();
+    let d = dir.to_str().unwrap();
+    let run = s.path().join("run.json");
+    let pm = s.path().join("pm.json");
+    stdout_ok(&[
+        "run",
+        "fileserver",
+        "-s",
+        "nfiles=50",
+        "-s",
+        "filesize=4k",
+        "--duration",
+        "0.5",
+        "--repeat",
+        "2",
+        "--interval",
+        "0.2",
+        "--dir",
+        d,
+        "--json",
+        run.to_str().unwrap(),
+    ]);
+    stdout_ok(&[
+        "postmark",
+        "--number",
+        "30",
+        "--transactions",
+        "60",
+        "--dir",
+        d,
+        "--json",
+        pm.to_str().unwrap(),
+    ]);
+    let sch = schema("run.schema.json");
+    for f in [&run, &pm] {
+        let errs = schema_errors(&sch, f);
+        assert!(errs.is_empty(), "{}: {}", f.display(), errs.join("\n"));
+    }
+    // Output that disagrees with the schema is caught: a field missing, one unknown, a
+    // count below zero.
+    let mut v = json_of(&run);
+    let o = v.as_object_mut().unwrap();
+    o.remove("summary");
+    o.insert("bogus".into(), 1.into());
+    v["flowops"][0]["ops"] = (-1).into();
+    let bad = s.path().join("bad.json");
+    std::fs::write(&bad, serde_json::to_string(&v).unwrap()).unwrap();
+    let errs = schema_errors(&sch, &bad).join("\n");
+    for want in [
+        "'summary' is a required property",
+        "'bogus' was unexpected",
+        "-1",
+    ] {
+        assert!(errs.contains(want), "{want} not in:\n{errs}");
+    }
 }
