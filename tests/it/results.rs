@@ -1,7 +1,9 @@
 //! `fsbench results` as a person reads it and as a script reads it: figures in their units
 //! with the headline ones first, a `shape` column that says what it judges, plan choices as
 //! the plan spells them; every run as a tidy row for pandas (CSV and JSON); the JSON of
-//! `fsbench run --json` and of the runs against their schemas in docs/schema/.
+//! `fsbench run --json` and of the runs against their schemas in docs/schema/; and cold
+//! cells that the page cache served all the same, marked when the plan is read and when
+//! the results are.
 
 use crate::common::*;
 use std::path::{Path, PathBuf};
@@ -345,4 +347,143 @@ fn run_json_matches_its_schema_and_the_check_can_fail() {
     ] {
         assert!(errs.contains(want), "{want} not in:\n{errs}");
     }
+}
+
+/// A plan whose measurements run cold and warm in `target` (a directory, or with `image` a
+/// loop image of its own): PostMark, which makes all it reads while measuring, and a
+/// `find` of a tree made before it, which reads what was on disk; `extra` adds
+/// measurements.
+fn cold_plan(target: &Path, image: bool, extra: &str) -> String {
+    let target = if image {
+        "kind = \"image\"\nsize = \"64M\"\nfs = \"ext4\"".to_string()
+    } else {
+        format!("kind = \"dir\"\npath = \"{}\"", target.display())
+    };
+    format!(
+        r#"
+[experiment]
+name = "cold"
+repetitions = 1
+order = "interleaved"
+
+[[target]]
+name = "t"
+{target}
+
+[factors]
+cache = ["cold", "warm"]
+
+[[measurement]]
+name = "pm"
+kind = "postmark"
+params = {{ number = 100, transactions = 400, size = "20000,60000" }}
+
+[[measurement]]
+name = "walk"
+kind = "find"
+params = {{ tree_files = 40, tree_dirs = 4 }}
+{extra}"#
+    )
+}
+
+#[test]
+fn a_cold_cache_that_cannot_matter_is_said_when_the_plan_is_read() {
+    let s = Scratch::new("results-cold-plan");
+    let extra = r#"
+[[measurement]]
+name = "mk"
+kind = "workload"
+params = { workload = "createfiles", nfiles = 100, duration = 1 }
+
+[[measurement]]
+name = "fs"
+kind = "workload"
+params = { workload = "fileserver", nfiles = 100, duration = 1 }
+"#;
+    let plan = s.path().join("plan.toml");
+    std::fs::write(&plan, cold_plan(s.path(), false, extra)).unwrap();
+    let o = run(&["experiment", plan.to_str().unwrap(), "--dry-run"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    let warnings: Vec<&str> = err.lines().filter(|l| l.contains("warning:")).collect();
+    // PostMark (by what the kind does) and createfiles (by its flowops and filesets), each
+    // with the plan's place; not fileserver, which reads its preallocated files, nor find.
+    assert_eq!(warnings.len(), 2, "{err}");
+    let at = plan.display().to_string();
+    assert!(
+        warnings[0].contains(&format!(
+            "{at}:15:1: measurement `pm` runs with cache = \"cold\" (cell 1)"
+        )) && warnings[0].contains("PostMark makes its pool")
+            && warnings[0].contains("its cold and warm cells measure much the same"),
+        "{err}"
+    );
+    assert!(
+        warnings[1].contains("measurement `mk` runs with cache = \"cold\" (cell 5)")
+            && warnings[1].contains("workload \"createfiles\" reads no file laid out"),
+        "{err}"
+    );
+    assert!(!err.contains("`fs`") && !err.contains("`walk`"), "{err}");
+    // `fsbench check` says it of a workload.
+    let note = "note: it reads no file laid out before it starts";
+    assert!(stdout_ok(&["check", "createfiles"]).contains(note));
+    assert!(!stdout_ok(&["check", "fileserver"]).contains(note));
+}
+
+/// The text of cell `cell`'s block in the text summary.
+fn cell_block(text: &str, cell: usize) -> &str {
+    let head = format!("\ncell {cell}: ");
+    let start = text
+        .find(&head)
+        .unwrap_or_else(|| panic!("no cell {cell}:\n{text}"))
+        + 1;
+    let rest = &text[start..];
+    let end = rest.find("\ncell ").unwrap_or(rest.len());
+    &rest[..end]
+}
+
+#[test]
+fn cold_cells_the_page_cache_served_are_marked() {
+    let what = "cold_cells_the_page_cache_served_are_marked";
+    if !loop_devices_or_skip(what) {
+        return;
+    }
+    let s = Scratch::new("results-cold");
+    let plan = s.path().join("plan.toml");
+    std::fs::write(&plan, cold_plan(s.path(), true, "")).unwrap();
+    let out = s.path().join("out");
+    experiment_ok(&plan, &out);
+    let o = out.to_str().unwrap();
+    let text = stdout_ok(&["results", o]);
+    // Cells: 1 pm cold, 2 pm warm, 3 walk cold, 4 walk warm.
+    let mark = "[COLD IN NAME ONLY: cache=cold, yet the page cache served";
+    assert!(cell_block(&text, 1).contains(mark), "{text}");
+    for cell in [2, 3, 4] {
+        assert!(
+            !cell_block(&text, cell).contains("COLD IN NAME ONLY"),
+            "{text}"
+        );
+    }
+    let v: serde_json::Value =
+        serde_json::from_str(&stdout_ok(&["results", o, "--json", "-"])).unwrap();
+    let marked: Vec<u64> = v["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["cold_in_name_only"] == true)
+        .map(|c| c["cell"].as_u64().unwrap())
+        .collect();
+    assert_eq!(marked, [1], "{v}");
+    // The report: a warning in its header and a note beside the cell's row.
+    let html = s.path().join("r.html");
+    stdout_ok(&["report", o, "-o", html.to_str().unwrap()]);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("cell 1 (pm, cache=cold, target=t): cold in name only"),
+        "header"
+    );
+    assert_eq!(
+        page.matches("<td class=warn>cold in name only: the page cache served")
+            .count(),
+        1
+    );
 }
