@@ -26,7 +26,7 @@ path = "{}"
 [[measurement]]
 name = "pm"
 kind = "postmark"
-params = {{ number = 40, transactions = 80, size = "2000,20000" }}
+params = {{ number = 40, transactions = 80, size = "2000,20000", instances = 2 }}
 
 [[measurement]]
 name = "walk"
@@ -94,8 +94,19 @@ fn results_read_in_units_with_the_headline_first() {
         ["B", "KiB", "MiB"].contains(&row("bytes_read")[2].as_str()),
         "{text}"
     );
-    assert_eq!(row("transactions")[1], "80", "{text}");
+    let stored = run_json(&out, 1, 0)["figures"]["transactions"]
+        .as_f64()
+        .unwrap();
+    assert_eq!(row("transactions")[1], format!("{stored}"), "{text}");
     assert_eq!(row("mb_per_s")[2], "MiB/s", "{text}");
+    // Each instance's own figures are detail, as a flowop's: with --all.
+    assert!(!pm.iter().any(|r| r[0].starts_with("instance.")), "{text}");
+    assert!(
+        text.contains("rows of each instance's own figures"),
+        "{text}"
+    );
+    let all = stdout_ok(&["results", out.to_str().unwrap(), "--all"]);
+    assert!(all.contains("\n  instance.1.transactions_per_s "), "{all}");
     // No figure printed to four decimals, whatever its size.
     assert!(!text.contains(".0000"), "{text}");
     // The modality column says what it judges, with a legend.

@@ -119,16 +119,38 @@ pub fn render_text(s: &Summary) -> String {
     let mut s = super::filter(s, false);
     let others = s.comparisons.iter().filter(|c| !c.headline).count();
     s.comparisons.retain(|c| c.headline);
+    // Each PostMark instance's own figures (instance.N.*) repeat the whole run's per
+    // instance: 27 rows each, 216 at eight instances. Detail, as a flowop's figures are.
+    let per_instance = |f: &str| f.starts_with("instance.");
+    let instances = s.rows.iter().filter(|r| per_instance(&r.figure)).count();
+    s.rows.retain(|r| !per_instance(&r.figure));
+    s.comparisons.retain(|c| !per_instance(&c.figure));
     let mut out = text_body(&s);
     if others > 0 {
         let _ = writeln!(
             out,
-            "
-({others} comparisons of other figures: fsbench results --all, or --json)"
+            "\n({others} comparisons of other figures: fsbench results --all, or --json)"
+        );
+    }
+    if instances > 0 {
+        let _ = writeln!(
+            out,
+            "({instances} rows of each instance's own figures, instance.N.*: fsbench results --all, or --json)"
         );
     }
     published_text(&mut out, &s);
     out
+}
+
+/// A row's mean, interval and coefficient of variation as printed: in the figure's unit,
+/// and `-` for the interval and CV of a single value (which has neither).
+fn spread_text(r: &Row) -> (String, String, String) {
+    let (mean, ci) = crate::units::figure::mean_and_ci(&r.figure, r.mean, r.ci95);
+    if r.n < 2 {
+        (mean, "-".into(), "-".into())
+    } else {
+        (mean, ci, format!("{:.1}%", r.cv * 100.0))
+    }
 }
 
 /// The text summary of the figures in `s` as they are, the published figures last.
@@ -153,7 +175,7 @@ fn text_body(s: &Summary) -> String {
                 a.max,
                 a.ci * 100.0
             ),
-            None => format!("{} repetitions", s.repetitions),
+            None => crate::units::count(s.repetitions, "repetition"),
         },
         if s.finished {
             ""
@@ -356,14 +378,14 @@ fn cells_text(out: &mut String, s: &Summary) {
         );
         for r in rows {
             let name = fig_name(&r.flowop, &r.figure);
-            let (mean, ci) = crate::units::figure::mean_and_ci(&r.figure, r.mean, r.ci95);
+            let (mean, ci, cv) = spread_text(r);
             let _ = writeln!(
                 out,
-                "  {:<28} {:>13} {:>12} {:>6.1}% {:>3}  {}",
+                "  {:<28} {:>13} {:>12} {:>7} {:>3}  {}",
                 format!("{name}{}", if r.headline { " *" } else { "" }),
                 mean,
                 ci,
-                r.cv * 100.0,
+                cv,
                 r.n,
                 shape_text(&r.figure, &r.bimodal)
             );
@@ -607,10 +629,10 @@ fn markdown_row(out: &mut String, r: &Row) {
             r.caches_dropped_elsewhere
         );
     }
-    let (mean, ci) = crate::units::figure::mean_and_ci(&r.figure, r.mean, r.ci95);
+    let (mean, ci, cv) = spread_text(r);
     let _ = writeln!(
         out,
-        "| {}{} | {} | {}{} | {} | {} | {:.1}% | {} | {} |",
+        "| {}{} | {} | {}{} | {} | {} | {} | {} | {} |",
         r.cell,
         flags,
         md(&factor_text(&r.factors)),
@@ -618,7 +640,7 @@ fn markdown_row(out: &mut String, r: &Row) {
         if r.headline { " *" } else { "" },
         mean,
         ci,
-        r.cv * 100.0,
+        cv,
         r.n,
         md(&shape_text(&r.figure, &r.bimodal))
     );

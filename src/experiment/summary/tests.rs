@@ -515,3 +515,18 @@ fn published_rounds_and_json() {
     assert_eq!(v["published"][6]["pending"], "a merged overlay target");
     assert_eq!(v["published_rounds"]["sub_second_max"], 10);
 }
+
+#[test]
+fn a_single_run_has_no_interval_and_says_so() {
+    let mut db = Db::new("single");
+    let a = db.cell(0, "ext4", "1");
+    db.run(a, 0, 250.0, RunFlags::default());
+    let text = render_text(&summarise(&db.st).unwrap());
+    assert!(text.starts_with("experiment x: adaptive"), "{text}");
+    let row = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("transactions_per_s *"))
+        .unwrap();
+    let cols: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(cols[2..6], ["250.0/s", "-", "-", "1"], "{row}");
+}
