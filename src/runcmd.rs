@@ -212,6 +212,9 @@ pub fn cmd_check(a: &CheckArgs) -> Result<()> {
             Some(text) => crate::out!("{text}"),
             None => crate::out!("{}", crate::model::explain::explain(&wl)),
         }
+        if wl.creates_all_it_reads() {
+            crate::outln!("note: it reads no file laid out before it starts (it creates what it reads, or only writes): --cold, or an experiment's cache = \"cold\", changes little of what it measures");
+        }
     }
     if !unsupported.is_empty() {
         for d in &unsupported {

@@ -2,6 +2,8 @@
 //! command line and plans give, formatting what reports print. One place, so that every
 //! command agrees on what `4k` or `1.5 GiB` means.
 
+pub mod figure;
+
 /// A size in binary units, e.g. `1.5 GiB` (`512 B` below a KiB).
 pub fn human_bytes(n: f64) -> String {
     const U: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];

@@ -197,4 +197,34 @@ mod tests {
             }
         }
     }
+
+    #[test]
+    fn workloads_that_create_all_they_read_are_told_apart() {
+        let blind: Vec<&str> = BUILTINS
+            .iter()
+            .map(|(n, _)| *n)
+            .filter(|n| {
+                load(n, &Overrides::default())
+                    .unwrap()
+                    .0
+                    .creates_all_it_reads()
+            })
+            .collect();
+        // Creating files or directories into an empty fileset, appending to an empty file:
+        // nothing read was there before.
+        for n in ["createfiles", "filemicro_create", "makedirs"] {
+            assert!(blind.contains(&n), "{n}: {blind:?}");
+        }
+        // Reading, opening, listing or deleting files laid out before the run.
+        for n in [
+            "fileserver",
+            "varmail",
+            "webserver",
+            "randomread",
+            "listdirs",
+            "removedirs",
+        ] {
+            assert!(!blind.contains(&n), "{n}: {blind:?}");
+        }
+    }
 }

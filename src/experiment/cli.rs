@@ -49,6 +49,15 @@ pub struct ResultsArgs {
     /// Write the summary as Markdown tables to FILE (`-` for standard output).
     #[arg(long, value_name = "FILE")]
     pub markdown: Option<PathBuf>,
+    /// Write every run as a row to FILE as CSV (`-` for standard output): its cell,
+    /// repetition, status and flags, a column per factor and per figure (each flowop's too
+    /// with --all), numbers exact.
+    #[arg(long, value_name = "FILE")]
+    pub runs_csv: Option<PathBuf>,
+    /// Write every run as a row to FILE as JSON (`-` for standard output): the columns of
+    /// --runs-csv, described, and an object per run.
+    #[arg(long, value_name = "FILE")]
+    pub runs_json: Option<PathBuf>,
     /// Keep runs flagged as ended early or served from cache in the means and comparisons
     /// (they are counted per cell either way).
     #[arg(long)]
@@ -110,6 +119,9 @@ fn check_outdir(dir: &Path, flag: &str) -> Result<()> {
     Ok(())
 }
 
+/// An export of `fsbench results`: where it goes, what it is, and its text when asked for.
+type Output<'a> = (&'a Option<PathBuf>, &'a str, &'a dyn Fn() -> String);
+
 pub fn results(a: ResultsArgs) -> Result<()> {
     crate::limits::check_outputs(&[
         (a.csv.as_deref(), "--csv"),
@@ -119,33 +131,31 @@ pub fn results(a: ResultsArgs) -> Result<()> {
     let st = super::store::Store::open_existing(&a.outdir)?;
     let full = super::summary::summarise_with(&st, a.include_flagged)?;
     let s = super::summary::filter(&full, a.all);
+    let runs = if a.runs_csv.is_some() || a.runs_json.is_some() {
+        Some(super::runs::read(&st, a.all, a.include_flagged)?)
+    } else {
+        None
+    };
     let mut to_stdout = false;
-    for (path, text, what) in [
-        (
-            &a.csv,
-            a.csv.as_ref().map(|_| super::summary::render_csv(&s)),
-            "CSV file",
-        ),
-        (
-            &a.json,
-            a.json
-                .as_ref()
-                .map(|_| serde_json::to_string_pretty(&s).unwrap_or_default() + "\n"),
-            "JSON file",
-        ),
-        (
-            &a.markdown,
-            a.markdown
-                .as_ref()
-                .map(|_| super::summary::render_markdown(&s)),
-            "Markdown file",
-        ),
-    ] {
-        let (Some(path), Some(text)) = (path, text) else {
-            continue;
-        };
+    let outputs: [Output; 5] = [
+        (&a.csv, "CSV file", &|| super::summary::render_csv(&s)),
+        (&a.json, "JSON file", &|| {
+            serde_json::to_string_pretty(&s).unwrap_or_default() + "\n"
+        }),
+        (&a.markdown, "Markdown file", &|| {
+            super::summary::render_markdown(&s)
+        }),
+        (&a.runs_csv, "CSV file", &|| {
+            runs.as_ref().map(|r| r.to_csv()).unwrap_or_default()
+        }),
+        (&a.runs_json, "JSON file", &|| {
+            runs.as_ref().map(|r| r.to_json()).unwrap_or_default()
+        }),
+    ];
+    for (path, what, text) in outputs {
+        let Some(path) = path else { continue };
         to_stdout |= crate::output::is_stdout(path);
-        crate::output::write_text(path, &text, what)?;
+        crate::output::write_text(path, &text(), what)?;
     }
     if !to_stdout {
         if a.all {

@@ -9,6 +9,7 @@
 //! - [`options`]: pass-through mkfs and mount options, checked to be options only;
 //! - [`store`]: the SQLite results database;
 //! - [`summary`]: `fsbench results`, means, confidence intervals and comparisons;
+//! - [`runs`]: every run as a row (`fsbench results --runs-csv/--runs-json`);
 //! - [`report_input`]: an output directory as the HTML report's input.
 
 pub mod cli;
@@ -20,6 +21,7 @@ pub mod output;
 pub mod plan;
 pub mod report_input;
 pub mod runner;
+pub mod runs;
 pub mod store;
 pub mod summary;
 pub mod target;

@@ -93,15 +93,7 @@ pub fn load_with(outdir: &Path, include_flagged: bool) -> Result<ReportInput> {
         .map(|(n, d)| format!("{n}: {d}{}", scheduler_text(&summary, &n)))
         .collect();
     for c in &summary.conditions {
-        if let Some(idle) = super::summary::conditions::idle_text(c) {
-            let mut f = c.factors.clone();
-            let m = f.remove("measurement").unwrap_or_default();
-            input.warnings.push(format!(
-                "cell {} ({m}{}): device idle: {idle}",
-                c.cell,
-                factor_text(&f)
-            ));
-        }
+        condition_notes(&mut input, c);
     }
     if flagged > 0 {
         input.flag_note = Some(format!(
@@ -114,6 +106,35 @@ pub fn load_with(outdir: &Path, include_flagged: bool) -> Result<ReportInput> {
         ));
     }
     Ok(input)
+}
+
+/// A cell's conditions worth a warning: its device idle, or its cold cache served from the
+/// page cache all the same (that one also beside the cell's row).
+fn condition_notes(input: &mut ReportInput, c: &super::summary::conditions::Conditions) {
+    use super::summary::conditions::{cold_text, idle_text};
+    let mut f = c.factors.clone();
+    let m = f.remove("measurement").unwrap_or_default();
+    let what = format!("cell {} ({m}{})", c.cell, factor_text(&f));
+    if let Some(idle) = idle_text(c) {
+        input.warnings.push(format!("{what}: device idle: {idle}"));
+    }
+    if let Some(cold) = cold_text(c) {
+        input
+            .warnings
+            .push(format!("{what}: cold in name only: {cold}"));
+        let config = input
+            .groups
+            .iter_mut()
+            .filter(|g| g.workload == m)
+            .flat_map(|g| g.configs.iter_mut())
+            .find(|cfg| cfg.factors == f);
+        if let Some(cfg) = config {
+            cfg.note = Some(format!(
+                "cold in name only: the page cache served {:.0}% of its reads",
+                c.cache_hit_pct.unwrap_or(0.0)
+            ));
+        }
+    }
 }
 
 /// The I/O schedulers the runner recorded for a target's runs (set by fsbench, or read from
@@ -378,6 +399,7 @@ fn group_cells(input: &mut ReportInput, cells: Vec<Cell>) {
             label: String::new(),
             results,
             factors: c.factors,
+            note: None,
         };
         match input
             .groups

@@ -517,11 +517,14 @@ fn run_figures(r: &Results, remote: Option<&RemoteTraffic>) -> Vec<(String, Stri
         ("errors".into(), s.errors as f64),
         ("duration_s".into(), r.duration_s),
     ]);
-    // The disk's utilisation beside its throughput: busy time over the measured window.
+    // The disk's utilisation beside its throughput: busy time over the measured window, at
+    // most 1. The kernel counts `io_ticks` in whole jiffies (4 ms at HZ=250) from the first
+    // request of a tick, so a window of a few milliseconds can be charged more than it
+    // lasted (a 1.5 ms prune was charged 8 ms): the device was busy all of it.
     if let Some(busy) = r.device_busy_s {
         whole.push(("device_busy_s".into(), busy));
         if r.duration_s > 0.0 {
-            whole.push(("device_util".into(), busy / r.duration_s));
+            whole.push(("device_util".into(), (busy / r.duration_s).min(1.0)));
         }
     }
     // The machine's CPU beside the throughput: a curve that flattens with the CPUs busy is
@@ -659,6 +662,13 @@ mod tests {
         let p99 = get("", "p99_ms").unwrap();
         assert!((0.99..=1.01).contains(&p99), "{p99}");
         assert_eq!(get("read1", "p99_us"), Some(9.0));
+        // A window shorter than the kernel's tick, charged a whole one: busy all of it.
+        r.duration_s = 0.0015;
+        r.device_busy_s = Some(0.008);
+        let v = serde_json::to_value(&r).unwrap();
+        let f = figures(&ChildOutput::read(Kind::Postmark, v).unwrap());
+        let util = f.iter().find(|x| x.1 == "device_util").map(|x| x.2);
+        assert_eq!(util, Some(1.0));
     }
 
     /// What the figures of a JSON document were when they were read by key: its top-level

@@ -130,8 +130,13 @@ pub fn explain(w: &Workload) -> String {
     let _ = writeln!(out, "\nrun:");
     let _ = writeln!(
         out,
-        "  mode {:?}, duration {}",
-        w.mode,
+        "  mode {}, duration {}",
+        match w.mode {
+            // As the workload language spells it (`set mode quit alldone`).
+            super::QuitMode::Timeout => "timeout (ends at the run time)",
+            super::QuitMode::AllDone => "quit alldone (ends when every thread has finished)",
+            super::QuitMode::FirstDone => "quit firstdone (ends when the first thread finishes)",
+        },
         match w.run_seconds {
             Some(s) => format!("{s} s"),
             None => "--duration (default 60 s)".into(),

@@ -277,6 +277,28 @@ impl Workload {
         out
     }
 
+    /// Whether the run reads nothing that was on disk before it started: no flowop that
+    /// reads a file or looks one up (`read`, `readwholefile`, `openfile`, `statfile`,
+    /// `listdir`, `deletefile`, `removedir`) names a fileset whose files are laid out
+    /// beforehand (`prealloc`, `reuse`), and no fio job (which reads the files fio lays
+    /// out). What such a run reads it made itself while running (or it only writes), so a
+    /// cold cache changes little of what it measures: `fsbench check` and an experiment's
+    /// plan say so.
+    pub fn creates_all_it_reads(&self) -> bool {
+        use FlowopKind::*;
+        self.all_flowops().iter().all(|f| {
+            let laid_out = f
+                .fileset
+                .and_then(|i| self.filesets.get(i))
+                .is_some_and(|fs| fs.prealloc > 0 || fs.reuse);
+            let reads = matches!(
+                f.kind,
+                Read | ReadWholeFile | OpenFile | StatFile | ListDir | DeleteFile | RemoveDir
+            );
+            f.stream.is_none() && !(reads && laid_out)
+        })
+    }
+
     /// Flowops the engine cannot run yet, with their location: `check` and `run` refuse these.
     pub fn unsupported(&self) -> Vec<Diagnostic> {
         let mut out = Vec::new();

@@ -42,6 +42,7 @@ mod prune;
 mod published;
 mod remote;
 mod report_html;
+mod results;
 mod robust;
 mod safety;
 mod scan_layout;

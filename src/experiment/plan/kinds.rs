@@ -106,6 +106,17 @@ pub type Param = (&'static str, &'static str, Arg, Ty);
 pub const MEMORY: Param = ("memory", "", Arg::Runner, Ty::Str);
 
 impl Kind {
+    /// Why a cold cache cannot change much of what this kind measures, when it reads
+    /// nothing that was on disk before its measured window; `None` when it reads what was
+    /// laid out before (a workload's depends on the workload: see
+    /// [`crate::model::Workload::creates_all_it_reads`]).
+    pub fn cache_blind(self) -> Option<&'static str> {
+        match self {
+            Kind::Postmark => Some(crate::apps::postmark::READS_ITS_OWN_POOL),
+            _ => None,
+        }
+    }
+
     pub const ALL: [(&'static str, Kind); 11] = [
         ("workload", Kind::Workload),
         ("postmark", Kind::Postmark),

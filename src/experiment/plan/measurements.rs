@@ -74,6 +74,11 @@ pub(super) fn measurement(
         };
         let loaded = workload_vars(ctx, m, &m_span, kind, base_dir)?;
         let ends_by_itself = loaded.as_ref().is_some_and(|l| l.1);
+        let cache_blind = kind
+            .cache_blind()
+            .map(str::to_string)
+            .or_else(|| loaded.as_ref().and_then(|l| l.2.clone()))
+            .map(|why| (ctx.at(m_span.clone()), why));
         let cx = MeasurementCx {
             workload_vars: loaded.map(|l| l.0),
             ..cx
@@ -121,6 +126,7 @@ pub(super) fn measurement(
             factors,
             figures: figures(ctx, m, kind)?,
             ends_by_itself,
+            cache_blind,
             device_work: device_work(ctx, m)?,
         })
     }
@@ -204,14 +210,16 @@ fn kind_of(ctx: &Ctx, m: &RawMeasurement) -> Result<Kind, PlanError> {
 }
 
 /// A workload's variables are parameters too; check them against the workload. With them,
-/// whether the workload can end by itself ([`crate::model::Workload::ends_by_itself`]).
+/// whether the workload can end by itself ([`crate::model::Workload::ends_by_itself`]), and
+/// why a cold cache changes little of it when it reads nothing laid out before it started
+/// ([`crate::model::Workload::creates_all_it_reads`], judged at the workload's defaults).
 fn workload_vars(
     ctx: &Ctx,
     m: &RawMeasurement,
     m_span: &Range<usize>,
     kind: Kind,
     base_dir: &Path,
-) -> Result<Option<(Vec<String>, bool)>, PlanError> {
+) -> Result<Option<WorkloadFacts>, PlanError> {
     if kind != Kind::Workload {
         return Ok(None);
     }
@@ -231,10 +239,17 @@ fn workload_vars(
         Ok((wl, _)) => Ok(Some((
             wl.vars.iter().map(|(k, _)| k.clone()).collect(),
             wl.ends_by_itself(),
+            wl.creates_all_it_reads().then(|| {
+                format!("workload {wname:?} reads no file laid out before it starts (it creates what it reads, or only writes)")
+            }),
         ))),
         Err(e) => Err(ctx.err(w.span(), format!("workload {wname:?}: {e}"))),
     }
 }
+
+/// A workload's variables, whether it can end by itself, and why a cold cache changes
+/// little of it (see [`workload_vars`]).
+type WorkloadFacts = (Vec<String>, bool, Option<String>);
 
 /// One measurement table being read.
 struct MeasurementCx<'a> {

@@ -81,6 +81,26 @@ pub enum Fresh {
     Repetition,
 }
 
+impl Order {
+    /// As the plan spells it (`order = "random"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Order::Interleaved => "interleaved",
+            Order::Random => "random",
+        }
+    }
+}
+
+impl Fresh {
+    /// As the plan spells it (`fresh = "experiment"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Fresh::Experiment => "experiment",
+            Fresh::Repetition => "repetition",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub enum AgePer {
     Target,
@@ -266,6 +286,11 @@ pub struct Measurement {
     /// A workload that can end before its time by itself (finish flowops, a fio job that is
     /// not time based): its warm cells get no warm-up inside the run.
     pub ends_by_itself: bool,
+    /// Why a cold cache cannot change much of what it measures, and where the plan defines
+    /// it (`file:line:col`): it reads nothing that was on disk before it started (PostMark
+    /// makes its pool while measuring; a workload that creates what it reads, or only
+    /// writes). `None` when it reads what was laid out before.
+    pub cache_blind: Option<(String, String)>,
     /// What the device must do in its runs (`device_work`): the study ran it against a disk.
     pub device_work: Option<DeviceWork>,
 }

@@ -6,14 +6,18 @@ use super::*;
 
 pub(super) fn print(plan: &Plan, cells: &[Cell], outdir: &Path) {
     crate::outln!(
-        "experiment {} ({}): {} cells x {} repetitions = {} runs, order {:?}, fresh targets per {:?}{}",
+        "experiment {} ({}): {} cells x {} repetitions = {} runs, order = \"{}\", fresh = \"{}\" ({}){}",
         plan.name,
         if plan.quick { "quick scale" } else { "full scale" },
         cells.len(),
         plan.repetitions,
         cells.len() as u64 * plan.repetitions as u64,
-        plan.order,
-        plan.fresh,
+        plan.order.name(),
+        plan.fresh.name(),
+        match plan.fresh {
+            Fresh::Experiment => "targets set up once",
+            Fresh::Repetition => "targets set up again before each round",
+        },
         if plan.warmup_runs > 0 { format!(", {} warm-up run(s) per cell", plan.warmup_runs) } else { String::new() }
     );
     if let Some(a) = plan.adaptive {

@@ -17,6 +17,7 @@ use super::plan::{AgePer, Arg, Device, Fresh, Kind, Order, Plan, SETTING_FACTORS
 use super::target::{self, Journal, Ready};
 
 mod background;
+mod cache_blind;
 mod cgroup;
 mod dryrun;
 mod env;
@@ -25,6 +26,7 @@ mod measure;
 mod published;
 mod session;
 
+pub use cache_blind::cache_warnings;
 pub use session::run;
 
 /// One combination of factor levels.

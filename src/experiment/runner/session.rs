@@ -99,6 +99,9 @@ fn checked_plan(o: &Options) -> Result<Option<(Plan, Vec<Cell>)>> {
         );
     }
     super::published::check_attached(&plan, &cells)?;
+    for w in super::cache_warnings(&plan, &cells) {
+        crate::errln!("fsbench: warning: {w}");
+    }
     if o.dry_run {
         let outdir = o
             .outdir

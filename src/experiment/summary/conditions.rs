@@ -2,7 +2,11 @@
 //! target's device, the share of the machine's CPU kept busy, the device's utilisation and
 //! the page cache's share of the reads, and how many runs were flagged `device_idle` (the
 //! measurement's `device_work` not met). Shown beside the cell's figures, so that a
-//! throughput is read with what limited it.
+//! throughput is read with what limited it. A cold cell whose reads the page cache served
+//! all the same (above [`COLD_HIT_PCT`]) is marked: the measurement read what it had
+//! written itself while measuring (PostMark's pool, a create-then-read workload), or read
+//! a small set of files over and over, so dropping the caches before it changed little and
+//! the cell is cold in name only.
 
 use super::CellRow;
 use crate::experiment::store::{RunFlags, Store};
@@ -25,12 +29,21 @@ pub struct Conditions {
     pub cache_hit_pct: Option<f64>,
     /// Runs flagged `device_idle`, and what their measurement asked of the device.
     pub device_idle: usize,
+    /// A cold (or remounted) cell whose reads the page cache served more than
+    /// [`COLD_HIT_PCT`] percent of, on average: dropping the caches changed little.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub cold_in_name_only: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub device_work: Option<crate::experiment::plan::DeviceWork>,
     pub runs: usize,
 }
 
 const FIGURES: [&str; 3] = ["cpu_busy_pct", "device_util", "cache_hit_pct"];
+
+/// The page cache's share of a cold cell's reads (percent, mean over its runs) above which
+/// the cell is cold in name only. Read-ahead and metadata make a truly cold run's share far
+/// lower; a run that reads back what it wrote in the same window sits near 100.
+pub const COLD_HIT_PCT: f64 = 90.0;
 
 /// One row per cell with successful runs.
 pub(super) fn read(st: &Store, cells: &[CellRow]) -> Result<Vec<Conditions>> {
@@ -56,6 +69,7 @@ pub(super) fn read(st: &Store, cells: &[CellRow]) -> Result<Vec<Conditions>> {
             device_util: None,
             cache_hit_pct: None,
             device_idle: 0,
+            cold_in_name_only: false,
             device_work: None,
             runs: runs.len(),
         };
@@ -78,6 +92,7 @@ pub(super) fn read(st: &Store, cells: &[CellRow]) -> Result<Vec<Conditions>> {
         let mean = |k: &str| sums.get(k).map(|(s, n)| s / *n as f64);
         (c.cpu_busy_pct, c.device_util, c.cache_hit_pct) =
             (mean(FIGURES[0]), mean(FIGURES[1]), mean(FIGURES[2]));
+        c.cold_in_name_only = cold_in_name_only(&c.factors, c.cache_hit_pct);
         out.push(c);
     }
     Ok(out)
@@ -106,7 +121,33 @@ pub fn line(c: &Conditions) -> String {
     if let Some(idle) = idle_text(c) {
         text.push_str(&format!("\n  [DEVICE IDLE: {idle}]"));
     }
+    if let Some(cold) = cold_text(c) {
+        text.push_str(&format!("\n  [COLD IN NAME ONLY: {cold}]"));
+    }
     text
+}
+
+/// Whether a cell at these factors whose reads the page cache served `hit` percent of is
+/// cold in name only: its `cache` level is cold (or remount) and `hit` is above
+/// [`COLD_HIT_PCT`].
+pub fn cold_in_name_only(factors: &BTreeMap<String, String>, hit: Option<f64>) -> bool {
+    let cold = matches!(
+        factors.get("cache").map(String::as_str),
+        Some("cold" | "remount")
+    );
+    cold && hit.is_some_and(|h| h > COLD_HIT_PCT)
+}
+
+/// Why a cold cell is cold in name only, in words; `None` when it is not.
+pub fn cold_text(c: &Conditions) -> Option<String> {
+    if !c.cold_in_name_only {
+        return None;
+    }
+    let cache = c.factors.get("cache").map_or("cold", String::as_str);
+    Some(format!(
+        "cache={cache}, yet the page cache served {:.0}% of its reads (over {COLD_HIT_PCT:.0}%): it read what it had written or read before within the measurement, so the cold start changed little of what was measured",
+        c.cache_hit_pct.unwrap_or(0.0)
+    ))
 }
 
 /// The cell's runs flagged `device_idle`, in words; `None` without any.
@@ -144,6 +185,7 @@ mod tests {
             device_util: Some(0.123),
             cache_hit_pct: None,
             device_idle: 0,
+            cold_in_name_only: false,
             device_work: None,
             runs: 3,
         };
@@ -159,5 +201,16 @@ mod tests {
         assert!(line(&c).ends_with(
             "[DEVICE IDLE: 2 of 3 run(s) (asked: device busy at least 50%): the device did not do the study's work; the figures are kept]"
         ));
+    }
+
+    #[test]
+    fn a_cold_cell_served_from_cache_is_cold_in_name_only() {
+        let at = |cache: &str| BTreeMap::from([("cache".to_string(), cache.to_string())]);
+        assert!(cold_in_name_only(&at("cold"), Some(98.6)));
+        assert!(cold_in_name_only(&at("remount"), Some(91.0)));
+        assert!(!cold_in_name_only(&at("cold"), Some(90.0)));
+        assert!(!cold_in_name_only(&at("cold"), None));
+        assert!(!cold_in_name_only(&at("warm"), Some(100.0)));
+        assert!(!cold_in_name_only(&BTreeMap::new(), Some(100.0)));
     }
 }

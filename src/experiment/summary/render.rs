@@ -30,16 +30,19 @@ fn fig_name(flowop: &str, figure: &str) -> String {
     }
 }
 
-/// The modality of a row in a few words.
-pub fn modes_text(m: &Modality) -> String {
+/// The shape of a row's repetitions in a word or two, its modes' means in the figure's
+/// unit: `n<4` (too few for the largest-gap test), `unimodal`, or a split worth a look
+/// (`bimodal? 7181/s (n=3) | 11102/s (n=3)`, `outlier? ...`).
+pub fn shape_text(figure: &str, m: &Modality) -> String {
+    let v = |x: f64| crate::units::figure::value(figure, x);
     match m {
-        Modality::TooFew => "too few".into(),
-        Modality::OneMode => "one mode".into(),
+        Modality::TooFew => format!("n<{}", crate::stats::modes::MIN_N),
+        Modality::OneMode => "unimodal".into(),
         Modality::Bimodal(m) => format!(
-            "bimodal: {} (n={}) | {} (n={})",
-            g4(m.low_mean),
+            "bimodal? {} (n={}) | {} (n={})",
+            v(m.low_mean),
             m.low_n,
-            g4(m.high_mean),
+            v(m.high_mean),
             m.high_n
         ),
         Modality::Outlier(m) => {
@@ -48,10 +51,24 @@ pub fn modes_text(m: &Modality) -> String {
             } else {
                 (m.high_mean, m.low_mean)
             };
-            format!("outlier {} (rest {})", g4(out), g4(rest))
+            format!("outlier? {} (rest {})", v(out), v(rest))
         }
     }
 }
+
+/// The shape as one word for CSV: `n<4`, `unimodal`, `bimodal` or `outlier` (the modes'
+/// means are in the JSON's `bimodal`).
+fn shape_word(m: &Modality) -> String {
+    match m {
+        Modality::TooFew => format!("n<{}", crate::stats::modes::MIN_N),
+        Modality::OneMode => "unimodal".into(),
+        Modality::Bimodal(_) => "bimodal".into(),
+        Modality::Outlier(_) => "outlier".into(),
+    }
+}
+
+/// What the columns of a cell's table mean, in one line.
+pub const LEGEND: &str = "(* headline figure; ±95% CI: half-width of the mean's 95% confidence interval; CV: standard deviation ÷ mean; shape: the repetitions' largest-gap test, n<4 too few to tell, unimodal, or bimodal?/outlier? a split worth a look)";
 
 fn g4(v: f64) -> String {
     if v != 0.0 && (v.abs() >= 1e6 || v.abs() < 1e-3) {
@@ -102,16 +119,38 @@ pub fn render_text(s: &Summary) -> String {
     let mut s = super::filter(s, false);
     let others = s.comparisons.iter().filter(|c| !c.headline).count();
     s.comparisons.retain(|c| c.headline);
+    // Each PostMark instance's own figures (instance.N.*) repeat the whole run's per
+    // instance: 27 rows each, 216 at eight instances. Detail, as a flowop's figures are.
+    let per_instance = |f: &str| f.starts_with("instance.");
+    let instances = s.rows.iter().filter(|r| per_instance(&r.figure)).count();
+    s.rows.retain(|r| !per_instance(&r.figure));
+    s.comparisons.retain(|c| !per_instance(&c.figure));
     let mut out = text_body(&s);
     if others > 0 {
         let _ = writeln!(
             out,
-            "
-({others} comparisons of other figures: fsbench results --all, or --json)"
+            "\n({others} comparisons of other figures: fsbench results --all, or --json)"
+        );
+    }
+    if instances > 0 {
+        let _ = writeln!(
+            out,
+            "({instances} rows of each instance's own figures, instance.N.*: fsbench results --all, or --json)"
         );
     }
     published_text(&mut out, &s);
     out
+}
+
+/// A row's mean, interval and coefficient of variation as printed: in the figure's unit,
+/// and `-` for the interval and CV of a single value (which has neither).
+fn spread_text(r: &Row) -> (String, String, String) {
+    let (mean, ci) = crate::units::figure::mean_and_ci(&r.figure, r.mean, r.ci95);
+    if r.n < 2 {
+        (mean, "-".into(), "-".into())
+    } else {
+        (mean, ci, format!("{:.1}%", r.cv * 100.0))
+    }
 }
 
 /// The text summary of the figures in `s` as they are, the published figures last.
@@ -136,7 +175,7 @@ fn text_body(s: &Summary) -> String {
                 a.max,
                 a.ci * 100.0
             ),
-            None => format!("{} repetitions", s.repetitions),
+            None => crate::units::count(s.repetitions, "repetition"),
         },
         if s.finished {
             ""
@@ -311,57 +350,66 @@ pub fn tally(rows: &[PublishedRow]) -> String {
         .join(", ")
 }
 
+/// Each cell in order: its factors and flags, what it ran under, and a row per figure (the
+/// headline figures first); a cell without figures says why.
 fn cells_text(out: &mut String, s: &Summary) {
-    let mut cur = 0;
-    for r in &s.rows {
-        if r.cell != cur {
-            cur = r.cell;
+    let mut cells: Vec<usize> = s.rows.iter().map(|r| r.cell).collect();
+    cells.extend(s.empty_cells.iter().map(|c| c.cell));
+    cells.sort_unstable();
+    cells.dedup();
+    for cell in cells {
+        if let Some(c) = s.empty_cells.iter().find(|c| c.cell == cell) {
+            empty_cell_text(out, s, c);
+            continue;
+        }
+        let rows: Vec<&Row> = s.rows.iter().filter(|r| r.cell == cell).collect();
+        let _ = writeln!(
+            out,
+            "\ncell {}: {}{}",
+            cell,
+            factor_text(&rows[0].factors),
+            flags_text(rows[0], s)
+        );
+        conditions_text(out, s, cell);
+        let _ = writeln!(
+            out,
+            "  {:<28} {:>13} {:>12} {:>7} {:>3}  shape",
+            "figure", "mean", "±95% CI", "CV", "n"
+        );
+        for r in rows {
+            let name = fig_name(&r.flowop, &r.figure);
+            let (mean, ci, cv) = spread_text(r);
             let _ = writeln!(
                 out,
-                "\ncell {}: {}{}",
-                r.cell,
-                factor_text(&r.factors),
-                flags_text(r, s)
-            );
-            conditions_text(out, s, r.cell);
-            let _ = writeln!(
-                out,
-                "  {:<28} {:>14} {:>12} {:>7} {:>3}  repetitions",
-                "figure", "mean", "±95% CI", "CV", "n"
+                "  {:<28} {:>13} {:>12} {:>7} {:>3}  {}",
+                format!("{name}{}", if r.headline { " *" } else { "" }),
+                mean,
+                ci,
+                cv,
+                r.n,
+                shape_text(&r.figure, &r.bimodal)
             );
         }
-        let _ = writeln!(
-            out,
-            "  {:<28} {:>14.4} {:>12.4} {:>6.1}% {:>3}  {}",
-            format!(
-                "{}{}",
-                fig_name(&r.flowop, &r.figure),
-                if r.headline { " *" } else { "" }
-            ),
-            r.mean,
-            r.ci95,
-            r.cv * 100.0,
-            r.n,
-            modes_text(&r.bimodal)
-        );
-    }
-    for c in &s.empty_cells {
-        let _ = writeln!(
-            out,
-            "\ncell {}: {}  no figures: {} run(s) failed, {} left out as flagged ({} ended early, {} served from cache){}",
-            c.cell,
-            factor_text(&c.factors),
-            c.failed,
-            c.excluded,
-            c.ended_early,
-            c.cache_served,
-            if c.excluded > 0 { "; --include-flagged keeps them" } else { "" }
-        );
-        conditions_text(out, s, c.cell);
     }
     if !s.rows.is_empty() {
-        let _ = writeln!(out, "\n(* headline figure)");
+        let _ = writeln!(out, "\n{LEGEND}");
     }
+}
+
+/// A cell without figures, and why.
+fn empty_cell_text(out: &mut String, s: &Summary, c: &super::EmptyCell) {
+    let _ = writeln!(
+        out,
+        "\ncell {}: {}  no figures: {} run(s) failed, {} left out as flagged ({} ended early, {} served from cache){}",
+        c.cell,
+        factor_text(&c.factors),
+        c.failed,
+        c.excluded,
+        c.ended_early,
+        c.cache_served,
+        if c.excluded > 0 { "; --include-flagged keeps them" } else { "" }
+    );
+    conditions_text(out, s, c.cell);
 }
 
 /// What the cell's runs ran under, a line below its header.
@@ -377,7 +425,7 @@ fn conditions_text(out: &mut String, s: &Summary, cell: usize) {
 /// The interval as text.
 fn ci_text(c: &Comparison) -> String {
     match (c.ci_low, c.ci_high) {
-        (Some(l), Some(h)) => format!("[{}, {}]", g4(l), g4(h)),
+        (Some(l), Some(h)) => format!("[{}, {}]", ratio_num(l), ratio_num(h)),
         _ => "[unbounded]".into(),
     }
 }
@@ -403,10 +451,18 @@ fn at_text(c: &Comparison, all: &[Comparison]) -> String {
     }
 }
 
+/// The comparisons, grouped by compared factor, then measurement and figure: each ratio
+/// with its change in percent, interval, p-value and counts. The `at` column is as wide as
+/// its longest entry (none when no comparison needs one).
 fn comparisons_text(out: &mut String, comparisons: &[Comparison]) {
     let mut head = (String::new(), String::new());
     let mut group = (String::new(), String::new());
-    for c in comparisons {
+    let ats: Vec<String> = comparisons
+        .iter()
+        .map(|c| at_text(c, comparisons))
+        .collect();
+    let at_w = ats.iter().map(|a| a.chars().count()).max().unwrap_or(0);
+    for (c, at) in comparisons.iter().zip(&ats) {
         if (c.factor.clone(), c.baseline.clone()) != head {
             head = (c.factor.clone(), c.baseline.clone());
             group = Default::default();
@@ -424,21 +480,36 @@ fn comparisons_text(out: &mut String, comparisons: &[Comparison]) {
         }
         let _ = writeln!(
             out,
-            "    {:<24} {:<30} {:>9} {:>+8.1}% {:<24} {:>10} n={}/{}",
+            "    {:<24} {:<at_w$} {:>7} {:>+8.1}% {:<20} {:>8} n={}/{}",
             format!("{} ÷ {}", c.level, c.baseline),
-            at_text(c, comparisons),
-            g4(c.ratio),
+            at,
+            ratio_num(c.ratio),
             (c.ratio - 1.0) * 100.0,
             format!("{}{}", ci_text(c), if c.significant { " *" } else { "" }),
-            c.p_value.map_or("p=-".to_string(), |p| format!("p={p:.4}")),
+            c.p_value
+                .map_or("p=-".to_string(), |p| format!("p{}", p_text(p))),
             c.n,
             c.n_baseline
         );
     }
 }
 
+/// A p-value as `=0.358`, or `<0.001` below that.
+fn p_text(p: f64) -> String {
+    if p < 0.001 {
+        "<0.001".into()
+    } else {
+        format!("={p:.3}")
+    }
+}
+
+/// A ratio to four significant digits (`1.546`, `0.07640`).
+fn ratio_num(v: f64) -> String {
+    crate::units::figure::sig(v, 4)
+}
+
 pub fn render_csv(s: &Summary) -> String {
-    let mut out = String::from("cell,factors,flowop,figure,n,mean,ci95,cv,disturbed,failed,ended_early,cache_served,excluded,bimodal,baseline_cell,ratio,ci_low,ci_high,p_value\n");
+    let mut out = String::from("cell,factors,flowop,figure,n,mean,ci95,cv,disturbed,failed,ended_early,cache_served,excluded,shape,baseline_cell,ratio,ci_low,ci_high,p_value\n");
     let q = |s: &str| format!("\"{}\"", s.replace('"', "\"\""));
     let o = |v: Option<f64>| v.map_or(String::new(), |v| v.to_string());
     for r in &s.rows {
@@ -458,7 +529,7 @@ pub fn render_csv(s: &Summary) -> String {
             r.ended_early,
             r.cache_served,
             r.excluded,
-            q(&modes_text(&r.bimodal)),
+            shape_word(&r.bimodal),
         );
     }
     for c in &s.comparisons {
@@ -494,39 +565,9 @@ fn md(s: &str) -> String {
 }
 
 pub fn render_markdown(s: &Summary) -> String {
-    let mut out = format!("## {}\n\n| cell | factors | figure | mean | ±95% CI | CV | n | repetitions |\n|---|---|---|---:|---:|---:|---:|---|\n", md(&s.experiment));
+    let mut out = format!("## {}\n\n| cell | factors | figure | mean | ±95% CI | CV | n | shape |\n|---|---|---|---:|---:|---:|---:|---|\n", md(&s.experiment));
     for r in &s.rows {
-        let mut flags = String::new();
-        if r.disturbed > 0 {
-            flags.push_str(" ⚠");
-        }
-        if r.ended_early > 0 {
-            let _ = write!(flags, " ({} ended early)", r.ended_early);
-        }
-        if r.cache_served > 0 {
-            let _ = write!(flags, " ({} cache served)", r.cache_served);
-        }
-        if r.caches_dropped_elsewhere > 0 {
-            let _ = write!(
-                flags,
-                " ({} caches dropped elsewhere)",
-                r.caches_dropped_elsewhere
-            );
-        }
-        let _ = writeln!(
-            out,
-            "| {}{} | {} | {}{} | {:.4} | {:.4} | {:.1}% | {} | {} |",
-            r.cell,
-            flags,
-            md(&factor_text(&r.factors)),
-            md(&fig_name(&r.flowop, &r.figure)),
-            if r.headline { " *" } else { "" },
-            r.mean,
-            r.ci95,
-            r.cv * 100.0,
-            r.n,
-            md(&modes_text(&r.bimodal))
-        );
+        markdown_row(&mut out, r);
     }
     if !s.published.is_empty() {
         out.push_str("\n| plan line | claim | figure | compared | published | ours [95% CI] | n | verdict |\n|---:|---|---|---|---|---|---|---|\n");
@@ -557,7 +598,7 @@ pub fn render_markdown(s: &Summary) -> String {
                 md(&c.baseline),
                 md(&factor_text(&c.at)),
                 md(&fig_name(&c.flowop, &c.figure)),
-                g4(c.ratio),
+                ratio_num(c.ratio),
                 if c.significant { " *" } else { "" },
                 ci_text(c),
                 c.p_value.map_or("-".to_string(), |p| format!("{p:.4}")),
@@ -567,6 +608,42 @@ pub fn render_markdown(s: &Summary) -> String {
         }
     }
     out
+}
+
+/// A figure's row of the Markdown table, the cell's flags beside its number.
+fn markdown_row(out: &mut String, r: &Row) {
+    let mut flags = String::new();
+    if r.disturbed > 0 {
+        flags.push_str(" ⚠");
+    }
+    if r.ended_early > 0 {
+        let _ = write!(flags, " ({} ended early)", r.ended_early);
+    }
+    if r.cache_served > 0 {
+        let _ = write!(flags, " ({} cache served)", r.cache_served);
+    }
+    if r.caches_dropped_elsewhere > 0 {
+        let _ = write!(
+            flags,
+            " ({} caches dropped elsewhere)",
+            r.caches_dropped_elsewhere
+        );
+    }
+    let (mean, ci, cv) = spread_text(r);
+    let _ = writeln!(
+        out,
+        "| {}{} | {} | {}{} | {} | {} | {} | {} | {} |",
+        r.cell,
+        flags,
+        md(&factor_text(&r.factors)),
+        md(&fig_name(&r.flowop, &r.figure)),
+        if r.headline { " *" } else { "" },
+        mean,
+        ci,
+        cv,
+        r.n,
+        md(&shape_text(&r.figure, &r.bimodal))
+    );
 }
 
 #[cfg(test)]

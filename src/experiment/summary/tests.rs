@@ -215,7 +215,11 @@ fn bimodal_cells_and_adaptive_convergence_are_reported() {
         }
         o => panic!("{o:?}"),
     }
-    assert!(render_text(&s).contains("bimodal: 26.0000 (n=3) | 94.6667 (n=3)"));
+    let text = render_text(&s);
+    assert!(
+        text.contains("bimodal? 26.00/s (n=3) | 94.67/s (n=3)"),
+        "{text}"
+    );
     let a = s.adaptive.as_ref().unwrap();
     assert_eq!((a.min, a.max, a.ci), (2, 6, 0.05));
     assert_eq!(a.reached, [2]);
@@ -510,4 +514,19 @@ fn published_rounds_and_json() {
     assert_eq!(v["published"][2]["verdict"], "not_significant");
     assert_eq!(v["published"][6]["pending"], "a merged overlay target");
     assert_eq!(v["published_rounds"]["sub_second_max"], 10);
+}
+
+#[test]
+fn a_single_run_has_no_interval_and_says_so() {
+    let mut db = Db::new("single");
+    let a = db.cell(0, "ext4", "1");
+    db.run(a, 0, 250.0, RunFlags::default());
+    let text = render_text(&summarise(&db.st).unwrap());
+    assert!(text.starts_with("experiment x: adaptive"), "{text}");
+    let row = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("transactions_per_s *"))
+        .unwrap();
+    let cols: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(cols[2..6], ["250.0/s", "-", "-", "1"], "{row}");
 }

@@ -400,6 +400,10 @@ fn configs_table(out: &mut String, g: &Group, relative: bool) {
     for k in &varying {
         let _ = write!(out, "<th>{}</th>", esc(k));
     }
+    let notes = g.configs.iter().any(|c| c.note.is_some());
+    if notes {
+        out.push_str("<th>note</th>");
+    }
     out.push_str("</tr>");
     for (i, c) in g.configs.iter().enumerate() {
         let _ = write!(
@@ -418,6 +422,13 @@ fn configs_table(out: &mut String, g: &Group, relative: bool) {
         for k in &varying {
             let v = ps[i].get(*k).cloned().unwrap_or_default();
             let _ = write!(out, "<td>{}</td>", esc(&v));
+        }
+        match (&c.note, notes) {
+            (Some(n), _) => {
+                let _ = write!(out, "<td class=warn>{}</td>", esc(n));
+            }
+            (None, true) => out.push_str("<td></td>"),
+            (None, false) => {}
         }
         out.push_str("</tr>");
     }

@@ -14,6 +14,9 @@ pub struct Config {
     pub results: Results,
     /// The experiment factors of this configuration (empty for result files).
     pub factors: BTreeMap<String, String>,
+    /// What to read beside the configuration before its figures (an experiment's cold cell
+    /// that the page cache served all the same); shown beside its row.
+    pub note: Option<String>,
 }
 
 /// One measurement (a workload) across configurations; the first configuration is the
@@ -139,6 +142,7 @@ impl ReportInput {
             label,
             results,
             factors: BTreeMap::new(),
+            note: None,
         };
         match self
             .groups
