@@ -464,6 +464,7 @@ fn shipped_plan_checked_at_quick_scale(plan: &str, needs: &[&str], check: impl F
     );
     assert!(o.status.success(), "{}", text(&o));
     assert_eq!(ok_runs(&out), planned, "{}", text(&o));
+    estimate_held(&what, &o);
     assert!(mounts_under(&out).is_empty(), "{:?}", mounts_under(&out));
     assert_eq!(loops_of(&out), "");
     assert_eq!(
@@ -475,6 +476,26 @@ fn shipped_plan_checked_at_quick_scale(plan: &str, needs: &[&str], check: impl F
     let summary = run(&["results", out.to_str().unwrap()]);
     assert!(summary.status.success(), "{}", text(&summary));
     check(&out);
+}
+
+/// The run's own last word on its estimate ("estimated X, took Y (ratio Z)", the estimate
+/// made before it ran against the time it took) is within a factor of 1.5 either way.
+fn estimate_held(what: &str, o: &std::process::Output) {
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("fsbench: estimated ") && l.contains(", took "))
+        .unwrap_or_else(|| panic!("{what}: no estimate against the time taken:\n{}", text(o)));
+    let ratio: f64 = line
+        .rsplit("(ratio ")
+        .next()
+        .and_then(|r| r.trim_end_matches(')').parse().ok())
+        .unwrap_or_else(|| panic!("{what}: no ratio in {line:?}"));
+    eprintln!("{what}: {line}");
+    assert!(
+        (1.0 / 1.5..=1.5).contains(&ratio),
+        "{what}: the estimate was off by more than 1.5 times: {line}"
+    );
 }
 
 /// Each run's applied record, by measurement and target.
