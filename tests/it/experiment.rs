@@ -1487,3 +1487,50 @@ fn dry_run_estimates_a_remote_build_from_its_network() {
     assert!((60.0..110.0).contains(&minutes), "estimate {est}");
     assert!(t.contains("from its modelled network"), "{t}");
 }
+
+/// Every shipped plan's dry run estimates each cell from what its measurement does, at both
+/// scales: no cell is left at the time limit, each has its time a run, and the aging plan
+/// counts its aging (1.3 million operations on each of five targets: hours, not nothing).
+#[test]
+fn dry_run_estimates_every_shipped_plan_from_its_measurements() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("plans");
+    let mut plans: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    plans.sort();
+    assert!(plans.len() >= 6, "{plans:?}");
+    for p in &plans {
+        for quick in [false, true] {
+            let mut args = vec!["experiment", p.to_str().unwrap(), "--dry-run"];
+            if quick {
+                args.push("--quick");
+            }
+            let o = run(&args);
+            assert!(o.status.success(), "{}", text(&o));
+            let t = String::from_utf8_lossy(&o.stdout);
+            assert!(t.contains("\nestimated time: "), "{p:?}: {t}");
+            assert!(!t.contains("at the time limit"), "{p:?} quick={quick}: {t}");
+            let cells = t
+                .lines()
+                .filter(|l| l.trim_start().split_once("  measurement=").is_some())
+                .count();
+            assert!(cells > 0, "{p:?}: {t}");
+            assert_eq!(t.matches(" a run)").count(), cells, "{p:?}: {t}");
+        }
+    }
+    let o = run(&[
+        "experiment",
+        dir.join("aging.toml").to_str().unwrap(),
+        "--dry-run",
+    ]);
+    let t = String::from_utf8_lossy(&o.stdout);
+    let aging = t
+        .lines()
+        .find(|l| l.starts_with("  set-up and teardown:"))
+        .and_then(|l| l.split("aging ").nth(1))
+        .and_then(|r| r.split([',', ';']).next())
+        .unwrap_or_else(|| panic!("no aging in the set-up line:\n{t}"));
+    assert!(aging.contains('h'), "aging counted as {aging}:\n{t}");
+}

@@ -238,11 +238,17 @@ fn prune(cx: &Cx) -> Work {
     }
 }
 
-/// `fsbench layout` of a tree the plan makes or of a target's aged population.
+/// `fsbench layout` of a tree the plan makes, of a target's aged population, or of a file
+/// system the runner made (empty but for what the plan puts there); an existing
+/// directory's tree is not known.
 fn layout(cx: &Cx) -> Option<Work> {
     let files = match setup::made_tree(cx.plan, cx.m) {
         Some(t) => t.files,
-        None => setup::aged_files(cx.plan, &cx.cell.target)?,
+        None => match setup::aged_files(cx.plan, &cx.cell.target) {
+            Some(n) => n,
+            None if setup::made_here(cx.plan, &cx.cell.target) => 0.0,
+            None => return None,
+        },
     };
     Some(Work {
         work_s: cpu(files / LAYOUT_FILES_PER_S),

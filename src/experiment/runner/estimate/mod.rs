@@ -222,3 +222,109 @@ impl Estimate {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::store::{RunFlags, RunRecord, Store};
+
+    fn plan(extra: &str) -> Plan {
+        let text = format!(
+            r#"
+[experiment]
+name = "t"
+{extra}
+[[target]]
+name = "d"
+kind = "dir"
+path = "/tmp"
+[[measurement]]
+name = "w"
+kind = "workload"
+params = {{ workload = "varmail", nfiles = 50, duration = 3 }}
+factors = {{ nthreads = [1, 2] }}
+"#
+        );
+        crate::experiment::plan::parse(Path::new("t.toml"), &text, false).unwrap()
+    }
+
+    #[test]
+    fn runs_stored_earlier_stand_in_for_their_cells() {
+        let p = plan("repetitions = 2");
+        let cells = super::super::cells(&p);
+        let dir = std::env::temp_dir().join(format!("fsbench-estimate-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fresh = of(&p, &cells, &dir, &[2, 2]);
+        assert_eq!(fresh.from_store, 0);
+        // Three seconds measured and the child's own time: a little over 3 s a run.
+        assert!(
+            fresh.per_run[0] > 3.0 && fresh.per_run[0] < 6.0,
+            "{fresh:?}"
+        );
+        let st = Store::open(&dir).unwrap();
+        let exp = st
+            .new_experiment(
+                "t",
+                "t.toml",
+                "",
+                "h",
+                false,
+                1,
+                2,
+                0.1,
+                &serde_json::json!({}),
+            )
+            .unwrap();
+        let cmd = serde_json::json!(super::super::stored_command(&p, &cells[1]));
+        let id = st
+            .cell(
+                exp,
+                1,
+                "w",
+                "workload",
+                "d",
+                "warm",
+                &serde_json::json!({}),
+                &cmd,
+            )
+            .unwrap();
+        let mut st = st;
+        st.add_run(&RunRecord {
+            cell_id: id,
+            repetition: 0,
+            status: "ok",
+            started_at: "now",
+            elapsed_s: 42.0,
+            load_avg_1: None,
+            other_cpu_frac: None,
+            disturbed: false,
+            error: None,
+            applied: &serde_json::json!({}),
+            results: None,
+            flags: &RunFlags::default(),
+        })
+        .unwrap();
+        let again = of(&p, &cells, &dir, &[2, 1]);
+        assert_eq!(again.from_store, 1);
+        assert_eq!(again.per_run[0], fresh.per_run[0]);
+        assert!((again.per_run[1] - 42.0).abs() < 1.0, "{again:?}");
+        // Resumed: the stored repetition is not counted again.
+        assert_eq!(again.runs, 3);
+        assert!(
+            again.lines(&p, &dir)[1].starts_with("  set-up"),
+            "{again:?}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn adaptive_rounds_count_half_of_those_possible() {
+        let p = plan("repetitions = { min = 2, max = 6, ci = 0.05 }");
+        let cells = super::super::cells(&p);
+        let e = of(&p, &cells, Path::new("/nonexistent"), &[2, 2]);
+        assert_eq!((e.runs, e.extra_runs), (4, 4));
+        assert!((e.extra_max_s - 2.0 * e.extra_s).abs() < 1e-9, "{e:?}");
+        let lines = e.lines(&p, Path::new("/nonexistent")).join("\n");
+        assert!(lines.contains("4 runs, half of those possible"), "{lines}");
+    }
+}

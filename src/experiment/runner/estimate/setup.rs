@@ -136,6 +136,21 @@ pub(super) fn aged_files(plan: &Plan, name: &str) -> Option<f64> {
     Some(aging_counts(t.age.as_ref()?, capacity(t)).1)
 }
 
+/// Whether target `name` is a file system the runner makes (not an existing directory or
+/// a remote's served tree), directly or under an overlay.
+pub(super) fn made_here(plan: &Plan, name: &str) -> bool {
+    match plan
+        .targets
+        .iter()
+        .find(|t| t.name == name)
+        .map(|t| &t.kind)
+    {
+        Some(TargetKind::Image { .. } | TargetKind::Disk { .. }) => true,
+        Some(TargetKind::Overlay { over, .. }) if over != name => made_here(plan, over),
+        _ => false,
+    }
+}
+
 /// The files the last `days` of target `name`'s aging wrote, and their bytes.
 pub(super) fn recent_files(plan: &Plan, name: &str, days: f64) -> Option<(f64, f64)> {
     let t = plan.targets.iter().find(|t| t.name == name)?;
