@@ -9,9 +9,10 @@
 use crate::disk::model::DiskParams;
 use crate::experiment::plan::{Plan, TargetKind};
 
-/// How much longer the program's own work takes in a debug build: `fsbench run varmail
-/// --duration 0.1` with 200 files took 0.44 s release and 1.3 s debug at best of five;
-/// `fsbench find` of 300 entries 0.03 and 0.08 s; `fsbench scan` of them 0.01 and 0.03 s.
+/// How much longer the program's own work takes in a debug build: `fsbench run webserver
+/// --duration 0.1` on tmpfs took 0.15 to 0.24 s release and 0.61 to 0.87 s debug (1 to 32
+/// threads, best of three); `fsbench find` of 300 entries 0.03 and 0.08 s; `fsbench scan`
+/// of them 0.01 and 0.03 s.
 const DEBUG_CPU: f64 = 4.0;
 
 /// The program's own work scaled to this build.
@@ -34,9 +35,14 @@ pub(super) const CHILD_S: f64 = 0.025;
 /// `fsbench layout` and `fsbench scan` of a small tree: `fsbench scan` above.
 pub(super) const TOOL_S: f64 = 0.015;
 /// The runner's own part of each run: its memory cgroup, the load samples before and after,
-/// storing the run (an SQLite commit): the gap between one run's end and the next one's
-/// start in the quick plans' logs, 0.05 s.
-pub(super) const RUNNER_S: f64 = 0.05;
+/// storing the run (an SQLite commit): between the runs on images of the filebench-macro
+/// plan's quick scale, 0.06 s (debug).
+pub(super) const RUNNER_S: f64 = 0.015;
+/// Before a run that does not start cold the runner commits what the last one left
+/// (`syncfs`, its deletes): a journal commit and the bitmaps and directories it touched,
+/// about 4 accesses; with it the gaps between runs on simulated disks were 0.16 to 0.23 s
+/// (the deceptive-idleness, aging and lookaside plans' quick scales, debug).
+pub(super) const SYNCFS_ACCESSES: f64 = 4.0;
 /// `sync; echo 3 > /proc/sys/vm/drop_caches` with nothing dirty: 0.2 to 0.4 s.
 pub(super) const DROP_S: f64 = 0.3;
 /// A create, unlink or mkdir in the page cache: 0.04 to 0.08 ms (a Python loop of creates of

@@ -4,7 +4,9 @@
 //! preparation).
 
 use super::kinds::{self, Cx, Work};
-use super::rates::{cpu, Speed, CHILD_S, DROP_S, RUNNER_S, TOOL_S, WORKLOAD_CHILD_S};
+use super::rates::{
+    cpu, Speed, CHILD_S, DROP_S, RUNNER_S, SYNCFS_ACCESSES, TOOL_S, WORKLOAD_CHILD_S,
+};
 use crate::experiment::plan::{BgKind, BgStop, Kind, Plan};
 use crate::experiment::runner::measure::memory_limit;
 use crate::experiment::runner::{background, Cell};
@@ -99,17 +101,20 @@ fn throttled(cx: &Cx, bytes: f64) -> f64 {
 }
 
 /// What the runner adds to a run of `c` around the child: its own part, a cold `layout`
-/// or `scan` cell's cache drop or a warm one's unmeasured pass, and the backgrounds that
-/// prepare before the measurement or are waited for after it.
+/// or `scan` cell's cache drop (or else its commit of what the last run left), a warm one's
+/// unmeasured pass, and the backgrounds that prepare before the measurement or are waited
+/// for after it.
 pub(super) fn runner_s(plan: &Plan, c: &Cell, child: f64) -> f64 {
     let kind = plan.measurements[c.measurement].kind;
-    let mut t = RUNNER_S;
-    if !kind.takes_cold() {
-        t += match c.cache.as_str() {
-            "cold" => DROP_S,
-            "warm" => child,
-            _ => 0.0,
-        };
+    let mut t = cpu(RUNNER_S);
+    let runner_drops = c.cache == "cold" && !kind.takes_cold();
+    if runner_drops {
+        t += DROP_S;
+    } else if c.cache != "remount" {
+        t += SYNCFS_ACCESSES * Speed::of(plan, &c.target).access_s;
+    }
+    if c.cache == "warm" && !kind.takes_cold() {
+        t += child;
     }
     t + backgrounds_s(plan, c)
 }

@@ -24,8 +24,8 @@ const REMOTE_S: f64 = 0.1;
 /// `fsbench age` with profile `agrawal` on a plain 128 MiB image, writeback `range` (each
 /// write waited for): filling 70% took 1,098 operations (74 KB each), 974 files of 83 KB
 /// left; with 5,000 churn operations more, 1,200 operations a second release, 700 to 980
-/// debug (the waits for the host's disk, not the program, set the pace); 3,800 a second on
-/// 1 GiB when the machine was not shared.
+/// debug (the waits for the host's disk, not the program, set the pace); on 1 GiB, 918 a
+/// second release (9,122 to fill 70%, then 20,000), 3,800 when the machine was not shared.
 const AGE_FILL_OP_BYTES: f64 = 74e3;
 const AGE_FILE_BYTES: f64 = 83e3;
 const AGE_OPS_PER_S: f64 = 1_000.0;
