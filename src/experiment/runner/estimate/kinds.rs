@@ -159,7 +159,8 @@ fn walk(cx: &Cx) -> Option<Work> {
     })
 }
 
-/// `read` of a tree: its bytes, and a walk of it; over a remote, its modelled network.
+/// `read` of a tree the plan makes: its bytes, and a walk of it; over a remote's generated
+/// tree, its modelled network.
 fn read(cx: &Cx) -> Option<Work> {
     if let Some(s) = remote_read(cx.plan, cx.cell) {
         return Some(Work {
@@ -167,10 +168,9 @@ fn read(cx: &Cx) -> Option<Work> {
             ..Work::default()
         });
     }
-    let files = cx.get("tree_files")?;
-    let size = cx.get("tree_file_size").unwrap_or(4608.0);
+    let tree = setup::made_tree(cx.plan, cx.m)?;
     Some(Work {
-        work_s: files * size / cx.read_bps() + cpu(files / WALK_PER_S),
+        work_s: tree.files * tree.file_bytes / cx.read_bps() + cpu(tree.entries() / WALK_PER_S),
         ..Work::default()
     })
 }
