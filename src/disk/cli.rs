@@ -182,6 +182,23 @@ fn params_from(a: &CreateArgs) -> anyhow::Result<DiskParams> {
     Ok(p)
 }
 
+/// The drive a plan's disk target runs: model `model` with the `fsbench disk create`
+/// options the plan gives (name without `--`, value), read as the command line reads them.
+pub fn model_with(model: &str, options: &[(String, String)]) -> anyhow::Result<DiskParams> {
+    use clap::{Args, FromArgMatches};
+    let mut argv = vec![
+        "create".to_string(),
+        "estimate".into(),
+        "--model".into(),
+        model.into(),
+    ];
+    for (k, v) in options {
+        argv.extend([format!("--{}", k.replace('_', "-")), v.clone()]);
+    }
+    let m = CreateArgs::augment_args(clap::Command::new("create")).try_get_matches_from(argv)?;
+    params_from(&CreateArgs::from_arg_matches(&m)?)
+}
+
 pub fn run(args: DiskArgs) -> anyhow::Result<()> {
     match args.command {
         DiskCommand::Create(a) => create(*a),

@@ -14,6 +14,10 @@ use std::path::Path;
 /// the server's own delays.
 pub const WARN_PCT: f64 = 5.0;
 
+/// Seconds a run waits after its end for the server's statistics that include it (the
+/// server writes them every second and when idle).
+pub const STATS_WAIT_S: f64 = 1.1;
+
 /// Lateness of the replies between two statistics snapshots.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Lateness {
@@ -116,7 +120,7 @@ impl Probe {
     /// idle, so the last second of a busy run may be missing).
     pub fn finish(&self) -> Option<(Lateness, DiskStats)> {
         // Give the server a moment to write the statistics that include the run's end.
-        std::thread::sleep(std::time::Duration::from_millis(1100));
+        std::thread::sleep(std::time::Duration::from_secs_f64(STATS_WAIT_S));
         let after = self.sd.read_stats()?;
         between(&self.before, &after).map(|l| (l, after))
     }

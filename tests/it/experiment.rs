@@ -464,6 +464,7 @@ fn shipped_plan_checked_at_quick_scale(plan: &str, needs: &[&str], check: impl F
     );
     assert!(o.status.success(), "{}", text(&o));
     assert_eq!(ok_runs(&out), planned, "{}", text(&o));
+    estimate_held(&what, &o);
     assert!(mounts_under(&out).is_empty(), "{:?}", mounts_under(&out));
     assert_eq!(loops_of(&out), "");
     assert_eq!(
@@ -475,6 +476,26 @@ fn shipped_plan_checked_at_quick_scale(plan: &str, needs: &[&str], check: impl F
     let summary = run(&["results", out.to_str().unwrap()]);
     assert!(summary.status.success(), "{}", text(&summary));
     check(&out);
+}
+
+/// The run's own last word on its estimate ("estimated X, took Y (ratio Z)", the estimate
+/// made before it ran against the time it took) is within a factor of 1.5 either way.
+fn estimate_held(what: &str, o: &std::process::Output) {
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("fsbench: estimated ") && l.contains(", took "))
+        .unwrap_or_else(|| panic!("{what}: no estimate against the time taken:\n{}", text(o)));
+    let ratio: f64 = line
+        .rsplit("(ratio ")
+        .next()
+        .and_then(|r| r.trim_end_matches(')').parse().ok())
+        .unwrap_or_else(|| panic!("{what}: no ratio in {line:?}"));
+    eprintln!("{what}: {line}");
+    assert!(
+        (1.0 / 1.5..=1.5).contains(&ratio),
+        "{what}: the estimate was off by more than 1.5 times: {line}"
+    );
 }
 
 /// Each run's applied record, by measurement and target.
@@ -1465,4 +1486,51 @@ fn dry_run_estimates_a_remote_build_from_its_network() {
         .unwrap_or_else(|| panic!("estimate {est}"));
     assert!((60.0..110.0).contains(&minutes), "estimate {est}");
     assert!(t.contains("from its modelled network"), "{t}");
+}
+
+/// Every shipped plan's dry run estimates each cell from what its measurement does, at both
+/// scales: no cell is left at the time limit, each has its time a run, and the aging plan
+/// counts its aging (1.3 million operations on each of five targets: hours, not nothing).
+#[test]
+fn dry_run_estimates_every_shipped_plan_from_its_measurements() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("plans");
+    let mut plans: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    plans.sort();
+    assert!(plans.len() >= 6, "{plans:?}");
+    for p in &plans {
+        for quick in [false, true] {
+            let mut args = vec!["experiment", p.to_str().unwrap(), "--dry-run"];
+            if quick {
+                args.push("--quick");
+            }
+            let o = run(&args);
+            assert!(o.status.success(), "{}", text(&o));
+            let t = String::from_utf8_lossy(&o.stdout);
+            assert!(t.contains("\nestimated time: "), "{p:?}: {t}");
+            assert!(!t.contains("at the time limit"), "{p:?} quick={quick}: {t}");
+            let cells = t
+                .lines()
+                .filter(|l| l.trim_start().split_once("  measurement=").is_some())
+                .count();
+            assert!(cells > 0, "{p:?}: {t}");
+            assert_eq!(t.matches(" a run)").count(), cells, "{p:?}: {t}");
+        }
+    }
+    let o = run(&[
+        "experiment",
+        dir.join("aging.toml").to_str().unwrap(),
+        "--dry-run",
+    ]);
+    let t = String::from_utf8_lossy(&o.stdout);
+    let aging = t
+        .lines()
+        .find(|l| l.starts_with("  set-up and teardown:"))
+        .and_then(|l| l.split("aging ").nth(1))
+        .and_then(|r| r.split([',', ';']).next())
+        .unwrap_or_else(|| panic!("no aging in the set-up line:\n{t}"));
+    assert!(aging.contains('h'), "aging counted as {aging}:\n{t}");
 }

@@ -453,11 +453,14 @@ memory = "64M"
         "sync; echo 3 > /proc/sys/vm/drop_caches (the runner)",
         "warm-up pass (unmeasured): fsbench layout",
         "in a memory cgroup limited to 64.0 MiB",
-        "cells from their parameters",
+        "from what the measurements do",
     ] {
         assert!(t.contains(want), "missing {want:?} in:\n{t}");
     }
     assert!(!t.contains("have no fixed duration"), "{t}");
+    // Every cell has its time a run; the layout of an empty image is no unknown.
+    assert_eq!(t.matches(" a run)").count(), 4, "{t}");
+    assert!(!t.contains("at the time limit"), "{t}");
 }
 
 #[test]

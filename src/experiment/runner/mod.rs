@@ -21,6 +21,7 @@ mod cache_blind;
 mod cgroup;
 mod dryrun;
 mod env;
+mod estimate;
 mod flags;
 mod measure;
 mod published;
@@ -200,6 +201,18 @@ pub fn command(
     let mut args = kind_args(m, &values, dir, json_out, scratch);
     args.extend(cache_args(m, &values, &cell.cache));
     args
+}
+
+/// A cell's command as the results database stores it: the places (target, JSON file,
+/// scratch) as placeholders, so a cell measured before is found again by its command.
+pub(super) fn stored_command(plan: &Plan, cell: &Cell) -> Vec<String> {
+    command(
+        plan,
+        cell,
+        Path::new("{target}"),
+        Path::new("{json}"),
+        Path::new("{scratch}"),
+    )
 }
 
 /// The command line of measurement `m` with parameter `values`, measuring in `dir` and

@@ -45,6 +45,7 @@ fn prepare_outdir(plan: &Plan, o: &Options) -> Result<PathBuf> {
 
 /// `fsbench experiment PLAN`.
 pub fn run(o: &Options) -> Result<()> {
+    let started = Instant::now();
     let Some((plan, cells)) = checked_plan(o)? else {
         return Ok(());
     };
@@ -70,14 +71,19 @@ pub fn run(o: &Options) -> Result<()> {
         failures: 0,
         progress: Progress::default(),
     };
-    session.count_todo()?;
+    let todo = session.count_todo()?;
+    let estimate = super::estimate::of(&plan, &cells, &outdir, &todo);
+    crate::errln!(
+        "fsbench: estimated time: {} (`--dry-run` shows what it is made of)",
+        fmt_secs(estimate.total_s)
+    );
     let result = session.rounds().and_then(|()| session.strict(o, exp));
     let failures = session.failures;
     let teardown = env.tear_down();
     drop(env);
     result?;
     teardown?;
-    finish(o, &mut st, exp, &outdir, failures)
+    finish(o, &mut st, exp, &outdir, failures, (&estimate, started))
 }
 
 /// The plan, validated for this machine, and its cells; `None` after a dry run.
@@ -167,13 +173,7 @@ fn open_store(plan: &Plan, cells: &[Cell], outdir: &Path) -> Result<(Store, i64,
     let mut cell_ids = Vec::new();
     st.begin()?;
     for c in cells {
-        let cmd = command(
-            plan,
-            c,
-            Path::new("{target}"),
-            Path::new("{json}"),
-            Path::new("{scratch}"),
-        );
+        let cmd = stored_command(plan, c);
         cell_ids.push(st.cell(
             exp,
             c.idx,
@@ -221,17 +221,18 @@ struct Session<'a> {
 }
 
 impl Session<'_> {
-    /// Count the runs still to do, and say so when resuming.
-    fn count_todo(&mut self) -> Result<()> {
+    /// Count the runs still to do, and say so when resuming; each cell's count.
+    fn count_todo(&mut self) -> Result<Vec<u32>> {
         let (plan, cells) = (self.plan, self.cells);
-        let mut todo_total = 0usize;
-        for (i, _) in cells.iter().enumerate() {
+        let mut todo = vec![0u32; cells.len()];
+        for (i, n) in todo.iter_mut().enumerate() {
             for r in 0..plan.repetitions {
                 if !self.st.done(self.cell_ids[i], r)? {
-                    todo_total += 1;
+                    *n += 1;
                 }
             }
         }
+        let todo_total = todo.iter().map(|&n| n as usize).sum::<usize>();
         let all = cells.len() * plan.repetitions as usize;
         if todo_total < all {
             crate::errln!(
@@ -246,7 +247,7 @@ impl Session<'_> {
             todo_total,
             ..Default::default()
         };
-        Ok(())
+        Ok(todo)
     }
 
     /// Every repetition round, each in its order; stops early on Ctrl-C. With adaptive
@@ -496,8 +497,17 @@ fn rounds_at_most(plan: &Plan) -> u32 {
     super::published::rounds_at_most(plan)
 }
 
-/// After the last round: the summary, the report, and the exit status.
-fn finish(o: &Options, st: &mut Store, exp: i64, outdir: &Path, failures: usize) -> Result<()> {
+/// After the last round: the summary, the report, the estimate against the time taken
+/// (`timing`: the estimate made at the start, and when the run started), and the exit
+/// status.
+fn finish(
+    o: &Options,
+    st: &mut Store,
+    exp: i64,
+    outdir: &Path,
+    failures: usize,
+    timing: (&super::estimate::Estimate, Instant),
+) -> Result<()> {
     if crate::engine::interrupted() {
         bail!(
             "interrupted: every target is torn down; {} runs stored. Continue with `fsbench experiment {} -o {} --resume{}`",
@@ -523,6 +533,10 @@ fn finish(o: &Options, st: &mut Store, exp: i64, outdir: &Path, failures: usize)
         Ok(_) => crate::errln!("fsbench: no workload results to plot, so no report.html"),
         Err(e) => crate::errln!("fsbench: could not write the report: {e:#}"),
     }
+    crate::errln!(
+        "fsbench: {}",
+        timing.0.outcome(timing.1.elapsed().as_secs_f64())
+    );
     if failures > 0 {
         bail!(
             "{failures} run(s) failed; see the logs in {}",
