@@ -43,7 +43,6 @@ mod published;
 mod remote;
 mod report_html;
 mod results;
-mod results;
 mod robust;
 mod safety;
 mod scan_layout;

@@ -227,6 +227,7 @@ mod tests {
             figures: Vec::new(),
             ends_by_itself: w.ends_by_itself(),
             device_work: None,
+            cache_blind: None,
         }
     }
 
