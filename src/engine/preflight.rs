@@ -30,7 +30,7 @@ const PER_STAT: u64 = 4 << 10;
 const PER_STAT_THREAD: u64 = 3 << 9;
 // Measured with `run` of 1,000 to 20,000 `statfile` flowops in one thread for 4 and 30
 // seconds, the resident size was within 35% of the estimate, and within 10% at 10 seconds,
-// where tests/it/memory.rs checks it to 30% (docs/guide/memory.md). Histograms grow with the
+// where tests/memory.rs checks it to 30% (docs/guide/memory.md). Histograms grow with the
 // spread of latencies a flowop meets; its tail's rare latencies cost 16 bytes each (see
 // `stats::HdrCounts`).
 /// Floor of a thread's I/O buffer.

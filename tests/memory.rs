@@ -5,7 +5,9 @@
 //! depended on how fast the machine ran (0.70 to 1.36 of the estimate). The peak resident
 //! size is the child's own (`wait4`).
 
-use crate::common::*;
+#[path = "it/common.rs"]
+mod common;
+use common::*;
 
 /// Bytes from a size as the reports print it: `250.4 MiB`.
 fn bytes(text: &str) -> f64 {

@@ -2,7 +2,9 @@
 //! it) in about 2 GB, and the memory estimate the run prints is what it holds. The peak
 //! resident size is the child's own (`wait4`).
 
-use crate::common::*;
+#[path = "it/common.rs"]
+mod common;
+use common::*;
 
 const ENTRIES: u64 = 100_000_000;
 

@@ -2,7 +2,9 @@
 //! children told, runs that ended early or were served from the page cache flagged, and
 //! memory limits applied through a memory cgroup and removed afterwards. On the real binary.
 
-use crate::common::*;
+#[path = "it/common.rs"]
+mod common;
+use common::*;
 use serde_json::Value;
 use std::path::Path;
 

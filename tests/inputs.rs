@@ -2,7 +2,9 @@
 //! FIFO, a device or larger than 16 MiB, a pseudo file to verify, pseudo files to hash. Each
 //! command must end within a deadline (the unbounded reads never ended, or grew to gigabytes).
 
-use crate::common::*;
+#[path = "it/common.rs"]
+mod common;
+use common::*;
 use std::path::Path;
 use std::process::{Output, Stdio};
 use std::time::Duration;
