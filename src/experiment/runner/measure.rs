@@ -6,6 +6,7 @@ use super::env::Env;
 use super::flags::Facts;
 use super::session::labels_json;
 use super::*;
+use crate::disk::state::DiskStats;
 use crate::experiment::handoff::Handoff;
 use crate::experiment::noise;
 use crate::experiment::output::{ChildOutput, RemoteTraffic};
@@ -197,6 +198,7 @@ impl Run<'_> {
         let started_at = store::now();
         let before = noise::sample();
         let sched_before = scheduler_now(ready);
+        let disk_before = disk_stats(ready);
         let dev = ready.device.as_deref();
         let dev_before = dev.and_then(crate::sys::blockstat::named_device_read_bytes);
         let t0 = Instant::now();
@@ -232,7 +234,7 @@ impl Run<'_> {
         self.check_remounts(remounts.as_ref(), &mut outcome, &mut applied);
         check_scheduler(ready, sched_before, &mut outcome, &mut applied);
         let mut disturbed = other > plan.noise_threshold;
-        disturbed |= self.disk_lateness(ready, &mut applied);
+        disturbed |= self.disk_lateness(ready, disk_before.as_ref(), &mut applied);
         let remote_run = match (&remote_before, target::remote::stats_now(ready)) {
             (Some(b), Some(a)) => Some(self.remote_traffic(b, &a, &args, &mut applied)),
             _ => None,
@@ -448,25 +450,27 @@ impl Run<'_> {
         pids
     }
 
-    /// A simulated disk's lateness over the run, into `applied`; whether it disturbed the
-    /// measurement.
-    fn disk_lateness(&self, ready: &Ready, applied: &mut Value) -> bool {
-        let Some(d) = &ready.disk else {
+    /// A simulated disk's lateness over the run (the requests served between the
+    /// statistics read before it and those read now), into `applied`; whether it disturbed
+    /// the measurement. The disk's lifetime figures would carry a late stretch of an earlier
+    /// run or of the set-up into every later run on the same disk.
+    fn disk_lateness(
+        &self,
+        ready: &Ready,
+        before: Option<&DiskStats>,
+        applied: &mut Value,
+    ) -> bool {
+        let (Some(before), Some(after)) = (before, disk_stats(ready)) else {
             return false;
         };
-        let Some(s) = crate::disk::state::StateDir::new(d)
-            .ok()
-            .and_then(|s| s.read_stats())
-        else {
+        let Some(l) = crate::disk::lateness::between(before, &after) else {
+            applied["disk_late_frac"] = json!(0.0);
+            applied["disk_requests"] = json!(0);
             return false;
         };
-        let late = if s.service_us.mean > 0.0 {
-            s.server_late_us.mean / s.service_us.mean
-        } else {
-            0.0
-        };
+        let late = l.pct / 100.0;
         applied["disk_late_frac"] = json!(late);
-        applied["disk_requests"] = json!(s.requests);
+        applied["disk_requests"] = json!(l.requests);
         late > self.plan.noise_threshold
     }
 
@@ -679,4 +683,11 @@ fn note_no_run_cgroup(e: &anyhow::Error) {
     SAID.call_once(|| {
         crate::errln!("fsbench: note: runs get no cgroup of their own ({e:#}); a process a child leaves running in the background may outlive its run");
     });
+}
+
+/// The statistics of the simulated disk under a target, when it has one.
+fn disk_stats(ready: &Ready) -> Option<DiskStats> {
+    crate::disk::state::StateDir::new(ready.disk.as_ref()?)
+        .ok()?
+        .read_stats()
 }

@@ -84,7 +84,7 @@ fn flags_text(r: &Row, s: &Summary) -> String {
     if r.disturbed > 0 {
         let _ = write!(
             flags,
-            "  [DISTURBED: {} run(s) over {:.0}% other CPU]",
+            "  [DISTURBED: {} run(s): other CPU, or a simulated disk's or remote's replies late, over {:.0}%]",
             r.disturbed,
             s.noise_threshold * 100.0
         );
