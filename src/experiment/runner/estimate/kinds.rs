@@ -3,7 +3,7 @@
 //! measured work and its clean-up.
 
 use super::rates::{cpu, Speed, CACHE_BPS, META_S};
-use super::remote::{remote_build, remote_read};
+use super::remote::{remote_build, remote_read, remote_replay};
 use super::{setup, workload};
 use crate::experiment::plan::{Kind, Measurement, Plan};
 use crate::experiment::runner::Cell;
@@ -291,9 +291,12 @@ fn replay(cx: &Cx) -> Option<Work> {
         records.iter().map(|r| r.dur_ns as f64).sum::<f64>() / 1e9
     };
     let initial = header.initial.len() as f64;
+    // Over a remote's tree the calls wait for its modelled network, not for the times the
+    // trace recorded on a local disk.
+    let network_s = remote_replay(cx.plan, cx.cell).unwrap_or(0.0);
     Some(Work {
         prep_s: initial * cx.speed.meta_s,
-        work_s: played + cpu(calls * REPLAY_CALL_S),
+        work_s: played + network_s + cpu(calls * REPLAY_CALL_S),
         cleanup_s: initial * cx.speed.meta_s,
         ..Work::default()
     })
