@@ -198,7 +198,7 @@ impl Write for Stdout {
 }
 
 /// Whether an output path is `-`, standard output (the one test of it: see
-/// [`crate::output`], through which every output file is written).
+/// [`crate::export`], through which every output file is written).
 pub fn is_stdout(path: &std::path::Path) -> bool {
     path.as_os_str() == "-"
 }

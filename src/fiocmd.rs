@@ -76,7 +76,7 @@ pub fn check_logs(wl: &crate::model::Workload) -> Result<()> {
                 _ => "write_lat_log",
             };
             let what = format!("job {}: {option}", s.out.jobname);
-            if let Err(e) = crate::limits::check_output(Some(std::path::Path::new(&file)), &what) {
+            if let Err(e) = crate::export::check::output(Some(std::path::Path::new(&file)), &what) {
                 return Err(crate::exit::usage(format!(
                     "{e}: give {option} a prefix in a directory you can write (the logs are PREFIX_{kind}.N.log)"
                 )));
@@ -105,7 +105,7 @@ pub fn report(spec: &str, r: &crate::stats::Results, format: Option<&str>) -> Re
     }
     crate::console::human(&crate::report::fio::text(r));
     for (name, text) in crate::report::fio_log::files(r) {
-        crate::output::write_text(std::path::Path::new(&name), &text, "fio log")?;
+        crate::export::write_text(std::path::Path::new(&name), &text, "fio log")?;
         crate::console::human(&format!("fsbench: wrote {name}\n"));
     }
     let out = match format {
@@ -115,9 +115,8 @@ pub fn report(spec: &str, r: &crate::stats::Results, format: Option<&str>) -> Re
         _ => None,
     };
     if let Some(text) = out {
-        use std::io::Write;
-        let mut o = crate::console::Stdout;
-        o.write_all(text.as_bytes()).and_then(|_| o.flush())?;
+        let stdout = crate::export::Output::open(std::path::Path::new("-"), "fio's output")?;
+        stdout.bytes(text.as_bytes())?;
     }
     let failed = crate::report::fio::failures(r);
     if !failed.is_empty() {

@@ -177,56 +177,6 @@ impl Machine {
     }
 }
 
-/// Check before a run that an output file given as `flag FILE` can be written: not a
-/// directory, its directory exists and is writable. `-` (standard output) is always fine. A
-/// file that does not exist yet is created and removed again, so nothing is left behind.
-pub fn check_output(path: Option<&std::path::Path>, flag: &str) -> Result<(), String> {
-    let Some(path) = path else { return Ok(()) };
-    if crate::output::is_stdout(path) {
-        return Ok(());
-    }
-    if path.is_dir() {
-        return Err(format!("{flag} {}: is a directory", path.display()));
-    }
-    let existed = path.exists();
-    match fs::OpenOptions::new().append(true).create(true).open(path) {
-        Ok(_) => {
-            if !existed {
-                let _ = crate::owned::path::remove_file(path);
-            }
-            Ok(())
-        }
-        Err(e) => Err(format!("{flag} {}: cannot write: {e}", path.display())),
-    }
-}
-
-/// [`check_output`] for the output options of a command line, before the command does any
-/// work: a usage error (status 2) that says what to give instead. Two of them given `-`
-/// would run two documents together on standard output: refused too.
-pub fn check_outputs(outputs: &[(Option<&std::path::Path>, &str)]) -> anyhow::Result<()> {
-    // A flag with its value in it (`--output-format json`) is shown as it is.
-    let to_stdout: Vec<String> = (outputs.iter())
-        .filter(|(p, _)| p.is_some_and(crate::output::is_stdout))
-        .map(|(_, flag)| match flag.contains(' ') {
-            true => flag.to_string(),
-            false => format!("{flag} -"),
-        })
-        .collect();
-    if let [first, .., last] = &to_stdout[..] {
-        return Err(crate::exit::usage(format!(
-            "{first} and {last} both write to standard output: give one of them a file"
-        )));
-    }
-    for (path, flag) in outputs {
-        check_output(*path, flag).map_err(|e| {
-            crate::exit::usage(format!(
-                "{e}: give a file in a directory that exists and that you can write, or - for standard output"
-            ))
-        })?;
-    }
-    Ok(())
-}
-
 /// Bytes in binary units, as the rest of the reports print them.
 pub fn human(n: f64) -> String {
     crate::units::human_bytes(n)

@@ -201,7 +201,7 @@ fn main() -> ExitCode {
     let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     filebench_alias(&mut args);
     // An export on standard output owns it: the text report moves to standard error.
-    fsbench::report::out::reserve_stdout_for_args(&args);
+    fsbench::export::check::reserve_stdout_for_args(&args);
     let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
         Err(e) => return usage(&e),
@@ -289,11 +289,10 @@ fn dispatch(cli: Cli) -> Result<()> {
             fsbench::console::out_bytes(script.as_bytes());
             Ok(())
         }
-        Command::Man { dir } if fsbench::output::is_stdout(&dir) => {
+        Command::Man { dir } if fsbench::console::is_stdout(&dir) => {
             use clap::CommandFactory;
             let page = fsbench::manpage::page(Cli::command()).context("rendering fsbench.1")?;
-            fsbench::console::out_bytes(&page);
-            Ok(())
+            fsbench::export::Output::open(&dir, "man page")?.bytes(&page)
         }
         Command::Man { dir } => {
             use clap::CommandFactory;

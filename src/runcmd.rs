@@ -3,6 +3,7 @@
 //! options, and the multi-client run).
 
 use crate::exit::usage;
+use crate::export::Format;
 use crate::model::{Overrides, Workload};
 use crate::workloads::{self, LoadError};
 use anyhow::{bail, Context, Result};
@@ -258,9 +259,9 @@ pub fn cmd_run(a: &RunArgs) -> Result<()> {
     crate::report::out::emit(
         &results,
         &[
-            ("json", a.json.as_deref()),
-            ("csv", a.csv.as_deref()),
-            ("markdown", a.markdown.as_deref()),
+            (Format::Json, a.json.as_deref()),
+            (Format::Csv, a.csv.as_deref()),
+            (Format::Markdown, a.markdown.as_deref()),
         ],
         a.histograms,
     )?;
@@ -462,9 +463,9 @@ pub fn report_mpi(
     crate::report::out::emit(
         &merged,
         &[
-            ("json", a.json.as_deref()),
-            ("csv", a.csv.as_deref()),
-            ("markdown", a.markdown.as_deref()),
+            (Format::Json, a.json.as_deref()),
+            (Format::Csv, a.csv.as_deref()),
+            (Format::Markdown, a.markdown.as_deref()),
         ],
         a.histograms,
     )?;
@@ -600,7 +601,7 @@ pub fn check_args(a: &RunArgs) -> Result<()> {
     // fio's JSON, json+ and terse output go to standard output too.
     let fio_out = (a.output_format.as_deref()).filter(|f| *f != "normal");
     let fio_flag = format!("--output-format {}", fio_out.unwrap_or_default());
-    crate::limits::check_outputs(&[
+    crate::export::check::outputs(&[
         (a.json.as_deref(), "--json"),
         (a.csv.as_deref(), "--csv"),
         (a.markdown.as_deref(), "--markdown"),

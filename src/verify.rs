@@ -527,7 +527,7 @@ pub fn check_file(path: &std::path::Path, out: &mut dyn FnMut(Mismatch)) -> std:
 pub fn check_dirs(dirs: &[PathBuf], json: Option<&Path>) -> anyhow::Result<()> {
     // A signal stops the reading (status 130); nothing is written before the end.
     crate::cancel::install_signal_handlers();
-    crate::limits::check_outputs(&[(json, "--json")])?;
+    crate::export::check::outputs(&[(json, "--json")])?;
     let mut files = 0u64;
     let mut blocks = 0u64;
     let mut found: Vec<Mismatch> = Vec::new();
@@ -594,7 +594,7 @@ pub fn check_dirs(dirs: &[PathBuf], json: Option<&Path>) -> anyhow::Result<()> {
     if let Some(j) = json {
         let v = serde_json::json!({"files": files, "blocks_checked": blocks, "mismatches": count, "first": found});
         let text = serde_json::to_string_pretty(&v)? + "\n";
-        crate::output::write_text(j, &text, "JSON file")?;
+        crate::export::write_text(j, &text, "JSON file")?;
     }
     if count > 0 {
         anyhow::bail!("verify: {}", crate::units::count(count, "mismatch"));

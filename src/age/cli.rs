@@ -187,13 +187,13 @@ fn read_existing(root: RawFd) -> io::Result<Existing> {
 
 /// `fsbench age`.
 pub fn run(args: AgeArgs) -> anyhow::Result<()> {
-    if args.log.as_deref().is_some_and(crate::output::is_stdout) {
+    if args.log.as_deref().is_some_and(crate::console::is_stdout) {
         // Refused rather than written to a file named `-`.
         return Err(crate::exit::usage(
             "--log -: the operation log goes to a file; give its path",
         ));
     }
-    crate::limits::check_outputs(&[
+    crate::export::check::outputs(&[
         (args.log.as_deref(), "--log"),
         (args.json.as_deref(), "--json"),
     ])?;
@@ -205,15 +205,16 @@ pub fn run(args: AgeArgs) -> anyhow::Result<()> {
         };
         let r = super::nextver::next_version(src, &args.dir, share, args.edit_share, args.seed)?;
         if let Some(j) = &args.json {
-            crate::report::out::write_json(j, &r)?;
+            crate::export::write_json(j, &r)?;
         }
-        if !args.json.as_deref().is_some_and(crate::output::is_stdout) {
-            crate::outln!(
-                "next version of {} written to {}\n  {} files: kept {}, edited {}, removed {}, added {}\n  files same {:.1}%  bytes same {:.1}%",
-                r.src, r.out, r.src_files, r.kept, r.edited, r.removed, r.added, r.files_same_pct, r.bytes_same_pct
-            );
-        }
-        return Ok(());
+        let text = format!(
+            "next version of {} written to {}\n  {} files: kept {}, edited {}, removed {}, added {}\n  files same {:.1}%  bytes same {:.1}%\n",
+            r.src, r.out, r.src_files, r.kept, r.edited, r.removed, r.added, r.files_same_pct, r.bytes_same_pct
+        );
+        let displaced = crate::export::report::Displaced::Dropped;
+        return crate::export::report::text_beside(&[args.json.as_deref()], displaced, |o| {
+            o.write_all(crate::console::printable(&text).as_bytes())
+        });
     }
     if !(0.0..=0.99).contains(&args.fill) {
         bail!(
@@ -306,7 +307,7 @@ fn age_in(args: &AgeArgs, rd: &RunDir, pin: Option<crate::sys::cpu::Pinned>) -> 
     if let Err(note) = layout_before {
         report.layout_note.get_or_insert(note);
     }
-    crate::report::out::emit_report(&report, args.json.as_deref())?;
+    crate::export::report::emit(&report, args.json.as_deref())?;
     if report.interrupted {
         bail!("interrupted after {} operations", report.ops);
     }

@@ -151,7 +151,7 @@ fn fmt_score(s: Option<f64>) -> String {
     s.map(|v| format!("{v:.4}")).unwrap_or_else(|| "-".into())
 }
 
-impl crate::report::out::Report for AgeReport {
+impl crate::export::report::Report for AgeReport {
     fn write_text(&self, mut out: &mut dyn Write) -> io::Result<()> {
         print_report(self, &mut out)
     }

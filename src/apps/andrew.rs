@@ -410,7 +410,7 @@ fn phases(
         None if a.no_compile => notes.push("compile phase skipped (--no-compile)".into()),
         None => notes.push("compile phase skipped: no C compiler (cc, gcc, clang) found".into()),
     }
-    crate::report::out::human(&table);
+    crate::console::human(&table);
     if cc.is_none() {
         crate::say!("{}", notes[0]);
     }

@@ -733,11 +733,7 @@ impl<'a> Timeline<'a> {
                 progress_line(&p, t, self.mo.seconds);
             }
             if self.sh.wl.psrun_period.is_some() {
-                crate::report::out::human(&psrun::block(
-                    self.sh.wl,
-                    &p,
-                    self.interval.as_secs_f64(),
-                ));
+                crate::console::human(&psrun::block(self.sh.wl, &p, self.interval.as_secs_f64()));
             }
             out.series.push(p);
         } else {

@@ -1,5 +1,6 @@
 //! Command-line options of `fsbench experiment` and `fsbench results`.
 
+use crate::export::{report::Displaced, Format};
 use anyhow::{bail, Result};
 use clap::Args;
 use std::path::{Path, PathBuf};
@@ -89,7 +90,7 @@ pub fn experiment(a: ExperimentArgs) -> Result<()> {
 /// nearest existing ancestor are not files (the system's "Not a directory" names neither).
 /// Refused otherwise as a usage error (status 2), before anything is made.
 fn check_outdir(dir: &Path, flag: &str) -> Result<()> {
-    if crate::output::is_stdout(dir) {
+    if crate::console::is_stdout(dir) {
         return Err(crate::exit::usage(format!("{flag} -: an experiment writes a directory (a database, per-run JSON and logs), not one stream; give the directory's path")));
     }
     for p in dir.ancestors().filter(|p| !p.as_os_str().is_empty()) {
@@ -119,11 +120,11 @@ fn check_outdir(dir: &Path, flag: &str) -> Result<()> {
     Ok(())
 }
 
-/// An export of `fsbench results`: where it goes, what it is, and its text when asked for.
-type Output<'a> = (&'a Option<PathBuf>, &'a str, &'a dyn Fn() -> String);
+/// An export of `fsbench results`: where it goes, its format, and its text when asked for.
+type Output<'a> = (&'a Option<PathBuf>, Format, &'a dyn Fn() -> String);
 
 pub fn results(a: ResultsArgs) -> Result<()> {
-    crate::limits::check_outputs(&[
+    crate::export::check::outputs(&[
         (a.csv.as_deref(), "--csv"),
         (a.json.as_deref(), "--json"),
         (a.markdown.as_deref(), "--markdown"),
@@ -136,33 +137,32 @@ pub fn results(a: ResultsArgs) -> Result<()> {
     } else {
         None
     };
-    let mut to_stdout = false;
     let outputs: [Output; 5] = [
-        (&a.csv, "CSV file", &|| super::summary::render_csv(&s)),
-        (&a.json, "JSON file", &|| {
+        (&a.csv, Format::Csv, &|| super::summary::render_csv(&s)),
+        (&a.json, Format::Json, &|| {
             serde_json::to_string_pretty(&s).unwrap_or_default() + "\n"
         }),
-        (&a.markdown, "Markdown file", &|| {
+        (&a.markdown, Format::Markdown, &|| {
             super::summary::render_markdown(&s)
         }),
-        (&a.runs_csv, "CSV file", &|| {
+        (&a.runs_csv, Format::Csv, &|| {
             runs.as_ref().map(|r| r.to_csv()).unwrap_or_default()
         }),
-        (&a.runs_json, "JSON file", &|| {
+        (&a.runs_json, Format::Json, &|| {
             runs.as_ref().map(|r| r.to_json()).unwrap_or_default()
         }),
     ];
-    for (path, what, text) in outputs {
-        let Some(path) = path else { continue };
-        to_stdout |= crate::output::is_stdout(path);
-        crate::output::write_text(path, &text(), what)?;
-    }
-    if !to_stdout {
-        if a.all {
-            crate::out!("{}", super::summary::render_text_all(&s));
-        } else {
-            crate::out!("{}", super::summary::render_text(&s));
+    for (path, format, text) in &outputs {
+        if let Some(path) = path {
+            crate::export::write_text(path, &text(), format.what())?;
         }
     }
-    Ok(())
+    let paths = outputs.map(|(p, _, _)| p.as_deref());
+    crate::export::report::text_beside(&paths, Displaced::Dropped, |o| {
+        let text = match a.all {
+            true => super::summary::render_text_all(&s),
+            false => super::summary::render_text(&s),
+        };
+        o.write_all(crate::console::printable(&text).as_bytes())
+    })
 }

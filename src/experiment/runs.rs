@@ -6,6 +6,7 @@
 //! the columns; docs/schema/runs.schema.json the JSON.
 
 use super::store::{RunFlags, Store};
+use crate::export::csv::{self, Quote::WhenNeeded};
 use anyhow::Result;
 use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
@@ -277,7 +278,11 @@ impl Runs {
     /// as the stored value), `true`/`false`, empty for none, text quoted when it must be.
     pub fn to_csv(&self) -> String {
         let mut out = String::new();
-        let head: Vec<String> = self.columns.iter().map(|c| csv_text(&c.name)).collect();
+        let head: Vec<String> = self
+            .columns
+            .iter()
+            .map(|c| csv::field(&c.name, WhenNeeded).into_owned())
+            .collect();
         let _ = writeln!(out, "{}", head.join(","));
         for row in &self.rows {
             let cells: Vec<String> = row.iter().map(csv_value).collect();
@@ -290,18 +295,7 @@ impl Runs {
 fn csv_value(v: &Value) -> String {
     match v {
         Value::Null => String::new(),
-        Value::String(s) => csv_text(s),
+        Value::String(s) => csv::field(s, WhenNeeded).into_owned(),
         other => other.to_string(),
-    }
-}
-
-/// A CSV field: quoted (quotes doubled) when it holds a comma, quote or line break, or
-/// begins or ends with a space.
-fn csv_text(s: &str) -> String {
-    let needs = s.contains([',', '"', '\n', '\r']) || s.starts_with(' ') || s.ends_with(' ');
-    if needs {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
     }
 }

@@ -777,16 +777,16 @@ fn print_tables(r: &LayoutReport, out: &mut impl Write) -> io::Result<()> {
 pub fn run(args: LayoutArgs) -> anyhow::Result<()> {
     // A signal stops the walk; the command ends with status 130 (nothing to undo).
     crate::cancel::install_signal_handlers();
-    crate::limits::check_outputs(&[(args.json.as_deref(), "--json")])?;
+    crate::export::check::outputs(&[(args.json.as_deref(), "--json")])?;
     let opts = WalkOptions {
         cross_mounts: args.cross_mounts,
         threads: args.threads.unwrap_or_else(walk::default_threads).max(1),
     };
     let report = layout(&args.dir, &opts, args.sync, args.top)?;
-    crate::report::out::emit_report(&report, args.json.as_deref())
+    crate::export::report::emit(&report, args.json.as_deref())
 }
 
-impl crate::report::out::Report for LayoutReport {
+impl crate::export::report::Report for LayoutReport {
     fn write_text(&self, mut out: &mut dyn Write) -> io::Result<()> {
         print_report(self, &mut out)
     }

@@ -15,6 +15,7 @@ pub mod guard;
 #[cfg(feature = "mpi")]
 mod ranks;
 
+use crate::export::Format;
 use crate::stats::{self, Results};
 use anyhow::{bail, Result};
 use clap::Args;
@@ -177,7 +178,7 @@ impl MeasureArgs {
             bail!("--cold drops the kernel's caches (echo 3 > /proc/sys/vm/drop_caches), which needs root: run as root or leave out --cold");
         }
         // Outputs are checked before anything runs, not found unwritable after it.
-        crate::limits::check_outputs(&[
+        crate::export::check::outputs(&[
             (self.json.as_deref(), "--json"),
             (self.csv.as_deref(), "--csv"),
             (self.markdown.as_deref(), "--markdown"),
@@ -199,7 +200,7 @@ pub fn drop_caches() -> Result<()> {
 pub fn drive(m: &mut dyn Measurement, a: &MeasureArgs) -> Result<Results> {
     a.check()?;
     crate::engine::install_signal_handlers();
-    crate::report::out::reserve_stdout_for([
+    crate::console::reserve_stdout_for([
         a.json.as_deref(),
         a.csv.as_deref(),
         a.markdown.as_deref(),
@@ -336,9 +337,9 @@ pub fn emit(r: &Results, a: &MeasureArgs) -> Result<()> {
     crate::report::out::emit(
         r,
         &[
-            ("json", a.json.as_deref()),
-            ("csv", a.csv.as_deref()),
-            ("markdown", a.markdown.as_deref()),
+            (Format::Json, a.json.as_deref()),
+            (Format::Csv, a.csv.as_deref()),
+            (Format::Markdown, a.markdown.as_deref()),
         ],
         Default::default(),
     )?;

@@ -3,18 +3,11 @@
 //! transaction rates, phase times and so on), so the table stays rectangular.
 
 use super::Exporter;
+use crate::export::csv::{field, Quote::WhenNeeded};
 use crate::stats::Results;
 use std::fmt::Write;
 
 pub struct Csv;
-
-fn field(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
-}
 
 impl Exporter for Csv {
     fn render(&self, r: &Results) -> String {
@@ -26,8 +19,8 @@ impl Exporter for Csv {
             let _ = writeln!(
                 o,
                 "{},{},{},{},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{},{},{},",
-                field(&r.workload),
-                field(&f.name),
+                field(&r.workload, WhenNeeded),
+                field(&f.name, WhenNeeded),
                 f.kind,
                 f.ops,
                 f.ops_per_s,
@@ -50,7 +43,7 @@ impl Exporter for Csv {
         let _ = writeln!(
             o,
             "{},(summary),io,{},{:.3},{:.3},{:.3},,,,,,,,{:.3},{},,,",
-            field(&r.workload),
+            field(&r.workload, WhenNeeded),
             s.ops,
             s.ops_per_s,
             s.mb_per_s,
@@ -62,8 +55,8 @@ impl Exporter for Csv {
             let _ = writeln!(
                 o,
                 "{},{},figure,,,,,,,,,,,,,,,,{v}",
-                field(&r.workload),
-                field(name)
+                field(&r.workload, WhenNeeded),
+                field(name, WhenNeeded)
             );
         }
         o

@@ -12,6 +12,7 @@ pub mod markdown;
 pub mod out;
 pub mod text;
 
+use crate::export::Format;
 use crate::stats::Results;
 
 /// Renders results in one format.
@@ -19,14 +20,14 @@ pub trait Exporter {
     fn render(&self, r: &Results) -> String;
 }
 
-/// Renderer for a format name (`text`, `json`).
-pub fn exporter(format: &str) -> Option<Box<dyn Exporter>> {
+/// The renderer of `Results` in `format` (the HTML page renders a `ReportInput` instead).
+pub fn exporter(format: Format) -> Option<Box<dyn Exporter>> {
     match format {
-        "text" => Some(Box::new(text::Text)),
-        "json" => Some(Box::new(json::Json::default())),
-        "csv" => Some(Box::new(csv::Csv)),
-        "markdown" => Some(Box::new(markdown::Markdown)),
-        _ => None,
+        Format::Text => Some(Box::new(text::Text)),
+        Format::Json => Some(Box::new(json::Json::default())),
+        Format::Csv => Some(Box::new(csv::Csv)),
+        Format::Markdown => Some(Box::new(markdown::Markdown)),
+        Format::Html => None,
     }
 }
 

@@ -21,7 +21,7 @@ use super::hash::HashAlgo;
 use super::human_bytes;
 use super::snapshot::{Kind, Snapshot};
 use super::summary::{Log2Hist, Log2Row};
-use crate::report::out::{stdout_result, write_json};
+use crate::export::report::{text_beside, Displaced};
 use crate::walk::{self, WalkOptions};
 
 /// Arguments of `fsbench diff`.
@@ -472,7 +472,7 @@ pub fn print_markdown(r: &DiffReport, out: &mut impl Write) -> io::Result<()> {
 pub fn run(args: DiffArgs) -> anyhow::Result<()> {
     // A signal stops the scans; the temporary snapshots go with their guards.
     crate::cancel::install_signal_handlers();
-    crate::limits::check_outputs(&[
+    crate::export::check::outputs(&[
         (args.json.as_deref(), "--json"),
         (args.markdown.as_deref(), "--markdown"),
     ])?;
@@ -534,19 +534,14 @@ fn emit<T: Serialize>(
     text: Printer<T>,
     markdown: Printer<T>,
 ) -> anyhow::Result<()> {
-    let stdout =
-        |p: &Option<std::path::PathBuf>| p.as_deref().is_some_and(crate::output::is_stdout);
-    if !stdout(&args.json) && !stdout(&args.markdown) {
-        stdout_result(text(value, &mut crate::console::Stdout))?;
-    }
+    let exports = [args.json.as_deref(), args.markdown.as_deref()];
+    text_beside(&exports, Displaced::Dropped, |o| text(value, o))?;
     if let Some(j) = &args.json {
-        write_json(j, value)?;
+        crate::export::write_json(j, value)?;
     }
     if let Some(m) = &args.markdown {
-        let mut w = crate::output::create(m, "Markdown file")?;
-        markdown(value, &mut w)
-            .and_then(|_| w.flush())
-            .with_context(|| format!("cannot write Markdown file {}", m.display()))?;
+        let w = crate::export::Output::open(m, crate::export::Format::Markdown.what())?;
+        w.with(|o| markdown(value, o))?;
     }
     Ok(())
 }

@@ -539,7 +539,11 @@ fn human_short(v: u64) -> String {
 /// Refuse options that do not go together, and outputs that cannot be written, before the
 /// scan (and before `--cold` drops the caches): usage errors, status 2.
 pub fn check(args: &ScanArgs) -> anyhow::Result<()> {
-    if args.output.as_deref().is_some_and(crate::output::is_stdout) {
+    if args
+        .output
+        .as_deref()
+        .is_some_and(crate::console::is_stdout)
+    {
         // Refused rather than written to a file named `-`.
         return Err(crate::exit::usage(
             "-o -: a snapshot goes to a file; give its path",
@@ -553,7 +557,7 @@ pub fn check(args: &ScanArgs) -> anyhow::Result<()> {
     if args.per_user && (args.output.is_some() || args.hash.is_some()) {
         return Err(crate::exit::usage("--per-user measures the metadata walk and writes no snapshot: leave out -o and --hash (a plain scan writes one)"));
     }
-    crate::limits::check_outputs(&[
+    crate::export::check::outputs(&[
         (args.output.as_deref(), "-o"),
         (args.json.as_deref(), "--json"),
     ])
@@ -582,10 +586,10 @@ pub fn run(args: ScanArgs) -> anyhow::Result<()> {
     }
     .with_context(|| format!("scan of {} failed", args.dir.display()))?;
     summary.cold = args.cold;
-    crate::report::out::emit_report(&summary, args.json.as_deref())
+    crate::export::report::emit(&summary, args.json.as_deref())
 }
 
-impl crate::report::out::Report for ScanSummary {
+impl crate::export::report::Report for ScanSummary {
     fn write_text(&self, mut out: &mut dyn Write) -> io::Result<()> {
         print_summary(self, &mut out)
     }

@@ -676,11 +676,11 @@ fn print_comparison(c: &Comparison, out: &mut impl std::io::Write) -> std::io::R
 }
 
 pub fn main(a: &DistillArgs) -> Result<()> {
-    crate::limits::check_outputs(&[(Some(&a.output), "-o")])?;
+    crate::export::check::outputs(&[(Some(&a.output), "-o")])?;
     // Streamed: memory follows the distinct paths and sizes, not the trace's length.
     let (h, wa) = analyse_file(&a.trace)?;
     let text = printer::print(&model(&h, &wa)?);
-    crate::output::write_text(&a.output, &text, "workload file")?;
+    crate::export::write_text(&a.output, &text, "workload file")?;
     crate::errln!("fsbench: wrote {}", a.output.display());
     if !a.check {
         return Ok(());
@@ -730,19 +730,18 @@ pub fn main(a: &DistillArgs) -> Result<()> {
 }
 
 pub fn compare_main(a: &CompareArgs) -> Result<()> {
-    crate::limits::check_outputs(&[(a.json.as_deref(), "--json")])?;
+    crate::export::check::outputs(&[(a.json.as_deref(), "--json")])?;
     let (_, wa) = analyse_file(&a.reference)?;
     let (_, wb) = analyse_file(&a.other)?;
     let c = compare(&wa, &wb);
     if let Some(j) = &a.json {
         let t = serde_json::to_string_pretty(&c)? + "\n";
-        crate::output::write_text(j, &t, "JSON file")?;
-        if crate::output::is_stdout(j) {
-            return print_comparison(&c, &mut std::io::stderr()).map_err(Into::into);
-        }
+        crate::export::write_text(j, &t, "JSON file")?;
     }
-    print_comparison(&c, &mut crate::console::Stdout)?;
-    Ok(())
+    let displaced = crate::export::report::Displaced::ToStderr;
+    crate::export::report::text_beside(&[a.json.as_deref()], displaced, |mut o| {
+        print_comparison(&c, &mut o)
+    })
 }
 
 #[cfg(test)]

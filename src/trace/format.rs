@@ -663,7 +663,7 @@ pub fn write_all(
     header: &Header,
     records: &[Record],
 ) -> anyhow::Result<u64> {
-    let f = crate::output::create(path, "trace")?;
+    let f = crate::export::Output::open(path, "trace")?;
     let mut w = Writer::new(f, header)?;
     for r in records {
         w.write(r)?;

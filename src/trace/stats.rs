@@ -686,14 +686,12 @@ pub fn main(a: &StatsArgs) -> Result<()> {
     let s = acc.finish();
     if let Some(j) = &a.json {
         let text = serde_json::to_string_pretty(&s)? + "\n";
-        crate::output::write_text(j, &text, "JSON file")?;
+        crate::export::write_text(j, &text, "JSON file")?;
     }
-    if a.json.as_deref().is_some_and(crate::output::is_stdout) {
-        print_text(&s, &mut std::io::stderr())?;
-    } else {
-        print_text(&s, &mut crate::console::Stdout)?;
-    }
-    Ok(())
+    let displaced = crate::export::report::Displaced::ToStderr;
+    crate::export::report::text_beside(&[a.json.as_deref()], displaced, |mut o| {
+        print_text(&s, &mut o)
+    })
 }
 
 #[cfg(test)]

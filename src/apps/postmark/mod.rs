@@ -758,7 +758,7 @@ impl crate::measure::Measurement for Bench<'_> {
                 f.write_all(text.as_bytes())
                     .with_context(|| format!("writing {file}"))?;
             }
-            None => crate::report::out::human(&text),
+            None => crate::console::human(&text),
         }
         Ok(out.results)
     }
@@ -767,7 +767,7 @@ impl crate::measure::Measurement for Bench<'_> {
 /// `fsbench postmark`: read the configuration, run at each `run` (or once at the end).
 pub fn main(a: &PostmarkArgs) -> Result<()> {
     a.m.check()?;
-    crate::report::out::reserve_stdout_for([
+    crate::console::reserve_stdout_for([
         a.m.json.as_deref(),
         a.m.csv.as_deref(),
         a.m.markdown.as_deref(),
@@ -809,7 +809,7 @@ pub fn main(a: &PostmarkArgs) -> Result<()> {
                 Some(Command::Show) => {
                     let mut c = cfg.clone();
                     c.apply_flags(a)?;
-                    crate::report::out::human(&c.show());
+                    crate::console::human(&c.show());
                 }
                 Some(Command::Quit) => break,
                 _ => {}

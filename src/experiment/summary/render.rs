@@ -510,7 +510,7 @@ fn ratio_num(v: f64) -> String {
 
 pub fn render_csv(s: &Summary) -> String {
     let mut out = String::from("cell,factors,flowop,figure,n,mean,ci95,cv,disturbed,failed,ended_early,cache_served,excluded,shape,baseline_cell,ratio,ci_low,ci_high,p_value\n");
-    let q = |s: &str| format!("\"{}\"", s.replace('"', "\"\""));
+    let q = |s: &str| crate::export::csv::field(s, crate::export::csv::Quote::Always).into_owned();
     let o = |v: Option<f64>| v.map_or(String::new(), |v| v.to_string());
     for r in &s.rows {
         let _ = writeln!(

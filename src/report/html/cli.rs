@@ -27,10 +27,10 @@ pub struct ReportArgs {
 
 /// Write the report; `load_dir` reads directory sources (experiment output directories).
 pub fn run(a: &ReportArgs, load_dir: &dyn Fn(&Path) -> Result<super::ReportInput>) -> Result<()> {
-    crate::limits::check_outputs(&[(Some(&a.output), "-o")])?;
+    crate::export::check::outputs(&[(Some(&a.output), "-o")])?;
     let input = super::ReportInput::from_sources(&a.sources, &a.labels, load_dir)?;
     let html = super::render(&input);
-    crate::output::write_text(&a.output, &html, "HTML page")?;
+    crate::export::write_text(&a.output, &html, "HTML page")?;
     crate::errln!(
         "wrote {} ({} KB, {} charts)",
         a.output.display(),
