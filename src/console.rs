@@ -80,10 +80,6 @@ pub fn stdout_ok() -> io::Result<()> {
 /// break what is shown (bidirectional overrides and isolates, line and paragraph
 /// separators).
 pub fn printable(s: &str) -> std::borrow::Cow<'_, str> {
-    fn unsafe_char(c: char) -> bool {
-        (c.is_control() && c != '\n' && c != '\t')
-            || matches!(c, '\u{2028}' | '\u{2029}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
-    }
     if !s.contains(unsafe_char) {
         return std::borrow::Cow::Borrowed(s);
     }
@@ -93,6 +89,31 @@ pub fn printable(s: &str) -> std::borrow::Cow<'_, str> {
             c if !unsafe_char(c) => out.push(c),
             c if (c as u32) < 0x80 => out.push_str(&format!("\\x{:02x}", c as u32)),
             c => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// A character [`printable`] writes as an escape.
+fn unsafe_char(c: char) -> bool {
+    (c.is_control() && c != '\n' && c != '\t')
+        || matches!(c, '\u{2028}' | '\u{2029}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// JSON text made safe for a terminal and still JSON: the characters [`printable`] escapes
+/// are written as JSON's `\uXXXX` escapes, which read back as the same characters. (serde
+/// already escapes C0 controls; C1 controls, DEL and the reordering characters it writes
+/// as they are, and they can only stand inside strings, where `\uXXXX` means them.)
+pub fn printable_json(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(|c| unsafe_char(c) && c != '\r') {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 16);
+    for c in s.chars() {
+        if unsafe_char(c) && c != '\r' {
+            out.push_str(&format!("\\u{:04x}", c as u32));
+        } else {
+            out.push(c);
         }
     }
     std::borrow::Cow::Owned(out)
@@ -272,6 +293,24 @@ macro_rules! say {
 #[cfg(test)]
 mod tests {
     use std::path::Path;
+
+    /// JSON on standard output carries no command to the terminal and still reads back as
+    /// the value it was: a name with a C1 control and a right-to-left override.
+    #[test]
+    fn json_made_printable_is_still_the_same_json() {
+        let name = "a\u{9b}2J\u{202e}b\u{7f}";
+        let text = serde_json::to_string_pretty(&serde_json::json!({ "name": name })).unwrap();
+        assert!(text.contains('\u{9b}'), "serde writes C1 as it is: {text}");
+        let shown = super::printable_json(&text);
+        assert!(!shown.contains(super::unsafe_char), "{shown}");
+        let back: serde_json::Value = serde_json::from_str(&shown).unwrap();
+        assert_eq!(back["name"], name);
+        // What holds nothing to escape is passed through.
+        assert!(matches!(
+            super::printable_json("{}"),
+            std::borrow::Cow::Borrowed(_)
+        ));
+    }
 
     #[test]
     fn control_characters_are_shown_as_escapes() {

@@ -112,6 +112,9 @@ impl Output {
     /// Write `text` and finish: on standard output made printable, in a file as it is.
     pub fn text(self, text: &str) -> Result<()> {
         let shown = match self.sink {
+            Sink::Stdout(_) if self.what == Format::Json.what() => {
+                crate::console::printable_json(text)
+            }
             Sink::Stdout(_) => crate::console::printable(text),
             Sink::File(_) => std::borrow::Cow::Borrowed(text),
         };
