@@ -182,7 +182,7 @@ impl Machine {
 /// file that does not exist yet is created and removed again, so nothing is left behind.
 pub fn check_output(path: Option<&std::path::Path>, flag: &str) -> Result<(), String> {
     let Some(path) = path else { return Ok(()) };
-    if crate::output::is_stdout(path) {
+    if crate::console::is_stdout(path) {
         return Ok(());
     }
     if path.is_dir() {
@@ -206,7 +206,7 @@ pub fn check_output(path: Option<&std::path::Path>, flag: &str) -> Result<(), St
 pub fn check_outputs(outputs: &[(Option<&std::path::Path>, &str)]) -> anyhow::Result<()> {
     // A flag with its value in it (`--output-format json`) is shown as it is.
     let to_stdout: Vec<String> = (outputs.iter())
-        .filter(|(p, _)| p.is_some_and(crate::output::is_stdout))
+        .filter(|(p, _)| p.is_some_and(crate::console::is_stdout))
         .map(|(_, flag)| match flag.contains(' ') {
             true => flag.to_string(),
             false => format!("{flag} -"),

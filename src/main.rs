@@ -289,7 +289,7 @@ fn dispatch(cli: Cli) -> Result<()> {
             fsbench::console::out_bytes(script.as_bytes());
             Ok(())
         }
-        Command::Man { dir } if fsbench::output::is_stdout(&dir) => {
+        Command::Man { dir } if fsbench::console::is_stdout(&dir) => {
             use clap::CommandFactory;
             let page = fsbench::manpage::page(Cli::command()).context("rendering fsbench.1")?;
             fsbench::console::out_bytes(&page);

@@ -13,6 +13,7 @@ use anyhow::{Context, Result};
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
+// `report::out` still names it `output::is_stdout`; everything else names it in `console`.
 pub use crate::console::is_stdout;
 
 /// Write the text `text` to `path` (`-`: standard output), naming `what` it is (a JSON

@@ -79,7 +79,7 @@ pub struct IorArgs {
 }
 
 fn parse_size(s: &str) -> std::result::Result<u64, String> {
-    crate::disk::cli::parse_size(s)
+    crate::units::parse_size(s)
 }
 
 const MD_OPS: OpTable = &[
@@ -236,7 +236,7 @@ impl Measurement for Mdtest<'_> {
             together()?;
             let t0 = Instant::now();
             for i in 0..a.items {
-                if crate::engine::interrupted() {
+                if crate::cancel::interrupted() {
                     break;
                 }
                 let path = p.with(name(i));
@@ -393,7 +393,7 @@ impl Measurement for Ior<'_> {
             let fd = io::open(&c, how(write))
                 .map_err(|e| anyhow::anyhow!("{label} {}: {e}", path.display()))?;
             let mut off = 0;
-            while off < a.block_size && !crate::engine::interrupted() {
+            while off < a.block_size && !crate::cancel::interrupted() {
                 let c0 = clock.now();
                 let r = if write {
                     io::pwrite(fd, buf.as_slice(), base_off + off)

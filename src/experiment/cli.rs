@@ -89,7 +89,7 @@ pub fn experiment(a: ExperimentArgs) -> Result<()> {
 /// nearest existing ancestor are not files (the system's "Not a directory" names neither).
 /// Refused otherwise as a usage error (status 2), before anything is made.
 fn check_outdir(dir: &Path, flag: &str) -> Result<()> {
-    if crate::output::is_stdout(dir) {
+    if crate::console::is_stdout(dir) {
         return Err(crate::exit::usage(format!("{flag} -: an experiment writes a directory (a database, per-run JSON and logs), not one stream; give the directory's path")));
     }
     for p in dir.ancestors().filter(|p| !p.as_os_str().is_empty()) {
@@ -154,7 +154,7 @@ pub fn results(a: ResultsArgs) -> Result<()> {
     ];
     for (path, what, text) in outputs {
         let Some(path) = path else { continue };
-        to_stdout |= crate::output::is_stdout(path);
+        to_stdout |= crate::console::is_stdout(path);
         crate::output::write_text(path, &text(), what)?;
     }
     if !to_stdout {

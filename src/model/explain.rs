@@ -3,7 +3,7 @@
 use super::*;
 use std::fmt::Write;
 
-pub use crate::units::human_bytes;
+use crate::units::human_bytes;
 
 fn flowop_line(w: &Workload, f: &Flowop, indent: usize, out: &mut String) {
     let mut parts = Vec::new();

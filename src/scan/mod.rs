@@ -20,6 +20,7 @@ use std::time::Instant;
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
+use crate::units::human_bytes_u64;
 use crate::walk::{self, Visitor, WalkEntry, WalkOptions};
 use snapshot::{Kind, RecordEncoder, SnapshotHeader};
 use summary::{DepthRow, ExtRow, Log2Row, TreeStats};
@@ -396,8 +397,6 @@ fn summary(
     }
 }
 
-pub use crate::units::human_bytes_u64 as human_bytes;
-
 fn bar(count: u64, max: u64) -> String {
     let w = if max == 0 {
         0
@@ -413,10 +412,10 @@ pub fn print_summary(s: &ScanSummary, out: &mut impl Write) -> io::Result<()> {
         out,
         "scanned {}: {} in {:.3} s ({:.0} entries/s, {})",
         s.root,
-        crate::report::count(s.entries, "entry"),
+        crate::units::count(s.entries, "entry"),
         s.elapsed_s,
         s.entries_per_s,
-        crate::report::count(s.threads as u64, "thread")
+        crate::units::count(s.threads as u64, "thread")
     )?;
     writeln!(
         out,
@@ -427,14 +426,14 @@ pub fn print_summary(s: &ScanSummary, out: &mut impl Write) -> io::Result<()> {
         out,
         "  bytes {} ({})  allocated {}",
         s.bytes,
-        human_bytes(s.bytes),
-        human_bytes(s.allocated_bytes)
+        human_bytes_u64(s.bytes),
+        human_bytes_u64(s.allocated_bytes)
     )?;
     if let Some(h) = s.hash {
         writeln!(
             out,
             "  hashed {} with {} at {:.1} MB/s ({} files not hashed)",
-            human_bytes(s.hashed_bytes),
+            human_bytes_u64(s.hashed_bytes),
             h.name(),
             s.hash_mb_per_s,
             s.hash_errors
@@ -466,7 +465,7 @@ pub fn print_summary(s: &ScanSummary, out: &mut impl Write) -> io::Result<()> {
             out,
             "  {label:>16} {:>10} {:>12}  {}",
             r.count,
-            human_bytes(r.sum),
+            human_bytes_u64(r.sum),
             bar(r.count, max)
         )?;
     }
@@ -499,7 +498,7 @@ pub fn print_summary(s: &ScanSummary, out: &mut impl Write) -> io::Result<()> {
             out,
             "  {ext:<12} {:>9} {:>12}",
             r.files,
-            human_bytes(r.bytes)
+            human_bytes_u64(r.bytes)
         )?;
     }
     Ok(())
@@ -539,7 +538,11 @@ fn human_short(v: u64) -> String {
 /// Refuse options that do not go together, and outputs that cannot be written, before the
 /// scan (and before `--cold` drops the caches): usage errors, status 2.
 pub fn check(args: &ScanArgs) -> anyhow::Result<()> {
-    if args.output.as_deref().is_some_and(crate::output::is_stdout) {
+    if args
+        .output
+        .as_deref()
+        .is_some_and(crate::console::is_stdout)
+    {
         // Refused rather than written to a file named `-`.
         return Err(crate::exit::usage(
             "-o -: a snapshot goes to a file; give its path",

@@ -737,7 +737,7 @@ pub fn compare_main(a: &CompareArgs) -> Result<()> {
     if let Some(j) = &a.json {
         let t = serde_json::to_string_pretty(&c)? + "\n";
         crate::output::write_text(j, &t, "JSON file")?;
-        if crate::output::is_stdout(j) {
+        if crate::console::is_stdout(j) {
             return print_comparison(&c, &mut std::io::stderr()).map_err(Into::into);
         }
     }

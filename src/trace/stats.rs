@@ -688,7 +688,7 @@ pub fn main(a: &StatsArgs) -> Result<()> {
         let text = serde_json::to_string_pretty(&s)? + "\n";
         crate::output::write_text(j, &text, "JSON file")?;
     }
-    if a.json.as_deref().is_some_and(crate::output::is_stdout) {
+    if a.json.as_deref().is_some_and(crate::console::is_stdout) {
         print_text(&s, &mut std::io::stderr())?;
     } else {
         print_text(&s, &mut crate::console::Stdout)?;

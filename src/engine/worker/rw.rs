@@ -208,7 +208,7 @@ impl Worker<'_> {
         // With --verify the data is stamped for where the file ends now (untimed).
         let v = self.vstate(slot);
         let at = if v.is_some() || self.shapes(f, slot).is_some() {
-            let at = io::fstat(fd).map_or(0, |st| st.st_size.max(0) as u64);
+            let at = crate::beneath::fstat(fd).map_or(0, |st| st.st_size.max(0) as u64);
             self.shape(f, slot, at, boff, len);
             at
         } else {
@@ -392,7 +392,7 @@ impl Worker<'_> {
                 return Ok((m.ptr, m.len));
             }
         }
-        let size = io::fstat(fd)?.st_size.max(0) as usize;
+        let size = crate::beneath::fstat(fd)?.st_size.max(0) as usize;
         if let Some(m) = &self.maps[slot] {
             if m.fd == fd && m.len >= size {
                 return Ok((m.ptr, m.len));

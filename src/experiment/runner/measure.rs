@@ -91,7 +91,7 @@ fn measure(
         if let Some(s) = child.try_wait()? {
             break s;
         }
-        let interrupted = crate::engine::interrupted();
+        let interrupted = crate::cancel::interrupted();
         if stop_sent.is_none() && (interrupted || start.elapsed().as_secs_f64() > limit) {
             timed_out = !interrupted;
             // SAFETY: signalling our own child by pid.
@@ -114,7 +114,7 @@ fn measure(
         g.poll(true);
         let _ = crate::owned::path::remove_file(&g.ready);
     }
-    if crate::engine::interrupted() {
+    if crate::cancel::interrupted() {
         return Ok(Outcome::Interrupted);
     }
     if timed_out {

@@ -51,7 +51,7 @@ pub fn run(o: &Options) -> Result<()> {
     };
     let outdir = prepare_outdir(&plan, o)?;
     let (mut st, exp, cell_ids) = open_store(&plan, &cells, &outdir)?;
-    crate::engine::install_signal_handlers();
+    crate::cancel::install_signal_handlers();
     let mut env = Env {
         journal: Journal::create(&outdir)?,
         ready: Vec::new(),
@@ -275,7 +275,7 @@ impl Session<'_> {
             if todo.is_empty() {
                 continue;
             }
-            if crate::engine::interrupted() {
+            if crate::cancel::interrupted() {
                 return Ok(());
             }
             if !self.env.up || plan.fresh == Fresh::Repetition {
@@ -290,7 +290,7 @@ impl Session<'_> {
                 self.warm_up(&todo)?;
             }
             self.measure_round(round, &todo)?;
-            if crate::engine::interrupted() {
+            if crate::cancel::interrupted() {
                 return Ok(());
             }
         }
@@ -363,7 +363,7 @@ impl Session<'_> {
         let plan = self.plan;
         for &i in todo {
             for w in 0..plan.warmup_runs {
-                if crate::engine::interrupted() {
+                if crate::cancel::interrupted() {
                     return Ok(());
                 }
                 crate::errln!(
@@ -383,7 +383,7 @@ impl Session<'_> {
     fn measure_round(&mut self, round: u32, todo: &[usize]) -> Result<()> {
         let plan = self.plan;
         for &i in todo {
-            if crate::engine::interrupted() {
+            if crate::cancel::interrupted() {
                 return Ok(());
             }
             let p = &self.progress;
@@ -409,7 +409,7 @@ impl Session<'_> {
             );
             let t0 = Instant::now();
             let ok = self.run_one(i, self.cell_ids[i], round, "")?;
-            if !ok && !crate::engine::interrupted() {
+            if !ok && !crate::cancel::interrupted() {
                 self.failures += 1;
             }
             self.progress.measured_s += t0.elapsed().as_secs_f64();
@@ -421,7 +421,7 @@ impl Session<'_> {
     /// --strict: measure the disturbed runs again; each stays valid until its
     /// replacement is stored.
     fn strict(&mut self, o: &Options, exp: i64) -> Result<()> {
-        if !o.strict || crate::engine::interrupted() {
+        if !o.strict || crate::cancel::interrupted() {
             return Ok(());
         }
         let disturbed: Vec<(i64, i64, u32)> = {
@@ -442,7 +442,7 @@ impl Session<'_> {
             self.set_up()?;
         }
         for (run_id, cell_id, rep) in disturbed {
-            if crate::engine::interrupted() {
+            if crate::cancel::interrupted() {
                 return Ok(());
             }
             let i = self
@@ -508,7 +508,7 @@ fn finish(
     failures: usize,
     timing: (&super::estimate::Estimate, Instant),
 ) -> Result<()> {
-    if crate::engine::interrupted() {
+    if crate::cancel::interrupted() {
         bail!(
             "interrupted: every target is torn down; {} runs stored. Continue with `fsbench experiment {} -o {} --resume{}`",
             st.db.query_row("SELECT COUNT(*) FROM runs WHERE status = 'ok'", [], |r| r.get::<_, i64>(0))?,

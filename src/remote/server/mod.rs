@@ -426,7 +426,7 @@ pub fn serve(name: &str) -> anyhow::Result<()> {
     let reader_t = thread::Builder::new()
         .name("fuse-reader".into())
         .spawn(move || reader_thread(sh, fm))?;
-    state::write_json_atomic(
+    crate::fuse::state::write_json_atomic(
         &sd.ready(),
         &Ready {
             pid: std::process::id() as i32,

@@ -188,7 +188,7 @@ pub(super) fn control(
     scheduling: &str,
     memory_locked: &str,
 ) -> anyhow::Result<()> {
-    let c: state::Control = state::read_json(&sd.control())?;
+    let c: state::Control = crate::fuse::state::read_json(&sd.control())?;
     {
         let mut f = fsm.lock().unwrap();
         if c.drop_cache {
@@ -205,8 +205,11 @@ pub(super) fn control(
         let cache_bytes = f.cache_bytes();
         shared.count(|s| s.cache_bytes = cache_bytes);
     }
-    state::write_json_atomic(&sd.stats(), &snapshot(shared, scheduling, memory_locked))?;
-    state::write_json_atomic(&sd.control_ack(), &c.seq)?;
+    crate::fuse::state::write_json_atomic(
+        &sd.stats(),
+        &snapshot(shared, scheduling, memory_locked),
+    )?;
+    crate::fuse::state::write_json_atomic(&sd.control_ack(), &c.seq)?;
     Ok(())
 }
 
@@ -227,7 +230,7 @@ pub(super) fn replier_thread(
     let mut last_write = 0.0f64;
     let write_stats = |last: &mut f64| {
         let snap = snapshot(&shared, &scheduling, &memory_locked);
-        if let Err(e) = state::write_json_atomic(&stats_path, &snap) {
+        if let Err(e) = crate::fuse::state::write_json_atomic(&stats_path, &snap) {
             crate::errln!("fsbench remote server: {e:#}");
         }
         *last = clock.now();

@@ -180,7 +180,7 @@ pub fn record(a: &RecordArgs) -> Result<()> {
     // file (kept on standard output, it is copied there at the end).
     let scratch = super::ScratchDir::new("strace").context("a directory for strace's log")?;
     let log_path = match &a.keep_log {
-        Some(p) if !crate::output::is_stdout(p) => p.clone(),
+        Some(p) if !crate::console::is_stdout(p) => p.clone(),
         _ => scratch.join("strace.log"),
     };
     let mut strace = std::process::Command::new("strace");
@@ -190,7 +190,7 @@ pub fn record(a: &RecordArgs) -> Result<()> {
         .arg(&log_path)
         .arg("--")
         .args(&a.command)
-        .env(super::MARK_ENV, "1");
+        .env(crate::sys::mark::MARK_ENV, "1");
     if to_stdout(a) {
         // Standard output carries the trace or the log: the command's own goes to stderr.
         strace.stdout(std::io::stderr());
@@ -203,7 +203,7 @@ pub fn record(a: &RecordArgs) -> Result<()> {
     if let Some(keep) = a
         .keep_log
         .as_deref()
-        .filter(|p| crate::output::is_stdout(p))
+        .filter(|p| crate::console::is_stdout(p))
     {
         crate::output::copy(&log_path, keep, "strace log")?;
     }
@@ -231,22 +231,22 @@ pub fn record(a: &RecordArgs) -> Result<()> {
 
 /// Whether the trace or the kept log goes to standard output.
 fn to_stdout(a: &RecordArgs) -> bool {
-    crate::output::is_stdout(&a.output)
-        || a.keep_log.as_deref().is_some_and(crate::output::is_stdout)
+    crate::console::is_stdout(&a.output)
+        || a.keep_log.as_deref().is_some_and(crate::console::is_stdout)
 }
 
 /// The outputs of a recording: at most one on standard output, and the trace not inside a
 /// root (it is written after the command ends, but would be in the next recording's
 /// snapshot).
 fn check_outputs(a: &RecordArgs, roots: &[String]) -> Result<()> {
-    if crate::output::is_stdout(&a.output)
-        && a.keep_log.as_deref().is_some_and(crate::output::is_stdout)
+    if crate::console::is_stdout(&a.output)
+        && a.keep_log.as_deref().is_some_and(crate::console::is_stdout)
     {
         return Err(crate::exit::usage(
             "-o - and --keep-log -: only one of them can go to standard output",
         ));
     }
-    if crate::output::is_stdout(&a.output) {
+    if crate::console::is_stdout(&a.output) {
         return Ok(());
     }
     let out_dir = a
@@ -269,7 +269,7 @@ fn check_outputs(a: &RecordArgs, roots: &[String]) -> Result<()> {
 fn summary(out: &Path, p: &Parsed, n: u64) {
     let threads: std::collections::HashSet<u32> = p.records.iter().map(|r| r.tid).collect();
     let span = p.records.last().map_or(0, |r| r.start_ns + r.dur_ns) as f64 / 1e9;
-    let bytes = if crate::output::is_stdout(out) {
+    let bytes = if crate::console::is_stdout(out) {
         "written to standard output".into()
     } else {
         crate::units::human_bytes(std::fs::metadata(out).map_or(0, |m| m.len()) as f64)
