@@ -83,7 +83,7 @@ impl Worker<'_> {
             if let Some(g) = vgen {
                 v.0.end_write(g, off, n as u64);
             } else if let (Some(s), Ok(_)) = (&snap, &r) {
-                self.vcheck(f, slot, v, s, off, len as u64, boff, n);
+                self.vcheck(f, slot, v, s, boff, n);
             }
         }
         match r {
@@ -168,7 +168,7 @@ impl Worker<'_> {
         let n = self.copy_from_map(map, off, boff, len);
         let ns = self.clock.since(t0);
         if let (Some(v), Some(s)) = (v, &snap) {
-            self.vcheck(f, slot, v, s, off, len as u64, boff, n);
+            self.vcheck(f, slot, v, s, boff, n);
         }
         self.done(f, ns, n as u64);
         self.advance(f, slot, off, n as u64, wss);
@@ -276,7 +276,7 @@ impl Worker<'_> {
                 let n = self.copy_from_map(map, total, boff, len);
                 if let (Some(v), Some(s)) = (v, &snap) {
                     let c0 = self.clock.now();
-                    self.vcheck(f, slot, v, s, total, len as u64, boff, n);
+                    self.vcheck(f, slot, v, s, boff, n);
                     vns += self.clock.since(c0);
                 }
                 if n == 0 {
@@ -296,7 +296,7 @@ impl Worker<'_> {
             let r = io::pread(fd, &mut self.buf.as_mut_slice()[boff..boff + len], total);
             if let (Some(v), Some(s), Ok(n)) = (v, &snap, &r) {
                 let c0 = self.clock.now();
-                self.vcheck(f, slot, v, s, total, len as u64, boff, *n);
+                self.vcheck(f, slot, v, s, boff, *n);
                 vns += self.clock.since(c0);
             }
             match r {

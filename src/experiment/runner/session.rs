@@ -158,32 +158,33 @@ fn open_store(plan: &Plan, cells: &[Cell], outdir: &Path) -> Result<(Store, i64,
             }
             id
         }
-        None => st.new_experiment(
-            &plan.name,
-            &plan.file.display().to_string(),
-            &plan.text,
-            &plan.hash(),
-            plan.quick,
-            plan.seed,
-            plan.repetitions,
-            plan.noise_threshold,
-            &baseline,
-        )?,
+        None => st.new_experiment(&store::ExperimentRecord {
+            name: &plan.name,
+            plan_file: &plan.file.display().to_string(),
+            plan_text: &plan.text,
+            plan_hash: &plan.hash(),
+            quick: plan.quick,
+            seed: plan.seed,
+            repetitions: plan.repetitions,
+            noise_threshold: plan.noise_threshold,
+            baseline: &baseline,
+        })?,
     };
     let mut cell_ids = Vec::new();
     st.begin()?;
     for c in cells {
         let cmd = stored_command(plan, c);
-        cell_ids.push(st.cell(
-            exp,
-            c.idx,
-            &plan.measurements[c.measurement].name,
-            plan.measurements[c.measurement].kind.name(),
-            &c.target,
-            &c.cache,
-            &Value::Object(labels_json(plan, c)),
-            &json!(cmd),
-        )?);
+        let m = &plan.measurements[c.measurement];
+        cell_ids.push(st.cell(&store::CellRecord {
+            experiment_id: exp,
+            idx: c.idx,
+            measurement: &m.name,
+            kind: m.kind.name(),
+            target: &c.target,
+            cache: &c.cache,
+            factors: &Value::Object(labels_json(plan, c)),
+            command: &json!(cmd),
+        })?);
     }
     st.commit()?;
     Ok((st, exp, cell_ids))
