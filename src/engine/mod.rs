@@ -18,15 +18,13 @@ pub mod worker;
 
 use crate::cancel::interrupted;
 use crate::fileset::{self, layout::LayoutError, FilesetRt, Plan};
-use crate::model::{Action, FlowopKind, QuitMode, Workload};
+use crate::model::{Action, Workload};
 use crate::stats::{self, LayoutResult, Recorder, Results};
 use rundir::RunDir;
-use stats::SeriesPoint;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
-use worker::{Flow, ProcCounters, Sample, Shared, Worker};
 
 pub use measure_loop::{measure, MeasureOptions, Measured};
 

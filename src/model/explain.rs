@@ -1,6 +1,7 @@
 //! A plain-text account of what a workload will do: `fsbench check` prints it.
 
-use super::*;
+use super::kind::FlowopKind;
+use super::{Action, Flowop, Num, Workload};
 use std::fmt::Write;
 
 use crate::units::human_bytes;

@@ -1,6 +1,10 @@
 //! File flowops: create, open, close, delete, stat, fsync, fsyncset.
 
-use super::*;
+use super::{Fail, Flow, Worker, MAX_FD};
+use crate::fileset::{List, Want};
+use crate::model::{Flowop, FlowopKind};
+use crate::sys::io;
+use std::sync::atomic::Ordering;
 use FlowopKind::*;
 
 impl Worker<'_> {

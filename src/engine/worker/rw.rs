@@ -1,6 +1,11 @@
 //! Reads and writes: `read`, `write`, `aiowrite`, appends, whole-file reads and writes.
 
-use super::*;
+use super::{Fail, Flow, Map, Worker, MAX_FD};
+use crate::engine::aio::Aio;
+use crate::model::{Flowop, FlowopKind};
+use crate::sys::io;
+use rand::Rng as _;
+use std::os::fd::RawFd;
 use FlowopKind::*;
 
 /// Where one read or write goes: the slot and its descriptor, the file offset, the part of

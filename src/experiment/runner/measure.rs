@@ -5,14 +5,21 @@ use super::cgroup::{MemoryCgroup, RunCgroup, RunGroup};
 use super::env::Env;
 use super::flags::Facts;
 use super::session::labels_json;
-use super::*;
+use super::{command, Cell};
 use crate::experiment::handoff::Handoff;
 use crate::experiment::noise;
 use crate::experiment::output::{ChildOutput, RemoteTraffic};
+use crate::experiment::plan::{Kind, Plan};
 use crate::experiment::store::{self, RunFlags, RunRecord, Store};
 use crate::experiment::target;
+use crate::experiment::target::{Journal, Ready};
 use crate::remote::state::RemoteStats;
+use anyhow::{bail, Context, Result};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 use std::time::SystemTime;
+use std::time::{Duration, Instant};
 
 enum Outcome {
     Ok(Box<ChildOutput>),

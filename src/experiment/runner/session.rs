@@ -3,9 +3,18 @@
 
 use super::env::Env;
 use super::measure::Run;
-use super::*;
+use super::{
+    cells, fmt_secs, missing_tools, order, planned_cells, root_steps, stored_command, Cell,
+    Options, MAX_CELLS, OUT_MARKER,
+};
+use crate::experiment::plan::{AgePer, Fresh, Plan};
 use crate::experiment::store::{self, Store};
 use crate::experiment::target;
+use crate::experiment::target::Journal;
+use anyhow::{bail, Context, Result};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 fn prepare_outdir(plan: &Plan, o: &Options) -> Result<PathBuf> {
     let outdir = o

@@ -1,7 +1,14 @@
 //! The lookaside trees: an index of local files by size and content hash, and the
 //! server's side of a lookup in it.
 
-use super::*;
+use super::{copy_into, version, Fs};
+use crate::remote::state::{LookasideEntry, StateDir};
+use anyhow::Context;
+use std::collections::HashMap;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::{fs, io};
 
 /// Hash a file's content (BLAKE3, hexadecimal): a regular file, read no further than its
 /// size (one replaced by a FIFO since it was listed is refused, not waited on).

@@ -19,11 +19,10 @@
 
 use std::cmp::Ordering as CmpOrdering;
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
-use std::ffi::OsStr;
 use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{FileExt, MetadataExt, PermissionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -38,7 +37,7 @@ use rand::Rng;
 use crate::fuse::*;
 
 use super::model::{Link, Net, ATTR_TTL, CHUNK};
-use super::state::{self, LookasideEntry, Protocol, Ready, RemoteConfig, RemoteStats, StateDir};
+use super::state::{LookasideEntry, Protocol, Ready, RemoteConfig, RemoteStats, StateDir};
 
 mod data;
 mod encode;
