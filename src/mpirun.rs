@@ -103,7 +103,7 @@ fn sleep_until(t: f64) {
         )
     } == libc::EINTR
     {
-        if crate::engine::interrupted() {
+        if crate::cancel::interrupted() {
             return;
         }
     }

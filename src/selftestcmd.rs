@@ -6,7 +6,7 @@ use clap::{Args, Subcommand};
 use std::path::PathBuf;
 
 fn parse_size_arg(s: &str) -> Result<u64, String> {
-    crate::disk::cli::parse_size(s)
+    crate::units::parse_size(s)
 }
 
 #[derive(Args)]

@@ -157,4 +157,14 @@ mod tests {
         assert_eq!(parse_ms("500us").unwrap(), 0.5);
         assert_eq!(human_bps(1e8), "100 Mbit/s");
     }
+
+    #[test]
+    fn plurals() {
+        assert_eq!(count(1u64, "thread"), "1 thread");
+        assert_eq!(count(0u64, "file"), "0 files");
+        assert_eq!(count(3u64, "directory"), "3 directories");
+        assert_eq!(count(1u64, "directory"), "1 directory");
+        assert_eq!(count(2u64, "entry"), "2 entries");
+        assert_eq!(count(2u64, "day"), "2 days");
+    }
 }

@@ -396,16 +396,14 @@ pub struct Checked {
     pub skipped: u64,
 }
 
-/// Check `data`, read from file offset `off` after the snapshot `snap` was taken (asked for
-/// `asked` bytes); mismatches go to `out`.
-#[allow(clippy::too_many_arguments)]
+/// Check `data`, what the read that `snap` was taken for returned: the snapshot holds the
+/// bytes the read asked for (offset and length), so the two cannot disagree. Mismatches go
+/// to `out`.
 pub fn check_read(
     st: &FileState,
     snap: &Snapshot,
     id: u64,
     path: &dyn Fn() -> String,
-    off: u64,
-    asked: u64,
     data: &[u8],
     out: &mut dyn FnMut(Mismatch),
 ) -> Checked {
@@ -414,6 +412,8 @@ pub fn check_read(
         c.skipped = 1;
         return c;
     }
+    let (off, end) = snap.range;
+    let asked = end - off;
     let got = data.len() as u64;
     if got < asked && off + got < snap.size {
         c.mismatches += 1;

@@ -131,7 +131,7 @@ fn say_what_is_left(dir: &Path) {
         crate::errln!(
             "fsbench: left {} ({}) on disk for later runs; `fsbench clean {}` removes it",
             dir.display(),
-            crate::model::explain::human_bytes(b),
+            crate::units::human_bytes(b),
             dir.parent().unwrap_or(dir).display()
         );
     } else {

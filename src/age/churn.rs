@@ -56,7 +56,7 @@ pub(super) fn age_loop(
     let mut errors = Errors(0);
     let (mut done, mut churn) = (0u64, 0u64);
     loop {
-        if crate::engine::interrupted() {
+        if crate::cancel::interrupted() {
             report.interrupted = true;
             break;
         }

@@ -10,16 +10,14 @@ use anyhow::{bail, Context};
 use super::exec::{self, Exec, Writeback, WritebackPolicy};
 use super::plan::{Phase, Planner, Targets};
 use super::profile::Profile;
-use super::report::layout_of;
-pub use super::report::{print_report, AgeReport, LayoutFacts};
+use super::report::{layout_of, AgeReport, LayoutFacts};
 use crate::engine::rundir::RunDir;
 use crate::owned::trust::{LOCK, MARKER};
 use crate::scan::snapshot::Snapshot;
 
 /// Name of the aged directory fsbench creates under DIR.
 pub const AGED_DIR: &str = "fsbench-aged";
-pub use super::record::STATE_FILE;
-use super::record::{self, FILES_FILE};
+use super::record::{self, FILES_FILE, STATE_FILE};
 
 /// Arguments of `fsbench age`.
 #[derive(clap::Args, Debug)]
@@ -264,15 +262,13 @@ pub fn run(args: AgeArgs) -> anyhow::Result<()> {
 
 /// Whether a run directory holds nothing but fsbench's marker.
 fn only_marker(dir: &Path) -> bool {
-    std::fs::read_dir(dir).is_ok_and(|it| {
-        it.filter_map(|e| e.ok())
-            .all(|e| e.file_name() == crate::engine::rundir::MARKER)
-    })
+    std::fs::read_dir(dir)
+        .is_ok_and(|it| it.filter_map(|e| e.ok()).all(|e| e.file_name() == MARKER))
 }
 
 fn age_in(args: &AgeArgs, rd: &RunDir, pin: Option<crate::sys::cpu::Pinned>) -> anyhow::Result<()> {
     let root = rd.path.clone();
-    crate::engine::install_signal_handlers();
+    crate::cancel::install_signal_handlers();
     let started = Instant::now();
     let mut ex = Exec::new(&root, args.seed, args.writeback(), args.log.as_deref())?;
     ex.settle(&[MARKER, LOCK])

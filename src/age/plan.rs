@@ -536,7 +536,7 @@ impl Planner {
             size: dist(
                 t.size_ranges
                     .iter()
-                    .map(|&(_, hi)| format!("≤{}", crate::scan::human_bytes(hi)))
+                    .map(|&(_, hi)| format!("≤{}", crate::units::human_bytes_u64(hi)))
                     .collect(),
                 &self.size_counts,
                 &t.size,

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::plan::{Distances, Phase, Planner};
-use crate::scan::human_bytes;
+use crate::units::human_bytes_u64;
 use crate::walk::WalkOptions;
 
 /// What a progress line needs besides the planner.
@@ -100,7 +100,7 @@ impl Progress {
             self.day,
             if day_ended { "" } else { " so far" },
             t.done,
-            human_bytes(t.written),
+            human_bytes_u64(t.written),
             full * 100.0,
             self.fill * 100.0,
             pl.live_files(),

@@ -22,10 +22,11 @@ use std::path::Path;
 use anyhow::{bail, Context};
 use rand::Rng as _;
 
-use super::cli::{AgeArgs, AgeReport};
+use super::cli::AgeArgs;
 use super::exec::{self, Exec};
 use super::record::{FILES_FILE, STATE_FILE};
-use crate::engine::rundir::{LOCK, MARKER};
+use super::report::AgeReport;
+use crate::owned::trust::{LOCK, MARKER};
 use crate::scan::snapshot::{Kind, Snapshot};
 
 /// One entry of a snapshot as replay needs it.
@@ -270,7 +271,7 @@ pub fn replay(
         );
         let before = ex.counts.clone();
         for s in &steps {
-            if crate::engine::interrupted() {
+            if crate::cancel::interrupted() {
                 report.interrupted = true;
                 break;
             }

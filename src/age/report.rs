@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::exec::{self, WritebackPolicy};
 use super::plan::{Distances, Phase};
 use crate::layout::{LayoutError, LayoutReport};
-use crate::scan::human_bytes;
+use crate::units::human_bytes_u64;
 use crate::walk::WalkOptions;
 
 /// Layout facts before or after aging.
@@ -180,7 +180,7 @@ pub fn print_report(r: &AgeReport, out: &mut impl Write) -> io::Result<()> {
                 "; the last {} wrote {} live files, {}",
                 x.days,
                 x.files,
-                human_bytes(x.bytes)
+                human_bytes_u64(x.bytes)
             ))
             .unwrap_or_default()
     )?;
@@ -197,19 +197,23 @@ pub fn print_report(r: &AgeReport, out: &mut impl Write) -> io::Result<()> {
             c.enospc, c.errors
         )?;
     }
-    writeln!(out, "  bytes written      {}", human_bytes(r.bytes_written))?;
+    writeln!(
+        out,
+        "  bytes written      {}",
+        human_bytes_u64(r.bytes_written)
+    )?;
     writeln!(
         out,
         "  live               {} files, {}",
         r.live_files,
-        human_bytes(r.live_bytes)
+        human_bytes_u64(r.live_bytes)
     )?;
     writeln!(
         out,
         "  fullness           {:.1}% -> {:.1}% of {} (target {:.0}%)",
         r.fullness_start * 100.0,
         r.fullness_end * 100.0,
-        human_bytes(r.capacity_bytes),
+        human_bytes_u64(r.capacity_bytes),
         r.target_fill * 100.0
     )?;
     if let Some(d) = &r.distances {

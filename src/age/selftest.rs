@@ -397,7 +397,7 @@ fn describe(o: &Options, first: &Seen, mkdirs: u64, r: Rounds) -> String {
         o.seed,
         first.ops,
         mkdirs,
-        crate::scan::human_bytes(first.bytes_written),
+        crate::units::human_bytes_u64(first.bytes_written),
         o.rounds
     );
     let _ = writeln!(

@@ -247,7 +247,7 @@ impl Client<'_> {
             }
             barrier.wait();
             let t = Instant::now();
-            if !crate::engine::interrupted() {
+            if !crate::cancel::interrupted() {
                 match i {
                     0 => self.mkdir(),
                     1 => self.copy(),

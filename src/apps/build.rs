@@ -160,7 +160,7 @@ fn generate_spec(a: &TreeSpec, root: &Path) -> Result<Tree> {
     let mut sources = Vec::with_capacity(a.files as usize);
     let mut includes: Vec<Vec<u32>> = Vec::with_capacity(a.files as usize);
     for i in 0..a.files {
-        if crate::engine::interrupted() {
+        if crate::cancel::interrupted() {
             bail!("interrupted while writing the source tree");
         }
         let size = size_of(&mut rng);
@@ -468,7 +468,7 @@ fn compile_job(a: &BuildArgs, root: &Path, tree: &Tree, next: &AtomicUsize, j: u
     let mut obj = Vec::new();
     loop {
         let i = next.fetch_add(1, Ordering::Relaxed);
-        if i >= sources.len() || crate::engine::interrupted() {
+        if i >= sources.len() || crate::cancel::interrupted() {
             break;
         }
         let d = dir_of(i as u32, a.dirs);
@@ -533,7 +533,7 @@ fn link(a: &BuildArgs, root: &Path, tree: &Tree, merged: &mut Recorder) {
     let mut buf = Vec::new();
     let mut p = PathBuf0::new(root);
     for i in 0..tree.sources.len() as u32 {
-        if crate::engine::interrupted() {
+        if crate::cancel::interrupted() {
             break;
         }
         let path = p.with(format_args!("obj/d{}/f{i}.o", dir_of(i, a.dirs)));

@@ -79,7 +79,7 @@ pub struct IorArgs {
 }
 
 fn parse_size(s: &str) -> std::result::Result<u64, String> {
-    crate::disk::cli::parse_size(s)
+    crate::units::parse_size(s)
 }
 
 const MD_OPS: OpTable = &[
@@ -137,23 +137,38 @@ fn all_done() -> Result<()> {
     }
 }
 
-/// The Results of one run: CPU since `cpu0`, the configuration as variables, the phase
-/// figures.
-#[allow(clippy::too_many_arguments)]
+/// When a run began, on each clock its Results need: the wall clock (`started_at`), the
+/// monotonic one (the duration) and the process's CPU time (user and system CPU).
+struct Started {
+    epoch_s: f64,
+    at: Instant,
+    cpu: (f64, f64),
+}
+
+impl Started {
+    fn now() -> Started {
+        Started {
+            epoch_s: super::now_epoch(),
+            at: Instant::now(),
+            cpu: super::process_cpu(false),
+        }
+    }
+}
+
+/// The Results of one run begun at `started`: the time and CPU since, the configuration as
+/// variables, the phase figures.
 fn finish(
     name: &str,
     ops: OpTable,
     mut rec: Recorder,
-    cpu0: (f64, f64),
+    started: Started,
     vars: &[(&str, String)],
     base: &Path,
-    started_at: f64,
-    t_all: Instant,
     figures: BTreeMap<String, f64>,
 ) -> crate::stats::Results {
     let cpu1 = super::process_cpu(false);
-    rec.cpu_user_s = cpu1.0 - cpu0.0;
-    rec.cpu_sys_s = cpu1.1 - cpu0.1;
+    rec.cpu_user_s = cpu1.0 - started.cpu.0;
+    rec.cpu_sys_s = cpu1.1 - started.cpu.1;
     let variables = vars
         .iter()
         .map(|(k, v)| (k.to_string(), v.clone()))
@@ -164,8 +179,8 @@ fn finish(
             variables,
             seed: 0,
             run_dir: base,
-            started_at,
-            duration_s: t_all.elapsed().as_secs_f64(),
+            started_at: started.epoch_s,
+            duration_s: started.at.elapsed().as_secs_f64(),
             threads: 1,
             notes: Vec::new(),
         },
@@ -226,9 +241,7 @@ impl Measurement for Mdtest<'_> {
         let mut buf = vec![0u8; a.read_bytes.max(1) as usize];
         let clock = crate::stats::clock::global();
         let mut figures = BTreeMap::new();
-        let started_at = super::now_epoch();
-        let t_all = Instant::now();
-        let cpu0 = super::process_cpu(false);
+        let started = Started::now();
         let mut phase = |label: &str,
                          slot: usize,
                          f: &mut dyn FnMut(&std::ffi::CStr) -> std::io::Result<u64>|
@@ -236,7 +249,7 @@ impl Measurement for Mdtest<'_> {
             together()?;
             let t0 = Instant::now();
             for i in 0..a.items {
-                if crate::engine::interrupted() {
+                if crate::cancel::interrupted() {
                     break;
                 }
                 let path = p.with(name(i));
@@ -289,7 +302,7 @@ impl Measurement for Mdtest<'_> {
             "mdtest",
             MD_OPS,
             rec,
-            cpu0,
+            started,
             &[
                 ("items", a.items.to_string()),
                 ("write_bytes", a.write_bytes.to_string()),
@@ -297,8 +310,6 @@ impl Measurement for Mdtest<'_> {
                 ("shared_dir", a.shared_dir.to_string()),
             ],
             &self.base,
-            started_at,
-            t_all,
             figures,
         ))
     }
@@ -370,9 +381,7 @@ impl Measurement for Ior<'_> {
             .map_err(anyhow::Error::msg)?;
         let clock = crate::stats::clock::global();
         let mut figures = BTreeMap::new();
-        let started_at = super::now_epoch();
-        let t_all = Instant::now();
-        let cpu0 = super::process_cpu(false);
+        let started = Started::now();
         let how = |write: bool| io::OpenHow {
             writeonly: write,
             readonly: !write,
@@ -393,7 +402,7 @@ impl Measurement for Ior<'_> {
             let fd = io::open(&c, how(write))
                 .map_err(|e| anyhow::anyhow!("{label} {}: {e}", path.display()))?;
             let mut off = 0;
-            while off < a.block_size && !crate::engine::interrupted() {
+            while off < a.block_size && !crate::cancel::interrupted() {
                 let c0 = clock.now();
                 let r = if write {
                     io::pwrite(fd, buf.as_slice(), base_off + off)
@@ -432,7 +441,7 @@ impl Measurement for Ior<'_> {
             "ior",
             IOR_OPS,
             rec,
-            cpu0,
+            started,
             &[
                 ("block_size", a.block_size.to_string()),
                 ("transfer_size", a.transfer_size.to_string()),
@@ -440,8 +449,6 @@ impl Measurement for Ior<'_> {
                 ("read_other", a.read_other.to_string()),
             ],
             &self.base,
-            started_at,
-            t_all,
             figures,
         ))
     }

@@ -78,7 +78,7 @@ pub fn results(run: AppRun<'_>, ops: OpTable, merged: &Recorder) -> Results {
         variables: run.variables,
         started_at: run.started_at,
         duration_s: run.duration_s,
-        interrupted: crate::engine::interrupted(),
+        interrupted: crate::cancel::interrupted(),
         threads: run.threads,
         flowops,
         summary,

@@ -219,7 +219,7 @@ impl Confined {
             ..Default::default()
         };
         for e in files {
-            if crate::engine::interrupted() {
+            if crate::cancel::interrupted() {
                 break;
             }
             match self.delete_one(e, &mut rec.ops[0]) {

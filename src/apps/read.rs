@@ -153,7 +153,7 @@ fn read_once(a: &ReadArgs, files: &[FileEntry]) -> Result<crate::stats::Results>
                     let (u0, s0) = crate::stats::thread_cpu();
                     loop {
                         let i = next.fetch_add(1, Ordering::Relaxed);
-                        if i >= files.len() || crate::engine::interrupted() {
+                        if i >= files.len() || crate::cancel::interrupted() {
                             break;
                         }
                         let f = &files[i];

@@ -11,6 +11,8 @@ use super::loopdev;
 use super::model::{Disk, DiskParams};
 use super::server;
 use super::state::{self, DiskConfig, StateDir};
+use crate::fuse::state::{is_mounted, write_json_atomic};
+use crate::units::{parse_ms, parse_rate, parse_size};
 
 /// Simulated disks: an HDD model served through FUSE under a loop device.
 #[derive(clap::Args, Debug)]
@@ -117,8 +119,6 @@ pub struct CreateArgs {
     #[arg(long)]
     pub scheduler: Option<String>,
 }
-
-pub use crate::units::{parse_ms, parse_rate, parse_size};
 
 fn params_from(a: &CreateArgs) -> anyhow::Result<DiskParams> {
     let mut p = DiskParams::preset(&a.model).with_context(|| {
@@ -293,7 +293,7 @@ fn create(a: CreateArgs) -> anyhow::Result<()> {
         mount: None,
         mount_record: None,
     };
-    state::write_json_atomic(&sd.config(), &cfg)?;
+    write_json_atomic(&sd.config(), &cfg)?;
 
     let cleanup = |sd: &StateDir| {
         let _ = remove(&a.name, !cfg.created_image);
@@ -444,7 +444,7 @@ fn after_start(a: &CreateArgs, sd: &StateDir, dev: &str) -> anyhow::Result<()> {
         cfg.mount = Some(m.canonicalize()?);
         let backing = super::owned::loop_backing(dev)?;
         cfg.mount_record = Some(super::owned::MountRecord::capture(m, backing)?);
-        state::write_json_atomic(&sd.config(), &cfg)?;
+        write_json_atomic(&sd.config(), &cfg)?;
     }
     Ok(())
 }
@@ -636,7 +636,7 @@ fn remove(name: &str, keep: bool) -> anyhow::Result<()> {
                 Ok(None) => {}
                 Err(e) => left.push(format!("{e:#}")),
             },
-            (Some(m), None) if state::is_mounted(m) => left.push(format!(
+            (Some(m), None) if is_mounted(m) => left.push(format!(
                 "{} is mounted, but no record of the mount fsbench made there survives; not unmounting it (left alone)",
                 m.display()
             )),
@@ -677,9 +677,9 @@ fn remove(name: &str, keep: bool) -> anyhow::Result<()> {
         }
     }
     let fuse_dir = sd.fuse_dir();
-    if state::is_mounted(&fuse_dir) {
+    if is_mounted(&fuse_dir) {
         if super::owned::is_own_fuse(&fuse_dir, "fsbench-disk") {
-            server::lazy_unmount(&fuse_dir)
+            crate::fuse::lazy_unmount(&fuse_dir)
                 .with_context(|| format!("unmounting {}", fuse_dir.display()))?;
         } else {
             bail!(

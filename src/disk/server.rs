@@ -47,9 +47,8 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 use hdrhistogram::Histogram;
 
+use crate::fuse::state::{is_mounted, write_json_atomic};
 use crate::fuse::*;
-// The protocol and daemon helpers moved to `crate::fuse`; `disk::cli` keeps using them from here.
-pub use crate::fuse::{daemon_pre_exec, lazy_unmount, unmount};
 
 use super::loopdev;
 use super::model::{Disk, Op, Service};
@@ -230,7 +229,7 @@ fn disk_thread(
         let mut snap = rec.snapshot(clock.now(), shared.fsyncs.load(Ordering::Relaxed));
         snap.scheduling = scheduling.clone();
         snap.memory_locked = shared.memory_locked.clone();
-        if let Err(e) = state::write_json_atomic(&stats_path, &snap) {
+        if let Err(e) = write_json_atomic(&stats_path, &snap) {
             crate::errln!("fsbench disk server: {e:#}");
         }
     };
@@ -588,7 +587,7 @@ pub fn serve(name: &str) -> anyhow::Result<()> {
         cylinders,
         backing: Some(backing_id),
     };
-    state::write_json_atomic(&sd.ready(), &ready)?;
+    write_json_atomic(&sd.ready(), &ready)?;
     crate::errln!(
         "fsbench disk server {name}: {device} backed by {} ({} bytes, direct I/O {})",
         cfg.image.display(),
@@ -635,7 +634,7 @@ fn open_image(cfg: &state::DiskConfig) -> anyhow::Result<(File, u64)> {
 /// there (and only such a mount).
 fn mount_own_fuse(sd: &StateDir, fuse_dir: &std::path::Path) -> anyhow::Result<File> {
     std::fs::create_dir_all(fuse_dir)?;
-    if state::is_mounted(fuse_dir) {
+    if is_mounted(fuse_dir) {
         // A previous server's mount, left by a crash; anything else there is not ours.
         if !super::owned::is_own_fuse(fuse_dir, "fsbench-disk") {
             let _ = crate::owned::path::remove_file(sd.pid());

@@ -20,9 +20,7 @@ use anyhow::bail;
 use serde::{Deserialize, Serialize};
 
 use super::model::DiskParams;
-pub use crate::fuse::state::{
-    is_mounted, mount_points, pid_alive, read_json, write_json_atomic, DaemonDir,
-};
+use crate::fuse::state::{read_json, DaemonDir};
 
 /// Name of the single file the FUSE file system serves.
 pub const FUSE_FILE: &str = "disk";

@@ -96,7 +96,7 @@ pub struct Cleaned {
 
 /// List (and unless `dry_run`, remove) what fsbench left in `dir`.
 pub fn clean(dir: &Path, dry_run: bool) -> Result<Cleaned> {
-    let human = crate::model::explain::human_bytes;
+    let human = crate::units::human_bytes;
     let kept = find(dir)?;
     if kept.is_empty() {
         return Ok(Cleaned {

@@ -1,8 +1,16 @@
 //! The measured phase: workers started behind a gate, the control loop (warm-up, sampling
 //! ticks, the conditions that end a run) and the collection of what the workers recorded.
 
-use super::*;
+use super::worker::{Flow, ProcCounters, Sample, Shared, Worker};
+use super::{generation, psrun, sync, Control, EngineError, GEN_SHIFT, STOP};
+use crate::cancel::interrupted;
+use crate::fileset::FilesetRt;
 use crate::model::Thread;
+use crate::model::{FlowopKind, QuitMode, Workload};
+use crate::stats::{self, Recorder, SeriesPoint};
+use std::sync::atomic::Ordering;
+use std::sync::{Condvar, Mutex};
+use std::time::{Duration, Instant};
 
 /// Apply a process's `nice` and a thread's `ioprio` to the calling thread. A thread's
 /// `ioprio` is the best-effort level its I/O is scheduled at (BFQ turns it into the queue's

@@ -6,7 +6,6 @@ pub mod aio;
 pub mod clean;
 pub mod hooks;
 mod measure_loop;
-pub use crate::sys::io;
 pub mod preflight;
 pub mod psrun;
 pub mod rundir;
@@ -17,18 +16,16 @@ pub mod streamfiles;
 pub mod sync;
 pub mod worker;
 
+use crate::cancel::interrupted;
 use crate::fileset::{self, layout::LayoutError, FilesetRt, Plan};
-use crate::model::{Action, FlowopKind, QuitMode, Workload};
+use crate::model::{Action, Workload};
 use crate::stats::{self, LayoutResult, Recorder, Results};
 use rundir::RunDir;
-use stats::SeriesPoint;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
-use worker::{Flow, ProcCounters, Sample, Shared, Worker};
 
-pub use crate::cancel::{install_signal_handlers, interrupted};
 pub use measure_loop::{measure, MeasureOptions, Measured};
 
 /// Run-wide control read by the workers between operations: one word, so a worker pays one
@@ -241,7 +238,7 @@ fn statvfs_free(p: &Path) -> Option<u64> {
 }
 
 fn human(n: f64) -> String {
-    crate::model::explain::human_bytes(n)
+    crate::units::human_bytes(n)
 }
 
 /// Check that the planned filesets fit, with a little room for metadata.

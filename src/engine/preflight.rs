@@ -270,7 +270,7 @@ fn check_memory(m: &Machine, est: &Estimate) -> Result<(), EngineError> {
             human(total as f64),
             human(est.plan_bytes as f64),
             human(est.workload_bytes as f64),
-            crate::report::count(est.flowops, "flowop"),
+            crate::units::count(est.flowops, "flowop"),
             human(est.thread_bytes as f64),
             crate::units::count(est.threads, "thread"),
             human(m.mem_available as f64),
@@ -335,7 +335,7 @@ impl Estimate {
             human(self.total() as f64),
             human(self.plan_bytes as f64),
             human(self.workload_bytes as f64),
-            crate::report::count(self.flowops, "flowop"),
+            crate::units::count(self.flowops, "flowop"),
             human(self.thread_bytes as f64),
             crate::units::count(self.threads, "thread")
         )

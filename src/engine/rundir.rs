@@ -19,8 +19,7 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::owned::trust::MARKER_HEADER;
-pub use crate::owned::trust::{LOCK, MARKER};
+use crate::owned::trust::{LOCK, MARKER, MARKER_HEADER};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunDirError {

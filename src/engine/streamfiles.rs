@@ -56,7 +56,7 @@ pub fn files(wl: &Workload) -> Vec<StreamFile> {
 /// ownership. A fio job file's `check` refuses these with their place; this holds for
 /// whatever reached the engine.
 fn check_names(wl: &Workload) -> std::io::Result<()> {
-    use super::rundir::{LOCK, MARKER};
+    use crate::owned::trust::{LOCK, MARKER};
     for f in wl
         .all_flowops()
         .into_iter()
@@ -230,7 +230,7 @@ fn fill(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::rundir::{LOCK, MARKER};
+    use crate::owned::trust::{LOCK, MARKER};
 
     /// The run directory's marker and lock, named by a job, are refused by the job file's
     /// check (at the name's place) and by the engine.

@@ -593,7 +593,7 @@ fn background_lines(rows: &[super::summary::BgRow]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::experiment::store::{now, RunFlags, RunRecord, Store};
+    use crate::experiment::store::{now, CellRecord, ExperimentRecord, RunFlags, RunRecord, Store};
     use serde_json::{json, Value};
 
     /// An output directory with two targets' workload cells, one run of `b` ended early.
@@ -603,22 +603,31 @@ mod tests {
         std::fs::create_dir_all(&d).unwrap();
         let mut st = Store::open(&d).unwrap();
         let e = st
-            .new_experiment(
-                "x",
-                "p.toml",
-                "",
-                "h",
-                false,
-                1,
-                3,
-                0.05,
-                &json!({"target": "a"}),
-            )
+            .new_experiment(&ExperimentRecord {
+                name: "x",
+                plan_file: "p.toml",
+                plan_text: "",
+                plan_hash: "h",
+                quick: false,
+                seed: 1,
+                repetitions: 3,
+                noise_threshold: 0.05,
+                baseline: &json!({"target": "a"}),
+            })
             .unwrap();
         for (i, (t, base)) in [("a", 100.0), ("b", 50.0)].iter().enumerate() {
             let f = json!({"measurement": "w", "target": t});
             let c = st
-                .cell(e, i, "w", "workload", t, "warm", &f, &Value::Null)
+                .cell(&CellRecord {
+                    experiment_id: e,
+                    idx: i,
+                    measurement: "w",
+                    kind: "workload",
+                    target: t,
+                    cache: "warm",
+                    factors: &f,
+                    command: &Value::Null,
+                })
                 .unwrap();
             for rep in 0..4u32 {
                 let flags = RunFlags {

@@ -98,6 +98,35 @@ pub struct Store {
     pub db: Connection,
 }
 
+/// One experiment to store (a row of `experiments`): the plan it runs and the choices that
+/// hold for every cell.
+pub struct ExperimentRecord<'a> {
+    pub name: &'a str,
+    pub plan_file: &'a str,
+    pub plan_text: &'a str,
+    pub plan_hash: &'a str,
+    pub quick: bool,
+    pub seed: u64,
+    pub repetitions: u32,
+    pub noise_threshold: f64,
+    /// The baseline's factor levels, as an object.
+    pub baseline: &'a Value,
+}
+
+/// One cell of an experiment to store (a row of `cells`): what it measures, where, and how.
+pub struct CellRecord<'a> {
+    pub experiment_id: i64,
+    /// Its place in the plan's cells.
+    pub idx: usize,
+    pub measurement: &'a str,
+    pub kind: &'a str,
+    pub target: &'a str,
+    pub cache: &'a str,
+    /// Its factor levels, as an object.
+    pub factors: &'a Value,
+    pub command: &'a Value,
+}
+
 /// One run to store.
 pub struct RunRecord<'a> {
     pub cell_id: i64,
@@ -271,22 +300,10 @@ impl Store {
             .optional()?)
     }
 
-    #[allow(clippy::too_many_arguments)]
-    pub fn new_experiment(
-        &self,
-        name: &str,
-        plan_file: &str,
-        plan_text: &str,
-        plan_hash: &str,
-        quick: bool,
-        seed: u64,
-        repetitions: u32,
-        noise_threshold: f64,
-        baseline: &Value,
-    ) -> Result<i64> {
+    pub fn new_experiment(&self, e: &ExperimentRecord) -> Result<i64> {
         self.db.execute(
             "INSERT INTO experiments (name, plan_file, plan_text, plan_hash, quick, seed, repetitions, noise_threshold, baseline_json, fsbench_version, started_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-            params![name, plan_file, plan_text, plan_hash, quick, seed as i64, repetitions, noise_threshold, baseline.to_string(), env!("CARGO_PKG_VERSION"), now()],
+            params![e.name, e.plan_file, e.plan_text, e.plan_hash, e.quick, e.seed as i64, e.repetitions, e.noise_threshold, e.baseline.to_string(), env!("CARGO_PKG_VERSION"), now()],
         )?;
         Ok(self.db.last_insert_rowid())
     }
@@ -312,23 +329,13 @@ impl Store {
         Ok(())
     }
 
-    #[allow(clippy::too_many_arguments)]
-    pub fn cell(
-        &self,
-        exp: i64,
-        idx: usize,
-        measurement: &str,
-        kind: &str,
-        target: &str,
-        cache: &str,
-        factors: &Value,
-        command: &Value,
-    ) -> Result<i64> {
+    /// Store a cell, once: a cell stored before (on `--resume`) keeps its id.
+    pub fn cell(&self, c: &CellRecord) -> Result<i64> {
         if let Some(id) = self
             .db
             .query_row(
                 "SELECT id FROM cells WHERE experiment_id = ?1 AND idx = ?2",
-                params![exp, idx as i64],
+                params![c.experiment_id, c.idx as i64],
                 |r| r.get(0),
             )
             .optional()?
@@ -337,7 +344,7 @@ impl Store {
         }
         self.db.execute(
             "INSERT INTO cells (experiment_id, idx, measurement, kind, target, cache, factors_json, command_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            params![exp, idx as i64, measurement, kind, target, cache, factors.to_string(), command.to_string()],
+            params![c.experiment_id, c.idx as i64, c.measurement, c.kind, c.target, c.cache, c.factors.to_string(), c.command.to_string()],
         )?;
         Ok(self.db.last_insert_rowid())
     }
@@ -761,34 +768,30 @@ mod tests {
         std::fs::create_dir_all(&d).unwrap();
         let mut s = Store::open(&d).unwrap();
         let e = s
-            .new_experiment("x", "p.toml", "", "h", false, 1, 2, 0.05, &Value::Null)
+            .new_experiment(&ExperimentRecord {
+                name: "x",
+                plan_file: "p.toml",
+                plan_text: "",
+                plan_hash: "h",
+                quick: false,
+                seed: 1,
+                repetitions: 2,
+                noise_threshold: 0.05,
+                baseline: &Value::Null,
+            })
             .unwrap();
-        let c = s
-            .cell(
-                e,
-                0,
-                "m",
-                "workload",
-                "t",
-                "warm",
-                &Value::Null,
-                &Value::Null,
-            )
-            .unwrap();
-        assert_eq!(
-            s.cell(
-                e,
-                0,
-                "m",
-                "workload",
-                "t",
-                "warm",
-                &Value::Null,
-                &Value::Null
-            )
-            .unwrap(),
-            c
-        );
+        let cell = CellRecord {
+            experiment_id: e,
+            idx: 0,
+            measurement: "m",
+            kind: "workload",
+            target: "t",
+            cache: "warm",
+            factors: &Value::Null,
+            command: &Value::Null,
+        };
+        let c = s.cell(&cell).unwrap();
+        assert_eq!(s.cell(&cell).unwrap(), c);
         let mut res = serde_json::to_value(Results::new("w", "w", 1, Path::new("/x"))).unwrap();
         res["flowops"] = serde_json::json!([{
             "name": "a", "type": "read", "io_class": "read", "ops": 1, "ops_per_s": 1.0,

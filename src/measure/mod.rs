@@ -199,7 +199,7 @@ pub fn drop_caches() -> Result<()> {
 /// Progress goes to standard error.
 pub fn drive(m: &mut dyn Measurement, a: &MeasureArgs) -> Result<Results> {
     a.check()?;
-    crate::engine::install_signal_handlers();
+    crate::cancel::install_signal_handlers();
     crate::console::reserve_stdout_for([
         a.json.as_deref(),
         a.csv.as_deref(),
@@ -216,7 +216,7 @@ pub fn drive(m: &mut dyn Measurement, a: &MeasureArgs) -> Result<Results> {
         let r = m.prepare().and_then(|_| m.run_once());
         m.cleanup()?;
         r?;
-        if crate::engine::interrupted() {
+        if crate::cancel::interrupted() {
             bail!("interrupted during warm-up");
         }
     }

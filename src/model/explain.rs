@@ -1,9 +1,10 @@
 //! A plain-text account of what a workload will do: `fsbench check` prints it.
 
-use super::*;
+use super::kind::FlowopKind;
+use super::{Action, Flowop, Num, Workload};
 use std::fmt::Write;
 
-pub use crate::units::human_bytes;
+use crate::units::human_bytes;
 
 fn flowop_line(w: &Workload, f: &Flowop, indent: usize, out: &mut String) {
     let mut parts = Vec::new();

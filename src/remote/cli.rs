@@ -77,7 +77,7 @@ pub struct CreateArgs {
     #[arg(long, value_enum, default_value = "whole-file")]
     pub protocol: Protocol,
     /// Client cache size (K, M, G: powers of 1024), LRU-evicted.
-    #[arg(long, default_value = "256M", value_parser = crate::disk::cli::parse_size)]
+    #[arg(long, default_value = "256M", value_parser = crate::units::parse_size)]
     pub cache_size: u64,
     /// A local tree whose files, when identical by content, are copied instead of fetched, or a
     /// `scan --hash` snapshot of one (its index, so the tree is not hashed now); repeatable.
@@ -142,7 +142,7 @@ pub fn run(args: RemoteArgs) -> anyhow::Result<()> {
 pub fn describe_net(n: &Net) -> String {
     let mut s = format!(
         "{}, RTT {} ms",
-        model::human_bps(n.bandwidth_bps),
+        crate::units::human_bps(n.bandwidth_bps),
         n.rtt_s * 1e3
     );
     if n.jitter_s > 0.0 {
@@ -240,7 +240,7 @@ fn listed_as_mounted(path: &Path) -> bool {
 }
 
 fn state_mounts() -> Vec<PathBuf> {
-    crate::disk::state::mount_points()
+    crate::fuse::state::mount_points()
 }
 
 /// The mount point, canonical: an existing empty directory, outside the server tree and
@@ -320,8 +320,8 @@ fn create(a: CreateArgs) -> anyhow::Result<()> {
         writable: a.writable,
         seed: a.seed,
     };
-    let written = state::write_json_atomic(&sd.lookaside(), &index)
-        .and_then(|_| state::write_json_atomic(&sd.config(), &cfg));
+    let written = crate::fuse::state::write_json_atomic(&sd.lookaside(), &index)
+        .and_then(|_| crate::fuse::state::write_json_atomic(&sd.config(), &cfg));
     if let Err(e) = written {
         cleanup(&sd);
         return Err(e);
@@ -410,7 +410,7 @@ fn list(json: bool) -> anyhow::Result<()> {
             r["name"].as_str().unwrap_or(""),
             r["state"].as_str().unwrap_or(""),
             r["protocol"].as_str().unwrap_or(""),
-            model::human_bps(r["bandwidth_bps"].as_f64().unwrap_or(0.0)),
+            crate::units::human_bps(r["bandwidth_bps"].as_f64().unwrap_or(0.0)),
             r["rtt_s"].as_f64().unwrap_or(0.0) * 1e3,
             r["requests"].as_u64().unwrap_or(0),
             r["mount"].as_str().unwrap_or("-"),
@@ -423,7 +423,7 @@ fn list(json: bool) -> anyhow::Result<()> {
 /// The statistics since the last `stats --reset`.
 pub fn current_stats(sd: &StateDir) -> RemoteStats {
     let now = sd.read_stats().unwrap_or_default();
-    match state::read_json::<RemoteStats>(&sd.stats_base()) {
+    match crate::fuse::state::read_json::<RemoteStats>(&sd.stats_base()) {
         Ok(base) => now.since(&base),
         Err(_) => now,
     }
@@ -467,7 +467,7 @@ fn stats(name: &str, reset: bool, json: bool) -> anyhow::Result<()> {
             )?;
         }
         let raw = sd.read_stats().unwrap_or_default();
-        state::write_json_atomic(&sd.stats_base(), &raw)?;
+        crate::fuse::state::write_json_atomic(&sd.stats_base(), &raw)?;
     }
     Ok(())
 }
@@ -564,17 +564,17 @@ pub fn request(sd: &StateDir, mut c: state::Control) -> anyhow::Result<()> {
     let Some(pid) = sd.live_pid() else {
         bail!("the server of {} is not running", sd.dir.display());
     };
-    let last: u64 = state::read_json(&sd.control_ack()).unwrap_or(0);
+    let last: u64 = crate::fuse::state::read_json(&sd.control_ack()).unwrap_or(0);
     c.seq = last.max(c.seq) + 1;
-    state::write_json_atomic(&sd.control(), &c)?;
+    crate::fuse::state::write_json_atomic(&sd.control(), &c)?;
     // SAFETY: sending SIGUSR1 to the pid the server wrote; it waits for it.
     unsafe { libc::kill(pid, libc::SIGUSR1) };
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        if state::read_json::<u64>(&sd.control_ack()).ok() == Some(c.seq) {
+        if crate::fuse::state::read_json::<u64>(&sd.control_ack()).ok() == Some(c.seq) {
             return Ok(());
         }
-        if Instant::now() > deadline || !state::pid_alive(pid) {
+        if Instant::now() > deadline || !crate::fuse::state::pid_alive(pid) {
             bail!(
                 "the server of {} did not answer a request within 10 s (see {})",
                 sd.dir.display(),
@@ -671,11 +671,11 @@ pub fn apply_set(a: &SetArgs) -> anyhow::Result<String> {
     if !a.lookaside.is_empty() || a.no_lookaside {
         let dirs = lookaside_paths(&a.lookaside, &cfg.mount)?;
         let index = server::index_lookaside(&dirs)?;
-        state::write_json_atomic(&sd.lookaside(), &index)?;
+        crate::fuse::state::write_json_atomic(&sd.lookaside(), &index)?;
         cfg.lookaside = dirs;
         c.reload_lookaside = true;
     }
-    state::write_json_atomic(&sd.config(), &cfg)?;
+    crate::fuse::state::write_json_atomic(&sd.config(), &cfg)?;
     request(&sd, c)?;
     Ok(format!(
         "{}: {}, lookaside {}{}",

@@ -179,14 +179,12 @@ pub fn parse_bandwidth(s: &str) -> Result<f64, String> {
 
 /// Parse a round-trip time into seconds: "20ms", "500us", "0.3s", "20" (ms).
 pub fn parse_rtt(s: &str) -> Result<f64, String> {
-    let ms = crate::disk::cli::parse_ms(s)?;
+    let ms = crate::units::parse_ms(s)?;
     if !(ms.is_finite() && ms >= 0.0) {
         return Err(format!("round-trip time must not be negative: {s:?}"));
     }
     Ok(ms / 1e3)
 }
-
-pub use crate::units::human_bps;
 
 #[cfg(test)]
 mod tests {

@@ -18,8 +18,8 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::disk::state::{check_name, Summary};
-pub use crate::fuse::state::{pid_alive, read_json, write_json_atomic, DaemonDir};
+use crate::disk::state::{check_name, Summary};
+use crate::fuse::state::{read_json, DaemonDir};
 
 use super::model::Net;
 

@@ -14,7 +14,7 @@ impl Exporter for Markdown {
             "### {} ({:.1} s, {}, {} on {})\n",
             text(&r.workload),
             r.duration_s,
-            super::count(r.threads, "thread"),
+            crate::units::count(r.threads, "thread"),
             text(&r.host.fs_type),
             text(&r.host.device)
         );

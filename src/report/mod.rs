@@ -30,18 +30,3 @@ pub fn exporter(format: Format) -> Option<Box<dyn Exporter>> {
         Format::Html => None,
     }
 }
-
-pub use crate::units::count;
-
-#[cfg(test)]
-mod count_tests {
-    #[test]
-    fn plurals() {
-        assert_eq!(super::count(1u64, "thread"), "1 thread");
-        assert_eq!(super::count(0u64, "file"), "0 files");
-        assert_eq!(super::count(3u64, "directory"), "3 directories");
-        assert_eq!(super::count(1u64, "directory"), "1 directory");
-        assert_eq!(super::count(2u64, "entry"), "2 entries");
-        assert_eq!(super::count(2u64, "day"), "2 days");
-    }
-}

@@ -174,7 +174,7 @@ fn header(o: &mut String, r: &Results) {
         } else {
             String::new()
         },
-        super::count(r.threads, "thread"),
+        crate::units::count(r.threads, "thread"),
         if r.host.fs_type.is_empty() {
             "?"
         } else {

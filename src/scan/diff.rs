@@ -18,10 +18,10 @@ use anyhow::{bail, Context};
 use serde::Serialize;
 
 use super::hash::HashAlgo;
-use super::human_bytes;
 use super::snapshot::{Kind, Snapshot};
 use super::summary::{Log2Hist, Log2Row};
 use crate::export::report::{text_beside, Displaced};
+use crate::units::human_bytes_u64;
 use crate::walk::{self, WalkOptions};
 
 /// Arguments of `fsbench diff`.
@@ -179,7 +179,7 @@ fn load(path: &Path, algo: HashAlgo, threads: usize) -> anyhow::Result<Side> {
         "diff: scanned {}: {} files, {} hashed at {:.1} MB/s",
         path.display(),
         summary.files,
-        human_bytes(summary.hashed_bytes),
+        human_bytes_u64(summary.hashed_bytes),
         summary.hash_mb_per_s
     );
     load_snapshot(&tmp.0, path.display().to_string())
@@ -289,7 +289,7 @@ pub fn print_table_text(t: &DiffTable, out: &mut impl Write) -> io::Result<()> {
         "against NEW {}: {} files, {} ({})",
         t.new,
         t.new_files,
-        human_bytes(t.new_bytes),
+        human_bytes_u64(t.new_bytes),
         t.hash
     )?;
     let w = t.rows.iter().map(|r| r.old.len()).max().unwrap_or(3).max(3);
@@ -304,7 +304,7 @@ pub fn print_table_text(t: &DiffTable, out: &mut impl Write) -> io::Result<()> {
             "{:<w$} {:>9} {:>10} {:>10.1}% {:>10.1}% {:>8} {:>8} {:>8}",
             r.old,
             r.old_files,
-            human_bytes(r.old_bytes),
+            human_bytes_u64(r.old_bytes),
             r.files_same_pct,
             r.bytes_same_pct,
             r.changed_files,
@@ -322,7 +322,7 @@ pub fn print_table_markdown(t: &DiffTable, out: &mut impl Write) -> io::Result<(
         "Against NEW `{}` ({} files, {}), hash {}\n",
         t.new,
         t.new_files,
-        human_bytes(t.new_bytes),
+        human_bytes_u64(t.new_bytes),
         t.hash
     )?;
     writeln!(out, "| OLD | files | bytes | files same | bytes same |")?;
@@ -372,14 +372,14 @@ pub fn print_text(r: &DiffReport, out: &mut impl Write) -> io::Result<()> {
         "OLD {}: {} files, {}",
         r.old,
         r.old_files,
-        human_bytes(r.old_bytes)
+        human_bytes_u64(r.old_bytes)
     )?;
     writeln!(
         out,
         "NEW {}: {} files, {}",
         r.new,
         r.new_files,
-        human_bytes(r.new_bytes)
+        human_bytes_u64(r.new_bytes)
     )?;
     writeln!(
         out,
@@ -406,7 +406,7 @@ pub fn print_text(r: &DiffReport, out: &mut impl Write) -> io::Result<()> {
         writeln!(
             out,
             "{} without a hash (unreadable), counted as different",
-            crate::report::count(r.unhashed, "file")
+            crate::units::count(r.unhashed, "file")
         )?;
     }
     writeln!(out, "size distributions (files per size class):")?;
@@ -417,7 +417,7 @@ pub fn print_text(r: &DiffReport, out: &mut impl Write) -> io::Result<()> {
         let cells: Vec<String> = c
             .sizes
             .iter()
-            .map(|row| format!("<{}:{}", human_bytes(row.hi), row.count))
+            .map(|row| format!("<{}:{}", human_bytes_u64(row.hi), row.count))
             .collect();
         writeln!(out, "  {:<28} {}", label.trim(), cells.join("  "))?;
     }
@@ -431,10 +431,10 @@ pub fn print_markdown(r: &DiffReport, out: &mut impl Write) -> io::Result<()> {
         "OLD `{}` ({} files, {}), NEW `{}` ({} files, {}), hash {}\n",
         r.old,
         r.old_files,
-        human_bytes(r.old_bytes),
+        human_bytes_u64(r.old_bytes),
         r.new,
         r.new_files,
-        human_bytes(r.new_bytes),
+        human_bytes_u64(r.new_bytes),
         r.hash
     )?;
     writeln!(out, "| class | files | files % | bytes | bytes % |")?;

@@ -20,6 +20,7 @@ use std::time::Instant;
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
+use crate::units::human_bytes_u64;
 use crate::walk::{self, Visitor, WalkEntry, WalkOptions};
 use snapshot::{Kind, RecordEncoder, SnapshotHeader};
 use summary::{DepthRow, ExtRow, Log2Row, TreeStats};
@@ -249,23 +250,25 @@ pub fn scan(
         )),
         other => anyhow::Error::new(other).context("scan failed"),
     })?;
-    let mut stats = TreeStats::default();
-    let mut records = 0;
-    let (mut hashed_bytes, mut hash_errors, mut said) = (0, 0, 0u64);
+    let mut counts = Counts {
+        walk: outcome.stats,
+        ..Counts::default()
+    };
+    let (mut records, mut said) = (0, 0u64);
     for v in outcome.visitors {
         records += v.records;
-        hashed_bytes += v.hashed_bytes;
-        hash_errors += v.hash_errors;
+        counts.hashed_bytes += v.hashed_bytes;
+        counts.hash_errors += v.hash_errors;
         for (p, err) in &v.hash_problems {
             crate::errln!("scan: {}: cannot hash: {err}", root.join(p).display());
             said += 1;
         }
-        stats.merge(v.stats);
+        counts.tree.merge(v.stats);
     }
-    if hash_errors > said {
+    if counts.hash_errors > said {
         crate::errln!(
             "scan: … and {} more files stored without a hash",
-            hash_errors - said
+            counts.hash_errors - said
         );
     }
     if let (Some(sink), Some(p)) = (sink, output) {
@@ -278,26 +281,17 @@ pub fn scan(
             .and_then(|_| pending.map_or(Ok(()), |p| p.finish()))
             .with_context(|| format!("cannot write snapshot file {}", p.display()))?;
     }
-    for p in &outcome.stats.problems {
+    let walked = &counts.walk;
+    for p in &walked.problems {
         crate::errln!("scan: {}: {}", root.join(&p.path).display(), p.error);
     }
-    if outcome.stats.problem_count > outcome.stats.problems.len() as u64 {
+    if walked.problem_count > walked.problems.len() as u64 {
         crate::errln!(
             "scan: … and {} more problems",
-            outcome.stats.problem_count - outcome.stats.problems.len() as u64
+            walked.problem_count - walked.problems.len() as u64
         );
     }
-    Ok(summary(
-        root,
-        output,
-        opts,
-        top,
-        hash,
-        started,
-        &stats,
-        &outcome.stats,
-        (hashed_bytes, hash_errors),
-    ))
+    Ok(summary(root, output, opts, top, hash, started, &counts))
 }
 
 /// The snapshot file's writer, its header written, when `output` asks for one.
@@ -335,8 +329,18 @@ fn open_sink(
     })
 }
 
-/// The scan's figures from the merged statistics.
-#[allow(clippy::too_many_arguments)]
+/// What a scan's workers counted, merged: the tree, the walk's own counters (mount points
+/// skipped, problems) and what hashing read.
+#[derive(Default)]
+struct Counts {
+    tree: TreeStats,
+    walk: walk::WalkStats,
+    hashed_bytes: u64,
+    /// Files stored without a hash: they could not be read.
+    hash_errors: u64,
+}
+
+/// The scan's figures from what its workers counted.
 fn summary(
     root: &Path,
     output: Option<&Path>,
@@ -344,10 +348,10 @@ fn summary(
     top: usize,
     hash: Option<hash::HashAlgo>,
     started: Instant,
-    stats: &TreeStats,
-    walked: &walk::WalkStats,
-    (hashed_bytes, hash_errors): (u64, u64),
+    counts: &Counts,
 ) -> ScanSummary {
+    let (stats, walked) = (&counts.tree, &counts.walk);
+    let (hashed_bytes, hash_errors) = (counts.hashed_bytes, counts.hash_errors);
     let elapsed = started.elapsed().as_secs_f64();
     let entries = stats.files + stats.dirs + stats.symlinks + stats.other;
     ScanSummary {
@@ -396,8 +400,6 @@ fn summary(
     }
 }
 
-pub use crate::units::human_bytes_u64 as human_bytes;
-
 fn bar(count: u64, max: u64) -> String {
     let w = if max == 0 {
         0
@@ -413,10 +415,10 @@ pub fn print_summary(s: &ScanSummary, out: &mut impl Write) -> io::Result<()> {
         out,
         "scanned {}: {} in {:.3} s ({:.0} entries/s, {})",
         s.root,
-        crate::report::count(s.entries, "entry"),
+        crate::units::count(s.entries, "entry"),
         s.elapsed_s,
         s.entries_per_s,
-        crate::report::count(s.threads as u64, "thread")
+        crate::units::count(s.threads as u64, "thread")
     )?;
     writeln!(
         out,
@@ -427,14 +429,14 @@ pub fn print_summary(s: &ScanSummary, out: &mut impl Write) -> io::Result<()> {
         out,
         "  bytes {} ({})  allocated {}",
         s.bytes,
-        human_bytes(s.bytes),
-        human_bytes(s.allocated_bytes)
+        human_bytes_u64(s.bytes),
+        human_bytes_u64(s.allocated_bytes)
     )?;
     if let Some(h) = s.hash {
         writeln!(
             out,
             "  hashed {} with {} at {:.1} MB/s ({} files not hashed)",
-            human_bytes(s.hashed_bytes),
+            human_bytes_u64(s.hashed_bytes),
             h.name(),
             s.hash_mb_per_s,
             s.hash_errors
@@ -466,7 +468,7 @@ pub fn print_summary(s: &ScanSummary, out: &mut impl Write) -> io::Result<()> {
             out,
             "  {label:>16} {:>10} {:>12}  {}",
             r.count,
-            human_bytes(r.sum),
+            human_bytes_u64(r.sum),
             bar(r.count, max)
         )?;
     }
@@ -499,7 +501,7 @@ pub fn print_summary(s: &ScanSummary, out: &mut impl Write) -> io::Result<()> {
             out,
             "  {ext:<12} {:>9} {:>12}",
             r.files,
-            human_bytes(r.bytes)
+            human_bytes_u64(r.bytes)
         )?;
     }
     Ok(())

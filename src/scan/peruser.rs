@@ -166,24 +166,19 @@ pub fn scan(
         cross_mounts,
         threads: workers,
     };
-    let mut s = super::summary(
-        root,
-        None,
-        &opts,
-        top,
-        None,
-        started,
-        &stats,
-        &walked,
-        (0, 0),
-    );
+    let counts = super::Counts {
+        tree: stats,
+        walk: walked,
+        ..Default::default()
+    };
+    let mut s = super::summary(root, None, &opts, top, None, started, &counts);
     s.per_user = Some(super::PerUser {
         users: users.len() as u64,
         workers: workers as u64,
         user_s: cpu1.0 - cpu0.0,
         system_s: cpu1.1 - cpu0.1,
     });
-    for p in &walked.problems {
+    for p in &counts.walk.problems {
         crate::errln!("scan: {}: {}", root.join(&p.path).display(), p.error);
     }
     Ok(s)

@@ -203,8 +203,6 @@ pub fn syncfs(fd: RawFd) -> io::Result<()> {
     cvt(unsafe { libc::syncfs(fd) }).map(|_| ())
 }
 
-pub use crate::beneath::fstat;
-
 pub fn stat(path: &CStr) -> io::Result<libc::stat> {
     // SAFETY: path is NUL-terminated; st is written by the kernel.
     unsafe {
@@ -376,6 +374,7 @@ impl Drop for AlignedBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::beneath::fstat;
     use std::ffi::CString;
 
     #[test]

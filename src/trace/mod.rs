@@ -18,8 +18,7 @@ pub mod stats;
 
 pub use format::{Call, Header, Record};
 
-/// The marks of the measured window (set by `fsbench trace record`'s environment).
-pub use crate::sys::mark::{mark, MARK_END, MARK_ENV, MARK_START};
+use crate::sys::mark::{MARK_END, MARK_START};
 
 /// The measured window of a trace: the records between the first start mark and the end
 /// mark after it (all records when unmarked), marks excluded.

@@ -397,7 +397,7 @@ impl Instance<'_> {
                 self.c.out_of_files = true;
                 break;
             }
-            if crate::engine::interrupted() {
+            if crate::cancel::interrupted() {
                 break;
             }
             if self.cfg.bias_read != -1 {
@@ -608,7 +608,7 @@ fn instance_dirs(
             std::fs::create_dir(&base).with_context(|| format!("creating {}", base.display()))?;
             if cfg.subdirectories > 1 {
                 for s in 0..cfg.subdirectories {
-                    if crate::engine::interrupted() {
+                    if crate::cancel::interrupted() {
                         bail!("interrupted while creating subdirectories");
                     }
                     let p = base.join(format!("s{s}"));

@@ -1,6 +1,9 @@
 //! Directory flowops: makedir, removedir, listdir.
 
-use super::*;
+use super::{Fail, Flow, Worker};
+use crate::fileset::{List, Want};
+use crate::model::{Flowop, FlowopKind};
+use crate::sys::io;
 use FlowopKind::*;
 
 impl Worker<'_> {

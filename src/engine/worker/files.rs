@@ -1,6 +1,10 @@
 //! File flowops: create, open, close, delete, stat, fsync, fsyncset.
 
-use super::*;
+use super::{Fail, Flow, Worker, MAX_FD};
+use crate::fileset::{List, Want};
+use crate::model::{Flowop, FlowopKind};
+use crate::sys::io;
+use std::sync::atomic::Ordering;
 use FlowopKind::*;
 
 impl Worker<'_> {
@@ -133,7 +137,7 @@ impl Worker<'_> {
         let slot = f.fd.unwrap_or(0);
         if f.fd.is_some_and(|n| n > 0) && self.slots[slot].fd >= 0 {
             let t0 = self.clock.now();
-            let r = io::fstat(self.slots[slot].fd);
+            let r = crate::beneath::fstat(self.slots[slot].fd);
             let ns = self.clock.since(t0);
             return match r {
                 Ok(_) => {

@@ -1,6 +1,9 @@
 //! CPU, time and control flowops: hog, delay, print, testrandvar, finishoncount, finishonbytes.
 
-use super::*;
+use super::{Fail, Flow, Worker};
+use crate::model::{Flowop, FlowopKind};
+use std::sync::atomic::Ordering;
+use std::time::Duration;
 use FlowopKind::*;
 
 impl Worker<'_> {

@@ -1013,17 +1013,15 @@ impl<'a> Worker<'a> {
         g
     }
 
-    /// Check `n` bytes read at `off` (asked: `asked`) into the buffer at `boff` against the
-    /// state `snap` taken before the read; counts and mismatches go to the flowop.
-    #[allow(clippy::too_many_arguments)]
+    /// Check the `n` bytes read into the buffer at `boff` against the state `snap` taken
+    /// before the read (it holds where the read was and how much it asked for); counts and
+    /// mismatches go to the flowop.
     fn vcheck(
         &mut self,
         f: &Flowop,
         slot: usize,
         v: (&crate::verify::FileState, u64),
         snap: &crate::verify::Snapshot,
-        off: u64,
-        asked: u64,
         boff: usize,
         n: usize,
     ) {
@@ -1037,8 +1035,6 @@ impl<'a> Worker<'a> {
             snap,
             v.1,
             &path,
-            off,
-            asked,
             &self.buf.as_slice()[boff..boff + n],
             &mut |m| found.push(m),
         );

@@ -1,6 +1,9 @@
 //! Synchronisation and pacing: aiowait, semaphores, block/wakeup, event and rate limits, think times.
 
-use super::*;
+use super::{Fail, Flow, Worker};
+use crate::model::{Flowop, FlowopKind};
+use std::sync::atomic::Ordering;
+use std::time::Duration;
 use FlowopKind::*;
 
 impl Worker<'_> {

@@ -9,7 +9,9 @@
 //! once, when the worker starts. Anything it cannot do (a closed slot, a buffer to grow)
 //! it leaves to the general path, which then runs as if this one did not exist.
 
-use super::*;
+use super::{Flow, Shared, Worker};
+use crate::model::{Flowop, FlowopKind, Num, Thread};
+use crate::sys::io;
 
 /// Latencies a plain flowop keeps before counting them into the histograms: more than the
 /// general path's [`crate::stats::LAT_BATCH`], since between two batches the kernel's copies

@@ -1,6 +1,11 @@
 //! Reads and writes: `read`, `write`, `aiowrite`, appends, whole-file reads and writes.
 
-use super::*;
+use super::{Fail, Flow, Map, Worker, MAX_FD};
+use crate::engine::aio::Aio;
+use crate::model::{Flowop, FlowopKind};
+use crate::sys::io;
+use rand::Rng as _;
+use std::os::fd::RawFd;
 use FlowopKind::*;
 
 /// Where one read or write goes: the slot and its descriptor, the file offset, the part of
@@ -83,7 +88,7 @@ impl Worker<'_> {
             if let Some(g) = vgen {
                 v.0.end_write(g, off, n as u64);
             } else if let (Some(s), Ok(_)) = (&snap, &r) {
-                self.vcheck(f, slot, v, s, off, len as u64, boff, n);
+                self.vcheck(f, slot, v, s, boff, n);
             }
         }
         match r {
@@ -168,7 +173,7 @@ impl Worker<'_> {
         let n = self.copy_from_map(map, off, boff, len);
         let ns = self.clock.since(t0);
         if let (Some(v), Some(s)) = (v, &snap) {
-            self.vcheck(f, slot, v, s, off, len as u64, boff, n);
+            self.vcheck(f, slot, v, s, boff, n);
         }
         self.done(f, ns, n as u64);
         self.advance(f, slot, off, n as u64, wss);
@@ -208,7 +213,7 @@ impl Worker<'_> {
         // With --verify the data is stamped for where the file ends now (untimed).
         let v = self.vstate(slot);
         let at = if v.is_some() || self.shapes(f, slot).is_some() {
-            let at = io::fstat(fd).map_or(0, |st| st.st_size.max(0) as u64);
+            let at = crate::beneath::fstat(fd).map_or(0, |st| st.st_size.max(0) as u64);
             self.shape(f, slot, at, boff, len);
             at
         } else {
@@ -276,7 +281,7 @@ impl Worker<'_> {
                 let n = self.copy_from_map(map, total, boff, len);
                 if let (Some(v), Some(s)) = (v, &snap) {
                     let c0 = self.clock.now();
-                    self.vcheck(f, slot, v, s, total, len as u64, boff, n);
+                    self.vcheck(f, slot, v, s, boff, n);
                     vns += self.clock.since(c0);
                 }
                 if n == 0 {
@@ -296,7 +301,7 @@ impl Worker<'_> {
             let r = io::pread(fd, &mut self.buf.as_mut_slice()[boff..boff + len], total);
             if let (Some(v), Some(s), Ok(n)) = (v, &snap, &r) {
                 let c0 = self.clock.now();
-                self.vcheck(f, slot, v, s, total, len as u64, boff, *n);
+                self.vcheck(f, slot, v, s, boff, *n);
                 vns += self.clock.since(c0);
             }
             match r {
@@ -392,7 +397,7 @@ impl Worker<'_> {
                 return Ok((m.ptr, m.len));
             }
         }
-        let size = io::fstat(fd)?.st_size.max(0) as usize;
+        let size = crate::beneath::fstat(fd)?.st_size.max(0) as usize;
         if let Some(m) = &self.maps[slot] {
             if m.fd == fd && m.len >= size {
                 return Ok((m.ptr, m.len));

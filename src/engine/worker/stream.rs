@@ -13,8 +13,15 @@
 //! - an fsync (fdatasync) goes after every Nth write, on the file the write went to.
 
 use super::stream_skew::{SkewState, ZoneTable};
-use super::*;
+use super::{Fail, Flow, Worker};
+use crate::dist::Rng;
 use crate::model::stream::{MinRate, Pace, Sizes, Stream};
+use crate::model::{Flowop, FlowopKind};
+use crate::sys::io::{self, OpenHow};
+use rand::Rng as _;
+use std::os::fd::RawFd;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 /// fio's poisson gap: `(1000000 / iops) × -ln(U)` µs for a uniform `U` in (0, 1], as
 /// `usec_for_io` computes it (a single-precision logarithm, as fio's `logf`).

@@ -4,8 +4,9 @@
 //! `write_*_log` entries, its runtime (per direction: a verifying writer's reads run in
 //! its verify phase) and its own CPU, from `getrusage(RUSAGE_THREAD)` at its start and end.
 
-use super::*;
+use super::Worker;
 use crate::model::stream::{FioOut, Stream};
+use crate::stats::clock::Clock;
 use crate::stats::clock::Stamp;
 use crate::stats::fiojob::{thread_usage, FioClone, FioLogs, FioVerify, LogEntry};
 use std::sync::Arc;

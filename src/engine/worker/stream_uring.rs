@@ -14,9 +14,13 @@
 //!
 //! The ring drains before its buffers and the files go away.
 
-use super::*;
+use super::{Fail, Flow, Worker};
+use crate::dist::Rng;
 use crate::model::stream::Stream;
+use crate::model::FlowopKind;
+use crate::sys::io::AlignedBuf;
 use io_uring::{opcode, types, IoUring};
+use std::os::fd::RawFd;
 
 struct Slot {
     buf: AlignedBuf,

@@ -8,9 +8,11 @@
 //! failure lines on stderr, the count and the first in the report, the run ending nonzero);
 //! `verify_fatal` stops checking that read at its first bad block.
 
-use super::*;
+use super::{Fail, Worker};
 use crate::fioverify::{Read, Spec, Want, Write};
 use crate::model::stream::Stream;
+use crate::model::FlowopKind;
+use crate::sys::io;
 
 /// A verifying write to read back: where, and the seed and number its headers carry.
 #[derive(Debug, Clone, Copy)]

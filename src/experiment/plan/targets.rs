@@ -216,7 +216,7 @@ impl TargetCx<'_> {
             (Some(q), true) => q.clone(),
             _ => self.need(&self.t.size, "size")?,
         };
-        let v = crate::disk::cli::parse_size(s.get_ref()).map_err(|e| ctx.err(s.span(), e))?;
+        let v = crate::units::parse_size(s.get_ref()).map_err(|e| ctx.err(s.span(), e))?;
         if v < (16 << 20) {
             return Err(ctx.err(s.span(), "size: at least 16M (mkfs needs room)"));
         }
@@ -370,9 +370,7 @@ impl TargetCx<'_> {
         }
         let cache_size = match &t.cache_size {
             None => 256 << 20,
-            Some(c) => {
-                crate::disk::cli::parse_size(c.get_ref()).map_err(|e| ctx.err(c.span(), e))?
-            }
+            Some(c) => crate::units::parse_size(c.get_ref()).map_err(|e| ctx.err(c.span(), e))?,
         };
         let lookaside = match &t.lookaside {
             None => None,

@@ -251,7 +251,7 @@ pub fn start(
         if marks {
             while !spawn.ready.exists()
                 && !r.finished()
-                && !crate::engine::interrupted()
+                && !crate::cancel::interrupted()
                 && t0.elapsed().as_secs_f64() < plan.time_limit_s
             {
                 std::thread::sleep(Duration::from_millis(20));

@@ -2,7 +2,10 @@
 //! `--cold`, its warm-up pass, its memory cgroup), and how long the runs should take.
 
 use super::measure::memory_limit;
-use super::*;
+use super::{command, fmt_secs, Cell};
+use crate::experiment::plan::{Fresh, Kind, Plan};
+use crate::experiment::target;
+use std::path::Path;
 
 pub(super) fn print(plan: &Plan, cells: &[Cell], outdir: &Path) {
     crate::outln!(

@@ -1,8 +1,12 @@
 //! The targets as set up for a round of cells, their device settings, and the trees
 //! `find` cells walk.
 
-use super::*;
+use super::{tree_dir_name, Cell};
+use crate::experiment::plan::{Device, Plan, SETTING_FACTORS};
 use crate::experiment::target;
+use crate::experiment::target::{Journal, Ready};
+use anyhow::{bail, Context, Result};
+use std::path::Path;
 
 /// The targets as set up, with the journal that tears them down.
 pub(super) struct Env {

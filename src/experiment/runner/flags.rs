@@ -1,9 +1,9 @@
 //! What a run's results and its device say about whether it measured what its cell says:
 //! the run flags (`runs.flags_json`) the runner stores beside each run.
 
-use super::*;
 use crate::experiment::output::Output;
 use crate::experiment::plan::DeviceWork;
+use crate::experiment::plan::Kind;
 use crate::experiment::store::{CacheServed, DeviceIdle, RunFlags};
 
 /// Why the run ended before its duration: the engine's own account (`ended_early`), or for
@@ -131,6 +131,8 @@ pub(super) fn device_idle(results: &Output, w: DeviceWork) -> Option<DeviceIdle>
 mod tests {
     use super::*;
     use crate::stats::Results;
+    use serde_json::json;
+    use std::path::Path;
 
     /// A run's output as `f` sets it.
     fn run(f: impl FnOnce(&mut Results)) -> Output {

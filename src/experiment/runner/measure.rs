@@ -5,15 +5,22 @@ use super::cgroup::{MemoryCgroup, RunCgroup, RunGroup};
 use super::env::Env;
 use super::flags::Facts;
 use super::session::labels_json;
-use super::*;
+use super::{command, Cell};
 use crate::disk::state::DiskStats;
 use crate::experiment::handoff::Handoff;
 use crate::experiment::noise;
 use crate::experiment::output::{ChildOutput, RemoteTraffic};
+use crate::experiment::plan::{Kind, Plan};
 use crate::experiment::store::{self, RunFlags, RunRecord, Store};
 use crate::experiment::target;
+use crate::experiment::target::{Journal, Ready};
 use crate::remote::state::RemoteStats;
+use anyhow::{bail, Context, Result};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 use std::time::SystemTime;
+use std::time::{Duration, Instant};
 
 enum Outcome {
     Ok(Box<ChildOutput>),
@@ -92,7 +99,7 @@ fn measure(
         if let Some(s) = child.try_wait()? {
             break s;
         }
-        let interrupted = crate::engine::interrupted();
+        let interrupted = crate::cancel::interrupted();
         if stop_sent.is_none() && (interrupted || start.elapsed().as_secs_f64() > limit) {
             timed_out = !interrupted;
             // SAFETY: signalling our own child by pid.
@@ -115,7 +122,7 @@ fn measure(
         g.poll(true);
         let _ = crate::owned::path::remove_file(&g.ready);
     }
-    if crate::engine::interrupted() {
+    if crate::cancel::interrupted() {
         return Ok(Outcome::Interrupted);
     }
     if timed_out {

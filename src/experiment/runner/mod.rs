@@ -5,16 +5,13 @@
 //! one contract (the JSON it already writes), cells are isolated from each other, and a
 //! stuck or interrupted measurement can be stopped without taking the runner down.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
-use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
-use super::plan::{AgePer, Arg, Device, Fresh, Kind, Order, Plan, SETTING_FACTORS};
-use super::target::{self, Journal, Ready};
+use super::plan::{Arg, Kind, Order, Plan, SETTING_FACTORS};
+use super::target::{self, Journal};
 
 mod background;
 mod cache_blind;

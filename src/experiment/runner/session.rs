@@ -3,9 +3,18 @@
 
 use super::env::Env;
 use super::measure::Run;
-use super::*;
+use super::{
+    cells, fmt_secs, missing_tools, order, planned_cells, root_steps, stored_command, Cell,
+    Options, MAX_CELLS, OUT_MARKER,
+};
+use crate::experiment::plan::{AgePer, Fresh, Plan};
 use crate::experiment::store::{self, Store};
 use crate::experiment::target;
+use crate::experiment::target::Journal;
+use anyhow::{bail, Context, Result};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 fn prepare_outdir(plan: &Plan, o: &Options) -> Result<PathBuf> {
     let outdir = o
@@ -51,7 +60,7 @@ pub fn run(o: &Options) -> Result<()> {
     };
     let outdir = prepare_outdir(&plan, o)?;
     let (mut st, exp, cell_ids) = open_store(&plan, &cells, &outdir)?;
-    crate::engine::install_signal_handlers();
+    crate::cancel::install_signal_handlers();
     let mut env = Env {
         journal: Journal::create(&outdir)?,
         ready: Vec::new(),
@@ -158,32 +167,33 @@ fn open_store(plan: &Plan, cells: &[Cell], outdir: &Path) -> Result<(Store, i64,
             }
             id
         }
-        None => st.new_experiment(
-            &plan.name,
-            &plan.file.display().to_string(),
-            &plan.text,
-            &plan.hash(),
-            plan.quick,
-            plan.seed,
-            plan.repetitions,
-            plan.noise_threshold,
-            &baseline,
-        )?,
+        None => st.new_experiment(&store::ExperimentRecord {
+            name: &plan.name,
+            plan_file: &plan.file.display().to_string(),
+            plan_text: &plan.text,
+            plan_hash: &plan.hash(),
+            quick: plan.quick,
+            seed: plan.seed,
+            repetitions: plan.repetitions,
+            noise_threshold: plan.noise_threshold,
+            baseline: &baseline,
+        })?,
     };
     let mut cell_ids = Vec::new();
     st.begin()?;
     for c in cells {
         let cmd = stored_command(plan, c);
-        cell_ids.push(st.cell(
-            exp,
-            c.idx,
-            &plan.measurements[c.measurement].name,
-            plan.measurements[c.measurement].kind.name(),
-            &c.target,
-            &c.cache,
-            &Value::Object(labels_json(plan, c)),
-            &json!(cmd),
-        )?);
+        let m = &plan.measurements[c.measurement];
+        cell_ids.push(st.cell(&store::CellRecord {
+            experiment_id: exp,
+            idx: c.idx,
+            measurement: &m.name,
+            kind: m.kind.name(),
+            target: &c.target,
+            cache: &c.cache,
+            factors: &Value::Object(labels_json(plan, c)),
+            command: &json!(cmd),
+        })?);
     }
     st.commit()?;
     Ok((st, exp, cell_ids))
@@ -275,7 +285,7 @@ impl Session<'_> {
             if todo.is_empty() {
                 continue;
             }
-            if crate::engine::interrupted() {
+            if crate::cancel::interrupted() {
                 return Ok(());
             }
             if !self.env.up || plan.fresh == Fresh::Repetition {
@@ -290,7 +300,7 @@ impl Session<'_> {
                 self.warm_up(&todo)?;
             }
             self.measure_round(round, &todo)?;
-            if crate::engine::interrupted() {
+            if crate::cancel::interrupted() {
                 return Ok(());
             }
         }
@@ -363,7 +373,7 @@ impl Session<'_> {
         let plan = self.plan;
         for &i in todo {
             for w in 0..plan.warmup_runs {
-                if crate::engine::interrupted() {
+                if crate::cancel::interrupted() {
                     return Ok(());
                 }
                 crate::errln!(
@@ -383,7 +393,7 @@ impl Session<'_> {
     fn measure_round(&mut self, round: u32, todo: &[usize]) -> Result<()> {
         let plan = self.plan;
         for &i in todo {
-            if crate::engine::interrupted() {
+            if crate::cancel::interrupted() {
                 return Ok(());
             }
             let p = &self.progress;
@@ -409,7 +419,7 @@ impl Session<'_> {
             );
             let t0 = Instant::now();
             let ok = self.run_one(i, self.cell_ids[i], round, "")?;
-            if !ok && !crate::engine::interrupted() {
+            if !ok && !crate::cancel::interrupted() {
                 self.failures += 1;
             }
             self.progress.measured_s += t0.elapsed().as_secs_f64();
@@ -421,7 +431,7 @@ impl Session<'_> {
     /// --strict: measure the disturbed runs again; each stays valid until its
     /// replacement is stored.
     fn strict(&mut self, o: &Options, exp: i64) -> Result<()> {
-        if !o.strict || crate::engine::interrupted() {
+        if !o.strict || crate::cancel::interrupted() {
             return Ok(());
         }
         let disturbed: Vec<(i64, i64, u32)> = {
@@ -442,7 +452,7 @@ impl Session<'_> {
             self.set_up()?;
         }
         for (run_id, cell_id, rep) in disturbed {
-            if crate::engine::interrupted() {
+            if crate::cancel::interrupted() {
                 return Ok(());
             }
             let i = self
@@ -508,7 +518,7 @@ fn finish(
     failures: usize,
     timing: (&super::estimate::Estimate, Instant),
 ) -> Result<()> {
-    if crate::engine::interrupted() {
+    if crate::cancel::interrupted() {
         bail!(
             "interrupted: every target is torn down; {} runs stored. Continue with `fsbench experiment {} -o {} --resume{}`",
             st.db.query_row("SELECT COUNT(*) FROM runs WHERE status = 'ok'", [], |r| r.get::<_, i64>(0))?,

@@ -14,9 +14,10 @@ pub mod render;
 pub use background::BgRow;
 pub use published::{PublishedRounds, PublishedRow, Verdict};
 
-pub use plan_text::{Adaptive, PlanChoices};
+pub use plan_text::PlanChoices;
 pub use render::{render_csv, render_markdown, render_text, render_text_all};
 
+use super::plan::Adaptive;
 use super::store::{RunFlags, Store};
 use crate::stats::modes::{modality, Modality};
 use crate::stats::ratio::ratio;

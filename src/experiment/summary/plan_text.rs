@@ -3,10 +3,8 @@
 //! Read from the plan's stored text (validated when the experiment ran), leniently: the
 //! plan's targets and workloads need not exist any more.
 
-use crate::experiment::plan::{level_text, published, Published};
+use crate::experiment::plan::{level_text, published, Adaptive, Published};
 use toml::Value;
-
-pub use crate::experiment::plan::Adaptive;
 
 #[derive(Debug, Default, Clone)]
 pub struct PlanChoices {

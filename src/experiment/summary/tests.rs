@@ -1,5 +1,5 @@
 use super::*;
-use crate::experiment::store::{now, RunRecord};
+use crate::experiment::store::{now, CellRecord, ExperimentRecord, RunRecord};
 use crate::stats::Results;
 use serde_json::{json, Value};
 
@@ -31,7 +31,17 @@ impl Db {
         std::fs::create_dir_all(&dir).unwrap();
         let st = Store::open(&dir).unwrap();
         let exp = st
-            .new_experiment("x", "p.toml", plan, "h", false, 1, 2, 0.05, &baseline)
+            .new_experiment(&ExperimentRecord {
+                name: "x",
+                plan_file: "p.toml",
+                plan_text: plan,
+                plan_hash: "h",
+                quick: false,
+                seed: 1,
+                repetitions: 2,
+                noise_threshold: 0.05,
+                baseline: &baseline,
+            })
             .unwrap();
         Db { dir, st, exp }
     }
@@ -39,16 +49,16 @@ impl Db {
     fn cell(&self, idx: usize, target: &str, instances: &str) -> i64 {
         let f = json!({"measurement": "pm", "target": target, "instances": instances});
         self.st
-            .cell(
-                self.exp,
+            .cell(&CellRecord {
+                experiment_id: self.exp,
                 idx,
-                "pm",
-                "postmark",
+                measurement: "pm",
+                kind: "postmark",
                 target,
-                "warm",
-                &f,
-                &Value::Null,
-            )
+                cache: "warm",
+                factors: &f,
+                command: &Value::Null,
+            })
             .unwrap()
     }
 

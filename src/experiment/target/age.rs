@@ -43,7 +43,7 @@ pub fn run(a: &Age, ready: &mut Ready, outdir: &Path, tag: &str, j: &mut Journal
         j.push(Undo::RemoveMarkedTree {
             dir: aged.clone(),
             id: None,
-            marker: crate::engine::rundir::MARKER.into(),
+            marker: crate::owned::trust::MARKER.into(),
         })?;
     }
     let facts = age_dir(a, &ready.dir, &ready.name, outdir, tag)
@@ -75,7 +75,7 @@ pub fn age_dir(
     let json_out = logs.join(format!("{target}-{tag}.json"));
     args.extend(["--json".into(), json_out.display().to_string(), "-q".into()]);
     fsbench("age", &args)?;
-    let report: crate::age::cli::AgeReport = read_json(&json_out, "an aging report")?;
+    let report: crate::age::report::AgeReport = read_json(&json_out, "an aging report")?;
     facts.extend(age_facts(&report));
     facts.insert("report".into(), json_out.display().to_string().into());
     Ok(facts)
@@ -127,7 +127,7 @@ fn scan_source(
 }
 
 /// A layout's numbers as facts (`score`, `files`, `fragments`, `split_files`, ...).
-fn layout_facts(l: &crate::age::cli::LayoutFacts) -> Vec<(String, Value)> {
+fn layout_facts(l: &crate::age::report::LayoutFacts) -> Vec<(String, Value)> {
     let mut out = vec![
         ("score".to_string(), json!(l.score)),
         ("files".to_string(), json!(l.files)),
@@ -146,7 +146,7 @@ fn layout_facts(l: &crate::age::cli::LayoutFacts) -> Vec<(String, Value)> {
 }
 
 /// What the target records of its aging step, from the report `fsbench age` wrote.
-fn age_facts(r: &crate::age::cli::AgeReport) -> Map<String, Value> {
+fn age_facts(r: &crate::age::report::AgeReport) -> Map<String, Value> {
     let mut facts = Map::new();
     let w = r.writeback;
     for (k, v) in [

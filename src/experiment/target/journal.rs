@@ -183,7 +183,7 @@ impl Undo {
         match self {
             Undo::RemoveFile { path, .. } | Undo::RemoveEmptyDir { path, .. } => outside(path),
             Undo::RemoveMarkedTree { dir, marker, .. } => {
-                if ![MARKER, crate::engine::rundir::MARKER].contains(&marker.as_str()) {
+                if ![MARKER, crate::owned::trust::MARKER].contains(&marker.as_str()) {
                     Some(format!("{marker:?} is not a marker fsbench writes"))
                 } else {
                     (!dir.is_absolute()

@@ -1,6 +1,9 @@
 //! Reading attribute values: names, numbers, flags, percentages, content.
 
-use super::*;
+use super::{suggest, AVal, Builder, Locals, Val};
+use crate::lang::ast::Attr;
+use crate::lang::Diagnostic;
+use crate::model::Num;
 
 /// The `compress=`, `dedupe=` and `content=` attributes of a fileset or a flowop: `content=`
 /// gives both shares; an explicit `compress=`/`dedupe=` wins, in any order.

@@ -1,6 +1,11 @@
 //! `define file` and `define fileset`: attributes, defaults and checks.
 
-use super::*;
+use super::attrs::ContentAttrs;
+use super::{AVal, Builder, Locals, Val};
+use crate::dist::{Dist, RandVar};
+use crate::lang::ast::Attr;
+use crate::lang::{Diagnostic, Span};
+use crate::model::{Fileset, Num, RandVarDef};
 
 /// The attributes of `define file`.
 pub(super) const FILE_ATTRS: &[&str] = &[

@@ -1,6 +1,12 @@
 //! Flowops: attributes, the requirements of each kind, composite expansion.
 
-use super::*;
+use super::attrs::ContentAttrs;
+use super::{suggest, Builder, Locals, MAX_EXPANDED, MAX_NESTING};
+use crate::lang::ast::{Attr, FlowopDecl, LocalVar};
+use crate::lang::{Diagnostic, Span};
+use crate::model::kind::{all_flowop_attrs, FlowopKind, COMMON_ATTRS};
+use crate::model::{Fileset, Flowop, Num};
+use std::collections::HashMap;
 
 /// A flowop of `kind` with every attribute at its default.
 pub(super) fn blank_flowop(kind: FlowopKind, span: Span) -> Flowop {

@@ -2,9 +2,8 @@
 //! flowops (with composite flowops expanded) and every check that can be made before
 //! anything touches the disk.
 
-use super::kind::{all_flowop_attrs, FlowopKind, COMMON_ATTRS};
-use super::*;
-use crate::dist::{self, Dist, RandVar, TableRow};
+use super::kind::FlowopKind;
+use super::{Action, Num, QuitMode, RandVarDef, Workload};
 use crate::lang::ast::{self, Attr, FlowopDecl, LocalVar, SetValue, Stmt, Value, ValueNode};
 use crate::lang::lexer::parse_int;
 use crate::lang::{Collected, Diagnostic, Diagnostics, SourceFile, Span};
@@ -18,8 +17,6 @@ mod processes;
 mod randvars;
 
 pub use flowops::stream_flowop;
-
-use attrs::ContentAttrs;
 
 /// The warning for a workload without `run`; `fsbench run --duration` leaves it out, since the
 /// duration is then given.

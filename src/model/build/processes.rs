@@ -1,7 +1,11 @@
 //! `define process` and its threads, and the checks that span a thread or the workload
 //! (file descriptor slots, wake-up targets).
 
-use super::*;
+use super::{Builder, Locals};
+use crate::lang::{ast, Diagnostic, Span};
+use crate::model::kind::FlowopKind;
+use crate::model::{Fileset, Flowop, Process, Thread};
+use std::collections::{HashMap, HashSet};
 
 impl Builder {
     /// One warning for every `useism`, at the first, naming the lines of the others.

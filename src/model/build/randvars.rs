@@ -1,6 +1,10 @@
 //! Random variables: `randvar(...)`, `cvar(...)` and their tables.
 
-use super::*;
+use super::{AVal, Builder, Locals, Val};
+use crate::dist::{self, Dist, RandVar, TableRow};
+use crate::lang::ast::{self, Attr};
+use crate::lang::{Diagnostic, Span};
+use crate::model::RandVarDef;
 
 /// The attributes of `randvar(...)` as written (Filebench's defaults: gamma, shape 1.5).
 struct RandvarAttrs {

@@ -1,7 +1,15 @@
 //! File data and the client cache: opening (a whole-file fetch or the block protocol),
 //! reads, writes, storing back, and eviction.
 
-use super::*;
+use super::encode::{errno, open_bytes, Out};
+use super::{copy_into, h_meta, version, Cached, Fs, Handle};
+use crate::fuse::read_full_at;
+use crate::remote::model::CHUNK;
+use crate::remote::state::Protocol;
+use std::fs::{self, File, OpenOptions};
+use std::io;
+use std::os::unix::fs::{FileExt, MetadataExt};
+use std::path::Path;
 
 impl Fs {
     pub(super) fn open(&mut self, now: f64, ino: u64, flags: u32) -> Out {

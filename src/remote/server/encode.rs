@@ -1,7 +1,9 @@
 //! The replies' encoding: attributes, entries, open replies, names, and what a reply is
 //! (its due time, error and payload).
 
-use super::*;
+use crate::fuse::FOPEN_DIRECT_IO;
+use std::os::unix::fs::MetadataExt;
+use std::{fs, io};
 
 /// What a request's reply is: its modelled due time (None: at once), error, payload.
 pub(super) struct Out {

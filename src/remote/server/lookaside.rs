@@ -1,7 +1,14 @@
 //! The lookaside trees: an index of local files by size and content hash, and the
 //! server's side of a lookup in it.
 
-use super::*;
+use super::{copy_into, version, Fs};
+use crate::remote::state::{LookasideEntry, StateDir};
+use anyhow::Context;
+use std::collections::HashMap;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::{fs, io};
 
 /// Hash a file's content (BLAKE3, hexadecimal): a regular file, read no further than its
 /// size (one replaced by a FIFO since it was listed is refused, not waited on).
@@ -17,7 +24,8 @@ pub fn hash_file(path: &Path) -> io::Result<String> {
 /// Read the lookaside index written by `remote create`.
 pub(super) fn load_lookaside(sd: &StateDir) -> HashMap<(u64, String), Vec<LookasideEntry>> {
     let mut map: HashMap<(u64, String), Vec<LookasideEntry>> = HashMap::new();
-    let entries: Vec<LookasideEntry> = state::read_json(&sd.lookaside()).unwrap_or_default();
+    let entries: Vec<LookasideEntry> =
+        crate::fuse::state::read_json(&sd.lookaside()).unwrap_or_default();
     for e in entries {
         map.entry((e.size, e.hash.clone())).or_default().push(e);
     }

@@ -19,11 +19,10 @@
 
 use std::cmp::Ordering as CmpOrdering;
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
-use std::ffi::OsStr;
 use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{FileExt, MetadataExt, PermissionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -38,7 +37,7 @@ use rand::Rng;
 use crate::fuse::*;
 
 use super::model::{Link, Net, ATTR_TTL, CHUNK};
-use super::state::{self, LookasideEntry, Protocol, Ready, RemoteConfig, RemoteStats, StateDir};
+use super::state::{LookasideEntry, Protocol, Ready, RemoteConfig, RemoteStats, StateDir};
 
 mod data;
 mod encode;
@@ -426,7 +425,7 @@ pub fn serve(name: &str) -> anyhow::Result<()> {
     let reader_t = thread::Builder::new()
         .name("fuse-reader".into())
         .spawn(move || reader_thread(sh, fm))?;
-    state::write_json_atomic(
+    crate::fuse::state::write_json_atomic(
         &sd.ready(),
         &Ready {
             pid: std::process::id() as i32,

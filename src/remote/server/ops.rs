@@ -1,10 +1,23 @@
 //! The name space operations: lookups, attributes, creating, removing and renaming,
 //! listings and statfs; each charged its round trips.
 
-use super::*;
+use super::encode::{cname, entry_bytes, errno, open_bytes, valid_name, Out};
+use super::{version, Cached, DirHandle, Fs, Handle, ROOT_INO};
+use crate::fuse::{
+    cstr, dirents, u32_at, u64_at, FATTR_ATIME, FATTR_ATIME_NOW, FATTR_GID, FATTR_MODE,
+    FATTR_MTIME, FATTR_MTIME_NOW, FATTR_SIZE, FATTR_UID,
+};
 use crate::owned;
+use crate::remote::state::Protocol;
 use std::ffi::CString;
+use std::ffi::OsStr;
+use std::fs::{self, File, OpenOptions};
+use std::io;
 use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
 
 impl Fs {
     pub(super) fn lookup(&mut self, now: f64, parent: u64, name: &[u8]) -> Out {

@@ -1,7 +1,23 @@
 //! The server's threads: the reader that answers requests, the replier that sends
 //! queued replies at their modelled times, and the control requests of `remote set`.
 
-use super::*;
+use super::encode::{cname, Out};
+use super::lookaside::load_lookaside;
+use super::{Fs, Pending, Shared};
+use crate::fuse::{
+    next_request, realtime, reply, reply_init, u32_at, u64_at, Sleeper, FUSE_ACCESS,
+    FUSE_ASYNC_READ, FUSE_BATCH_FORGET, FUSE_BIG_WRITES, FUSE_CREATE, FUSE_DESTROY, FUSE_FLUSH,
+    FUSE_FORGET, FUSE_FSYNC, FUSE_FSYNCDIR, FUSE_GETATTR, FUSE_INIT, FUSE_INTERRUPT, FUSE_LINK,
+    FUSE_LOOKUP, FUSE_MAX_PAGES, FUSE_MKDIR, FUSE_MKNOD, FUSE_OPEN, FUSE_OPENDIR, FUSE_READ,
+    FUSE_READDIR, FUSE_READLINK, FUSE_RELEASE, FUSE_RELEASEDIR, FUSE_REMOVEXATTR, FUSE_RENAME,
+    FUSE_RENAME2, FUSE_RMDIR, FUSE_SETATTR, FUSE_SETXATTR, FUSE_STATFS, FUSE_SYMLINK, FUSE_UNLINK,
+    FUSE_WRITE, IN_HEADER, MAX_WRITE, RT_PRIORITY,
+};
+use crate::remote::state::{self, RemoteStats, StateDir};
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 pub(super) fn opcode_name(op: u32) -> &'static str {
     match op {
@@ -188,7 +204,7 @@ pub(super) fn control(
     scheduling: &str,
     memory_locked: &str,
 ) -> anyhow::Result<()> {
-    let c: state::Control = state::read_json(&sd.control())?;
+    let c: state::Control = crate::fuse::state::read_json(&sd.control())?;
     {
         let mut f = fsm.lock().unwrap();
         if c.drop_cache {
@@ -205,8 +221,11 @@ pub(super) fn control(
         let cache_bytes = f.cache_bytes();
         shared.count(|s| s.cache_bytes = cache_bytes);
     }
-    state::write_json_atomic(&sd.stats(), &snapshot(shared, scheduling, memory_locked))?;
-    state::write_json_atomic(&sd.control_ack(), &c.seq)?;
+    crate::fuse::state::write_json_atomic(
+        &sd.stats(),
+        &snapshot(shared, scheduling, memory_locked),
+    )?;
+    crate::fuse::state::write_json_atomic(&sd.control_ack(), &c.seq)?;
     Ok(())
 }
 
@@ -227,7 +246,7 @@ pub(super) fn replier_thread(
     let mut last_write = 0.0f64;
     let write_stats = |last: &mut f64| {
         let snap = snapshot(&shared, &scheduling, &memory_locked);
-        if let Err(e) = state::write_json_atomic(&stats_path, &snap) {
+        if let Err(e) = crate::fuse::state::write_json_atomic(&stats_path, &snap) {
             crate::errln!("fsbench remote server: {e:#}");
         }
         *last = clock.now();

@@ -2,7 +2,7 @@
 //! operations and distance to the profile, the layout score and fragments before and after,
 //! each distribution against its profile, and files by number of fragments.
 //!
-//! An aging report is read into [`Aging`], the part of `age::cli::AgeReport` the report
+//! An aging report is read into [`Aging`], the part of `age::report::AgeReport` the report
 //! shows (the report stands below the aging code; a test there keeps the two in step).
 
 use super::{chart_block, charts, esc, g4, table};

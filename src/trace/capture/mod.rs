@@ -190,7 +190,7 @@ pub fn record(a: &RecordArgs) -> Result<()> {
         .arg(&log_path)
         .arg("--")
         .args(&a.command)
-        .env(super::MARK_ENV, "1");
+        .env(crate::sys::mark::MARK_ENV, "1");
     if to_stdout(a) {
         // Standard output carries the trace or the log: the command's own goes to stderr.
         strace.stdout(std::io::stderr());

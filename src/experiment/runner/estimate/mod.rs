@@ -226,7 +226,7 @@ impl Estimate {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::experiment::store::{RunFlags, RunRecord, Store};
+    use crate::experiment::store::{CellRecord, ExperimentRecord, RunFlags, RunRecord, Store};
 
     fn plan(extra: &str) -> Plan {
         let text = format!(
@@ -263,30 +263,30 @@ factors = {{ nthreads = [1, 2] }}
         );
         let st = Store::open(&dir).unwrap();
         let exp = st
-            .new_experiment(
-                "t",
-                "t.toml",
-                "",
-                "h",
-                false,
-                1,
-                2,
-                0.1,
-                &serde_json::json!({}),
-            )
+            .new_experiment(&ExperimentRecord {
+                name: "t",
+                plan_file: "t.toml",
+                plan_text: "",
+                plan_hash: "h",
+                quick: false,
+                seed: 1,
+                repetitions: 2,
+                noise_threshold: 0.1,
+                baseline: &serde_json::json!({}),
+            })
             .unwrap();
         let cmd = serde_json::json!(super::super::stored_command(&p, &cells[1]));
         let id = st
-            .cell(
-                exp,
-                1,
-                "w",
-                "workload",
-                "d",
-                "warm",
-                &serde_json::json!({}),
-                &cmd,
-            )
+            .cell(&CellRecord {
+                experiment_id: exp,
+                idx: 1,
+                measurement: "w",
+                kind: "workload",
+                target: "d",
+                cache: "warm",
+                factors: &serde_json::json!({}),
+                command: &cmd,
+            })
             .unwrap();
         let mut st = st;
         st.add_run(&RunRecord {
