@@ -871,19 +871,6 @@ fn shipped_plan_lookaside_at_quick_scale() {
                 0.0 < high && high < low && low < none,
                 "{net}: resume fetched {high} at 0.9/0.79, {low} at 0.28/0.13, {none} without"
             );
-            // The build's traced calls replayed over the served tree (recorded over a tree
-            // generated with the target's settings): every call that succeeded when recorded
-            // succeeds here, and a lookaside tree saves fetches as it does for the build.
-            for la in ["none", "0.9/0.79", "0.28/0.13"] {
-                let failed = remote_figure(out, "replay", net, la, "failed_where_recorded_ok");
-                assert_eq!(failed, 0.0, "{net} {la}: replayed calls failed");
-            }
-            let fetched = |la: &str| remote_figure(out, "replay", net, la, "remote.bytes_fetched");
-            let (none_r, high_r) = (fetched("none"), fetched("0.9/0.79"));
-            assert!(
-                0.0 < high_r && high_r < none_r,
-                "{net}: replay fetched {high_r} at 0.9/0.79, {none_r} without"
-            );
             let read = remote_figure(out, "resume", net, "none", "bytes");
             assert!(none >= read, "{net}: read {read} but fetched {none}");
             // The model's time for the run's own traffic beside the measured time: at 1
@@ -1497,9 +1484,9 @@ params = {{ tree_files = 200, tree_dirs = 4 }}
     assert_eq!(v["rows"][0]["n"], 2, "{v}");
 }
 
-/// The dry run's estimate of a build, a replay and a read over a remote counts the modelled
-/// network: the lookaside plan's 100 kbit/s build, replay and resume cells and 1 Mbit/s
-/// resume cells dominate it (from its file counts and CPU alone it came to under two minutes).
+/// The dry run's estimate of a build and a read over a remote counts the modelled network:
+/// the lookaside plan's 100 kbit/s build and resume cells and 1 Mbit/s resume cells dominate
+/// it (from its file counts and CPU alone it came to under two minutes).
 #[test]
 fn dry_run_estimates_a_remote_build_from_its_network() {
     let plan = Path::new(env!("CARGO_MANIFEST_DIR")).join("plans/lookaside.toml");
@@ -1519,7 +1506,7 @@ fn dry_run_estimates_a_remote_build_from_its_network() {
         .zip(hours.parse::<f64>().ok())
         .map(|(m, h)| h * 60.0 + m)
         .unwrap_or_else(|| panic!("estimate {est}"));
-    assert!((60.0..130.0).contains(&minutes), "estimate {est}");
+    assert!((60.0..110.0).contains(&minutes), "estimate {est}");
     assert!(t.contains("from its modelled network"), "{t}");
 }
 

@@ -204,8 +204,7 @@ impl Run<'_> {
         let remote_before = target::remote::stats_now(ready);
         let started_at = store::now();
         let before = noise::sample();
-        let sched_before = scheduler_now(ready);
-        let disk_before = disk_stats(ready);
+        let (sched_before, disk_before) = (scheduler_now(ready), disk_stats(ready));
         let dev = ready.device.as_deref();
         let dev_before = dev.and_then(crate::sys::blockstat::named_device_read_bytes);
         let t0 = Instant::now();
