@@ -80,18 +80,13 @@ pub fn stdout_ok() -> io::Result<()> {
 /// break what is shown (bidirectional overrides and isolates, line and paragraph
 /// separators).
 pub fn printable(s: &str) -> std::borrow::Cow<'_, str> {
-    if !s.contains(unsafe_char) {
-        return std::borrow::Cow::Borrowed(s);
-    }
-    let mut out = String::with_capacity(s.len() + 16);
-    for c in s.chars() {
-        match c {
-            c if !unsafe_char(c) => out.push(c),
-            c if (c as u32) < 0x80 => out.push_str(&format!("\\x{:02x}", c as u32)),
-            c => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+    escaped(s, unsafe_char, |c, out| {
+        if (c as u32) < 0x80 {
+            out.push_str(&format!("\\x{:02x}", c as u32));
+        } else {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
         }
-    }
-    std::borrow::Cow::Owned(out)
+    })
 }
 
 /// A character [`printable`] writes as an escape.
@@ -101,17 +96,32 @@ fn unsafe_char(c: char) -> bool {
 }
 
 /// JSON text made safe for a terminal and still JSON: the characters [`printable`] escapes
-/// are written as JSON's `\uXXXX` escapes, which read back as the same characters. (serde
-/// already escapes C0 controls; C1 controls, DEL and the reordering characters it writes
-/// as they are, and they can only stand inside strings, where `\uXXXX` means them.)
+/// are written as JSON's escapes of four hex digits (`\u009b`), which read back as the same
+/// characters. serde already escapes C0 controls inside strings; C1 controls, DEL and the
+/// reordering characters it writes as they are, and they can only stand inside strings,
+/// where such an escape means them. A carriage return outside a string is JSON whitespace
+/// and stays.
 pub fn printable_json(s: &str) -> std::borrow::Cow<'_, str> {
-    if !s.chars().any(|c| unsafe_char(c) && c != '\r') {
+    escaped(
+        s,
+        |c| unsafe_char(c) && c != '\r',
+        |c, out| out.push_str(&format!("\\u{:04x}", c as u32)),
+    )
+}
+
+/// `s` with each character `unsafe_` picks written by `escape`; borrowed when there is none.
+fn escaped(
+    s: &str,
+    unsafe_: impl Fn(char) -> bool,
+    escape: impl Fn(char, &mut String),
+) -> std::borrow::Cow<'_, str> {
+    if !s.contains(&unsafe_) {
         return std::borrow::Cow::Borrowed(s);
     }
     let mut out = String::with_capacity(s.len() + 16);
     for c in s.chars() {
-        if unsafe_char(c) && c != '\r' {
-            out.push_str(&format!("\\u{:04x}", c as u32));
+        if unsafe_(c) {
+            escape(c, &mut out);
         } else {
             out.push(c);
         }

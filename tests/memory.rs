@@ -10,19 +10,6 @@ mod common;
 use common::*;
 
 /// Bytes from a size as the reports print it: `250.4 MiB`.
-fn bytes(text: &str) -> f64 {
-    let (n, unit) = text.trim().split_once(' ').expect("a number and a unit");
-    let n: f64 = n.parse().expect("a number");
-    let scale = match unit {
-        "B" => 1.0,
-        "KiB" => 1024.0,
-        "MiB" => 1024.0 * 1024.0,
-        "GiB" => 1024.0 * 1024.0 * 1024.0,
-        u => panic!("unit {u}"),
-    };
-    n * scale
-}
-
 #[test]
 fn the_estimate_of_many_flowops_is_within_30_percent_of_the_resident_size() {
     let dir = Scratch::new("memory-flowops");
@@ -46,26 +33,10 @@ fn the_estimate_of_many_flowops_is_within_30_percent_of_the_resident_size() {
         "10",
     ]);
     assert!(o.status.success(), "{}", text(&o));
-    let err = String::from_utf8_lossy(&o.stderr);
-    let line = err
-        .lines()
-        .find(|l| l.contains("fsbench: memory: about"))
-        .unwrap_or_else(|| panic!("no estimate: {err}"));
-    let est = bytes(
-        line.split("about ")
-            .nth(1)
-            .and_then(|r| r.split(" in all").next())
-            .unwrap(),
-    );
+    let (line, est) = memory_estimate(&o);
     assert!(
         line.contains(&format!("{n} flowops")),
         "the estimate counts the flowops: {line}"
     );
-    let ratio = rss / est;
-    assert!(
-        (0.7..=1.3).contains(&ratio),
-        "resident {:.1} MiB against an estimate of {:.1} MiB ({line})",
-        rss / 1048576.0,
-        est / 1048576.0
-    );
+    assert_resident_near_estimate(rss, est, &line);
 }

@@ -8,16 +8,6 @@ use common::*;
 
 const ENTRIES: u64 = 100_000_000;
 
-fn mib(text: &str) -> f64 {
-    let (n, unit) = text.trim().split_once(' ').expect("a number and a unit");
-    let n: f64 = n.parse().expect("a number");
-    n * match unit {
-        "MiB" => 1024.0 * 1024.0,
-        "GiB" => 1024.0 * 1024.0 * 1024.0,
-        u => panic!("unit {u}"),
-    }
-}
-
 fn available_bytes() -> u64 {
     std::fs::read_to_string("/proc/meminfo")
         .ok()
@@ -58,26 +48,11 @@ fn a_hundred_million_entries_fit_their_estimate() {
         "--continue-when-exhausted",
     ]);
     assert!(o.status.success(), "{}", text(&o));
-    let err = String::from_utf8_lossy(&o.stderr);
-    let line = err
-        .lines()
-        .find(|l| l.contains("fsbench: memory: about"))
-        .unwrap_or_else(|| panic!("no estimate: {err}"));
-    let est = mib(line
-        .split("about ")
-        .nth(1)
-        .and_then(|r| r.split(" in all").next())
-        .unwrap());
+    let (line, est) = memory_estimate(&o);
     assert!(
         rss <= 2.4e9,
         "{ENTRIES} entries held {:.2} GB (at most 2.4 GB: 24 bytes an entry)",
         rss / 1e9
     );
-    let ratio = rss / est;
-    assert!(
-        (0.7..=1.3).contains(&ratio),
-        "resident {:.1} MiB against an estimate of {:.1} MiB ({line})",
-        rss / 1048576.0,
-        est / 1048576.0
-    );
+    assert_resident_near_estimate(rss, est, &line);
 }

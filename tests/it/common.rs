@@ -52,6 +52,43 @@ pub fn run_with_peak_rss(args: &[&str]) -> (Output, f64) {
     (o, ru.ru_maxrss as f64 * 1024.0)
 }
 
+/// The memory estimate a run printed (`fsbench: memory: about N UNIT ... in all`): the line
+/// and its bytes.
+pub fn memory_estimate(o: &Output) -> (String, f64) {
+    let err = String::from_utf8_lossy(&o.stderr);
+    let line = err
+        .lines()
+        .find(|l| l.contains("fsbench: memory: about"))
+        .unwrap_or_else(|| panic!("no estimate: {err}"))
+        .to_string();
+    let amount = line
+        .split("about ")
+        .nth(1)
+        .and_then(|r| r.split(" in all").next())
+        .unwrap();
+    let (n, unit) = amount.trim().split_once(' ').expect("a number and a unit");
+    let n: f64 = n.parse().expect("a number");
+    let scale = match unit {
+        "B" => 1.0,
+        "KiB" => 1024.0,
+        "MiB" => 1024.0 * 1024.0,
+        "GiB" => 1024.0 * 1024.0 * 1024.0,
+        u => panic!("unit {u}"),
+    };
+    (line, n * scale)
+}
+
+/// A run's peak resident size within 30% of the estimate it printed.
+pub fn assert_resident_near_estimate(rss: f64, est: f64, line: &str) {
+    let ratio = rss / est;
+    assert!(
+        (0.7..=1.3).contains(&ratio),
+        "resident {:.1} MiB against an estimate of {:.1} MiB ({line})",
+        rss / 1048576.0,
+        est / 1048576.0
+    );
+}
+
 /// `fsbench experiment PLAN -o OUT`, which must succeed (its output is in the panic if not).
 pub fn experiment_ok(plan: &Path, out: &Path) -> Output {
     let o = run(&[
