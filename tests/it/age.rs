@@ -2,7 +2,9 @@
 //! skipped with the reason elsewhere), a small tmpfs, and snapshot replay in
 //! a scratch directory.
 
-use crate::common::{run, run_ok, skip, stdout_ok, text, tree_listing, LoopExt4, Mount, Scratch};
+use crate::common::{
+    assert_schema, run, run_ok, skip, stdout_ok, text, tree_listing, LoopExt4, Mount, Scratch,
+};
 use serde_json::Value;
 use std::io::Write;
 use std::path::Path;
@@ -63,6 +65,7 @@ fn aging_ext4_lowers_the_layout_score() {
         js.to_str().unwrap(),
     ]);
     assert!(out.contains("layout score"), "{out}");
+    assert_schema("age.schema.json", &std::fs::read_to_string(&js).unwrap());
     let r = json(&js);
     let full = r["fullness_end"].as_f64().unwrap();
     assert!((0.78..=0.92).contains(&full), "fullness {full}\n{out}");
@@ -131,6 +134,7 @@ fn same_seed_same_aging() {
         "--json",
         js.to_str().unwrap(),
     ]);
+    assert_schema("age.schema.json", &std::fs::read_to_string(&js).unwrap());
     let r = json(&js);
     assert_eq!(r["continued"], true);
     assert_eq!(r["churn_ops"], 500);
@@ -198,6 +202,7 @@ fn replay_recreates_the_last_snapshot() {
     let target = t.path().join("target");
     std::fs::create_dir_all(&target).unwrap();
     let log = t.path().join("replay.log");
+    let js = t.path().join("replay.json");
     let out = stdout_ok(&[
         "age",
         target.to_str().unwrap(),
@@ -210,8 +215,13 @@ fn replay_recreates_the_last_snapshot() {
         "3",
         "--log",
         log.to_str().unwrap(),
+        "--json",
+        js.to_str().unwrap(),
     ]);
     assert!(out.contains("(replay)"), "{out}");
+    let report = std::fs::read_to_string(&js).unwrap();
+    assert_schema("age.schema.json", &report);
+    assert_eq!(json(&js)["mode"], "replay", "{report}");
     let aged = target.join("fsbench-aged");
     let mut got = tree_listing(&aged);
     got.retain(|(p, _)| p != ".fsbench-run" && p != ".fsbench-lock");

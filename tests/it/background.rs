@@ -141,6 +141,9 @@ fn a_background_runs_beside_the_measurement_at_its_priority_and_is_stopped_after
     assert!(rt.contains("background loads"), "{rt}");
     assert!(rt.contains("napper"), "{rt}");
     assert!(rt.contains("nice 7 ionice idle  (2 stopped)"), "{rt}");
+    let summary = stdout_ok(&["results", out.to_str().unwrap(), "--json", "-"]);
+    assert_schema("summary.schema.json", &summary);
+    assert!(summary.contains("\"backgrounds\""), "{summary}");
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(
         html.contains("Background loads"),

@@ -384,3 +384,73 @@ pub fn loop_devices_or_skip(what: &str) -> bool {
     }
     have
 }
+
+/// `python3` with the `jsonschema` package, or the reason there is none.
+pub fn jsonschema() -> Result<(), String> {
+    match std::process::Command::new("python3")
+        .args(["-c", "import jsonschema"])
+        .output()
+    {
+        Ok(o) if o.status.success() => Ok(()),
+        Ok(_) => Err("python3 has no jsonschema module".into()),
+        Err(e) => Err(format!("no python3: {e}")),
+    }
+}
+
+/// What the Draft 2020-12 validator finds wrong with `doc` against `schema` (the schema
+/// itself checked first): one line per error, none when it validates.
+pub fn schema_errors(schema: &Path, doc: &Path) -> Vec<String> {
+    let script = "import json, sys\n\
+                  from jsonschema import Draft202012Validator as V\n\
+                  schema = json.load(open(sys.argv[1]))\n\
+                  V.check_schema(schema)\n\
+                  errs = V(schema).iter_errors(json.load(open(sys.argv[2])))\n\
+                  for e in sorted(errs, key=lambda e: e.json_path):\n    print(e.json_path + ': ' + e.message)\n";
+    let o = std::process::Command::new("python3")
+        .args([
+            "-c",
+            script,
+            schema.to_str().unwrap(),
+            doc.to_str().unwrap(),
+        ])
+        .output()
+        .expect("python3 runs");
+    assert!(o.status.success(), "the validator failed: {}", text(&o));
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(String::from)
+        .collect()
+}
+
+pub fn schema(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("docs/schema")
+        .join(name)
+}
+
+/// What the validator finds wrong with the JSON text `doc` against `docs/schema/NAME`; `None`
+/// (the skip said) where Python's `jsonschema` is missing.
+pub fn schema_errors_in(name: &str, doc: &str) -> Option<Vec<String>> {
+    if let Err(why) = jsonschema() {
+        skip(&format!("the check against {name}: {why}"));
+        return None;
+    }
+    let path = std::env::temp_dir().join(format!(
+        "fsbench-schema-{}-{}.json",
+        std::process::id(),
+        SCHEMA_DOCS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    ));
+    std::fs::write(&path, doc).unwrap();
+    let errs = schema_errors(&schema(name), &path);
+    let _ = std::fs::remove_file(&path);
+    Some(errs)
+}
+
+/// Validate the JSON text `doc` against `docs/schema/NAME`, failing with every error.
+pub fn assert_schema(name: &str, doc: &str) {
+    if let Some(errs) = schema_errors_in(name, doc) {
+        assert!(errs.is_empty(), "{name}:\n{}\n{doc}", errs.join("\n"));
+    }
+}
+
+static SCHEMA_DOCS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);

@@ -173,6 +173,7 @@ fn directory_plan_runs_stores_and_summarises() {
     );
     assert!(csv.contains("nthreads=2 vs 1"), "{csv}");
     let r = run(&["results", out.to_str().unwrap(), "--json", "-", "--all"]);
+    assert_schema("summary.schema.json", &String::from_utf8_lossy(&r.stdout));
     let v: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
     assert_eq!(v["rows"][0]["n"], 2);
     assert!(v["comparisons"][0]["p_value"].is_number(), "{v}");
@@ -720,6 +721,7 @@ fn shipped_plan_deceptive_idleness_at_quick_scale() {
         assert_eq!(d["iosched/low_latency"], "1", "{d}");
         // Waiting alone: bfq against bfq-noidle among the comparisons.
         let o = run(&["results", out.to_str().unwrap(), "--json", "-"]);
+        assert_schema("summary.schema.json", &String::from_utf8_lossy(&o.stdout));
         let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
         assert!(
             v["comparisons"]
@@ -1375,6 +1377,7 @@ figures = ["elapsed_s"]
     assert_eq!(runs("count"), 2, "the converged cell ran past its minimum");
     assert_eq!(runs("time"), 4, "the unconverged cell did not stop at max");
     let r = run(&["results", out.to_str().unwrap(), "--json", "-"]);
+    assert_schema("summary.schema.json", &String::from_utf8_lossy(&r.stdout));
     let v: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
     assert_eq!(v["adaptive"]["reached"], serde_json::json!([1]), "{v}");
     assert_eq!(v["adaptive"]["not_reached"], serde_json::json!([2]), "{v}");

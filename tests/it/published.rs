@@ -142,6 +142,7 @@ fn published_figures_get_verdicts_and_their_cells_repeat() {
         "{t}"
     );
     let r = run(&["results", out.to_str().unwrap(), "--json", "-"]);
+    assert_schema("summary.schema.json", &String::from_utf8_lossy(&r.stdout));
     let v: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
     let published = v["published"].as_array().unwrap();
     let got: Vec<(&str, &str)> = published

@@ -163,49 +163,6 @@ fn python_csv(path: &Path) -> serde_json::Value {
     serde_json::from_slice(&o.stdout).unwrap()
 }
 
-/// `python3` with the `jsonschema` package, or the reason there is none.
-fn jsonschema() -> Result<(), String> {
-    match std::process::Command::new("python3")
-        .args(["-c", "import jsonschema"])
-        .output()
-    {
-        Ok(o) if o.status.success() => Ok(()),
-        Ok(_) => Err("python3 has no jsonschema module".into()),
-        Err(e) => Err(format!("no python3: {e}")),
-    }
-}
-
-/// What the Draft 2020-12 validator finds wrong with `doc` against `schema` (the schema
-/// itself checked first): one line per error, none when it validates.
-fn schema_errors(schema: &Path, doc: &Path) -> Vec<String> {
-    let script = "import json, sys\n\
-                  from jsonschema import Draft202012Validator as V\n\
-                  schema = json.load(open(sys.argv[1]))\n\
-                  V.check_schema(schema)\n\
-                  errs = V(schema).iter_errors(json.load(open(sys.argv[2])))\n\
-                  for e in sorted(errs, key=lambda e: e.json_path):\n    print(e.json_path + ': ' + e.message)\n";
-    let o = std::process::Command::new("python3")
-        .args([
-            "-c",
-            script,
-            schema.to_str().unwrap(),
-            doc.to_str().unwrap(),
-        ])
-        .output()
-        .expect("python3 runs");
-    assert!(o.status.success(), "the validator failed: {}", text(&o));
-    String::from_utf8_lossy(&o.stdout)
-        .lines()
-        .map(String::from)
-        .collect()
-}
-
-fn schema(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("docs/schema")
-        .join(name)
-}
-
 #[test]
 fn every_run_is_a_tidy_row_in_csv_and_json() {
     let s = Scratch::new("results-runs");
@@ -474,8 +431,18 @@ fn cold_cells_the_page_cache_served_are_marked() {
             "{text}"
         );
     }
-    let v: serde_json::Value =
-        serde_json::from_str(&stdout_ok(&["results", o, "--json", "-"])).unwrap();
+    let summary = stdout_ok(&["results", o, "--json", "-"]);
+    assert_schema("summary.schema.json", &summary);
+    let v: serde_json::Value = serde_json::from_str(&summary).unwrap();
+    // A summary that breaks the schema is caught: a field missing, a verdict misspelt.
+    let mut bad = v.clone();
+    bad.as_object_mut().unwrap().remove("rows");
+    bad["rows_"] = serde_json::json!([]);
+    if let Some(errs) = schema_errors_in("summary.schema.json", &bad.to_string()) {
+        let errs = errs.join("\n");
+        assert!(errs.contains("'rows' is a required property"), "{errs}");
+        assert!(errs.contains("'rows_' was unexpected"), "{errs}");
+    }
     let marked: Vec<u64> = v["conditions"]
         .as_array()
         .unwrap()
