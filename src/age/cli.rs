@@ -244,6 +244,9 @@ pub fn run(args: AgeArgs) -> anyhow::Result<()> {
             }
         }
     }
+    if let Some(note) = timed_commit(&parent) {
+        crate::errln!("{note}");
+    }
     // One thread allocates everything aging writes, on one CPU (see `sys::cpu`), from the
     // marker on; several threads are not held (their layout depends on timing anyway).
     let pin = match args.threads {
@@ -258,6 +261,38 @@ pub fn run(args: AgeArgs) -> anyhow::Result<()> {
         let _ = rd.remove();
     }
     r
+}
+
+/// A note when `dir` is on an ext4 that commits its journal on a timer shorter than an
+/// aging: the blocks a delete frees return to the allocator at the commit, so the aged
+/// layout then depends on how fast aging ran (docs/guide/aging.md has the measurement).
+/// fsbench does not remount a file system it did not mount; an experiment's aging of its
+/// own images sets the interval itself.
+fn timed_commit(dir: &Path) -> Option<String> {
+    let (mp, fs, opts, _) = crate::stats::host::mount_of(dir)?;
+    let secs = commit_seconds(&fs, &opts)?;
+    (secs < 3600).then(|| {
+        format!(
+            "fsbench: note: ext4 at {mp} commits its journal every {secs} s, and the blocks aging's \
+             deletes free come back at each commit: the aged layout depends on how fast aging \
+             runs, not only on the seed. For a layout of the seed alone: mount -o \
+             remount,commit=86400 {mp} while aging (commit=0 restores the default)"
+        )
+    })
+}
+
+/// ext4's journal commit interval in seconds from its mount options (5 when not given or
+/// 0); `None` for other file systems.
+fn commit_seconds(fs: &str, opts: &str) -> Option<u64> {
+    if fs != "ext4" {
+        return None;
+    }
+    let given = opts
+        .split(',')
+        .rev()
+        .filter_map(|o| o.strip_prefix("commit="))
+        .find_map(|v| v.parse::<u64>().ok());
+    Some(given.filter(|&s| s > 0).unwrap_or(5))
 }
 
 /// Whether a run directory holds nothing but fsbench's marker.
@@ -504,4 +539,20 @@ fn planner_on(
         pl.phase = Phase::Churn;
     }
     Ok(pl)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::commit_seconds;
+
+    #[test]
+    fn ext4_commit_interval_is_read_from_its_options() {
+        assert_eq!(commit_seconds("ext4", "rw,relatime,rw"), Some(5));
+        assert_eq!(commit_seconds("ext4", "rw,commit=0"), Some(5));
+        assert_eq!(
+            commit_seconds("ext4", "rw,noatime,commit=86400"),
+            Some(86400)
+        );
+        assert_eq!(commit_seconds("xfs", "rw,commit=30"), None);
+    }
 }

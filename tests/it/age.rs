@@ -24,6 +24,34 @@ fn image(tag: &str, mib: u64) -> Option<LoopExt4> {
 }
 
 #[test]
+fn an_ext4_committing_on_its_timer_gets_a_note_and_one_that_does_not_none() {
+    let Some(img) = image("age-commit-note", 64) else {
+        return;
+    };
+    let age = |tag: &str| {
+        run(&[
+            "age",
+            img.s(),
+            "--fill",
+            "0.3",
+            "--ops",
+            "50",
+            "-q",
+            "--seed",
+            tag,
+        ])
+    };
+    let o = age("1");
+    assert!(o.status.success(), "{}", text(&o));
+    let note = format!("ext4 at {} commits its journal every 5 s", img.s());
+    assert!(text(&o).contains(&note), "{}", text(&o));
+    run_ok("mount", &["-o", "remount,commit=86400", img.s()]).unwrap();
+    let o = age("2");
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(!text(&o).contains("commits its journal"), "{}", text(&o));
+}
+
+#[test]
 fn aging_ext4_lowers_the_layout_score() {
     let Some(img) = image("age-score", 128) else {
         return;

@@ -155,7 +155,8 @@ fn age_on_image(
     args.push(&dev);
     super::sh(&format!("mkfs.{fs}"), &args)
         .with_context(|| format!("target {}: making the file system", t.name))?;
-    super::image::mount(fs, &dev, mnt, mount_options)?;
+    let aging_options = super::age::aging_mount_options(fs, mount_options);
+    super::image::mount(fs, &dev, mnt, &aging_options)?;
     j.push(Undo::Unmount(MountRecord::capture(mnt, Some(backing))?))?;
     crate::errln!(
         "fsbench: aging target {} on its image before the disk model serves it: {}",
@@ -169,6 +170,9 @@ fn age_on_image(
         "aged_on".into(),
         "the plain image, before the disk model served it".into(),
     );
+    if fs == "ext4" {
+        facts.insert("journal_commit_s".into(), super::age::AGING_COMMIT_S.into());
+    }
     // Unmounted and detached now: the disk model serves the image from here on.
     j.settle_to(mark)
         .with_context(|| format!("target {}: unmounting the aged image", t.name))?;
