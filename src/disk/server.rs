@@ -47,12 +47,14 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 use hdrhistogram::Histogram;
 
-use crate::fuse::state::{is_mounted, write_json_atomic};
+use crate::daemon::owned::{self, is_mounted, FileId};
+use crate::daemon::state::write_json_atomic;
+use crate::daemon::Summary;
 use crate::fuse::*;
 
 use super::loopdev;
 use super::model::{Disk, Op, Service};
-use super::state::{self, DiskStats, Ready, StateDir, Summary};
+use super::state::{self, DiskStats, Ready, StateDir};
 
 const ROOT_INO: u64 = 1;
 const FILE_INO: u64 = 2;
@@ -636,7 +638,7 @@ fn mount_own_fuse(sd: &StateDir, fuse_dir: &std::path::Path) -> anyhow::Result<F
     std::fs::create_dir_all(fuse_dir)?;
     if is_mounted(fuse_dir) {
         // A previous server's mount, left by a crash; anything else there is not ours.
-        if !super::owned::is_own_fuse(fuse_dir, "fsbench-disk") {
+        if !owned::is_own_fuse(fuse_dir, "fsbench-disk") {
             let _ = crate::owned::path::remove_file(sd.pid());
             bail!(
                 "{} holds a mount that is not a disk server's; not unmounting it",
@@ -653,7 +655,7 @@ fn mount_own_fuse(sd: &StateDir, fuse_dir: &std::path::Path) -> anyhow::Result<F
 fn attach_loop(
     sd: &StateDir,
     cfg: &state::DiskConfig,
-) -> anyhow::Result<(loopdev::LoopDevice, super::owned::FileId)> {
+) -> anyhow::Result<(loopdev::LoopDevice, FileId)> {
     let fuse_file = sd.fuse_file();
     let backing = OpenOptions::new()
         .read(true)
@@ -661,7 +663,7 @@ fn attach_loop(
         .custom_flags(libc::O_DIRECT)
         .open(&fuse_file)
         .with_context(|| format!("opening {}", fuse_file.display()))?;
-    let backing_id = super::owned::FileId::of(&backing.metadata()?);
+    let backing_id = FileId::of(&backing.metadata()?);
     let lo = loopdev::attach(
         &backing,
         loopdev::LO_FLAGS_DIRECT_IO | loopdev::LO_FLAGS_AUTOCLEAR,

@@ -16,8 +16,6 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 
-pub mod state;
-
 // Opcodes (linux/fuse.h).
 pub const FUSE_LOOKUP: u32 = 1;
 pub const FUSE_FORGET: u32 = 2;
@@ -436,77 +434,6 @@ pub fn wait_signal(set: &libc::sigset_t, timeout: Duration) -> Option<i32> {
     // SAFETY: set and ts are valid for the call.
     let r = unsafe { libc::sigtimedwait(set, std::ptr::null_mut(), &ts) };
     (r > 0).then_some(r)
-}
-
-/// Start `fsbench SUBCOMMAND serve NAME` (NAME: the state directory's name) in its own
-/// session with its output in `log`, and wait up to 20 s until it writes `ready`. The
-/// daemon runs on after the caller exits.
-pub fn start_daemon(subcommand: &str, dir: &Path, ready: &Path, log: &Path) -> anyhow::Result<()> {
-    use std::os::unix::process::CommandExt;
-    use std::process::{Command, Stdio};
-    let exe = std::env::current_exe().context("locating the fsbench binary")?;
-    let name = dir
-        .file_name()
-        .and_then(|n| n.to_str())
-        .context("state dir name")?
-        .to_string();
-    let out = File::create(log)?;
-    let mut cmd = Command::new(exe);
-    cmd.args([subcommand, "serve", &name])
-        .stdin(Stdio::null())
-        .stdout(out.try_clone()?)
-        .stderr(out);
-    // SAFETY: the closure only calls setsid, which is async-signal-safe.
-    unsafe {
-        cmd.pre_exec(daemon_pre_exec);
-    }
-    let mut child = cmd
-        .spawn()
-        .with_context(|| format!("starting the {subcommand} server"))?;
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if ready.exists() {
-            return Ok(());
-        }
-        if let Some(status) = child.try_wait()? {
-            let text = crate::input::read_tail(log, crate::input::LOG_TAIL);
-            bail!("{subcommand} server exited ({status}):\n{}", text.trim());
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            let text = crate::input::read_tail(log, crate::input::LOG_TAIL);
-            bail!(
-                "{subcommand} server did not come up within 20 s:\n{}",
-                text.trim()
-            );
-        }
-        thread::sleep(Duration::from_millis(10));
-    }
-}
-
-/// Names of the state directories below `root` that hold a `config.json`, sorted.
-pub fn state_names(root: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(root)
-        .map(|rd| {
-            rd.flatten()
-                .filter(|e| e.path().join("config.json").exists())
-                .filter_map(|e| e.file_name().to_str().map(String::from))
-                .collect()
-        })
-        .unwrap_or_default();
-    names.sort();
-    names
-}
-
-/// Detach the daemon from the caller: new session, stdio to the log.
-/// Called by `disk create` between fork and exec.
-pub fn daemon_pre_exec() -> io::Result<()> {
-    // SAFETY: setsid is async-signal-safe.
-    if unsafe { libc::setsid() } < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -34,6 +34,8 @@ use anyhow::Context;
 use hdrhistogram::Histogram;
 use rand::Rng;
 
+use crate::daemon::owned::{umount, MountRecord};
+use crate::daemon::state::write_json_atomic;
 use crate::fuse::*;
 
 use super::model::{Link, Net, ATTR_TTL, CHUNK};
@@ -425,7 +427,7 @@ pub fn serve(name: &str) -> anyhow::Result<()> {
     let reader_t = thread::Builder::new()
         .name("fuse-reader".into())
         .spawn(move || reader_thread(sh, fm))?;
-    crate::fuse::state::write_json_atomic(
+    write_json_atomic(
         &sd.ready(),
         &Ready {
             pid: std::process::id() as i32,
@@ -474,10 +476,7 @@ pub fn serve(name: &str) -> anyhow::Result<()> {
 
 /// Mount the FUSE file system at the configured point, with the record that identifies
 /// this mount (only it is unmounted there later). On failure the pid file goes.
-fn mount_own(
-    sd: &StateDir,
-    cfg: &RemoteConfig,
-) -> anyhow::Result<(File, crate::disk::owned::MountRecord)> {
+fn mount_own(sd: &StateDir, cfg: &RemoteConfig) -> anyhow::Result<(File, MountRecord)> {
     let dev = match mount_fuse(&cfg.mount, "fsbench-remote") {
         Ok(d) => d,
         Err(e) => {
@@ -485,10 +484,10 @@ fn mount_own(
             return Err(e);
         }
     };
-    match crate::disk::owned::MountRecord::capture(&cfg.mount, None) {
+    match MountRecord::capture(&cfg.mount, None) {
         Ok(m) => Ok((dev, m)),
         Err(e) => {
-            let _ = crate::disk::owned::umount(&cfg.mount, true);
+            let _ = umount(&cfg.mount, true);
             let _ = crate::owned::path::remove_file(sd.pid());
             Err(e)
         }
@@ -497,13 +496,7 @@ fn mount_own(
 
 /// Send what is queued, unmount, and wait up to 10 s for the kernel to close the
 /// connection; exit at once if it does not.
-fn shut_down(
-    sd: &StateDir,
-    cfg: &RemoteConfig,
-    mount: &crate::disk::owned::MountRecord,
-    shared: &Shared,
-    name: &str,
-) {
+fn shut_down(sd: &StateDir, cfg: &RemoteConfig, mount: &MountRecord, shared: &Shared, name: &str) {
     // Queued replies go out now: an unmount waits for nothing, but a busy
     // mount's users should not wait for modelled time any more.
     shared.stop.store(true, Ordering::SeqCst);

@@ -4,6 +4,7 @@
 use super::encode::{cname, Out};
 use super::lookaside::load_lookaside;
 use super::{Fs, Pending, Shared};
+use crate::daemon::state::{read_json, write_json_atomic};
 use crate::fuse::{
     next_request, realtime, reply, reply_init, u32_at, u64_at, Sleeper, FUSE_ACCESS,
     FUSE_ASYNC_READ, FUSE_BATCH_FORGET, FUSE_BIG_WRITES, FUSE_CREATE, FUSE_DESTROY, FUSE_FLUSH,
@@ -204,7 +205,7 @@ pub(super) fn control(
     scheduling: &str,
     memory_locked: &str,
 ) -> anyhow::Result<()> {
-    let c: state::Control = crate::fuse::state::read_json(&sd.control())?;
+    let c: state::Control = read_json(&sd.control())?;
     {
         let mut f = fsm.lock().unwrap();
         if c.drop_cache {
@@ -221,11 +222,8 @@ pub(super) fn control(
         let cache_bytes = f.cache_bytes();
         shared.count(|s| s.cache_bytes = cache_bytes);
     }
-    crate::fuse::state::write_json_atomic(
-        &sd.stats(),
-        &snapshot(shared, scheduling, memory_locked),
-    )?;
-    crate::fuse::state::write_json_atomic(&sd.control_ack(), &c.seq)?;
+    write_json_atomic(&sd.stats(), &snapshot(shared, scheduling, memory_locked))?;
+    write_json_atomic(&sd.control_ack(), &c.seq)?;
     Ok(())
 }
 
@@ -246,7 +244,7 @@ pub(super) fn replier_thread(
     let mut last_write = 0.0f64;
     let write_stats = |last: &mut f64| {
         let snap = snapshot(&shared, &scheduling, &memory_locked);
-        if let Err(e) = crate::fuse::state::write_json_atomic(&stats_path, &snap) {
+        if let Err(e) = write_json_atomic(&stats_path, &snap) {
             crate::errln!("fsbench remote server: {e:#}");
         }
         *last = clock.now();
