@@ -14,7 +14,7 @@ pub mod device;
 pub mod dir;
 pub mod disk;
 pub mod image;
-pub mod journal;
+mod journal;
 pub mod overlay;
 pub mod remote;
 
