@@ -50,7 +50,12 @@ use hdrhistogram::Histogram;
 use crate::daemon::owned::{self, is_mounted, FileId};
 use crate::daemon::state::write_json_atomic;
 use crate::daemon::Summary;
+use crate::fuse::abi::{
+    after, parse, Attr, AttrOut, EntryOut, FallocateIn, OpenOut, ReadIn, SetattrIn, StatfsOut,
+    WriteIn, WriteOut,
+};
 use crate::fuse::*;
+use zerocopy::IntoBytes;
 
 use super::loopdev;
 use super::model::{Disk, Op, Service};
@@ -59,31 +64,21 @@ use super::state::{self, DiskStats, Ready, StateDir};
 const ROOT_INO: u64 = 1;
 const FILE_INO: u64 = 2;
 
-fn attr_bytes(ino: u64, size: u64) -> Vec<u8> {
-    let mut a = Vec::with_capacity(88);
+fn attr_of(ino: u64, size: u64) -> Attr {
     let (mode, nlink, size) = if ino == ROOT_INO {
         (libc::S_IFDIR | 0o755, 2u32, 0u64)
     } else {
         (libc::S_IFREG | 0o600, 1u32, size)
     };
-    a.extend_from_slice(&ino.to_le_bytes());
-    a.extend_from_slice(&size.to_le_bytes());
-    a.extend_from_slice(&size.div_ceil(512).to_le_bytes()); // blocks
-    for _ in 0..3 {
-        a.extend_from_slice(&0u64.to_le_bytes()); // atime, mtime, ctime
+    Attr {
+        ino,
+        size,
+        blocks: size.div_ceil(512),
+        mode,
+        nlink,
+        blksize: 4096,
+        ..Default::default()
     }
-    for _ in 0..3 {
-        a.extend_from_slice(&0u32.to_le_bytes()); // nsecs
-    }
-    a.extend_from_slice(&mode.to_le_bytes());
-    a.extend_from_slice(&nlink.to_le_bytes());
-    a.extend_from_slice(&0u32.to_le_bytes()); // uid
-    a.extend_from_slice(&0u32.to_le_bytes()); // gid
-    a.extend_from_slice(&0u32.to_le_bytes()); // rdev
-    a.extend_from_slice(&4096u32.to_le_bytes()); // blksize
-    a.extend_from_slice(&0u32.to_le_bytes()); // flags
-    debug_assert_eq!(a.len(), 88);
-    a
 }
 
 /// A READ or WRITE on its way to the disk thread.
@@ -270,9 +265,11 @@ fn disk_thread(
             match req.op {
                 Op::Read => reply(&shared.dev, req.unique, 0, &[&buf[..n]]),
                 Op::Write => {
-                    let mut out = [0u8; 8];
-                    out[0..4].copy_from_slice(&(n as u32).to_le_bytes());
-                    reply(&shared.dev, req.unique, 0, &[&out]);
+                    let out = WriteOut {
+                        size: n as u32,
+                        padding: 0,
+                    };
+                    reply(&shared.dev, req.unique, 0, &[out.as_bytes()]);
                 }
             }
         }
@@ -334,12 +331,14 @@ fn reader_thread(shared: Arc<Shared>, tx: mpsc::Sender<IoReq>) {
     };
     while let Some(n) = next_request(&shared.dev, &mut buf, "disk server") {
         let arrival = shared.clock.now();
-        let msg = &buf[..n];
+        let Some((h, body)) = split_request(&buf[..n]) else {
+            continue;
+        };
         let req = Request {
-            opcode: u32_at(msg, 4),
-            unique: u64_at(msg, 8),
-            nodeid: u64_at(msg, 16),
-            body: &msg[IN_HEADER..],
+            opcode: h.opcode,
+            unique: h.unique,
+            nodeid: h.nodeid,
+            body,
         };
         if !r.answer(&req, arrival) {
             break;
@@ -380,28 +379,20 @@ impl Reader<'_> {
             FUSE_LOOKUP => self.lookup(q),
             FUSE_GETATTR | FUSE_SETATTR => self.attr(q),
             FUSE_OPEN | FUSE_OPENDIR => {
-                let mut out = [0u8; 16];
+                let mut out = OpenOut::default();
                 if q.opcode == FUSE_OPEN {
                     // Every open bypasses the page cache of the FUSE file:
                     // the model must see every request.
-                    out[8..12].copy_from_slice(&FOPEN_DIRECT_IO.to_le_bytes());
+                    out.open_flags = FOPEN_DIRECT_IO;
                 }
-                reply(dev, unique, 0, &[&out]);
+                reply(dev, unique, 0, &[out.as_bytes()]);
             }
             FUSE_READ | FUSE_WRITE => self.io(q, arrival),
             FUSE_FSYNC | FUSE_FSYNCDIR => self.fsync(q),
             FUSE_FLUSH | FUSE_RELEASE | FUSE_RELEASEDIR | FUSE_ACCESS => {
                 reply(dev, unique, 0, &[]);
             }
-            FUSE_READDIR => {
-                let entries: [(u64, &[u8], u32); 3] = [
-                    (ROOT_INO, b".", libc::DT_DIR as u32),
-                    (ROOT_INO, b"..", libc::DT_DIR as u32),
-                    (FILE_INO, state::FUSE_FILE.as_bytes(), libc::DT_REG as u32),
-                ];
-                let out = dirents(entries, u64_at(body, 8), u32_at(body, 16) as usize);
-                reply(dev, unique, 0, &[&out]);
-            }
+            FUSE_READDIR => self.readdir(q),
             FUSE_STATFS => self.statfs(q),
             FUSE_FALLOCATE => self.fallocate(q),
             FUSE_FORGET | FUSE_BATCH_FORGET | FUSE_INTERRUPT => {} // no reply
@@ -414,17 +405,31 @@ impl Reader<'_> {
         true
     }
 
+    fn readdir(&self, q: &Request) {
+        let Some(r) = parse::<ReadIn>(q.body) else {
+            return reply_err(self.dev, q.unique, libc::EINVAL);
+        };
+        let entries: [(u64, &[u8], u32); 3] = [
+            (ROOT_INO, b".", libc::DT_DIR as u32),
+            (ROOT_INO, b"..", libc::DT_DIR as u32),
+            (FILE_INO, state::FUSE_FILE.as_bytes(), libc::DT_REG as u32),
+        ];
+        let out = dirents(entries, r.offset, r.size as usize);
+        reply(self.dev, q.unique, 0, &[&out]);
+    }
+
     fn lookup(&self, q: &Request) {
         let name = q.body.split(|&c| c == 0).next().unwrap_or(&[]);
         if q.nodeid == ROOT_INO && name == state::FUSE_FILE.as_bytes() {
-            let mut out = Vec::with_capacity(128);
-            out.extend_from_slice(&FILE_INO.to_le_bytes());
-            out.extend_from_slice(&1u64.to_le_bytes()); // generation
-            out.extend_from_slice(&3600u64.to_le_bytes()); // entry_valid
-            out.extend_from_slice(&3600u64.to_le_bytes()); // attr_valid
-            out.extend_from_slice(&[0u8; 8]);
-            out.extend_from_slice(&attr_bytes(FILE_INO, self.shared.size));
-            reply(self.dev, q.unique, 0, &[&out]);
+            let out = EntryOut {
+                nodeid: FILE_INO,
+                generation: 1,
+                entry_valid: 3600,
+                attr_valid: 3600,
+                attr: attr_of(FILE_INO, self.shared.size),
+                ..Default::default()
+            };
+            reply(self.dev, q.unique, 0, &[out.as_bytes()]);
         } else {
             reply_err(self.dev, q.unique, libc::ENOENT);
         }
@@ -433,10 +438,8 @@ impl Reader<'_> {
     /// GETATTR, and SETATTR that changes nothing the disk has (its size is fixed).
     fn attr(&self, q: &Request) {
         let (dev, unique, size) = (self.dev, q.unique, self.shared.size);
-        if q.opcode == FUSE_SETATTR
-            && u32_at(q.body, 0) & FATTR_SIZE != 0
-            && u64_at(q.body, 16) != size
-        {
+        let resizes = |s: SetattrIn| s.valid & FATTR_SIZE != 0 && s.size != size;
+        if q.opcode == FUSE_SETATTR && parse::<SetattrIn>(q.body).is_some_and(resizes) {
             // The disk has a fixed size.
             reply_err(dev, unique, libc::EPERM);
             return;
@@ -445,11 +448,12 @@ impl Reader<'_> {
             reply_err(dev, unique, libc::ENOENT);
             return;
         }
-        let mut out = Vec::with_capacity(104);
-        out.extend_from_slice(&3600u64.to_le_bytes());
-        out.extend_from_slice(&[0u8; 8]);
-        out.extend_from_slice(&attr_bytes(q.nodeid, size));
-        reply(dev, unique, 0, &[&out]);
+        let out = AttrOut {
+            attr_valid: 3600,
+            attr: attr_of(q.nodeid, size),
+            ..Default::default()
+        };
+        reply(dev, unique, 0, &[out.as_bytes()]);
     }
 
     /// READ and WRITE go to the disk thread, which replies when the drive is done.
@@ -459,12 +463,18 @@ impl Reader<'_> {
             reply_err(dev, unique, libc::EISDIR);
             return;
         }
-        let off = u64_at(q.body, 8);
-        let len = u32_at(q.body, 16);
+        // READ's and WRITE's structures agree on where the offset and the size are.
+        let Some(r) = parse::<ReadIn>(q.body) else {
+            return reply_err(dev, unique, libc::EINVAL);
+        };
+        let (off, len) = (r.offset, r.size);
         let (op, data) = if q.opcode == FUSE_READ {
             (Op::Read, Vec::new())
         } else {
-            let data = q.body.get(40..40 + len as usize).unwrap_or(&[]).to_vec();
+            let data = after::<WriteIn>(q.body)
+                .get(..len as usize)
+                .unwrap_or(&[])
+                .to_vec();
             if data.len() != len as usize || off + len as u64 > size {
                 reply_err(
                     dev,
@@ -511,23 +521,24 @@ impl Reader<'_> {
     }
 
     fn statfs(&self, q: &Request) {
-        let mut out = Vec::with_capacity(80);
-        let blocks = self.shared.size / 4096;
-        for v in [blocks, 0, 0, 2, 0] {
-            out.extend_from_slice(&v.to_le_bytes());
-        }
-        for v in [4096u32, 255, 4096, 0, 0, 0, 0, 0, 0, 0] {
-            out.extend_from_slice(&v.to_le_bytes());
-        }
-        reply(self.dev, q.unique, 0, &[&out]);
+        let out = StatfsOut {
+            blocks: self.shared.size / 4096,
+            files: 2,
+            bsize: 4096,
+            namelen: 255,
+            frsize: 4096,
+            ..Default::default()
+        };
+        reply(self.dev, q.unique, 0, &[out.as_bytes()]);
     }
 
     /// Discard from the loop device: punch the hole in the image (keeps it sparse); a
     /// drive does this without media time.
     fn fallocate(&self, q: &Request) {
-        let off = u64_at(q.body, 8) as i64;
-        let len = u64_at(q.body, 16) as i64;
-        let mode = u32_at(q.body, 24) as i32;
+        let Some(f) = parse::<FallocateIn>(q.body) else {
+            return reply_err(self.dev, q.unique, libc::EINVAL);
+        };
+        let (off, len, mode) = (f.offset as i64, f.length as i64, f.mode as i32);
         // SAFETY: plain fallocate on a file descriptor we own.
         let r = unsafe { libc::fallocate(self.shared.image.as_raw_fd(), mode, off, len) };
         if r == 0 {

@@ -15,6 +15,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
+use zerocopy::IntoBytes;
+
+pub mod abi;
 
 // Opcodes (linux/fuse.h).
 pub const FUSE_LOOKUP: u32 = 1;
@@ -83,30 +86,32 @@ pub const FATTR_MTIME_NOW: u32 = 1 << 8;
 /// kernel offered a major version above 7: then the reply said 7 and the kernel
 /// asks again.
 pub fn reply_init(dev: &File, unique: u64, body: &[u8], want_flags: u32) -> bool {
-    let major = u32_at(body, 0);
-    let kflags = u32_at(body, 12);
-    let mut out = Vec::with_capacity(64);
-    out.extend_from_slice(&7u32.to_le_bytes());
-    if major > 7 {
-        // The kernel will ask again with 7.
-        reply(dev, unique, 0, &[&out, &[0u8; 4]]);
+    let Some(init) = abi::parse::<abi::InitIn>(body) else {
+        reply_err(dev, unique, libc::EINVAL);
+        return true;
+    };
+    if init.major > 7 {
+        // The kernel will ask again with 7: the reply is the major and minor only.
+        let out = abi::InitOut {
+            major: 7,
+            ..Default::default()
+        };
+        reply(dev, unique, 0, &[&out.as_bytes()[..8]]);
         return false;
     }
-    let max_readahead = u32_at(body, 8);
-    let flags = kflags & want_flags;
-    out.extend_from_slice(&PROTO_MINOR.to_le_bytes());
-    out.extend_from_slice(&max_readahead.to_le_bytes());
-    out.extend_from_slice(&flags.to_le_bytes());
-    out.extend_from_slice(&64u16.to_le_bytes()); // max_background
-    out.extend_from_slice(&48u16.to_le_bytes()); // congestion_threshold
-    out.extend_from_slice(&MAX_WRITE.to_le_bytes());
-    out.extend_from_slice(&1u32.to_le_bytes()); // time_gran
-    out.extend_from_slice(&MAX_PAGES.to_le_bytes());
-    out.extend_from_slice(&0u16.to_le_bytes()); // map_alignment
-    out.extend_from_slice(&0u32.to_le_bytes()); // flags2
-    out.extend_from_slice(&[0u8; 28]); // unused
-    debug_assert_eq!(out.len(), 64);
-    reply(dev, unique, 0, &[&out]);
+    let out = abi::InitOut {
+        major: 7,
+        minor: PROTO_MINOR,
+        max_readahead: init.max_readahead,
+        flags: init.flags & want_flags,
+        max_background: 64,
+        congestion_threshold: 48,
+        max_write: MAX_WRITE,
+        time_gran: 1,
+        max_pages: MAX_PAGES,
+        ..Default::default()
+    };
+    reply(dev, unique, 0, &[out.as_bytes()]);
     true
 }
 
@@ -158,22 +163,16 @@ impl Sleeper {
     }
 }
 
-pub fn u32_at(b: &[u8], off: usize) -> u32 {
-    u32::from_le_bytes(b[off..off + 4].try_into().unwrap())
-}
-pub fn u64_at(b: &[u8], off: usize) -> u64 {
-    u64::from_le_bytes(b[off..off + 8].try_into().unwrap())
-}
-
 /// Write one reply (header + payload parts) to /dev/fuse.
 pub fn reply(dev: &File, unique: u64, error: i32, parts: &[&[u8]]) {
-    let len = 16 + parts.iter().map(|p| p.len()).sum::<usize>();
-    let mut hdr = [0u8; 16];
-    hdr[0..4].copy_from_slice(&(len as u32).to_le_bytes());
-    hdr[4..8].copy_from_slice(&(-error).to_le_bytes());
-    hdr[8..16].copy_from_slice(&unique.to_le_bytes());
+    let len = std::mem::size_of::<abi::OutHeader>() + parts.iter().map(|p| p.len()).sum::<usize>();
+    let hdr = abi::OutHeader {
+        len: len as u32,
+        error: -error,
+        unique,
+    };
     let mut iov = Vec::with_capacity(parts.len() + 1);
-    iov.push(IoSlice::new(&hdr));
+    iov.push(IoSlice::new(hdr.as_bytes()));
     for p in parts {
         iov.push(IoSlice::new(p));
     }
@@ -200,16 +199,20 @@ pub fn dirents<'a>(
 ) -> Vec<u8> {
     let mut out = Vec::new();
     for (i, (ino, name, typ)) in entries.into_iter().enumerate().skip(offset as usize) {
-        let rec = (24 + name.len()).div_ceil(8) * 8;
+        let head = std::mem::size_of::<abi::Dirent>();
+        let rec = (head + name.len()).div_ceil(8) * 8;
         if out.len() + rec > size {
             break;
         }
-        out.extend_from_slice(&ino.to_le_bytes());
-        out.extend_from_slice(&(i as u64 + 1).to_le_bytes());
-        out.extend_from_slice(&(name.len() as u32).to_le_bytes());
-        out.extend_from_slice(&typ.to_le_bytes());
+        let d = abi::Dirent {
+            ino,
+            off: i as u64 + 1,
+            namelen: name.len() as u32,
+            typ,
+        };
+        out.extend_from_slice(d.as_bytes());
         out.extend_from_slice(name);
-        out.resize(out.len() + rec - 24 - name.len(), 0);
+        out.resize(out.len() + rec - head - name.len(), 0);
     }
     out
 }
@@ -289,6 +292,11 @@ impl FuseRead for &File {
             Ok(n as usize)
         }
     }
+}
+
+/// A request as [`next_request`] read it: its header, and the body after it.
+pub fn split_request(msg: &[u8]) -> Option<(abi::InHeader, &[u8])> {
+    abi::parse::<abi::InHeader>(msg).map(|h| (h, abi::after::<abi::InHeader>(msg)))
 }
 
 /// The next whole request from /dev/fuse into `buf`: interrupted reads are retried and

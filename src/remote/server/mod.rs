@@ -36,7 +36,9 @@ use rand::Rng;
 
 use crate::daemon::owned::{umount, MountRecord};
 use crate::daemon::state::write_json_atomic;
+use crate::fuse::abi::{Attr, AttrOut};
 use crate::fuse::*;
+use zerocopy::IntoBytes;
 
 use super::model::{Link, Net, ATTR_TTL, CHUNK};
 use super::state::{LookasideEntry, Protocol, Ready, RemoteConfig, RemoteStats, StateDir};
@@ -281,20 +283,21 @@ impl Fs {
                 .is_some_and(|c| c.dirty || c.version == version(m))
     }
 
-    fn attr_of(&self, ino: u64, m: &fs::Metadata) -> Vec<u8> {
+    fn attr_of(&self, ino: u64, m: &fs::Metadata) -> Attr {
         let size = match self.cached.get(&ino) {
             Some(c) if c.dirty => fs::metadata(&c.path).map(|x| x.len()).unwrap_or(c.size),
             _ => m.size(),
         };
-        attr_bytes(ino, m, size)
+        attr(ino, m, size)
     }
 
     fn attr_reply(&self, ino: u64, m: &fs::Metadata) -> Vec<u8> {
-        let mut out = Vec::with_capacity(104);
-        out.extend_from_slice(&0u64.to_le_bytes()); // attr_valid
-        out.extend_from_slice(&[0u8; 8]);
-        out.extend_from_slice(&self.attr_of(ino, m));
-        out
+        let out = AttrOut {
+            attr_valid: 0,
+            attr: self.attr_of(ino, m),
+            ..Default::default()
+        };
+        out.as_bytes().to_vec()
     }
 
     /// The client changed the server file itself: its caches stay valid.
