@@ -176,6 +176,16 @@ impl DaemonDir {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default()
     }
+    /// The server's side, first thing: record its own pid.
+    pub fn write_pid(&self) -> std::io::Result<()> {
+        std::fs::write(self.pid(), format!("{}\n", std::process::id()))
+    }
+    /// The server's side, as it exits or gives up starting: its ready.json and pid file go
+    /// (best effort: a server that cannot remove them is taken for stopped by its pid).
+    pub fn clear_running(&self) {
+        let _ = crate::owned::path::remove_file(self.ready());
+        let _ = crate::owned::path::remove_file(self.pid());
+    }
     /// The server's pid if it is running: alive, and still `fsbench KIND serve NAME`
     /// (a recycled pid is someone else's process, never signalled).
     pub fn live_pid(&self) -> Option<i32> {

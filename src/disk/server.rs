@@ -105,10 +105,6 @@ struct Recorders {
     wake: Histogram<u64>,
 }
 
-fn hist() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid histogram bounds")
-}
-
 fn summary(h: &Histogram<u64>) -> Summary {
     if h.is_empty() {
         return Summary::default();
@@ -126,20 +122,20 @@ impl Recorders {
     fn new() -> Recorders {
         Recorders {
             stats: DiskStats::default(),
-            service: hist(),
-            overhead: hist(),
-            seek: hist(),
-            rotation: hist(),
-            transfer: hist(),
-            queue: hist(),
-            late: hist(),
-            io: hist(),
-            wake: hist(),
+            service: us_histogram(),
+            overhead: us_histogram(),
+            seek: us_histogram(),
+            rotation: us_histogram(),
+            transfer: us_histogram(),
+            queue: us_histogram(),
+            late: us_histogram(),
+            io: us_histogram(),
+            wake: us_histogram(),
         }
     }
 
     fn record(&mut self, req: &IoReq, s: &Service, queued: f64, late: f64, io: f64, wake: f64) {
-        let us = |x: f64| ((x * 1e6).round().max(0.0) as u64).clamp(1, 3_600_000_000);
+        let us = to_us;
         let st = &mut self.stats;
         st.requests += 1;
         match req.op {
@@ -182,11 +178,7 @@ impl Recorders {
         s.server_late_us = summary(&self.late);
         s.server_io_us = summary(&self.io);
         s.server_wake_us = summary(&self.wake);
-        s.server_late_hist_us = self
-            .late
-            .iter_recorded()
-            .map(|v| (v.value_iterated_to(), v.count_at_value()))
-            .collect();
+        s.server_late_hist_us = histogram_pairs(&self.late);
         s
     }
 }
@@ -208,11 +200,7 @@ fn disk_thread(
     rx: mpsc::Receiver<IoReq>,
     stats_path: std::path::PathBuf,
 ) {
-    // Ask for precise sleeps (the default 50 us slack would show in every reply).
-    // SAFETY: prctl(PR_SET_TIMERSLACK) only changes this thread's timer slack.
-    unsafe {
-        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
-    }
+    precise_timer_slack();
     let scheduling = realtime(RT_PRIORITY);
     let clock = shared.clock;
     let mut sleeper = Sleeper::new(clock);
@@ -560,7 +548,7 @@ pub fn serve(name: &str) -> anyhow::Result<()> {
 
     let disk = Disk::new(cfg.params.clone(), cfg.size).map_err(anyhow::Error::msg)?;
     let (image, size) = open_image(&cfg)?;
-    std::fs::write(sd.pid(), format!("{}\n", std::process::id()))?;
+    sd.write_pid()?;
     let fuse_dir = sd.fuse_dir();
     let dev = mount_own_fuse(&sd, &fuse_dir)?;
     let shared = Arc::new(Shared {
@@ -588,7 +576,7 @@ pub fn serve(name: &str) -> anyhow::Result<()> {
         Ok(lo) => lo,
         Err(e) => {
             lazy_unmount(&fuse_dir).ok();
-            let _ = crate::owned::path::remove_file(sd.pid());
+            sd.clear_running();
             return Err(e);
         }
     };
@@ -619,8 +607,7 @@ pub fn serve(name: &str) -> anyhow::Result<()> {
     shut_down(&sd, lo, &fuse_dir, &shared, name, &device);
     let _ = reader_t.join();
     let _ = disk_t.join();
-    let _ = crate::owned::path::remove_file(sd.ready());
-    let _ = crate::owned::path::remove_file(sd.pid());
+    sd.clear_running();
     crate::errln!("fsbench disk server {name}: stopped");
     Ok(())
 }
@@ -650,7 +637,7 @@ fn mount_own_fuse(sd: &StateDir, fuse_dir: &std::path::Path) -> anyhow::Result<F
     if is_mounted(fuse_dir) {
         // A previous server's mount, left by a crash; anything else there is not ours.
         if !owned::is_own_fuse(fuse_dir, "fsbench-disk") {
-            let _ = crate::owned::path::remove_file(sd.pid());
+            sd.clear_running();
             bail!(
                 "{} holds a mount that is not a disk server's; not unmounting it",
                 fuse_dir.display()
@@ -731,8 +718,7 @@ fn shut_down(
             "fsbench disk server {name}: {device} is still in use (mounted elsewhere?); \
              exiting anyway, its users will see I/O errors"
         );
-        let _ = crate::owned::path::remove_file(sd.pid());
-        let _ = crate::owned::path::remove_file(sd.ready());
+        sd.clear_running();
         std::process::exit(0);
     }
 }

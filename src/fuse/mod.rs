@@ -15,6 +15,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
+use hdrhistogram::Histogram;
 use zerocopy::IntoBytes;
 
 pub mod abi;
@@ -228,6 +229,36 @@ pub fn read_full_at(f: &File, buf: &mut [u8], off: u64) -> io::Result<usize> {
         }
     }
     Ok(done)
+}
+
+/// Ask for precise sleeps on the calling thread (a replying thread): the default 50 us
+/// timer slack would show in every reply.
+pub fn precise_timer_slack() {
+    // SAFETY: prctl(PR_SET_TIMERSLACK) only changes this thread's timer slack.
+    unsafe {
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
+    }
+}
+
+/// The longest time a server's histograms hold, us (an hour).
+const HIST_MAX_US: u64 = 3_600_000_000;
+
+/// A histogram of a server's times in microseconds (1 us to an hour, 3 significant digits).
+pub fn us_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, HIST_MAX_US, 3).expect("valid histogram bounds")
+}
+
+/// Seconds as the microseconds a [`us_histogram`] records (at least 1, at most an hour).
+pub fn to_us(seconds: f64) -> u64 {
+    ((seconds * 1e6).round().max(0.0) as u64).clamp(1, HIST_MAX_US)
+}
+
+/// A histogram's non-empty buckets as (value, count) pairs: what the statistics files keep,
+/// so that the percentiles of a stretch of time come from two snapshots.
+pub fn histogram_pairs(h: &Histogram<u64>) -> Vec<(u64, u64)> {
+    h.iter_recorded()
+        .map(|v| (v.value_iterated_to(), v.count_at_value()))
+        .collect()
 }
 
 /// Real-time priority of the request path (reader and disk thread): above every normal task

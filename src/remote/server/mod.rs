@@ -397,7 +397,7 @@ pub fn serve(name: &str) -> anyhow::Result<()> {
         crate::owned::path::remove_tree(&cache_dir).ok();
     }
     fs::create_dir_all(&cache_dir)?;
-    fs::write(sd.pid(), format!("{}\n", std::process::id()))?;
+    sd.write_pid()?;
     let (dev, mount) = mount_own(&sd, &cfg)?;
     let shared = Arc::new(Shared {
         dev,
@@ -406,7 +406,7 @@ pub fn serve(name: &str) -> anyhow::Result<()> {
         wake: Condvar::new(),
         rec: Mutex::new(Recorder {
             stats: RemoteStats::default(),
-            late: Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid bounds"),
+            late: us_histogram(),
         }),
         reader_done: AtomicBool::new(false),
         stop: AtomicBool::new(false),
@@ -471,8 +471,7 @@ pub fn serve(name: &str) -> anyhow::Result<()> {
     let _ = reader_t.join();
     shared.wake.notify_one();
     let _ = replier_t.join();
-    let _ = crate::owned::path::remove_file(sd.ready());
-    let _ = crate::owned::path::remove_file(sd.pid());
+    sd.clear_running();
     crate::errln!("fsbench remote server {name}: stopped");
     Ok(())
 }
@@ -483,7 +482,7 @@ fn mount_own(sd: &StateDir, cfg: &RemoteConfig) -> anyhow::Result<(File, MountRe
     let dev = match mount_fuse(&cfg.mount, "fsbench-remote") {
         Ok(d) => d,
         Err(e) => {
-            let _ = crate::owned::path::remove_file(sd.pid());
+            sd.clear_running();
             return Err(e);
         }
     };
@@ -491,7 +490,7 @@ fn mount_own(sd: &StateDir, cfg: &RemoteConfig) -> anyhow::Result<(File, MountRe
         Ok(m) => Ok((dev, m)),
         Err(e) => {
             let _ = umount(&cfg.mount, true);
-            let _ = crate::owned::path::remove_file(sd.pid());
+            sd.clear_running();
             Err(e)
         }
     }
@@ -518,8 +517,7 @@ fn shut_down(sd: &StateDir, cfg: &RemoteConfig, mount: &MountRecord, shared: &Sh
             "fsbench remote server {name}: {} is still in use; exiting anyway, its users will see errors",
             cfg.mount.display()
         );
-        let _ = crate::owned::path::remove_file(sd.pid());
-        let _ = crate::owned::path::remove_file(sd.ready());
+        sd.clear_running();
         std::process::exit(0);
     }
 }

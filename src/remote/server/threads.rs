@@ -7,13 +7,13 @@ use super::{Fs, Pending, Shared};
 use crate::daemon::state::{read_json, write_json_atomic};
 use crate::fuse::abi::{after, parse, FhIn, OpenIn, ReadIn, WriteIn};
 use crate::fuse::{
-    next_request, realtime, reply, reply_init, split_request, Sleeper, FUSE_ACCESS,
-    FUSE_ASYNC_READ, FUSE_BATCH_FORGET, FUSE_BIG_WRITES, FUSE_CREATE, FUSE_DESTROY, FUSE_FLUSH,
-    FUSE_FORGET, FUSE_FSYNC, FUSE_FSYNCDIR, FUSE_GETATTR, FUSE_INIT, FUSE_INTERRUPT, FUSE_LINK,
-    FUSE_LOOKUP, FUSE_MAX_PAGES, FUSE_MKDIR, FUSE_MKNOD, FUSE_OPEN, FUSE_OPENDIR, FUSE_READ,
-    FUSE_READDIR, FUSE_READLINK, FUSE_RELEASE, FUSE_RELEASEDIR, FUSE_REMOVEXATTR, FUSE_RENAME,
-    FUSE_RENAME2, FUSE_RMDIR, FUSE_SETATTR, FUSE_SETXATTR, FUSE_STATFS, FUSE_SYMLINK, FUSE_UNLINK,
-    FUSE_WRITE, MAX_WRITE, RT_PRIORITY,
+    histogram_pairs, next_request, precise_timer_slack, realtime, reply, reply_init, split_request,
+    to_us, Sleeper, FUSE_ACCESS, FUSE_ASYNC_READ, FUSE_BATCH_FORGET, FUSE_BIG_WRITES, FUSE_CREATE,
+    FUSE_DESTROY, FUSE_FLUSH, FUSE_FORGET, FUSE_FSYNC, FUSE_FSYNCDIR, FUSE_GETATTR, FUSE_INIT,
+    FUSE_INTERRUPT, FUSE_LINK, FUSE_LOOKUP, FUSE_MAX_PAGES, FUSE_MKDIR, FUSE_MKNOD, FUSE_OPEN,
+    FUSE_OPENDIR, FUSE_READ, FUSE_READDIR, FUSE_READLINK, FUSE_RELEASE, FUSE_RELEASEDIR,
+    FUSE_REMOVEXATTR, FUSE_RENAME, FUSE_RENAME2, FUSE_RMDIR, FUSE_SETATTR, FUSE_SETXATTR,
+    FUSE_STATFS, FUSE_SYMLINK, FUSE_UNLINK, FUSE_WRITE, MAX_WRITE, RT_PRIORITY,
 };
 use crate::remote::state::{self, RemoteStats, StateDir};
 use std::path::PathBuf;
@@ -189,19 +189,14 @@ pub(super) fn record_reply(shared: &Shared, arrival: f64, due: f64) {
     r.stats.delayed_replies += 1;
     r.stats.network_wait_s += (due - arrival).max(0.0);
     r.stats.late_sum_s += late;
-    let us = ((late * 1e6).round() as u64).clamp(1, 3_600_000_000);
-    r.late.saturating_record(us);
+    r.late.saturating_record(to_us(late));
 }
 
 pub(super) fn snapshot(shared: &Shared, scheduling: &str, memory_locked: &str) -> RemoteStats {
     let r = shared.rec.lock().unwrap();
     let mut s = r.stats.clone();
     s.uptime_s = shared.clock.now();
-    s.late_hist_us = r
-        .late
-        .iter_recorded()
-        .map(|v| (v.value_iterated_to(), v.count_at_value()))
-        .collect();
+    s.late_hist_us = histogram_pairs(&r.late);
     s.scheduling = scheduling.to_string();
     s.memory_locked = memory_locked.to_string();
     // The summary from the histogram, the mean from the exact sum.
@@ -245,10 +240,7 @@ pub(super) fn replier_thread(
     memory_locked: String,
     sched_out: Arc<Mutex<String>>,
 ) {
-    // SAFETY: prctl(PR_SET_TIMERSLACK) only changes this thread's timer slack.
-    unsafe {
-        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
-    }
+    precise_timer_slack();
     let scheduling = realtime(RT_PRIORITY);
     *sched_out.lock().unwrap() = scheduling.clone();
     let clock = shared.clock;
