@@ -599,10 +599,7 @@ pub fn serve(name: &str) -> anyhow::Result<()> {
     let sig = wait_for_stop(&shared, &sigset);
     crate::errln!(
         "fsbench disk server {name}: stopping ({})",
-        match sig {
-            Some(s) => format!("signal {s}"),
-            None => "FUSE connection closed".into(),
-        }
+        stop_reason(sig)
     );
     shut_down(&sd, lo, &fuse_dir, &shared, name, &device);
     let _ = reader_t.join();
@@ -709,11 +706,7 @@ fn shut_down(
     }
     drop(lo);
     lazy_unmount(fuse_dir).ok();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !shared.reader_done.load(Ordering::SeqCst) && Instant::now() < deadline {
-        thread::sleep(Duration::from_millis(20));
-    }
-    if !shared.reader_done.load(Ordering::SeqCst) {
+    if !connection_closed(&shared.reader_done, Duration::from_secs(30)) {
         crate::errln!(
             "fsbench disk server {name}: {device} is still in use (mounted elsewhere?); \
              exiting anyway, its users will see I/O errors"

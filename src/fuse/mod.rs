@@ -464,6 +464,26 @@ pub fn block_signals_with(extra: &[i32]) -> libc::sigset_t {
     }
 }
 
+/// Why a server stops, as its log says: the signal it got, or the kernel closing the
+/// connection (`sig` None).
+pub fn stop_reason(sig: Option<i32>) -> String {
+    match sig {
+        Some(s) => format!("signal {s}"),
+        None => "FUSE connection closed".into(),
+    }
+}
+
+/// After the unmount: wait up to `timeout` for the reader to see the connection close
+/// (`reader_done`); whether it did.
+pub fn connection_closed(reader_done: &std::sync::atomic::AtomicBool, timeout: Duration) -> bool {
+    use std::sync::atomic::Ordering;
+    let deadline = Instant::now() + timeout;
+    while !reader_done.load(Ordering::SeqCst) && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(20));
+    }
+    reader_done.load(Ordering::SeqCst)
+}
+
 /// Wait up to `timeout` for one of the blocked signals; returns it.
 pub fn wait_signal(set: &libc::sigset_t, timeout: Duration) -> Option<i32> {
     let ts = libc::timespec {

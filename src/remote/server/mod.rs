@@ -462,10 +462,7 @@ pub fn serve(name: &str) -> anyhow::Result<()> {
     };
     crate::errln!(
         "fsbench remote server {name}: stopping ({})",
-        match sig {
-            Some(s) => format!("signal {s}"),
-            None => "FUSE connection closed".into(),
-        }
+        stop_reason(sig)
     );
     shut_down(&sd, &cfg, &mount, &shared, name);
     let _ = reader_t.join();
@@ -508,11 +505,7 @@ fn shut_down(sd: &StateDir, cfg: &RemoteConfig, mount: &MountRecord, shared: &Sh
     if let Err(e) = mount.unmount_even_busy() {
         crate::errln!("fsbench remote server: {e:#}");
     }
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !shared.reader_done.load(Ordering::SeqCst) && Instant::now() < deadline {
-        thread::sleep(Duration::from_millis(20));
-    }
-    if !shared.reader_done.load(Ordering::SeqCst) {
+    if !connection_closed(&shared.reader_done, Duration::from_secs(10)) {
         crate::errln!(
             "fsbench remote server {name}: {} is still in use; exiting anyway, its users will see errors",
             cfg.mount.display()
