@@ -55,12 +55,14 @@ pub mod model;
 pub mod verify;
 pub mod workloads;
 
-// layer bottom: system calls, units, interruption, exit status, cluster and remount seams
+// layer bottom: system calls, units, interruption, exit status, cluster and remount seams,
+// named daemons' state and processes
 pub mod beneath;
 pub mod cancel;
 pub mod cluster;
 pub mod console;
 pub mod created;
+pub mod daemon;
 pub mod exit;
 pub mod export;
 pub mod fuse;

@@ -4,7 +4,8 @@
 
 use crate::exit::usage;
 use crate::export::Format;
-use crate::model::{Overrides, Workload};
+use crate::model::build::Overrides;
+use crate::model::Workload;
 use crate::workloads::{self, LoadError};
 use anyhow::{bail, Context, Result};
 use clap::Args;

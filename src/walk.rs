@@ -195,15 +195,6 @@ fn open_dir(parent: RawFd, name: &CStr, cross_mounts: bool) -> io::Result<OwnedF
     }
 }
 
-/// `fstat` of an fd.
-pub fn fstat(fd: RawFd) -> io::Result<libc::stat> {
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    if unsafe { libc::fstat(fd, &mut st) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(st)
-}
-
 /// Walk the tree under `root` with `opts.threads` workers, each feeding the
 /// visitor made for it by `make(worker_index)`.
 ///
@@ -236,7 +227,7 @@ where
         return Err(root_err(io::Error::last_os_error()));
     }
     let root_fd = unsafe { OwnedFd::from_raw_fd(fd) };
-    let root_st = fstat(root_fd.as_raw_fd()).map_err(root_err)?;
+    let root_st = crate::beneath::fstat(root_fd.as_raw_fd()).map_err(root_err)?;
     // The root job re-opens "." relative to the opened root so that the
     // path is resolved exactly once.
     let shared = Arc::new(Shared {

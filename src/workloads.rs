@@ -2,7 +2,8 @@
 //! a workload by name or path.
 
 use crate::lang::{self, Diagnostics, SourceFile};
-use crate::model::{self, Overrides, Workload};
+use crate::model::build::Overrides;
+use crate::model::{self, Workload};
 use std::path::Path;
 
 include!(concat!(env!("OUT_DIR"), "/builtins.rs"));
@@ -176,7 +177,7 @@ pub fn load(spec: &str, overrides: &Overrides) -> Result<(Workload, Origin), Loa
     }
     let (src, origin, name) = read_source(spec)?;
     let script = lang::parse(&src).map_err(|d| LoadError::Invalid(d.into()))?;
-    let w = model::build(&name, &src, &script, overrides).map_err(LoadError::Invalid)?;
+    let w = model::build::build(&name, &src, &script, overrides).map_err(LoadError::Invalid)?;
     Ok((w, origin))
 }
 

@@ -10,9 +10,12 @@ use anyhow::{bail, Context};
 use super::loopdev;
 use super::model::{Disk, DiskParams};
 use super::server;
-use super::state::{self, DiskConfig, StateDir};
-use crate::fuse::state::{is_mounted, write_json_atomic};
-use crate::units::{parse_ms, parse_rate, parse_size};
+use super::state::{self, DiskConfig, StateDir, KIND};
+use crate::daemon::owned::{self, is_mounted, Detach, MountRecord};
+use crate::daemon::remove::Removal;
+use crate::daemon::state::{state_word, write_json_atomic};
+use crate::daemon::Summary;
+use crate::units::{human_bytes_u64 as human_bytes, parse_ms, parse_rate, parse_size};
 
 /// Simulated disks: an HDD model served through FUSE under a loop device.
 #[derive(clap::Args, Debug)]
@@ -210,21 +213,6 @@ pub fn run(args: DiskArgs) -> anyhow::Result<()> {
     }
 }
 
-fn human_bytes(b: u64) -> String {
-    let units = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = b as f64;
-    let mut i = 0;
-    while v >= 1024.0 && i < units.len() - 1 {
-        v /= 1024.0;
-        i += 1;
-    }
-    if i == 0 {
-        format!("{b} B")
-    } else {
-        format!("{v:.1} {}", units[i])
-    }
-}
-
 fn describe(p: &DiskParams) -> String {
     format!(
         "{} ({} rpm, seek {}/{}/{} ms, {}-{} MB/s, {} x {} cache, queue {})",
@@ -245,10 +233,6 @@ fn describe(p: &DiskParams) -> String {
     )
 }
 
-fn root_required(what: &str) -> anyhow::Result<()> {
-    crate::fuse::state::require_root(what, "FUSE mount and loop devices")
-}
-
 fn run_cmd(cmd: &mut Command) -> anyhow::Result<()> {
     let out = cmd
         .stdin(Stdio::null())
@@ -265,20 +249,9 @@ fn run_cmd(cmd: &mut Command) -> anyhow::Result<()> {
 }
 
 fn create(a: CreateArgs) -> anyhow::Result<()> {
-    root_required("fsbench disk create")?;
+    KIND.require_root("create")?;
     let sd = StateDir::new(&a.name)?;
-    if sd.exists() {
-        if sd.live_pid().is_some() {
-            bail!("disk {} already exists (see `fsbench disk list`)", a.name);
-        }
-        bail!(
-            "disk {} has a stale state directory {} (its server is not running): \
-             run `fsbench disk remove {}` first",
-            a.name,
-            sd.dir.display(),
-            a.name
-        );
-    }
+    KIND.refuse_taken(&sd, &a.name, sd.exists())?;
     let params = params_from(&a)?;
     let (image, size, existed) = prepare_image(&a, &params)?;
 
@@ -299,7 +272,7 @@ fn create(a: CreateArgs) -> anyhow::Result<()> {
         let _ = remove(&a.name, !cfg.created_image);
         let _ = crate::owned::path::remove_tree(&sd.dir);
     };
-    match start_server(&sd) {
+    match KIND.start(&sd) {
         Ok(()) => {}
         Err(e) => {
             cleanup(&sd);
@@ -442,30 +415,21 @@ fn after_start(a: &CreateArgs, sd: &StateDir, dev: &str) -> anyhow::Result<()> {
         run_cmd(Command::new("mount").arg(dev).arg(m))?;
         let mut cfg = sd.read_config()?;
         cfg.mount = Some(m.canonicalize()?);
-        let backing = super::owned::loop_backing(dev)?;
-        cfg.mount_record = Some(super::owned::MountRecord::capture(m, backing)?);
+        let backing = owned::loop_backing(dev)?;
+        cfg.mount_record = Some(MountRecord::capture(m, backing)?);
         write_json_atomic(&sd.config(), &cfg)?;
     }
     Ok(())
 }
 
-/// Start `fsbench disk serve NAME` in the background and wait for ready.json.
-fn start_server(sd: &StateDir) -> anyhow::Result<()> {
-    crate::fuse::start_daemon("disk", &sd.dir, &sd.ready(), &sd.log())
-}
-
-fn disk_names() -> Vec<String> {
-    crate::fuse::state_names(&state::state_root())
-}
-
 fn list(json: bool) -> anyhow::Result<()> {
     let mut rows = Vec::new();
-    for name in disk_names() {
+    for name in KIND.names() {
         let sd = StateDir::new(&name)?;
         let Ok(cfg) = sd.read_config() else { continue };
         let ready = sd.read_ready();
         let alive = sd.live_pid().is_some();
-        let st = crate::fuse::state::state_word(alive, ready.is_some());
+        let st = state_word(alive, ready.is_some());
         let stats = sd.read_stats();
         rows.push(serde_json::json!({
             "name": name,
@@ -478,11 +442,7 @@ fn list(json: bool) -> anyhow::Result<()> {
             "image": cfg.image,
         }));
     }
-    let none = format!(
-        "no simulated disks (state in {})",
-        state::state_root().display()
-    );
-    if !crate::fuse::state::list_rows(&rows, json, &none)? {
+    if !KIND.list_rows(&rows, json)? {
         return Ok(());
     }
     crate::outln!(
@@ -512,7 +472,7 @@ fn list(json: bool) -> anyhow::Result<()> {
 fn stats(name: &str, json: bool) -> anyhow::Result<()> {
     let sd = StateDir::new(name)?;
     if !sd.exists() {
-        bail!("no disk named {name} (see `fsbench disk list`)");
+        return Err(KIND.no_such(name));
     }
     let cfg = sd.read_config()?;
     let st = sd.read_stats().unwrap_or_default();
@@ -578,7 +538,7 @@ fn stats(name: &str, json: bool) -> anyhow::Result<()> {
         "p99",
         "max"
     );
-    let row = |label: &str, s: &state::Summary| {
+    let row = |label: &str, s: &Summary| {
         crate::outln!(
             "{label:<22} {:>10.1} {:>10.0} {:>10.0} {:>10.0} {:>10.0}",
             s.mean,
@@ -611,32 +571,25 @@ fn stats(name: &str, json: bool) -> anyhow::Result<()> {
 }
 
 fn remove(name: &str, keep: bool) -> anyhow::Result<()> {
-    root_required("fsbench disk remove")?;
+    KIND.require_root("remove")?;
     let sd = StateDir::new(name)?;
     if !sd.dir.exists() {
-        bail!("no disk named {name} (see `fsbench disk list`)");
+        return Err(KIND.no_such(name));
     }
     let cfg = sd.read_config().ok();
     // Read before the server stops (a server that stops removes it): the file its loop
     // device was attached to.
     let ready = sd.read_ready();
-    // What was removed, said at the end: silence on success left users guessing.
-    let mut done: Vec<String> = Vec::new();
-    // What was not fsbench's any more and was left alone.
-    let mut left: Vec<String> = Vec::new();
+    let mut r = Removal::default();
     // 0. Nothing at all while fsbench's mount is buried under another: it stays retryable.
     if let Some(rec) = cfg.as_ref().and_then(|c| c.mount_record.as_ref()) {
-        super::owned::refuse_buried(rec, "disk", name)?;
+        owned::refuse_buried(rec, "disk", name)?;
     }
     // 1. The file system fsbench mounted, if it is still that mount.
     if let Some(c) = &cfg {
         match (&c.mount, &c.mount_record) {
-            (_, Some(rec)) => match rec.unmount_even_busy() {
-                Ok(Some(what)) => done.push(what),
-                Ok(None) => {}
-                Err(e) => left.push(format!("{e:#}")),
-            },
-            (Some(m), None) if is_mounted(m) => left.push(format!(
+            (_, Some(rec)) => r.unmount(rec),
+            (Some(m), None) if is_mounted(m) => r.left.push(format!(
                 "{} is mounted, but no record of the mount fsbench made there survives; not unmounting it (left alone)",
                 m.display()
             )),
@@ -644,41 +597,12 @@ fn remove(name: &str, keep: bool) -> anyhow::Result<()> {
         }
     }
     // 2. The server: it detaches the loop device and unmounts FUSE itself.
-    if let Some(pid) = sd.live_pid() {
-        // SAFETY: sending SIGTERM to the pid the server wrote.
-        unsafe { libc::kill(pid, libc::SIGTERM) };
-        if !crate::fuse::state::wait_gone(pid, Duration::from_secs(40)) {
-            crate::errln!("server {pid} did not stop; killing it");
-            // SAFETY: as above.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-            crate::fuse::state::wait_gone(pid, Duration::from_secs(5));
-        }
-        done.push(format!("stopped the disk server (pid {pid})"));
-    }
-    // 3. Whatever a dead server left: loop devices still bound to our FUSE file (found by
-    //    its path, detached only while the file the server attached backs them, by device
-    //    and inode), and the FUSE mount if it is the server's.
-    let fuse_file = sd.fuse_file();
-    for dev in loopdev::devices_backed_by(&fuse_file) {
-        let Some(backing) = ready.as_ref().and_then(|r| r.backing) else {
-            left.push(format!(
-                "{dev} is attached to {}, but no record of the file the server attached survives; not detaching it (left alone)",
-                fuse_file.display()
-            ));
-            continue;
-        };
-        match super::owned::detach_if_backed_by(&dev, backing) {
-            Ok(super::owned::Detach::Detached) => done.push(format!("detached {dev}")),
-            Ok(super::owned::Detach::Gone) => {}
-            Ok(super::owned::Detach::Foreign(have)) => left.push(format!(
-                "not detaching {dev}: another file backs it now ({have}, not {backing}); left alone"
-            )),
-            Err(e) => crate::errln!("detaching {dev}: {e}"),
-        }
-    }
+    r.stop_server(&sd, Duration::from_secs(40));
+    // 3. Whatever a dead server left: loop devices and the FUSE mount.
+    detach_left_loops(&sd, ready.as_ref(), &mut r);
     let fuse_dir = sd.fuse_dir();
     if is_mounted(&fuse_dir) {
-        if super::owned::is_own_fuse(&fuse_dir, "fsbench-disk") {
+        if owned::is_own_fuse(&fuse_dir, "fsbench-disk") {
             crate::fuse::lazy_unmount(&fuse_dir)
                 .with_context(|| format!("unmounting {}", fuse_dir.display()))?;
         } else {
@@ -693,7 +617,7 @@ fn remove(name: &str, keep: bool) -> anyhow::Result<()> {
     if let Some(c) = &cfg {
         if c.created_image && !keep {
             match crate::owned::path::remove_file(&c.image) {
-                Ok(true) => done.push(format!("deleted image {}", c.image.display())),
+                Ok(true) => r.done.push(format!("deleted image {}", c.image.display())),
                 Ok(false) => {}
                 Err(e) => crate::errln!("removing {}: {e}", c.image.display()),
             }
@@ -701,43 +625,30 @@ fn remove(name: &str, keep: bool) -> anyhow::Result<()> {
             crate::errln!("kept image {}", c.image.display());
         }
     }
-    remove_state_dir(&sd.dir)?;
-    done.push(format!("removed state {}", sd.dir.display()));
-    crate::outln!("disk {name} removed: {}", done.join("; "));
-    if !left.is_empty() {
-        bail!("{}", left.join("\n"));
-    }
-    Ok(())
+    r.finish(&sd, &["fuse"])
 }
 
-fn remove_state_dir(dir: &Path) -> anyhow::Result<()> {
-    refuse_mounts_inside(dir)?;
-    let fuse = dir.join("fuse");
-    if fuse.exists() {
-        // Only an empty directory (the mount is gone): never recurse into it.
-        crate::owned::path::remove_empty_dir(&fuse)
-            .with_context(|| format!("removing {}", fuse.display()))?;
+/// Loop devices a dead server left bound to its FUSE file (found by the file's path),
+/// detached only while the file the server attached backs them (by device and inode).
+fn detach_left_loops(sd: &StateDir, ready: Option<&state::Ready>, r: &mut Removal) {
+    let fuse_file = sd.fuse_file();
+    for dev in loopdev::devices_backed_by(&fuse_file) {
+        let Some(backing) = ready.and_then(|x| x.backing) else {
+            r.left.push(format!(
+                "{dev} is attached to {}, but no record of the file the server attached survives; not detaching it (left alone)",
+                fuse_file.display()
+            ));
+            continue;
+        };
+        match owned::detach_if_backed_by(&dev, backing) {
+            Ok(Detach::Detached) => r.done.push(format!("detached {dev}")),
+            Ok(Detach::Gone) => {}
+            Ok(Detach::Foreign(have)) => r.left.push(format!(
+                "not detaching {dev}: another file backs it now ({have}, not {backing}); left alone"
+            )),
+            Err(e) => crate::errln!("detaching {dev}: {e}"),
+        }
     }
-    crate::owned::path::remove_tree(dir).with_context(|| format!("removing {}", dir.display()))?;
-    Ok(())
-}
-
-/// A state directory is removed recursively: never with a file system mounted inside it.
-pub fn refuse_mounts_inside(dir: &Path) -> anyhow::Result<()> {
-    let real = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
-    let mounted = super::owned::mounts_under(&real);
-    if !mounted.is_empty() {
-        bail!(
-            "not removing {}: {} is mounted inside it; left alone",
-            dir.display(),
-            mounted
-                .iter()
-                .map(|m| m.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-    }
-    Ok(())
 }
 
 fn models() -> anyhow::Result<()> {

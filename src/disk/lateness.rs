@@ -93,7 +93,7 @@ impl Probe {
     /// the loop device a running disk server reported.
     pub fn start(path: &Path) -> Option<Probe> {
         let dev = std::fs::metadata(path).ok()?.dev();
-        let entries = std::fs::read_dir(state::state_root()).ok()?;
+        let entries = std::fs::read_dir(state::KIND.state_root()).ok()?;
         for e in entries.flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
             let Ok(sd) = StateDir::new(&name) else {

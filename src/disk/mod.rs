@@ -24,16 +24,14 @@
 //! * [`server`] — the FUSE server (kernel protocol spoken directly, no libfuse)
 //!   and its lifecycle: mount, loop device, signals, statistics.
 //! * [`loopdev`] — loop-device ioctls and sysfs knobs.
-//! * [`owned`] — what fsbench mounted or attached, recognised again before
-//!   it is unmounted or detached.
-//! * [`state`] — the state directory: configuration, pid, statistics.
+//! * [`state`] — the state directory: configuration, pid, statistics (what every
+//!   daemon's holds, and what fsbench mounted or attached, in [`crate::daemon`]).
 //! * [`cli`] — `fsbench disk create|list|stats|remove|models`.
 
 pub mod cli;
 pub mod lateness;
 pub mod loopdev;
 pub mod model;
-pub mod owned;
 pub mod server;
 pub mod state;
 

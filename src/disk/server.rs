@@ -47,41 +47,38 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 use hdrhistogram::Histogram;
 
-use crate::fuse::state::{is_mounted, write_json_atomic};
+use crate::daemon::owned::{self, is_mounted, FileId};
+use crate::daemon::state::write_json_atomic;
+use crate::daemon::Summary;
+use crate::fuse::abi::{
+    after, parse, Attr, AttrOut, EntryOut, FallocateIn, OpenOut, ReadIn, SetattrIn, StatfsOut,
+    WriteIn, WriteOut,
+};
 use crate::fuse::*;
+use zerocopy::IntoBytes;
 
 use super::loopdev;
 use super::model::{Disk, Op, Service};
-use super::state::{self, DiskStats, Ready, StateDir, Summary};
+use super::state::{self, DiskStats, Ready, StateDir};
 
 const ROOT_INO: u64 = 1;
 const FILE_INO: u64 = 2;
 
-fn attr_bytes(ino: u64, size: u64) -> Vec<u8> {
-    let mut a = Vec::with_capacity(88);
+fn attr_of(ino: u64, size: u64) -> Attr {
     let (mode, nlink, size) = if ino == ROOT_INO {
         (libc::S_IFDIR | 0o755, 2u32, 0u64)
     } else {
         (libc::S_IFREG | 0o600, 1u32, size)
     };
-    a.extend_from_slice(&ino.to_le_bytes());
-    a.extend_from_slice(&size.to_le_bytes());
-    a.extend_from_slice(&size.div_ceil(512).to_le_bytes()); // blocks
-    for _ in 0..3 {
-        a.extend_from_slice(&0u64.to_le_bytes()); // atime, mtime, ctime
+    Attr {
+        ino,
+        size,
+        blocks: size.div_ceil(512),
+        mode,
+        nlink,
+        blksize: 4096,
+        ..Default::default()
     }
-    for _ in 0..3 {
-        a.extend_from_slice(&0u32.to_le_bytes()); // nsecs
-    }
-    a.extend_from_slice(&mode.to_le_bytes());
-    a.extend_from_slice(&nlink.to_le_bytes());
-    a.extend_from_slice(&0u32.to_le_bytes()); // uid
-    a.extend_from_slice(&0u32.to_le_bytes()); // gid
-    a.extend_from_slice(&0u32.to_le_bytes()); // rdev
-    a.extend_from_slice(&4096u32.to_le_bytes()); // blksize
-    a.extend_from_slice(&0u32.to_le_bytes()); // flags
-    debug_assert_eq!(a.len(), 88);
-    a
 }
 
 /// A READ or WRITE on its way to the disk thread.
@@ -108,10 +105,6 @@ struct Recorders {
     wake: Histogram<u64>,
 }
 
-fn hist() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid histogram bounds")
-}
-
 fn summary(h: &Histogram<u64>) -> Summary {
     if h.is_empty() {
         return Summary::default();
@@ -129,20 +122,20 @@ impl Recorders {
     fn new() -> Recorders {
         Recorders {
             stats: DiskStats::default(),
-            service: hist(),
-            overhead: hist(),
-            seek: hist(),
-            rotation: hist(),
-            transfer: hist(),
-            queue: hist(),
-            late: hist(),
-            io: hist(),
-            wake: hist(),
+            service: us_histogram(),
+            overhead: us_histogram(),
+            seek: us_histogram(),
+            rotation: us_histogram(),
+            transfer: us_histogram(),
+            queue: us_histogram(),
+            late: us_histogram(),
+            io: us_histogram(),
+            wake: us_histogram(),
         }
     }
 
     fn record(&mut self, req: &IoReq, s: &Service, queued: f64, late: f64, io: f64, wake: f64) {
-        let us = |x: f64| ((x * 1e6).round().max(0.0) as u64).clamp(1, 3_600_000_000);
+        let us = to_us;
         let st = &mut self.stats;
         st.requests += 1;
         match req.op {
@@ -185,11 +178,7 @@ impl Recorders {
         s.server_late_us = summary(&self.late);
         s.server_io_us = summary(&self.io);
         s.server_wake_us = summary(&self.wake);
-        s.server_late_hist_us = self
-            .late
-            .iter_recorded()
-            .map(|v| (v.value_iterated_to(), v.count_at_value()))
-            .collect();
+        s.server_late_hist_us = histogram_pairs(&self.late);
         s
     }
 }
@@ -211,11 +200,7 @@ fn disk_thread(
     rx: mpsc::Receiver<IoReq>,
     stats_path: std::path::PathBuf,
 ) {
-    // Ask for precise sleeps (the default 50 us slack would show in every reply).
-    // SAFETY: prctl(PR_SET_TIMERSLACK) only changes this thread's timer slack.
-    unsafe {
-        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
-    }
+    precise_timer_slack();
     let scheduling = realtime(RT_PRIORITY);
     let clock = shared.clock;
     let mut sleeper = Sleeper::new(clock);
@@ -268,9 +253,11 @@ fn disk_thread(
             match req.op {
                 Op::Read => reply(&shared.dev, req.unique, 0, &[&buf[..n]]),
                 Op::Write => {
-                    let mut out = [0u8; 8];
-                    out[0..4].copy_from_slice(&(n as u32).to_le_bytes());
-                    reply(&shared.dev, req.unique, 0, &[&out]);
+                    let out = WriteOut {
+                        size: n as u32,
+                        padding: 0,
+                    };
+                    reply(&shared.dev, req.unique, 0, &[out.as_bytes()]);
                 }
             }
         }
@@ -332,12 +319,14 @@ fn reader_thread(shared: Arc<Shared>, tx: mpsc::Sender<IoReq>) {
     };
     while let Some(n) = next_request(&shared.dev, &mut buf, "disk server") {
         let arrival = shared.clock.now();
-        let msg = &buf[..n];
+        let Some((h, body)) = split_request(&buf[..n]) else {
+            continue;
+        };
         let req = Request {
-            opcode: u32_at(msg, 4),
-            unique: u64_at(msg, 8),
-            nodeid: u64_at(msg, 16),
-            body: &msg[IN_HEADER..],
+            opcode: h.opcode,
+            unique: h.unique,
+            nodeid: h.nodeid,
+            body,
         };
         if !r.answer(&req, arrival) {
             break;
@@ -378,28 +367,20 @@ impl Reader<'_> {
             FUSE_LOOKUP => self.lookup(q),
             FUSE_GETATTR | FUSE_SETATTR => self.attr(q),
             FUSE_OPEN | FUSE_OPENDIR => {
-                let mut out = [0u8; 16];
+                let mut out = OpenOut::default();
                 if q.opcode == FUSE_OPEN {
                     // Every open bypasses the page cache of the FUSE file:
                     // the model must see every request.
-                    out[8..12].copy_from_slice(&FOPEN_DIRECT_IO.to_le_bytes());
+                    out.open_flags = FOPEN_DIRECT_IO;
                 }
-                reply(dev, unique, 0, &[&out]);
+                reply(dev, unique, 0, &[out.as_bytes()]);
             }
             FUSE_READ | FUSE_WRITE => self.io(q, arrival),
             FUSE_FSYNC | FUSE_FSYNCDIR => self.fsync(q),
             FUSE_FLUSH | FUSE_RELEASE | FUSE_RELEASEDIR | FUSE_ACCESS => {
                 reply(dev, unique, 0, &[]);
             }
-            FUSE_READDIR => {
-                let entries: [(u64, &[u8], u32); 3] = [
-                    (ROOT_INO, b".", libc::DT_DIR as u32),
-                    (ROOT_INO, b"..", libc::DT_DIR as u32),
-                    (FILE_INO, state::FUSE_FILE.as_bytes(), libc::DT_REG as u32),
-                ];
-                let out = dirents(entries, u64_at(body, 8), u32_at(body, 16) as usize);
-                reply(dev, unique, 0, &[&out]);
-            }
+            FUSE_READDIR => self.readdir(q),
             FUSE_STATFS => self.statfs(q),
             FUSE_FALLOCATE => self.fallocate(q),
             FUSE_FORGET | FUSE_BATCH_FORGET | FUSE_INTERRUPT => {} // no reply
@@ -412,17 +393,31 @@ impl Reader<'_> {
         true
     }
 
+    fn readdir(&self, q: &Request) {
+        let Some(r) = parse::<ReadIn>(q.body) else {
+            return reply_err(self.dev, q.unique, libc::EINVAL);
+        };
+        let entries: [(u64, &[u8], u32); 3] = [
+            (ROOT_INO, b".", libc::DT_DIR as u32),
+            (ROOT_INO, b"..", libc::DT_DIR as u32),
+            (FILE_INO, state::FUSE_FILE.as_bytes(), libc::DT_REG as u32),
+        ];
+        let out = dirents(entries, r.offset, r.size as usize);
+        reply(self.dev, q.unique, 0, &[&out]);
+    }
+
     fn lookup(&self, q: &Request) {
         let name = q.body.split(|&c| c == 0).next().unwrap_or(&[]);
         if q.nodeid == ROOT_INO && name == state::FUSE_FILE.as_bytes() {
-            let mut out = Vec::with_capacity(128);
-            out.extend_from_slice(&FILE_INO.to_le_bytes());
-            out.extend_from_slice(&1u64.to_le_bytes()); // generation
-            out.extend_from_slice(&3600u64.to_le_bytes()); // entry_valid
-            out.extend_from_slice(&3600u64.to_le_bytes()); // attr_valid
-            out.extend_from_slice(&[0u8; 8]);
-            out.extend_from_slice(&attr_bytes(FILE_INO, self.shared.size));
-            reply(self.dev, q.unique, 0, &[&out]);
+            let out = EntryOut {
+                nodeid: FILE_INO,
+                generation: 1,
+                entry_valid: 3600,
+                attr_valid: 3600,
+                attr: attr_of(FILE_INO, self.shared.size),
+                ..Default::default()
+            };
+            reply(self.dev, q.unique, 0, &[out.as_bytes()]);
         } else {
             reply_err(self.dev, q.unique, libc::ENOENT);
         }
@@ -431,10 +426,8 @@ impl Reader<'_> {
     /// GETATTR, and SETATTR that changes nothing the disk has (its size is fixed).
     fn attr(&self, q: &Request) {
         let (dev, unique, size) = (self.dev, q.unique, self.shared.size);
-        if q.opcode == FUSE_SETATTR
-            && u32_at(q.body, 0) & FATTR_SIZE != 0
-            && u64_at(q.body, 16) != size
-        {
+        let resizes = |s: SetattrIn| s.valid & FATTR_SIZE != 0 && s.size != size;
+        if q.opcode == FUSE_SETATTR && parse::<SetattrIn>(q.body).is_some_and(resizes) {
             // The disk has a fixed size.
             reply_err(dev, unique, libc::EPERM);
             return;
@@ -443,11 +436,12 @@ impl Reader<'_> {
             reply_err(dev, unique, libc::ENOENT);
             return;
         }
-        let mut out = Vec::with_capacity(104);
-        out.extend_from_slice(&3600u64.to_le_bytes());
-        out.extend_from_slice(&[0u8; 8]);
-        out.extend_from_slice(&attr_bytes(q.nodeid, size));
-        reply(dev, unique, 0, &[&out]);
+        let out = AttrOut {
+            attr_valid: 3600,
+            attr: attr_of(q.nodeid, size),
+            ..Default::default()
+        };
+        reply(dev, unique, 0, &[out.as_bytes()]);
     }
 
     /// READ and WRITE go to the disk thread, which replies when the drive is done.
@@ -457,12 +451,18 @@ impl Reader<'_> {
             reply_err(dev, unique, libc::EISDIR);
             return;
         }
-        let off = u64_at(q.body, 8);
-        let len = u32_at(q.body, 16);
+        // READ's and WRITE's structures agree on where the offset and the size are.
+        let Some(r) = parse::<ReadIn>(q.body) else {
+            return reply_err(dev, unique, libc::EINVAL);
+        };
+        let (off, len) = (r.offset, r.size);
         let (op, data) = if q.opcode == FUSE_READ {
             (Op::Read, Vec::new())
         } else {
-            let data = q.body.get(40..40 + len as usize).unwrap_or(&[]).to_vec();
+            let data = after::<WriteIn>(q.body)
+                .get(..len as usize)
+                .unwrap_or(&[])
+                .to_vec();
             if data.len() != len as usize || off + len as u64 > size {
                 reply_err(
                     dev,
@@ -509,23 +509,24 @@ impl Reader<'_> {
     }
 
     fn statfs(&self, q: &Request) {
-        let mut out = Vec::with_capacity(80);
-        let blocks = self.shared.size / 4096;
-        for v in [blocks, 0, 0, 2, 0] {
-            out.extend_from_slice(&v.to_le_bytes());
-        }
-        for v in [4096u32, 255, 4096, 0, 0, 0, 0, 0, 0, 0] {
-            out.extend_from_slice(&v.to_le_bytes());
-        }
-        reply(self.dev, q.unique, 0, &[&out]);
+        let out = StatfsOut {
+            blocks: self.shared.size / 4096,
+            files: 2,
+            bsize: 4096,
+            namelen: 255,
+            frsize: 4096,
+            ..Default::default()
+        };
+        reply(self.dev, q.unique, 0, &[out.as_bytes()]);
     }
 
     /// Discard from the loop device: punch the hole in the image (keeps it sparse); a
     /// drive does this without media time.
     fn fallocate(&self, q: &Request) {
-        let off = u64_at(q.body, 8) as i64;
-        let len = u64_at(q.body, 16) as i64;
-        let mode = u32_at(q.body, 24) as i32;
+        let Some(f) = parse::<FallocateIn>(q.body) else {
+            return reply_err(self.dev, q.unique, libc::EINVAL);
+        };
+        let (off, len, mode) = (f.offset as i64, f.length as i64, f.mode as i32);
         // SAFETY: plain fallocate on a file descriptor we own.
         let r = unsafe { libc::fallocate(self.shared.image.as_raw_fd(), mode, off, len) };
         if r == 0 {
@@ -547,7 +548,7 @@ pub fn serve(name: &str) -> anyhow::Result<()> {
 
     let disk = Disk::new(cfg.params.clone(), cfg.size).map_err(anyhow::Error::msg)?;
     let (image, size) = open_image(&cfg)?;
-    std::fs::write(sd.pid(), format!("{}\n", std::process::id()))?;
+    sd.write_pid()?;
     let fuse_dir = sd.fuse_dir();
     let dev = mount_own_fuse(&sd, &fuse_dir)?;
     let shared = Arc::new(Shared {
@@ -575,7 +576,7 @@ pub fn serve(name: &str) -> anyhow::Result<()> {
         Ok(lo) => lo,
         Err(e) => {
             lazy_unmount(&fuse_dir).ok();
-            let _ = crate::owned::path::remove_file(sd.pid());
+            sd.clear_running();
             return Err(e);
         }
     };
@@ -598,16 +599,12 @@ pub fn serve(name: &str) -> anyhow::Result<()> {
     let sig = wait_for_stop(&shared, &sigset);
     crate::errln!(
         "fsbench disk server {name}: stopping ({})",
-        match sig {
-            Some(s) => format!("signal {s}"),
-            None => "FUSE connection closed".into(),
-        }
+        stop_reason(sig)
     );
     shut_down(&sd, lo, &fuse_dir, &shared, name, &device);
     let _ = reader_t.join();
     let _ = disk_t.join();
-    let _ = crate::owned::path::remove_file(sd.ready());
-    let _ = crate::owned::path::remove_file(sd.pid());
+    sd.clear_running();
     crate::errln!("fsbench disk server {name}: stopped");
     Ok(())
 }
@@ -636,8 +633,8 @@ fn mount_own_fuse(sd: &StateDir, fuse_dir: &std::path::Path) -> anyhow::Result<F
     std::fs::create_dir_all(fuse_dir)?;
     if is_mounted(fuse_dir) {
         // A previous server's mount, left by a crash; anything else there is not ours.
-        if !super::owned::is_own_fuse(fuse_dir, "fsbench-disk") {
-            let _ = crate::owned::path::remove_file(sd.pid());
+        if !owned::is_own_fuse(fuse_dir, "fsbench-disk") {
+            sd.clear_running();
             bail!(
                 "{} holds a mount that is not a disk server's; not unmounting it",
                 fuse_dir.display()
@@ -653,7 +650,7 @@ fn mount_own_fuse(sd: &StateDir, fuse_dir: &std::path::Path) -> anyhow::Result<F
 fn attach_loop(
     sd: &StateDir,
     cfg: &state::DiskConfig,
-) -> anyhow::Result<(loopdev::LoopDevice, super::owned::FileId)> {
+) -> anyhow::Result<(loopdev::LoopDevice, FileId)> {
     let fuse_file = sd.fuse_file();
     let backing = OpenOptions::new()
         .read(true)
@@ -661,7 +658,7 @@ fn attach_loop(
         .custom_flags(libc::O_DIRECT)
         .open(&fuse_file)
         .with_context(|| format!("opening {}", fuse_file.display()))?;
-    let backing_id = super::owned::FileId::of(&backing.metadata()?);
+    let backing_id = FileId::of(&backing.metadata()?);
     let lo = loopdev::attach(
         &backing,
         loopdev::LO_FLAGS_DIRECT_IO | loopdev::LO_FLAGS_AUTOCLEAR,
@@ -709,17 +706,12 @@ fn shut_down(
     }
     drop(lo);
     lazy_unmount(fuse_dir).ok();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !shared.reader_done.load(Ordering::SeqCst) && Instant::now() < deadline {
-        thread::sleep(Duration::from_millis(20));
-    }
-    if !shared.reader_done.load(Ordering::SeqCst) {
+    if !connection_closed(&shared.reader_done, Duration::from_secs(30)) {
         crate::errln!(
             "fsbench disk server {name}: {device} is still in use (mounted elsewhere?); \
              exiting anyway, its users will see I/O errors"
         );
-        let _ = crate::owned::path::remove_file(sd.pid());
-        let _ = crate::owned::path::remove_file(sd.ready());
+        sd.clear_running();
         std::process::exit(0);
     }
 }

@@ -16,22 +16,24 @@
 
 use std::path::PathBuf;
 
-use anyhow::bail;
 use serde::{Deserialize, Serialize};
 
 use super::model::DiskParams;
-use crate::fuse::state::{read_json, DaemonDir};
+use crate::daemon::owned::{FileId, MountRecord};
+use crate::daemon::state::read_json;
+use crate::daemon::{DaemonDir, Kind, Summary};
+
+/// Simulated disks among fsbench's daemons.
+pub const KIND: Kind = Kind {
+    word: "disk",
+    plural: "simulated disks",
+    env: "FSBENCH_STATE_DIR",
+    default_root: "/run/fsbench/disks",
+    root_needs: "FUSE mount and loop devices",
+};
 
 /// Name of the single file the FUSE file system serves.
 pub const FUSE_FILE: &str = "disk";
-
-/// Root of all disks' state directories.
-pub fn state_root() -> PathBuf {
-    match std::env::var_os("FSBENCH_STATE_DIR") {
-        Some(d) if !d.is_empty() => PathBuf::from(d),
-        _ => PathBuf::from("/run/fsbench/disks"),
-    }
-}
 
 /// Default directory for images.
 pub fn image_root() -> PathBuf {
@@ -39,20 +41,6 @@ pub fn image_root() -> PathBuf {
         Some(d) if !d.is_empty() => PathBuf::from(d),
         _ => PathBuf::from("/var/lib/fsbench/images"),
     }
-}
-
-/// Disk names become path components: keep them tame.
-pub fn check_name(name: &str) -> anyhow::Result<()> {
-    if name.is_empty()
-        || name.len() > 64
-        || name.starts_with('.')
-        || !name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
-    {
-        bail!("invalid disk name {name:?}: use letters, digits, '-', '_' and '.' (at most 64)");
-    }
-    Ok(())
 }
 
 /// Paths of one disk's state.
@@ -68,10 +56,7 @@ impl std::ops::Deref for StateDir {
 
 impl StateDir {
     pub fn new(name: &str) -> anyhow::Result<StateDir> {
-        check_name(name)?;
-        Ok(StateDir(DaemonDir {
-            dir: state_root().join(name),
-        }))
+        KIND.dir(name).map(StateDir)
     }
     pub fn fuse_dir(&self) -> PathBuf {
         self.dir.join("fuse")
@@ -106,7 +91,7 @@ pub struct DiskConfig {
     /// That mount as /proc/self/mountinfo listed it right after mounting: remove and the
     /// server unmount only this mount, never another one made at the same point since.
     #[serde(default)]
-    pub mount_record: Option<super::owned::MountRecord>,
+    pub mount_record: Option<MountRecord>,
 }
 
 /// Written by the server once the loop device is attached.
@@ -120,17 +105,7 @@ pub struct Ready {
     /// The FUSE file the loop device was attached to, by device and inode: a loop device
     /// is detached by remove only while this file backs it.
     #[serde(default)]
-    pub backing: Option<super::owned::FileId>,
-}
-
-/// Summary of one latency component over all requests, in microseconds.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct Summary {
-    pub mean: f64,
-    pub p50: f64,
-    pub p90: f64,
-    pub p99: f64,
-    pub max: f64,
+    pub backing: Option<FileId>,
 }
 
 /// Counters and latency split of a disk, written by the server.
@@ -179,19 +154,4 @@ pub struct DiskStats {
     /// Whether the server's memory is locked (mlockall), or why not.
     #[serde(default)]
     pub memory_locked: String,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_are_checked() {
-        assert!(check_name("hdd0").is_ok());
-        assert!(check_name("a-b_c.1").is_ok());
-        assert!(check_name("").is_err());
-        assert!(check_name("../x").is_err());
-        assert!(check_name(".hidden").is_err());
-        assert!(check_name("a/b").is_err());
-    }
 }

@@ -74,7 +74,7 @@ fn would_keep(k: &Kept, parent: &Path, name: &str) -> Option<String> {
         return Some(e.to_string());
     }
     let at = k.path.canonicalize().unwrap_or_else(|_| k.path.clone());
-    let inside: Vec<PathBuf> = crate::fuse::state::mount_points()
+    let inside: Vec<PathBuf> = crate::daemon::owned::mount_points()
         .into_iter()
         .filter(|m| m.starts_with(&at) && *m != at)
         .collect();

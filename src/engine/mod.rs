@@ -17,7 +17,8 @@ pub mod sync;
 pub mod worker;
 
 use crate::cancel::interrupted;
-use crate::fileset::{self, layout::LayoutError, FilesetRt, Plan};
+use crate::fileset::layout::{LayoutError, Plan};
+use crate::fileset::{self, FilesetRt};
 use crate::model::{Action, Workload};
 use crate::stats::{self, LayoutResult, Recorder, Results};
 use rundir::RunDir;
@@ -384,7 +385,7 @@ pub fn prepare(wl: &Workload, opts: &RunOptions) -> Result<Prepared, EngineError
         .filesets
         .iter()
         .enumerate()
-        .map(|(i, f)| fileset::plan(i, f, &wl.randvars, opts.seed))
+        .map(|(i, f)| fileset::layout::plan(i, f, &wl.randvars, opts.seed))
         .collect();
     if interrupted() {
         return Err(EngineError::Interrupted);

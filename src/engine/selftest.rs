@@ -8,7 +8,7 @@ use super::{measure, MeasureOptions};
 use crate::dist::rng;
 use crate::fileset;
 use crate::lang::{parse, SourceFile};
-use crate::model::{build, Overrides};
+use crate::model::build::{build, Overrides};
 use std::ffi::CString;
 use std::fmt::Write;
 use std::path::Path;
@@ -43,7 +43,7 @@ impl Prepared {
             .map_err(|d| anyhow::anyhow!("{d}"))?;
         let mut rts = Vec::new();
         for (i, fs) in wl.filesets.iter().enumerate() {
-            let plan = fileset::plan(i, fs, &wl.randvars, 1);
+            let plan = fileset::layout::plan(i, fs, &wl.randvars, 1);
             let root = rd.path.join(&fs.name);
             let (rt, _) = fileset::layout::create(plan, fs, rd.fd(), root, 1, None)?;
             rts.push(rt);

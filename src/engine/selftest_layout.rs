@@ -9,7 +9,7 @@ use super::selftest::{cname, median};
 use crate::beneath;
 use crate::fileset;
 use crate::lang::{parse, SourceFile};
-use crate::model::{build, Overrides};
+use crate::model::build::{build, Overrides};
 use std::fmt::Write;
 use std::os::fd::AsRawFd;
 use std::path::Path;
@@ -30,7 +30,7 @@ fn engine_round(rd: &RunDir, files: u64, size: u64, threads: usize) -> anyhow::R
     let wl = build("selftest-layout", &src, &script, &Overrides::default())
         .map_err(|d| anyhow::anyhow!("{d}"))?;
     let fs = &wl.filesets[0];
-    let plan = fileset::plan(0, fs, &wl.randvars, 1);
+    let plan = fileset::layout::plan(0, fs, &wl.randvars, 1);
     let t0 = Instant::now();
     let (rt, stats) =
         fileset::layout::create(plan, fs, rd.fd(), rd.path.join(&fs.name), 1, Some(threads))?;

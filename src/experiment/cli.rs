@@ -138,12 +138,14 @@ pub fn results(a: ResultsArgs) -> Result<()> {
         None
     };
     let outputs: [Output; 5] = [
-        (&a.csv, Format::Csv, &|| super::summary::render_csv(&s)),
+        (&a.csv, Format::Csv, &|| {
+            super::summary::render::render_csv(&s)
+        }),
         (&a.json, Format::Json, &|| {
             serde_json::to_string_pretty(&s).unwrap_or_default() + "\n"
         }),
         (&a.markdown, Format::Markdown, &|| {
-            super::summary::render_markdown(&s)
+            super::summary::render::render_markdown(&s)
         }),
         (&a.runs_csv, Format::Csv, &|| {
             runs.as_ref().map(|r| r.to_csv()).unwrap_or_default()
@@ -160,8 +162,8 @@ pub fn results(a: ResultsArgs) -> Result<()> {
     let paths = outputs.map(|(p, _, _)| p.as_deref());
     crate::export::report::text_beside(&paths, Displaced::Dropped, |o| {
         let text = match a.all {
-            true => super::summary::render_text_all(&s),
-            false => super::summary::render_text(&s),
+            true => super::summary::render::render_text_all(&s),
+            false => super::summary::render::render_text(&s),
         };
         o.write_all(crate::console::printable(&text).as_bytes())
     })

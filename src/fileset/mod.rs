@@ -9,13 +9,12 @@
 pub mod dirs;
 pub mod layout;
 mod pick;
-pub mod tree;
+mod tree;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, AtomicUsize, Ordering};
 
-pub use dirs::{DirRef, DirTable};
-pub use layout::{plan, Plan};
+use dirs::{DirRef, DirTable};
 pub use pick::{Miss, Start, Want};
 pub use tree::{Shape, Tree};
 

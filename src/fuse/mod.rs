@@ -15,8 +15,10 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
+use hdrhistogram::Histogram;
+use zerocopy::IntoBytes;
 
-pub mod state;
+pub mod abi;
 
 // Opcodes (linux/fuse.h).
 pub const FUSE_LOOKUP: u32 = 1;
@@ -85,30 +87,32 @@ pub const FATTR_MTIME_NOW: u32 = 1 << 8;
 /// kernel offered a major version above 7: then the reply said 7 and the kernel
 /// asks again.
 pub fn reply_init(dev: &File, unique: u64, body: &[u8], want_flags: u32) -> bool {
-    let major = u32_at(body, 0);
-    let kflags = u32_at(body, 12);
-    let mut out = Vec::with_capacity(64);
-    out.extend_from_slice(&7u32.to_le_bytes());
-    if major > 7 {
-        // The kernel will ask again with 7.
-        reply(dev, unique, 0, &[&out, &[0u8; 4]]);
+    let Some(init) = abi::parse::<abi::InitIn>(body) else {
+        reply_err(dev, unique, libc::EINVAL);
+        return true;
+    };
+    if init.major > 7 {
+        // The kernel will ask again with 7: the reply is the major and minor only.
+        let out = abi::InitOut {
+            major: 7,
+            ..Default::default()
+        };
+        reply(dev, unique, 0, &[&out.as_bytes()[..8]]);
         return false;
     }
-    let max_readahead = u32_at(body, 8);
-    let flags = kflags & want_flags;
-    out.extend_from_slice(&PROTO_MINOR.to_le_bytes());
-    out.extend_from_slice(&max_readahead.to_le_bytes());
-    out.extend_from_slice(&flags.to_le_bytes());
-    out.extend_from_slice(&64u16.to_le_bytes()); // max_background
-    out.extend_from_slice(&48u16.to_le_bytes()); // congestion_threshold
-    out.extend_from_slice(&MAX_WRITE.to_le_bytes());
-    out.extend_from_slice(&1u32.to_le_bytes()); // time_gran
-    out.extend_from_slice(&MAX_PAGES.to_le_bytes());
-    out.extend_from_slice(&0u16.to_le_bytes()); // map_alignment
-    out.extend_from_slice(&0u32.to_le_bytes()); // flags2
-    out.extend_from_slice(&[0u8; 28]); // unused
-    debug_assert_eq!(out.len(), 64);
-    reply(dev, unique, 0, &[&out]);
+    let out = abi::InitOut {
+        major: 7,
+        minor: PROTO_MINOR,
+        max_readahead: init.max_readahead,
+        flags: init.flags & want_flags,
+        max_background: 64,
+        congestion_threshold: 48,
+        max_write: MAX_WRITE,
+        time_gran: 1,
+        max_pages: MAX_PAGES,
+        ..Default::default()
+    };
+    reply(dev, unique, 0, &[out.as_bytes()]);
     true
 }
 
@@ -160,22 +164,16 @@ impl Sleeper {
     }
 }
 
-pub fn u32_at(b: &[u8], off: usize) -> u32 {
-    u32::from_le_bytes(b[off..off + 4].try_into().unwrap())
-}
-pub fn u64_at(b: &[u8], off: usize) -> u64 {
-    u64::from_le_bytes(b[off..off + 8].try_into().unwrap())
-}
-
 /// Write one reply (header + payload parts) to /dev/fuse.
 pub fn reply(dev: &File, unique: u64, error: i32, parts: &[&[u8]]) {
-    let len = 16 + parts.iter().map(|p| p.len()).sum::<usize>();
-    let mut hdr = [0u8; 16];
-    hdr[0..4].copy_from_slice(&(len as u32).to_le_bytes());
-    hdr[4..8].copy_from_slice(&(-error).to_le_bytes());
-    hdr[8..16].copy_from_slice(&unique.to_le_bytes());
+    let len = std::mem::size_of::<abi::OutHeader>() + parts.iter().map(|p| p.len()).sum::<usize>();
+    let hdr = abi::OutHeader {
+        len: len as u32,
+        error: -error,
+        unique,
+    };
     let mut iov = Vec::with_capacity(parts.len() + 1);
-    iov.push(IoSlice::new(&hdr));
+    iov.push(IoSlice::new(hdr.as_bytes()));
     for p in parts {
         iov.push(IoSlice::new(p));
     }
@@ -202,16 +200,20 @@ pub fn dirents<'a>(
 ) -> Vec<u8> {
     let mut out = Vec::new();
     for (i, (ino, name, typ)) in entries.into_iter().enumerate().skip(offset as usize) {
-        let rec = (24 + name.len()).div_ceil(8) * 8;
+        let head = std::mem::size_of::<abi::Dirent>();
+        let rec = (head + name.len()).div_ceil(8) * 8;
         if out.len() + rec > size {
             break;
         }
-        out.extend_from_slice(&ino.to_le_bytes());
-        out.extend_from_slice(&(i as u64 + 1).to_le_bytes());
-        out.extend_from_slice(&(name.len() as u32).to_le_bytes());
-        out.extend_from_slice(&typ.to_le_bytes());
+        let d = abi::Dirent {
+            ino,
+            off: i as u64 + 1,
+            namelen: name.len() as u32,
+            typ,
+        };
+        out.extend_from_slice(d.as_bytes());
         out.extend_from_slice(name);
-        out.resize(out.len() + rec - 24 - name.len(), 0);
+        out.resize(out.len() + rec - head - name.len(), 0);
     }
     out
 }
@@ -227,6 +229,36 @@ pub fn read_full_at(f: &File, buf: &mut [u8], off: u64) -> io::Result<usize> {
         }
     }
     Ok(done)
+}
+
+/// Ask for precise sleeps on the calling thread (a replying thread): the default 50 us
+/// timer slack would show in every reply.
+pub fn precise_timer_slack() {
+    // SAFETY: prctl(PR_SET_TIMERSLACK) only changes this thread's timer slack.
+    unsafe {
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
+    }
+}
+
+/// The longest time a server's histograms hold, us (an hour).
+const HIST_MAX_US: u64 = 3_600_000_000;
+
+/// A histogram of a server's times in microseconds (1 us to an hour, 3 significant digits).
+pub fn us_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, HIST_MAX_US, 3).expect("valid histogram bounds")
+}
+
+/// Seconds as the microseconds a [`us_histogram`] records (at least 1, at most an hour).
+pub fn to_us(seconds: f64) -> u64 {
+    ((seconds * 1e6).round().max(0.0) as u64).clamp(1, HIST_MAX_US)
+}
+
+/// A histogram's non-empty buckets as (value, count) pairs: what the statistics files keep,
+/// so that the percentiles of a stretch of time come from two snapshots.
+pub fn histogram_pairs(h: &Histogram<u64>) -> Vec<(u64, u64)> {
+    h.iter_recorded()
+        .map(|v| (v.value_iterated_to(), v.count_at_value()))
+        .collect()
 }
 
 /// Real-time priority of the request path (reader and disk thread): above every normal task
@@ -291,6 +323,11 @@ impl FuseRead for &File {
             Ok(n as usize)
         }
     }
+}
+
+/// A request as [`next_request`] read it: its header, and the body after it.
+pub fn split_request(msg: &[u8]) -> Option<(abi::InHeader, &[u8])> {
+    abi::parse::<abi::InHeader>(msg).map(|h| (h, abi::after::<abi::InHeader>(msg)))
 }
 
 /// The next whole request from /dev/fuse into `buf`: interrupted reads are retried and
@@ -427,6 +464,26 @@ pub fn block_signals_with(extra: &[i32]) -> libc::sigset_t {
     }
 }
 
+/// Why a server stops, as its log says: the signal it got, or the kernel closing the
+/// connection (`sig` None).
+pub fn stop_reason(sig: Option<i32>) -> String {
+    match sig {
+        Some(s) => format!("signal {s}"),
+        None => "FUSE connection closed".into(),
+    }
+}
+
+/// After the unmount: wait up to `timeout` for the reader to see the connection close
+/// (`reader_done`); whether it did.
+pub fn connection_closed(reader_done: &std::sync::atomic::AtomicBool, timeout: Duration) -> bool {
+    use std::sync::atomic::Ordering;
+    let deadline = Instant::now() + timeout;
+    while !reader_done.load(Ordering::SeqCst) && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(20));
+    }
+    reader_done.load(Ordering::SeqCst)
+}
+
 /// Wait up to `timeout` for one of the blocked signals; returns it.
 pub fn wait_signal(set: &libc::sigset_t, timeout: Duration) -> Option<i32> {
     let ts = libc::timespec {
@@ -436,77 +493,6 @@ pub fn wait_signal(set: &libc::sigset_t, timeout: Duration) -> Option<i32> {
     // SAFETY: set and ts are valid for the call.
     let r = unsafe { libc::sigtimedwait(set, std::ptr::null_mut(), &ts) };
     (r > 0).then_some(r)
-}
-
-/// Start `fsbench SUBCOMMAND serve NAME` (NAME: the state directory's name) in its own
-/// session with its output in `log`, and wait up to 20 s until it writes `ready`. The
-/// daemon runs on after the caller exits.
-pub fn start_daemon(subcommand: &str, dir: &Path, ready: &Path, log: &Path) -> anyhow::Result<()> {
-    use std::os::unix::process::CommandExt;
-    use std::process::{Command, Stdio};
-    let exe = std::env::current_exe().context("locating the fsbench binary")?;
-    let name = dir
-        .file_name()
-        .and_then(|n| n.to_str())
-        .context("state dir name")?
-        .to_string();
-    let out = File::create(log)?;
-    let mut cmd = Command::new(exe);
-    cmd.args([subcommand, "serve", &name])
-        .stdin(Stdio::null())
-        .stdout(out.try_clone()?)
-        .stderr(out);
-    // SAFETY: the closure only calls setsid, which is async-signal-safe.
-    unsafe {
-        cmd.pre_exec(daemon_pre_exec);
-    }
-    let mut child = cmd
-        .spawn()
-        .with_context(|| format!("starting the {subcommand} server"))?;
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if ready.exists() {
-            return Ok(());
-        }
-        if let Some(status) = child.try_wait()? {
-            let text = crate::input::read_tail(log, crate::input::LOG_TAIL);
-            bail!("{subcommand} server exited ({status}):\n{}", text.trim());
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            let text = crate::input::read_tail(log, crate::input::LOG_TAIL);
-            bail!(
-                "{subcommand} server did not come up within 20 s:\n{}",
-                text.trim()
-            );
-        }
-        thread::sleep(Duration::from_millis(10));
-    }
-}
-
-/// Names of the state directories below `root` that hold a `config.json`, sorted.
-pub fn state_names(root: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(root)
-        .map(|rd| {
-            rd.flatten()
-                .filter(|e| e.path().join("config.json").exists())
-                .filter_map(|e| e.file_name().to_str().map(String::from))
-                .collect()
-        })
-        .unwrap_or_default();
-    names.sort();
-    names
-}
-
-/// Detach the daemon from the caller: new session, stdio to the log.
-/// Called by `disk create` between fork and exec.
-pub fn daemon_pre_exec() -> io::Result<()> {
-    // SAFETY: setsid is async-signal-safe.
-    if unsafe { libc::setsid() } < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
 }
 
 #[cfg(test)]

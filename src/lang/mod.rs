@@ -1,7 +1,7 @@
 //! The workload language: lexer, parser, syntax tree and diagnostics.
 
 pub mod ast;
-pub mod diag;
+mod diag;
 pub mod lexer;
 pub mod parser;
 pub mod source;

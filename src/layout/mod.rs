@@ -389,7 +389,7 @@ impl LayoutVisitor {
         let parent = &e.path[..e.path.len() - e.name.to_bytes().len()];
         let parent = parent.strip_suffix(b"/").unwrap_or(parent);
         if self.parent.0 != parent || self.parent.1 == u64::MAX {
-            let ino = walk::fstat(e.dirfd.as_raw_fd()).map_or(u64::MAX, |st| st.st_ino);
+            let ino = crate::beneath::fstat(e.dirfd.as_raw_fd()).map_or(u64::MAX, |st| st.st_ino);
             self.parent = (parent.to_vec(), ino);
         }
         self.parent.clone()
@@ -454,7 +454,7 @@ pub fn layout(
             .with_context(|| format!("cannot open {}", root.display()));
     }
     let root_fd = unsafe { OwnedFd::from_raw_fd(fd) };
-    let st = walk::fstat(root_fd.as_raw_fd())?;
+    let st = crate::beneath::fstat(root_fd.as_raw_fd())?;
     let (fs_type, block_size) = fiemap::fs_info(root_fd.as_raw_fd())
         .with_context(|| format!("cannot statfs {}", root.display()))?;
     let geometry = geometry::of_dev(st.st_dev);

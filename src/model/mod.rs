@@ -4,10 +4,9 @@
 
 pub mod build;
 pub mod explain;
-pub mod kind;
+mod kind;
 pub mod stream;
 
-pub use build::{build, Overrides};
 pub use kind::{FlowopKind, IoClass};
 
 use crate::dist::{RandVar, Rng};

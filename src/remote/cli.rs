@@ -8,7 +8,12 @@ use anyhow::{bail, Context};
 
 use super::model::{self, Net};
 use super::server;
-use super::state::{self, Protocol, RemoteConfig, RemoteStats, StateDir, WARN_PCT};
+use super::state::{self, Protocol, RemoteConfig, RemoteStats, StateDir, KIND, WARN_PCT};
+use crate::daemon::owned::{mount_points, refuse_buried};
+use crate::daemon::process::{pid_alive, signal};
+use crate::daemon::remove::Removal;
+use crate::daemon::state::{read_json, state_word, write_json_atomic};
+use crate::units::human_bytes_u64 as human_bytes;
 
 /// Simulated remote file systems: a server tree behind a modelled network, through FUSE.
 #[derive(clap::Args, Debug)]
@@ -154,25 +159,6 @@ pub fn describe_net(n: &Net) -> String {
     s
 }
 
-fn human_bytes(b: u64) -> String {
-    let units = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = b as f64;
-    let mut i = 0;
-    while v >= 1024.0 && i < units.len() - 1 {
-        v /= 1024.0;
-        i += 1;
-    }
-    if i == 0 {
-        format!("{b} B")
-    } else {
-        format!("{v:.1} {}", units[i])
-    }
-}
-
-fn root_required(what: &str) -> anyhow::Result<()> {
-    crate::fuse::state::require_root(what, "FUSE mount")
-}
-
 /// The network from the preset and the overrides.
 /// A preset's network, or an error listing the presets.
 fn preset_net(p: &str) -> anyhow::Result<Net> {
@@ -236,11 +222,7 @@ pub fn net_from(a: &CreateArgs) -> anyhow::Result<(Net, Option<String>)> {
 /// Mount points listed in /proc/self/mounts, compared as strings: no stat of a
 /// FUSE mount whose server may be gone.
 fn listed_as_mounted(path: &Path) -> bool {
-    state_mounts().iter().any(|m| m == path)
-}
-
-fn state_mounts() -> Vec<PathBuf> {
-    crate::fuse::state::mount_points()
+    mount_points().iter().any(|m| m == path)
 }
 
 /// The mount point, canonical: an existing empty directory, outside the server tree and
@@ -269,23 +251,9 @@ fn checked_mount(mount_arg: &Path, server_dir: &Path) -> anyhow::Result<PathBuf>
 }
 
 fn create(a: CreateArgs) -> anyhow::Result<()> {
-    root_required("fsbench remote create")?;
+    KIND.require_root("create")?;
     let sd = StateDir::new(&a.name)?;
-    if sd.exists() || sd.dir.exists() {
-        if sd.live_pid().is_some() {
-            bail!(
-                "remote {} already exists (see `fsbench remote list`)",
-                a.name
-            );
-        }
-        bail!(
-            "remote {} has a stale state directory {} (its server is not running): \
-             run `fsbench remote remove {}` first",
-            a.name,
-            sd.dir.display(),
-            a.name
-        );
-    }
+    KIND.refuse_taken(&sd, &a.name, sd.exists() || sd.dir.exists())?;
     let (net, preset) = net_from(&a)?;
     if !a.server.is_dir() {
         bail!(
@@ -320,13 +288,13 @@ fn create(a: CreateArgs) -> anyhow::Result<()> {
         writable: a.writable,
         seed: a.seed,
     };
-    let written = crate::fuse::state::write_json_atomic(&sd.lookaside(), &index)
-        .and_then(|_| crate::fuse::state::write_json_atomic(&sd.config(), &cfg));
+    let written = write_json_atomic(&sd.lookaside(), &index)
+        .and_then(|_| write_json_atomic(&sd.config(), &cfg));
     if let Err(e) = written {
         cleanup(&sd);
         return Err(e);
     }
-    if let Err(e) = start_server(&sd) {
+    if let Err(e) = KIND.start(&sd) {
         let _ = remove(&a.name);
         if sd.dir.exists() && !listed_as_mounted(&mount) {
             cleanup(&sd);
@@ -360,22 +328,13 @@ fn create(a: CreateArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Start `fsbench remote serve NAME` in the background and wait for ready.json.
-fn start_server(sd: &StateDir) -> anyhow::Result<()> {
-    crate::fuse::start_daemon("remote", &sd.dir, &sd.ready(), &sd.log())
-}
-
-fn remote_names() -> Vec<String> {
-    crate::fuse::state_names(&state::state_root())
-}
-
 fn list(json: bool) -> anyhow::Result<()> {
     let mut rows = Vec::new();
-    for name in remote_names() {
+    for name in KIND.names() {
         let sd = StateDir::new(&name)?;
         let Ok(cfg) = sd.read_config() else { continue };
         let alive = sd.live_pid().is_some();
-        let st = crate::fuse::state::state_word(alive, sd.ready().exists());
+        let st = state_word(alive, sd.ready().exists());
         let stats = sd.read_stats();
         rows.push(serde_json::json!({
             "name": name,
@@ -388,11 +347,7 @@ fn list(json: bool) -> anyhow::Result<()> {
             "requests": stats.as_ref().map(|s| s.requests).unwrap_or(0),
         }));
     }
-    let none = format!(
-        "no simulated remotes (state in {})",
-        state::state_root().display()
-    );
-    if !crate::fuse::state::list_rows(&rows, json, &none)? {
+    if !KIND.list_rows(&rows, json)? {
         return Ok(());
     }
     crate::outln!(
@@ -423,7 +378,7 @@ fn list(json: bool) -> anyhow::Result<()> {
 /// The statistics since the last `stats --reset`.
 pub fn current_stats(sd: &StateDir) -> RemoteStats {
     let now = sd.read_stats().unwrap_or_default();
-    match crate::fuse::state::read_json::<RemoteStats>(&sd.stats_base()) {
+    match read_json::<RemoteStats>(&sd.stats_base()) {
         Ok(base) => now.since(&base),
         Err(_) => now,
     }
@@ -432,7 +387,7 @@ pub fn current_stats(sd: &StateDir) -> RemoteStats {
 fn stats(name: &str, reset: bool, json: bool) -> anyhow::Result<()> {
     let sd = StateDir::new(name)?;
     if !sd.exists() {
-        bail!("no remote named {name} (see `fsbench remote list`)");
+        return Err(KIND.no_such(name));
     }
     let cfg = sd.read_config()?;
     if sd.live_pid().is_some() {
@@ -467,7 +422,7 @@ fn stats(name: &str, reset: bool, json: bool) -> anyhow::Result<()> {
             )?;
         }
         let raw = sd.read_stats().unwrap_or_default();
-        crate::fuse::state::write_json_atomic(&sd.stats_base(), &raw)?;
+        write_json_atomic(&sd.stats_base(), &raw)?;
     }
     Ok(())
 }
@@ -564,17 +519,17 @@ pub fn request(sd: &StateDir, mut c: state::Control) -> anyhow::Result<()> {
     let Some(pid) = sd.live_pid() else {
         bail!("the server of {} is not running", sd.dir.display());
     };
-    let last: u64 = crate::fuse::state::read_json(&sd.control_ack()).unwrap_or(0);
+    let last: u64 = read_json(&sd.control_ack()).unwrap_or(0);
     c.seq = last.max(c.seq) + 1;
-    crate::fuse::state::write_json_atomic(&sd.control(), &c)?;
-    // SAFETY: sending SIGUSR1 to the pid the server wrote; it waits for it.
-    unsafe { libc::kill(pid, libc::SIGUSR1) };
+    write_json_atomic(&sd.control(), &c)?;
+    // The server waits for SIGUSR1 to read its request.
+    signal(pid, libc::SIGUSR1);
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        if crate::fuse::state::read_json::<u64>(&sd.control_ack()).ok() == Some(c.seq) {
+        if read_json::<u64>(&sd.control_ack()).ok() == Some(c.seq) {
             return Ok(());
         }
-        if Instant::now() > deadline || !crate::fuse::state::pid_alive(pid) {
+        if Instant::now() > deadline || !pid_alive(pid) {
             bail!(
                 "the server of {} did not answer a request within 10 s (see {})",
                 sd.dir.display(),
@@ -590,7 +545,7 @@ pub fn request(sd: &StateDir, mut c: state::Control) -> anyhow::Result<()> {
 /// machine's own (an NFS or AFS client's), which a cold start would not have either.
 pub fn drop_all_client_caches() -> anyhow::Result<usize> {
     let mut n = 0;
-    for name in remote_names() {
+    for name in KIND.names() {
         let sd = StateDir::new(&name)?;
         if sd.live_pid().is_none() || !sd.ready().exists() {
             continue;
@@ -650,10 +605,10 @@ pub fn set(a: &SetArgs) -> anyhow::Result<()> {
 
 /// Change a running remote; returns what it is now.
 pub fn apply_set(a: &SetArgs) -> anyhow::Result<String> {
-    root_required("fsbench remote set")?;
+    KIND.require_root("set")?;
     let sd = StateDir::new(&a.name)?;
     if !sd.exists() {
-        bail!("no remote named {} (see `fsbench remote list`)", a.name);
+        return Err(KIND.no_such(&a.name));
     }
     if sd.live_pid().is_none() {
         bail!("the server of remote {} is not running", a.name);
@@ -671,11 +626,11 @@ pub fn apply_set(a: &SetArgs) -> anyhow::Result<String> {
     if !a.lookaside.is_empty() || a.no_lookaside {
         let dirs = lookaside_paths(&a.lookaside, &cfg.mount)?;
         let index = server::index_lookaside(&dirs)?;
-        crate::fuse::state::write_json_atomic(&sd.lookaside(), &index)?;
+        write_json_atomic(&sd.lookaside(), &index)?;
         cfg.lookaside = dirs;
         c.reload_lookaside = true;
     }
-    crate::fuse::state::write_json_atomic(&sd.config(), &cfg)?;
+    write_json_atomic(&sd.config(), &cfg)?;
     request(&sd, c)?;
     Ok(format!(
         "{}: {}, lookaside {}{}",
@@ -699,10 +654,10 @@ pub fn apply_set(a: &SetArgs) -> anyhow::Result<String> {
 }
 
 fn remove(name: &str) -> anyhow::Result<()> {
-    root_required("fsbench remote remove")?;
+    KIND.require_root("remove")?;
     let sd = StateDir::new(name)?;
     if !sd.dir.exists() {
-        bail!("no remote named {name} (see `fsbench remote list`)");
+        return Err(KIND.no_such(name));
     }
     let cfg = sd.read_config().ok();
     // Read before the server stops (a server that stops removes it): the record of the
@@ -711,32 +666,17 @@ fn remove(name: &str) -> anyhow::Result<()> {
     // 0. Nothing at all while the server's mount is buried under another: it stays
     //    retryable (the server would leave it behind on a dead connection).
     if let Some(m) = &made {
-        crate::disk::owned::refuse_buried(m, "remote", name)?;
+        refuse_buried(m, "remote", name)?;
     }
-    let mut done: Vec<String> = Vec::new();
-    let mut left: Vec<String> = Vec::new();
+    let mut r = Removal::default();
     // 1. The server unmounts the file system itself and exits.
-    if let Some(pid) = sd.live_pid() {
-        // SAFETY: sending SIGTERM to the pid the server wrote.
-        unsafe { libc::kill(pid, libc::SIGTERM) };
-        if !crate::fuse::state::wait_gone(pid, Duration::from_secs(15)) {
-            crate::errln!("server {pid} did not stop; killing it");
-            // SAFETY: as above.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-            crate::fuse::state::wait_gone(pid, Duration::from_secs(5));
-        }
-        done.push(format!("stopped the remote server (pid {pid})"));
-    }
+    r.stop_server(&sd, Duration::from_secs(15));
     // 2. Whatever a dead server left mounted, if it is still the server's mount.
     if let Some(c) = &cfg {
         if listed_as_mounted(&c.mount) {
             match &made {
-                Some(m) => match m.unmount_even_busy() {
-                    Ok(Some(what)) => done.push(what),
-                    Ok(None) => {}
-                    Err(e) => left.push(format!("{e:#}")),
-                },
-                None => left.push(format!(
+                Some(m) => r.unmount(m),
+                None => r.left.push(format!(
                     "{} is mounted, but no record of the mount the server made survives; not unmounting it (left alone)",
                     c.mount.display()
                 )),
@@ -750,15 +690,7 @@ fn remove(name: &str) -> anyhow::Result<()> {
             bail!("{} is still mounted; not removing state", c.mount.display());
         }
     }
-    crate::disk::cli::refuse_mounts_inside(&sd.dir)?;
-    crate::owned::path::remove_tree(&sd.dir)
-        .with_context(|| format!("removing {}", sd.dir.display()))?;
-    done.push(format!("removed state {}", sd.dir.display()));
-    crate::outln!("remote {name} removed: {}", done.join("; "));
-    if !left.is_empty() {
-        bail!("{}", left.join("\n"));
-    }
-    Ok(())
+    r.finish(&sd, &[])
 }
 
 #[cfg(test)]

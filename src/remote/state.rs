@@ -18,18 +18,20 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::disk::state::{check_name, Summary};
-use crate::fuse::state::{read_json, DaemonDir};
+use crate::daemon::owned::MountRecord;
+use crate::daemon::state::read_json;
+use crate::daemon::{DaemonDir, Kind, Summary};
 
 use super::model::Net;
 
-/// Root of all remotes' state directories.
-pub fn state_root() -> PathBuf {
-    match std::env::var_os("FSBENCH_REMOTE_STATE_DIR") {
-        Some(d) if !d.is_empty() => PathBuf::from(d),
-        _ => PathBuf::from("/run/fsbench/remotes"),
-    }
-}
+/// Simulated remotes among fsbench's daemons.
+pub const KIND: Kind = Kind {
+    word: "remote",
+    plural: "simulated remotes",
+    env: "FSBENCH_REMOTE_STATE_DIR",
+    default_root: "/run/fsbench/remotes",
+    root_needs: "FUSE mount",
+};
 
 /// How the client moves file data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -63,10 +65,7 @@ impl std::ops::Deref for StateDir {
 
 impl StateDir {
     pub fn new(name: &str) -> anyhow::Result<StateDir> {
-        check_name(name)?;
-        Ok(StateDir(DaemonDir {
-            dir: state_root().join(name),
-        }))
+        KIND.dir(name).map(StateDir)
     }
     pub fn lookaside(&self) -> PathBuf {
         self.dir.join("lookaside.json")
@@ -142,7 +141,7 @@ pub struct Ready {
     /// The FUSE mount the server made, as /proc/self/mountinfo listed it then: only that
     /// mount is ever unmounted at the mount point.
     #[serde(default)]
-    pub mount: Option<crate::disk::owned::MountRecord>,
+    pub mount: Option<MountRecord>,
 }
 
 /// One file of a lookaside tree.

@@ -14,7 +14,7 @@ pub mod modes;
 pub mod ranks;
 pub mod ratio;
 pub mod repeat;
-pub mod results;
+mod results;
 pub mod shares;
 
 pub use results::*;

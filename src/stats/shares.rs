@@ -115,7 +115,13 @@ mod tests {
     fn workload(text: &str) -> Workload {
         let src = crate::lang::SourceFile::new("t.f", text);
         let script = crate::lang::parse(&src).unwrap();
-        crate::model::build("t", &src, &script, &crate::model::Overrides(Vec::new())).unwrap()
+        crate::model::build::build(
+            "t",
+            &src,
+            &script,
+            &crate::model::build::Overrides(Vec::new()),
+        )
+        .unwrap()
     }
 
     fn flowop(name: &str, bytes: u64) -> FlowopResult {

@@ -16,7 +16,7 @@ pub mod printer;
 pub mod replay;
 pub mod stats;
 
-pub use format::{Call, Header, Record};
+use format::Record;
 
 use crate::sys::mark::{MARK_END, MARK_START};
 
@@ -92,6 +92,7 @@ impl Drop for ScratchDir {
 
 #[cfg(test)]
 mod tests {
+    use super::format::Header;
     use super::*;
 
     #[test]

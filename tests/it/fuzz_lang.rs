@@ -2,7 +2,7 @@
 //! deleting, duplicating, swapping and inserting tokens and characters.
 
 use fsbench::lang::{parse, SourceFile};
-use fsbench::model::{build, Overrides};
+use fsbench::model::build::{build, Overrides};
 use fsbench::workloads::BUILTINS;
 use rand::{Rng, SeedableRng};
 

@@ -18,6 +18,7 @@ mod common;
 mod completions;
 mod content;
 mod content_control;
+mod daemon_pids;
 mod disk;
 mod engine;
 mod experiment;

@@ -39,7 +39,7 @@ mod targets;
 pub use background::{Background, BgKind, BgStop, IoPrio};
 pub(crate) use check::scalar as level_text;
 pub use kinds::{Arg, Kind, Param, Ty};
-pub use published::Published;
+use published::Published;
 
 /// Plan-wide factors over a remote target's settings, applied with `fsbench remote set`.
 pub const REMOTE_FACTORS: [&str; 2] = ["network", "lookaside"];

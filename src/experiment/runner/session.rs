@@ -530,7 +530,9 @@ fn finish(
     st.finish(exp)?;
     crate::out!(
         "{}",
-        crate::experiment::summary::render_text(&crate::experiment::summary::summarise(st)?)
+        crate::experiment::summary::render::render_text(&crate::experiment::summary::summarise(
+            st
+        )?)
     );
     crate::errln!("fsbench: results in {}", outdir.join(store::FILE).display());
     let page = outdir.join("report.html");

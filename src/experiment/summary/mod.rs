@@ -8,14 +8,13 @@
 mod background;
 pub mod conditions;
 mod plan_text;
-pub mod published;
+mod published;
 pub mod render;
 
 pub use background::BgRow;
 pub use published::{PublishedRounds, PublishedRow, Verdict};
 
 pub use plan_text::PlanChoices;
-pub use render::{render_csv, render_markdown, render_text, render_text_all};
 
 use super::plan::Adaptive;
 use super::store::{RunFlags, Store};

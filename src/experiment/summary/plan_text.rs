@@ -3,7 +3,8 @@
 //! Read from the plan's stored text (validated when the experiment ran), leniently: the
 //! plan's targets and workloads need not exist any more.
 
-use crate::experiment::plan::{level_text, published, Adaptive, Published};
+use crate::experiment::plan::published::{self, Published};
+use crate::experiment::plan::{level_text, Adaptive};
 use toml::Value;
 
 #[derive(Debug, Default, Clone)]

@@ -1,3 +1,4 @@
+use super::render::render_text;
 use super::*;
 use crate::experiment::store::{now, CellRecord, ExperimentRecord, RunRecord};
 use crate::stats::Results;

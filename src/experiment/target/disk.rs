@@ -11,7 +11,7 @@
 //! (seven hours for the published 1.3 million), on the plain image at 3,800.
 
 use super::{image::mount_point, Ctx, Journal, Ready, Undo};
-use crate::disk::owned::MountRecord;
+use crate::daemon::owned::MountRecord;
 use crate::experiment::plan::{Target, TargetKind};
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
@@ -91,7 +91,7 @@ pub fn set_up(t: &Target, ctx: &Ctx, j: &mut Journal) -> Result<Ready> {
     super::image::mount(fs, &dev, &mnt, mount_options)?;
     // Registered after the disk's removal: undone first, so the disk is removed unmounted.
     let backing =
-        crate::disk::owned::loop_backing(&dev).with_context(|| format!("reading back {dev}"))?;
+        crate::daemon::owned::loop_backing(&dev).with_context(|| format!("reading back {dev}"))?;
     j.push(Undo::Unmount(MountRecord::capture(&mnt, backing)?))?;
     let mut applied = BTreeMap::new();
     applied.insert("disk".into(), name.clone().into());

@@ -2,7 +2,7 @@
 //! under OUTDIR/mnt. Torn down in reverse: unmount, detach, remove.
 
 use super::{sh, Ctx, Journal, Ready, Undo};
-use crate::disk::owned::{FileId, MountRecord};
+use crate::daemon::owned::{FileId, MountRecord};
 use crate::experiment::plan::{Target, TargetKind};
 use anyhow::{Context, Result};
 use std::collections::BTreeMap;
@@ -111,7 +111,7 @@ pub fn attach_loop(
         backing,
     })?;
     let seen =
-        crate::disk::owned::loop_backing(&dev).with_context(|| format!("reading back {dev}"))?;
+        crate::daemon::owned::loop_backing(&dev).with_context(|| format!("reading back {dev}"))?;
     if seen != Some(backing) {
         anyhow::bail!(
             "{dev} reports its backing file as {seen:?}, not {} ({backing})",

@@ -20,7 +20,7 @@ use std::process::Command;
 use std::sync::Mutex;
 
 use crate::beneath;
-use crate::disk::owned::{self, Detach, FileId, MountRecord, MountState};
+use crate::daemon::owned::{self, Detach, FileId, MountRecord, MountState};
 use crate::sys::cgroup::{Found, OwnedCgroup};
 
 /// The marker file in every tree fsbench creates for an experiment; only trees holding it

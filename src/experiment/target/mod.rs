@@ -14,7 +14,7 @@ pub mod device;
 pub mod dir;
 pub mod disk;
 pub mod image;
-pub mod journal;
+mod journal;
 pub mod overlay;
 pub mod remote;
 
@@ -135,7 +135,7 @@ pub fn remount(set: &[MountSpec]) -> Result<String> {
     // The mount ids before: the journal follows each mount to its new id.
     let ids: Vec<Option<u64>> = set
         .iter()
-        .map(|m| crate::disk::owned::mount_at(&m.mount_point).map(|e| e.mount_id))
+        .map(|m| crate::daemon::owned::mount_at(&m.mount_point).map(|e| e.mount_id))
         .collect();
     for m in set.iter().rev() {
         let p = m.mount_point.to_string_lossy();
@@ -155,7 +155,7 @@ pub fn remount(set: &[MountSpec]) -> Result<String> {
         m.mount().with_context(|| {
             format!("mounting {} on {} again", m.source, m.mount_point.display())
         })?;
-        let new = crate::disk::owned::mount_at(&m.mount_point);
+        let new = crate::daemon::owned::mount_at(&m.mount_point);
         if let (Some(old), Some(new)) = (old, new) {
             journal::note_remount(&m.mount_point, *old, new.mount_id, new.majmin);
         }

@@ -90,7 +90,7 @@ fn mount(spec: &MountSpec, j: &mut Journal) -> Result<()> {
         "mount",
         &["-t", "overlay", "overlay", "-o", &spec.options, &mnt],
     )?;
-    j.push(Undo::Unmount(crate::disk::owned::MountRecord::capture(
+    j.push(Undo::Unmount(crate::daemon::owned::MountRecord::capture(
         &spec.mount_point,
         None,
     )?))

@@ -3,6 +3,7 @@
 
 use super::encode::{errno, open_bytes, Out};
 use super::{copy_into, h_meta, version, Cached, Fs, Handle};
+use crate::fuse::abi::WriteOut;
 use crate::fuse::read_full_at;
 use crate::remote::model::CHUNK;
 use crate::remote::state::Protocol;
@@ -10,6 +11,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::Path;
+use zerocopy::IntoBytes;
 
 impl Fs {
     pub(super) fn open(&mut self, now: f64, ino: u64, flags: u32) -> Out {
@@ -282,8 +284,11 @@ impl Fs {
         if let Err(e) = h.file.write_all_at(data, off) {
             return Out::err(errno(&e));
         }
-        let mut out = vec![0u8; 8];
-        out[0..4].copy_from_slice(&(data.len() as u32).to_le_bytes());
+        let out = WriteOut {
+            size: data.len() as u32,
+            padding: 0,
+        };
+        let out = out.as_bytes().to_vec();
         match self.protocol {
             Protocol::WholeFile => {
                 let size = h.file.metadata().map(|m| m.len()).unwrap_or(0);

@@ -1,9 +1,11 @@
 //! The replies' encoding: attributes, entries, open replies, names, and what a reply is
 //! (its due time, error and payload).
 
+use crate::fuse::abi::{Attr, EntryOut, OpenOut};
 use crate::fuse::FOPEN_DIRECT_IO;
 use std::os::unix::fs::MetadataExt;
 use std::{fs, io};
+use zerocopy::IntoBytes;
 
 /// What a request's reply is: its modelled due time (None: at once), error, payload.
 pub(super) struct Out {
@@ -47,49 +49,45 @@ pub(super) fn errno(e: &io::Error) -> i32 {
     e.raw_os_error().unwrap_or(libc::EIO)
 }
 
-pub(super) fn attr_bytes(ino: u64, m: &fs::Metadata, size: u64) -> Vec<u8> {
-    let mut a = Vec::with_capacity(88);
-    a.extend_from_slice(&ino.to_le_bytes());
-    a.extend_from_slice(&size.to_le_bytes());
-    a.extend_from_slice(&size.div_ceil(512).max(m.blocks()).to_le_bytes());
-    for t in [m.atime(), m.mtime(), m.ctime()] {
-        a.extend_from_slice(&(t as u64).to_le_bytes());
+pub(super) fn attr(ino: u64, m: &fs::Metadata, size: u64) -> Attr {
+    Attr {
+        ino,
+        size,
+        blocks: size.div_ceil(512).max(m.blocks()),
+        atime: m.atime() as u64,
+        mtime: m.mtime() as u64,
+        ctime: m.ctime() as u64,
+        atimensec: m.atime_nsec() as u32,
+        mtimensec: m.mtime_nsec() as u32,
+        ctimensec: m.ctime_nsec() as u32,
+        mode: m.mode(),
+        nlink: m.nlink() as u32,
+        uid: m.uid(),
+        gid: m.gid(),
+        rdev: m.rdev() as u32,
+        blksize: m.blksize() as u32,
+        flags: 0,
     }
-    for n in [m.atime_nsec(), m.mtime_nsec(), m.ctime_nsec()] {
-        a.extend_from_slice(&(n as u32).to_le_bytes());
-    }
-    for v in [
-        m.mode(),
-        m.nlink() as u32,
-        m.uid(),
-        m.gid(),
-        m.rdev() as u32,
-        m.blksize() as u32,
-        0,
-    ] {
-        a.extend_from_slice(&v.to_le_bytes());
-    }
-    debug_assert_eq!(a.len(), 88);
-    a
 }
 
-pub(super) fn entry_bytes(ino: u64, attr: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(128);
-    out.extend_from_slice(&ino.to_le_bytes());
-    out.extend_from_slice(&0u64.to_le_bytes()); // generation
-    out.extend_from_slice(&0u64.to_le_bytes()); // entry_valid: the kernel caches nothing
-    out.extend_from_slice(&0u64.to_le_bytes()); // attr_valid
-    out.extend_from_slice(&[0u8; 8]);
-    out.extend_from_slice(attr);
-    out
+/// An entry reply: the kernel caches nothing (entry and attribute timeouts 0).
+pub(super) fn entry_bytes(ino: u64, attr: Attr) -> Vec<u8> {
+    let e = EntryOut {
+        nodeid: ino,
+        attr,
+        ..Default::default()
+    };
+    e.as_bytes().to_vec()
 }
 
 pub(super) fn open_bytes(fh: u64) -> Vec<u8> {
-    let mut out = vec![0u8; 16];
-    out[0..8].copy_from_slice(&fh.to_le_bytes());
-    // Every read and write reaches the server: the client cache is modelled here.
-    out[8..12].copy_from_slice(&FOPEN_DIRECT_IO.to_le_bytes());
-    out
+    let o = OpenOut {
+        fh,
+        // Every read and write reaches the server: the client cache is modelled here.
+        open_flags: FOPEN_DIRECT_IO,
+        padding: 0,
+    };
+    o.as_bytes().to_vec()
 }
 
 pub(super) fn cname(b: &[u8]) -> &[u8] {

@@ -2,6 +2,7 @@
 //! server's side of a lookup in it.
 
 use super::{copy_into, version, Fs};
+use crate::daemon::state::read_json;
 use crate::remote::state::{LookasideEntry, StateDir};
 use anyhow::Context;
 use std::collections::HashMap;
@@ -24,8 +25,7 @@ pub fn hash_file(path: &Path) -> io::Result<String> {
 /// Read the lookaside index written by `remote create`.
 pub(super) fn load_lookaside(sd: &StateDir) -> HashMap<(u64, String), Vec<LookasideEntry>> {
     let mut map: HashMap<(u64, String), Vec<LookasideEntry>> = HashMap::new();
-    let entries: Vec<LookasideEntry> =
-        crate::fuse::state::read_json(&sd.lookaside()).unwrap_or_default();
+    let entries: Vec<LookasideEntry> = read_json(&sd.lookaside()).unwrap_or_default();
     for e in entries {
         map.entry((e.size, e.hash.clone())).or_default().push(e);
     }

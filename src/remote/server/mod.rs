@@ -34,7 +34,11 @@ use anyhow::Context;
 use hdrhistogram::Histogram;
 use rand::Rng;
 
+use crate::daemon::owned::{umount, MountRecord};
+use crate::daemon::state::write_json_atomic;
+use crate::fuse::abi::{Attr, AttrOut};
 use crate::fuse::*;
+use zerocopy::IntoBytes;
 
 use super::model::{Link, Net, ATTR_TTL, CHUNK};
 use super::state::{LookasideEntry, Protocol, Ready, RemoteConfig, RemoteStats, StateDir};
@@ -279,20 +283,21 @@ impl Fs {
                 .is_some_and(|c| c.dirty || c.version == version(m))
     }
 
-    fn attr_of(&self, ino: u64, m: &fs::Metadata) -> Vec<u8> {
+    fn attr_of(&self, ino: u64, m: &fs::Metadata) -> Attr {
         let size = match self.cached.get(&ino) {
             Some(c) if c.dirty => fs::metadata(&c.path).map(|x| x.len()).unwrap_or(c.size),
             _ => m.size(),
         };
-        attr_bytes(ino, m, size)
+        attr(ino, m, size)
     }
 
     fn attr_reply(&self, ino: u64, m: &fs::Metadata) -> Vec<u8> {
-        let mut out = Vec::with_capacity(104);
-        out.extend_from_slice(&0u64.to_le_bytes()); // attr_valid
-        out.extend_from_slice(&[0u8; 8]);
-        out.extend_from_slice(&self.attr_of(ino, m));
-        out
+        let out = AttrOut {
+            attr_valid: 0,
+            attr: self.attr_of(ino, m),
+            ..Default::default()
+        };
+        out.as_bytes().to_vec()
     }
 
     /// The client changed the server file itself: its caches stay valid.
@@ -392,7 +397,7 @@ pub fn serve(name: &str) -> anyhow::Result<()> {
         crate::owned::path::remove_tree(&cache_dir).ok();
     }
     fs::create_dir_all(&cache_dir)?;
-    fs::write(sd.pid(), format!("{}\n", std::process::id()))?;
+    sd.write_pid()?;
     let (dev, mount) = mount_own(&sd, &cfg)?;
     let shared = Arc::new(Shared {
         dev,
@@ -401,7 +406,7 @@ pub fn serve(name: &str) -> anyhow::Result<()> {
         wake: Condvar::new(),
         rec: Mutex::new(Recorder {
             stats: RemoteStats::default(),
-            late: Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid bounds"),
+            late: us_histogram(),
         }),
         reader_done: AtomicBool::new(false),
         stop: AtomicBool::new(false),
@@ -425,7 +430,7 @@ pub fn serve(name: &str) -> anyhow::Result<()> {
     let reader_t = thread::Builder::new()
         .name("fuse-reader".into())
         .spawn(move || reader_thread(sh, fm))?;
-    crate::fuse::state::write_json_atomic(
+    write_json_atomic(
         &sd.ready(),
         &Ready {
             pid: std::process::id() as i32,
@@ -457,39 +462,32 @@ pub fn serve(name: &str) -> anyhow::Result<()> {
     };
     crate::errln!(
         "fsbench remote server {name}: stopping ({})",
-        match sig {
-            Some(s) => format!("signal {s}"),
-            None => "FUSE connection closed".into(),
-        }
+        stop_reason(sig)
     );
     shut_down(&sd, &cfg, &mount, &shared, name);
     let _ = reader_t.join();
     shared.wake.notify_one();
     let _ = replier_t.join();
-    let _ = crate::owned::path::remove_file(sd.ready());
-    let _ = crate::owned::path::remove_file(sd.pid());
+    sd.clear_running();
     crate::errln!("fsbench remote server {name}: stopped");
     Ok(())
 }
 
 /// Mount the FUSE file system at the configured point, with the record that identifies
 /// this mount (only it is unmounted there later). On failure the pid file goes.
-fn mount_own(
-    sd: &StateDir,
-    cfg: &RemoteConfig,
-) -> anyhow::Result<(File, crate::disk::owned::MountRecord)> {
+fn mount_own(sd: &StateDir, cfg: &RemoteConfig) -> anyhow::Result<(File, MountRecord)> {
     let dev = match mount_fuse(&cfg.mount, "fsbench-remote") {
         Ok(d) => d,
         Err(e) => {
-            let _ = crate::owned::path::remove_file(sd.pid());
+            sd.clear_running();
             return Err(e);
         }
     };
-    match crate::disk::owned::MountRecord::capture(&cfg.mount, None) {
+    match MountRecord::capture(&cfg.mount, None) {
         Ok(m) => Ok((dev, m)),
         Err(e) => {
-            let _ = crate::disk::owned::umount(&cfg.mount, true);
-            let _ = crate::owned::path::remove_file(sd.pid());
+            let _ = umount(&cfg.mount, true);
+            sd.clear_running();
             Err(e)
         }
     }
@@ -497,13 +495,7 @@ fn mount_own(
 
 /// Send what is queued, unmount, and wait up to 10 s for the kernel to close the
 /// connection; exit at once if it does not.
-fn shut_down(
-    sd: &StateDir,
-    cfg: &RemoteConfig,
-    mount: &crate::disk::owned::MountRecord,
-    shared: &Shared,
-    name: &str,
-) {
+fn shut_down(sd: &StateDir, cfg: &RemoteConfig, mount: &MountRecord, shared: &Shared, name: &str) {
     // Queued replies go out now: an unmount waits for nothing, but a busy
     // mount's users should not wait for modelled time any more.
     shared.stop.store(true, Ordering::SeqCst);
@@ -513,17 +505,12 @@ fn shut_down(
     if let Err(e) = mount.unmount_even_busy() {
         crate::errln!("fsbench remote server: {e:#}");
     }
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !shared.reader_done.load(Ordering::SeqCst) && Instant::now() < deadline {
-        thread::sleep(Duration::from_millis(20));
-    }
-    if !shared.reader_done.load(Ordering::SeqCst) {
+    if !connection_closed(&shared.reader_done, Duration::from_secs(10)) {
         crate::errln!(
             "fsbench remote server {name}: {} is still in use; exiting anyway, its users will see errors",
             cfg.mount.display()
         );
-        let _ = crate::owned::path::remove_file(sd.pid());
-        let _ = crate::owned::path::remove_file(sd.ready());
+        sd.clear_running();
         std::process::exit(0);
     }
 }

@@ -3,9 +3,12 @@
 
 use super::encode::{cname, entry_bytes, errno, open_bytes, valid_name, Out};
 use super::{version, Cached, DirHandle, Fs, Handle, ROOT_INO};
+use crate::fuse::abi::{
+    after, parse, CreateIn, MkdirIn, OpenOut, Rename2In, RenameIn, SetattrIn, StatfsOut,
+};
 use crate::fuse::{
-    cstr, dirents, u32_at, u64_at, FATTR_ATIME, FATTR_ATIME_NOW, FATTR_GID, FATTR_MODE,
-    FATTR_MTIME, FATTR_MTIME_NOW, FATTR_SIZE, FATTR_UID,
+    cstr, dirents, FATTR_ATIME, FATTR_ATIME_NOW, FATTR_GID, FATTR_MODE, FATTR_MTIME,
+    FATTR_MTIME_NOW, FATTR_SIZE, FATTR_UID,
 };
 use crate::owned;
 use crate::remote::state::Protocol;
@@ -18,6 +21,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
+use zerocopy::IntoBytes;
 
 impl Fs {
     pub(super) fn lookup(&mut self, now: f64, parent: u64, name: &[u8]) -> Out {
@@ -47,7 +51,7 @@ impl Fs {
                 self.names.insert(key, now);
                 self.attrs.insert(ino, now);
                 let attr = self.attr_of(ino, &m);
-                Out::at(due, Ok(entry_bytes(ino, &attr)))
+                Out::at(due, Ok(entry_bytes(ino, attr)))
             }
             Err(e) => Out::at(due, Err(errno(&e))),
         }
@@ -84,13 +88,16 @@ impl Fs {
         let Ok(rel) = self.path_of(ino) else {
             return Out::err(libc::ENOENT);
         };
+        let Some(a) = parse::<SetattrIn>(body) else {
+            return Out::err(libc::EINVAL);
+        };
         let due = Some(self.round_trip(now));
         let path = self.abs(&rel);
-        let valid = u32_at(body, 0);
+        let valid = a.valid;
         let r = (|| -> io::Result<()> {
             let (dir, name) = self.beneath(&rel)?;
             if valid & FATTR_MODE != 0 {
-                let mode = u32_at(body, 68) & 0o7777;
+                let mode = a.mode & 0o7777;
                 File::from(crate::beneath::open_file(
                     dir.as_raw_fd(),
                     &name,
@@ -98,9 +105,9 @@ impl Fs {
                 )?)
                 .set_permissions(fs::Permissions::from_mode(mode))?;
             }
-            set_owner(&dir, &name, valid, body)?;
+            set_owner(&dir, &name, &a)?;
             if valid & FATTR_SIZE != 0 {
-                let size = u64_at(body, 16);
+                let size = a.size;
                 let fd =
                     owned::open_write(dir.as_raw_fd(), &name, owned::Open::Own, libc::O_WRONLY)?;
                 owned::set_len(&fd, size)?;
@@ -113,7 +120,7 @@ impl Fs {
                     c.size = size;
                 }
             }
-            set_times(&dir, &name, valid, body)?;
+            set_times(&dir, &name, &a)?;
             Ok(())
         })();
         if let Err(e) = r {
@@ -151,10 +158,11 @@ impl Fs {
         if !self.writable {
             return Out::err(libc::EROFS);
         }
-        let flags = u32_at(body, 0) as i32;
-        let mode = u32_at(body, 4);
-        let umask = u32_at(body, 8);
-        let name = cname(&body[16.min(body.len())..]);
+        let Some(c) = parse::<CreateIn>(body) else {
+            return Out::err(libc::EINVAL);
+        };
+        let (flags, mode, umask) = (c.flags as i32, c.mode, c.umask);
+        let name = cname(after::<CreateIn>(body));
         let (due, rel) = match self.new_entry(now, parent, name) {
             Ok(e) => e,
             Err(out) => return out,
@@ -206,7 +214,7 @@ impl Fs {
             },
         );
         let attr = self.attr_of(ino, &m);
-        let mut out = entry_bytes(ino, &attr);
+        let mut out = entry_bytes(ino, attr);
         out.extend_from_slice(&open_bytes(fh));
         Out::at(due, Ok(out))
     }
@@ -257,9 +265,10 @@ impl Fs {
         if !self.writable {
             return Out::err(libc::EROFS);
         }
-        let mode = u32_at(body, 0);
-        let umask = u32_at(body, 4);
-        let name = cname(&body[8.min(body.len())..]);
+        let Some(MkdirIn { mode, umask }) = parse::<MkdirIn>(body) else {
+            return Out::err(libc::EINVAL);
+        };
+        let name = cname(after::<MkdirIn>(body));
         let (due, rel) = match self.new_entry(now, parent, name) {
             Ok(e) => e,
             Err(out) => return out,
@@ -281,7 +290,7 @@ impl Fs {
                 self.names.insert((parent, name.to_vec()), now);
                 self.attrs.insert(ino, now);
                 let attr = self.attr_of(ino, &m);
-                Out::at(due, Ok(entry_bytes(ino, &attr)))
+                Out::at(due, Ok(entry_bytes(ino, attr)))
             }
             Err(e) => Out::at(due, Err(errno(&e))),
         }
@@ -343,11 +352,13 @@ impl Fs {
         if !self.writable {
             return Out::err(libc::EROFS);
         }
-        let newdir = u64_at(body, 0);
-        let (flags, names) = if v2 {
-            (u32_at(body, 8), &body[16.min(body.len())..])
+        let parsed = if v2 {
+            parse::<Rename2In>(body).map(|r| (r.newdir, r.flags, after::<Rename2In>(body)))
         } else {
-            (0, &body[8.min(body.len())..])
+            parse::<RenameIn>(body).map(|r| (r.newdir, 0, after::<RenameIn>(body)))
+        };
+        let Some((newdir, flags, names)) = parsed else {
+            return Out::err(libc::EINVAL);
         };
         if flags != 0 {
             return Out::err(libc::EINVAL);
@@ -435,9 +446,11 @@ impl Fs {
         }
         let fh = self.new_fh();
         self.dirs.insert(fh, DirHandle { ino, entries });
-        let mut out = vec![0u8; 16];
-        out[0..8].copy_from_slice(&fh.to_le_bytes());
-        Out::now(out)
+        let out = OpenOut {
+            fh,
+            ..Default::default()
+        };
+        Out::now(out.as_bytes().to_vec())
     }
 
     /// The listing costs one round trip, charged to the first READDIR of an
@@ -471,30 +484,34 @@ impl Fs {
         if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
             return Out::err(errno(&io::Error::last_os_error()));
         }
-        let mut out = Vec::with_capacity(80);
-        for v in [st.f_blocks, st.f_bfree, st.f_bavail, st.f_files, st.f_ffree] {
-            out.extend_from_slice(&v.to_le_bytes());
-        }
-        for v in [st.f_bsize as u32, st.f_namemax as u32, st.f_frsize as u32] {
-            out.extend_from_slice(&v.to_le_bytes());
-        }
-        out.extend_from_slice(&[0u8; 28]);
-        Out::now(out)
+        let out = StatfsOut {
+            blocks: st.f_blocks,
+            bfree: st.f_bfree,
+            bavail: st.f_bavail,
+            files: st.f_files,
+            ffree: st.f_ffree,
+            bsize: st.f_bsize as u32,
+            namelen: st.f_namemax as u32,
+            frsize: st.f_frsize as u32,
+            ..Default::default()
+        };
+        Out::now(out.as_bytes().to_vec())
     }
 }
 
 /// SETATTR's owner change (FATTR_UID, FATTR_GID), of `name` in `dir`.
-fn set_owner(dir: &OwnedFd, name: &CString, valid: u32, body: &[u8]) -> io::Result<()> {
+fn set_owner(dir: &OwnedFd, name: &CString, a: &SetattrIn) -> io::Result<()> {
+    let valid = a.valid;
     if valid & (FATTR_UID | FATTR_GID) == 0 {
         return Ok(());
     }
     let uid = if valid & FATTR_UID != 0 {
-        u32_at(body, 76)
+        a.uid
     } else {
         u32::MAX
     };
     let gid = if valid & FATTR_GID != 0 {
-        u32_at(body, 80)
+        a.gid
     } else {
         u32::MAX
     };
@@ -515,7 +532,8 @@ fn set_owner(dir: &OwnedFd, name: &CString, valid: u32, body: &[u8]) -> io::Resu
 }
 
 /// SETATTR's access and modification times (given, or now), of `name` in `dir`.
-fn set_times(dir: &OwnedFd, name: &CString, valid: u32, body: &[u8]) -> io::Result<()> {
+fn set_times(dir: &OwnedFd, name: &CString, a: &SetattrIn) -> io::Result<()> {
+    let valid = a.valid;
     if valid & (FATTR_ATIME | FATTR_MTIME | FATTR_ATIME_NOW | FATTR_MTIME_NOW) == 0 {
         return Ok(());
     }
@@ -538,18 +556,8 @@ fn set_times(dir: &OwnedFd, name: &CString, valid: u32, body: &[u8]) -> io::Resu
         }
     };
     let times = [
-        ts(
-            FATTR_ATIME,
-            FATTR_ATIME_NOW,
-            u64_at(body, 32),
-            u32_at(body, 56),
-        ),
-        ts(
-            FATTR_MTIME,
-            FATTR_MTIME_NOW,
-            u64_at(body, 40),
-            u32_at(body, 60),
-        ),
+        ts(FATTR_ATIME, FATTR_ATIME_NOW, a.atime, a.atimensec),
+        ts(FATTR_MTIME, FATTR_MTIME_NOW, a.mtime, a.mtimensec),
     ];
     // SAFETY: valid C string and a two-element timespec array.
     let r = unsafe {

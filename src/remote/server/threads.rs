@@ -4,14 +4,16 @@
 use super::encode::{cname, Out};
 use super::lookaside::load_lookaside;
 use super::{Fs, Pending, Shared};
+use crate::daemon::state::{read_json, write_json_atomic};
+use crate::fuse::abi::{after, parse, FhIn, OpenIn, ReadIn, WriteIn};
 use crate::fuse::{
-    next_request, realtime, reply, reply_init, u32_at, u64_at, Sleeper, FUSE_ACCESS,
-    FUSE_ASYNC_READ, FUSE_BATCH_FORGET, FUSE_BIG_WRITES, FUSE_CREATE, FUSE_DESTROY, FUSE_FLUSH,
-    FUSE_FORGET, FUSE_FSYNC, FUSE_FSYNCDIR, FUSE_GETATTR, FUSE_INIT, FUSE_INTERRUPT, FUSE_LINK,
-    FUSE_LOOKUP, FUSE_MAX_PAGES, FUSE_MKDIR, FUSE_MKNOD, FUSE_OPEN, FUSE_OPENDIR, FUSE_READ,
-    FUSE_READDIR, FUSE_READLINK, FUSE_RELEASE, FUSE_RELEASEDIR, FUSE_REMOVEXATTR, FUSE_RENAME,
-    FUSE_RENAME2, FUSE_RMDIR, FUSE_SETATTR, FUSE_SETXATTR, FUSE_STATFS, FUSE_SYMLINK, FUSE_UNLINK,
-    FUSE_WRITE, IN_HEADER, MAX_WRITE, RT_PRIORITY,
+    histogram_pairs, next_request, precise_timer_slack, realtime, reply, reply_init, split_request,
+    to_us, Sleeper, FUSE_ACCESS, FUSE_ASYNC_READ, FUSE_BATCH_FORGET, FUSE_BIG_WRITES, FUSE_CREATE,
+    FUSE_DESTROY, FUSE_FLUSH, FUSE_FORGET, FUSE_FSYNC, FUSE_FSYNCDIR, FUSE_GETATTR, FUSE_INIT,
+    FUSE_INTERRUPT, FUSE_LINK, FUSE_LOOKUP, FUSE_MAX_PAGES, FUSE_MKDIR, FUSE_MKNOD, FUSE_OPEN,
+    FUSE_OPENDIR, FUSE_READ, FUSE_READDIR, FUSE_READLINK, FUSE_RELEASE, FUSE_RELEASEDIR,
+    FUSE_REMOVEXATTR, FUSE_RENAME, FUSE_RENAME2, FUSE_RMDIR, FUSE_SETATTR, FUSE_SETXATTR,
+    FUSE_STATFS, FUSE_SYMLINK, FUSE_UNLINK, FUSE_WRITE, MAX_WRITE, RT_PRIORITY,
 };
 use crate::remote::state::{self, RemoteStats, StateDir};
 use std::path::PathBuf;
@@ -54,11 +56,10 @@ pub(super) fn reader_thread(shared: Arc<Shared>, fsm: Arc<Mutex<Fs>>) {
     let mut seq = 0u64;
     while let Some(n) = next_request(&shared.dev, &mut buf, "remote server") {
         let arrival = shared.clock.now();
-        let msg = &buf[..n];
-        let opcode = u32_at(msg, 4);
-        let unique = u64_at(msg, 8);
-        let nodeid = u64_at(msg, 16);
-        let body = &msg[IN_HEADER..];
+        let Some((h, body)) = split_request(&buf[..n]) else {
+            continue;
+        };
+        let (opcode, unique, nodeid) = (h.opcode, h.unique, h.nodeid);
         shared.count(|s| {
             s.requests += 1;
             *s.requests_by_type
@@ -127,35 +128,13 @@ impl Fs {
             FUSE_GETATTR => self.getattr(now, nodeid),
             FUSE_SETATTR => self.setattr(now, nodeid, body),
             FUSE_READLINK => self.readlink(now, nodeid),
-            FUSE_OPEN => self.open(now, nodeid, u32_at(body, 0)),
-            FUSE_READ => self.read(now, u64_at(body, 0), u64_at(body, 8), u32_at(body, 16)),
-            FUSE_WRITE => {
-                let len = u32_at(body, 16) as usize;
-                match body.get(40..40 + len) {
-                    Some(data) => self.write(now, u64_at(body, 0), u64_at(body, 8), data),
-                    None => Out::err(libc::EINVAL),
-                }
-            }
-            FUSE_FLUSH => self.flush_or_fsync(now, u64_at(body, 0), false),
-            FUSE_FSYNC => self.flush_or_fsync(now, u64_at(body, 0), true),
-            FUSE_RELEASE => self.release(now, u64_at(body, 0)),
-            FUSE_CREATE => self.create(now, nodeid, body),
-            FUSE_MKDIR => self.mkdir(now, nodeid, body),
             FUSE_UNLINK => self.remove(now, nodeid, cname(body), false),
             FUSE_RMDIR => self.remove(now, nodeid, cname(body), true),
+            FUSE_CREATE => self.create(now, nodeid, body),
+            FUSE_MKDIR => self.mkdir(now, nodeid, body),
             FUSE_RENAME => self.rename(now, nodeid, body, false),
             FUSE_RENAME2 => self.rename(now, nodeid, body, true),
             FUSE_OPENDIR => self.opendir(nodeid),
-            FUSE_READDIR => self.readdir(
-                now,
-                u64_at(body, 0),
-                u64_at(body, 8),
-                u32_at(body, 16) as usize,
-            ),
-            FUSE_RELEASEDIR => {
-                self.dirs.remove(&u64_at(body, 0));
-                Out::now(Vec::new())
-            }
             FUSE_FSYNCDIR | FUSE_ACCESS => Out::now(Vec::new()),
             FUSE_STATFS => self.statfs(),
             FUSE_MKNOD | FUSE_SYMLINK | FUSE_LINK | FUSE_SETXATTR | FUSE_REMOVEXATTR => {
@@ -165,8 +144,42 @@ impl Fs {
                     libc::EROFS
                 })
             }
-            _ => Out::err(libc::ENOSYS),
+            _ => self
+                .answer_on_handle(now, opcode, nodeid, body)
+                .unwrap_or(Out::err(libc::EINVAL)),
         }
+    }
+
+    /// The replies to requests on an open file or directory (its handle first in the
+    /// body); None when the body is too short for its structure.
+    fn answer_on_handle(&mut self, now: f64, opcode: u32, nodeid: u64, body: &[u8]) -> Option<Out> {
+        let fh = || parse::<FhIn>(body).map(|f| f.fh);
+        Some(match opcode {
+            FUSE_OPEN => self.open(now, nodeid, parse::<OpenIn>(body)?.flags),
+            FUSE_READ => {
+                let r = parse::<ReadIn>(body)?;
+                self.read(now, r.fh, r.offset, r.size)
+            }
+            FUSE_WRITE => {
+                let w = parse::<WriteIn>(body)?;
+                match after::<WriteIn>(body).get(..w.size as usize) {
+                    Some(data) => self.write(now, w.fh, w.offset, data),
+                    None => Out::err(libc::EINVAL),
+                }
+            }
+            FUSE_FLUSH => self.flush_or_fsync(now, fh()?, false),
+            FUSE_FSYNC => self.flush_or_fsync(now, fh()?, true),
+            FUSE_RELEASE => self.release(now, fh()?),
+            FUSE_READDIR => {
+                let r = parse::<ReadIn>(body)?;
+                self.readdir(now, r.fh, r.offset, r.size as usize)
+            }
+            FUSE_RELEASEDIR => {
+                self.dirs.remove(&fh()?);
+                Out::now(Vec::new())
+            }
+            _ => Out::err(libc::ENOSYS),
+        })
     }
 }
 
@@ -176,19 +189,14 @@ pub(super) fn record_reply(shared: &Shared, arrival: f64, due: f64) {
     r.stats.delayed_replies += 1;
     r.stats.network_wait_s += (due - arrival).max(0.0);
     r.stats.late_sum_s += late;
-    let us = ((late * 1e6).round() as u64).clamp(1, 3_600_000_000);
-    r.late.saturating_record(us);
+    r.late.saturating_record(to_us(late));
 }
 
 pub(super) fn snapshot(shared: &Shared, scheduling: &str, memory_locked: &str) -> RemoteStats {
     let r = shared.rec.lock().unwrap();
     let mut s = r.stats.clone();
     s.uptime_s = shared.clock.now();
-    s.late_hist_us = r
-        .late
-        .iter_recorded()
-        .map(|v| (v.value_iterated_to(), v.count_at_value()))
-        .collect();
+    s.late_hist_us = histogram_pairs(&r.late);
     s.scheduling = scheduling.to_string();
     s.memory_locked = memory_locked.to_string();
     // The summary from the histogram, the mean from the exact sum.
@@ -204,7 +212,7 @@ pub(super) fn control(
     scheduling: &str,
     memory_locked: &str,
 ) -> anyhow::Result<()> {
-    let c: state::Control = crate::fuse::state::read_json(&sd.control())?;
+    let c: state::Control = read_json(&sd.control())?;
     {
         let mut f = fsm.lock().unwrap();
         if c.drop_cache {
@@ -221,11 +229,8 @@ pub(super) fn control(
         let cache_bytes = f.cache_bytes();
         shared.count(|s| s.cache_bytes = cache_bytes);
     }
-    crate::fuse::state::write_json_atomic(
-        &sd.stats(),
-        &snapshot(shared, scheduling, memory_locked),
-    )?;
-    crate::fuse::state::write_json_atomic(&sd.control_ack(), &c.seq)?;
+    write_json_atomic(&sd.stats(), &snapshot(shared, scheduling, memory_locked))?;
+    write_json_atomic(&sd.control_ack(), &c.seq)?;
     Ok(())
 }
 
@@ -235,10 +240,7 @@ pub(super) fn replier_thread(
     memory_locked: String,
     sched_out: Arc<Mutex<String>>,
 ) {
-    // SAFETY: prctl(PR_SET_TIMERSLACK) only changes this thread's timer slack.
-    unsafe {
-        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
-    }
+    precise_timer_slack();
     let scheduling = realtime(RT_PRIORITY);
     *sched_out.lock().unwrap() = scheduling.clone();
     let clock = shared.clock;
@@ -246,7 +248,7 @@ pub(super) fn replier_thread(
     let mut last_write = 0.0f64;
     let write_stats = |last: &mut f64| {
         let snap = snapshot(&shared, &scheduling, &memory_locked);
-        if let Err(e) = crate::fuse::state::write_json_atomic(&stats_path, &snap) {
+        if let Err(e) = write_json_atomic(&stats_path, &snap) {
             crate::errln!("fsbench remote server: {e:#}");
         }
         *last = clock.now();

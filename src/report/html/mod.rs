@@ -11,7 +11,7 @@ pub mod charts;
 pub mod cli;
 mod comparison;
 mod figures;
-pub mod model;
+mod model;
 mod published;
 
 pub use aging::Aging;

@@ -43,7 +43,7 @@ fn load(m: &Measurement, values: &[(String, String)]) -> Option<Workload> {
         })
     })
     .ok()?;
-    crate::workloads::load(&spec.1, &crate::model::Overrides(vars))
+    crate::workloads::load(&spec.1, &crate::model::build::Overrides(vars))
         .ok()
         .map(|(w, _)| w)
 }
@@ -218,7 +218,8 @@ mod tests {
     use super::*;
 
     fn measurement(workload: &str) -> Measurement {
-        let (w, _) = crate::workloads::load(workload, &crate::model::Overrides::default()).unwrap();
+        let (w, _) =
+            crate::workloads::load(workload, &crate::model::build::Overrides::default()).unwrap();
         Measurement {
             name: "m".into(),
             kind: Kind::Workload,

@@ -65,6 +65,21 @@ fn parse_line(l: &str) -> Option<MountEntry> {
     })
 }
 
+/// Mount points (decoded) currently listed in /proc/self/mounts.
+pub fn mount_points() -> Vec<PathBuf> {
+    let text = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
+    text.lines()
+        .filter_map(|l| l.split_whitespace().nth(1))
+        .map(|m| PathBuf::from(crate::fuse::unescape_mount(m)))
+        .collect()
+}
+
+/// Whether `path` (or its canonical form) is a mount point now.
+pub fn is_mounted(path: &Path) -> bool {
+    let canon = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+    mount_points().iter().any(|m| m == &canon || m == path)
+}
+
 /// The mount on top at `point` (the last one listed there: it hides those below), if any.
 pub fn mount_at(point: &Path) -> Option<MountEntry> {
     let text = std::fs::read_to_string("/proc/self/mountinfo").ok()?;

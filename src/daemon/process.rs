@@ -1,0 +1,162 @@
+//! A daemon's process: starting it detached, telling whether a recorded pid is still that
+//! daemon, and stopping it.
+//!
+//! A pid file outlives its process (a crash, a `kill -9`), and the kernel hands its number
+//! to the next process that needs one. So a pid read from a state directory counts as the
+//! daemon's only while that process runs `fsbench KIND serve NAME`; nothing else is ever
+//! signalled.
+
+use std::fs::{self, File};
+use std::io;
+use std::path::Path;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+
+use super::DaemonDir;
+
+/// True if `pid` names a live (non-zombie) process.
+pub fn pid_alive(pid: i32) -> bool {
+    if pid <= 0 {
+        return false;
+    }
+    // SAFETY: kill with signal 0 only checks for existence.
+    if unsafe { libc::kill(pid, 0) } != 0 {
+        return false;
+    }
+    match fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(s) => match s.rfind(')') {
+            Some(i) => !matches!(s[i + 1..].trim_start().chars().next(), Some('Z' | 'X')),
+            None => true,
+        },
+        Err(_) => false,
+    }
+}
+
+/// Whether `args` (a command line, the program first) runs `KIND serve NAME`.
+fn runs_server(args: &[&[u8]], kind: &str, name: &str) -> bool {
+    let want: [&[u8]; 3] = [kind.as_bytes(), b"serve", name.as_bytes()];
+    args.get(1..)
+        .is_some_and(|rest| rest.windows(3).any(|w| w == want))
+}
+
+/// True if `pid` is alive and is the server `fsbench KIND serve NAME`.
+pub fn is_server(pid: i32, kind: &str, name: &str) -> bool {
+    if !pid_alive(pid) {
+        return false;
+    }
+    let Ok(cmdline) = fs::read(format!("/proc/{pid}/cmdline")) else {
+        return false;
+    };
+    let args: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
+    runs_server(&args, kind, name)
+}
+
+/// Wait up to `timeout` for process `pid` to be gone; whether it went.
+pub fn wait_gone(pid: i32, timeout: Duration) -> bool {
+    let deadline = Instant::now() + timeout;
+    while pid_alive(pid) {
+        if Instant::now() > deadline {
+            return false;
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+    true
+}
+
+/// Send `sig` to `pid`, which the caller has just found to be its daemon.
+pub fn signal(pid: i32, sig: i32) {
+    // SAFETY: kill has no memory-safety preconditions; the pid was checked by the caller.
+    unsafe { libc::kill(pid, sig) };
+}
+
+/// Stop the server of `d`: SIGTERM, up to `grace` for it to finish its shutdown, then
+/// SIGKILL (if it is still that server). The pid stopped, or None when none was running.
+pub fn stop(d: &DaemonDir, grace: Duration) -> Option<i32> {
+    let pid = d.live_pid()?;
+    signal(pid, libc::SIGTERM);
+    if !wait_gone(pid, grace) {
+        crate::errln!("server {pid} did not stop; killing it");
+        if d.live_pid() == Some(pid) {
+            signal(pid, libc::SIGKILL);
+        }
+        wait_gone(pid, Duration::from_secs(5));
+    }
+    Some(pid)
+}
+
+/// Start `fsbench SUBCOMMAND serve NAME` (NAME: the state directory's name) in its own
+/// session with its output in `log`, and wait up to 20 s until it writes `ready`. The
+/// daemon runs on after the caller exits.
+pub fn start(subcommand: &str, dir: &Path, ready: &Path, log: &Path) -> anyhow::Result<()> {
+    use std::os::unix::process::CommandExt;
+    use std::process::{Command, Stdio};
+    let exe = std::env::current_exe().context("locating the fsbench binary")?;
+    let name = dir
+        .file_name()
+        .and_then(|n| n.to_str())
+        .context("state dir name")?
+        .to_string();
+    let out = File::create(log)?;
+    let mut cmd = Command::new(exe);
+    cmd.args([subcommand, "serve", &name])
+        .stdin(Stdio::null())
+        .stdout(out.try_clone()?)
+        .stderr(out);
+    // SAFETY: the closure only calls setsid, which is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(pre_exec);
+    }
+    let mut child = cmd
+        .spawn()
+        .with_context(|| format!("starting the {subcommand} server"))?;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if ready.exists() {
+            return Ok(());
+        }
+        if let Some(status) = child.try_wait()? {
+            let text = crate::input::read_tail(log, crate::input::LOG_TAIL);
+            bail!("{subcommand} server exited ({status}):\n{}", text.trim());
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            let text = crate::input::read_tail(log, crate::input::LOG_TAIL);
+            bail!(
+                "{subcommand} server did not come up within 20 s:\n{}",
+                text.trim()
+            );
+        }
+        thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Detach the daemon from the caller: a new session. Called between fork and exec.
+fn pre_exec() -> io::Result<()> {
+    // SAFETY: setsid is async-signal-safe.
+    if unsafe { libc::setsid() } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{is_server, runs_server};
+
+    #[test]
+    fn a_pid_counts_only_while_it_runs_that_server() {
+        let args: [&[u8]; 4] = [b"/usr/bin/fsbench", b"disk", b"serve", b"hdd0"];
+        assert!(runs_server(&args, "disk", "hdd0"));
+        assert!(!runs_server(&args, "remote", "hdd0"));
+        assert!(!runs_server(&args, "disk", "hdd1"));
+        // The program's own name does not count, nor a shorter command line.
+        let args: [&[u8]; 3] = [b"disk", b"serve", b"hdd0"];
+        assert!(!runs_server(&args, "disk", "hdd0"));
+        // This test process is alive, but no server.
+        assert!(!is_server(std::process::id() as i32, "disk", "hdd0"));
+        assert!(!is_server(0, "disk", "hdd0"));
+    }
+}
