@@ -171,8 +171,8 @@ impl Probe {
 }
 
 impl crate::engine::hooks::Probe for Probe {
-    fn record(&self, notes: &mut Vec<String>) -> Option<crate::stats::DiskLateness> {
-        Probe::record(self, notes)
+    fn record(&self, r: &mut crate::stats::Results) {
+        r.disk = Probe::record(self, &mut r.notes);
     }
 }
 

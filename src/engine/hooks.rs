@@ -3,14 +3,15 @@
 //! the client caches of simulated remotes when caches are dropped, and watching the
 //! simulated disk under a measured directory.
 
-use crate::stats::DiskLateness;
+use crate::stats::Results;
 use std::path::Path;
 use std::sync::RwLock;
 
-/// A watch on the device under a measured directory, started before the measurement.
+/// A watch on the device or remote under a measured directory, started right before the
+/// measured window and read right after it.
 pub trait Probe {
-    /// What the device did during the measurement; notes for the reader go in `notes`.
-    fn record(&self, notes: &mut Vec<String>) -> Option<DiskLateness>;
+    /// What the device or remote did during the window, into `r` (its notes too).
+    fn record(&self, r: &mut Results);
 }
 
 /// One registrant's additions; every method has a default that does nothing.
@@ -19,7 +20,7 @@ pub trait Hooks: Send + Sync {
     fn drop_caches(&self) -> Result<(), String> {
         Ok(())
     }
-    /// Start watching the device under `dir`, if this registrant knows it.
+    /// Start watching the device or remote under `dir`, if this registrant knows it.
     fn probe(&self, _dir: &Path) -> Option<Box<dyn Probe>> {
         None
     }
@@ -47,7 +48,7 @@ pub fn drop_caches() -> Result<(), String> {
     first
 }
 
-/// The first registrant's watch on the device under `dir`.
-pub fn probe(dir: &Path) -> Option<Box<dyn Probe>> {
-    all().into_iter().find_map(|h| h.probe(dir))
+/// Every registrant's watch on what lies under `dir`.
+pub fn probes(dir: &Path) -> Vec<Box<dyn Probe>> {
+    all().into_iter().filter_map(|h| h.probe(dir)).collect()
 }

@@ -269,8 +269,9 @@ fn repetition(
     } else {
         None
     };
-    // On a simulated disk: how late its replies were during this repetition.
-    let probe = crate::engine::hooks::probe(&existing_ancestor(&m.target()));
+    // On a simulated disk: how late its replies were during this repetition; on a
+    // simulated remote: its traffic in this repetition's window.
+    let probes = crate::engine::hooks::probes(&existing_ancestor(&m.target()));
     // Another process dropping the kernel's caches while this one measures (a cold run
     // beside a warm one) makes the cache state the notes state untrue: counted and said.
     let drops = crate::sys::cachedrops::Count::now();
@@ -282,8 +283,8 @@ fn repetition(
         .zip(crate::sys::cachedrops::Count::now())
         .map(|(before, after)| before.others_since(after))
         .filter(|n| *n > 0);
-    if let Some(p) = probe {
-        r.disk = p.record(&mut r.notes);
+    for p in probes {
+        p.record(&mut r);
     }
     r.cold = a.cold;
     let mut notes = voice.cache_notes(a.cold, remounted.as_deref());

@@ -27,7 +27,7 @@ pub mod server;
 pub mod state;
 
 /// What simulated remotes add to every measurement: dropping caches empties their client
-/// caches too.
+/// caches too, and a measurement on a remote records its traffic in the measured window.
 struct RemoteHooks;
 
 impl crate::engine::hooks::Hooks for RemoteHooks {
@@ -35,6 +35,68 @@ impl crate::engine::hooks::Hooks for RemoteHooks {
         cli::drop_all_client_caches()
             .map(|_| ())
             .map_err(|e| format!("{e:#}"))
+    }
+    fn probe(&self, dir: &std::path::Path) -> Option<Box<dyn crate::engine::hooks::Probe>> {
+        Window::start(dir).map(|w| Box::new(w) as Box<dyn crate::engine::hooks::Probe>)
+    }
+}
+
+/// The statistics of the running remote mounted over a measured directory, read when the
+/// measured window opens. What a measurement does before it (a listing of the files to
+/// read, a layout) crosses the modelled network too, and how much of it does depends on
+/// what ran before (names fetched less than [`model::ATTR_TTL`] ago are not fetched
+/// again): the experiment's modelled time is computed from the window alone.
+struct Window {
+    dir: state::StateDir,
+    name: String,
+    before: state::RemoteStats,
+}
+
+impl Window {
+    fn start(dir: &std::path::Path) -> Option<Window> {
+        let dir = dir.canonicalize().ok()?;
+        for name in state::KIND.names() {
+            let Ok(sd) = state::StateDir::new(&name) else {
+                continue;
+            };
+            if sd.live_pid().is_none() {
+                continue;
+            }
+            let on_it = sd.read_config().is_ok_and(|c| dir.starts_with(&c.mount));
+            if on_it {
+                return Some(Window {
+                    before: Self::now(&sd)?,
+                    dir: sd,
+                    name,
+                });
+            }
+        }
+        None
+    }
+
+    fn now(sd: &state::StateDir) -> Option<state::RemoteStats> {
+        cli::request(sd, Default::default()).ok()?;
+        sd.read_stats()
+    }
+}
+
+impl crate::engine::hooks::Probe for Window {
+    fn record(&self, r: &mut crate::stats::Results) {
+        let Some(after) = Self::now(&self.dir) else {
+            return;
+        };
+        let d = after.since(&self.before);
+        r.remote_window = Some(crate::stats::RemoteWindow {
+            name: self.name.clone(),
+            requests: d.requests,
+            round_trips: d.round_trips,
+            bytes_fetched: d.bytes_fetched,
+            bytes_sent: d.bytes_sent,
+            lookaside_hits: d.lookaside_hits,
+            lookaside_misses: d.lookaside_misses,
+            lookaside_bytes: d.lookaside_bytes,
+            network_wait_s: d.network_wait_s,
+        });
     }
 }
 

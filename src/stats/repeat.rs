@@ -180,6 +180,11 @@ pub fn combine(runs: Vec<Results>) -> Results {
         .iter()
         .filter_map(|r| r.disk.clone())
         .max_by(|a, b| a.late_pct.total_cmp(&b.late_pct));
+    // A remote's traffic in the measured windows: over every repetition.
+    let remote_window = all
+        .iter()
+        .filter_map(|r| r.remote_window.clone())
+        .reduce(|a, b| a.and(&b));
     // The device's reads and busy time: over every repetition, as the duration is.
     let device_read_bytes = all.iter().map(|r| r.device_read_bytes).sum();
     let device_busy_s = all.iter().map(|r| r.device_busy_s).sum();
@@ -202,6 +207,7 @@ pub fn combine(runs: Vec<Results>) -> Results {
         caches_dropped_elsewhere,
         processes,
         disk,
+        remote_window,
         ranks: Vec::new(),
         hosts: Vec::new(),
         device_write_bytes,

@@ -293,6 +293,11 @@ pub struct Results {
     /// replies were during the measurement (with repetitions, the worst repetition).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disk: Option<DiskLateness>,
+    /// When the measured directory lay on a simulated remote: its traffic over the
+    /// measured window alone (with repetitions, over all of them), not over the
+    /// preparation before it (a listing, a layout).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_window: Option<RemoteWindow>,
     /// Many clients (`mpirun ... fsbench run`): each rank's figures, in rank order; the
     /// flowops and summary above merge every rank.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -403,6 +408,7 @@ impl Results {
             repetitions: Vec::new(),
             figures: BTreeMap::new(),
             disk: None,
+            remote_window: None,
             ranks: Vec::new(),
             hosts: Vec::new(),
             fio_jobs: Vec::new(),
@@ -429,6 +435,38 @@ pub struct DiskLateness {
     pub late_pct: f64,
     /// The server's scheduling policy (e.g. `SCHED_FIFO 50`).
     pub scheduling: String,
+}
+
+/// A simulated remote's traffic during the measured window (`fsbench remote stats`' counts).
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+pub struct RemoteWindow {
+    /// The remote's name (`fsbench remote list`).
+    pub name: String,
+    pub requests: u64,
+    /// Round trips the network model charged.
+    pub round_trips: u64,
+    pub bytes_fetched: u64,
+    pub bytes_sent: u64,
+    pub lookaside_hits: u64,
+    pub lookaside_misses: u64,
+    pub lookaside_bytes: u64,
+    /// Time replies waited on the modelled network.
+    pub network_wait_s: f64,
+}
+
+impl RemoteWindow {
+    /// This window and `o` together (two repetitions of one measurement).
+    pub fn and(mut self, o: &RemoteWindow) -> RemoteWindow {
+        self.requests += o.requests;
+        self.round_trips += o.round_trips;
+        self.bytes_fetched += o.bytes_fetched;
+        self.bytes_sent += o.bytes_sent;
+        self.lookaside_hits += o.lookaside_hits;
+        self.lookaside_misses += o.lookaside_misses;
+        self.lookaside_bytes += o.lookaside_bytes;
+        self.network_wait_s += o.network_wait_s;
+        self
+    }
 }
 
 /// The headline figures of one repetition.

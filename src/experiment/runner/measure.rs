@@ -242,7 +242,7 @@ impl Run<'_> {
         let mut disturbed = other > plan.noise_threshold;
         disturbed |= self.disk_lateness(ready, disk_before.as_ref(), &mut applied);
         let remote_run = match (&remote_before, target::remote::stats_now(ready)) {
-            (Some(b), Some(a)) => Some(self.remote_traffic(b, &a, &args, &mut applied)),
+            (Some(b), Some(a)) => Some(self.remote_traffic((b, &a), &outcome, &args, &mut applied)),
             _ => None,
         };
         if let Some((_, d)) = &remote_run {
@@ -481,11 +481,14 @@ impl Run<'_> {
     }
 
     /// A remote's traffic over the run, into `applied`: the figures and whether they
-    /// show a disturbed measurement.
+    /// show a disturbed measurement. The traffic figures are the measured window's where
+    /// the child recorded it (what its preparation fetched depends on what ran before:
+    /// names fetched less than 3 s ago are not fetched again), the rest the whole child's;
+    /// what crossed outside the window is kept beside them (`remote_outside_window`).
     fn remote_traffic(
         &self,
-        before: &RemoteStats,
-        after: &RemoteStats,
+        (before, after): (&RemoteStats, &RemoteStats),
+        outcome: &Outcome,
         args: &[String],
         applied: &mut Value,
     ) -> (RemoteTraffic, bool) {
@@ -509,8 +512,25 @@ impl Run<'_> {
             late_pct: late.pct,
             model_s: 0.0,
         };
-        // The network the cell ran at, as `fsbench remote set` left it.
         let ready = self.env.ready(&self.cell.target);
+        let name = ready.applied.get("remote").and_then(|n| n.as_str());
+        if let Some(w) = window_of(outcome).filter(|w| Some(w.name.as_str()) == name) {
+            applied["remote_outside_window"] = json!({
+                "requests": d.requests.saturating_sub(w.requests),
+                "round_trips": d.round_trips.saturating_sub(w.round_trips),
+                "bytes_fetched": d.bytes_fetched.saturating_sub(w.bytes_fetched),
+                "bytes_sent": d.bytes_sent.saturating_sub(w.bytes_sent),
+            });
+            r.requests = w.requests;
+            r.round_trips = w.round_trips;
+            r.bytes_fetched = w.bytes_fetched;
+            r.bytes_sent = w.bytes_sent;
+            r.lookaside_hits = w.lookaside_hits;
+            r.lookaside_misses = w.lookaside_misses;
+            r.lookaside_bytes = w.lookaside_bytes;
+            r.network_wait_s = w.network_wait_s;
+        }
+        // The network the cell ran at, as `fsbench remote set` left it.
         let net = ready.applied.get("network").and_then(|n| n.as_str());
         if let Some(n) = net.and_then(target::remote::net_of) {
             r.model_s = r.model_time(&n);
@@ -574,6 +594,17 @@ fn device_work(plan: &Plan, cell: &Cell) -> Option<crate::experiment::plan::Devi
 fn scheduler_now(ready: &Ready) -> Option<String> {
     let dev = ready.device.as_deref()?;
     target::device::current(dev).ok()?.scheduler
+}
+
+/// The remote traffic a measured child recorded over its measured window.
+fn window_of(outcome: &Outcome) -> Option<&crate::stats::RemoteWindow> {
+    match outcome {
+        Outcome::Ok(c) => match &c.output {
+            crate::experiment::output::Output::Run(r) => r.remote_window.as_ref(),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 /// The scheduler the run ran under, into `applied.scheduler` (device, scheduler before
