@@ -27,6 +27,7 @@ mod fio;
 mod fio_device;
 mod fio_options;
 mod fio_output;
+mod fio_run_opts;
 mod fio_verify;
 mod fuzz_lang;
 mod hpc;
