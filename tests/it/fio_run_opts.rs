@@ -467,3 +467,99 @@ fn ioscheduler_on_a_device_fsbench_did_not_make_is_refused_at_its_place() {
         "{t}"
     );
 }
+
+/// A simulated disk (`fsbench disk create`) under `root`, with the `none` scheduler and
+/// ext4 mounted on `root/mnt`; removed on drop.
+struct SimDisk {
+    env: [(&'static str, std::path::PathBuf); 2],
+    dev: String,
+}
+
+impl SimDisk {
+    fn new(root: &Path) -> Result<SimDisk, String> {
+        let env = [
+            ("FSBENCH_STATE_DIR", root.join("state")),
+            ("FSBENCH_IMAGE_DIR", root.join("images")),
+        ];
+        let mnt = root.join("mnt");
+        let o = bin()
+            .args([
+                "disk", "create", "sched", "--size", "256M", "--mkfs", "ext4",
+            ])
+            .args(["--scheduler", "none", "--mount", mnt.to_str().unwrap()])
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .output()
+            .map_err(|e| e.to_string())?;
+        let out = String::from_utf8_lossy(&o.stdout).trim().to_string();
+        let disk = SimDisk { env, dev: out };
+        if !o.status.success() || !disk.dev.starts_with("/dev/loop") {
+            return Err(text(&o));
+        }
+        Ok(disk)
+    }
+
+    fn scheduler(&self) -> String {
+        let name = self.dev.trim_start_matches("/dev/");
+        std::fs::read_to_string(format!("/sys/block/{name}/queue/scheduler")).unwrap_or_default()
+    }
+}
+
+impl Drop for SimDisk {
+    fn drop(&mut self) {
+        let _ = bin()
+            .args(["disk", "remove", "sched"])
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .output();
+    }
+}
+
+#[test]
+fn ioscheduler_switches_a_simulated_disk_for_the_run_and_sets_it_back() {
+    let ok = root_or_skip_because("ioscheduler", "a simulated disk")
+        && Path::new("/dev/fuse").exists()
+        && have("mkfs.ext4");
+    if !ok {
+        skip("ioscheduler: needs /dev/fuse and mkfs.ext4 for a simulated disk");
+        return;
+    }
+    let d = Scratch::new("fio-sched-disk");
+    let disk = match SimDisk::new(d.path()) {
+        Ok(x) => x,
+        Err(e) => {
+            skip(&format!("ioscheduler: no simulated disk here: {e}"));
+            return;
+        }
+    };
+    assert!(disk.scheduler().contains("[none]"), "{}", disk.scheduler());
+    let f = write_job(
+        d.path(),
+        "s.fio",
+        "[s]\nrw=randread\nbs=4k\nsize=4m\ntime_based\nruntime=2\nioscheduler=mq-deadline\n",
+    );
+    let mut child = bin()
+        .args([
+            "run",
+            &f,
+            "--dir",
+            d.path().join("mnt").to_str().unwrap(),
+            "-q",
+        ])
+        .envs(disk.env.iter().map(|(k, v)| (k, v)))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut during = false;
+    while child.try_wait().unwrap().is_none() {
+        during |= disk.scheduler().contains("[mq-deadline]");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(during, "mq-deadline while the job ran");
+    assert!(
+        disk.scheduler().contains("[none]"),
+        "set back: {}",
+        disk.scheduler()
+    );
+}

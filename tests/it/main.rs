@@ -29,6 +29,7 @@ mod fio_options;
 mod fio_output;
 mod fio_run_opts;
 mod fio_verify;
+mod fio_verify_opts;
 mod fuzz_lang;
 mod hpc;
 mod idle;

@@ -333,7 +333,8 @@ impl Worker<'_> {
         let io_ns = total.saturating_sub(f.verify_ns);
         let r = &mut f.rec;
         r.runtime_ns = total;
-        for (d, does) in [(0, s.reads), (1, s.writes)] {
+        // verify_only's writes are not done: fio keeps no runtime for them.
+        for (d, does) in [(0, s.reads), (1, s.writes && !s.ctl.verify_only)] {
             r.dirs[d].runtime_ns =
                 if does { io_ns } else { 0 } + if d == 0 { f.verify_ns } else { 0 };
         }
