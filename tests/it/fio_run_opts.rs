@@ -278,6 +278,28 @@ fn continue_on_error_goes_past_failed_reads_and_counts_them_as_fio() {
     } else {
         skip("continue_on_error beside fio: fio is not installed");
     }
+    // Through the ring, the failed reads reaped among the others: the same counts.
+    let ring = write_job(
+        d.path(),
+        "u.fio",
+        &format!("{body}ioengine=io_uring\niodepth=8\ncontinue_on_error=read\n"),
+    );
+    let (ok, v, t) = fsbench_json(&ring, d.path(), &allow);
+    assert!(ok, "{t}");
+    let u = job(&v, "r");
+    assert_eq!(
+        (u["total_err"].as_u64(), u["error"].as_i64()),
+        (Some(1024), Some(5)),
+        "{t}"
+    );
+    assert_eq!(
+        (
+            u["read"]["io_bytes"].as_u64(),
+            u["read"]["total_ios"].as_u64()
+        ),
+        (Some(4 << 20), Some(2048)),
+        "{t}"
+    );
 }
 
 /// The threads of process `pid` whose name starts with `prefix`: (tid, status text).
@@ -562,4 +584,26 @@ fn ioscheduler_switches_a_simulated_disk_for_the_run_and_sets_it_back() {
         "set back: {}",
         disk.scheduler()
     );
+}
+
+#[test]
+fn check_explains_each_run_option() {
+    let d = Scratch::new("fio-explain");
+    let f = write_job(
+        d.path(),
+        "e.fio",
+        "[e]\nrw=randwrite\nbs=4k\nsize=1m\nioengine=io_uring\niodepth=8\niodepth_low=2\ngtod_reduce=1\ncontinue_on_error=io\nverify=crc32c\nverify_dump=1\nverify_backlog=16\nverify_backlog_batch=4\n",
+    );
+    let o = run(&["check", &f]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    for line in [
+        "once all 8 slots are busy, reaps until at most 2 are in flight (iodepth_low)",
+        "fio's reports leave out total latency, completion latency, submission latency",
+        "goes past fio's non-fatal errors (EIO, EILSEQ) of reads, writes and counts them",
+        "FILE.OFFSET.received and .expected in the current directory (verify_dump",
+        "after every 16 writes (4 of them each time, verify_backlog_batch)",
+    ] {
+        assert!(t.contains(line), "{line}: {t}");
+    }
 }

@@ -374,6 +374,13 @@ impl Worker<'_> {
         }
         if let Some(r) = self.stream_sync_due(&s) {
             return match r {
+                // continue_on_error: fio counts a sync's error as a write's.
+                Err(Fail::Error(msg))
+                    if s.depth == 0
+                        && self.stream_continues(&s, 1, super::stream_ctl::errno_of(&msg)) =>
+                {
+                    Ok(Flow::Continue)
+                }
                 Err(Fail::Error(msg)) => self.stream_failed(&s, None, msg),
                 r => r,
             };

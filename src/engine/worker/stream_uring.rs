@@ -254,8 +254,12 @@ impl Worker<'_> {
             };
             if res < 0 {
                 // continue_on_error: counted (issued, not done), and the job goes on.
-                if dir < SYNC && self.stream_continues(s, dir, -res) {
+                // (A sync's error counts as a write's, as in fio.)
+                let goes_on = self.stream_continues(s, dir.min(1), -res);
+                if dir < SYNC {
                     self.fio_failed_io(dir, false);
+                }
+                if goes_on {
                     continue;
                 }
                 return Err(Fail::Error(format!(
