@@ -196,6 +196,18 @@ fn exitall_ends_the_jobs_of_the_group_when_one_ends_as_in_fio() {
         t.contains("ends as soon as a job of its group ends (exitall)"),
         "{t}"
     );
+    // A job of the group still in its startdelay does not start (fio drops its delay;
+    // fio 3.33 itself hung on this file here, so fsbench alone).
+    let late = text_of(d.path()).replace(
+        "[long]",
+        "[late]\nrw=read\nsize=256k\nstartdelay=30\n[long]",
+    );
+    let f = write_job(d.path(), "late.fio", &late);
+    let t0 = std::time::Instant::now();
+    let (ok, v, t) = fsbench_json(&f, d.path(), &[]);
+    assert!(ok, "{t}");
+    assert!(t0.elapsed().as_secs() < 20, "the late job waited: {t}");
+    assert_eq!(job(&v, "late")["read"]["io_bytes"], 0, "{t}");
 }
 
 /// A loop device with direct I/O over a 8 MiB image whose second half was cut off after it

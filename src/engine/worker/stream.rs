@@ -317,7 +317,7 @@ impl Worker<'_> {
                     }
                 }
             }
-            if s.start_delay_ns > 0 && !self.sleep(Duration::from_nanos(s.start_delay_ns)) {
+            if s.start_delay_ns > 0 && !self.stream_delay(&s) {
                 return Ok(Flow::Stop);
             }
             let st = self.stream_open(&s)?;

@@ -98,6 +98,21 @@ impl Worker<'_> {
                 .any(|&j| self.sh.streams_ended[j].load(Ordering::Acquire) > 0)
     }
 
+    /// `startdelay`: sleep it, cut short when `exitall` ended the stream's group (fio
+    /// then drops the delay). False when the run stopped.
+    pub(super) fn stream_delay(&mut self, s: &Stream) -> bool {
+        let end = std::time::Instant::now() + std::time::Duration::from_nanos(s.start_delay_ns);
+        loop {
+            let left = end.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() || self.stream_exit_due(s) {
+                return true;
+            }
+            if !self.sleep(left.min(std::time::Duration::from_millis(10))) {
+                return false;
+            }
+        }
+    }
+
     /// fio's `break_on_this_error` for an error `errno` of a read (`dir` 0), a write (1)
     /// or a verify (EILSEQ): with the kind's `continue_on_error` bit, the error is counted
     /// (fio's `update_error_count`), and the job goes past it when it is one of fio's
