@@ -890,6 +890,7 @@ fn fio_out(job: &Job, group: u32, thread_number: u32) -> FioOut {
         no_slat: job.ctl.no_slat,
         no_bw: job.ctl.no_bw,
         continue_on_error: job.ctl.continue_on != 0,
+        prio_rt: job.ctl.ioprio().is_some_and(|(class, _)| class == 1),
     }
 }
 

@@ -363,6 +363,9 @@ pub struct FioOut {
     /// (fio's `total_err`, `first_error`).
     #[serde(default)]
     pub continue_on_error: bool,
+    /// The job's I/O priority class is realtime (`prioclass=1`): fio's logs say so.
+    #[serde(default)]
+    pub prio_rt: bool,
 }
 
 impl FioOut {
