@@ -309,22 +309,8 @@ impl Worker<'_> {
             .expect("a stream flowop carries its stream")
             .clone();
         if self.stream.is_none() {
-            // A job after a stonewall, or with wait_for, starts when its waits have ended.
-            for &(job, clones) in &s.wait {
-                while self.sh.streams_ended[job].load(Ordering::Acquire) < clones as u64 {
-                    if !self.sleep(Duration::from_millis(1)) {
-                        return Ok(Flow::Stop);
-                    }
-                }
-            }
-            if s.start_delay_ns > 0 && !self.stream_delay(&s) {
-                return Ok(Flow::Stop);
-            }
-            let st = self.stream_open(&s)?;
-            self.stream = Some(Box::new(st));
-            self.fio_begin(&s);
-            if let Err(msg) = self.stream_thread_setup(&s) {
-                return self.stream_setup_failed(&s, msg);
+            if let Some(r) = self.stream_start(&s) {
+                return r;
             }
         }
         if self.stream_exit_due(&s) {
@@ -407,6 +393,32 @@ impl Worker<'_> {
             }
             r => r,
         }
+    }
+
+    /// The stream's start: after what it waits for (a job after a stonewall, or with
+    /// wait_for, starts when its waits have ended) and its delay, its files open and its
+    /// thread set up. `Some` when the stream does not go on to its first I/O.
+    fn stream_start(&mut self, s: &Stream) -> Option<Result<Flow, Fail>> {
+        for &(job, clones) in &s.wait {
+            while self.sh.streams_ended[job].load(Ordering::Acquire) < clones as u64 {
+                if !self.sleep(Duration::from_millis(1)) {
+                    return Some(Ok(Flow::Stop));
+                }
+            }
+        }
+        if s.start_delay_ns > 0 && !self.stream_delay(s) {
+            return Some(Ok(Flow::Stop));
+        }
+        let st = match self.stream_open(s) {
+            Ok(st) => st,
+            Err(e) => return Some(Err(e)),
+        };
+        self.stream = Some(Box::new(st));
+        self.fio_begin(s);
+        if let Err(msg) = self.stream_thread_setup(s) {
+            return Some(self.stream_setup_failed(s, msg));
+        }
+        None
     }
 
     fn stream_pass_over(&self, s: &Stream) -> bool {
