@@ -353,6 +353,16 @@ fn explain_ctl(o: &mut String, job: &super::job::Job, s: &crate::model::stream::
     } else if s.depth == 0 && job.ctl.depth_low > 0 {
         lines.push("iodepth_low changes nothing with a synchronous engine (as in fio)".into());
     }
+    lines.extend(thread_lines(job, s));
+    for l in lines {
+        let _ = writeln!(o, "  {l}");
+    }
+}
+
+/// The clone's thread (CPUs, priorities), its verify options and the device's scheduler.
+fn thread_lines(job: &super::job::Job, s: &crate::model::stream::Stream) -> Vec<String> {
+    let c = &s.ctl;
+    let mut lines: Vec<String> = Vec::new();
     if !c.cpus.is_empty() {
         let cpus: Vec<String> = c.cpus.iter().map(usize::to_string).collect();
         let split = if job.ctl.cpus_split {
@@ -392,9 +402,7 @@ fn explain_ctl(o: &mut String, job: &super::job::Job, s: &crate::model::stream::
     if let Some(sched) = &job.ctl.ioscheduler {
         lines.push(format!("the I/O scheduler of the device under its files set to {sched} for the run and set back after (ioscheduler; a device fsbench made only)"));
     }
-    for l in lines {
-        let _ = writeln!(o, "  {l}");
-    }
+    lines
 }
 
 /// What a verifying job checks, and how its verify phase reads.
