@@ -32,6 +32,7 @@ pub mod cli;
 pub mod lateness;
 pub mod loopdev;
 pub mod model;
+pub mod sched;
 pub mod server;
 pub mod state;
 
@@ -42,6 +43,14 @@ struct DiskHooks;
 impl crate::engine::hooks::Hooks for DiskHooks {
     fn probe(&self, dir: &std::path::Path) -> Option<Box<dyn crate::engine::hooks::Probe>> {
         lateness::Probe::start(dir).map(|p| Box::new(p) as Box<dyn crate::engine::hooks::Probe>)
+    }
+    fn scheduler(
+        &self,
+        dev: (u32, u32),
+        name: &str,
+    ) -> Option<Result<Box<dyn crate::engine::hooks::Restore>, String>> {
+        let r = sched::switch(dev, name)?;
+        Some(r.map(|g| Box::new(g) as Box<dyn crate::engine::hooks::Restore>))
     }
 }
 

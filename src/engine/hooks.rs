@@ -14,6 +14,9 @@ pub trait Probe {
     fn record(&self, r: &mut Results);
 }
 
+/// A device setting changed for a run; dropping it sets the old one back.
+pub trait Restore {}
+
 /// One registrant's additions; every method has a default that does nothing.
 pub trait Hooks: Send + Sync {
     /// After the kernel's caches were dropped: drop caches the kernel does not know of.
@@ -22,6 +25,11 @@ pub trait Hooks: Send + Sync {
     }
     /// Start watching the device or remote under `dir`, if this registrant knows it.
     fn probe(&self, _dir: &Path) -> Option<Box<dyn Probe>> {
+        None
+    }
+    /// Set the I/O scheduler of block device `dev` (major, minor) to `name` for a run, if
+    /// this registrant made the device (fsbench changes no other device's settings).
+    fn scheduler(&self, _dev: (u32, u32), _name: &str) -> Option<Result<Box<dyn Restore>, String>> {
         None
     }
 }
@@ -51,4 +59,10 @@ pub fn drop_caches() -> Result<(), String> {
 /// Every registrant's watch on what lies under `dir`.
 pub fn probes(dir: &Path) -> Vec<Box<dyn Probe>> {
     all().into_iter().filter_map(|h| h.probe(dir)).collect()
+}
+
+/// Switch the I/O scheduler of device `dev` for a run (fio's `ioscheduler`), through the
+/// registrant that made it; `None` when none did.
+pub fn scheduler(dev: (u32, u32), name: &str) -> Option<Result<Box<dyn Restore>, String>> {
+    all().into_iter().find_map(|h| h.scheduler(dev, name))
 }

@@ -220,6 +220,40 @@ pub enum EngineError {
     EndedInWarmup(String),
 }
 
+/// fio's `ioscheduler`: the device under the jobs' files (`dev`) runs under the scheduler
+/// the jobs name until the returned guards drop (then the old one is back). Only a device
+/// fsbench made may be switched (a simulated disk, through [`hooks`]); any other is refused
+/// with the option's place, as are two jobs naming two schedulers of one device.
+fn switch_schedulers(
+    wl: &Workload,
+    dev: Option<(u32, u32)>,
+) -> Result<Vec<Box<dyn hooks::Restore>>, EngineError> {
+    let asked: Vec<&(String, String)> = (wl.processes.iter())
+        .flat_map(|p| &p.threads)
+        .flat_map(|t| &t.flowops)
+        .filter_map(|f| f.stream.as_deref()?.ctl.scheduler.as_ref())
+        .collect();
+    let Some((name, place)) = asked.first() else {
+        return Ok(Vec::new());
+    };
+    let refuse =
+        |why: String| EngineError::Unsupported(format!("{place}: ioscheduler={name}: {why}"));
+    if let Some((other, at)) = asked.iter().find(|(n, _)| n != name) {
+        return Err(refuse(format!("another job asks for {other} ({at}); fsbench sets one scheduler of the device for the whole run")));
+    }
+    let Some(dev) = dev else {
+        return Err(refuse("no block device under the jobs' files".into()));
+    };
+    match hooks::scheduler(dev, name) {
+        Some(Ok(g)) => Ok(vec![g]),
+        Some(Err(e)) => Err(refuse(e)),
+        None => Err(refuse(format!(
+            "the device under the jobs' files ({}:{}) is not one fsbench made (a simulated disk, `fsbench disk create`), and fsbench changes no other device's settings; run the job on a simulated disk, or leave ioscheduler out",
+            dev.0, dev.1
+        ))),
+    }
+}
+
 /// Bytes free for unprivileged users on the file system holding `p`.
 pub fn free_space(p: &Path) -> Option<u64> {
     statvfs_free(p)
@@ -523,6 +557,12 @@ impl Prepared {
             });
         }
         let host = stats::host::collect(&rd.path);
+        // The device under the jobs' files: a block device a job names, else the run
+        // directory's.
+        let device = (self._devices.first())
+            .map(|g| (libc::major(g.rdev), libc::minor(g.rdev)))
+            .or_else(|| crate::sys::blockstat::device_of(&rd.path));
+        let _schedulers = switch_schedulers(wl, device)?;
         let m = measure(
             wl,
             &self.laid.filesets,
@@ -534,11 +574,7 @@ impl Prepared {
                 progress: opts.progress,
                 continue_when_exhausted: opts.continue_when_exhausted,
                 continue_on_enospc: opts.continue_on_enospc,
-                // The device under the jobs' files: a block device a job names, else the
-                // run directory's.
-                device: (self._devices.first())
-                    .map(|g| (libc::major(g.rdev), libc::minor(g.rdev)))
-                    .or_else(|| crate::sys::blockstat::device_of(&rd.path)),
+                device,
                 finish_ends_run: opts.finish_ends_run,
                 latency: opts.latency,
                 stream_dir: Some(rd.fd()),

@@ -303,6 +303,106 @@ fn explain_bounds(o: &mut String, job: &super::job::Job, s: &crate::model::strea
     }
     explain_verify(o, s);
     explain_logs(o, &s.out);
+    explain_ctl(o, job, s);
+}
+
+/// How the clone's thread runs and ends beyond its I/O (fio's run options).
+fn explain_ctl(o: &mut String, job: &super::job::Job, s: &crate::model::stream::Stream) {
+    use super::job_ctl::{ON_READ, ON_VERIFY, ON_WRITE};
+    let c = &s.ctl;
+    let mut lines: Vec<String> = Vec::new();
+    if c.refill {
+        lines.push("every write's buffer filled anew with random data (refill_buffers)".into());
+    }
+    let off: Vec<&str> = [
+        (s.out.no_lat, "total latency"),
+        (s.out.no_clat, "completion latency"),
+        (s.out.no_slat, "submission latency"),
+        (s.out.no_bw, "per-I/O bandwidth log entries"),
+    ]
+    .iter()
+    .filter_map(|(on, what)| on.then_some(*what))
+    .collect();
+    if !off.is_empty() {
+        lines.push(format!(
+            "fio's reports leave out {} (gtod_reduce, disable_*), with their percentiles and logs",
+            off.join(", ")
+        ));
+    }
+    if !c.exit_with.is_empty() {
+        lines.push(
+            "ends as soon as a job of its group ends (exitall), and then reads nothing back".into(),
+        );
+    }
+    if c.continue_on != 0 {
+        let kinds: Vec<&str> = [
+            (ON_READ, "reads"),
+            (ON_WRITE, "writes"),
+            (ON_VERIFY, "verify (EILSEQ)"),
+        ]
+        .iter()
+        .filter_map(|(b, w)| (c.continue_on & b != 0).then_some(*w))
+        .collect();
+        lines.push(format!("goes past fio's non-fatal errors (EIO, EILSEQ) of {} and counts them (continue_on_error: total_err, first_error); any other error ends it", kinds.join(", ")));
+    }
+    if s.depth > 0 && c.depth_low < s.depth {
+        lines.push(format!(
+            "once all {} slots are busy, reaps until at most {} are in flight (iodepth_low)",
+            s.depth, c.depth_low
+        ));
+    } else if s.depth == 0 && job.ctl.depth_low > 0 {
+        lines.push("iodepth_low changes nothing with a synchronous engine (as in fio)".into());
+    }
+    lines.extend(thread_lines(job, s));
+    for l in lines {
+        let _ = writeln!(o, "  {l}");
+    }
+}
+
+/// The clone's thread (CPUs, priorities), its verify options and the device's scheduler.
+fn thread_lines(job: &super::job::Job, s: &crate::model::stream::Stream) -> Vec<String> {
+    let c = &s.ctl;
+    let mut lines: Vec<String> = Vec::new();
+    if !c.cpus.is_empty() {
+        let cpus: Vec<String> = c.cpus.iter().map(usize::to_string).collect();
+        let split = if job.ctl.cpus_split {
+            ", one per clone (cpus_allowed_policy=split)"
+        } else {
+            ""
+        };
+        lines.push(format!(
+            "its thread runs on CPU {} (cpus_allowed{split})",
+            cpus.join(",")
+        ));
+    }
+    if c.nice != 0 {
+        lines.push(format!(
+            "its thread's nice value moved by {} (nice)",
+            c.nice
+        ));
+    }
+    if let Some((class, level)) = c.ioprio {
+        let name = ["none", "realtime", "best-effort", "idle"][class as usize & 3];
+        lines.push(format!(
+            "its I/O priority class {class} ({name}), level {level} (prioclass, prio)"
+        ));
+    }
+    if c.verify_only {
+        lines.push("verify_only: nothing is written; the writes are planned as a run of the job does them, and what an earlier run wrote is read back and checked".into());
+    }
+    if c.verify_async > 0 && s.verify.is_some() {
+        lines.push(format!(
+            "its reads checked by {} threads of their own (verify_async)",
+            c.verify_async
+        ));
+    }
+    if c.verify_dump && s.verify.is_some() {
+        lines.push("a bad block as read and as written goes to FILE.OFFSET.received and .expected in the current directory (verify_dump; an existing file of that name is left alone)".into());
+    }
+    if let Some(sched) = &job.ctl.ioscheduler {
+        lines.push(format!("the I/O scheduler of the device under its files set to {sched} for the run and set back after (ioscheduler; a device fsbench made only)"));
+    }
+    lines
 }
 
 /// What a verifying job checks, and how its verify phase reads.
@@ -329,7 +429,14 @@ fn explain_verify(o: &mut String, s: &crate::model::stream::Stream) {
     let every = format!("every {} bytes", v.interval);
     let what = if s.writes && s.do_verify {
         let when = if s.verify_backlog > 0 {
-            format!("after every {} writes and at its end", s.verify_backlog)
+            let batch = match s.ctl.verify_batch {
+                0 => String::new(),
+                b => format!(" ({b} of them each time, verify_backlog_batch)"),
+            };
+            format!(
+                "after every {} writes{batch} and at its end",
+                s.verify_backlog
+            )
         } else {
             "after each pass".to_string()
         };

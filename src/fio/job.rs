@@ -264,6 +264,8 @@ pub struct Job {
     pub globals: Vec<(String, String)>,
     /// Reports and logs (`write_lat_log`, `percentile_list`, ...).
     pub out: super::job_out::JobOut,
+    /// How it runs: refills, exits, errors, CPUs, priorities (`refill_buffers`, ...).
+    pub ctl: super::job_ctl::JobCtl,
     /// One of its options was refused (its other checks are then partial).
     pub had_errors: bool,
 }
@@ -352,6 +354,7 @@ impl Job {
             own: Vec::new(),
             globals: Vec::new(),
             out: Default::default(),
+            ctl: Default::default(),
             had_errors: false,
         }
     }
@@ -454,7 +457,8 @@ pub fn apply(job: &mut Job, o: &Opt) -> Result<(), Diagnostic> {
         .or_else(|| apply_data(job, key, o))
         .or_else(|| apply_time(job, key, o))
         .or_else(|| apply_misc(job, key, o))
-        .or_else(|| super::job_out::apply(&mut job.out, &job.name, key, o));
+        .or_else(|| super::job_out::apply(&mut job.out, &job.name, key, o))
+        .or_else(|| super::job_ctl::apply(&mut job.ctl, key, o, job.kb_base));
     match known {
         Some(Ok(())) => {
             job.given.push((key.to_string(), o.key_span, o.src.clone()));
@@ -1176,10 +1180,10 @@ mod tests {
 
     #[test]
     fn unknown_and_unsupported_options_are_refused_with_their_place() {
-        let e = read("[a]\nrw=read\n  verify_async=2\nbogus\n").unwrap_err();
+        let e = read("[a]\nrw=read\n  exit_what=all\nbogus\n").unwrap_err();
         assert_eq!(e.len(), 2);
         assert_eq!(e[0].location(), "j.fio:3:3");
-        assert!(e[0].message.contains("`verify_async`"), "{}", e[0].message);
+        assert!(e[0].message.contains("`exit_what`"), "{}", e[0].message);
         assert_eq!(e[1].location(), "j.fio:4:1");
         assert!(e[1].message.contains("`bogus`"));
         let e = read("[a]\nioengine=splice\n").unwrap_err();

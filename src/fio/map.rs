@@ -87,7 +87,7 @@ fn sizes(b: &Bs) -> Sizes {
     }
 }
 
-fn at(job: &Job, key: &str, msg: String) -> Diagnostic {
+pub(super) fn at(job: &Job, key: &str, msg: String) -> Diagnostic {
     match job.place(key) {
         Some((span, src)) => Diagnostic::error(src, span, msg),
         None => Diagnostic::error(&job.src, job.span, msg),
@@ -252,6 +252,7 @@ fn check(job: &Job, first: bool, errors: &mut Vec<Diagnostic>) {
     check_rates(job, errors);
     check_verify(job, errors);
     check_stride(job, errors);
+    super::job_ctl::check(job, errors);
     // fio_mmapio_init: "mmap options dictate a minimum block size of a page".
     let page = crate::sys::io::ALIGN as u64;
     let small = !job.bs[0].min().min(job.bs[1].min()).is_multiple_of(page);
@@ -284,7 +285,7 @@ fn check(job: &Job, first: bool, errors: &mut Vec<Diagnostic>) {
 
 /// The verify type a job runs: `verify=`'s, or a header and pattern when only
 /// `verify_pattern` is given (fio's `str_verify_pattern_cb`).
-fn verify_kind(job: &Job) -> Option<crate::fioverify::Kind> {
+pub(super) fn verify_kind(job: &Job) -> Option<crate::fioverify::Kind> {
     if job.verify_named {
         job.verify
     } else {
@@ -351,8 +352,9 @@ fn verify_spec(job: &Job) -> Option<crate::fioverify::Spec> {
         pattern: job.verify_pattern.clone(),
         compress: job.compress_pct,
         thread: 0,
-        check_numberio: job.write && lo == hi && !job.time_based,
-        check_seed: job.read && job.write && job.verify_backlog == 0,
+        // fio's verify_only skips the write number, and its dry run draws no seeds.
+        check_numberio: job.write && lo == hi && !job.time_based && !job.ctl.verify_only,
+        check_seed: job.read && job.write && job.verify_backlog == 0 && !job.ctl.verify_only,
     })
 }
 
@@ -836,6 +838,7 @@ fn stream_of(job: &Job, j: usize, k: u32, stats: &mut Stats, report: &str) -> St
         job: j,
         wait: Vec::new(),
         out: Arc::new(FioOut::default()),
+        ctl: super::job_ctl::stream_ctl(job),
     }
 }
 
@@ -866,9 +869,6 @@ fn fio_out(job: &Job, group: u32, thread_number: u32) -> FioOut {
         group,
         thread_number,
         percentiles: o.percentiles.clone(),
-        clat_percentiles: o.clat_percentiles,
-        lat_percentiles: o.lat_percentiles,
-        slat_percentiles: o.slat_percentiles,
         bw_log: o.bw_log.clone(),
         lat_log: o.lat_log.clone(),
         iops_log: o.iops_log.clone(),
@@ -881,6 +881,16 @@ fn fio_out(job: &Job, group: u32, thread_number: u32) -> FioOut {
         globals: job.globals.clone(),
         header: header(job),
         iodepth: job.iodepth,
+        // fio's fixup_options: no percentiles of a latency it does not measure.
+        clat_percentiles: o.clat_percentiles && !job.ctl.no_clat,
+        lat_percentiles: o.lat_percentiles && !job.ctl.no_lat,
+        slat_percentiles: o.slat_percentiles && !job.ctl.no_slat,
+        no_lat: job.ctl.no_lat,
+        no_clat: job.ctl.no_clat,
+        no_slat: job.ctl.no_slat,
+        no_bw: job.ctl.no_bw,
+        continue_on_error: job.ctl.continue_on != 0,
+        prio_rt: job.ctl.ioprio().is_some_and(|(class, _)| class == 1),
     }
 }
 
@@ -915,6 +925,8 @@ fn processes(jobs: &[Job], waits: &[Vec<(usize, u32)>], stats: &mut Stats) -> Ve
                 v.thread = thread_number as u16;
             }
             stream.out = Arc::new(fio_out(job, group[j], thread_number));
+            stream.ctl.cpus = job.ctl.cpus_of(thread_number as usize - 1);
+            stream.ctl.exit_with = super::job_ctl::exit_with(jobs, &group, j);
             let mut f = crate::model::build::stream_flowop(job.span);
             f.name = report.clone();
             f.stat = if job.read {

@@ -7,6 +7,7 @@ pub mod explain;
 pub mod expr;
 pub mod ini;
 pub mod job;
+pub mod job_ctl;
 pub mod job_out;
 pub mod map;
 pub mod value;

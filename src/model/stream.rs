@@ -267,6 +267,50 @@ pub struct Stream {
     pub wait: Vec<(usize, u32)>,
     /// What fio's reports and logs need to know of the job this stream runs.
     pub out: Arc<FioOut>,
+    /// How the clone's thread runs and ends beyond its I/O (fio's run options).
+    pub ctl: Ctl,
+}
+
+/// What a fio job asks of its clone's thread beyond the I/O itself: fresh data in every
+/// write (`refill_buffers`), ending with the jobs of its group (`exitall`), going past
+/// errors (`continue_on_error`), the queue's low-water mark (`iodepth_low`), its CPUs and
+/// priorities (`cpus_allowed`, `nice`, `prio`/`prioclass`), and its verify phase
+/// (`verify_only`, `verify_backlog_batch`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Ctl {
+    /// Fill every write's buffer anew with random data (fio's `refill_buffers`).
+    pub refill: bool,
+    /// The jobs (indexes) whose first clone to end ends this stream too (fio's `exitall`:
+    /// every job of its group); empty without `exitall`.
+    pub exit_with: Vec<usize>,
+    /// The errors the stream counts and goes past, fio's `continue_on_error` bits (1
+    /// reads, 2 writes, 4 verify); fio's non-fatal errors only (EIO, EILSEQ).
+    pub continue_on: u8,
+    /// With io_uring: once every slot is busy, reap until no more than this many are in
+    /// flight (fio's `iodepth_low`; the depth by default: one reaping).
+    pub depth_low: u32,
+    /// The CPUs the clone's thread may run on (empty: as it is).
+    pub cpus: Vec<usize>,
+    /// fio's `nice` (an increment to the thread's nice value), and its I/O priority
+    /// (class, level) from `prioclass` and `prio`.
+    pub nice: i32,
+    pub ioprio: Option<(u32, u32)>,
+    /// fio's `verify_only`: the writes are planned (offsets, seeds, numbers) but not
+    /// done, and read back and checked: data an earlier run of the job wrote.
+    pub verify_only: bool,
+    /// fio's `verify_backlog_batch`: blocks read back each time the backlog is reached
+    /// (0: the whole backlog).
+    pub verify_batch: u64,
+    /// fio's `verify_dump`: a bad block's data as read and as written, into files in
+    /// the current directory.
+    pub verify_dump: bool,
+    /// fio's `verify_async`: this many threads check what the stream reads (0: the
+    /// stream's own thread does).
+    pub verify_async: u32,
+    /// fio's `ioscheduler`: the scheduler the device under the job's files runs under
+    /// for the run (set back after), with the option's place (`file:line:col`) for the
+    /// engine's refusal when fsbench did not make that device.
+    pub scheduler: Option<(String, String)>,
 }
 
 /// A fio job's reporting: its name, group and number, the percentiles it reports, the
@@ -304,6 +348,24 @@ pub struct FioOut {
     /// fio's header line of the job: its pattern, block sizes, engine and depth.
     pub header: String,
     pub iodepth: u32,
+    /// fio's `disable_lat`, `disable_clat`, `disable_slat` and `disable_bw_measurement`
+    /// (all with `gtod_reduce`): those latencies, and the bandwidth and IOPS samples, are
+    /// not recorded.
+    #[serde(default)]
+    pub no_lat: bool,
+    #[serde(default)]
+    pub no_clat: bool,
+    #[serde(default)]
+    pub no_slat: bool,
+    #[serde(default)]
+    pub no_bw: bool,
+    /// `continue_on_error` was set: the reports add the error count and the first error
+    /// (fio's `total_err`, `first_error`).
+    #[serde(default)]
+    pub continue_on_error: bool,
+    /// The job's I/O priority class is realtime (`prioclass=1`): fio's logs say so.
+    #[serde(default)]
+    pub prio_rt: bool,
 }
 
 impl FioOut {
@@ -321,7 +383,16 @@ impl FioOut {
         };
         add(&self.bw_log, &["bw"]);
         add(&self.iops_log, &["iops"]);
-        add(&self.lat_log, &["slat", "clat", "lat"]);
+        // fio sets up no log of a latency it does not measure (`disable_*lat`).
+        let lat: Vec<&'static str> = [
+            ("slat", self.no_slat),
+            ("clat", self.no_clat),
+            ("lat", self.no_lat),
+        ]
+        .into_iter()
+        .filter_map(|(k, off)| (!off).then_some(k))
+        .collect();
+        add(&self.lat_log, &lat);
         files
     }
 }

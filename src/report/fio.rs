@@ -384,11 +384,26 @@ fn depth_lines(o: &mut String, c: &FioClone) {
         c.dirs[0].short_ios,
         c.dirs[1].short_ios
     );
+    if c.out.continue_on_error {
+        let _ = writeln!(
+            o,
+            "     errors    : total={}, first_error={}/<{}>",
+            c.total_err,
+            c.first_errno,
+            strerror(c.first_errno)
+        );
+    }
     let _ = writeln!(
         o,
         "     latency   : target=0, window=0, percentile=100.00%, depth={}",
         c.out.iodepth
     );
+}
+
+/// C's `strerror`: the system's words for error number `n` ("Success" for 0).
+fn strerror(n: i32) -> String {
+    let s = std::io::Error::from_raw_os_error(n).to_string();
+    s.split(" (os error").next().unwrap_or_default().to_string()
 }
 
 fn job_block(o: &mut String, rep: &Report, group: &[GroupDir; 2]) {
@@ -399,7 +414,7 @@ fn job_block(o: &mut String, rep: &Report, group: &[GroupDir; 2]) {
         rep.name,
         c.group,
         rep.jobs,
-        c.errors,
+        c.error_code(),
         std::process::id()
     );
     if let Some(e) = &c.first_error {

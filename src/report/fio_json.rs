@@ -132,7 +132,7 @@ fn job_json(rep: &Report, g: &[GroupDir; 2], plus: bool) -> Value {
     let mut j = json!({
         "jobname": c.out.jobname,
         "groupid": c.group,
-        "error": c.errors,
+        "error": c.error_code(),
         "elapsed": (c.runtime_ns as f64 / 1e9).ceil() as u64,
         "job options": options(&c.out.options),
         "read": dir_json(c, &c.dirs[0], &g[0], plus),
@@ -159,6 +159,11 @@ fn job_json(rep: &Report, g: &[GroupDir; 2], plus: bool) -> Value {
         "latency_percentile": 100.0,
         "latency_window": 0,
     });
+    // fio adds the error count and the first error's number with continue_on_error.
+    if c.out.continue_on_error {
+        j["total_err"] = json!(c.total_err);
+        j["first_error"] = json!(c.first_errno);
+    }
     if let Some(v) = &c.verify {
         j["verify"] = json!({
             "blocks_checked": v.blocks,

@@ -8,17 +8,20 @@ use crate::stats::fiojob::LogEntry;
 use crate::stats::Results;
 use std::fmt::Write as _;
 
-fn lines(entries: &[LogEntry], offset: bool) -> String {
+/// The lines of a log; `rt`: the job's I/O priority class is realtime (`prioclass=1`),
+/// which fio 3.33 writes as 1 in the last column (`ioprio_value_is_class_rt`), 0 else.
+fn lines(entries: &[LogEntry], offset: bool, rt: bool) -> String {
     let mut o = String::with_capacity(entries.len() * 24);
+    let p = u8::from(rt);
     for e in entries {
         if offset {
             let _ = writeln!(
                 o,
-                "{}, {}, {}, {}, {}, 0",
+                "{}, {}, {}, {}, {}, {p}",
                 e.t_ms, e.value, e.dir, e.bs, e.offset
             );
         } else {
-            let _ = writeln!(o, "{}, {}, {}, {}, 0", e.t_ms, e.value, e.dir, e.bs);
+            let _ = writeln!(o, "{}, {}, {}, {}, {p}", e.t_ms, e.value, e.dir, e.bs);
         }
     }
     o
@@ -39,7 +42,7 @@ pub fn files(r: &Results) -> Vec<(String, String)> {
                 "clat" => &l.clat,
                 _ => &l.lat,
             };
-            out.push((name, lines(e, c.out.log_offset)));
+            out.push((name, lines(e, c.out.log_offset, c.out.prio_rt)));
         }
     }
     out
@@ -58,7 +61,9 @@ mod tests {
             bs: 4096,
             offset: 61440,
         };
-        assert_eq!(lines(&[e], false), "500, 38080, 0, 4096, 0\n");
-        assert_eq!(lines(&[e], true), "500, 38080, 0, 4096, 61440, 0\n");
+        assert_eq!(lines(&[e], false, false), "500, 38080, 0, 4096, 0\n");
+        assert_eq!(lines(&[e], true, false), "500, 38080, 0, 4096, 61440, 0\n");
+        // A realtime job (prioclass=1): 1 in the last column, as fio 3.33.
+        assert_eq!(lines(&[e], false, true), "500, 38080, 0, 4096, 1\n");
     }
 }

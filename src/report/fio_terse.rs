@@ -72,7 +72,7 @@ fn job_line(rep: &Report, g: &[GroupDir; 2], r: &Results) -> String {
         format!("fsbench-{}", r.fsbench_version),
         rep.name.clone(),
         c.group.to_string(),
-        c.errors.to_string(),
+        c.error_code().to_string(),
     ];
     for (x, gd) in c.dirs.iter().zip(g) {
         f.extend(dir_fields(rep, x, gd));
@@ -107,6 +107,10 @@ fn job_line(rep: &Report, g: &[GroupDir; 2], r: &Results) -> String {
             d.in_queue,
             d.util
         ));
+    }
+    // fio adds the error count and the first error's number with continue_on_error.
+    if c.out.continue_on_error {
+        f.push(format!("{};{}", c.total_err, c.first_errno));
     }
     f.join(";")
 }

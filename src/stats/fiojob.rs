@@ -335,6 +335,17 @@ pub struct FioClone {
     pub errors: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_error: Option<String>,
+    /// With `continue_on_error`: the errors of the kinds it names (fio's
+    /// `total_err_count`), those it went past and the one that ended the job, and the
+    /// first one's number (fio's `first_error`, 0 when none).
+    #[serde(default)]
+    pub total_err: u64,
+    #[serde(default)]
+    pub first_errno: i32,
+    /// The number of the error that ended the job, or with `continue_on_error` of the
+    /// first one (fio's `error`); 0 when not known.
+    #[serde(default)]
+    pub errno: i32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify: Option<FioVerify>,
     /// The job's reporting options (percentiles, logs, its options as given).
@@ -345,6 +356,15 @@ pub struct FioClone {
 }
 
 impl FioClone {
+    /// fio's `error`: the error number when known, else the count of failed operations.
+    pub fn error_code(&self) -> u64 {
+        if self.errno > 0 {
+            self.errno as u64
+        } else {
+            self.errors
+        }
+    }
+
     /// Count a completed read (0) or write (1) of `bytes` (`asked` asked) with its
     /// submission, completion and total latencies.
     #[inline]
@@ -356,14 +376,21 @@ impl FioClone {
         if bytes < asked {
             d.short_ios += 1;
         }
-        if submitted {
+        // fio's account_io_completion: what `disable_*lat` (`gtod_reduce`) turns off is
+        // not recorded.
+        if submitted && !self.out.no_slat {
             d.slat.add(slat as f64);
             d.slat_bins.add(slat);
         }
+        if !self.out.no_lat {
+            d.lat.add(tot as f64);
+            d.lat_bins.add(tot);
+        }
+        if self.out.no_clat {
+            return;
+        }
         d.clat.add(clat as f64);
         d.clat_bins.add(clat);
-        d.lat.add(tot as f64);
-        d.lat_bins.add(tot);
         if clat < 1000 {
             self.lat_n[step_index(clat, &LAT_STEPS)] += 1;
         } else if clat < 1_000_000 {
@@ -424,6 +451,13 @@ impl FioClone {
         self.errors += o.errors;
         if self.first_error.is_none() {
             self.first_error = o.first_error.clone();
+        }
+        self.total_err += o.total_err;
+        if self.errno == 0 {
+            self.errno = o.errno;
+        }
+        if self.first_errno == 0 {
+            self.first_errno = o.first_errno;
         }
         match (&mut self.verify, &o.verify) {
             (Some(a), Some(b)) => {

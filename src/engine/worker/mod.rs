@@ -13,10 +13,12 @@ mod pace;
 mod plain;
 mod rw;
 mod stream;
+mod stream_ctl;
 mod stream_fio;
 mod stream_mmap;
 mod stream_skew;
 mod stream_uring;
+mod stream_vasync;
 mod stream_verify;
 
 use super::aio::Aio;

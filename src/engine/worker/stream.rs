@@ -119,6 +119,8 @@ pub(super) struct StreamState {
     /// Writes to read back (fio's verify log), and verifying writes so far.
     pub(super) written: Vec<super::stream_verify::Logged>,
     pub(super) verify_writes: u64,
+    /// Of the writes logged, how many the current `verify_backlog` batch still reads back.
+    pub(super) verify_owed: u64,
     /// A bad block was read: the stream ends (fio ends the job at a verify error).
     pub(super) verify_stop: bool,
     /// Bytes of I/O in the current zone (fio's `zone_bytes`).
@@ -127,6 +129,8 @@ pub(super) struct StreamState {
     pub(super) content_seed: u64,
     /// The ring of an asynchronous stream.
     pub(super) ring: Option<super::stream_uring::Ring>,
+    /// `verify_async`: the threads checking what the stream reads.
+    pub(super) verifiers: Option<super::stream_vasync::Verifiers>,
 }
 
 impl Worker<'_> {
@@ -199,10 +203,17 @@ impl Worker<'_> {
             rate_check: [None, None],
             written: Vec::new(),
             verify_writes: 0,
+            verify_owed: 0,
             zone_bytes: 0,
             verify_stop: false,
             content_seed: seed ^ ((s.job as u64) << 32),
             timed: false,
+            verifiers: match (&s.verify, s.ctl.verify_async) {
+                (Some(v), n) if n > 0 => {
+                    Some(super::stream_vasync::Verifiers::new(s, v, n).map_err(Fail::Error)?)
+                }
+                _ => None,
+            },
             ring: if s.depth > 0 {
                 Some(super::stream_uring::Ring::new(s, &mut self.rng, &fds).map_err(Fail::Error)?)
             } else {
@@ -298,20 +309,12 @@ impl Worker<'_> {
             .expect("a stream flowop carries its stream")
             .clone();
         if self.stream.is_none() {
-            // A job after a stonewall, or with wait_for, starts when its waits have ended.
-            for &(job, clones) in &s.wait {
-                while self.sh.streams_ended[job].load(Ordering::Acquire) < clones as u64 {
-                    if !self.sleep(Duration::from_millis(1)) {
-                        return Ok(Flow::Stop);
-                    }
-                }
+            if let Some(r) = self.stream_start(&s) {
+                return r;
             }
-            if s.start_delay_ns > 0 && !self.sleep(Duration::from_nanos(s.start_delay_ns)) {
-                return Ok(Flow::Stop);
-            }
-            let st = self.stream_open(&s)?;
-            self.stream = Some(Box::new(st));
-            self.fio_begin(&s);
+        }
+        if self.stream_exit_due(&s) {
+            return self.stream_end(&s);
         }
         if s.runtime_ns > 0 {
             let st = self.stream.as_ref().expect("set above");
@@ -346,6 +349,7 @@ impl Worker<'_> {
                 of.map.iter_mut().for_each(|w| *w = 0);
             }
         }
+        self.stream_verified(&s, false)?;
         if self.stream.as_ref().is_some_and(|st| st.verify_stop) {
             return self.stream_end(&s);
         }
@@ -355,7 +359,17 @@ impl Worker<'_> {
             return self.stream_end(&s);
         }
         if let Some(r) = self.stream_sync_due(&s) {
-            return r;
+            return match r {
+                // continue_on_error: fio counts a sync's error as a write's.
+                Err(Fail::Error(msg))
+                    if s.depth == 0
+                        && self.stream_continues(&s, 1, super::stream_ctl::errno_of(&msg)) =>
+                {
+                    Ok(Flow::Continue)
+                }
+                Err(Fail::Error(msg)) => self.stream_failed(&s, None, msg),
+                r => r,
+            };
         }
         let dir = self.stream_dir(&s);
         let Some(dir) = self.stream_pace(&s, dir)? else {
@@ -367,7 +381,44 @@ impl Worker<'_> {
             st.files.iter_mut().for_each(|f| f.done = true);
             return Ok(Flow::Continue);
         };
-        self.stream_io(&s, dir, fi, off, len)
+        if s.ctl.verify_only {
+            return self.stream_dry_io(&s, dir, (fi, off, len));
+        }
+        match self.stream_io(&s, dir, fi, off, len) {
+            // A synchronous I/O failed before it was counted; an asynchronous one's error
+            // came from the ring (counted there, or the job's end).
+            Err(Fail::Error(msg)) => {
+                let at = (s.depth == 0).then_some((dir, fi, off, len));
+                self.stream_failed(&s, at, msg)
+            }
+            r => r,
+        }
+    }
+
+    /// The stream's start: after what it waits for (a job after a stonewall, or with
+    /// wait_for, starts when its waits have ended) and its delay, its files open and its
+    /// thread set up. `Some` when the stream does not go on to its first I/O.
+    fn stream_start(&mut self, s: &Stream) -> Option<Result<Flow, Fail>> {
+        for &(job, clones) in &s.wait {
+            while self.sh.streams_ended[job].load(Ordering::Acquire) < clones as u64 {
+                if !self.sleep(Duration::from_millis(1)) {
+                    return Some(Ok(Flow::Stop));
+                }
+            }
+        }
+        if s.start_delay_ns > 0 && !self.stream_delay(s) {
+            return Some(Ok(Flow::Stop));
+        }
+        let st = match self.stream_open(s) {
+            Ok(st) => st,
+            Err(e) => return Some(Err(e)),
+        };
+        self.stream = Some(Box::new(st));
+        self.fio_begin(s);
+        if let Err(msg) = self.stream_thread_setup(s) {
+            return Some(self.stream_setup_failed(s, msg));
+        }
+        None
     }
 
     fn stream_pass_over(&self, s: &Stream) -> bool {
@@ -748,6 +799,9 @@ impl Worker<'_> {
         if logged.is_none() && s.content.is_some() {
             let out = &mut self.buf.as_mut_slice()[boff..boff + len];
             shape_into(s, st.content_seed, fi, off, out);
+        } else if logged.is_none() && s.ctl.refill {
+            let out = &mut self.buf.as_mut_slice()[boff..boff + len];
+            super::stream_ctl::refill(out, st.content_seed, st.issues[1]);
         } else if logged.is_none() && s.scramble {
             scramble(&mut self.buf.as_mut_slice()[boff..boff + len], off, now);
         }
@@ -773,7 +827,15 @@ impl Worker<'_> {
 
     /// Count an I/O of `len` bytes at `off` that moved `n` bytes: the pass, the pacing,
     /// the position, the last write.
-    fn stream_account(&mut self, s: &Stream, dir: usize, fi: usize, off: u64, len: u64, n: u64) {
+    pub(super) fn stream_account(
+        &mut self,
+        s: &Stream,
+        dir: usize,
+        fi: usize,
+        off: u64,
+        len: u64,
+        n: u64,
+    ) {
         let st = self.stream.as_mut().expect("set");
         st.issues[dir] += 1;
         st.paced[dir].0 += len;
@@ -914,7 +976,7 @@ impl Worker<'_> {
 
     /// The stream is over: `end_fsync` syncs every file, `unlink` removes them, then this
     /// thread is done.
-    fn stream_end(&mut self, s: &Stream) -> Result<Flow, Fail> {
+    pub(super) fn stream_end(&mut self, s: &Stream) -> Result<Flow, Fail> {
         // Whatever fails at the end is counted, and the stream ends all the same: the jobs
         // waiting for it must not wait for ever.
         if let Err(Fail::Error(msg)) = self.stream_end_work(s) {
@@ -929,11 +991,14 @@ impl Worker<'_> {
             // What is in flight completes and counts, as fio reaps it at the end.
             self.uring_quiesce(s)?;
         }
+        self.stream_verified(s, true)?;
         let pending = self
             .stream
             .as_ref()
             .is_some_and(|st| !st.written.is_empty() && !st.verify_stop);
-        if pending && s.verify.is_some() && s.do_verify && !self.sh.ctl.stopping() {
+        // A job that exitall ended reads nothing back, as fio's terminated job.
+        let ended = self.stream_exit_due(s);
+        if pending && s.verify.is_some() && s.do_verify && !self.sh.ctl.stopping() && !ended {
             self.stream_verify(s, true)?;
         }
         if s.end_fsync && s.writes {

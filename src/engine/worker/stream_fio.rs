@@ -122,7 +122,7 @@ impl FioRun {
             l.clat.push(e(lat[1]));
             l.lat.push(e(lat[2]));
         }
-        if self.out.bw_log.is_some() {
+        if self.out.bw_log.is_some() && !self.out.no_bw {
             // fio's add_bw_sample: bytes × 10^6 over the completion latency in ns.
             l.bw.push(e(bytes * 1_000_000 / lat[1].max(1)));
         }
@@ -249,9 +249,46 @@ impl Worker<'_> {
         if let Some(f) = self.fio.as_mut() {
             let fsync = f.sync_stat == Some(stat);
             if fsync || f.datasync_stat == Some(stat) {
-                f.rec.sync.add(ns as f64);
-                f.rec.sync_bins.add(ns);
+                // fio's add_sync_clat_sample, unless `disable_clat`.
+                if !f.out.no_clat {
+                    f.rec.sync.add(ns as f64);
+                    f.rec.sync_bins.add(ns);
+                }
                 f.rec.sync_ios += u64::from(fsync);
+            }
+        }
+    }
+
+    /// fio's `update_error_count`: an error of a kind `continue_on_error` names, counted
+    /// whether the job goes past it or ends with it.
+    pub(super) fn fio_error(&mut self, errno: i32) {
+        if let Some(f) = self.fio.as_mut() {
+            f.rec.total_err += 1;
+            if f.rec.total_err == 1 {
+                f.rec.first_errno = errno;
+            }
+        }
+    }
+
+    /// A read (0) or write (1) that failed and that the job went past: fio counts it as
+    /// issued (`total_ios`), not as done (no bytes, no latency). `sync`: a synchronous
+    /// engine's, queued, submitted and completed alone.
+    pub(super) fn fio_failed_io(&mut self, dir: usize, sync: bool) {
+        if let Some(f) = self.fio.as_mut() {
+            if sync {
+                f.rec.queued(1);
+                f.rec.submitted(1);
+                f.rec.completed(1);
+            }
+            f.rec.dirs[dir].total_ios += 1;
+        }
+    }
+
+    /// The job's error number (fio's `td->error`): the first one set stays.
+    pub(super) fn fio_errno(&mut self, errno: i32) {
+        if let Some(f) = self.fio.as_mut() {
+            if f.rec.errno == 0 {
+                f.rec.errno = errno;
             }
         }
     }
@@ -296,7 +333,8 @@ impl Worker<'_> {
         let io_ns = total.saturating_sub(f.verify_ns);
         let r = &mut f.rec;
         r.runtime_ns = total;
-        for (d, does) in [(0, s.reads), (1, s.writes)] {
+        // verify_only's writes are not done: fio keeps no runtime for them.
+        for (d, does) in [(0, s.reads), (1, s.writes && !s.ctl.verify_only)] {
             r.dirs[d].runtime_ns =
                 if does { io_ns } else { 0 } + if d == 0 { f.verify_ns } else { 0 };
         }

@@ -253,6 +253,15 @@ impl Worker<'_> {
                 _ => (s.stat_datasync, FlowopKind::Fsync, "fdatasync"),
             };
             if res < 0 {
+                // continue_on_error: counted (issued, not done), and the job goes on.
+                // (A sync's error counts as a write's, as in fio.)
+                let goes_on = self.stream_continues(s, dir.min(1), -res);
+                if dir < SYNC {
+                    self.fio_failed_io(dir, false);
+                }
+                if goes_on {
+                    continue;
+                }
                 return Err(Fail::Error(format!(
                     "{what}: {}",
                     std::io::Error::from_raw_os_error(-res)
@@ -294,8 +303,17 @@ impl Worker<'_> {
             return Ok(());
         }
         let min = (r.complete_min as usize).min(r.inflight).max(1);
-        let max = r.complete_max as usize;
-        self.uring_reap(s, min, max)
+        let (max, low) = (r.complete_max as usize, s.ctl.depth_low as usize);
+        self.uring_reap(s, min, max)?;
+        // fio's iodepth_low: from a full queue, reap on until no more than the low-water
+        // mark are in flight (the depth by default: one reaping).
+        loop {
+            let inflight = self.stream.as_ref().and_then(|st| st.ring.as_ref());
+            if inflight.map_or(0, |r| r.inflight()) <= low {
+                return Ok(());
+            }
+            self.uring_reap(s, min, max)?;
+        }
     }
 
     /// Queue an fsync (`data`: fdatasync) of file `fi`, as fio queues a `DDIR_SYNC` io_u.
@@ -348,6 +366,8 @@ impl Worker<'_> {
             });
         } else if dir == 1 && s.content.is_some() {
             super::stream::shape_into(s, content_seed, fi, off, out);
+        } else if dir == 1 && s.ctl.refill {
+            super::stream_ctl::refill(out, content_seed, numberio);
         } else if dir == 1 && s.scramble {
             super::stream::scramble(out, off, now);
         }

@@ -30,6 +30,15 @@ pub(super) struct Logged {
 const IN_DEPTH_FLAGS: u32 = 0x8;
 const VER_LIST_FLAGS: u32 = 0x88;
 
+/// fio's `io_u->flags` of a read in its failure line (`verify_phase`: on the verify list).
+pub(super) fn flags(verify_phase: bool) -> u32 {
+    if verify_phase {
+        VER_LIST_FLAGS
+    } else {
+        IN_DEPTH_FLAGS
+    }
+}
+
 /// SplitMix64: each verifying write's seed from the stream's seed and its count.
 fn mix(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -66,6 +75,22 @@ pub(super) fn fill_write(
     w
 }
 
+/// A write `verify_only` plans without doing (fio's dry run): what its headers would
+/// have said, from the same seed and count as [`fill_write`].
+pub(super) fn planned(
+    (seed, n): (u64, u64),
+    (fi, off, len): (usize, u64, u64),
+    numberio: u64,
+) -> Logged {
+    Logged {
+        fi,
+        off,
+        len,
+        seed: mix(seed ^ n.wrapping_mul(0x9e37_79b9_7f4a_7c15)),
+        numberio: numberio as u16,
+    }
+}
+
 impl Worker<'_> {
     /// The seed and count for the next verifying write's data.
     pub(super) fn stream_next_write(&mut self) -> (u64, u64) {
@@ -86,26 +111,48 @@ impl Worker<'_> {
         want: Option<Want>,
     ) -> bool {
         let Some(v) = &s.verify else { return true };
+        if self.stream_check_async(fi, off, data, want) {
+            return true;
+        }
         let r = Read {
             file: &s.files[fi].name,
             off,
             want: want.unwrap_or_default(),
             fatal: s.verify_fatal,
-            flags: if want.is_some() {
-                VER_LIST_FLAGS
-            } else {
-                IN_DEPTH_FLAGS
-            },
+            flags: flags(want.is_some()),
         };
         let (blocks, bad) = crate::fioverify::check(v, data, &r);
-        let o = &mut self.rec.ops[s.stat_read];
-        o.verify_blocks += blocks;
+        self.stream_judge(s, (fi, off), data, blocks, bad)
+    }
+
+    /// Count a checked read of `data` at `off` of file `fi` (its `blocks` checked, its
+    /// `bad` ones): a bad block is reported in fio's words and ends the job, unless
+    /// `continue_on_error` names verify errors. False when the job must stop.
+    pub(super) fn stream_judge(
+        &mut self,
+        s: &Stream,
+        (fi, off): (usize, u64),
+        data: &mut [u8],
+        blocks: u64,
+        bad: Vec<crate::fioverify::Bad>,
+    ) -> bool {
+        let Some(v) = &s.verify else { return true };
+        self.rec.ops[s.stat_read].verify_blocks += blocks;
         if bad.is_empty() {
             return true;
         }
+        // continue_on_error=verify (or all): one error (EILSEQ) per bad read, counted,
+        // and the job goes on.
+        let goes_on = self.stream_continues(s, 0, libc::EILSEQ);
+        let o = &mut self.rec.ops[s.stat_read];
         o.verify_mismatches += bad.len() as u64;
         for b in &bad {
             for line in &b.lines {
+                crate::errln!("{line}");
+            }
+        }
+        if s.ctl.verify_dump {
+            for line in super::stream_ctl::dump_bad(v, &s.files[fi].name, off, data, &bad) {
                 crate::errln!("{line}");
             }
         }
@@ -115,7 +162,9 @@ impl Worker<'_> {
             .iter()
             .find(|l| !l.starts_with("fio: got"))
             .cloned();
-        o.error(|| first.unwrap_or_default());
+        if !goes_on {
+            o.error(|| first.unwrap_or_default());
+        }
         for b in bad {
             if o.mismatches.len() < crate::verify::KEEP {
                 o.mismatches.push(crate::verify::Mismatch {
@@ -126,6 +175,9 @@ impl Worker<'_> {
                 });
             }
         }
+        if goes_on {
+            return true;
+        }
         self.stream.as_mut().expect("set").verify_stop = true;
         false
     }
@@ -135,10 +187,24 @@ impl Worker<'_> {
     pub(super) fn stream_logged(&mut self, s: &Stream, l: Logged) -> Result<bool, Fail> {
         let st = self.stream.as_mut().expect("set");
         st.written.push(l);
-        if s.verify_backlog > 0 && st.written.len() as u64 >= s.verify_backlog {
-            return self.stream_verify(s, false);
+        if s.verify_backlog == 0 {
+            return Ok(true);
         }
-        Ok(true)
+        // fio's get_io_u: every `verify_backlog` logged writes, `verify_backlog_batch` of
+        // them (the backlog by default) are read back, the lowest places first; what is
+        // owed when fewer are logged is read back as the next writes come.
+        if st.verify_owed == 0 && (st.written.len() as u64).is_multiple_of(s.verify_backlog) {
+            st.verify_owed = match s.ctl.verify_batch {
+                0 => s.verify_backlog,
+                b => b,
+            };
+        }
+        let take = st.verify_owed.min(st.written.len() as u64);
+        if take == 0 {
+            return Ok(true);
+        }
+        st.verify_owed -= take;
+        self.stream_verify_n(s, false, take as usize)
     }
 
     /// fio's verify phase: everything in flight completes, then each block written since
@@ -148,16 +214,37 @@ impl Worker<'_> {
     /// cached pages dropped, "to make sure we really read from disk". False when the job
     /// must stop.
     pub(super) fn stream_verify(&mut self, s: &Stream, whole: bool) -> Result<bool, Fail> {
+        self.stream.as_mut().expect("set").verify_owed = 0;
+        self.stream_verify_n(s, whole, usize::MAX)
+    }
+
+    /// A verify phase over the first `limit` of the writes to read back (in file and
+    /// offset order), the rest kept for the next one.
+    fn stream_verify_n(&mut self, s: &Stream, whole: bool, limit: usize) -> Result<bool, Fail> {
         if s.depth > 0 {
             self.uring_quiesce(s)?;
         }
         if whole {
             self.stream_sync_and_drop(s)?;
         }
+        let st = self.stream.as_mut().expect("set");
+        let mut pieces = std::mem::take(&mut st.written);
+        // A stable sort: of the writes to one place the last is what the file holds
+        // (dedup keeps the first of a run, so the later one is copied into it).
+        pieces.sort_by_key(|p| (p.fi, p.off));
+        pieces.dedup_by(|b, a| {
+            (a.fi == b.fi && a.off == b.off) && {
+                *a = *b;
+                true
+            }
+        });
+        st.written = pieces.split_off(limit.min(pieces.len()));
         self.fio_verify_phase(true);
-        let r = self.stream_verify_reads(s);
+        let r = self.stream_verify_reads(s, pieces);
+        // verify_async: every check handed over is in before the phase ends.
+        self.stream_verified(s, true)?;
         self.fio_verify_phase(false);
-        r
+        Ok(r? && !self.stream.as_ref().is_some_and(|st| st.verify_stop))
     }
 
     /// fio's `fio_io_sync` and `file_invalidate_cache` on each file of the stream.
@@ -170,17 +257,7 @@ impl Worker<'_> {
         Ok(())
     }
 
-    fn stream_verify_reads(&mut self, s: &Stream) -> Result<bool, Fail> {
-        let mut pieces = std::mem::take(&mut self.stream.as_mut().expect("set").written);
-        // A stable sort: of the writes to one place the last is what the file holds
-        // (dedup keeps the first of a run, so the later one is copied into it).
-        pieces.sort_by_key(|p| (p.fi, p.off));
-        pieces.dedup_by(|b, a| {
-            (a.fi == b.fi && a.off == b.off) && {
-                *a = *b;
-                true
-            }
-        });
+    fn stream_verify_reads(&mut self, s: &Stream, pieces: Vec<Logged>) -> Result<bool, Fail> {
         if s.depth > 0 {
             // At the job's depth through its ring, as fio's verify phase; checked as
             // they complete, all of them before the phase ends.
