@@ -496,3 +496,91 @@ fn a_failed_create_reports_ganeshas_log_and_leaves_nothing() {
     assert!(err.contains("ganesha.nfsd-"), "no log tail in: {err}");
     check_nothing_left(&env, "dies", &seen);
 }
+
+/// Start time (field 22 of /proc/PID/stat) of a live process.
+fn start_of(pid: i32) -> u64 {
+    let s = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let after = &s[s.rfind(')').unwrap() + 1..];
+    after.split_whitespace().nth(19).unwrap().parse().unwrap()
+}
+
+/// `remove` signals only the ganesha it started: a recorded pid that names another process
+/// now (a `sleep` here, with its own start time) is left alone, and the state is kept until
+/// the server is really gone.
+#[test]
+fn remove_signals_only_the_ganesha_it_started() {
+    let Some(_serial) = begin("pid re-check") else {
+        return;
+    };
+    let mut env = Env::new("pid");
+    let user = env.user();
+    env.create("pid0", &["--dir", user.to_str().unwrap()]);
+    let cfg_path = env.state("pid0").join("config.json");
+    let real = env.config("pid0");
+    let ganesha = real["ganesha"]["pid"].as_i64().unwrap() as i32;
+    let mut sleeper = Command::new("sleep").arg("60").spawn().unwrap();
+    let other = sleeper.id() as i32;
+    let mut forged = real.clone();
+    forged["ganesha"] = serde_json::json!({"pid": other, "start": start_of(other)});
+    fs::write(&cfg_path, forged.to_string()).unwrap();
+
+    let o = env.run(&["nfs", "remove", "pid0"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert!(
+        err.contains(&format!("not signalling pid {other}")),
+        "{err}"
+    );
+    assert!(alive(other), "remove signalled a process it did not start");
+    assert!(
+        env.state("pid0").exists(),
+        "the state goes only once everything is undone"
+    );
+    sleeper.kill().unwrap();
+    sleeper.wait().unwrap();
+
+    // The real one, recorded again: remove finishes.
+    fs::write(&cfg_path, real.to_string()).unwrap();
+    env.ok(&["nfs", "remove", "pid0"]);
+    assert!(!alive(ganesha));
+    assert!(!env.state("pid0").exists());
+}
+
+/// A file system mounted inside the directory fsbench made in `--dir` since (a bind mount of
+/// a sentinel tree): `remove` leaves that directory and the sentinel alone, keeps the state
+/// and fails; once it is unmounted, the same `remove` finishes.
+#[test]
+fn remove_leaves_a_mount_inside_the_export_alone() {
+    let Some(_serial) = begin("mount inside the export") else {
+        return;
+    };
+    let mut env = Env::new("bind");
+    let user = env.user();
+    env.create("bind0", &["--dir", user.to_str().unwrap()]);
+    let export = PathBuf::from(env.config("bind0")["export"].as_str().unwrap());
+    let sentinel = env.root.join("sentinel");
+    fs::create_dir(&sentinel).unwrap();
+    fs::write(sentinel.join("keep"), b"not fsbench's").unwrap();
+    let point = export.join("m");
+    fs::create_dir(&point).unwrap();
+    let st = Command::new("mount")
+        .args([
+            "--bind",
+            sentinel.to_str().unwrap(),
+            point.to_str().unwrap(),
+        ])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let o = env.run(&["nfs", "remove", "bind0"]);
+    let _ = Command::new("umount").arg(&point).status();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert!(err.contains("mounted inside"), "{err}");
+    assert_eq!(fs::read(sentinel.join("keep")).unwrap(), b"not fsbench's");
+    assert!(env.state("bind0").exists());
+    env.ok(&["nfs", "remove", "bind0"]);
+    assert!(!env.state("bind0").exists());
+    assert!(fs::read_dir(&user).unwrap().next().is_none());
+    assert_eq!(fs::read(sentinel.join("keep")).unwrap(), b"not fsbench's");
+}
