@@ -199,6 +199,13 @@ pub fn start(o: &Options) -> Result<Server> {
     Ok(Server { config: c })
 }
 
+/// The directory a server started with `o` will export (nothing is made; refusals of what
+/// cannot be made come here too).
+pub fn planned_export(o: &Options) -> Result<PathBuf> {
+    let sd = StateDir::new(&o.name)?;
+    Ok(backing::plan(&o.name, &o.backing, &sd)?.1)
+}
+
 /// The steps of [`start`] after the state directory, each recorded in `c` as it is done.
 fn bring_up(sd: &StateDir, c: &mut NfsConfig, o: &Options) -> Result<()> {
     if let Some(m) = rpcbind::ensure()? {

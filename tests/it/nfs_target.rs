@@ -584,3 +584,63 @@ fn remove_leaves_a_mount_inside_the_export_alone() {
     assert!(fs::read_dir(&user).unwrap().next().is_none());
     assert_eq!(fs::read(sentinel.join("keep")).unwrap(), b"not fsbench's");
 }
+
+/// An experiment's `kind = "nfs"` target: the dry run says what it starts, the run measures
+/// in the export with the client URL in its settings, and teardown stops the server and
+/// removes what it made (the journal ends empty).
+#[test]
+fn an_experiments_nfs_target_is_set_up_recorded_and_torn_down() {
+    let Some(_serial) = begin("experiment target") else {
+        return;
+    };
+    let env = Env::new("exp");
+    let plan = env.root.join("plan.toml");
+    fs::write(
+        &plan,
+        "[experiment]\nname = \"nfs-target\"\nrepetitions = 1\n\n[[target]]\nname = \"share\"\nkind = \"nfs\"\nversion = 3\n\n[[measurement]]\nname = \"walk\"\nkind = \"find\"\n",
+    )
+    .unwrap();
+    let out = env.root.join("out");
+    let dry = env.ok(&["experiment", plan.to_str().unwrap(), "--dry-run"]);
+    let o = env.run(&["experiment", plan.to_str().unwrap(), "--dry-run"]);
+    let said = format!("{dry}{}", String::from_utf8_lossy(&o.stderr));
+    assert!(said.contains("NFS-Ganesha (NFSv3)"), "{said}");
+    env.ok(&[
+        "experiment",
+        plan.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+
+    let db = rusqlite::Connection::open(out.join("results.db")).unwrap();
+    let (status, applied): (String, String) = db
+        .query_row("SELECT status, applied_json FROM runs LIMIT 1", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .unwrap();
+    assert_eq!(status, "ok");
+    let a: serde_json::Value = serde_json::from_str(&applied).unwrap();
+    let url = a["settings"]["url"].as_str().unwrap().to_string();
+    assert!(url.starts_with("nfs://127.0.0.1/fsbx-share-"), "{a}");
+    assert!(url.contains("&version=3"), "{url}");
+    let export = PathBuf::from(a["settings"]["export"].as_str().unwrap());
+    assert_eq!(a["dir"], export.display().to_string());
+    assert!(
+        export.starts_with(out.canonicalize().unwrap().join("nfs/share")),
+        "{}",
+        export.display()
+    );
+
+    // Torn down: no server state, no export, nothing left in the journal.
+    let states: Vec<_> = fs::read_dir(env.root.join("state")).unwrap().collect();
+    assert!(states.is_empty(), "servers left: {states:?}");
+    assert!(!out.join("nfs/share").exists());
+    let journal = fs::read_to_string(out.join("teardown.json")).unwrap();
+    assert_eq!(journal.trim(), "[]");
+    assert!(
+        fsbench::nfs::rpcbind::processes_named("ganesha.nfsd")
+            .iter()
+            .all(|p| !fsbench::nfs::rpcbind::is_fsbench_ganesha(p)),
+        "a ganesha of fsbench's still runs"
+    );
+}
