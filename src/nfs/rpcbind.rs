@@ -66,10 +66,11 @@ pub fn processes_named(comm: &str) -> Vec<ProcId> {
         .collect()
 }
 
-/// Make sure an rpcbind runs: start `rpcbind -w -f` when none does. What was done, for the
-/// user, when fsbench started it.
+/// Make sure an rpcbind runs: start `rpcbind -w -f` when none does (no process of that
+/// name, and nothing answering on port 111, as a socket systemd holds for it would). What was
+/// done, for the user, when fsbench started it.
 pub fn ensure() -> Result<Option<String>> {
-    if !processes_named("rpcbind").is_empty() {
+    if !processes_named("rpcbind").is_empty() || registrations().is_ok() {
         return Ok(None);
     }
     let exe = locate("rpcbind")

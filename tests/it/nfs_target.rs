@@ -644,3 +644,57 @@ fn an_experiments_nfs_target_is_set_up_recorded_and_torn_down() {
         "a ganesha of fsbench's still runs"
     );
 }
+
+/// `experiment --cleanup` stops an NFS server only while the server's record names the
+/// export its journal does: a journal naming another export leaves the running server
+/// alone (and the step stays for later); the right one stops it.
+#[test]
+fn cleanup_stops_only_the_server_its_journal_names() {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let Some(_serial) = begin("journal cleanup") else {
+        return;
+    };
+    let mut env = Env::new("journal");
+    let user = env.user();
+    env.create("fsbx-share-1", &["--dir", user.to_str().unwrap()]);
+    let export = env.config("fsbx-share-1")["export"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let out = env.root.join("out");
+    fs::create_dir(&out).unwrap();
+    fs::set_permissions(&out, fs::Permissions::from_mode(0o700)).unwrap();
+    fs::write(out.join(".fsbench-experiment"), b"").unwrap();
+    let journal = |export: &str| {
+        let p = out.join("teardown.json");
+        let _ = fs::remove_file(&p);
+        let mut f = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&p)
+            .unwrap();
+        let steps = serde_json::json!([{"RemoveNfs": {"name": "fsbx-share-1", "export": export}}]);
+        std::io::Write::write_all(&mut f, steps.to_string().as_bytes()).unwrap();
+    };
+    journal("/srv/someone-elses/export");
+    let o = env.run(&["experiment", "--cleanup", out.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert!(
+        err.contains("not stopping NFS server fsbx-share-1"),
+        "{err}"
+    );
+    let pid = env.config("fsbx-share-1")["ganesha"]["pid"]
+        .as_i64()
+        .unwrap() as i32;
+    assert!(
+        alive(pid),
+        "the server was stopped on a journal naming another export"
+    );
+
+    journal(&export);
+    env.ok(&["experiment", "--cleanup", out.to_str().unwrap()]);
+    assert!(!alive(pid));
+    assert!(!env.state("fsbx-share-1").exists());
+}

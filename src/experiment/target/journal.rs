@@ -1023,5 +1023,12 @@ mod tests {
             mount: "/o/out/mnt/d".into(),
         };
         assert!(rd.refuse(out).is_some());
+        // Only the servers an experiment names fsbx-...; one gone is gone.
+        let nfs = |name: &str| Undo::RemoveNfs {
+            name: name.into(),
+            export: "/o/out/nfs/share/fsbench-nfs-x/export".into(),
+        };
+        assert!(nfs("mynfs").refuse(out).is_some());
+        assert!(nfs("fsbx-share-1").refuse(out).is_none());
     }
 }
