@@ -4,8 +4,8 @@
 //! fsbench starts `rpcbind -w -f` only when none runs, records which process it started
 //! (`/run/fsbench/rpcbind.json`: pid and start time), and stops it only when that record
 //! still names the running rpcbind, no NFS-Ganesha runs at all, and rpcbind holds no
-//! registration but its own: an rpcbind someone else started, or one another program has
-//! come to use since, is left running.
+//! registration but its own and stale ones (on ports nothing listens on): an rpcbind someone
+//! else started, or one another program has come to use since, is left running.
 //!
 //! NFS-Ganesha removes every registration of the NFS, MOUNT, NLM and RQUOTA programs when it
 //! starts and when it stops, whoever made them. So before starting one, fsbench looks at what
@@ -127,7 +127,12 @@ pub fn release() -> Option<String> {
             id.pid, g.pid
         ));
     }
-    if registrations().is_ok_and(|r| r.iter().any(|r| r.program != PORTMAPPER)) {
+    // A registration whose port nothing listens on is stale (a server killed before it could
+    // unregister): it needs no rpcbind.
+    let in_use = |r: &Registration| {
+        r.program != PORTMAPPER && !matches!(socket_holder(&r.proto, r.port), Holder::Nobody)
+    };
+    if registrations().is_ok_and(|r| r.iter().any(in_use)) {
         return Some(format!(
             "kept the rpcbind fsbench started (pid {}): other programs registered with it since",
             id.pid
