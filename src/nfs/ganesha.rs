@@ -51,6 +51,7 @@ pub fn config_text(c: &NfsConfig, sd: &StateDir) -> Result<String> {
          }}\n\
          NFS_KRB5 {{\n\
          \x20   Active_krb5 = false;\n\
+         \x20   CCacheDir = {ccache};\n\
          }}\n\
          EXPORT {{\n\
          \x20   Export_Id = 1;\n\
@@ -68,6 +69,7 @@ pub fn config_text(c: &NfsConfig, sd: &StateDir) -> Result<String> {
         name = c.name,
         nfs = c.nfs_port,
         recovery = quoted(&sd.recovery())?,
+        ccache = quoted(&sd.dir.join("ccache"))?,
         export = quoted(&c.export)?,
         pseudo = quoted(Path::new(&c.pseudo))?,
     ))
