@@ -26,6 +26,7 @@ pub mod selftestcmd;
 pub mod age;
 pub mod apps;
 pub mod disk;
+pub mod nfs;
 pub mod remote;
 pub mod trace;
 pub mod workload_run;

@@ -68,6 +68,11 @@ enum Command {
         after_help = "Examples:\n  fsbench remote create afs0 --server /srv/tree --mount /mnt/afs0 --preset 1mbit\n  fsbench remote create nfs0 --server /srv/tree --mount /mnt/nfs0 --protocol block --bandwidth 10mbit --rtt 20ms --writable\n  fsbench remote create la --server /srv/tree --mount /mnt/la --lookaside /usr/src\n  fsbench remote stats afs0\n  fsbench remote remove afs0"
     )]
     Remote(fsbench::remote::cli::RemoteArgs),
+    /// NFS servers on 127.0.0.1 (NFS-Ganesha) exporting a directory fsbench makes.
+    #[command(
+        after_help = "Examples:\n  fsbench nfs create n0 --image 1G --mkfs ext4\n  fsbench nfs create n1 --dir /srv/scratch --version 4\n  fsbench nfs list\n  fsbench nfs remove n0"
+    )]
+    Nfs(fsbench::nfs::cli::NfsArgs),
     /// Compare result files side by side, per flowop and in total.
     #[command(after_help = "Examples:\n  fsbench compare ext4.json xfs.json btrfs.json")]
     Compare(CompareArgs),
@@ -257,6 +262,7 @@ fn dispatch(cli: Cli) -> Result<()> {
         Command::Age(a) => fsbench::age::cli::run(a),
         Command::Disk(a) => fsbench::disk::cli::run(a),
         Command::Remote(a) => fsbench::remote::cli::run(a),
+        Command::Nfs(a) => fsbench::nfs::cli::run(a),
         Command::Compare(a) => cmd_compare(&a),
         Command::Report(a) => {
             let flagged = a.include_flagged;

@@ -12,7 +12,7 @@
 //!   the state directory (never with a file system mounted inside), say what was done.
 //! * [`owned`] — what a daemon mounted or attached, recognised again before it is undone.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::bail;
 use serde::{Deserialize, Serialize};
@@ -74,29 +74,12 @@ impl Kind {
 
     /// Names of this kind's daemons (state directories holding a `config.json`), sorted.
     pub fn names(&self) -> Vec<String> {
-        let mut names: Vec<String> = std::fs::read_dir(self.state_root())
-            .map(|rd| {
-                rd.flatten()
-                    .filter(|e| e.path().join("config.json").exists())
-                    .filter_map(|e| e.file_name().to_str().map(String::from))
-                    .collect()
-            })
-            .unwrap_or_default();
-        names.sort();
-        names
+        names_in(&self.state_root())
     }
 
     /// Refuse `fsbench KIND VERB` unless run as root.
     pub fn require_root(&self, verb: &str) -> anyhow::Result<()> {
-        // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } != 0 {
-            bail!(
-                "fsbench {} {verb} needs root ({})",
-                self.word,
-                self.root_needs
-            );
-        }
-        Ok(())
+        require_root(&format!("fsbench {} {verb}", self.word), self.root_needs)
     }
 
     /// The error for a name with no state directory.
@@ -206,6 +189,30 @@ pub struct Summary {
     pub p90: f64,
     pub p99: f64,
     pub max: f64,
+}
+
+/// Names of the daemons whose state directories (holding a `config.json`) are in `root`,
+/// sorted.
+pub fn names_in(root: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(root)
+        .map(|rd| {
+            rd.flatten()
+                .filter(|e| e.path().join("config.json").exists())
+                .filter_map(|e| e.file_name().to_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// Refuse `what` (a command, "fsbench disk create") unless run as root; `needs` says why.
+pub fn require_root(what: &str, needs: &str) -> anyhow::Result<()> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        bail!("{what} needs root ({needs})");
+    }
+    Ok(())
 }
 
 #[cfg(test)]

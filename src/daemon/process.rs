@@ -134,7 +134,7 @@ pub fn start(subcommand: &str, dir: &Path, ready: &Path, log: &Path) -> anyhow::
 }
 
 /// Detach the daemon from the caller: a new session. Called between fork and exec.
-fn pre_exec() -> io::Result<()> {
+pub fn pre_exec() -> io::Result<()> {
     // SAFETY: setsid is async-signal-safe.
     if unsafe { libc::setsid() } < 0 {
         return Err(io::Error::last_os_error());

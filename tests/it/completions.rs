@@ -30,12 +30,17 @@ fn bash_complete(script: &str, dir: &std::path::Path, words: &[&str]) -> Vec<Str
         quoted.join(" "),
         words.len() - 1
     );
-    let o = Command::new("bash")
-        .arg("-c")
-        .arg(&prog)
+    // On standard input: the script is longer than one argument may be (128 KiB).
+    let mut child = Command::new("bash")
+        .arg("-s")
         .current_dir(dir)
-        .output()
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .expect("bash runs");
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), prog.as_bytes()).unwrap();
+    let o = child.wait_with_output().unwrap();
     assert!(o.status.success(), "{}", text(&o));
     let mut v: Vec<String> = String::from_utf8_lossy(&o.stdout)
         .lines()

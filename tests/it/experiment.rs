@@ -81,11 +81,11 @@ fn plan_errors_name_file_line_and_column() {
     let p = write_plan(
         s.path(),
         "bad2.toml",
-        &dir_plan(s.path(), 0.5).replace("kind = \"dir\"", "kind = \"nfs\""),
+        &dir_plan(s.path(), 0.5).replace("kind = \"dir\"", "kind = \"smb\""),
     );
     let o = run(&["experiment", &p, "--dry-run"]);
     assert!(
-        String::from_utf8_lossy(&o.stderr).contains("bad2.toml:9:8: target kind \"nfs\""),
+        String::from_utf8_lossy(&o.stderr).contains("bad2.toml:9:8: target kind \"smb\""),
         "{}",
         text_of(&o)
     );

@@ -42,6 +42,7 @@ mod messages;
 #[cfg(feature = "mpi")]
 mod mpi;
 mod newcomer;
+mod nfs_target;
 mod pacing;
 mod prune;
 mod published;

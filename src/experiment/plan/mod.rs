@@ -168,6 +168,14 @@ pub enum TargetKind {
         lookaside: Option<Lookaside>,
         writable: bool,
     },
+    /// An NFS server (`fsbench nfs`: NFS-Ganesha on 127.0.0.1) exporting a directory fsbench
+    /// makes: on a new image's file system (`size` and `fs`), or under OUTDIR.
+    Nfs {
+        /// The image and its file system, when the export is on one.
+        image: Option<(u64, String)>,
+        /// NFS protocol version, 3 or 4.
+        version: u32,
+    },
     /// A simulated disk (`fsbench disk create`) carrying a file system.
     Disk {
         size: u64,
@@ -265,6 +273,7 @@ impl Target {
             TargetKind::Overlay { .. } => "overlay",
             TargetKind::Disk { .. } => "disk",
             TargetKind::Remote { .. } => "remote",
+            TargetKind::Nfs { .. } => "nfs",
         }
     }
 }
@@ -814,10 +823,17 @@ params = { src = "." }
             e.contains("`size` does not apply to a target of kind dir"),
             "{e}"
         );
+        let e = p(&OK.replace("kind = \"dir\"", "kind = \"smb\""))
+            .unwrap_err()
+            .0;
+        assert!(e.contains("t.toml:9:8: target kind \"smb\""), "{e}");
         let e = p(&OK.replace("kind = \"dir\"", "kind = \"nfs\""))
             .unwrap_err()
             .0;
-        assert!(e.contains("t.toml:9:8: target kind \"nfs\""), "{e}");
+        assert!(
+            e.contains("`path` does not apply to a target of kind nfs"),
+            "{e}"
+        );
         let e = p(&OK.replace("instances = 2\n", "instances = 4\n"))
             .unwrap_err()
             .0;

@@ -60,7 +60,7 @@ pub fn source(targets: &[Target], t: &Target) -> Source {
     match &t.kind {
         TargetKind::Image { .. } | TargetKind::Disk { .. } => Source::Default(t.name.clone()),
         TargetKind::Dir { .. } => Source::Device(t.name.clone()),
-        TargetKind::Remote { .. } => Source::NoDevice,
+        TargetKind::Remote { .. } | TargetKind::Nfs { .. } => Source::NoDevice,
         TargetKind::Overlay { over, .. } => match targets.iter().find(|o| &o.name == over) {
             Some(lower) if lower.name != t.name => source(targets, lower),
             _ => Source::NoDevice,

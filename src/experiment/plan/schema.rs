@@ -182,6 +182,8 @@ pub(super) struct RawTarget {
     pub(super) cache_size: Option<Spanned<String>>,
     pub(super) lookaside: Option<Spanned<toml::Value>>,
     pub(super) writable: Option<Spanned<bool>>,
+    /// An NFS target's protocol version (3 or 4).
+    pub(super) version: Option<Spanned<u32>>,
     /// The measured child's memory limit on this target (a size, or "none").
     pub(super) memory: Option<Spanned<toml::Value>>,
 }

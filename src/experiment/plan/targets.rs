@@ -59,13 +59,15 @@ fn allowed_keys(kind: &str) -> Option<&'static [&'static str]> {
             "lookaside",
             "writable",
         ],
+        "nfs" => &["size", "fs", "version"],
         _ => return None,
     })
 }
 
 /// The keys a target table gives, with their places.
-fn given_keys(t: &RawTarget) -> [(&'static str, Option<Range<usize>>); 20] {
+fn given_keys(t: &RawTarget) -> [(&'static str, Option<Range<usize>>); 21] {
     [
+        ("version", t.version.as_ref().map(|v| v.span())),
         ("merged", t.merged.as_ref().map(|v| v.span())),
         ("server", t.server.as_ref().map(|v| v.span())),
         ("source", t.source.as_ref().map(|v| v.span())),
@@ -116,7 +118,7 @@ fn target(
     let Some(allowed) = allowed_keys(kind_s) else {
         return Err(ctx.err(
             t.kind.span(),
-            format!("target kind {kind_s:?}: expected dir, image, overlay, disk or remote"),
+            format!("target kind {kind_s:?}: expected dir, image, overlay, disk, remote or nfs"),
         ));
     };
     for (k, s) in given_keys(t) {
@@ -158,6 +160,7 @@ fn target(
         },
         "disk" => cx.disk(mount_options)?,
         "remote" => cx.remote()?,
+        "nfs" => cx.nfs()?,
         _ => unreachable!(),
     };
     let device = match &t.device {
@@ -384,6 +387,32 @@ impl TargetCx<'_> {
             lookaside,
             writable: t.writable.as_ref().is_some_and(|w| *w.get_ref()),
         })
+    }
+
+    /// An NFS server's export: on an image (`size` and `fs` together) or under OUTDIR, and
+    /// its protocol version.
+    fn nfs(&self) -> Result<TargetKind, PlanError> {
+        let (ctx, t) = (self.ctx, self.t);
+        let image = match (&t.size, &t.fs) {
+            (None, None) => None,
+            (Some(_), None) | (None, Some(_)) => {
+                return Err(ctx.err(
+                    self.span.clone(),
+                    format!(
+                        "nfs target {:?}: give `size` and `fs` together (the export on a new image), or neither (a directory under OUTDIR)",
+                        self.name
+                    ),
+                ))
+            }
+            (Some(_), Some(_)) => Some((self.size()?, self.fs()?)),
+        };
+        let version = t.version.as_ref().map_or(3, |v| *v.get_ref());
+        if let Some(v) = &t.version {
+            if ![3, 4].contains(v.get_ref()) {
+                return Err(ctx.err(v.span(), "version: expected 3 or 4"));
+            }
+        }
+        Ok(TargetKind::Nfs { image, version })
     }
 
     /// What a remote serves: `server` (a directory) or `source` (a generated tree).

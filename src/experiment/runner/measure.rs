@@ -35,6 +35,19 @@ enum Outcome {
 struct Hooks {
     handoff: Option<Handoff>,
     gate: Option<Gate>,
+    /// An NFS target's URL, for the measured child (`FSBENCH_NFS_URL`).
+    nfs_url: Option<String>,
+}
+
+impl Hooks {
+    fn new(handoff: Option<Handoff>, gate: Option<Gate>, ready: &Ready) -> Hooks {
+        let nfs_url = ready.applied.get("url").and_then(|u| u.as_str());
+        Hooks {
+            handoff,
+            gate,
+            nfs_url: nfs_url.map(String::from),
+        }
+    }
 }
 
 /// Backgrounds waiting for the measured child's window (`start = "with"`): the child says
@@ -83,6 +96,9 @@ fn measure(
     if let Some(g) = &hooks.gate {
         let _ = crate::owned::path::remove_file(&g.ready);
         cmd.env(crate::sys::mark::READY_ENV, &g.ready);
+    }
+    if let Some(u) = &hooks.nfs_url {
+        cmd.env(target::nfs::URL_ENV, u);
     }
     group.attach_measured(&mut cmd)?;
     let mut child = cmd.spawn().context("starting the measurement")?;
@@ -216,7 +232,7 @@ impl Run<'_> {
             immediate: matches!(kind, Kind::Scan | Kind::Layout),
             opened: false,
         });
-        let hooks = Hooks { handoff, gate };
+        let hooks = Hooks::new(handoff, gate, ready);
         let mut outcome = measure(
             kind,
             &args,

@@ -404,6 +404,10 @@ pub fn missing_tools(plan: &Plan) -> Vec<String> {
             super::plan::TargetKind::Overlay { .. } => {
                 need.extend(["mount".into(), "umount".into()])
             }
+            super::plan::TargetKind::Nfs { image, .. } => {
+                need.extend(["ganesha.nfsd".into(), "nfs-ls".into()]);
+                need.extend(image.iter().map(|(_, fs)| format!("mkfs.{fs}")));
+            }
             super::plan::TargetKind::Dir { .. } | super::plan::TargetKind::Remote { .. } => {}
         }
     }

@@ -67,6 +67,8 @@ pub enum Undo {
     RemoveDisk { name: String, mount: PathBuf },
     /// `fsbench remote remove NAME` of a remote fsbench created, mounted at `mount` in OUTDIR.
     RemoveRemote { name: String, mount: PathBuf },
+    /// `fsbench nfs remove NAME` of an NFS server fsbench started, exporting `export`.
+    RemoveNfs { name: String, export: PathBuf },
     /// Kill what runs in a cgroup fsbench made for a measured run (its memory cgroup, the
     /// cgroup of its children and backgrounds) and remove it, when it is still the one made
     /// (its inode and mark); a no-op once the run removed it.
@@ -84,6 +86,7 @@ impl std::fmt::Display for Undo {
             Undo::Restore(q) => write!(f, "restore {} {} = {}", q.disk, q.knob, q.value),
             Undo::RemoveDisk { name, .. } => write!(f, "remove simulated disk {name}"),
             Undo::RemoveRemote { name, .. } => write!(f, "remove simulated remote {name}"),
+            Undo::RemoveNfs { name, .. } => write!(f, "stop NFS server {name}"),
             Undo::RemoveCgroup(c) => write!(f, "kill and remove cgroup {}", c.path.display()),
         }
     }
@@ -205,6 +208,10 @@ impl Undo {
                     outside(mount)
                 }
             }
+            // Its export is on the server's own image or under OUTDIR: checked against the
+            // server's record when undone.
+            Undo::RemoveNfs { name, .. } => (!name.starts_with("fsbx-"))
+                .then(|| format!("{name} is not a name fsbench gives an experiment's servers")),
             Undo::RemoveCgroup(c) => (!cgroup_shape(c)).then(|| {
                 format!(
                     "{} is not a cgroup fsbench makes (fsbench-..., marked)",
@@ -258,6 +265,7 @@ impl Undo {
             Undo::RemoveRemote { name, mount } => {
                 remove_server("remote", name, mount, "no remote named")
             }
+            Undo::RemoveNfs { name, export } => remove_nfs(name, export),
             Undo::RemoveCgroup(c) => match c.found() {
                 Found::Gone => Ok(()),
                 Found::Foreign(why) => bail!(
@@ -354,6 +362,25 @@ fn remove_server(kind: &str, name: &str, mount: &Path, absent: &str) -> Result<(
         bail!("`fsbench {kind} remove {name}` failed: {}", e.trim());
     }
     Ok(())
+}
+
+/// Stop the NFS server `name` when it is the one fsbench started for this experiment (its
+/// record names the same export); one that is gone is gone.
+fn remove_nfs(name: &str, export: &Path) -> Result<()> {
+    let sd = crate::nfs::state::StateDir::new(name)?;
+    if std::fs::symlink_metadata(&sd.dir).is_err() {
+        return Ok(());
+    }
+    if let Ok(c) = sd.read_config() {
+        if c.export != export {
+            bail!(
+                "not stopping NFS server {name}: it exports {}, not {} that fsbench made for this experiment; left alone",
+                c.export.display(),
+                export.display()
+            );
+        }
+    }
+    crate::nfs::server::stop(name).map(|_| ())
 }
 
 const QUEUE_KNOBS: [&str; 4] = ["scheduler", "read_ahead_kb", "nr_requests", "rotational"];
@@ -996,5 +1023,12 @@ mod tests {
             mount: "/o/out/mnt/d".into(),
         };
         assert!(rd.refuse(out).is_some());
+        // Only the servers an experiment names fsbx-...; one gone is gone.
+        let nfs = |name: &str| Undo::RemoveNfs {
+            name: name.into(),
+            export: "/o/out/nfs/share/fsbench-nfs-x/export".into(),
+        };
+        assert!(nfs("mynfs").refuse(out).is_some());
+        assert!(nfs("fsbx-share-1").refuse(out).is_none());
     }
 }

@@ -15,6 +15,7 @@ pub mod dir;
 pub mod disk;
 pub mod image;
 mod journal;
+pub mod nfs;
 pub mod overlay;
 pub mod remote;
 
@@ -243,6 +244,7 @@ pub fn steps(t: &Target) -> Vec<(String, bool)> {
             v.push((format!("mount a simulated remote ({network}, {protocol}) under OUTDIR/mnt (fsbench remote)"), true));
             v
         }
+        TargetKind::Nfs { .. } => nfs::steps(t),
     };
     let d = &device_settings(t);
     if let Some(v) = &d.scheduler {
@@ -308,6 +310,7 @@ pub fn set_up(t: &Target, ctx: &Ctx, j: &mut Journal) -> Result<Ready> {
         }
         TargetKind::Disk { .. } => disk::set_up(t, ctx, j)?,
         TargetKind::Remote { .. } => remote::set_up(t, ctx, j)?,
+        TargetKind::Nfs { .. } => nfs::set_up(t, ctx, j)?,
     };
     let settings = device_settings(t);
     if !settings.is_empty() {

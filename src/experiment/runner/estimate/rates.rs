@@ -139,7 +139,9 @@ impl Speed {
             return Speed::host(false, true);
         };
         match &t.kind {
-            TargetKind::Dir { .. } | TargetKind::Remote { .. } => Speed::host(false, true),
+            TargetKind::Dir { .. } | TargetKind::Remote { .. } | TargetKind::Nfs { .. } => {
+                Speed::host(false, true)
+            }
             TargetKind::Image {
                 fs,
                 mkfs_options,

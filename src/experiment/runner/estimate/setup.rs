@@ -21,6 +21,9 @@ const DISK_DOWN_S: f64 = 0.25;
 /// An overlay mount, or a remote's server started with its tree generated: 0.02 and 0.08 s.
 const OVERLAY_S: f64 = 0.02;
 const REMOTE_S: f64 = 0.1;
+/// Starting NFS-Ganesha until its export answers, or stopping it (`fsbench nfs create` of a
+/// directory took 0.3 s here, rpcbind started with it; `remove` 0.1 s).
+const NFS_S: f64 = 0.3;
 /// `fsbench age` with profile `agrawal` on a plain 128 MiB image, writeback `range` (each
 /// write waited for): filling 70% took 1,098 operations (74 KB each), 974 files of 83 KB
 /// left; with 5,000 churn operations more, 1,200 operations a second release, 700 to 980
@@ -102,6 +105,8 @@ fn target(t: &Target) -> (f64, f64) {
         }
         TargetKind::Overlay { .. } => (OVERLAY_S, OVERLAY_S),
         TargetKind::Remote { .. } => (REMOTE_S, OVERLAY_S),
+        TargetKind::Nfs { image: None, .. } => (NFS_S, NFS_S),
+        TargetKind::Nfs { image: Some(_), .. } => (NFS_S + IMAGE_S, NFS_S + IMAGE_DOWN_S),
     }
 }
 
