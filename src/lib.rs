@@ -66,6 +66,7 @@ pub mod export;
 pub mod fuse;
 pub mod input;
 pub mod limits;
+pub mod nfs;
 pub mod owned;
 pub mod remount;
 pub mod sys;
