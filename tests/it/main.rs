@@ -39,6 +39,8 @@ mod messages;
 #[cfg(feature = "mpi")]
 mod mpi;
 mod newcomer;
+mod nfs_client;
+mod nfs_common;
 mod pacing;
 mod prune;
 mod published;
