@@ -297,3 +297,110 @@ fn mmap_and_directio_are_refused_with_their_place_before_anything_is_made() {
     let o = common::run(&["check", "-q", wl.to_str().unwrap()]);
     assert!(o.status.success(), "{}", common::text(&o));
 }
+
+/// A workload that runs four seconds doing little, so a test can change its run directory
+/// on the server while it runs.
+const SLOW: &str = "\
+define fileset name=fs,path=/tmp,entries=8,dirwidth=4,size=4k,prealloc=100
+define process name=p
+{
+  thread name=t
+  {
+    flowop statfile name=s,filesetname=fs
+    flowop delay name=d,value=1
+  }
+}
+run 4
+";
+
+/// Run `fsbench run SLOW --nfs`, calling `meddle` with its run directory on the export once
+/// the fileset is laid out; its output.
+fn run_slow(srv: &Server, s: &common::Scratch, meddle: impl FnOnce(&Path)) -> std::process::Output {
+    let wl = s.path().join("slow.f");
+    std::fs::write(&wl, SLOW).unwrap();
+    let mut child = common::bin()
+        .args(["run", wl.to_str().unwrap(), "-q", "--nfs", &srv.url()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    let rd = loop {
+        let rd = (names(&srv.export()).into_iter())
+            .find(|n| n.starts_with("fsbench-slow"))
+            .map(|n| srv.export().join(n));
+        if let Some(rd) =
+            rd.filter(|rd| rd.join("fs").is_dir() && rd.join(".fsbench-run").is_file())
+        {
+            break Some(rd);
+        }
+        if t0.elapsed().as_secs() > 30 {
+            let _ = child.kill();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    if let Some(rd) = &rd {
+        meddle(rd);
+    }
+    let o = child.wait_with_output().unwrap();
+    assert!(
+        rd.is_some(),
+        "no run directory appeared on the export: {}",
+        common::text(&o)
+    );
+    o
+}
+
+#[test]
+fn links_planted_in_the_run_directory_are_removed_never_followed() {
+    let Some(srv) = Server::start("links_planted_in_the_run_directory_are_removed_never_followed")
+    else {
+        return;
+    };
+    let s = common::Scratch::new("nfs-links");
+    // Beside the run directory on the export: what a link inside it could lead to.
+    let outside = srv.export().join("outside");
+    std::fs::create_dir_all(outside.join("sub")).unwrap();
+    std::fs::write(outside.join("precious"), b"keep me").unwrap();
+    std::fs::write(outside.join("sub/also"), b"and me").unwrap();
+    let before = common::tree_listing(&outside);
+    let o = run_slow(&srv, &s, |rd| {
+        std::os::unix::fs::symlink("../../outside", rd.join("fs/escape")).unwrap();
+        std::os::unix::fs::symlink("../outside", rd.join("up")).unwrap();
+        std::os::unix::fs::symlink("../../outside/precious", rd.join("fs/00000099")).unwrap();
+    });
+    assert!(o.status.success(), "{}", common::text(&o));
+    assert_eq!(
+        common::tree_listing(&outside),
+        before,
+        "nothing outside was touched"
+    );
+    assert_eq!(std::fs::read(outside.join("precious")).unwrap(), b"keep me");
+    assert_eq!(names(&srv.export()), ["outside"]);
+}
+
+#[test]
+fn a_run_directory_whose_marker_was_forged_is_left_alone() {
+    let Some(srv) = Server::start("a_run_directory_whose_marker_was_forged_is_left_alone") else {
+        return;
+    };
+    let s = common::Scratch::new("nfs-forged");
+    let mut kept = None;
+    let o = run_slow(&srv, &s, |rd| {
+        // Rewritten in place: the server keeps serving the file it knows by its handle (a
+        // new inode under the same name is not seen until its caches expire).
+        std::fs::write(rd.join(".fsbench-run"), b"someone else's directory\n").unwrap();
+        kept = Some(rd.to_path_buf());
+    });
+    let out = common::text(&o);
+    assert!(!o.status.success(), "{out}");
+    assert!(
+        out.contains("refusing to remove") && out.contains("marker"),
+        "{out}"
+    );
+    assert!(
+        kept.unwrap().join("fs").is_dir(),
+        "the directory was left as it was"
+    );
+}
