@@ -949,6 +949,29 @@ fn processes(jobs: &[Job], waits: &[Vec<(usize, u32)>], stats: &mut Stats) -> Ve
 fn check_nfs(jobs: &[Job], errors: &mut Vec<Diagnostic>) -> Option<String> {
     let nfs = |j: &Job| j.ioengine_name == "nfs";
     let mut url: Option<&str> = None;
+    for j in jobs.iter().filter(|j| nfs(j)) {
+        // What fio's nfs engine cannot do either, said at the option.
+        let kernel = [
+            (
+                "direct",
+                j.direct,
+                "direct=1 is O_DIRECT, an open flag of the kernel's file systems",
+            ),
+            (
+                "verify",
+                j.verify.is_some(),
+                "verify= does not run over NFS in fsbench yet",
+            ),
+            ("opendir", j.opendir.is_some(), "opendir= reads local files"),
+        ];
+        for (key, _, why) in kernel.into_iter().filter(|k| k.1) {
+            errors.push(at(
+                j,
+                key,
+                format!("{why}: not with ioengine=nfs (leave out {key})"),
+            ));
+        }
+    }
     for j in jobs {
         match (&j.nfs_url, nfs(j)) {
             (None, true) => errors.push(at(

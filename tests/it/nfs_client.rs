@@ -260,6 +260,21 @@ fn a_fio_job_with_ioengine_nfs_writes_and_reads_on_the_export() {
         "{}",
         common::text(&o)
     );
+    // What the kernel would have to do is refused at its option, before anything is made.
+    let url = srv.url();
+    std::fs::write(
+        &job,
+        format!("[a]\nioengine=nfs\nnfs_url={url}\nrw=read\nsize=1m\ndirect=1\n"),
+    )
+    .unwrap();
+    let o = common::run(&["run", job.to_str().unwrap()]);
+    let out = common::text(&o);
+    assert!(!o.status.success(), "{out}");
+    assert!(
+        out.contains("j.fio:6:1") && out.contains("O_DIRECT"),
+        "{out}"
+    );
+    assert!(names(&srv.export()).is_empty());
 }
 
 #[test]
