@@ -217,7 +217,7 @@ pub fn load_with(w: &WorkloadArgs, duration_given: bool) -> Result<Workload> {
 
 pub fn cmd_check(a: &CheckArgs) -> Result<()> {
     if let Some(url) = &a.nfs {
-        crate::nfs::check_url(url).map_err(|e| usage(format!("--nfs: {e}")))?;
+        crate::libnfs::check_url(url).map_err(|e| usage(format!("--nfs: {e}")))?;
     }
     let wl = load(&a.w)?;
     let mut unsupported = wl.unsupported();
@@ -554,7 +554,7 @@ fn nfs_url(a: &RunArgs, wl: &Workload) -> Result<Option<String>> {
             "--nfs {cli} and the jobs' nfs_url={job} name different exports: give one of them"
         ),
         (Some(u), _) | (None, Some(u)) => {
-            crate::nfs::check_url(u).map_err(|e| usage(format!("--nfs: {e}")))?;
+            crate::libnfs::check_url(u).map_err(|e| usage(format!("--nfs: {e}")))?;
             Ok(Some(u.clone()))
         }
         (None, None) => Ok(None),

@@ -158,7 +158,7 @@ pub struct MeasureOptions<'a> {
     /// The run directory, for `stream` flowops (fio jobs) to open their files in.
     pub stream_dir: Option<std::os::fd::RawFd>,
     /// Over NFS: what every worker mounts, and the run directory there.
-    pub nfs: Option<&'a crate::nfs::Target>,
+    pub nfs: Option<&'a crate::libnfs::Target>,
 }
 
 /// Sum what the workers published for the current epoch and turn the difference from the

@@ -1,15 +1,15 @@
 //! `fsbench run --nfs URL`: the run directory, the filesets and the fio jobs' files on an
 //! NFS export, through libnfs. What NFS cannot do is refused before anything is created
 //! ([`crate::model::Workload::nfs_refusals`]); the run directory is marked and removed as a
-//! local one is (see [`crate::nfs::rundir`]).
+//! local one is (see [`crate::libnfs::rundir`]).
 
 use super::{
     add_layout, announce, interrupted, preflight, run_actions, run_seconds, EngineError, Laid,
     Prepared, RunOptions,
 };
 use crate::fileset::{self, layout::LayoutError, Plan};
+use crate::libnfs::{self as nfs, rundir::RemoteRunDir};
 use crate::model::{Action, Workload};
-use crate::nfs::{self, rundir::RemoteRunDir};
 use crate::stats::{self, LayoutResult};
 use std::path::PathBuf;
 

@@ -163,7 +163,7 @@ pub fn lay_out(wl: &Workload, dir: RawFd, quiet: bool) -> std::io::Result<Laid> 
 /// to reserve are not, as fio's nfs engine does not either.
 pub fn lay_out_remote(
     wl: &Workload,
-    client: &mut crate::nfs::Client,
+    client: &mut crate::libnfs::Client,
     run_path: &str,
     quiet: bool,
 ) -> std::io::Result<Laid> {
@@ -183,7 +183,7 @@ pub fn lay_out_remote(
     let mut buf = io::AlignedBuf::try_new(1 << 20, &mut rng).map_err(std::io::Error::other)?;
     for f in &list {
         crate::beneath::component(std::ffi::OsStr::new(&f.name))?;
-        let path = crate::nfs::cpath(&format!("{run_path}/{}", f.name))?;
+        let path = crate::libnfs::cpath(&format!("{run_path}/{}", f.name))?;
         let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL;
         let h = client
             .create(&path, flags, 0o644)
@@ -207,8 +207,8 @@ pub fn lay_out_remote(
 
 /// Write `size` bytes of the layout's data through an NFS handle.
 fn fill_remote(
-    client: &mut crate::nfs::Client,
-    h: crate::nfs::Handle,
+    client: &mut crate::libnfs::Client,
+    h: crate::libnfs::Handle,
     size: u64,
     buf: &mut io::AlignedBuf,
 ) -> std::io::Result<()> {

@@ -6,8 +6,8 @@
 use super::layout::{LayoutError, LayoutStats, Plan};
 use super::{FilesetRt, List, EXISTS};
 use crate::content::{Generator, BLOCK};
+use crate::libnfs::{cpath, Client};
 use crate::model::Fileset;
-use crate::nfs::{cpath, Client};
 use std::io;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;

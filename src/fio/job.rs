@@ -600,7 +600,7 @@ fn apply_engine(job: &mut Job, key: &str, o: &Opt) -> Option<R> {
                     "io_uring" | "libaio" | "posixaio" => Engine::Uring,
                     "mmap" => Engine::Mmap,
                     // fio's nfs engine: libnfs calls on the export `nfs_url` names, one at a
-                    // time here (fio's queues up to iodepth; see docs/nfs.md).
+                    // time here (fio's queues up to iodepth; see docs/guide/nfs-client.md).
                     "nfs" => Engine::Psync,
                     _ => return Err(format!("`{v}` is not an I/O engine fsbench runs")),
                 };
@@ -609,7 +609,7 @@ fn apply_engine(job: &mut Job, key: &str, o: &Opt) -> Option<R> {
             }
             "nfs_url" => {
                 let v = need(o)?;
-                crate::nfs::check_url(v)?;
+                crate::libnfs::check_url(v)?;
                 job.nfs_url = Some((v.to_string(), o.val_span, o.src.clone()));
                 Ok(())
             }

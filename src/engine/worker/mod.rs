@@ -154,7 +154,7 @@ pub struct Shared<'a> {
     /// The run directory, where `stream` flowops find their files.
     pub stream_dir: Option<RawFd>,
     /// Over NFS: the export each worker mounts and the run directory's path there.
-    pub nfs: Option<&'a crate::nfs::Target>,
+    pub nfs: Option<&'a crate::libnfs::Target>,
     /// Per fio job: its clones whose stream has ended (for the jobs that wait for it).
     pub streams_ended: &'a [AtomicU64],
 }

@@ -10,7 +10,7 @@
 
 use super::Worker;
 use crate::fileset::List;
-use crate::nfs::{self, Client, Handle};
+use crate::libnfs::{self as nfs, Client, Handle};
 use crate::sys::io::{self, OpenHow};
 use std::ffi::CStr;
 use std::os::fd::RawFd;

@@ -1,4 +1,4 @@
-//! NFS as a real protocol: fsbench's file operations sent to an NFS server through libnfs
+//! The NFS client side: fsbench's file operations sent to an NFS server through libnfs
 //! (user space, no kernel mount), for `fsbench run --nfs URL` and fio's `ioengine=nfs`.
 //!
 //! The protocol is libnfs's: this module binds the handful of its synchronous calls fsbench
