@@ -82,6 +82,33 @@ pub(super) fn prepare(
     if interrupted() {
         return Err(EngineError::Interrupted);
     }
+    let (remote, laid) = make_and_lay_out(wl, opts, url, plans)?;
+    let create_only = !wl.has_run
+        && opts.duration.is_none()
+        && wl.actions.iter().any(|a| matches!(a, Action::CreateFiles));
+    let seconds = run_seconds(wl, opts);
+    if !create_only {
+        announce(wl, opts, seconds);
+    }
+    Ok(Prepared {
+        rd: None,
+        remote: Some(remote),
+        laid,
+        keep: opts.keep,
+        create_only,
+        seconds,
+        _devices: Vec::new(),
+    })
+}
+
+/// Connect, make and mark the run directory on the export and lay the workload out in it;
+/// on an error (or a panic) the run directory is removed again unless kept.
+fn make_and_lay_out(
+    wl: &Workload,
+    opts: &RunOptions,
+    url: &str,
+    plans: Vec<Plan>,
+) -> Result<(Remote, Laid), EngineError> {
     let client = nfs::Client::connect(url).map_err(EngineError::Nfs)?;
     let base = format!("fsbench-{}", super::rundir::safe_name(&wl.name));
     let mut dir = RemoteRunDir::create(client, &base).map_err(EngineError::Nfs)?;
@@ -89,7 +116,6 @@ pub(super) fn prepare(
     if !opts.quiet {
         crate::errln!("fsbench: run directory {}", shown.display());
     }
-    let keep = opts.keep;
     let laid = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         lay_out_all(wl, opts, &mut dir, plans)
     }));
@@ -102,33 +128,17 @@ pub(super) fn prepare(
         target,
         shown,
     };
-    let laid = match laid {
-        Ok(Ok(laid)) => laid,
+    match laid {
+        Ok(Ok(laid)) => Ok((remote, laid)),
         Ok(Err(e)) => {
-            remote.finish(keep, opts.quiet);
-            return Err(e);
+            remote.finish(opts.keep, opts.quiet);
+            Err(e)
         }
         Err(p) => {
-            remote.finish(keep, true);
+            remote.finish(opts.keep, true);
             std::panic::resume_unwind(p);
         }
-    };
-    let create_only = !wl.has_run
-        && opts.duration.is_none()
-        && wl.actions.iter().any(|a| matches!(a, Action::CreateFiles));
-    let seconds = run_seconds(wl, opts);
-    if !create_only {
-        announce(wl, opts, seconds);
     }
-    Ok(Prepared {
-        rd: None,
-        remote: Some(remote),
-        laid,
-        keep,
-        create_only,
-        seconds,
-        _devices: Vec::new(),
-    })
 }
 
 /// What an NFS run refuses before anything is made: the workload's flowops and jobs that

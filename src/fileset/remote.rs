@@ -4,7 +4,7 @@
 //! layout is not measured, and one connection keeps the order of creation fixed).
 
 use super::layout::{LayoutError, LayoutStats, Plan};
-use super::{FilesetRt, List, EXISTS};
+use super::{Bits, FilesetRt, List, EXISTS};
 use crate::content::{Generator, BLOCK};
 use crate::libnfs::{cpath, Client};
 use crate::model::Fileset;
@@ -47,35 +47,9 @@ pub fn create(
     rt.writeonly = fs.writeonly;
     rt.content = fs.content;
     rt.content_seed = seed ^ index as u64;
-    let mut buf = Vec::new();
-    for d in 1..rt.dir_paths.len() as u32 {
-        let p = rt.remote_dir(d, &mut buf);
-        client
-            .mkdir(p, 0o755)
-            .map_err(|e| io_err(rt.dir_pathbuf(d).display().to_string(), e))?;
-    }
-    for i in (0..prealloc_leafdirs.len()).filter(|i| prealloc_leafdirs.get(*i)) {
-        let p = rt.remote_path(List::LeafDirs, i, &mut buf);
-        client
-            .mkdir(p, 0o755)
-            .map_err(|e| io_err(rt.entry_pathbuf(List::LeafDirs, i).display().to_string(), e))?;
-        rt.leafdirs[i].state.store(EXISTS, Ordering::Relaxed);
-    }
+    make_dirs(client, &rt, &prealloc_leafdirs)?;
     let gen = Generator::new(fs.content, seed ^ index as u64);
-    let mut data = vec![0u8; 1 << 20];
-    let (mut files, mut bytes) = (0u64, 0u64);
-    for i in (0..prealloc_files.len()).filter(|i| prealloc_files.get(*i)) {
-        if crate::cancel::interrupted() {
-            return Err(LayoutError::Interrupted);
-        }
-        let size = rt.files[i].size();
-        let p = rt.remote_path(List::Files, i, &mut buf);
-        write_file(client, p, size, (&gen, i as u64), &mut data)
-            .map_err(|e| io_err(rt.entry_pathbuf(List::Files, i).display().to_string(), e))?;
-        rt.files[i].state.store(EXISTS, Ordering::Relaxed);
-        files += 1;
-        bytes += size;
-    }
+    let (files, bytes) = write_files(client, &rt, &prealloc_files, &gen)?;
     let stats = LayoutStats {
         dirs: rt.dir_paths.len().saturating_sub(1) as u64,
         files_written: files,
@@ -91,6 +65,49 @@ pub fn create(
     };
     rt.recount();
     Ok((rt, stats))
+}
+
+/// The tree's directories and its preallocated leaf directories.
+fn make_dirs(client: &mut Client, rt: &FilesetRt, leafdirs: &Bits) -> Result<(), LayoutError> {
+    let mut buf = Vec::new();
+    for d in 1..rt.dir_paths.len() as u32 {
+        let p = rt.remote_dir(d, &mut buf);
+        client
+            .mkdir(p, 0o755)
+            .map_err(|e| io_err(rt.dir_pathbuf(d).display().to_string(), e))?;
+    }
+    for i in (0..leafdirs.len()).filter(|i| leafdirs.get(*i)) {
+        let p = rt.remote_path(List::LeafDirs, i, &mut buf);
+        client
+            .mkdir(p, 0o755)
+            .map_err(|e| io_err(rt.entry_pathbuf(List::LeafDirs, i).display().to_string(), e))?;
+        rt.leafdirs[i].state.store(EXISTS, Ordering::Relaxed);
+    }
+    Ok(())
+}
+
+/// The preallocated files, in order; how many and their bytes.
+fn write_files(
+    client: &mut Client,
+    rt: &FilesetRt,
+    prealloc: &Bits,
+    gen: &Generator,
+) -> Result<(u64, u64), LayoutError> {
+    let (mut buf, mut data) = (Vec::new(), vec![0u8; 1 << 20]);
+    let (mut files, mut bytes) = (0u64, 0u64);
+    for i in (0..prealloc.len()).filter(|i| prealloc.get(*i)) {
+        if crate::cancel::interrupted() {
+            return Err(LayoutError::Interrupted);
+        }
+        let size = rt.files[i].size();
+        let p = rt.remote_path(List::Files, i, &mut buf);
+        write_file(client, p, size, (gen, i as u64), &mut data)
+            .map_err(|e| io_err(rt.entry_pathbuf(List::Files, i).display().to_string(), e))?;
+        rt.files[i].state.store(EXISTS, Ordering::Relaxed);
+        files += 1;
+        bytes += size;
+    }
+    Ok((files, bytes))
 }
 
 /// A new file of `size` bytes of the fileset's content (`O_EXCL`: never one that exists).
