@@ -101,6 +101,12 @@ pub fn report(spec: &str, r: &crate::stats::Results, format: Option<&str>) -> Re
                     j.name, j.ioengine_name
                 ));
             }
+            if j.ioengine_name == "nfs" && j.iodepth > 1 {
+                crate::console::human(&format!(
+                    "note: job {} (ioengine=nfs, iodepth={}) issued one synchronous libnfs call at a time (fio queues up to iodepth)\n",
+                    j.name, j.iodepth
+                ));
+            }
         }
     }
     crate::console::human(&crate::report::fio::text(r));

@@ -68,6 +68,7 @@ pub mod exit;
 pub mod export;
 pub mod fuse;
 pub mod input;
+pub mod libnfs;
 pub mod limits;
 pub mod owned;
 pub mod remount;

@@ -19,6 +19,12 @@ pub struct RunArgs {
     /// fileset path for workload files, $TMPDIR for built-ins).
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
+    /// Run on an NFS export through libnfs (user space, no kernel mount): the run directory
+    /// and every file operation go to the server, e.g.
+    /// nfs://127.0.0.1/export?nfsport=2049&mountport=20048&version=3 (libnfs's URL syntax).
+    /// Needs libnfs 4 or 5 at run time (Debian: libnfs13).
+    #[arg(long, value_name = "URL", conflicts_with_all = ["dir", "layout", "verify", "verify_only"])]
+    pub nfs: Option<String>,
     /// With many clients (`mpirun ... fsbench run`): end every rank's measurement when the
     /// first rank finishes (IOR's stonewalling); the others report what they did by then.
     #[arg(long)]
@@ -166,6 +172,10 @@ pub fn parse_override(s: &str) -> Result<(String, String), String> {
 pub struct CheckArgs {
     #[command(flatten)]
     pub w: WorkloadArgs,
+    /// Check that the workload can run over NFS (`fsbench run --nfs URL`): what needs the
+    /// local kernel (mmap, direct I/O, asynchronous I/O) is refused with its place.
+    #[arg(long, value_name = "URL")]
+    pub nfs: Option<String>,
     /// Print only errors and warnings.
     #[arg(short, long)]
     pub quiet: bool,
@@ -207,8 +217,15 @@ pub fn load_with(w: &WorkloadArgs, duration_given: bool) -> Result<Workload> {
 }
 
 pub fn cmd_check(a: &CheckArgs) -> Result<()> {
+    if let Some(url) = &a.nfs {
+        crate::libnfs::check_url(url).map_err(|e| usage(format!("--nfs: {e}")))?;
+    }
     let wl = load(&a.w)?;
-    let unsupported = wl.unsupported();
+    let mut unsupported = wl.unsupported();
+    let nfs = a.nfs.is_some() || wl.nfs_url.is_some();
+    if nfs {
+        unsupported.extend(wl.nfs_refusals());
+    }
     if !a.quiet {
         match crate::fiocmd::explain(&a.w.spec())? {
             Some(text) => crate::out!("{text}"),
@@ -223,10 +240,11 @@ pub fn cmd_check(a: &CheckArgs) -> Result<()> {
             crate::errln!("{d}\n");
         }
         bail!(
-            "{} is valid, but uses {} flowop{} this version of fsbench cannot run",
+            "{} is valid, but uses {} flowop{} this version of fsbench cannot run{}",
             a.w.workload,
             unsupported.len(),
-            if unsupported.len() == 1 { "" } else { "s" }
+            if unsupported.len() == 1 { "" } else { "s" },
+            if nfs { " over NFS" } else { "" }
         );
     }
     crate::outln!("{}: ok", a.w.workload);
@@ -511,6 +529,7 @@ pub fn run_collect(a: &RunArgs) -> Result<Option<(crate::stats::Results, bool)>>
     crate::verify::ENABLED.store(verify, std::sync::atomic::Ordering::Relaxed);
     crate::verify::ALL_READS.store(a.verify, std::sync::atomic::Ordering::Relaxed);
     let mut opts = run_options(a, parent);
+    opts.nfs = nfs_url(a, &wl)?;
     if a.warmup == 0.0 {
         opts.warmup = crate::fiocmd::ramp_s(&a.w.spec());
     }
@@ -527,6 +546,20 @@ pub fn run_collect(a: &RunArgs) -> Result<Option<(crate::stats::Results, bool)>>
     let mut results = crate::measure::drive(&mut run, &measure)?;
     results.notes.splice(0..0, idle_notes);
     Ok(Some((results, verify)))
+}
+
+/// The export of the run: `--nfs`, or the fio jobs' `nfs_url` (the same one, if both).
+fn nfs_url(a: &RunArgs, wl: &Workload) -> Result<Option<String>> {
+    match (&a.nfs, &wl.nfs_url) {
+        (Some(cli), Some(job)) if cli != job => bail!(
+            "--nfs {cli} and the jobs' nfs_url={job} name different exports: give one of them"
+        ),
+        (Some(u), _) | (None, Some(u)) => {
+            crate::libnfs::check_url(u).map_err(|e| usage(format!("--nfs: {e}")))?;
+            Ok(Some(u.clone()))
+        }
+        (None, None) => Ok(None),
+    }
 }
 
 /// The directory the run directory goes in (`--dir` or the workload's default); the
@@ -677,6 +710,7 @@ pub fn run_options(a: &RunArgs, parent: PathBuf) -> crate::engine::RunOptions {
         latency: a.latency,
         allow_devices: a.allow_device.clone(),
         allow_device_data: a.allow_device_with_data.clone(),
+        nfs: a.nfs.clone(),
     }
 }
 

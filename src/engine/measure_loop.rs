@@ -137,7 +137,7 @@ pub struct Measured {
 
 /// How to measure.
 #[derive(Debug, Clone, Copy)]
-pub struct MeasureOptions {
+pub struct MeasureOptions<'a> {
     pub seconds: f64,
     /// Run this long first and discard what it measured.
     pub warmup: f64,
@@ -157,6 +157,8 @@ pub struct MeasureOptions {
     pub latency: super::Latency,
     /// The run directory, for `stream` flowops (fio jobs) to open their files in.
     pub stream_dir: Option<std::os::fd::RawFd>,
+    /// Over NFS: what every worker mounts, and the run directory there.
+    pub nfs: Option<&'a crate::libnfs::Target>,
 }
 
 /// Sum what the workers published for the current epoch and turn the difference from the
@@ -274,6 +276,7 @@ pub fn measure(
         samples: &samples,
         pacing: &pacing,
         stream_dir: mo.stream_dir,
+        nfs: mo.nfs,
         streams_ended: &streams_ended,
     };
     let gate = Gate::default();
@@ -606,7 +609,7 @@ impl Outcome {
 /// measured window, with the conditions that end it.
 struct Timeline<'a> {
     sh: &'a Shared<'a>,
-    mo: MeasureOptions,
+    mo: MeasureOptions<'a>,
     t0: Instant,
     warming: bool,
     /// Statistics generation: bumped when the warm-up ends.
@@ -619,7 +622,7 @@ struct Timeline<'a> {
 }
 
 impl<'a> Timeline<'a> {
-    fn start(sh: &'a Shared<'a>, mo: MeasureOptions) -> Timeline<'a> {
+    fn start(sh: &'a Shared<'a>, mo: MeasureOptions<'a>) -> Timeline<'a> {
         let t0 = Instant::now();
         // With `psrun`, the samples come every psrun period and each prints a block.
         let interval = Duration::from_secs_f64(match sh.wl.psrun_period {

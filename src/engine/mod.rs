@@ -6,6 +6,7 @@ pub mod aio;
 pub mod clean;
 pub mod hooks;
 mod measure_loop;
+mod nfsrun;
 pub mod preflight;
 pub mod psrun;
 pub mod rundir;
@@ -140,6 +141,9 @@ pub struct RunOptions {
     /// may overwrite (`--allow-device-with-data`): see `crate::sys::device`.
     pub allow_devices: Vec<PathBuf>,
     pub allow_device_data: Vec<PathBuf>,
+    /// `--nfs URL`: the run directory, the filesets and every flowop's operations are on
+    /// this NFS export, reached through libnfs (no kernel mount); `parent` is unused then.
+    pub nfs: Option<String>,
 }
 
 impl RunOptions {
@@ -162,6 +166,7 @@ impl RunOptions {
             latency: Latency::Calls,
             allow_devices: Vec::new(),
             allow_device_data: Vec::new(),
+            nfs: None,
         }
     }
 }
@@ -214,6 +219,9 @@ pub enum EngineError {
     Interrupted,
     #[error("{0}")]
     Cold(String),
+    /// Connecting to, or working on, the NFS server of `--nfs` failed.
+    #[error("{0}")]
+    Nfs(String),
     #[error("a worker failed: {0}")]
     Worker(String),
     #[error("the run ended during the warm-up ({0}); lower --warmup or raise the workload's finish counts")]
@@ -357,12 +365,7 @@ fn lay_out(
                         source: other,
                     },
                 })?;
-        total.dirs += st.dirs;
-        total.files_written += st.files_written;
-        total.files_reused += st.files_reused;
-        total.bytes_written += st.bytes_written;
-        total.seconds += st.seconds;
-        total.content.extend(st.content);
+        add_layout(&mut total, st);
         out.push(rt);
     }
     Ok(Laid {
@@ -371,12 +374,25 @@ fn lay_out(
     })
 }
 
+/// Count one fileset's layout into the run's.
+fn add_layout(total: &mut LayoutResult, st: fileset::layout::LayoutStats) {
+    total.dirs += st.dirs;
+    total.files_written += st.files_written;
+    total.files_reused += st.files_reused;
+    total.bytes_written += st.bytes_written;
+    total.seconds += st.seconds;
+    total.content.extend(st.content);
+}
+
 /// A workload laid out in its marked run directory, ready to be measured: what
 /// [`prepare`] makes and `fsbench run`'s measurement holds between its preparation and its
 /// measurement. Dropped without [`Prepared::finish`] (a panic on the way), it removes the
 /// run directory unless it is kept.
 pub struct Prepared {
+    /// The local run directory (`None` over NFS, and after `finish`).
     rd: Option<RunDir>,
+    /// Over NFS: the run directory on the export and what the workers mount.
+    remote: Option<nfsrun::Remote>,
     laid: Laid,
     /// Kept afterwards (`--keep`, or a fileset with `reuse`).
     keep: bool,
@@ -391,6 +407,9 @@ pub struct Prepared {
 /// `run` in order, the filesets (by `create files` or now) and what the run is about to do.
 /// On an error the run directory is removed (unless kept) before returning.
 pub fn prepare(wl: &Workload, opts: &RunOptions) -> Result<Prepared, EngineError> {
+    if let Some(url) = &opts.nfs {
+        return nfsrun::prepare(wl, opts, url);
+    }
     if opts.cold && !is_root() {
         return Err(EngineError::Cold(
             "--cold drops the page cache, which needs root; run as root or leave out --cold".into(),
@@ -461,6 +480,7 @@ pub fn prepare(wl: &Workload, opts: &RunOptions) -> Result<Prepared, EngineError
     }
     Ok(Prepared {
         rd: Some(rd),
+        remote: None,
         laid,
         keep,
         create_only,
@@ -500,9 +520,12 @@ impl Prepared {
         self.rd.as_ref().expect("held until finish")
     }
 
-    /// The run directory.
+    /// The run directory (over NFS, its place on the export as `nfs://server/export/name`).
     pub fn path(&self) -> &Path {
-        &self.rd().path
+        match &self.remote {
+            Some(r) => &r.shown,
+            None => &self.rd().path,
+        }
     }
 
     /// False for a script that lays out and has no `run`: nothing is measured.
@@ -513,6 +536,10 @@ impl Prepared {
     /// Close every descriptor on the file system (run directory, fileset roots, cached
     /// directories) for a remount; [`Prepared::reopen`] opens them again.
     pub fn release(&mut self) -> (u64, u64) {
+        if self.remote.is_some() {
+            // Nothing of an NFS run is open on a local file system.
+            return (0, 0);
+        }
         let rd = self.rd.as_mut().expect("held until finish");
         let id = rd.id();
         for f in self.laid.filesets.iter_mut() {
@@ -525,6 +552,9 @@ impl Prepared {
     /// After a remount: the run directory (checked to be the one released) and the
     /// filesets' roots opened again.
     pub fn reopen(&mut self, id: (u64, u64)) -> Result<(), EngineError> {
+        if self.remote.is_some() {
+            return Ok(());
+        }
         let rd = self.rd.as_mut().expect("held until finish");
         rd.reopen(id)?;
         for f in self.laid.filesets.iter_mut() {
@@ -540,7 +570,7 @@ impl Prepared {
     /// barrier and start mark to the end mark (after the in-run warm-up), its results. A
     /// script without `run` gets the results of its layout.
     pub fn measure(&mut self, wl: &Workload, opts: &RunOptions) -> Result<Results, EngineError> {
-        let rd = self.rd.as_ref().expect("held until finish");
+        let dir = self.path().to_path_buf();
         let layout = std::mem::take(&mut self.laid.layout);
         if self.create_only {
             let rec = Recorder::new(wl.stat_names.len());
@@ -552,16 +582,20 @@ impl Prepared {
                 notes: vec![
                     "the workload creates its files and has no `run`: nothing was run".into(),
                 ],
-                host: stats::host::collect(&rd.path),
-                ..run_results(wl, opts, rd)
+                host: self.host(),
+                ..run_results(wl, opts, &dir)
             });
         }
-        let host = stats::host::collect(&rd.path);
+        let host = self.host();
         // The device under the jobs' files: a block device a job names, else the run
-        // directory's.
+        // directory's (over NFS the server's device is not this run's to watch).
         let device = (self._devices.first())
             .map(|g| (libc::major(g.rdev), libc::minor(g.rdev)))
-            .or_else(|| crate::sys::blockstat::device_of(&rd.path));
+            .or_else(|| {
+                self.rd
+                    .as_ref()
+                    .and_then(|rd| crate::sys::blockstat::device_of(&rd.path))
+            });
         let _schedulers = switch_schedulers(wl, device)?;
         let m = measure(
             wl,
@@ -577,7 +611,8 @@ impl Prepared {
                 device,
                 finish_ends_run: opts.finish_ends_run,
                 latency: opts.latency,
-                stream_dir: Some(rd.fd()),
+                stream_dir: self.rd.as_ref().map(|rd| rd.fd()),
+                nfs: self.remote.as_ref().map(|r| &r.target),
             },
         )?;
         let (flowops, summary) = stats::summarize(&wl.stat_names, &m.rec, m.duration);
@@ -610,7 +645,7 @@ impl Prepared {
             warmup_s: opts.warmup,
             host,
             series: m.series,
-            ..run_results(wl, opts, rd)
+            ..run_results(wl, opts, &dir)
         };
         stats::fiojob::per_job_rates(&mut r);
         Ok(r)
@@ -623,6 +658,18 @@ impl Prepared {
         if let Some(rd) = self.rd.take() {
             finish_dir(rd, self.keep, quiet);
         }
+        if let Some(r) = self.remote.take() {
+            r.finish(self.keep, quiet);
+        }
+    }
+
+    /// The host facts of the run: those of the run directory's file system, or over NFS
+    /// the export's URL and the user-space client.
+    fn host(&self) -> stats::Host {
+        match &self.remote {
+            Some(r) => r.host(),
+            None => stats::host::collect(&self.rd().path),
+        }
     }
 }
 
@@ -633,6 +680,9 @@ impl Drop for Prepared {
             if !self.keep {
                 let _ = rd.remove();
             }
+        }
+        if let Some(r) = self.remote.take() {
+            r.finish(self.keep, true);
         }
     }
 }
@@ -646,7 +696,10 @@ fn prepare_filesets(
     plans: Vec<Plan>,
 ) -> Result<Laid, EngineError> {
     let mut plans = Some(plans);
-    let laid = run_actions(wl, opts, rd, &mut plans)?;
+    let path = rd.path.clone();
+    let laid = run_actions(wl, opts, &path, &mut plans, &mut |p| {
+        lay_out(wl, opts, rd, p)
+    })?;
     let mut laid = match (laid, plans) {
         (Some(l), _) => l,
         (None, Some(plans)) => lay_out(wl, opts, rd, plans)?,
@@ -669,13 +722,13 @@ fn prepare_filesets(
 
 /// What every `fsbench run` result carries: the workload, its variables and text hash, the
 /// seed, the run directory and how it was sampled.
-fn run_results(wl: &Workload, opts: &RunOptions, rd: &RunDir) -> Results {
+fn run_results(wl: &Workload, opts: &RunOptions, dir: &Path) -> Results {
     Results {
         variables: wl.vars.iter().cloned().collect(),
         workload_hash: stats::text_hash(&wl.source.text),
         interval_s: opts.interval,
         cold: opts.cold,
-        ..Results::new(&wl.name, &wl.source.name, opts.seed, &rd.path)
+        ..Results::new(&wl.name, &wl.source.name, opts.seed, dir)
     }
 }
 
@@ -707,12 +760,17 @@ fn announce(wl: &Workload, opts: &RunOptions, seconds: f64) {
     }
 }
 
-/// The script's commands before its `run`, in order; the layout when `create files` made it.
+/// The layout of a run's filesets from their plans (in a local or a remote run directory).
+type LayOut<'a> = dyn FnMut(Vec<Plan>) -> Result<Laid, EngineError> + 'a;
+
+/// The script's commands before its `run`, in order (`system` ones run in `dir`); the
+/// layout, by `lay`, when `create files` made it.
 fn run_actions(
     wl: &Workload,
     opts: &RunOptions,
-    rd: &mut RunDir,
+    dir: &Path,
     plans: &mut Option<Vec<Plan>>,
+    lay: &mut LayOut<'_>,
 ) -> Result<Option<Laid>, EngineError> {
     let mut laid: Option<Laid> = None;
     for a in &wl.actions {
@@ -725,7 +783,7 @@ fn run_actions(
                     crate::say!("{s}");
                 }
             }
-            Action::System(cmd) => system(cmd, opts, &rd.path),
+            Action::System(cmd) => system(cmd, opts, dir),
             Action::Sleep(s) => {
                 let end = Instant::now()
                     .checked_add(Duration::from_secs(*s))
@@ -736,7 +794,7 @@ fn run_actions(
             }
             Action::CreateFiles => {
                 if let Some(plans) = plans.take() {
-                    laid = Some(lay_out(wl, opts, rd, plans)?);
+                    laid = Some(lay(plans)?);
                 }
             }
             Action::Version => crate::say!("fsbench {}", env!("CARGO_PKG_VERSION")),

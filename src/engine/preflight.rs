@@ -92,6 +92,19 @@ pub struct Estimate {
 
 /// Check the workload against memory, threads and the free space of `parent`.
 pub fn check(wl: &Workload, parent: &Path) -> Result<Estimate, EngineError> {
+    let (est, files_total) = check_here(wl)?;
+    check_free_space(wl, parent, &est, files_total)?;
+    Ok(est)
+}
+
+/// [`check`] for a run whose files are on an NFS server: this machine's memory, threads
+/// and descriptors (the server's free space is the server's to refuse).
+pub fn check_remote(wl: &Workload) -> Result<Estimate, EngineError> {
+    check_here(wl).map(|(est, _)| est)
+}
+
+/// The checks against this machine; returns the estimate and the files planned.
+fn check_here(wl: &Workload) -> Result<(Estimate, f64), EngineError> {
     let m = Machine::probe();
     let mut est = Estimate::default();
     let files_total = check_filesets(wl, &m, &mut est)?;
@@ -104,8 +117,7 @@ pub fn check(wl: &Workload, parent: &Path) -> Result<Estimate, EngineError> {
     check_threads(wl, &m, &mut est)?;
     check_descriptors(wl, crate::fileset::dirs::raise_nofile())?;
     check_memory(&m, &est)?;
-    check_free_space(wl, parent, &est, files_total)?;
-    Ok(est)
+    Ok((est, files_total))
 }
 
 /// The memory a run of `wl` holds, as [`check`] estimates it, without checking it against

@@ -480,7 +480,7 @@ impl RunDir {
 }
 
 /// A workload name as it appears in run directory names.
-fn safe_name(workload: &str) -> String {
+pub fn safe_name(workload: &str) -> String {
     workload
         .chars()
         .map(|c| {

@@ -68,6 +68,7 @@ impl Prepared {
                 finish_ends_run: false,
                 latency: Default::default(),
                 stream_dir: None,
+                nfs: None,
             },
         )?;
         let i = self

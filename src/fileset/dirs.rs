@@ -79,6 +79,14 @@ impl DirTable {
         }
     }
 
+    /// No local handles: a fileset on an NFS export, reached by paths through libnfs.
+    pub fn remote(ndirs: usize) -> DirTable {
+        DirTable {
+            root: None,
+            fds: (0..ndirs).map(|_| AtomicI32::new(-1)).collect(),
+        }
+    }
+
     pub fn root(&self) -> RawFd {
         self.root.as_ref().map_or(-1, |f| f.as_raw_fd())
     }

@@ -350,7 +350,12 @@ fn nth_set(bits: &Bits, k: usize, last: &mut (usize, usize)) -> Option<usize> {
 
 /// Measure the content of (up to 4 MiB of) what layout wrote: the blocks of the preallocated
 /// files in order, at most 64 blocks from each file so the sample spans many files.
-fn sample_content(rt: &FilesetRt, prealloc: &Bits, fs: &Fileset, gen: &Generator) -> ContentReport {
+pub(super) fn sample_content(
+    rt: &FilesetRt,
+    prealloc: &Bits,
+    fs: &Fileset,
+    gen: &Generator,
+) -> ContentReport {
     const SAMPLE: usize = 4 << 20;
     let mut sample = Vec::with_capacity(SAMPLE);
     for (i, e) in rt.files.iter().enumerate() {

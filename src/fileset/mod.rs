@@ -9,6 +9,7 @@
 pub mod dirs;
 pub mod layout;
 mod pick;
+pub mod remote;
 mod tree;
 
 use std::path::{Path, PathBuf};
@@ -163,6 +164,9 @@ pub struct FilesetRt {
     /// Open handles of the fileset's root and directories: every operation on an entry is a
     /// `*at()` call on its parent's handle, never following a link.
     pub dirs: DirTable,
+    /// Over NFS: the root's path on the export (`/run dir/fileset`), from which entries'
+    /// paths are built (there are no local handles then).
+    pub remote_root: Option<String>,
     pub dir_paths: Vec<String>,
     pub files: Vec<Entry>,
     pub leafdirs: Vec<Entry>,
@@ -202,13 +206,26 @@ impl FilesetRt {
         root_fd: std::os::fd::OwnedFd,
         tree: &mut Tree,
     ) -> FilesetRt {
+        FilesetRt::with_dirs(name, root, DirTable::new(root_fd, tree.dirs.len()), tree)
+    }
+
+    /// The run-time fileset over a planned tree laid out on an NFS export at `remote_root`;
+    /// `root` is its place for messages.
+    pub fn remote(name: &str, root: PathBuf, remote_root: String, tree: &mut Tree) -> FilesetRt {
+        let mut rt = FilesetRt::with_dirs(name, root, DirTable::remote(tree.dirs.len()), tree);
+        rt.remote_root = Some(remote_root);
+        rt
+    }
+
+    fn with_dirs(name: &str, root: PathBuf, dirs: DirTable, tree: &mut Tree) -> FilesetRt {
         let dir_paths = tree.dir_paths();
         let files = std::mem::take(&mut tree.files);
         let leafdirs = std::mem::take(&mut tree.leafdirs);
         FilesetRt {
             name: name.to_string(),
             root,
-            dirs: DirTable::new(root_fd, tree.dirs.len()),
+            dirs,
+            remote_root: None,
             dir_paths,
             verify: if crate::verify::enabled() {
                 (0..files.len()).map(|_| Default::default()).collect()
@@ -285,6 +302,29 @@ impl FilesetRt {
         self.dirs.get(d, &self.dir_paths[d as usize])
     }
 
+    /// Over NFS: the NUL-terminated path of entry `i` of list `l` on the export, in `buf`.
+    #[inline]
+    pub fn remote_path<'b>(&self, l: List, i: usize, buf: &'b mut Vec<u8>) -> &'b std::ffi::CStr {
+        let e = &self.list(l)[i];
+        self.remote_into(Some(e.dir), Some(e.name), buf)
+    }
+
+    /// Over NFS: the NUL-terminated path of directory `d` on the export, in `buf`.
+    pub fn remote_dir<'b>(&self, d: u32, buf: &'b mut Vec<u8>) -> &'b std::ffi::CStr {
+        self.remote_into(Some(d), None, buf)
+    }
+
+    fn remote_into<'b>(
+        &self,
+        dir: Option<u32>,
+        name: Option<u32>,
+        buf: &'b mut Vec<u8>,
+    ) -> &'b std::ffi::CStr {
+        buf.clear();
+        buf.extend_from_slice(self.remote_root.as_deref().unwrap_or("").as_bytes());
+        self.finish_path(dir, name, buf)
+    }
+
     /// Write the NUL-terminated path of entry `i` of list `l` into `buf` (for messages).
     pub fn entry_path<'b>(&self, l: List, i: usize, buf: &'b mut Vec<u8>) -> &'b std::ffi::CStr {
         let e = &self.list(l)[i];
@@ -305,6 +345,16 @@ impl FilesetRt {
         use std::os::unix::ffi::OsStrExt;
         buf.clear();
         buf.extend_from_slice(self.root.as_os_str().as_bytes());
+        self.finish_path(dir, name, buf)
+    }
+
+    /// Append directory `dir`'s path and entry `name` to the root already in `buf`, and a NUL.
+    fn finish_path<'b>(
+        &self,
+        dir: Option<u32>,
+        name: Option<u32>,
+        buf: &'b mut Vec<u8>,
+    ) -> &'b std::ffi::CStr {
         if let Some(d) = dir {
             let p = &self.dir_paths[d as usize];
             if !p.is_empty() {

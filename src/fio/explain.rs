@@ -234,6 +234,9 @@ fn explain_bounds(o: &mut String, job: &super::job::Job, s: &crate::model::strea
     }
     let _ = writeln!(o, "  ends after: {bound}");
     let engine = match job.engine {
+        Engine::Psync if job.nfs_url.is_some() => {
+            "libnfs READ/WRITE calls on the export, one at a time"
+        }
         Engine::Psync => "pread/pwrite",
         Engine::Sync => "lseek + read/write",
         Engine::Uring => "io_uring",

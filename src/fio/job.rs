@@ -182,6 +182,9 @@ pub struct Job {
     pub group_reporting: bool,
     pub engine: Engine,
     pub ioengine_name: String,
+    /// `nfs_url=` (fio's nfs engine): the export the job's files are on, with the place it
+    /// was given.
+    pub nfs_url: Option<(String, Span, Arc<SourceFile>)>,
     pub iodepth: u32,
     /// io_uring's `hipri` (polled completions), `fixedbufs` (registered buffers) and
     /// `registered_files` (registered descriptors).
@@ -294,6 +297,7 @@ impl Job {
             group_reporting: false,
             engine: Engine::Psync,
             ioengine_name: "psync".into(),
+            nfs_url: None,
             iodepth: 1,
             uring_opts: [false; 3],
             iodepth_batch: [1, 1, 0],
@@ -599,9 +603,18 @@ fn apply_engine(job: &mut Job, key: &str, o: &Opt) -> Option<R> {
                     "sync" => Engine::Sync,
                     "io_uring" | "libaio" | "posixaio" => Engine::Uring,
                     "mmap" => Engine::Mmap,
+                    // fio's nfs engine: libnfs calls on the export `nfs_url` names, one at a
+                    // time here (fio's queues up to iodepth; see docs/guide/nfs-client.md).
+                    "nfs" => Engine::Psync,
                     _ => return Err(format!("`{v}` is not an I/O engine fsbench runs")),
                 };
                 job.ioengine_name = v.to_string();
+                Ok(())
+            }
+            "nfs_url" => {
+                let v = need(o)?;
+                crate::libnfs::check_url(v)?;
+                job.nfs_url = Some((v.to_string(), o.val_span, o.src.clone()));
                 Ok(())
             }
             "hipri" | "fixedbufs" | "registered_files" => {

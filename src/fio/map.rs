@@ -956,6 +956,70 @@ fn processes(jobs: &[Job], waits: &[Vec<(usize, u32)>], stats: &mut Stats) -> Ve
     processes
 }
 
+/// fio's nfs engine: `ioengine=nfs` with `nfs_url=`. A job file runs in one run directory,
+/// so over NFS every job names the same export; returns its URL.
+fn check_nfs(jobs: &[Job], errors: &mut Vec<Diagnostic>) -> Option<String> {
+    let nfs = |j: &Job| j.ioengine_name == "nfs";
+    let mut url: Option<&str> = None;
+    for j in jobs.iter().filter(|j| nfs(j)) {
+        // What fio's nfs engine cannot do either, said at the option.
+        let kernel = [
+            (
+                "direct",
+                j.direct,
+                "direct=1 is O_DIRECT, an open flag of the kernel's file systems",
+            ),
+            (
+                "verify",
+                j.verify.is_some(),
+                "verify= does not run over NFS in fsbench yet",
+            ),
+            ("opendir", j.opendir.is_some(), "opendir= reads local files"),
+        ];
+        for (key, _, why) in kernel.into_iter().filter(|k| k.1) {
+            errors.push(at(
+                j,
+                key,
+                format!("{why}: not with ioengine=nfs (leave out {key})"),
+            ));
+        }
+    }
+    for j in jobs {
+        match (&j.nfs_url, nfs(j)) {
+            (None, true) => errors.push(at(
+                j,
+                "ioengine",
+                "ioengine=nfs needs nfs_url=nfs://SERVER/EXPORT (as fio's nfs engine)".into(),
+            )),
+            (Some(_), false) => errors.push(at(
+                j,
+                "nfs_url",
+                format!("`nfs_url` is an option of ioengine=nfs (this job's engine is {})", j.ioengine_name),
+            )),
+            (Some((u, _, _)), true) => match url {
+                None => url = Some(u),
+                Some(first) if first != u => errors.push(at(
+                    j,
+                    "nfs_url",
+                    format!("jobs on different exports (`{first}` and `{u}`): fsbench runs a job file in one run directory"),
+                )),
+                Some(_) => {}
+            },
+            (None, false) => {}
+        }
+    }
+    if url.is_some() {
+        if let Some(j) = jobs.iter().find(|j| !nfs(j)) {
+            errors.push(at(
+                j,
+                "ioengine",
+                format!("this job's engine is {} while others run over NFS: fsbench runs a job file in one run directory, so every job uses ioengine=nfs", j.ioengine_name),
+            ));
+        }
+    }
+    url.map(str::to_string)
+}
+
 /// Map the jobs of a file onto a workload named `name`.
 pub fn map(name: &str, src: &Arc<SourceFile>, jobs: Vec<Job>) -> Result<Mapped, Diagnostics> {
     let mut errors = Vec::new();
@@ -975,6 +1039,7 @@ pub fn map(name: &str, src: &Arc<SourceFile>, jobs: Vec<Job>) -> Result<Mapped, 
             format!("jobs in different directories (`{}` and `{d}`): fsbench runs a job file in one run directory", dirs[0]),
         ));
     }
+    let nfs_url = check_nfs(&jobs, &mut errors);
     let waits = match waits(&jobs) {
         Ok(w) => w,
         Err(e) => {
@@ -1014,6 +1079,7 @@ pub fn map(name: &str, src: &Arc<SourceFile>, jobs: Vec<Job>) -> Result<Mapped, 
         nousestats: false,
         stat_names: stats.names,
         warnings: Vec::new(),
+        nfs_url,
     };
     Ok(Mapped {
         directory: dirs.first().map(|d| d.to_string()),

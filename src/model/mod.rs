@@ -5,6 +5,7 @@
 pub mod build;
 pub mod explain;
 mod kind;
+pub mod nfs;
 pub mod stream;
 
 pub use kind::{FlowopKind, IoClass};
@@ -242,6 +243,9 @@ pub struct Workload {
     /// Distinct flowop names, with their type, in order of first appearance.
     pub stat_names: Vec<(String, FlowopKind)>,
     pub warnings: Vec<Diagnostic>,
+    /// A fio job file's `nfs_url` (every job `ioengine=nfs`): the run is on that export, as
+    /// with `--nfs`.
+    pub nfs_url: Option<String>,
 }
 
 impl Workload {

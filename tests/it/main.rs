@@ -43,6 +43,8 @@ mod messages;
 mod mpi;
 mod newcomer;
 mod nfs_target;
+mod nfs_client;
+mod nfs_common;
 mod pacing;
 mod prune;
 mod published;

@@ -8,14 +8,14 @@ use crate::common::skip;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_fsbench");
 
-/// One server test at a time: rpcbind and ganesha's registrations in it are the machine's,
-/// and "nothing fsbench started is left" is only checkable when no other server runs.
-static SERIAL: Mutex<()> = Mutex::new(());
+// One server test at a time (with the NFS client's tests): rpcbind and ganesha's
+// registrations in it are the machine's, and "nothing fsbench started is left" is only
+// checkable when no other server runs.
+use crate::nfs_common::SERIAL;
 
 fn locate(prog: &str) -> Option<PathBuf> {
     fsbench::nfs::rpcbind::locate(prog)

@@ -1,9 +1,9 @@
 //! Directory flowops: makedir, removedir, listdir.
 
+use super::remote::EntryOp;
 use super::{Fail, Flow, Worker};
 use crate::fileset::{List, Want};
 use crate::model::{Flowop, FlowopKind};
-use crate::sys::io;
 use FlowopKind::*;
 
 impl Worker<'_> {
@@ -16,18 +16,12 @@ impl Worker<'_> {
         let start = self.start_scaled(f, fs.leafdirs.len(), true);
         let want = if make { Want::Absent } else { Want::Exists };
         let e = fs.pick(List::LeafDirs, want, start)?;
-        let (r, ns) = match fs.entry_at(List::LeafDirs, e, &mut self.path) {
-            Ok((dir, name)) => {
-                let t0 = self.clock.now();
-                let r = if make {
-                    io::mkdir_at(dir.fd(), name)
-                } else {
-                    io::rmdir_at(dir.fd(), name)
-                };
-                (r, self.clock.since(t0))
-            }
-            Err(err) => (Err(err), 0),
+        let op = if make {
+            EntryOp::MakeDir
+        } else {
+            EntryOp::RemoveDir
         };
+        let (r, ns) = self.entry_call(fsi, List::LeafDirs, e, op);
         match r {
             Ok(()) => {
                 fs.release(List::LeafDirs, e, make);
@@ -38,7 +32,7 @@ impl Worker<'_> {
                 fs.release(List::LeafDirs, e, !make);
                 Err(Fail::Error(format!(
                     "{} {}: {err}",
-                    if make { "mkdir" } else { "rmdir" },
+                    op.name(),
                     fs.entry_pathbuf(List::LeafDirs, e).display()
                 )))
             }
@@ -50,14 +44,7 @@ impl Worker<'_> {
         let fs = &self.sh.filesets[fsi];
         // Busy while listed, as Filebench's listdir holds its pick until the listing ends.
         let d = fs.pick_dir()?;
-        let (r, ns) = match fs.dir_handle(d) {
-            Ok(dir) => {
-                let t0 = self.clock.now();
-                let r = io::list_dir_at(dir.fd(), &mut self.dirbuf);
-                (r, self.clock.since(t0))
-            }
-            Err(err) => (Err(err), 0),
-        };
+        let (r, ns) = self.list_dir(fsi, d);
         fs.release_dir(d);
         match r {
             Ok((entries, names)) => {

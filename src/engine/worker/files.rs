@@ -1,9 +1,9 @@
 //! File flowops: create, open, close, delete, stat, fsync, fsyncset.
 
+use super::remote::EntryOp;
 use super::{Fail, Flow, Worker, MAX_FD};
 use crate::fileset::{List, Want};
 use crate::model::{Flowop, FlowopKind};
-use crate::sys::io;
 use std::sync::atomic::Ordering;
 use FlowopKind::*;
 
@@ -34,7 +34,7 @@ impl Worker<'_> {
         // A descriptor another slot shares (`opennext` onto one file) stays open for it.
         let shared = self.fd_shared(slot);
         let t0 = self.clock.now();
-        let r = if shared { Ok(()) } else { io::close(s.fd) };
+        let r = if shared { Ok(()) } else { self.close_fd(s.fd) };
         let ns = self.clock.since(t0);
         self.forget_open(slot);
         if let Some((fs, e)) = held {
@@ -95,19 +95,7 @@ impl Worker<'_> {
             self.rec.ops[f.stat].skipped += 1;
             return Ok(Flow::Continue);
         }
-        let (dir, name) = match fs.entry_at(List::Files, e, &mut self.path) {
-            Ok(x) => x,
-            Err(err) => {
-                fs.release(List::Files, e, true);
-                return Err(Fail::Error(format!(
-                    "unlink {}: {err}",
-                    fs.entry_pathbuf(List::Files, e).display()
-                )));
-            }
-        };
-        let t0 = self.clock.now();
-        let r = io::unlink_at(dir.fd(), name);
-        let ns = self.clock.since(t0);
+        let (r, ns) = self.entry_call(fsi, List::Files, e, EntryOp::Unlink);
         match r {
             Ok(()) => {
                 // As Filebench: a deleted entry has no opens; our own still-open slot
@@ -137,7 +125,7 @@ impl Worker<'_> {
         let slot = f.fd.unwrap_or(0);
         if f.fd.is_some_and(|n| n > 0) && self.slots[slot].fd >= 0 {
             let t0 = self.clock.now();
-            let r = crate::beneath::fstat(self.slots[slot].fd);
+            let r = self.fd_size(self.slots[slot].fd);
             let ns = self.clock.since(t0);
             return match r {
                 Ok(_) => {
@@ -155,18 +143,8 @@ impl Worker<'_> {
         let fs = &self.sh.filesets[fsi];
         let start = self.start(f, fs.files.len());
         let e = fs.pick(List::Files, Want::Exists, start)?;
-        let r = fs
-            .entry_at(List::Files, e, &mut self.path)
-            .map(|(dir, name)| {
-                let t0 = self.clock.now();
-                let r = io::stat_at(dir.fd(), name);
-                (r, self.clock.since(t0))
-            });
+        let (r, ns) = self.entry_call(fsi, List::Files, e, EntryOp::Stat);
         fs.release(List::Files, e, true);
-        let (r, ns) = match r {
-            Ok(x) => x,
-            Err(err) => (Err(err), 0),
-        };
         match r {
             Ok(_) => {
                 self.done(f, ns, 0);
@@ -186,7 +164,7 @@ impl Worker<'_> {
             return Err(self.closed(slot, "fsync"));
         }
         let t0 = self.clock.now();
-        let r = io::fsync(fd);
+        let r = self.sync_fd(fd);
         let ns = self.clock.since(t0);
         match r {
             Ok(()) => {
@@ -205,7 +183,7 @@ impl Worker<'_> {
                 continue;
             }
             let t0 = self.clock.now();
-            let r = io::fsync(s.fd);
+            let r = self.sync_fd(s.fd);
             let ns = self.clock.since(t0);
             match r {
                 Ok(()) => self.done(f, ns, 0),

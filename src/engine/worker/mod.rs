@@ -11,6 +11,7 @@ mod files;
 mod misc;
 mod pace;
 mod plain;
+mod remote;
 mod rw;
 mod stream;
 mod stream_ctl;
@@ -154,6 +155,8 @@ pub struct Shared<'a> {
     pub hists: &'a crate::stats::SharedHists,
     /// The run directory, where `stream` flowops find their files.
     pub stream_dir: Option<RawFd>,
+    /// Over NFS: the export each worker mounts and the run directory's path there.
+    pub nfs: Option<&'a crate::libnfs::Target>,
     /// Per fio job: its clones whose stream has ended (for the jobs that wait for it).
     pub streams_ended: &'a [AtomicU64],
 }
@@ -247,6 +250,8 @@ pub struct Worker<'a> {
     stream: Option<Box<stream::StreamState>>,
     /// What the stream's fio job clone records as fio does.
     fio: Option<Box<stream_fio::FioRun>>,
+    /// Over NFS: this worker's client and open files; `None` on the local path.
+    remote: Option<Box<remote::Remote>>,
 }
 
 /// The largest whole-file request a thread can make: whole-file flowops without an `iosize`
@@ -304,7 +309,12 @@ impl<'a> Worker<'a> {
         let first =
             super::preflight::initial_buffer(thread).max(whole_file_buffer(thread, sh.filesets));
         let buf = AlignedBuf::try_new(first as usize, &mut r)?;
+        let remote = match sh.nfs {
+            Some(t) => Some(Box::new(remote::Remote::connect(t)?)),
+            None => None,
+        };
         Ok(Worker {
+            remote,
             sh,
             idx: worker_idx as usize,
             clock: sh.clock,
@@ -773,17 +783,11 @@ impl<'a> Worker<'a> {
             self.release_slot(slot);
         }
         let how = self.how(f, create);
-        let (r, ns) = match fs.entry_at(List::Files, e, &mut self.path) {
-            Ok((dir, name)) => {
-                let t0 = self.clock.now();
-                let r = io::open_at(dir.fd(), name, how);
-                (r, self.clock.since(t0))
-            }
-            Err(err) => (Err(err), 0),
-        };
+        let (r, ns) = self.open_entry(fsi, e, how);
         match r {
             Ok(fd) => {
-                if f.noreadahead {
+                // Over NFS there is no readahead to turn off: libnfs reads what is asked.
+                if f.noreadahead && self.remote.is_none() {
                     io::fadvise_random(fd);
                 }
                 if create {
@@ -822,7 +826,7 @@ impl<'a> Worker<'a> {
         let s = self.slots[slot];
         if s.fd >= 0 {
             if !self.fd_shared(slot) {
-                let _ = io::close(s.fd);
+                let _ = self.close_fd(s.fd);
             }
             self.forget_open(slot);
         }
@@ -838,11 +842,11 @@ impl<'a> Worker<'a> {
             .slots
             .iter()
             .enumerate()
-            .find(|(j, s)| *j != slot && s.fd >= 0 && s.entry == Some(entry) && s.how == how);
+            .find(|(j, s)| *j != slot && s.fd >= 0 && s.entry == Some(entry) && s.how == how)
+            .map(|(_, s)| s.fd);
         match other {
-            Some((_, s)) => {
-                let keep = s.fd;
-                let _ = io::close(fd);
+            Some(keep) => {
+                let _ = self.close_fd(fd);
                 self.shared_fds += 1;
                 keep
             }

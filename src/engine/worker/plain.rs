@@ -78,7 +78,9 @@ impl Plain {
         }
         // FSBENCH_SHORT_PATH=0 sends every operation down the general path (to compare).
         let off = std::env::var_os("FSBENCH_SHORT_PATH").is_some_and(|v| v == "0");
+        // Over NFS every operation takes the general path (see `remote`).
         if off
+            || sh.nfs.is_some()
             || sh.whole_flowop
             || sh.count_procs
             || sh.pacing.count_run

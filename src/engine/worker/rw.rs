@@ -3,7 +3,6 @@
 use super::{Fail, Flow, Map, Worker, MAX_FD};
 use crate::engine::aio::Aio;
 use crate::model::{Flowop, FlowopKind};
-use crate::sys::io;
 use rand::Rng as _;
 use std::os::fd::RawFd;
 use FlowopKind::*;
@@ -78,9 +77,9 @@ impl Worker<'_> {
         };
         let t0 = self.clock.now();
         let r = if f.kind == Read {
-            io::pread(fd, &mut self.buf.as_mut_slice()[boff..boff + len], off)
+            self.read_at(fd, boff, len, off)
         } else {
-            io::pwrite(fd, &self.buf.as_slice()[boff..boff + len], off)
+            self.write_at(fd, boff, len, off)
         };
         let ns = self.clock.since(t0);
         if let Some(v) = v {
@@ -213,7 +212,7 @@ impl Worker<'_> {
         // With --verify the data is stamped for where the file ends now (untimed).
         let v = self.vstate(slot);
         let at = if v.is_some() || self.shapes(f, slot).is_some() {
-            let at = crate::beneath::fstat(fd).map_or(0, |st| st.st_size.max(0) as u64);
+            let at = self.fd_size(fd).unwrap_or(0);
             self.shape(f, slot, at, boff, len);
             at
         } else {
@@ -227,9 +226,7 @@ impl Worker<'_> {
             (at, g)
         });
         let t0 = self.clock.now();
-        let r = io::seek_end(fd).and_then(|end| {
-            io::write(fd, &self.buf.as_slice()[boff..boff + len]).map(|n| (end, n))
-        });
+        let r = self.append_at_end(fd, boff, len);
         let ns = self.clock.since(t0);
         if let (Some(v), Some((at, g))) = (v, planned) {
             match &r {
@@ -298,7 +295,7 @@ impl Worker<'_> {
         let t0 = self.clock.now();
         let r = loop {
             let snap = v.map(|v| v.0.snapshot(total, len as u64));
-            let r = io::pread(fd, &mut self.buf.as_mut_slice()[boff..boff + len], total);
+            let r = self.read_at(fd, boff, len, total);
             if let (Some(v), Some(s), Ok(n)) = (v, &snap, &r) {
                 let c0 = self.clock.now();
                 self.vcheck(f, slot, v, s, boff, *n);
@@ -355,7 +352,7 @@ impl Worker<'_> {
                 vgen = v.map(|v| self.vstamp(v, start + done, boff, n));
                 vns += self.clock.since(c0);
             }
-            let r = io::pwrite(fd, &self.buf.as_slice()[boff..boff + n], start + done);
+            let r = self.write_at(fd, boff, n, start + done);
             if let (Some(v), Some(g)) = (v, vgen) {
                 v.0.end_write(g, start + done, *r.as_ref().unwrap_or(&0) as u64);
             }

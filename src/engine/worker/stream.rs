@@ -131,28 +131,55 @@ pub(super) struct StreamState {
     pub(super) ring: Option<super::stream_uring::Ring>,
     /// `verify_async`: the threads checking what the stream reads.
     pub(super) verifiers: Option<super::stream_vasync::Verifiers>,
+    /// The files are the local kernel's (not over NFS): page cache advice applies.
+    local: bool,
 }
 
 impl Worker<'_> {
-    fn stream_open(&mut self, s: &Stream) -> Result<StreamState, Fail> {
-        let Some(dir) = self.sh.stream_dir else {
+    /// Open one of the stream's files: in the local run directory `dir` (with fio's page
+    /// cache advice), or over NFS in the run directory on the export (where libnfs keeps
+    /// no cache to advise).
+    fn stream_open_one(
+        &mut self,
+        s: &Stream,
+        f: &crate::model::stream::StreamFile,
+        dir: Option<RawFd>,
+    ) -> Result<RawFd, Fail> {
+        if let Some(r) = self.remote.as_deref_mut() {
+            let how = OpenHow {
+                create: f.create_on_open,
+                readonly: !s.writes,
+                writeonly: false,
+                dsync: s.dsync,
+                directio: false,
+            };
+            return (r.open_in_run(&f.name, how, s.osync))
+                .map_err(|e| Fail::Error(format!("open {}: {e}", f.name)));
+        }
+        let Some(dir) = dir else {
             return Err(Fail::Error(
                 "a stream flowop without its run directory".into(),
             ));
         };
+        let fd = Self::stream_open_file(s, f, dir)?;
+        if s.invalidate {
+            io::fadvise_dontneed(fd, f.offset, f.len);
+        }
+        // fio's fadvise_hint=1 (its default): the pattern's hint at each open.
+        if s.fadvise_hint {
+            io::fadvise_pattern(fd, s.random);
+        }
+        Ok(fd)
+    }
+
+    fn stream_open(&mut self, s: &Stream) -> Result<StreamState, Fail> {
+        let dir = self.sh.stream_dir;
         let unit = s.bs[0].min().min(s.bs[1].min()).max(1);
         let rng_seed = s.seed.unwrap_or_else(|| self.rng.random());
         let mut files = Vec::with_capacity(s.files.len());
         for f in &s.files {
-            let fd = Self::stream_open_file(s, f, dir)?;
+            let fd = self.stream_open_one(s, f, dir)?;
             let blocks = f.len / unit;
-            if s.invalidate {
-                io::fadvise_dontneed(fd, f.offset, f.len);
-            }
-            // fio's fadvise_hint=1 (its default): the pattern's hint at each open.
-            if s.fadvise_hint {
-                io::fadvise_pattern(fd, s.random);
-            }
             let skew = SkewState::new(s.skew, f.len, unit, rng_seed ^ ((files.len() as u64) << 40));
             files.push(OpenFile {
                 fd,
@@ -214,6 +241,7 @@ impl Worker<'_> {
                 }
                 _ => None,
             },
+            local: self.remote.is_none(),
             ring: if s.depth > 0 {
                 Some(super::stream_uring::Ring::new(s, &mut self.rng, &fds).map_err(Fail::Error)?)
             } else {
@@ -340,7 +368,7 @@ impl Worker<'_> {
             st.zone_bytes = 0;
             for (of, sf) in st.files.iter_mut().zip(&s.files) {
                 // fio reopens the files for each pass, dropping their cached pages.
-                if s.invalidate {
+                if s.invalidate && st.local {
                     io::fadvise_dontneed(of.fd, sf.offset, sf.len);
                 }
                 of.pos = [0, 0];
@@ -617,7 +645,7 @@ impl Worker<'_> {
         if f.pos[dir] >= len && s.seq_wrap {
             f.pos[dir] = 0;
             // fio's loop_cache_invalidate, when time based and not O_DIRECT.
-            if s.invalidate && s.time_based && !s.direct {
+            if s.invalidate && s.time_based && !s.direct && st.local {
                 io::fadvise_dontneed(f.fd, s.files[fi].offset, len);
             }
         }
@@ -724,7 +752,8 @@ impl Worker<'_> {
             m.expect("an mmap stream maps its files")
                 .copy(off, buf, dir == 1, s.direct)
                 .map_err(std::io::Error::other)
-        } else if s.lseek {
+        } else if s.lseek && self.remote.is_none() {
+            // (Over NFS every call names its offset: the pread/pwrite below.)
             if let Err(e) = io::seek_to(fd, off) {
                 Err(e)
             } else if dir == 0 {
@@ -733,9 +762,9 @@ impl Worker<'_> {
                 io::write(fd, &self.buf.as_slice()[boff..boff + len])
             }
         } else if dir == 0 {
-            io::pread(fd, &mut self.buf.as_mut_slice()[boff..boff + len], off)
+            self.read_at(fd, boff, len, off)
         } else {
-            io::pwrite(fd, &self.buf.as_slice()[boff..boff + len], off)
+            self.write_at(fd, boff, len, off)
         };
         let ns = self.clock.since(t0);
         let n = r.map_err(|e| {
@@ -941,10 +970,12 @@ impl Worker<'_> {
     fn stream_sync(&mut self, stat: usize, fi: usize, data: bool) -> Result<Flow, Fail> {
         let f = &self.stream.as_ref().expect("set").files[fi];
         let t0 = self.clock.now();
-        let r = match &f.mapping {
-            Some(m) => m.sync().map_err(std::io::Error::other),
+        let r = match (&f.mapping, self.remote.as_deref_mut()) {
+            (Some(m), _) => m.sync().map_err(std::io::Error::other),
+            // NFS's COMMIT is both an fsync and an fdatasync.
+            (None, Some(r)) => r.fsync(f.fd),
             // SAFETY: fsync/fdatasync on a descriptor this worker owns.
-            None => match unsafe {
+            (None, None) => match unsafe {
                 if data {
                     libc::fdatasync(f.fd)
                 } else {
@@ -1017,13 +1048,16 @@ impl Worker<'_> {
     /// another stream removed first is not an error).
     fn stream_unlink(&mut self, s: &Stream) -> Result<(), Fail> {
         self.stream_close();
-        let Some(dir) = self.sh.stream_dir else {
-            return Ok(());
-        };
+        let dir = self.sh.stream_dir;
         for f in s.files.iter().filter(|f| !f.external && f.device.is_none()) {
             let name = crate::beneath::component(std::ffi::OsStr::new(&f.name))
                 .map_err(|e| Fail::Error(format!("unlink {}: {e}", f.name)))?;
-            match crate::owned::unlink(dir, &name) {
+            let r = match (self.remote.as_deref_mut(), dir) {
+                (Some(r), _) => r.unlink_in_run(&f.name),
+                (None, Some(dir)) => crate::owned::unlink(dir, &name),
+                (None, None) => return Ok(()),
+            };
+            match r {
                 Ok(()) => {}
                 Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
                 Err(e) => return Err(Fail::Error(format!("unlink {}: {e}", f.name))),
@@ -1059,7 +1093,7 @@ impl Worker<'_> {
                 r.drain();
             }
             for f in st.files {
-                let _ = io::close(f.fd);
+                let _ = self.close_fd(f.fd);
             }
         }
     }

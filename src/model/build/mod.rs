@@ -170,6 +170,7 @@ pub fn build(
         nousestats: s.nousestats,
         stat_names: b.stat_names,
         warnings: b.warnings.into_vec(),
+        nfs_url: None,
     })
 }
 
