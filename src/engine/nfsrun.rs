@@ -7,7 +7,7 @@ use super::{
     add_layout, announce, interrupted, preflight, run_actions, run_seconds, EngineError, Laid,
     Prepared, RunOptions,
 };
-use crate::fileset::{self, layout::LayoutError, Plan};
+use crate::fileset::layout::{self, LayoutError, Plan};
 use crate::libnfs::{self as nfs, rundir::RemoteRunDir};
 use crate::model::{Action, Workload};
 use crate::stats::{self, LayoutResult};
@@ -77,7 +77,7 @@ pub(super) fn prepare(
         crate::errln!("fsbench: {}", est.describe());
     }
     let plans: Vec<Plan> = (wl.filesets.iter().enumerate())
-        .map(|(i, f)| fileset::plan(i, f, &wl.randvars, opts.seed))
+        .map(|(i, f)| layout::plan(i, f, &wl.randvars, opts.seed))
         .collect();
     if interrupted() {
         return Err(EngineError::Interrupted);
@@ -219,15 +219,14 @@ fn lay_out(
             );
         }
         let where_ = (run_path.as_str(), shown.as_str());
-        let (rt, st) = fileset::remote::create(plan, fs, dir.client(), where_, opts.seed).map_err(
-            |e| match e {
+        let (rt, st) = crate::fileset::remote::create(plan, fs, dir.client(), where_, opts.seed)
+            .map_err(|e| match e {
                 LayoutError::Interrupted => EngineError::Interrupted,
                 other => EngineError::Layout {
                     fileset: fs.name.clone(),
                     source: other,
                 },
-            },
-        )?;
+            })?;
         add_layout(&mut total, st);
         out.push(rt);
     }

@@ -37,6 +37,7 @@ pub fn files(wl: &Workload) -> Vec<StreamFile> {
                     // One file of the largest size any of them needs.
                     let end = (o.offset + o.len).max(sf.offset + sf.len);
                     o.fill |= sf.fill;
+                    o.create_fsync |= sf.create_fsync;
                     o.fill_bs = o.fill_bs.max(sf.fill_bs);
                     o.offset = 0;
                     o.len = end;
@@ -151,6 +152,12 @@ pub fn lay_out(wl: &Workload, dir: RawFd, quiet: bool) -> std::io::Result<Laid> 
         if f.fill {
             fill(fd.as_raw_fd(), size, f.fill_bs, &mut buf, &mut rng)
                 .map_err(|e| std::io::Error::new(e.kind(), format!("write {}: {e}", f.name)))?;
+            // fio's `create_fsync`: written back now, so that the job's `invalidate` leaves
+            // none of it cached (fadvise cannot drop a dirty page).
+            if f.create_fsync {
+                io::fsync(fd.as_raw_fd())
+                    .map_err(|e| std::io::Error::new(e.kind(), format!("fsync {}: {e}", f.name)))?;
+            }
             laid.bytes_written += size;
         }
         laid.files += 1;

@@ -241,6 +241,8 @@ pub struct Job {
     /// `scramble_buffers` (fio's default: on).
     pub scramble: bool,
     pub create_on_open: bool,
+    /// `create_fsync` (fio's default: on): sync a file after laying it out.
+    pub create_fsync: bool,
     pub randrepeat: bool,
     pub randseed: u64,
     pub norandommap: bool,
@@ -339,6 +341,7 @@ impl Job {
             verify_backlog: 0,
             verify_fatal: false,
             create_on_open: false,
+            create_fsync: true,
             randrepeat: true,
             randseed: 0x89,
             norandommap: false,
@@ -971,6 +974,10 @@ fn apply_files(job: &mut Job, key: &str, o: &Opt) -> Option<R> {
             }
             "create_on_open" => {
                 job.create_on_open = value::boolean(need(o)?)?;
+                Ok(())
+            }
+            "create_fsync" => {
+                job.create_fsync = value::boolean(need(o)?)?;
                 Ok(())
             }
             "unlink" => {

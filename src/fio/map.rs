@@ -532,6 +532,7 @@ fn clone_files(job: &Job, k: u32) -> Vec<StreamFile> {
                 fill: job.read && device.is_none(),
                 fill_bs: job.bs[1].max(),
                 create_on_open: job.create_on_open,
+                create_fsync: job.create_fsync,
                 external: false,
                 device,
             }
@@ -633,6 +634,7 @@ fn dir_files(job: &Job, list: &[(String, u64)], k: u32) -> Vec<StreamFile> {
                 fill: false,
                 fill_bs: 0,
                 create_on_open: false,
+                create_fsync: false,
                 external: true,
                 device: None,
             }

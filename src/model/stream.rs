@@ -107,6 +107,9 @@ pub struct StreamFile {
     /// Not laid out: the stream creates the file when it opens it (fio's
     /// `create_on_open`).
     pub create_on_open: bool,
+    /// Synced once written at layout (fio's `create_fsync`, on by default): the job's
+    /// `invalidate` then drops every cached page of it, where dirty pages would stay.
+    pub create_fsync: bool,
     /// A file fsbench did not create (fio's `opendir`): `name` is its absolute path; it
     /// is not laid out, only read, and never removed.
     pub external: bool,

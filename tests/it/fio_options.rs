@@ -115,3 +115,71 @@ fn io_uring_registered_buffers_and_files_run_and_hipri_needs_direct() {
     let t = text(&run(&["check", &h]));
     assert!(t.contains("h.fio:5:1") && t.contains("add direct=1"), "{t}");
 }
+
+/// The bytes of `f` in the page cache (util-linux's `fincore`).
+fn cached_bytes(f: &std::path::Path) -> u64 {
+    let o = std::process::Command::new("fincore")
+        .args(["--bytes", "--noheadings", "--output", "RES"])
+        .arg(f)
+        .output()
+        .expect("fincore runs");
+    assert!(o.status.success(), "{}", text(&o));
+    String::from_utf8_lossy(&o.stdout).trim().parse().unwrap()
+}
+
+/// fio's `create_fsync` (on by default): the laid-out file is synced, so the job's
+/// `invalidate` drops all of it and a read starts from the disk; without it the layout's
+/// dirty pages cannot be dropped, and much of the file stays cached.
+#[test]
+fn create_fsync_leaves_nothing_of_the_layout_cached_for_the_job() {
+    if !have("fincore") {
+        skip("create_fsync: util-linux's fincore is missing");
+        return;
+    }
+    let d = Scratch::new("fio-create-fsync");
+    let tries = std::cell::Cell::new(0);
+    let cached = |sync: &str| {
+        tries.set(tries.get() + 1);
+        let dir = d.path().join(format!("d{}", tries.get()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let job = write_job(
+            &d,
+            &format!("cf{sync}.fio"),
+            &format!(
+                "[cf]\nrw=read\nbs=4k\nsize=32m\nio_size=4k\nioengine=psync\ncreate_fsync={sync}\n"
+            ),
+        );
+        stdout_ok(&["run", &job, "--dir", dir.to_str().unwrap(), "--keep", "-q"]);
+        let file = walkdir(&dir)
+            .into_iter()
+            .find(|p| std::fs::metadata(p).is_ok_and(|m| m.len() == 32 << 20))
+            .expect("the laid-out file");
+        cached_bytes(&file)
+    };
+    let synced = cached("1");
+    assert!(
+        synced <= 1 << 20,
+        "{synced} bytes cached after a synced layout"
+    );
+    // Without the sync the layout's dirty pages stay cached, unless another process
+    // synced or dropped the caches meanwhile (other tests do): a few tries.
+    let dirty = (0..5).map(|_| cached("0")).find(|&b| b >= 8 << 20);
+    assert!(
+        dirty.is_some(),
+        "less than 8 MiB cached after an unsynced layout in five tries"
+    );
+}
+
+/// Every regular file below `dir`.
+fn walkdir(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walkdir(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}

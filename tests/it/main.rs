@@ -42,9 +42,9 @@ mod messages;
 #[cfg(feature = "mpi")]
 mod mpi;
 mod newcomer;
-mod nfs_target;
 mod nfs_client;
 mod nfs_common;
+mod nfs_target;
 mod pacing;
 mod prune;
 mod published;

@@ -137,7 +137,15 @@ fn the_files_are_on_the_export_and_a_kept_run_directory_is_marked() {
         files >= 10 && dirs >= 1,
         "{files} files, {dirs} directories"
     );
-    assert!(common::text(&o).contains(&format!("kept nfs://127.0.0.1{}", srv.export().display())));
+    // Named as the client sees it: the server's export path in the URL, then the run's.
+    let export_url = srv.url();
+    let export_url = export_url.split('?').next().unwrap();
+    let kept = format!("kept {export_url}/{}", runs[0]);
+    assert!(
+        common::text(&o).contains(&kept),
+        "{kept} not in:\n{}",
+        common::text(&o)
+    );
 }
 
 #[test]
