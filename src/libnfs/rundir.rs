@@ -3,7 +3,7 @@
 //!
 //! The rules are those of local run directories (docs/safety.md), kept through the
 //! protocol: the directory is made by this run (a fresh name, `mkdir` fails if it exists),
-//! carries the marker, is closed to group and others, and is removed only after the marker
+//! carries the marker, is writable by its owner alone, and is removed only after the marker
 //! is found again (a regular file with one link, owned by the user the server sees us as,
 //! starting with the marker's header). The walk that empties it goes by the types the
 //! server reports: a symbolic link is removed, never followed; it never leaves the run

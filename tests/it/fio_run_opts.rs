@@ -388,7 +388,8 @@ fn cpus_allowed_nice_and_prio_hold_for_the_jobs_threads() {
             .filter(|(_, s)| field(s, "Cpus_allowed_list:").len() == 1)
             .collect();
         if pinned.len() == 2 {
-            // Read while they run: (tid, CPUs, nice, I/O priority).
+            // Read while they run: (tid, CPUs, nice, I/O priority). A thread pins itself
+            // before it sets its priorities: read again until it has done all (or never).
             seen = (t.iter())
                 .map(|(tid, s)| {
                     let (nice, prio) = priorities(child.id(), tid);
@@ -400,7 +401,9 @@ fn cpus_allowed_nice_and_prio_hold_for_the_jobs_threads() {
                     )
                 })
                 .collect();
-            break;
+            if seen.iter().all(|x| x.2 == 5 && x.3 == (2, 6)) {
+                break;
+            }
         }
     }
     let status = child.wait().unwrap();
