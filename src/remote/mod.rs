@@ -85,18 +85,22 @@ impl crate::engine::hooks::Probe for Window {
         let Some(after) = Self::now(&self.dir) else {
             return;
         };
-        let d = after.since(&self.before);
-        r.remote_window = Some(crate::stats::RemoteWindow {
-            name: self.name.clone(),
-            requests: d.requests,
-            round_trips: d.round_trips,
-            bytes_fetched: d.bytes_fetched,
-            bytes_sent: d.bytes_sent,
-            lookaside_hits: d.lookaside_hits,
-            lookaside_misses: d.lookaside_misses,
-            lookaside_bytes: d.lookaside_bytes,
-            network_wait_s: d.network_wait_s,
-        });
+        r.remote_window = Some(window(&self.name, &after.since(&self.before)));
+    }
+}
+
+/// The traffic counts of `d` (statistics over some stretch) of the remote `name`.
+pub fn window(name: &str, d: &state::RemoteStats) -> crate::stats::RemoteWindow {
+    crate::stats::RemoteWindow {
+        name: name.to_string(),
+        requests: d.requests,
+        round_trips: d.round_trips,
+        bytes_fetched: d.bytes_fetched,
+        bytes_sent: d.bytes_sent,
+        lookaside_hits: d.lookaside_hits,
+        lookaside_misses: d.lookaside_misses,
+        lookaside_bytes: d.lookaside_bytes,
+        network_wait_s: d.network_wait_s,
     }
 }
 

@@ -514,38 +514,35 @@ impl Run<'_> {
         // came from outside (another cold run on this machine) and changed what it measured.
         let own = args.iter().any(|a| a == "--cold") as u64;
         let foreign = d.cache_drops.saturating_sub(own);
+        let ready = self.env.ready(&self.cell.target);
+        let name = ready.applied.get("remote").and_then(|n| n.as_str());
+        let whole = crate::remote::window(name.unwrap_or(""), &d);
+        let w = match window_of(outcome).filter(|w| Some(w.name.as_str()) == name) {
+            Some(w) => {
+                applied["remote_outside_window"] = json!({
+                    "requests": whole.requests.saturating_sub(w.requests),
+                    "round_trips": whole.round_trips.saturating_sub(w.round_trips),
+                    "bytes_fetched": whole.bytes_fetched.saturating_sub(w.bytes_fetched),
+                    "bytes_sent": whole.bytes_sent.saturating_sub(w.bytes_sent),
+                });
+                w.clone()
+            }
+            None => whole,
+        };
         let mut r = RemoteTraffic {
-            requests: d.requests,
-            round_trips: d.round_trips,
-            bytes_fetched: d.bytes_fetched,
-            bytes_sent: d.bytes_sent,
-            lookaside_hits: d.lookaside_hits,
-            lookaside_misses: d.lookaside_misses,
-            lookaside_bytes: d.lookaside_bytes,
-            network_wait_s: d.network_wait_s,
+            requests: w.requests,
+            round_trips: w.round_trips,
+            bytes_fetched: w.bytes_fetched,
+            bytes_sent: w.bytes_sent,
+            lookaside_hits: w.lookaside_hits,
+            lookaside_misses: w.lookaside_misses,
+            lookaside_bytes: w.lookaside_bytes,
+            network_wait_s: w.network_wait_s,
             lost_requests: d.lost_requests,
             foreign_cache_drops: foreign,
             late_pct: late.pct,
             model_s: 0.0,
         };
-        let ready = self.env.ready(&self.cell.target);
-        let name = ready.applied.get("remote").and_then(|n| n.as_str());
-        if let Some(w) = window_of(outcome).filter(|w| Some(w.name.as_str()) == name) {
-            applied["remote_outside_window"] = json!({
-                "requests": d.requests.saturating_sub(w.requests),
-                "round_trips": d.round_trips.saturating_sub(w.round_trips),
-                "bytes_fetched": d.bytes_fetched.saturating_sub(w.bytes_fetched),
-                "bytes_sent": d.bytes_sent.saturating_sub(w.bytes_sent),
-            });
-            r.requests = w.requests;
-            r.round_trips = w.round_trips;
-            r.bytes_fetched = w.bytes_fetched;
-            r.bytes_sent = w.bytes_sent;
-            r.lookaside_hits = w.lookaside_hits;
-            r.lookaside_misses = w.lookaside_misses;
-            r.lookaside_bytes = w.lookaside_bytes;
-            r.network_wait_s = w.network_wait_s;
-        }
         // The network the cell ran at, as `fsbench remote set` left it.
         let net = ready.applied.get("network").and_then(|n| n.as_str());
         if let Some(n) = net.and_then(target::remote::net_of) {
