@@ -1,34 +1,7 @@
-//! Embeds every `workloads/*.f` file as a built-in personality.
-
-use std::fmt::Write;
-use std::path::PathBuf;
+//! The binary's provenance for the results' `build` field: the commit it was built from and
+//! whether the tree had changes.
 
 fn main() {
-    let dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap()).join("workloads");
-    println!("cargo:rerun-if-changed={}", dir.display());
-    let mut names: Vec<(String, PathBuf)> = std::fs::read_dir(&dir)
-        .expect("workloads/ directory")
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "f"))
-        .map(|p| (p.file_stem().unwrap().to_string_lossy().into_owned(), p))
-        .collect();
-    names.sort();
-    let mut out = String::from(
-        "/// Built-in personalities: (name, text).\npub static BUILTINS: &[(&str, &str)] = &[\n",
-    );
-    for (name, path) in &names {
-        println!("cargo:rerun-if-changed={}", path.display());
-        writeln!(
-            out,
-            "    ({name:?}, include_str!({:?})),",
-            path.display().to_string()
-        )
-        .unwrap();
-    }
-    out.push_str("];\n");
-    let dest = PathBuf::from(std::env::var("OUT_DIR").unwrap()).join("builtins.rs");
-    std::fs::write(dest, out).unwrap();
     git_provenance();
 }
 
@@ -58,7 +31,7 @@ fn git_provenance() {
     // Rebuild when HEAD moves: HEAD itself, the branch it names, and the index (a commit or
     // a staged change). In a worktree, `git rev-parse --git-path` finds the right files.
     // Whether the tree is modified changes with any source edit, so look again then.
-    for p in ["src", "tests", "Cargo.toml", "build.rs"] {
+    for p in ["src", "crates", "tests", "Cargo.toml", "build.rs"] {
         println!("cargo:rerun-if-changed={p}");
     }
     for p in ["HEAD", "index"] {

@@ -16,7 +16,10 @@ pub fn script(shell: Shell, cmd: Command, bin: &str) -> String {
     let mut out = Vec::new();
     clap_complete::generate(shell, &mut cmd, bin, &mut out);
     let base = String::from_utf8_lossy(&out).into_owned();
-    let names: Vec<&str> = crate::workloads::BUILTINS.iter().map(|(n, _)| *n).collect();
+    let names: Vec<&str> = fsbench_model::workloads::BUILTINS
+        .iter()
+        .map(|(n, _)| *n)
+        .collect();
     match shell {
         Shell::Bash => bash(&base, &cmd, &names, bin),
         Shell::Zsh => zsh(&base, &names, bin),
@@ -211,8 +214,8 @@ fn fish(base: &str, names: &[&str], bin: &str) -> String {
     let cond = |subs: &str| format!("__fish_{bin}_using_subcommand {subs}");
     let _ = writeln!(o, "# Built-in workloads and .f files (added by {bin}).");
     for n in names {
-        let desc = crate::workloads::builtin(n)
-            .map(crate::workloads::description)
+        let desc = fsbench_model::workloads::builtin(n)
+            .map(fsbench_model::workloads::description)
             .unwrap_or_default()
             .replace('\\', "\\\\")
             .replace('\'', "\\'");

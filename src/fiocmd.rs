@@ -2,8 +2,8 @@
 //! names, the job's `directory=` and `ramp_time`, its explanation, and its results in
 //! fio's shapes after the usual report.
 
-use crate::workloads::{self, FIO_FILE_PREFIX, FIO_LINE_PREFIX};
 use anyhow::Result;
+use fsbench_model::workloads::{self, FIO_FILE_PREFIX, FIO_LINE_PREFIX};
 use std::path::PathBuf;
 
 /// The spec of a workload argument: a one-line job with `--fio`, a job file with
@@ -18,7 +18,7 @@ pub fn spec(workload: &str, one_line: bool, format: Option<&str>) -> String {
     }
 }
 
-fn mapped(spec: &str) -> Option<crate::fio::Mapped> {
+fn mapped(spec: &str) -> Option<fsbench_model::fio::map::Mapped> {
     workloads::load_fio(spec).ok().flatten().map(|(m, _)| m)
 }
 
@@ -34,7 +34,7 @@ pub fn ramp_s(spec: &str) -> f64 {
 
 /// `fsbench check`'s explanation of a fio job; `None` for other workloads.
 pub fn explain(spec: &str) -> Result<Option<String>> {
-    Ok(workloads::load_fio(spec)?.map(|(m, _)| crate::fio::explain::explain(&m)))
+    Ok(workloads::load_fio(spec)?.map(|(m, _)| fsbench_model::fio::explain::explain(&m)))
 }
 
 /// `fsbench show JOB.fio`: the job file's text, then what fsbench makes of it.
@@ -47,7 +47,7 @@ pub fn show(spec: &str) -> Result<Option<String>> {
         text.push('\n');
     }
     text.push('\n');
-    for line in crate::fio::explain::explain(&m).lines() {
+    for line in fsbench_model::fio::explain::explain(&m).lines() {
         text.push_str(&format!("# {line}\n").replace("# \n", "#\n"));
     }
     Ok(Some(text))
@@ -61,7 +61,7 @@ pub fn is_fio(spec: &str) -> bool {
 /// Before a fio job runs: that every log file its `write_bw_log`, `write_iops_log` and
 /// `write_lat_log` name can be written, so that a wrong prefix is refused before the
 /// layout rather than found after the run (a usage error, status 2).
-pub fn check_logs(wl: &crate::model::Workload) -> Result<()> {
+pub fn check_logs(wl: &fsbench_model::model::Workload) -> Result<()> {
     let streams = wl
         .processes
         .iter()
@@ -76,8 +76,10 @@ pub fn check_logs(wl: &crate::model::Workload) -> Result<()> {
                 _ => "write_lat_log",
             };
             let what = format!("job {}: {option}", s.out.jobname);
-            if let Err(e) = crate::export::check::output(Some(std::path::Path::new(&file)), &what) {
-                return Err(crate::exit::usage(format!(
+            if let Err(e) =
+                fsbench_base::export::check::output(Some(std::path::Path::new(&file)), &what)
+            {
+                return Err(fsbench_base::exit::usage(format!(
                     "{e}: give {option} a prefix in a directory you can write (the logs are PREFIX_{kind}.N.log)"
                 )));
             }
@@ -89,42 +91,42 @@ pub fn check_logs(wl: &crate::model::Workload) -> Result<()> {
 /// After a fio job's run: its summary in fio's shape (fio's normal output), its log
 /// files, and with `--output-format` fio's JSON, `json+` or terse line on standard output.
 /// (`--output-format` for any other workload is refused before the run.)
-pub fn report(spec: &str, r: &crate::stats::Results, format: Option<&str>) -> Result<()> {
+pub fn report(spec: &str, r: &fsbench_results::stats::Results, format: Option<&str>) -> Result<()> {
     if !is_fio(spec) {
         return Ok(());
     }
     if let Some(m) = mapped(spec) {
         for j in &m.jobs {
             if matches!(j.ioengine_name.as_str(), "libaio" | "posixaio") {
-                crate::console::human(&format!(
+                fsbench_base::console::human(&format!(
                     "note: job {} (ioengine={}) ran through io_uring\n",
                     j.name, j.ioengine_name
                 ));
             }
             if j.ioengine_name == "nfs" && j.iodepth > 1 {
-                crate::console::human(&format!(
+                fsbench_base::console::human(&format!(
                     "note: job {} (ioengine=nfs, iodepth={}) issued one synchronous libnfs call at a time (fio queues up to iodepth)\n",
                     j.name, j.iodepth
                 ));
             }
         }
     }
-    crate::console::human(&crate::report::fio::text(r));
-    for (name, text) in crate::report::fio_log::files(r) {
-        crate::export::write_text(std::path::Path::new(&name), &text, "fio log")?;
-        crate::console::human(&format!("fsbench: wrote {name}\n"));
+    fsbench_base::console::human(&fsbench_results::report::fio::text(r));
+    for (name, text) in fsbench_results::report::fio_log::files(r) {
+        fsbench_base::export::write_text(std::path::Path::new(&name), &text, "fio log")?;
+        fsbench_base::console::human(&format!("fsbench: wrote {name}\n"));
     }
     let out = match format {
-        Some("json") => Some(pretty(&crate::report::fio_json::json(r, false))?),
-        Some("json+") => Some(pretty(&crate::report::fio_json::json(r, true))?),
-        Some("terse") => Some(crate::report::fio_terse::terse(r)),
+        Some("json") => Some(pretty(&fsbench_results::report::fio_json::json(r, false))?),
+        Some("json+") => Some(pretty(&fsbench_results::report::fio_json::json(r, true))?),
+        Some("terse") => Some(fsbench_results::report::fio_terse::terse(r)),
         _ => None,
     };
     if let Some(text) = out {
-        let stdout = crate::export::Output::open(std::path::Path::new("-"), "fio's output")?;
+        let stdout = fsbench_base::export::Output::open(std::path::Path::new("-"), "fio's output")?;
         stdout.bytes(text.as_bytes())?;
     }
-    let failed = crate::report::fio::failures(r);
+    let failed = fsbench_results::report::fio::failures(r);
     if !failed.is_empty() {
         anyhow::bail!("{}", failed.join("; "));
     }

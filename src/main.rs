@@ -42,37 +42,37 @@ enum Command {
     #[command(
         after_help = "Examples:\n  fsbench scan /home -o home.snap\n  fsbench scan src --hash -o src.snap"
     )]
-    Scan(fsbench::scan::ScanArgs),
+    Scan(fsbench_engine::scan::ScanArgs),
     /// Files and bytes of NEW identical by content to OLD (snapshots from `scan --hash`, or directories).
     #[command(
         after_help = "Examples:\n  fsbench diff old.snap new.snap\n  fsbench diff linux-6.1 linux-6.2 --markdown -"
     )]
-    Diff(fsbench::scan::diff::DiffArgs),
+    Diff(fsbench_engine::scan::diff::DiffArgs),
     /// Smith–Seltzer layout score of the files under a directory (FIEMAP).
     #[command(
         after_help = "Examples:\n  fsbench layout /mnt/test\n  fsbench layout /mnt/test --json layout.json"
     )]
-    Layout(fsbench::layout::LayoutArgs),
+    Layout(fsbench_engine::layout::LayoutArgs),
     /// Age the file system holding DIR: fill to a target fullness, then churn towards a profile.
     #[command(
         after_help = "Examples:\n  fsbench age /mnt/aged --fill 0.8 --seed 1 --ops 100000\n  fsbench age /mnt/aged --fill 0.5 --profile agrawal --json age.json"
     )]
-    Age(fsbench::age::cli::AgeArgs),
+    Age(fsbench_tools::age::cli::AgeArgs),
     /// Simulated disks: an HDD model under a loop device.
     #[command(
         after_help = "Examples:\n  fsbench disk create hdd0 --model hdd --size 4G --mkfs ext4 --mount /mnt/hdd0\n  fsbench disk stats hdd0\n  fsbench disk remove hdd0"
     )]
-    Disk(fsbench::disk::cli::DiskArgs),
+    Disk(fsbench_tools::disk::cli::DiskArgs),
     /// Simulated remote file systems: a server tree behind a modelled network (RTT, bandwidth).
     #[command(
         after_help = "Examples:\n  fsbench remote create afs0 --server /srv/tree --mount /mnt/afs0 --preset 1mbit\n  fsbench remote create nfs0 --server /srv/tree --mount /mnt/nfs0 --protocol block --bandwidth 10mbit --rtt 20ms --writable\n  fsbench remote create la --server /srv/tree --mount /mnt/la --lookaside /usr/src\n  fsbench remote stats afs0\n  fsbench remote remove afs0"
     )]
-    Remote(fsbench::remote::cli::RemoteArgs),
+    Remote(fsbench_tools::remote::cli::RemoteArgs),
     /// NFS servers on 127.0.0.1 (NFS-Ganesha) exporting a directory fsbench makes.
     #[command(
         after_help = "Examples:\n  fsbench nfs create n0 --image 1G --mkfs ext4\n  fsbench nfs create n1 --dir /srv/scratch --version 4\n  fsbench nfs list\n  fsbench nfs remove n0"
     )]
-    Nfs(fsbench::nfs::cli::NfsArgs),
+    Nfs(fsbench_tools::nfs::cli::NfsArgs),
     /// Compare result files side by side, per flowop and in total.
     #[command(after_help = "Examples:\n  fsbench compare ext4.json xfs.json btrfs.json")]
     Compare(CompareArgs),
@@ -80,7 +80,7 @@ enum Command {
     #[command(
         after_help = "Examples:\n  fsbench report a.json b.json -o report.html\n  fsbench report ext4.json xfs.json --label ext4 --label xfs\n  fsbench report fsbench-stacked-vs-native -o stacked.html"
     )]
-    Report(fsbench::report::html::cli::ReportArgs),
+    Report(fsbench_results::report::html::cli::ReportArgs),
     /// Benchmarks of fsbench itself.
     #[command(
         after_help = "Examples:\n  fsbench selftest overhead\n  fsbench selftest overhead --seconds 2 --rounds 7 --dir /dev/shm\n  fsbench selftest layout --files 100000 --dir /mnt/test\n  fsbench selftest scan --entries 200000 --dir /dev/shm\n  fsbench selftest age --size 512M --ops 100000"
@@ -90,55 +90,55 @@ enum Command {
     #[command(
         after_help = "Examples:\n  fsbench postmark pm.cfg\n  fsbench postmark --number 1000 --transactions 20000 --instances 4 --dir /mnt/test\n  fsbench postmark --number 1000 --repeat 5 --cold --json pm.json"
     )]
-    Postmark(fsbench::apps::cli::PostmarkArgs),
+    Postmark(fsbench_tools::apps::cli::PostmarkArgs),
     /// mdtest's phases: each rank creates, stats, reads and removes N files (alone or on
     /// every rank of an MPI job).
     #[command(
         after_help = "Examples:\n  fsbench mdtest -n 1000 --dir /mnt/test\n  mpirun -np 8 fsbench mdtest -n 10000 --shared-dir --dir /mnt/lustre/bench"
     )]
-    Mdtest(fsbench::apps::hpc::MdtestArgs),
+    Mdtest(fsbench_tools::apps::hpc::MdtestArgs),
     /// IOR's basic pattern: each rank writes a block in transfers, syncs, reads it back.
     #[command(
         after_help = "Examples:\n  fsbench ior -b 256M -t 1M --dir /mnt/test\n  mpirun -np 8 fsbench ior -b 1G -t 4M -C --shared-file --dir /mnt/lustre/bench"
     )]
-    Ior(fsbench::apps::hpc::IorArgs),
+    Ior(fsbench_tools::apps::hpc::IorArgs),
     /// Record a program's file-system calls with strace, replay them, distil them into a workload.
     #[command(
         after_help = "Examples:\n  fsbench trace record -o cp.trace -- cp -r src dst\n  fsbench trace replay cp.trace --dir /mnt/test --mode deps\n  fsbench trace distill cp.trace -o cp-model.f"
     )]
-    Trace(fsbench::trace::cli::TraceArgs),
+    Trace(fsbench_tools::trace::cli::TraceArgs),
     /// The Andrew benchmark's phases (mkdir, copy, stat, scan, compile) on a generated C tree.
     #[command(
         after_help = "Examples:\n  fsbench andrew --copies 4 --clients 2 --dir /mnt/test\n  fsbench andrew --scale 100 --drop-caches-between-phases --repeat 3"
     )]
-    Andrew(fsbench::apps::cli::AndrewArgs),
+    Andrew(fsbench_tools::apps::cli::AndrewArgs),
     /// A recursive walk that stats every entry, like `find DIR`; --cold drops caches first.
     #[command(
         after_help = "Examples:\n  fsbench find /mnt/test/tree --cold --repeat 5\n  fsbench find /usr/share --warmup 1 --repeat 5 --json warm.json"
     )]
-    Find(fsbench::apps::cli::FindArgs),
+    Find(fsbench_tools::apps::cli::FindArgs),
     /// A compile-like build on a generated source tree: parallel jobs, then a link.
     #[command(
         after_help = "Examples:\n  fsbench build --files 2000 --dirs 50 -j 8 --cpu-ms 20 --dir /mnt/test\n  fsbench build --src ~/src/project -j 2 --repeat 3"
     )]
-    Build(fsbench::apps::cli::BuildArgs),
+    Build(fsbench_tools::apps::cli::BuildArgs),
     /// The cleaner: delete files chosen from a `scan` snapshot by a policy until SIZE is
     /// freed, only beneath a directory fsbench made or --really-delete-under DIR.
     #[command(
         after_help = "Examples:\n  fsbench prune --dir /mnt/test --files 20000 --free 64M --policy oldest --cold\n  fsbench scan /srv/home -o home.snap && fsbench prune home.snap --free 5G --policy largest --really-delete-under /srv/home"
     )]
-    Prune(fsbench::apps::prune::PruneArgs),
+    Prune(fsbench_tools::apps::prune::PruneArgs),
     /// Read every file of an existing tree: files/s, MB/s, per-file latency.
     #[command(
         after_help = "Examples:\n  fsbench read /mnt/aged/fsbench-aged --cold -j 2 --order inode"
     )]
-    Read(fsbench::apps::cli::ReadArgs),
+    Read(fsbench_tools::apps::cli::ReadArgs),
     /// Smith & Seltzer's hot files: read, then overwrite, the files the last days of aging
     /// wrote, each phase timed.
     #[command(
         after_help = "Examples:\n  fsbench age /mnt/aged --ops 200000 --day-ops 6000\n  fsbench hot /mnt/aged --days 30 --cold"
     )]
-    Hot(fsbench::age::hot::HotArgs),
+    Hot(fsbench_tools::age::hot::HotArgs),
     /// Run an experiment plan: set up targets, sweep the factors, repeat, store every result.
     #[command(
         after_help = "Examples:\n  fsbench experiment plans/stacked-vs-native.toml -o stacked --quick\n  fsbench experiment plans/filesystems.toml -o fs --dry-run\n  fsbench experiment plans/aging.toml -o aging --resume"
@@ -200,21 +200,27 @@ struct CleanArgs {
 }
 
 fn main() -> ExitCode {
-    fsbench::exit::install_panic_hook();
-    fsbench::disk::register_hooks();
-    fsbench::remote::register_hooks();
+    fsbench_base::exit::install_panic_hook();
+    fsbench_results::stats::build_info::record(
+        env!("FSBENCH_GIT_COMMIT"),
+        env!("FSBENCH_GIT_MODIFIED"),
+    );
+    fsbench_tools::disk::register_hooks();
+    fsbench_tools::remote::register_hooks();
     let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     filebench_alias(&mut args);
     // An export on standard output owns it: the text report moves to standard error.
-    fsbench::export::check::reserve_stdout_for_args(&args);
+    fsbench_base::export::check::reserve_stdout_for_args(&args);
     let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
         Err(e) => return usage(&e),
     };
     match std::panic::catch_unwind(|| dispatch(cli)) {
-        Ok(r) => fsbench::exit::status(&r),
+        Ok(r) => fsbench_base::exit::status(&r),
         // Lost output the standard library panicked on (recorded by the panic hook).
-        Err(p) if fsbench::exit::is_output_panic(p.as_ref()) => fsbench::exit::status(&Ok(())),
+        Err(p) if fsbench_base::exit::is_output_panic(p.as_ref()) => {
+            fsbench_base::exit::status(&Ok(()))
+        }
         Err(p) => std::panic::resume_unwind(p),
     }
 }
@@ -232,14 +238,14 @@ fn filebench_alias<T: PartialEq<str> + From<&'static str>>(args: &mut [T]) {
 fn usage(e: &clap::Error) -> ExitCode {
     if let Err(io) = e.print() {
         if e.use_stderr() {
-            fsbench::console::stderr_failed();
+            fsbench_base::console::stderr_failed();
         } else {
-            fsbench::console::stdout_failed_with(&io);
+            fsbench_base::console::stdout_failed_with(&io);
         }
     }
-    fsbench::console::flush();
-    if fsbench::console::stdout_error().is_some() || fsbench::console::stderr_lost() {
-        return fsbench::exit::status(&Ok(()));
+    fsbench_base::console::flush();
+    if fsbench_base::console::stdout_error().is_some() || fsbench_base::console::stderr_lost() {
+        return fsbench_base::exit::status(&Ok(()));
     }
     ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2))
 }
@@ -251,70 +257,70 @@ fn dispatch(cli: Cli) -> Result<()> {
         Command::Show(a) => cmd_show(&a),
         Command::Run(a) => cmd_run(&a),
         Command::Scan(a) => {
-            fsbench::scan::check(&a)?;
+            fsbench_engine::scan::check(&a)?;
             if a.cold {
-                fsbench::measure::drop_caches()?;
+                fsbench_harness::measure::drop_caches()?;
             }
-            fsbench::scan::run(a)
+            fsbench_engine::scan::run(a)
         }
-        Command::Diff(a) => fsbench::scan::diff::run(a),
-        Command::Layout(a) => fsbench::layout::run(a),
-        Command::Age(a) => fsbench::age::cli::run(a),
-        Command::Disk(a) => fsbench::disk::cli::run(a),
-        Command::Remote(a) => fsbench::remote::cli::run(a),
-        Command::Nfs(a) => fsbench::nfs::cli::run(a),
+        Command::Diff(a) => fsbench_engine::scan::diff::run(a),
+        Command::Layout(a) => fsbench_engine::layout::run(a),
+        Command::Age(a) => fsbench_tools::age::cli::run(a),
+        Command::Disk(a) => fsbench_tools::disk::cli::run(a),
+        Command::Remote(a) => fsbench_tools::remote::cli::run(a),
+        Command::Nfs(a) => fsbench_tools::nfs::cli::run(a),
         Command::Compare(a) => cmd_compare(&a),
         Command::Report(a) => {
             let flagged = a.include_flagged;
-            fsbench::report::html::cli::run(&a, &|p: &std::path::Path| {
+            fsbench_results::report::html::cli::run(&a, &|p: &std::path::Path| {
                 fsbench::experiment::report_input::load_with(p, flagged)
             })
         }
         Command::Selftest(a) => fsbench::selftestcmd::run(&a),
-        Command::Postmark(a) => fsbench::apps::postmark::main(&a),
-        Command::Trace(a) => fsbench::trace::cli::main(&a),
-        Command::Mdtest(a) => fsbench::apps::hpc::mdtest(&a),
-        Command::Ior(a) => fsbench::apps::hpc::ior(&a),
-        Command::Andrew(a) => fsbench::apps::andrew::main(&a),
-        Command::Find(a) => fsbench::apps::find::main(&a),
-        Command::Build(a) => fsbench::apps::build::main(&a),
+        Command::Postmark(a) => fsbench_tools::apps::postmark::main(&a),
+        Command::Trace(a) => fsbench_tools::trace::cli::main(&a),
+        Command::Mdtest(a) => fsbench_tools::apps::hpc::mdtest(&a),
+        Command::Ior(a) => fsbench_tools::apps::hpc::ior(&a),
+        Command::Andrew(a) => fsbench_tools::apps::andrew::main(&a),
+        Command::Find(a) => fsbench_tools::apps::find::main(&a),
+        Command::Build(a) => fsbench_tools::apps::build::main(&a),
         Command::Prune(a) => {
             if let Some(d) = &a.really_delete_under {
-                fsbench::measure::guard::deletable_under(d, "--really-delete-under")?;
+                fsbench_harness::measure::guard::deletable_under(d, "--really-delete-under")?;
             }
-            fsbench::apps::prune::main(&a)
+            fsbench_tools::apps::prune::main(&a)
         }
-        Command::Read(a) => fsbench::apps::read::main(&a),
-        Command::Hot(a) => fsbench::age::hot::main(&a),
+        Command::Read(a) => fsbench_tools::apps::read::main(&a),
+        Command::Hot(a) => fsbench_tools::age::hot::main(&a),
         Command::Experiment(a) => fsbench::experiment::cli::experiment(a),
         Command::Results(a) => fsbench::experiment::cli::results(a),
         Command::Completions { shell } => {
             use clap::CommandFactory;
             // Generated into memory: the generator panics when its writer fails.
             let script = fsbench::complete::script(shell, Cli::command(), "fsbench");
-            fsbench::console::out_bytes(script.as_bytes());
+            fsbench_base::console::out_bytes(script.as_bytes());
             Ok(())
         }
-        Command::Man { dir } if fsbench::console::is_stdout(&dir) => {
+        Command::Man { dir } if fsbench_base::console::is_stdout(&dir) => {
             use clap::CommandFactory;
             let page = fsbench::manpage::page(Cli::command()).context("rendering fsbench.1")?;
-            fsbench::export::Output::open(&dir, "man page")?.bytes(&page)
+            fsbench_base::export::Output::open(&dir, "man page")?.bytes(&page)
         }
         Command::Man { dir } => {
             use clap::CommandFactory;
             std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
             fsbench::manpage::write_all(Cli::command(), &dir)
                 .with_context(|| format!("writing man pages into {}", dir.display()))?;
-            fsbench::outln!("wrote man pages into {}", dir.display());
+            fsbench_base::outln!("wrote man pages into {}", dir.display());
             Ok(())
         }
         Command::Verify(a) => {
-            fsbench::verify::check_dirs(std::slice::from_ref(&a.dir), a.json.as_deref())
+            fsbench_model::verify::check_dirs(std::slice::from_ref(&a.dir), a.json.as_deref())
         }
         Command::Clean(a) => {
             let dir = a.dir.clone().unwrap_or_else(std::env::temp_dir);
-            let done = fsbench::engine::clean::clean(&dir, a.dry_run)?;
-            fsbench::out!("{}", done.report);
+            let done = fsbench_engine::engine::clean::clean(&dir, a.dry_run)?;
+            fsbench_base::out!("{}", done.report);
             if done.failed > 0 {
                 anyhow::bail!(
                     "{} of the directories could not be removed (see above)",

@@ -2,13 +2,13 @@
 //! dispatches to (their arguments, loading with warnings, the run's target directory and
 //! options, and the multi-client run).
 
-use crate::exit::usage;
-use crate::export::Format;
-use crate::model::build::Overrides;
-use crate::model::Workload;
-use crate::workloads::{self, LoadError};
 use anyhow::{bail, Context, Result};
 use clap::Args;
+use fsbench_base::exit::usage;
+use fsbench_base::export::Format;
+use fsbench_model::model::build::Overrides;
+use fsbench_model::model::Workload;
+use fsbench_model::workloads::{self, LoadError};
 use std::path::PathBuf;
 
 #[derive(Args, Clone)]
@@ -85,7 +85,7 @@ pub struct RunArgs {
     /// `flowop`, the whole flowop from its start to its end, so that latencies add up to
     /// the threads' time.
     #[arg(long, value_enum, value_name = "WHAT", default_value_t)]
-    pub latency: crate::engine::Latency,
+    pub latency: fsbench_engine::engine::Latency,
     /// A block device a fio job may name (`filename=/dev/X`); repeatable. fsbench still
     /// refuses it when it (or a partition or holder) is mounted or in use, and refuses to
     /// write it when it carries a file system, RAID or partition table (docs/safety.md).
@@ -115,8 +115,8 @@ pub struct RunArgs {
     pub markdown: Option<PathBuf>,
     /// How the JSON carries latency histograms: `compact` (one line each), `full` (one number
     /// per line) or `none` (left out; the result can then not be merged).
-    #[arg(long, value_enum, requires = "json", default_value_t = crate::report::json::Histograms::Compact)]
-    pub histograms: crate::report::json::Histograms,
+    #[arg(long, value_enum, requires = "json", default_value_t = fsbench_results::report::json::Histograms::Compact)]
+    pub histograms: fsbench_results::report::json::Histograms,
     /// For a fio job: `json` writes fio's JSON, `json+` the same with the latency bins,
     /// `terse` fio's version-3 line, to standard output (the reports go to standard
     /// error); `normal` (the default) prints fio's normal output after the report.
@@ -196,15 +196,15 @@ pub fn load_with(w: &WorkloadArgs, duration_given: bool) -> Result<Workload> {
     match workloads::load(&w.spec(), &Overrides(w.set.clone())) {
         Ok((wl, _)) => {
             for warn in &wl.warnings {
-                if duration_given && warn.message == crate::model::build::NO_RUN_WARNING {
+                if duration_given && warn.message == fsbench_model::model::build::NO_RUN_WARNING {
                     continue;
                 }
-                crate::errln!("{warn}\n");
+                fsbench_base::errln!("{warn}\n");
             }
             Ok(wl)
         }
         Err(LoadError::Invalid(d)) => {
-            crate::errln!("{d}\n");
+            fsbench_base::errln!("{d}\n");
             let n = d.0.len();
             bail!(
                 "{} has {n} error{}",
@@ -218,7 +218,7 @@ pub fn load_with(w: &WorkloadArgs, duration_given: bool) -> Result<Workload> {
 
 pub fn cmd_check(a: &CheckArgs) -> Result<()> {
     if let Some(url) = &a.nfs {
-        crate::libnfs::check_url(url).map_err(|e| usage(format!("--nfs: {e}")))?;
+        fsbench_base::libnfs::check_url(url).map_err(|e| usage(format!("--nfs: {e}")))?;
     }
     let wl = load(&a.w)?;
     let mut unsupported = wl.unsupported();
@@ -228,16 +228,16 @@ pub fn cmd_check(a: &CheckArgs) -> Result<()> {
     }
     if !a.quiet {
         match crate::fiocmd::explain(&a.w.spec())? {
-            Some(text) => crate::out!("{text}"),
-            None => crate::out!("{}", crate::model::explain::explain(&wl)),
+            Some(text) => fsbench_base::out!("{text}"),
+            None => fsbench_base::out!("{}", fsbench_model::model::explain::explain(&wl)),
         }
         if wl.creates_all_it_reads() {
-            crate::outln!("note: it reads no file laid out before it starts (it creates what it reads, or only writes): --cold, or an experiment's cache = \"cold\", changes little of what it measures");
+            fsbench_base::outln!("note: it reads no file laid out before it starts (it creates what it reads, or only writes): --cold, or an experiment's cache = \"cold\", changes little of what it measures");
         }
     }
     if !unsupported.is_empty() {
         for d in &unsupported {
-            crate::errln!("{d}\n");
+            fsbench_base::errln!("{d}\n");
         }
         bail!(
             "{} is valid, but uses {} flowop{} this version of fsbench cannot run{}",
@@ -247,7 +247,7 @@ pub fn cmd_check(a: &CheckArgs) -> Result<()> {
             if nfs { " over NFS" } else { "" }
         );
     }
-    crate::outln!("{}: ok", a.w.workload);
+    fsbench_base::outln!("{}: ok", a.w.workload);
     Ok(())
 }
 
@@ -266,16 +266,16 @@ pub fn default_parent(wl: &Workload, origin: &workloads::Origin) -> PathBuf {
 pub fn cmd_run(a: &RunArgs) -> Result<()> {
     check_args(a)?;
     #[cfg(feature = "mpi")]
-    if crate::mpirun::launched() {
+    if fsbench_harness::mpirun::launched() {
         return cmd_run_mpi(a);
     }
     if a.stonewall {
-        crate::errln!("fsbench: warning: --stonewall ends a multi-client run when its first rank finishes; this run has one client (start it with mpirun, built with --features mpi)");
+        fsbench_base::errln!("fsbench: warning: --stonewall ends a multi-client run when its first rank finishes; this run has one client (start it with mpirun, built with --features mpi)");
     }
     let Some((results, verify)) = run_collect(a)? else {
         return Ok(());
     };
-    crate::report::out::emit(
+    fsbench_results::report::out::emit(
         &results,
         &[
             (Format::Json, a.json.as_deref()),
@@ -286,7 +286,7 @@ pub fn cmd_run(a: &RunArgs) -> Result<()> {
     )?;
     crate::fiocmd::report(&a.w.spec(), &results, a.output_format.as_deref())?;
     if verify {
-        crate::workload_run::verify_summary(&results)?;
+        fsbench_tools::workload_run::verify_summary(&results)?;
     }
     if results.interrupted {
         bail!(
@@ -314,12 +314,12 @@ pub struct MpiSetup {
 /// measurement together with the others; rank 0 gathers, merges and reports.
 #[cfg(feature = "mpi")]
 pub fn cmd_run_mpi(a: &RunArgs) -> Result<()> {
-    let session = crate::mpirun::Session::init(a.stonewall)?;
+    let session = fsbench_harness::mpirun::Session::init(a.stonewall)?;
     let rank = session.rank();
     let size = session.size();
     // Rank 0: the workload (parsed and validated here, so a bad one fails once, with its
     // location) and the shared run directory.
-    let mut made: Option<crate::engine::rundir::RunDir> = None;
+    let mut made: Option<fsbench_engine::engine::rundir::RunDir> = None;
     let setup: std::result::Result<MpiSetup, String> = if rank == 0 {
         mpi_setup(a, size, &mut made).map_err(|e| format!("{e:#}"))
     } else {
@@ -335,7 +335,7 @@ pub fn cmd_run_mpi(a: &RunArgs) -> Result<()> {
             // Every rank got the same error: rank 0 says it.
             // Every rank got the same error: rank 0 says it before the others exit.
             if rank == 0 {
-                crate::errln!("fsbench: {e}");
+                fsbench_base::errln!("fsbench: {e}");
             }
             session.finish();
             drop(session);
@@ -346,11 +346,11 @@ pub fn cmd_run_mpi(a: &RunArgs) -> Result<()> {
     let mut tmp_wl = None;
     let outcome = rank_run(a, &setup, rank, &mut tmp_wl);
     if let Some(f) = tmp_wl {
-        let _ = crate::owned::path::remove_file(&f);
+        let _ = fsbench_base::owned::path::remove_file(&f);
     }
     let ok = outcome.is_ok();
     let all_ok = session.end(ok);
-    let mine = crate::mpirun::Outcome {
+    let mine = fsbench_harness::mpirun::Outcome {
         rank: rank as u32,
         host: session.host.clone(),
         result: match outcome {
@@ -376,7 +376,7 @@ pub fn cmd_run_mpi(a: &RunArgs) -> Result<()> {
     if let Err(e) = &r {
         // Said before the last synchronisation: once the others exit, the launcher may end
         // this rank too.
-        crate::errln!("fsbench: {}", crate::exit::render(e));
+        fsbench_base::errln!("fsbench: {}", fsbench_base::exit::render(e));
         session.finish();
         drop(session);
         std::process::exit(1);
@@ -391,25 +391,26 @@ pub fn cmd_run_mpi(a: &RunArgs) -> Result<()> {
 pub fn mpi_setup(
     a: &RunArgs,
     size: usize,
-    made: &mut Option<crate::engine::rundir::RunDir>,
+    made: &mut Option<fsbench_engine::engine::rundir::RunDir>,
 ) -> Result<MpiSetup> {
     let wl = load_with(&a.w, a.duration.is_some())?;
-    crate::mpirun::warn_binding(wl.thread_count() as usize);
+    fsbench_harness::mpirun::warn_binding(wl.thread_count() as usize);
     let path = std::path::Path::new(&a.w.workload);
     let text = if path.is_file() {
         Some(
-            crate::input::read_text(path, crate::input::WORKLOAD)
+            fsbench_base::input::read_text(path, fsbench_base::input::WORKLOAD)
                 .with_context(|| format!("{}", path.display()))?,
         )
     } else {
         None
     };
-    let parent = crate::measure::guard::target_dir(a.dir.as_deref())?;
+    let parent = fsbench_harness::measure::guard::target_dir(a.dir.as_deref())?;
     let name = path
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_else(|| a.w.workload.clone());
-    let rd = crate::engine::rundir::RunDir::create(&parent, &format!("mpi-{name}"), false)?;
+    let rd =
+        fsbench_engine::engine::rundir::RunDir::create(&parent, &format!("mpi-{name}"), false)?;
     for r in 0..size {
         std::fs::create_dir(rd.path.join(format!("rank{r}")))?;
     }
@@ -431,7 +432,7 @@ pub fn rank_run(
     setup: &MpiSetup,
     rank: usize,
     tmp_wl: &mut Option<PathBuf>,
-) -> Result<Option<(crate::stats::Results, bool)>> {
+) -> Result<Option<(fsbench_results::stats::Results, bool)>> {
     let mut ra = a.clone();
     if let Some(text) = &setup.text {
         if rank != 0 {
@@ -467,19 +468,19 @@ pub fn rank_run(
 #[cfg(feature = "mpi")]
 pub fn report_mpi(
     a: &RunArgs,
-    made: Option<crate::engine::rundir::RunDir>,
-    all: Vec<crate::mpirun::Outcome>,
+    made: Option<fsbench_engine::engine::rundir::RunDir>,
+    all: Vec<fsbench_harness::mpirun::Outcome>,
 ) -> Result<()> {
     let keep = a.keep;
     if let Some(rd) = made {
         if keep {
-            crate::errln!("fsbench: kept {}", rd.path.display());
+            fsbench_base::errln!("fsbench: kept {}", rd.path.display());
         } else if let Err(e) = rd.remove() {
-            crate::exit::left_behind(e.to_string());
+            fsbench_base::exit::left_behind(e.to_string());
         }
     }
-    let merged = crate::mpirun::merge_outcomes(all)?;
-    crate::report::out::emit(
+    let merged = fsbench_harness::mpirun::merge_outcomes(all)?;
+    fsbench_results::report::out::emit(
         &merged,
         &[
             (Format::Json, a.json.as_deref()),
@@ -500,13 +501,15 @@ pub fn report_mpi(
 /// Load, validate and run the workload as `a` asks (with its repetitions): the combined
 /// results and whether data was verified, or None when nothing was measured (e.g.
 /// `--verify-only`, which reports by itself).
-pub fn run_collect(a: &RunArgs) -> Result<Option<(crate::stats::Results, bool)>> {
+pub fn run_collect(a: &RunArgs) -> Result<Option<(fsbench_results::stats::Results, bool)>> {
     let mut wa = a.w.clone();
     // `-s think=idle+1ms`: the idle window of the scheduler of the disk under the run (read
     // before the workload is loaded when --dir names the place).
     let idle = |set: &mut Vec<(String, String)>, dir: &std::path::Path| {
-        crate::sys::iosched::resolve_sets(set, || crate::sys::iosched::idle_window(dir))
-            .map_err(anyhow::Error::msg)
+        fsbench_base::sys::iosched::resolve_sets(set, || {
+            fsbench_base::sys::iosched::idle_window(dir)
+        })
+        .map_err(anyhow::Error::msg)
     };
     let mut idle_notes = match &a.dir {
         Some(d) => idle(&mut wa.set, d)?,
@@ -516,7 +519,7 @@ pub fn run_collect(a: &RunArgs) -> Result<Option<(crate::stats::Results, bool)>>
     idle_notes.extend(idle(&mut wa.set, &parent)?);
     let wl = load_with(&wa, a.duration.is_some())?;
     crate::fiocmd::check_logs(&wl)?;
-    if a.cold && !crate::engine::is_root() {
+    if a.cold && !fsbench_engine::engine::is_root() {
         bail!("--cold drops the page cache, which needs root; run as root or leave out --cold");
     }
     if a.verify_only {
@@ -526,15 +529,15 @@ pub fn run_collect(a: &RunArgs) -> Result<Option<(crate::stats::Results, bool)>>
     // `--verify` checks every read; a flowop's `verify` attribute checks its own reads. Either
     // way every write is stamped.
     let verify = a.verify || wl.has_verify_flowop();
-    crate::verify::ENABLED.store(verify, std::sync::atomic::Ordering::Relaxed);
-    crate::verify::ALL_READS.store(a.verify, std::sync::atomic::Ordering::Relaxed);
+    fsbench_model::verify::ENABLED.store(verify, std::sync::atomic::Ordering::Relaxed);
+    fsbench_model::verify::ALL_READS.store(a.verify, std::sync::atomic::Ordering::Relaxed);
     let mut opts = run_options(a, parent);
     opts.nfs = nfs_url(a, &wl)?;
     if a.warmup == 0.0 {
         opts.warmup = crate::fiocmd::ramp_s(&a.w.spec());
     }
     // The workload's warm-up is seconds inside each run, not runs of its own.
-    let measure = crate::measure::MeasureArgs {
+    let measure = fsbench_harness::measure::MeasureArgs {
         repeat: a.repeat,
         warmup: 0,
         cold: a.cold,
@@ -542,8 +545,8 @@ pub fn run_collect(a: &RunArgs) -> Result<Option<(crate::stats::Results, bool)>>
         csv: a.csv.clone(),
         markdown: a.markdown.clone(),
     };
-    let mut run = crate::workload_run::WorkloadRun::new(&wl, opts).with_layout(a.layout);
-    let mut results = crate::measure::drive(&mut run, &measure)?;
+    let mut run = fsbench_tools::workload_run::WorkloadRun::new(&wl, opts).with_layout(a.layout);
+    let mut results = fsbench_harness::measure::drive(&mut run, &measure)?;
     results.notes.splice(0..0, idle_notes);
     Ok(Some((results, verify)))
 }
@@ -555,7 +558,7 @@ fn nfs_url(a: &RunArgs, wl: &Workload) -> Result<Option<String>> {
             "--nfs {cli} and the jobs' nfs_url={job} name different exports: give one of them"
         ),
         (Some(u), _) | (None, Some(u)) => {
-            crate::libnfs::check_url(u).map_err(|e| usage(format!("--nfs: {e}")))?;
+            fsbench_base::libnfs::check_url(u).map_err(|e| usage(format!("--nfs: {e}")))?;
             Ok(Some(u.clone()))
         }
         (None, None) => Ok(None),
@@ -565,7 +568,7 @@ fn nfs_url(a: &RunArgs, wl: &Workload) -> Result<Option<String>> {
 /// The directory the run directory goes in (`--dir` or the workload's default); the
 /// workload's `$dir` set to it when the workload has one.
 pub fn target_dir(a: &RunArgs, wa: &mut WorkloadArgs) -> Result<PathBuf> {
-    let set_placeholders = crate::sys::iosched::placeholders;
+    let set_placeholders = fsbench_base::sys::iosched::placeholders;
     let (probe, origin) = match workloads::load(&wa.spec(), &Overrides(set_placeholders(&wa.set))) {
         Ok(x) => x,
         Err(_) => {
@@ -584,7 +587,7 @@ pub fn target_dir(a: &RunArgs, wa: &mut WorkloadArgs) -> Result<PathBuf> {
         .canonicalize()
         .with_context(|| format!("target directory {}", parent.display()))?;
     // Refused unless a directory: a FIFO there would hold the run in its open for ever.
-    let parent = crate::measure::guard::target_dir(Some(&parent))?;
+    let parent = fsbench_harness::measure::guard::target_dir(Some(&parent))?;
     // The workload's $dir follows the target directory, so echo and paths agree.
     if probe.vars.iter().any(|(k, _)| k == "dir") && !wa.set.iter().any(|(k, _)| k == "dir") {
         wa.set.push(("dir".into(), parent.display().to_string()));
@@ -597,7 +600,7 @@ pub fn target_dir(a: &RunArgs, wa: &mut WorkloadArgs) -> Result<PathBuf> {
 /// Refuse, before anything is read or laid out, what this command line cannot mean: values
 /// out of range, outputs that cannot be written, and options the workload's kind does not
 /// use, which would otherwise be found out after the run or silently ignored. A usage
-/// error: the command ends with status 2 (see [`crate::exit::Usage`]).
+/// error: the command ends with status 2 (see [`fsbench_base::exit::Usage`]).
 pub fn check_args(a: &RunArgs) -> Result<()> {
     if a.repeat == 0 {
         return Err(usage(
@@ -635,7 +638,7 @@ pub fn check_args(a: &RunArgs) -> Result<()> {
     // fio's JSON, json+ and terse output go to standard output too.
     let fio_out = (a.output_format.as_deref()).filter(|f| *f != "normal");
     let fio_flag = format!("--output-format {}", fio_out.unwrap_or_default());
-    crate::export::check::outputs(&[
+    fsbench_base::export::check::outputs(&[
         (a.json.as_deref(), "--json"),
         (a.csv.as_deref(), "--csv"),
         (a.markdown.as_deref(), "--markdown"),
@@ -671,7 +674,7 @@ pub fn check_times(a: &RunArgs) -> Result<()> {
 /// `--verify-only`: check the filesets an earlier run kept.
 pub fn verify_kept(
     a: &RunArgs,
-    wl: &crate::model::Workload,
+    wl: &fsbench_model::model::Workload,
     parent: &std::path::Path,
 ) -> Result<()> {
     if !wl.filesets.iter().any(|f| f.reuse) {
@@ -680,19 +683,19 @@ pub fn verify_kept(
             wl.name
         );
     }
-    let stable = crate::engine::rundir::RunDir::stable_path(parent, &wl.name);
+    let stable = fsbench_engine::engine::rundir::RunDir::stable_path(parent, &wl.name);
     let dirs: Vec<PathBuf> = wl
         .filesets
         .iter()
         .filter(|f| f.reuse)
         .map(|f| stable.join(&f.name))
         .collect();
-    crate::verify::check_dirs(&dirs, a.json.as_deref())
+    fsbench_model::verify::check_dirs(&dirs, a.json.as_deref())
 }
 
-pub fn run_options(a: &RunArgs, parent: PathBuf) -> crate::engine::RunOptions {
+pub fn run_options(a: &RunArgs, parent: PathBuf) -> fsbench_engine::engine::RunOptions {
     use std::io::IsTerminal;
-    crate::engine::RunOptions {
+    fsbench_engine::engine::RunOptions {
         parent,
         duration: a.duration,
         seed: a.seed,
@@ -717,24 +720,25 @@ pub fn run_options(a: &RunArgs, parent: PathBuf) -> crate::engine::RunOptions {
 pub fn cmd_compare(a: &CompareArgs) -> Result<()> {
     let mut runs = Vec::new();
     for f in &a.files {
-        let text = crate::input::read_text(f, crate::input::RESULTS)
+        let text = fsbench_base::input::read_text(f, fsbench_base::input::RESULTS)
             .with_context(|| format!("reading {}", f.display()))?;
-        let r: crate::stats::Results = serde_json::from_str(&text).with_context(|| {
-            format!(
-                "{} is not a result file written by `fsbench run --json`",
-                f.display()
-            )
-        })?;
+        let r: fsbench_results::stats::Results =
+            serde_json::from_str(&text).with_context(|| {
+                format!(
+                    "{} is not a result file written by `fsbench run --json`",
+                    f.display()
+                )
+            })?;
         runs.push((f.display().to_string(), r));
     }
-    crate::out!("{}", crate::report::compare::compare(&runs));
+    fsbench_base::out!("{}", fsbench_results::report::compare::compare(&runs));
     Ok(())
 }
 
 pub fn cmd_list() -> Result<()> {
-    crate::outln!("Built-in personalities (run one with `fsbench run NAME`, read it with `fsbench show NAME`):\n");
+    fsbench_base::outln!("Built-in personalities (run one with `fsbench run NAME`, read it with `fsbench show NAME`):\n");
     for (name, text) in workloads::BUILTINS {
-        crate::outln!("  {name:<30} {}", workloads::description(text));
+        fsbench_base::outln!("  {name:<30} {}", workloads::description(text));
         if let Ok((wl, _)) = workloads::load(name, &Overrides::default()) {
             let vars: Vec<String> = wl
                 .vars
@@ -743,7 +747,7 @@ pub fn cmd_list() -> Result<()> {
                 .map(|(k, v)| format!("{k}={v}"))
                 .collect();
             if !vars.is_empty() {
-                crate::outln!("  {:<30} vars: {}", "", vars.join(" "));
+                fsbench_base::outln!("  {:<30} vars: {}", "", vars.join(" "));
             }
         }
     }
@@ -752,7 +756,7 @@ pub fn cmd_list() -> Result<()> {
 
 pub fn cmd_show(a: &ShowArgs) -> Result<()> {
     if let Some(text) = crate::fiocmd::show(&a.name)? {
-        crate::out!("{text}");
+        fsbench_base::out!("{text}");
         return Ok(());
     }
     let text = workloads::builtin(&a.name).with_context(|| {
@@ -761,11 +765,11 @@ pub fn cmd_show(a: &ShowArgs) -> Result<()> {
             a.name
         )
     })?;
-    crate::out!("{text}");
+    fsbench_base::out!("{text}");
     if let Ok((wl, _)) = workloads::load(&a.name, &Overrides::default()) {
-        crate::outln!("\n# Variables and their defaults (change with -s NAME=VALUE):");
+        fsbench_base::outln!("\n# Variables and their defaults (change with -s NAME=VALUE):");
         for (k, v) in &wl.vars {
-            crate::outln!("#   ${k} = {v}");
+            fsbench_base::outln!("#   ${k} = {v}");
         }
     }
     Ok(())

@@ -6,7 +6,7 @@ use clap::{Args, Subcommand};
 use std::path::PathBuf;
 
 fn parse_size_arg(s: &str) -> Result<u64, String> {
-    crate::units::parse_size(s)
+    fsbench_base::units::parse_size(s)
 }
 
 #[derive(Args)]
@@ -103,13 +103,13 @@ pub enum SelftestWhat {
 /// `--dir`, or `default`: an existing directory (a FIFO there would hold the selftest in
 /// its open for ever; it is refused, saying what it is).
 fn target(dir: &Option<PathBuf>, default: PathBuf) -> Result<PathBuf> {
-    crate::measure::guard::target_dir(Some(&dir.clone().unwrap_or(default)))
+    fsbench_harness::measure::guard::target_dir(Some(&dir.clone().unwrap_or(default)))
 }
 
 /// `fsbench selftest ...`.
 pub fn run(a: &SelftestArgs) -> Result<()> {
     // Each selftest makes trees, files or images: a signal stops it and removes them.
-    crate::cancel::install_signal_handlers();
+    fsbench_base::cancel::install_signal_handlers();
     match &a.what {
         SelftestWhat::Overhead {
             seconds,
@@ -118,8 +118,9 @@ pub fn run(a: &SelftestArgs) -> Result<()> {
             size,
         } => {
             let dir = target(dir, PathBuf::from("/dev/shm"))?;
-            let report = crate::engine::selftest::overhead(&dir, *seconds, *rounds, *size)?;
-            crate::out!("{report}");
+            let report =
+                fsbench_engine::engine::selftest::overhead(&dir, *seconds, *rounds, *size)?;
+            fsbench_base::out!("{report}");
             Ok(())
         }
         SelftestWhat::Layout {
@@ -129,8 +130,9 @@ pub fn run(a: &SelftestArgs) -> Result<()> {
             dir,
         } => {
             let dir = target(dir, std::env::temp_dir())?;
-            let report = crate::engine::selftest_layout::layout(&dir, *files, *size, *rounds)?;
-            crate::out!("{report}");
+            let report =
+                fsbench_engine::engine::selftest_layout::layout(&dir, *files, *size, *rounds)?;
+            fsbench_base::out!("{report}");
             Ok(())
         }
         SelftestWhat::Scan {
@@ -141,9 +143,10 @@ pub fn run(a: &SelftestArgs) -> Result<()> {
             walkers,
         } => {
             let dir = target(dir, std::env::temp_dir())?;
-            let report =
-                crate::engine::selftest_scan::scan(&dir, *entries, *rounds, *cold, *walkers)?;
-            crate::out!("{report}");
+            let report = fsbench_engine::engine::selftest_scan::scan(
+                &dir, *entries, *rounds, *cold, *walkers,
+            )?;
+            fsbench_base::out!("{report}");
             Ok(())
         }
         SelftestWhat::Age {
@@ -158,7 +161,7 @@ pub fn run(a: &SelftestArgs) -> Result<()> {
             if !(0.0..=0.95).contains(fill) {
                 bail!("--fill {fill} is outside 0.0..0.95");
             }
-            let o = crate::age::selftest::Options {
+            let o = fsbench_tools::age::selftest::Options {
                 dir: target(dir, PathBuf::from("/dev/shm"))?,
                 mib: (*size >> 20).max(16),
                 fill: *fill,
@@ -167,11 +170,11 @@ pub fn run(a: &SelftestArgs) -> Result<()> {
                 threads: *threads,
                 seed: *seed,
             };
-            crate::out!("{}", crate::age::selftest::age(&o)?);
+            fsbench_base::out!("{}", fsbench_tools::age::selftest::age(&o)?);
             Ok(())
         }
         SelftestWhat::Content { mib } => {
-            crate::out!("{}", crate::content::speed_report(*mib << 20));
+            fsbench_base::out!("{}", fsbench_model::content::speed_report(*mib << 20));
             Ok(())
         }
     }

@@ -1,8 +1,8 @@
 //! Command-line options of `fsbench experiment` and `fsbench results`.
 
-use crate::export::{report::Displaced, Format};
 use anyhow::{bail, Result};
 use clap::Args;
+use fsbench_base::export::{report::Displaced, Format};
 use std::path::{Path, PathBuf};
 
 /// `fsbench experiment PLAN.toml`.
@@ -90,22 +90,22 @@ pub fn experiment(a: ExperimentArgs) -> Result<()> {
 /// nearest existing ancestor are not files (the system's "Not a directory" names neither).
 /// Refused otherwise as a usage error (status 2), before anything is made.
 fn check_outdir(dir: &Path, flag: &str) -> Result<()> {
-    if crate::console::is_stdout(dir) {
-        return Err(crate::exit::usage(format!("{flag} -: an experiment writes a directory (a database, per-run JSON and logs), not one stream; give the directory's path")));
+    if fsbench_base::console::is_stdout(dir) {
+        return Err(fsbench_base::exit::usage(format!("{flag} -: an experiment writes a directory (a database, per-run JSON and logs), not one stream; give the directory's path")));
     }
     for p in dir.ancestors().filter(|p| !p.as_os_str().is_empty()) {
         match std::fs::metadata(p) {
             Ok(m) if m.is_dir() => return Ok(()),
-            Ok(m) if p == dir => return Err(crate::exit::usage(format!(
+            Ok(m) if p == dir => return Err(fsbench_base::exit::usage(format!(
                 "{flag} {}: it is {}, not a directory; give the experiment's output directory (created if missing)",
                 dir.display(),
-                crate::input::file_kind(&m)
+                fsbench_base::input::file_kind(&m)
             ))),
-            Ok(m) => return Err(crate::exit::usage(format!(
+            Ok(m) => return Err(fsbench_base::exit::usage(format!(
                 "{flag} {}: cannot be created, because {} is {}, not a directory; give another output directory",
                 dir.display(),
                 p.display(),
-                crate::input::file_kind(&m)
+                fsbench_base::input::file_kind(&m)
             ))),
             // Missing, or below a file (ENOTDIR): the ancestor says which.
             Err(e)
@@ -124,7 +124,7 @@ fn check_outdir(dir: &Path, flag: &str) -> Result<()> {
 type Output<'a> = (&'a Option<PathBuf>, Format, &'a dyn Fn() -> String);
 
 pub fn results(a: ResultsArgs) -> Result<()> {
-    crate::export::check::outputs(&[
+    fsbench_base::export::check::outputs(&[
         (a.csv.as_deref(), "--csv"),
         (a.json.as_deref(), "--json"),
         (a.markdown.as_deref(), "--markdown"),
@@ -156,15 +156,15 @@ pub fn results(a: ResultsArgs) -> Result<()> {
     ];
     for (path, format, text) in &outputs {
         if let Some(path) = path {
-            crate::export::write_text(path, &text(), format.what())?;
+            fsbench_base::export::write_text(path, &text(), format.what())?;
         }
     }
     let paths = outputs.map(|(p, _, _)| p.as_deref());
-    crate::export::report::text_beside(&paths, Displaced::Dropped, |o| {
+    fsbench_base::export::report::text_beside(&paths, Displaced::Dropped, |o| {
         let text = match a.all {
             true => super::summary::render::render_text_all(&s),
             false => super::summary::render::render_text(&s),
         };
-        o.write_all(crate::console::printable(&text).as_bytes())
+        o.write_all(fsbench_base::console::printable(&text).as_bytes())
     })
 }

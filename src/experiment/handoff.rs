@@ -1,4 +1,4 @@
-//! The remount hand-off, experiment side (the child's side is `crate::remount`): two pipes
+//! The remount hand-off, experiment side (the child's side is `fsbench_base::remount`): two pipes
 //! whose child ends the measurement inherits, and a thread that remounts the target each
 //! time the child asks and answers `ok WHAT` or `error WHY`.
 
@@ -50,7 +50,7 @@ impl Handoff {
     /// child only, so no other process inherits them).
     pub fn attach(&self, cmd: &mut Command) {
         let (r, w) = (self.child_r.as_raw_fd(), self.child_w.as_raw_fd());
-        cmd.env(crate::remount::ENV, format!("{r},{w}"));
+        cmd.env(fsbench_base::remount::ENV, format!("{r},{w}"));
         // SAFETY: fcntl is async-signal-safe; the closure touches nothing else.
         unsafe {
             cmd.pre_exec(move || {

@@ -5,10 +5,10 @@
 //! wrote it, with the runner's `experiment` record (and `remote` traffic) beside its fields.
 
 use crate::experiment::plan::Kind;
-use crate::layout::LayoutReport;
-use crate::scan::ScanSummary;
-use crate::stats::Results;
 use anyhow::{Context, Result};
+use fsbench_engine::layout::LayoutReport;
+use fsbench_engine::scan::ScanSummary;
+use fsbench_results::stats::Results;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -61,7 +61,7 @@ pub const REMOTE_FIGURES: [&str; 12] = [
 impl RemoteTraffic {
     /// Its figures, named `remote.FIELD`, in name order.
     /// The seconds `net` charges for this traffic (see `model_s`).
-    pub fn model_time(&self, net: &crate::remote::model::Net) -> f64 {
+    pub fn model_time(&self, net: &fsbench_tools::remote::model::Net) -> f64 {
         self.round_trips as f64 * net.rtt_s + net.wire_time(self.bytes_fetched + self.bytes_sent)
     }
 
@@ -235,7 +235,7 @@ mod tests {
             bytes_sent: 25_000,
             ..Default::default()
         };
-        let net = crate::remote::model::Net::preset("100kbit").unwrap();
+        let net = fsbench_tools::remote::model::Net::preset("100kbit").unwrap();
         // 10 × 300 ms + 125,000 bytes × 8 ÷ 100 kbit/s = 3 s + 10 s.
         assert!((t.model_time(&net) - 13.0).abs() < 1e-9);
         let names: Vec<String> = t.figures().into_iter().map(|(k, _)| k).collect();

@@ -2,11 +2,11 @@
 //! configuration per cell. The report knows nothing of experiments; this is where their
 //! database is read for it.
 
-use crate::report::html::{
+use anyhow::{Context, Result};
+use fsbench_results::report::html::{
     ComparisonChart, Config, FigureGroup, Group, PublishedLine, RatioRow, ReportInput,
 };
-use crate::stats::Results;
-use anyhow::{Context, Result};
+use fsbench_results::stats::Results;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -394,7 +394,7 @@ fn add_figure_config(
 /// One group per measurement, one configuration per cell (its repetitions combined).
 fn group_cells(input: &mut ReportInput, cells: Vec<Cell>) {
     for c in cells {
-        let results = crate::stats::repeat::combine(c.runs);
+        let results = fsbench_results::stats::repeat::combine(c.runs);
         let config = Config {
             label: String::new(),
             results,
@@ -505,10 +505,10 @@ fn aging_reports(input: &mut ReportInput, outdir: &Path) {
         .collect();
     paths.sort();
     for p in paths {
-        let Ok(text) = crate::input::read_text(&p, crate::input::RESULTS) else {
+        let Ok(text) = fsbench_base::input::read_text(&p, fsbench_base::input::RESULTS) else {
             continue;
         };
-        if let Some(v) = crate::report::html::Aging::parse(&text) {
+        if let Some(v) = fsbench_results::report::html::Aging::parse(&text) {
             let label = p
                 .file_stem()
                 .map(|n| format!("aging {}", n.to_string_lossy()))

@@ -6,8 +6,8 @@
 //! the columns; docs/schema/runs.schema.json the JSON.
 
 use super::store::{RunFlags, Store};
-use crate::export::csv::{self, Quote::WhenNeeded};
 use anyhow::Result;
+use fsbench_base::export::csv::{self, Quote::WhenNeeded};
 use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
 use serde_json::Value;

@@ -2,8 +2,8 @@
 //! plain SQL. The schema is documented in docs/experiments.md; `SCHEMA` below is the source.
 
 use crate::experiment::output::{ChildOutput, Output, RemoteTraffic};
-use crate::stats::Results;
 use anyhow::{Context, Result};
+use fsbench_results::stats::Results;
 use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::Value;
 use std::path::Path;
@@ -603,7 +603,7 @@ mod tests {
     #[test]
     fn a_run_on_a_block_device_has_cache_figures() {
         let mut r = Results::new("w", "builtin:w", 1, Path::new("/x"));
-        let f: crate::stats::FlowopResult = serde_json::from_value(serde_json::json!({
+        let f: fsbench_results::stats::FlowopResult = serde_json::from_value(serde_json::json!({
             "name": "read1", "type": "read", "io_class": "read", "ops": 10, "ops_per_s": 5.0,
             "bytes": 4_000_000u64, "mb_per_s": 2.0, "errors": 0, "no_resource": 0,
             "latency_us": {"mean": 1.0, "min": 1.0, "p50": 1.0, "p90": 1.0, "p95": 1.0,
@@ -640,7 +640,7 @@ mod tests {
         r.summary.cpu_user_s = 0.25;
         r.figures.insert("transactions_per_s".into(), 40.0);
         r.figures.insert("mb_per_s".into(), 1.25);
-        let f: crate::stats::FlowopResult = serde_json::from_value(serde_json::json!({
+        let f: fsbench_results::stats::FlowopResult = serde_json::from_value(serde_json::json!({
             "name": "read1", "type": "read", "io_class": "read", "ops": 100, "ops_per_s": 50.0,
             "bytes": 0, "mb_per_s": 0.0, "errors": 0, "no_resource": 0,
             "latency_us": {"mean": 1.0, "min": 1.0, "p50": 1.0, "p90": 1.0, "p95": 1.0,

@@ -1,7 +1,11 @@
-//! The structure of `src/`, measured from the code: which top-level modules use which (by
-//! following `crate::` paths in non-test code), the cycles among them, and how long functions
-//! and files are. `cargo test --test it architecture -- --nocapture` prints the figures; the
-//! assertions keep what has been reached from slipping back.
+//! The structure of the workspace's crates, measured from the code: what Cargo cannot check.
+//! Cargo keeps the layers (a crate depends only on crates below it); this test keeps, inside
+//! each crate, modules from using each other at any level (two sibling modules, files or
+//! folders, that name each other through `crate::`, `super::` or `self::` paths, directly or in
+//! a loop), and functions and files from growing long, and bans the shortcuts that hide
+//! structure (`#[allow(clippy::too_many_arguments)]`, `use super::*` outside tests, a `pub use`
+//! that gives an item a second public name). `cargo test --test it architecture --
+//! --nocapture` prints the figures.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -229,68 +233,125 @@ fn rust_files(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// The top-level module a file of `src/` belongs to (`main` for the binary).
-fn module_of(src: &Path, file: &Path) -> String {
+/// The module path of a file of a crate's `src/` (`a/b.rs` and `a/b/mod.rs` are `a::b`; the
+/// crate root is the empty path).
+fn module_path(src: &Path, file: &Path) -> Vec<String> {
     let rel = file.strip_prefix(src).unwrap();
-    let first = rel
+    let mut parts: Vec<String> = rel
         .components()
-        .next()
-        .unwrap()
-        .as_os_str()
-        .to_string_lossy();
-    first.trim_end_matches(".rs").to_string()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    let last = parts.pop().unwrap();
+    let stem = last.trim_end_matches(".rs");
+    if !["mod", "lib", "main"].contains(&stem) {
+        parts.push(stem.to_string());
+    }
+    parts
 }
 
-/// The top-level modules a piece of code names through `crate::` (or `fsbench::`).
-fn uses(code: &str, modules: &BTreeSet<String>) -> BTreeSet<String> {
-    let mut out = BTreeSet::new();
-    for root in ["crate::", "fsbench::"] {
-        let mut rest = code;
-        while let Some(at) = rest.find(root) {
-            let before = rest[..at].chars().last();
-            rest = &rest[at + root.len()..];
-            if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
-                continue;
+/// The module paths a piece of code names, resolved from the module `at`: `crate::a::b`,
+/// `super::x` (any number of `super::`), `self::x`, and each element of a `{...}` group after
+/// such a prefix. Paths are returned in full; the caller keeps the part that names modules.
+fn paths_used(code: &str, at: &[String]) -> Vec<Vec<String>> {
+    let b = code.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        let starts = |w: &str| code[i..].starts_with(w) && (i == 0 || !ident_byte(b[i - 1]));
+        let (mut base, mut k) = if starts("crate::") {
+            (Vec::new(), i + 7)
+        } else if starts("self::") {
+            (at.to_vec(), i + 6)
+        } else if starts("super::") {
+            let mut base = at.to_vec();
+            let mut k = i;
+            while code[k..].starts_with("super::") {
+                base.pop();
+                k += 7;
             }
-            let rest_t = rest.trim_start();
-            if let Some(group) = rest_t.strip_prefix('{') {
-                // `crate::{a, b::c, d}`: the first name of each element at depth 0.
-                let mut depth = 0;
-                let mut start = true;
-                let mut name = String::new();
-                for c in group.chars() {
-                    match c {
-                        '{' => depth += 1,
-                        '}' if depth == 0 => break,
-                        '}' => depth -= 1,
-                        ',' if depth == 0 => {
-                            if !name.is_empty() {
-                                out.insert(std::mem::take(&mut name));
-                            }
-                            start = true
-                        }
-                        c if start && (c.is_alphanumeric() || c == '_') => name.push(c),
-                        c if start && !name.is_empty() && (!c.is_whitespace() || c == ':') => {
-                            out.insert(std::mem::take(&mut name));
-                            start = false;
-                        }
-                        _ => {}
+            (base, k)
+        } else {
+            i += 1;
+            continue;
+        };
+        loop {
+            let name: String = code[k..].chars().take_while(|c| ident_char(*c)).collect();
+            if name.is_empty() {
+                if code[k..].starts_with('{') {
+                    for element in group_elements(&code[k + 1..]) {
+                        let mut p = base.clone();
+                        p.extend(element);
+                        out.push(p);
                     }
                 }
-                if !name.is_empty() {
-                    out.insert(name);
-                }
-            } else {
-                let name: String = rest_t
-                    .chars()
-                    .take_while(|c| c.is_alphanumeric() || *c == '_')
-                    .collect();
-                out.insert(name);
+                break;
             }
+            k += name.len();
+            base.push(name);
+            if !code[k..].starts_with("::") {
+                break;
+            }
+            k += 2;
+        }
+        out.push(base);
+        i = k.max(i + 1);
+    }
+    out
+}
+
+fn ident_char(c: char) -> bool {
+    c.is_alphanumeric() || c == '_'
+}
+
+fn ident_byte(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'_' || c == b'$'
+}
+
+/// The leading path of each element of a `use` group (`a::b, c::{d, e}, f` → `a::b`, `c`,
+/// `f`), up to its closing brace.
+fn group_elements(group: &str) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    let mut depth = 0;
+    let mut current = String::new();
+    for c in group.chars() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => break,
+            '}' => depth -= 1,
+            ',' if depth == 0 => out.push(std::mem::take(&mut current)),
+            c if depth == 0 => current.push(c),
+            _ => {}
         }
     }
-    out.retain(|m| modules.contains(m));
-    out
+    out.push(current);
+    out.iter()
+        .map(|e| {
+            e.split("::")
+                .map(|s| s.trim().to_string())
+                .take_while(|s| !s.is_empty() && s.chars().all(ident_char))
+                .collect::<Vec<_>>()
+        })
+        .filter(|p| !p.is_empty() && p[0] != "self")
+        .collect()
+}
+
+/// The edge a use from module `from` to path `to` makes between two sibling modules (their
+/// paths, under the deepest module both lie in), if it makes one: none for a use of an
+/// ancestor, of a descendant, or of the module itself.
+fn sibling_edge(
+    from: &[String],
+    to: &[String],
+    modules: &BTreeSet<Vec<String>>,
+) -> Option<(Vec<String>, Vec<String>)> {
+    let mut to = to.to_vec();
+    while !to.is_empty() && !modules.contains(&to) {
+        to.pop();
+    }
+    let common = from.iter().zip(&to).take_while(|(a, b)| a == b).count();
+    if common == from.len() || common == to.len() {
+        return None;
+    }
+    Some((from[..=common].to_vec(), to[..=common].to_vec()))
 }
 
 /// A function longer than the limit: file, name, lines.
@@ -410,48 +471,102 @@ fn cycles(edges: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
     t.out
 }
 
-/// The measured structure of `src/`.
+/// The measured structure of the workspace.
 struct Structure {
+    /// Uses between sibling modules, as `crate:a::b` names.
     edges: BTreeMap<String, BTreeSet<String>>,
     functions: Vec<LongFn>,
     /// Non-test lines per file.
     file_lines: Vec<(String, usize)>,
+    /// Shortcuts that hide structure, each `file: what`.
+    shortcuts: Vec<String>,
+}
+
+/// Each crate of the workspace: its name and its `src/` directory.
+fn crates() -> Vec<(String, PathBuf)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut out = vec![("fsbench".to_string(), root.join("src"))];
+    for e in std::fs::read_dir(root.join("crates")).unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        out.push((format!("fsbench-{name}"), e.path().join("src")));
+    }
+    out.sort();
+    out
 }
 
 fn measure() -> Structure {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let files = rust_files(&src);
-    let modules: BTreeSet<String> = files
-        .iter()
-        .map(|f| module_of(&src, f))
-        .filter(|m| m != "lib" && m != "main")
-        .collect();
-    let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    let mut functions_all = Vec::new();
-    let mut file_lines = Vec::new();
-    for f in &files {
-        let text = std::fs::read_to_string(f).unwrap();
-        let with_tests = code_only(&text);
-        let code = without_tests(&with_tests);
-        let m = module_of(&src, f);
-        let rel = f.strip_prefix(&src).unwrap().display().to_string();
-        // Non-test lines, comments and blank lines included.
-        file_lines.push((rel.clone(), text.lines().count() - test_lines(&with_tests)));
-        functions(&code, &rel, &mut functions_all);
-        if m == "lib" {
-            continue;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut s = Structure {
+        edges: BTreeMap::new(),
+        functions: Vec::new(),
+        file_lines: Vec::new(),
+        shortcuts: Vec::new(),
+    };
+    for (krate, src) in crates() {
+        let files = rust_files(&src);
+        let mut modules = BTreeSet::new();
+        for f in &files {
+            let mut m = module_path(&src, f);
+            while !m.is_empty() {
+                modules.insert(m.clone());
+                m.pop();
+            }
         }
-        let e = edges.entry(m.clone()).or_default();
-        for u in uses(&code, &modules) {
-            if u != m {
-                e.insert(u);
+        for f in &files {
+            let text = std::fs::read_to_string(f).unwrap();
+            let with_tests = code_only(&text);
+            let code = without_tests(&with_tests);
+            let rel = f.strip_prefix(root).unwrap().display().to_string();
+            // Non-test lines, comments and blank lines included.
+            s.file_lines
+                .push((rel.clone(), text.lines().count() - test_lines(&with_tests)));
+            functions(&code, &rel, &mut s.functions);
+            shortcuts(&code, &rel, f, &mut s.shortcuts);
+            if f.ends_with("main.rs") {
+                continue;
+            }
+            let at = module_path(&src, f);
+            for to in paths_used(&code, &at) {
+                if let Some((a, b)) = sibling_edge(&at, &to, &modules) {
+                    let name = |p: &[String]| format!("{krate}:{}", p.join("::"));
+                    s.edges.entry(name(&a)).or_default().insert(name(&b));
+                }
             }
         }
     }
-    Structure {
-        edges,
-        functions: functions_all,
-        file_lines,
+    s
+}
+
+/// `#[allow(clippy::too_many_arguments)]`, `use super::*` outside tests, and a `pub use` of
+/// an item of a public module (the item then has two public names; a private module's items
+/// re-exported by its parent have one).
+fn shortcuts(code: &str, rel: &str, file: &Path, out: &mut Vec<String>) {
+    if code.contains("too_many_arguments") {
+        out.push(format!("{rel}: allows too_many_arguments"));
+    }
+    if code.contains("use super::*") && !rel.ends_with("tests.rs") {
+        out.push(format!("{rel}: use super::*"));
+    }
+    let dir = file.parent().unwrap();
+    for line in code.lines().map(str::trim) {
+        let Some(path) = line.strip_prefix("pub use ") else {
+            continue;
+        };
+        let path = path.trim_start_matches("self::");
+        let (module, declared_in) = match path.strip_prefix("super::") {
+            Some(p) => (p, dir.join("mod.rs")),
+            None => (path, file.to_path_buf()),
+        };
+        let module: String = module.chars().take_while(|c| ident_char(*c)).collect();
+        let declaring = std::fs::read_to_string(&declared_in).unwrap_or_default();
+        if declaring
+            .lines()
+            .any(|l| l.trim() == format!("pub mod {module};"))
+        {
+            out.push(format!(
+                "{rel}: `pub use {path}` re-exports from public `{module}`"
+            ));
+        }
     }
 }
 
@@ -467,15 +582,36 @@ fn the_scanner_sees_through_comments_strings_and_tests() {
     let t = without_tests("fn a() {}\n#[cfg(test)]\nmod tests { fn b() { crate::disk::x(); } }\n");
     assert!(!t.contains("crate::disk") && t.contains("fn a"));
     assert_eq!(test_lines("fn a() {}\n#[cfg(test)]\nmod t {\n}\n"), 3);
-    let mods: BTreeSet<String> = ["disk", "age", "units"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    let u = uses(
-        "use crate::{disk::x, age::{a, b}};\nfsbench::units::parse();",
-        &mods,
+    let at = vec!["engine".to_string(), "worker".to_string()];
+    let used = paths_used(
+        "use crate::{disk::x, age::{a, b}};\nsuper::rundir::make(); self::plain::go();",
+        &at,
     );
-    assert_eq!(u, mods);
+    let p = |s: &str| s.split("::").map(String::from).collect::<Vec<_>>();
+    for want in [
+        "disk::x",
+        "age",
+        "engine::rundir::make",
+        "engine::worker::plain::go",
+    ] {
+        assert!(used.contains(&p(want)), "{want} not in {used:?}");
+    }
+    let modules: BTreeSet<Vec<String>> = ["engine", "engine::worker", "engine::rundir", "disk"]
+        .iter()
+        .map(|m| p(m))
+        .collect();
+    assert_eq!(
+        sibling_edge(&p("engine::worker"), &p("engine::rundir::make"), &modules),
+        Some((p("engine::worker"), p("engine::rundir")))
+    );
+    assert_eq!(
+        sibling_edge(&p("engine::worker"), &p("engine::X"), &modules),
+        None
+    );
+    assert_eq!(
+        sibling_edge(&p("engine"), &p("engine::worker::Y"), &modules),
+        None
+    );
     let mut f = Vec::new();
     functions(
         "fn a() {\n  if x { y }\n}\ntrait T { fn d(&self); }\n",
@@ -502,12 +638,12 @@ fn print_structure_figures(s: &Structure) {
     files.sort_by_key(|f| std::cmp::Reverse(f.1));
     let total: usize = s.file_lines.iter().map(|f| f.1).sum();
     println!("non-test lines (comments included): {total}");
-    println!("uses between top-level modules:");
+    println!("uses between sibling modules:");
     for (m, to) in &s.edges {
         let to: Vec<&str> = to.iter().map(|s| s.as_str()).collect();
         println!("  {m} -> {}", to.join(" "));
     }
-    println!("cycles among top-level modules: {}", cyc.len());
+    println!("cycles among sibling modules: {}", cyc.len());
     for c in &cyc {
         println!("  cycle of {}: {}", c.len(), c.join(", "));
     }
@@ -525,55 +661,18 @@ fn print_structure_figures(s: &Structure) {
     }
 }
 
-/// The layers written in `src/lib.rs`: module → layer index (0 = top). `main` is a command.
-fn layers() -> BTreeMap<String, (usize, String)> {
-    let lib =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs")).unwrap();
-    let mut out = BTreeMap::new();
-    let mut layer: Option<(usize, String)> = None;
-    let mut n = 0;
-    for line in lib.lines().map(str::trim) {
-        if let Some(rest) = line.strip_prefix("// layer ") {
-            let name = rest.split(':').next().unwrap().trim().to_string();
-            layer = Some((n, name));
-            n += 1;
-        } else if let Some(m) = line
-            .strip_prefix("pub mod ")
-            .and_then(|r| r.strip_suffix(';'))
-        {
-            let l = layer
-                .clone()
-                .expect("a `// layer` line before the first module");
-            out.insert(m.to_string(), l);
-        }
-    }
-    out.insert("main".into(), (0, "commands".into()));
-    out
-}
-
+/// No two modules use each other, at any level of any crate; no shortcut hides structure.
 #[test]
-fn every_module_stands_in_a_layer_and_uses_none_above_it() {
+fn no_modules_use_each_other_and_no_shortcuts() {
     let s = measure();
-    let layers = layers();
-    let mut wrong = Vec::new();
-    for (m, to) in &s.edges {
-        let Some((lm, nm)) = layers.get(m) else {
-            wrong.push(format!("{m} is in no layer of src/lib.rs"));
-            continue;
-        };
-        for t in to {
-            if let Some((lt, nt)) = layers.get(t) {
-                if lt < lm {
-                    wrong.push(format!(
-                        "{m} ({nm}) uses {t}, a module of the {nt} layer above it"
-                    ));
-                }
-            }
-        }
-    }
-    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
     let cyc = cycles(&s.edges);
-    assert!(cyc.is_empty(), "modules that use each other: {cyc:?}");
+    let shown: Vec<String> = cyc.iter().map(|c| c.join(" <-> ")).collect();
+    assert!(
+        cyc.is_empty(),
+        "modules that use each other:\n{}",
+        shown.join("\n")
+    );
+    assert!(s.shortcuts.is_empty(), "{}", s.shortcuts.join("\n"));
 }
 
 /// Long functions and files: the counts may only go down (lower the limits as they do).

@@ -226,16 +226,16 @@ fn stored_sha1_hashes_match_sha1sum() {
         snap.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", text(&o));
-    let stream = fsbench::scan::snapshot::Snapshot::open(&snap).unwrap();
+    let stream = fsbench_engine::scan::snapshot::Snapshot::open(&snap).unwrap();
     assert_eq!(stream.header().hash.as_deref(), Some("sha1"));
     let mut checked = 0;
     for e in stream {
         let e = e.unwrap();
-        if e.kind != fsbench::scan::snapshot::Kind::File {
+        if e.kind != fsbench_engine::scan::snapshot::Kind::File {
             assert!(e.hash.is_none());
             continue;
         }
-        let ours = fsbench::scan::hash::hex(e.hash.as_deref().unwrap());
+        let ours = fsbench_engine::scan::hash::hex(e.hash.as_deref().unwrap());
         let file = root.join(e.path());
         match std::process::Command::new("sha1sum").arg(&file).output() {
             Ok(o) if o.status.success() => {

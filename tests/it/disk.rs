@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use fsbench::disk::model::{Disk, DiskParams, Op};
+use fsbench_tools::disk::model::{Disk, DiskParams, Op};
 use rand::{Rng, SeedableRng};
 
 const BIN: &str = env!("CARGO_BIN_EXE_fsbench");

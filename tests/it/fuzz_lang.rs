@@ -1,9 +1,9 @@
 //! The parser and model builder never panic: random bytes, and built-in workloads mutated by
 //! deleting, duplicating, swapping and inserting tokens and characters.
 
-use fsbench::lang::{parse, SourceFile};
-use fsbench::model::build::{build, Overrides};
-use fsbench::workloads::BUILTINS;
+use fsbench_model::lang::{parse, SourceFile};
+use fsbench_model::model::build::{build, Overrides};
+use fsbench_model::workloads::BUILTINS;
 use rand::{Rng, SeedableRng};
 
 fn check(text: &str) {
@@ -11,7 +11,7 @@ fn check(text: &str) {
     let r = std::panic::catch_unwind(|| {
         if let Ok(script) = parse(&src) {
             if let Ok(w) = build("fuzz", &src, &script, &Overrides::default()) {
-                let _ = fsbench::model::explain::explain(&w);
+                let _ = fsbench_model::model::explain::explain(&w);
             } else if let Err(d) = build("fuzz", &src, &script, &Overrides::default()) {
                 // Rendering must not panic either.
                 let _ = d.to_string();

@@ -18,7 +18,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_fsbench");
 use crate::nfs_common::SERIAL;
 
 fn locate(prog: &str) -> Option<PathBuf> {
-    fsbench::nfs::rpcbind::locate(prog)
+    fsbench_tools::nfs::rpcbind::locate(prog)
 }
 
 fn skip_reason() -> Option<String> {
@@ -41,7 +41,7 @@ fn skip_reason() -> Option<String> {
     }
     // fsbench refuses to start beside another NFS server registered with rpcbind (ganesha
     // would clear its registrations): nothing here can run then.
-    if let Ok(f) = fsbench::nfs::rpcbind::foreign_nfs_registrations() {
+    if let Ok(f) = fsbench_tools::nfs::rpcbind::foreign_nfs_registrations() {
         if let Some(first) = f.first() {
             return Some(format!(
                 "another NFS server is registered with rpcbind ({first}), and fsbench does not start one beside it"
@@ -638,9 +638,9 @@ fn an_experiments_nfs_target_is_set_up_recorded_and_torn_down() {
     let journal = fs::read_to_string(out.join("teardown.json")).unwrap();
     assert_eq!(journal.trim(), "[]");
     assert!(
-        fsbench::nfs::rpcbind::processes_named("ganesha.nfsd")
+        fsbench_tools::nfs::rpcbind::processes_named("ganesha.nfsd")
             .iter()
-            .all(|p| !fsbench::nfs::rpcbind::is_fsbench_ganesha(p)),
+            .all(|p| !fsbench_tools::nfs::rpcbind::is_fsbench_ganesha(p)),
         "a ganesha of fsbench's still runs"
     );
 }

@@ -11,7 +11,7 @@ use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use fsbench::scan::snapshot::{Kind, Snapshot};
+use fsbench_engine::scan::snapshot::{Kind, Snapshot};
 use serde_json::Value;
 
 fn fsbench(args: &[&str]) -> Output {

@@ -281,7 +281,7 @@ fn lost_output_inputs(dir: &Scratch) -> (String, String, String, String) {
         json.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", text(&o));
-    use fsbench::trace::format::{self, Call, Header, Record};
+    use fsbench_tools::trace::format::{self, Call, Header, Record};
     let records: Vec<Record> = (0..500)
         .map(|i| Record {
             start_ns: i * 1000,

@@ -4,7 +4,7 @@
 //! Recording needs strace; ext4 needs root and loop devices. Each says so and skips without.
 
 use crate::common::*;
-use fsbench::trace::format::{self, Call, EntryKind, Header, Initial, Record};
+use fsbench_tools::trace::format::{self, Call, EntryKind, Header, Initial, Record};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

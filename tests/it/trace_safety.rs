@@ -4,7 +4,7 @@
 //! root; the recorded case needs strace and says so when it is missing.
 
 use crate::common::*;
-use fsbench::trace::format::{self, Call, EntryKind, Header, Initial, Record};
+use fsbench_tools::trace::format::{self, Call, EntryKind, Header, Initial, Record};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -45,7 +45,7 @@ pub struct AgeParam {
 pub fn age_params() -> &'static [AgeParam] {
     static TABLE: OnceLock<Vec<AgeParam>> = OnceLock::new();
     TABLE.get_or_init(|| {
-        let c = cmd::<crate::age::cli::AgeArgs>();
+        let c = cmd::<fsbench_tools::age::cli::AgeArgs>();
         c.get_arguments()
             .filter(|a| !a.is_positional() && !a.is_hide_set())
             .filter_map(|a| {
@@ -171,7 +171,7 @@ pub(super) fn age_of(
         ));
     }
     if let Some((p, s)) = opts.get("profile") {
-        if crate::age::profile::Profile::builtin(p).is_err() {
+        if fsbench_tools::age::profile::Profile::builtin(p).is_err() {
             return Err(ctx.err(s.clone(), format!("age profile {p:?} is not built in")));
         }
     }

@@ -56,10 +56,10 @@ fn window(src: &str, col: usize) -> (String, usize) {
 
 /// Check a network level: a preset of `fsbench remote` or "BANDWIDTH/RTT".
 pub(super) fn check_network(s: &str) -> Result<(), String> {
-    if crate::remote::model::Net::preset(s).is_some() {
+    if fsbench_tools::remote::model::Net::preset(s).is_some() {
         return Ok(());
     }
-    let presets = crate::remote::model::PRESETS
+    let presets = fsbench_tools::remote::model::PRESETS
         .iter()
         .map(|p| p.0)
         .collect::<Vec<_>>()
@@ -69,8 +69,8 @@ pub(super) fn check_network(s: &str) -> Result<(), String> {
             "network {s:?}: expected a preset ({presets}) or \"BANDWIDTH/RTT\" such as \"10mbit/20ms\""
         ));
     };
-    crate::remote::model::parse_bandwidth(b).map_err(|e| format!("network {s:?}: {e}"))?;
-    crate::remote::model::parse_rtt(r).map_err(|e| format!("network {s:?}: {e}"))?;
+    fsbench_tools::remote::model::parse_bandwidth(b).map_err(|e| format!("network {s:?}: {e}"))?;
+    fsbench_tools::remote::model::parse_rtt(r).map_err(|e| format!("network {s:?}: {e}"))?;
     Ok(())
 }
 

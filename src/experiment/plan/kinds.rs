@@ -1,11 +1,11 @@
 //! What a measurement kind is and the parameters each takes, with the command-line flag
 //! each parameter becomes.
 
-use crate::apps::cli::{AndrewArgs, BuildArgs, FindArgs, PostmarkArgs, ReadArgs};
-use crate::layout::LayoutArgs;
-use crate::scan::ScanArgs;
-use crate::trace::replay::ReplayArgs;
 use clap::{Args, Command};
+use fsbench_engine::layout::LayoutArgs;
+use fsbench_engine::scan::ScanArgs;
+use fsbench_tools::apps::cli::{AndrewArgs, BuildArgs, FindArgs, PostmarkArgs, ReadArgs};
+use fsbench_tools::trace::replay::ReplayArgs;
 use std::any::TypeId;
 use std::sync::OnceLock;
 
@@ -109,10 +109,10 @@ impl Kind {
     /// Why a cold cache cannot change much of what this kind measures, when it reads
     /// nothing that was on disk before its measured window; `None` when it reads what was
     /// laid out before (a workload's depends on the workload: see
-    /// [`crate::model::Workload::creates_all_it_reads`]).
+    /// [`fsbench_model::model::Workload::creates_all_it_reads`]).
     pub fn cache_blind(self) -> Option<&'static str> {
         match self {
-            Kind::Postmark => Some(crate::apps::postmark::READS_ITS_OWN_POOL),
+            Kind::Postmark => Some(fsbench_tools::apps::postmark::READS_ITS_OWN_POOL),
             _ => None,
         }
     }
@@ -275,8 +275,8 @@ impl Kind {
             Kind::Replay => cmd::<ReplayArgs>(),
             Kind::Scan => cmd::<ScanArgs>(),
             Kind::Read => cmd::<ReadArgs>(),
-            Kind::Prune => cmd::<crate::apps::prune::PruneArgs>(),
-            Kind::Hot => cmd::<crate::age::hot::HotArgs>(),
+            Kind::Prune => cmd::<fsbench_tools::apps::prune::PruneArgs>(),
+            Kind::Hot => cmd::<fsbench_tools::age::hot::HotArgs>(),
             Kind::Workload => return None,
         })
     }

@@ -110,7 +110,7 @@ pub(super) fn measurement(
         }
         if let Some(v) = m.params.get("tree_file_size") {
             let ok = super::check::scalar(v.get_ref())
-                .and_then(|s| crate::units::parse_size(&s).ok())
+                .and_then(|s| fsbench_base::units::parse_size(&s).ok())
                 .is_some_and(|b| (1..=(64 << 20)).contains(&b));
             if !ok || !params.iter().any(|(k, _)| k == "tree_files") {
                 return Err(ctx.err(
@@ -210,9 +210,9 @@ fn kind_of(ctx: &Ctx, m: &RawMeasurement) -> Result<Kind, PlanError> {
 }
 
 /// A workload's variables are parameters too; check them against the workload. With them,
-/// whether the workload can end by itself ([`crate::model::Workload::ends_by_itself`]), and
+/// whether the workload can end by itself ([`fsbench_model::model::Workload::ends_by_itself`]), and
 /// why a cold cache changes little of it when it reads nothing laid out before it started
-/// ([`crate::model::Workload::creates_all_it_reads`], judged at the workload's defaults).
+/// ([`fsbench_model::model::Workload::creates_all_it_reads`], judged at the workload's defaults).
 fn workload_vars(
     ctx: &Ctx,
     m: &RawMeasurement,
@@ -230,12 +230,12 @@ fn workload_vars(
         )
     })?;
     let wname = typed(ctx, w, Ty::Str, "workload")?;
-    let resolved = if crate::workloads::builtin(&wname).is_some() {
+    let resolved = if fsbench_model::workloads::builtin(&wname).is_some() {
         wname.clone()
     } else {
         base_dir.join(&wname).display().to_string()
     };
-    match crate::workloads::load(&resolved, &crate::model::build::Overrides::default()) {
+    match fsbench_model::workloads::load(&resolved, &fsbench_model::model::build::Overrides::default()) {
         Ok((wl, _)) => Ok(Some((
             wl.vars.iter().map(|(k, _)| k.clone()).collect(),
             wl.ends_by_itself(),
@@ -318,7 +318,7 @@ impl MeasurementCx<'_> {
             || (kind == Kind::Replay && k == "trace")
             || (kind == Kind::Workload
                 && k == "workload"
-                && crate::workloads::builtin(s).is_none());
+                && fsbench_model::workloads::builtin(s).is_none());
         if names_file {
             let p = self.base_dir.join(&*s);
             if !p.is_file() {

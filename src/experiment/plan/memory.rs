@@ -19,7 +19,7 @@ pub fn parse_level(s: &str) -> Result<Option<u64>, String> {
     if s == "none" {
         return Ok(None);
     }
-    let b = crate::units::parse_size(s)
+    let b = fsbench_base::units::parse_size(s)
         .map_err(|e| format!("memory {s:?}: {e}; expected a size such as \"256M\", or \"none\""))?;
     if b < FLOOR {
         return Err(format!(
@@ -33,10 +33,10 @@ pub fn parse_level(s: &str) -> Result<Option<u64>, String> {
 /// measurement's variables, or the application benchmarks' start size.
 pub(super) fn start_bytes(m: &Measurement) -> u64 {
     if m.kind != Kind::Workload {
-        return crate::engine::preflight::APP_START_BYTES;
+        return fsbench_engine::engine::preflight::APP_START_BYTES;
     }
     let Some((_, w)) = m.params.iter().find(|(k, _)| k == "workload") else {
-        return crate::engine::preflight::APP_START_BYTES;
+        return fsbench_engine::engine::preflight::APP_START_BYTES;
     };
     let vars = m
         .params
@@ -44,9 +44,9 @@ pub(super) fn start_bytes(m: &Measurement) -> u64 {
         .filter(|(k, _)| m.kind.param(k).is_none())
         .cloned()
         .collect();
-    match crate::workloads::load(w, &crate::model::build::Overrides(vars)) {
-        Ok((wl, _)) => crate::engine::preflight::estimate(&wl).total(),
-        Err(_) => crate::engine::preflight::APP_START_BYTES,
+    match fsbench_model::workloads::load(w, &fsbench_model::model::build::Overrides(vars)) {
+        Ok((wl, _)) => fsbench_engine::engine::preflight::estimate(&wl).total(),
+        Err(_) => fsbench_engine::engine::preflight::APP_START_BYTES,
     }
 }
 
@@ -128,7 +128,7 @@ pub(super) fn check(
                     format!(
                         "memory {text:?} is below what measurement {:?} needs to start: about {} (fsbench's estimate of its program, fileset plans and threads' buffers); raise the limit or use \"none\"",
                         measurements[i].name,
-                        crate::limits::human(need as f64)
+                        fsbench_base::limits::human(need as f64)
                     ),
                 ));
             }

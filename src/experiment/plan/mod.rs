@@ -401,7 +401,7 @@ pub const DISK_PARAMS: [&str; 13] = [
 
 /// Read and validate a plan. `quick` applies the plan's quick scale.
 pub fn load(file: &Path, quick: bool) -> Result<Plan, PlanError> {
-    let text = crate::input::read_text(file, crate::input::PLAN)
+    let text = fsbench_base::input::read_text(file, fsbench_base::input::PLAN)
         .map_err(|e| PlanError(format!("{}: {e}", file.display())))?;
     parse(file, &text, quick)
 }

@@ -219,7 +219,7 @@ impl TargetCx<'_> {
             (Some(q), true) => q.clone(),
             _ => self.need(&self.t.size, "size")?,
         };
-        let v = crate::units::parse_size(s.get_ref()).map_err(|e| ctx.err(s.span(), e))?;
+        let v = fsbench_base::units::parse_size(s.get_ref()).map_err(|e| ctx.err(s.span(), e))?;
         if v < (16 << 20) {
             return Err(ctx.err(s.span(), "size: at least 16M (mkfs needs room)"));
         }
@@ -245,14 +245,14 @@ impl TargetCx<'_> {
         let ctx = self.ctx;
         let p = self.need(&self.t.path, "path")?;
         let path = self.base_dir.join(p.get_ref());
-        if let Err(e) = crate::input::check_dir(&path) {
+        if let Err(e) = fsbench_base::input::check_dir(&path) {
             return Err(ctx.err(
                 p.span(),
                 format!("{} is not an existing directory: {e}", path.display()),
             ));
         }
         // The refusal `run --dir` applies: measurements and overlays write there.
-        if let Some(what) = crate::engine::rundir::system_dir(&path) {
+        if let Some(what) = fsbench_engine::engine::rundir::system_dir(&path) {
             return Err(ctx.err(
                 p.span(),
                 format!(
@@ -293,7 +293,7 @@ impl TargetCx<'_> {
             .model
             .as_ref()
             .map_or("hdd".to_string(), |m| m.get_ref().clone());
-        if crate::disk::model::DiskParams::preset(&model).is_none() {
+        if fsbench_tools::disk::model::DiskParams::preset(&model).is_none() {
             let s = self
                 .t
                 .model
@@ -304,7 +304,7 @@ impl TargetCx<'_> {
                 s,
                 format!(
                     "disk model {model:?}: presets are {}",
-                    crate::disk::model::DiskParams::PRESETS.join(", ")
+                    fsbench_tools::disk::model::DiskParams::PRESETS.join(", ")
                 ),
             ));
         }
@@ -373,7 +373,9 @@ impl TargetCx<'_> {
         }
         let cache_size = match &t.cache_size {
             None => 256 << 20,
-            Some(c) => crate::units::parse_size(c.get_ref()).map_err(|e| ctx.err(c.span(), e))?,
+            Some(c) => {
+                fsbench_base::units::parse_size(c.get_ref()).map_err(|e| ctx.err(c.span(), e))?
+            }
         };
         let lookaside = match &t.lookaside {
             None => None,

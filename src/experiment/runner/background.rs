@@ -69,12 +69,12 @@ impl Spawn {
             .stdin(Stdio::null())
             .stdout(logf.try_clone()?)
             .stderr(logf)
-            .env(crate::sys::mark::READY_ENV, &self.ready);
+            .env(fsbench_base::sys::mark::READY_ENV, &self.ready);
         if let Some(go) = &self.go {
-            cmd.env(crate::sys::mark::GO_ENV, go);
+            cmd.env(fsbench_base::sys::mark::GO_ENV, go);
         }
         // Its own process group, and the parent-death signal: it stops if the runner dies.
-        crate::created::own(&mut cmd);
+        fsbench_base::created::own(&mut cmd);
         if let Some(cg) = &self.cgroup {
             super::cgroup::attach(cg, &mut cmd).map_err(std::io::Error::other)?;
         }
@@ -218,7 +218,7 @@ pub fn start(
             .into_iter()
             .chain(spawn.go.as_ref())
         {
-            let _ = crate::owned::path::remove_file(f);
+            let _ = fsbench_base::owned::path::remove_file(f);
         }
         let pid = spawn
             .start()
@@ -251,13 +251,13 @@ pub fn start(
         if marks {
             while !spawn.ready.exists()
                 && !r.finished()
-                && !crate::cancel::interrupted()
+                && !fsbench_base::cancel::interrupted()
                 && t0.elapsed().as_secs_f64() < plan.time_limit_s
             {
                 std::thread::sleep(Duration::from_millis(20));
             }
         }
-        let _ = crate::owned::path::remove_file(&spawn.ready);
+        let _ = fsbench_base::owned::path::remove_file(&spawn.ready);
         out.running.push(r);
     }
     Ok(out)
@@ -357,9 +357,9 @@ impl Running {
             }
         };
         let elapsed_s = self.t0.elapsed().as_secs_f64();
-        let _ = crate::owned::path::remove_file(&self.ready);
+        let _ = fsbench_base::owned::path::remove_file(&self.ready);
         if let Some(go) = &self.go {
-            let _ = crate::owned::path::remove_file(go);
+            let _ = fsbench_base::owned::path::remove_file(go);
         }
         let s = self.shared.lock().unwrap();
         let exit_code = s
@@ -370,7 +370,7 @@ impl Running {
         let results = self
             .json
             .as_ref()
-            .and_then(|j| crate::input::read_text(j, crate::input::RESULTS).ok())
+            .and_then(|j| fsbench_base::input::read_text(j, fsbench_base::input::RESULTS).ok())
             .and_then(|t| serde_json::from_str(&t).ok());
         BgRecord {
             name: self.bg.name.clone(),

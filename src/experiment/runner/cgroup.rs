@@ -7,7 +7,7 @@
 //! available; a machine whose memory controller is bound to a cgroup v1 hierarchy gets
 //! `memory.limit_in_bytes` there, which limits the page cache the same way. fsbench removes
 //! only the cgroup directory it made (named `fsbench-PID-...`, created with `mkdir`, which
-//! fails if it exists, and marked: see [`crate::sys::cgroup`]).
+//! fails if it exists, and marked: see [`fsbench_base::sys::cgroup`]).
 //!
 //! Every run has a second cgroup where cgroup v2 is mounted, [`RunCgroup`]: its backgrounds
 //! run in it, and its measured child too unless a v2 memory cgroup holds it. fsbench kills
@@ -15,8 +15,8 @@
 //! `setsid` job) outlives the run; the teardown journal lists them, so `--cleanup` kills
 //! them after the runner itself was killed.
 
-use crate::sys::cgroup::OwnedCgroup;
 use anyhow::{bail, Context, Result};
+use fsbench_base::sys::cgroup::OwnedCgroup;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 
@@ -109,7 +109,7 @@ fn enable_v2(root: &Path) -> Result<(), String> {
 
 /// Why memory limits cannot be applied on this machine, if they cannot.
 pub fn unavailable() -> Option<String> {
-    if !crate::engine::is_root() {
+    if !fsbench_engine::engine::is_root() {
         return Some("making a memory cgroup needs root".into());
     }
     parent().err()
@@ -230,7 +230,7 @@ pub struct RunCgroup {
     pub owned: OwnedCgroup,
     /// `cgroup.kill`, held open for the signal handler.
     _kill: std::fs::File,
-    _slot: crate::cancel::Slot,
+    _slot: fsbench_base::cancel::Slot,
 }
 
 impl RunCgroup {
@@ -238,8 +238,8 @@ impl RunCgroup {
     /// may not make cgroups (then its children rely on their process groups and the
     /// parent-death signal).
     pub fn planned(tag: &str) -> Option<PathBuf> {
-        let root = crate::sys::cgroup::v2_root()?;
-        let ok = crate::engine::is_root() && root.join("cgroup.procs").exists();
+        let root = fsbench_base::sys::cgroup::v2_root()?;
+        let ok = fsbench_engine::engine::is_root() && root.join("cgroup.procs").exists();
         ok.then(|| root.join(format!("fsbench-{}-{tag}-run", std::process::id())))
     }
 
@@ -257,7 +257,7 @@ impl RunCgroup {
             }
         };
         use std::os::fd::AsRawFd;
-        let slot = crate::cancel::kill_on_exit(kill.as_raw_fd());
+        let slot = fsbench_base::cancel::kill_on_exit(kill.as_raw_fd());
         Ok(RunCgroup {
             owned,
             _kill: kill,
@@ -286,7 +286,7 @@ impl Drop for RunCgroup {
 
 /// The cgroups of one run: the memory cgroup when the cell has a memory limit, the run's
 /// cgroup where cgroup v2 can be used. Its children also get their own process group and
-/// the parent-death signal ([`crate::created::own`]), all that is left where there are no
+/// the parent-death signal ([`fsbench_base::created::own`]), all that is left where there are no
 /// cgroups.
 #[derive(Default)]
 pub struct RunGroup {
@@ -299,7 +299,7 @@ impl RunGroup {
     /// unless the memory cgroup is a v2 one (a process is in one v2 cgroup only; that one is
     /// killed at the end too).
     pub fn attach_measured(&self, cmd: &mut std::process::Command) -> Result<()> {
-        crate::created::own(cmd);
+        fsbench_base::created::own(cmd);
         if let Some(m) = &self.memory {
             m.attach(cmd)?;
             if m.version == 2 {

@@ -8,7 +8,7 @@ use crate::experiment::target;
 use std::path::Path;
 
 pub(super) fn print(plan: &Plan, cells: &[Cell], outdir: &Path) {
-    crate::outln!(
+    fsbench_base::outln!(
         "experiment {} ({}): {} cells x {} repetitions = {} runs, order = \"{}\", fresh = \"{}\" ({}){}",
         plan.name,
         if plan.quick { "quick scale" } else { "full scale" },
@@ -24,7 +24,7 @@ pub(super) fn print(plan: &Plan, cells: &[Cell], outdir: &Path) {
         if plan.warmup_runs > 0 { format!(", {} warm-up run(s) per cell", plan.warmup_runs) } else { String::new() }
     );
     if let Some(a) = plan.adaptive {
-        crate::outln!(
+        fsbench_base::outln!(
             "adaptive repetitions: after {} rounds, more rounds of the cells whose first headline figure's 95% interval is wider than ±{}% of its mean, up to {} rounds ({} runs at most)",
             a.min,
             a.ci * 100.0,
@@ -33,31 +33,31 @@ pub(super) fn print(plan: &Plan, cells: &[Cell], outdir: &Path) {
         );
     }
     for line in super::published::dry_run_lines(plan, cells) {
-        crate::outln!("{line}");
+        fsbench_base::outln!("{line}");
     }
-    crate::outln!("\nset-up steps:");
+    fsbench_base::outln!("\nset-up steps:");
     for t in plan.targets_in_setup_order() {
         for (s, root) in target::steps(t) {
-            crate::outln!("  {:<12} {s}{}", t.name, if root { "  [root]" } else { "" });
+            fsbench_base::outln!("  {:<12} {s}{}", t.name, if root { "  [root]" } else { "" });
         }
     }
     let todo = vec![plan.repetitions; cells.len()];
     let e = super::estimate::of(plan, cells, outdir, &todo);
-    crate::outln!("\ncells:");
+    fsbench_base::outln!("\ncells:");
     for (i, c) in cells.iter().enumerate() {
-        crate::outln!(
+        fsbench_base::outln!(
             "  {:>3}  {}  (~{} a run)",
             c.idx + 1,
             c.describe(plan),
             secs(e.per_run[i])
         );
         for line in cell_lines(plan, c) {
-            crate::outln!("       {line}");
+            fsbench_base::outln!("       {line}");
         }
     }
-    crate::outln!();
+    fsbench_base::outln!();
     for line in e.lines(plan, outdir) {
-        crate::outln!("{line}");
+        fsbench_base::outln!("{line}");
     }
 }
 
@@ -85,7 +85,7 @@ fn cell_lines(plan: &Plan, c: &Cell) -> Vec<String> {
     let cg = memory_limit(plan, c).map(|l| {
         format!(
             " (in a memory cgroup limited to {})",
-            crate::limits::human(l as f64)
+            fsbench_base::limits::human(l as f64)
         )
     });
     let cg = cg.unwrap_or_default();

@@ -29,7 +29,7 @@ impl Env {
     ) -> Result<()> {
         self.ready.clear();
         for t in plan.targets_in_setup_order() {
-            crate::errln!("fsbench: setting up target {} ({})", t.name, t.kind_name());
+            fsbench_base::errln!("fsbench: setting up target {} ({})", t.name, t.kind_name());
             let ctx = target::Ctx {
                 outdir,
                 plan,
@@ -40,7 +40,7 @@ impl Env {
                 .with_context(|| format!("setting up target {}", t.name))?;
             // A simulated disk's aging ran on its image before the model served it.
             if let Some(a) = t.age.as_ref().filter(|_| !r.applied.contains_key("age")) {
-                crate::errln!("fsbench: aging target {}: {}", t.name, a.describe());
+                fsbench_base::errln!("fsbench: aging target {}: {}", t.name, a.describe());
                 target::age::run(
                     a,
                     &mut r,
@@ -100,7 +100,7 @@ impl Env {
                 .map_or(10, |(_, v)| v.parse::<u64>().unwrap_or(10));
             let file_size = match m.params.iter().find(|(k, _)| k == "tree_file_size") {
                 Some((_, v)) => Some(
-                    crate::units::parse_size(v)
+                    fsbench_base::units::parse_size(v)
                         .map_err(|e| anyhow::anyhow!("{}: tree_file_size: {e}", m.name))?,
                 ),
                 None => None,

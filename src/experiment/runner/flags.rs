@@ -38,7 +38,7 @@ pub(super) fn ended_early(results: &Output, asked_s: Option<f64>) -> Option<Stri
 pub(super) fn measured_read_bytes(results: &Output) -> u64 {
     results
         .results()
-        .map_or(0, crate::stats::Results::measured_read_bytes)
+        .map_or(0, fsbench_results::stats::Results::measured_read_bytes)
 }
 
 /// `cache_served` when the device read less than `share` of what the measurement read.
@@ -56,7 +56,7 @@ pub(super) fn cache_served(device: u64, measured: u64, share: f64) -> Option<Cac
 
 /// What a cold cell's run had dropped, by whom and when.
 pub(super) fn cold_description(kind: Kind) -> String {
-    let what = crate::engine::COLD_DROP;
+    let what = fsbench_engine::engine::COLD_DROP;
     match kind {
         Kind::Layout | Kind::Scan => {
             format!("{what}, by the runner right before the child started (it takes no --cold)")
@@ -130,7 +130,7 @@ pub(super) fn device_idle(results: &Output, w: DeviceWork) -> Option<DeviceIdle>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::Results;
+    use fsbench_results::stats::Results;
     use serde_json::json;
     use std::path::Path;
 
@@ -192,7 +192,7 @@ mod tests {
 
     #[test]
     fn cache_served_below_the_share() {
-        let flowop = |class: &str, bytes: u64| -> crate::stats::FlowopResult {
+        let flowop = |class: &str, bytes: u64| -> fsbench_results::stats::FlowopResult {
             serde_json::from_value(json!({
                 "name": "f", "type": class, "io_class": class, "ops": 1, "ops_per_s": 1.0,
                 "bytes": bytes, "mb_per_s": 0.0, "errors": 0, "no_resource": 0,

@@ -6,7 +6,6 @@ use super::env::Env;
 use super::flags::Facts;
 use super::session::labels_json;
 use super::{command, Cell};
-use crate::disk::state::DiskStats;
 use crate::experiment::handoff::Handoff;
 use crate::experiment::noise;
 use crate::experiment::output::{ChildOutput, RemoteTraffic};
@@ -14,8 +13,9 @@ use crate::experiment::plan::{Kind, Plan};
 use crate::experiment::store::{self, RunFlags, RunRecord, Store};
 use crate::experiment::target;
 use crate::experiment::target::{Journal, Ready};
-use crate::remote::state::RemoteStats;
 use anyhow::{bail, Context, Result};
+use fsbench_tools::disk::state::DiskStats;
+use fsbench_tools::remote::state::RemoteStats;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -84,7 +84,7 @@ fn measure(
 ) -> Result<Outcome> {
     let exe = crate::experiment::self_exe()?;
     let logf = std::fs::File::create(log).with_context(|| format!("creating {}", log.display()))?;
-    let _ = crate::owned::path::remove_file(json_out);
+    let _ = fsbench_base::owned::path::remove_file(json_out);
     let mut cmd = Command::new(exe);
     cmd.args(args)
         .stdin(Stdio::null())
@@ -94,8 +94,8 @@ fn measure(
         h.attach(&mut cmd);
     }
     if let Some(g) = &hooks.gate {
-        let _ = crate::owned::path::remove_file(&g.ready);
-        cmd.env(crate::sys::mark::READY_ENV, &g.ready);
+        let _ = fsbench_base::owned::path::remove_file(&g.ready);
+        cmd.env(fsbench_base::sys::mark::READY_ENV, &g.ready);
     }
     if let Some(u) = &hooks.nfs_url {
         cmd.env(target::nfs::URL_ENV, u);
@@ -115,7 +115,7 @@ fn measure(
         if let Some(s) = child.try_wait()? {
             break s;
         }
-        let interrupted = crate::cancel::interrupted();
+        let interrupted = fsbench_base::cancel::interrupted();
         if stop_sent.is_none() && (interrupted || start.elapsed().as_secs_f64() > limit) {
             timed_out = !interrupted;
             // SAFETY: signalling our own child by pid.
@@ -136,22 +136,22 @@ fn measure(
     };
     if let Some(g) = &mut hooks.gate {
         g.poll(true);
-        let _ = crate::owned::path::remove_file(&g.ready);
+        let _ = fsbench_base::owned::path::remove_file(&g.ready);
     }
-    if crate::cancel::interrupted() {
+    if fsbench_base::cancel::interrupted() {
         return Ok(Outcome::Interrupted);
     }
     if timed_out {
         return Ok(Outcome::Timeout);
     }
     if !status.success() {
-        let text = crate::input::read_tail(log, crate::input::LOG_TAIL);
+        let text = fsbench_base::input::read_tail(log, fsbench_base::input::LOG_TAIL);
         let tail: Vec<&str> = text.lines().rev().take(5).collect();
         let tail: Vec<&str> = tail.into_iter().rev().collect();
         let oom = match &group.memory {
             Some(cg) if cg.oom_killed() => format!(
                 " (killed for want of memory: the cell's memory limit is {})",
-                crate::limits::human(cg.limit as f64)
+                fsbench_base::limits::human(cg.limit as f64)
             ),
             _ => String::new(),
         };
@@ -160,7 +160,7 @@ fn measure(
             tail.join(" | ")
         )));
     }
-    let text = crate::input::read_text(json_out, crate::input::RESULTS)
+    let text = fsbench_base::input::read_text(json_out, fsbench_base::input::RESULTS)
         .with_context(|| format!("the measurement wrote no {}", json_out.display()))?;
     let v: Value =
         serde_json::from_str(&text).with_context(|| format!("parsing {}", json_out.display()))?;
@@ -222,7 +222,7 @@ impl Run<'_> {
         let before = noise::sample();
         let (sched_before, disk_before) = (scheduler_now(ready), disk_stats(ready));
         let dev = ready.device.as_deref();
-        let dev_before = dev.and_then(crate::sys::blockstat::named_device_read_bytes);
+        let dev_before = dev.and_then(fsbench_base::sys::blockstat::named_device_read_bytes);
         let t0 = Instant::now();
         let kind = plan.measurements[cell.measurement].kind;
         let go = bgs.go_files();
@@ -244,7 +244,7 @@ impl Run<'_> {
         )?;
         let elapsed = t0.elapsed().as_secs_f64();
         let dev_read = dev_before.and_then(|b| {
-            Some(crate::sys::blockstat::named_device_read_bytes(dev?)?.saturating_sub(b))
+            Some(fsbench_base::sys::blockstat::named_device_read_bytes(dev?)?.saturating_sub(b))
         });
         let after = noise::sample();
         let other = noise::other_fraction(&before, &after, &server_pids);
@@ -275,7 +275,7 @@ impl Run<'_> {
             return Ok(false);
         }
         if let Some(e) = &error {
-            crate::errln!(
+            fsbench_base::errln!(
                 "fsbench: cell {} rep {}: {status}: {e}",
                 cell.idx + 1,
                 rep + 1
@@ -433,7 +433,7 @@ impl Run<'_> {
         let kind = self.plan.measurements[cell.measurement].kind;
         if cell.cache == "cold" && !kind.takes_cold() {
             // Layout and scan take no --cold: the runner drops the caches for them.
-            crate::engine::drop_caches().map_err(|e| anyhow::anyhow!("{e}"))?;
+            fsbench_engine::engine::drop_caches().map_err(|e| anyhow::anyhow!("{e}"))?;
         } else if cell.cache == "remount" {
             let set = target::remount_set(&self.env.ready, &cell.target);
             if matches!(kind, Kind::Layout | Kind::Scan) {
@@ -463,11 +463,17 @@ impl Run<'_> {
         let mut pids: Vec<i32> = ready
             .iter()
             .filter_map(|r| r.disk.as_ref())
-            .filter_map(|d| crate::disk::state::StateDir::new(d).ok()?.live_pid())
+            .filter_map(|d| {
+                fsbench_tools::disk::state::StateDir::new(d)
+                    .ok()?
+                    .live_pid()
+            })
             .collect();
         pids.extend(ready.iter().filter_map(|r| {
             let n = r.applied.get("remote")?.as_str()?;
-            crate::remote::state::StateDir::new(n).ok()?.live_pid()
+            fsbench_tools::remote::state::StateDir::new(n)
+                .ok()?
+                .live_pid()
         }));
         pids
     }
@@ -485,7 +491,7 @@ impl Run<'_> {
         let (Some(before), Some(after)) = (before, disk_stats(ready)) else {
             return false;
         };
-        let Some(l) = crate::disk::lateness::between(before, &after) else {
+        let Some(l) = fsbench_tools::disk::lateness::between(before, &after) else {
             applied["disk_late_frac"] = json!(0.0);
             applied["disk_requests"] = json!(0);
             return false;
@@ -516,7 +522,7 @@ impl Run<'_> {
         let foreign = d.cache_drops.saturating_sub(own);
         let ready = self.env.ready(&self.cell.target);
         let name = ready.applied.get("remote").and_then(|n| n.as_str());
-        let whole = crate::remote::window(name.unwrap_or(""), &d);
+        let whole = fsbench_tools::remote::window(name.unwrap_or(""), &d);
         let w = match window_of(outcome).filter(|w| Some(w.name.as_str()) == name) {
             Some(w) => {
                 applied["remote_outside_window"] = json!({
@@ -610,7 +616,7 @@ fn scheduler_now(ready: &Ready) -> Option<String> {
 }
 
 /// The remote traffic a measured child recorded over its measured window.
-fn window_of(outcome: &Outcome) -> Option<&crate::stats::RemoteWindow> {
+fn window_of(outcome: &Outcome) -> Option<&fsbench_results::stats::RemoteWindow> {
     match outcome {
         Outcome::Ok(c) => match &c.output {
             crate::experiment::output::Output::Run(r) => r.remote_window.as_ref(),
@@ -731,13 +737,13 @@ pub(super) fn run_group(
 fn note_no_run_cgroup(e: &anyhow::Error) {
     static SAID: std::sync::Once = std::sync::Once::new();
     SAID.call_once(|| {
-        crate::errln!("fsbench: note: runs get no cgroup of their own ({e:#}); a process a child leaves running in the background may outlive its run");
+        fsbench_base::errln!("fsbench: note: runs get no cgroup of their own ({e:#}); a process a child leaves running in the background may outlive its run");
     });
 }
 
 /// The statistics of the simulated disk under a target, when it has one.
 fn disk_stats(ready: &Ready) -> Option<DiskStats> {
-    crate::disk::state::StateDir::new(ready.disk.as_ref()?)
+    fsbench_tools::disk::state::StateDir::new(ready.disk.as_ref()?)
         .ok()?
         .read_stats()
 }

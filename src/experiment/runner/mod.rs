@@ -445,7 +445,7 @@ pub fn cleanup(outdir: &Path) -> Result<()> {
         );
     }
     let n = Journal::cleanup(outdir)?;
-    crate::errln!(
+    fsbench_base::errln!(
         "fsbench: cleanup: {n} step(s) undone in {}",
         outdir.display()
     );

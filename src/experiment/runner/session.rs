@@ -60,7 +60,7 @@ pub fn run(o: &Options) -> Result<()> {
     };
     let outdir = prepare_outdir(&plan, o)?;
     let (mut st, exp, cell_ids) = open_store(&plan, &cells, &outdir)?;
-    crate::cancel::install_signal_handlers();
+    fsbench_base::cancel::install_signal_handlers();
     let mut env = Env {
         journal: Journal::create(&outdir)?,
         ready: Vec::new(),
@@ -82,7 +82,7 @@ pub fn run(o: &Options) -> Result<()> {
     };
     let todo = session.count_todo()?;
     let estimate = super::estimate::of(&plan, &cells, &outdir, &todo);
-    crate::errln!(
+    fsbench_base::errln!(
         "fsbench: estimated time: {} (`--dry-run` shows what it is made of)",
         fmt_secs(estimate.total_s)
     );
@@ -115,7 +115,7 @@ fn checked_plan(o: &Options) -> Result<Option<(Plan, Vec<Cell>)>> {
     }
     super::published::check_attached(&plan, &cells)?;
     for w in super::cache_warnings(&plan, &cells) {
-        crate::errln!("fsbench: warning: {w}");
+        fsbench_base::errln!("fsbench: warning: {w}");
     }
     if o.dry_run {
         let outdir = o
@@ -126,7 +126,7 @@ fn checked_plan(o: &Options) -> Result<Option<(Plan, Vec<Cell>)>> {
         return Ok(None);
     }
     let need_root = root_steps(&plan, &cells);
-    if !need_root.is_empty() && !crate::engine::is_root() {
+    if !need_root.is_empty() && !fsbench_engine::engine::is_root() {
         bail!(
             "this plan needs root for:\n  {}\nrun it as root, or measure in existing directories (kind = \"dir\") with warm caches",
             need_root.join("\n  ")
@@ -245,7 +245,7 @@ impl Session<'_> {
         let todo_total = todo.iter().map(|&n| n as usize).sum::<usize>();
         let all = cells.len() * plan.repetitions as usize;
         if todo_total < all {
-            crate::errln!(
+            fsbench_base::errln!(
                 "fsbench: resuming: {} of {} runs stored, {} to go",
                 all - todo_total,
                 all,
@@ -273,7 +273,7 @@ impl Session<'_> {
             if round >= plan.repetitions {
                 let short = self.short_of_ci(round)?;
                 if short.is_empty() {
-                    crate::errln!(
+                    fsbench_base::errln!(
                         "fsbench: after {round} rounds no cell needs another (each within its interval, or at its most rounds)"
                     );
                     return Ok(());
@@ -285,7 +285,7 @@ impl Session<'_> {
             if todo.is_empty() {
                 continue;
             }
-            if crate::cancel::interrupted() {
+            if fsbench_base::cancel::interrupted() {
                 return Ok(());
             }
             if !self.env.up || plan.fresh == Fresh::Repetition {
@@ -300,7 +300,7 @@ impl Session<'_> {
                 self.warm_up(&todo)?;
             }
             self.measure_round(round, &todo)?;
-            if crate::cancel::interrupted() {
+            if fsbench_base::cancel::interrupted() {
                 return Ok(());
             }
         }
@@ -344,7 +344,7 @@ impl Session<'_> {
         let env = &mut *self.env;
         for t in self.plan.targets_in_setup_order() {
             if let Some(a) = t.age.as_ref().filter(|a| a.per == AgePer::Repetition) {
-                crate::errln!(
+                fsbench_base::errln!(
                     "fsbench: aging target {} for repetition {}",
                     t.name,
                     round + 1
@@ -373,10 +373,10 @@ impl Session<'_> {
         let plan = self.plan;
         for &i in todo {
             for w in 0..plan.warmup_runs {
-                if crate::cancel::interrupted() {
+                if fsbench_base::cancel::interrupted() {
                     return Ok(());
                 }
-                crate::errln!(
+                fsbench_base::errln!(
                     "fsbench: warm-up {}/{} of cell {}: {}",
                     w + 1,
                     plan.warmup_runs,
@@ -393,7 +393,7 @@ impl Session<'_> {
     fn measure_round(&mut self, round: u32, todo: &[usize]) -> Result<()> {
         let plan = self.plan;
         for &i in todo {
-            if crate::cancel::interrupted() {
+            if fsbench_base::cancel::interrupted() {
                 return Ok(());
             }
             let p = &self.progress;
@@ -403,7 +403,7 @@ impl Session<'_> {
             } else {
                 f64::NAN
             };
-            crate::errln!(
+            fsbench_base::errln!(
                 "fsbench: [cell {}/{} rep {}/{}] {} | elapsed {}, remaining {}",
                 i + 1,
                 self.cells.len(),
@@ -419,7 +419,7 @@ impl Session<'_> {
             );
             let t0 = Instant::now();
             let ok = self.run_one(i, self.cell_ids[i], round, "")?;
-            if !ok && !crate::cancel::interrupted() {
+            if !ok && !fsbench_base::cancel::interrupted() {
                 self.failures += 1;
             }
             self.progress.measured_s += t0.elapsed().as_secs_f64();
@@ -431,7 +431,7 @@ impl Session<'_> {
     /// --strict: measure the disturbed runs again; each stays valid until its
     /// replacement is stored.
     fn strict(&mut self, o: &Options, exp: i64) -> Result<()> {
-        if !o.strict || crate::cancel::interrupted() {
+        if !o.strict || fsbench_base::cancel::interrupted() {
             return Ok(());
         }
         let disturbed: Vec<(i64, i64, u32)> = {
@@ -444,7 +444,7 @@ impl Session<'_> {
         if disturbed.is_empty() {
             return Ok(());
         }
-        crate::errln!(
+        fsbench_base::errln!(
             "fsbench: --strict: repeating {} disturbed run(s)",
             disturbed.len()
         );
@@ -452,7 +452,7 @@ impl Session<'_> {
             self.set_up()?;
         }
         for (run_id, cell_id, rep) in disturbed {
-            if crate::cancel::interrupted() {
+            if fsbench_base::cancel::interrupted() {
                 return Ok(());
             }
             let i = self
@@ -460,7 +460,7 @@ impl Session<'_> {
                 .iter()
                 .position(|&c| c == cell_id)
                 .expect("cell of this experiment");
-            crate::errln!(
+            fsbench_base::errln!(
                 "fsbench: [strict] cell {}/{} rep {}: {}",
                 i + 1,
                 self.cells.len(),
@@ -518,7 +518,7 @@ fn finish(
     failures: usize,
     timing: (&super::estimate::Estimate, Instant),
 ) -> Result<()> {
-    if crate::cancel::interrupted() {
+    if fsbench_base::cancel::interrupted() {
         bail!(
             "interrupted: every target is torn down; {} runs stored. Continue with `fsbench experiment {} -o {} --resume{}`",
             st.db.query_row("SELECT COUNT(*) FROM runs WHERE status = 'ok'", [], |r| r.get::<_, i64>(0))?,
@@ -528,24 +528,24 @@ fn finish(
         );
     }
     st.finish(exp)?;
-    crate::out!(
+    fsbench_base::out!(
         "{}",
         crate::experiment::summary::render::render_text(&crate::experiment::summary::summarise(
             st
         )?)
     );
-    crate::errln!("fsbench: results in {}", outdir.join(store::FILE).display());
+    fsbench_base::errln!("fsbench: results in {}", outdir.join(store::FILE).display());
     let page = outdir.join("report.html");
     match crate::experiment::report_input::load(outdir) {
         Ok(input) if !input.groups.is_empty() || !input.figure_groups.is_empty() => {
-            std::fs::write(&page, crate::report::html::render(&input))
+            std::fs::write(&page, fsbench_results::report::html::render(&input))
                 .with_context(|| format!("writing {}", page.display()))?;
-            crate::errln!("fsbench: report in {}", page.display());
+            fsbench_base::errln!("fsbench: report in {}", page.display());
         }
-        Ok(_) => crate::errln!("fsbench: no workload results to plot, so no report.html"),
-        Err(e) => crate::errln!("fsbench: could not write the report: {e:#}"),
+        Ok(_) => fsbench_base::errln!("fsbench: no workload results to plot, so no report.html"),
+        Err(e) => fsbench_base::errln!("fsbench: could not write the report: {e:#}"),
     }
-    crate::errln!(
+    fsbench_base::errln!(
         "fsbench: {}",
         timing.0.outcome(timing.1.elapsed().as_secs_f64())
     );

@@ -4,8 +4,8 @@
 
 use super::CellRow;
 use crate::experiment::store::Store;
-use crate::stats::repeat::spread;
 use anyhow::Result;
+use fsbench_results::stats::repeat::spread;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

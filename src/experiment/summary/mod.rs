@@ -18,10 +18,10 @@ pub use plan_text::PlanChoices;
 
 use super::plan::Adaptive;
 use super::store::{RunFlags, Store};
-use crate::stats::modes::{modality, Modality};
-use crate::stats::ratio::ratio;
-use crate::stats::repeat::spread;
 use anyhow::Result;
+use fsbench_results::stats::modes::{modality, Modality};
+use fsbench_results::stats::ratio::ratio;
+use fsbench_results::stats::repeat::spread;
 use serde::Serialize;
 use std::collections::BTreeMap;
 

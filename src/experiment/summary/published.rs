@@ -6,8 +6,8 @@
 use super::{CellRow, Row};
 use crate::experiment::plan::published::{max_rounds, num, Dir, Published, Rule};
 use crate::experiment::plan::Adaptive;
-use crate::stats::ratio::ratio;
-use crate::stats::repeat::spread;
+use fsbench_results::stats::ratio::ratio;
+use fsbench_results::stats::repeat::spread;
 use serde::Serialize;
 use std::collections::BTreeMap;
 

@@ -1,7 +1,7 @@
 //! The summary as text, CSV and Markdown.
 
 use super::{Comparison, PublishedRow, Row, Summary};
-use crate::stats::modes::Modality;
+use fsbench_results::stats::modes::Modality;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
@@ -34,9 +34,9 @@ fn fig_name(flowop: &str, figure: &str) -> String {
 /// unit: `n<4` (too few for the largest-gap test), `unimodal`, or a split worth a look
 /// (`bimodal? 7181/s (n=3) | 11102/s (n=3)`, `outlier? ...`).
 pub fn shape_text(figure: &str, m: &Modality) -> String {
-    let v = |x: f64| crate::units::figure::value(figure, x);
+    let v = |x: f64| fsbench_base::units::figure::value(figure, x);
     match m {
-        Modality::TooFew => format!("n<{}", crate::stats::modes::MIN_N),
+        Modality::TooFew => format!("n<{}", fsbench_results::stats::modes::MIN_N),
         Modality::OneMode => "unimodal".into(),
         Modality::Bimodal(m) => format!(
             "bimodal? {} (n={}) | {} (n={})",
@@ -60,7 +60,7 @@ pub fn shape_text(figure: &str, m: &Modality) -> String {
 /// means are in the JSON's `bimodal`).
 fn shape_word(m: &Modality) -> String {
     match m {
-        Modality::TooFew => format!("n<{}", crate::stats::modes::MIN_N),
+        Modality::TooFew => format!("n<{}", fsbench_results::stats::modes::MIN_N),
         Modality::OneMode => "unimodal".into(),
         Modality::Bimodal(_) => "bimodal".into(),
         Modality::Outlier(_) => "outlier".into(),
@@ -145,7 +145,7 @@ pub fn render_text(s: &Summary) -> String {
 /// A row's mean, interval and coefficient of variation as printed: in the figure's unit,
 /// and `-` for the interval and CV of a single value (which has neither).
 fn spread_text(r: &Row) -> (String, String, String) {
-    let (mean, ci) = crate::units::figure::mean_and_ci(&r.figure, r.mean, r.ci95);
+    let (mean, ci) = fsbench_base::units::figure::mean_and_ci(&r.figure, r.mean, r.ci95);
     if r.n < 2 {
         (mean, "-".into(), "-".into())
     } else {
@@ -175,7 +175,7 @@ fn text_body(s: &Summary) -> String {
                 a.max,
                 a.ci * 100.0
             ),
-            None => crate::units::count(s.repetitions, "repetition"),
+            None => fsbench_base::units::count(s.repetitions, "repetition"),
         },
         if s.finished {
             ""
@@ -505,12 +505,14 @@ fn p_text(p: f64) -> String {
 
 /// A ratio to four significant digits (`1.546`, `0.07640`).
 fn ratio_num(v: f64) -> String {
-    crate::units::figure::sig(v, 4)
+    fsbench_base::units::figure::sig(v, 4)
 }
 
 pub fn render_csv(s: &Summary) -> String {
     let mut out = String::from("cell,factors,flowop,figure,n,mean,ci95,cv,disturbed,failed,ended_early,cache_served,excluded,shape,baseline_cell,ratio,ci_low,ci_high,p_value\n");
-    let q = |s: &str| crate::export::csv::field(s, crate::export::csv::Quote::Always).into_owned();
+    let q = |s: &str| {
+        fsbench_base::export::csv::field(s, fsbench_base::export::csv::Quote::Always).into_owned()
+    };
     let o = |v: Option<f64>| v.map_or(String::new(), |v| v.to_string());
     for r in &s.rows {
         let _ = writeln!(

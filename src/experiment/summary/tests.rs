@@ -1,7 +1,7 @@
 use super::render::render_text;
 use super::*;
 use crate::experiment::store::{now, CellRecord, ExperimentRecord, RunRecord};
-use crate::stats::Results;
+use fsbench_results::stats::Results;
 use serde_json::{json, Value};
 
 const PLAN: &str = r#"

@@ -31,19 +31,19 @@ fn fsbench(what: &str, args: &[String]) -> Result<()> {
 }
 
 fn read_json<T: serde::de::DeserializeOwned>(p: &Path, what: &str) -> Result<T> {
-    let text = crate::input::read_text(p, crate::input::RESULTS)
+    let text = fsbench_base::input::read_text(p, fsbench_base::input::RESULTS)
         .with_context(|| format!("reading {}", p.display()))?;
     serde_json::from_str(&text).with_context(|| format!("{} is not {what}", p.display()))
 }
 
 pub fn run(a: &Age, ready: &mut Ready, outdir: &Path, tag: &str, j: &mut Journal) -> Result<()> {
-    let aged = ready.dir.join(crate::age::cli::AGED_DIR);
+    let aged = ready.dir.join(fsbench_tools::age::cli::AGED_DIR);
     if !aged.exists() {
         // fsbench age creates and marks it; it goes with the target's teardown.
         j.push(Undo::RemoveMarkedTree {
             dir: aged.clone(),
             id: None,
-            marker: crate::owned::trust::MARKER.into(),
+            marker: fsbench_base::owned::trust::MARKER.into(),
         })?;
     }
     // An ext4 fsbench mounted commits its journal only when aging asks while it ages.
@@ -129,7 +129,7 @@ pub fn age_dir(
     let json_out = logs.join(format!("{target}-{tag}.json"));
     args.extend(["--json".into(), json_out.display().to_string(), "-q".into()]);
     fsbench("age", &args)?;
-    let report: crate::age::report::AgeReport = read_json(&json_out, "an aging report")?;
+    let report: fsbench_tools::age::report::AgeReport = read_json(&json_out, "an aging report")?;
     facts.extend(age_facts(&report));
     facts.insert("report".into(), json_out.display().to_string().into());
     Ok(facts)
@@ -171,7 +171,7 @@ fn scan_source(
             ],
         )?;
     }
-    let l: crate::layout::LayoutReport = read_json(&layout, "a layout report")?;
+    let l: fsbench_engine::layout::LayoutReport = read_json(&layout, "a layout report")?;
     facts.insert("source".into(), json!(src.display().to_string()));
     facts.insert("source_snapshot".into(), json!(snap.display().to_string()));
     for (k, v) in layout_facts(&(&l).into()) {
@@ -181,7 +181,7 @@ fn scan_source(
 }
 
 /// A layout's numbers as facts (`score`, `files`, `fragments`, `split_files`, ...).
-fn layout_facts(l: &crate::age::report::LayoutFacts) -> Vec<(String, Value)> {
+fn layout_facts(l: &fsbench_tools::age::report::LayoutFacts) -> Vec<(String, Value)> {
     let mut out = vec![
         ("score".to_string(), json!(l.score)),
         ("files".to_string(), json!(l.files)),
@@ -200,7 +200,7 @@ fn layout_facts(l: &crate::age::report::LayoutFacts) -> Vec<(String, Value)> {
 }
 
 /// What the target records of its aging step, from the report `fsbench age` wrote.
-fn age_facts(r: &crate::age::report::AgeReport) -> Map<String, Value> {
+fn age_facts(r: &fsbench_tools::age::report::AgeReport) -> Map<String, Value> {
     let mut facts = Map::new();
     let w = r.writeback;
     for (k, v) in [

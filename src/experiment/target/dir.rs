@@ -10,7 +10,7 @@ pub fn set_up(t: &Target, path: &Path) -> Result<Ready> {
     let dir = path
         .canonicalize()
         .with_context(|| format!("target {}: {}", t.name, path.display()))?;
-    let device = crate::stats::host::mount_of(&dir)
+    let device = fsbench_results::stats::host::mount_of(&dir)
         .map(|(_, _, _, src)| src)
         .filter(|s| s.starts_with("/dev/"));
     Ok(Ready {

@@ -11,9 +11,9 @@
 //! (seven hours for the published 1.3 million), on the plain image at 3,800.
 
 use super::{image::mount_point, Ctx, Journal, Ready, Undo};
-use crate::daemon::owned::MountRecord;
 use crate::experiment::plan::{Target, TargetKind};
 use anyhow::{bail, Context, Result};
+use fsbench_base::daemon::owned::MountRecord;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
@@ -23,7 +23,7 @@ use std::process::Command;
 /// lazy-init thread writes to the simulated disk during measurements), then the plan's. A
 /// plan's `-E` value joins the lazy-init one (mke2fs keeps only its last `-E`).
 pub fn mkfs_argv(fs: &str, options: &[String]) -> Vec<String> {
-    let mut argv: Vec<String> = crate::disk::cli::mkfs_args(fs)
+    let mut argv: Vec<String> = fsbench_tools::disk::cli::mkfs_args(fs)
         .iter()
         .map(|s| s.to_string())
         .collect();
@@ -90,8 +90,8 @@ pub fn set_up(t: &Target, ctx: &Ctx, j: &mut Journal) -> Result<Ready> {
     }
     super::image::mount(fs, &dev, &mnt, mount_options)?;
     // Registered after the disk's removal: undone first, so the disk is removed unmounted.
-    let backing =
-        crate::daemon::owned::loop_backing(&dev).with_context(|| format!("reading back {dev}"))?;
+    let backing = fsbench_base::daemon::owned::loop_backing(&dev)
+        .with_context(|| format!("reading back {dev}"))?;
     j.push(Undo::Unmount(MountRecord::capture(&mnt, backing)?))?;
     let mut applied = BTreeMap::new();
     applied.insert("disk".into(), name.clone().into());
@@ -158,7 +158,7 @@ fn age_on_image(
     let aging_options = super::age::aging_mount_options(fs, mount_options);
     super::image::mount(fs, &dev, mnt, &aging_options)?;
     j.push(Undo::Unmount(MountRecord::capture(mnt, Some(backing))?))?;
-    crate::errln!(
+    fsbench_base::errln!(
         "fsbench: aging target {} on its image before the disk model serves it: {}",
         t.name,
         a.describe()

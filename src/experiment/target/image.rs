@@ -2,9 +2,9 @@
 //! under OUTDIR/mnt. Torn down in reverse: unmount, detach, remove.
 
 use super::{sh, Ctx, Journal, Ready, Undo};
-use crate::daemon::owned::{FileId, MountRecord};
 use crate::experiment::plan::{Target, TargetKind};
 use anyhow::{Context, Result};
+use fsbench_base::daemon::owned::{FileId, MountRecord};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -98,9 +98,9 @@ pub fn attach_loop(
     j: &mut Journal,
 ) -> Result<(String, FileId, bool)> {
     let backing = FileId::of(&f.metadata()?);
-    let lo = crate::disk::loopdev::attach(
+    let lo = fsbench_tools::disk::loopdev::attach(
         f,
-        crate::disk::loopdev::LO_FLAGS_DIRECT_IO,
+        fsbench_tools::disk::loopdev::LO_FLAGS_DIRECT_IO,
         &img.to_string_lossy(),
     )
     .with_context(|| format!("attaching {} to a loop device", img.display()))?;
@@ -110,8 +110,8 @@ pub fn attach_loop(
         dev: dev.clone(),
         backing,
     })?;
-    let seen =
-        crate::daemon::owned::loop_backing(&dev).with_context(|| format!("reading back {dev}"))?;
+    let seen = fsbench_base::daemon::owned::loop_backing(&dev)
+        .with_context(|| format!("reading back {dev}"))?;
     if seen != Some(backing) {
         anyhow::bail!(
             "{dev} reports its backing file as {seen:?}, not {} ({backing})",

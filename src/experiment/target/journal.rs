@@ -19,9 +19,9 @@ use std::path::{Component, Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
 
-use crate::beneath;
-use crate::daemon::owned::{self, Detach, FileId, MountRecord, MountState};
-use crate::sys::cgroup::{Found, OwnedCgroup};
+use fsbench_base::beneath;
+use fsbench_base::daemon::owned::{self, Detach, FileId, MountRecord, MountState};
+use fsbench_base::sys::cgroup::{Found, OwnedCgroup};
 
 /// The marker file in every tree fsbench creates for an experiment; only trees holding it
 /// are ever removed.
@@ -186,7 +186,7 @@ impl Undo {
         match self {
             Undo::RemoveFile { path, .. } | Undo::RemoveEmptyDir { path, .. } => outside(path),
             Undo::RemoveMarkedTree { dir, marker, .. } => {
-                if ![MARKER, crate::owned::trust::MARKER].contains(&marker.as_str()) {
+                if ![MARKER, fsbench_base::owned::trust::MARKER].contains(&marker.as_str()) {
                     Some(format!("{marker:?} is not a marker fsbench writes"))
                 } else {
                     (!dir.is_absolute()
@@ -226,7 +226,7 @@ impl Undo {
             Undo::RemoveFile { path, id } => {
                 let (dir, name) = parent_and_name(path)?;
                 if still_there(dir.as_raw_fd(), &name, Some(*id), libc::S_IFREG, path)? {
-                    gone_ok(crate::owned::unlink(dir.as_raw_fd(), &name))
+                    gone_ok(fsbench_base::owned::unlink(dir.as_raw_fd(), &name))
                         .with_context(|| format!("removing {}", path.display()))?;
                 }
                 Ok(())
@@ -234,7 +234,7 @@ impl Undo {
             Undo::RemoveEmptyDir { path, id } => {
                 let (dir, name) = parent_and_name(path)?;
                 if still_there(dir.as_raw_fd(), &name, Some(*id), libc::S_IFDIR, path)? {
-                    gone_ok(crate::owned::rmdir(dir.as_raw_fd(), &name))
+                    gone_ok(fsbench_base::owned::rmdir(dir.as_raw_fd(), &name))
                         .with_context(|| format!("removing {}", path.display()))?;
                 }
                 Ok(())
@@ -323,10 +323,10 @@ fn remove_marked_tree(p: &Path, id: Option<FileId>, marker: &str) -> Result<()> 
                 .join(", ")
         );
     }
-    crate::owned::remove::contents(tree.as_raw_fd(), &|_| false)
+    fsbench_base::owned::remove::contents(tree.as_raw_fd(), &|_| false)
         .with_context(|| format!("removing what is in {}", p.display()))?;
     drop(tree);
-    gone_ok(crate::owned::rmdir(dir.as_raw_fd(), &name))
+    gone_ok(fsbench_base::owned::rmdir(dir.as_raw_fd(), &name))
         .with_context(|| format!("removing {}", p.display()))
 }
 
@@ -334,11 +334,11 @@ fn remove_marked_tree(p: &Path, id: Option<FileId>, marker: &str) -> Result<()> 
 /// this experiment (its configuration names the same mount point).
 fn remove_server(kind: &str, name: &str, mount: &Path, absent: &str) -> Result<()> {
     let cfg_mount = match kind {
-        "disk" => crate::disk::state::StateDir::new(name)?
+        "disk" => fsbench_tools::disk::state::StateDir::new(name)?
             .read_config()
             .ok()
             .map(|c| c.mount),
-        _ => crate::remote::state::StateDir::new(name)?
+        _ => fsbench_tools::remote::state::StateDir::new(name)?
             .read_config()
             .ok()
             .map(|c| Some(c.mount)),
@@ -367,7 +367,7 @@ fn remove_server(kind: &str, name: &str, mount: &Path, absent: &str) -> Result<(
 /// Stop the NFS server `name` when it is the one fsbench started for this experiment (its
 /// record names the same export); one that is gone is gone.
 fn remove_nfs(name: &str, export: &Path) -> Result<()> {
-    let sd = crate::nfs::state::StateDir::new(name)?;
+    let sd = fsbench_tools::nfs::state::StateDir::new(name)?;
     if std::fs::symlink_metadata(&sd.dir).is_err() {
         return Ok(());
     }
@@ -380,7 +380,7 @@ fn remove_nfs(name: &str, export: &Path) -> Result<()> {
             );
         }
     }
-    crate::nfs::server::stop(name).map(|_| ())
+    fsbench_tools::nfs::server::stop(name).map(|_| ())
 }
 
 const QUEUE_KNOBS: [&str; 4] = ["scheduler", "read_ahead_kb", "nr_requests", "rotational"];
@@ -535,7 +535,7 @@ fn check_trusted(outdir: &Path) -> Result<std::result::Result<Checked, String>> 
     let d = beneath::open_dir_any_mount(libc::AT_FDCWD, &cstr(outdir)?)
         .with_context(|| format!("opening {}", outdir.display()))?;
     let st = beneath::fstat(d.as_raw_fd())?;
-    if let Some(why) = crate::owned::trust::untrusted_dir(&st) {
+    if let Some(why) = fsbench_base::owned::trust::untrusted_dir(&st) {
         return Ok(Err(format!("{}: {why}", outdir.display())));
     }
     let real = std::fs::read_link(format!("/proc/self/fd/{}", d.as_raw_fd()))
@@ -578,7 +578,7 @@ fn check_trusted(outdir: &Path) -> Result<std::result::Result<Checked, String>> 
     if let Some(why) = why {
         return Ok(Err(format!("{}: {why}", p.display())));
     }
-    let bytes = crate::input::read_open(&std::fs::File::from(f), crate::input::STATE)
+    let bytes = fsbench_base::input::read_open(&std::fs::File::from(f), fsbench_base::input::STATE)
         .with_context(|| format!("reading {}", p.display()))?;
     let text =
         String::from_utf8(bytes).map_err(|_| anyhow::anyhow!("{}: not UTF-8 text", p.display()))?;
@@ -667,7 +667,7 @@ impl Journal {
         use std::io::Write;
         use std::os::unix::fs::OpenOptionsExt;
         let tmp = self.file.with_extension("json.tmp");
-        let _ = crate::owned::path::remove_file(&tmp);
+        let _ = fsbench_base::owned::path::remove_file(&tmp);
         let mut f = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
@@ -678,7 +678,7 @@ impl Journal {
         f.write_all(serde_json::to_string_pretty(&self.steps)?.as_bytes())
             .with_context(|| format!("writing {}", tmp.display()))?;
         drop(f);
-        crate::owned::path::rename(&tmp, &self.file)
+        fsbench_base::owned::path::rename(&tmp, &self.file)
             .with_context(|| format!("writing {}", self.file.display()))
     }
 
@@ -719,7 +719,7 @@ impl Journal {
         while self.steps.len() > mark {
             let u = self.steps.pop().expect("non-empty");
             if self.verbose {
-                crate::errln!("fsbench: teardown: {u}");
+                fsbench_base::errln!("fsbench: teardown: {u}");
             }
             if let Err(e) = u.run() {
                 errors.push(format!("{u}: {e:#}"));
@@ -808,7 +808,7 @@ impl Journal {
 impl Drop for Journal {
     fn drop(&mut self) {
         if let Err(e) = self.undo_to(0) {
-            crate::errln!("fsbench: {e:#}");
+            fsbench_base::errln!("fsbench: {e:#}");
         }
     }
 }

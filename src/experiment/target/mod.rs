@@ -136,7 +136,7 @@ pub fn remount(set: &[MountSpec]) -> Result<String> {
     // The mount ids before: the journal follows each mount to its new id.
     let ids: Vec<Option<u64>> = set
         .iter()
-        .map(|m| crate::daemon::owned::mount_at(&m.mount_point).map(|e| e.mount_id))
+        .map(|m| fsbench_base::daemon::owned::mount_at(&m.mount_point).map(|e| e.mount_id))
         .collect();
     for m in set.iter().rev() {
         let p = m.mount_point.to_string_lossy();
@@ -156,7 +156,7 @@ pub fn remount(set: &[MountSpec]) -> Result<String> {
         m.mount().with_context(|| {
             format!("mounting {} on {} again", m.source, m.mount_point.display())
         })?;
-        let new = crate::daemon::owned::mount_at(&m.mount_point);
+        let new = fsbench_base::daemon::owned::mount_at(&m.mount_point);
         if let (Some(old), Some(new)) = (old, new) {
             journal::note_remount(&m.mount_point, *old, new.mount_id, new.majmin);
         }
@@ -332,7 +332,7 @@ pub fn set_up(t: &Target, ctx: &Ctx, j: &mut Journal) -> Result<Ready> {
 
 /// What the file system under a target reports, once it is mounted.
 pub fn mount_facts(ready: &mut Ready) {
-    if let Some((mp, fstype, opts, source)) = crate::stats::host::mount_of(&ready.dir) {
+    if let Some((mp, fstype, opts, source)) = fsbench_results::stats::host::mount_of(&ready.dir) {
         ready.applied.insert("mount_point".into(), mp.into());
         ready.applied.insert("fs_type".into(), fstype.into());
         ready.applied.insert("mount_options".into(), opts.into());

@@ -1,14 +1,15 @@
 //! An NFS server target (`kind = "nfs"`): NFS-Ganesha on 127.0.0.1, started through
-//! [`crate::nfs::server`], exporting a new directory under OUTDIR (`OUTDIR/nfs/TARGET/`,
+//! [`fsbench_tools::nfs::server`], exporting a new directory under OUTDIR (`OUTDIR/nfs/TARGET/`,
 //! marked) or on a new image's file system (`size` and `fs`). Measurements run in the
 //! exported directory; the URL a client opens is in the target's settings (`url`) and in the
 //! measured child's environment (`FSBENCH_NFS_URL`). Torn down as `fsbench nfs remove` does.
 
 use super::{make_marked_dir, Ctx, Journal, Ready, Undo};
 use crate::experiment::plan::{Target, TargetKind};
-use crate::nfs::server::{self, Backing, Options};
-use crate::nfs::state::Version;
 use anyhow::{Context, Result};
+use fsbench_tools::nfs::backing::Backing;
+use fsbench_tools::nfs::server::{self, Options};
+use fsbench_tools::nfs::state::Version;
 use serde_json::json;
 use std::collections::BTreeMap;
 

@@ -90,10 +90,9 @@ fn mount(spec: &MountSpec, j: &mut Journal) -> Result<()> {
         "mount",
         &["-t", "overlay", "overlay", "-o", &spec.options, &mnt],
     )?;
-    j.push(Undo::Unmount(crate::daemon::owned::MountRecord::capture(
-        &spec.mount_point,
-        None,
-    )?))
+    j.push(Undo::Unmount(
+        fsbench_base::daemon::owned::MountRecord::capture(&spec.mount_point, None)?,
+    ))
 }
 
 /// Where a merged overlay not yet mounted keeps the tree `name`: in its lower layer, and

@@ -28,15 +28,15 @@ pub fn network_args(level: &str) -> Vec<String> {
 }
 
 /// The modelled network of a level (a preset or "BANDWIDTH/RTT").
-pub fn net_of(level: &str) -> Option<crate::remote::model::Net> {
+pub fn net_of(level: &str) -> Option<fsbench_tools::remote::model::Net> {
     match level.split_once('/') {
-        Some((b, r)) => Some(crate::remote::model::Net {
-            bandwidth_bps: crate::remote::model::parse_bandwidth(b).ok()?,
-            rtt_s: crate::remote::model::parse_rtt(r).ok()?,
+        Some((b, r)) => Some(fsbench_tools::remote::model::Net {
+            bandwidth_bps: fsbench_tools::remote::model::parse_bandwidth(b).ok()?,
+            rtt_s: fsbench_tools::remote::model::parse_rtt(r).ok()?,
             jitter_s: 0.0,
             loss: 0.0,
         }),
-        None => crate::remote::model::Net::preset(level),
+        None => fsbench_tools::remote::model::Net::preset(level),
     }
 }
 
@@ -78,18 +78,24 @@ fn lookaside_trees(
                 .canonicalize()
                 .with_context(|| format!("target {}: lookaside {}", t.name, p.display()))?,
             Lookaside::Common(files, bytes) => {
-                let share = crate::age::nextver::Share {
+                let share = fsbench_tools::age::nextver::Share {
                     files: *files,
                     bytes: *bytes,
                 };
-                let r = crate::age::nextver::next_version(served, base, share, 0.5, ctx.plan.seed)
-                    .with_context(|| {
-                        format!(
-                            "target {}: making a lookaside tree with {} of the files in common",
-                            t.name,
-                            Lookaside::level(Some(&la))
-                        )
-                    })?;
+                let r = fsbench_tools::age::nextver::next_version(
+                    served,
+                    base,
+                    share,
+                    0.5,
+                    ctx.plan.seed,
+                )
+                .with_context(|| {
+                    format!(
+                        "target {}: making a lookaside tree with {} of the files in common",
+                        t.name,
+                        Lookaside::level(Some(&la))
+                    )
+                })?;
                 PathBuf::from(r.out)
             }
         };
@@ -122,8 +128,8 @@ pub fn set_up(t: &Target, ctx: &Ctx, j: &mut Journal) -> Result<Ready> {
         RemoteServer::Source(params) => {
             let root = base.join("server");
             std::fs::create_dir(&root)?;
-            let spec = crate::apps::build::TreeSpec::with(params);
-            crate::apps::build::generate_tree(&spec, &root)
+            let spec = fsbench_tools::apps::build::TreeSpec::with(params);
+            fsbench_tools::apps::build::generate_tree(&spec, &root)
                 .with_context(|| format!("target {}: generating the served tree", t.name))?;
             applied.insert("source".into(), json!(format!("{spec:?}")));
             root
@@ -216,7 +222,7 @@ pub fn apply_cell(t: &Target, settings: &[(String, String)], ready: &mut Ready) 
         .and_then(|v| v.as_str())
         .context("remote target without a remote")?
         .to_string();
-    let mut a = crate::remote::cli::SetArgs {
+    let mut a = fsbench_tools::remote::cli::SetArgs {
         name,
         ..Default::default()
     };
@@ -225,9 +231,13 @@ pub fn apply_cell(t: &Target, settings: &[(String, String)], ready: &mut Ready) 
         if args[0] == "--preset" {
             a.preset = Some(args[1].clone());
         } else {
-            a.bandwidth =
-                Some(crate::remote::model::parse_bandwidth(&args[1]).map_err(anyhow::Error::msg)?);
-            a.rtt = Some(crate::remote::model::parse_rtt(&args[3]).map_err(anyhow::Error::msg)?);
+            a.bandwidth = Some(
+                fsbench_tools::remote::model::parse_bandwidth(&args[1])
+                    .map_err(anyhow::Error::msg)?,
+            );
+            a.rtt = Some(
+                fsbench_tools::remote::model::parse_rtt(&args[3]).map_err(anyhow::Error::msg)?,
+            );
         }
     }
     if cur_la != Some(want_la.as_str()) {
@@ -243,7 +253,7 @@ pub fn apply_cell(t: &Target, settings: &[(String, String)], ready: &mut Ready) 
             a.lookaside = vec![Path::new(dir).to_path_buf()];
         }
     }
-    crate::remote::cli::apply_set(&a)
+    fsbench_tools::remote::cli::apply_set(&a)
         .with_context(|| format!("target {}: network {want_net}, lookaside {want_la}", t.name))?;
     ready.applied.insert("network".into(), json!(want_net));
     ready.applied.insert("lookaside".into(), json!(want_la));
@@ -253,9 +263,9 @@ pub fn apply_cell(t: &Target, settings: &[(String, String)], ready: &mut Ready) 
 /// The remote's statistics since `remote stats --reset`-like `base` (the counts a run
 /// caused), as figures: bytes fetched and sent, round trips, lookaside hits, misses and
 /// bytes, time waited on the modelled network, mean reply lateness in percent.
-pub fn stats_now(ready: &Ready) -> Option<crate::remote::state::RemoteStats> {
+pub fn stats_now(ready: &Ready) -> Option<fsbench_tools::remote::state::RemoteStats> {
     let name = ready.applied.get("remote")?.as_str()?;
-    let sd = crate::remote::state::StateDir::new(name).ok()?;
-    crate::remote::cli::request(&sd, Default::default()).ok()?;
+    let sd = fsbench_tools::remote::state::StateDir::new(name).ok()?;
+    fsbench_tools::remote::cli::request(&sd, Default::default()).ok()?;
     sd.read_stats()
 }

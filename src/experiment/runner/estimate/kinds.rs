@@ -62,7 +62,7 @@ impl Cx<'_> {
     /// A parameter as a number (sizes with their units).
     pub fn get(&self, k: &str) -> Option<f64> {
         let v = &self.values.iter().find(|(pk, _)| pk == k)?.1;
-        crate::units::parse_size(v)
+        fsbench_base::units::parse_size(v)
             .ok()
             .map(|b| b as f64)
             .or_else(|| v.parse().ok())
@@ -138,7 +138,7 @@ fn postmark(cx: &Cx) -> Work {
         .map(|(_, v)| {
             let sizes: Vec<f64> = v
                 .split(',')
-                .filter_map(|s| crate::units::parse_size(s.trim()).ok())
+                .filter_map(|s| fsbench_base::units::parse_size(s.trim()).ok())
                 .map(|b| b as f64)
                 .collect();
             sizes.iter().sum::<f64>() / sizes.len().max(1) as f64
@@ -191,7 +191,7 @@ fn read(cx: &Cx) -> Option<Work> {
 /// made and deleted and an object written), the link, and everything deleted. Over a
 /// remote's tree: the network's round trips and bytes instead of the generation.
 fn build(cx: &Cx) -> Work {
-    let cores = crate::walk::default_threads() as f64;
+    let cores = fsbench_base::walk::default_threads() as f64;
     let meta = cx.speed.meta_s;
     let cpu_s = cx.get("cpu_ms").unwrap_or(5.0) / 1000.0;
     let temps = cx.get("temps").unwrap_or(2.0);
@@ -288,7 +288,8 @@ fn replay(cx: &Cx) -> Option<Work> {
     if std::fs::metadata(path).ok()?.len() > 16 << 20 {
         return None;
     }
-    let (header, records) = crate::trace::format::read_all(std::path::Path::new(path)).ok()?;
+    let (header, records) =
+        fsbench_tools::trace::format::read_all(std::path::Path::new(path)).ok()?;
     let calls = records.len() as f64;
     let timed = cx.values.iter().any(|(k, v)| k == "mode" && v == "timed");
     let played = if timed {

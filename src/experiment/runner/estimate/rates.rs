@@ -6,8 +6,8 @@
 //! its results) were measured on the release build; a debug build (`cargo test`) takes
 //! [`DEBUG_CPU`] times as long for them.
 
-use crate::disk::model::DiskParams;
 use crate::experiment::plan::{Plan, TargetKind};
+use fsbench_tools::disk::model::DiskParams;
 
 /// How much longer the program's own work takes in a debug build: `fsbench run webserver
 /// --duration 0.1` on tmpfs took 0.15 to 0.24 s release and 0.61 to 0.87 s debug (1 to 32
@@ -87,7 +87,7 @@ pub(super) struct Speed {
     /// `sync` mount.
     pub meta_s: f64,
     /// After each measured repetition on a simulated disk the child waits for the server's
-    /// statistics that include the run's end ([`crate::disk::lateness::STATS_WAIT_S`]).
+    /// statistics that include the run's end ([`fsbench_tools::disk::lateness::STATS_WAIT_S`]).
     pub probe_s: f64,
 }
 
@@ -127,7 +127,7 @@ impl Speed {
                 (true, true) => fsync_s,
                 (true, false) => access_s,
             },
-            probe_s: crate::disk::lateness::STATS_WAIT_S,
+            probe_s: fsbench_tools::disk::lateness::STATS_WAIT_S,
         }
     }
 
@@ -170,7 +170,7 @@ impl Speed {
 
 /// A disk target's drive: its model with the plan's `fsbench disk create` options.
 pub(super) fn disk_params(model: &str, params: &[(String, String)]) -> Option<DiskParams> {
-    crate::disk::cli::model_with(model, params).ok()
+    fsbench_tools::disk::cli::model_with(model, params).ok()
 }
 
 /// Whether directory updates are written at once (`dirsync`, or `sync` for everything).

@@ -68,7 +68,7 @@ pub(super) fn remote_read(plan: &Plan, c: &Cell) -> Option<f64> {
 
 /// A cell's remote target with a generated tree, and the network and lookaside it runs at.
 struct RemoteTree {
-    spec: crate::apps::build::TreeSpec,
+    spec: fsbench_tools::apps::build::TreeSpec,
     /// Bits per second and seconds.
     bw: f64,
     rtt: f64,
@@ -99,11 +99,11 @@ impl RemoteTree {
         let network = level("network").unwrap_or_else(|| network.clone());
         let (bw, rtt) = match network.split_once('/') {
             Some((b, r)) => (
-                crate::remote::model::parse_bandwidth(b).ok()?,
-                crate::remote::model::parse_rtt(r).ok()?,
+                fsbench_tools::remote::model::parse_bandwidth(b).ok()?,
+                fsbench_tools::remote::model::parse_rtt(r).ok()?,
             ),
             None => {
-                let n = crate::remote::model::Net::preset(&network)?;
+                let n = fsbench_tools::remote::model::Net::preset(&network)?;
                 (n.bandwidth_bps, n.rtt_s)
             }
         };
@@ -117,7 +117,7 @@ impl RemoteTree {
             Some(Lookaside::Dir(_)) => (3.0, 1.0),
         };
         Some(RemoteTree {
-            spec: crate::apps::build::TreeSpec::with(params),
+            spec: fsbench_tools::apps::build::TreeSpec::with(params),
             bw,
             rtt,
             trips,

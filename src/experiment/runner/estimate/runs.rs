@@ -182,7 +182,7 @@ params = {{ workload = "varmail", nfiles = 100, duration = {duration} }}
         let s = child(&p, c).unwrap().s;
         // Two seconds measured, the probe's wait, the child's own time and the drop.
         assert!(
-            s > 2.0 + crate::disk::lateness::STATS_WAIT_S + DROP_S,
+            s > 2.0 + fsbench_tools::disk::lateness::STATS_WAIT_S + DROP_S,
             "{s}"
         );
         assert!(s < 6.0, "{s}");

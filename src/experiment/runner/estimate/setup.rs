@@ -164,7 +164,7 @@ pub(super) fn recent_files(plan: &Plan, name: &str, days: f64) -> Option<(f64, f
     let day_ops = a
         .get("day_ops")
         .and_then(|v| v.parse::<f64>().ok())
-        .unwrap_or(crate::age::record::DAY_OPS as f64);
+        .unwrap_or(fsbench_tools::age::record::DAY_OPS as f64);
     let recent = (days * day_ops).min(files + churn) * AGE_CREATE_SHARE;
     let n = recent.min(files * AGE_RECENT_MOST);
     Some((n, n * AGE_FILE_BYTES))
@@ -197,7 +197,7 @@ pub(super) fn made_tree(plan: &Plan, m: &Measurement) -> Option<Tree> {
         m.params
             .iter()
             .find(|(pk, _)| pk == k)
-            .and_then(|(_, v)| crate::units::parse_size(v).ok())
+            .and_then(|(_, v)| fsbench_base::units::parse_size(v).ok())
             .map(|b| b as f64)
     };
     let maker = match get(m, "tree_files") {

@@ -5,7 +5,7 @@
 
 use super::rates::{Speed, CACHE_BPS, META_S};
 use crate::experiment::plan::{Arg, Kind, Measurement};
-use crate::model::{Flowop, FlowopKind, Workload};
+use fsbench_model::model::{Flowop, FlowopKind, Workload};
 
 /// What a workload run costs besides its measured duration.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -36,14 +36,14 @@ fn load(m: &Measurement, values: &[(String, String)]) -> Option<Workload> {
         .collect();
     // `idle+1ms` and the like take the I/O scheduler's idle window at run time; before the
     // device is there, BFQ's default.
-    crate::sys::iosched::resolve_sets(&mut vars, || {
-        Ok(crate::sys::iosched::IdleWindow {
-            us: crate::sys::iosched::BFQ_DEFAULT_IDLE_US,
+    fsbench_base::sys::iosched::resolve_sets(&mut vars, || {
+        Ok(fsbench_base::sys::iosched::IdleWindow {
+            us: fsbench_base::sys::iosched::BFQ_DEFAULT_IDLE_US,
             source: "BFQ's default".into(),
         })
     })
     .ok()?;
-    crate::workloads::load(&spec.1, &crate::model::build::Overrides(vars))
+    fsbench_model::workloads::load(&spec.1, &fsbench_model::model::build::Overrides(vars))
         .ok()
         .map(|(w, _)| w)
 }
@@ -218,8 +218,11 @@ mod tests {
     use super::*;
 
     fn measurement(workload: &str) -> Measurement {
-        let (w, _) =
-            crate::workloads::load(workload, &crate::model::build::Overrides::default()).unwrap();
+        let (w, _) = fsbench_model::workloads::load(
+            workload,
+            &fsbench_model::model::build::Overrides::default(),
+        )
+        .unwrap();
         Measurement {
             name: "m".into(),
             kind: Kind::Workload,
@@ -240,7 +243,7 @@ mod tests {
     fn a_counted_write_costs_its_files_fsyncs_and_bytes() {
         let m = measurement(&plans("seq-write.f"));
         let speed = Speed::disk(
-            &crate::disk::model::DiskParams::preset("hdd-m2694es").unwrap(),
+            &fsbench_tools::disk::model::DiskParams::preset("hdd-m2694es").unwrap(),
             false,
             true,
         );
@@ -266,7 +269,7 @@ mod tests {
     fn a_counted_read_lays_out_then_reads_from_the_device_when_cold() {
         let m = measurement(&plans("read-once.f"));
         let speed = Speed::disk(
-            &crate::disk::model::DiskParams::preset("hdd-m2694es").unwrap(),
+            &fsbench_tools::disk::model::DiskParams::preset("hdd-m2694es").unwrap(),
             false,
             true,
         );
