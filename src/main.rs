@@ -57,7 +57,7 @@ enum Command {
     #[command(
         after_help = "Examples:\n  fsbench age /mnt/aged --fill 0.8 --seed 1 --ops 100000\n  fsbench age /mnt/aged --fill 0.5 --profile agrawal --json age.json"
     )]
-    Age(fsbench_tools::age::cli::AgeArgs),
+    Age(fsbench_tools::age::args::AgeArgs),
     /// Simulated disks: an HDD model under a loop device.
     #[command(
         after_help = "Examples:\n  fsbench disk create hdd0 --model hdd --size 4G --mkfs ext4 --mount /mnt/hdd0\n  fsbench disk stats hdd0\n  fsbench disk remove hdd0"

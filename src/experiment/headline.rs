@@ -182,7 +182,7 @@ pub fn known(kind: &str, name: &str) -> bool {
                 .is_some_and(|n| !n.is_empty())
         });
     // A run on a simulated remote: what crossed its network (ignored elsewhere).
-    let remote = super::output::REMOTE_FIGURES.contains(&name);
+    let remote = REMOTE_FIGURES.contains(&name);
     process || remote || produces(kind).contains(&name) || (run_json && RUN_FIGURES.contains(&name))
 }
 
@@ -205,6 +205,22 @@ pub fn lead<'a>(headline: &[String], names: impl Iterator<Item = &'a str>) -> Ve
     all.sort_by_key(|n| headline.iter().position(|h| h == n).unwrap_or(usize::MAX));
     all
 }
+
+/// The figures of a run's remote traffic (`remote.NAME`), for plans' `figures`.
+pub const REMOTE_FIGURES: [&str; 12] = [
+    "remote.bytes_fetched",
+    "remote.bytes_sent",
+    "remote.foreign_cache_drops",
+    "remote.late_pct",
+    "remote.lookaside_bytes",
+    "remote.lookaside_hits",
+    "remote.lookaside_misses",
+    "remote.lost_requests",
+    "remote.model_s",
+    "remote.network_wait_s",
+    "remote.requests",
+    "remote.round_trips",
+];
 
 #[cfg(test)]
 mod tests {

@@ -42,22 +42,6 @@ pub struct RemoteTraffic {
     pub model_s: f64,
 }
 
-/// The figures of a run's remote traffic (`remote.NAME`), for plans' `figures`.
-pub const REMOTE_FIGURES: [&str; 12] = [
-    "remote.bytes_fetched",
-    "remote.bytes_sent",
-    "remote.foreign_cache_drops",
-    "remote.late_pct",
-    "remote.lookaside_bytes",
-    "remote.lookaside_hits",
-    "remote.lookaside_misses",
-    "remote.lost_requests",
-    "remote.model_s",
-    "remote.network_wait_s",
-    "remote.requests",
-    "remote.round_trips",
-];
-
 impl RemoteTraffic {
     /// Its figures, named `remote.FIELD`, in name order.
     /// The seconds `net` charges for this traffic (see `model_s`).
@@ -239,6 +223,6 @@ mod tests {
         // 10 × 300 ms + 125,000 bytes × 8 ÷ 100 kbit/s = 3 s + 10 s.
         assert!((t.model_time(&net) - 13.0).abs() < 1e-9);
         let names: Vec<String> = t.figures().into_iter().map(|(k, _)| k).collect();
-        assert_eq!(names, REMOTE_FIGURES);
+        assert_eq!(names, crate::experiment::headline::REMOTE_FIGURES);
     }
 }

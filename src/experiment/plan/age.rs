@@ -45,7 +45,7 @@ pub struct AgeParam {
 pub fn age_params() -> &'static [AgeParam] {
     static TABLE: OnceLock<Vec<AgeParam>> = OnceLock::new();
     TABLE.get_or_init(|| {
-        let c = cmd::<fsbench_tools::age::cli::AgeArgs>();
+        let c = cmd::<fsbench_tools::age::args::AgeArgs>();
         c.get_arguments()
             .filter(|a| !a.is_positional() && !a.is_hide_set())
             .filter_map(|a| {

@@ -4,7 +4,6 @@
 use super::cgroup::{MemoryCgroup, RunCgroup, RunGroup};
 use super::env::Env;
 use super::flags::Facts;
-use super::session::labels_json;
 use super::{command, Cell};
 use crate::experiment::handoff::Handoff;
 use crate::experiment::noise;
@@ -746,4 +745,12 @@ fn disk_stats(ready: &Ready) -> Option<DiskStats> {
     fsbench_tools::disk::state::StateDir::new(ready.disk.as_ref()?)
         .ok()?
         .read_stats()
+}
+
+/// A cell's factor levels as a JSON object.
+pub(super) fn labels_json(plan: &Plan, cell: &Cell) -> serde_json::Map<String, Value> {
+    cell.labels(plan)
+        .into_iter()
+        .map(|(k, v)| (k, Value::String(v)))
+        .collect()
 }

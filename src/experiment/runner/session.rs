@@ -2,7 +2,7 @@
 //! warm-ups and --strict repeats, and the summary and report at the end.
 
 use super::env::Env;
-use super::measure::Run;
+use super::measure::{labels_json, Run};
 use super::{
     cells, fmt_secs, missing_tools, order, planned_cells, root_steps, stored_command, Cell,
     Options, MAX_CELLS, OUT_MARKER,
@@ -197,14 +197,6 @@ fn open_store(plan: &Plan, cells: &[Cell], outdir: &Path) -> Result<(Store, i64,
     }
     st.commit()?;
     Ok((st, exp, cell_ids))
-}
-
-/// A cell's factor levels as a JSON object.
-pub(super) fn labels_json(plan: &Plan, cell: &Cell) -> serde_json::Map<String, Value> {
-    cell.labels(plan)
-        .into_iter()
-        .map(|(k, v)| (k, Value::String(v)))
-        .collect()
 }
 
 /// Runs done in this invocation, for the progress line's estimate.

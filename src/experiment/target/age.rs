@@ -37,7 +37,7 @@ fn read_json<T: serde::de::DeserializeOwned>(p: &Path, what: &str) -> Result<T> 
 }
 
 pub fn run(a: &Age, ready: &mut Ready, outdir: &Path, tag: &str, j: &mut Journal) -> Result<()> {
-    let aged = ready.dir.join(fsbench_tools::age::cli::AGED_DIR);
+    let aged = ready.dir.join(fsbench_tools::age::args::AGED_DIR);
     if !aged.exists() {
         // fsbench age creates and marks it; it goes with the target's teardown.
         j.push(Undo::RemoveMarkedTree {

@@ -5,7 +5,7 @@
 
 use super::EngineError;
 use fsbench_base::limits::{human, Machine};
-use fsbench_model::model::{Flowop, Num, Thread, Workload};
+use fsbench_model::model::{Flowop, Thread, Workload};
 use std::path::Path;
 
 /// Bytes per file or leaf directory while planning and running: the entry (20: planned in
@@ -33,32 +33,6 @@ const PER_STAT_THREAD: u64 = 3 << 9;
 // where tests/memory.rs checks it to 30% (docs/guide/memory.md). Histograms grow with the
 // spread of latencies a flowop meets; its tail's rare latencies cost 16 bytes each (see
 // `stats::HdrCounts`).
-/// Floor of a thread's I/O buffer.
-const MIN_BUFFER: u64 = 4096;
-/// A thread's buffer holds at most this much of `memsize` up front; it grows on demand to
-/// the largest I/O the thread does.
-const MEMSIZE_CAP: u64 = 1 << 20;
-
-/// The I/O buffer a thread starts with: as large as the largest fixed `iosize` it uses (so
-/// that its operations never reallocate), and up to 1 MiB of its `memsize` (the region random
-/// buffer offsets are drawn from). Filebench allocates `memsize` whole; with many threads
-/// that is gigabytes nobody reads from.
-pub fn initial_buffer(t: &Thread) -> u64 {
-    fn walk(f: &Flowop, m: &mut u64) {
-        if let Num::Const(v) = f.iosize {
-            *m = (*m).max(v.max(0) as u64);
-        }
-        for c in &f.children {
-            walk(c, m);
-        }
-    }
-    let mut m = MIN_BUFFER;
-    for f in &t.flowops {
-        walk(f, &mut m);
-    }
-    m.max(t.memsize.min(MEMSIZE_CAP))
-}
-
 /// The buffers of a `stream` flowop's io_uring queue: one of the largest block size for
 /// each I/O in flight.
 fn ring_buffers(t: &Thread) -> u64 {
@@ -139,7 +113,9 @@ pub fn estimate(wl: &Workload) -> Estimate {
     for p in &wl.processes {
         for t in &p.threads {
             let n = p.instances as u64 * t.instances as u64;
-            let per = initial_buffer(t) + DIRBUF + nstats.saturating_mul(PER_STAT_THREAD);
+            let per = super::worker::buffer::initial_buffer(t)
+                + DIRBUF
+                + nstats.saturating_mul(PER_STAT_THREAD);
             est.threads += n;
             est.thread_bytes = est.thread_bytes.saturating_add(n.saturating_mul(per));
         }
@@ -172,7 +148,7 @@ fn opennext_descriptors(wl: &Workload) -> u64 {
                 walk(f, &mut sets);
             }
             let per: u64 = sets.iter().map(|&i| wl.filesets[i].entries).sum();
-            let per = per.min(crate::engine::worker::MAX_FD as u64);
+            let per = per.min(super::worker::MAX_FD as u64);
             total = total.saturating_add(
                 per.saturating_mul(p.instances as u64)
                     .saturating_mul(t.instances as u64),
@@ -246,7 +222,7 @@ fn check_threads(wl: &Workload, m: &Machine, est: &mut Estimate) -> Result<(), E
     for p in &wl.processes {
         for t in &p.threads {
             let n = p.instances as u64 * t.instances as u64;
-            let per = initial_buffer(t)
+            let per = super::worker::buffer::initial_buffer(t)
                 + ring_buffers(t)
                 + DIRBUF
                 + nstats.saturating_mul(PER_STAT_THREAD);

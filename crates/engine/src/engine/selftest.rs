@@ -6,9 +6,11 @@
 use super::rundir::RunDir;
 use super::{measure, MeasureOptions};
 use crate::fileset;
+use fsbench_base::cancel;
 use fsbench_model::dist::rng;
 use fsbench_model::lang::{parse, SourceFile};
 use fsbench_model::model::build::{build, Overrides};
+use fsbench_results::stats::clock;
 use std::ffi::CString;
 use std::fmt::Write;
 use std::path::Path;
@@ -172,9 +174,7 @@ pub fn overhead(dir: &Path, seconds: f64, rounds: u32, size: u64) -> anyhow::Res
              define process name=p {{ thread name=t {{\n flowop createfile name=create,filesetname=meta,fd=1\n flowop closefile name=close,fd=1\n flowop deletefile name=unlink,filesetname=meta\n}} }}\n"
         );
         let mut out = String::new();
-        let cal = fsbench_results::stats::clock::Calibration::measure(
-            fsbench_results::stats::clock::global(),
-        );
+        let cal = clock::Calibration::measure(clock::global());
         let _ = writeln!(
             out,
             "clock {}: {:.1} ns per read, {:.1} ns per record, {:.1} ns per operation in all",
@@ -201,9 +201,9 @@ pub fn overhead(dir: &Path, seconds: f64, rounds: u32, size: u64) -> anyhow::Res
         scattered.rate("pread4k", 0.2)?;
         fixed.rate("pread4k", 0.2)?;
         bare_pread(&data, size, 0.2)?;
-        fsbench_base::cancel::check()?;
+        cancel::check()?;
         for _ in 0..rounds {
-            fsbench_base::cancel::check()?;
+            cancel::check()?;
             let (r, l) = fixed.rate("pread4k", seconds)?;
             e.push(r);
             lat.push(l);
@@ -229,13 +229,13 @@ pub fn overhead(dir: &Path, seconds: f64, rounds: u32, size: u64) -> anyhow::Res
 
         // Case 2: create + close + unlink.
         let (mut e, mut b) = (Vec::new(), Vec::new());
-        fsbench_base::cancel::check()?;
+        cancel::check()?;
         let create = Prepared::new(&rd, &create_wl)?;
         create.rate("create", 0.2)?;
         let meta_dir = first_dir(&rd.path.join("meta"))?;
         bare_create(&meta_dir, 0.2)?;
         for _ in 0..rounds {
-            fsbench_base::cancel::check()?;
+            cancel::check()?;
             let (r, _) = create.rate("create", seconds)?;
             e.push(r);
             b.push(bare_create(&meta_dir, seconds)?);

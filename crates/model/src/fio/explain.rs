@@ -311,7 +311,7 @@ fn explain_bounds(o: &mut String, job: &super::job::Job, s: &crate::model::strea
 
 /// How the clone's thread runs and ends beyond its I/O (fio's run options).
 fn explain_ctl(o: &mut String, job: &super::job::Job, s: &crate::model::stream::Stream) {
-    use super::job_ctl::{ON_READ, ON_VERIFY, ON_WRITE};
+    use super::ctl::{ON_READ, ON_VERIFY, ON_WRITE};
     let c = &s.ctl;
     let mut lines: Vec<String> = Vec::new();
     if c.refill {

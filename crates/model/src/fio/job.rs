@@ -270,7 +270,7 @@ pub struct Job {
     /// Reports and logs (`write_lat_log`, `percentile_list`, ...).
     pub out: super::job_out::JobOut,
     /// How it runs: refills, exits, errors, CPUs, priorities (`refill_buffers`, ...).
-    pub ctl: super::job_ctl::JobCtl,
+    pub ctl: super::ctl::JobCtl,
     /// One of its options was refused (its other checks are then partial).
     pub had_errors: bool,
 }
@@ -465,7 +465,7 @@ pub fn apply(job: &mut Job, o: &Opt) -> Result<(), Diagnostic> {
         .or_else(|| apply_time(job, key, o))
         .or_else(|| apply_misc(job, key, o))
         .or_else(|| super::job_out::apply(&mut job.out, &job.name, key, o))
-        .or_else(|| super::job_ctl::apply(&mut job.ctl, key, o, job.kb_base));
+        .or_else(|| super::ctl::apply(&mut job.ctl, key, o, job.kb_base));
     match known {
         Some(Ok(())) => {
             job.given.push((key.to_string(), o.key_span, o.src.clone()));

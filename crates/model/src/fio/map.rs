@@ -4,6 +4,7 @@
 //! differently from what the engine can do is refused here, with the option's place.
 
 use super::job::{Bs, Engine, Falloc, Job, Rate, SyncMode};
+use super::job_ctl::{at, verify_kind};
 use crate::lang::{Diagnostic, Diagnostics, SourceFile, Span};
 use crate::model::stream::{FioOut, MinRate, Pace, Prealloc, Sizes, Skew, Stream, StreamFile};
 use crate::model::{FlowopKind, Process, QuitMode, Thread, Workload};
@@ -84,13 +85,6 @@ fn sizes(b: &Bs) -> Sizes {
         Bs::Fixed(v) => Sizes::Fixed(*v),
         Bs::Range(lo, hi) => Sizes::Range(*lo, *hi),
         Bs::Split(p) => Sizes::Split(p.clone()),
-    }
-}
-
-pub(super) fn at(job: &Job, key: &str, msg: String) -> Diagnostic {
-    match job.place(key) {
-        Some((span, src)) => Diagnostic::error(src, span, msg),
-        None => Diagnostic::error(&job.src, job.span, msg),
     }
 }
 
@@ -282,16 +276,6 @@ fn check(job: &Job, first: bool, errors: &mut Vec<Diagnostic>) {
             "direct",
             format!("`direct=1` with a block size of {min_bs} bytes: O_DIRECT needs multiples of the logical block size"),
         ));
-    }
-}
-
-/// The verify type a job runs: `verify=`'s, or a header and pattern when only
-/// `verify_pattern` is given (fio's `str_verify_pattern_cb`).
-pub(super) fn verify_kind(job: &Job) -> Option<crate::fioverify::Kind> {
-    if job.verify_named {
-        job.verify
-    } else {
-        (!job.verify_pattern.is_empty()).then_some(crate::fioverify::Kind::Pattern)
     }
 }
 

@@ -3,6 +3,7 @@
 //! onto the engine's streams ([`map`]); [`explain`] says what a job does, [`output`] writes
 //! results in fio's shapes. docs/fio.md lists the options fsbench runs.
 
+pub mod ctl;
 pub mod explain;
 pub mod expr;
 pub mod ini;

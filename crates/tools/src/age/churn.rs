@@ -4,7 +4,7 @@
 use std::io;
 use std::path::Path;
 
-use super::cli::AgeArgs;
+use super::args::AgeArgs;
 use super::exec::{self, Exec};
 use super::plan::{Op, Phase, Planner};
 use super::progress::{Progress, Totals};
@@ -110,43 +110,10 @@ pub(super) fn age_loop(
     Ok((done, churn))
 }
 
-/// Write one planned file operation to the operation log (mkdirs are logged where they run).
-pub(super) fn log_op(
-    pl: &Planner,
-    ex: &mut Exec,
-    op: &Op,
-    clock: u64,
-    rel: &mut String,
-) -> io::Result<()> {
-    match *op {
-        Op::Mkdir { dir } => ex.log(format_args!("{clock} mkdir {}", pl.dirs[dir as usize].path)),
-        Op::Create {
-            id, size, write, ..
-        } => {
-            pl.file_path(id, rel);
-            ex.log(format_args!(
-                "{clock} create {rel} size {size} write {write}"
-            ))
-        }
-        Op::Append { id, off, len } => {
-            pl.file_path(id, rel);
-            ex.log(format_args!("{clock} append {rel} {off}+{len}"))
-        }
-        Op::Overwrite { id, off, len } => {
-            pl.file_path(id, rel);
-            ex.log(format_args!("{clock} overwrite {rel} {off}+{len}"))
-        }
-        Op::Delete { id, dir } => {
-            pl.path_in(dir, id, rel);
-            ex.log(format_args!("{clock} delete {rel}"))
-        }
-    }
-}
-
 /// Apply one planned operation, logging it.
 fn apply(pl: &mut Planner, ex: &mut Exec, op: &Op, clock: u64, rel: &mut String) -> io::Result<()> {
     // Sets `rel` to the file's path for file operations.
-    log_op(pl, ex, op, clock, rel)?;
+    exec::log_op(pl, ex, op, clock, rel)?;
     match *op {
         Op::Mkdir { dir } => ex.mkdir(pl.dirs[dir as usize].path.as_bytes()),
         Op::Create { id, write, .. } => {

@@ -540,6 +540,41 @@ pub fn block_size(path: &Path) -> io::Result<u64> {
     Ok((vfs.f_frsize as u64).max(512))
 }
 
+/// Write one planned file operation to the operation log (mkdirs are logged where they run).
+pub(super) fn log_op(
+    pl: &super::plan::Planner,
+    ex: &mut Exec,
+    op: &super::plan::Op,
+    clock: u64,
+    rel: &mut String,
+) -> io::Result<()> {
+    match *op {
+        super::plan::Op::Mkdir { dir } => {
+            ex.log(format_args!("{clock} mkdir {}", pl.dirs[dir as usize].path))
+        }
+        super::plan::Op::Create {
+            id, size, write, ..
+        } => {
+            pl.file_path(id, rel);
+            ex.log(format_args!(
+                "{clock} create {rel} size {size} write {write}"
+            ))
+        }
+        super::plan::Op::Append { id, off, len } => {
+            pl.file_path(id, rel);
+            ex.log(format_args!("{clock} append {rel} {off}+{len}"))
+        }
+        super::plan::Op::Overwrite { id, off, len } => {
+            pl.file_path(id, rel);
+            ex.log(format_args!("{clock} overwrite {rel} {off}+{len}"))
+        }
+        super::plan::Op::Delete { id, dir } => {
+            pl.path_in(dir, id, rel);
+            ex.log(format_args!("{clock} delete {rel}"))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

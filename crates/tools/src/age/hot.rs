@@ -19,7 +19,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 
-use super::cli::AGED_DIR;
+use super::args::AGED_DIR;
 use super::record;
 use crate::apps::{self, timed, AppRun, OpTable};
 use fsbench_base::beneath;
@@ -34,7 +34,7 @@ pub struct HotArgs {
     /// The aged directory: DIR/fsbench-aged, or DIR itself when it is one.
     pub dir: PathBuf,
     /// Hot files are those aging wrote in its last N days.
-    #[arg(long, default_value_t = super::cli::HOT_DAYS, value_name = "N")]
+    #[arg(long, default_value_t = super::args::HOT_DAYS, value_name = "N")]
     pub days: u64,
     /// Request size of the reads and writes, in bytes.
     #[arg(long, default_value_t = 1 << 20, value_name = "BYTES")]

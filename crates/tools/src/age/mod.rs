@@ -9,8 +9,10 @@
 //! - [`parallel`]: the operations over several threads, the plan still one;
 //! - [`replay`]: Smith–Seltzer replay of the differences between snapshots;
 //! - [`selftest`]: `fsbench selftest age`, aging against a bare loop of its operations;
+//! - [`args`]: what the command is asked;
 //! - [`cli`]: the command, its progress and its report.
 
+pub mod args;
 pub mod churn;
 pub mod cli;
 pub mod distance;

@@ -20,8 +20,7 @@ use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use super::churn::log_op;
-use super::cli::AgeArgs;
+use super::args::AgeArgs;
 use super::exec::{self, Exec, ExecCounts};
 use super::plan::{Op, Planner};
 
@@ -112,7 +111,7 @@ impl Pool {
     ) -> io::Result<()> {
         self.drain(pl);
         // Sets `rel` to the file's path for file operations.
-        log_op(pl, ex, op, clock, rel)?;
+        exec::log_op(pl, ex, op, clock, rel)?;
         let dir_of = |id: u64| pl.file(id).map_or(0, |f| f.dir);
         let (id, dir, kind) = match *op {
             Op::Mkdir { dir } => return ex.mkdir(pl.dirs[dir as usize].path.as_bytes()),

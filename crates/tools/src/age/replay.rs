@@ -22,7 +22,7 @@ use std::path::Path;
 use anyhow::{bail, Context};
 use rand::Rng as _;
 
-use super::cli::AgeArgs;
+use super::args::AgeArgs;
 use super::exec::{self, Exec};
 use super::record::{FILES_FILE, STATE_FILE};
 use super::report::AgeReport;

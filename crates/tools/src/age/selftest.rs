@@ -346,7 +346,7 @@ fn age_in(o: &Options, rd: &RunDir) -> anyhow::Result<String> {
         drop(m);
         fsbench_base::cancel::check()?;
         let m = fresh_image(&img, &mnt, o.mib)?;
-        let (all, sync, cpu) = run_bare(&mnt.join(crate::age::cli::AGED_DIR), &ops)?;
+        let (all, sync, cpu) = run_bare(&mnt.join(crate::age::args::AGED_DIR), &ops)?;
         r.bare.push(all);
         r.bare_sync.push(sync);
         r.bare_cpu.push(cpu);

@@ -143,22 +143,6 @@ pub fn run(args: RemoteArgs) -> anyhow::Result<()> {
     }
 }
 
-/// "10 Mbit/s, RTT 20 ms".
-pub fn describe_net(n: &Net) -> String {
-    let mut s = format!(
-        "{}, RTT {} ms",
-        fsbench_base::units::human_bps(n.bandwidth_bps),
-        n.rtt_s * 1e3
-    );
-    if n.jitter_s > 0.0 {
-        s.push_str(&format!(" ± {} ms", n.jitter_s * 1e3));
-    }
-    if n.loss > 0.0 {
-        s.push_str(&format!(", {}% loss", n.loss * 100.0));
-    }
-    s
-}
-
 /// The network from the preset and the overrides.
 /// A preset's network, or an error listing the presets.
 fn preset_net(p: &str) -> anyhow::Result<Net> {
@@ -306,7 +290,7 @@ fn create(a: CreateArgs) -> anyhow::Result<()> {
         a.name,
         cfg.server.display(),
         cfg.mount.display(),
-        describe_net(&cfg.net),
+        model::describe_net(&cfg.net),
         cfg.protocol.name(),
         human_bytes(cfg.cache_size),
         if cfg.writable {
@@ -441,7 +425,7 @@ fn print_stats(
         cfg.server.display(),
         cfg.mount.display(),
         if alive { "running" } else { "stopped" },
-        describe_net(&cfg.net),
+        model::describe_net(&cfg.net),
         cfg.protocol.name()
     );
     fsbench_base::outln!(
@@ -635,7 +619,7 @@ pub fn apply_set(a: &SetArgs) -> anyhow::Result<String> {
     Ok(format!(
         "{}: {}, lookaside {}{}",
         a.name,
-        describe_net(&cfg.net),
+        model::describe_net(&cfg.net),
         if cfg.lookaside.is_empty() {
             "none".to_string()
         } else {

@@ -186,6 +186,22 @@ pub fn parse_rtt(s: &str) -> Result<f64, String> {
     Ok(ms / 1e3)
 }
 
+/// "10 Mbit/s, RTT 20 ms".
+pub fn describe_net(n: &Net) -> String {
+    let mut s = format!(
+        "{}, RTT {} ms",
+        fsbench_base::units::human_bps(n.bandwidth_bps),
+        n.rtt_s * 1e3
+    );
+    if n.jitter_s > 0.0 {
+        s.push_str(&format!(" ± {} ms", n.jitter_s * 1e3));
+    }
+    if n.loss > 0.0 {
+        s.push_str(&format!(", {}% loss", n.loss * 100.0));
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

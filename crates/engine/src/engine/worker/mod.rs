@@ -6,6 +6,7 @@
 //! entries, and the process-wide counters that `finishoncount`/`finishonbytes` without a
 //! target read (kept only when such a flowop exists).
 
+pub mod buffer;
 mod dirs;
 mod files;
 mod misc;
@@ -15,6 +16,7 @@ mod remote;
 mod rw;
 mod stream;
 mod stream_ctl;
+mod stream_data;
 mod stream_fio;
 mod stream_mmap;
 mod stream_skew;
@@ -306,8 +308,7 @@ impl<'a> Worker<'a> {
             .collect();
         let mut r = rng(seed, worker_idx);
         let memsize = thread.memsize as usize;
-        let first =
-            super::preflight::initial_buffer(thread).max(whole_file_buffer(thread, sh.filesets));
+        let first = buffer::initial_buffer(thread).max(whole_file_buffer(thread, sh.filesets));
         let buf = AlignedBuf::try_new(first as usize, &mut r)?;
         let remote = match sh.nfs {
             Some(t) => Some(Box::new(remote::Remote::connect(t)?)),

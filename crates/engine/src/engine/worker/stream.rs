@@ -38,29 +38,6 @@ fn spin(d: Duration) -> Duration {
     t0.elapsed()
 }
 
-/// Fill `out`, about to be written at `off` of file `fi`, with the stream's content there.
-pub(super) fn shape_into(s: &Stream, seed: u64, fi: usize, off: u64, out: &mut [u8]) {
-    if let Some(c) = s.content {
-        fsbench_model::content::Generator::new(c, seed)
-            .with_chunk(s.compress_chunk as usize)
-            .fill_at(fi as u64, off, out);
-    }
-}
-
-/// fio's `small_content_scramble`: in each 512-byte sector of a write at `off`, the
-/// sector's offset at the start of one of its first eight 64-byte lines (picked by the
-/// time and offset), and the time (seconds, nanoseconds) at the end of its first line.
-pub(super) fn scramble(out: &mut [u8], off: u64, stamp_ns: u64) {
-    let (sec, nsec) = (stamp_ns / 1_000_000_000, stamp_ns % 1_000_000_000);
-    let line = (((nsec ^ off) & 7) << 6) as usize;
-    for (i, sector) in out.chunks_exact_mut(512).enumerate() {
-        let at = off + 512 * i as u64;
-        sector[line..line + 8].copy_from_slice(&at.to_ne_bytes());
-        sector[48..56].copy_from_slice(&sec.to_ne_bytes());
-        sector[56..64].copy_from_slice(&nsec.to_ne_bytes());
-    }
-}
-
 /// One file of the stream, open.
 pub(super) struct OpenFile {
     pub(super) fd: RawFd,
@@ -832,12 +809,12 @@ impl Worker<'_> {
         let st = self.stream.as_ref().expect("set");
         if logged.is_none() && s.content.is_some() {
             let out = &mut self.buf.as_mut_slice()[boff..boff + len];
-            shape_into(s, st.content_seed, fi, off, out);
+            super::stream_data::shape_into(s, st.content_seed, fi, off, out);
         } else if logged.is_none() && s.ctl.refill {
             let out = &mut self.buf.as_mut_slice()[boff..boff + len];
             super::stream_ctl::refill(out, st.content_seed, st.issues[1]);
         } else if logged.is_none() && s.scramble {
-            scramble(&mut self.buf.as_mut_slice()[boff..boff + len], off, now);
+            super::stream_data::scramble(&mut self.buf.as_mut_slice()[boff..boff + len], off, now);
         }
         if s.content.is_some() {
             self.stream_sample(s, boff, len);

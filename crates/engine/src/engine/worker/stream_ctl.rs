@@ -8,7 +8,6 @@
 
 use super::{Fail, Flow, Worker};
 use fsbench_model::model::stream::Stream;
-use std::os::unix::fs::OpenOptionsExt;
 use std::sync::atomic::Ordering;
 
 /// The error number in an error's text (Rust's `io::Error` ends it with "(os error N)");
@@ -191,56 +190,4 @@ impl Worker<'_> {
         self.rec.ops[s.stat_time].error(|| msg);
         self.stream_end(s)
     }
-}
-
-/// fio's `verify_dump` (`__dump_verify_buffers`): each bad interval of a read of `data`
-/// at `off` of `file`, as read (`BASENAME.OFFSET.received`) and as its write made it
-/// (`.expected`, regenerated from the header's seed, time and number, as fio does), in the
-/// current directory, as fio names them; fio's lines saying so. A file of that name already
-/// there is left alone (fio would truncate it), and the line says so.
-pub(super) fn dump_bad(
-    v: &fsbench_model::fioverify::Spec,
-    file: &str,
-    off: u64,
-    data: &[u8],
-    bad: &[fsbench_model::fioverify::Bad],
-) -> Vec<String> {
-    let inc = v.hdr_inc(data.len());
-    let base = std::path::Path::new(file)
-        .file_name()
-        .map_or_else(|| file.to_string(), |n| n.to_string_lossy().into_owned());
-    let mut lines = Vec::new();
-    for b in bad {
-        let at = (b.offset.saturating_sub(off)) as usize;
-        let Some(got) = data.get(at..(at + inc).min(data.len())) else {
-            continue;
-        };
-        let h = if v.kind.hdr_size() > 0 && got.len() >= fsbench_model::fioverify::HEADER {
-            fsbench_model::fioverify::Header::decode(got)
-        } else {
-            fsbench_model::fioverify::Header::default()
-        };
-        let mut want = vec![0u8; data.len()];
-        let w = fsbench_model::fioverify::Write {
-            seed: h.rand_seed,
-            time: (h.time_sec, h.time_nsec),
-            numberio: h.numberio,
-        };
-        fsbench_model::fioverify::fill(v, &mut want, off, w);
-        for (kind, bytes) in [("received", got), ("expected", &want[at..at + got.len()])] {
-            let name = format!("{base}.{}.{kind}", b.offset);
-            let r = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .custom_flags(libc::O_NOFOLLOW)
-                .mode(0o644)
-                .open(&name)
-                .and_then(|mut f| std::io::Write::write_all(&mut f, bytes));
-            lines.push(match r {
-                Ok(()) => format!("       {kind} data dumped as {name}"),
-                Err(e) => format!("       {kind} data not dumped as {name}: {e}"),
-            });
-        }
-    }
-    lines
 }

@@ -365,11 +365,11 @@ impl Worker<'_> {
                 numberio: w.numberio,
             });
         } else if dir == 1 && s.content.is_some() {
-            super::stream::shape_into(s, content_seed, fi, off, out);
+            super::stream_data::shape_into(s, content_seed, fi, off, out);
         } else if dir == 1 && s.ctl.refill {
             super::stream_ctl::refill(out, content_seed, numberio);
         } else if dir == 1 && s.scramble {
-            super::stream::scramble(out, off, now);
+            super::stream_data::scramble(out, off, now);
         }
         if dir == 1 && s.content.is_some() {
             let o = &mut self.rec.ops[s.stat_write];

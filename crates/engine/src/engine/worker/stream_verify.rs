@@ -13,6 +13,7 @@ use fsbench_base::sys::io;
 use fsbench_model::fioverify::{Read, Spec, Want, Write};
 use fsbench_model::model::stream::Stream;
 use fsbench_model::model::FlowopKind;
+use std::os::unix::fs::OpenOptionsExt;
 
 /// A verifying write to read back: where, and the seed and number its headers carry.
 #[derive(Debug, Clone, Copy)]
@@ -67,7 +68,7 @@ pub(super) fn fill_write(
         numberio: numberio as u16,
     };
     if s.content.is_some() {
-        super::stream::shape_into(s, seed, fi, off, out);
+        super::stream_data::shape_into(s, seed, fi, off, out);
     } else {
         fsbench_model::fioverify::fill_random(out, mix(w.seed));
     }
@@ -152,7 +153,7 @@ impl Worker<'_> {
             }
         }
         if s.ctl.verify_dump {
-            for line in super::stream_ctl::dump_bad(v, &s.files[fi].name, off, data, &bad) {
+            for line in dump_bad(v, &s.files[fi].name, off, data, &bad) {
                 fsbench_base::errln!("{line}");
             }
         }
@@ -299,4 +300,56 @@ pub(super) fn want(p: &Logged) -> Want {
         seed: Some(p.seed),
         numberio: Some(p.numberio),
     }
+}
+
+/// fio's `verify_dump` (`__dump_verify_buffers`): each bad interval of a read of `data`
+/// at `off` of `file`, as read (`BASENAME.OFFSET.received`) and as its write made it
+/// (`.expected`, regenerated from the header's seed, time and number, as fio does), in the
+/// current directory, as fio names them; fio's lines saying so. A file of that name already
+/// there is left alone (fio would truncate it), and the line says so.
+pub(super) fn dump_bad(
+    v: &fsbench_model::fioverify::Spec,
+    file: &str,
+    off: u64,
+    data: &[u8],
+    bad: &[fsbench_model::fioverify::Bad],
+) -> Vec<String> {
+    let inc = v.hdr_inc(data.len());
+    let base = std::path::Path::new(file)
+        .file_name()
+        .map_or_else(|| file.to_string(), |n| n.to_string_lossy().into_owned());
+    let mut lines = Vec::new();
+    for b in bad {
+        let at = (b.offset.saturating_sub(off)) as usize;
+        let Some(got) = data.get(at..(at + inc).min(data.len())) else {
+            continue;
+        };
+        let h = if v.kind.hdr_size() > 0 && got.len() >= fsbench_model::fioverify::HEADER {
+            fsbench_model::fioverify::Header::decode(got)
+        } else {
+            fsbench_model::fioverify::Header::default()
+        };
+        let mut want = vec![0u8; data.len()];
+        let w = fsbench_model::fioverify::Write {
+            seed: h.rand_seed,
+            time: (h.time_sec, h.time_nsec),
+            numberio: h.numberio,
+        };
+        fsbench_model::fioverify::fill(v, &mut want, off, w);
+        for (kind, bytes) in [("received", got), ("expected", &want[at..at + got.len()])] {
+            let name = format!("{base}.{}.{kind}", b.offset);
+            let r = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .custom_flags(libc::O_NOFOLLOW)
+                .mode(0o644)
+                .open(&name)
+                .and_then(|mut f| std::io::Write::write_all(&mut f, bytes));
+            lines.push(match r {
+                Ok(()) => format!("       {kind} data dumped as {name}"),
+                Err(e) => format!("       {kind} data not dumped as {name}: {e}"),
+            });
+        }
+    }
+    lines
 }

@@ -443,7 +443,7 @@ pub fn serve(name: &str) -> anyhow::Result<()> {
         "fsbench remote server {name}: {} served on {} ({}, {} protocol)",
         cfg.server.display(),
         cfg.mount.display(),
-        super::cli::describe_net(&cfg.net),
+        super::model::describe_net(&cfg.net),
         cfg.protocol.name()
     );
 
