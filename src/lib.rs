@@ -10,11 +10,11 @@
 //! Results                              --report--> text, JSON, CSV, Markdown
 //! ```
 
-//! The modules stand in layers. A module uses modules of its own layer or below, never one
-//! above, and no two modules use each other: `tests/it/architecture.rs` reads `src/` and holds
-//! the code to the layers written here (one `// layer NAME` line, then its modules).
+//! This crate is the top of the workspace: the commands the binary's subcommands call. The
+//! layers below are crates of their own (`crates/*`, docs/architecture.md): tools
+//! (benchmarks, aging, traces, devices), harness, engine, results, model and base. It may use
+//! all of them; none of them uses it.
 
-// layer commands: what the binary's subcommands call (main.rs is here too)
 pub mod complete;
 pub mod experiment;
 pub mod fiocmd;

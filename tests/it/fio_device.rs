@@ -1,4 +1,4 @@
-//! A block device as a fio job's file, behind the device guard (`src/sys/device.rs`): on a
+//! A block device as a fio job's file, behind the device guard (`crates/base/src/sys/device.rs`): on a
 //! loop device the test attaches itself (root only; skipped elsewhere), a run works only
 //! when the command line names the device, a mounted device or one carrying a file system
 //! is refused before anything is written, and nothing outside the job's range changes.

@@ -277,7 +277,7 @@ fn open_following_follows_inner_links_and_refuses_the_way_out() {
 
 use std::io::Write;
 
-/// The layer's wall: no module of `src/` outside `src/owned/` and `src/beneath.rs` removes,
+/// The layer's wall: no module of `src/` outside `crates/base/src/owned/` and `crates/base/src/beneath.rs` removes,
 /// renames or truncates anything itself. Test code (`#[cfg(test)]` items and `tests.rs`
 /// files) may clean up its own scratch directories.
 #[test]
@@ -326,7 +326,7 @@ fn nothing_outside_the_layer_removes_renames_or_truncates() {
     }
     assert!(
         found.is_empty(),
-        "go through crate::owned (src/owned/) instead:\n{}",
+        "go through crate::owned (crates/base/src/owned/) instead:\n{}",
         found.join("\n")
     );
 }
