@@ -540,6 +540,12 @@ fn shipped_plan_stacked_vs_native_at_quick_scale() {
         );
         assert_eq!(s["disk_model"], "hdd-cheetah36lp", "{a}");
         assert_eq!(a["scheduler"]["active"], "none", "{a}");
+        // The cleaner's priorities take effect: the build beside it runs under BFQ.
+        let cleaner = applied_of(out, "build-cleaner", "ext4-bfq");
+        assert_eq!(cleaner.len(), 5, "one run per cleaner level");
+        for a in cleaner {
+            assert_eq!(a["scheduler"]["active"], "bfq", "{a}");
+        }
         // On an overlay the disk under it is counted.
         assert!(factor_figure(out, "find", "ovl-ext4", "cache", "cold", "device_busy_s") > 0.0);
         let db = rusqlite::Connection::open(out.join("results.db")).unwrap();
