@@ -14,9 +14,12 @@ use std::path::Path;
 /// the server's own delays.
 pub const WARN_PCT: f64 = 5.0;
 
-/// Seconds a run waits after its end for the server's statistics that include it (the
-/// server writes them every second and when idle).
+/// Seconds a run usually waits after its end for the server's statistics that include it:
+/// the server writes them every second while busy and after a second idle, so a write comes
+/// about a second after the run's last request (what estimates count).
 pub const STATS_WAIT_S: f64 = 1.1;
+/// Seconds a run waits at most for them: a loaded machine delays the server's write.
+pub const STATS_DEADLINE_S: f64 = 5.0;
 
 /// Lateness of the replies between two statistics snapshots.
 #[derive(Debug, Clone, PartialEq)]
@@ -116,11 +119,18 @@ impl Probe {
         None
     }
 
-    /// The lateness since `start` (the server writes its statistics every second and when
-    /// idle, so the last second of a busy run may be missing).
+    /// The lateness since `start`, from the first statistics the server writes after the
+    /// run's end (waiting at most [`STATS_DEADLINE_S`]; a fixed wait of 1.1 s had read the
+    /// statistics from before a short run's requests on a loaded machine, and the run was
+    /// left without its record).
     pub fn finish(&self) -> Option<(Lateness, DiskStats)> {
-        // Give the server a moment to write the statistics that include the run's end.
-        std::thread::sleep(std::time::Duration::from_secs_f64(STATS_WAIT_S));
+        let ended = std::time::SystemTime::now();
+        let deadline =
+            std::time::Instant::now() + std::time::Duration::from_secs_f64(STATS_DEADLINE_S);
+        let written = || std::fs::metadata(self.sd.stats()).and_then(|m| m.modified());
+        while !written().is_ok_and(|t| t > ended) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
         let after = self.sd.read_stats()?;
         between(&self.before, &after).map(|l| (l, after))
     }
