@@ -206,6 +206,42 @@ fn aging_tmpfs_reports_no_layout_and_continues() {
     assert!(out.contains("operations"), "{out}");
 }
 
+/// A tmpfs larger than the machine's memory (its size is only a limit) cannot be filled to
+/// 0.8 without taking the machine down: refused before anything is made.
+#[test]
+fn aging_a_tmpfs_beyond_the_machines_memory_is_refused() {
+    if !crate::common::is_root() {
+        skip("skipping: needs root to mount a tmpfs");
+        return;
+    }
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap();
+    let total_kib: u64 = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap();
+    let t = Scratch::new("age-tmpfs-big");
+    let m = t.path().join("mnt");
+    std::fs::create_dir_all(&m).unwrap();
+    let size = format!("size={}k", total_kib * 2);
+    if let Err(e) = run_ok(
+        "mount",
+        &["-t", "tmpfs", "-o", &size, "none", m.to_str().unwrap()],
+    ) {
+        skip(&e);
+        return;
+    }
+    let _mount = Mount(m.clone());
+    let out = run(&["age", m.to_str().unwrap(), "--ops", "10"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("held in memory") && err.contains("--fill"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_dir(&m).unwrap().count(), 0, "nothing made");
+}
+
 #[test]
 fn replay_recreates_the_last_snapshot() {
     let t = Scratch::new("age-replay");

@@ -136,6 +136,7 @@ pub fn run(args: AgeArgs) -> anyhow::Result<()> {
             }
         }
     }
+    memory_fill(&parent, args.fill)?;
     if let Some(note) = timed_commit(&parent) {
         fsbench_base::errln!("{note}");
     }
@@ -153,6 +154,32 @@ pub fn run(args: AgeArgs) -> anyhow::Result<()> {
         let _ = rd.remove();
     }
     r
+}
+
+/// Refuse to fill a file system held in memory (tmpfs, ramfs) with more than the machine
+/// can spare: `/dev/shm` is half the memory by default, so the default fill of 0.8 took 40%
+/// of the machine's memory, and a larger tmpfs more than it has.
+fn memory_fill(dir: &Path, fill: f64) -> anyhow::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes())?;
+    // SAFETY: `s` is written by the kernel; `c` is a NUL-terminated path.
+    let mut s: libc::statfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statfs(c.as_ptr(), &mut s) } != 0 {
+        return Ok(());
+    }
+    let kind = fsbench_base::sys::fsmagic::name(s.f_type as i64);
+    if kind != "tmpfs" && kind != "ramfs" {
+        return Ok(());
+    }
+    let (_, used, cap) = exec::fullness(dir)?;
+    let need = ((fill * cap as f64) as u64).saturating_sub(used);
+    let what = format!(
+        "aging {} to --fill {fill} ({kind}, held in memory)",
+        dir.display()
+    );
+    fsbench_base::limits::Machine::probe()
+        .check_memory(need, &what)
+        .map_err(|e| anyhow::anyhow!("{e}: give a smaller --fill, or age a disk or image"))
 }
 
 /// A note when `dir` is on an ext4 that commits its journal on a timer shorter than an
