@@ -523,12 +523,9 @@ pub fn run_collect(a: &RunArgs) -> Result<Option<(crate::stats::Results, bool)>>
         verify_kept(a, &wl, &parent)?;
         return Ok(None);
     }
-    // `--verify` checks every read; a flowop's `verify` attribute checks its own reads. Either
-    // way every write is stamped.
-    let verify = a.verify || wl.has_verify_flowop();
-    crate::verify::ENABLED.store(verify, std::sync::atomic::Ordering::Relaxed);
-    crate::verify::ALL_READS.store(a.verify, std::sync::atomic::Ordering::Relaxed);
     let mut opts = run_options(a, parent);
+    opts.verify = crate::verify::Mode::of(a.verify, wl.has_verify_flowop());
+    let verify = opts.verify.on();
     opts.nfs = nfs_url(a, &wl)?;
     if a.warmup == 0.0 {
         opts.warmup = crate::fiocmd::ramp_s(&a.w.spec());
@@ -711,6 +708,7 @@ pub fn run_options(a: &RunArgs, parent: PathBuf) -> crate::engine::RunOptions {
         allow_devices: a.allow_device.clone(),
         allow_device_data: a.allow_device_with_data.clone(),
         nfs: a.nfs.clone(),
+        verify: crate::verify::Mode::Off,
     }
 }
 

@@ -157,6 +157,8 @@ pub struct Shared<'a> {
     pub stream_dir: Option<RawFd>,
     /// Over NFS: the export each worker mounts and the run directory's path there.
     pub nfs: Option<&'a crate::libnfs::Target>,
+    /// Which data the run stamps and checks.
+    pub verify: crate::verify::Mode,
     /// Per fio job: its clones whose stream has ended (for the jobs that wait for it).
     pub streams_ended: &'a [AtomicU64],
 }
@@ -1031,7 +1033,7 @@ impl<'a> Worker<'a> {
         boff: usize,
         n: usize,
     ) {
-        if !(f.verify || crate::verify::ALL_READS.load(Ordering::Relaxed)) {
+        if !self.sh.verify.checks(f.verify) {
             return;
         }
         let mut found = Vec::new();
