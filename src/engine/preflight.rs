@@ -371,7 +371,9 @@ mod tests {
         use crate::model::build::Overrides;
         let oltp = |nfiles: &str| {
             let o = Overrides(vec![("nfiles".into(), nfiles.into())]);
-            crate::workloads::load("oltp", &o).unwrap().0
+            crate::workloads::load(&crate::workloads::Source::named("oltp"), &o)
+                .unwrap()
+                .0
         };
         // 200 shadows and 10 database writers rotate over the data files.
         let wl = oltp("10");

@@ -235,7 +235,7 @@ fn workload_vars(
     } else {
         base_dir.join(&wname).display().to_string()
     };
-    match crate::workloads::load(&resolved, &crate::model::build::Overrides::default()) {
+    match crate::workloads::load(&crate::workloads::Source::named(&resolved), &crate::model::build::Overrides::default()) {
         Ok((wl, _)) => Ok(Some((
             wl.vars.iter().map(|(k, _)| k.clone()).collect(),
             wl.ends_by_itself(),

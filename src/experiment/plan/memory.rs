@@ -44,7 +44,10 @@ pub(super) fn start_bytes(m: &Measurement) -> u64 {
         .filter(|(k, _)| m.kind.param(k).is_none())
         .cloned()
         .collect();
-    match crate::workloads::load(w, &crate::model::build::Overrides(vars)) {
+    match crate::workloads::load(
+        &crate::workloads::Source::named(w),
+        &crate::model::build::Overrides(vars),
+    ) {
         Ok((wl, _)) => crate::engine::preflight::estimate(&wl).total(),
         Err(_) => crate::engine::preflight::APP_START_BYTES,
     }

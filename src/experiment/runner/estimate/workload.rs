@@ -43,9 +43,12 @@ fn load(m: &Measurement, values: &[(String, String)]) -> Option<Workload> {
         })
     })
     .ok()?;
-    crate::workloads::load(&spec.1, &crate::model::build::Overrides(vars))
-        .ok()
-        .map(|(w, _)| w)
+    crate::workloads::load(
+        &crate::workloads::Source::named(&spec.1),
+        &crate::model::build::Overrides(vars),
+    )
+    .ok()
+    .map(|(w, _)| w)
 }
 
 /// The cost of a run of workload measurement `m` with `values` on a device of `speed`;
@@ -218,8 +221,11 @@ mod tests {
     use super::*;
 
     fn measurement(workload: &str) -> Measurement {
-        let (w, _) =
-            crate::workloads::load(workload, &crate::model::build::Overrides::default()).unwrap();
+        let (w, _) = crate::workloads::load(
+            &crate::workloads::Source::named(workload),
+            &crate::model::build::Overrides::default(),
+        )
+        .unwrap();
         Measurement {
             name: "m".into(),
             kind: Kind::Workload,
