@@ -637,6 +637,16 @@ pub fn check_dirs(dirs: &[PathBuf], json: Option<&Path>) -> anyhow::Result<()> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_runs_mode_says_which_reads_are_checked() {
+        assert_eq!(Mode::of(false, false), Mode::Off);
+        assert!(!Mode::Off.on() && !Mode::Off.checks(true));
+        let flowops = Mode::of(false, true);
+        assert!(flowops.on() && flowops.checks(true) && !flowops.checks(false));
+        let all = Mode::of(true, false);
+        assert!(all.on() && all.checks(false) && all.checks(true));
+    }
+
     fn written(id: u64, gen: u32, off: u64, len: usize) -> Vec<u8> {
         let mut buf: Vec<u8> = (0..len).map(|i| (i * 7 + 3) as u8).collect();
         stamp(gen, id, off, &mut buf);

@@ -328,6 +328,51 @@ mod tests {
     }
 
     #[test]
+    fn a_workload_argument_names_its_reader_once() {
+        assert_eq!(
+            Source::named("fileserver"),
+            Source::Builtin("fileserver".into())
+        );
+        assert_eq!(Source::named("-"), Source::File("-".into()));
+        assert_eq!(Source::named("my.f"), Source::File("my.f".into()));
+        assert_eq!(Source::named("j.fio"), Source::FioFile("j.fio".into()));
+        assert_eq!(
+            Source::named("fio:job.ini"),
+            Source::FioFile("job.ini".into())
+        );
+        assert_eq!(
+            Source::named("fio-line:rw=read size=1m"),
+            Source::FioLine("rw=read size=1m".into())
+        );
+        assert!(Source::named("j.fio").is_fio() && !Source::named("my.f").is_fio());
+        // A name that is neither a file nor a built-in is refused when read, with a hint.
+        let e = Source::named("fileservr").read().unwrap_err().to_string();
+        assert!(e.contains("did you mean `fileserver`"), "{e}");
+    }
+
+    #[test]
+    fn text_read_elsewhere_is_named_as_if_read_here() {
+        // Diagnostics of text rank 0 read point at the file's own name, line and column.
+        let src = Source::File("dir/bad.f".into());
+        let t = src.with_text("set $x=1\nnonsense here\n".into());
+        assert_eq!(
+            (t.file.name.as_str(), t.name.as_str()),
+            ("dir/bad.f", "bad")
+        );
+        let Err(LoadError::Invalid(d)) = Parsed::parse(&src, t) else {
+            panic!("parsed nonsense");
+        };
+        assert!(d.to_string().contains("dir/bad.f:2:1"), "{d}");
+        let line = Source::FioLine("rw=read size=1m".into()).parse().unwrap();
+        assert!(line.fio().is_some());
+        let (w, jobs) = line.build(&Overrides::default()).unwrap();
+        assert_eq!(
+            (w.source.name.as_str(), jobs.unwrap().jobs.len()),
+            ("--fio", 1)
+        );
+    }
+
+    #[test]
     fn workloads_that_create_all_they_read_are_told_apart() {
         let blind: Vec<&str> = BUILTINS
             .iter()

@@ -622,6 +622,21 @@ mod tests {
     }
 
     #[test]
+    fn a_forced_run_directory_lets_no_other_into_system_directories() {
+        // A forced run directory (PostMark's --force-location) allows itself alone: a run
+        // directory made afterwards in the same process is still refused in /etc.
+        let base = base("forced");
+        let forced = RunDir::create_forced(&base, "postmark").unwrap();
+        assert!(forced.path.starts_with(&base));
+        assert!(matches!(
+            RunDir::create(Path::new("/etc"), "x", false),
+            Err(RunDirError::System { .. })
+        ));
+        forced.remove().unwrap();
+        fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
     fn clear_and_remove_never_follow_links() {
         let base = base("clear");
         let victim = base.join("victim");
