@@ -1,45 +1,23 @@
-//! What `fsbench run`, `check` and `show` add for fio jobs: the spec a command line
-//! names, the job's `directory=` and `ramp_time`, its explanation, and its results in
-//! fio's shapes after the usual report.
+//! What `fsbench run`, `check` and `show` add for fio jobs: their explanation, the check
+//! of their log files, and their results in fio's shapes after the usual report.
 
 use anyhow::Result;
-use fsbench_model::workloads::{self, FIO_FILE_PREFIX, FIO_LINE_PREFIX};
-use std::path::PathBuf;
-
-/// The spec of a workload argument: a one-line job with `--fio`, a job file with
-/// `--format fio`, else as given.
-pub fn spec(workload: &str, one_line: bool, format: Option<&str>) -> String {
-    if one_line {
-        format!("{FIO_LINE_PREFIX}{workload}")
-    } else if format == Some("fio") && workloads::fio_spec(workload).is_none() {
-        format!("{FIO_FILE_PREFIX}{workload}")
-    } else {
-        workload.to_string()
-    }
-}
-
-fn mapped(spec: &str) -> Option<fsbench_model::fio::map::Mapped> {
-    workloads::load_fio(spec).ok().flatten().map(|(m, _)| m)
-}
-
-/// The jobs' `directory=`, where the run directory goes unless `--dir`.
-pub fn directory(spec: &str) -> Option<PathBuf> {
-    mapped(spec).and_then(|m| m.directory).map(PathBuf::from)
-}
-
-/// The jobs' `ramp_time`, in seconds: the run's warm-up unless `--warmup`.
-pub fn ramp_s(spec: &str) -> f64 {
-    mapped(spec).map_or(0.0, |m| m.ramp_s)
-}
+use fsbench_model::fio::map::FioJobs;
+use fsbench_model::workloads::{Parsed, Source};
 
 /// `fsbench check`'s explanation of a fio job; `None` for other workloads.
-pub fn explain(spec: &str) -> Result<Option<String>> {
-    Ok(workloads::load_fio(spec)?.map(|(m, _)| fsbench_model::fio::explain::explain(&m)))
+pub fn explain(parsed: &Parsed) -> Option<String> {
+    parsed.fio().map(fsbench_model::fio::explain::explain)
 }
 
-/// `fsbench show JOB.fio`: the job file's text, then what fsbench makes of it.
-pub fn show(spec: &str) -> Result<Option<String>> {
-    let Some((m, _)) = workloads::load_fio(spec)? else {
+/// `fsbench show JOB.fio`: the job file's text, then what fsbench makes of it; `None` when
+/// `source` names no fio job.
+pub fn show(source: &Source) -> Result<Option<String>> {
+    if !source.is_fio() {
+        return Ok(None);
+    }
+    let parsed = source.parse()?;
+    let Some(m) = parsed.fio() else {
         return Ok(None);
     };
     let mut text = m.workload.source.text.clone();
@@ -47,15 +25,10 @@ pub fn show(spec: &str) -> Result<Option<String>> {
         text.push('\n');
     }
     text.push('\n');
-    for line in fsbench_model::fio::explain::explain(&m).lines() {
+    for line in fsbench_model::fio::explain::explain(m).lines() {
         text.push_str(&format!("# {line}\n").replace("# \n", "#\n"));
     }
     Ok(Some(text))
-}
-
-/// Whether the spec names a fio job (a `.fio` file, `--format fio` or `--fio`).
-pub fn is_fio(spec: &str) -> bool {
-    workloads::fio_spec(spec).is_some()
 }
 
 /// Before a fio job runs: that every log file its `write_bw_log`, `write_iops_log` and
@@ -91,24 +64,23 @@ pub fn check_logs(wl: &fsbench_model::model::Workload) -> Result<()> {
 /// After a fio job's run: its summary in fio's shape (fio's normal output), its log
 /// files, and with `--output-format` fio's JSON, `json+` or terse line on standard output.
 /// (`--output-format` for any other workload is refused before the run.)
-pub fn report(spec: &str, r: &fsbench_results::stats::Results, format: Option<&str>) -> Result<()> {
-    if !is_fio(spec) {
-        return Ok(());
-    }
-    if let Some(m) = mapped(spec) {
-        for j in &m.jobs {
-            if matches!(j.ioengine_name.as_str(), "libaio" | "posixaio") {
-                fsbench_base::console::human(&format!(
-                    "note: job {} (ioengine={}) ran through io_uring\n",
-                    j.name, j.ioengine_name
-                ));
-            }
-            if j.ioengine_name == "nfs" && j.iodepth > 1 {
-                fsbench_base::console::human(&format!(
-                    "note: job {} (ioengine=nfs, iodepth={}) issued one synchronous libnfs call at a time (fio queues up to iodepth)\n",
-                    j.name, j.iodepth
-                ));
-            }
+pub fn report(
+    jobs: &FioJobs,
+    r: &fsbench_results::stats::Results,
+    format: Option<&str>,
+) -> Result<()> {
+    for j in &jobs.jobs {
+        if matches!(j.ioengine_name.as_str(), "libaio" | "posixaio") {
+            fsbench_base::console::human(&format!(
+                "note: job {} (ioengine={}) ran through io_uring\n",
+                j.name, j.ioengine_name
+            ));
+        }
+        if j.ioengine_name == "nfs" && j.iodepth > 1 {
+            fsbench_base::console::human(&format!(
+                "note: job {} (ioengine=nfs, iodepth={}) issued one synchronous libnfs call at a time (fio queues up to iodepth)\n",
+                j.name, j.iodepth
+            ));
         }
     }
     fsbench_base::console::human(&fsbench_results::report::fio::text(r));

@@ -6,9 +6,11 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use fsbench_base::exit::usage;
 use fsbench_base::export::Format;
+use fsbench_model::fio::map::FioJobs;
 use fsbench_model::model::build::Overrides;
 use fsbench_model::model::Workload;
-use fsbench_model::workloads::{self, LoadError};
+use fsbench_model::workloads::{self, LoadError, Parsed, Source};
+use fsbench_tools::workload_run::RunSpec;
 use std::path::PathBuf;
 
 #[derive(Args, Clone)]
@@ -158,9 +160,21 @@ impl WorkloadArgs {
         }
     }
 
-    /// The workload spec the library reads (`fio:`/`fio-line:` for fio jobs).
-    pub fn spec(&self) -> String {
-        crate::fiocmd::spec(&self.workload, self.fio, self.format.as_deref())
+    /// The workload these arguments name: a one-line job with `--fio`, a job file with
+    /// `--format fio` or a `.fio` name, else a workload file or a built-in.
+    pub fn source(&self) -> Source {
+        if self.fio {
+            Source::FioLine(self.workload.clone())
+        } else if self.format.as_deref() == Some("fio") {
+            Source::fio_file(&self.workload)
+        } else {
+            Source::named(&self.workload)
+        }
+    }
+
+    /// The workload read and parsed, once (its errors printed with their places).
+    pub fn parse(&self, source: &Source) -> Result<Parsed> {
+        diagnosed(self, source.parse())
     }
 }
 
@@ -187,22 +201,11 @@ pub struct ShowArgs {
     pub name: String,
 }
 
-pub fn load(w: &WorkloadArgs) -> Result<Workload> {
-    load_with(w, false)
-}
-
-/// Load and print warnings; `duration_given` leaves out the missing-`run` warning.
-pub fn load_with(w: &WorkloadArgs, duration_given: bool) -> Result<Workload> {
-    match workloads::load(&w.spec(), &Overrides(w.set.clone())) {
-        Ok((wl, _)) => {
-            for warn in &wl.warnings {
-                if duration_given && warn.message == fsbench_model::model::build::NO_RUN_WARNING {
-                    continue;
-                }
-                fsbench_base::errln!("{warn}\n");
-            }
-            Ok(wl)
-        }
+/// A workload's errors printed (each with its file, line and column), and one error that
+/// counts them; other load errors as they are.
+fn diagnosed<T>(w: &WorkloadArgs, r: std::result::Result<T, LoadError>) -> Result<T> {
+    match r {
+        Ok(x) => Ok(x),
         Err(LoadError::Invalid(d)) => {
             fsbench_base::errln!("{d}\n");
             let n = d.0.len();
@@ -216,18 +219,38 @@ pub fn load_with(w: &WorkloadArgs, duration_given: bool) -> Result<Workload> {
     }
 }
 
+/// Build the parsed workload with `set` and print its warnings (`duration_given` leaves out
+/// the missing-`run` warning); for fio jobs, the jobs beside it.
+pub fn build(
+    w: &WorkloadArgs,
+    parsed: Parsed,
+    set: &[(String, String)],
+    duration_given: bool,
+) -> Result<(Workload, Option<FioJobs>)> {
+    let (wl, fio) = diagnosed(w, parsed.build(&Overrides(set.to_vec())))?;
+    for warn in &wl.warnings {
+        if duration_given && warn.message == fsbench_model::model::build::NO_RUN_WARNING {
+            continue;
+        }
+        fsbench_base::errln!("{warn}\n");
+    }
+    Ok((wl, fio))
+}
+
 pub fn cmd_check(a: &CheckArgs) -> Result<()> {
     if let Some(url) = &a.nfs {
         fsbench_base::libnfs::check_url(url).map_err(|e| usage(format!("--nfs: {e}")))?;
     }
-    let wl = load(&a.w)?;
+    let parsed = a.w.parse(&a.w.source())?;
+    let explained = crate::fiocmd::explain(&parsed);
+    let (wl, _) = build(&a.w, parsed, &a.w.set, false)?;
     let mut unsupported = wl.unsupported();
     let nfs = a.nfs.is_some() || wl.nfs_url.is_some();
     if nfs {
         unsupported.extend(wl.nfs_refusals());
     }
     if !a.quiet {
-        match crate::fiocmd::explain(&a.w.spec())? {
+        match explained {
             Some(text) => fsbench_base::out!("{text}"),
             None => fsbench_base::out!("{}", fsbench_model::model::explain::explain(&wl)),
         }
@@ -263,16 +286,32 @@ pub fn default_parent(wl: &Workload, origin: &workloads::Origin) -> PathBuf {
     std::env::temp_dir()
 }
 
+/// What a run leaves for its report.
+pub struct Ran {
+    pub results: fsbench_results::stats::Results,
+    /// Whether data was verified (a summary of the checks follows the report).
+    pub verified: bool,
+    /// For fio jobs: what fio's report says of them.
+    pub fio: Option<FioJobs>,
+}
+
 pub fn cmd_run(a: &RunArgs) -> Result<()> {
-    check_args(a)?;
+    let source = a.w.source();
+    check_args(a, &source)?;
     #[cfg(feature = "mpi")]
     if fsbench_harness::mpirun::launched() {
-        return cmd_run_mpi(a);
+        return cmd_run_mpi(a, &source);
     }
     if a.stonewall {
         fsbench_base::errln!("fsbench: warning: --stonewall ends a multi-client run when its first rank finishes; this run has one client (start it with mpirun, built with --features mpi)");
     }
-    let Some((results, verify)) = run_collect(a)? else {
+    let parsed = a.w.parse(&source)?;
+    let Some(Ran {
+        results,
+        verified,
+        fio,
+    }) = run_collect(a, parsed)?
+    else {
         return Ok(());
     };
     fsbench_results::report::out::emit(
@@ -284,8 +323,10 @@ pub fn cmd_run(a: &RunArgs) -> Result<()> {
         ],
         a.histograms,
     )?;
-    crate::fiocmd::report(&a.w.spec(), &results, a.output_format.as_deref())?;
-    if verify {
+    if let Some(jobs) = &fio {
+        crate::fiocmd::report(jobs, &results, a.output_format.as_deref())?;
+    }
+    if verified {
         fsbench_tools::workload_run::verify_summary(&results)?;
     }
     if results.interrupted {
@@ -301,8 +342,9 @@ pub fn cmd_run(a: &RunArgs) -> Result<()> {
 #[cfg(feature = "mpi")]
 #[derive(serde::Serialize, serde::Deserialize)]
 pub struct MpiSetup {
-    /// The workload's name and, for a workload file, its text (other ranks may not see it).
-    pub workload: String,
+    /// The workload and, for a file (or standard input), the text rank 0 read: other ranks
+    /// may not see the file, and standard input is rank 0's.
+    pub source: Source,
     pub text: Option<String>,
     pub set: Vec<(String, String)>,
     /// The marked run directory every rank works below (`rank<N>/` each).
@@ -313,15 +355,16 @@ pub struct MpiSetup {
 /// directory; every rank runs the workload in its own `rank<N>/` below it, starting its
 /// measurement together with the others; rank 0 gathers, merges and reports.
 #[cfg(feature = "mpi")]
-pub fn cmd_run_mpi(a: &RunArgs) -> Result<()> {
+pub fn cmd_run_mpi(a: &RunArgs, source: &Source) -> Result<()> {
     let session = fsbench_harness::mpirun::Session::init(a.stonewall)?;
     let rank = session.rank();
     let size = session.size();
     // Rank 0: the workload (parsed and validated here, so a bad one fails once, with its
     // location) and the shared run directory.
     let mut made: Option<fsbench_engine::engine::rundir::RunDir> = None;
+    let mut parsed = None;
     let setup: std::result::Result<MpiSetup, String> = if rank == 0 {
-        mpi_setup(a, size, &mut made).map_err(|e| format!("{e:#}"))
+        mpi_setup(a, source, size, (&mut made, &mut parsed)).map_err(|e| format!("{e:#}"))
     } else {
         Err(String::new())
     };
@@ -342,19 +385,16 @@ pub fn cmd_run_mpi(a: &RunArgs) -> Result<()> {
             std::process::exit(1);
         }
     };
-    // This rank's run: the workload (from rank 0's text when it was a file), in rank<N>/.
-    let mut tmp_wl = None;
-    let outcome = rank_run(a, &setup, rank, &mut tmp_wl);
-    if let Some(f) = tmp_wl {
-        let _ = fsbench_base::owned::path::remove_file(&f);
-    }
+    // This rank's run: the workload (rank 0's, parsed there; the others parse the text
+    // rank 0 read), in rank<N>/.
+    let outcome = rank_run(a, &setup, rank, parsed);
     let ok = outcome.is_ok();
     let all_ok = session.end(ok);
     let mine = fsbench_harness::mpirun::Outcome {
         rank: rank as u32,
         host: session.host.clone(),
         result: match outcome {
-            Ok(Some((r, _))) => Ok(r),
+            Ok(Some(ran)) => Ok(ran.results),
             Ok(None) => Err("measured nothing".into()),
             Err(e) => Err(format!("{e:#}")),
         },
@@ -385,70 +425,56 @@ pub fn cmd_run_mpi(a: &RunArgs) -> Result<()> {
     r
 }
 
-/// Rank 0 of a multi-client run: the workload checked, its text when it is a file, and the
-/// shared run directory with one `rank<N>/` per rank (kept in `made`).
+/// Rank 0 of a multi-client run: the workload read, parsed and checked (kept in `parsed`
+/// for rank 0's own run), its text when it is a file, and the shared run directory with
+/// one `rank<N>/` per rank (kept in `made`).
 #[cfg(feature = "mpi")]
 pub fn mpi_setup(
     a: &RunArgs,
+    source: &Source,
     size: usize,
-    made: &mut Option<fsbench_engine::engine::rundir::RunDir>,
+    (made, parsed): (
+        &mut Option<fsbench_engine::engine::rundir::RunDir>,
+        &mut Option<Parsed>,
+    ),
 ) -> Result<MpiSetup> {
-    let wl = load_with(&a.w, a.duration.is_some())?;
-    fsbench_harness::mpirun::warn_binding(wl.thread_count() as usize);
-    let path = std::path::Path::new(&a.w.workload);
-    let text = if path.is_file() {
-        Some(
-            fsbench_base::input::read_text(path, fsbench_base::input::WORKLOAD)
-                .with_context(|| format!("{}", path.display()))?,
-        )
-    } else {
-        None
-    };
-    let parent = fsbench_harness::measure::guard::target_dir(a.dir.as_deref())?;
-    let name = path
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|| a.w.workload.clone());
-    let rd =
-        fsbench_engine::engine::rundir::RunDir::create(&parent, &format!("mpi-{name}"), false)?;
+    let text = diagnosed(&a.w, source.read())?;
+    let p = diagnosed(&a.w, Parsed::parse(source, text.clone()))?;
+    let set = Overrides(fsbench_base::sys::iosched::placeholders(&a.w.set));
+    let threads = diagnosed(&a.w, p.probe(&set, |wl| wl.thread_count()))?;
+    fsbench_harness::mpirun::warn_binding(threads as usize);
+    let target = fsbench_harness::measure::guard::target_dir(a.dir.as_deref())?;
+    let rd = fsbench_engine::engine::rundir::RunDir::create(
+        &target,
+        &format!("mpi-{}", text.name),
+        false,
+    )?;
     for r in 0..size {
         std::fs::create_dir(rd.path.join(format!("rank{r}")))?;
     }
-    let p = rd.path.display().to_string();
+    let dir = rd.path.display().to_string();
     *made = Some(rd);
+    *parsed = Some(p);
     Ok(MpiSetup {
-        workload: a.w.workload.clone(),
-        text,
+        text: matches!(source, Source::File(_) | Source::FioFile(_))
+            .then(|| text.file.text.clone()),
+        source: source.clone(),
         set: a.w.set.clone(),
-        parent: p,
+        parent: dir,
     })
 }
 
-/// One rank's run: the workload (from rank 0's text when it was a file, written to `tmp_wl`),
-/// in `rank<N>/` of the shared directory, with its own seed and no exports.
+/// One rank's run: the workload (`parsed` on rank 0; the text rank 0 read, or the
+/// built-in, on the others), in `rank<N>/` of the shared directory, with its own seed and
+/// no exports.
 #[cfg(feature = "mpi")]
 pub fn rank_run(
     a: &RunArgs,
     setup: &MpiSetup,
     rank: usize,
-    tmp_wl: &mut Option<PathBuf>,
-) -> Result<Option<(fsbench_results::stats::Results, bool)>> {
+    parsed: Option<Parsed>,
+) -> Result<Option<Ran>> {
     let mut ra = a.clone();
-    if let Some(text) = &setup.text {
-        if rank != 0 {
-            let f = std::env::temp_dir().join(format!(
-                "fsbench-rank{rank}-{}-{}",
-                std::process::id(),
-                std::path::Path::new(&setup.workload)
-                    .file_name()
-                    .map(|s| s.to_string_lossy().into_owned())
-                    .unwrap_or_else(|| "workload.f".into())
-            ));
-            std::fs::write(&f, text)?;
-            ra.w.workload = f.display().to_string();
-            *tmp_wl = Some(f);
-        }
-    }
     ra.w.set = setup.set.clone();
     ra.dir = Some(std::path::Path::new(&setup.parent).join(format!("rank{rank}")));
     // Each rank draws its own random choices (as PostMark's instances do).
@@ -461,7 +487,15 @@ pub fn rank_run(
     if std::env::var("FSBENCH_TEST_FAIL_RANK").ok() == Some(rank.to_string()) {
         bail!("injected failure (FSBENCH_TEST_FAIL_RANK={rank})");
     }
-    run_collect(&ra)
+    let parsed = match (parsed, &setup.text) {
+        (Some(p), _) => p,
+        (None, Some(text)) => diagnosed(
+            &a.w,
+            Parsed::parse(&setup.source, setup.source.with_text(text.clone())),
+        )?,
+        (None, None) => diagnosed(&a.w, setup.source.parse())?,
+    };
+    run_collect(&ra, parsed)
 }
 
 /// Rank 0 at the end of a multi-client run: remove the run directory, merge, report.
@@ -498,57 +532,72 @@ pub fn report_mpi(
     Ok(())
 }
 
-/// Load, validate and run the workload as `a` asks (with its repetitions): the combined
-/// results and whether data was verified, or None when nothing was measured (e.g.
-/// `--verify-only`, which reports by itself).
-pub fn run_collect(a: &RunArgs) -> Result<Option<(fsbench_results::stats::Results, bool)>> {
-    let mut wa = a.w.clone();
+/// Run the parsed workload as `a` asks (with its repetitions): the results, whether data
+/// was verified and the fio jobs, or None when nothing was measured (e.g. `--verify-only`,
+/// which reports by itself).
+pub fn run_collect(a: &RunArgs, parsed: Parsed) -> Result<Option<Ran>> {
+    let spec = resolve(a, parsed)?;
+    if a.verify_only {
+        verify_kept(a, &spec.workload, &spec.options.parent)?;
+        return Ok(None);
+    }
+    let results = fsbench_tools::workload_run::run(&spec)?;
+    Ok(Some(Ran {
+        results,
+        verified: spec.options.verify.on(),
+        fio: spec.fio,
+    }))
+}
+
+/// Everything `fsbench run` was asked, resolved once from its arguments and the parsed
+/// workload: the run directory's parent, the workload built with the `-s` values (its
+/// `$dir` following the parent), the engine's options and the measurement driver's.
+pub fn resolve(a: &RunArgs, parsed: Parsed) -> Result<RunSpec> {
+    let mut set = a.w.set.clone();
     // `-s think=idle+1ms`: the idle window of the scheduler of the disk under the run (read
-    // before the workload is loaded when --dir names the place).
+    // before the workload is built when --dir names the place).
     let idle = |set: &mut Vec<(String, String)>, dir: &std::path::Path| {
         fsbench_base::sys::iosched::resolve_sets(set, || {
             fsbench_base::sys::iosched::idle_window(dir)
         })
         .map_err(anyhow::Error::msg)
     };
-    let mut idle_notes = match &a.dir {
-        Some(d) => idle(&mut wa.set, d)?,
+    let mut notes = match &a.dir {
+        Some(d) => idle(&mut set, d)?,
         None => Vec::new(),
     };
-    let parent = target_dir(a, &mut wa)?;
-    idle_notes.extend(idle(&mut wa.set, &parent)?);
-    let wl = load_with(&wa, a.duration.is_some())?;
-    crate::fiocmd::check_logs(&wl)?;
+    let parent = target_dir(a, &parsed, &mut set)?;
+    notes.extend(idle(&mut set, &parent)?);
+    let (workload, fio) = build(&a.w, parsed, &set, a.duration.is_some())?;
+    if fio.is_some() {
+        crate::fiocmd::check_logs(&workload)?;
+    }
     if a.cold && !fsbench_engine::engine::is_root() {
         bail!("--cold drops the page cache, which needs root; run as root or leave out --cold");
     }
-    if a.verify_only {
-        verify_kept(a, &wl, &parent)?;
-        return Ok(None);
-    }
-    // `--verify` checks every read; a flowop's `verify` attribute checks its own reads. Either
-    // way every write is stamped.
-    let verify = a.verify || wl.has_verify_flowop();
-    fsbench_model::verify::ENABLED.store(verify, std::sync::atomic::Ordering::Relaxed);
-    fsbench_model::verify::ALL_READS.store(a.verify, std::sync::atomic::Ordering::Relaxed);
-    let mut opts = run_options(a, parent);
-    opts.nfs = nfs_url(a, &wl)?;
+    let mut options = run_options(a, parent);
+    options.nfs = nfs_url(a, &workload)?;
+    options.verify = fsbench_model::verify::Mode::of(a.verify, workload.has_verify_flowop());
     if a.warmup == 0.0 {
-        opts.warmup = crate::fiocmd::ramp_s(&a.w.spec());
+        // A fio job's `ramp_time` is its warm-up unless --warmup says otherwise.
+        options.warmup = fio.as_ref().map_or(0.0, |j| j.ramp_s);
     }
-    // The workload's warm-up is seconds inside each run, not runs of its own.
-    let measure = fsbench_harness::measure::MeasureArgs {
-        repeat: a.repeat,
-        warmup: 0,
-        cold: a.cold,
-        json: a.json.clone(),
-        csv: a.csv.clone(),
-        markdown: a.markdown.clone(),
-    };
-    let mut run = fsbench_tools::workload_run::WorkloadRun::new(&wl, opts).with_layout(a.layout);
-    let mut results = fsbench_harness::measure::drive(&mut run, &measure)?;
-    results.notes.splice(0..0, idle_notes);
-    Ok(Some((results, verify)))
+    Ok(RunSpec {
+        workload,
+        fio,
+        options,
+        // The workload's warm-up is seconds inside each run, not runs of its own.
+        measure: fsbench_harness::measure::MeasureArgs {
+            repeat: a.repeat,
+            warmup: 0,
+            cold: a.cold,
+            json: a.json.clone(),
+            csv: a.csv.clone(),
+            markdown: a.markdown.clone(),
+        },
+        layout: a.layout,
+        notes,
+    })
 }
 
 /// The export of the run: `--nfs`, or the fio jobs' `nfs_url` (the same one, if both).
@@ -565,23 +614,26 @@ fn nfs_url(a: &RunArgs, wl: &Workload) -> Result<Option<String>> {
     }
 }
 
-/// The directory the run directory goes in (`--dir` or the workload's default); the
-/// workload's `$dir` set to it when the workload has one.
-pub fn target_dir(a: &RunArgs, wa: &mut WorkloadArgs) -> Result<PathBuf> {
-    let set_placeholders = fsbench_base::sys::iosched::placeholders;
-    let (probe, origin) = match workloads::load(&wa.spec(), &Overrides(set_placeholders(&wa.set))) {
-        Ok(x) => x,
-        Err(_) => {
-            let mut shown = wa.clone();
-            shown.set = set_placeholders(&wa.set);
-            load(&shown)?;
-            unreachable!("load reports the error")
-        }
-    };
-    let parent = match (&a.dir, crate::fiocmd::directory(&wa.spec())) {
+/// The directory the run directory goes in (`--dir`, the fio jobs' `directory=`, or the
+/// workload's default); the workload's `$dir` set to it (in `set`) when it has one.
+pub fn target_dir(
+    a: &RunArgs,
+    parsed: &Parsed,
+    set: &mut Vec<(String, String)>,
+) -> Result<PathBuf> {
+    let placeholders = Overrides(fsbench_base::sys::iosched::placeholders(set));
+    // The workload built to see its filesets and variables, then dropped: a workload of
+    // many flowops is tens of megabytes.
+    let probe = parsed.probe(&placeholders, |wl| {
+        let has_dir = wl.vars.iter().any(|(k, _)| k == "dir");
+        (default_parent(wl, parsed.origin()), has_dir)
+    });
+    let (default, has_dir) = diagnosed(&a.w, probe)?;
+    let jobs_dir = parsed.fio().and_then(|m| m.directory.as_ref());
+    let parent = match (&a.dir, jobs_dir) {
         (Some(d), _) => d.clone(),
-        (None, Some(d)) => d,
-        (None, None) => default_parent(&probe, &origin),
+        (None, Some(d)) => PathBuf::from(d),
+        (None, None) => default,
     };
     let parent = parent
         .canonicalize()
@@ -589,11 +641,9 @@ pub fn target_dir(a: &RunArgs, wa: &mut WorkloadArgs) -> Result<PathBuf> {
     // Refused unless a directory: a FIFO there would hold the run in its open for ever.
     let parent = fsbench_harness::measure::guard::target_dir(Some(&parent))?;
     // The workload's $dir follows the target directory, so echo and paths agree.
-    if probe.vars.iter().any(|(k, _)| k == "dir") && !wa.set.iter().any(|(k, _)| k == "dir") {
-        wa.set.push(("dir".into(), parent.display().to_string()));
+    if has_dir && !set.iter().any(|(k, _)| k == "dir") {
+        set.push(("dir".into(), parent.display().to_string()));
     }
-    // Not kept through the run: a workload of many flowops is tens of megabytes.
-    drop(probe);
     Ok(parent)
 }
 
@@ -601,15 +651,14 @@ pub fn target_dir(a: &RunArgs, wa: &mut WorkloadArgs) -> Result<PathBuf> {
 /// out of range, outputs that cannot be written, and options the workload's kind does not
 /// use, which would otherwise be found out after the run or silently ignored. A usage
 /// error: the command ends with status 2 (see [`fsbench_base::exit::Usage`]).
-pub fn check_args(a: &RunArgs) -> Result<()> {
+pub fn check_args(a: &RunArgs, source: &Source) -> Result<()> {
     if a.repeat == 0 {
         return Err(usage(
             "--repeat 0: give the number of runs, at least 1 (the default)",
         ));
     }
     check_times(a)?;
-    let spec = a.w.spec();
-    if crate::fiocmd::is_fio(&spec) {
+    if source.is_fio() {
         for (flag, given) in [("--verify", a.verify), ("--verify-only", a.verify_only)] {
             if given {
                 return Err(usage(format!(
@@ -714,6 +763,7 @@ pub fn run_options(a: &RunArgs, parent: PathBuf) -> fsbench_engine::engine::RunO
         allow_devices: a.allow_device.clone(),
         allow_device_data: a.allow_device_with_data.clone(),
         nfs: a.nfs.clone(),
+        verify: fsbench_model::verify::Mode::Off,
     }
 }
 
@@ -739,7 +789,9 @@ pub fn cmd_list() -> Result<()> {
     fsbench_base::outln!("Built-in personalities (run one with `fsbench run NAME`, read it with `fsbench show NAME`):\n");
     for (name, text) in workloads::BUILTINS {
         fsbench_base::outln!("  {name:<30} {}", workloads::description(text));
-        if let Ok((wl, _)) = workloads::load(name, &Overrides::default()) {
+        if let Ok((wl, _)) =
+            workloads::load(&Source::Builtin(name.to_string()), &Overrides::default())
+        {
             let vars: Vec<String> = wl
                 .vars
                 .iter()
@@ -755,7 +807,7 @@ pub fn cmd_list() -> Result<()> {
 }
 
 pub fn cmd_show(a: &ShowArgs) -> Result<()> {
-    if let Some(text) = crate::fiocmd::show(&a.name)? {
+    if let Some(text) = crate::fiocmd::show(&Source::named(&a.name))? {
         fsbench_base::out!("{text}");
         return Ok(());
     }
@@ -766,7 +818,7 @@ pub fn cmd_show(a: &ShowArgs) -> Result<()> {
         )
     })?;
     fsbench_base::out!("{text}");
-    if let Ok((wl, _)) = workloads::load(&a.name, &Overrides::default()) {
+    if let Ok((wl, _)) = workloads::load(&Source::Builtin(a.name.clone()), &Overrides::default()) {
         fsbench_base::outln!("\n# Variables and their defaults (change with -s NAME=VALUE):");
         for (k, v) in &wl.vars {
             fsbench_base::outln!("#   ${k} = {v}");

@@ -316,3 +316,53 @@ fn mdtest_and_ior_on_four_ranks_merge_phase_by_phase() {
         "only the results are left"
     );
 }
+
+#[test]
+fn a_workload_on_standard_input_runs_on_every_rank() {
+    // mpirun gives standard input to rank 0 alone: the other ranks run the text rank 0 read.
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if Command::new("mpirun").arg("--version").output().is_err() {
+        skip("needs Open MPI's mpirun (apt install openmpi-bin)");
+        return;
+    }
+    let s = shm("mpi-stdin");
+    let wl = s.path().join("stat.f");
+    std::fs::write(
+        &wl,
+        "set $dir=/tmp\n\
+         define fileset name=f,path=$dir,entries=20,dirwidth=20,size=4k,prealloc\n\
+         define process name=p,instances=1 {\n\
+           thread name=t,instances=1 {\n\
+             flowop statfile name=stat1,filesetname=f\n\
+             flowop finishoncount name=finish,value=2000,target=stat1\n\
+           }\n\
+         }\n\
+         run 60\n",
+    )
+    .unwrap();
+    let json = s.path().join("r.json");
+    let o = Command::new("mpirun")
+        .args(["--allow-run-as-root", "--oversubscribe", "-np", "2"])
+        .arg(env!("CARGO_BIN_EXE_fsbench"))
+        .args(["run", "-", "--dir", s.s(), "--json"])
+        .arg(&json)
+        .stdin(std::fs::File::open(&wl).unwrap())
+        .output()
+        .expect("mpirun runs");
+    assert!(o.status.success(), "{}", text(&o));
+    let r = json_of(&json);
+    let ranks = r["ranks"].as_array().expect("a ranks section");
+    assert_eq!(ranks.len(), 2);
+    for x in ranks {
+        assert_eq!(
+            x["ops"], 2000,
+            "rank {} did not run the workload: {x}",
+            x["rank"]
+        );
+    }
+    assert_eq!(
+        left_in(s.path(), "r.json"),
+        vec!["stat.f".to_string()],
+        "left behind"
+    );
+}

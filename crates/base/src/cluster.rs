@@ -26,6 +26,8 @@ pub trait Cluster: Send + Sync {
     fn broadcast(&self, data: Option<Vec<u8>>) -> Vec<u8>;
 }
 
+/// Process-wide: MPI is initialised once per process, and the ranks are processes; what a
+/// run asks of the cluster (`--stonewall`) is given to it when it is installed.
 static CLUSTER: OnceLock<Box<dyn Cluster>> = OnceLock::new();
 
 /// Install the cluster (once, before the run).

@@ -18,18 +18,43 @@
 
 use anyhow::Context;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 
-/// Whether this run verifies data (`--verify`): set once before the layout.
-pub static ENABLED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-pub fn enabled() -> bool {
-    ENABLED.load(Ordering::Relaxed)
+/// Which data a run verifies: a value of the run's options, handed to the layout, the
+/// workers and the results (not a process-wide switch, so two runs in one process, or a
+/// run after another command, each verify as they were asked).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Mode {
+    /// Nothing is stamped or checked.
+    #[default]
+    Off,
+    /// Every write is stamped; only the reads of flowops with `verify` are checked.
+    Flowops,
+    /// Every write is stamped and every read checked (`--verify`).
+    AllReads,
 }
 
-/// Whether every read checks (`--verify`), or only those of flowops with `verify`.
-pub static ALL_READS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+impl Mode {
+    /// The mode of a run: `--verify` checks every read; a flowop's `verify` attribute checks
+    /// its own reads. Either way every write is stamped.
+    pub fn of(all_reads: bool, has_verify_flowop: bool) -> Mode {
+        match (all_reads, has_verify_flowop) {
+            (true, _) => Mode::AllReads,
+            (false, true) => Mode::Flowops,
+            (false, false) => Mode::Off,
+        }
+    }
+
+    /// Whether writes are stamped (and the results carry verification counts).
+    pub fn on(self) -> bool {
+        self != Mode::Off
+    }
+
+    /// Whether a read of a flowop (whose own `verify` is `flowop`) is checked.
+    pub fn checks(self, flowop: bool) -> bool {
+        self == Mode::AllReads || (flowop && self.on())
+    }
+}
 
 /// Mismatches kept per flowop (all are counted).
 pub const KEEP: usize = 1000;
@@ -611,6 +636,16 @@ pub fn check_dirs(dirs: &[PathBuf], json: Option<&Path>) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_runs_mode_says_which_reads_are_checked() {
+        assert_eq!(Mode::of(false, false), Mode::Off);
+        assert!(!Mode::Off.on() && !Mode::Off.checks(true));
+        let flowops = Mode::of(false, true);
+        assert!(flowops.on() && flowops.checks(true) && !flowops.checks(false));
+        let all = Mode::of(true, false);
+        assert!(all.on() && all.checks(false) && all.checks(true));
+    }
 
     fn written(id: u64, gen: u32, off: u64, len: usize) -> Vec<u8> {
         let mut buf: Vec<u8> = (0..len).map(|i| (i * 7 + 3) as u8).collect();

@@ -7,37 +7,55 @@
 
 use anyhow::Result;
 use fsbench_engine::engine::{self, Prepared, RunOptions};
-use fsbench_harness::measure::{Measurement, Voice, Window};
+use fsbench_harness::measure::{MeasureArgs, Measurement, Voice, Window};
+use fsbench_model::fio::map::FioJobs;
 use fsbench_model::model::Workload;
 use fsbench_results::stats::Results;
 use std::path::{Path, PathBuf};
 
-/// One workload, measured as `opts` says.
-pub struct WorkloadRun<'a> {
-    wl: &'a Workload,
-    opts: RunOptions,
+/// A run resolved once: the workload built from its source (a `.f` file, a fio job, a
+/// built-in), the fio jobs it was mapped from, how the engine runs it and how the driver
+/// measures it. The command builds it from its arguments; nothing after reads them again.
+pub struct RunSpec {
+    pub workload: Workload,
+    /// For a fio job: what its report says of the jobs (fio's shapes, notes).
+    pub fio: Option<FioJobs>,
+    /// The engine's options, from the run directory's parent to the data verification.
+    pub options: RunOptions,
+    /// Repetitions, `--cold` and the exports, for the measurement driver.
+    pub measure: MeasureArgs,
+    /// Score the layout of the run directory after each measured run (`--layout`).
+    pub layout: bool,
+    /// Notes the results start with (where `think=idle` took the idle window, say).
+    pub notes: Vec<String>,
+}
+
+/// Run `spec` with its repetitions, through the one measurement driver.
+pub fn run(spec: &RunSpec) -> Result<Results> {
+    let mut run = WorkloadRun {
+        spec,
+        prepared: None,
+        measured: None,
+    };
+    let mut results = fsbench_harness::measure::drive(&mut run, &spec.measure)?;
+    results.notes.splice(0..0, spec.notes.iter().cloned());
+    Ok(results)
+}
+
+/// One workload, measured as its spec says.
+struct WorkloadRun<'a> {
+    spec: &'a RunSpec,
     prepared: Option<Prepared>,
     /// The run directory of the last repetition that measured, said afterwards.
     measured: Option<PathBuf>,
-    /// Score the layout of the run directory after each measured run (`--layout`).
-    layout: bool,
 }
 
-impl<'a> WorkloadRun<'a> {
-    pub fn new(wl: &'a Workload, opts: RunOptions) -> WorkloadRun<'a> {
-        WorkloadRun {
-            wl,
-            opts,
-            prepared: None,
-            measured: None,
-            layout: false,
-        }
+impl WorkloadRun<'_> {
+    fn wl(&self) -> &Workload {
+        &self.spec.workload
     }
-
-    /// After each measured run, add the layout of the files it left as figures.
-    pub fn with_layout(mut self, layout: bool) -> Self {
-        self.layout = layout;
-        self
+    fn opts(&self) -> &RunOptions {
+        &self.spec.options
     }
 }
 
@@ -68,18 +86,19 @@ fn layout_figures(dir: &Path, r: &mut Results) -> Result<()> {
 
 impl Measurement for WorkloadRun<'_> {
     fn name(&self) -> &str {
-        &self.wl.name
+        &self.spec.workload.name
     }
     fn prepare(&mut self) -> Result<()> {
         self.measured = None;
-        self.prepared = Some(engine::prepare(self.wl, &self.opts)?);
+        self.prepared = Some(engine::prepare(self.wl(), self.opts())?);
         Ok(())
     }
     fn run_once(&mut self) -> Result<Results> {
+        let spec = self.spec;
         let p = self.prepared.as_mut().expect("prepared");
-        let mut r = p.measure(self.wl, &self.opts)?;
+        let mut r = p.measure(&spec.workload, &spec.options)?;
         self.measured = Some(p.path().to_path_buf());
-        if self.layout {
+        if spec.layout {
             layout_figures(p.path(), &mut r)?;
         }
         Ok(r)
@@ -88,7 +107,7 @@ impl Measurement for WorkloadRun<'_> {
         self.prepared
             .as_ref()
             .map(|p| p.path().to_path_buf())
-            .unwrap_or_else(|| self.opts.parent.clone())
+            .unwrap_or_else(|| self.opts().parent.clone())
     }
     fn measures(&self) -> bool {
         self.prepared.as_ref().is_none_or(Prepared::measures)
@@ -102,10 +121,10 @@ impl Measurement for WorkloadRun<'_> {
     }
     fn cleanup(&mut self) -> Result<()> {
         if let Some(p) = self.prepared.take() {
-            p.finish(self.opts.quiet);
+            p.finish(self.opts().quiet);
         }
         if let Some(dir) = self.measured.take() {
-            if !self.opts.quiet {
+            if !self.opts().quiet {
                 say_what_is_left(&dir);
             }
         }
@@ -116,7 +135,7 @@ impl Measurement for WorkloadRun<'_> {
     }
     fn voice(&self) -> Voice {
         Voice::Workload {
-            quiet: self.opts.quiet,
+            quiet: self.opts().quiet,
         }
     }
 }

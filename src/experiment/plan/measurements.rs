@@ -235,7 +235,7 @@ fn workload_vars(
     } else {
         base_dir.join(&wname).display().to_string()
     };
-    match fsbench_model::workloads::load(&resolved, &fsbench_model::model::build::Overrides::default()) {
+    match fsbench_model::workloads::load(&fsbench_model::workloads::Source::named(&resolved), &fsbench_model::model::build::Overrides::default()) {
         Ok((wl, _)) => Ok(Some((
             wl.vars.iter().map(|(k, _)| k.clone()).collect(),
             wl.ends_by_itself(),

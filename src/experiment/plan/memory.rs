@@ -44,7 +44,10 @@ pub(super) fn start_bytes(m: &Measurement) -> u64 {
         .filter(|(k, _)| m.kind.param(k).is_none())
         .cloned()
         .collect();
-    match fsbench_model::workloads::load(w, &fsbench_model::model::build::Overrides(vars)) {
+    match fsbench_model::workloads::load(
+        &fsbench_model::workloads::Source::named(w),
+        &fsbench_model::model::build::Overrides(vars),
+    ) {
         Ok((wl, _)) => fsbench_engine::engine::preflight::estimate(&wl).total(),
         Err(_) => fsbench_engine::engine::preflight::APP_START_BYTES,
     }

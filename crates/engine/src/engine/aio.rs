@@ -23,6 +23,8 @@ use std::time::Instant;
 /// Most writes one worker keeps in flight; a further `aiowrite` first reaps one.
 const MAX_INFLIGHT: usize = 256;
 
+/// Whether the fallback was said: process-wide, as io_uring's absence is the kernel's, and
+/// said once for every worker of every run in the process.
 static WARNED: AtomicBool = AtomicBool::new(false);
 
 /// One finished write.

@@ -34,6 +34,8 @@ pub trait Hooks: Send + Sync {
     }
 }
 
+/// Process-wide: registrants are kinds of device fsbench can make (simulated disks and
+/// remotes), registered once at start-up by the binary, not options of a run.
 static HOOKS: RwLock<Vec<&'static dyn Hooks>> = RwLock::new(Vec::new());
 
 /// Add a registrant (once per kind, at start-up).

@@ -159,6 +159,8 @@ pub struct MeasureOptions<'a> {
     pub stream_dir: Option<std::os::fd::RawFd>,
     /// Over NFS: what every worker mounts, and the run directory there.
     pub nfs: Option<&'a fsbench_base::libnfs::Target>,
+    /// Which data the workers stamp and check.
+    pub verify: fsbench_model::verify::Mode,
 }
 
 /// Sum what the workers published for the current epoch and turn the difference from the
@@ -277,6 +279,7 @@ pub fn measure(
         pacing: &pacing,
         stream_dir: mo.stream_dir,
         nfs: mo.nfs,
+        verify: mo.verify,
         streams_ended: &streams_ended,
     };
     let gate = Gate::default();

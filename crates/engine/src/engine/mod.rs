@@ -144,6 +144,8 @@ pub struct RunOptions {
     /// `--nfs URL`: the run directory, the filesets and every flowop's operations are on
     /// this NFS export, reached through libnfs (no kernel mount); `parent` is unused then.
     pub nfs: Option<String>,
+    /// Which data the run stamps and checks (`--verify`, flowops' `verify`).
+    pub verify: fsbench_model::verify::Mode,
 }
 
 impl RunOptions {
@@ -167,6 +169,7 @@ impl RunOptions {
             allow_devices: Vec::new(),
             allow_device_data: Vec::new(),
             nfs: None,
+            verify: fsbench_model::verify::Mode::Off,
         }
     }
 }
@@ -356,15 +359,19 @@ fn lay_out(
                 human(plan.bytes() as f64)
             );
         }
+        let how = fileset::layout::How {
+            seed: opts.seed,
+            threads: opts.layout_threads,
+            verify: opts.verify.on(),
+        };
         let (rt, st) =
-            fileset::layout::create(plan, fs, rd.fd(), root, opts.seed, opts.layout_threads)
-                .map_err(|e| match e {
-                    LayoutError::Interrupted => EngineError::Interrupted,
-                    other => EngineError::Layout {
-                        fileset: fs.name.clone(),
-                        source: other,
-                    },
-                })?;
+            fileset::layout::create(plan, fs, rd.fd(), root, how).map_err(|e| match e {
+                LayoutError::Interrupted => EngineError::Interrupted,
+                other => EngineError::Layout {
+                    fileset: fs.name.clone(),
+                    source: other,
+                },
+            })?;
         add_layout(&mut total, st);
         out.push(rt);
     }
@@ -576,7 +583,7 @@ impl Prepared {
         let layout = std::mem::take(&mut self.laid.layout);
         if self.create_only {
             let rec = Recorder::new(wl.stat_names.len());
-            let (flowops, summary) = stats::summarize(&wl.stat_names, &rec, 0.0);
+            let (flowops, summary) = stats::summarize(&wl.stat_names, &rec, 0.0, opts.verify.on());
             return Ok(Results {
                 layout,
                 flowops,
@@ -615,9 +622,11 @@ impl Prepared {
                 latency: opts.latency,
                 stream_dir: self.rd.as_ref().map(|rd| rd.fd()),
                 nfs: self.remote.as_ref().map(|r| &r.target),
+                verify: opts.verify,
             },
         )?;
-        let (flowops, summary) = stats::summarize(&wl.stat_names, &m.rec, m.duration);
+        let (flowops, summary) =
+            stats::summarize(&wl.stat_names, &m.rec, m.duration, opts.verify.on());
         let mut notes = m.notes;
         if opts.latency == Latency::Flowop {
             notes.push(

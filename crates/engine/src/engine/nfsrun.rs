@@ -155,7 +155,7 @@ fn refuse(wl: &Workload, opts: &RunOptions) -> Result<(), EngineError> {
             "--allow-system runs the workload's `system` commands in the run directory, which is on the NFS server; leave out --allow-system, or run without --nfs".into(),
         );
     }
-    if fsbench_model::verify::enabled() {
+    if opts.verify.on() {
         why.push("data verification (--verify, or a flowop's `verify`) does not run over NFS yet; leave it out, or run without --nfs".into());
     }
     if opts.cold && !super::is_root() {

@@ -347,7 +347,9 @@ mod tests {
         use fsbench_model::model::build::Overrides;
         let oltp = |nfiles: &str| {
             let o = Overrides(vec![("nfiles".into(), nfiles.into())]);
-            fsbench_model::workloads::load("oltp", &o).unwrap().0
+            fsbench_model::workloads::load(&fsbench_model::workloads::Source::named("oltp"), &o)
+                .unwrap()
+                .0
         };
         // 200 shadows and 10 database writers rotate over the data files.
         let wl = oltp("10");

@@ -17,7 +17,6 @@ use std::fs;
 use std::io::{self, Read, Write};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use fsbench_base::owned::trust::{LOCK, MARKER, MARKER_HEADER};
 
@@ -58,6 +57,9 @@ pub struct RunDir {
     /// The descriptors; `None` only between [`RunDir::release`] and [`RunDir::reopen`].
     held: Option<Held>,
     name: CString,
+    /// Made in a directory of the operating system on request ([`RunDir::create_forced`]):
+    /// reopened there too.
+    forced: bool,
 }
 
 #[derive(Debug)]
@@ -82,13 +84,6 @@ impl Held {
             id,
         }
     }
-}
-
-static ALLOW_SYSTEM: AtomicBool = AtomicBool::new(false);
-
-/// Let this process create run directories in system directories (an explicit `--force`).
-pub fn allow_system_dirs() {
-    ALLOW_SYSTEM.store(true, Ordering::Relaxed);
 }
 
 /// Whether `dir` (resolved: links and `..` followed) is, or is inside, a directory of the
@@ -135,8 +130,10 @@ pub fn system_dir(dir: &Path) -> Option<&'static str> {
     system.iter().find(|(p, _)| under(p)).map(|(_, w)| *w)
 }
 
-fn open_parent(parent: &Path) -> Result<OwnedFd, RunDirError> {
-    if !ALLOW_SYSTEM.load(Ordering::Relaxed) {
+/// The parent directory opened, refused when it is a directory of the operating system
+/// unless `forced` (a run directory made there with [`RunDir::create_forced`]).
+fn open_parent(parent: &Path, forced: bool) -> Result<OwnedFd, RunDirError> {
+    if !forced {
         if let Some(what) = system_dir(parent) {
             return Err(RunDirError::System {
                 path: parent.canonicalize().unwrap_or(parent.to_path_buf()),
@@ -240,7 +237,24 @@ impl RunDir {
     }
 
     pub fn create(parent: &Path, workload: &str, stable: bool) -> Result<RunDir, RunDirError> {
-        let pfd = open_parent(parent)?;
+        Self::create_in(parent, workload, stable, false)
+    }
+
+    /// A fresh run directory in `parent` even when that is a directory of the operating
+    /// system (PostMark's `--force-location`, asked for by name on its command line).
+    pub fn create_forced(parent: &Path, workload: &str) -> Result<RunDir, RunDirError> {
+        let mut rd = Self::create_in(parent, workload, false, true)?;
+        rd.forced = true;
+        Ok(rd)
+    }
+
+    fn create_in(
+        parent: &Path,
+        workload: &str,
+        stable: bool,
+        forced: bool,
+    ) -> Result<RunDir, RunDirError> {
+        let pfd = open_parent(parent, forced)?;
         let safe = safe_name(workload);
         if stable {
             let name = format!("fsbench-{safe}");
@@ -337,6 +351,7 @@ impl RunDir {
             fresh: true,
             held: Some(Held::new(dir, pfd, lock)),
             name,
+            forced: false,
         })
     }
 
@@ -350,6 +365,7 @@ impl RunDir {
             fresh: false,
             held: Some(Held::new(dir, pfd, lock)),
             name,
+            forced: false,
         })
     }
 
@@ -357,7 +373,7 @@ impl RunDir {
     /// checks as a reuse run makes (a real directory, the user's own, closed to others,
     /// marked, not held by a running fsbench).
     pub fn adopt_existing(parent: &Path, name: &str) -> Result<RunDir, RunDirError> {
-        let pfd = open_parent(parent)?;
+        let pfd = open_parent(parent, false)?;
         let path = parent.join(name);
         let c = component(std::ffi::OsStr::new(name)).map_err(|source| RunDirError::Create {
             path: path.clone(),
@@ -370,7 +386,7 @@ impl RunDir {
     /// anything (for `fsbench clean --dry-run`): why `parent/name` would be refused, if it
     /// would.
     pub fn check_adoptable(parent: &Path, name: &str) -> Result<(), RunDirError> {
-        let pfd = open_parent(parent)?;
+        let pfd = open_parent(parent, false)?;
         let path = parent.join(name);
         let c = component(std::ffi::OsStr::new(name)).map_err(|source| RunDirError::Create {
             path: path.clone(),
@@ -401,7 +417,7 @@ impl RunDir {
     /// makes, and check it is the same directory (device and inode) as before.
     pub fn reopen(&mut self, before: (u64, u64)) -> Result<(), RunDirError> {
         let parent = self.path.parent().unwrap_or(Path::new("/"));
-        let pfd = open_parent(parent)?;
+        let pfd = open_parent(parent, self.forced)?;
         let dir = Self::open_checked(pfd.as_raw_fd(), &self.name, &self.path)?;
         if !marker_ok(dir.as_raw_fd()) {
             return Err(RunDirError::Foreign(self.path.clone()));
@@ -603,6 +619,21 @@ mod tests {
             RunDir::create(Path::new("/etc"), "x", false),
             Err(RunDirError::System { .. })
         ));
+    }
+
+    #[test]
+    fn a_forced_run_directory_lets_no_other_into_system_directories() {
+        // A forced run directory (PostMark's --force-location) allows itself alone: a run
+        // directory made afterwards in the same process is still refused in /etc.
+        let base = base("forced");
+        let forced = RunDir::create_forced(&base, "postmark").unwrap();
+        assert!(forced.path.starts_with(&base));
+        assert!(matches!(
+            RunDir::create(Path::new("/etc"), "x", false),
+            Err(RunDirError::System { .. })
+        ));
+        forced.remove().unwrap();
+        fs::remove_dir_all(&base).unwrap();
     }
 
     #[test]

@@ -47,7 +47,7 @@ impl Prepared {
         for (i, fs) in wl.filesets.iter().enumerate() {
             let plan = fileset::layout::plan(i, fs, &wl.randvars, 1);
             let root = rd.path.join(&fs.name);
-            let (rt, _) = fileset::layout::create(plan, fs, rd.fd(), root, 1, None)?;
+            let (rt, _) = fileset::layout::create(plan, fs, rd.fd(), root, Default::default())?;
             rts.push(rt);
         }
         Ok(Prepared { wl, rts })
@@ -71,6 +71,7 @@ impl Prepared {
                 latency: Default::default(),
                 stream_dir: None,
                 nfs: None,
+                verify: Default::default(),
             },
         )?;
         let i = self

@@ -32,8 +32,16 @@ fn engine_round(rd: &RunDir, files: u64, size: u64, threads: usize) -> anyhow::R
     let fs = &wl.filesets[0];
     let plan = fileset::layout::plan(0, fs, &wl.randvars, 1);
     let t0 = Instant::now();
-    let (rt, stats) =
-        fileset::layout::create(plan, fs, rd.fd(), rd.path.join(&fs.name), 1, Some(threads))?;
+    let (rt, stats) = fileset::layout::create(
+        plan,
+        fs,
+        rd.fd(),
+        rd.path.join(&fs.name),
+        fileset::layout::How {
+            threads: Some(threads),
+            ..Default::default()
+        },
+    )?;
     let secs = t0.elapsed().as_secs_f64();
     anyhow::ensure!(
         stats.files_written == files,

@@ -108,6 +108,26 @@ fn io_err(path: &Path, source: io::Error) -> LayoutError {
     }
 }
 
+/// How a fileset is laid out: the run's seed, the threads writing its files, and whether
+/// every block written carries a verification header (`--verify`).
+#[derive(Debug, Clone, Copy)]
+pub struct How {
+    pub seed: u64,
+    /// Threads writing the preallocated files (`None`: [`threads`]'s rule).
+    pub threads: Option<usize>,
+    pub verify: bool,
+}
+
+impl Default for How {
+    fn default() -> How {
+        How {
+            seed: 1,
+            threads: None,
+            verify: false,
+        }
+    }
+}
+
 /// Create the fileset's directories and preallocated files in `<run dir>/<fileset name>`,
 /// reached from the run directory's open descriptor `run_dir` without following any link.
 /// `root` is that path, for messages. The plan's entries become the run's.
@@ -116,8 +136,11 @@ pub fn create(
     fs: &Fileset,
     run_dir: RawFd,
     root: PathBuf,
-    seed: u64,
-    threads: Option<usize>,
+    How {
+        seed,
+        threads,
+        verify,
+    }: How,
 ) -> Result<(FilesetRt, LayoutStats), LayoutError> {
     let t0 = std::time::Instant::now();
     let name = beneath::component(OsStr::new(&fs.name)).map_err(|e| io_err(&root, e))?;
@@ -134,6 +157,9 @@ pub fn create(
         prealloc_leafdirs,
     } = plan;
     let mut rt = FilesetRt::new(&fs.name, root.clone(), root_fd, &mut tree);
+    if verify {
+        rt.track_verify();
+    }
     rt.readonly = fs.readonly;
     rt.writeonly = fs.writeonly;
     rt.content = fs.content;

@@ -209,6 +209,12 @@ impl FilesetRt {
         FilesetRt::with_dirs(name, root, DirTable::new(root_fd, tree.dirs.len()), tree)
     }
 
+    /// Keep what is known of each file's content, for a run that verifies its data (every
+    /// block written carries a header that reads check).
+    pub fn track_verify(&mut self) {
+        self.verify = (0..self.files.len()).map(|_| Default::default()).collect();
+    }
+
     /// The run-time fileset over a planned tree laid out on an NFS export at `remote_root`;
     /// `root` is its place for messages.
     pub fn remote(name: &str, root: PathBuf, remote_root: String, tree: &mut Tree) -> FilesetRt {
@@ -227,11 +233,7 @@ impl FilesetRt {
             dirs,
             remote_root: None,
             dir_paths,
-            verify: if fsbench_model::verify::enabled() {
-                (0..files.len()).map(|_| Default::default()).collect()
-            } else {
-                Vec::new()
-            },
+            verify: Vec::new(),
             files,
             leafdirs,
             content: fsbench_model::content::Content::RANDOM,

@@ -26,6 +26,38 @@ pub struct Mapped {
     pub notes: Vec<String>,
 }
 
+/// What a run of fio jobs keeps of them besides the workload they were mapped onto: what
+/// its directory, warm-up and report take from the jobs.
+#[derive(Debug, Clone)]
+pub struct FioJobs {
+    pub jobs: Vec<Job>,
+    /// `directory=`, when the jobs give one: where the run directory goes by default.
+    pub directory: Option<String>,
+    /// `ramp_time` in seconds: the warm-up, when the jobs are time based.
+    pub ramp_s: f64,
+}
+
+impl Mapped {
+    /// The workload to run, and what else the run needs of the jobs.
+    pub fn split(self) -> (Workload, FioJobs) {
+        let Mapped {
+            workload,
+            jobs,
+            directory,
+            ramp_s,
+            ..
+        } = self;
+        (
+            workload,
+            FioJobs {
+                jobs,
+                directory,
+                ramp_s,
+            },
+        )
+    }
+}
+
 /// What each job waits for before it starts: (job index, clones) of every job in an
 /// earlier `stonewall` group, and of its `wait_for` job. Errors for a `wait_for` naming no
 /// earlier job.

@@ -109,7 +109,9 @@ pub fn merge(mut ranks: Vec<(u32, String, Results)>) -> Result<Results, String> 
     }
     merged.cpu_user_s = ranks.iter().map(|r| r.2.summary.cpu_user_s).sum();
     merged.cpu_sys_s = ranks.iter().map(|r| r.2.summary.cpu_sys_s).sum();
-    let (flowops, summary) = summarize(&names, &merged, window);
+    // The ranks ran with one set of options: verified if the first rank was.
+    let verified = first.flowops.iter().any(|f| f.verify.is_some());
+    let (flowops, summary) = summarize(&names, &merged, window, verified);
     let mut out = first.clone();
     out.flowops = flowops;
     out.summary = summary;
@@ -245,7 +247,7 @@ mod tests {
             rec.ops[0].record(lat_ns + i % 7, 4096);
             rec.ops[1].record(lat_ns / 2, 0);
         }
-        let (flowops, summary) = crate::stats::summarize(&names, &rec, 1.0);
+        let (flowops, summary) = crate::stats::summarize(&names, &rec, 1.0, false);
         let mut r = Results {
             flowops,
             summary,

@@ -511,6 +511,7 @@ pub fn summarize(
     stat_names: &[(String, FlowopKind)],
     merged: &Recorder,
     duration_s: f64,
+    verified: bool,
 ) -> (Vec<FlowopResult>, Summary) {
     let d = duration_s.max(1e-9);
     let mut flowops = Vec::new();
@@ -558,7 +559,7 @@ pub fn summarize(
                 .content
                 .filter(|_| !o.sample.is_empty())
                 .map(|c| fsbench_model::content::report(name, c, &o.sample)),
-            verify: fsbench_model::verify::enabled().then(|| fsbench_model::verify::VerifyResult {
+            verify: verified.then(|| fsbench_model::verify::VerifyResult {
                 blocks_checked: o.verify_blocks,
                 mismatches: o.verify_mismatches,
                 reads_skipped: o.verify_skipped,

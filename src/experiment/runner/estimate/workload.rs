@@ -43,9 +43,12 @@ fn load(m: &Measurement, values: &[(String, String)]) -> Option<Workload> {
         })
     })
     .ok()?;
-    fsbench_model::workloads::load(&spec.1, &fsbench_model::model::build::Overrides(vars))
-        .ok()
-        .map(|(w, _)| w)
+    fsbench_model::workloads::load(
+        &fsbench_model::workloads::Source::named(&spec.1),
+        &fsbench_model::model::build::Overrides(vars),
+    )
+    .ok()
+    .map(|(w, _)| w)
 }
 
 /// The cost of a run of workload measurement `m` with `values` on a device of `speed`;
@@ -219,7 +222,7 @@ mod tests {
 
     fn measurement(workload: &str) -> Measurement {
         let (w, _) = fsbench_model::workloads::load(
-            workload,
+            &fsbench_model::workloads::Source::named(workload),
             &fsbench_model::model::build::Overrides::default(),
         )
         .unwrap();

@@ -159,6 +159,8 @@ pub struct Shared<'a> {
     pub stream_dir: Option<RawFd>,
     /// Over NFS: the export each worker mounts and the run directory's path there.
     pub nfs: Option<&'a fsbench_base::libnfs::Target>,
+    /// Which data the run stamps and checks.
+    pub verify: fsbench_model::verify::Mode,
     /// Per fio job: its clones whose stream has ended (for the jobs that wait for it).
     pub streams_ended: &'a [AtomicU64],
 }
@@ -1034,7 +1036,7 @@ impl<'a> Worker<'a> {
         boff: usize,
         n: usize,
     ) {
-        if !(f.verify || fsbench_model::verify::ALL_READS.load(Ordering::Relaxed)) {
+        if !self.sh.verify.checks(f.verify) {
             return;
         }
         let mut found = Vec::new();

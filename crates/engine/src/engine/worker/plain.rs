@@ -84,7 +84,7 @@ impl Plain {
             || sh.whole_flowop
             || sh.count_procs
             || sh.pacing.count_run
-            || fsbench_model::verify::enabled()
+            || sh.verify.on()
             || any_aio(&thread.flowops)
         {
             return vec![None; n];

@@ -23,6 +23,8 @@ pub struct Config {
     /// Directories and weights (`set location`); empty means fsbench's default directory.
     pub locations: Vec<(PathBuf, u32)>,
     pub terse: bool,
+    /// Make run directories in the operating system's directories too (`--force-location`).
+    pub force_location: bool,
 }
 
 impl Default for Config {
@@ -41,6 +43,7 @@ impl Default for Config {
             seed: 42,
             locations: Vec::new(),
             terse: false,
+            force_location: false,
         }
     }
 }
@@ -199,6 +202,7 @@ impl Config {
 
     /// Settings given as flags override the configuration file's.
     pub fn apply_flags(&mut self, a: &PostmarkArgs) -> Result<()> {
+        self.force_location = a.force_location;
         if let Some(v) = a.number {
             self.apply_line(&format!("set number {v}"))?;
         }

@@ -532,7 +532,7 @@ pub fn run(
         cfg.locations.clone()
     };
     preflight(cfg, instances, &locations)?;
-    let rundirs = run_dirs(&locations)?;
+    let rundirs = run_dirs(&locations, cfg.force_location)?;
     let mut weighted = Vec::new();
     for (i, (_, w)) in locations.iter().enumerate() {
         weighted.extend(std::iter::repeat_n(i as u16, *w as usize));
@@ -575,9 +575,11 @@ pub fn run(
     Ok(outcome(cfg, instances, same_seed, run, per))
 }
 
-/// A marked run directory in each location (the location's real path).
+/// A marked run directory in each location (the location's real path), in a directory of
+/// the operating system too when `forced` (`--force-location`).
 fn run_dirs(
     locations: &[(PathBuf, u32)],
+    forced: bool,
 ) -> Result<Vec<fsbench_harness::measure::guard::RunDirGuard>> {
     let mut rundirs = Vec::new();
     for (d, _) in locations {
@@ -591,9 +593,12 @@ fn run_dirs(
                 real.display()
             );
         }
-        rundirs.push(fsbench_harness::measure::guard::RunDirGuard::new(
-            RunDir::create(&real, "postmark", false)?,
-        ));
+        let rd = if forced {
+            RunDir::create_forced(&real, "postmark")?
+        } else {
+            RunDir::create(&real, "postmark", false)?
+        };
+        rundirs.push(fsbench_harness::measure::guard::RunDirGuard::new(rd));
     }
     Ok(rundirs)
 }
@@ -774,9 +779,6 @@ pub fn main(a: &PostmarkArgs) -> Result<()> {
         a.m.csv.as_deref(),
         a.m.markdown.as_deref(),
     ]);
-    if a.force_location {
-        fsbench_engine::engine::rundir::allow_system_dirs();
-    }
     let mut cfg = Config::default();
     let default_dir = a.dir.clone().unwrap_or_else(std::env::temp_dir);
     let mut ran = false;
