@@ -144,6 +144,10 @@ pub struct RunOptions {
     /// `--nfs URL`: the run directory, the filesets and every flowop's operations are on
     /// this NFS export, reached through libnfs (no kernel mount); `parent` is unused then.
     pub nfs: Option<String>,
+    /// Over NFS: count each flowop's calls per procedure (through a relay per worker).
+    pub nfs_rpcs: bool,
+    /// Over NFS: the network the relays dial (counting the calls too).
+    pub nfs_link: Option<crate::libnfs::relay::Link>,
 }
 
 impl RunOptions {
@@ -167,6 +171,8 @@ impl RunOptions {
             allow_devices: Vec::new(),
             allow_device_data: Vec::new(),
             nfs: None,
+            nfs_rpcs: false,
+            nfs_link: None,
         }
     }
 }
@@ -617,6 +623,7 @@ impl Prepared {
         )?;
         let (flowops, summary) = stats::summarize(&wl.stat_names, &m.rec, m.duration);
         let mut notes = m.notes;
+        notes.extend(self.remote.as_ref().and_then(|r| r.relay_note()));
         if opts.latency == Latency::Flowop {
             notes.push(
                 "latencies cover whole flowops (--latency flowop): picking the file, waiting \

@@ -44,6 +44,7 @@ mod mpi;
 mod newcomer;
 mod nfs_client;
 mod nfs_common;
+mod nfs_rpcs;
 mod nfs_target;
 mod pacing;
 mod prune;
