@@ -22,6 +22,7 @@ mod daemon_pids;
 mod disk;
 mod engine;
 mod experiment;
+mod experiment_nfs;
 mod experiment_targets;
 mod fidelity;
 mod fio;

@@ -27,7 +27,7 @@ mod background;
 mod check;
 mod factors;
 mod header;
-mod kinds;
+pub mod kinds;
 mod levels;
 mod measurements;
 pub mod memory;
