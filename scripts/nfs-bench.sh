@@ -11,9 +11,9 @@
 #   fsbench nfs remove bench
 #
 # Needs libnfs-utils (nfs-cp). The files it writes on the export (nfs-bench.PID.*) are
-# fsbench's run directories (removed by fsbench) and nfs-cp's copy, which the script
-# overwrites each round and which nfs-cp cannot delete: remove
-# EXPORT/nfs-bench.PID.cp by hand afterwards (the script prints its name).
+# fsbench's run directories (removed by fsbench) and nfs-cp's copies, one a round, which
+# nfs-cp cannot delete: remove EXPORT/nfs-bench.PID.cp* by hand afterwards (the script
+# prints their names).
 set -euo pipefail
 url=${1:?usage: nfs-bench.sh NFS-URL [ROUNDS]}
 rounds=${2:-3}
@@ -24,8 +24,8 @@ base=${url%%\?*}
 args=${url#"$base"}
 tmp=$(mktemp -d)
 local_file=/dev/shm/nfs-bench.$$
-remote_file="$base/nfs-bench.$$.cp$args"
-cleanup() { rm -rf "$tmp" "$local_file"; }
+back=/dev/shm/nfs-bench.$$.back
+cleanup() { rm -rf "$tmp" "$local_file" "$back"; }
 trap cleanup EXIT
 head -c $((200 << 20)) /dev/urandom > "$local_file"
 job() { printf '[%s]\nioengine=nfs\nnfs_url=%s\nrw=%s\nbs=1m\nsize=200m\n' "$1" "$url" "$2" > "$tmp/$1.fio"; }
@@ -36,12 +36,15 @@ for r in $(seq 1 "$rounds"); do
   for j in seqwrite seqread; do
     "$bin" run "$tmp/$j.fio" --quiet --output-format json > "$tmp/$j.fsbench.$r.json" 2>/dev/null
   done
+  remote_file="$base/nfs-bench.$$.cp$r$args"
+  rm -f "$back"
   t0=$(date +%s.%N); nfs-cp "$local_file" "$remote_file" >/dev/null; t1=$(date +%s.%N)
-  nfs-cp "$remote_file" /dev/null >/dev/null; t2=$(date +%s.%N)
+  nfs-cp "$remote_file" "$back" >/dev/null; t2=$(date +%s.%N)
+  cmp -s "$local_file" "$back" || { echo "round $r: nfs-cp read back other bytes" >&2; exit 1; }
   echo "$t0 $t1 $t2" > "$tmp/nfscp.$r"
 done
 echo "load after:  $(uptime)"
-echo "nfs-cp's copy on the export: nfs-bench.$$.cp (remove it by hand)"
+echo "nfs-cp's copies on the export: nfs-bench.$$.cp1 .. cp$rounds (nfs-cp cannot delete: remove them by hand)"
 python3 - "$tmp" "$rounds" <<'PY'
 import json, statistics, sys
 tmp, rounds = sys.argv[1], int(sys.argv[2])
