@@ -174,8 +174,9 @@ fn names(dir: &Path) -> Vec<String> {
 
 const RTT: f64 = 0.010;
 const BPS: f64 = 10e6;
-/// What a loaded machine adds to one call (waking the relay's threads, the server's work).
-const SLACK_PER_CALL: f64 = 0.003;
+/// What a loaded machine adds to one call (waking the relay's threads, the server's work):
+/// under a load of 7-8 on 2 cores calls took up to 1.5 ms more on average, single ones 8.
+const SLACK_PER_CALL: f64 = 0.004;
 
 #[test]
 fn a_dialled_link_gives_its_bandwidth_and_round_trips() {
