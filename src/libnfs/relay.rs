@@ -256,9 +256,19 @@ fn relay_conn(c: TcpStream, s: TcpStream, shared: &Arc<Shared>) -> io::Result<()
     let mut threads = Vec::new();
     for up in [true, false] {
         let (from, to) = if up { (&c, &s) } else { (&s, &c) };
-        let (from, to) = (from.try_clone()?, to.try_clone()?);
-        let (sh, pd) = (shared.clone(), pending.clone());
-        threads.extend(direction(up, from, to, sh, pd)?);
+        let started = (from.try_clone().and_then(|f| Ok((f, to.try_clone()?))))
+            .and_then(|(from, to)| direction(up, from, to, shared.clone(), pending.clone()));
+        match started {
+            Ok(t) => threads.extend(t),
+            Err(e) => {
+                // The direction already started ends when its sockets do.
+                let _ = (c.shutdown(Shutdown::Both), s.shutdown(Shutdown::Both));
+                for t in threads {
+                    let _ = t.join();
+                }
+                return Err(e);
+            }
+        }
     }
     let mut conns = shared.conns.lock().unwrap_or_else(|p| p.into_inner());
     if shared.stop.load(Ordering::SeqCst) {
