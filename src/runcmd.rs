@@ -27,6 +27,20 @@ pub struct RunArgs {
     /// Needs libnfs 4 or 5 at run time (Debian: libnfs13).
     #[arg(long, value_name = "URL", conflicts_with_all = ["dir", "layout", "verify", "verify_only"])]
     pub nfs: Option<String>,
+    /// Over NFS: count each flowop's calls per NFS procedure (GETATTR, LOOKUP, READ, WRITE,
+    /// CREATE ...) and their time, through a relay in fsbench between each worker's client
+    /// and the server (the URL must give nfsport= and mountport=).
+    #[arg(long)]
+    pub nfs_rpcs: bool,
+    /// Over NFS: the bandwidth of a dialled network between the clients and the server, as
+    /// `fsbench remote create --bandwidth` (e.g. 10mbit, 100kbit, 12.5MB/s), shared by all
+    /// the workers of this client each way. Counts the calls too (see --nfs-rpcs).
+    #[arg(long, value_name = "RATE", value_parser = fsbench_base::units::parse_bandwidth)]
+    pub nfs_bandwidth: Option<f64>,
+    /// Over NFS: the round-trip time of a dialled network, as `fsbench remote create --rtt`
+    /// (e.g. 10ms, 500us): each call and each reply is held half of it. Counts the calls too.
+    #[arg(long, value_name = "TIME", value_parser = fsbench_base::units::parse_rtt)]
+    pub nfs_rtt: Option<f64>,
     /// With many clients (`mpirun ... fsbench run`): end every rank's measurement when the
     /// first rank finishes (IOR's stonewalling); the others report what they did by then.
     #[arg(long)]
@@ -577,6 +591,11 @@ pub fn resolve(a: &RunArgs, parsed: Parsed) -> Result<RunSpec> {
     }
     let mut options = run_options(a, parent);
     options.nfs = nfs_url(a, &workload)?;
+    if options.nfs.is_none() && (options.nfs_rpcs || options.nfs_link.is_some()) {
+        return Err(usage(
+            "--nfs-rpcs, --nfs-bandwidth and --nfs-rtt are for runs over NFS: add --nfs URL",
+        ));
+    }
     options.verify = fsbench_model::verify::Mode::of(a.verify, workload.has_verify_flowop());
     if a.warmup == 0.0 {
         // A fio job's `ramp_time` is its warm-up unless --warmup says otherwise.
@@ -764,6 +783,13 @@ pub fn run_options(a: &RunArgs, parent: PathBuf) -> fsbench_engine::engine::RunO
         allow_device_data: a.allow_device_with_data.clone(),
         nfs: a.nfs.clone(),
         verify: fsbench_model::verify::Mode::Off,
+        nfs_rpcs: a.nfs_rpcs,
+        nfs_link: (a.nfs_bandwidth.is_some() || a.nfs_rtt.is_some()).then(|| {
+            fsbench_base::libnfs::relay::Link {
+                bandwidth_bps: a.nfs_bandwidth.unwrap_or(f64::INFINITY),
+                rtt_s: a.nfs_rtt.unwrap_or(0.0),
+            }
+        }),
     }
 }
 

@@ -414,7 +414,11 @@ fn shipped_plan_runs_at_quick_scale(plan: &str, needs: &[&str]) {
 }
 
 /// [`shipped_plan_runs_at_quick_scale`], then `check` on the experiment's OUTDIR.
-fn shipped_plan_checked_at_quick_scale(plan: &str, needs: &[&str], check: impl Fn(&Path)) {
+pub(crate) fn shipped_plan_checked_at_quick_scale(
+    plan: &str,
+    needs: &[&str],
+    check: impl Fn(&Path),
+) {
     let what = format!("shipped plan {plan} at --quick");
     if !loop_devices_or_skip(&what) {
         return;
@@ -591,7 +595,7 @@ fn shipped_plan_filesystems_at_quick_scale() {
 
 /// Mean of a whole-run figure over the ok runs of a measurement's cell on `target` whose
 /// factor `factor` has `level` ("" for no factor).
-fn factor_figure(
+pub(crate) fn factor_figure(
     out: &Path,
     m: &str,
     target: &str,

@@ -366,3 +366,77 @@ fn a_workload_on_standard_input_runs_on_every_rank() {
         "left behind"
     );
 }
+
+/// Each rank creates its own files through its own libnfs clients and relay; the merged
+/// result counts every rank's calls.
+const NFS_CREATES: &str = "\
+define fileset name=fs,path=/tmp,entries=20,dirwidth=100,size=4k,prealloc=0
+define process name=p,instances=1
+{
+  thread name=t,memsize=1m,instances=2
+  {
+    flowop createfile name=create,filesetname=fs,fd=1
+    flowop closefile name=close,fd=1
+  }
+}
+run 60
+";
+
+#[test]
+fn nfs_clients_on_three_ranks_merge_their_operations_and_calls() {
+    let Some(srv) = crate::nfs_common::Server::start(
+        "nfs_clients_on_three_ranks_merge_their_operations_and_calls",
+    ) else {
+        return;
+    };
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let s = shm("mpi-nfs");
+    let (wl, json) = (s.path().join("creates.f"), s.path().join("r.json"));
+    std::fs::write(&wl, NFS_CREATES).unwrap();
+    let url = srv.url();
+    let args = ["run", wl.to_str().unwrap(), "--nfs", &url, "--nfs-rpcs"];
+    let Some(o) = mpirun(
+        3,
+        &[&args[..], &["--json", json.to_str().unwrap()]].concat(),
+        &[],
+    ) else {
+        return;
+    };
+    assert!(o.status.success(), "{}", text(&o));
+    let r = json_of(&json);
+    let ranks = r["ranks"].as_array().expect("a ranks section");
+    assert_eq!(ranks.len(), 3);
+    // Every rank's two threads created the fileset's 20 files (each rank its own run
+    // directory on the export), then ran out: 20 per rank.
+    let create = r["flowops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == "create")
+        .unwrap()
+        .clone();
+    assert_eq!(create["ops"].as_u64(), Some(60), "{create}");
+    for x in ranks {
+        // 20 creates and their closes (the last close may not have run when the other
+        // thread found the fileset used up and ended the rank's run).
+        assert!(
+            x["ops"].as_u64().unwrap() >= 39,
+            "a rank created and closed 20: {x}"
+        );
+        assert!(x["run_dir"].as_str().unwrap().starts_with("nfs://"), "{x}");
+    }
+    let calls = |p: &str| {
+        (create["rpcs"].as_array().unwrap().iter())
+            .find(|c| c["procedure"] == p)
+            .map_or(0, |c| c["calls"].as_u64().unwrap())
+    };
+    assert_eq!(calls("CREATE"), 60, "{create}");
+    // Three run directories on the export, each removed by its rank.
+    let left: Vec<_> = std::fs::read_dir(srv.export()).unwrap().flatten().collect();
+    assert!(left.is_empty(), "{left:?}");
+    assert_eq!(
+        left_in(s.path(), "r.json").len(),
+        1,
+        "only the workload beside the results"
+    );
+}

@@ -120,6 +120,65 @@ pub fn parse_rate(s: &str) -> Result<f64, String> {
     Ok(v * mul)
 }
 
+/// Parse a bandwidth into bits per second: "10mbit", "100kbit", "1gbit", "64000"
+/// (bit/s), "12.5MB/s" (bytes, powers of 1000), "1MiB/s".
+pub fn parse_bandwidth(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let v: f64 = num.parse().map_err(|_| format!("bad bandwidth {s:?}"))?;
+    let u = unit.trim();
+    let lower = u.to_ascii_lowercase();
+    let bits = lower
+        .strip_suffix("bit/s")
+        .or_else(|| lower.strip_suffix("bit"))
+        .or_else(|| lower.strip_suffix("bps"));
+    let mul = if u.is_empty() {
+        1.0
+    } else if let Some(prefix) = bits {
+        match prefix {
+            "" => 1.0,
+            "k" => 1e3,
+            "m" => 1e6,
+            "g" => 1e9,
+            _ => return Err(format!("bad bandwidth unit in {s:?}")),
+        }
+    } else {
+        // Bytes per second: "MB/s", "KiB/s"...
+        let bytes = match u.trim_end_matches("/s") {
+            "B" => 1.0,
+            "KB" | "kB" => 1e3,
+            "MB" => 1e6,
+            "GB" => 1e9,
+            "KiB" => 1024.0,
+            "MiB" => 1048576.0,
+            "GiB" => 1073741824.0,
+            _ => {
+                return Err(format!(
+                    "bad bandwidth unit in {s:?} (use kbit, mbit, gbit, or KB/s, MB/s)"
+                ))
+            }
+        };
+        8.0 * bytes
+    };
+    let bps = v * mul;
+    if !(bps.is_finite() && bps > 0.0) {
+        return Err(format!("bandwidth must be positive: {s:?}"));
+    }
+    Ok(bps)
+}
+
+/// Parse a round-trip time into seconds: "20ms", "500us", "0.3s", "20" (ms).
+pub fn parse_rtt(s: &str) -> Result<f64, String> {
+    let ms = parse_ms(s)?;
+    if !(ms.is_finite() && ms >= 0.0) {
+        return Err(format!("round-trip time must not be negative: {s:?}"));
+    }
+    Ok(ms / 1e3)
+}
+
 /// Human form of a bandwidth in bit/s.
 pub fn human_bps(bps: f64) -> String {
     if bps >= 1e9 {
@@ -136,6 +195,22 @@ pub fn human_bps(bps: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bandwidths_and_rtts_parse() {
+        assert_eq!(parse_bandwidth("10mbit").unwrap(), 10e6);
+        assert_eq!(parse_bandwidth("100kbit").unwrap(), 100e3);
+        assert_eq!(parse_bandwidth("1Gbit").unwrap(), 1e9);
+        assert_eq!(parse_bandwidth("64000").unwrap(), 64000.0);
+        assert_eq!(parse_bandwidth("10Mbps").unwrap(), 10e6);
+        assert_eq!(parse_bandwidth("1MB/s").unwrap(), 8e6);
+        assert_eq!(parse_bandwidth("1MiB/s").unwrap(), 8.0 * 1048576.0);
+        assert!(parse_bandwidth("10furlongs").is_err());
+        assert!(parse_bandwidth("0mbit").is_err());
+        assert!((parse_rtt("20ms").unwrap() - 0.02).abs() < 1e-12);
+        assert!((parse_rtt("0.3s").unwrap() - 0.3).abs() < 1e-12);
+        assert!((parse_rtt("500us").unwrap() - 0.0005).abs() < 1e-12);
+    }
 
     #[test]
     fn formats_and_parses() {

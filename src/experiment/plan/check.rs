@@ -69,8 +69,8 @@ pub(super) fn check_network(s: &str) -> Result<(), String> {
             "network {s:?}: expected a preset ({presets}) or \"BANDWIDTH/RTT\" such as \"10mbit/20ms\""
         ));
     };
-    fsbench_tools::remote::model::parse_bandwidth(b).map_err(|e| format!("network {s:?}: {e}"))?;
-    fsbench_tools::remote::model::parse_rtt(r).map_err(|e| format!("network {s:?}: {e}"))?;
+    fsbench_base::units::parse_bandwidth(b).map_err(|e| format!("network {s:?}: {e}"))?;
+    fsbench_base::units::parse_rtt(r).map_err(|e| format!("network {s:?}: {e}"))?;
     Ok(())
 }
 

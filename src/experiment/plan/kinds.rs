@@ -105,6 +105,12 @@ pub type Param = (&'static str, &'static str, Arg, Ty);
 /// applied by the runner through a memory cgroup.
 pub const MEMORY: Param = ("memory", "", Arg::Runner, Ty::Str);
 
+/// A workload's `nfs = true`: it runs over the NFS target's URL (`fsbench run --nfs`).
+pub const NFS: Param = ("nfs", "", Arg::Runner, Ty::Bool);
+
+/// What stands for the NFS target's URL in a workload's command until the target is up.
+pub const NFS_URL: &str = "{nfs_url}";
+
 impl Kind {
     /// Why a cold cache cannot change much of what this kind measures, when it reads
     /// nothing that was on disk before its measured window; `None` when it reads what was
@@ -190,8 +196,14 @@ impl Kind {
                     ("warmup", "--warmup", Value, Float),
                     ("seed", "--seed", Value, Int),
                     ("layout", "--layout", Switch, Bool),
+                    // Over the NFS target's URL through libnfs (`run --nfs`), not in its
+                    // exported directory; and what `run` counts and dials there.
+                    NFS,
+                    ("nfs_rpcs", "--nfs-rpcs", Switch, Bool),
+                    ("nfs_bandwidth", "--nfs-bandwidth", Value, Str),
+                    ("nfs_rtt", "--nfs-rtt", Value, Str),
                     MEMORY,
-                ]
+                ];
             }
             Kind::Postmark => (self.command(), &["config"], &[]),
             Kind::Andrew => (self.command(), &[], &[]),

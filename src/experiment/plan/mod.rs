@@ -38,7 +38,7 @@ mod targets;
 
 pub use background::{Background, BgKind, BgStop, IoPrio};
 pub(crate) use check::scalar as level_text;
-pub use kinds::{Arg, Kind, Param, Ty};
+pub use kinds::{Arg, Kind, Param, Ty, NFS_URL};
 use published::Published;
 
 /// Plan-wide factors over a remote target's settings, applied with `fsbench remote set`.

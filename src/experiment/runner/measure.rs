@@ -72,6 +72,25 @@ impl Gate {
     }
 }
 
+/// A workload with `nfs = true` runs over its target's NFS URL (the placeholder replaced);
+/// on a target that is not an NFS server it runs in the target's directory as usual, so
+/// that one measurement compares a local file system with the same one exported.
+fn with_nfs_url(mut args: Vec<String>, ready: &Ready) -> Result<Vec<String>> {
+    let nfs_url = crate::experiment::plan::NFS_URL;
+    let Some(i) = args.iter().position(|a| a == nfs_url) else {
+        return Ok(args);
+    };
+    match ready.applied.get("url").and_then(|u| u.as_str()) {
+        Some(u) => args[i] = u.to_string(),
+        None if i > 0 => {
+            args[i - 1] = "--dir".into();
+            args[i] = ready.dir.display().to_string();
+        }
+        None => anyhow::bail!("`nfs = true`: no place for the NFS URL in {args:?}"),
+    }
+    Ok(args)
+}
+
 fn measure(
     kind: Kind,
     args: &[String],
@@ -209,7 +228,7 @@ impl Run<'_> {
         let log = self.outdir.join("runs").join(format!("{tag}.log"));
         let scratch = self.outdir.join("scratch");
         std::fs::create_dir_all(&scratch)?;
-        let args = command(plan, cell, &ready.dir, &json_out, &scratch);
+        let args = with_nfs_url(command(plan, cell, &ready.dir, &json_out, &scratch), ready)?;
         let mut group = std::mem::take(&mut self.cgroup);
         let warm_pass = self.warm_pass(&args, &tag, &group)?;
         let (remounts, handoff) = self.prepare_caches(ready)?;

@@ -231,7 +231,12 @@ pub fn kind_args(
             if let Some(p) = pos {
                 args.push(p);
             }
-            args.extend(["--dir".into(), dir.display().to_string()]);
+            if values.iter().any(|(k, v)| k == "nfs" && v == "true") {
+                // Over the protocol: the URL is the target's, known once it is up.
+                args.extend(["--nfs".into(), crate::experiment::plan::NFS_URL.into()]);
+            } else {
+                args.extend(["--dir".into(), dir.display().to_string()]);
+            }
         }
         Kind::Build => match values.iter().find(|(k, _)| k == "src") {
             // The target's tree is built; objects and output go to the local scratch.

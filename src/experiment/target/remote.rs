@@ -31,8 +31,8 @@ pub fn network_args(level: &str) -> Vec<String> {
 pub fn net_of(level: &str) -> Option<fsbench_tools::remote::model::Net> {
     match level.split_once('/') {
         Some((b, r)) => Some(fsbench_tools::remote::model::Net {
-            bandwidth_bps: fsbench_tools::remote::model::parse_bandwidth(b).ok()?,
-            rtt_s: fsbench_tools::remote::model::parse_rtt(r).ok()?,
+            bandwidth_bps: fsbench_base::units::parse_bandwidth(b).ok()?,
+            rtt_s: fsbench_base::units::parse_rtt(r).ok()?,
             jitter_s: 0.0,
             loss: 0.0,
         }),
@@ -231,13 +231,9 @@ pub fn apply_cell(t: &Target, settings: &[(String, String)], ready: &mut Ready) 
         if args[0] == "--preset" {
             a.preset = Some(args[1].clone());
         } else {
-            a.bandwidth = Some(
-                fsbench_tools::remote::model::parse_bandwidth(&args[1])
-                    .map_err(anyhow::Error::msg)?,
-            );
-            a.rtt = Some(
-                fsbench_tools::remote::model::parse_rtt(&args[3]).map_err(anyhow::Error::msg)?,
-            );
+            a.bandwidth =
+                Some(fsbench_base::units::parse_bandwidth(&args[1]).map_err(anyhow::Error::msg)?);
+            a.rtt = Some(fsbench_base::units::parse_rtt(&args[3]).map_err(anyhow::Error::msg)?);
         }
     }
     if cur_la != Some(want_la.as_str()) {

@@ -8,6 +8,8 @@
 //! thread mounts with a client of its own.
 
 mod ffi;
+pub mod relay;
+pub mod rpc;
 pub mod rundir;
 
 use std::ffi::{c_int, CStr, CString};
@@ -54,6 +56,9 @@ pub fn check_url(url: &str) -> Result<(), String> {
 pub struct Target {
     pub url: String,
     pub run_path: String,
+    /// Each worker's client goes through a relay of its own on this network, which counts
+    /// its calls per flowop ([`relay`]); `None`: straight to the server.
+    pub relay: Option<std::sync::Arc<relay::Network>>,
 }
 
 /// One libnfs context mounted on an export: every call goes through it, on one thread.

@@ -146,6 +146,10 @@ pub struct RunOptions {
     pub nfs: Option<String>,
     /// Which data the run stamps and checks (`--verify`, flowops' `verify`).
     pub verify: fsbench_model::verify::Mode,
+    /// Over NFS: count each flowop's calls per procedure (through a relay per worker).
+    pub nfs_rpcs: bool,
+    /// Over NFS: the network the relays dial (counting the calls too).
+    pub nfs_link: Option<fsbench_base::libnfs::relay::Link>,
 }
 
 impl RunOptions {
@@ -170,6 +174,8 @@ impl RunOptions {
             allow_device_data: Vec::new(),
             nfs: None,
             verify: fsbench_model::verify::Mode::Off,
+            nfs_rpcs: false,
+            nfs_link: None,
         }
     }
 }
@@ -628,6 +634,7 @@ impl Prepared {
         let (flowops, summary) =
             stats::summarize(&wl.stat_names, &m.rec, m.duration, opts.verify.on());
         let mut notes = m.notes;
+        notes.extend(self.remote.as_ref().and_then(|r| r.relay_note()));
         if opts.latency == Latency::Flowop {
             notes.push(
                 "latencies cover whole flowops (--latency flowop): picking the file, waiting \

@@ -42,6 +42,21 @@ impl Remote {
         }
     }
 
+    /// What the workers' relays did, for the results' notes.
+    pub(super) fn relay_note(&self) -> Option<String> {
+        let net = self.target.relay.as_ref()?;
+        let how = match net.link {
+            Some(l) => format!(
+                "over a dialled network ({}; one link each way shared by the workers)",
+                l.describe()
+            ),
+            None => "with no network dialled".into(),
+        };
+        Some(format!(
+            "each worker's NFS client went through a relay in fsbench {how}, which counted its calls per flowop and procedure (rpcs); the layout went straight to the server"
+        ))
+    }
+
     /// Host facts: this machine's, with the export in place of a local file system.
     pub(super) fn host(&self) -> stats::Host {
         let (origin, args) = self
@@ -74,6 +89,9 @@ pub(super) fn prepare(
 ) -> Result<Prepared, EngineError> {
     refuse(wl, opts)?;
     nfs::check_url(url).map_err(EngineError::Nfs)?;
+    if opts.nfs_rpcs || opts.nfs_link.is_some() {
+        nfs::relay::ports(url).map_err(EngineError::Nfs)?;
+    }
     let est = preflight::check_remote(wl)?;
     if !opts.quiet {
         fsbench_base::errln!("fsbench: {}", est.describe());
@@ -121,9 +139,12 @@ fn make_and_lay_out(
     let laid = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         lay_out_all(wl, opts, &mut dir, plans)
     }));
+    // The layout above went straight to the server; the workers go through the relays.
     let target = nfs::Target {
         url: url.to_string(),
         run_path: dir.path(),
+        relay: (opts.nfs_rpcs || opts.nfs_link.is_some())
+            .then(|| nfs::relay::Network::new(opts.nfs_link)),
     };
     let remote = Remote {
         dir: Some(dir),

@@ -55,6 +55,7 @@ impl Exporter for Text {
                 f.first_error.as_deref().unwrap_or("")
             );
         }
+        rpcs(&mut o, r, w);
         for c in r
             .layout
             .content
@@ -227,6 +228,37 @@ fn breakdown(o: &mut String, r: &Results, w: usize) {
             let _ = write!(o, "  (not I/O: not in IO Summary)");
         }
         o.push('\n');
+    }
+}
+
+/// Over NFS through the relay: each flowop's calls per procedure.
+fn rpcs(o: &mut String, r: &Results, w: usize) {
+    if r.flowops.iter().all(|f| f.rpcs.is_empty()) {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "NFS calls per flowop (counted by the relay; time from call to reply, network included)"
+    );
+    let _ = writeln!(
+        o,
+        "{:<w$} {:<13} {:>10} {:>8} {:>10} {:>10} {:>10}",
+        "flowop", "procedure", "calls", "per op", "mean", "total", "bytes"
+    );
+    for f in &r.flowops {
+        for c in &f.rpcs {
+            let _ = writeln!(
+                o,
+                "{:<w$} {:<13} {:>10} {:>8.2} {:>10} {:>9.3}s {:>10}",
+                f.name,
+                c.procedure,
+                c.calls,
+                c.per_op,
+                ms(c.mean_us),
+                c.time_s,
+                fsbench_base::units::human_bytes_u64(c.bytes)
+            );
+        }
     }
 }
 

@@ -15,6 +15,7 @@ pub mod ranks;
 pub mod ratio;
 pub mod repeat;
 mod results;
+pub mod rpcs;
 pub mod shares;
 
 pub use results::*;
@@ -52,6 +53,8 @@ pub struct OpRecorder {
     /// Writes with a content setting: what was asked, and a sample of what was written.
     pub content: Option<fsbench_model::content::Content>,
     pub sample: Vec<u8>,
+    /// Over NFS through the relay: the calls per procedure id (empty until one is counted).
+    pub rpcs: Vec<fsbench_base::libnfs::rpc::ProcCount>,
 }
 
 /// Bytes of written data sampled per flowop and thread (for the achieved content).
@@ -80,6 +83,7 @@ impl Default for OpRecorder {
             mismatches: Vec::new(),
             content: None,
             sample: Vec::new(),
+            rpcs: Vec::new(),
         }
     }
 }
@@ -136,6 +140,7 @@ impl OpRecorder {
         self.sample
             .extend_from_slice(&o.sample[..o.sample.len().min(room)]);
         self.hist.add(&o.hist);
+        self.merge_rpcs(&o.rpcs);
         if self.first_error.is_none() {
             self.first_error.clone_from(&o.first_error);
         }

@@ -44,6 +44,7 @@ fn merge_row(rows: &[&super::FlowopResult]) -> OpRecorder {
         if o.first_error.is_none() {
             o.first_error = r.first_error.clone();
         }
+        o.add_rpc_results(&r.rpcs);
         for [v, n] in &r.histogram_ns {
             o.hist.record_n(*v, *n);
         }

@@ -291,6 +291,7 @@ fn combine_flowop(f0: &FlowopResult, fs: &[&FlowopResult], d: f64) -> FlowopResu
                     .collect(),
             }
         }),
+        rpcs: super::rpcs::combine(&fs.iter().map(|f| &f.rpcs[..]).collect::<Vec<_>>(), ops),
     }
 }
 

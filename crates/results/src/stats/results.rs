@@ -84,6 +84,10 @@ pub struct FlowopResult {
     /// With `--verify`: what the flowop's reads checked and found.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify: Option<fsbench_model::verify::VerifyResult>,
+    /// Over NFS with `--nfs-rpcs` or a dialled network: the calls the flowop made, per
+    /// procedure, most called first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rpcs: Vec<super::rpcs::RpcResult>,
 }
 
 /// Completions of an `aiowrite` flowop's asynchronous writes.
@@ -565,6 +569,7 @@ pub fn summarize(
                 reads_skipped: o.verify_skipped,
                 first: o.mismatches.clone(),
             }),
+            rpcs: super::rpcs::results(&o.rpcs, o.count),
         });
         s.errors += o.errors;
         if counts_in_summary(*kind) {

@@ -73,10 +73,10 @@ pub struct CreateArgs {
     #[arg(long)]
     pub preset: Option<String>,
     /// Link bandwidth (e.g. 10mbit, 100kbit, 1gbit, 12.5MB/s); overrides the preset's.
-    #[arg(long, value_parser = model::parse_bandwidth)]
+    #[arg(long, value_parser = fsbench_base::units::parse_bandwidth)]
     pub bandwidth: Option<f64>,
     /// Round-trip time (e.g. 20ms, 0.3s); overrides the preset's.
-    #[arg(long, value_parser = model::parse_rtt)]
+    #[arg(long, value_parser = fsbench_base::units::parse_rtt)]
     pub rtt: Option<f64>,
     /// whole-file (AFS-like: fetch on open, send back on close) or block (64 KiB chunks).
     #[arg(long, value_enum, default_value = "whole-file")]
@@ -92,7 +92,7 @@ pub struct CreateArgs {
     #[arg(long)]
     pub writable: bool,
     /// Vary every round trip uniformly by up to this much either way (e.g. 5ms).
-    #[arg(long, value_parser = model::parse_rtt)]
+    #[arg(long, value_parser = fsbench_base::units::parse_rtt)]
     pub jitter: Option<f64>,
     /// Share of requests lost and sent again after a retransmission timeout (0..1, or e.g. 1%).
     #[arg(long, value_parser = model::parse_loss)]
@@ -110,13 +110,13 @@ pub struct SetArgs {
     #[arg(long)]
     pub preset: Option<String>,
     /// Link bandwidth; overrides the preset's (or changes only the bandwidth).
-    #[arg(long, value_parser = model::parse_bandwidth)]
+    #[arg(long, value_parser = fsbench_base::units::parse_bandwidth)]
     pub bandwidth: Option<f64>,
     /// Round-trip time; overrides the preset's (or changes only the RTT).
-    #[arg(long, value_parser = model::parse_rtt)]
+    #[arg(long, value_parser = fsbench_base::units::parse_rtt)]
     pub rtt: Option<f64>,
     /// Round-trip jitter from now on (see `remote create --jitter`).
-    #[arg(long, value_parser = model::parse_rtt)]
+    #[arg(long, value_parser = fsbench_base::units::parse_rtt)]
     pub jitter: Option<f64>,
     /// Share of requests lost from now on (see `remote create --loss`).
     #[arg(long, value_parser = model::parse_loss)]

@@ -99,8 +99,8 @@ impl RemoteTree {
         let network = level("network").unwrap_or_else(|| network.clone());
         let (bw, rtt) = match network.split_once('/') {
             Some((b, r)) => (
-                fsbench_tools::remote::model::parse_bandwidth(b).ok()?,
-                fsbench_tools::remote::model::parse_rtt(r).ok()?,
+                fsbench_base::units::parse_bandwidth(b).ok()?,
+                fsbench_base::units::parse_rtt(r).ok()?,
             ),
             None => {
                 let n = fsbench_tools::remote::model::Net::preset(&network)?;

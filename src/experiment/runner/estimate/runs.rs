@@ -27,15 +27,28 @@ fn cx<'a>(plan: &'a Plan, c: &'a Cell) -> Cx<'a> {
             .filter(|(k, _)| !plan.is_background_factor(k))
             .cloned(),
     );
+    let speed = if over_nfs(plan, c, &values) {
+        Speed::over_nfs()
+    } else {
+        Speed::of(plan, &c.target)
+    };
     Cx {
         plan,
         cell: c,
         m,
         values,
         args: super::super::stored_command(plan, c),
-        speed: Speed::of(plan, &c.target),
+        speed,
         cold: c.cache == "cold" || c.cache == "remount",
     }
+}
+
+/// Whether cell `c` runs a workload over its NFS target's URL (`nfs = true`).
+fn over_nfs(plan: &Plan, c: &Cell, values: &[(String, String)]) -> bool {
+    let nfs_target = (plan.targets.iter()).any(|t| {
+        t.name == c.target && matches!(t.kind, crate::experiment::plan::TargetKind::Nfs { .. })
+    });
+    nfs_target && values.iter().any(|(k, v)| k == "nfs" && v == "true")
 }
 
 /// One run's child.

@@ -395,6 +395,9 @@ impl<'a> Worker<'a> {
     fn on_control(&mut self, w: u64) {
         if w >> super::GEN_SHIFT != self.seen >> super::GEN_SHIFT {
             self.rec.reset();
+            if let Some(r) = &self.remote {
+                r.reset_rpcs();
+            }
             for h in &mut self.ihist {
                 h.reset();
             }
@@ -433,6 +436,9 @@ impl<'a> Worker<'a> {
     pub fn finish(&mut self) {
         // A stream the run stopped records how long it ran.
         self.stream_timed();
+        if let Some(r) = &self.remote {
+            r.rpcs_into(&mut self.rec);
+        }
         for stat in 0..self.lat.len() {
             self.flush_lat(stat);
         }
@@ -638,6 +644,9 @@ impl<'a> Worker<'a> {
     }
 
     fn exec(&mut self, f: &Flowop) -> Flow {
+        if let Some(r) = &self.remote {
+            r.begin(f.stat);
+        }
         if self.sh.whole_flowop {
             self.mark = self.clock.now();
         }

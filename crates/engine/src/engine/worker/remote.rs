@@ -17,7 +17,12 @@ use std::os::fd::RawFd;
 
 /// A worker's NFS client and the files it holds open.
 pub(super) struct Remote {
+    /// Declared before the relay: dropped (unmounted) first, so the relay sees the
+    /// connections end before it stops.
     client: Client,
+    /// With `--nfs-rpcs` or a dialled network: the relay this client talks through, and
+    /// the calls it counted per flowop.
+    relay: Option<(nfs::relay::Relay, std::sync::Arc<nfs::rpc::Counts>)>,
     /// Open files by index (a slot's `fd` over NFS); `None` where one was closed.
     files: Vec<Option<Handle>>,
     free: Vec<usize>,
@@ -53,12 +58,49 @@ fn bad_fd() -> std::io::Error {
 impl Remote {
     /// Mount the run's export with a client of this worker's own.
     pub(super) fn connect(t: &nfs::Target) -> Result<Remote, String> {
+        let relay = match &t.relay {
+            Some(net) => {
+                let counts = std::sync::Arc::<nfs::rpc::Counts>::default();
+                let r = nfs::relay::Relay::start(&t.url, net.clone(), counts.clone())?;
+                Some((r, counts))
+            }
+            None => None,
+        };
+        let url = relay.as_ref().map_or(t.url.as_str(), |r| r.0.url());
         Ok(Remote {
-            client: Client::connect(&t.url)?,
+            client: Client::connect(url)?,
+            relay,
             files: Vec::new(),
             free: Vec::new(),
             run_path: t.run_path.clone(),
         })
+    }
+
+    /// The RPCs from now on are flowop statistic `stat`'s (a relaxed store, with a relay).
+    #[inline]
+    pub(super) fn begin(&self, stat: usize) {
+        if let Some((_, c)) = &self.relay {
+            c.begin(stat);
+        }
+    }
+
+    /// Forget the calls counted so far (the warm-up ended).
+    pub(super) fn reset_rpcs(&self) {
+        if let Some((_, c)) = &self.relay {
+            c.take();
+        }
+    }
+
+    /// The calls counted per flowop, into the recorder's flowops; calls from now on
+    /// (closing the files at the end) are no flowop's.
+    pub(super) fn rpcs_into(&self, rec: &mut fsbench_results::stats::Recorder) {
+        let Some((_, c)) = &self.relay else { return };
+        c.end();
+        for (stat, t) in c.take().iter().enumerate() {
+            if let Some(o) = rec.ops.get_mut(stat) {
+                o.add_rpcs(t);
+            }
+        }
     }
 
     fn put(&mut self, h: Handle) -> RawFd {

@@ -13,6 +13,7 @@ mod comparison;
 mod figures;
 mod model;
 mod published;
+mod rpcs;
 
 pub use aging::Aging;
 pub use model::{
@@ -382,6 +383,7 @@ fn group_section(out: &mut String, gi: usize, g: &Group, input: &ReportInput) {
     flowop_throughput(out, gi, g);
     out.push_str("</div>");
     latency_cdfs(out, gi, g);
+    rpcs::tables(out, g);
     time_series(out, gi, g);
     out.push_str("</section>\n");
 }
