@@ -6,7 +6,7 @@ use super::{generation, psrun, sync, Control, EngineError, GEN_SHIFT, STOP};
 use crate::cancel::interrupted;
 use crate::fileset::FilesetRt;
 use crate::model::Thread;
-use crate::model::{FlowopKind, QuitMode, Workload};
+use crate::model::{QuitMode, Workload};
 use crate::stats::{self, Recorder, SeriesPoint};
 use std::sync::atomic::Ordering;
 use std::sync::{Condvar, Mutex};
@@ -240,12 +240,8 @@ pub fn measure(
     let _ = ctl.measurer.set(std::thread::current());
     let nproc: usize = wl.processes.iter().map(|p| p.instances as usize).sum();
     let procs: Vec<ProcCounters> = (0..nproc).map(|_| ProcCounters::default()).collect();
-    let count_procs = wl.all_flowops().iter().any(|f| {
-        matches!(
-            f.kind,
-            FlowopKind::FinishOnCount | FlowopKind::FinishOnBytes
-        ) && f.target.is_none()
-    });
+    let count_procs =
+        (wl.all_flowops().iter()).any(|f| f.kind.def().finishes && f.target.is_none());
     let pacing = sync::Pacing::new(wl);
     let nthreads = wl.thread_count() as usize;
     let nstats = wl.stat_names.len();
