@@ -490,6 +490,9 @@ impl<'a> Worker<'a> {
         self.stream_close();
     }
 
+    /// A value drawn for this operation (a constant, or a draw of its random variable).
+    /// Inline: every flowop call draws its `iters` through it, and a constant is one load.
+    #[inline]
     fn num(&mut self, n: &crate::model::Num) -> i64 {
         n.get(&self.sh.wl.randvars, &mut self.rngs)
     }
