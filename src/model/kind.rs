@@ -49,7 +49,7 @@ pub enum FlowopKind {
     /// A user-defined composite flowop (`define flowop`).
     Composite,
     /// A block-I/O stream (a fio job, [`crate::model::stream::Stream`]); not a name the
-    /// workload language knows.
+    /// workload language knows. Keep it last: the table's length counts up to it.
     Stream,
 }
 
