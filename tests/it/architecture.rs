@@ -632,8 +632,9 @@ fn the_scanner_sees_through_comments_strings_and_tests() {
 fn print_structure_figures(s: &Structure) {
     let cyc = cycles(&s.edges);
     let over = |n| s.functions.iter().filter(|f| f.lines > n).count();
-    let mut long: Vec<&LongFn> = s.functions.iter().filter(|f| f.lines > 100).collect();
+    let mut long: Vec<&LongFn> = s.functions.iter().collect();
     long.sort_by_key(|f| std::cmp::Reverse(f.lines));
+    long.truncate(5);
     let mut files: Vec<&(String, usize)> = s.file_lines.iter().collect();
     files.sort_by_key(|f| std::cmp::Reverse(f.1));
     let total: usize = s.file_lines.iter().map(|f| f.1).sum();
@@ -648,7 +649,7 @@ fn print_structure_figures(s: &Structure) {
         println!("  cycle of {}: {}", c.len(), c.join(", "));
     }
     println!(
-        "functions over 100 lines: {}, over 150: {}",
+        "functions over 100 lines: {}, over 150: {}; the longest:",
         over(100),
         over(150)
     );
@@ -681,7 +682,7 @@ fn functions_and_files_do_not_grow_longer() {
     let s = measure();
     print_structure_figures(&s);
     let over = |n| s.functions.iter().filter(|f| f.lines > n).count();
-    assert!(over(100) <= 1, "{} functions over 100 lines", over(100));
+    assert!(over(100) == 0, "{} functions over 100 lines", over(100));
     assert!(over(150) == 0, "{} functions over 150 lines", over(150));
     let big = s.file_lines.iter().filter(|f| f.1 > 1200).count();
     assert!(big == 0, "{big} files over 1,200 non-test lines");

@@ -6,7 +6,7 @@ use super::{generation, psrun, sync, Control, EngineError, GEN_SHIFT, STOP};
 use crate::fileset::FilesetRt;
 use fsbench_base::cancel::interrupted;
 use fsbench_model::model::Thread;
-use fsbench_model::model::{FlowopKind, QuitMode, Workload};
+use fsbench_model::model::{QuitMode, Workload};
 use fsbench_results::stats::{self, Recorder, SeriesPoint};
 use std::sync::atomic::Ordering;
 use std::sync::{Condvar, Mutex};
@@ -242,12 +242,8 @@ pub fn measure(
     let _ = ctl.measurer.set(std::thread::current());
     let nproc: usize = wl.processes.iter().map(|p| p.instances as usize).sum();
     let procs: Vec<ProcCounters> = (0..nproc).map(|_| ProcCounters::default()).collect();
-    let count_procs = wl.all_flowops().iter().any(|f| {
-        matches!(
-            f.kind,
-            FlowopKind::FinishOnCount | FlowopKind::FinishOnBytes
-        ) && f.target.is_none()
-    });
+    let count_procs =
+        (wl.all_flowops().iter()).any(|f| f.kind.def().finishes && f.target.is_none());
     let pacing = sync::Pacing::new(wl);
     let nthreads = wl.thread_count() as usize;
     let nstats = wl.stat_names.len();

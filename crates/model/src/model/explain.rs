@@ -1,6 +1,5 @@
 //! A plain-text account of what a workload will do: `fsbench check` prints it.
 
-use super::kind::FlowopKind;
 use super::{Action, Flowop, Num, Workload};
 use std::fmt::Write;
 
@@ -50,11 +49,7 @@ fn flowop_line(w: &Workload, f: &Flowop, indent: usize, out: &mut String) {
     if f.iters != Num::Const(1) {
         parts.push(format!("iters={}", f.iters.describe(&w.randvars)));
     }
-    let kind = if f.kind == FlowopKind::Composite {
-        "composite"
-    } else {
-        f.kind.name()
-    };
+    let kind = f.kind.name();
     let _ = writeln!(
         out,
         "{:indent$}{:<16} {:<14} {}",

@@ -8,7 +8,7 @@ mod kind;
 pub mod nfs;
 pub mod stream;
 
-pub use kind::{FlowopKind, IoClass};
+pub use kind::{Cost, FileUse, FlowopDef, FlowopKind, IoClass, FLOWOPS};
 
 use crate::dist::{RandVar, Rng};
 use crate::lang::{Diagnostic, SourceFile, Span};
@@ -197,10 +197,8 @@ impl Workload {
     pub fn ends_by_itself(&self) -> bool {
         fn any(fs: &[Flowop]) -> bool {
             fs.iter().any(|f| {
-                matches!(
-                    f.kind,
-                    FlowopKind::FinishOnCount | FlowopKind::FinishOnBytes
-                ) || f.stream.as_ref().is_some_and(|s| !s.time_based)
+                f.kind.def().finishes
+                    || f.stream.as_ref().is_some_and(|s| !s.time_based)
                     || any(&f.children)
             })
         }
@@ -288,17 +286,12 @@ impl Workload {
     /// cold cache changes little of what it measures: `fsbench check` and an experiment's
     /// plan say so.
     pub fn creates_all_it_reads(&self) -> bool {
-        use FlowopKind::*;
         self.all_flowops().iter().all(|f| {
             let laid_out = f
                 .fileset
                 .and_then(|i| self.filesets.get(i))
                 .is_some_and(|fs| fs.prealloc > 0 || fs.reuse);
-            let reads = matches!(
-                f.kind,
-                Read | ReadWholeFile | OpenFile | StatFile | ListDir | DeleteFile | RemoveDir
-            );
-            f.stream.is_none() && !(reads && laid_out)
+            f.stream.is_none() && !(f.kind.def().reads_before && laid_out)
         })
     }
 
@@ -306,7 +299,7 @@ impl Workload {
     pub fn unsupported(&self) -> Vec<Diagnostic> {
         let mut out = Vec::new();
         for f in self.all_flowops() {
-            if let Some(why) = f.kind.unsupported_reason() {
+            if let Some(why) = f.kind.def().unsupported {
                 out.push(
                     Diagnostic::error(&self.source, f.span, format!("flowop `{}`: {why}", f.name))
                         .with_help(

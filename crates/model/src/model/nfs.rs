@@ -3,7 +3,7 @@
 //! `fsbench check --nfs` and `fsbench run --nfs` refuse these before anything is created,
 //! each at its flowop's or job's place in the workload.
 
-use super::{Flowop, FlowopKind, Workload};
+use super::{Flowop, Workload};
 use crate::lang::Diagnostic;
 
 /// Why `f` cannot run over NFS, if it cannot.
@@ -14,7 +14,7 @@ fn refusal(f: &Flowop) -> Option<String> {
     if f.directio {
         return Some("`directio` is O_DIRECT, an open flag of the kernel's file systems; libnfs has no page cache to bypass (drop `directio`)".into());
     }
-    if matches!(f.kind, FlowopKind::AioWrite | FlowopKind::AioWait) {
+    if f.kind.def().kernel_aio {
         return Some(format!(
             "`{}` is asynchronous I/O through the kernel (io_uring); over NFS fsbench issues synchronous libnfs calls (use `write`)",
             f.kind.name()

@@ -498,7 +498,7 @@ pub fn text_hash(text: &str) -> String {
 
 /// Whether a flowop type counts in the IO summary (reads, writes and metadata operations).
 pub fn counts_in_summary(k: FlowopKind) -> bool {
-    k.io_class() != IoClass::None && k != FlowopKind::Composite
+    k.io_class() != IoClass::None
 }
 
 fn io_class_name(c: IoClass) -> &'static str {

@@ -5,7 +5,7 @@
 
 use super::rates::{Speed, CACHE_BPS, META_S};
 use crate::experiment::plan::{Arg, Kind, Measurement};
-use fsbench_model::model::{Flowop, FlowopKind, Workload};
+use fsbench_model::model::{Cost, Flowop, FlowopKind, Workload};
 
 /// What a workload run costs besides its measured duration.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -115,12 +115,7 @@ fn counted(w: &Workload, speed: &Speed, cold: bool) -> Option<f64> {
 /// reached: the limit over what one pass adds to the count it watches.
 fn rounds_to_finish(w: &Workload, flowops: &[Flowop]) -> Option<f64> {
     let rv = &w.randvars;
-    let fin = flowops.iter().find(|f| {
-        matches!(
-            f.kind,
-            FlowopKind::FinishOnCount | FlowopKind::FinishOnBytes
-        )
-    })?;
+    let fin = flowops.iter().find(|f| f.kind.def().finishes)?;
     let limit = fin.value.mean(rv).max(0.0);
     let watched = flowops
         .iter()
@@ -152,12 +147,9 @@ fn bytes_of(w: &Workload, list: &[Flowop], f: &Flowop) -> f64 {
     let file = fileset_of(list, f)
         .and_then(|i| w.filesets.get(i))
         .map_or(0.0, |fs| fs.size.mean(rv).max(0.0));
-    match f.kind {
-        FlowopKind::ReadWholeFile | FlowopKind::WriteWholeFile => file,
-        _ => match f.iosize.mean(rv) {
-            x if x > 0.0 => x,
-            _ => file,
-        },
+    match f.iosize.mean(rv) {
+        x if x > 0.0 && !f.kind.def().whole_file => x,
+        _ => file,
     }
 }
 
@@ -187,18 +179,17 @@ impl<'a> Pass<'a> {
             .sum()
     }
 
-    /// Seconds of one operation of `f`, one of the flowop list `list`.
+    /// Seconds of one operation of `f`, one of the flowop list `list`, by its cost class.
     fn one(&mut self, list: &[Flowop], f: &Flowop) -> f64 {
-        use FlowopKind::*;
         let s = self.speed;
-        match f.kind {
-            CreateFile | DeleteFile | MakeDir | RemoveDir => s.meta_s,
-            OpenFile | CloseFile | StatFile | ListDir => META_S,
-            Read | ReadWholeFile => {
+        match f.kind.def().cost {
+            Cost::MetaUpdate => s.meta_s,
+            Cost::MetaLookup => META_S,
+            Cost::ReadBytes => {
                 let rate = if self.cold { s.read_bps } else { CACHE_BPS };
                 bytes_of(self.w, list, f) / rate
             }
-            Write | WriteWholeFile | AppendFile | AppendFileRand | AioWrite => {
+            Cost::WriteBytes => {
                 let b = bytes_of(self.w, list, f);
                 if f.dsync || f.directio {
                     b / s.write_bps + s.access_s
@@ -207,11 +198,11 @@ impl<'a> Pass<'a> {
                     b / CACHE_BPS
                 }
             }
-            Fsync | FsyncSet => std::mem::take(&mut self.dirty) / s.write_bps + s.fsync_s,
-            Think => f.value.mean(&self.w.randvars).max(0.0) / 1e6,
-            Delay => f.value.mean(&self.w.randvars).max(0.0),
-            Composite => self.flowops(&f.children),
-            _ => 0.0,
+            Cost::Flush => std::mem::take(&mut self.dirty) / s.write_bps + s.fsync_s,
+            Cost::SleepMicros => f.value.mean(&self.w.randvars).max(0.0) / 1e6,
+            Cost::SleepSeconds => f.value.mean(&self.w.randvars).max(0.0),
+            Cost::Children => self.flowops(&f.children),
+            Cost::Free => 0.0,
         }
     }
 }

@@ -264,11 +264,10 @@ pub struct Worker<'a> {
 /// run's memory stays flat instead of growing whenever a larger file comes up).
 fn whole_file_buffer(t: &Thread, filesets: &[FilesetRt]) -> u64 {
     fn walk(f: &Flowop, filesets: &[FilesetRt], m: &mut u64) {
-        let whole = matches!(
-            f.kind,
-            FlowopKind::ReadWholeFile | FlowopKind::WriteWholeFile
-        );
-        if whole && matches!(f.iosize, Num::Const(0)) && matches!(f.workingset, Num::Const(0)) {
+        if f.kind.def().whole_file
+            && matches!(f.iosize, Num::Const(0))
+            && matches!(f.workingset, Num::Const(0))
+        {
             if let Some(fs) = f.fileset.and_then(|i| filesets.get(i)) {
                 let largest = fs.files.iter().map(|e| e.size()).max().unwrap_or(0);
                 *m = (*m).max(largest.min(WHOLE_FILE_PRESIZE_CAP));
@@ -500,6 +499,9 @@ impl<'a> Worker<'a> {
         self.stream_close();
     }
 
+    /// A value drawn for this operation (a constant, or a draw of its random variable).
+    /// Inline: every flowop call draws its `iters` through it, and a constant is one load.
+    #[inline]
     fn num(&mut self, n: &fsbench_model::model::Num) -> i64 {
         n.get(&self.sh.wl.randvars, &mut self.rngs)
     }
@@ -1086,6 +1088,11 @@ impl<'a> Worker<'a> {
         }
     }
 
+    /// The engine's table of executors: the function that runs each flowop type, one arm
+    /// per [`FlowopKind`] and no wildcard, so a new type does not compile until it has one
+    /// (the model's facts of a type are its row of [`fsbench_model::model::FLOWOPS`]). A `match`
+    /// rather than an array of function pointers: it compiles to one jump table, and
+    /// several types share an executor that tells them apart by `f.kind`.
     fn exec_inner(&mut self, f: &Flowop) -> Result<Flow, Fail> {
         use FlowopKind::*;
         match f.kind {

@@ -4,7 +4,7 @@ use super::attrs::ContentAttrs;
 use super::{suggest, Builder, Locals, MAX_EXPANDED, MAX_NESTING};
 use crate::lang::ast::{Attr, FlowopDecl, LocalVar};
 use crate::lang::{Diagnostic, Span};
-use crate::model::kind::{all_flowop_attrs, FlowopKind, COMMON_ATTRS};
+use crate::model::kind::{all_flowop_attrs, FileUse, FlowopDef, FlowopKind, COMMON_ATTRS};
 use crate::model::{Fileset, Flowop, Num};
 use std::collections::HashMap;
 
@@ -47,11 +47,6 @@ pub fn stream_flowop(span: Span) -> Flowop {
 }
 
 /// The field of a flowop's true-or-false attribute `name`, if it is one.
-/// Flowops for which `iosize=0` (or none) means the whole file in one I/O.
-fn whole_file(kind: FlowopKind) -> bool {
-    matches!(kind, FlowopKind::ReadWholeFile | FlowopKind::WriteWholeFile)
-}
-
 pub(super) fn flowop_flag<'a>(f: &'a mut Flowop, name: &str) -> Option<&'a mut bool> {
     Some(match name {
         "opennext" => &mut f.opennext,
@@ -65,6 +60,28 @@ pub(super) fn flowop_flag<'a>(f: &'a mut Flowop, name: &str) -> Option<&'a mut b
         "blocking" => &mut f.blocking,
         _ => return None,
     })
+}
+
+/// What `f` (declared as `d`) lacks of what its row requires, in the order it is asked for.
+fn missing(d: &FlowopDecl, f: &Flowop) -> Option<&'static str> {
+    let def = f.kind.def();
+    let given = |name: &str| d.attrs.iter().any(|a| a.name == name);
+    let no_fileset = f.fileset.is_none();
+    if def.file.needs_fileset() && no_fileset {
+        Some("needs `filesetname=`")
+    } else if def.file == FileUse::Entry && no_fileset && f.fd == Some(0) {
+        Some("with fd=0 and no fileset: slot 0 is only used for opening; name a fileset or an fd from 1 to 127")
+    } else if def.file.needs_file_or_fd() && no_fileset && f.fd.is_none() && !f.opennext {
+        Some("needs `filesetname=` or `fd=`")
+    } else if def.needs_iosize && !given("iosize") {
+        Some("needs `iosize=`: without it every I/O is of 0 bytes and fails")
+    } else if def.wakes.is_some() && f.target.is_none() {
+        Some("needs `target=` naming the flowop to wake")
+    } else if def.needs_value && !given("value") {
+        Some("needs `value=`")
+    } else {
+        None
+    }
 }
 
 impl Builder {
@@ -84,7 +101,7 @@ impl Builder {
             Some(k) => Some(k),
             None if self.composites.contains_key(&d.kind) => Some(FlowopKind::Composite),
             None => {
-                let mut names: Vec<&str> = FlowopKind::ALL.iter().map(|k| k.name()).collect();
+                let mut names: Vec<&str> = FlowopDef::named().map(|d| d.name).collect();
                 let comps: Vec<String> = self.composites.keys().cloned().collect();
                 names.extend(comps.iter().map(|s| s.as_str()));
                 let mut diag = Diagnostic::error(
@@ -154,7 +171,9 @@ impl Builder {
         filesets: &[Fileset],
         locals: &Locals,
     ) -> bool {
-        let allowed: Vec<&str> = COMMON_ATTRS.iter().chain(f.kind.attrs()).copied().collect();
+        let allowed: Vec<&str> = (COMMON_ATTRS.iter().copied())
+            .chain(f.kind.def().attrs())
+            .collect();
         let mut bad_fileset = false;
         let mut content = ContentAttrs::default();
         for a in &d.attrs {
@@ -261,7 +280,7 @@ impl Builder {
                     if let Num::Const(c) = v {
                         if c < 0 {
                             self.err(a.span(), "iosize cannot be negative");
-                        } else if c == 0 && !whole_file(f.kind) {
+                        } else if c == 0 && !f.kind.def().whole_file {
                             self.err(
                                 a.span(),
                                 format!(
@@ -287,74 +306,18 @@ impl Builder {
         }
     }
 
-    /// Requirements of a flowop's kind that the attribute list alone cannot express.
+    /// What a flowop's row of the table says it must be given: the first thing missing.
     pub(super) fn check_flowop_needs(&mut self, d: &FlowopDecl, f: &Flowop) {
-        use FlowopKind::*;
-        let kind = f.kind;
         let named_fileset = d
             .attrs
             .iter()
             .any(|a| a.name == "filesetname" || a.name == "filename");
-        match kind {
-            _ if named_fileset && f.fileset.is_none() => {} // already reported
-            CreateFile | OpenFile | FsyncSet | MakeDir | RemoveDir | ListDir
-                if f.fileset.is_none() =>
-            {
-                self.err(
-                    d.span,
-                    format!("flowop `{}` ({}) needs `filesetname=`", f.name, kind.name()),
-                )
-            }
-            DeleteFile | StatFile if f.fileset.is_none() && f.fd == Some(0) => self.err(
-                d.span,
-                format!(
-                    "flowop `{}` ({}) with fd=0 and no fileset: slot 0 is only used for opening; name a fileset or an fd from 1 to 127",
-                    f.name,
-                    kind.name()
-                ),
-            ),
-            Read | Write | AppendFile | AppendFileRand | ReadWholeFile | WriteWholeFile
-            | AioWrite | DeleteFile | StatFile
-                if f.fileset.is_none() && f.fd.is_none() && !f.opennext =>
-            {
-                self.err(
-                    d.span,
-                    format!(
-                        "flowop `{}` ({}) needs `filesetname=` or `fd=`",
-                        f.name,
-                        kind.name()
-                    ),
-                )
-            }
-            Read | Write | AioWrite | AppendFileRand
-                if d.attrs.iter().all(|a| a.name != "iosize") =>
-            {
-                self.err(
-                    d.span,
-                    format!(
-                        "flowop `{}` ({}) needs `iosize=`: without it every I/O is of 0 bytes and fails",
-                        f.name,
-                        kind.name()
-                    ),
-                )
-            }
-            Wakeup | SemPost if f.target.is_none() => self.err(
-                d.span,
-                format!(
-                    "flowop `{}` ({}) needs `target=` naming the flowop to wake",
-                    f.name,
-                    kind.name()
-                ),
-            ),
-            Hog | Delay | Think | FinishOnCount | FinishOnBytes
-                if d.attrs.iter().all(|a| a.name != "value") =>
-            {
-                self.err(
-                    d.span,
-                    format!("flowop `{}` ({}) needs `value=`", f.name, kind.name()),
-                )
-            }
-            _ => {}
+        if named_fileset && f.fileset.is_none() {
+            return; // already reported
+        }
+        if let Some(why) = missing(d, f) {
+            let msg = format!("flowop `{}` ({}) {why}", f.name, f.kind.name());
+            self.err(d.span, msg);
         }
     }
 
@@ -383,11 +346,8 @@ impl Builder {
                 ));
             }
         }
-        if f.directio && f.kind == FlowopKind::AppendFileRand {
-            self.err(
-                d.span,
-                format!("flowop `{}`: appendfilerand writes random sizes at the file's end, which O_DIRECT refuses; drop `directio`", f.name),
-            );
+        if let Some(why) = f.kind.def().check.and_then(|check| check(f)) {
+            self.err(d.span, why);
         }
         if f.mmap && f.directio {
             self.err(

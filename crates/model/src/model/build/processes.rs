@@ -163,36 +163,13 @@ impl Builder {
             }
             // Only flowops that can open a file fill a slot: create and open, and the reads and
             // writes that open their file implicitly when the slot is empty.
-            let opens = matches!(f.kind, FlowopKind::CreateFile | FlowopKind::OpenFile)
-                || (f.fileset.is_some()
-                    && matches!(
-                        f.kind,
-                        FlowopKind::Read
-                            | FlowopKind::Write
-                            | FlowopKind::AppendFile
-                            | FlowopKind::AppendFileRand
-                            | FlowopKind::ReadWholeFile
-                            | FlowopKind::WriteWholeFile
-                            | FlowopKind::AioWrite
-                    ));
-            if opens {
+            if f.kind.def().file.opens_slot(f.fileset.is_some()) {
                 opened.insert(f.fd.unwrap_or(0));
             }
         }
-        use FlowopKind::*;
         for f in &all {
             // Flowops that work on a slot without naming a fileset use `fd=` or slot 0.
-            let slot_user = matches!(
-                f.kind,
-                Read | Write
-                    | AppendFile
-                    | AppendFileRand
-                    | ReadWholeFile
-                    | WriteWholeFile
-                    | AioWrite
-                    | CloseFile
-                    | Fsync
-            );
+            let slot_user = f.kind.def().file.uses_slot();
             let fd_use = if slot_user && f.fileset.is_none() && !f.opennext {
                 Some(f.fd.unwrap_or(0))
             } else {
@@ -232,11 +209,7 @@ impl Builder {
         let mut errs = Vec::new();
         for f in &all {
             let Some(target) = &f.target else { continue };
-            let want = match f.kind {
-                FlowopKind::SemPost => Some(FlowopKind::SemBlock),
-                FlowopKind::Wakeup => Some(FlowopKind::Block),
-                _ => None,
-            };
+            let want = f.kind.def().wakes;
             match by_name.get(target.as_str()) {
                 None => errs.push(Diagnostic::error(&self.src, f.span, format!("flowop `{}`: target `{target}` is not a flowop of this workload", f.name))),
                 Some(k) if want.is_some_and(|w| w != *k) => errs.push(Diagnostic::error(&self.src, f.span, format!("flowop `{}` ({}) targets `{target}`, a {} flowop; it must target a {} flowop", f.name, f.kind.name(), k.name(), want.unwrap().name()))),
