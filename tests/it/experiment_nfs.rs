@@ -57,7 +57,11 @@ fn shipped_plan_nfs_at_quick_scale() {
             }
         }
         // The counted cell and the dialled one: one CREATE per createfile, a COMMIT per
-        // close after writing; over 1 ms of round trip every LOOKUP takes at least that.
+        // close after writing; over 1 ms of round trip every LOOKUP takes at least that (the
+        // relay holds each message half a round trip each way), whatever the machine's load.
+        // Without the link a LOOKUP is far shorter on a quiet machine, but a loaded one has
+        // made it take a millisecond too (1,068 µs in one whole-suite run), so the other
+        // cell is only required to be faster than the dialled one.
         let runs = runs_with_calls(out);
         assert_eq!(runs.len(), 2, "the calls and link cells");
         for r in &runs {
@@ -69,8 +73,9 @@ fn shipped_plan_nfs_at_quick_scale() {
             .iter()
             .map(|r| calls(r, "statfile1", "LOOKUP").1)
             .collect();
+        let (fast, slow) = (lookups[0].min(lookups[1]), lookups[0].max(lookups[1]));
         assert!(
-            lookups.iter().any(|us| *us >= 1000.0) && lookups.iter().any(|us| *us < 1000.0),
+            slow >= 1000.0 && fast < slow,
             "mean LOOKUP times (µs) without and with the 1-ms link: {lookups:?}"
         );
     });

@@ -127,8 +127,8 @@ impl Machine {
                 left / THREAD_VIRTUAL / 2,
                 format!(
                     "RLIMIT_AS (ulimit -v) leaves {} of address space and each thread maps {}",
-                    human(left as f64),
-                    human(THREAD_VIRTUAL as f64)
+                    crate::units::human_bytes(left as f64),
+                    crate::units::human_bytes(THREAD_VIRTUAL as f64)
                 ),
             ));
         }
@@ -168,18 +168,13 @@ impl Machine {
         if need > self.memory_budget() {
             return Err(format!(
                 "{what} would need {} of memory, but this machine has {} of {}; lower it",
-                human(need as f64),
-                human(self.mem_available as f64),
+                crate::units::human_bytes(need as f64),
+                crate::units::human_bytes(self.mem_available as f64),
                 self.mem_source
             ));
         }
         Ok(())
     }
-}
-
-/// Bytes in binary units, as the rest of the reports print them.
-pub fn human(n: f64) -> String {
-    crate::units::human_bytes(n)
 }
 
 /// Spawn a scoped thread, turning the standard library's panic on failure into an error that

@@ -20,21 +20,9 @@ pub fn human_bytes(n: f64) -> String {
     }
 }
 
-/// A byte count in binary units, always with one decimal (`1.0 KiB`), as scan and layout
-/// reports print it.
+/// [`human_bytes`] of a byte count (exact below a KiB: `512 B`, `1.0 KiB`).
 pub fn human_bytes_u64(b: u64) -> String {
-    const UNITS: [&str; 7] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
-    let mut v = b as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u < UNITS.len() - 1 {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{b} B")
-    } else {
-        format!("{v:.1} {}", UNITS[u])
-    }
+    human_bytes(b as f64)
 }
 
 /// `n` and a noun, plural when `n` is not 1: "1 thread", "50 threads", "1 file".

@@ -131,7 +131,7 @@ pub(super) fn check(
                     format!(
                         "memory {text:?} is below what measurement {:?} needs to start: about {} (fsbench's estimate of its program, fileset plans and threads' buffers); raise the limit or use \"none\"",
                         measurements[i].name,
-                        fsbench_base::limits::human(need as f64)
+                        fsbench_base::units::human_bytes(need as f64)
                     ),
                 ));
             }

@@ -85,7 +85,7 @@ fn cell_lines(plan: &Plan, c: &Cell) -> Vec<String> {
     let cg = memory_limit(plan, c).map(|l| {
         format!(
             " (in a memory cgroup limited to {})",
-            fsbench_base::limits::human(l as f64)
+            fsbench_base::units::human_bytes(l as f64)
         )
     });
     let cg = cg.unwrap_or_default();

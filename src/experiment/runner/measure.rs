@@ -169,7 +169,7 @@ fn measure(
         let oom = match &group.memory {
             Some(cg) if cg.oom_killed() => format!(
                 " (killed for want of memory: the cell's memory limit is {})",
-                fsbench_base::limits::human(cg.limit as f64)
+                fsbench_base::units::human_bytes(cg.limit as f64)
             ),
             _ => String::new(),
         };

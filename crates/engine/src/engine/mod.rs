@@ -289,10 +289,6 @@ fn statvfs_free(p: &Path) -> Option<u64> {
     }
 }
 
-fn human(n: f64) -> String {
-    fsbench_base::units::human_bytes(n)
-}
-
 /// Check that the planned filesets fit, with a little room for metadata.
 pub fn check_space(wl: &Workload, plans: &[Plan], dir: &Path) -> Result<(), EngineError> {
     let need: u64 = plans.iter().map(|p| p.bytes()).sum();
@@ -312,10 +308,10 @@ pub fn check_space(wl: &Workload, plans: &[Plan], dir: &Path) -> Result<(), Engi
         return Err(EngineError::NoSpace(format!(
             "the filesets need {} ({} preallocated files), but {} has {} free; \
              lower -s filesize/-s nfiles (the largest fileset is `{biggest}`), or pass --dir on a larger file system",
-            human(need_total as f64),
+            fsbench_base::units::human_bytes(need_total as f64),
             files,
             dir.display(),
-            human(free as f64)
+            fsbench_base::units::human_bytes(free as f64)
         )));
     }
     Ok(())
@@ -362,7 +358,7 @@ fn lay_out(
                 "fsbench: laying out fileset {} ({}, {})",
                 fs.name,
                 fsbench_base::units::count(plan.prealloc_files.count() as u64, "file"),
-                human(plan.bytes() as f64)
+                fsbench_base::units::human_bytes(plan.bytes() as f64)
             );
         }
         let how = fileset::layout::How {

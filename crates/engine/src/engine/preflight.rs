@@ -4,7 +4,8 @@
 //! fileset of 10^12 entries to find out it does not fit would take the machine down first.
 
 use super::EngineError;
-use fsbench_base::limits::{human, Machine};
+use fsbench_base::limits::Machine;
+use fsbench_base::units::human_bytes;
 use fsbench_model::model::{Flowop, Thread, Workload};
 use std::path::Path;
 
@@ -255,13 +256,13 @@ fn check_memory(m: &Machine, est: &Estimate) -> Result<(), EngineError> {
     if total > m.memory_budget() {
         return Err(refuse(format!(
             "the workload would need {} of memory ({} for fileset plans, {} for the program and {}, {} for the buffers and recorders of {}), but this machine has {} of {}; lower entries, instances, memsize or the number of flowops",
-            human(total as f64),
-            human(est.plan_bytes as f64),
-            human(est.workload_bytes as f64),
+            human_bytes(total as f64),
+            human_bytes(est.plan_bytes as f64),
+            human_bytes(est.workload_bytes as f64),
             fsbench_base::units::count(est.flowops, "flowop"),
-            human(est.thread_bytes as f64),
+            human_bytes(est.thread_bytes as f64),
             fsbench_base::units::count(est.threads, "thread"),
-            human(m.mem_available as f64),
+            human_bytes(m.mem_available as f64),
             m.mem_source
         )));
     }
@@ -296,10 +297,10 @@ fn check_free_space(
                 .expect("a fileset needs space");
             return Err(refuse(format!(
                 "the filesets need about {} ({:.0} preallocated files), but {} has {} free; lower -s filesize/-s nfiles (the largest fileset is `{}`, entries={}), or pass --dir on a larger file system",
-                human(need),
+                human_bytes(need),
                 files_total,
                 parent.display(),
-                human(free as f64),
+                human_bytes(free as f64),
                 big.name,
                 big.entries
             )));
@@ -320,11 +321,11 @@ impl Estimate {
     pub fn describe(&self) -> String {
         format!(
             "memory: about {} in all: {} for fileset plans, {} for the program and {}, {} for the buffers and recorders of {}",
-            human(self.total() as f64),
-            human(self.plan_bytes as f64),
-            human(self.workload_bytes as f64),
+            human_bytes(self.total() as f64),
+            human_bytes(self.plan_bytes as f64),
+            human_bytes(self.workload_bytes as f64),
             fsbench_base::units::count(self.flowops, "flowop"),
-            human(self.thread_bytes as f64),
+            human_bytes(self.thread_bytes as f64),
             fsbench_base::units::count(self.threads, "thread")
         )
     }

@@ -215,7 +215,7 @@ pub fn overhead(dir: &Path, seconds: f64, rounds: u32, size: u64) -> anyhow::Res
         let _ = writeln!(
             out,
             "4 KiB random pread over {}, as `randomread`: engine {me:.0} ops/s, bare loop {mb:.0} ops/s, ratio {:.3} (bare cost {:.0} ns/op, engine {:.0} ns/op, recorded latency {:.2} us)",
-            fsbench_base::limits::human(size as f64),
+            fsbench_base::units::human_bytes(size as f64),
             me / mb,
             1e9 / mb,
             1e9 / me,

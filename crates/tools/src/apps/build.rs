@@ -325,9 +325,9 @@ pub fn main(a: &BuildArgs) -> Result<()> {
                 "--source-size {} with --files {} would write about {} of sources, objects and program, but {} has {} free; lower them",
                 a.source_size,
                 a.files,
-                fsbench_base::limits::human(disk as f64),
+                fsbench_base::units::human_bytes(disk as f64),
                 parent.display(),
-                fsbench_base::limits::human(free as f64)
+                fsbench_base::units::human_bytes(free as f64)
             );
         }
     }

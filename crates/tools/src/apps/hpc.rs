@@ -490,9 +490,9 @@ pub fn ior(a: &IorArgs) -> Result<()> {
         if need > free {
             bail!(
                 "the ranks would write {} but {} has {} free; lower --block-size",
-                fsbench_base::limits::human(need as f64),
+                fsbench_base::units::human_bytes(need as f64),
                 parent.display(),
-                fsbench_base::limits::human(free as f64)
+                fsbench_base::units::human_bytes(free as f64)
             );
         }
     }

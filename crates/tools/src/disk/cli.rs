@@ -696,7 +696,7 @@ fn check_image_space(
     let Some(free) = fsbench_engine::engine::free_space(dir) else {
         return Ok(());
     };
-    let human = |n: u64| fsbench_base::limits::human(n as f64);
+    let human = |n: u64| fsbench_base::units::human_bytes(n as f64);
     if mkfs.is_some() && size / 64 > free {
         bail!(
             "--size {} needs about {} for the metadata of its file system alone, but {} has {} free; lower --size or pass --image on a larger file system",

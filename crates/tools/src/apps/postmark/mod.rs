@@ -474,9 +474,9 @@ fn preflight(cfg: &Config, instances: u32, locations: &[(PathBuf, u32)]) -> Resu
             bail!(
                 "set number {} with set size {} {} needs about {} for the file pool, but {} has {} free; lower them",
                 cfg.number, cfg.size_low, cfg.size_high,
-                fsbench_base::limits::human(bytes as f64),
+                fsbench_base::units::human_bytes(bytes as f64),
                 d.display(),
-                fsbench_base::limits::human(free as f64)
+                fsbench_base::units::human_bytes(free as f64)
             );
         }
         // File systems without inode accounting report 0 files.
