@@ -121,15 +121,7 @@ pub fn pseudo_fs(f: &File) -> io::Result<Option<&'static str>> {
 
 /// The pseudo file system `path` is on, if any (`statfs`, which opens nothing).
 pub fn pseudo_fs_of(path: &Path) -> io::Result<Option<&'static str>> {
-    use std::os::unix::ffi::OsStrExt;
-    let c = std::ffi::CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a path holding a NUL"))?;
-    let mut s: libc::statfs = unsafe { std::mem::zeroed() };
-    // SAFETY: a valid C string; statfs writes the struct.
-    if unsafe { libc::statfs(c.as_ptr(), &mut s) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(pseudo_fs_name(s.f_type as i64))
+    Ok(pseudo_fs_name(crate::sys::fsmagic::of_path(path)?))
 }
 
 /// The name of a pseudo file system by its `statfs` magic (linux/magic.h).

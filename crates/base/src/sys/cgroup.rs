@@ -53,11 +53,7 @@ fn cpath(p: &Path) -> io::Result<CString> {
 
 /// Whether `p` lies on a cgroup file system (v1 or v2).
 fn on_cgroupfs(p: &Path) -> bool {
-    let Ok(c) = cpath(p) else { return false };
-    // SAFETY: a zeroed statfs is a valid value; statfs fills it from a NUL-terminated path.
-    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
-    let r = unsafe { libc::statfs(c.as_ptr(), &mut st) };
-    r == 0 && [CGROUP2_SUPER_MAGIC, CGROUP_SUPER_MAGIC].contains(&(st.f_type as i64))
+    super::fsmagic::of_path(p).is_ok_and(|m| [CGROUP2_SUPER_MAGIC, CGROUP_SUPER_MAGIC].contains(&m))
 }
 
 fn random_token() -> String {

@@ -28,6 +28,20 @@ const TABLE: &[(u32, &str)] = &[
     (0x2478_0A50, "9p"),
 ];
 
+/// The magic number of the file system holding `path` (`statfs`, which opens nothing).
+pub fn of_path(path: &std::path::Path) -> std::io::Result<i64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).map_err(|_| {
+        std::io::Error::new(std::io::ErrorKind::InvalidInput, "a path holding a NUL")
+    })?;
+    // SAFETY: a zeroed statfs is a valid value; statfs fills it from a NUL-terminated path.
+    let mut s: libc::statfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statfs(c.as_ptr(), &mut s) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(s.f_type as i64)
+}
+
 /// The name of a file system type, if fsbench knows it.
 pub fn known(magic: i64) -> Option<&'static str> {
     TABLE

@@ -160,14 +160,10 @@ pub fn run(args: AgeArgs) -> anyhow::Result<()> {
 /// can spare: `/dev/shm` is half the memory by default, so the default fill of 0.8 took 40%
 /// of the machine's memory, and a larger tmpfs more than it has.
 fn memory_fill(dir: &Path, fill: f64) -> anyhow::Result<()> {
-    use std::os::unix::ffi::OsStrExt;
-    let c = std::ffi::CString::new(dir.as_os_str().as_bytes())?;
-    // SAFETY: `s` is written by the kernel; `c` is a NUL-terminated path.
-    let mut s: libc::statfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statfs(c.as_ptr(), &mut s) } != 0 {
+    let Ok(magic) = fsbench_base::sys::fsmagic::of_path(dir) else {
         return Ok(());
-    }
-    let kind = fsbench_base::sys::fsmagic::name(s.f_type as i64);
+    };
+    let kind = fsbench_base::sys::fsmagic::name(magic);
     if kind != "tmpfs" && kind != "ramfs" {
         return Ok(());
     }

@@ -1135,16 +1135,8 @@ fn fs_name(path: &str) -> String {
     } else {
         p.parent().unwrap_or(p)
     };
-    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()) else {
+    let Ok(magic) = fsbench_base::sys::fsmagic::of_path(dir) else {
         return "this file system".into();
-    };
-    // SAFETY: st is written by the kernel; c is NUL-terminated.
-    let magic = unsafe {
-        let mut st: libc::statfs = std::mem::zeroed();
-        if libc::statfs(c.as_ptr(), &mut st) != 0 {
-            return "this file system".into();
-        }
-        st.f_type as i64
     };
     let Some(name) = fsbench_base::sys::fsmagic::known(magic) else {
         return format!("this file system (type 0x{magic:x})");
