@@ -209,12 +209,12 @@ fn main() -> ExitCode {
     fsbench_tools::remote::register_hooks();
     let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     filebench_alias(&mut args);
-    // An export on standard output owns it: the text report moves to standard error.
-    fsbench_base::export::check::reserve_stdout_for_args(&args);
     let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
         Err(e) => return usage(&e),
     };
+    // An export on standard output owns it: the text report moves to standard error.
+    fsbench_base::export::check::reserve_stdout(&outputs(&cli.command));
     match std::panic::catch_unwind(|| dispatch(cli)) {
         Ok(r) => fsbench_base::exit::status(&r),
         // Lost output the standard library panicked on (recorded by the panic hook).
@@ -222,6 +222,45 @@ fn main() -> ExitCode {
             fsbench_base::exit::status(&Ok(()))
         }
         Err(p) => std::panic::resume_unwind(p),
+    }
+}
+
+/// The files `command` writes its results to, as its arguments list them.
+fn outputs(command: &Command) -> Vec<fsbench_base::export::check::Named<'_>> {
+    use fsbench_base::export::check::{named, Outputs};
+    match command {
+        Command::Run(a) => a.outputs(),
+        Command::Scan(a) => a.outputs(),
+        Command::Diff(a) => a.outputs(),
+        Command::Layout(a) => a.outputs(),
+        Command::Age(a) => a.outputs(),
+        Command::Report(a) => a.outputs(),
+        Command::Postmark(a) => a.outputs(),
+        Command::Mdtest(a) => a.outputs(),
+        Command::Ior(a) => a.outputs(),
+        Command::Trace(a) => a.outputs(),
+        Command::Andrew(a) => a.outputs(),
+        Command::Find(a) => a.outputs(),
+        Command::Build(a) => a.outputs(),
+        Command::Prune(a) => a.outputs(),
+        Command::Read(a) => a.outputs(),
+        Command::Hot(a) => a.outputs(),
+        Command::Results(a) => a.outputs(),
+        Command::Verify(a) => vec![named(a.json.as_deref(), "--json")],
+        Command::Man { dir } => vec![named(Some(dir), "man")],
+        // Their output is the document itself (a script), or a person's text (`--json` of
+        // `disk`, `remote` and `nfs` is a switch of how `list` and `stats` print).
+        Command::Completions { .. }
+        | Command::Check(_)
+        | Command::List
+        | Command::Show(_)
+        | Command::Disk(_)
+        | Command::Remote(_)
+        | Command::Nfs(_)
+        | Command::Compare(_)
+        | Command::Selftest(_)
+        | Command::Experiment(_)
+        | Command::Clean(_) => Vec::new(),
     }
 }
 
@@ -371,6 +410,51 @@ mod tests {
             missing.is_empty(),
             "arguments without a description: {missing:?}"
         );
+    }
+
+    /// Standard output goes to an export when the parsed arguments send one there: each
+    /// command's outputs, fio's JSON and terse formats, and nothing after `--` (a recorded
+    /// command's own options).
+    #[test]
+    fn exports_to_standard_output_are_read_from_the_parsed_arguments() {
+        let to_stdout = |line: &str| {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            let cli = Cli::try_parse_from(&words).unwrap_or_else(|e| panic!("{line}: {e}"));
+            (outputs(&cli.command).iter())
+                .any(|(p, _)| p.is_some_and(fsbench_base::console::is_stdout))
+        };
+        for line in [
+            "fsbench run x --json -",
+            "fsbench run x --csv=-",
+            "fsbench find d --markdown - --repeat 2",
+            "fsbench report a.json -o -",
+            "fsbench trace import l --output=-",
+            "fsbench trace record -o - -- cp a b",
+            "fsbench run j.fio --output-format json",
+            "fsbench run j.fio --output-format=terse",
+            "fsbench postmark --json -",
+            "fsbench results d --runs-json -",
+            "fsbench verify d --json -",
+            "fsbench age d --json -",
+        ] {
+            assert!(
+                to_stdout(line),
+                "{line}: standard output not given to the export"
+            );
+        }
+        for line in [
+            "fsbench run x --json out.json",
+            "fsbench run j.fio --output-format=normal",
+            "fsbench report a.json -o x.html",
+            "fsbench trace record -o t.trace -- prog --json -",
+            "fsbench run -",
+            "fsbench experiment p.toml -o -",
+        ] {
+            assert!(
+                !to_stdout(line),
+                "{line}: standard output given to an export"
+            );
+        }
     }
 
     /// Arguments of `cmd` and its nested subcommands that have no description.

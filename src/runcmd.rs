@@ -703,15 +703,24 @@ pub fn check_args(a: &RunArgs, source: &Source) -> Result<()> {
             }
         }
     }
-    // fio's JSON, json+ and terse output go to standard output too.
-    let fio_out = (a.output_format.as_deref()).filter(|f| *f != "normal");
-    let fio_flag = format!("--output-format {}", fio_out.unwrap_or_default());
-    fsbench_base::export::check::outputs(&[
-        (a.json.as_deref(), "--json"),
-        (a.csv.as_deref(), "--csv"),
-        (a.markdown.as_deref(), "--markdown"),
-        (fio_out.map(|_| std::path::Path::new("-")), &fio_flag),
-    ])
+    fsbench_base::export::check::outputs(&fsbench_base::export::check::Outputs::outputs(a))
+}
+
+impl fsbench_base::export::check::Outputs for RunArgs {
+    fn outputs(&self) -> Vec<fsbench_base::export::check::Named<'_>> {
+        use fsbench_base::export::check::named;
+        // fio's JSON, json+ and terse output go to standard output too.
+        let fio_out = (self.output_format.as_deref()).filter(|f| *f != "normal");
+        vec![
+            named(self.json.as_deref(), "--json"),
+            named(self.csv.as_deref(), "--csv"),
+            named(self.markdown.as_deref(), "--markdown"),
+            (
+                fio_out.map(|_| std::path::Path::new("-")),
+                format!("--output-format {}", fio_out.unwrap_or_default()).into(),
+            ),
+        ]
+    }
 }
 
 /// `--interval`, `--duration` and `--warmup` within range.

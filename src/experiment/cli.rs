@@ -65,6 +65,19 @@ pub struct ResultsArgs {
     pub include_flagged: bool,
 }
 
+impl fsbench_base::export::check::Outputs for ResultsArgs {
+    fn outputs(&self) -> Vec<fsbench_base::export::check::Named<'_>> {
+        use fsbench_base::export::check::named;
+        vec![
+            named(self.csv.as_deref(), "--csv"),
+            named(self.json.as_deref(), "--json"),
+            named(self.markdown.as_deref(), "--markdown"),
+            named(self.runs_csv.as_deref(), "--runs-csv"),
+            named(self.runs_json.as_deref(), "--runs-json"),
+        ]
+    }
+}
+
 pub fn experiment(a: ExperimentArgs) -> Result<()> {
     if let Some(dir) = &a.cleanup {
         check_outdir(dir, "--cleanup")?;
@@ -124,11 +137,7 @@ fn check_outdir(dir: &Path, flag: &str) -> Result<()> {
 type Output<'a> = (&'a Option<PathBuf>, Format, &'a dyn Fn() -> String);
 
 pub fn results(a: ResultsArgs) -> Result<()> {
-    fsbench_base::export::check::outputs(&[
-        (a.csv.as_deref(), "--csv"),
-        (a.json.as_deref(), "--json"),
-        (a.markdown.as_deref(), "--markdown"),
-    ])?;
+    fsbench_base::export::check::outputs(&fsbench_base::export::check::Outputs::outputs(&a))?;
     let st = super::store::Store::open_existing(&a.outdir)?;
     let full = super::summary::summarise_with(&st, a.include_flagged)?;
     let s = super::summary::filter(&full, a.all);

@@ -1,50 +1,33 @@
 //! The outputs of a command line, looked at before the command does any work: which export
-//! takes standard output (decided once at start-up, so that every message printed before
-//! the options are parsed follows it), and whether each output file can be written, with at
-//! most one of them on standard output.
+//! takes standard output (decided once, from the parsed arguments' [`Outputs`], before the
+//! command prints anything), and whether each output file can be written, with at most one
+//! of them on standard output.
 
+use std::borrow::Cow;
 use std::path::Path;
 
-/// Give standard output to the exports if the command line sends one there: `--json -`,
-/// `--json=-` (likewise `--csv`, `--markdown`, `-o`/`--output`, `--log`, `--keep-log`),
-/// before a `--`. Decided once at start-up, so every command, and every message printed
-/// before its options are looked at, follows it.
-pub fn reserve_stdout_for_args<S: AsRef<std::ffi::OsStr>>(args: &[S]) {
-    if export_to_stdout(args) {
-        crate::console::reserve_stdout();
-    }
+/// An output option of a command line: the file it names (`-` for standard output) and the
+/// flag it was given with, as a message names it (`--json`, or `--output-format json` for a
+/// flag whose value sends it to standard output).
+pub type Named<'a> = (Option<&'a Path>, Cow<'static, str>);
+
+/// Arguments that name files a command writes its results to. Each arguments type lists its
+/// outputs once, here: `main` gives standard output to an export given `-` from this list
+/// before the command prints anything ([`reserve_stdout`]), and the command checks the same
+/// list before it does any work ([`outputs`]).
+pub trait Outputs {
+    fn outputs(&self) -> Vec<Named<'_>>;
 }
 
-fn export_to_stdout<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> bool {
-    const EXPORTS: [&str; 7] = [
-        "--json",
-        "--csv",
-        "--markdown",
-        "-o",
-        "--output",
-        "--log",
-        "--keep-log",
-    ];
-    let args: Vec<&str> = args
-        .iter()
-        .map(|a| a.as_ref().to_str().unwrap_or(""))
-        .collect();
-    let end = args.iter().position(|a| *a == "--").unwrap_or(args.len());
-    // fio's JSON, json+ and terse output (`--output-format`, for a fio job) go to
-    // standard output too.
-    let stdout_format =
-        |f: Option<&&str>| f.is_some_and(|f| matches!(*f, "json" | "json+" | "terse"));
-    let fio_json = args[..end].iter().enumerate().any(|(i, a)| {
-        (*a == "--output-format" && stdout_format(args.get(i + 1)))
-            || stdout_format(a.strip_prefix("--output-format=").as_ref())
-    });
-    fio_json
-        || args[..end].iter().enumerate().any(|(i, a)| {
-            EXPORTS.iter().any(|e| {
-                (a == e && args.get(i + 1) == Some(&"-"))
-                    || a.strip_prefix(e).and_then(|r| r.strip_prefix('=')) == Some("-")
-            })
-        })
+/// An output named by `flag`, as [`Outputs`] lists it.
+pub fn named<'a>(path: Option<&'a Path>, flag: &'static str) -> Named<'a> {
+    (path, Cow::Borrowed(flag))
+}
+
+/// Give standard output to the exports if one of `outputs` is `-`: the text report then goes
+/// to standard error.
+pub fn reserve_stdout<S: AsRef<str>>(outputs: &[(Option<&Path>, S)]) {
+    crate::console::reserve_stdout_for(outputs.iter().map(|(p, _)| *p));
 }
 
 /// Check before a run that an output file given as `flag FILE` can be written: not a
@@ -77,13 +60,13 @@ pub fn output(path: Option<&Path>, flag: &str) -> Result<(), String> {
 /// [`output`] for the output options of a command line, before the command does any work:
 /// a usage error (status 2) that says what to give instead. Two of them given `-` would run
 /// two documents together on standard output: refused too.
-pub fn outputs(outputs: &[(Option<&Path>, &str)]) -> anyhow::Result<()> {
+pub fn outputs<S: AsRef<str>>(outputs: &[(Option<&Path>, S)]) -> anyhow::Result<()> {
     // A flag with its value in it (`--output-format json`) is shown as it is.
     let to_stdout: Vec<String> = (outputs.iter())
         .filter(|(p, _)| p.is_some_and(crate::console::is_stdout))
-        .map(|(_, flag)| match flag.contains(' ') {
-            true => flag.to_string(),
-            false => format!("{flag} -"),
+        .map(|(_, flag)| match flag.as_ref().contains(' ') {
+            true => flag.as_ref().to_string(),
+            false => format!("{} -", flag.as_ref()),
         })
         .collect();
     if let [first, .., last] = &to_stdout[..] {
@@ -92,7 +75,7 @@ pub fn outputs(outputs: &[(Option<&Path>, &str)]) -> anyhow::Result<()> {
         )));
     }
     for (path, flag) in outputs {
-        output(*path, flag).map_err(|e| {
+        output(*path, flag.as_ref()).map_err(|e| {
             crate::exit::usage(format!(
                 "{e}: give a file in a directory that exists and that you can write, or - for standard output"
             ))
@@ -103,34 +86,8 @@ pub fn outputs(outputs: &[(Option<&Path>, &str)]) -> anyhow::Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::{export_to_stdout, output, outputs};
+    use super::{output, outputs};
     use std::path::Path;
-
-    #[test]
-    fn recognises_exports_to_stdout() {
-        assert!(export_to_stdout(&["run", "x", "--json", "-"]));
-        assert!(export_to_stdout(&["run", "x", "--csv=-"]));
-        assert!(export_to_stdout(&["find", "d", "--markdown", "-", "-q"]));
-        assert!(!export_to_stdout(&["run", "x", "--json", "out.json"]));
-        assert!(!export_to_stdout(&["run", "x", "--json"]));
-        assert!(!export_to_stdout(&["run", "x", "--", "--json", "-"]));
-        assert!(!export_to_stdout(&["run", "-", "--jsonx=-"]));
-        assert!(export_to_stdout(&["report", "a.json", "-o", "-"]));
-        assert!(export_to_stdout(&["trace", "import", "l", "--output=-"]));
-        assert!(!export_to_stdout(&["report", "a.json", "-o", "x.html"]));
-        assert!(export_to_stdout(&[
-            "run",
-            "j.fio",
-            "--output-format",
-            "json"
-        ]));
-        assert!(export_to_stdout(&["run", "j.fio", "--output-format=json"]));
-        assert!(!export_to_stdout(&[
-            "run",
-            "j.fio",
-            "--output-format=normal"
-        ]));
-    }
 
     /// Two outputs on standard output are a usage error naming both; a directory or a file in
     /// a missing directory is refused with the flag; a file checked is not left behind.

@@ -54,6 +54,13 @@ pub struct LayoutArgs {
     pub threads: Option<usize>,
 }
 
+impl fsbench_base::export::check::Outputs for LayoutArgs {
+    fn outputs(&self) -> Vec<fsbench_base::export::check::Named<'_>> {
+        use fsbench_base::export::check::named;
+        vec![named(self.json.as_deref(), "--json")]
+    }
+}
+
 /// Library errors of `layout`.
 #[derive(Debug, thiserror::Error)]
 pub enum LayoutError {
@@ -778,7 +785,7 @@ fn print_tables(r: &LayoutReport, out: &mut impl Write) -> io::Result<()> {
 pub fn run(args: LayoutArgs) -> anyhow::Result<()> {
     // A signal stops the walk; the command ends with status 130 (nothing to undo).
     fsbench_base::cancel::install_signal_handlers();
-    fsbench_base::export::check::outputs(&[(args.json.as_deref(), "--json")])?;
+    fsbench_base::export::check::outputs(&fsbench_base::export::check::Outputs::outputs(&args))?;
     let opts = WalkOptions {
         cross_mounts: args.cross_mounts,
         threads: args.threads.unwrap_or_else(walk::default_threads).max(1),

@@ -468,14 +468,21 @@ pub fn print_markdown(r: &DiffReport, out: &mut impl Write) -> io::Result<()> {
     Ok(())
 }
 
+impl fsbench_base::export::check::Outputs for DiffArgs {
+    fn outputs(&self) -> Vec<fsbench_base::export::check::Named<'_>> {
+        use fsbench_base::export::check::named;
+        vec![
+            named(self.json.as_deref(), "--json"),
+            named(self.markdown.as_deref(), "--markdown"),
+        ]
+    }
+}
+
 /// Run `fsbench diff`.
 pub fn run(args: DiffArgs) -> anyhow::Result<()> {
     // A signal stops the scans; the temporary snapshots go with their guards.
     fsbench_base::cancel::install_signal_handlers();
-    fsbench_base::export::check::outputs(&[
-        (args.json.as_deref(), "--json"),
-        (args.markdown.as_deref(), "--markdown"),
-    ])?;
+    fsbench_base::export::check::outputs(&fsbench_base::export::check::Outputs::outputs(&args))?;
     let threads = args.threads.unwrap_or_else(walk::default_threads).max(1);
     let Some((new_path, olds)) = args.trees.split_last() else {
         bail!("diff needs an OLD and a NEW tree");

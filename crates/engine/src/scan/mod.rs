@@ -559,10 +559,17 @@ pub fn check(args: &ScanArgs) -> anyhow::Result<()> {
     if args.per_user && (args.output.is_some() || args.hash.is_some()) {
         return Err(fsbench_base::exit::usage("--per-user measures the metadata walk and writes no snapshot: leave out -o and --hash (a plain scan writes one)"));
     }
-    fsbench_base::export::check::outputs(&[
-        (args.output.as_deref(), "-o"),
-        (args.json.as_deref(), "--json"),
-    ])
+    fsbench_base::export::check::outputs(&fsbench_base::export::check::Outputs::outputs(args))
+}
+
+impl fsbench_base::export::check::Outputs for ScanArgs {
+    fn outputs(&self) -> Vec<fsbench_base::export::check::Named<'_>> {
+        use fsbench_base::export::check::named;
+        vec![
+            named(self.output.as_deref(), "-o"),
+            named(self.json.as_deref(), "--json"),
+        ]
+    }
 }
 
 /// `fsbench scan`.

@@ -17,6 +17,7 @@ mod ranks;
 
 use anyhow::{bail, Result};
 use clap::Args;
+use fsbench_base::export::check::Outputs;
 use fsbench_base::export::Format;
 use fsbench_results::stats::{self, Results};
 use std::path::PathBuf;
@@ -180,12 +181,32 @@ impl MeasureArgs {
             bail!("--cold drops the kernel's caches (echo 3 > /proc/sys/vm/drop_caches), which needs root: run as root or leave out --cold");
         }
         // Outputs are checked before anything runs, not found unwritable after it.
-        fsbench_base::export::check::outputs(&[
-            (self.json.as_deref(), "--json"),
-            (self.csv.as_deref(), "--csv"),
-            (self.markdown.as_deref(), "--markdown"),
-        ])
+        fsbench_base::export::check::outputs(&self.outputs())
     }
+}
+
+impl fsbench_base::export::check::Outputs for MeasureArgs {
+    fn outputs(&self) -> Vec<fsbench_base::export::check::Named<'_>> {
+        use fsbench_base::export::check::named;
+        vec![
+            named(self.json.as_deref(), "--json"),
+            named(self.csv.as_deref(), "--csv"),
+            named(self.markdown.as_deref(), "--markdown"),
+        ]
+    }
+}
+
+/// [`Outputs`](fsbench_base::export::check::Outputs) for arguments types whose outputs are
+/// those of their measurement options, a field `m: MeasureArgs`.
+#[macro_export]
+macro_rules! outputs_of_measurement {
+    ($($t:ty),+ $(,)?) => {$(
+        impl fsbench_base::export::check::Outputs for $t {
+            fn outputs(&self) -> Vec<fsbench_base::export::check::Named<'_>> {
+                fsbench_base::export::check::Outputs::outputs(&self.m)
+            }
+        }
+    )+};
 }
 
 /// `sync`, then drop the page, dentry and inode caches (root only).
@@ -202,11 +223,7 @@ pub fn drop_caches() -> Result<()> {
 pub fn drive(m: &mut dyn Measurement, a: &MeasureArgs) -> Result<Results> {
     a.check()?;
     fsbench_base::cancel::install_signal_handlers();
-    fsbench_base::console::reserve_stdout_for([
-        a.json.as_deref(),
-        a.csv.as_deref(),
-        a.markdown.as_deref(),
-    ]);
+    fsbench_base::export::check::reserve_stdout(&a.outputs());
     let calibration = stats::clock::Calibration::measure(stats::clock::global());
     for i in 0..a.warmup {
         fsbench_base::errln!(

@@ -110,6 +110,16 @@ pub struct AgeArgs {
     pub edit_share: f64,
 }
 
+impl fsbench_base::export::check::Outputs for AgeArgs {
+    fn outputs(&self) -> Vec<fsbench_base::export::check::Named<'_>> {
+        use fsbench_base::export::check::named;
+        vec![
+            named(self.log.as_deref(), "--log"),
+            named(self.json.as_deref(), "--json"),
+        ]
+    }
+}
+
 impl AgeArgs {
     /// The writeback policy these arguments ask for.
     pub fn writeback(&self) -> WritebackPolicy {

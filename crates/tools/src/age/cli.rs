@@ -81,10 +81,7 @@ pub fn run(args: AgeArgs) -> anyhow::Result<()> {
             "--log -: the operation log goes to a file; give its path",
         ));
     }
-    fsbench_base::export::check::outputs(&[
-        (args.log.as_deref(), "--log"),
-        (args.json.as_deref(), "--json"),
-    ])?;
+    fsbench_base::export::check::outputs(&fsbench_base::export::check::Outputs::outputs(&args))?;
     if let (Some(src), Some(keep)) = (&args.next_version, args.keep) {
         fsbench_base::cancel::install_signal_handlers();
         let share = super::nextver::Share {

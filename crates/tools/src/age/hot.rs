@@ -46,6 +46,8 @@ pub struct HotArgs {
     pub m: MeasureArgs,
 }
 
+fsbench_harness::outputs_of_measurement!(HotArgs);
+
 pub const OPS: OpTable = &[
     ("read-file", FlowopKind::ReadWholeFile),
     ("overwrite-file", FlowopKind::WriteWholeFile),

@@ -204,3 +204,5 @@ pub struct ReadArgs {
     #[command(flatten)]
     pub m: MeasureArgs,
 }
+
+fsbench_harness::outputs_of_measurement!(PostmarkArgs, AndrewArgs, FindArgs, BuildArgs, ReadArgs);

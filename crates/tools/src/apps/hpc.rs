@@ -78,6 +78,8 @@ pub struct IorArgs {
     pub m: MeasureArgs,
 }
 
+fsbench_harness::outputs_of_measurement!(MdtestArgs, IorArgs);
+
 fn parse_size(s: &str) -> std::result::Result<u64, String> {
     fsbench_base::units::parse_size(s)
 }

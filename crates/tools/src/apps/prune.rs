@@ -92,6 +92,8 @@ pub struct PruneArgs {
     pub m: fsbench_harness::measure::MeasureArgs,
 }
 
+fsbench_harness::outputs_of_measurement!(PruneArgs);
+
 /// What one pruning did.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct Pruned {

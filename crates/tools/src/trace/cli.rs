@@ -56,6 +56,20 @@ pub struct ShowArgs {
     pub header: bool,
 }
 
+impl fsbench_base::export::check::Outputs for TraceArgs {
+    fn outputs(&self) -> Vec<fsbench_base::export::check::Named<'_>> {
+        match &self.cmd {
+            TraceCommand::Record(a) => a.outputs(),
+            TraceCommand::Import(a) => a.outputs(),
+            TraceCommand::Show(_) => Vec::new(),
+            TraceCommand::Stats(a) => a.outputs(),
+            TraceCommand::Replay(a) => a.outputs(),
+            TraceCommand::Distill(a) => a.outputs(),
+            TraceCommand::Compare(a) => a.outputs(),
+        }
+    }
+}
+
 pub fn main(a: &TraceArgs) -> Result<()> {
     match &a.cmd {
         TraceCommand::Record(a) => super::capture::record(a),

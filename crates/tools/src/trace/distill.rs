@@ -62,6 +62,20 @@ pub struct CompareArgs {
     pub json: Option<PathBuf>,
 }
 
+impl fsbench_base::export::check::Outputs for DistillArgs {
+    fn outputs(&self) -> Vec<fsbench_base::export::check::Named<'_>> {
+        use fsbench_base::export::check::named;
+        vec![named(Some(self.output.as_path()), "-o")]
+    }
+}
+
+impl fsbench_base::export::check::Outputs for CompareArgs {
+    fn outputs(&self) -> Vec<fsbench_base::export::check::Named<'_>> {
+        use fsbench_base::export::check::named;
+        vec![named(self.json.as_deref(), "--json")]
+    }
+}
+
 /// The operation categories a model can reproduce (and the op mix is measured over).
 fn category(r: &Record) -> Option<&'static str> {
     Some(match r.call {
@@ -676,7 +690,7 @@ fn print_comparison(c: &Comparison, out: &mut impl std::io::Write) -> std::io::R
 }
 
 pub fn main(a: &DistillArgs) -> Result<()> {
-    fsbench_base::export::check::outputs(&[(Some(&a.output), "-o")])?;
+    fsbench_base::export::check::outputs(&fsbench_base::export::check::Outputs::outputs(a))?;
     // Streamed: memory follows the distinct paths and sizes, not the trace's length.
     let (h, wa) = analyse_file(&a.trace)?;
     let text = printer::print(&model(&h, &wa)?);
@@ -730,7 +744,7 @@ pub fn main(a: &DistillArgs) -> Result<()> {
 }
 
 pub fn compare_main(a: &CompareArgs) -> Result<()> {
-    fsbench_base::export::check::outputs(&[(a.json.as_deref(), "--json")])?;
+    fsbench_base::export::check::outputs(&fsbench_base::export::check::Outputs::outputs(a))?;
     let (_, wa) = analyse_file(&a.reference)?;
     let (_, wb) = analyse_file(&a.other)?;
     let c = compare(&wa, &wb);

@@ -26,6 +26,13 @@ pub struct StatsArgs {
     pub json: Option<PathBuf>,
 }
 
+impl fsbench_base::export::check::Outputs for StatsArgs {
+    fn outputs(&self) -> Vec<fsbench_base::export::check::Named<'_>> {
+        use fsbench_base::export::check::named;
+        vec![named(self.json.as_deref(), "--json")]
+    }
+}
+
 /// One call type's counts.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CallStat {

@@ -25,9 +25,16 @@ pub struct ReportArgs {
     pub output: PathBuf,
 }
 
+impl fsbench_base::export::check::Outputs for ReportArgs {
+    fn outputs(&self) -> Vec<fsbench_base::export::check::Named<'_>> {
+        use fsbench_base::export::check::named;
+        vec![named(Some(self.output.as_path()), "-o")]
+    }
+}
+
 /// Write the report; `load_dir` reads directory sources (experiment output directories).
 pub fn run(a: &ReportArgs, load_dir: &dyn Fn(&Path) -> Result<super::ReportInput>) -> Result<()> {
-    fsbench_base::export::check::outputs(&[(Some(&a.output), "-o")])?;
+    fsbench_base::export::check::outputs(&fsbench_base::export::check::Outputs::outputs(a))?;
     let input = super::ReportInput::from_sources(&a.sources, &a.labels, load_dir)?;
     let html = super::render(&input);
     fsbench_base::export::write_text(&a.output, &html, "HTML page")?;

@@ -774,11 +774,9 @@ impl fsbench_harness::measure::Measurement for Bench<'_> {
 /// `fsbench postmark`: read the configuration, run at each `run` (or once at the end).
 pub fn main(a: &PostmarkArgs) -> Result<()> {
     a.m.check()?;
-    fsbench_base::console::reserve_stdout_for([
-        a.m.json.as_deref(),
-        a.m.csv.as_deref(),
-        a.m.markdown.as_deref(),
-    ]);
+    fsbench_base::export::check::reserve_stdout(&fsbench_base::export::check::Outputs::outputs(
+        &a.m,
+    ));
     let mut cfg = Config::default();
     let default_dir = a.dir.clone().unwrap_or_else(std::env::temp_dir);
     let mut ran = false;

@@ -73,6 +73,23 @@ pub struct ImportArgs {
     pub snapshot_of: Vec<PathBuf>,
 }
 
+impl fsbench_base::export::check::Outputs for RecordArgs {
+    fn outputs(&self) -> Vec<fsbench_base::export::check::Named<'_>> {
+        use fsbench_base::export::check::named;
+        vec![
+            named(Some(self.output.as_path()), "-o"),
+            named(self.keep_log.as_deref(), "--keep-log"),
+        ]
+    }
+}
+
+impl fsbench_base::export::check::Outputs for ImportArgs {
+    fn outputs(&self) -> Vec<fsbench_base::export::check::Named<'_>> {
+        use fsbench_base::export::check::named;
+        vec![named(Some(self.output.as_path()), "-o")]
+    }
+}
+
 /// The initial tree below each root, as the header carries it.
 pub fn snapshot(roots: &[String]) -> Result<Vec<Initial>> {
     use fsbench_base::walk::{self, Visitor, WalkEntry, WalkOptions};
@@ -241,10 +258,7 @@ fn to_stdout(a: &RecordArgs) -> bool {
 /// inside a root (it is written after the command ends, but would be in the next recording's
 /// snapshot).
 fn check_outputs(a: &RecordArgs, roots: &[String]) -> Result<()> {
-    fsbench_base::export::check::outputs(&[
-        (Some(&a.output), "-o"),
-        (a.keep_log.as_deref(), "--keep-log"),
-    ])?;
+    fsbench_base::export::check::outputs(&fsbench_base::export::check::Outputs::outputs(a))?;
     if fsbench_base::console::is_stdout(&a.output) {
         return Ok(());
     }

@@ -100,6 +100,8 @@ pub struct ReplayArgs {
     pub m: MeasureArgs,
 }
 
+fsbench_harness::outputs_of_measurement!(ReplayArgs);
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Mode {
     Timed,
