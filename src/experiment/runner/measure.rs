@@ -761,9 +761,8 @@ fn note_no_run_cgroup(e: &anyhow::Error) {
 
 /// The statistics of the simulated disk under a target, when it has one.
 fn disk_stats(ready: &Ready) -> Option<DiskStats> {
-    fsbench_tools::disk::state::StateDir::new(ready.disk.as_ref()?)
-        .ok()?
-        .read_stats()
+    let sd = fsbench_tools::disk::state::StateDir::new(ready.disk.as_ref()?).ok()?;
+    fsbench_tools::disk::lateness::stats_now(&sd, false)
 }
 
 /// A cell's factor levels as a JSON object.

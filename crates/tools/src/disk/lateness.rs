@@ -15,10 +15,12 @@ use std::path::Path;
 pub const WARN_PCT: f64 = 5.0;
 
 /// Seconds a run usually waits after its end for the server's statistics that include it:
-/// the server writes them every second while busy and after a second idle, so a write comes
-/// about a second after the run's last request (what estimates count).
-pub const STATS_WAIT_S: f64 = 1.1;
-/// Seconds a run waits at most for them: a loaded machine delays the server's write.
+/// the server writes them at once when asked (SIGUSR1), so this is a signal's and a file's
+/// round trip (what estimates count).
+pub const STATS_WAIT_S: f64 = 0.05;
+/// Seconds a run waits at most for them: a loaded machine delays the server's write. (A
+/// server of an older fsbench, which cannot be asked, writes them every second while busy
+/// and a second after going idle.)
 pub const STATS_DEADLINE_S: f64 = 5.0;
 
 /// Lateness of the replies between two statistics snapshots.
@@ -84,6 +86,42 @@ pub fn between(before: &DiskStats, after: &DiskStats) -> Option<Lateness> {
     })
 }
 
+/// The disk's statistics as of now, with every request replied to so far: the server is
+/// asked to write them at once (SIGUSR1) and waited for, at most [`STATS_DEADLINE_S`]. A
+/// server of an older fsbench cannot be asked (the signal would end it): its last
+/// statistics, or with `wait_old` the first it writes after now (it writes every second
+/// while busy and a second after going idle).
+pub fn stats_now(sd: &StateDir, wait_old: bool) -> Option<DiskStats> {
+    use std::time::{Duration, Instant, SystemTime};
+    let now = SystemTime::now();
+    let asked = ask_for_stats(sd);
+    if asked.is_none() && !wait_old {
+        return sd.read_stats();
+    }
+    let deadline = Instant::now() + Duration::from_secs_f64(STATS_DEADLINE_S);
+    let fresh = || match asked {
+        Some(seen) => (sd.read_stats()).is_some_and(|s| s.written_on_request > seen),
+        None => (std::fs::metadata(sd.stats()).and_then(|m| m.modified())).is_ok_and(|t| t > now),
+    };
+    let poll = Duration::from_millis(if asked.is_some() { 2 } else { 50 });
+    while !fresh() && Instant::now() < deadline {
+        std::thread::sleep(poll);
+    }
+    sd.read_stats()
+}
+
+/// Ask the server to write its statistics now: the count of such writes seen before asking,
+/// or None when it cannot be asked (not running, or of an older fsbench).
+fn ask_for_stats(sd: &StateDir) -> Option<u64> {
+    if !sd.read_ready()?.stats_on_request {
+        return None;
+    }
+    let seen = sd.read_stats().map_or(0, |s| s.written_on_request);
+    let pid = sd.live_pid()?;
+    fsbench_base::daemon::process::signal(pid, libc::SIGUSR1);
+    Some(seen)
+}
+
 /// A simulated disk under a run directory, with its statistics when the run started.
 pub struct Probe {
     pub name: String,
@@ -112,26 +150,18 @@ impl Probe {
                 continue;
             };
             if m.rdev() == dev {
-                let before = sd.read_stats().unwrap_or_default();
+                let before = stats_now(&sd, false).unwrap_or_default();
                 return Some(Probe { name, sd, before });
             }
         }
         None
     }
 
-    /// The lateness since `start`, from the first statistics the server writes after the
-    /// run's end (waiting at most [`STATS_DEADLINE_S`]; a fixed wait of 1.1 s had read the
-    /// statistics from before a short run's requests on a loaded machine, and the run was
-    /// left without its record).
+    /// The lateness since `start`, from statistics the server wrote after the run's end
+    /// ([`stats_now`]; a fixed wait of 1.1 s had read the statistics from before a short
+    /// run's requests on a loaded machine, and the run was left without its record).
     pub fn finish(&self) -> Option<(Lateness, DiskStats)> {
-        let ended = std::time::SystemTime::now();
-        let deadline =
-            std::time::Instant::now() + std::time::Duration::from_secs_f64(STATS_DEADLINE_S);
-        let written = || std::fs::metadata(self.sd.stats()).and_then(|m| m.modified());
-        while !written().is_ok_and(|t| t > ended) && std::time::Instant::now() < deadline {
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-        let after = self.sd.read_stats()?;
+        let after = stats_now(&self.sd, true)?;
         between(&self.before, &after).map(|l| (l, after))
     }
 

@@ -91,6 +91,13 @@ struct IoReq {
     arrival: f64,
 }
 
+/// What the disk thread is sent: a request to serve, or a call (SIGUSR1, from a run's probe)
+/// to write its statistics now rather than at the next second.
+enum ToDisk {
+    Io(IoReq),
+    WriteStats,
+}
+
 /// Per-request recorders of the disk thread.
 struct Recorders {
     stats: DiskStats,
@@ -197,7 +204,7 @@ struct Shared {
 fn disk_thread(
     shared: Arc<Shared>,
     mut disk: Disk,
-    rx: mpsc::Receiver<IoReq>,
+    rx: mpsc::Receiver<ToDisk>,
     stats_path: std::path::PathBuf,
 ) {
     precise_timer_slack();
@@ -210,8 +217,10 @@ fn disk_thread(
     let mut prev_done = 0.0f64;
     let mut last_write = 0.0f64;
     let mut buf: Vec<u8> = Vec::with_capacity(MAX_WRITE as usize);
-    let write_stats = |rec: &Recorders| {
+    let mut on_request = 0u64;
+    let write_stats = |rec: &Recorders, on_request: u64| {
         let mut snap = rec.snapshot(clock.now(), shared.fsyncs.load(Ordering::Relaxed));
+        snap.written_on_request = on_request;
         snap.scheduling = scheduling.clone();
         snap.memory_locked = shared.memory_locked.clone();
         if let Err(e) = write_json_atomic(&stats_path, &snap) {
@@ -221,17 +230,31 @@ fn disk_thread(
     loop {
         if pending.is_empty() {
             match rx.recv_timeout(Duration::from_secs(1)) {
-                Ok(r) => pending.push_back(r),
+                Ok(ToDisk::Io(r)) => pending.push_back(r),
+                Ok(ToDisk::WriteStats) => {
+                    on_request += 1;
+                    write_stats(&rec, on_request);
+                    last_write = clock.now();
+                    continue;
+                }
                 Err(mpsc::RecvTimeoutError::Timeout) => {
-                    write_stats(&rec);
+                    write_stats(&rec, on_request);
                     last_write = clock.now();
                     continue;
                 }
                 Err(mpsc::RecvTimeoutError::Disconnected) => break,
             }
         }
-        while let Ok(r) = rx.try_recv() {
-            pending.push_back(r);
+        while let Ok(m) = rx.try_recv() {
+            match m {
+                ToDisk::Io(r) => pending.push_back(r),
+                // Every request replied to so far is in them; those queued are not yet.
+                ToDisk::WriteStats => {
+                    on_request += 1;
+                    write_stats(&rec, on_request);
+                    last_write = clock.now();
+                }
+            }
         }
         // Pick the next request: FIFO, or the shortest positioning time among
         // the `qd` oldest.
@@ -266,11 +289,11 @@ fn disk_thread(
         prev_done = done;
         let now = clock.now();
         if now - last_write >= 1.0 {
-            write_stats(&rec);
+            write_stats(&rec, on_request);
             last_write = now;
         }
     }
-    write_stats(&rec);
+    write_stats(&rec, on_request);
 }
 
 /// The next request to serve: the oldest, or with a queue depth over one the shortest
@@ -309,7 +332,7 @@ fn image_io(shared: &Shared, req: &IoReq, buf: &mut Vec<u8>) -> (i32, usize) {
     }
 }
 
-fn reader_thread(shared: Arc<Shared>, tx: mpsc::Sender<IoReq>) {
+fn reader_thread(shared: Arc<Shared>, tx: mpsc::Sender<ToDisk>) {
     let _ = realtime(RT_PRIORITY);
     let mut buf = vec![0u8; MAX_WRITE as usize + 64 * 1024];
     let r = Reader {
@@ -348,7 +371,7 @@ struct Request<'a> {
 struct Reader<'a> {
     shared: &'a Shared,
     dev: &'a File,
-    tx: mpsc::Sender<IoReq>,
+    tx: mpsc::Sender<ToDisk>,
 }
 
 impl Reader<'_> {
@@ -489,7 +512,7 @@ impl Reader<'_> {
             data,
             arrival,
         };
-        if self.tx.send(req).is_err() {
+        if self.tx.send(ToDisk::Io(req)).is_err() {
             reply_err(dev, unique, libc::EIO);
         }
     }
@@ -543,7 +566,8 @@ impl Reader<'_> {
 pub fn serve(name: &str) -> anyhow::Result<()> {
     let sd = StateDir::new(name)?;
     let cfg = sd.read_config()?;
-    let sigset = block_signals();
+    // SIGUSR1 asks for the statistics now (see `ToDisk::WriteStats`).
+    let sigset = block_signals_with(&[libc::SIGUSR1]);
     std::env::set_current_dir("/").ok();
 
     let disk = Disk::new(cfg.params.clone(), cfg.size).map_err(anyhow::Error::msg)?;
@@ -561,6 +585,7 @@ pub fn serve(name: &str) -> anyhow::Result<()> {
         memory_locked: lock_memory(),
     });
     let (tx, rx) = mpsc::channel();
+    let stats_tx = tx.clone();
     let cylinders = disk.cylinders;
     let stats_path = sd.stats();
     let sh = shared.clone();
@@ -587,6 +612,7 @@ pub fn serve(name: &str) -> anyhow::Result<()> {
         direct_io: lo.direct_io(),
         cylinders,
         backing: Some(backing_id),
+        stats_on_request: true,
     };
     write_json_atomic(&sd.ready(), &ready)?;
     fsbench_base::errln!(
@@ -596,7 +622,9 @@ pub fn serve(name: &str) -> anyhow::Result<()> {
         if ready.direct_io { "on" } else { "off" }
     );
 
-    let sig = wait_for_stop(&shared, &sigset);
+    let sig = wait_for_stop(&shared, &sigset, &stats_tx);
+    // The disk thread ends when every sender is gone (the reader's goes at DESTROY).
+    drop(stats_tx);
     fsbench_base::errln!(
         "fsbench disk server {name}: stopping ({})",
         stop_reason(sig)
@@ -672,13 +700,21 @@ fn attach_loop(
 }
 
 /// Serve until a signal comes (returned) or the FUSE connection goes away.
-fn wait_for_stop(shared: &Shared, sigset: &libc::sigset_t) -> Option<i32> {
+fn wait_for_stop(
+    shared: &Shared,
+    sigset: &libc::sigset_t,
+    stats: &mpsc::Sender<ToDisk>,
+) -> Option<i32> {
     loop {
         if shared.reader_done.load(Ordering::SeqCst) {
             return None;
         }
-        if let Some(s) = wait_signal(sigset, Duration::from_millis(500)) {
-            return Some(s);
+        match wait_signal(sigset, Duration::from_millis(500)) {
+            Some(libc::SIGUSR1) => {
+                let _ = stats.send(ToDisk::WriteStats);
+            }
+            Some(s) => return Some(s),
+            None => {}
         }
     }
 }

@@ -106,6 +106,10 @@ pub struct Ready {
     /// is detached by remove only while this file backs it.
     #[serde(default)]
     pub backing: Option<FileId>,
+    /// The server writes its statistics at once on SIGUSR1 (a server of an older fsbench
+    /// would be ended by it).
+    #[serde(default)]
+    pub stats_on_request: bool,
 }
 
 /// Counters and latency split of a disk, written by the server.
@@ -148,6 +152,10 @@ pub struct DiskStats {
     /// the percentiles of a stretch of time come from two snapshots.
     #[serde(default)]
     pub server_late_hist_us: Vec<(u64, u64)>,
+    /// How many times the server wrote these statistics because it was asked to (SIGUSR1):
+    /// a reader that asks waits for a count above the one it saw.
+    #[serde(default)]
+    pub written_on_request: u64,
     /// How the request path is scheduled: "SCHED_FIFO priority N" or why not.
     #[serde(default)]
     pub scheduling: String,
