@@ -539,7 +539,7 @@ fn age_report(img: &LoopExt4, run: &dyn Fn(&[&str]) -> std::process::Output) -> 
         "--seed",
         "7",
         "--ops",
-        "150000",
+        "50000",
         "-q",
         "--json",
         js.to_str().unwrap(),
