@@ -9,7 +9,7 @@ use std::io::Write;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::Instant;
 
 use fsbench_tools::disk::model::{Disk, DiskParams, Op};
 use fsbench_tools::disk::state::DiskStats;
@@ -144,32 +144,9 @@ fn run(args: &[&str], env: &[(&str, &Path)]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// The disk server's statistics from a write after `after` (the server writes them every
-/// second while busy and once a second after going idle), or the current ones when `after`
-/// is None (the disk idle for over a second).
-fn stats_written_after(path: &Path, after: Option<SystemTime>) -> DiskStats {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let fresh = match after {
-            None => true,
-            Some(t) => fs::metadata(path)
-                .and_then(|m| m.modified())
-                .is_ok_and(|m| m > t),
-        };
-        if fresh {
-            if let Ok(s) = fs::read_to_string(path) {
-                if let Ok(v) = serde_json::from_str::<DiskStats>(&s) {
-                    return v;
-                }
-            }
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no statistics written to {} within 10 s",
-            path.display()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+/// The disk's statistics as of now: `disk stats --json` asks the server for them.
+fn stats_now(name: &str, env: &[(&str, &Path)]) -> DiskStats {
+    serde_json::from_str(&run(&["disk", "stats", name, "--json"], env)).unwrap()
 }
 
 fn drop_caches() {
@@ -267,9 +244,7 @@ fn simulated_disk_end_to_end() {
     // charged is load-independent, the wall clock is not (a host delay between two requests
     // leaves the disk idle and adds to the wall clock only), so the model's own figures are
     // compared with the prediction and the wall clock is held to "not faster than the disk".
-    let stats_file = state.join(name).join("stats.json");
-    std::thread::sleep(Duration::from_millis(1300));
-    let s0 = stats_written_after(&stats_file, None);
+    let s0 = stats_now(name, &env);
 
     let f = OpenOptions::new()
         .read(true)
@@ -285,7 +260,7 @@ fn simulated_disk_end_to_end() {
         off += n as u64;
     }
     let seq = t.elapsed().as_secs_f64();
-    let s1 = stats_written_after(&stats_file, Some(SystemTime::now()));
+    let s1 = stats_now(name, &env);
     assert!(
         buf.as_mut().iter().all(|&b| b == 0x5a),
         "data read back differs"
@@ -300,7 +275,7 @@ fn simulated_disk_end_to_end() {
         assert_eq!(n, RAND_BLOCK);
     }
     let rand_t = t.elapsed().as_secs_f64();
-    let s2 = stats_written_after(&stats_file, Some(SystemTime::now()));
+    let s2 = stats_now(name, &env);
     drop(f);
 
     let (p_seq, p_rand) = predict(&params, size, 100e-6);
@@ -328,17 +303,20 @@ fn simulated_disk_end_to_end() {
     // journal commit, may come along).
     let rand_bytes = s2.read_bytes - s1.read_bytes;
     assert!(
-        rand_bytes >= (RAND_COUNT * RAND_BLOCK) as u64
-            && rand_bytes < (RAND_COUNT * RAND_BLOCK) as u64 + MIB,
+        ((RAND_COUNT * RAND_BLOCK) as u64..(RAND_COUNT * RAND_BLOCK) as u64 + MIB)
+            .contains(&rand_bytes),
         "the random phase read {rand_bytes} bytes from the disk"
     );
     let seq_bytes = s1.read_bytes - s0.read_bytes;
     assert!(
-        seq_bytes >= FILE_SIZE && seq_bytes < FILE_SIZE + MIB,
+        (FILE_SIZE..FILE_SIZE + MIB).contains(&seq_bytes),
         "the sequential phase read {seq_bytes} bytes from the disk"
     );
     // The model charged what the prediction says, and the two patterns relate as it says.
-    for (what, busy, p) in [("sequential", busy_seq, p_seq), ("random", busy_rand, p_rand)] {
+    for (what, busy, p) in [
+        ("sequential", busy_seq, p_seq),
+        ("random", busy_rand, p_rand),
+    ] {
         assert!(
             busy > 0.7 * p && busy < 1.5 * p,
             "{what}: the disk was busy {busy:.3} s, the model predicts {p:.3} s"
