@@ -79,7 +79,7 @@ fn every_builtin_runs_and_every_flowop_works() {
             "run".to_string(),
             name.clone(),
             "--duration".into(),
-            "2".into(),
+            "1".into(),
         ];
         args.extend(small_args(name));
         let (v, out) = run_json(&args, &dir);
