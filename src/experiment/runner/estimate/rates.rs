@@ -44,8 +44,9 @@ pub(super) const RUNNER_S: f64 = 0.015;
 /// about 4 accesses; with it the gaps between runs on simulated disks were 0.16 to 0.23 s
 /// (the deceptive-idleness, aging and lookaside plans' quick scales, debug).
 pub(super) const SYNCFS_ACCESSES: f64 = 4.0;
-/// `sync; echo 3 > /proc/sys/vm/drop_caches` with nothing dirty: 0.2 to 0.4 s.
-pub(super) const DROP_S: f64 = 0.3;
+/// `sync; echo 3 > /proc/sys/vm/drop_caches` with nothing dirty: 0.2 to 0.4 s on a busy
+/// machine with much cached; 0.1 to 0.15 s between the quick plans' runs on a quiet one.
+pub(super) const DROP_S: f64 = 0.2;
 /// A create, unlink or mkdir in the page cache: 0.04 to 0.08 ms (a Python loop of creates of
 /// 4 KiB files on ext4), 0.15 ms per file in a workload's layout (2,000 webproxy files in
 /// 0.31 s, their data included).

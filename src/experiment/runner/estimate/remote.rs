@@ -6,9 +6,10 @@ use super::rates::cpu;
 use crate::experiment::plan::Plan;
 
 /// Each file reached through the simulated remote's FUSE server (lookups, open, reads,
-/// release) besides the modelled network: the lookaside plan's 100 Mbit/s cells took 0.4 to
-/// 1.2 s (debug) for 20 to 24 files, 0.1 s of it modelled.
-const FUSE_FILE_S: f64 = 5e-3;
+/// release) besides the modelled network: the lookaside plan's quick 100 Mbit/s cells took
+/// 0.33 to 0.5 s a run (debug, quiet machine, 20 to 24 files, the child, its cache drop and
+/// the runner included), 0.05 to 0.1 s of it modelled.
+const FUSE_FILE_S: f64 = 1.5e-3;
 
 /// A build of a remote target's generated tree (`src` on a `source` remote): its files and
 /// the seconds the modelled network adds from a cold client cache. Per source, two round
