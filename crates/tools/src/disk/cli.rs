@@ -475,7 +475,6 @@ fn stats(name: &str, json: bool) -> anyhow::Result<()> {
         return Err(KIND.no_such(name));
     }
     let cfg = sd.read_config()?;
-    // Up to the last request served, not as of the server's last periodic write.
     let st = super::lateness::stats_now(&sd, false).unwrap_or_default();
     if json {
         fsbench_base::outln!("{}", serde_json::to_string_pretty(&st)?);

@@ -218,9 +218,9 @@ pub(super) fn made_tree(plan: &Plan, m: &Measurement) -> Option<Tree> {
     })
 }
 
-/// Making each cell's tree once per target at set-up, and removing them at teardown: a
-/// merged overlay's tree lies in its lower layer with every directory also in the upper
-/// one, both on the target under it.
+/// Making each cell's tree once per target at set-up, and removing them at teardown (unless
+/// they go with their simulated disk): a merged overlay's tree lies in its lower layer with
+/// every directory also in the upper one, both on the target under it.
 fn trees(plan: &Plan, cells: &[Cell]) -> (f64, f64) {
     let mut seen: Vec<(usize, &str)> = Vec::new();
     let (mut made, mut removed) = (0.0, 0.0);
@@ -254,7 +254,25 @@ fn trees(plan: &Plan, cells: &[Cell]) -> (f64, f64) {
         if speed.meta_s <= META_S {
             made += dirs * speed.access_s * DIR_WRITEBACK_ACCESS;
         }
-        removed += (tree.files + dirs) * meta;
+        // A tree on a simulated disk goes with the disk at teardown, not file by file.
+        if !on_a_disk(plan, &c.target) {
+            removed += (tree.files + dirs) * meta;
+        }
     }
     (made, removed)
+}
+
+/// Whether target `name` lies on a simulated disk fsbench makes (directly, or an overlay
+/// over one).
+fn on_a_disk(plan: &Plan, name: &str) -> bool {
+    match plan
+        .targets
+        .iter()
+        .find(|t| t.name == name)
+        .map(|t| &t.kind)
+    {
+        Some(TargetKind::Disk { .. }) => true,
+        Some(TargetKind::Overlay { over, .. }) if over != name => on_a_disk(plan, over),
+        _ => false,
+    }
 }
