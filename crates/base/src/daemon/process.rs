@@ -65,10 +65,11 @@ pub fn wait_gone(pid: i32, timeout: Duration) -> bool {
     true
 }
 
-/// Send `sig` to `pid`, which the caller has just found to be its daemon.
-pub fn signal(pid: i32, sig: i32) {
+/// Send `sig` to `pid`, which the caller has just found to be its daemon; false when it could
+/// not be sent (gone, or not ours to signal).
+pub fn signal(pid: i32, sig: i32) -> bool {
     // SAFETY: kill has no memory-safety preconditions; the pid was checked by the caller.
-    unsafe { libc::kill(pid, sig) };
+    unsafe { libc::kill(pid, sig) == 0 }
 }
 
 /// Stop the server of `d`: SIGTERM, up to `grace` for it to finish its shutdown, then

@@ -118,8 +118,8 @@ fn ask_for_stats(sd: &StateDir) -> Option<u64> {
     }
     let seen = sd.read_stats().map_or(0, |s| s.written_on_request);
     let pid = sd.live_pid()?;
-    fsbench_base::daemon::process::signal(pid, libc::SIGUSR1);
-    Some(seen)
+    // Not sent to a server of another user (a run that is not root, on a root's disk).
+    fsbench_base::daemon::process::signal(pid, libc::SIGUSR1).then_some(seen)
 }
 
 /// A simulated disk under a run directory, with its statistics when the run started.
