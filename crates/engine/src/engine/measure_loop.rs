@@ -790,17 +790,20 @@ impl<'a> Timeline<'a> {
         if self.mo.progress {
             fsbench_base::console::err_control("\r\x1b[2K");
         }
+        // The wall clock read with the duration, before the device and CPU figures are read
+        // from /proc (on a loaded machine that took long enough to move ranks' starts apart).
+        let wall = std::time::SystemTime::now();
         out.duration = self.t0.elapsed().as_secs_f64();
+        out.started_at = wall
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs_f64() - out.duration)
+            .unwrap_or(0.0);
         if !self.warming {
             out.device_window(self.mo.device, self.t0.elapsed().as_secs_f64());
             out.cpu_busy_s = out
                 .cpu_at_start
                 .and_then(|b| Some(fsbench_base::sys::cpustat::now()?.busy_s_since(b)));
         }
-        out.started_at = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs_f64() - out.duration)
-            .unwrap_or(0.0);
     }
 }
 
