@@ -55,14 +55,7 @@ pub fn is_server(pid: i32, kind: &str, name: &str) -> bool {
 
 /// Wait up to `timeout` for process `pid` to be gone; whether it went.
 pub fn wait_gone(pid: i32, timeout: Duration) -> bool {
-    let deadline = Instant::now() + timeout;
-    while pid_alive(pid) {
-        if Instant::now() > deadline {
-            return false;
-        }
-        thread::sleep(Duration::from_millis(20));
-    }
-    true
+    wait_until(timeout, Duration::from_millis(20), || !pid_alive(pid))
 }
 
 /// Send `sig` to `pid`, which the caller has just found to be its daemon; false when it could
@@ -70,6 +63,48 @@ pub fn wait_gone(pid: i32, timeout: Duration) -> bool {
 pub fn signal(pid: i32, sig: i32) -> bool {
     // SAFETY: kill has no memory-safety preconditions; the pid was checked by the caller.
     unsafe { libc::kill(pid, sig) == 0 }
+}
+
+/// Poll `done` every `every` until it holds (true) or `within` has passed (false).
+pub fn wait_until(within: Duration, every: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + within;
+    loop {
+        if done() {
+            return true;
+        }
+        if Instant::now() > deadline {
+            return false;
+        }
+        thread::sleep(every);
+    }
+}
+
+/// A request signalled to a daemon, which answers in its state directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Asked {
+    /// `answered` held within the time given.
+    Answered,
+    /// The daemon did not answer in time, or went away.
+    Unanswered,
+    /// The signal could not be sent (gone, or not ours to signal).
+    NotSent,
+}
+
+/// Signal `sig` to the daemon `pid` (found to be the caller's daemon) and wait, every 2 ms,
+/// until `answered` holds: the one way a remote's control request and a disk's statistics
+/// are asked for (SIGUSR1).
+pub fn ask(pid: i32, sig: i32, within: Duration, mut answered: impl FnMut() -> bool) -> Asked {
+    if !signal(pid, sig) {
+        return Asked::NotSent;
+    }
+    wait_until(within, Duration::from_millis(2), || {
+        answered() || !pid_alive(pid)
+    });
+    if answered() {
+        Asked::Answered
+    } else {
+        Asked::Unanswered
+    }
 }
 
 /// Stop the server of `d`: SIGTERM, up to `grace` for it to finish its shutdown, then
@@ -145,7 +180,8 @@ pub fn pre_exec() -> io::Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::{is_server, runs_server};
+    use super::{ask, is_server, runs_server, Asked};
+    use std::time::Duration;
 
     #[test]
     fn a_pid_counts_only_while_it_runs_that_server() {
@@ -159,5 +195,26 @@ mod tests {
         // This test process is alive, but no server.
         assert!(!is_server(std::process::id() as i32, "disk", "hdd0"));
         assert!(!is_server(0, "disk", "hdd0"));
+    }
+
+    /// A request is answered once its answer shows, unanswered when it does not in time,
+    /// and not sent to a process that does not exist (signal 0: nothing is delivered).
+    #[test]
+    fn ask_waits_for_the_answer_or_says_why_not() {
+        let me = std::process::id() as i32;
+        let mut polls = 0;
+        let answered = ask(me, 0, Duration::from_secs(5), || {
+            polls += 1;
+            polls > 3
+        });
+        assert_eq!(answered, Asked::Answered);
+        assert_eq!(
+            ask(me, 0, Duration::from_millis(20), || false),
+            Asked::Unanswered
+        );
+        assert_eq!(
+            ask(i32::MAX, 0, Duration::from_secs(5), || true),
+            Asked::NotSent
+        );
     }
 }

@@ -92,34 +92,27 @@ pub fn between(before: &DiskStats, after: &DiskStats) -> Option<Lateness> {
 /// statistics, or with `wait_old` the first it writes after now (it writes every second
 /// while busy and a second after going idle).
 pub fn stats_now(sd: &StateDir, wait_old: bool) -> Option<DiskStats> {
-    use std::time::{Duration, Instant, SystemTime};
+    use fsbench_base::daemon::process::{ask, wait_until, Asked};
+    use std::time::{Duration, SystemTime};
     let now = SystemTime::now();
-    let asked = ask_for_stats(sd);
-    if asked.is_none() && !wait_old {
-        return sd.read_stats();
+    let within = Duration::from_secs_f64(STATS_DEADLINE_S);
+    let askable = sd.read_ready().is_some_and(|r| r.stats_on_request);
+    if let Some(pid) = sd.live_pid().filter(|_| askable) {
+        let seen = sd.read_stats().map_or(0, |s| s.written_on_request);
+        let written = || sd.read_stats().is_some_and(|s| s.written_on_request > seen);
+        // Not sent to a server of another user (a run that is not root, on a root's disk):
+        // then as an older server's.
+        if ask(pid, libc::SIGUSR1, within, written) != Asked::NotSent {
+            return sd.read_stats();
+        }
     }
-    let deadline = Instant::now() + Duration::from_secs_f64(STATS_DEADLINE_S);
-    let fresh = || match asked {
-        Some(seen) => (sd.read_stats()).is_some_and(|s| s.written_on_request > seen),
-        None => (std::fs::metadata(sd.stats()).and_then(|m| m.modified())).is_ok_and(|t| t > now),
-    };
-    let poll = Duration::from_millis(if asked.is_some() { 2 } else { 50 });
-    while !fresh() && Instant::now() < deadline {
-        std::thread::sleep(poll);
+    if wait_old {
+        let stats = sd.stats();
+        let written =
+            || (std::fs::metadata(&stats).and_then(|m| m.modified())).is_ok_and(|t| t > now);
+        wait_until(within, Duration::from_millis(50), written);
     }
     sd.read_stats()
-}
-
-/// Ask the server to write its statistics now: the count of such writes seen before asking,
-/// or None when it cannot be asked (not running, or of an older fsbench).
-fn ask_for_stats(sd: &StateDir) -> Option<u64> {
-    if !sd.read_ready()?.stats_on_request {
-        return None;
-    }
-    let seen = sd.read_stats().map_or(0, |s| s.written_on_request);
-    let pid = sd.live_pid()?;
-    // Not sent to a server of another user (a run that is not root, on a root's disk).
-    fsbench_base::daemon::process::signal(pid, libc::SIGUSR1).then_some(seen)
 }
 
 /// A simulated disk under a run directory, with its statistics when the run started.

@@ -2,7 +2,7 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{bail, Context};
 
@@ -10,7 +10,7 @@ use super::model::{self, Net};
 use super::server;
 use super::state::{self, Protocol, RemoteConfig, RemoteStats, StateDir, KIND, WARN_PCT};
 use fsbench_base::daemon::owned::{mount_points, refuse_buried};
-use fsbench_base::daemon::process::{pid_alive, signal};
+use fsbench_base::daemon::process::{ask, Asked};
 use fsbench_base::daemon::remove::Removal;
 use fsbench_base::daemon::state::{read_json, state_word, write_json_atomic};
 use fsbench_base::units::human_bytes_u64 as human_bytes;
@@ -507,20 +507,14 @@ pub fn request(sd: &StateDir, mut c: state::Control) -> anyhow::Result<()> {
     c.seq = last.max(c.seq) + 1;
     write_json_atomic(&sd.control(), &c)?;
     // The server waits for SIGUSR1 to read its request.
-    signal(pid, libc::SIGUSR1);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        if read_json::<u64>(&sd.control_ack()).ok() == Some(c.seq) {
-            return Ok(());
-        }
-        if Instant::now() > deadline || !pid_alive(pid) {
-            bail!(
-                "the server of {} did not answer a request within 10 s (see {})",
-                sd.dir.display(),
-                sd.log().display()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(2));
+    let answered = || read_json::<u64>(&sd.control_ack()).ok() == Some(c.seq);
+    match ask(pid, libc::SIGUSR1, Duration::from_secs(10), answered) {
+        Asked::Answered => Ok(()),
+        Asked::Unanswered | Asked::NotSent => bail!(
+            "the server of {} did not answer a request within 10 s (see {})",
+            sd.dir.display(),
+            sd.log().display()
+        ),
     }
 }
 
