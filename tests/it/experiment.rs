@@ -575,7 +575,8 @@ fn shipped_plan_stacked_vs_native_at_quick_scale() {
             counts.len() > 3 && counts.windows(2).any(|w| w[1] < w[0]),
             "disk requests per run only grow: {counts:?}"
         );
-        // The cleaner deleting beside the build ran inside its measured window and ended.
+        // The cleaner deleting beside the build started inside its measured window, deleted
+        // and ended (the runner waits for it: `stop = "end"`).
         let ended: i64 = db
             .query_row(
                 "SELECT COUNT(*) FROM backgrounds WHERE name LIKE 'delete-%' AND status = 'ended' \
