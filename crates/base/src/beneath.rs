@@ -172,6 +172,23 @@ pub fn lstat_at(dir: RawFd, name: &CStr) -> io::Result<libc::stat> {
     }
 }
 
+/// `statx(dir, name)` without following a final link or triggering an automount: the basic
+/// fields and the birth time (present in `stx_mask` only where the file system keeps one).
+pub fn statx_at(dir: RawFd, name: &CStr) -> io::Result<libc::statx> {
+    // SAFETY: name is NUL-terminated; st is written by the kernel.
+    unsafe {
+        let mut st: libc::statx = std::mem::zeroed();
+        cvt(libc::statx(
+            dir,
+            name.as_ptr(),
+            libc::AT_SYMLINK_NOFOLLOW | libc::AT_NO_AUTOMOUNT,
+            libc::STATX_BASIC_STATS | libc::STATX_BTIME,
+            &mut st,
+        ))?;
+        Ok(st)
+    }
+}
+
 /// `fstat(fd)`.
 pub fn fstat(fd: RawFd) -> io::Result<libc::stat> {
     // SAFETY: st is written by the kernel.

@@ -132,7 +132,7 @@ impl Pending {
 /// that moves it into place, when `dest` is (or will be) a regular file; `dest` itself when
 /// it exists as something else (`/dev/null`, a FIFO), which is never replaced.
 pub fn output_file(dest: &Path) -> io::Result<(File, Option<Pending>)> {
-    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    use std::os::unix::fs::OpenOptionsExt;
     match std::fs::metadata(dest) {
         Ok(md) if !md.is_file() => return Ok((File::create(dest)?, None)),
         _ => {}
@@ -149,14 +149,16 @@ pub fn output_file(dest: &Path) -> io::Result<(File, Option<Pending>)> {
         .create_new(true)
         .custom_flags(libc::O_NOFOLLOW)
         .open(&tmp)?;
-    let id = f.metadata().map(|m| (m.dev(), m.ino()))?;
+    let id = crate::daemon::owned::FileId::of(&f.metadata()?);
     let t = tmp.clone();
     let guard = Guard::new(format!("partial output {}", tmp.display()), move || {
         // Only the file created here: not one put in its place since.
         match std::fs::symlink_metadata(&t) {
-            Ok(m) if (m.dev(), m.ino()) == id => crate::owned::path::remove_file(&t)
-                .map(|_| ())
-                .map_err(|e| e.to_string()),
+            Ok(m) if crate::daemon::owned::FileId::of(&m) == id => {
+                crate::owned::path::remove_file(&t)
+                    .map(|_| ())
+                    .map_err(|e| e.to_string())
+            }
             _ => Ok(()),
         }
     });

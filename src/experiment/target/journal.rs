@@ -144,16 +144,13 @@ fn parent_and_name(p: &Path) -> Result<(std::os::fd::OwnedFd, CString)> {
 /// What `name` in `dir` is now, if it still exists and is what `id` recorded (`kind` is
 /// `S_IFREG` or `S_IFDIR`; `None`: any object of that kind); `Ok(false)` when it is gone.
 fn still_there(dir: i32, name: &CString, id: Option<FileId>, kind: u32, p: &Path) -> Result<bool> {
-    let st = match beneath::lstat_at(dir, name) {
+    let st = match beneath::statx_at(dir, name) {
         Ok(st) => st,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
         Err(e) => return Err(e).with_context(|| format!("checking {}", p.display())),
     };
-    let have = FileId {
-        dev: st.st_dev,
-        ino: st.st_ino,
-    };
-    if st.st_mode & libc::S_IFMT != kind || id.is_some_and(|id| have != id) {
+    let have = FileId::of_statx(&st);
+    if u32::from(st.stx_mode) & libc::S_IFMT != kind || id.is_some_and(|id| have != id) {
         bail!(
             "{} is not what fsbench created there{}; it is {have} now; left alone",
             p.display(),
@@ -1022,9 +1019,48 @@ mod tests {
     }
 
     #[test]
+    fn a_reused_inode_number_is_not_taken_for_the_file_made() {
+        let d = scratch("reuse");
+        let mut j = Journal::create(&d).unwrap();
+        let f = d.join("img");
+        std::fs::write(&f, b"made since").unwrap();
+        let now = FileId::of_path(&f).unwrap();
+        let Some((s, ns)) = now.born else {
+            eprintln!(
+                "SKIPPED: the file system of {} keeps no birth times",
+                d.display()
+            );
+            std::mem::forget(j);
+            return std::fs::remove_dir_all(&d).unwrap();
+        };
+        // What fsbench recorded for the file it made there, deleted since and its number
+        // given to this one: the same device and inode, born a second earlier.
+        j.push(Undo::RemoveFile {
+            path: f.clone(),
+            id: FileId {
+                born: Some((s - 1, ns)),
+                ..now
+            },
+        })
+        .unwrap();
+        let e = j.undo_to(0).unwrap_err();
+        assert!(
+            format!("{e:#}").contains("not what fsbench created"),
+            "{e:#}"
+        );
+        assert_eq!(std::fs::read(&f).unwrap(), b"made since");
+        std::mem::forget(j);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
     fn steps_outside_outdir_or_of_any_shape_are_refused() {
         let out = Path::new("/o/out");
-        let id = FileId { dev: 1, ino: 2 };
+        let id = FileId {
+            dev: 1,
+            ino: 2,
+            born: None,
+        };
         let file = |p: &str| Undo::RemoveFile {
             path: PathBuf::from(p),
             id,

@@ -15,18 +15,58 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-/// A file by device and inode (`st_dev`, `st_ino`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// A file by device and inode (`st_dev`, `st_ino`), and its birth time where the file
+/// system keeps one (`statx`'s `stx_btime`: ext4, xfs, btrfs, tmpfs).
+///
+/// An inode number is reused as soon as its file is deleted (ext4 gives a new file in the
+/// same directory the number just freed), so device and inode alone can take a file made
+/// since for the one fsbench created. The birth time, to the nanosecond, is not repeated by
+/// a reused number. Two identities are the same file when device and inode agree and so do
+/// their birth times where both know one: a loop device reports its backing file by device
+/// and inode only, and records written before birth times were kept have none.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 pub struct FileId {
     pub dev: u64,
     pub ino: u64,
+    /// Seconds and nanoseconds since the epoch; `None` where unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub born: Option<(i64, u32)>,
+}
+
+impl PartialEq for FileId {
+    /// The same file as far as both identities tell (see the type): deliberately not `Eq`,
+    /// since an identity without a birth time matches two that differ in theirs.
+    fn eq(&self, o: &FileId) -> bool {
+        self.dev == o.dev
+            && self.ino == o.ino
+            && match (self.born, o.born) {
+                (Some(a), Some(b)) => a == b,
+                _ => true,
+            }
+    }
 }
 
 impl FileId {
     pub fn of(md: &std::fs::Metadata) -> FileId {
+        let born = md
+            .created()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map(|d| (d.as_secs() as i64, d.subsec_nanos()));
         FileId {
             dev: md.dev(),
             ino: md.ino(),
+            born,
+        }
+    }
+
+    /// From what `statx` returned (its birth time only when the file system gave one).
+    pub fn of_statx(st: &libc::statx) -> FileId {
+        FileId {
+            dev: libc::makedev(st.stx_dev_major, st.stx_dev_minor),
+            ino: st.stx_ino,
+            born: (st.stx_mask & libc::STATX_BTIME != 0)
+                .then_some((st.stx_btime.tv_sec, st.stx_btime.tv_nsec)),
         }
     }
 
@@ -38,7 +78,11 @@ impl FileId {
 
 impl std::fmt::Display for FileId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "device {:#x} inode {}", self.dev, self.ino)
+        write!(f, "device {:#x} inode {}", self.dev, self.ino)?;
+        if let Some((s, ns)) = self.born {
+            write!(f, " born {s}.{ns:09}")?;
+        }
+        Ok(())
     }
 }
 
@@ -344,6 +388,7 @@ fn status(f: &File) -> io::Result<Option<FileId>> {
         return Ok(Some(FileId {
             dev: info.lo_device,
             ino: info.lo_inode,
+            born: None,
         }));
     }
     let e = io::Error::last_os_error();
@@ -394,6 +439,31 @@ pub fn detach_if_backed_by(dev: &str, want: FileId) -> io::Result<Detach> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn identities_differ_by_birth_only_where_both_know_it() {
+        let f = std::env::temp_dir().join(format!("fsbench-fileid-{}", std::process::id()));
+        std::fs::write(&f, b"x").unwrap();
+        let a = FileId::of_path(&f).unwrap();
+        std::fs::remove_file(&f).unwrap();
+        assert_eq!(a, a);
+        let unknown = FileId { born: None, ..a };
+        assert_eq!(a, unknown, "a loop device's report has no birth time");
+        let other = FileId {
+            born: Some((1, 2)),
+            ..a
+        };
+        assert_eq!(unknown, other);
+        if a.born.is_some() {
+            assert_ne!(a, other, "a reused inode number born at another time");
+        }
+        let json = serde_json::to_string(&unknown).unwrap();
+        assert!(!json.contains("born"), "{json}");
+        let old: FileId = serde_json::from_str(r#"{"dev":1,"ino":2}"#).unwrap();
+        assert_eq!(old.born, None);
+        let back: FileId = serde_json::from_str(&serde_json::to_string(&a).unwrap()).unwrap();
+        assert_eq!(back.born, a.born);
+    }
 
     #[test]
     fn mountinfo_lines_are_parsed() {
