@@ -61,7 +61,7 @@ pub fn plan(name: &str, b: &Backing, sd: &StateDir) -> Result<(BackingRecord, Pa
                 fs: fs.clone(),
                 ..Default::default()
             };
-            Ok((BackingRecord::Image(rec), sd.mnt().join("export")))
+            Ok((BackingRecord::Image(Box::new(rec)), sd.mnt().join("export")))
         }
         Backing::Dir(d) => plan_dir(name, d),
     }
@@ -103,7 +103,7 @@ fn plan_dir(name: &str, d: &Path) -> Result<(BackingRecord, PathBuf)> {
 /// Make what `c.backing` describes, recording each step in `sd`'s configuration.
 pub fn set_up(sd: &StateDir, c: &mut NfsConfig) -> Result<()> {
     match c.backing.clone() {
-        BackingRecord::Image(rec) => set_up_image(sd, c, rec),
+        BackingRecord::Image(rec) => set_up_image(sd, c, *rec),
         BackingRecord::Dir(rec) => set_up_dir(sd, c, rec),
     }
 }
@@ -170,7 +170,7 @@ fn set_up_image(sd: &StateDir, c: &mut NfsConfig, mut rec: ImageRecord) -> Resul
 }
 
 fn record(sd: &StateDir, c: &mut NfsConfig, rec: &ImageRecord) -> Result<()> {
-    c.backing = BackingRecord::Image(rec.clone());
+    c.backing = BackingRecord::Image(Box::new(rec.clone()));
     sd.write_config(c)
 }
 
@@ -198,8 +198,10 @@ pub struct Undone {
 /// Before anything is stopped: an error when the image's file system fsbench mounted is
 /// still there under a mount stacked on it since (see [`owned::refuse_buried`]).
 pub fn refuse_buried(c: &NfsConfig) -> Result<()> {
-    if let BackingRecord::Image(ImageRecord { mount: Some(m), .. }) = &c.backing {
-        owned::refuse_buried(m, "nfs", &c.name)?;
+    if let BackingRecord::Image(rec) = &c.backing {
+        if let Some(m) = &rec.mount {
+            owned::refuse_buried(m, "nfs", &c.name)?;
+        }
     }
     Ok(())
 }

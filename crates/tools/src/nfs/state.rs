@@ -191,7 +191,7 @@ pub struct DirRecord {
 /// Where the exported directory lives.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub enum BackingRecord {
-    Image(ImageRecord),
+    Image(Box<ImageRecord>),
     Dir(DirRecord),
 }
 
@@ -240,7 +240,7 @@ mod tests {
         NfsConfig {
             name: "n".into(),
             version,
-            backing: BackingRecord::Image(ImageRecord::default()),
+            backing: BackingRecord::Image(Box::default()),
             export: "/x".into(),
             pseudo: "/n".into(),
             nfs_port: 2050,
