@@ -9,9 +9,22 @@
 mod common;
 use common::*;
 
+#[path = "memory/aging.rs"]
+mod aging;
+
+/// This program's tests take turns: each measures something a neighbour would change (a
+/// child's peak resident size; an aging's layout, which CPU and memory pressure beside it
+/// must not be what the test's own limit is compared against).
+static ALONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn alone() -> std::sync::MutexGuard<'static, ()> {
+    ALONE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Bytes from a size as the reports print it: `250.4 MiB`.
 #[test]
 fn the_estimate_of_many_flowops_is_within_30_percent_of_the_resident_size() {
+    let _alone = alone();
     let dir = Scratch::new("memory-flowops");
     let n = 20_000;
     let mut w = String::from(

@@ -4,10 +4,12 @@
 //! error, and the number skipped is printed when the program ends.
 //!
 //! Four programs stay apart (tests/memory.rs, memory_fileset.rs, inputs.rs,
-//! experiment_validity.rs): they measure a child's peak resident size or a cold against a
-//! warm walk, and the tests of this program running beside them (two at a time) changed
-//! what they measured: a run of 20,000 flowops held 244 MiB here against 150 MiB alone, a
-//! warm find was slower than a cold one. Cargo runs test programs one after another.
+//! experiment_validity.rs): they measure a child's peak resident size, an aged layout (which
+//! a cache drop by another test moves: tests/memory/aging.rs) or a cold against a warm walk,
+//! and the tests of this program running beside them (two at a time) changed what they
+//! measured: a run of 20,000 flowops held 244 MiB here against 150 MiB alone, a warm find
+//! was slower than a cold one, and the aging memory test was disturbed in every attempt.
+//! Cargo runs test programs one after another.
 
 mod age;
 mod apps;
