@@ -219,7 +219,16 @@ impl Drop for Mount {
 /// A loop device detached on drop.
 pub struct Loop(pub String);
 impl Drop for Loop {
+    /// Detach the device, its scheduler set back to `none` first (what the kernel gives a
+    /// new loop device): a queue setting outlives the detach, and the next test or
+    /// experiment that attaches this number would otherwise run under what a test chose
+    /// (a study found `loop1` under `bfq` that way).
     fn drop(&mut self) {
+        let name = self.0.trim_start_matches("/dev/");
+        let f = format!("/sys/block/{name}/queue/scheduler");
+        if std::fs::read_to_string(&f).is_ok_and(|s| !s.contains("[none]")) {
+            let _ = std::fs::write(&f, "none");
+        }
         let _ = run_ok("losetup", &["-d", &self.0]);
     }
 }
@@ -293,6 +302,15 @@ impl LoopExt4 {
     fn mount_image(scratch: Scratch) -> Result<LoopExt4, String> {
         let img = scratch.path().join("ext4.img");
         let dev = Loop(run_ok("losetup", &["-f", "--show", img.to_str().unwrap()])?);
+        // Whatever an earlier user left on this device number (a queue setting outlives a
+        // detach): the kernel's own choice for a new loop device.
+        let _ = std::fs::write(
+            format!(
+                "/sys/block/{}/queue/scheduler",
+                dev.0.trim_start_matches("/dev/")
+            ),
+            "none",
+        );
         let mnt = scratch.path().join("mnt");
         std::fs::create_dir_all(&mnt).map_err(|e| e.to_string())?;
         run_ok("mount", &["-t", "ext4", &dev.0, mnt.to_str().unwrap()])?;
