@@ -74,7 +74,7 @@ struct Tree {
 }
 
 /// What a generated tree holds (from `fsbench build`'s options).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct TreeSpec {
     pub files: u32,
     pub dirs: u32,
@@ -142,44 +142,84 @@ fn generate(a: &BuildArgs, root: &Path) -> Result<Tree> {
 
 fn generate_spec(a: &TreeSpec, root: &Path) -> Result<Tree> {
     let t_setup = Instant::now();
-    let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(a.seed);
     std::fs::create_dir(root.join("include"))?;
     std::fs::create_dir(root.join("src"))?;
     for d in 0..a.dirs {
         std::fs::create_dir(root.join(format!("src/d{d}")))?;
     }
-    let headers = a.headers.max(1);
     let mut hpaths = Vec::new();
-    for h in 0..headers {
-        let text = super::c_source(&format!("h{h}"), &[], 2048, &mut rng);
-        let p = root.join(format!("include/h{h}.h"));
-        std::fs::write(&p, text)?;
-        hpaths.push(super::cpath(&p));
-    }
-    let size_of = source_sizes(a);
     let mut sources = Vec::with_capacity(a.files as usize);
     let mut includes: Vec<Vec<u32>> = Vec::with_capacity(a.files as usize);
-    for i in 0..a.files {
-        if fsbench_base::cancel::interrupted() {
-            bail!("interrupted while writing the source tree");
+    draw_tree(a, |f| {
+        match f {
+            Drawn::Header(h, text) => {
+                let p = root.join(format!("include/h{h}.h"));
+                std::fs::write(&p, text)?;
+                hpaths.push(super::cpath(&p));
+            }
+            Drawn::Source(i, inc, text) => {
+                if fsbench_base::cancel::interrupted() {
+                    bail!("interrupted while writing the source tree");
+                }
+                let p = root.join(format!("src/d{}/f{i}.c", dir_of(i, a.dirs)));
+                std::fs::write(&p, text)?;
+                sources.push((super::cpath(&p), text.len() as u64));
+                includes.push(inc);
+            }
         }
-        let size = size_of(&mut rng);
-        let inc: Vec<u32> = (0..a.headers_per_job.min(headers))
-            .map(|_| rng.random_range(0..headers))
-            .collect();
-        let names: Vec<String> = inc.iter().map(|h| format!("h{h}.h")).collect();
-        let text = super::c_source(&format!("f{i}"), &names, size, &mut rng);
-        let p = root.join(format!("src/d{}/f{i}.c", dir_of(i, a.dirs)));
-        std::fs::write(&p, &text)?;
-        sources.push((super::cpath(&p), text.len() as u64));
-        includes.push(inc);
-    }
+        Ok(())
+    })?;
     Ok(Tree {
         sources,
         headers: hpaths,
         includes,
         setup_s: t_setup.elapsed().as_secs_f64(),
     })
+}
+
+/// One file of a generated tree, as drawn: a header's number and text, or a source's
+/// number, the headers it includes and its text.
+enum Drawn<'t> {
+    Header(u32, &'t str),
+    Source(u32, Vec<u32>, &'t str),
+}
+
+/// Draw a generated tree's files in the order they are written (headers, then sources),
+/// each handed to `file`: the one place their sizes, includes and texts come from the seed.
+fn draw_tree(a: &TreeSpec, mut file: impl FnMut(Drawn<'_>) -> Result<()>) -> Result<()> {
+    let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(a.seed);
+    let headers = a.headers.max(1);
+    for h in 0..headers {
+        let text = super::c_source(&format!("h{h}"), &[], 2048, &mut rng);
+        file(Drawn::Header(h, &text))?;
+    }
+    let size_of = source_sizes(a);
+    for i in 0..a.files {
+        let size = size_of(&mut rng);
+        let inc: Vec<u32> = (0..a.headers_per_job.min(headers))
+            .map(|_| rng.random_range(0..headers))
+            .collect();
+        let names: Vec<String> = inc.iter().map(|h| format!("h{h}.h")).collect();
+        let text = super::c_source(&format!("f{i}"), &names, size, &mut rng);
+        file(Drawn::Source(i, inc, &text))?;
+    }
+    Ok(())
+}
+
+impl TreeSpec {
+    /// The bytes the generated tree holds, sources and headers, exactly as written (drawn
+    /// without writing): with `heavy_tail` a sample's total can lie well off `files` ×
+    /// `source_size` (32 chunks of 256 KiB mean came to 10.9 MiB, not 8).
+    pub fn bytes(&self) -> u64 {
+        let mut total = 0u64;
+        let _ = draw_tree(self, |f| {
+            total += match f {
+                Drawn::Header(_, t) | Drawn::Source(_, _, t) => t.len() as u64,
+            };
+            Ok(())
+        });
+        total
+    }
 }
 
 /// How a generated source's size is drawn: uniform from half to one and a half times
@@ -595,6 +635,37 @@ mod tests {
         v.sort_unstable();
         let total: usize = v.iter().sum();
         v[n - n / 10..].iter().sum::<usize>() as f64 / total as f64
+    }
+
+    #[test]
+    fn the_bytes_drawn_are_the_bytes_written() {
+        let spec = TreeSpec::with(&[
+            ("files".into(), 12),
+            ("dirs".into(), 3),
+            ("headers".into(), 4),
+            ("source_size".into(), 20_000),
+            ("heavy_tail".into(), 1),
+            ("seed".into(), 5),
+        ]);
+        let root = std::env::temp_dir().join(format!("fsbench-tree-bytes-{}", std::process::id()));
+        std::fs::create_dir(&root).unwrap();
+        generate_tree(&spec, &root).unwrap();
+        let mut written = 0;
+        let mut stack = vec![root.clone()];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(d).unwrap() {
+                let e = e.unwrap();
+                if e.file_type().unwrap().is_dir() {
+                    stack.push(e.path());
+                } else {
+                    written += e.metadata().unwrap().len();
+                }
+            }
+        }
+        std::fs::remove_dir_all(&root).unwrap();
+        assert_eq!(spec.bytes(), written);
+        // Not the nominal 12 x 20,000 + 4 x 2 KiB, which the estimate used before.
+        assert_ne!(written, 12 * 20_000 + 4 * 2048);
     }
 
     #[test]
