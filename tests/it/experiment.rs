@@ -1518,7 +1518,9 @@ params = {{ tree_files = 200, tree_dirs = 4 }}
 
 /// The dry run's estimate of a build and a read over a remote counts the modelled network:
 /// the lookaside plan's 100 kbit/s build and resume cells and 1 Mbit/s resume cells dominate
-/// it (from its file counts and CPU alone it came to under two minutes).
+/// it (from its file counts and CPU alone it came to under two minutes). The whole plan took
+/// 2 h 03 min here (29 November 2026); counted from the nominal tree sizes it was estimated
+/// at 1 h 46 min, from the bytes the seed generates 2 h 06 min.
 #[test]
 fn dry_run_estimates_a_remote_build_from_its_network() {
     let plan = Path::new(env!("CARGO_MANIFEST_DIR")).join("plans/lookaside.toml");
@@ -1538,7 +1540,10 @@ fn dry_run_estimates_a_remote_build_from_its_network() {
         .zip(hours.parse::<f64>().ok())
         .map(|(m, h)| h * 60.0 + m)
         .unwrap_or_else(|| panic!("estimate {est}"));
-    assert!((60.0..110.0).contains(&minutes), "estimate {est}");
+    assert!(
+        (0.8 * 123.0..1.25 * 123.0).contains(&minutes),
+        "estimate {est} against 2 h 03 min measured"
+    );
     assert!(t.contains("from its modelled network"), "{t}");
 }
 
