@@ -224,12 +224,19 @@ impl Drop for Loop {
     /// experiment that attaches this number would otherwise run under what a test chose
     /// (a study found `loop1` under `bfq` that way).
     fn drop(&mut self) {
+        self.schedule_none();
+        let _ = run_ok("losetup", &["-d", &self.0]);
+    }
+}
+
+impl Loop {
+    /// Put the device under `none`, what the kernel gives a new loop device.
+    pub fn schedule_none(&self) {
         let name = self.0.trim_start_matches("/dev/");
         let f = format!("/sys/block/{name}/queue/scheduler");
         if std::fs::read_to_string(&f).is_ok_and(|s| !s.contains("[none]")) {
             let _ = std::fs::write(&f, "none");
         }
-        let _ = run_ok("losetup", &["-d", &self.0]);
     }
 }
 
@@ -304,13 +311,7 @@ impl LoopExt4 {
         let dev = Loop(run_ok("losetup", &["-f", "--show", img.to_str().unwrap()])?);
         // Whatever an earlier user left on this device number (a queue setting outlives a
         // detach): the kernel's own choice for a new loop device.
-        let _ = std::fs::write(
-            format!(
-                "/sys/block/{}/queue/scheduler",
-                dev.0.trim_start_matches("/dev/")
-            ),
-            "none",
-        );
+        dev.schedule_none();
         let mnt = scratch.path().join("mnt");
         std::fs::create_dir_all(&mnt).map_err(|e| e.to_string())?;
         run_ok("mount", &["-t", "ext4", &dev.0, mnt.to_str().unwrap()])?;
