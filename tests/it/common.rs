@@ -240,6 +240,53 @@ impl Loop {
     }
 }
 
+/// A loop device's scheduler, read-ahead and queue depth, as sysfs shows them (`loop3`).
+pub fn queue_of(dev: &str) -> (String, String, String) {
+    let q = |k: &str| {
+        std::fs::read_to_string(format!("/sys/block/{dev}/queue/{k}"))
+            .unwrap_or_default()
+            .trim()
+            .to_string()
+    };
+    let sched = q("scheduler");
+    let active = sched
+        .split_whitespace()
+        .find(|w| w.starts_with('['))
+        .unwrap_or("")
+        .trim_matches(['[', ']'])
+        .to_string();
+    (active, q("read_ahead_kb"), q("nr_requests"))
+}
+
+/// Every loop device's queue settings now.
+pub fn loop_queues() -> std::collections::BTreeMap<String, (String, String, String)> {
+    std::fs::read_dir("/sys/block")
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("loop"))
+        .map(|n| {
+            let q = queue_of(&n);
+            (n, q)
+        })
+        .collect()
+}
+
+/// [`queue_of`] for a loop device no one has attached, read while holding it exclusively
+/// (no one can attach it meanwhile); `None` when another test has it.
+pub fn free_loop_queue(dev: &str) -> Option<(String, String, String)> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let _claim = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_EXCL)
+        .open(format!("/dev/{dev}"))
+        .ok()?;
+    if Path::new(&format!("/sys/block/{dev}/loop/backing_file")).exists() {
+        return None;
+    }
+    Some(queue_of(dev))
+}
+
 /// A freshly made ext4 image, loop-mounted; unmounted, detached and deleted
 /// on drop (fields drop in order: mount, loop device, scratch directory).
 pub struct LoopExt4 {

@@ -3,7 +3,7 @@
 //! nothing left behind. Needs root, /dev/fuse, loop devices and mkfs.ext4;
 //! skips with a printed reason elsewhere.
 
-use crate::common::skip;
+use crate::common::{free_loop_queue, loop_queues, queue_of, skip};
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
@@ -429,4 +429,111 @@ fn simulated_disk_end_to_end() {
     let took = started.elapsed().as_secs_f64();
     eprintln!("simulated disk test took {took:.1} s");
     assert!(took < 60.0);
+}
+
+/// A simulated disk gives its loop device back as it found it: the scheduler `create
+/// --scheduler` chose, the queue depth that choice set and the read-ahead the kernel sets
+/// when a direct-I/O loop device is detached (twice its largest request) are all set back,
+/// by the server when it stops and by `remove` after a server that was killed.
+#[test]
+fn a_removed_disk_leaves_its_loop_device_as_found() {
+    if let Some(why) = skip_reason() {
+        skip(&format!("skipping the loop device's settings test: {why}"));
+        return;
+    }
+    let root = PathBuf::from(format!("/tmp/fsbench-disk-found-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&root);
+    let state = root.join("state");
+    let images = root.join("images");
+    fs::create_dir_all(&root).unwrap();
+    let env = [
+        ("FSBENCH_STATE_DIR", state.as_path()),
+        ("FSBENCH_IMAGE_DIR", images.as_path()),
+    ];
+    struct Remove(PathBuf, PathBuf);
+    impl Drop for Remove {
+        fn drop(&mut self) {
+            for name in ["found-a", "found-b"] {
+                let _ = Command::new(BIN)
+                    .args(["disk", "remove", name])
+                    .env("FSBENCH_STATE_DIR", &self.0)
+                    .env("FSBENCH_IMAGE_DIR", &self.1)
+                    .output();
+            }
+        }
+    }
+    let _remove = Remove(state.clone(), images.clone());
+    for (name, kill) in [("found-a", false), ("found-b", true)] {
+        // The device `create` will most likely get: choose a scheduler it does not run.
+        let next = Command::new("losetup").arg("-f").output().unwrap();
+        let next = String::from_utf8_lossy(&next.stdout)
+            .trim()
+            .trim_start_matches("/dev/")
+            .to_string();
+        let offered =
+            fs::read_to_string(format!("/sys/block/{next}/queue/scheduler")).unwrap_or_default();
+        let now = queue_of(&next).0;
+        let Some(sched) = ["bfq", "mq-deadline", "kyber"]
+            .into_iter()
+            .find(|s| offered.contains(s) && *s != now)
+        else {
+            skip(&format!(
+                "skipping the loop device's settings test: {next} offers `{offered}`"
+            ));
+            return;
+        };
+        let before = loop_queues();
+        run(
+            &[
+                "disk",
+                "create",
+                name,
+                "--size",
+                "32M",
+                "--scheduler",
+                sched,
+            ],
+            &env,
+        );
+        let ready: serde_json::Value =
+            serde_json::from_str(&fs::read_to_string(state.join(name).join("ready.json")).unwrap())
+                .unwrap();
+        let dev = ready["device"]
+            .as_str()
+            .unwrap()
+            .trim_start_matches("/dev/")
+            .to_string();
+        assert_eq!(queue_of(&dev).0, sched, "{dev} while the disk runs");
+        if kill {
+            let pid = ready["pid"].as_i64().unwrap() as i32;
+            // SAFETY: kill has no memory preconditions; the pid is the server's.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            let t = Instant::now();
+            while Path::new(&format!("/sys/block/{dev}/loop/backing_file")).exists() {
+                assert!(
+                    t.elapsed().as_secs() < 20,
+                    "{dev} still bound 20 s after the kill"
+                );
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+        }
+        let out = run(&["disk", "remove", name], &env);
+        let Some(after) = free_loop_queue(&dev) else {
+            skip(&format!(
+                "skipping the check of {dev} after `disk remove`: another test attached it meanwhile"
+            ));
+            continue;
+        };
+        assert_eq!(
+            after,
+            before[&dev],
+            "{dev} after `disk remove` ({}): {out}",
+            if kill {
+                "the server killed"
+            } else {
+                "the server stopped"
+            }
+        );
+    }
+    let _ = fs::remove_dir_all(&root);
 }

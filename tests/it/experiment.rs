@@ -273,6 +273,7 @@ fn image_and_overlay_plan_leaves_nothing_behind() {
     let s = Scratch::new("exp-img");
     let p = write_plan(s.path(), "p.toml", &image_plan(0.5, 2));
     let out = s.path().join("out");
+    let before = crate::common::loop_queues();
     let o = run(&["experiment", &p, "-o", out.to_str().unwrap()]);
     assert!(o.status.success(), "{}", text(&o));
     assert_eq!(ok_runs(&out), 4);
@@ -293,6 +294,18 @@ fn image_and_overlay_plan_leaves_nothing_behind() {
     );
     assert!(mounts_under(&out).is_empty(), "{:?}", mounts_under(&out));
     assert_eq!(loops_of(&out), "");
+    // The image's loop device is back as it was found: the scheduler and read-ahead the
+    // plan set, and the read-ahead the kernel set at the detach, undone.
+    let dev = a["scheduler"]["device"]
+        .as_str()
+        .unwrap()
+        .trim_start_matches("/dev/");
+    match crate::common::free_loop_queue(dev) {
+        Some(q) => assert_eq!(q, before[dev], "{dev} after the experiment"),
+        None => skip(&format!(
+            "skipping the check of {dev} after the experiment: another test attached it meanwhile"
+        )),
+    }
     assert!(!out.join("images/ext4.img").exists());
     assert_eq!(
         std::fs::read_to_string(out.join("teardown.json"))

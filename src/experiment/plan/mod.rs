@@ -118,6 +118,13 @@ pub struct Age {
     pub from_scan: Option<std::path::PathBuf>,
 }
 
+/// The read-ahead fsbench sets on the devices it makes when the plan names none. The
+/// kernel derives a loop device's from the device under its backing file when it is
+/// attached (2,560 KiB for an image or a simulated disk on this machine, 8,192 for its
+/// virtio disk), so a target's would depend on the host; 128 KiB is the kernel's
+/// long-standing default for a disk, and the read-ahead of the studies' time.
+pub const DEFAULT_READ_AHEAD_KB: u64 = 128;
+
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct Device {
     pub scheduler: Option<String>,

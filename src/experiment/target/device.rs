@@ -35,12 +35,7 @@ fn read(p: &Path) -> Result<String> {
         .to_string())
 }
 
-/// The active scheduler from `none [mq-deadline] kyber bfq`.
-pub fn active_scheduler(text: &str) -> Option<&str> {
-    text.split_whitespace()
-        .find(|w| w.starts_with('['))
-        .map(|w| w.trim_matches(|c| c == '[' || c == ']'))
-}
+use fsbench_base::sys::iosched::active_scheduler;
 
 /// Write `value` to setting `knob` of queue directory `q`, registering the old value (with
 /// the device's identity) for restoring.
@@ -326,14 +321,5 @@ mod tests {
         );
         assert_eq!(d.tunables, base.tunables);
         assert_eq!(d.rotational, Some(false));
-    }
-
-    #[test]
-    fn active_scheduler_is_bracketed() {
-        assert_eq!(
-            super::active_scheduler("none [mq-deadline] kyber bfq"),
-            Some("mq-deadline")
-        );
-        assert_eq!(super::active_scheduler("[none] mq-deadline"), Some("none"));
     }
 }

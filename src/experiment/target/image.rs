@@ -109,6 +109,7 @@ pub fn attach_loop(
     j.push(Undo::DetachLoop {
         dev: dev.clone(),
         backing,
+        found: lo.found.clone(),
     })?;
     let seen = fsbench_base::daemon::owned::loop_backing(&dev)
         .with_context(|| format!("reading back {dev}"))?;

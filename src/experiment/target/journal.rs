@@ -22,6 +22,7 @@ use std::sync::Mutex;
 use fsbench_base::beneath;
 use fsbench_base::daemon::owned::{self, Detach, FileId, MountRecord, MountState};
 use fsbench_base::sys::cgroup::{Found, OwnedCgroup};
+use fsbench_tools::disk::loopdev::QueueFound;
 
 /// The marker file in every tree fsbench creates for an experiment; only trees holding it
 /// are ever removed.
@@ -57,8 +58,14 @@ pub enum Undo {
         id: Option<FileId>,
         marker: String,
     },
-    /// Detach a loop device fsbench attached to `backing`.
-    DetachLoop { dev: String, backing: FileId },
+    /// Detach a loop device fsbench attached to `backing`, and set its queue back as it
+    /// was found before the attach (`found`; journals written before it have none).
+    DetachLoop {
+        dev: String,
+        backing: FileId,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        found: Option<QueueFound>,
+    },
     /// Unmount a mount fsbench made.
     Unmount(MountRecord),
     /// Write back a block queue setting.
@@ -237,10 +244,22 @@ impl Undo {
                 Ok(())
             }
             Undo::RemoveMarkedTree { dir, id, marker } => remove_marked_tree(dir, *id, marker),
-            Undo::DetachLoop { dev, backing } => match owned::detach_if_backed_by(dev, *backing)
+            Undo::DetachLoop {
+                dev,
+                backing,
+                found,
+            } => match owned::detach_if_backed_by(dev, *backing)
                 .with_context(|| format!("checking {dev}"))?
             {
-                Detach::Detached | Detach::Gone => Ok(()),
+                Detach::Detached | Detach::Gone => {
+                    // Detaching a direct-I/O loop device sets its read-ahead anew: what the
+                    // device's next user gets is what it had before fsbench attached it.
+                    if let Some(f) = found {
+                        f.restore_detached(dev)
+                            .with_context(|| format!("setting {dev} back as it was found"))?;
+                    }
+                    Ok(())
+                }
                 Detach::Foreign(have) => bail!(
                     "not detaching {dev}: it is backed by another file now ({have}, not the image fsbench attached, {backing}); left alone"
                 ),
@@ -1089,6 +1108,7 @@ mod tests {
         let dl = |dev: &str| Undo::DetachLoop {
             dev: dev.into(),
             backing: id,
+            found: None,
         };
         assert!(dl("/dev/loop3").refuse(out).is_none());
         assert!(dl("/dev/sda").refuse(out).is_some());

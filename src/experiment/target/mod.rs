@@ -259,7 +259,12 @@ pub fn steps(t: &Target) -> Vec<(String, bool)> {
         s.push((format!("set iosched/{k} = {v}"), true));
     }
     if let Some(v) = d.read_ahead_kb {
-        s.push((format!("set read_ahead_kb = {v}"), true));
+        let why = if t.device.read_ahead_kb.is_none() {
+            " (the plan names none: fsbench's default)"
+        } else {
+            ""
+        };
+        s.push((format!("set read_ahead_kb = {v}{why}"), true));
     }
     if let Some(v) = d.nr_requests {
         s.push((format!("set nr_requests = {v}"), true));
@@ -283,14 +288,20 @@ pub fn steps(t: &Target) -> Vec<(String, bool)> {
     s
 }
 
-/// The device settings set-up writes: the target's own, with the scheduler set explicitly
-/// on the devices fsbench makes (images, simulated disks): the one named, else `none`, so
-/// that no target runs under whatever a device's last user left.
+/// The device settings set-up writes: the target's own, with the scheduler and the
+/// read-ahead set explicitly on the devices fsbench makes (images, simulated disks): the
+/// ones named, else `none` and 128 KiB, so that no target runs under whatever a device's
+/// last user left (a loop device keeps its scheduler across detach and attach) or under a
+/// read-ahead the kernel derived from the host's disk.
 pub fn device_settings(t: &Target) -> crate::experiment::plan::Device {
     let mut d = t.device.clone();
-    if d.scheduler.is_none() && matches!(t.kind, TargetKind::Image { .. } | TargetKind::Disk { .. })
-    {
-        d.scheduler = Some(crate::experiment::plan::schedulers::DEFAULT_SCHEDULER.into());
+    if matches!(t.kind, TargetKind::Image { .. } | TargetKind::Disk { .. }) {
+        if d.scheduler.is_none() {
+            d.scheduler = Some(crate::experiment::plan::schedulers::DEFAULT_SCHEDULER.into());
+        }
+        if d.read_ahead_kb.is_none() {
+            d.read_ahead_kb = Some(crate::experiment::plan::DEFAULT_READ_AHEAD_KB);
+        }
     }
     d
 }

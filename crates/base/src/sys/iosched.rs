@@ -32,7 +32,7 @@ fn queue_dir(dev: (u32, u32)) -> Option<PathBuf> {
 }
 
 /// The scheduler in use from a `queue/scheduler` text (`none [bfq] mq-deadline`).
-fn active_scheduler(text: &str) -> Option<&str> {
+pub fn active_scheduler(text: &str) -> Option<&str> {
     let t = text.trim();
     if let Some(s) = t.split_whitespace().find(|w| w.starts_with('[')) {
         return Some(s.trim_matches(['[', ']']));

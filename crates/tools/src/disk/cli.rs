@@ -629,7 +629,8 @@ fn remove(name: &str, keep: bool) -> anyhow::Result<()> {
 }
 
 /// Loop devices a dead server left bound to its FUSE file (found by the file's path),
-/// detached only while the file the server attached backs them (by device and inode).
+/// detached only while the file the server attached backs them (by device and inode); then
+/// the server's device set back as it was found.
 fn detach_left_loops(sd: &StateDir, ready: Option<&state::Ready>, r: &mut Removal) {
     let fuse_file = sd.fuse_file();
     for dev in loopdev::devices_backed_by(&fuse_file) {
@@ -647,6 +648,17 @@ fn detach_left_loops(sd: &StateDir, ready: Option<&state::Ready>, r: &mut Remova
                 "not detaching {dev}: another file backs it now ({have}, not {backing}); left alone"
             )),
             Err(e) => fsbench_base::errln!("detaching {dev}: {e}"),
+        }
+    }
+    // The server's device, detached by the kernel when a dead server's last handle went or
+    // just now: back as the server found it, unless someone has attached it since.
+    if let Some((dev, found)) = ready.and_then(|x| Some((&x.device, x.found_queue.as_ref()?))) {
+        match found.restore_detached(dev) {
+            Ok(Some(set)) if !set.is_empty() => {
+                r.done.push(format!("set {dev} back: {}", set.join(", ")))
+            }
+            Ok(_) => {}
+            Err(e) => fsbench_base::errln!("setting {dev} back as it was found: {e}"),
         }
     }
 }

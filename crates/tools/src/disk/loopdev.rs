@@ -49,6 +49,93 @@ struct LoopConfig {
 pub struct LoopDevice {
     pub file: File,
     pub index: u32,
+    /// Its queue settings as they were before the attach (`None` where sysfs could not be
+    /// read).
+    pub found: Option<QueueFound>,
+}
+
+/// A loop device's queue settings as found before fsbench attached it, to be set back
+/// once fsbench has let it go. A loop device keeps its scheduler across detach and attach,
+/// so the next user of `/dev/loopN` would otherwise run under the one fsbench chose; its
+/// read-ahead the kernel sets anew at attach and detach from the backing file's device
+/// (2,560 KiB for an image on this machine's disk) or keeps (a file on tmpfs), and its
+/// queue depth goes with the scheduler. Its `rotational` flag needs no record: the kernel
+/// sets it from the backing file at every attach.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct QueueFound {
+    pub scheduler: String,
+    pub read_ahead_kb: String,
+    pub nr_requests: String,
+}
+
+impl QueueFound {
+    /// The settings `dev` has now.
+    pub fn read(dev: &str) -> Option<QueueFound> {
+        let list = get_queue_attr(dev, "scheduler")?;
+        Some(QueueFound {
+            scheduler: fsbench_base::sys::iosched::active_scheduler(&list)
+                .unwrap_or("none")
+                .to_string(),
+            read_ahead_kb: get_queue_attr(dev, "read_ahead_kb")?,
+            nr_requests: get_queue_attr(dev, "nr_requests")?,
+        })
+    }
+
+    /// Refuse values that are no scheduler's name or no number (they are read back from
+    /// records on disk before being written to sysfs).
+    pub fn check_shape(&self) -> Result<(), String> {
+        let word = |v: &str| {
+            !v.is_empty() && v.len() <= 32 && v.bytes().all(|b| b.is_ascii_lowercase() || b == b'-')
+        };
+        let num = |v: &str| !v.is_empty() && v.len() <= 12 && v.bytes().all(|b| b.is_ascii_digit());
+        if word(&self.scheduler) && num(&self.read_ahead_kb) && num(&self.nr_requests) {
+            Ok(())
+        } else {
+            Err(format!("queue settings of an unexpected shape: {self:?}"))
+        }
+    }
+
+    /// Set the detached loop device `dev` back to these settings where it differs (the
+    /// scheduler first: selecting one resets the queue depth); what was set back, as
+    /// `knob now -> was`, or `None` when someone else has attached it since.
+    ///
+    /// After the detach, not before it: the detach sets the read-ahead anew (to twice the
+    /// device's largest request, 2,560 KiB here). The device is held
+    /// exclusively meanwhile, so no one can attach it (their `LOOP_CONFIGURE` fails with
+    /// `EBUSY` and they take another) while its settings are written.
+    pub fn restore_detached(&self, dev: &str) -> io::Result<Option<Vec<String>>> {
+        use std::os::unix::fs::OpenOptionsExt;
+        self.check_shape().map_err(io::Error::other)?;
+        if !fsbench_base::daemon::owned::is_loop_path(dev) {
+            return Err(io::Error::other(format!("{dev} is not a loop device")));
+        }
+        let _claim = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_EXCL)
+            .open(dev)?;
+        let name = dev.trim_start_matches("/dev/");
+        if Path::new(&format!("/sys/block/{name}/loop/backing_file")).exists() {
+            return Ok(None);
+        }
+        let mut done = Vec::new();
+        let now = QueueFound::read(dev)
+            .ok_or_else(|| io::Error::other(format!("{dev}: no queue settings to read")))?;
+        if now.scheduler != self.scheduler {
+            set_queue_attr(dev, "scheduler", &self.scheduler)?;
+            done.push(format!("scheduler {} -> {}", now.scheduler, self.scheduler));
+        }
+        for (knob, was) in [
+            ("nr_requests", &self.nr_requests),
+            ("read_ahead_kb", &self.read_ahead_kb),
+        ] {
+            let have = get_queue_attr(dev, knob).unwrap_or_default();
+            if &have != was {
+                set_queue_attr(dev, knob, was)?;
+                done.push(format!("{knob} {have} -> {was}"));
+            }
+        }
+        Ok(Some(done))
+    }
 }
 
 impl LoopDevice {
@@ -87,6 +174,7 @@ pub fn attach(backing: &File, flags: u32, name: &str) -> io::Result<LoopDevice> 
                 continue;
             }
         };
+        let found = QueueFound::read(&path);
         let mut file_name = [0u8; 64];
         let n = name.len().min(63);
         file_name[..n].copy_from_slice(&name.as_bytes()[..n]);
@@ -117,6 +205,7 @@ pub fn attach(backing: &File, flags: u32, name: &str) -> io::Result<LoopDevice> 
             return Ok(LoopDevice {
                 file: dev,
                 index: idx as u32,
+                found,
             });
         }
         let e = io::Error::last_os_error();
@@ -191,6 +280,38 @@ pub fn get_queue_attr(dev: &str, knob: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn found_settings_of_an_unexpected_shape_are_refused() {
+        let ok = QueueFound {
+            scheduler: "mq-deadline".into(),
+            read_ahead_kb: "128".into(),
+            nr_requests: "256".into(),
+        };
+        assert!(ok.check_shape().is_ok());
+        for bad in [
+            QueueFound {
+                scheduler: "none\nbfq".into(),
+                ..ok.clone()
+            },
+            QueueFound {
+                scheduler: "../x".into(),
+                ..ok.clone()
+            },
+            QueueFound {
+                read_ahead_kb: "1\n2".into(),
+                ..ok.clone()
+            },
+            QueueFound {
+                nr_requests: "".into(),
+                ..ok.clone()
+            },
+        ] {
+            assert!(bad.check_shape().is_err(), "{bad:?}");
+            assert!(bad.restore_detached("/dev/loop0").is_err(), "{bad:?}");
+        }
+        assert!(ok.restore_detached("/dev/sda").is_err());
+    }
 
     #[test]
     fn kernel_struct_sizes() {

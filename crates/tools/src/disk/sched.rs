@@ -7,11 +7,7 @@ use super::loopdev;
 use super::state::{self, StateDir};
 use std::os::unix::fs::MetadataExt;
 
-/// The scheduler in effect in a queue's `scheduler` file (`mq-deadline [none] bfq`).
-fn current(list: &str) -> Option<&str> {
-    let (_, rest) = list.split_once('[')?;
-    rest.split_once(']').map(|(name, _)| name)
-}
+use fsbench_base::sys::iosched::active_scheduler as current;
 
 /// The loop device of the running simulated disk whose device number is `dev`.
 fn disk_device(dev: (u32, u32)) -> Option<String> {
@@ -75,16 +71,4 @@ pub fn switch(dev: (u32, u32), name: &str) -> Option<Result<Switched, String>> {
         }
         Ok(guard)
     })())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_scheduler_in_effect_is_the_bracketed_one() {
-        assert_eq!(current("mq-deadline [none] bfq"), Some("none"));
-        assert_eq!(current("[bfq] none"), Some("bfq"));
-        assert_eq!(current("none"), None);
-    }
 }

@@ -613,6 +613,7 @@ pub fn serve(name: &str) -> anyhow::Result<()> {
         cylinders,
         backing: Some(backing_id),
         stats_on_request: true,
+        found_queue: lo.found.clone(),
     };
     write_json_atomic(&sd.ready(), &ready)?;
     fsbench_base::errln!(
@@ -699,6 +700,15 @@ fn attach_loop(
     Ok((lo, backing_id))
 }
 
+/// Set the detached loop device back as the server found it, saying so where it cannot.
+pub fn set_back(found: &loopdev::QueueFound, device: &str) {
+    if let Err(e) = found.restore_detached(device) {
+        fsbench_base::errln!(
+            "fsbench disk server: setting the queue of {device} back as it was found: {e}"
+        );
+    }
+}
+
 /// Serve until a signal comes (returned) or the FUSE connection goes away.
 fn wait_for_stop(
     shared: &Shared,
@@ -740,7 +750,12 @@ fn shut_down(
     if let Err(e) = loopdev::detach_fd(&lo.file) {
         fsbench_base::errln!("fsbench disk server: detaching {device}: {e}");
     }
+    let found = lo.found.clone();
+    // The last opener gone, the kernel detaches the device (autoclear).
     drop(lo);
+    if let Some(found) = found {
+        set_back(&found, device);
+    }
     lazy_unmount(fuse_dir).ok();
     if !connection_closed(&shared.reader_done, Duration::from_secs(30)) {
         fsbench_base::errln!(

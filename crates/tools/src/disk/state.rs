@@ -110,6 +110,10 @@ pub struct Ready {
     /// would be ended by it).
     #[serde(default)]
     pub stats_on_request: bool,
+    /// The loop device's queue settings before the server attached it, set back before it
+    /// is detached (by the server, or by `remove` after a server that died).
+    #[serde(default)]
+    pub found_queue: Option<super::loopdev::QueueFound>,
 }
 
 /// Counters and latency split of a disk, written by the server.
