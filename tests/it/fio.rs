@@ -310,10 +310,14 @@ fn written_data_compresses_and_dedupes_as_asked() {
         c
     };
     // Plain random data, scrambled per write as fio does by default: every block
-    // distinct, next to nothing saved.
+    // distinct, next to nothing saved but the scramble's own bytes. The scramble writes
+    // the sector's offset and the write's time (seconds, nanoseconds: 24 bytes, mostly
+    // zeros in their high bytes, the time the same in all eight sectors of a block) into
+    // each 512-byte sector, which LZ4 partly saves: 5.0-5.2% here, more the smaller the
+    // clock's value (on a machine up for less than a day the seconds have 6 zero bytes).
     let (distinct, n, saved) = written("plain", "");
     assert_eq!((distinct, n), (256, 256));
-    assert!(saved < 0.05, "{saved}");
+    assert!(saved < 0.08, "{saved}");
     // Half of each 512-byte chunk compressible, 30% of the blocks repeats.
     let (distinct, n, saved) = written(
         "shaped",
