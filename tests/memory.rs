@@ -11,10 +11,13 @@ use common::*;
 
 #[path = "memory/aging.rs"]
 mod aging;
+#[path = "memory/reclaim.rs"]
+mod reclaim;
 
 /// This program's tests take turns: each measures something a neighbour would change (a
 /// child's peak resident size; an aging's layout, which CPU and memory pressure beside it
-/// must not be what the test's own limit is compared against).
+/// must not be what the test's own limit is compared against; the kernel's proactive
+/// reclaim, which another experiment pausing and resuming it would turn on under a test).
 static ALONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn alone() -> std::sync::MutexGuard<'static, ()> {

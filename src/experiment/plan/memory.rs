@@ -202,6 +202,22 @@ pub(super) fn cache_served_share(ctx: &Ctx, raw: &RawPlan) -> Result<f64, PlanEr
     }
 }
 
+/// `proactive_reclaim` of `[experiment]`: whether to pause the kernel's DAMON reclaimers
+/// while the experiment is set up (`"pause"`) or leave them (`"leave"`, the default).
+pub(super) fn pause_reclaim(ctx: &Ctx, raw: &RawPlan) -> Result<bool, PlanError> {
+    match &raw.experiment.proactive_reclaim {
+        None => Ok(false),
+        Some(v) => match v.get_ref().as_str() {
+            "leave" => Ok(false),
+            "pause" => Ok(true),
+            _ => Err(ctx.err(
+                v.span(),
+                "proactive_reclaim: expected \"leave\" (the default) or \"pause\" (the kernel's DAMON reclaimers off while the experiment is set up, on again at teardown)",
+            )),
+        },
+    }
+}
+
 /// A cold or device run is flagged `cache_served` when its device served less than half of
 /// the bytes it read.
 pub const DEFAULT_CACHE_SERVED_SHARE: f64 = 0.5;
@@ -215,6 +231,25 @@ mod tests {
             "[experiment]\nname = \"t\"\nrepetitions = 1\n[[target]]\nname = \"a\"\nkind = \"dir\"\npath = \"/tmp\"\nmemory = \"512M\"\n[[measurement]]\nname = \"w\"\nkind = \"find\"\n{measurement}\n"
         );
         super::super::parse(std::path::Path::new("t.toml"), &text, quick)
+    }
+
+    #[test]
+    fn proactive_reclaim_is_left_or_paused_and_nothing_else() {
+        let with = |v: &str| {
+            let text = format!(
+                "[experiment]\nname = \"t\"\nrepetitions = 1\nproactive_reclaim = {v}\n[[target]]\nname = \"a\"\nkind = \"dir\"\npath = \"/tmp\"\n[[measurement]]\nname = \"w\"\nkind = \"find\"\n"
+            );
+            super::super::parse(std::path::Path::new("t.toml"), &text, false)
+        };
+        assert!(!plan("", false).unwrap().pause_reclaim);
+        assert!(!with("\"leave\"").unwrap().pause_reclaim);
+        assert!(with("\"pause\"").unwrap().pause_reclaim);
+        let e = with("\"off\"").unwrap_err();
+        assert!(
+            e.0.contains("t.toml:4:21: proactive_reclaim: expected"),
+            "{}",
+            e.0
+        );
     }
 
     #[test]

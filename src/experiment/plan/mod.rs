@@ -380,6 +380,8 @@ pub struct Plan {
     /// A cold or device run whose device served less than this share of the bytes it read
     /// is flagged `cache_served`.
     pub cache_served_share: f64,
+    /// Pause the kernel's DAMON reclaimers while set up (`proactive_reclaim = "pause"`).
+    pub pause_reclaim: bool,
     /// The `[[background]]` loads, levels of the measurements' background factors.
     pub backgrounds: Vec<Background>,
     /// The paper's figures (`[[published]]`), each with its rule.
@@ -445,6 +447,7 @@ pub fn parse(file: &Path, text: &str, quick: bool) -> Result<Plan, PlanError> {
         measurements::measurements(&ctx, &raw.measurements, &base_dir, quick, &bg_factors)?;
     let memory_at = memory::check(&ctx, &raw, &measurements, &target_levels, quick)?;
     let cache_served_share = memory::cache_served_share(&ctx, &raw)?;
+    let pause_reclaim = memory::pause_reclaim(&ctx, &raw)?;
     let levels = levels::Levels {
         measurements: &measurements,
         target: &target_levels,
@@ -503,6 +506,7 @@ pub fn parse(file: &Path, text: &str, quick: bool) -> Result<Plan, PlanError> {
         quick,
         memory_at,
         cache_served_share,
+        pause_reclaim,
         backgrounds,
         published,
         published_rounds,

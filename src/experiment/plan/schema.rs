@@ -121,6 +121,10 @@ pub(super) struct RawExperiment {
     /// cold or device run is flagged `cache_served`.
     #[serde(default)]
     pub(super) cache_served_share: Option<Spanned<f64>>,
+    /// `"leave"` (the default) or `"pause"`: the kernel's DAMON reclaimers paused while the
+    /// experiment is set up.
+    #[serde(default)]
+    pub(super) proactive_reclaim: Option<Spanned<String>>,
 }
 
 fn one() -> u64 {

@@ -36,6 +36,18 @@ pub(super) fn print(plan: &Plan, cells: &[Cell], outdir: &Path) {
         fsbench_base::outln!("{line}");
     }
     fsbench_base::outln!("\nset-up steps:");
+    if plan.pause_reclaim {
+        let now = fsbench_base::sys::damon::summary();
+        fsbench_base::outln!(
+            "  {:<12} pause the kernel's DAMON reclaim until teardown ({})  [root]",
+            "(machine)",
+            if now.is_empty() {
+                "none runs now".to_string()
+            } else {
+                now
+            }
+        );
+    }
     for t in plan.targets_in_setup_order() {
         for (s, root) in target::steps(t) {
             fsbench_base::outln!("  {:<12} {s}{}", t.name, if root { "  [root]" } else { "" });

@@ -28,6 +28,9 @@ impl Env {
         generation: u32,
     ) -> Result<()> {
         self.ready.clear();
+        if plan.pause_reclaim {
+            self.pause_reclaim()?;
+        }
         for t in plan.targets_in_setup_order() {
             fsbench_base::errln!("fsbench: setting up target {} ({})", t.name, t.kind_name());
             let ctx = target::Ctx {
@@ -77,6 +80,25 @@ impl Env {
             }
         }
         self.up = true;
+        Ok(())
+    }
+
+    /// Pause every DAMON reclaimer running (`proactive_reclaim = "pause"`), each turned on
+    /// again at teardown: they page out cached pages they judge idle with or without memory
+    /// pressure, so a warm cell would read its device.
+    fn pause_reclaim(&mut self) -> Result<()> {
+        use fsbench_base::sys::damon;
+        for r in damon::reclaimers() {
+            self.journal
+                .push(target::Undo::ResumeReclaim { kdamond: r.kdamond })?;
+            damon::set_running(r.kdamond, false).with_context(|| {
+                format!("pausing the kernel's DAMON reclaim ({})", r.describe())
+            })?;
+            fsbench_base::errln!(
+                "fsbench: paused the kernel's proactive reclaim ({}) until teardown",
+                r.describe()
+            );
+        }
         Ok(())
     }
 

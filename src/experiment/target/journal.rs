@@ -80,6 +80,9 @@ pub enum Undo {
     /// cgroup of its children and backgrounds) and remove it, when it is still the one made
     /// (its inode and mark); a no-op once the run removed it.
     RemoveCgroup(OwnedCgroup),
+    /// Turn the kernel's DAMON reclaimer back on that fsbench paused (`kdamond` N of the
+    /// admin interface, or the `damon_reclaim` module for `None`), if it is still off.
+    ResumeReclaim { kdamond: Option<u32> },
 }
 
 impl std::fmt::Display for Undo {
@@ -95,6 +98,12 @@ impl std::fmt::Display for Undo {
             Undo::RemoveRemote { name, .. } => write!(f, "remove simulated remote {name}"),
             Undo::RemoveNfs { name, .. } => write!(f, "stop NFS server {name}"),
             Undo::RemoveCgroup(c) => write!(f, "kill and remove cgroup {}", c.path.display()),
+            Undo::ResumeReclaim { kdamond: Some(n) } => {
+                write!(f, "turn the kernel's DAMON kdamond {n} on again")
+            }
+            Undo::ResumeReclaim { kdamond: None } => {
+                write!(f, "turn the kernel's damon_reclaim on again")
+            }
         }
     }
 }
@@ -216,6 +225,7 @@ impl Undo {
             // server's record when undone.
             Undo::RemoveNfs { name, .. } => (!name.starts_with("fsbx-"))
                 .then(|| format!("{name} is not a name fsbench gives an experiment's servers")),
+            Undo::ResumeReclaim { .. } => None,
             Undo::RemoveCgroup(c) => (!cgroup_shape(c)).then(|| {
                 format!(
                     "{} is not a cgroup fsbench makes (fsbench-..., marked)",
@@ -292,6 +302,14 @@ impl Undo {
                     .remove()
                     .with_context(|| format!("removing the cgroup {}", c.path.display())),
             },
+            Undo::ResumeReclaim { kdamond } => {
+                use fsbench_base::sys::damon;
+                if damon::is_off(*kdamond) == Some(true) {
+                    damon::set_running(*kdamond, true)
+                        .context("turning the kernel's DAMON reclaim on again")?;
+                }
+                Ok(())
+            }
         }
     }
 }

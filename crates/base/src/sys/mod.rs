@@ -5,6 +5,7 @@ pub mod cachedrops;
 pub mod cgroup;
 pub mod cpu;
 pub mod cpustat;
+pub mod damon;
 pub mod device;
 pub mod fsmagic;
 pub mod io;

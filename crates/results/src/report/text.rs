@@ -322,6 +322,13 @@ fn device_and_shares(o: &mut String, r: &Results) {
             r.host.cpus
         );
     }
+    if !r.host.proactive_reclaim.is_empty() {
+        let _ = writeln!(
+            o,
+            "Proactive reclaim: {} (the kernel evicts cached pages it judges idle, with or without memory pressure: a warm run may read the device)",
+            r.host.proactive_reclaim
+        );
+    }
     if !r.processes.is_empty() {
         let parts: Vec<String> = r
             .processes

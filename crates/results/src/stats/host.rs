@@ -101,6 +101,7 @@ pub fn collect(dir: &Path) -> Host {
         mount_options,
         device,
         free_bytes: free_bytes(dir),
+        proactive_reclaim: fsbench_base::sys::damon::summary(),
     }
 }
 

@@ -179,6 +179,10 @@ pub struct Host {
     pub device: String,
     pub io_scheduler: String,
     pub free_bytes: u64,
+    /// The kernel's proactive reclaim running during the run (DAMON pageout: it evicts
+    /// cached pages without memory pressure), or empty.
+    #[serde(default)]
+    pub proactive_reclaim: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
