@@ -4,6 +4,13 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+/// Write an experiment plan `name` into `dir`; its path.
+pub fn write_plan(dir: &Path, name: &str, text: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.display().to_string()
+}
+
 pub fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_fsbench"))
 }
@@ -248,12 +255,8 @@ pub fn queue_of(dev: &str) -> (String, String, String) {
             .trim()
             .to_string()
     };
-    let sched = q("scheduler");
-    let active = sched
-        .split_whitespace()
-        .find(|w| w.starts_with('['))
+    let active = fsbench_base::sys::iosched::active_scheduler(&q("scheduler"))
         .unwrap_or("")
-        .trim_matches(['[', ']'])
         .to_string();
     (active, q("read_ahead_kb"), q("nr_requests"))
 }

@@ -153,6 +153,51 @@ fn drop_caches() {
     let _ = fs::write("/proc/sys/vm/drop_caches", "3");
 }
 
+/// A test's own disk state and image directories under `/tmp`. Dropped, whatever failed,
+/// it removes the disks named (server, mount, loop device, image); the directory itself
+/// the test removes once they are gone.
+struct Sandbox {
+    root: PathBuf,
+    state: PathBuf,
+    images: PathBuf,
+    disks: &'static [&'static str],
+}
+
+impl Sandbox {
+    fn new(tag: &str, disks: &'static [&'static str]) -> Sandbox {
+        let root = PathBuf::from(format!("/tmp/fsbench-{tag}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&root);
+        fs::create_dir_all(&root).unwrap();
+        Sandbox {
+            state: root.join("state"),
+            images: root.join("images"),
+            root,
+            disks,
+        }
+    }
+
+    /// The environment that points `fsbench disk` at the sandbox.
+    fn env(&self) -> [(&'static str, &Path); 2] {
+        [
+            ("FSBENCH_STATE_DIR", self.state.as_path()),
+            ("FSBENCH_IMAGE_DIR", self.images.as_path()),
+        ]
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        for name in self.disks {
+            let mut cmd = Command::new(BIN);
+            cmd.args(["disk", "remove", name]);
+            for (k, v) in self.env() {
+                cmd.env(k, v);
+            }
+            let _ = cmd.output();
+        }
+    }
+}
+
 #[test]
 fn simulated_disk_end_to_end() {
     if let Some(why) = skip_reason() {
@@ -160,30 +205,12 @@ fn simulated_disk_end_to_end() {
         return;
     }
     let started = Instant::now();
-    let root = PathBuf::from(format!("/tmp/fsbench-disk-test-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&root);
-    let state = root.join("state");
-    let images = root.join("images");
-    let mnt = root.join("mnt");
-    fs::create_dir_all(&root).unwrap();
-    let env = [
-        ("FSBENCH_STATE_DIR", state.as_path()),
-        ("FSBENCH_IMAGE_DIR", images.as_path()),
-    ];
     let name = "itest";
     // Whatever fails below, the disk goes: server, mount, loop device, image.
-    struct Remove(Vec<(&'static str, PathBuf)>);
-    impl Drop for Remove {
-        fn drop(&mut self) {
-            let mut cmd = Command::new(BIN);
-            cmd.args(["disk", "remove", "itest"]);
-            for (k, v) in &self.0 {
-                cmd.env(k, v);
-            }
-            let _ = cmd.output();
-        }
-    }
-    let _remove = Remove(env.iter().map(|(k, v)| (*k, v.to_path_buf())).collect());
+    let sb = Sandbox::new("disk-test", &["itest"]);
+    let (root, state, images) = (&sb.root, &sb.state, &sb.images);
+    let mnt = root.join("mnt");
+    let env = sb.env();
     let size = 256 * MIB;
     let params = test_params();
 
@@ -425,7 +452,7 @@ fn simulated_disk_end_to_end() {
         "{device} still bound to {backing}"
     );
 
-    let _ = fs::remove_dir_all(&root);
+    let _ = fs::remove_dir_all(root);
     let took = started.elapsed().as_secs_f64();
     eprintln!("simulated disk test took {took:.1} s");
     assert!(took < 60.0);
@@ -441,28 +468,8 @@ fn a_removed_disk_leaves_its_loop_device_as_found() {
         skip(&format!("skipping the loop device's settings test: {why}"));
         return;
     }
-    let root = PathBuf::from(format!("/tmp/fsbench-disk-found-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&root);
-    let state = root.join("state");
-    let images = root.join("images");
-    fs::create_dir_all(&root).unwrap();
-    let env = [
-        ("FSBENCH_STATE_DIR", state.as_path()),
-        ("FSBENCH_IMAGE_DIR", images.as_path()),
-    ];
-    struct Remove(PathBuf, PathBuf);
-    impl Drop for Remove {
-        fn drop(&mut self) {
-            for name in ["found-a", "found-b"] {
-                let _ = Command::new(BIN)
-                    .args(["disk", "remove", name])
-                    .env("FSBENCH_STATE_DIR", &self.0)
-                    .env("FSBENCH_IMAGE_DIR", &self.1)
-                    .output();
-            }
-        }
-    }
-    let _remove = Remove(state.clone(), images.clone());
+    let sb = Sandbox::new("disk-found", &["found-a", "found-b"]);
+    let env = sb.env();
     for (name, kill) in [("found-a", false), ("found-b", true)] {
         // The device `create` will most likely get: choose a scheduler it does not run.
         let next = Command::new("losetup").arg("-f").output().unwrap();
@@ -495,9 +502,10 @@ fn a_removed_disk_leaves_its_loop_device_as_found() {
             ],
             &env,
         );
-        let ready: serde_json::Value =
-            serde_json::from_str(&fs::read_to_string(state.join(name).join("ready.json")).unwrap())
-                .unwrap();
+        let ready: serde_json::Value = serde_json::from_str(
+            &fs::read_to_string(sb.state.join(name).join("ready.json")).unwrap(),
+        )
+        .unwrap();
         let dev = ready["device"]
             .as_str()
             .unwrap()
@@ -535,5 +543,5 @@ fn a_removed_disk_leaves_its_loop_device_as_found() {
             }
         );
     }
-    let _ = fs::remove_dir_all(&root);
+    let _ = fs::remove_dir_all(&sb.root);
 }

@@ -4,12 +4,6 @@ use crate::common::*;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-fn write_plan(dir: &Path, name: &str, text: &str) -> String {
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    p.display().to_string()
-}
-
 fn ok_runs(outdir: &Path) -> i64 {
     let db = rusqlite::Connection::open(outdir.join("results.db")).unwrap();
     db.busy_timeout(Duration::from_secs(10)).unwrap();

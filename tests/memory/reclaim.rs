@@ -42,11 +42,9 @@ params = {{ tree_files = 50, tree_dirs = 5 }}
 "#,
         target.display()
     );
-    let p = s.path().join("p.toml");
-    std::fs::write(&p, plan).unwrap();
-    let p = p.to_str().unwrap();
+    let p = write_plan(s.path(), "p.toml", &plan);
     let out = s.path().join("out");
-    let o = run(&["experiment", p, "-o", out.to_str().unwrap()]);
+    let o = run(&["experiment", &p, "-o", out.to_str().unwrap()]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(
         text(&o).contains("paused the kernel's proactive reclaim"),

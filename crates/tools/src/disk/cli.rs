@@ -596,10 +596,15 @@ fn remove(name: &str, keep: bool) -> anyhow::Result<()> {
             _ => {}
         }
     }
-    // 2. The server: it detaches the loop device and unmounts FUSE itself.
+    // 2. The server: it detaches the loop device, sets it back as it found it and unmounts
+    // FUSE itself (and removes its ready file once it has).
     r.stop_server(&sd, Duration::from_secs(40));
-    // 3. Whatever a dead server left: loop devices and the FUSE mount.
+    // 3. Whatever a dead (or killed) server left: loop devices, their settings and the FUSE
+    // mount.
     detach_left_loops(&sd, ready.as_ref(), &mut r);
+    if sd.read_ready().is_some() {
+        set_back_found(ready.as_ref(), &mut r);
+    }
     let fuse_dir = sd.fuse_dir();
     if is_mounted(&fuse_dir) {
         if owned::is_own_fuse(&fuse_dir, "fsbench-disk") {
@@ -629,8 +634,7 @@ fn remove(name: &str, keep: bool) -> anyhow::Result<()> {
 }
 
 /// Loop devices a dead server left bound to its FUSE file (found by the file's path),
-/// detached only while the file the server attached backs them (by device and inode); then
-/// the server's device set back as it was found.
+/// detached only while the file the server attached backs them (by device and inode).
 fn detach_left_loops(sd: &StateDir, ready: Option<&state::Ready>, r: &mut Removal) {
     let fuse_file = sd.fuse_file();
     for dev in loopdev::devices_backed_by(&fuse_file) {
@@ -650,16 +654,21 @@ fn detach_left_loops(sd: &StateDir, ready: Option<&state::Ready>, r: &mut Remova
             Err(e) => fsbench_base::errln!("detaching {dev}: {e}"),
         }
     }
-    // The server's device, detached by the kernel when a dead server's last handle went or
-    // just now: back as the server found it, unless someone has attached it since.
-    if let Some((dev, found)) = ready.and_then(|x| Some((&x.device, x.found_queue.as_ref()?))) {
-        match found.restore_detached(dev) {
-            Ok(Some(set)) if !set.is_empty() => {
-                r.done.push(format!("set {dev} back: {}", set.join(", ")))
-            }
-            Ok(_) => {}
-            Err(e) => fsbench_base::errln!("setting {dev} back as it was found: {e}"),
+}
+
+/// The device of a server that did not shut down, detached by the kernel when its last
+/// handle went or by [`detach_left_loops`]: back as the server found it, unless someone has
+/// attached it since (a server that stops does this itself, then removes its ready file).
+fn set_back_found(ready: Option<&state::Ready>, r: &mut Removal) {
+    let Some((dev, found)) = ready.and_then(|x| Some((&x.device, x.found_queue.as_ref()?))) else {
+        return;
+    };
+    match found.restore_detached(dev) {
+        Ok(Some(set)) if !set.is_empty() => {
+            r.done.push(format!("set {dev} back: {}", set.join(", ")))
         }
+        Ok(_) => {}
+        Err(e) => fsbench_base::errln!("setting {dev} back as it was found: {e}"),
     }
 }
 

@@ -701,7 +701,7 @@ fn attach_loop(
 }
 
 /// Set the detached loop device back as the server found it, saying so where it cannot.
-pub fn set_back(found: &loopdev::QueueFound, device: &str) {
+fn set_back(found: &loopdev::QueueFound, device: &str) {
     if let Err(e) = found.restore_detached(device) {
         fsbench_base::errln!(
             "fsbench disk server: setting the queue of {device} back as it was found: {e}"
