@@ -374,7 +374,9 @@ impl LoopExt4 {
 }
 
 /// Every entry below `dir` as (relative path, size; directories as size
-/// `u64::MAX`), sorted.
+/// `u64::MAX`), sorted. fsbench's lock and run-directory marker hold the pid of the
+/// process that wrote them, whose number of digits is the machine's and not the run's
+/// (one suite run here crossed pid 100,000 between two agings): they are listed with size 0.
 pub fn tree_listing(dir: &Path) -> Vec<(String, u64)> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
@@ -391,6 +393,11 @@ pub fn tree_listing(dir: &Path) -> Vec<(String, u64)> {
             if md.is_dir() {
                 out.push((rel, u64::MAX));
                 stack.push(e.path());
+            } else if matches!(
+                e.file_name().to_str(),
+                Some(".fsbench-lock" | ".fsbench-run")
+            ) {
+                out.push((rel, 0));
             } else {
                 out.push((rel, md.len()));
             }
