@@ -21,11 +21,12 @@ pub struct ExperimentArgs {
     /// Print the matrix, the set-up steps and the estimated time; change nothing.
     #[arg(long)]
     pub dry_run: bool,
-    /// Continue an interrupted experiment in OUTDIR from the results stored there.
+    /// Continue an interrupted experiment in OUTDIR from the results stored there (aged
+    /// simulated disks start from the images kept in OUTDIR/aged, not aged again).
     #[arg(long)]
     pub resume: bool,
     /// Undo what an interrupted experiment left set up in OUTDIR (mounts, loop devices,
-    /// simulated disks, sysfs values, images), then exit.
+    /// simulated disks, sysfs values, images), then exit; aged images kept for --resume stay.
     #[arg(long, value_name = "OUTDIR", conflicts_with_all = ["plan", "dry_run", "resume"])]
     pub cleanup: Option<PathBuf>,
     /// Repeat the runs the noise guard flags as disturbed (once each).

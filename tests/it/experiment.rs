@@ -374,6 +374,116 @@ fn interrupted_plan_tears_down_and_resumes() {
     assert_eq!(ok_runs(&out), total);
 }
 
+/// An aged simulated disk interrupted after its aging is not aged again on `--resume`: the
+/// copy of its image kept in OUTDIR/aged starts it, the aging's facts carry over unchanged,
+/// and the copies go when the experiment finishes.
+#[test]
+fn an_interrupted_aged_disk_resumes_from_its_kept_image() {
+    if !loop_devices_or_skip("an_interrupted_aged_disk_resumes_from_its_kept_image")
+        || !Path::new("/dev/fuse").exists()
+    {
+        return;
+    }
+    let s = Scratch::new("exp-kept");
+    let p = write_plan(
+        s.path(),
+        "p.toml",
+        r#"[experiment]
+name = "kept"
+repetitions = 3
+
+[[target]]
+name = "old"
+kind = "disk"
+model = "hdd-cheetah36lp"
+size = "64M"
+fs = "ext4"
+[target.age]
+profile = "agrawal"
+fill = 0.5
+ops = 400
+day_ops = 50
+writeback = "range"
+seed = 3
+per = "target"
+
+[[measurement]]
+name = "fs"
+kind = "workload"
+params = { workload = "fileserver", nfiles = 50, filesize = "4k", nthreads = 1, duration = 1.5 }
+"#,
+    );
+    let out = s.path().join("out");
+    let mut child = bin()
+        .args(["experiment", &p, "-o", out.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    while ok_runs_so_far(&out) < 1 {
+        if t.elapsed() > Duration::from_secs(180) {
+            let _ = child.kill();
+            panic!(
+                "no run stored: {}",
+                text(&child.wait_with_output().unwrap())
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(
+        err.contains("aging target old") && err.contains("the aged images of old kept in"),
+        "{err}"
+    );
+    assert_eq!(loops_of(&out), "");
+    assert!(mounts_under(&out).is_empty());
+    let kept = out.join("aged/old.img");
+    assert!(kept.is_file() && out.join("aged/old.json").is_file());
+    let before = ok_runs(&out);
+    assert!(
+        before < 3,
+        "{before} runs stored before the interruption\n{err}"
+    );
+    let facts = |out: &Path| -> Vec<serde_json::Value> {
+        applied_of(out, "fs", "old")
+            .iter()
+            .map(|a| a["settings"]["age"].clone())
+            .collect()
+    };
+    let aged = facts(&out)[0].clone();
+    assert!(
+        aged["ops"].as_u64().unwrap() > 0 && aged.get("layout_after_score").is_some(),
+        "{aged}"
+    );
+
+    let r = run(&["experiment", &p, "-o", out.to_str().unwrap(), "--resume"]);
+    let err = String::from_utf8_lossy(&r.stderr).into_owned();
+    assert!(r.status.success(), "{}", text(&r));
+    assert!(
+        err.contains("starting from the aged image kept in") && !err.contains("aging target old"),
+        "{err}"
+    );
+    assert_eq!(ok_runs(&out), 3);
+    // The resumed runs carry the same aging (and say where it came from).
+    for f in facts(&out).iter().skip(before as usize) {
+        let mut f = f.clone();
+        assert!(
+            f["resumed_from"].as_str().unwrap().contains("aged/old.img"),
+            "{f}"
+        );
+        f.as_object_mut().unwrap().remove("resumed_from");
+        assert_eq!(f, aged);
+    }
+    // Finished: nothing kept, nothing attached or mounted.
+    assert!(!out.join("aged").exists(), "{err}");
+    assert_eq!(loops_of(&out), "");
+    assert!(mounts_under(&out).is_empty());
+}
+
 #[test]
 fn killed_experiment_is_cleaned_up_by_cleanup() {
     if !loop_devices_or_skip("killed_experiment_is_cleaned_up_by_cleanup") {

@@ -26,6 +26,7 @@ impl Env {
         cells: &[Cell],
         outdir: &Path,
         generation: u32,
+        reuse_aged: bool,
     ) -> Result<()> {
         self.ready.clear();
         if plan.pause_reclaim {
@@ -38,6 +39,7 @@ impl Env {
                 plan,
                 ready: &self.ready,
                 generation,
+                reuse_aged,
             };
             let mut r = target::set_up(t, &ctx, &mut self.journal)
                 .with_context(|| format!("setting up target {}", t.name))?;

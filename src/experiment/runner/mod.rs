@@ -454,6 +454,14 @@ pub fn cleanup(outdir: &Path) -> Result<()> {
         "fsbench: cleanup: {n} step(s) undone in {}",
         outdir.display()
     );
+    let kept = crate::experiment::target::kept::names(outdir);
+    if !kept.is_empty() {
+        fsbench_base::errln!(
+            "fsbench: cleanup: the aged images of {} stay in {} for --resume (removed when the experiment finishes; delete the directory to give them up)",
+            kept.join(", "),
+            outdir.join(crate::experiment::target::kept::DIR).display()
+        );
+    }
     Ok(())
 }
 

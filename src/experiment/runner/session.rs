@@ -77,6 +77,7 @@ pub fn run(o: &Options) -> Result<()> {
         st: &mut st,
         env: &mut env,
         generation: 0,
+        resume: o.resume,
         failures: 0,
         progress: Progress::default(),
     };
@@ -218,6 +219,8 @@ struct Session<'a> {
     env: &'a mut Env,
     /// Set-ups so far (each names its targets' files apart).
     generation: u32,
+    /// `--resume`: the first set-up starts aged disks from the images kept for it.
+    resume: bool,
     failures: usize,
     progress: Progress,
 }
@@ -327,8 +330,13 @@ impl Session<'_> {
 
     fn set_up(&mut self) -> Result<()> {
         self.generation += 1;
-        self.env
-            .set_up(self.plan, self.cells, self.outdir, self.generation)
+        self.env.set_up(
+            self.plan,
+            self.cells,
+            self.outdir,
+            self.generation,
+            self.resume && self.generation == 1,
+        )
     }
 
     /// Aging per repetition continues on the same targets.
@@ -511,15 +519,27 @@ fn finish(
     timing: (&super::estimate::Estimate, Instant),
 ) -> Result<()> {
     if fsbench_base::cancel::interrupted() {
+        let kept = target::kept::names(outdir);
         bail!(
-            "interrupted: every target is torn down; {} runs stored. Continue with `fsbench experiment {} -o {} --resume{}`",
+            "interrupted: every target is torn down; {} runs stored{}. Continue with `fsbench experiment {} -o {} --resume{}`",
             st.db.query_row("SELECT COUNT(*) FROM runs WHERE status = 'ok'", [], |r| r.get::<_, i64>(0))?,
+            if kept.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; the aged images of {} kept in {} for it (removed when the experiment finishes)",
+                    kept.join(", "),
+                    outdir.join(target::kept::DIR).display()
+                )
+            },
             o.plan.display(),
             outdir.display(),
             if o.quick { " --quick" } else { "" }
         );
     }
     st.finish(exp)?;
+    // Finished: no run is left to resume from the aged images kept for it.
+    target::kept::discard_all(outdir)?;
     fsbench_base::out!(
         "{}",
         crate::experiment::summary::render::render_text(&crate::experiment::summary::summarise(

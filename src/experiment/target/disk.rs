@@ -73,7 +73,7 @@ pub fn set_up(t: &Target, ctx: &Ctx, j: &mut Journal) -> Result<Ready> {
     let mnt = mount_point(ctx, &t.name, j)?;
     let argv = mkfs_argv(fs, mkfs_options);
     let aged = match &t.age {
-        Some(a) => Some(age_on_image(t, a, ctx, &img, &mnt, &argv, j)?),
+        Some(a) => Some(aged_image(t, a, ctx, &img, &mnt, &argv, j)?),
         None => None,
     };
     // Registered before it runs: a half-made disk is removed too.
@@ -122,6 +122,47 @@ pub fn set_up(t: &Target, ctx: &Ctx, j: &mut Journal) -> Result<Ready> {
         applied,
         pending: None,
     })
+}
+
+/// Target `t`'s aged image `img`: started from the copy an interrupted run kept when
+/// resuming (and there is a usable one), aged otherwise, and then kept (aged once per target
+/// only: one aged per repetition has been through more than one aging); the aging's facts.
+fn aged_image(
+    t: &Target,
+    a: &crate::experiment::plan::Age,
+    ctx: &Ctx,
+    img: &Path,
+    mnt: &Path,
+    argv: &[String],
+    j: &mut Journal,
+) -> Result<serde_json::Map<String, serde_json::Value>> {
+    let keep = a.per == crate::experiment::plan::AgePer::Target;
+    let hash = ctx.plan.hash();
+    if keep && ctx.reuse_aged {
+        match super::kept::usable(ctx.outdir, &hash, &t.name) {
+            Some(Ok(_)) => {
+                let facts = super::kept::take(ctx.outdir, &hash, &t.name, img, j)
+                    .with_context(|| format!("target {}: the kept aged image", t.name))?;
+                fsbench_base::errln!(
+                    "fsbench: target {}: starting from the aged image kept in {} (not aged again)",
+                    t.name,
+                    ctx.outdir.join(super::kept::DIR).display()
+                );
+                return Ok(facts);
+            }
+            Some(Err(why)) => fsbench_base::errln!(
+                "fsbench: target {}: aging again, the kept image is not usable: {why}",
+                t.name
+            ),
+            None => {}
+        }
+    }
+    let facts = age_on_image(t, a, ctx, img, mnt, argv, j)?;
+    if keep {
+        super::kept::keep(ctx.outdir, &hash, &t.name, img, &facts)
+            .with_context(|| format!("target {}: keeping the aged image", t.name))?;
+    }
+    Ok(facts)
 }
 
 /// Make `img` (registered for removal: the disk keeps an image it did not create), make the

@@ -912,6 +912,16 @@ pub fn create_file(path: &Path, j: &mut Journal) -> Result<std::fs::File> {
     Ok(f)
 }
 
+/// Remove the regular file `path` while it is the file `id` names (as its journal step
+/// would); gone already is fine.
+pub fn remove_owned_file(path: &Path, id: FileId) -> Result<()> {
+    Undo::RemoveFile {
+        path: path.to_path_buf(),
+        id,
+    }
+    .run()
+}
+
 /// Create the empty directory `path` (it must not exist), registered for removal.
 pub fn create_dir(path: &Path, j: &mut Journal) -> Result<()> {
     std::fs::create_dir(path).with_context(|| format!("creating {}", path.display()))?;

@@ -15,6 +15,7 @@ pub mod dir;
 pub mod disk;
 pub mod image;
 mod journal;
+pub mod kept;
 pub mod nfs;
 pub mod overlay;
 pub mod remote;
@@ -192,6 +193,9 @@ pub struct Ctx<'a> {
     pub ready: &'a [Ready],
     /// Distinguishes the images, mounts and disks of successive set-ups.
     pub generation: u32,
+    /// Start aged disk targets from the copies an interrupted run of this plan kept
+    /// (`--resume`, first set-up), see [`kept`].
+    pub reuse_aged: bool,
 }
 
 /// The steps a target's set-up takes, for --dry-run and the root check.

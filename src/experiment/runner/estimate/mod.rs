@@ -94,7 +94,7 @@ pub(super) fn of(plan: &Plan, cells: &[Cell], outdir: &Path, todo: &[u32]) -> Es
         extra_rounds_most = extra_rounds_most.max(most.div_ceil(2));
     }
     let rounds = todo.iter().copied().max().unwrap_or(0) + extra_rounds_most;
-    e.setup = setup::of(plan, cells);
+    e.setup = setup::of(plan, cells, outdir);
     e.set_ups = match (rounds, plan.fresh) {
         (0, _) => 0,
         (r, Fresh::Repetition) => r,

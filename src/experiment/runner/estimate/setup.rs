@@ -68,14 +68,31 @@ impl SetUp {
     }
 }
 
-/// Setting up the plan's targets for `cells` once, and tearing them down.
-pub(super) fn of(plan: &Plan, cells: &[Cell]) -> SetUp {
+/// Copying an aged image kept for `--resume` into place: its blocks read and written on the
+/// host's disk (a 1 GiB ext4 aged to 85%, 1,009 MiB allocated in its image, copied sparsely
+/// and synced in 2.7 s here, caches dropped first).
+const KEPT_COPY_BPS: f64 = 400e6;
+
+/// Setting up the plan's targets for `cells` once, and tearing them down; aged disks whose
+/// image an interrupted run kept in `outdir` are copied, not aged.
+pub(super) fn of(plan: &Plan, cells: &[Cell], outdir: &std::path::Path) -> SetUp {
     let mut s = SetUp::default();
+    let hash = plan.hash();
     for t in plan.targets_in_setup_order() {
         let (up, down) = target(t);
         s.targets_s += up;
         s.teardown_s += down;
         if let Some(a) = &t.age {
+            let kept = matches!(t.kind, TargetKind::Disk { .. })
+                && a.per == AgePer::Target
+                && matches!(
+                    crate::experiment::target::kept::usable(outdir, &hash, &t.name),
+                    Some(Ok(_))
+                );
+            if kept {
+                s.aging_s += capacity(t).unwrap_or(0.0) / KEPT_COPY_BPS;
+                continue;
+            }
             let aged = aging_s(a, capacity(t));
             s.aging_s += aged;
             if a.per == AgePer::Repetition {
