@@ -192,10 +192,8 @@ pub fn keep(
         fsbench: VERSION.to_string(),
         facts: facts.clone(),
     };
-    let tmp = json.with_extension("json.tmp");
-    let _ = fsbench_base::owned::path::remove_file(&tmp);
-    std::fs::write(&tmp, serde_json::to_string_pretty(&r)?)?;
-    std::fs::rename(&tmp, &json)?;
+    fsbench_base::owned::path::write_atomic(&json, serde_json::to_string_pretty(&r)?.as_bytes())
+        .with_context(|| format!("writing {}", json.display()))?;
     Ok(())
 }
 
@@ -229,7 +227,7 @@ pub fn discard_all(outdir: &Path) -> Result<()> {
     for target in names(outdir) {
         discard(outdir, &target)?;
     }
-    let _ = std::fs::remove_dir(&d);
+    let _ = fsbench_base::owned::path::remove_empty_dir(&d);
     Ok(())
 }
 
