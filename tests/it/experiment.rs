@@ -439,6 +439,8 @@ params = { workload = "fileserver", nfiles = 50, filesize = "4k", nthreads = 1, 
         err.contains("aging target old") && err.contains("the aged images of old kept in"),
         "{err}"
     );
+    // The aging said where it was (a layout day at least).
+    assert!(err.contains("fsbench: aging target old: day "), "{err}");
     assert_eq!(loops_of(&out), "");
     assert!(mounts_under(&out).is_empty());
     let kept = out.join("aged/old.img");

@@ -30,6 +30,50 @@ fn fsbench(what: &str, args: &[String]) -> Result<()> {
     Ok(())
 }
 
+/// How often an aging's progress is passed on (its own lines come each simulated day, at
+/// most once a second).
+const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Run `fsbench age` with `args` for target `target`, passing on a progress line (day,
+/// operations, rate and time left, bytes, fullness, files; the layout score on its days) at
+/// most every [`PROGRESS_EVERY`] so an aging of a million operations shows where it is; its
+/// other standard error is the error when it fails.
+fn age_showing_progress(args: &[String], target: &str) -> Result<()> {
+    use std::io::BufRead;
+    let exe = crate::experiment::self_exe()?;
+    let mut child = Command::new(exe)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .context("running fsbench age")?;
+    let stderr = child.stderr.take().expect("piped");
+    let mut other: std::collections::VecDeque<String> = Default::default();
+    let mut shown: Option<std::time::Instant> = None;
+    for line in std::io::BufReader::new(stderr)
+        .lines()
+        .map_while(Result::ok)
+    {
+        if let Some(day) = line.strip_prefix("age: day ") {
+            if shown.is_none_or(|t| t.elapsed() >= PROGRESS_EVERY) {
+                fsbench_base::errln!("fsbench: aging target {target}: day {day}");
+                shown = Some(std::time::Instant::now());
+            }
+        } else {
+            if other.len() == 40 {
+                other.pop_front();
+            }
+            other.push_back(line);
+        }
+    }
+    let status = child.wait().context("waiting for fsbench age")?;
+    if !status.success() {
+        bail!("fsbench age failed: {}", Vec::from(other).join("\n").trim());
+    }
+    Ok(())
+}
+
 fn read_json<T: serde::de::DeserializeOwned>(p: &Path, what: &str) -> Result<T> {
     let text = fsbench_base::input::read_text(p, fsbench_base::input::RESULTS)
         .with_context(|| format!("reading {}", p.display()))?;
@@ -127,8 +171,8 @@ pub fn age_dir(
         args.extend(["--from-snapshot".into(), snap]);
     }
     let json_out = logs.join(format!("{target}-{tag}.json"));
-    args.extend(["--json".into(), json_out.display().to_string(), "-q".into()]);
-    fsbench("age", &args)?;
+    args.extend(["--json".into(), json_out.display().to_string()]);
+    age_showing_progress(&args, target)?;
     let report: fsbench_tools::age::report::AgeReport = read_json(&json_out, "an aging report")?;
     facts.extend(age_facts(&report));
     facts.insert("report".into(), json_out.display().to_string().into());
