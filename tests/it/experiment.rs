@@ -404,6 +404,7 @@ fill = 0.5
 ops = 400
 day_ops = 50
 writeback = "range"
+layout_every = 2
 seed = 3
 per = "target"
 
@@ -439,8 +440,11 @@ params = { workload = "fileserver", nfiles = 50, filesize = "4k", nthreads = 1, 
         err.contains("aging target old") && err.contains("the aged images of old kept in"),
         "{err}"
     );
-    // The aging said where it was (a layout day at least).
-    assert!(err.contains("fsbench: aging target old: day "), "{err}");
+    // The aging said where it was (its layout days, which the plan asks for, at least).
+    assert!(
+        err.contains("fsbench: aging target old: day ") && err.contains("layout score"),
+        "{err}"
+    );
     assert_eq!(loops_of(&out), "");
     assert!(mounts_under(&out).is_empty());
     let kept = out.join("aged/old.img");
@@ -628,7 +632,7 @@ fn applied_of(out: &Path, m: &str, target: &str) -> Vec<serde_json::Value> {
     let mut q = db
         .prepare(
             "SELECT r.applied_json FROM runs r JOIN cells c ON c.id = r.cell_id \
-             WHERE r.status = 'ok' AND c.measurement = ?1 AND c.target = ?2",
+             WHERE r.status = 'ok' AND c.measurement = ?1 AND c.target = ?2 ORDER BY r.id",
         )
         .unwrap();
     q.query_map([m, target], |r| r.get::<_, String>(0))

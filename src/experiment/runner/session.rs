@@ -538,8 +538,6 @@ fn finish(
         );
     }
     st.finish(exp)?;
-    // Finished: no run is left to resume from the aged images kept for it.
-    target::kept::discard_all(outdir)?;
     fsbench_base::out!(
         "{}",
         crate::experiment::summary::render::render_text(&crate::experiment::summary::summarise(
@@ -563,9 +561,18 @@ fn finish(
     );
     if failures > 0 {
         bail!(
-            "{failures} run(s) failed; see the logs in {}",
-            outdir.join("runs").display()
+            "{failures} run(s) failed; see the logs in {}{}",
+            outdir.join("runs").display(),
+            if target::kept::names(outdir).is_empty() {
+                ""
+            } else {
+                " (--resume runs them again from the aged images kept)"
+            }
         );
+    }
+    // Finished, every run stored: no resume needs the aged images kept for one.
+    if let Err(e) = target::kept::discard_all(outdir) {
+        fsbench_base::errln!("fsbench: warning: the aged images kept for --resume: {e:#}");
     }
     Ok(())
 }

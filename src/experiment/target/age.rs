@@ -48,13 +48,23 @@ fn age_showing_progress(args: &[String], target: &str) -> Result<()> {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .context("running fsbench age")?;
-    let stderr = child.stderr.take().expect("piped");
+    let mut stderr = std::io::BufReader::new(child.stderr.take().expect("piped"));
     let mut other: std::collections::VecDeque<String> = Default::default();
     let mut shown: Option<std::time::Instant> = None;
-    for line in std::io::BufReader::new(stderr)
-        .lines()
-        .map_while(Result::ok)
-    {
+    let mut raw = Vec::new();
+    // Read to the end whatever it holds, so the child never blocks on a full pipe.
+    loop {
+        raw.clear();
+        match stderr.read_until(b'\n', &mut raw) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                other.push_back(format!("(reading its output: {e})"));
+                break;
+            }
+        }
+        let line = String::from_utf8_lossy(&raw).trim_end().to_string();
         if let Some(day) = line.strip_prefix("age: day ") {
             if shown.is_none_or(|t| t.elapsed() >= PROGRESS_EVERY) {
                 fsbench_base::errln!("fsbench: aging target {target}: day {day}");
@@ -69,7 +79,10 @@ fn age_showing_progress(args: &[String], target: &str) -> Result<()> {
     }
     let status = child.wait().context("waiting for fsbench age")?;
     if !status.success() {
-        bail!("fsbench age failed: {}", Vec::from(other).join("\n").trim());
+        bail!(
+            "fsbench age failed ({status}): {}",
+            Vec::from(other).join("\n").trim()
+        );
     }
     Ok(())
 }
@@ -172,6 +185,11 @@ pub fn age_dir(
     }
     let json_out = logs.join(format!("{target}-{tag}.json"));
     args.extend(["--json".into(), json_out.display().to_string()]);
+    // The progress shows no layout score unless the plan asks for one: its walk reads every
+    // directory (their access times written back), which aging's own operations do not.
+    if !args.iter().any(|a| a == "--layout-every") {
+        args.extend(["--layout-every".into(), "0".into()]);
+    }
     age_showing_progress(&args, target)?;
     let report: fsbench_tools::age::report::AgeReport = read_json(&json_out, "an aging report")?;
     facts.extend(age_facts(&report));

@@ -125,8 +125,8 @@ pub fn set_up(t: &Target, ctx: &Ctx, j: &mut Journal) -> Result<Ready> {
 }
 
 /// Target `t`'s aged image `img`: started from the copy an interrupted run kept when
-/// resuming (and there is a usable one), aged otherwise, and then kept (aged once per target
-/// only: one aged per repetition has been through more than one aging); the aging's facts.
+/// resuming (and there is a usable one), aged otherwise, and then kept (see
+/// [`keeps_aged`]); the aging's facts.
 fn aged_image(
     t: &Target,
     a: &crate::experiment::plan::Age,
@@ -136,7 +136,7 @@ fn aged_image(
     argv: &[String],
     j: &mut Journal,
 ) -> Result<serde_json::Map<String, serde_json::Value>> {
-    let keep = a.per == crate::experiment::plan::AgePer::Target;
+    let keep = keeps_aged(ctx.plan, a);
     let hash = ctx.plan.hash();
     if keep && ctx.reuse_aged {
         match super::kept::usable(ctx.outdir, &hash, &t.name) {
@@ -159,10 +159,17 @@ fn aged_image(
     }
     let facts = age_on_image(t, a, ctx, img, mnt, argv, j)?;
     if keep {
-        super::kept::keep(ctx.outdir, &hash, &t.name, img, &facts)
-            .with_context(|| format!("target {}: keeping the aged image", t.name))?;
+        super::kept::keep(ctx.outdir, &hash, &t.name, img, &facts);
     }
     Ok(facts)
+}
+
+/// Whether a disk target aged with `a` keeps its aged image for `--resume`: aged once per
+/// target (one aged per repetition has been through more than one aging), on targets set up
+/// once (`fresh = "repetition"` makes every round's targets anew, aging included).
+pub fn keeps_aged(plan: &crate::experiment::plan::Plan, a: &crate::experiment::plan::Age) -> bool {
+    a.per == crate::experiment::plan::AgePer::Target
+        && plan.fresh != crate::experiment::plan::Fresh::Repetition
 }
 
 /// Make `img` (registered for removal: the disk keeps an image it did not create), make the

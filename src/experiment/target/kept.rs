@@ -37,15 +37,22 @@ struct Record {
     /// The plan's hash (its text and scale): a copy serves only the plan it was aged for.
     plan_hash: String,
     target: String,
-    /// The copy's identity when written.
+    /// The copy's identity when created.
     image: FileId,
     /// Its length in bytes.
     size: u64,
+    /// Whether the copy was written whole and synced (a record is written before the copy,
+    /// so an interrupted copy is still known as fsbench's and removed).
+    #[serde(default)]
+    complete: bool,
     /// The fsbench that aged it.
     fsbench: String,
     /// The aging's facts, as the target recorded them.
     facts: Map<String, Value>,
 }
+
+/// The most a record may hold.
+const RECORD_MAX: u64 = 1 << 20;
 
 fn paths(outdir: &Path, target: &str) -> (PathBuf, PathBuf) {
     let d = outdir.join(DIR);
@@ -55,61 +62,134 @@ fn paths(outdir: &Path, target: &str) -> (PathBuf, PathBuf) {
     )
 }
 
-fn read_record(json: &Path) -> Result<Record> {
-    let text = fsbench_base::input::read_text(json, fsbench_base::input::RESULTS)
-        .with_context(|| format!("reading {}", json.display()))?;
-    serde_json::from_str(&text)
-        .with_context(|| format!("{} is not a kept-image record", json.display()))
+/// Why `md` (of `p`, not followed) is not a plain file of this user's: `None` when it is.
+fn not_plain_own(p: &Path, md: &std::fs::Metadata) -> Option<String> {
+    if !md.file_type().is_file() {
+        return Some(format!("{} is not a regular file", p.display()));
+    }
+    if md.uid() != fsbench_base::beneath::euid() || md.nlink() != 1 {
+        return Some(format!(
+            "{} is another user's or has other links",
+            p.display()
+        ));
+    }
+    None
 }
 
-/// The kept copy of `target` is the file fsbench wrote: a regular file, not a link, of this
-/// user, with the recorded identity and length.
-fn is_ours(img: &Path, r: &Record) -> Result<bool> {
-    let md = match std::fs::symlink_metadata(img) {
+/// OUTDIR/aged, when it is there and may be trusted as fsbench's: a directory (not a link)
+/// of this user's that no one else may write to.
+fn trusted_dir(outdir: &Path) -> Result<Option<PathBuf>> {
+    let d = outdir.join(DIR);
+    let md = match std::fs::symlink_metadata(&d) {
         Ok(md) => md,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
-        Err(e) => return Err(e).with_context(|| format!("reading {}", img.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", d.display())),
     };
-    Ok(md.file_type().is_file()
-        && md.uid() == euid()
-        && md.nlink() == 1
-        && md.len() == r.size
-        && FileId::of(&md) == r.image)
+    if !md.file_type().is_dir()
+        || md.uid() != fsbench_base::beneath::euid()
+        || md.mode() & 0o022 != 0
+    {
+        bail!(
+            "{} is not a directory of fsbench's (a link, another user's, or writable by others): left alone",
+            d.display()
+        );
+    }
+    Ok(Some(d))
 }
 
-fn euid() -> u32 {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() }
+/// Open `p` without following a link or waiting on a FIFO; with its metadata.
+fn open_plain(p: &Path) -> std::io::Result<(std::fs::File, std::fs::Metadata)> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(p)?;
+    let md = f.metadata()?;
+    Ok((f, md))
 }
 
-/// The facts of target `target`'s kept aging for `plan_hash`, when a copy usable for it is
-/// there; otherwise why not (`None` when there is no record at all).
+/// Target `target`'s record, when it is a plain file of this user's naming that target.
+fn read_record(json: &Path, target: &str) -> Result<(Record, FileId)> {
+    use std::io::Read;
+    let (f, md) = open_plain(json).with_context(|| format!("opening {}", json.display()))?;
+    if let Some(why) = not_plain_own(json, &md) {
+        bail!("{why}");
+    }
+    let mut text = String::new();
+    f.take(RECORD_MAX)
+        .read_to_string(&mut text)
+        .with_context(|| format!("reading {}", json.display()))?;
+    let r: Record = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not a kept-image record", json.display()))?;
+    if r.target != target {
+        bail!("{} names target {}, not {target}", json.display(), r.target);
+    }
+    Ok((r, FileId::of(&md)))
+}
+
+/// The same file: by inode and birth time where both are known (a device number may change
+/// across a reboot or a move), else by device and inode.
+fn same_file(a: &FileId, b: &FileId) -> bool {
+    match (a.born, b.born) {
+        (Some(x), Some(y)) => a.ino == b.ino && x == y,
+        _ => a == b,
+    }
+}
+
+/// Why the open copy `md` of `img` is not the one `r` records (`None` when it is).
+fn not_recorded(img: &Path, md: &std::fs::Metadata, r: &Record, whole: bool) -> Option<String> {
+    if let Some(why) = not_plain_own(img, md) {
+        return Some(why);
+    }
+    if !same_file(&FileId::of(md), &r.image) {
+        return Some(format!(
+            "{} is not the file fsbench kept there (replaced since)",
+            img.display()
+        ));
+    }
+    if whole && (!r.complete || md.len() != r.size) {
+        return Some(format!(
+            "{} was not copied whole (the copy was interrupted)",
+            img.display()
+        ));
+    }
+    None
+}
+
+/// The facts of target `target`'s kept aging for `plan_hash`, when a whole copy usable for
+/// it is there; otherwise why not (`None` when there is no record at all).
 pub fn usable(
     outdir: &Path,
     plan_hash: &str,
     target: &str,
 ) -> Option<Result<Map<String, Value>, String>> {
     let (img, json) = paths(outdir, target);
-    if !json.exists() {
+    match trusted_dir(outdir) {
+        Ok(Some(_)) => {}
+        Ok(None) => return None,
+        Err(e) => return Some(Err(format!("{e:#}"))),
+    }
+    if std::fs::symlink_metadata(&json).is_err() {
         return None;
     }
-    let r = match read_record(&json) {
-        Ok(r) => r,
-        Err(e) => return Some(Err(format!("{e:#}"))),
-    };
-    if r.plan_hash != plan_hash || r.target != target {
-        return Some(Err(format!(
-            "{} was aged for another plan or target",
-            img.display()
-        )));
+    Some(checked(&img, &json, plan_hash, target).map(|(_, r)| r.facts))
+}
+
+/// The copy, opened and checked against its record.
+fn checked(
+    img: &Path,
+    json: &Path,
+    plan_hash: &str,
+    target: &str,
+) -> Result<(std::fs::File, Record), String> {
+    let (r, _) = read_record(json, target).map_err(|e| format!("{e:#}"))?;
+    if r.plan_hash != plan_hash {
+        return Err(format!("{} was aged for another plan", img.display()));
     }
-    match is_ours(&img, &r) {
-        Ok(true) => Some(Ok(r.facts)),
-        Ok(false) => Some(Err(format!(
-            "{} is not the file fsbench kept there (gone, replaced, linked or resized)",
-            img.display()
-        ))),
-        Err(e) => Some(Err(format!("{e:#}"))),
+    let (f, md) = open_plain(img).map_err(|e| format!("opening {}: {e}", img.display()))?;
+    match not_recorded(img, &md, &r, true) {
+        Some(why) => Err(why),
+        None => Ok((f, r)),
     }
 }
 
@@ -122,18 +202,9 @@ pub fn take(
     img: &Path,
     j: &mut Journal,
 ) -> Result<Map<String, Value>> {
-    let mut facts = match usable(outdir, plan_hash, target) {
-        Some(Ok(f)) => f,
-        Some(Err(why)) => bail!("{why}"),
-        None => bail!("no aged image is kept for target {target}"),
-    };
+    trusted_dir(outdir)?.with_context(|| format!("no aged image is kept for target {target}"))?;
     let (kept, json) = paths(outdir, target);
-    let r = read_record(&json)?;
-    let src = std::fs::File::open(&kept).with_context(|| format!("opening {}", kept.display()))?;
-    // Checked again on the open file: the one read is the one recorded.
-    if FileId::of(&src.metadata()?) != r.image {
-        bail!("{} changed while it was opened", kept.display());
-    }
+    let (src, r) = checked(&kept, &json, plan_hash, target).map_err(|why| anyhow::anyhow!(why))?;
     let dst = create_file(img, j)?;
     copy_sparse(&src, &dst, r.size)
         .with_context(|| format!("copying {} to {}", kept.display(), img.display()))?;
@@ -145,6 +216,7 @@ pub fn take(
             VERSION
         );
     }
+    let mut facts = r.facts;
     facts.insert(
         "resumed_from".into(),
         format!(
@@ -156,18 +228,45 @@ pub fn take(
     Ok(facts)
 }
 
-/// Keep a copy of target `target`'s aged image `img` (unmounted, detached), with its
-/// `facts`, replacing a copy kept earlier for it.
-pub fn keep(
+/// Keep a copy of target `target`'s aged image `img` (unmounted, detached) with its
+/// `facts`, unless one usable for this plan is kept already (aging is a function of the
+/// plan). Best effort: a copy that cannot be made is said and left out (what was made of it
+/// removed), and the experiment goes on.
+pub fn keep(outdir: &Path, plan_hash: &str, target: &str, img: &Path, facts: &Map<String, Value>) {
+    if let Err(e) = try_keep(outdir, plan_hash, target, img, facts) {
+        fsbench_base::errln!(
+            "fsbench: warning: target {target}: no copy of the aged image kept for --resume: {e:#}"
+        );
+    }
+}
+
+fn try_keep(
     outdir: &Path,
     plan_hash: &str,
     target: &str,
     img: &Path,
     facts: &Map<String, Value>,
 ) -> Result<()> {
+    if matches!(usable(outdir, plan_hash, target), Some(Ok(_))) {
+        return Ok(());
+    }
+    if trusted_dir(outdir)?.is_none() {
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(outdir.join(DIR))
+            .with_context(|| format!("creating {}", outdir.join(DIR).display()))?;
+        trusted_dir(outdir)?;
+    }
     let (kept, json) = paths(outdir, target);
-    std::fs::create_dir_all(outdir.join(DIR))?;
     discard(outdir, target)?;
+    if std::fs::symlink_metadata(&json).is_ok() || std::fs::symlink_metadata(&kept).is_ok() {
+        bail!(
+            "{} or {} is there and is not a copy fsbench recorded",
+            kept.display(),
+            json.display()
+        );
+    }
     let src = std::fs::File::open(img).with_context(|| format!("opening {}", img.display()))?;
     let size = src.metadata()?.len();
     let dst = {
@@ -181,49 +280,79 @@ pub fn keep(
             .open(&kept)
             .with_context(|| format!("creating {}", kept.display()))?
     };
-    copy_sparse(&src, &dst, size)
-        .with_context(|| format!("copying {} to {}", img.display(), kept.display()))?;
-    dst.sync_all()?;
-    let r = Record {
+    let mut r = Record {
         plan_hash: plan_hash.to_string(),
         target: target.to_string(),
         image: FileId::of(&dst.metadata()?),
         size,
+        complete: false,
         fsbench: VERSION.to_string(),
         facts: facts.clone(),
     };
-    fsbench_base::owned::path::write_atomic(&json, serde_json::to_string_pretty(&r)?.as_bytes())
+    // Recorded before it is written: an interrupted copy is still known as fsbench's.
+    let copied = write_record(&json, &r)
+        .and_then(|()| {
+            copy_sparse(&src, &dst, size)
+                .with_context(|| format!("copying {} to {}", img.display(), kept.display()))
+        })
+        .and_then(|()| dst.sync_all().map_err(Into::into))
+        .and_then(|()| {
+            r.complete = true;
+            write_record(&json, &r)
+        });
+    if copied.is_err() {
+        let _ = discard(outdir, target);
+    }
+    copied
+}
+
+/// Write `r` as `json` and sync it.
+fn write_record(json: &Path, r: &Record) -> Result<()> {
+    fsbench_base::owned::path::write_atomic(json, serde_json::to_string_pretty(r)?.as_bytes())
         .with_context(|| format!("writing {}", json.display()))?;
+    std::fs::File::open(json)?.sync_all()?;
     Ok(())
 }
 
-/// Remove target `target`'s kept copy and record, the copy only while it is the file
-/// recorded; a copy that is not is left, and said.
+/// Remove target `target`'s kept copy and its record, each only while it is the file fsbench
+/// wrote (the record a plain file of this user's naming the target, the copy the file it
+/// records); what is not is left, and said.
 pub fn discard(outdir: &Path, target: &str) -> Result<()> {
-    let (img, json) = paths(outdir, target);
-    if !json.exists() {
+    if trusted_dir(outdir)?.is_none() {
         return Ok(());
     }
-    match read_record(&json) {
-        Ok(r) if is_ours(&img, &r)? => remove_owned_file(&img, r.image)?,
-        Ok(_) if !img.exists() => {}
-        _ => fsbench_base::errln!(
-            "fsbench: left {}: not the file fsbench kept there",
-            img.display()
-        ),
+    let (img, json) = paths(outdir, target);
+    if std::fs::symlink_metadata(&json).is_err() {
+        return Ok(());
     }
-    fsbench_base::owned::path::remove_file(&json)
-        .with_context(|| format!("removing {}", json.display()))?;
-    Ok(())
+    let (r, rid) = match read_record(&json, target) {
+        Ok(x) => x,
+        Err(e) => {
+            fsbench_base::errln!(
+                "fsbench: left {} and {}: {e:#}",
+                json.display(),
+                img.display()
+            );
+            return Ok(());
+        }
+    };
+    match open_plain(&img) {
+        Ok((_, md)) => match not_recorded(&img, &md, &r, false) {
+            None => remove_owned_file(&img, FileId::of(&md))?,
+            Some(why) => fsbench_base::errln!("fsbench: left {}: {why}", img.display()),
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => fsbench_base::errln!("fsbench: left {}: {e}", img.display()),
+    }
+    remove_owned_file(&json, rid)
 }
 
-/// Remove every kept copy (an experiment that finished needs none); the directory too once
+/// Remove every kept copy (an experiment that finished needs none), and the directory once
 /// empty.
 pub fn discard_all(outdir: &Path) -> Result<()> {
-    let d = outdir.join(DIR);
-    if !d.exists() {
+    let Some(d) = trusted_dir(outdir)? else {
         return Ok(());
-    }
+    };
     for target in names(outdir) {
         discard(outdir, &target)?;
     }
@@ -231,14 +360,18 @@ pub fn discard_all(outdir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// The targets with a copy kept (a record written), by name.
+/// The targets with a record of fsbench's in OUTDIR/aged, by name.
 pub fn names(outdir: &Path) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(outdir.join(DIR))
-        .map(|d| {
-            d.flatten()
+    let Ok(Some(d)) = trusted_dir(outdir) else {
+        return Vec::new();
+    };
+    let mut v: Vec<String> = std::fs::read_dir(&d)
+        .map(|rd| {
+            rd.flatten()
                 .filter_map(|e| {
                     let n = e.file_name().to_string_lossy().into_owned();
-                    n.strip_suffix(".json").map(str::to_string)
+                    let t = n.strip_suffix(".json")?.to_string();
+                    read_record(&e.path(), &t).ok().map(|_| t)
                 })
                 .collect()
         })
@@ -275,13 +408,35 @@ fn copy_sparse(src: &std::fs::File, dst: &std::fs::File, len: u64) -> Result<()>
                 libc::copy_file_range(s, &mut off_in, d, &mut off_out, (end - off_in) as usize, 0)
             };
             if n < 0 {
-                return Err(std::io::Error::last_os_error().into());
+                let e = std::io::Error::last_os_error();
+                match e.raw_os_error() {
+                    Some(libc::EINTR) => continue,
+                    Some(libc::EXDEV | libc::EINVAL | libc::EOPNOTSUPP | libc::ENOSYS) => {
+                        copy_plain(src, dst, off_in as u64, end as u64)?;
+                        break;
+                    }
+                    _ => return Err(e.into()),
+                }
             }
             if n == 0 {
                 bail!("the source ended at {off_in} bytes, before {len}");
             }
         }
         at = end;
+    }
+    Ok(())
+}
+
+/// Copy bytes `from..to` of `src` to the same place in `dst` by reading and writing.
+fn copy_plain(src: &std::fs::File, dst: &std::fs::File, from: u64, to: u64) -> Result<()> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = vec![0u8; 1 << 20];
+    let mut at = from;
+    while at < to {
+        let n = ((to - at) as usize).min(buf.len());
+        src.read_exact_at(&mut buf[..n], at)?;
+        dst.write_all_at(&buf[..n], at)?;
+        at += n as u64;
     }
     Ok(())
 }
@@ -326,23 +481,48 @@ mod tests {
         std::fs::write(&img, vec![5u8; 70_000]).unwrap();
         let mut facts = Map::new();
         facts.insert("ops".into(), 400.into());
-        keep(&out, "h1", "t", &img, &facts).unwrap();
+        keep(&out, "h1", "t", &img, &facts);
         assert_eq!(names(&out), vec!["t".to_string()]);
         assert_eq!(usable(&out, "h1", "t").unwrap().unwrap(), facts);
         assert!(usable(&out, "h2", "t").unwrap().is_err(), "another plan");
         assert!(usable(&out, "h1", "u").is_none(), "no record");
+        let (kept, json) = paths(&out, "t");
+        // A copy that was not written whole is not used, and goes with its record.
+        let (mut r, _) = read_record(&json, "t").unwrap();
+        r.complete = false;
+        write_record(&json, &r).unwrap();
+        let why = usable(&out, "h1", "t").unwrap().unwrap_err();
+        assert!(why.contains("not copied whole"), "{why}");
+        discard_all(&out).unwrap();
+        assert!(!kept.exists() && !json.exists() && !out.join(DIR).exists());
         // Replaced by another file of the same name and length: not used, not removed.
-        let kept = out.join(DIR).join("t.img");
+        keep(&out, "h1", "t", &img, &facts);
         std::fs::remove_file(&kept).unwrap();
         std::fs::write(&kept, vec![6u8; 70_000]).unwrap();
         let why = usable(&out, "h1", "t").unwrap().unwrap_err();
         assert!(why.contains("not the file fsbench kept"), "{why}");
-        discard_all(&out).unwrap();
-        assert!(kept.exists(), "a file fsbench did not write is left");
-        assert!(names(&out).is_empty());
-        // Kept again and finished: the copy and its record go.
+        // Keeping again leaves the stranger's file and keeps nothing.
+        keep(&out, "h1", "t", &img, &facts);
+        assert!(names(&out).is_empty() && kept.exists());
+        assert_eq!(std::fs::read(&kept).unwrap(), vec![6u8; 70_000]);
+        // A record that is not fsbench's (a link to one) is neither read nor removed.
         std::fs::remove_file(&kept).unwrap();
-        keep(&out, "h1", "t", &img, &facts).unwrap();
+        keep(&out, "h1", "t", &img, &facts);
+        let real = out.join("real.json");
+        std::fs::rename(&json, &real).unwrap();
+        std::os::unix::fs::symlink(&real, &json).unwrap();
+        assert!(usable(&out, "h1", "t").unwrap().is_err());
+        assert!(names(&out).is_empty());
+        discard(&out, "t").unwrap();
+        assert!(json.symlink_metadata().is_ok() && real.exists() && kept.exists());
+        // A directory others may write to is not trusted.
+        std::fs::remove_file(&json).unwrap();
+        std::fs::rename(&real, &json).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(out.join(DIR), std::fs::Permissions::from_mode(0o777)).unwrap();
+        assert!(usable(&out, "h1", "t").unwrap().is_err());
+        assert!(names(&out).is_empty());
+        std::fs::set_permissions(out.join(DIR), std::fs::Permissions::from_mode(0o700)).unwrap();
         discard_all(&out).unwrap();
         assert!(!out.join(DIR).exists());
         std::fs::remove_dir_all(&out).unwrap();

@@ -84,7 +84,7 @@ pub(super) fn of(plan: &Plan, cells: &[Cell], outdir: &std::path::Path) -> SetUp
         s.teardown_s += down;
         if let Some(a) = &t.age {
             let kept = matches!(t.kind, TargetKind::Disk { .. })
-                && a.per == AgePer::Target
+                && crate::experiment::target::disk::keeps_aged(plan, a)
                 && matches!(
                     crate::experiment::target::kept::usable(outdir, &hash, &t.name),
                     Some(Ok(_))
