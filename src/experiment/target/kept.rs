@@ -42,13 +42,18 @@ struct Record {
     /// Its length in bytes.
     size: u64,
     /// Whether the copy was written whole and synced (a record is written before the copy,
-    /// so an interrupted copy is still known as fsbench's and removed).
-    #[serde(default)]
+    /// so an interrupted copy is still known as fsbench's and removed). Records without it
+    /// were written only after their copy was whole.
+    #[serde(default = "whole")]
     complete: bool,
     /// The fsbench that aged it.
     fsbench: String,
     /// The aging's facts, as the target recorded them.
     facts: Map<String, Value>,
+}
+
+fn whole() -> bool {
+    true
 }
 
 /// The most a record may hold.
@@ -487,6 +492,11 @@ mod tests {
         assert!(usable(&out, "h2", "t").unwrap().is_err(), "another plan");
         assert!(usable(&out, "h1", "u").is_none(), "no record");
         let (kept, json) = paths(&out, "t");
+        // A record from before records said whether their copy was whole: written after it.
+        let mut old: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+        old.as_object_mut().unwrap().remove("complete");
+        fsbench_base::owned::path::write_atomic(&json, old.to_string().as_bytes()).unwrap();
+        assert_eq!(usable(&out, "h1", "t").unwrap().unwrap(), facts);
         // A copy that was not written whole is not used, and goes with its record.
         let (mut r, _) = read_record(&json, "t").unwrap();
         r.complete = false;
