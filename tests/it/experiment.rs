@@ -490,6 +490,82 @@ params = { workload = "fileserver", nfiles = 50, filesize = "4k", nthreads = 1, 
     assert!(mounts_under(&out).is_empty());
 }
 
+/// A SIGINT sent to the experiment alone (not its process group) while a target ages stops
+/// the aging child too: the experiment tears down at once and keeps no copy of a half-aged
+/// image.
+#[test]
+fn an_aging_interrupted_through_the_experiment_alone_stops_and_keeps_nothing() {
+    if !loop_devices_or_skip(
+        "an_aging_interrupted_through_the_experiment_alone_stops_and_keeps_nothing",
+    ) || !Path::new("/dev/fuse").exists()
+    {
+        return;
+    }
+    let s = Scratch::new("exp-age-int");
+    let p = write_plan(
+        s.path(),
+        "p.toml",
+        r#"[experiment]
+name = "ageint"
+repetitions = 1
+
+[[target]]
+name = "old"
+kind = "disk"
+model = "hdd-cheetah36lp"
+size = "64M"
+fs = "ext4"
+[target.age]
+profile = "agrawal"
+fill = 0.5
+ops = 5000000
+writeback = "range"
+seed = 3
+per = "target"
+
+[[measurement]]
+name = "fs"
+kind = "workload"
+params = { workload = "fileserver", nfiles = 50, filesize = "4k", nthreads = 1, duration = 1 }
+"#,
+    );
+    let out = s.path().join("out");
+    let child = bin()
+        .args(["experiment", &p, "-o", out.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The aging has begun once its report's directory is there and the image is mounted.
+    let t = Instant::now();
+    while !(out.join("age").is_dir() && mounts_under(&out).len() == 1) {
+        assert!(
+            t.elapsed() < Duration::from_secs(120),
+            "the aging never began"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    let sent = Instant::now();
+    // The experiment's process alone: its aging child is not signalled by this.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let o = child.wait_with_output().unwrap();
+    let took = sent.elapsed();
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(
+        took < Duration::from_secs(60),
+        "took {took:?} to stop\n{err}"
+    );
+    assert!(err.contains("interrupted"), "{err}");
+    assert!(
+        !out.join("aged/old.json").exists(),
+        "a half-aged image was kept\n{err}"
+    );
+    assert_eq!(loops_of(&out), "");
+    assert!(mounts_under(&out).is_empty());
+}
+
 #[test]
 fn killed_experiment_is_cleaned_up_by_cleanup() {
     if !loop_devices_or_skip("killed_experiment_is_cleaned_up_by_cleanup") {

@@ -48,6 +48,23 @@ fn age_showing_progress(args: &[String], target: &str) -> Result<()> {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .context("running fsbench age")?;
+    // Ctrl-C at a terminal reaches the child too; a SIGINT sent to the experiment alone is
+    // passed on, once. The watcher ends before the child is reaped, so its pid is the child's.
+    let pid = child.id() as libc::pid_t;
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watcher = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                if fsbench_base::cancel::interrupted() {
+                    // SAFETY: signalling our own unreaped child.
+                    unsafe { libc::kill(pid, libc::SIGINT) };
+                    return;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(200));
+            }
+        })
+    };
     let mut stderr = std::io::BufReader::new(child.stderr.take().expect("piped"));
     let mut other: std::collections::VecDeque<String> = Default::default();
     let mut shown: Option<std::time::Instant> = None;
@@ -77,6 +94,8 @@ fn age_showing_progress(args: &[String], target: &str) -> Result<()> {
             other.push_back(line);
         }
     }
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let _ = watcher.join();
     let status = child.wait().context("waiting for fsbench age")?;
     if !status.success() {
         bail!(

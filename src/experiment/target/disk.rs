@@ -158,7 +158,8 @@ fn aged_image(
         }
     }
     let facts = age_on_image(t, a, ctx, img, mnt, argv, j)?;
-    if keep {
+    // An aging cut short by an interruption fails above; kept only what aged whole.
+    if keep && !fsbench_base::cancel::interrupted() {
         super::kept::keep(ctx.outdir, &hash, &t.name, img, &facts);
     }
     Ok(facts)
