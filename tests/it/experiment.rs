@@ -201,6 +201,16 @@ fn shipped_plans_validate() {
     assert!(n >= 4, "{n} plans");
 }
 
+/// `fsbench experiment PLAN -o OUT` started, its output piped, for a test to interrupt.
+fn spawn_experiment(plan: &str, out: &Path) -> std::process::Child {
+    bin()
+        .args(["experiment", plan, "-o", out.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 fn mounts_under(dir: &Path) -> Vec<String> {
     std::fs::read_to_string("/proc/self/mountinfo")
         .unwrap()
@@ -323,12 +333,7 @@ fn interrupted_plan_tears_down_and_resumes() {
     };
     let p = write_plan(s.path(), "p.toml", &plan_text);
     let out = s.path().join("out");
-    let mut child = bin()
-        .args(["experiment", &p, "-o", out.to_str().unwrap()])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_experiment(&p, &out);
     // Interrupt in the middle of the second measurement.
     let t = Instant::now();
     while !out.join("results.db").exists() || ok_runs_so_far(&out) < 1 {
@@ -415,12 +420,7 @@ params = { workload = "fileserver", nfiles = 50, filesize = "4k", nthreads = 1, 
 "#,
     );
     let out = s.path().join("out");
-    let mut child = bin()
-        .args(["experiment", &p, "-o", out.to_str().unwrap()])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_experiment(&p, &out);
     let t = Instant::now();
     while ok_runs_so_far(&out) < 1 {
         if t.elapsed() > Duration::from_secs(180) {
@@ -530,12 +530,7 @@ params = { workload = "fileserver", nfiles = 50, filesize = "4k", nthreads = 1, 
 "#,
     );
     let out = s.path().join("out");
-    let child = bin()
-        .args(["experiment", &p, "-o", out.to_str().unwrap()])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn_experiment(&p, &out);
     // The aging has begun once its report's directory is there and the image is mounted.
     let t = Instant::now();
     while !(out.join("age").is_dir() && mounts_under(&out).len() == 1) {

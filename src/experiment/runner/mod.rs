@@ -454,12 +454,9 @@ pub fn cleanup(outdir: &Path) -> Result<()> {
         "fsbench: cleanup: {n} step(s) undone in {}",
         outdir.display()
     );
-    let kept = crate::experiment::target::kept::names(outdir);
-    if !kept.is_empty() {
+    if let Some(k) = crate::experiment::target::kept::described(outdir) {
         fsbench_base::errln!(
-            "fsbench: cleanup: the aged images of {} stay in {} for --resume (removed when the experiment finishes; delete the directory to give them up)",
-            kept.join(", "),
-            outdir.join(crate::experiment::target::kept::DIR).display()
+            "fsbench: cleanup: {k} stay for --resume (removed when the experiment finishes; delete the directory to give them up)"
         );
     }
     Ok(())

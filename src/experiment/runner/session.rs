@@ -519,19 +519,12 @@ fn finish(
     timing: (&super::estimate::Estimate, Instant),
 ) -> Result<()> {
     if fsbench_base::cancel::interrupted() {
-        let kept = target::kept::names(outdir);
         bail!(
             "interrupted: every target is torn down; {} runs stored{}. Continue with `fsbench experiment {} -o {} --resume{}`",
             st.db.query_row("SELECT COUNT(*) FROM runs WHERE status = 'ok'", [], |r| r.get::<_, i64>(0))?,
-            if kept.is_empty() {
-                String::new()
-            } else {
-                format!(
-                    "; the aged images of {} kept in {} for it (removed when the experiment finishes)",
-                    kept.join(", "),
-                    outdir.join(target::kept::DIR).display()
-                )
-            },
+            target::kept::described(outdir)
+                .map(|k| format!("; {k} for it (removed when the experiment finishes)"))
+                .unwrap_or_default(),
             o.plan.display(),
             outdir.display(),
             if o.quick { " --quick" } else { "" }
@@ -563,11 +556,9 @@ fn finish(
         bail!(
             "{failures} run(s) failed; see the logs in {}{}",
             outdir.join("runs").display(),
-            if target::kept::names(outdir).is_empty() {
-                ""
-            } else {
-                " (--resume runs them again from the aged images kept)"
-            }
+            target::kept::described(outdir)
+                .map(|k| format!(" (--resume runs them again, {k})"))
+                .unwrap_or_default()
         );
     }
     // Finished, every run stored: no resume needs the aged images kept for one.

@@ -35,7 +35,7 @@ fn fsbench(what: &str, args: &[String]) -> Result<()> {
 const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Run `fsbench age` with `args` for target `target`, passing on a progress line (day,
-/// operations, rate and time left, bytes, fullness, files; the layout score on its days) at
+/// operations, rate and time left, bytes, fullness, files; the layout score if asked for) at
 /// most every [`PROGRESS_EVERY`] so an aging of a million operations shows where it is; its
 /// other standard error is the error when it fails.
 fn age_showing_progress(args: &[String], target: &str) -> Result<()> {
@@ -48,23 +48,7 @@ fn age_showing_progress(args: &[String], target: &str) -> Result<()> {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .context("running fsbench age")?;
-    // Ctrl-C at a terminal reaches the child too; a SIGINT sent to the experiment alone is
-    // passed on, once. The watcher ends before the child is reaped, so its pid is the child's.
-    let pid = child.id() as libc::pid_t;
-    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let watcher = {
-        let done = done.clone();
-        std::thread::spawn(move || {
-            while !done.load(std::sync::atomic::Ordering::Relaxed) {
-                if fsbench_base::cancel::interrupted() {
-                    // SAFETY: signalling our own unreaped child.
-                    unsafe { libc::kill(pid, libc::SIGINT) };
-                    return;
-                }
-                std::thread::sleep(std::time::Duration::from_millis(200));
-            }
-        })
-    };
+    let relay = InterruptRelay::start(child.id() as libc::pid_t);
     let mut stderr = std::io::BufReader::new(child.stderr.take().expect("piped"));
     let mut other: std::collections::VecDeque<String> = Default::default();
     let mut shown: Option<std::time::Instant> = None;
@@ -94,8 +78,7 @@ fn age_showing_progress(args: &[String], target: &str) -> Result<()> {
             other.push_back(line);
         }
     }
-    done.store(true, std::sync::atomic::Ordering::Relaxed);
-    let _ = watcher.join();
+    relay.stop();
     let status = child.wait().context("waiting for fsbench age")?;
     if !status.success() {
         bail!(
@@ -104,6 +87,36 @@ fn age_showing_progress(args: &[String], target: &str) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// Passes a SIGINT sent to the experiment alone on to a child, once (Ctrl-C at a terminal
+/// reaches the child too). Stopped before the child is reaped, so the pid is the child's.
+struct InterruptRelay {
+    done: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    watcher: std::thread::JoinHandle<()>,
+}
+
+impl InterruptRelay {
+    fn start(pid: libc::pid_t) -> InterruptRelay {
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let seen = done.clone();
+        let watcher = std::thread::spawn(move || {
+            while !seen.load(std::sync::atomic::Ordering::Relaxed) {
+                if fsbench_base::cancel::interrupted() {
+                    // SAFETY: signalling our own unreaped child.
+                    unsafe { libc::kill(pid, libc::SIGINT) };
+                    return;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(200));
+            }
+        });
+        InterruptRelay { done, watcher }
+    }
+
+    fn stop(self) {
+        self.done.store(true, std::sync::atomic::Ordering::Relaxed);
+        let _ = self.watcher.join();
+    }
 }
 
 fn read_json<T: serde::de::DeserializeOwned>(p: &Path, what: &str) -> Result<T> {

@@ -7,8 +7,8 @@
 //! the aging's facts). An interrupted experiment leaves the copies there; `--resume` starts
 //! each such target from its copy instead of aging it again; an experiment that finishes
 //! removes them. Nothing else is ever taken from OUTDIR/aged: a copy is used only while it is
-//! the very file fsbench wrote (device, inode and birth time, owned by this user, not a
-//! link) for the same plan and target.
+//! the very file fsbench wrote (inode and birth time, owned by this user, one link, not a
+//! link itself) for the same plan and target.
 
 use super::journal::{create_file, remove_owned_file};
 use super::Journal;
@@ -17,7 +17,6 @@ use fsbench_base::daemon::owned::FileId;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 /// The directory under OUTDIR holding the copies.
@@ -67,37 +66,30 @@ fn paths(outdir: &Path, target: &str) -> (PathBuf, PathBuf) {
     )
 }
 
-/// Why `md` (of `p`, not followed) is not a plain file of this user's: `None` when it is.
-fn not_plain_own(p: &Path, md: &std::fs::Metadata) -> Option<String> {
-    if !md.file_type().is_file() {
-        return Some(format!("{} is not a regular file", p.display()));
+/// Why the open file `f` (at `p`, not followed) is not a plain file of this user's with one
+/// link (the owned layer's rule): `None` when it is.
+fn not_plain_own(p: &Path, f: &std::fs::File) -> Option<String> {
+    match fsbench_base::beneath::fstat(f.as_raw_fd()) {
+        Ok(st) => fsbench_base::owned::check_own(&st)
+            .err()
+            .map(|why| format!("{}: {why}", p.display())),
+        Err(e) => Some(format!("{}: {e}", p.display())),
     }
-    if md.uid() != fsbench_base::beneath::euid() || md.nlink() != 1 {
-        return Some(format!(
-            "{} is another user's or has other links",
-            p.display()
-        ));
-    }
-    None
 }
 
 /// OUTDIR/aged, when it is there and may be trusted as fsbench's: a directory (not a link)
 /// of this user's that no one else may write to.
 fn trusted_dir(outdir: &Path) -> Result<Option<PathBuf>> {
     let d = outdir.join(DIR);
-    let md = match std::fs::symlink_metadata(&d) {
-        Ok(md) => md,
+    let c = std::ffi::CString::new(d.as_os_str().as_encoded_bytes())
+        .with_context(|| format!("{} holds a NUL", d.display()))?;
+    let st = match fsbench_base::beneath::lstat_at(libc::AT_FDCWD, &c) {
+        Ok(st) => st,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e).with_context(|| format!("reading {}", d.display())),
     };
-    if !md.file_type().is_dir()
-        || md.uid() != fsbench_base::beneath::euid()
-        || md.mode() & 0o022 != 0
-    {
-        bail!(
-            "{} is not a directory of fsbench's (a link, another user's, or writable by others): left alone",
-            d.display()
-        );
+    if let Some(why) = fsbench_base::owned::trust::untrusted_dir(&st) {
+        bail!("{} is left alone: {why}", d.display());
     }
     Ok(Some(d))
 }
@@ -117,7 +109,7 @@ fn open_plain(p: &Path) -> std::io::Result<(std::fs::File, std::fs::Metadata)> {
 fn read_record(json: &Path, target: &str) -> Result<(Record, FileId)> {
     use std::io::Read;
     let (f, md) = open_plain(json).with_context(|| format!("opening {}", json.display()))?;
-    if let Some(why) = not_plain_own(json, &md) {
+    if let Some(why) = not_plain_own(json, &f) {
         bail!("{why}");
     }
     let mut text = String::new();
@@ -141,9 +133,15 @@ fn same_file(a: &FileId, b: &FileId) -> bool {
     }
 }
 
-/// Why the open copy `md` of `img` is not the one `r` records (`None` when it is).
-fn not_recorded(img: &Path, md: &std::fs::Metadata, r: &Record, whole: bool) -> Option<String> {
-    if let Some(why) = not_plain_own(img, md) {
+/// Why the open copy `f` (with metadata `md`) of `img` is not the one `r` records (`None`
+/// when it is).
+fn not_recorded(
+    img: &Path,
+    (f, md): (&std::fs::File, &std::fs::Metadata),
+    r: &Record,
+    whole: bool,
+) -> Option<String> {
+    if let Some(why) = not_plain_own(img, f) {
         return Some(why);
     }
     if !same_file(&FileId::of(md), &r.image) {
@@ -192,7 +190,7 @@ fn checked(
         return Err(format!("{} was aged for another plan", img.display()));
     }
     let (f, md) = open_plain(img).map_err(|e| format!("opening {}: {e}", img.display()))?;
-    match not_recorded(img, &md, &r, true) {
+    match not_recorded(img, (&f, &md), &r, true) {
         Some(why) => Err(why),
         None => Ok((f, r)),
     }
@@ -315,7 +313,7 @@ fn try_keep(
 fn write_record(json: &Path, r: &Record) -> Result<()> {
     fsbench_base::owned::path::write_atomic(json, serde_json::to_string_pretty(r)?.as_bytes())
         .with_context(|| format!("writing {}", json.display()))?;
-    std::fs::File::open(json)?.sync_all()?;
+    open_plain(json)?.0.sync_all()?;
     Ok(())
 }
 
@@ -342,7 +340,7 @@ pub fn discard(outdir: &Path, target: &str) -> Result<()> {
         }
     };
     match open_plain(&img) {
-        Ok((_, md)) => match not_recorded(&img, &md, &r, false) {
+        Ok((f, md)) => match not_recorded(&img, (&f, &md), &r, false) {
             None => remove_owned_file(&img, FileId::of(&md))?,
             Some(why) => fsbench_base::errln!("fsbench: left {}: {why}", img.display()),
         },
@@ -363,6 +361,18 @@ pub fn discard_all(outdir: &Path) -> Result<()> {
     }
     let _ = fsbench_base::owned::path::remove_empty_dir(&d);
     Ok(())
+}
+
+/// "the aged images of A, B kept in OUTDIR/aged", when any are.
+pub fn described(outdir: &Path) -> Option<String> {
+    let kept = names(outdir);
+    (!kept.is_empty()).then(|| {
+        format!(
+            "the aged images of {} kept in {}",
+            kept.join(", "),
+            outdir.join(DIR).display()
+        )
+    })
 }
 
 /// The targets with a record of fsbench's in OUTDIR/aged, by name.
@@ -450,6 +460,7 @@ fn copy_plain(src: &std::fs::File, dst: &std::fs::File, from: u64, to: u64) -> R
 mod tests {
     use super::*;
     use std::io::{Seek, SeekFrom, Write};
+    use std::os::unix::fs::MetadataExt;
 
     #[test]
     fn a_sparse_copy_keeps_the_data_and_the_holes() {
