@@ -663,7 +663,7 @@ pub(crate) fn shipped_plan_checked_at_quick_scale(
     );
     assert!(o.status.success(), "{}", text(&o));
     assert_eq!(ok_runs(&out), planned, "{}", text(&o));
-    estimate_held(&what, &o);
+    estimate_held(&what, &o, &out);
     assert!(mounts_under(&out).is_empty(), "{:?}", mounts_under(&out));
     assert_eq!(loops_of(&out), "");
     assert_eq!(
@@ -678,8 +678,12 @@ pub(crate) fn shipped_plan_checked_at_quick_scale(
 }
 
 /// The run's own last word on its estimate ("estimated X, took Y (ratio Z)", the estimate
-/// made before it ran against the time it took) is within a factor of 1.5 either way.
-fn estimate_held(what: &str, o: &std::process::Output) {
+/// made before it ran against the time it took) is within a factor of 1.5 either way on a
+/// machine the experiment had to itself. Tests run side by side: when the experiment's own
+/// records say other processes took CPU beside its runs (a disturbed run, or more than 5% of
+/// the machine on average), it cannot have kept to an estimate made for a quiet machine, and
+/// the bound widens to 2.5 times, said where the test's output shows it.
+fn estimate_held(what: &str, o: &std::process::Output, out: &Path) {
     let stderr = String::from_utf8_lossy(&o.stderr);
     let line = stderr
         .lines()
@@ -691,9 +695,29 @@ fn estimate_held(what: &str, o: &std::process::Output) {
         .and_then(|r| r.trim_end_matches(')').parse().ok())
         .unwrap_or_else(|| panic!("{what}: no ratio in {line:?}"));
     eprintln!("{what}: {line}");
+    let db = rusqlite::Connection::open(out.join("results.db")).unwrap();
+    db.busy_timeout(Duration::from_secs(10)).unwrap();
+    let (disturbed, other): (i64, f64) = db
+        .query_row(
+            "SELECT COALESCE(SUM(disturbed), 0), COALESCE(AVG(other_cpu_frac), 0) FROM runs",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    let shared = disturbed > 0 || other > 0.05;
+    let bound = if shared {
+        eprintln!(
+            "{what}: the estimate checked within 2.5 times, not 1.5: other load beside the \
+             experiment ({disturbed} disturbed run(s), {:.0}% of the machine on average)",
+            other * 100.0
+        );
+        2.5
+    } else {
+        1.5
+    };
     assert!(
-        (1.0 / 1.5..=1.5).contains(&ratio),
-        "{what}: the estimate was off by more than 1.5 times: {line}"
+        (1.0 / bound..=bound).contains(&ratio),
+        "{what}: the estimate was off by more than {bound} times: {line}"
     );
 }
 
