@@ -516,4 +516,32 @@ fn hot_reads_then_overwrites_what_the_last_days_wrote() {
     assert_eq!(tree_listing(&aged), listing);
     assert_eq!(mtime(&cold), cold_mtime);
     assert!(mtime(&aged.join(hot[1])) > cold_mtime);
+
+    // `--files K`: the K live files aging wrote last, ties by path, instead of a window.
+    let mut by_clock: Vec<(u64, &str)> = record
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.split_once(' '))
+        .map(|(c, p)| (c.parse::<u64>().unwrap(), p))
+        .collect();
+    by_clock.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(b.1)));
+    let k = 7;
+    let last: u64 = (by_clock.iter().take(k))
+        .map(|(_, p)| aged.join(p).metadata().unwrap().len())
+        .sum();
+    let hj = img.scratch.path().join("hot-files.json");
+    let out = stdout_ok(&[
+        "hot",
+        img.s(),
+        "--files",
+        "7",
+        "--json",
+        hj.to_str().unwrap(),
+    ]);
+    let r = json(&hj);
+    assert_eq!(r["figures"]["files"], k as f64, "{out}");
+    assert_eq!(r["figures"]["bytes"], last as f64, "{out}");
+    assert!(out.contains("among the 7 aging wrote last"), "{out}");
+    let o = run(&["hot", img.s(), "--files", "7", "--days", "5"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
 }

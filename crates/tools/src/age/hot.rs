@@ -36,6 +36,11 @@ pub struct HotArgs {
     /// Hot files are those aging wrote in its last N days.
     #[arg(long, default_value_t = super::args::HOT_DAYS, value_name = "N")]
     pub days: u64,
+    /// Hot files are the N live files aging wrote last, instead of a window of days: a hot
+    /// set of a published size (the study's was 3,207 files) when the aging's clock turns
+    /// the population over faster than the study's workload did.
+    #[arg(long, value_name = "N", conflicts_with = "days")]
+    pub files: Option<u64>,
     /// Request size of the reads and writes, in bytes.
     #[arg(long, default_value_t = 1 << 20, value_name = "BYTES")]
     pub block: usize,
@@ -95,8 +100,49 @@ fn open_aged(d: &Path) -> Result<OwnedFd> {
     Ok(fd)
 }
 
-/// The files the last `days` days of aging wrote, in path order, with their sizes now.
-fn hot_files(d: &Path, days: u64) -> Result<(Vec<Hot>, record::State)> {
+/// Which live files are hot.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Pick {
+    /// Those written in the last N days of aging.
+    Days(u64),
+    /// The N written last (ties by path).
+    Last(u64),
+}
+
+impl Pick {
+    fn of(a: &HotArgs) -> Pick {
+        a.files.map_or(Pick::Days(a.days), Pick::Last)
+    }
+
+    fn describe(self, day_ops: u64) -> String {
+        match self {
+            Pick::Days(n) => {
+                format!("written in the last {n} days of aging ({day_ops} operations a day)")
+            }
+            Pick::Last(n) => format!("among the {n} aging wrote last"),
+        }
+    }
+}
+
+/// The files `pick` chooses from what aging recorded, in path order: (path, last write).
+fn choose(mut files: Vec<(String, u64)>, pick: Pick, clock: u64, day_ops: u64) -> Vec<String> {
+    match pick {
+        Pick::Days(days) => {
+            let since = clock.saturating_sub(days.saturating_mul(day_ops.max(1)));
+            files.retain(|f| f.1 >= since);
+        }
+        Pick::Last(n) => {
+            files.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+            files.truncate(usize::try_from(n).unwrap_or(usize::MAX));
+        }
+    }
+    let mut paths: Vec<String> = files.into_iter().map(|f| f.0).collect();
+    paths.sort();
+    paths
+}
+
+/// The hot files, in path order, with their sizes now.
+fn hot_files(d: &Path, pick: Pick) -> Result<(Vec<Hot>, record::State)> {
     let fd = open_aged(d)?;
     let st = record::read_state(fd.as_raw_fd());
     let files = record::read_files(fd.as_raw_fd())
@@ -108,18 +154,28 @@ fn hot_files(d: &Path, days: u64) -> Result<(Vec<Hot>, record::State)> {
                 record::FILES_FILE
             )
         })?;
-    let since = st
-        .clock
-        .saturating_sub(days.saturating_mul(st.day_ops.max(1)));
-    let mut hot: Vec<Hot> = files
+    // Only files still there are candidates, so `--files N` finds N when aging left N.
+    let live: Vec<(String, u64, u64)> = files
         .into_iter()
-        .filter(|f| f.modified >= since)
         .filter_map(|f| {
             let size = std::fs::symlink_metadata(d.join(&f.path)).ok()?.len();
-            Some(Hot { rel: f.path, size })
+            Some((f.path, f.modified, size))
         })
         .collect();
-    hot.sort_by(|a, b| a.rel.cmp(&b.rel));
+    let sizes: BTreeMap<String, u64> = live.iter().map(|f| (f.0.clone(), f.2)).collect();
+    let chosen = choose(
+        live.into_iter().map(|f| (f.0, f.1)).collect(),
+        pick,
+        st.clock,
+        st.day_ops,
+    );
+    let hot = chosen
+        .into_iter()
+        .map(|rel| Hot {
+            size: sizes[&rel],
+            rel,
+        })
+        .collect();
     Ok((hot, st))
 }
 
@@ -155,13 +211,16 @@ pub fn main(a: &HotArgs) -> Result<()> {
     }
     a.m.check()?;
     let dir = aged_dir(&a.dir)?;
-    let (files, state) = hot_files(&dir, a.days)?;
+    if a.files == Some(0) {
+        return Err(fsbench_base::exit::usage("--files must be at least 1"));
+    }
+    let pick = Pick::of(a);
+    let (files, state) = hot_files(&dir, pick)?;
     if files.is_empty() {
         bail!(
-            "{}: no live file was written in the last {} days of aging ({} operations a day)",
+            "{}: no live file {}",
             dir.display(),
-            a.days,
-            state.day_ops
+            pick.describe(state.day_ops)
         );
     }
     let mut run = HotRun {
@@ -240,13 +299,16 @@ fn results(
     let mb = |b: u64, s: f64| b as f64 / s.max(1e-9) / 1048576.0;
     let mut variables = BTreeMap::new();
     variables.insert("dir".to_string(), r.dir.display().to_string());
-    variables.insert("days".to_string(), a.days.to_string());
+    match Pick::of(a) {
+        Pick::Days(n) => variables.insert("days".to_string(), n.to_string()),
+        Pick::Last(n) => variables.insert("files".to_string(), n.to_string()),
+    };
     variables.insert("day_ops".to_string(), r.state.day_ops.to_string());
     variables.insert("block".to_string(), a.block.to_string());
     variables.insert("fsync".to_string(), (!a.no_fsync).to_string());
     let notes = vec![format!(
-        "hot: {files} files written in the last {} days of aging, {:.1} MiB: read in {read_s:.3} s ({:.1} MB/s), overwritten in {overwrite_s:.3} s ({:.1} MB/s)",
-        a.days,
+        "hot: {files} files {}, {:.1} MiB: read in {read_s:.3} s ({:.1} MB/s), overwritten in {overwrite_s:.3} s ({:.1} MB/s)",
+        Pick::of(a).describe(r.state.day_ops),
         read as f64 / 1048576.0,
         mb(read, read_s),
         mb(written, overwrite_s)
@@ -278,4 +340,34 @@ fn results(
         out.figures.insert(k.to_string(), v);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec() -> Vec<(String, u64)> {
+        [("d/a", 50), ("b", 90), ("c", 90), ("d/e", 10), ("f", 70)]
+            .iter()
+            .map(|(p, c)| (p.to_string(), *c))
+            .collect()
+    }
+
+    #[test]
+    fn a_window_of_days_keeps_what_was_written_since_its_start() {
+        // Clock 100, days of 20 operations: the last two days began at operation 60.
+        assert_eq!(choose(rec(), Pick::Days(2), 100, 20), ["b", "c", "f"]);
+        assert_eq!(choose(rec(), Pick::Days(10), 100, 20).len(), 5);
+    }
+
+    #[test]
+    fn the_last_n_are_the_latest_writes_with_ties_by_path() {
+        assert_eq!(choose(rec(), Pick::Last(1), 100, 20), ["b"]);
+        assert_eq!(choose(rec(), Pick::Last(3), 100, 20), ["b", "c", "f"]);
+        assert_eq!(
+            choose(rec(), Pick::Last(4), 100, 20),
+            ["b", "c", "d/a", "f"]
+        );
+        assert_eq!(choose(rec(), Pick::Last(9), 100, 20).len(), 5);
+    }
 }

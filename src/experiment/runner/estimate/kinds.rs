@@ -267,11 +267,13 @@ fn layout(cx: &Cx) -> Option<Work> {
     })
 }
 
-/// `fsbench age --hot`: the files the last `days` of aging wrote, read (each one an access
-/// and its bytes), then overwritten with an fsync each.
+/// `fsbench hot`: the files the last `days` of aging wrote (or the `files` it wrote last),
+/// read (each one an access and its bytes), then overwritten with an fsync each.
 fn hot(cx: &Cx) -> Option<Work> {
-    let days = cx.get("days").unwrap_or(30.0);
-    let (files, bytes) = setup::recent_files(cx.plan, &cx.cell.target, days)?;
+    let (files, bytes) = match cx.get("files") {
+        Some(n) => setup::last_files(cx.plan, &cx.cell.target, n)?,
+        None => setup::recent_files(cx.plan, &cx.cell.target, cx.get("days").unwrap_or(30.0))?,
+    };
     let s = &cx.speed;
     let access = if cx.cold { s.access_s } else { 0.0 };
     Some(Work {

@@ -187,6 +187,13 @@ pub(super) fn recent_files(plan: &Plan, name: &str, days: f64) -> Option<(f64, f
     Some((n, n * AGE_FILE_BYTES))
 }
 
+/// The `last` files target `name`'s aging wrote last (`fsbench hot --files`), at most its
+/// population, and their bytes.
+pub(super) fn last_files(plan: &Plan, name: &str, last: f64) -> Option<(f64, f64)> {
+    let n = last.min(aged_files(plan, name)?);
+    Some((n, n * AGE_FILE_BYTES))
+}
+
 /// A tree a `find`, `read` or `scan` measurement walks, made at set-up.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(super) struct Tree {
