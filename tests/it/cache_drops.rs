@@ -1,7 +1,8 @@
-//! Caches dropped by another process while a measurement runs, on the real binary. In a
-//! test binary of its own: its background command drops the machine's caches every 0.2 s,
-//! which would disturb the warm cells of tests running beside it (cargo runs test binaries
-//! one after another, and a binary's tests side by side).
+//! Caches dropped by another process while a measurement runs, on the real binary. Its
+//! background command drops the machine's caches every half second for about three
+//! seconds, beside the tests running at the same time: few enough drops that their cold
+//! and warm cells keep their meaning (a warm cell beside it is marked, as this test checks,
+//! and a cold one only reads from its device again).
 
 use crate::common::*;
 use serde_json::Value;
@@ -46,7 +47,7 @@ cache = ["warm"]
 name = "dropper"
 factor = "load"
 kind = "command"
-command = ["sh", "-c", "sleep 0.2; echo 3 > /proc/sys/vm/drop_caches"]
+command = ["sh", "-c", "sleep 0.5; echo 3 > /proc/sys/vm/drop_caches"]
 restart = true
 
 [[measurement]]
