@@ -541,7 +541,7 @@ fn hot_reads_then_overwrites_what_the_last_days_wrote() {
     let r = json(&hj);
     assert_eq!(r["figures"]["files"], k as f64, "{out}");
     assert_eq!(r["figures"]["bytes"], last as f64, "{out}");
-    assert!(out.contains("among the 7 aging wrote last"), "{out}");
+    assert!(out.contains("7 files aging wrote last (7 asked)"), "{out}");
     let o = run(&["hot", img.s(), "--files", "7", "--days", "5"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
 }

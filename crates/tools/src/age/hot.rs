@@ -119,7 +119,7 @@ impl Pick {
             Pick::Days(n) => {
                 format!("written in the last {n} days of aging ({day_ops} operations a day)")
             }
-            Pick::Last(n) => format!("among the {n} aging wrote last"),
+            Pick::Last(n) => format!("aging wrote last ({n} asked)"),
         }
     }
 }
@@ -209,11 +209,11 @@ pub fn main(a: &HotArgs) -> Result<()> {
     if a.days == 0 {
         return Err(fsbench_base::exit::usage("--days must be at least 1"));
     }
-    a.m.check()?;
-    let dir = aged_dir(&a.dir)?;
     if a.files == Some(0) {
         return Err(fsbench_base::exit::usage("--files must be at least 1"));
     }
+    a.m.check()?;
+    let dir = aged_dir(&a.dir)?;
     let pick = Pick::of(a);
     let (files, state) = hot_files(&dir, pick)?;
     if files.is_empty() {
