@@ -453,19 +453,20 @@ fn hot_reads_then_overwrites_what_the_last_days_wrote() {
     let state = json(&aged.join(".fsbench-age.json"));
     let since = state["clock"].as_u64().unwrap() - 5 * 100;
     let record = std::fs::read_to_string(aged.join(".fsbench-age-files")).unwrap();
-    let hot: Vec<&str> = record
+    // Each live file's last write by the aging's clock, and its path.
+    let written: Vec<(u64, &str)> = record
         .lines()
         .filter(|l| !l.starts_with('#'))
         .filter_map(|l| l.split_once(' '))
-        .filter(|(c, _)| c.parse::<u64>().unwrap() >= since)
-        .map(|(_, p)| p)
+        .map(|(c, p)| (c.parse::<u64>().unwrap(), p))
+        .collect();
+    let hot: Vec<&str> = (written.iter())
+        .filter(|(c, _)| *c >= since)
+        .map(|(_, p)| *p)
         .collect();
     assert!(hot.len() > 10, "{} hot files", hot.len());
-    let cold = record
-        .lines()
-        .filter(|l| !l.starts_with('#'))
-        .filter_map(|l| l.split_once(' '))
-        .find(|(c, _)| c.parse::<u64>().unwrap() < since)
+    let cold = (written.iter())
+        .find(|(c, _)| *c < since)
         .map(|(_, p)| aged.join(p))
         .expect("a file older than 5 days");
 
@@ -518,12 +519,7 @@ fn hot_reads_then_overwrites_what_the_last_days_wrote() {
     assert!(mtime(&aged.join(hot[1])) > cold_mtime);
 
     // `--files K`: the K live files aging wrote last, ties by path, instead of a window.
-    let mut by_clock: Vec<(u64, &str)> = record
-        .lines()
-        .filter(|l| !l.starts_with('#'))
-        .filter_map(|l| l.split_once(' '))
-        .map(|(c, p)| (c.parse::<u64>().unwrap(), p))
-        .collect();
+    let mut by_clock = written.clone();
     by_clock.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(b.1)));
     let k = 7;
     let last: u64 = (by_clock.iter().take(k))
