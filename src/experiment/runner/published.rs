@@ -109,12 +109,13 @@ pub(super) fn rounds_at_most(plan: &Plan) -> u32 {
     }
 }
 
-/// The rounds for the progress line: the plan's count or adaptive maximum, and the most a
-/// published figure's cell may run when that is more ("3 (up to 10)").
-pub(super) fn rounds_text(plan: &Plan) -> String {
+/// The rounds for a cell's progress line: the plan's count or adaptive maximum, and the
+/// most the cell may run when that is more ("3 (up to 10)": a published figure's cell
+/// whose runs are expected to take under a second).
+pub(super) fn rounds_text(plan: &Plan, cell_most: Option<u32>) -> String {
     let base = plan.adaptive.map_or(plan.repetitions, |a| a.max);
-    match rounds_at_most(plan) {
-        most if most > base => format!("{base} (up to {most})"),
+    match cell_most {
+        Some(most) if most > base => format!("{base} (up to {most})"),
         _ => base.to_string(),
     }
 }

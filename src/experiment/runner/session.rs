@@ -87,6 +87,7 @@ pub fn run(o: &Options) -> Result<()> {
         "fsbench: estimated time: {} (`--dry-run` shows what it is made of)",
         fmt_secs(estimate.total_s)
     );
+    session.progress.most_rounds = estimate.most_rounds.clone();
     let result = session.rounds().and_then(|()| session.strict(o, exp));
     let failures = session.failures;
     let teardown = env.tear_down();
@@ -207,6 +208,8 @@ struct Progress {
     todo_total: usize,
     done_now: usize,
     measured_s: f64,
+    /// The most rounds each cell may run, as the estimate expects.
+    most_rounds: Vec<u32>,
 }
 
 /// An experiment being run: its plan, cells, store and targets.
@@ -408,7 +411,7 @@ impl Session<'_> {
                 i + 1,
                 self.cells.len(),
                 round + 1,
-                super::published::rounds_text(plan),
+                super::published::rounds_text(plan, self.progress.most_rounds.get(i).copied()),
                 self.cells[i].describe(plan),
                 fmt_secs(elapsed),
                 if eta.is_nan() {

@@ -34,6 +34,10 @@ pub(super) struct Estimate {
     /// Seconds one run of each cell takes, the runner's part included (by position in
     /// the cells).
     pub per_run: Vec<f64>,
+    /// The most rounds each cell may run (by position in the cells): the plan's count,
+    /// an adaptive plan's `max`, or more for a cell carrying a published figure (up to
+    /// [`SUB_SECOND_MAX`] when its runs are expected to take under a second).
+    pub most_rounds: Vec<u32>,
     set_ups: u32,
     setup: setup::SetUp,
     aging_rounds_s: f64,
@@ -85,6 +89,7 @@ pub(super) fn of(plan: &Plan, cells: &[Cell], outdir: &Path, todo: &[u32]) -> Es
         }
     }
     let extra = extra_rounds(plan, cells, &child);
+    e.most_rounds = extra.iter().map(|x| plan.repetitions + x).collect();
     let mut extra_rounds_most = 0;
     for (i, most) in extra.iter().enumerate() {
         // Each cell stops once its figure is within its interval: half the rounds it may run.
@@ -315,6 +320,55 @@ factors = {{ nthreads = [1, 2] }}
             "{again:?}"
         );
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_published_figures_cell_is_shown_up_to_ten_rounds_only_for_sub_second_runs() {
+        // The figure's cell is nthreads = 2 (ratio 2 ÷ 1 carries both cells).
+        let published = |duration: &str| {
+            let src = format!(
+                r#"
+[experiment]
+name = "t"
+repetitions = 3
+[[target]]
+name = "d"
+kind = "dir"
+path = "/tmp"
+[[measurement]]
+name = "w"
+kind = "workload"
+params = {{ workload = "varmail", nfiles = 50, duration = {duration} }}
+factors = {{ nthreads = [1, 2, 4] }}
+[[published]]
+claim = "twice the threads, twice the rate"
+measurement = "w"
+figure = "ops_per_s"
+compare = {{ nthreads = {{ 2 = 1 }} }}
+ratio = 2.0
+within = 1.5
+"#
+            );
+            crate::experiment::plan::parse(Path::new("t.toml"), &src, false).unwrap()
+        };
+        let text = |p: &Plan, e: &Estimate| -> Vec<String> {
+            (0..3)
+                .map(|i| {
+                    super::super::published::rounds_text(p, e.most_rounds.get(i).copied())
+                })
+                .collect()
+        };
+        let long = published("3");
+        let cells = super::super::cells(&long);
+        let e = of(&long, &cells, Path::new("/nonexistent"), &[3, 3, 3]);
+        assert_eq!(e.most_rounds, vec![3, 3, 3]);
+        assert_eq!(text(&long, &e), vec!["3", "3", "3"]);
+        let short = published("0.2");
+        let cells = super::super::cells(&short);
+        let e = of(&short, &cells, Path::new("/nonexistent"), &[3, 3, 3]);
+        // The two cells the ratio compares may run ten rounds; the third is not judged.
+        assert_eq!(e.most_rounds, vec![10, 10, 3]);
+        assert_eq!(text(&short, &e), vec!["3 (up to 10)", "3 (up to 10)", "3"]);
     }
 
     #[test]
