@@ -109,12 +109,13 @@ pub(super) fn rounds_at_most(plan: &Plan) -> u32 {
     }
 }
 
-/// The rounds for a cell's progress line: the plan's count or adaptive maximum, and the
-/// most the cell may run when that is more ("3 (up to 10)": a published figure's cell
-/// whose runs are expected to take under a second).
-pub(super) fn rounds_text(plan: &Plan, cell_most: Option<u32>) -> String {
+/// The rounds for a cell's progress line in round `round` (from 0): the plan's count or
+/// adaptive maximum, and the most the cell may run when that is more ("3 (up to 10)": a
+/// published figure's cell whose measured runs take, or are expected to take, under a
+/// second).
+pub(super) fn rounds_text(plan: &Plan, cell_most: Option<u32>, round: u32) -> String {
     let base = plan.adaptive.map_or(plan.repetitions, |a| a.max);
-    match cell_most {
+    match cell_most.map(|m| m.max(round + 1)) {
         Some(most) if most > base => format!("{base} (up to {most})"),
         _ => base.to_string(),
     }

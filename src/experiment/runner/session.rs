@@ -283,6 +283,9 @@ impl Session<'_> {
             if todo.is_empty() {
                 continue;
             }
+            if round > 0 {
+                self.refresh_most_rounds()?;
+            }
             if fsbench_base::cancel::interrupted() {
                 return Ok(());
             }
@@ -329,6 +332,28 @@ impl Session<'_> {
         Ok((0..self.cells.len())
             .filter(|&i| short.contains(&(self.cells[i].idx + 1)))
             .collect())
+    }
+
+    /// The most rounds of each published figure's cell from its measured runs (until it has
+    /// some, the estimate's expectation), for the progress line.
+    fn refresh_most_rounds(&mut self) -> Result<()> {
+        if self.plan.published_rounds.is_none() {
+            return Ok(());
+        }
+        let s = crate::experiment::summary::summarise(self.st)?;
+        let base = self
+            .plan
+            .adaptive
+            .map_or(self.plan.repetitions, |a| a.max);
+        for c in s.published_rounds.iter().flat_map(|p| &p.cells) {
+            let i = self.cells.iter().position(|x| x.idx + 1 == c.cell);
+            if let (Some(i), Some(_)) = (i, c.seconds) {
+                if let Some(m) = self.progress.most_rounds.get_mut(i) {
+                    *m = base.max(c.max);
+                }
+            }
+        }
+        Ok(())
     }
 
     fn set_up(&mut self) -> Result<()> {
@@ -411,7 +436,11 @@ impl Session<'_> {
                 i + 1,
                 self.cells.len(),
                 round + 1,
-                super::published::rounds_text(plan, self.progress.most_rounds.get(i).copied()),
+                super::published::rounds_text(
+                    plan,
+                    self.progress.most_rounds.get(i).copied(),
+                    round
+                ),
                 self.cells[i].describe(plan),
                 fmt_secs(elapsed),
                 if eta.is_nan() {

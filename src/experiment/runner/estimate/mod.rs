@@ -62,20 +62,22 @@ pub(super) fn of(plan: &Plan, cells: &[Cell], outdir: &Path, todo: &[u32]) -> Es
     let mut e = Estimate::default();
     let modelled: Vec<Option<runs::Child>> = cells.iter().map(|c| runs::child(plan, c)).collect();
     let reuse = reuse_shares(plan, &modelled);
-    let mut child = Vec::with_capacity(cells.len());
+    // Each cell's measured seconds: a stored run's (its child's, the closest the store
+    // keeps), else the modelled measured pass.
+    let mut measured = Vec::with_capacity(cells.len());
     for (i, c) in cells.iter().enumerate() {
-        let s = match (stored.get(&i), &modelled[i]) {
+        let (s, m) = match (stored.get(&i), &modelled[i]) {
             (Some(s), _) => {
                 e.from_store += 1;
-                *s
+                (*s, *s)
             }
-            (None, Some(m)) => m.s + reuse[i],
+            (None, Some(m)) => (m.s + reuse[i], m.measured_s),
             (None, None) => {
                 e.unknown += 1;
-                plan.time_limit_s
+                (plan.time_limit_s, plan.time_limit_s)
             }
         };
-        child.push(s);
+        measured.push(m);
         e.per_run.push(s + runs::runner_s(plan, c, s));
     }
     let n = |i: usize| todo.get(i).copied().unwrap_or(0);
@@ -88,7 +90,7 @@ pub(super) fn of(plan: &Plan, cells: &[Cell], outdir: &Path, todo: &[u32]) -> Es
             e.warmups_s += plan.warmup_runs as f64 * s;
         }
     }
-    let extra = extra_rounds(plan, cells, &child);
+    let extra = extra_rounds(plan, cells, &measured);
     e.most_rounds = extra.iter().map(|x| plan.repetitions + x).collect();
     let mut extra_rounds_most = 0;
     for (i, most) in extra.iter().enumerate() {
@@ -145,15 +147,15 @@ fn reuse_shares(plan: &Plan, modelled: &[Option<runs::Child>]) -> Vec<f64> {
 
 /// The rounds each cell may run past the plan's count: every cell up to an adaptive plan's
 /// `max`, a cell carrying a published figure up to its entries' maximum (raised to
-/// [`SUB_SECOND_MAX`] when its child runs under a second).
-fn extra_rounds(plan: &Plan, cells: &[Cell], child: &[f64]) -> Vec<u32> {
+/// [`SUB_SECOND_MAX`] when its measured pass takes under a second).
+fn extra_rounds(plan: &Plan, cells: &[Cell], measured: &[f64]) -> Vec<u32> {
     let carried = super::published::carried(plan, cells);
     (0..cells.len())
         .map(|i| {
             let mut most = plan.adaptive.map_or(plan.repetitions, |a| a.max);
             if let (Some(p), true) = (plan.published_rounds, carried.contains(&i)) {
                 most = most.max(p.max);
-                if child[i] < 1.0 {
+                if measured[i] < 1.0 {
                     most = most.max(SUB_SECOND_MAX);
                 }
             }
@@ -353,9 +355,7 @@ within = 1.5
         };
         let text = |p: &Plan, e: &Estimate| -> Vec<String> {
             (0..3)
-                .map(|i| {
-                    super::super::published::rounds_text(p, e.most_rounds.get(i).copied())
-                })
+                .map(|i| super::super::published::rounds_text(p, e.most_rounds.get(i).copied(), 0))
                 .collect()
         };
         let long = published("3");
