@@ -603,6 +603,11 @@ pub fn resolve(a: &RunArgs, parsed: Parsed) -> Result<RunSpec> {
         ));
     }
     if options.cache_stat {
+        if fio.is_some() {
+            return Err(usage(
+                "--cache-stat asks about the reads of Filebench's `read` and `readwholefile` flowops; a fio job's reads are not asked about: leave it out",
+            ));
+        }
         if options.nfs.is_some() {
             return Err(usage(
                 "--cache-stat asks this machine's page cache, which a run over NFS through libnfs does not use: leave out one of them",
