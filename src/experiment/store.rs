@@ -633,7 +633,8 @@ mod tests {
         assert_eq!(get(&v, "cache_hit_pct"), Some(0.0));
         // Without --cache-stat no read_hit_pct; with it, the pages the cache held.
         assert_eq!(get(&v, "read_hit_pct"), None);
-        v["flowops"][0]["page_cache"] = serde_json::json!({"pages": 1000, "cached": 250, "hit_pct": 25.0});
+        v["flowops"][0]["page_cache"] =
+            serde_json::json!({"pages": 1000, "cached": 250, "hit_pct": 25.0});
         assert_eq!(get(&v, "read_hit_pct"), Some(25.0));
     }
 

@@ -313,7 +313,10 @@ fn simulated_disk_end_to_end() {
     let (busy_seq, busy_rand) = (s1.busy_s - s0.busy_s, s2.busy_s - s1.busy_s);
     let (req_seq, req_rand) = (s1.requests - s0.requests, s2.requests - s1.requests);
     let gap = |wall: f64, busy: f64, n: u64| ((wall - busy) / n.max(1) as f64).max(0.0);
-    let gaps = (gap(seq, busy_seq, req_seq), gap(rand_t, busy_rand, req_rand));
+    let gaps = (
+        gap(seq, busy_seq, req_seq),
+        gap(rand_t, busy_rand, req_rand),
+    );
     let (p_seq, p_rand) = predict(&params, size, gaps);
     let (late_seq, late_rand) = (
         s1.server_late_sum_s - s0.server_late_sum_s,

@@ -626,10 +626,20 @@ fn cache_stat_counts_the_pages_the_cache_held_when_each_read_began() {
         }
         assert!(o.status.success(), "{out}");
         let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-        let r = v["flowops"].as_array().unwrap().iter().find(|f| f["name"] == "r").unwrap();
+        let r = v["flowops"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["name"] == "r")
+            .unwrap();
         assert_eq!(r["ops"], 4, "{out}");
         // Other flowops read nothing and carry no page-cache figures.
-        let o = v["flowops"].as_array().unwrap().iter().find(|f| f["name"] == "o").unwrap();
+        let o = v["flowops"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["name"] == "o")
+            .unwrap();
         assert!(o.get("page_cache").is_none(), "{o}");
         Some(r["page_cache"].clone())
     };
