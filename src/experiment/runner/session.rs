@@ -341,7 +341,7 @@ impl Session<'_> {
             return Ok(());
         }
         let s = crate::experiment::summary::summarise(self.st)?;
-        let base = self.plan.adaptive.map_or(self.plan.repetitions, |a| a.max);
+        let base = super::published::base_rounds(self.plan);
         for c in s.published_rounds.iter().flat_map(|p| &p.cells) {
             let i = self.cells.iter().position(|x| x.idx + 1 == c.cell);
             if let (Some(i), Some(_)) = (i, c.seconds) {

@@ -152,7 +152,7 @@ fn extra_rounds(plan: &Plan, cells: &[Cell], measured: &[f64]) -> Vec<u32> {
     let carried = super::published::carried(plan, cells);
     (0..cells.len())
         .map(|i| {
-            let mut most = plan.adaptive.map_or(plan.repetitions, |a| a.max);
+            let mut most = super::published::base_rounds(plan);
             if let (Some(p), true) = (plan.published_rounds, carried.contains(&i)) {
                 most = most.max(p.max);
                 if measured[i] < 1.0 {
