@@ -102,6 +102,12 @@ pub struct RunArgs {
     /// the threads' time.
     #[arg(long, value_enum, value_name = "WHAT", default_value_t)]
     pub latency: fsbench_engine::engine::Latency,
+    /// Before each buffered `read` and `readwholefile`, ask the kernel how many of the pages
+    /// it will read are in the page cache (cachestat(2), Linux 6.5 and later): each such
+    /// flowop reports `page_cache` (pages read, pages cached when the read began) and the
+    /// run `read_hit_pct`. One more system call per read, outside the timed window.
+    #[arg(long)]
+    pub cache_stat: bool,
     /// A block device a fio job may name (`filename=/dev/X`); repeatable. fsbench still
     /// refuses it when it (or a partition or holder) is mounted or in use, and refuses to
     /// write it when it carries a file system, RAID or partition table (docs/safety.md).
@@ -596,6 +602,21 @@ pub fn resolve(a: &RunArgs, parsed: Parsed) -> Result<RunSpec> {
             "--nfs-rpcs, --nfs-bandwidth and --nfs-rtt are for runs over NFS: add --nfs URL",
         ));
     }
+    if options.cache_stat {
+        if fio.is_some() {
+            return Err(usage(
+                "--cache-stat asks about the reads of Filebench's `read` and `readwholefile` flowops; a fio job's reads are not asked about: leave it out",
+            ));
+        }
+        if options.nfs.is_some() {
+            return Err(usage(
+                "--cache-stat asks this machine's page cache, which a run over NFS through libnfs does not use: leave out one of them",
+            ));
+        }
+        if !fsbench_base::sys::cachestat::supported() {
+            bail!("--cache-stat needs cachestat(2), which this kernel does not have (Linux 6.5 and later)");
+        }
+    }
     options.verify = fsbench_model::verify::Mode::of(a.verify, workload.has_verify_flowop());
     if a.warmup == 0.0 {
         // A fio job's `ramp_time` is its warm-up unless --warmup says otherwise.
@@ -788,6 +809,7 @@ pub fn run_options(a: &RunArgs, parent: PathBuf) -> fsbench_engine::engine::RunO
         layout_threads: a.layout_threads.map(usize::from),
         finish_ends_run: a.finish_ends_run,
         latency: a.latency,
+        cache_stat: a.cache_stat,
         allow_devices: a.allow_device.clone(),
         allow_device_data: a.allow_device_with_data.clone(),
         nfs: a.nfs.clone(),

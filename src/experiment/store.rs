@@ -551,6 +551,10 @@ fn run_figures(r: &Results, remote: Option<&RemoteTraffic>) -> Vec<(String, Stri
         }
     }
     whole.extend(cache_figures(r));
+    // With `--cache-stat`: the page cache's hit rate as the reads met it, on any file system.
+    if let Some(hit) = r.read_hit_pct() {
+        whole.push(("read_hit_pct".into(), hit));
+    }
     // A run on a simulated remote: what crossed the modelled network.
     whole.extend(remote.map(RemoteTraffic::figures).unwrap_or_default());
     let mut out: Vec<(String, String, f64)> = whole
@@ -627,6 +631,11 @@ mod tests {
         // Read-ahead beyond what was read: no negative share.
         v["device_read_bytes"] = serde_json::json!(9_000_000u64);
         assert_eq!(get(&v, "cache_hit_pct"), Some(0.0));
+        // Without --cache-stat no read_hit_pct; with it, the pages the cache held.
+        assert_eq!(get(&v, "read_hit_pct"), None);
+        v["flowops"][0]["page_cache"] =
+            serde_json::json!({"pages": 1000, "cached": 250, "hit_pct": 25.0});
+        assert_eq!(get(&v, "read_hit_pct"), Some(25.0));
     }
 
     #[test]

@@ -311,10 +311,11 @@ fn simulated_disk_end_to_end() {
     drop(f);
 
     let (busy_seq, busy_rand) = (s1.busy_s - s0.busy_s, s2.busy_s - s1.busy_s);
+    let (req_seq, req_rand) = (s1.requests - s0.requests, s2.requests - s1.requests);
     let gap = |wall: f64, busy: f64, n: u64| ((wall - busy) / n.max(1) as f64).max(0.0);
     let gaps = (
-        gap(seq, busy_seq, s1.requests - s0.requests),
-        gap(rand_t, busy_rand, s2.requests - s1.requests),
+        gap(seq, busy_seq, req_seq),
+        gap(rand_t, busy_rand, req_rand),
     );
     let (p_seq, p_rand) = predict(&params, size, gaps);
     let (late_seq, late_rand) = (
@@ -325,14 +326,12 @@ fn simulated_disk_end_to_end() {
     let modelled = busy_rand / busy_seq;
     eprintln!(
         "sequential: wall {seq:.3} s, disk busy {busy_seq:.3} s, server late {late_seq:.3} s, \
-         prediction {p_seq:.3} s, {} requests ({:.0} µs between), {} bytes read\n\
+         prediction {p_seq:.3} s, {req_seq} requests ({:.0} µs between), {} bytes read\n\
          random: wall {rand_t:.3} s, disk busy {busy_rand:.3} s, server late {late_rand:.3} s, \
-         prediction {p_rand:.3} s, {} requests ({:.0} µs between), {} bytes read\n\
+         prediction {p_rand:.3} s, {req_rand} requests ({:.0} µs between), {} bytes read\n\
          random/sequential: modelled {modelled:.2}, predicted {predicted:.2}, wall {:.2}",
-        s1.requests - s0.requests,
         gaps.0 * 1e6,
         s1.read_bytes - s0.read_bytes,
-        s2.requests - s1.requests,
         gaps.1 * 1e6,
         s2.read_bytes - s1.read_bytes,
         rand_t / seq,

@@ -601,6 +601,70 @@ fn readwholefile_of_a_file_planned_empty_reads_what_it_holds() {
     assert_eq!(r["bytes"], 1024 * 1024);
 }
 
+/// `--cache-stat`: before each buffered read the kernel is asked (cachestat(2)) how many of
+/// the pages it will read the page cache holds. Files just laid out are in the cache, every
+/// page a hit; after `--cold` dropped the cache, a whole-file read of each file once finds
+/// none of its pages there (the read's own read-ahead comes after the question).
+#[test]
+fn cache_stat_counts_the_pages_the_cache_held_when_each_read_began() {
+    let text = "set $dir=/tmp\nset mode quit alldone\n\
+                define fileset name=fs,path=$dir,entries=4,dirwidth=4,size=256k,prealloc\n\
+                define process name=p { thread name=t {\n\
+                flowop openfile name=o,filesetname=fs,fd=1\n\
+                flowop readwholefile name=r,fd=1,iosize=64k\n\
+                flowop closefile name=c,fd=1\n\
+                flowop finishoncount name=f,value=4,target=r\n} }\nrun 30\n";
+    let page_cache = |extra: &[&str]| -> Option<Value> {
+        let dir = Scratch::new("cachestat");
+        let json = dir.path().join("r.json");
+        let mut args = vec!["--cache-stat", "--json", json.to_str().unwrap()];
+        args.extend(extra);
+        let (o, out) = run_bounded(text, &args, 30);
+        if !o.status.success() && out.contains("cachestat(2)") {
+            skip(&format!("this kernel has no cachestat(2): {out}"));
+            return None;
+        }
+        assert!(o.status.success(), "{out}");
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let r = v["flowops"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["name"] == "r")
+            .unwrap();
+        assert_eq!(r["ops"], 4, "{out}");
+        // Other flowops read nothing and carry no page-cache figures.
+        let o = v["flowops"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["name"] == "o")
+            .unwrap();
+        assert!(o.get("page_cache").is_none(), "{o}");
+        Some(r["page_cache"].clone())
+    };
+    let Some(warm) = page_cache(&[]) else {
+        return;
+    };
+    // Four files of 256 KiB: 64 pages of 4 KiB each.
+    let pages = 4 * (256 * 1024) / page_size();
+    assert_eq!(warm["pages"], pages, "{warm}");
+    assert_eq!(warm["cached"], pages, "{warm}");
+    assert_eq!(warm["hit_pct"], 100.0, "{warm}");
+    if !root_or_skip_because("cache_stat cold half", "--cold drops the page cache") {
+        return;
+    }
+    let cold = page_cache(&["--cold"]).unwrap();
+    assert_eq!(cold["pages"], pages, "{cold}");
+    assert_eq!(cold["cached"], 0, "{cold}");
+}
+
+/// The page size the kernel counts the page cache in.
+fn page_size() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    (unsafe { libc::sysconf(libc::_SC_PAGESIZE) }) as u64
+}
+
 /// Every regular file below `dir` (links not followed).
 fn files_below(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
     for e in std::fs::read_dir(dir).unwrap().flatten() {

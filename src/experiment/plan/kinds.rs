@@ -196,6 +196,8 @@ impl Kind {
                     ("warmup", "--warmup", Value, Float),
                     ("seed", "--seed", Value, Int),
                     ("layout", "--layout", Switch, Bool),
+                    // The page cache as the reads meet it (`read_hit_pct`).
+                    ("cache_stat", "--cache-stat", Switch, Bool),
                     // Over the NFS target's URL through libnfs (`run --nfs`), not in its
                     // exported directory; and what `run` counts and dials there.
                     NFS,

@@ -99,22 +99,29 @@ pub(super) fn dry_run_lines(plan: &Plan, cells: &[Cell]) -> Vec<String> {
     v
 }
 
+/// The rounds every cell may run: the plan's count, or an adaptive plan's `max`.
+pub(super) fn base_rounds(plan: &Plan) -> u32 {
+    plan.adaptive.map_or(plan.repetitions, |a| a.max)
+}
+
 /// The most rounds any cell runs: the plan's count (an adaptive plan's `max`), or more for
 /// the cells carrying a published figure.
 pub(super) fn rounds_at_most(plan: &Plan) -> u32 {
-    let base = plan.adaptive.map_or(plan.repetitions, |a| a.max);
+    let base = base_rounds(plan);
     match plan.published_rounds {
         Some(p) => base.max(p.max).max(SUB_SECOND_MAX),
         None => base,
     }
 }
 
-/// The rounds for the progress line: the plan's count or adaptive maximum, and the most a
-/// published figure's cell may run when that is more ("3 (up to 10)").
-pub(super) fn rounds_text(plan: &Plan) -> String {
-    let base = plan.adaptive.map_or(plan.repetitions, |a| a.max);
-    match rounds_at_most(plan) {
-        most if most > base => format!("{base} (up to {most})"),
+/// The rounds for a cell's progress line in round `round` (from 0): the plan's count or
+/// adaptive maximum, and the most the cell may run when that is more ("3 (up to 10)": a
+/// published figure's cell whose measured runs take, or are expected to take, under a
+/// second).
+pub(super) fn rounds_text(plan: &Plan, cell_most: Option<u32>, round: u32) -> String {
+    let base = base_rounds(plan);
+    match cell_most.map(|m| m.max(round + 1)) {
+        Some(most) if most > base => format!("{base} (up to {most})"),
         _ => base.to_string(),
     }
 }

@@ -87,6 +87,7 @@ pub fn run(o: &Options) -> Result<()> {
         "fsbench: estimated time: {} (`--dry-run` shows what it is made of)",
         fmt_secs(estimate.total_s)
     );
+    session.progress.most_rounds = estimate.most_rounds.clone();
     let result = session.rounds().and_then(|()| session.strict(o, exp));
     let failures = session.failures;
     let teardown = env.tear_down();
@@ -207,6 +208,8 @@ struct Progress {
     todo_total: usize,
     done_now: usize,
     measured_s: f64,
+    /// The most rounds each cell may run, as the estimate expects.
+    most_rounds: Vec<u32>,
 }
 
 /// An experiment being run: its plan, cells, store and targets.
@@ -280,6 +283,9 @@ impl Session<'_> {
             if todo.is_empty() {
                 continue;
             }
+            if round > 0 {
+                self.refresh_most_rounds()?;
+            }
             if fsbench_base::cancel::interrupted() {
                 return Ok(());
             }
@@ -326,6 +332,25 @@ impl Session<'_> {
         Ok((0..self.cells.len())
             .filter(|&i| short.contains(&(self.cells[i].idx + 1)))
             .collect())
+    }
+
+    /// The most rounds of each published figure's cell from its measured runs (until it has
+    /// some, the estimate's expectation), for the progress line.
+    fn refresh_most_rounds(&mut self) -> Result<()> {
+        if self.plan.published_rounds.is_none() {
+            return Ok(());
+        }
+        let s = crate::experiment::summary::summarise(self.st)?;
+        let base = super::published::base_rounds(self.plan);
+        for c in s.published_rounds.iter().flat_map(|p| &p.cells) {
+            let i = self.cells.iter().position(|x| x.idx + 1 == c.cell);
+            if let (Some(i), Some(_)) = (i, c.seconds) {
+                if let Some(m) = self.progress.most_rounds.get_mut(i) {
+                    *m = base.max(c.max);
+                }
+            }
+        }
+        Ok(())
     }
 
     fn set_up(&mut self) -> Result<()> {
@@ -408,7 +433,11 @@ impl Session<'_> {
                 i + 1,
                 self.cells.len(),
                 round + 1,
-                super::published::rounds_text(plan),
+                super::published::rounds_text(
+                    plan,
+                    self.progress.most_rounds.get(i).copied(),
+                    round
+                ),
                 self.cells[i].describe(plan),
                 fmt_secs(elapsed),
                 if eta.is_nan() {

@@ -2,6 +2,7 @@
 
 pub mod blockstat;
 pub mod cachedrops;
+pub mod cachestat;
 pub mod cgroup;
 pub mod cpu;
 pub mod cpustat;

@@ -137,6 +137,9 @@ pub struct RunOptions {
     pub finish_ends_run: bool,
     /// What a flowop's latency covers.
     pub latency: Latency,
+    /// Ask the kernel before each buffered read how much of it the page cache holds
+    /// (`--cache-stat`).
+    pub cache_stat: bool,
     /// The block devices a fio job may name (`--allow-device`), and those whose data it
     /// may overwrite (`--allow-device-with-data`): see `fsbench_base::sys::device`.
     pub allow_devices: Vec<PathBuf>,
@@ -170,6 +173,7 @@ impl RunOptions {
             layout_threads: None,
             finish_ends_run: false,
             latency: Latency::Calls,
+            cache_stat: false,
             allow_devices: Vec::new(),
             allow_device_data: Vec::new(),
             nfs: None,
@@ -622,6 +626,7 @@ impl Prepared {
                 device,
                 finish_ends_run: opts.finish_ends_run,
                 latency: opts.latency,
+                cache_stat: opts.cache_stat,
                 stream_dir: self.rd.as_ref().map(|rd| rd.fd()),
                 nfs: self.remote.as_ref().map(|r| &r.target),
                 verify: opts.verify,

@@ -69,6 +69,7 @@ impl Prepared {
                 device: None,
                 finish_ends_run: false,
                 latency: Default::default(),
+                cache_stat: false,
                 stream_dir: None,
                 nfs: None,
                 verify: Default::default(),

@@ -83,6 +83,12 @@ impl Exporter for Text {
         if let Some(line) = cache_line(r) {
             let _ = writeln!(o, "{line}");
         }
+        if let Some(hit) = r.read_hit_pct() {
+            let _ = writeln!(
+                o,
+                "Page cache as the reads met it (--cache-stat): {hit:.1}% of the pages read were cached when their read began"
+            );
+        }
         o
     }
 }
@@ -223,6 +229,9 @@ fn breakdown(o: &mut String, r: &Results, w: usize) {
         }
         if f.skipped > 0 {
             let _ = write!(o, "  {} skipped (file open elsewhere)", f.skipped);
+        }
+        if let Some(p) = &f.page_cache {
+            let _ = write!(o, "  {:.1}% of its pages cached when read", p.hit_pct);
         }
         if !in_summary(f) {
             let _ = write!(o, "  (not I/O: not in IO Summary)");

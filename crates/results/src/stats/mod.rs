@@ -43,6 +43,10 @@ pub struct OpRecorder {
     pub completions: u64,
     /// Sum of their submission-to-completion times.
     pub completion_ns_sum: u64,
+    /// `--cache-stat`: the pages its buffered reads read, and of those the pages the page
+    /// cache held when each read began.
+    pub cache_pages: u64,
+    pub cache_hits: u64,
     pub cpu_ns: f64,
     /// `--verify`: blocks checked, mismatches (the first [`fsbench_model::verify::KEEP`] kept), and
     /// reads not checked because a write to the same file ran meanwhile.
@@ -76,6 +80,8 @@ impl Default for OpRecorder {
             first_error: None,
             completions: 0,
             completion_ns_sum: 0,
+            cache_pages: 0,
+            cache_hits: 0,
             cpu_ns: 0.0,
             verify_blocks: 0,
             verify_mismatches: 0,
@@ -126,6 +132,8 @@ impl OpRecorder {
         self.lat_sum_ns += o.lat_sum_ns;
         self.completions += o.completions;
         self.completion_ns_sum += o.completion_ns_sum;
+        self.cache_pages += o.cache_pages;
+        self.cache_hits += o.cache_hits;
         self.cpu_ns += o.cpu_ns;
         self.verify_blocks += o.verify_blocks;
         self.verify_mismatches += o.verify_mismatches;

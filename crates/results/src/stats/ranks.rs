@@ -48,6 +48,10 @@ fn merge_row(rows: &[&super::FlowopResult]) -> OpRecorder {
         for [v, n] in &r.histogram_ns {
             o.hist.record_n(*v, *n);
         }
+        if let Some(p) = &r.page_cache {
+            o.cache_pages += p.pages;
+            o.cache_hits += p.cached;
+        }
         if let Some(a) = &r.aio {
             o.completions += a.completions;
             o.completion_ns_sum += (a.completion_mean_us * 1000.0 * a.completions as f64) as u64;

@@ -262,6 +262,10 @@ fn combine_flowop(f0: &FlowopResult, fs: &[&FlowopResult], d: f64) -> FlowopResu
             .iter_recorded()
             .map(|v| [v.value_iterated_to(), v.count_at_value()])
             .collect(),
+        page_cache: f0.page_cache.as_ref().map(|_| {
+            let ps = || fs.iter().filter_map(|f| f.page_cache.as_ref());
+            super::PageCache::new(ps().map(|p| p.pages).sum(), ps().map(|p| p.cached).sum())
+        }),
         aio: f0.aio.as_ref().map(|_| {
             let n: u64 = fs
                 .iter()

@@ -77,6 +77,10 @@ pub struct FlowopResult {
     /// the writes reaped and their mean time from submission to completion.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub aio: Option<AioCompletions>,
+    /// With `--cache-stat`, a flowop of buffered reads: the pages read, and of those the
+    /// pages the page cache held when each read began (cachestat(2)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page_cache: Option<PageCache>,
     /// Writes with `compress=`/`dedupe=`/`content=` (on the flowop or its fileset): what was
     /// asked and what a sample of the written data achieved.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -88,6 +92,31 @@ pub struct FlowopResult {
     /// procedure, most called first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rpcs: Vec<super::rpcs::RpcResult>,
+}
+
+/// The page cache as a flowop's buffered reads met it (`--cache-stat`).
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+pub struct PageCache {
+    /// Pages the reads read.
+    pub pages: u64,
+    /// Of those, pages in the page cache when their read began.
+    pub cached: u64,
+    /// `cached` ÷ `pages`, in percent.
+    pub hit_pct: f64,
+}
+
+impl PageCache {
+    pub fn new(pages: u64, cached: u64) -> PageCache {
+        PageCache {
+            pages,
+            cached,
+            hit_pct: if pages > 0 {
+                100.0 * cached as f64 / pages as f64
+            } else {
+                0.0
+            },
+        }
+    }
 }
 
 /// Completions of an `aiowrite` flowop's asynchronous writes.
@@ -362,6 +391,18 @@ impl Results {
         (read > 0).then(|| (100.0 * (1.0 - device as f64 / read as f64)).max(0.0))
     }
 
+    /// With `--cache-stat`: the share of the pages the buffered reads read that the page
+    /// cache held when each read began, in percent, over every flowop; `None` without it
+    /// (or without a buffered read).
+    pub fn read_hit_pct(&self) -> Option<f64> {
+        let (pages, cached) = self
+            .flowops
+            .iter()
+            .filter_map(|f| f.page_cache.as_ref())
+            .fold((0, 0), |(p, c), x| (p + x.pages, c + x.cached));
+        (pages > 0).then(|| 100.0 * cached as f64 / pages as f64)
+    }
+
     /// The 99th percentile latency (ms) over the flowops that count as I/O, from their merged
     /// histograms; `None` without any.
     pub fn summary_p99_ms(&self) -> Option<f64> {
@@ -555,6 +596,7 @@ pub fn summarize(
                 .iter_recorded()
                 .map(|v| [v.value_iterated_to(), v.count_at_value()])
                 .collect(),
+            page_cache: (o.cache_pages > 0).then(|| PageCache::new(o.cache_pages, o.cache_hits)),
             aio: (*kind == FlowopKind::AioWrite).then(|| AioCompletions {
                 completions: o.completions,
                 completion_mean_us: if o.completions > 0 {

@@ -34,6 +34,10 @@ pub(super) struct Estimate {
     /// Seconds one run of each cell takes, the runner's part included (by position in
     /// the cells).
     pub per_run: Vec<f64>,
+    /// The most rounds each cell may run (by position in the cells): the plan's count,
+    /// an adaptive plan's `max`, or more for a cell carrying a published figure (up to
+    /// [`SUB_SECOND_MAX`] when its runs are expected to take under a second).
+    pub most_rounds: Vec<u32>,
     set_ups: u32,
     setup: setup::SetUp,
     aging_rounds_s: f64,
@@ -58,20 +62,22 @@ pub(super) fn of(plan: &Plan, cells: &[Cell], outdir: &Path, todo: &[u32]) -> Es
     let mut e = Estimate::default();
     let modelled: Vec<Option<runs::Child>> = cells.iter().map(|c| runs::child(plan, c)).collect();
     let reuse = reuse_shares(plan, &modelled);
-    let mut child = Vec::with_capacity(cells.len());
+    // Each cell's measured seconds: a stored run's (its child's, the closest the store
+    // keeps), else the modelled measured pass.
+    let mut measured = Vec::with_capacity(cells.len());
     for (i, c) in cells.iter().enumerate() {
-        let s = match (stored.get(&i), &modelled[i]) {
+        let (s, m) = match (stored.get(&i), &modelled[i]) {
             (Some(s), _) => {
                 e.from_store += 1;
-                *s
+                (*s, *s)
             }
-            (None, Some(m)) => m.s + reuse[i],
+            (None, Some(m)) => (m.s + reuse[i], m.measured_s),
             (None, None) => {
                 e.unknown += 1;
-                plan.time_limit_s
+                (plan.time_limit_s, plan.time_limit_s)
             }
         };
-        child.push(s);
+        measured.push(m);
         e.per_run.push(s + runs::runner_s(plan, c, s));
     }
     let n = |i: usize| todo.get(i).copied().unwrap_or(0);
@@ -84,7 +90,8 @@ pub(super) fn of(plan: &Plan, cells: &[Cell], outdir: &Path, todo: &[u32]) -> Es
             e.warmups_s += plan.warmup_runs as f64 * s;
         }
     }
-    let extra = extra_rounds(plan, cells, &child);
+    let extra = extra_rounds(plan, cells, &measured);
+    e.most_rounds = extra.iter().map(|x| plan.repetitions + x).collect();
     let mut extra_rounds_most = 0;
     for (i, most) in extra.iter().enumerate() {
         // Each cell stops once its figure is within its interval: half the rounds it may run.
@@ -140,15 +147,15 @@ fn reuse_shares(plan: &Plan, modelled: &[Option<runs::Child>]) -> Vec<f64> {
 
 /// The rounds each cell may run past the plan's count: every cell up to an adaptive plan's
 /// `max`, a cell carrying a published figure up to its entries' maximum (raised to
-/// [`SUB_SECOND_MAX`] when its child runs under a second).
-fn extra_rounds(plan: &Plan, cells: &[Cell], child: &[f64]) -> Vec<u32> {
+/// [`SUB_SECOND_MAX`] when its measured pass takes under a second).
+fn extra_rounds(plan: &Plan, cells: &[Cell], measured: &[f64]) -> Vec<u32> {
     let carried = super::published::carried(plan, cells);
     (0..cells.len())
         .map(|i| {
-            let mut most = plan.adaptive.map_or(plan.repetitions, |a| a.max);
+            let mut most = super::published::base_rounds(plan);
             if let (Some(p), true) = (plan.published_rounds, carried.contains(&i)) {
                 most = most.max(p.max);
-                if child[i] < 1.0 {
+                if measured[i] < 1.0 {
                     most = most.max(SUB_SECOND_MAX);
                 }
             }
@@ -315,6 +322,53 @@ factors = {{ nthreads = [1, 2] }}
             "{again:?}"
         );
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_published_figures_cell_is_shown_up_to_ten_rounds_only_for_sub_second_runs() {
+        // The figure's cell is nthreads = 2 (ratio 2 ÷ 1 carries both cells).
+        let published = |duration: &str| {
+            let src = format!(
+                r#"
+[experiment]
+name = "t"
+repetitions = 3
+[[target]]
+name = "d"
+kind = "dir"
+path = "/tmp"
+[[measurement]]
+name = "w"
+kind = "workload"
+params = {{ workload = "varmail", nfiles = 50, duration = {duration} }}
+factors = {{ nthreads = [1, 2, 4] }}
+[[published]]
+claim = "twice the threads, twice the rate"
+measurement = "w"
+figure = "ops_per_s"
+compare = {{ nthreads = {{ 2 = 1 }} }}
+ratio = 2.0
+within = 1.5
+"#
+            );
+            crate::experiment::plan::parse(Path::new("t.toml"), &src, false).unwrap()
+        };
+        let text = |p: &Plan, e: &Estimate| -> Vec<String> {
+            (0..3)
+                .map(|i| super::super::published::rounds_text(p, e.most_rounds.get(i).copied(), 0))
+                .collect()
+        };
+        let long = published("3");
+        let cells = super::super::cells(&long);
+        let e = of(&long, &cells, Path::new("/nonexistent"), &[3, 3, 3]);
+        assert_eq!(e.most_rounds, vec![3, 3, 3]);
+        assert_eq!(text(&long, &e), vec!["3", "3", "3"]);
+        let short = published("0.2");
+        let cells = super::super::cells(&short);
+        let e = of(&short, &cells, Path::new("/nonexistent"), &[3, 3, 3]);
+        // The two cells the ratio compares may run ten rounds; the third is not judged.
+        assert_eq!(e.most_rounds, vec![10, 10, 3]);
+        assert_eq!(text(&short, &e), vec!["3 (up to 10)", "3 (up to 10)", "3"]);
     }
 
     #[test]

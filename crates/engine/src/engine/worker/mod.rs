@@ -148,6 +148,9 @@ pub struct Shared<'a> {
     /// `--latency flowop`: an operation's latency runs from the start of its flowop (or the
     /// end of the flowop's previous operation) to its end, not around its calls only.
     pub whole_flowop: bool,
+    /// `--cache-stat`: before each buffered read, the pages of its range the page cache
+    /// holds (cachestat(2)), counted per flowop.
+    pub cache_stat: bool,
     pub clock: Clock,
     /// One slot per worker where it publishes cumulative counters at each sampling epoch.
     pub samples: &'a [std::sync::Mutex<Sample>],

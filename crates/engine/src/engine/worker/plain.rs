@@ -78,10 +78,12 @@ impl Plain {
         }
         // FSBENCH_SHORT_PATH=0 sends every operation down the general path (to compare).
         let off = std::env::var_os("FSBENCH_SHORT_PATH").is_some_and(|v| v == "0");
-        // Over NFS every operation takes the general path (see `remote`).
+        // Over NFS every operation takes the general path (see `remote`), as does every
+        // read whose page-cache state is asked first (`--cache-stat`).
         if off
             || sh.nfs.is_some()
             || sh.whole_flowop
+            || sh.cache_stat
             || sh.count_procs
             || sh.pacing.count_run
             || sh.verify.on()

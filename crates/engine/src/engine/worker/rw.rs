@@ -20,6 +20,28 @@ struct At {
 }
 
 impl Worker<'_> {
+    /// `--cache-stat`: the pages of `fd` from `off` (`len` 0: to the end of the file) the page
+    /// cache holds now, before a buffered read of them; None without the option, for a
+    /// direct or remote read, or when the kernel does not answer.
+    fn cached_before(&self, f: &Flowop, fd: RawFd, off: u64, len: u64) -> Option<u64> {
+        if !self.sh.cache_stat || f.directio || self.remote.is_some() {
+            return None;
+        }
+        fsbench_base::sys::cachestat::cachestat(fd, off, len)
+            .ok()
+            .map(|c| c.nr_cache)
+    }
+
+    /// Count a read of `n` bytes at `off` of which `cached` pages were in the page cache.
+    fn count_cached(&mut self, f: &Flowop, cached: Option<u64>, off: u64, n: u64) {
+        if let Some(c) = cached {
+            let pages = fsbench_base::sys::cachestat::pages_of(off, n);
+            let rec = &mut self.rec.ops[f.stat];
+            rec.cache_pages += pages;
+            rec.cache_hits += c.min(pages);
+        }
+    }
+
     pub(super) fn op_read(&mut self, f: &Flowop) -> Result<Flow, Fail> {
         let iosize = self.num(&f.iosize).max(0) as usize;
         if iosize == 0 {
@@ -75,6 +97,11 @@ impl Worker<'_> {
             Some(v) => (None, Some(self.vstamp(v, off, boff, len))),
             None => (None, None),
         };
+        let cached = if f.kind == Read {
+            self.cached_before(f, fd, off, len as u64)
+        } else {
+            None
+        };
         let t0 = self.clock.now();
         let r = if f.kind == Read {
             self.read_at(fd, boff, len, off)
@@ -82,6 +109,9 @@ impl Worker<'_> {
             self.write_at(fd, boff, len, off)
         };
         let ns = self.clock.since(t0);
+        if let Ok(n) = &r {
+            self.count_cached(f, cached, off, *n as u64);
+        }
         if let Some(v) = v {
             let n = *r.as_ref().unwrap_or(&0);
             if let Some(g) = vgen {
@@ -292,6 +322,7 @@ impl Worker<'_> {
         }
         let v = self.vstate(slot);
         let mut vns = 0;
+        let cached = self.cached_before(f, fd, 0, 0);
         let t0 = self.clock.now();
         let r = loop {
             let snap = v.map(|v| v.0.snapshot(total, len as u64));
@@ -310,6 +341,7 @@ impl Worker<'_> {
         let ns = self.clock.since(t0).saturating_sub(vns);
         match r {
             Ok(()) => {
+                self.count_cached(f, cached, 0, total);
                 self.done(f, ns, total);
                 Ok(Flow::Continue)
             }
