@@ -165,8 +165,9 @@ pub fn produces(kind: &str) -> &'static [&'static str] {
             "delete_errors",
         ],
         // On a block device (image, disk): what the device read in the measured window, and
-        // the share of the read flowops' bytes it did not have to read (the page cache's).
-        "workload" => &["device_read_mb", "cache_hit_pct"],
+        // the share of the read flowops' bytes it did not have to read (the page cache's);
+        // with `cache_stat`, the share of the pages read that the cache held (any target).
+        "workload" => &["device_read_mb", "cache_hit_pct", "read_hit_pct"],
         _ => &[],
     }
 }

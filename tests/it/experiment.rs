@@ -865,6 +865,13 @@ fn shipped_plan_filebench_macro_at_quick_scale() {
             small > large + 20.0,
             "cache hits {small}% at 2,000 files, {large}% at 16,000"
         );
+        // The same curve from the pages the cache held when each read began (cache_stat).
+        let small = factor_figure(out, "cache", "ext4", "nfiles", "2000", "read_hit_pct");
+        let large = factor_figure(out, "cache", "ext4", "nfiles", "16000", "read_hit_pct");
+        assert!(
+            small > large + 20.0 && small <= 100.0,
+            "pages cached {small}% at 2,000 files, {large}% at 16,000"
+        );
         for n in ["1", "4"] {
             assert!(factor_figure(out, "users", "ext4", "nthreads", n, "ops_per_s") > 0.0);
             // The machine's CPU beside the users curve.
