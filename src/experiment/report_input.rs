@@ -45,7 +45,7 @@ pub fn load_with(outdir: &Path, include_flagged: bool) -> Result<ReportInput> {
         }
         if runs.disturbed > 0 {
             input.warnings.push(format!(
-                "{what}: {} run(s) disturbed by other load (noise guard)",
+                "{what}: {} run(s) disturbed: other CPU load, or a simulated disk's or remote's late replies (noise guard)",
                 runs.disturbed
             ));
         }

@@ -259,7 +259,7 @@ fn header(out: &mut String, input: &ReportInput) {
             .count();
         let _ = write!(
             out,
-            "<div class=warn><b>{} warnings</b> ({} cells with runs disturbed by other load, {} other)<details><summary>List</summary><ul>",
+            "<div class=warn><b>{} warnings</b> ({} cells with disturbed runs: other load or late simulated replies; {} other)<details><summary>List</summary><ul>",
             input.warnings.len(),
             disturbed,
             input.warnings.len() - disturbed
