@@ -11,14 +11,7 @@ fn json(path: &Path) -> Value {
 }
 
 fn flowop_ops(v: &Value, name: &str) -> u64 {
-    v["flowops"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["name"] == name)
-        .unwrap_or_else(|| panic!("no flowop {name}"))["ops"]
-        .as_u64()
-        .unwrap()
+    flowop(v, name)["ops"].as_u64().unwrap()
 }
 
 // ---------------------------------------------------------------------------------------

@@ -4,6 +4,16 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+/// The entry of flowop `name` in a run's JSON (`flowops`); panics naming it when absent.
+pub fn flowop<'a>(v: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    v["flowops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == name)
+        .unwrap_or_else(|| panic!("no flowop {name} in {v}"))
+}
+
 /// Write an experiment plan `name` into `dir`; its path.
 pub fn write_plan(dir: &Path, name: &str, text: &str) -> String {
     let p = dir.join(name);

@@ -292,13 +292,7 @@ fn flowops_change_the_disk_as_they_should() {
         .path();
     let (files, _) = count_entries(&rd.join("fs"));
     assert_eq!(files, 30);
-    let w = v["flowops"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["name"] == "w")
-        .unwrap()
-        .clone();
+    let w = flowop(&v, "w");
     assert_eq!(w["ops"], 30);
     assert_eq!(w["bytes"], 30 * 4096);
 
@@ -563,14 +557,7 @@ fn warmup_does_not_count_toward_finish_flowops() {
     );
     assert!(o.status.success(), "{out}");
     let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let s = v["flowops"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["name"] == "s")
-        .unwrap()["ops"]
-        .as_u64()
-        .unwrap();
+    let s = flowop(&v, "s")["ops"].as_u64().unwrap();
     // Without a target Filebench counts every call toward the limit, the finish flowop's
     // own included: a loop of stat, think and finish reaches 1800 at its 601st finish
     // (3 × 601 − 1 = 1802 ≥ 1800; 3 × 600 − 1 = 1799 is not), counted from the end of the
@@ -590,13 +577,7 @@ fn readwholefile_of_a_file_planned_empty_reads_what_it_holds() {
     let (o, out) = run_bounded(text, &["--json", json.to_str().unwrap()], 30);
     assert!(o.status.success(), "{out}");
     let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let r = v["flowops"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["name"] == "r")
-        .unwrap()
-        .clone();
+    let r = flowop(&v, "r");
     assert_eq!(r["ops"], 1);
     assert_eq!(r["bytes"], 1024 * 1024);
 }
@@ -626,20 +607,10 @@ fn cache_stat_counts_the_pages_the_cache_held_when_each_read_began() {
         }
         assert!(o.status.success(), "{out}");
         let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-        let r = v["flowops"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|f| f["name"] == "r")
-            .unwrap();
+        let r = flowop(&v, "r");
         assert_eq!(r["ops"], 4, "{out}");
         // Other flowops read nothing and carry no page-cache figures.
-        let o = v["flowops"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|f| f["name"] == "o")
-            .unwrap();
+        let o = flowop(&v, "o");
         assert!(o.get("page_cache").is_none(), "{o}");
         Some(r["page_cache"].clone())
     };
@@ -647,7 +618,7 @@ fn cache_stat_counts_the_pages_the_cache_held_when_each_read_began() {
         return;
     };
     // Four files of 256 KiB: 64 pages of 4 KiB each.
-    let pages = 4 * (256 * 1024) / page_size();
+    let pages = 4 * (256 * 1024) / fsbench_base::sys::cachestat::page_size();
     assert_eq!(warm["pages"], pages, "{warm}");
     assert_eq!(warm["cached"], pages, "{warm}");
     assert_eq!(warm["hit_pct"], 100.0, "{warm}");
@@ -657,12 +628,6 @@ fn cache_stat_counts_the_pages_the_cache_held_when_each_read_began() {
     let cold = page_cache(&["--cold"]).unwrap();
     assert_eq!(cold["pages"], pages, "{cold}");
     assert_eq!(cold["cached"], 0, "{cold}");
-}
-
-/// The page size the kernel counts the page cache in.
-fn page_size() -> u64 {
-    // SAFETY: sysconf has no preconditions.
-    (unsafe { libc::sysconf(libc::_SC_PAGESIZE) }) as u64
 }
 
 /// Every regular file below `dir` (links not followed).
@@ -708,15 +673,7 @@ fn short_path_does_what_the_general_path_does() {
         let o = c.output().unwrap();
         assert!(o.status.success(), "{}", text(&o));
         let v: Value = serde_json::from_slice(&o.stdout).unwrap();
-        let ops = |n: &str| {
-            v["flowops"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|f| f["name"] == n)
-                .and_then(|f| f["ops"].as_u64())
-                .unwrap_or_else(|| panic!("no flowop {n} in {v}"))
-        };
+        let ops = |n: &str| flowop(&v, n)["ops"].as_u64().unwrap();
         // The file lies in the run directory, below the file's own directory `data`.
         let mut found = Vec::new();
         files_below(dir.path(), &mut found);

@@ -25,9 +25,7 @@ fn runs_with_calls(out: &Path) -> Vec<serde_json::Value> {
 
 /// Calls per operation and mean time (µs) of `proc` in flowop `flowop` of run `r`.
 fn calls(r: &serde_json::Value, flowop: &str, proc: &str) -> (f64, f64) {
-    let f = (r["flowops"].as_array().unwrap().iter())
-        .find(|f| f["name"] == flowop)
-        .unwrap_or_else(|| panic!("no {flowop}"));
+    let f = crate::common::flowop(r, flowop);
     let c = (f["rpcs"].as_array().unwrap().iter())
         .find(|c| c["procedure"] == proc)
         .unwrap_or_else(|| panic!("{flowop} made no {proc}: {f}"));

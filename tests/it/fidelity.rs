@@ -22,15 +22,6 @@ fn run_wl(dir: &Scratch, body: &str, extra: &[&str]) -> (Value, String) {
     (v, text(&o))
 }
 
-fn flowop<'a>(v: &'a Value, name: &str) -> &'a Value {
-    v["flowops"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["name"] == name)
-        .unwrap_or_else(|| panic!("no flowop {name} in {v}"))
-}
-
 const CREATE: &str =
     "define fileset name=f,path=\"/tmp\",entries=20,dirwidth=5,filesize=1k,prealloc=0
 define process name=p {

@@ -3,15 +3,6 @@
 
 use crate::common::*;
 
-fn row<'a>(r: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
-    r["flowops"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["name"] == name)
-        .unwrap_or_else(|| panic!("row {name} in {}", r["flowops"]))
-}
-
 #[test]
 fn mdtest_runs_every_phase_on_every_item_and_cleans_up() {
     let s = Scratch::new("mdtest");
@@ -39,13 +30,13 @@ fn mdtest_runs_every_phase_on_every_item_and_cleans_up() {
         assert!(o.status.success(), "{}", text(&o));
         let r = json_of(&json);
         for phase in ["create", "stat", "read", "remove"] {
-            let f = row(&r, phase);
+            let f = flowop(&r, phase);
             assert_eq!(f["ops"], 200, "{phase}: {f}");
             assert_eq!(f["errors"], 0, "{phase}: {f}");
             assert!(r["figures"][format!("{phase}_ops_per_s")].as_f64().unwrap() > 0.0);
         }
-        assert_eq!(row(&r, "create")["bytes"], 200 * 300);
-        assert_eq!(row(&r, "read")["bytes"], 200 * 300);
+        assert_eq!(flowop(&r, "create")["bytes"], 200 * 300);
+        assert_eq!(flowop(&r, "read")["bytes"], 200 * 300);
         assert_eq!(
             std::fs::read_dir(&work).unwrap().count(),
             0,
@@ -80,7 +71,7 @@ fn ior_writes_and_reads_its_block_in_transfers() {
         assert!(o.status.success(), "{}", text(&o));
         let r = json_of(&json);
         for phase in ["write", "read"] {
-            let f = row(&r, phase);
+            let f = flowop(&r, phase);
             assert_eq!(f["ops"], 16, "{phase}: {f}");
             assert_eq!(f["bytes"], 4 << 20, "{phase}: {f}");
             assert!(r["figures"][format!("{phase}_mib_per_s")].as_f64().unwrap() > 0.0);

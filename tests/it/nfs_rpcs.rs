@@ -67,13 +67,7 @@ struct Row {
 
 fn row(json: &Path, name: &str) -> Row {
     let v = common::json_of(json);
-    let f = v["flowops"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["name"] == name)
-        .unwrap_or_else(|| panic!("no flowop {name} in {v}"))
-        .clone();
+    let f = common::flowop(&v, name).clone();
     let ops = f["ops"].as_u64().unwrap();
     Row {
         ops,

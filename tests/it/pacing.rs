@@ -28,15 +28,6 @@ fn workload(dir: &Scratch, name: &str, body: &str) -> String {
     p.to_str().unwrap().to_string()
 }
 
-fn flowop<'a>(v: &'a Value, name: &str) -> &'a Value {
-    v["flowops"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["name"] == name)
-        .unwrap_or_else(|| panic!("no flowop {name} in {v}"))
-}
-
 fn ops(v: &Value, name: &str) -> u64 {
     flowop(v, name)["ops"].as_u64().unwrap()
 }

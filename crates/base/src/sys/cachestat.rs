@@ -97,7 +97,8 @@ mod tests {
             return;
         }
         let dir = std::env::temp_dir().join(format!("fsbench-cachestat-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        // A directory of its own, made here (not one planted under the shared name).
+        std::fs::create_dir(&dir).unwrap();
         let path = dir.join("f");
         let ps = page_size();
         let mut f = std::fs::File::create(&path).unwrap();

@@ -400,7 +400,7 @@ impl Results {
             .iter()
             .filter_map(|f| f.page_cache.as_ref())
             .fold((0, 0), |(p, c), x| (p + x.pages, c + x.cached));
-        (pages > 0).then(|| 100.0 * cached as f64 / pages as f64)
+        (pages > 0).then(|| PageCache::new(pages, cached).hit_pct)
     }
 
     /// The 99th percentile latency (ms) over the flowops that count as I/O, from their merged
