@@ -102,6 +102,12 @@ pub struct RunArgs {
     /// the threads' time.
     #[arg(long, value_enum, value_name = "WHAT", default_value_t)]
     pub latency: fsbench_engine::engine::Latency,
+    /// Where a Filebench flowop's I/O buffer starts: `filebench`, 16 bytes past a page
+    /// boundary, where glibc's malloc puts Filebench's (a copy into it can cost several
+    /// times an aligned one's on some processors: docs/filebench-compat.md); or `aligned`,
+    /// page-aligned. fio jobs and `directio` use aligned buffers either way.
+    #[arg(long, value_enum, value_name = "WHERE", default_value_t)]
+    pub buffers: fsbench_engine::engine::Buffers,
     /// Before each buffered `read` and `readwholefile`, ask the kernel how many of the pages
     /// it will read are in the page cache (cachestat(2), Linux 6.5 and later): each such
     /// flowop reports `page_cache` (pages read, pages cached when the read began) and the
@@ -809,6 +815,7 @@ pub fn run_options(a: &RunArgs, parent: PathBuf) -> fsbench_engine::engine::RunO
         layout_threads: a.layout_threads.map(usize::from),
         finish_ends_run: a.finish_ends_run,
         latency: a.latency,
+        buffers: a.buffers,
         cache_stat: a.cache_stat,
         allow_devices: a.allow_device.clone(),
         allow_device_data: a.allow_device_with_data.clone(),

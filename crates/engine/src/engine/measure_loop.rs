@@ -155,6 +155,8 @@ pub struct MeasureOptions<'a> {
     pub finish_ends_run: bool,
     /// What a flowop's latency covers.
     pub latency: super::Latency,
+    /// Where Filebench flowops' I/O buffers start.
+    pub buffers: super::Buffers,
     /// Ask the kernel before each buffered read how much of it the page cache holds.
     pub cache_stat: bool,
     /// The run directory, for `stream` flowops (fio jobs) to open their files in.
@@ -272,6 +274,7 @@ pub fn measure(
         continue_on_enospc: mo.continue_on_enospc,
         finish_ends_run: mo.finish_ends_run,
         whole_flowop: mo.latency == super::Latency::Flowop,
+        buffer_skew: mo.buffers.skew(),
         cache_stat: mo.cache_stat,
         clock: *stats::clock::global(),
         samples: &samples,

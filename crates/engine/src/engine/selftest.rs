@@ -69,6 +69,9 @@ impl Prepared {
                 device: None,
                 finish_ends_run: false,
                 latency: Default::default(),
+                // The bare loop's buffer is page-aligned: the overhead figure compares the
+                // tools, not where their buffers lie.
+                buffers: crate::engine::Buffers::Aligned,
                 cache_stat: false,
                 stream_dir: None,
                 nfs: None,

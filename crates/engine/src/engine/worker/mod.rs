@@ -148,6 +148,9 @@ pub struct Shared<'a> {
     /// `--latency flowop`: an operation's latency runs from the start of its flowop (or the
     /// end of the flowop's previous operation) to its end, not around its calls only.
     pub whole_flowop: bool,
+    /// `--buffers`: bytes past a page boundary where a Filebench flowop's buffer starts
+    /// (16 as Filebench's; 0 aligned). fio jobs' buffers and `directio` slots' are aligned.
+    pub buffer_skew: usize,
     /// `--cache-stat`: before each buffered read, the pages of its range the page cache
     /// holds (cachestat(2)), counted per flowop.
     pub cache_stat: bool,
@@ -925,30 +928,53 @@ impl<'a> Worker<'a> {
         self.slots[slot].file_size()
     }
 
-    /// A buffer of `len` bytes at a random offset within `memsize` (when set).
+    /// A buffer of `len` bytes at a random offset within `memsize` (when set), aligned:
+    /// for fio jobs, as fio's buffers are.
     fn buffer(&mut self, len: usize) -> Result<(usize, usize), Fail> {
-        if len > self.buf.len() {
+        self.buffer_skewed(len, 0)
+    }
+
+    /// A buffer of `len` bytes for a Filebench flowop on `slot`: placed as [`Self::buffer`],
+    /// then `--buffers`' skew past the boundary (none for a slot opened with `directio`).
+    fn flowop_buffer(&mut self, slot: usize, len: usize) -> Result<(usize, usize), Fail> {
+        let skew = self.skew(slot);
+        self.buffer_skewed(len, skew)
+    }
+
+    /// Bytes past a page boundary where a Filebench flowop's buffer on `slot` starts.
+    #[inline]
+    fn skew(&self, slot: usize) -> usize {
+        if self.slots[slot].how.directio {
+            0
+        } else {
+            self.sh.buffer_skew
+        }
+    }
+
+    fn buffer_skewed(&mut self, len: usize, skew: usize) -> Result<(usize, usize), Fail> {
+        if len + skew > self.buf.len() {
             // The kernel may still be writing from the old buffer.
             if let Some(a) = self.aio.as_mut() {
                 a.drain();
             }
             self.record_aio();
-            self.buf = AlignedBuf::try_new(len, &mut self.rng).map_err(Fail::Error)?;
+            self.buf = AlignedBuf::try_new(len + skew, &mut self.rng).map_err(Fail::Error)?;
         }
-        Ok((self.buffer_place(len), len))
+        Ok((self.buffer_place(len, skew), len))
     }
 
     /// Where in the buffer a request of `len` bytes goes: a random aligned place within
-    /// `memsize` when set (as Filebench's `flowoplib_iobufsetup`), else the start. The
-    /// buffer must hold `len` bytes.
+    /// `memsize` when set (as Filebench's `flowoplib_iobufsetup`), else the start, then
+    /// `skew` bytes on. The buffer must hold `len + skew` bytes.
     #[inline]
-    fn buffer_place(&mut self, len: usize) -> usize {
-        let room = self.memsize.min(self.buf.len()).saturating_sub(len);
-        if room >= io::ALIGN {
+    fn buffer_place(&mut self, len: usize, skew: usize) -> usize {
+        let room = self.memsize.min(self.buf.len()).saturating_sub(len + skew);
+        let place = if room >= io::ALIGN {
             (self.rng.random_range(0..=room) / io::ALIGN) * io::ALIGN
         } else {
             0
-        }
+        };
+        place + skew
     }
 
     /// A random `iosize`-aligned offset at which `iosize` bytes fit within `wss` (0 when

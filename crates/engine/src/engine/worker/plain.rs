@@ -155,7 +155,8 @@ impl<'a> Worker<'a> {
     pub(super) fn plain_io(&mut self, f: &Flowop, p: Plain) -> Option<Flow> {
         let s = &self.slots[p.slot];
         let fd = s.fd;
-        if fd < 0 || p.iosize > self.buf.len() || self.aio.is_some() {
+        let skew = self.skew(p.slot);
+        if fd < 0 || p.iosize + skew > self.buf.len() || self.aio.is_some() {
             return None;
         }
         let wss = if !p.random {
@@ -167,7 +168,7 @@ impl<'a> Worker<'a> {
         };
         let seq_off = s.off;
         // The same draws, in the same order, as the general path.
-        let boff = self.buffer_place(p.iosize);
+        let boff = self.buffer_place(p.iosize, skew);
         let off = if p.random {
             self.random_offset(wss, p.iosize as u64)
         } else {

@@ -60,7 +60,7 @@ impl Worker<'_> {
         } else {
             0
         };
-        let (boff, len) = self.buffer(iosize)?;
+        let (boff, len) = self.flowop_buffer(slot, iosize)?;
         let off = if f.sameoffset {
             self.slots[slot].last_off
         } else if f.random {
@@ -238,7 +238,7 @@ impl Worker<'_> {
             self.done(f, 0, 0);
             return Ok(Flow::Continue);
         }
-        let (boff, len) = self.buffer(size as usize)?;
+        let (boff, len) = self.flowop_buffer(slot, size as usize)?;
         // With --verify the data is stamped for where the file ends now (untimed).
         let v = self.vstate(slot);
         let at = if v.is_some() || self.shapes(f, slot).is_some() {
@@ -294,7 +294,7 @@ impl Worker<'_> {
             // have grown since) is read in 1 MiB requests rather than byte by byte.
             iosize = if wss > 0 { wss } else { 1 << 20 };
         }
-        let (boff, len) = self.buffer(iosize as usize)?;
+        let (boff, len) = self.flowop_buffer(slot, iosize as usize)?;
         let mut total = 0u64;
         if f.mmap {
             let map = self
@@ -365,7 +365,7 @@ impl Worker<'_> {
         if iosize == 0 {
             iosize = wss.max(1);
         }
-        let (boff, len) = self.buffer(iosize.min(wss.max(1)) as usize)?;
+        let (boff, len) = self.flowop_buffer(slot, iosize.min(wss.max(1)) as usize)?;
         let start = self.slots[slot].off;
         let mut done = 0u64;
         let v = self.vstate(slot);
