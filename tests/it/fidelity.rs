@@ -807,7 +807,7 @@ fn read_buffers_start_where_filebench_s_do_unless_aligned_or_direct() {
     let d = Scratch::new("buffers");
     let wl = |attrs: &str| {
         format!(
-            "define file name=data,path=$dir,size=1m,prealloc\n\
+            "set $dir=/tmp\ndefine file name=data,path=$dir,size=1m,prealloc\n\
              define process name=p {{\n  thread name=t,memsize=1m {{\n    \
              flowop read name=r4k,filename=data,iosize=4k,random{attrs}\n    \
              flowop finishoncount name=f,value=200\n  }}\n}}\nrun 5\n"
