@@ -470,3 +470,116 @@ fn cleanup_after_sigkill_kills_what_the_run_started() {
         assert!(!Path::new(c).exists(), "{c} left: {}", text(&o));
     }
 }
+
+/// A background that walks a `find` measurement's tree finds it on a target where that
+/// measurement does not run (the tree is made for it); a background that fails makes its
+/// run fail with its reason, so that no figure is taken from a cell that did not run as
+/// named.
+#[test]
+fn a_background_s_tree_is_made_and_a_failed_background_fails_its_run() {
+    let s = Scratch::new("bg-tree");
+    let (a, b) = (s.path().join("a"), s.path().join("b"));
+    std::fs::create_dir(&a).unwrap();
+    std::fs::create_dir(&b).unwrap();
+    std::fs::write(s.path().join("nap.f"), NAP).unwrap();
+    let p = s.path().join("p.toml");
+    std::fs::write(
+        &p,
+        format!(
+            r#"
+[experiment]
+name = "bg-tree"
+repetitions = 1
+
+[factors]
+target = ["a", "b"]
+
+[[target]]
+name = "a"
+kind = "dir"
+path = "{}"
+
+[[target]]
+name = "b"
+kind = "dir"
+path = "{}"
+
+[[measurement]]
+name = "walk"
+kind = "find"
+params = {{ tree_files = 300, tree_dirs = 6 }}
+
+[[measurement]]
+name = "nap"
+kind = "workload"
+params = {{ workload = "nap.f", duration = 1.5 }}
+factors = {{ cleaner = ["scan", "broken"] }}
+
+[[background]]
+name = "scan"
+factor = "cleaner"
+kind = "scan"
+params = {{ path = "fsbench-tree-walk", per_user = true }}
+restart = true
+
+[[background]]
+name = "broken"
+factor = "cleaner"
+kind = "command"
+command = ["sh", "-c", "echo the cleaner cannot start >&2; exit 3"]
+
+[[exclude]]
+measurement = "walk"
+target = "b"
+
+[[exclude]]
+measurement = "nap"
+target = "a"
+"#,
+            a.display(),
+            b.display()
+        ),
+    )
+    .unwrap();
+    let out = s.path().join("out");
+    let o = run(&[
+        "experiment",
+        p.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let t = text(&o);
+    let db = rusqlite::Connection::open(out.join("results.db")).unwrap();
+    type Row = (String, String, String, Option<String>, Option<i64>);
+    let rows: Vec<Row> = db
+        .prepare(
+            "SELECT b.name, b.status, r.status, r.error, json_extract(b.results_json, '$.files') \
+             FROM backgrounds b JOIN runs r ON r.id = b.run_id ORDER BY b.name",
+        )
+        .unwrap()
+        .query_map([], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+        })
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(rows.len(), 2, "{rows:?}\n{t}");
+    let (broken, scan) = (&rows[0], &rows[1]);
+    assert_eq!((broken.0.as_str(), scan.0.as_str()), ("broken", "scan"));
+    // The tree was made on b, which runs no `find`, for the background that walks it: the
+    // scan walked its 300 files (and the tree's marker; its last whole pass), until the run ended.
+    assert_ne!(scan.1, "failed", "{rows:?}\n{t}");
+    assert_eq!(scan.2, "ok", "{rows:?}\n{t}");
+    assert!(scan.4.is_some_and(|n| n >= 300), "{rows:?}\n{t}");
+    // The broken one failed, and so did its run, saying why.
+    assert_eq!(broken.1, "failed", "{rows:?}");
+    assert_eq!(broken.2, "failed", "{rows:?}");
+    let e = broken.3.as_deref().unwrap_or_default();
+    assert!(
+        e.contains("background broken")
+            && e.contains("status 3")
+            && e.contains("the cleaner cannot start"),
+        "{e}"
+    );
+    assert!(t.contains("background broken"), "{t}");
+}

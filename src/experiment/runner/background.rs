@@ -270,6 +270,35 @@ pub fn note(records: &[BgRecord], applied: &mut Value) {
     }
 }
 
+/// Why a run fails when a background beside it failed (a pass exited with an error or a
+/// signal, or it did not end within the time limit when the run waits for it): the run did
+/// not measure what its cell names. The background, how it ended and the first line of its
+/// log in `runs`; `None` when every background ran as asked.
+pub fn failure(records: &[BgRecord], runs: &Path, tag: &str) -> Option<String> {
+    let b = records
+        .iter()
+        .find(|b| b.status == "failed" || b.status == "timeout")?;
+    let log = runs.join(format!("{tag}-bg-{}.log", b.name));
+    let text = fsbench_base::input::read_tail(&log, fsbench_base::input::LOG_TAIL);
+    let first = text
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .map(str::to_string);
+    let why = match (b.status.as_str(), b.exit_code) {
+        ("timeout", _) => "did not end within the time limit".to_string(),
+        (_, Some(code)) => format!("exited with status {code}"),
+        _ => "was killed by a signal".to_string(),
+    };
+    Some(format!(
+        "background {} ({} = {}) {why}{}; the run did not measure what its cell names (log: {})",
+        b.name,
+        b.factor,
+        b.name,
+        first.map(|l| format!(": {l}")).unwrap_or_default(),
+        log.display()
+    ))
+}
+
 /// `setpriority` and `ioprio_set` on the calling (new) process.
 fn set_priority(nice: Option<i32>, ioprio: Option<u32>) -> std::io::Result<()> {
     // SAFETY: plain system calls on the calling process.

@@ -104,11 +104,17 @@ impl Env {
         Ok(())
     }
 
-    /// The trees of `find`, `read` and `scan` cells (`tree_files`), made once per set-up; a
-    /// merged overlay's in its layers, after which it is mounted.
+    /// The trees of `find`, `read` and `scan` cells (`tree_files`), and of those their `path`
+    /// or their backgrounds walk, made once per set-up; a merged overlay's in its layers,
+    /// after which it is mounted.
     fn make_trees(&mut self, plan: &Plan, cells: &[Cell]) -> Result<()> {
-        for c in cells {
-            let m = &plan.measurements[c.measurement];
+        let needed = cells.iter().flat_map(|c| {
+            super::trees_needed(plan, c)
+                .into_iter()
+                .map(move |i| (c, i))
+        });
+        for (c, i) in needed {
+            let m = &plan.measurements[i];
             let Some(files) = m
                 .params
                 .iter()

@@ -270,7 +270,7 @@ impl Run<'_> {
         // Nothing a child or background forked outlives the run.
         group.end_run()?;
         let mut applied = self.applied(ready, &args, warm_pass, group.memory.take())?;
-        super::background::note(&bg_records, &mut applied);
+        self.check_backgrounds(&bg_records, &tag, &mut outcome, &mut applied);
         self.check_remounts(remounts.as_ref(), &mut outcome, &mut applied);
         check_scheduler(ready, sched_before, &mut outcome, &mut applied);
         let mut disturbed = other > plan.noise_threshold;
@@ -319,6 +319,24 @@ impl Run<'_> {
         })?;
         st.add_backgrounds(run_id, &bg_records)?;
         Ok(status == "ok" || status == "warmup")
+    }
+
+    /// The run's backgrounds, into `applied`; a run beside a background that failed fails
+    /// with its reason.
+    fn check_backgrounds(
+        &self,
+        records: &[store::BgRecord],
+        tag: &str,
+        outcome: &mut Outcome,
+        applied: &mut Value,
+    ) {
+        super::background::note(records, applied);
+        let runs = self.outdir.join("runs");
+        if let Some(why) = super::background::failure(records, &runs, tag) {
+            if matches!(outcome, Outcome::Ok(_)) {
+                *outcome = Outcome::Failed(why);
+            }
+        }
     }
 
     /// A `cache = remount` run's remounts, into `applied`; a run whose file system was not

@@ -176,6 +176,33 @@ fn tree_dir_name(measurement: &str) -> String {
     format!("fsbench-tree-{measurement}")
 }
 
+/// The measurements whose trees (`tree_files`) cell `c` needs on its target: its own, the
+/// one its `path` walks, and those its backgrounds walk (a cleaner walking the tree of a
+/// `find` measurement that does not run on that target).
+pub(super) fn trees_needed(plan: &Plan, c: &Cell) -> Vec<usize> {
+    let mut walkers = vec![&plan.measurements[c.measurement]];
+    for (factor, level) in &c.factors {
+        if let Some(super::plan::BgKind::Measure(m)) =
+            plan.background(factor, level).map(|b| &b.kind)
+        {
+            walkers.push(m);
+        }
+    }
+    let mut out: Vec<usize> = Vec::new();
+    for w in walkers {
+        let path = w.params.iter().find(|(k, _)| k == "path").map(|(_, p)| p);
+        let maker = plan.measurements.iter().position(|o| {
+            o.kind.makes_tree()
+                && o.params.iter().any(|(k, _)| k == "tree_files")
+                && (std::ptr::eq(o, w) || path == Some(&tree_dir_name(&o.name)))
+        });
+        if let Some(i) = maker.filter(|i| !out.contains(i)) {
+            out.push(i);
+        }
+    }
+    out
+}
+
 /// The child's command line (after the binary), measuring in `dir`, writing `json`;
 /// `scratch` is the experiment's local directory for what a measurement writes beside a
 /// target it only reads (a build with `src`).

@@ -248,15 +248,17 @@ pub(super) fn made_tree(plan: &Plan, m: &Measurement) -> Option<Tree> {
 fn trees(plan: &Plan, cells: &[Cell]) -> (f64, f64) {
     let mut seen: Vec<(usize, &str)> = Vec::new();
     let (mut made, mut removed) = (0.0, 0.0);
-    for c in cells {
-        let m = &plan.measurements[c.measurement];
-        if !m.params.iter().any(|(k, _)| k == "tree_files") {
+    let needed = cells.iter().flat_map(|c| {
+        crate::experiment::runner::trees_needed(plan, c)
+            .into_iter()
+            .map(move |i| (c, i))
+    });
+    for (c, i) in needed {
+        let m = &plan.measurements[i];
+        if seen.contains(&(i, c.target.as_str())) {
             continue;
         }
-        if seen.contains(&(c.measurement, c.target.as_str())) {
-            continue;
-        }
-        seen.push((c.measurement, c.target.as_str()));
+        seen.push((i, c.target.as_str()));
         let Some(tree) = made_tree(plan, m) else {
             continue;
         };
